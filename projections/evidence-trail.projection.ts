@@ -1,0 +1,355 @@
+import type { StepStatus, VerificationOutcome } from '../src/domain/events';
+import { asLedgerEvent } from './ledger-events';
+import { alreadyApplied, isRecord, scopedKey, stringField, type ProjectedEvent, type Projection } from './projection';
+
+/**
+ * The evidence trail (SPEC §5): per operation, every attempt, envelope, refusal, verification,
+ * approval and transition in log order, and a verdict saying the final state and how it was
+ * proven. It is what an auditor reads to answer "what happened to run_81/step_4, and how do we
+ * know?". Entries are only ever appended, so the trail of a prefix of the log is a prefix of the
+ * trail of the whole (a property test holds it to that).
+ */
+export type EvidenceKind = 'plan' | 'attempt' | 'envelope' | 'refusal' | 'verification' | 'approval' | 'transition' | 'other';
+
+export interface EvidenceEntry {
+  revision: number;
+  position: number;
+  event_id: string;
+  type: string;
+  kind: EvidenceKind;
+  recorded_at: string;
+  actor: string;
+  /** For what the ledger derived: the submitted fact that caused it. */
+  caused_by?: string;
+  /** One line for a person reading the trail. */
+  summary: string;
+  /** The event's data as stored (secrets were redacted before anything was stored). */
+  data: unknown;
+}
+
+export type ProvenCommitState = 'committed' | 'not_committed' | 'unknown';
+
+export interface Verdict {
+  status: StepStatus | 'unplanned';
+  terminal: boolean;
+  /** What the evidence proves about the side effect, as far as it goes. */
+  commit_state: ProvenCommitState;
+  /** How the commit state is known: the tool's envelope, a lookup by operation_ref, or nothing yet. */
+  proven_by: 'envelope' | 'verification' | 'none';
+  /** The trail entry that proves it. */
+  proof_event_id?: string;
+  attempt?: number;
+  verification_tool?: string;
+  evidence_ref?: string;
+  reason: string;
+  duplicates_prevented: number;
+  /** e.g. "committed — verified via get_invoice_by_operation_ref, evidence inv_123". */
+  statement: string;
+}
+
+interface EnvelopeFact {
+  attempt: number;
+  event_id: string;
+  ok: boolean;
+  code: string;
+  commit_state: string;
+  next_action?: string;
+  evidence_ref?: string;
+  verification_tool?: string;
+  field?: string;
+}
+
+interface VerificationFact {
+  event_id: string;
+  outcome: VerificationOutcome;
+  evidence_ref?: string;
+  attempt: number;
+}
+
+export interface EvidenceTrailDoc {
+  tenant: string;
+  operation_ref: string;
+  run_id?: string;
+  tool?: string;
+  side_effect?: string;
+  verification_tool?: string;
+  max_attempts?: number;
+  status: StepStatus | 'unplanned';
+  reason: string;
+  not_before?: string;
+  attempts_used: number;
+  current_attempt: number;
+  last_envelope?: EnvelopeFact;
+  last_verification?: VerificationFact;
+  approval?: { decision: string; approver: string; event_id: string };
+  duplicates_prevented: number;
+  entries: EvidenceEntry[];
+  verdict: Verdict;
+  revision: number;
+  position: number;
+}
+
+const TERMINAL: readonly string[] = ['succeeded', 'escalated'];
+
+function emptyDoc(event: ProjectedEvent): EvidenceTrailDoc {
+  const doc: EvidenceTrailDoc = {
+    tenant: event.metadata.tenant,
+    operation_ref: event.metadata.operation_ref,
+    status: 'unplanned',
+    reason: 'UNPLANNED',
+    attempts_used: 0,
+    current_attempt: 0,
+    duplicates_prevented: 0,
+    entries: [],
+    verdict: undefined as unknown as Verdict,
+    revision: -1,
+    position: 0,
+  };
+  doc.verdict = verdictOf(doc);
+  return doc;
+}
+
+function entryFor(event: ProjectedEvent, kind: EvidenceKind, summary: string): EvidenceEntry {
+  return {
+    revision: event.revision,
+    position: event.position,
+    event_id: event.event_id,
+    type: event.type,
+    kind,
+    recorded_at: event.metadata.recorded_at,
+    actor: event.metadata.actor,
+    ...(event.metadata.causation_event_id ? { caused_by: event.metadata.causation_event_id } : {}),
+    summary,
+    data: event.data,
+  };
+}
+
+/** The verification tool for an unknown outcome: the step's policy, else what the envelope named. */
+function verificationToolOf(doc: EvidenceTrailDoc): string | undefined {
+  return doc.verification_tool ?? doc.last_envelope?.verification_tool;
+}
+
+function via(tool: string | undefined): string {
+  return tool ? `via ${tool}` : 'by a lookup of the operation_ref';
+}
+
+function evidence(ref: string | undefined): string {
+  return ref ? `, evidence ${ref}` : '';
+}
+
+function duplicates(count: number): string {
+  if (count === 0) return '';
+  return count === 1 ? '; 1 duplicate dispatch prevented' : `; ${count} duplicate dispatches prevented`;
+}
+
+/** The best-proven commit state of the last attempt, when the step did not succeed. */
+function uncommittedProof(doc: EvidenceTrailDoc): Pick<Verdict, 'commit_state' | 'proven_by' | 'proof_event_id' | 'attempt'> {
+  const envelope = doc.last_envelope;
+  const verification = doc.last_verification;
+  // A verification is later evidence than the envelope it resolves, for the same attempt.
+  if (verification && verification.attempt === doc.current_attempt && (!envelope || envelope.attempt <= verification.attempt)) {
+    const state: ProvenCommitState = verification.outcome === 'not_found' ? 'not_committed' : 'unknown';
+    return { commit_state: state, proven_by: 'verification', proof_event_id: verification.event_id, attempt: verification.attempt };
+  }
+  if (envelope && envelope.attempt === doc.current_attempt) {
+    const state: ProvenCommitState = envelope.commit_state === 'not_committed' ? 'not_committed' : 'unknown';
+    return { commit_state: state, proven_by: 'envelope', proof_event_id: envelope.event_id, attempt: envelope.attempt };
+  }
+  if (doc.current_attempt === 0) return { commit_state: 'not_committed', proven_by: 'none' };
+  // An attempt was dispatched and nothing came back for it yet.
+  return { commit_state: 'unknown', proven_by: 'none', attempt: doc.current_attempt };
+}
+
+function pendingStatement(doc: EvidenceTrailDoc): string {
+  const attempt = `attempt ${doc.current_attempt}`;
+  switch (doc.status) {
+    case 'unplanned':
+      return 'unplanned — no StepPlanned recorded';
+    case 'planned':
+      return 'pending — planned, no attempt dispatched yet';
+    case 'dispatched':
+      return `pending — ${attempt} in flight, no outcome recorded yet`;
+    case 'verifying':
+      return `pending — the outcome of ${attempt} is unknown (${doc.last_envelope?.code ?? doc.reason}); verify ${via(verificationToolOf(doc))} before any new write`;
+    case 'needs_input': {
+      const field = doc.last_envelope?.field ? ` (field ${doc.last_envelope.field})` : '';
+      return `pending — not committed; needs corrected input after ${doc.reason}${field}`;
+    }
+    case 'retry_scheduled':
+      return `pending — not committed; retry scheduled${doc.not_before ? ` not before ${doc.not_before}` : ''} after ${doc.reason}`;
+    case 'awaiting_approval':
+      return `pending — not committed; awaiting approval (${doc.reason})`;
+    case 'retry_ready':
+      return doc.reason === 'VERIFIED_NOT_FOUND'
+        ? `pending — ${attempt} verified not committed ${via(verificationToolOf(doc))}; a new attempt with the same operation_ref may run`
+        : `pending — a new attempt may run (${doc.reason})`;
+    default:
+      return `pending — ${doc.status}`;
+  }
+}
+
+function escalationStatement(doc: EvidenceTrailDoc, proof: ReturnType<typeof uncommittedProof>): string {
+  const state = proof.commit_state === 'not_committed' ? 'not committed' : 'outcome unknown';
+  switch (doc.reason) {
+    case 'LOOKUP_UNAVAILABLE':
+      return `escalated — outcome unknown: the lookup ${via(verificationToolOf(doc))} was unavailable, so nothing was guessed`;
+    case 'APPROVAL_DENIED':
+      return `escalated — not committed: approval denied${doc.approval ? ` by ${doc.approval.approver}` : ''}`;
+    case 'ATTEMPTS_EXHAUSTED':
+      return `escalated — ${state}: attempts exhausted (${doc.attempts_used}${doc.max_attempts ? ` of ${doc.max_attempts}` : ''} used)`;
+    case 'DEPENDENCY_FAILURES_EXHAUSTED':
+      return `escalated — ${state}: repeated dependency failures (last ${doc.last_envelope?.code ?? 'unknown'})`;
+    default:
+      return `escalated — ${state}: ${doc.reason}`;
+  }
+}
+
+export function verdictOf(doc: EvidenceTrailDoc): Verdict {
+  const base = {
+    status: doc.status,
+    terminal: TERMINAL.includes(doc.status),
+    reason: doc.reason,
+    duplicates_prevented: doc.duplicates_prevented,
+  };
+  const tool = verificationToolOf(doc);
+  if (doc.status === 'succeeded') {
+    const verification = doc.last_verification;
+    if (verification?.outcome === 'found_committed') {
+      return {
+        ...base,
+        commit_state: 'committed',
+        proven_by: 'verification',
+        proof_event_id: verification.event_id,
+        attempt: verification.attempt,
+        ...(tool ? { verification_tool: tool } : {}),
+        ...(verification.evidence_ref ? { evidence_ref: verification.evidence_ref } : {}),
+        statement: `committed — verified ${via(tool)}${evidence(verification.evidence_ref)}${duplicates(doc.duplicates_prevented)}`,
+      };
+    }
+    const envelope = doc.last_envelope;
+    return {
+      ...base,
+      commit_state: 'committed',
+      proven_by: 'envelope',
+      ...(envelope ? { proof_event_id: envelope.event_id, attempt: envelope.attempt } : {}),
+      ...(envelope?.evidence_ref ? { evidence_ref: envelope.evidence_ref } : {}),
+      statement: `committed — confirmed by ${doc.tool ?? 'the tool'}'s envelope for attempt ${envelope?.attempt ?? doc.current_attempt}${evidence(envelope?.evidence_ref)}${duplicates(doc.duplicates_prevented)}`,
+    };
+  }
+  const proof = uncommittedProof(doc);
+  const withTool = tool && (doc.status === 'verifying' || proof.proven_by === 'verification') ? { verification_tool: tool } : {};
+  const ref = proof.proven_by === 'verification' ? doc.last_verification?.evidence_ref : undefined;
+  return {
+    ...base,
+    ...proof,
+    ...withTool,
+    ...(ref ? { evidence_ref: ref } : {}),
+    statement: doc.status === 'escalated' ? escalationStatement(doc, proof) : pendingStatement(doc),
+  };
+}
+
+function envelopeFact(event: ProjectedEvent, attempt: number, envelope: unknown): EnvelopeFact {
+  const record = isRecord(envelope) ? envelope : {};
+  const ok = record.ok === true;
+  const verification = record.verification;
+  const details = record.safe_details;
+  const fact: EnvelopeFact = {
+    attempt,
+    event_id: event.event_id,
+    ok,
+    code: ok ? 'COMMITTED' : String(record.code ?? 'UNKNOWN'),
+    commit_state: String(record.commit_state ?? 'unknown'),
+  };
+  if (typeof record.next_action === 'string') fact.next_action = record.next_action;
+  const evidenceRef = stringField(verification, 'evidence_ref');
+  if (evidenceRef) fact.evidence_ref = evidenceRef;
+  const tool = stringField(details, 'verification_tool');
+  if (tool) fact.verification_tool = tool;
+  const field = stringField(details, 'field');
+  if (field) fact.field = field;
+  return fact;
+}
+
+export function evolveEvidenceTrail(current: EvidenceTrailDoc | undefined, event: ProjectedEvent): EvidenceTrailDoc {
+  if (alreadyApplied(current, event)) return current as EvidenceTrailDoc;
+  const base = current ?? emptyDoc(event);
+  const doc: EvidenceTrailDoc = { ...base, revision: event.revision, position: event.position };
+  const ledgerEvent = asLedgerEvent(event);
+  let entry: EvidenceEntry;
+  if (!ledgerEvent) {
+    entry = entryFor(event, 'other', `${event.type} (not interpreted by this version)`);
+  } else {
+    switch (ledgerEvent.type) {
+      case 'StepPlanned': {
+        const { run_id, tool, side_effect, policy } = ledgerEvent.data;
+        if (base.status === 'unplanned') {
+          doc.run_id = run_id;
+          doc.tool = tool;
+          doc.side_effect = side_effect;
+          if (typeof policy?.verification_tool === 'string') doc.verification_tool = policy.verification_tool;
+          if (typeof policy?.max_attempts === 'number') doc.max_attempts = policy.max_attempts;
+        }
+        entry = entryFor(event, 'plan', `planned ${side_effect} ${tool} in run ${run_id}`);
+        break;
+      }
+      case 'AttemptDispatched':
+        doc.attempts_used = base.attempts_used + 1;
+        doc.current_attempt = ledgerEvent.data.attempt;
+        entry = entryFor(event, 'attempt', `attempt ${ledgerEvent.data.attempt} dispatched (input ${ledgerEvent.data.input_hash})`);
+        break;
+      case 'EnvelopeRecorded': {
+        const fact = envelopeFact(event, ledgerEvent.data.attempt, ledgerEvent.data.envelope);
+        doc.last_envelope = fact;
+        const summary = fact.ok
+          ? `attempt ${fact.attempt}: committed${evidence(fact.evidence_ref)}`
+          : `attempt ${fact.attempt}: ${fact.code}, ${fact.commit_state}, next ${fact.next_action ?? 'unknown'}`;
+        entry = entryFor(event, 'envelope', summary);
+        break;
+      }
+      case 'VerificationRecorded': {
+        const { outcome, evidence_ref } = ledgerEvent.data;
+        doc.last_verification = {
+          event_id: event.event_id,
+          outcome,
+          attempt: base.current_attempt,
+          ...(evidence_ref ? { evidence_ref } : {}),
+        };
+        entry = entryFor(event, 'verification', `verification of attempt ${base.current_attempt}: ${outcome}${evidence(evidence_ref)}`);
+        break;
+      }
+      case 'ApprovalRecorded':
+        doc.approval = { decision: ledgerEvent.data.decision, approver: ledgerEvent.data.approver, event_id: event.event_id };
+        entry = entryFor(event, 'approval', `approval ${ledgerEvent.data.decision} by ${ledgerEvent.data.approver}`);
+        break;
+      case 'DispatchRefused': {
+        const { code, attempt, replayed_attempt } = ledgerEvent.data;
+        if (code === 'DUPLICATE_PREVENTED') doc.duplicates_prevented = base.duplicates_prevented + 1;
+        const summary =
+          code === 'DUPLICATE_PREVENTED'
+            ? `dispatch of attempt ${attempt} answered with the success of attempt ${replayed_attempt ?? '?'}: duplicate write prevented`
+            : `dispatch of attempt ${attempt} refused: ${code}`;
+        entry = entryFor(event, 'refusal', summary);
+        break;
+      }
+      case 'TransitionRecorded': {
+        const { from, to, reason, directive } = ledgerEvent.data;
+        doc.status = to;
+        doc.reason = reason;
+        if (directive?.not_before === undefined) delete doc.not_before;
+        else doc.not_before = directive.not_before;
+        entry = entryFor(event, 'transition', `${from} -> ${to} (${reason}); next ${directive?.next_action ?? 'unknown'}`);
+        break;
+      }
+    }
+  }
+  doc.entries = [...base.entries, entry];
+  doc.verdict = verdictOf(doc);
+  return doc;
+}
+
+export const evidenceTrailProjection: Projection<EvidenceTrailDoc> = {
+  name: 'evidence_trail',
+  version: 1,
+  keyOf: (event) => scopedKey(event.metadata.tenant, event.metadata.operation_ref),
+  evolve: evolveEvidenceTrail,
+};

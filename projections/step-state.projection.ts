@@ -1,0 +1,135 @@
+import type { DirectiveAction, SideEffect, StepStatus } from '../src/domain/events';
+import { asLedgerEvent } from './ledger-events';
+import { alreadyApplied, instantMs, scopedKey, type ProjectedEvent, type Projection } from './projection';
+
+/**
+ * The step state index: where every operation stands, queryable by state, tool, run and age
+ * (SPEC §5). The recovery list for restarted workers reads it. Decisions never do: they fold the
+ * operation's own stream.
+ */
+export interface StepStateDoc {
+  tenant: string;
+  operation_ref: string;
+  /** `unplanned` only if a stream ever starts with something other than StepPlanned. */
+  status: StepStatus | 'unplanned';
+  run_id: string;
+  tool: string;
+  side_effect: SideEffect | 'unknown';
+  verification_tool?: string;
+  /** When the current status began (ledger clock). */
+  since: string;
+  /** The reason code of the last transition. */
+  reason: string;
+  attempts_used: number;
+  current_attempt: number;
+  attempts_remaining: number;
+  next_action: DirectiveAction;
+  not_before?: string;
+  planned_at: string;
+  /** recorded_at of the last event applied. */
+  updated_at: string;
+  revision: number;
+  position: number;
+}
+
+function emptyDoc(event: ProjectedEvent): StepStateDoc {
+  return {
+    tenant: event.metadata.tenant,
+    operation_ref: event.metadata.operation_ref,
+    status: 'unplanned',
+    run_id: '',
+    tool: '',
+    side_effect: 'unknown',
+    since: event.metadata.recorded_at,
+    reason: 'UNPLANNED',
+    attempts_used: 0,
+    current_attempt: 0,
+    attempts_remaining: 0,
+    next_action: 'none',
+    planned_at: event.metadata.recorded_at,
+    updated_at: event.metadata.recorded_at,
+    revision: -1,
+    position: 0,
+  };
+}
+
+export function evolveStepState(current: StepStateDoc | undefined, event: ProjectedEvent): StepStateDoc {
+  if (alreadyApplied(current, event)) return current as StepStateDoc;
+  const base = current ?? emptyDoc(event);
+  const doc: StepStateDoc = {
+    ...base,
+    revision: event.revision,
+    position: event.position,
+    updated_at: event.metadata.recorded_at,
+  };
+  const ledgerEvent = asLedgerEvent(event);
+  if (!ledgerEvent) return doc;
+  switch (ledgerEvent.type) {
+    case 'StepPlanned': {
+      // A plan repeated with the same definition appends nothing; a second one is never stored.
+      if (base.status !== 'unplanned') return doc;
+      const { run_id, tool, side_effect, policy } = ledgerEvent.data;
+      doc.status = 'planned';
+      doc.run_id = String(run_id ?? '');
+      doc.tool = String(tool ?? '');
+      doc.side_effect = side_effect === 'read' || side_effect === 'write' ? side_effect : 'unknown';
+      if (typeof policy?.verification_tool === 'string') doc.verification_tool = policy.verification_tool;
+      doc.attempts_remaining = typeof policy?.max_attempts === 'number' ? policy.max_attempts : 0;
+      doc.next_action = 'dispatch';
+      doc.reason = 'STEP_PLANNED';
+      doc.since = event.metadata.recorded_at;
+      doc.planned_at = event.metadata.recorded_at;
+      return doc;
+    }
+    case 'AttemptDispatched':
+      doc.attempts_used = base.attempts_used + 1;
+      doc.current_attempt = typeof ledgerEvent.data.attempt === 'number' ? ledgerEvent.data.attempt : base.current_attempt;
+      return doc;
+    case 'TransitionRecorded': {
+      const { to, reason, directive } = ledgerEvent.data;
+      doc.status = to;
+      doc.reason = String(reason ?? '');
+      doc.since = event.metadata.recorded_at;
+      if (directive) {
+        doc.next_action = directive.next_action;
+        doc.attempts_remaining = directive.attempts_remaining;
+        if (directive.not_before === undefined) delete doc.not_before;
+        else doc.not_before = directive.not_before;
+      }
+      return doc;
+    }
+    default:
+      // Envelopes, verifications, approvals and refusals change the status only through the
+      // TransitionRecorded the ledger appends beside them.
+      return doc;
+  }
+}
+
+export const stepStateProjection: Projection<StepStateDoc> = {
+  name: 'step_state',
+  version: 1,
+  keyOf: (event) => scopedKey(event.metadata.tenant, event.metadata.operation_ref),
+  evolve: evolveStepState,
+  columns: {
+    tenant: 'text',
+    operation_ref: 'text',
+    status: 'text',
+    tool: 'text',
+    run_id: 'text',
+    since_ms: 'integer',
+  },
+  // Recovery: tenant + status (+ tool), oldest first; a run's steps: tenant + run.
+  indexes: [
+    ['tenant', 'status', 'since_ms'],
+    ['tenant', 'tool', 'status', 'since_ms'],
+    ['tenant', 'run_id'],
+  ],
+  index: (doc) => ({
+    tenant: doc.tenant,
+    operation_ref: doc.operation_ref,
+    status: doc.status,
+    tool: doc.tool,
+    run_id: doc.run_id,
+    since_ms: instantMs(doc.since),
+  }),
+};

@@ -1,0 +1,30 @@
+import { Module, type DynamicModule } from '@nestjs/common';
+import { APP_FILTER, APP_GUARD } from '@nestjs/core';
+import { parseApiKeys, type ApiKeyEntry } from './auth/api-keys';
+import { API_KEYS, AuthGuard } from './auth/auth.guard';
+import { LedgerModule, type LedgerModuleOptions } from './ledger/ledger.module';
+import { OperationsController } from './http/operations.controller';
+import { OperationsQueries } from './http/operations.queries';
+import { ProblemFilter } from './http/problem.filter';
+import { SchemaController } from './http/schema.controller';
+
+export interface AppOptions extends LedgerModuleOptions {
+  apiKeys?: ApiKeyEntry[];
+}
+
+@Module({})
+export class AppModule {
+  static register(options: AppOptions): DynamicModule {
+    return {
+      module: AppModule,
+      imports: [LedgerModule.register(options)],
+      controllers: [OperationsController, SchemaController],
+      providers: [
+        OperationsQueries,
+        { provide: API_KEYS, useValue: options.apiKeys ?? parseApiKeys(options.config.apiKeys) },
+        { provide: APP_GUARD, useClass: AuthGuard },
+        { provide: APP_FILTER, useClass: ProblemFilter },
+      ],
+    };
+  }
+}

@@ -1,0 +1,46 @@
+import { createHash, timingSafeEqual } from 'node:crypto';
+import { TENANT_ID_PATTERN } from '../store/stream-names';
+import type { Role } from '../http/caller';
+
+export interface ApiKeyEntry {
+  /** A stable, non-secret id derived from the key's hash: what events record as the actor. */
+  id: string;
+  role: Role;
+  tenant: string;
+  sha256: Buffer;
+}
+
+const ROLES: readonly Role[] = ['runtime', 'auditor', 'admin'];
+
+export function sha256(text: string): Buffer {
+  return createHash('sha256').update(text, 'utf8').digest();
+}
+
+/**
+ * `key:role:tenant`, or `sha256:<64 hex>:role:tenant` so the plain key never sits in configuration.
+ * A malformed entry stops the start: a typo must not silently drop a key or widen access.
+ */
+export function parseApiKeys(entries: readonly string[]): ApiKeyEntry[] {
+  return entries.map((entry, index) => {
+    const parts = entry.split(':');
+    const hashed = parts[0] === 'sha256' && parts.length === 4;
+    if (!hashed && parts.length !== 3) throw new Error(`API key entry ${index + 1} is not key:role:tenant`);
+    const [secret, role, tenant] = hashed ? parts.slice(1) : parts;
+    if (hashed && !/^[0-9a-f]{64}$/i.test(secret)) throw new Error(`API key entry ${index + 1}: sha256 needs 64 hex digits`);
+    if (!hashed && secret.length < 16) throw new Error(`API key entry ${index + 1}: a key needs at least 16 characters`);
+    if (!ROLES.includes(role as Role)) throw new Error(`API key entry ${index + 1}: role must be one of ${ROLES.join(', ')}`);
+    if (!TENANT_ID_PATTERN.test(tenant)) throw new Error(`API key entry ${index + 1}: tenant must match ${TENANT_ID_PATTERN}`);
+    const digest = hashed ? Buffer.from(secret, 'hex') : sha256(secret);
+    return { id: `key_${digest.toString('hex').slice(0, 12)}`, role: role as Role, tenant, sha256: digest };
+  });
+}
+
+/** Compares hashes in constant time, over every entry, so timing tells nothing about which matched. */
+export function findKey(entries: readonly ApiKeyEntry[], presented: string): ApiKeyEntry | undefined {
+  const digest = sha256(presented);
+  let found: ApiKeyEntry | undefined;
+  for (const entry of entries) {
+    if (timingSafeEqual(entry.sha256, digest) && !found) found = entry;
+  }
+  return found;
+}

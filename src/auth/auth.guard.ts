@@ -1,0 +1,42 @@
+import { Inject, Injectable, type CanActivate, type ExecutionContext } from '@nestjs/common';
+import { Reflector } from '@nestjs/core';
+import type { FastifyRequest } from 'fastify';
+import { LedgerError } from '../errors/ledger-error';
+import type { Caller, RequestWithCaller } from '../http/caller';
+import { ACCESS_KEY, ROLE_ACCESS, type Access } from './access';
+import { findKey, type ApiKeyEntry } from './api-keys';
+
+export const API_KEYS = Symbol('API_KEYS');
+
+/** In local mode (no keys configured, loopback only) the one caller may do everything. */
+export const LOCAL_CALLER: Caller = { tenant: 'default', actor: 'local', role: 'admin' };
+
+@Injectable()
+export class AuthGuard implements CanActivate {
+  constructor(
+    private readonly reflector: Reflector,
+    @Inject(API_KEYS) private readonly keys: readonly ApiKeyEntry[],
+  ) {}
+
+  canActivate(context: ExecutionContext): boolean {
+    const access = this.reflector.getAllAndOverride<Access | undefined>(ACCESS_KEY, [context.getHandler(), context.getClass()]);
+    // Fail closed: a route that forgot to declare its access is nobody's.
+    if (access === undefined) throw new LedgerError('FORBIDDEN', 'this route declares no access rule');
+    if (access === 'public') return true;
+    const request = context.switchToHttp().getRequest<FastifyRequest & RequestWithCaller>();
+    if (this.keys.length === 0) {
+      request.caller = LOCAL_CALLER;
+      return true;
+    }
+    const header = request.headers.authorization;
+    const match = typeof header === 'string' ? /^Bearer\s+(\S+)\s*$/i.exec(header) : null;
+    if (!match) throw new LedgerError('UNAUTHENTICATED', 'send Authorization: Bearer <key>');
+    const key = findKey(this.keys, match[1]);
+    if (!key) throw new LedgerError('UNAUTHENTICATED', 'the key is not known');
+    if (!ROLE_ACCESS[key.role].includes(access)) {
+      throw new LedgerError('FORBIDDEN', `the ${key.role} role may not ${access === 'write' ? 'submit facts' : 'do this'}`);
+    }
+    request.caller = { tenant: key.tenant, actor: key.id, role: key.role };
+    return true;
+  }
+}

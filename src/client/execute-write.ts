@@ -1,0 +1,387 @@
+import { createHash } from 'node:crypto';
+import {
+  DEFAULT_ENVELOPE_LIMITS,
+  type EnvelopeLimits,
+  type ToolEnvelope,
+} from '../domain/envelope/envelope.types';
+import { validateEnvelope } from '../domain/envelope/validate-envelope';
+import { canonicalJson } from '../shared/canonical-json';
+import type {
+  Directive,
+  OperationState,
+  SideEffect,
+  StepPolicyInput,
+  SubmitAnswer,
+  VerificationOutcome,
+  VerificationRecordedInput,
+} from './ledger-api.types';
+import type { LedgerClient, RequestOptions } from './ledger-client';
+import { LedgerError, LedgerRefusal } from './ledger-errors';
+import { escalate, uncertainOutcome, type NormalizeContext } from './normalizers/envelope-builders';
+import { normalizeNetworkError } from './normalizers/network-error.normalizer';
+
+/** What executeWrite, verify and recover need of the ledger; a LedgerClient is one. */
+export type LedgerApi = Pick<
+  LedgerClient,
+  'planStep' | 'dispatchAttempt' | 'recordEnvelope' | 'recordVerification' | 'getEvents' | 'recoveryItems'
+>;
+
+export interface WriteStep<Input = unknown> {
+  /** Durable, chosen before the first attempt, and the provider's idempotency key on every attempt. */
+  operationRef: string;
+  runId: string;
+  tool: string;
+  input: Input;
+  /** `write` unless the tool only reads. */
+  sideEffect?: SideEffect;
+  policy?: StepPolicyInput;
+  /** The canonical hash of `input`, unless the runtime has its own (see inputHash()). */
+  inputHash?: string;
+}
+
+export interface ToolCallContext {
+  operationRef: string;
+  /** Give this to the provider as its idempotency key: it is the same on every attempt of the step. */
+  idempotencyKey: string;
+  /** The attempt the ledger granted (1 for the first). */
+  attempt: number;
+  sideEffect: SideEffect;
+}
+
+/**
+ * Calls the tool once and answers its envelope (see the normalizers for turning HTTP answers or
+ * MCP results into one). A throw is treated as a network failure of the call.
+ */
+export type ToolCall<Input> = (input: Input, context: ToolCallContext) => Promise<unknown>;
+
+export interface ExecuteOptions extends Pick<RequestOptions, 'traceparent' | 'tracestate'> {
+  /** The runtime's clock, for the envelopes it writes (the ledger judges time by its own). */
+  now?: () => Date;
+  /** The limits the ledger validates envelopes with. */
+  limits?: EnvelopeLimits;
+  /** For the envelope a thrown tool call becomes. */
+  normalize?: Pick<NormalizeContext, 'maxAttemptsRemaining' | 'defaultRetryDelayMs' | 'verificationTool'>;
+}
+
+export type WriteOutcomeKind =
+  /** The tool ran once and its envelope is recorded; `directive` is what the ledger decided. */
+  | 'recorded'
+  /** The ledger refused: before a dispatch, the tool was not called; after it, see `refusal`. */
+  | 'refused'
+  /** The step had already succeeded: the original success stands and the tool was not called. */
+  | 'replayed';
+
+export interface WriteOutcome {
+  kind: WriteOutcomeKind;
+  operationRef: string;
+  status: OperationState['status'];
+  /** What the caller's scheduler does next; executeWrite itself never waits or retries. */
+  directive: Directive;
+  /** When the next attempt or check may run, for the caller's scheduler. */
+  notBefore?: string;
+  toolCalled: boolean;
+  attempt?: number;
+  /** The envelope recorded for the attempt (normalized and validated). */
+  envelope?: ToolEnvelope;
+  refusal?: { code: string; detail: string };
+  /** For `replayed`: the original success, as the ledger proved it. */
+  success?: unknown;
+  state?: OperationState;
+}
+
+/**
+ * The tool ran but its envelope could not be recorded (the ledger was unreachable after the
+ * client's retries). The ledger still shows the attempt in flight, so nothing will dispatch it
+ * again: recover() verifies it by operation_ref, as after a crash.
+ */
+export class OutcomeNotRecordedError extends Error {
+  constructor(
+    readonly operationRef: string,
+    readonly attempt: number,
+    readonly envelope: ToolEnvelope,
+    cause: unknown,
+  ) {
+    super(`the envelope of ${operationRef} attempt ${attempt} was not recorded; recover() will verify it`, { cause });
+    this.name = 'OutcomeNotRecordedError';
+  }
+}
+
+/** SHA-256 of the input's canonical JSON: equal inputs hash equal in any process, key order aside. */
+export function inputHash(input: unknown): string {
+  return createHash('sha256').update(canonicalJson(input)).digest('hex');
+}
+
+function refusedOutcome(operationRef: string, error: LedgerRefusal, extra: Partial<WriteOutcome>): WriteOutcome {
+  const directive = error.directive ?? { next_action: 'none', attempts_remaining: 0 };
+  return {
+    kind: 'refused',
+    operationRef,
+    status: error.state?.status ?? 'unplanned',
+    directive,
+    ...(directive.not_before ? { notBefore: directive.not_before } : {}),
+    toolCalled: false,
+    refusal: { code: error.code, detail: error.detail },
+    ...(error.state ? { state: error.state } : {}),
+    ...extra,
+  };
+}
+
+function answeredOutcome(operationRef: string, answer: SubmitAnswer, extra: Partial<WriteOutcome>): WriteOutcome {
+  return {
+    kind: 'recorded',
+    operationRef,
+    status: answer.state.status,
+    directive: answer.directive,
+    ...(answer.directive.not_before ? { notBefore: answer.directive.not_before } : {}),
+    toolCalled: false,
+    state: answer.state,
+    ...extra,
+  };
+}
+
+/**
+ * The same operation_ref planned with another input is refused (OPERATION_REF_REUSED), except in
+ * the one case it is the seed's flow: the step asked for corrected input and this is it. That is
+ * so while the step is in needs_input, or when the ledger already granted a dispatch with this
+ * input hash (the correction was accepted earlier, and a later failure brought the caller back).
+ */
+async function isCorrectedInput(
+  ledger: LedgerApi,
+  step: WriteStep<unknown>,
+  sideEffect: SideEffect,
+  hash: string,
+  refusal: LedgerRefusal,
+  options: ExecuteOptions,
+): Promise<boolean> {
+  const state = refusal.state;
+  if (!state || state.run_id !== step.runId || state.tool !== step.tool || state.side_effect !== sideEffect) return false;
+  if (state.status === 'needs_input') return true;
+  const { events } = await ledger.getEvents(step.operationRef, options);
+  return events.some((event) => event.type === 'AttemptDispatched' && event.data.input_hash === hash);
+}
+
+/**
+ * The seed's executeWrite as one call: plan the step (idempotent), ask the ledger to dispatch (the
+ * AttemptDispatched submit is the gate), call the tool with operation_ref as its idempotency key,
+ * record its envelope, and answer the ledger's directive.
+ *
+ * - The tool is called only when the ledger granted this very attempt; a refusal returns, tool uncalled.
+ * - Nothing here retries or waits: verify_operation, request_approval and escalate come back as
+ *   directives, and wait_and_retry comes back with `notBefore` for the caller's scheduler.
+ * - A thrown tool call becomes an envelope through the network-error normalizer: after the
+ *   request may have left, a write's outcome is unknown and must be verified.
+ * - Calling it again for the same step is safe: a succeeded step is replayed, never rerun.
+ *
+ * Ledger errors other than refusals (unreachable, unauthorized) are thrown; before the tool ran
+ * nothing happened, after it the error is an OutcomeNotRecordedError.
+ */
+export async function executeWrite<Input>(
+  ledger: LedgerApi,
+  step: WriteStep<Input>,
+  toolCall: ToolCall<Input>,
+  options: ExecuteOptions = {},
+): Promise<WriteOutcome> {
+  const now = options.now ?? (() => new Date());
+  const sideEffect = step.sideEffect ?? 'write';
+  const hash = step.inputHash ?? inputHash(step.input);
+  const ref = step.operationRef;
+  const trace = { traceparent: options.traceparent, tracestate: options.tracestate };
+
+  let planned: OperationState;
+  try {
+    const answer = await ledger.planStep(
+      ref,
+      {
+        run_id: step.runId,
+        tool: step.tool,
+        side_effect: sideEffect,
+        input_hash: hash,
+        ...(step.policy ? { policy: step.policy } : {}),
+      },
+      trace,
+    );
+    planned = answer.state;
+  } catch (error) {
+    if (!(error instanceof LedgerRefusal)) throw error;
+    const corrected =
+      error.code === 'OPERATION_REF_REUSED' && (await isCorrectedInput(ledger, step, sideEffect, hash, error, trace));
+    if (!corrected || !error.state) return refusedOutcome(ref, error, {});
+    planned = error.state;
+  }
+
+  const attempt = planned.attempts_used + 1;
+  let granted: SubmitAnswer;
+  try {
+    granted = await ledger.dispatchAttempt(ref, { attempt, input_hash: hash }, trace);
+  } catch (error) {
+    if (error instanceof LedgerRefusal) return refusedOutcome(ref, error, { attempt });
+    throw error;
+  }
+  if (granted.replayed) {
+    return answeredOutcome(ref, granted, { kind: 'replayed', success: granted.success });
+  }
+  // Only this very attempt, in flight, lets the tool run.
+  if (granted.state.status !== 'dispatched' || granted.state.current_attempt !== attempt) {
+    return answeredOutcome(ref, granted, {
+      kind: 'refused',
+      attempt,
+      refusal: { code: 'ATTEMPT_MISMATCH', detail: `the ledger did not put attempt ${attempt} in flight` },
+    });
+  }
+
+  const context: NormalizeContext = { operationRef: ref, sideEffect, now: now(), ...options.normalize };
+  let raw: unknown;
+  try {
+    raw = await toolCall(step.input, { operationRef: ref, idempotencyKey: ref, attempt, sideEffect });
+  } catch (error) {
+    raw = normalizeNetworkError(error, { ...context, now: now() });
+  }
+  const envelope = checkedEnvelope(raw, { ...context, now: now() }, options.limits);
+  return recordOutcome(ledger, ref, attempt, envelope, { ...context, now: now() }, trace);
+}
+
+/**
+ * The envelope as the ledger will validate it. One that breaks the rules is not sent as it is: the
+ * tool did run, so for a write the outcome is unknown (verify), and for a read a person looks.
+ */
+function checkedEnvelope(raw: unknown, context: NormalizeContext, limits: EnvelopeLimits | undefined): ToolEnvelope {
+  const checked = validateEnvelope(
+    raw,
+    { operationRef: context.operationRef, sideEffect: context.sideEffect },
+    limits ?? DEFAULT_ENVELOPE_LIMITS,
+  );
+  if (checked.ok) return checked.envelope;
+  return substituteEnvelope(context);
+}
+
+function substituteEnvelope(context: NormalizeContext): ToolEnvelope {
+  return context.sideEffect === 'write'
+    ? uncertainOutcome(context, 'TOOL_RESULT_INVALID')
+    : escalate(context, 'TOOL_RESULT_INVALID', 'internal');
+}
+
+async function recordOutcome(
+  ledger: LedgerApi,
+  ref: string,
+  attempt: number,
+  envelope: ToolEnvelope,
+  context: NormalizeContext,
+  trace: RequestOptions,
+): Promise<WriteOutcome> {
+  try {
+    const answer = await ledger.recordEnvelope(ref, { attempt, envelope }, trace);
+    return answeredOutcome(ref, answer, { toolCalled: true, attempt, envelope });
+  } catch (error) {
+    if (error instanceof LedgerRefusal) return refusedOutcome(ref, error, { toolCalled: true, attempt, envelope });
+    // The ledger's limits may be stricter than ours (its safe_details keys are configurable): record
+    // the envelope that claims nothing rather than leave the attempt without an outcome.
+    if (error instanceof LedgerError && error.code === 'ENVELOPE_INVALID') {
+      const substitute = substituteEnvelope(context);
+      try {
+        const answer = await ledger.recordEnvelope(ref, { attempt, envelope: substitute }, trace);
+        return answeredOutcome(ref, answer, { toolCalled: true, attempt, envelope: substitute });
+      } catch (second) {
+        if (second instanceof LedgerRefusal) {
+          return refusedOutcome(ref, second, { toolCalled: true, attempt, envelope: substitute });
+        }
+        throw new OutcomeNotRecordedError(ref, attempt, substitute, second);
+      }
+    }
+    throw new OutcomeNotRecordedError(ref, attempt, envelope, error);
+  }
+}
+
+// ---- verification ------------------------------------------------------------------------------------
+
+/** What a lookup by operation_ref found. `found` needs evidence: the provider's id of the write. */
+export type LookupResult = { found: true; evidenceRef: string; result?: unknown } | { found: false };
+
+/** Reads the provider by operation_ref (the idempotency key the write carried); throws when it cannot. */
+export type Lookup = (operationRef: string, context: { tool?: string }) => Promise<LookupResult>;
+
+export interface VerifyStep {
+  operationRef: string;
+  tool?: string;
+}
+
+export interface VerifyOutcome {
+  kind: 'recorded' | 'refused';
+  operationRef: string;
+  outcome: VerificationOutcome;
+  status: OperationState['status'];
+  directive: Directive;
+  /** For a premature not_found: when the consistency window ends and the check may run again. */
+  notBefore?: string;
+  evidenceRef?: string;
+  refusal?: { code: string; detail: string };
+  state?: OperationState;
+}
+
+function verificationOf(result: unknown, checkedAt: string): VerificationRecordedInput {
+  const record = result as Partial<Record<string, unknown>> | null;
+  if (record && typeof record === 'object' && record.found === false) return { outcome: 'not_found', checked_at: checkedAt };
+  if (record && typeof record === 'object' && record.found === true && typeof record.evidenceRef === 'string' && record.evidenceRef !== '') {
+    return {
+      outcome: 'found_committed',
+      checked_at: checkedAt,
+      evidence_ref: record.evidenceRef,
+      ...(record.result === undefined ? {} : { result: record.result }),
+    };
+  }
+  // A lookup answer that is neither is no answer: never guess (seed).
+  return { outcome: 'lookup_unavailable', checked_at: checkedAt };
+}
+
+/**
+ * Runs the verification lookup by the step's own operation_ref and records what it found:
+ * found_committed (with evidence), not_found, or lookup_unavailable when the lookup throws or
+ * answers nonsense. The ledger decides what follows; a not_found inside the consistency window is
+ * refused with the instant it ends, which comes back as `notBefore` (nothing here waits).
+ */
+export async function verify(
+  ledger: LedgerApi,
+  step: VerifyStep,
+  lookup: Lookup,
+  options: Pick<ExecuteOptions, 'now' | 'traceparent' | 'tracestate'> = {},
+): Promise<VerifyOutcome> {
+  const now = options.now ?? (() => new Date());
+  const ref = step.operationRef;
+  let data: VerificationRecordedInput;
+  try {
+    const found = await lookup(ref, { tool: step.tool });
+    data = verificationOf(found, now().toISOString());
+  } catch {
+    data = { outcome: 'lookup_unavailable', checked_at: now().toISOString() };
+  }
+  const evidence = data.evidence_ref ? { evidenceRef: data.evidence_ref } : {};
+  try {
+    const answer = await ledger.recordVerification(ref, data, {
+      traceparent: options.traceparent,
+      tracestate: options.tracestate,
+    });
+    return {
+      kind: 'recorded',
+      operationRef: ref,
+      outcome: data.outcome,
+      status: answer.state.status,
+      directive: answer.directive,
+      ...(answer.directive.not_before ? { notBefore: answer.directive.not_before } : {}),
+      ...evidence,
+      state: answer.state,
+    };
+  } catch (error) {
+    if (!(error instanceof LedgerRefusal)) throw error;
+    const directive = error.directive ?? { next_action: 'none', attempts_remaining: 0 };
+    return {
+      kind: 'refused',
+      operationRef: ref,
+      outcome: data.outcome,
+      status: error.state?.status ?? 'unplanned',
+      directive,
+      ...(directive.not_before ? { notBefore: directive.not_before } : {}),
+      ...evidence,
+      refusal: { code: error.code, detail: error.detail },
+      ...(error.state ? { state: error.state } : {}),
+    };
+  }
+}

@@ -1,0 +1,83 @@
+import { resolve } from 'node:path';
+import { DEFAULT_ENVELOPE_LIMITS, DEFAULT_SAFE_DETAIL_KEYS, type EnvelopeLimits } from '../domain/envelope/envelope.types';
+import { DEFAULT_POLICY, type StepPolicy } from '../domain/events';
+
+export type StoreKind = 'sqlite' | 'eventstoredb';
+
+export interface LedgerConfig {
+  host: string;
+  port: number;
+  dataDir: string;
+  store: StoreKind;
+  eventStoreConnectionString?: string;
+  /** Raw `key:role:tenant` entries; parsed and checked by the auth module. */
+  apiKeys: string[];
+  apiKeysFile?: string;
+  bodyLimitBytes: number;
+  maxEventsPerSubmit: number;
+  envelopeLimits: EnvelopeLimits;
+  defaultPolicy: StepPolicy;
+  groupCommit: boolean;
+  maxConflictRetries: number;
+  rateLimitPerMinute: number;
+  logLevel: string;
+}
+
+export const CONFIG = Symbol('LEDGER_CONFIG');
+
+export class ConfigError extends Error {
+  constructor(message: string) {
+    super(message);
+    this.name = 'ConfigError';
+  }
+}
+
+function integer(env: NodeJS.ProcessEnv, name: string, fallback: number, min: number, max: number): number {
+  const raw = env[name];
+  if (raw === undefined || raw === '') return fallback;
+  const value = Number(raw);
+  if (!Number.isInteger(value) || value < min || value > max) {
+    throw new ConfigError(`${name} must be an integer from ${min} to ${max}, got "${raw}"`);
+  }
+  return value;
+}
+
+function list(raw: string | undefined): string[] {
+  return (raw ?? '')
+    .split(/[,\n]/)
+    .map((item) => item.trim())
+    .filter((item) => item.length > 0 && !item.startsWith('#'));
+}
+
+/** Reads the configuration from the environment (SPEC §9); a bad value stops the start, loudly. */
+export function loadConfig(env: NodeJS.ProcessEnv = process.env): LedgerConfig {
+  const store = (env.LEDGER_STORE ?? 'sqlite') as StoreKind;
+  if (store !== 'sqlite' && store !== 'eventstoredb') {
+    throw new ConfigError(`LEDGER_STORE must be sqlite or eventstoredb, got "${env.LEDGER_STORE}"`);
+  }
+  if (store === 'eventstoredb' && !env.EVENTSTORE_CONNECTION_STRING) {
+    throw new ConfigError('LEDGER_STORE=eventstoredb needs EVENTSTORE_CONNECTION_STRING');
+  }
+  const safeDetailKeys = env.LEDGER_SAFE_DETAIL_KEYS ? list(env.LEDGER_SAFE_DETAIL_KEYS) : [...DEFAULT_SAFE_DETAIL_KEYS];
+  return {
+    host: env.HOST ?? '127.0.0.1',
+    port: integer(env, 'PORT', 3000, 0, 65535),
+    dataDir: resolve(env.LEDGER_DATA_DIR ?? './data'),
+    store,
+    eventStoreConnectionString: env.EVENTSTORE_CONNECTION_STRING,
+    apiKeys: list(env.LEDGER_API_KEYS),
+    apiKeysFile: env.LEDGER_API_KEYS_FILE || undefined,
+    bodyLimitBytes: integer(env, 'LEDGER_BODY_LIMIT_BYTES', 256 * 1024, 1024, 64 * 1024 * 1024),
+    maxEventsPerSubmit: integer(env, 'LEDGER_MAX_EVENTS_PER_SUBMIT', 100, 1, 10_000),
+    envelopeLimits: { ...DEFAULT_ENVELOPE_LIMITS, safeDetailKeys },
+    defaultPolicy: {
+      ...DEFAULT_POLICY,
+      max_attempts: integer(env, 'LEDGER_DEFAULT_MAX_ATTEMPTS', DEFAULT_POLICY.max_attempts, 1, 100),
+      consistency_window_ms: integer(env, 'LEDGER_DEFAULT_CONSISTENCY_WINDOW_MS', DEFAULT_POLICY.consistency_window_ms, 0, 86_400_000),
+    },
+    groupCommit: env.LEDGER_GROUP_COMMIT !== 'off',
+    maxConflictRetries: integer(env, 'LEDGER_MAX_CONFLICT_RETRIES', 25, 0, 1000),
+    rateLimitPerMinute: integer(env, 'LEDGER_RATE_LIMIT_PER_MINUTE', 6000, 1, 10_000_000),
+    logLevel: env.LOG_LEVEL ?? 'info',
+  };
+}

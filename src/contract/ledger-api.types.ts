@@ -1,0 +1,59 @@
+/** The HTTP contract's shapes (SPEC §9), shared by the server and the runtime client. */
+import type { Directive, SubmittedFactType } from '../domain/events';
+import type { JsonObject } from '../shared/json';
+
+/** A fact as the runtime submits it, its shape checked by the HTTP layer; `data` is checked here. */
+export interface SubmittedEvent {
+  event_id: string;
+  type: SubmittedFactType;
+  data: JsonObject;
+}
+
+export interface SubmitRequest {
+  expected_revision?: number;
+  events: SubmittedEvent[];
+}
+
+export interface SubmitContext {
+  tenant: string;
+  actor: string;
+  operationRef: string;
+  traceparent?: string;
+  tracestate?: string;
+}
+
+export interface StepView {
+  operation_ref: string;
+  status: string;
+  revision: number;
+  run_id?: string;
+  tool?: string;
+  side_effect?: string;
+  policy?: unknown;
+  attempts_used: number;
+  current_attempt: number;
+  attempts_remaining: number;
+  not_before?: string;
+  approval?: string;
+  reason?: string;
+  since?: string;
+  last_envelope?: unknown;
+  last_verification?: unknown;
+  success?: unknown;
+}
+
+export interface SubmitResult {
+  event_id: string;
+  status: 'appended' | 'duplicate';
+}
+
+export interface SubmitAnswer {
+  revision: number;
+  position: number;
+  state: StepView;
+  directive: Directive;
+  results: SubmitResult[];
+  /** A dispatch on a succeeded step: the original success, replayed. */
+  replayed?: true;
+  success?: unknown;
+}

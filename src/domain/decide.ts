@@ -1,0 +1,351 @@
+import type { ToolError } from './envelope/envelope.types';
+import type {
+  Directive,
+  LedgerEvent,
+  StepPlannedData,
+  StepStatus,
+  SubmittedFact,
+  TransitionRecordedData,
+} from './events';
+import { evolve, isPlanned, type PlannedStep, type StepState } from './step-state';
+
+/** Stable codes for the refusals `decide` makes; each is in the error registry with its status. */
+export type RefusalCode =
+  | 'ATTEMPT_IN_FLIGHT'
+  | 'VERIFY_BEFORE_RETRY'
+  | 'UNCHANGED_RETRY'
+  | 'RETRY_NOT_BEFORE'
+  | 'APPROVAL_REQUIRED'
+  | 'ATTEMPTS_EXHAUSTED'
+  | 'STEP_ESCALATED'
+  | 'VERIFICATION_PREMATURE'
+  | 'OPERATION_REF_REUSED'
+  | 'STEP_NOT_PLANNED'
+  | 'ATTEMPT_MISMATCH'
+  | 'FACT_NOT_EXPECTED';
+
+export interface Command {
+  fact: SubmittedFact;
+  event_id: string;
+  /** The ledger's clock: times are never the client's. */
+  now: string;
+}
+
+export type Decision =
+  /** Append `events` (the fact first, then what it causes). Empty: an idempotent no-op. */
+  | { kind: 'accepted'; events: LedgerEvent[] }
+  /** Refused. `events` is what records the refusal (a refused dispatch), possibly none. */
+  | { kind: 'refused'; code: RefusalCode; detail: string; directive: Directive; events: LedgerEvent[] }
+  /** A dispatch on a succeeded step: the original success stands, the duplicate is recorded. */
+  | { kind: 'replayed'; events: LedgerEvent[] };
+
+/** Reason codes of transitions that are not refusal codes or envelope codes. */
+export const TRANSITION_REASONS = {
+  planned: 'STEP_PLANNED',
+  dispatched: 'ATTEMPT_DISPATCHED',
+  committed: 'COMMITTED',
+  verifiedCommitted: 'VERIFIED_COMMITTED',
+  verifiedNotFound: 'VERIFIED_NOT_FOUND',
+  lookupUnavailable: 'LOOKUP_UNAVAILABLE',
+  approvalGranted: 'APPROVAL_GRANTED',
+  approvalDenied: 'APPROVAL_DENIED',
+  attemptsExhausted: 'ATTEMPTS_EXHAUSTED',
+  dependencyFailuresExhausted: 'DEPENDENCY_FAILURES_EXHAUSTED',
+} as const;
+
+/** Escalations caused by a bound: a later dispatch is refused as ATTEMPTS_EXHAUSTED, not STEP_ESCALATED. */
+const BOUND_REASONS: readonly string[] = [
+  TRANSITION_REASONS.attemptsExhausted,
+  TRANSITION_REASONS.dependencyFailuresExhausted,
+];
+
+const addMs = (instant: string, ms: number): string => new Date(Date.parse(instant) + ms).toISOString();
+const isBefore = (a: string, b: string): boolean => Date.parse(a) < Date.parse(b);
+
+/**
+ * Attempts left under the lower of the step's policy and the last retryable envelope's
+ * max_attempts_remaining (SPEC §4.6). An unknown outcome's envelope says 0 automatic retries, but
+ * a verified not_found allows one new attempt, so only correct_input / wait_and_retry bound it.
+ */
+export function attemptsRemaining(state: PlannedStep): number {
+  const byPolicy = Math.max(0, state.definition.policy.max_attempts - state.attempts_used);
+  const byEnvelope = state.envelope_attempts_remaining;
+  return byEnvelope === undefined ? byPolicy : Math.min(byPolicy, byEnvelope);
+}
+
+export function directiveFor(status: StepStatus, state: PlannedStep): Directive {
+  const attempts_remaining = attemptsRemaining(state);
+  switch (status) {
+    case 'planned':
+    case 'retry_ready':
+    case 'dispatched':
+      return { next_action: 'dispatch', attempts_remaining };
+    case 'needs_input':
+      return { next_action: 'correct_input', attempts_remaining };
+    case 'retry_scheduled':
+      return { next_action: 'wait_and_retry', not_before: state.not_before, attempts_remaining };
+    case 'verifying':
+      return { next_action: 'verify_operation', attempts_remaining };
+    case 'awaiting_approval':
+      return { next_action: 'request_approval', attempts_remaining };
+    case 'succeeded':
+    case 'escalated':
+      return { next_action: 'none', attempts_remaining: 0 };
+  }
+}
+
+function transition(
+  before: StepState,
+  after: PlannedStep,
+  to: StepStatus,
+  reason: string,
+  causedBy: string,
+): LedgerEvent {
+  const data: TransitionRecordedData = {
+    from: before.status,
+    to,
+    reason,
+    caused_by: causedBy,
+    directive: directiveFor(to, after),
+  };
+  return { type: 'TransitionRecorded', data };
+}
+
+/**
+ * The state the fact leaves behind, folded by the one `evolve`, so a transition's directive is
+ * computed on it and what each fact does to the state is defined once.
+ */
+function applyFact(state: StepState, command: Command): PlannedStep {
+  return evolve(state, { ...command.fact, event_id: command.event_id, recorded_at: command.now }) as PlannedStep;
+}
+
+function sameDefinition(a: StepPlannedData, b: StepPlannedData): boolean {
+  const policyA = a.policy;
+  const policyB = b.policy;
+  return (
+    a.run_id === b.run_id &&
+    a.tool === b.tool &&
+    a.side_effect === b.side_effect &&
+    a.input_hash === b.input_hash &&
+    policyA.max_attempts === policyB.max_attempts &&
+    policyA.consistency_window_ms === policyB.consistency_window_ms &&
+    policyA.verification_tool === policyB.verification_tool &&
+    policyA.max_consecutive_dependency_failures === policyB.max_consecutive_dependency_failures
+  );
+}
+
+const refuse = (
+  code: RefusalCode,
+  detail: string,
+  directive: Directive,
+  events: LedgerEvent[] = [],
+): Decision => ({ kind: 'refused', code, detail, directive, events });
+
+/** Moves to `to`, unless a bound leaves no attempt for a state that waits for another one. */
+function moveOrEscalate(
+  before: StepState,
+  after: PlannedStep,
+  to: StepStatus,
+  reason: string,
+  causedBy: string,
+): LedgerEvent {
+  const waitsForAttempt = to === 'needs_input' || to === 'retry_scheduled' || to === 'retry_ready';
+  if (waitsForAttempt && attemptsRemaining(after) === 0) {
+    return transition(before, after, 'escalated', TRANSITION_REASONS.attemptsExhausted, causedBy);
+  }
+  const failures = after.consecutive_dependency_failures;
+  if (waitsForAttempt && failures >= after.definition.policy.max_consecutive_dependency_failures) {
+    return transition(before, after, 'escalated', TRANSITION_REASONS.dependencyFailuresExhausted, causedBy);
+  }
+  return transition(before, after, to, reason, causedBy);
+}
+
+function decideDispatch(state: PlannedStep, command: Command, attempt: number, inputHash: string): Decision {
+  const refusal = (code: RefusalCode, detail: string, escalate = false): Decision => {
+    const events: LedgerEvent[] = [{ type: 'DispatchRefused', data: { attempt, input_hash: inputHash, code } }];
+    if (escalate) {
+      const escalated: PlannedStep = { ...state };
+      events.push(transition(state, escalated, 'escalated', TRANSITION_REASONS.attemptsExhausted, command.event_id));
+      return refuse(code, detail, directiveFor('escalated', escalated), events);
+    }
+    return refuse(code, detail, state.directive, events);
+  };
+  switch (state.status) {
+    case 'succeeded':
+      return {
+        kind: 'replayed',
+        events: [
+          {
+            type: 'DispatchRefused',
+            data: {
+              attempt,
+              input_hash: inputHash,
+              code: 'DUPLICATE_PREVENTED',
+              replayed_attempt: state.success?.attempt ?? state.current_attempt,
+            },
+          },
+        ],
+      };
+    case 'escalated':
+      return BOUND_REASONS.includes(state.reason)
+        ? refusal('ATTEMPTS_EXHAUSTED', 'the step escalated when its attempts ran out')
+        : refusal('STEP_ESCALATED', `the step is escalated (${state.reason})`);
+    case 'dispatched':
+      return refusal('ATTEMPT_IN_FLIGHT', `attempt ${state.current_attempt} has no recorded outcome`);
+    case 'verifying':
+      return refusal('VERIFY_BEFORE_RETRY', 'the outcome of the last write is unknown: verify it first');
+    case 'awaiting_approval':
+      return refusal('APPROVAL_REQUIRED', 'the step waits for an approval');
+    case 'needs_input':
+      if (inputHash === state.blocked_input_hash) {
+        return refusal('UNCHANGED_RETRY', 'the input that needed correcting has not changed');
+      }
+      break;
+    case 'retry_scheduled':
+      if (state.not_before !== undefined && isBefore(command.now, state.not_before)) {
+        return refusal('RETRY_NOT_BEFORE', `no attempt may run before ${state.not_before}`);
+      }
+      break;
+    case 'planned':
+    case 'retry_ready':
+      break;
+  }
+  if (attemptsRemaining(state) === 0) {
+    return refusal('ATTEMPTS_EXHAUSTED', 'no attempt remains under the step policy', true);
+  }
+  if (attempt !== state.attempts_used + 1) {
+    return refusal('ATTEMPT_MISMATCH', `the next attempt is ${state.attempts_used + 1}, not ${attempt}`);
+  }
+  const after = applyFact(state, command);
+  return {
+    kind: 'accepted',
+    events: [command.fact, transition(state, after, 'dispatched', TRANSITION_REASONS.dispatched, command.event_id)],
+  };
+}
+
+function decideEnvelope(state: PlannedStep, command: Command & { fact: { type: 'EnvelopeRecorded' } }): Decision {
+  const { attempt, envelope } = command.fact.data;
+  if (state.status !== 'dispatched' || attempt !== state.current_attempt) {
+    const inFlight = state.status === 'dispatched' ? `attempt ${state.current_attempt}` : 'no attempt';
+    return refuse('ATTEMPT_MISMATCH', `envelope for attempt ${attempt}, but ${inFlight} is in flight`, state.directive);
+  }
+  const after = applyFact(state, command);
+  const cause = command.event_id;
+  if (envelope.ok) {
+    return {
+      kind: 'accepted',
+      events: [command.fact, transition(state, after, 'succeeded', TRANSITION_REASONS.committed, cause)],
+    };
+  }
+  return { kind: 'accepted', events: [command.fact, envelopeTransition(state, after, envelope, cause)] };
+}
+
+function envelopeTransition(state: PlannedStep, after: PlannedStep, envelope: ToolError, cause: string): LedgerEvent {
+  switch (envelope.next_action) {
+    case 'verify_operation':
+      return transition(state, after, 'verifying', envelope.code, cause);
+    case 'correct_input':
+      return moveOrEscalate(state, after, 'needs_input', envelope.code, cause);
+    case 'wait_and_retry':
+      return moveOrEscalate(state, after, 'retry_scheduled', envelope.code, cause);
+    case 'request_approval':
+      return transition(state, after, 'awaiting_approval', envelope.code, cause);
+    case 'escalate':
+      return transition(state, after, 'escalated', envelope.code, cause);
+    default: {
+      const unhandled: never = envelope.next_action;
+      throw new Error(`unhandled next_action ${String(unhandled)}`);
+    }
+  }
+}
+
+function decideVerification(
+  state: PlannedStep,
+  command: Command & { fact: { type: 'VerificationRecorded' } },
+): Decision {
+  // A restarted worker verifies what was in flight: no envelope may ever have come back (SPEC §4).
+  if (state.status !== 'verifying' && state.status !== 'dispatched') {
+    return refuse('FACT_NOT_EXPECTED', `no verification is pending in state ${state.status}`, state.directive);
+  }
+  const { outcome } = command.fact.data;
+  const cause = command.event_id;
+  if (outcome === 'not_found') {
+    const windowEnds = addMs(state.dispatched_at ?? state.since, state.definition.policy.consistency_window_ms);
+    if (isBefore(command.now, windowEnds)) {
+      return refuse('VERIFICATION_PREMATURE', `not_found is inconclusive before ${windowEnds}`, {
+        next_action: 'verify_operation',
+        not_before: windowEnds,
+        attempts_remaining: attemptsRemaining(state),
+      });
+    }
+  }
+  const after = applyFact(state, command);
+  switch (outcome) {
+    case 'found_committed':
+      return {
+        kind: 'accepted',
+        events: [command.fact, transition(state, after, 'succeeded', TRANSITION_REASONS.verifiedCommitted, cause)],
+      };
+    case 'not_found':
+      return {
+        kind: 'accepted',
+        events: [command.fact, moveOrEscalate(state, after, 'retry_ready', TRANSITION_REASONS.verifiedNotFound, cause)],
+      };
+    case 'lookup_unavailable':
+      // Never guess: an unverifiable write goes to a person (seed: "escalate rather than guessing").
+      return {
+        kind: 'accepted',
+        events: [command.fact, transition(state, after, 'escalated', TRANSITION_REASONS.lookupUnavailable, cause)],
+      };
+    default: {
+      const unhandled: never = outcome;
+      throw new Error(`unhandled verification outcome ${String(unhandled)}`);
+    }
+  }
+}
+
+function decideApproval(state: PlannedStep, command: Command & { fact: { type: 'ApprovalRecorded' } }): Decision {
+  if (state.status !== 'awaiting_approval') {
+    return refuse('FACT_NOT_EXPECTED', `no approval is pending in state ${state.status}`, state.directive);
+  }
+  const after = applyFact(state, command);
+  const cause = command.event_id;
+  const next =
+    command.fact.data.decision === 'granted'
+      ? moveOrEscalate(state, after, 'retry_ready', TRANSITION_REASONS.approvalGranted, cause)
+      : transition(state, after, 'escalated', TRANSITION_REASONS.approvalDenied, cause);
+  return { kind: 'accepted', events: [command.fact, next] };
+}
+
+/** The pure decider: (state, submitted fact, now) -> events to append, or a refusal. */
+export function decide(state: StepState, command: Command): Decision {
+  const { fact } = command;
+  if (fact.type === 'StepPlanned') {
+    if (!isPlanned(state)) {
+      const after = applyFact(state, command);
+      return {
+        kind: 'accepted',
+        events: [fact, transition(state, after, 'planned', TRANSITION_REASONS.planned, command.event_id)],
+      };
+    }
+    if (sameDefinition(state.definition, fact.data)) return { kind: 'accepted', events: [] };
+    return refuse('OPERATION_REF_REUSED', 'this operation_ref was planned with another definition', state.directive);
+  }
+  if (!isPlanned(state)) {
+    return refuse('STEP_NOT_PLANNED', `${fact.type} before StepPlanned`, { next_action: 'none', attempts_remaining: 0 });
+  }
+  switch (fact.type) {
+    case 'AttemptDispatched':
+      return decideDispatch(state, command, fact.data.attempt, fact.data.input_hash);
+    case 'EnvelopeRecorded':
+      return decideEnvelope(state, { ...command, fact });
+    case 'VerificationRecorded':
+      return decideVerification(state, { ...command, fact });
+    case 'ApprovalRecorded':
+      return decideApproval(state, { ...command, fact });
+    default: {
+      const unhandled: never = fact;
+      throw new Error(`unhandled fact ${JSON.stringify(unhandled)}`);
+    }
+  }
+}

@@ -1,0 +1,168 @@
+import type { ToolEnvelope } from './envelope/envelope.types';
+import type {
+  Directive,
+  RecordedEvent,
+  StepPlannedData,
+  StepStatus,
+  VerificationOutcome,
+} from './events';
+
+export interface EnvelopeSummary {
+  attempt: number;
+  ok: boolean;
+  code: string;
+  category?: string;
+  commit_state: string;
+  next_action?: string;
+}
+
+export interface SuccessRecord {
+  attempt: number;
+  /** How the success was proven: by the tool's own envelope, or by a verification lookup. */
+  proven_by: 'envelope' | 'verification';
+  checked_at: string;
+  evidence_ref?: string;
+  result?: unknown;
+}
+
+export interface UnplannedStep {
+  status: 'unplanned';
+}
+
+export interface PlannedStep {
+  status: StepStatus;
+  definition: StepPlannedData;
+  /** Dispatches the ledger granted. */
+  attempts_used: number;
+  /** The attempt last granted (0 before the first). */
+  current_attempt: number;
+  current_input_hash?: string;
+  dispatched_at?: string;
+  /** After correct_input: the input hash that may not run again. */
+  blocked_input_hash?: string;
+  not_before?: string;
+  /** The last retryable envelope's max_attempts_remaining (seed: the lower bound applies). */
+  envelope_attempts_remaining?: number;
+  consecutive_dependency_failures: number;
+  approval: 'not_requested' | 'pending' | 'granted' | 'denied';
+  last_envelope?: EnvelopeSummary;
+  last_verification?: { outcome: VerificationOutcome; checked_at: string; evidence_ref?: string };
+  success?: SuccessRecord;
+  /** The reason code of the last transition. */
+  reason: string;
+  /** When the current status began (ledger clock). */
+  since: string;
+  directive: Directive;
+}
+
+export type StepState = UnplannedStep | PlannedStep;
+
+export const initialState = (): StepState => ({ status: 'unplanned' });
+
+export function isPlanned(state: StepState): state is PlannedStep {
+  return state.status !== 'unplanned';
+}
+
+function summarise(attempt: number, envelope: ToolEnvelope): EnvelopeSummary {
+  if (envelope.ok) return { attempt, ok: true, code: 'COMMITTED', commit_state: 'committed' };
+  return {
+    attempt,
+    ok: false,
+    code: envelope.code,
+    category: envelope.category,
+    commit_state: envelope.commit_state,
+    next_action: envelope.next_action,
+  };
+}
+
+/**
+ * Folds one recorded event into the state. Total: it never throws, and an event type it does not
+ * know (written by a newer ledger) leaves the state as it was, so old readers survive new events.
+ * Status changes come only from TransitionRecorded: the decision was made once, by `decide`.
+ */
+export function evolve(state: StepState, event: RecordedEvent): StepState {
+  if (event.type === 'StepPlanned') {
+    if (isPlanned(state)) return state;
+    return {
+      status: 'planned',
+      definition: event.data,
+      attempts_used: 0,
+      current_attempt: 0,
+      consecutive_dependency_failures: 0,
+      approval: 'not_requested',
+      reason: 'STEP_PLANNED',
+      since: event.recorded_at,
+      directive: { next_action: 'dispatch', attempts_remaining: event.data.policy?.max_attempts ?? 0 },
+    };
+  }
+  if (!isPlanned(state)) return state;
+  switch (event.type) {
+    case 'AttemptDispatched':
+      return {
+        ...state,
+        attempts_used: state.attempts_used + 1,
+        current_attempt: event.data.attempt,
+        current_input_hash: event.data.input_hash,
+        dispatched_at: event.recorded_at,
+        not_before: undefined,
+        approval: state.approval === 'granted' ? 'not_requested' : state.approval,
+      };
+    case 'EnvelopeRecorded': {
+      const { envelope, attempt } = event.data;
+      if (!envelope || typeof envelope !== 'object') return state;
+      if (envelope.ok) {
+        return {
+          ...state,
+          last_envelope: summarise(attempt, envelope),
+          consecutive_dependency_failures: 0,
+          success: {
+            attempt,
+            proven_by: 'envelope',
+            checked_at: envelope.verification?.checked_at,
+            evidence_ref: envelope.verification?.evidence_ref,
+            result: envelope.result,
+          },
+        };
+      }
+      const retryable = envelope.next_action === 'correct_input' || envelope.next_action === 'wait_and_retry';
+      return {
+        ...state,
+        last_envelope: summarise(attempt, envelope),
+        consecutive_dependency_failures:
+          envelope.category === 'dependency' ? state.consecutive_dependency_failures + 1 : 0,
+        blocked_input_hash: envelope.next_action === 'correct_input' ? state.current_input_hash : state.blocked_input_hash,
+        not_before: envelope.next_action === 'wait_and_retry' ? envelope.retry?.not_before : undefined,
+        envelope_attempts_remaining: retryable ? envelope.retry?.max_attempts_remaining : state.envelope_attempts_remaining,
+        approval: envelope.next_action === 'request_approval' ? 'pending' : state.approval,
+      };
+    }
+    case 'VerificationRecorded': {
+      const { outcome, checked_at, evidence_ref, result } = event.data;
+      const next: PlannedStep = { ...state, last_verification: { outcome, checked_at, evidence_ref } };
+      if (outcome === 'found_committed') {
+        next.success = { attempt: state.current_attempt, proven_by: 'verification', checked_at, evidence_ref, result };
+      }
+      return next;
+    }
+    case 'ApprovalRecorded':
+      return { ...state, approval: event.data.decision };
+    case 'TransitionRecorded':
+      return {
+        ...state,
+        status: event.data.to,
+        reason: event.data.reason,
+        since: event.recorded_at,
+        directive: event.data.directive,
+      };
+    case 'DispatchRefused':
+      return state;
+    default:
+      return state;
+  }
+}
+
+export function fold(events: readonly RecordedEvent[], from: StepState = initialState()): StepState {
+  let state = from;
+  for (const event of events) state = evolve(state, event);
+  return state;
+}

@@ -1,0 +1,47 @@
+/**
+ * Every stable code the HTTP API answers with, defined once: its status and what it means. The
+ * README's table is checked against this registry both ways (test/unit/error-registry.unit.spec.ts).
+ */
+export interface ErrorDefinition {
+  status: number;
+  title: string;
+  /** Whether the answer carries Retry-After. */
+  retryAfter?: boolean;
+}
+
+export const ERROR_REGISTRY = {
+  ATTEMPT_IN_FLIGHT: { status: 409, title: 'Dispatch while an attempt has no recorded outcome' },
+  VERIFY_BEFORE_RETRY: { status: 409, title: 'Dispatch while the outcome is unknown and unverified' },
+  UNCHANGED_RETRY: { status: 409, title: 'Dispatch with the same input hash after correct_input' },
+  RETRY_NOT_BEFORE: { status: 409, title: 'Dispatch before not_before', retryAfter: true },
+  APPROVAL_REQUIRED: { status: 409, title: 'Dispatch while approval is pending' },
+  ATTEMPTS_EXHAUSTED: { status: 409, title: 'Dispatch past the bound (the step is escalated)' },
+  STEP_ESCALATED: { status: 409, title: 'Dispatch on an escalated step' },
+  VERIFICATION_PREMATURE: { status: 409, title: 'not_found inside the consistency window', retryAfter: true },
+  OPERATION_REF_REUSED: { status: 409, title: 'StepPlanned again with a different definition' },
+  REVISION_CONFLICT: { status: 409, title: 'expected_revision is not the stream revision' },
+  STEP_NOT_PLANNED: { status: 409, title: 'A fact before StepPlanned' },
+  ATTEMPT_MISMATCH: { status: 409, title: 'An envelope or dispatch for an attempt that is not the one in flight or next' },
+  FACT_NOT_EXPECTED: { status: 409, title: 'A verification or approval the step is not waiting for' },
+  EVENT_ID_REUSED: { status: 409, title: 'An event_id already used for a different fact' },
+  ENVELOPE_INVALID: { status: 422, title: 'An envelope that breaks the envelope rules' },
+  BAD_REQUEST: { status: 400, title: 'A body, path or query that is not the documented shape' },
+  UNAUTHENTICATED: { status: 401, title: 'No or unknown API key' },
+  FORBIDDEN: { status: 403, title: 'The key role or tenant does not allow this' },
+  OPERATION_NOT_FOUND: { status: 404, title: 'The operation has no events' },
+  RUN_NOT_FOUND: { status: 404, title: 'The run has no planned steps' },
+  NOT_FOUND: { status: 404, title: 'No such route' },
+  METHOD_NOT_ALLOWED: { status: 405, title: 'The route does not take this method' },
+  PAYLOAD_TOO_LARGE: { status: 413, title: 'The request body is over the configured limit' },
+  UNSUPPORTED_MEDIA_TYPE: { status: 415, title: 'The request body is not application/json' },
+  RATE_LIMITED: { status: 429, title: 'Too many requests for this key', retryAfter: true },
+  STORE_UNAVAILABLE: { status: 503, title: 'The event store cannot be reached or written now', retryAfter: true },
+  PROJECTION_LAGGING: { status: 503, title: 'The projection did not reach the asked position in time', retryAfter: true },
+  INTERNAL_ERROR: { status: 500, title: 'An unexpected error; nothing was stored' },
+} as const satisfies Record<string, ErrorDefinition>;
+
+export type ErrorCode = keyof typeof ERROR_REGISTRY;
+
+export function isErrorCode(code: string): code is ErrorCode {
+  return Object.prototype.hasOwnProperty.call(ERROR_REGISTRY, code);
+}

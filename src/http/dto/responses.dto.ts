@@ -1,0 +1,63 @@
+import { ApiProperty, ApiPropertyOptional } from '@nestjs/swagger';
+import { STEP_STATUSES } from '../../domain/events';
+
+/** Response shapes, for the OpenAPI document only: the answers are built by the ledger service. */
+export class DirectiveDto {
+  @ApiProperty({
+    enum: ['correct_input', 'wait_and_retry', 'verify_operation', 'request_approval', 'escalate', 'dispatch', 'none'],
+  })
+  next_action!: string;
+  @ApiPropertyOptional({ format: 'date-time' }) not_before?: string;
+  @ApiProperty() attempts_remaining!: number;
+}
+
+export class StepViewDto {
+  @ApiProperty() operation_ref!: string;
+  @ApiProperty({ enum: ['unplanned', ...STEP_STATUSES] }) status!: string;
+  @ApiProperty() revision!: number;
+  @ApiPropertyOptional() run_id?: string;
+  @ApiPropertyOptional() tool?: string;
+  @ApiPropertyOptional({ enum: ['read', 'write'] }) side_effect?: string;
+  @ApiProperty() attempts_used!: number;
+  @ApiProperty() current_attempt!: number;
+  @ApiProperty() attempts_remaining!: number;
+  @ApiPropertyOptional({ format: 'date-time' }) not_before?: string;
+  @ApiPropertyOptional() reason?: string;
+  @ApiPropertyOptional({ format: 'date-time' }) since?: string;
+}
+
+export class SubmitResultDto {
+  @ApiProperty() event_id!: string;
+  @ApiProperty({ enum: ['appended', 'duplicate'] }) status!: string;
+}
+
+export class SubmitAnswerDto {
+  @ApiProperty() revision!: number;
+  @ApiProperty() position!: number;
+  @ApiProperty({ type: StepViewDto }) state!: StepViewDto;
+  @ApiProperty({ type: DirectiveDto }) directive!: DirectiveDto;
+  @ApiProperty({ type: [SubmitResultDto] }) results!: SubmitResultDto[];
+  @ApiPropertyOptional({ description: 'A dispatch on a succeeded step: the original success, replayed.' }) replayed?: boolean;
+  @ApiPropertyOptional({ type: 'object', additionalProperties: true }) success?: Record<string, unknown>;
+}
+
+export class StoredEventDto {
+  @ApiProperty() revision!: number;
+  @ApiProperty() position!: number;
+  @ApiProperty() event_id!: string;
+  @ApiProperty() type!: string;
+  @ApiProperty({ format: 'date-time' }) recorded_at!: string;
+  @ApiProperty() actor!: string;
+  @ApiPropertyOptional() causation_event_id?: string;
+  @ApiProperty({ type: 'object', additionalProperties: true }) data!: Record<string, unknown>;
+  @ApiProperty() prev_hash!: string;
+  @ApiProperty() hash!: string;
+}
+
+export class OperationEventsDto {
+  @ApiProperty() operation_ref!: string;
+  @ApiProperty() revision!: number;
+  @ApiProperty({ type: [StoredEventDto] }) events!: StoredEventDto[];
+  @ApiPropertyOptional() as_of_revision?: number;
+  @ApiPropertyOptional({ type: StepViewDto }) state?: StepViewDto;
+}

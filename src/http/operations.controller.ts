@@ -1,0 +1,52 @@
+import { Body, Controller, Get, Headers, HttpCode, Inject, Param, Post, Query } from '@nestjs/common';
+import { ApiBody, ApiOkResponse, ApiOperation, ApiParam, ApiQuery, ApiTags } from '@nestjs/swagger';
+import { RequireAccess } from '../auth/access';
+import { LedgerService } from '../ledger/ledger.service';
+import type { SubmitRequest } from '../contract/ledger-api.types';
+import { CallerParam, type Caller } from './caller';
+import { SubmitEventsDto } from './dto/submit-events.dto';
+import { OperationEventsDto, StepViewDto, SubmitAnswerDto } from './dto/responses.dto';
+import { OperationsQueries, submitContext } from './operations.queries';
+import { SubmitEventsPipe } from './submit-events.pipe';
+
+@ApiTags('operations')
+@ApiParam({ name: 'ref', description: 'The operation_ref, percent-encoded as one path segment (run_81%2Fstep_4).' })
+@Controller('v1/operations')
+export class OperationsController {
+  constructor(
+    @Inject(LedgerService) private readonly ledger: LedgerService,
+    @Inject(OperationsQueries) private readonly queries: OperationsQueries,
+  ) {}
+
+  @Post(':ref/events')
+  @HttpCode(200)
+  @RequireAccess('write')
+  @ApiOperation({ summary: 'Submit facts; the ledger decides and records what they cause, or refuses them.' })
+  @ApiBody({ type: SubmitEventsDto })
+  @ApiOkResponse({ type: SubmitAnswerDto })
+  submit(
+    @CallerParam() caller: Caller,
+    @Param('ref') ref: string,
+    @Body(SubmitEventsPipe) body: SubmitRequest,
+    @Headers() headers: Record<string, string | undefined>,
+  ) {
+    return this.ledger.submit(submitContext(caller, ref, headers), body);
+  }
+
+  @Get(':ref')
+  @RequireAccess('read')
+  @ApiOperation({ summary: 'The current step state, folded from the stream (strongly consistent).' })
+  @ApiOkResponse({ type: StepViewDto })
+  state(@CallerParam() caller: Caller, @Param('ref') ref: string) {
+    return this.queries.state(caller, ref);
+  }
+
+  @Get(':ref/events')
+  @RequireAccess('read')
+  @ApiOperation({ summary: "The stream's events in order; with as_of_revision, also the state folded up to it." })
+  @ApiQuery({ name: 'as_of_revision', required: false, type: Number })
+  @ApiOkResponse({ type: OperationEventsDto })
+  events(@CallerParam() caller: Caller, @Param('ref') ref: string, @Query('as_of_revision') asOfRevision?: string) {
+    return this.queries.events(caller, ref, asOfRevision);
+  }
+}

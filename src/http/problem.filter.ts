@@ -1,0 +1,102 @@
+import { ArgumentsHost, Catch, HttpException, Logger, type ExceptionFilter } from '@nestjs/common';
+import type { FastifyReply, FastifyRequest } from 'fastify';
+import { ERROR_REGISTRY, isErrorCode, type ErrorCode } from '../errors/error-registry';
+import { LedgerError } from '../errors/ledger-error';
+import { StoreUnavailableError } from '../store/event-store.port';
+
+export const PROBLEM_CONTENT_TYPE = 'application/problem+json';
+
+/** Fastify's own error codes (body parsing, limits) as the registry's codes. */
+const FASTIFY_CODES: Record<string, ErrorCode> = {
+  FST_ERR_CTP_BODY_TOO_LARGE: 'PAYLOAD_TOO_LARGE',
+  FST_ERR_CTP_INVALID_MEDIA_TYPE: 'UNSUPPORTED_MEDIA_TYPE',
+  FST_ERR_CTP_INVALID_CONTENT_LENGTH: 'BAD_REQUEST',
+  FST_ERR_CTP_EMPTY_JSON_BODY: 'BAD_REQUEST',
+  FST_ERR_CTP_INVALID_JSON_BODY: 'BAD_REQUEST',
+  FST_ERR_BAD_URL: 'BAD_REQUEST',
+};
+
+const STATUS_CODES: Record<number, ErrorCode> = {
+  400: 'BAD_REQUEST',
+  401: 'UNAUTHENTICATED',
+  403: 'FORBIDDEN',
+  404: 'NOT_FOUND',
+  405: 'METHOD_NOT_ALLOWED',
+  413: 'PAYLOAD_TOO_LARGE',
+  415: 'UNSUPPORTED_MEDIA_TYPE',
+  429: 'RATE_LIMITED',
+  503: 'STORE_UNAVAILABLE',
+};
+
+/** Everything a thrown value may be, as a registered problem. Internals never reach the body. */
+export function toLedgerError(error: unknown): LedgerError {
+  if (error instanceof LedgerError) return error;
+  if (error instanceof StoreUnavailableError) {
+    return new LedgerError('STORE_UNAVAILABLE', 'the event store is unavailable; nothing was stored', {
+      retryAfterSeconds: error.retryAfterSeconds,
+    });
+  }
+  const fastifyCode = (error as { code?: unknown })?.code;
+  if (typeof fastifyCode === 'string' && FASTIFY_CODES[fastifyCode]) {
+    const code = FASTIFY_CODES[fastifyCode];
+    return new LedgerError(code, code === 'PAYLOAD_TOO_LARGE' ? 'the request body is over the limit' : 'the request body is not valid JSON', {
+      field: 'body',
+    });
+  }
+  if (error instanceof SyntaxError || (error as { statusCode?: number })?.statusCode === 400) {
+    return new LedgerError('BAD_REQUEST', 'the request body is not valid JSON', { field: 'body' });
+  }
+  if (error instanceof HttpException) {
+    const status = error.getStatus();
+    const code = STATUS_CODES[status];
+    if (code === 'RATE_LIMITED') return new LedgerError(code, 'too many requests for this key', { retryAfterSeconds: 60 });
+    if (code === 'NOT_FOUND') return new LedgerError(code, 'no such route');
+    if (code) return new LedgerError(code, ERROR_REGISTRY[code].title);
+  }
+  const status = (error as { statusCode?: unknown })?.statusCode;
+  if (typeof status === 'number' && STATUS_CODES[status]) {
+    const code = STATUS_CODES[status];
+    return new LedgerError(code, ERROR_REGISTRY[code].title);
+  }
+  return new LedgerError('INTERNAL_ERROR', 'an unexpected error; nothing was stored');
+}
+
+export function problemBody(error: LedgerError, instance?: string): Record<string, unknown> {
+  const { field, directive, state, retryAfterSeconds, results } = error.extras;
+  return {
+    type: `urn:recovery-ledger:problem:${error.code.toLowerCase().replace(/_/g, '-')}`,
+    title: ERROR_REGISTRY[error.code].title,
+    status: error.status,
+    code: error.code,
+    detail: error.detail,
+    ...(instance ? { instance } : {}),
+    ...(field ? { field } : {}),
+    ...(directive ? { directive } : {}),
+    ...(state ? { state } : {}),
+    ...(results ? { results } : {}),
+    ...(retryAfterSeconds !== undefined ? { retry_after_seconds: retryAfterSeconds } : {}),
+  };
+}
+
+export function sendProblem(reply: FastifyReply, error: LedgerError, instance?: string): void {
+  const retryAfter = error.extras.retryAfterSeconds;
+  if (retryAfter !== undefined && isErrorCode(error.code)) reply.header('retry-after', String(retryAfter));
+  reply.status(error.status).header('content-type', PROBLEM_CONTENT_TYPE).send(JSON.stringify(problemBody(error, instance)));
+}
+
+/** The single place errors become responses (RFC 9457 problem details with the stable code). */
+@Catch()
+export class ProblemFilter implements ExceptionFilter {
+  private readonly logger = new Logger('ProblemFilter');
+
+  catch(exception: unknown, host: ArgumentsHost): void {
+    const context = host.switchToHttp();
+    const reply = context.getResponse<FastifyReply>();
+    const request = context.getRequest<FastifyRequest>();
+    const error = toLedgerError(exception);
+    if (error.code === 'INTERNAL_ERROR') {
+      this.logger.error({ err: exception, url: request?.url }, 'unexpected error');
+    }
+    sendProblem(reply, error, request?.url?.split('?')[0]);
+  }
+}

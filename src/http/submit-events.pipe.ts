@@ -1,0 +1,36 @@
+import { Inject, Injectable, type PipeTransform } from '@nestjs/common';
+import { CONFIG, type LedgerConfig } from '../config/ledger-config';
+import { LedgerError } from '../errors/ledger-error';
+import type { SubmitRequest } from '../contract/ledger-api.types';
+import { FACT_DATA_DTOS, SubmitEventsDto } from './dto/submit-events.dto';
+import { ledgerValidationPipe, validatePlain } from './validation';
+
+/** The submit body: its outer shape, then each event's data by its type, each error naming the field. */
+@Injectable()
+export class SubmitEventsPipe implements PipeTransform<unknown, Promise<SubmitRequest>> {
+  private readonly outer = ledgerValidationPipe();
+
+  constructor(@Inject(CONFIG) private readonly config: LedgerConfig) {}
+
+  async transform(body: unknown): Promise<SubmitRequest> {
+    if (body === null || typeof body !== 'object' || Array.isArray(body)) {
+      throw new LedgerError('BAD_REQUEST', 'the body must be a JSON object', { field: 'body' });
+    }
+    const checked = (await this.outer.transform(body, { type: 'body', metatype: SubmitEventsDto })) as SubmitEventsDto;
+    if (checked.events.length > this.config.maxEventsPerSubmit) {
+      throw new LedgerError('BAD_REQUEST', `at most ${this.config.maxEventsPerSubmit} events per submit`, { field: 'events' });
+    }
+    const raw = body as { events: Array<{ data: unknown }> };
+    const ids = new Set<string>();
+    const events = checked.events.map((event, index) => {
+      if (ids.has(event.event_id)) {
+        throw new LedgerError('BAD_REQUEST', 'an event_id appears twice in one submit', { field: `events[${index}].event_id` });
+      }
+      ids.add(event.event_id);
+      // Validate the raw data (not the transformed instance), so what is stored is what was sent.
+      const data = validatePlain(FACT_DATA_DTOS[event.type], raw.events[index].data, `events[${index}].data`);
+      return { event_id: event.event_id.toLowerCase(), type: event.type, data: data as SubmitRequest['events'][number]['data'] };
+    });
+    return { ...(checked.expected_revision === undefined ? {} : { expected_revision: checked.expected_revision }), events };
+  }
+}

@@ -1,0 +1,44 @@
+import { ValidationPipe, type ValidationError } from '@nestjs/common';
+import { plainToInstance } from 'class-transformer';
+import { validateSync } from 'class-validator';
+import { LedgerError } from '../errors/ledger-error';
+
+/** The first failing field as a dotted path (`events[0].data.tool`), for a 400 that names it. */
+export function firstViolation(errors: ValidationError[], prefix = ''): { field: string; reason: string } {
+  const error = errors[0];
+  const segment = /^\d+$/.test(error.property) ? `[${error.property}]` : prefix ? `.${error.property}` : error.property;
+  const field = `${prefix}${segment}`;
+  if (error.children && error.children.length > 0) return firstViolation(error.children, field);
+  const reason = Object.values(error.constraints ?? {})[0] ?? 'is invalid';
+  return { field, reason: reason.replace(new RegExp(`^${error.property}\\s*`), '') };
+}
+
+const VALIDATOR_OPTIONS = {
+  whitelist: true,
+  forbidNonWhitelisted: true,
+  forbidUnknownValues: true,
+  stopAtFirstError: true,
+} as const;
+
+export function badRequest(errors: ValidationError[], prefix = ''): LedgerError {
+  const { field, reason } = firstViolation(errors, prefix);
+  return new LedgerError('BAD_REQUEST', `${field} ${reason}`, { field });
+}
+
+/** Whitelisting, no unknown properties, errors as 400 BAD_REQUEST naming the field. */
+export function ledgerValidationPipe(): ValidationPipe {
+  return new ValidationPipe({
+    ...VALIDATOR_OPTIONS,
+    transform: true,
+    validationError: { target: false, value: false },
+    exceptionFactory: (errors) => badRequest(errors),
+  });
+}
+
+/** Validates a plain object against a DTO class; answers the plain, checked object. */
+export function validatePlain<T extends object>(dto: new () => T, value: unknown, prefix: string): T {
+  const instance = plainToInstance(dto, value);
+  const errors = validateSync(instance as object, VALIDATOR_OPTIONS);
+  if (errors.length > 0) throw badRequest(errors, prefix);
+  return value as T;
+}

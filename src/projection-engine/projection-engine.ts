@@ -1,0 +1,401 @@
+import type { AnyProjection } from '../../projections/projection';
+import type { EventStore, StoredEvent, Subscription } from '../store/event-store.port';
+import { OPERATION_STREAM_PREFIX } from '../store/stream-names';
+import type { SqliteReadModel } from './sqlite-read-model.store';
+
+export interface BatchInfo {
+  /** Positions of the batch's first and last events. */
+  from: number;
+  to: number;
+  events: number;
+  projections: readonly string[];
+}
+
+/**
+ * Fault injection for tests. `beforeCommit` runs inside the batch's transaction (a throw rolls the
+ * whole batch back); `afterCommit` runs once it is durable and before the next batch is read (a
+ * throw stops the engine there, as a crash would).
+ */
+export interface EngineFaults {
+  beforeCommit?(batch: BatchInfo): void;
+  afterCommit?(batch: BatchInfo): void | Promise<void>;
+}
+
+export interface ProjectionEngineOptions {
+  store: EventStore;
+  readModel: SqliteReadModel;
+  projections: readonly AnyProjection[];
+  /** Only streams under this prefix are projected (default: the operations' streams). */
+  streamPrefix?: string;
+  /** Events per catch-up read and per transaction. */
+  batchSize?: number;
+  /** The wall clock, for lag in milliseconds only: projections never see it. */
+  now?: () => number;
+  /** After a failure, follow again from the checkpoints after this long; null stops for good. */
+  restartDelayMs?: number | null;
+  onError?(error: Error): void;
+  faults?: EngineFaults;
+}
+
+export type EngineState = 'stopped' | 'catching_up' | 'live' | 'failed';
+
+export interface ProjectionStatus {
+  name: string;
+  version: number;
+  checkpoint: number;
+  mode: 'live' | 'rebuilding';
+}
+
+export interface ProjectionLag {
+  projection: string;
+  checkpoint: number;
+  head: number;
+  /** Log positions not yet applied. Positions in the SQLite store have no gaps, so these are events. */
+  events_behind: number;
+  /** Age of the oldest event not yet applied (0 when caught up). */
+  ms_behind: number;
+}
+
+interface Waiter {
+  position: number;
+  names: readonly string[];
+  resolve(reached: boolean): void;
+  timer: ReturnType<typeof setTimeout>;
+}
+
+const NO_LINK = Symbol('no link');
+
+/**
+ * Runs the projections over the global log: catches up from the lowest checkpoint, then follows the
+ * store's subscription. Each batch is applied to every projection whose checkpoint it passes and
+ * committed with their checkpoints in one read-model transaction, so a crash at any point leaves
+ * documents and checkpoints agreeing; on restart the engine resumes from the stored checkpoints,
+ * which is why nothing is counted twice or skipped.
+ *
+ * A rebuild reads the log from zero in its own lane for the projections it resets, while the others
+ * stay live; it joins the live lane once it has reached the live lane's position.
+ */
+export class ProjectionEngine {
+  private readonly projections: readonly AnyProjection[];
+  private readonly byName = new Map<string, AnyProjection>();
+  private readonly live = new Set<string>();
+  private readonly rebuilds = new Map<string, Promise<void>>();
+  private readonly checkpoints = new Map<string, number>();
+  private readonly waiters = new Set<Waiter>();
+  private readonly prefix: string;
+  private readonly batchSize: number;
+  private readonly now: () => number;
+  private state: EngineState = 'stopped';
+  private lastError: Error | undefined;
+  private running = false;
+  private stopping = false;
+  private loop: Promise<void> | undefined;
+  private subscription: Subscription | undefined;
+  private endLive: (() => void) | undefined;
+  private wakeRestart: (() => void) | undefined;
+  /** The live lane has read the log up to here. */
+  private livePosition = 0;
+
+  constructor(private readonly options: ProjectionEngineOptions) {
+    this.projections = options.projections;
+    this.prefix = options.streamPrefix ?? OPERATION_STREAM_PREFIX;
+    this.batchSize = options.batchSize ?? 1000;
+    this.now = options.now ?? Date.now;
+    for (const projection of this.projections) {
+      if (this.byName.has(projection.name)) throw new Error(`two projections are named ${projection.name}`);
+      this.byName.set(projection.name, projection);
+      options.readModel.register(projection);
+      this.live.add(projection.name);
+    }
+    this.loadCheckpoints();
+  }
+
+  /** Starts following the log in the background; resolves at once (see `waitForPosition`). */
+  start(): void {
+    if (this.running) return;
+    this.running = true;
+    this.stopping = false;
+    this.loop = this.run();
+  }
+
+  async stop(): Promise<void> {
+    this.running = false;
+    this.stopping = true;
+    this.wakeRestart?.();
+    const subscription = this.subscription;
+    this.subscription = undefined;
+    await subscription?.close().catch(() => undefined);
+    this.endLive?.();
+    await this.loop;
+    await Promise.allSettled([...this.rebuilds.values()]);
+    this.state = 'stopped';
+    for (const waiter of this.waiters) {
+      clearTimeout(waiter.timer);
+      waiter.resolve(false);
+    }
+    this.waiters.clear();
+  }
+
+  status(): { state: EngineState; error?: string; projections: ProjectionStatus[] } {
+    return {
+      state: this.state,
+      ...(this.lastError ? { error: this.lastError.message } : {}),
+      projections: this.projections.map((projection) => ({
+        name: projection.name,
+        version: projection.version,
+        checkpoint: this.checkpoint(projection.name),
+        mode: this.live.has(projection.name) ? 'live' : 'rebuilding',
+      })),
+    };
+  }
+
+  checkpoint(name: string): number {
+    const position = this.checkpoints.get(name);
+    if (position === undefined) throw new Error(`no projection ${name}`);
+    return position;
+  }
+
+  /** The position every named projection has reached (all of them by default). */
+  position(names: readonly string[] = this.names()): number {
+    return Math.min(...names.map((name) => this.checkpoint(name)));
+  }
+
+  /**
+   * Read-your-writes: resolves true once every named projection has applied the log up to
+   * `position`, false if that did not happen within `timeoutMs`.
+   */
+  waitForPosition(position: number, timeoutMs: number, names: readonly string[] = this.names()): Promise<boolean> {
+    for (const name of names) this.checkpoint(name);
+    if (this.position(names) >= position) return Promise.resolve(true);
+    if (timeoutMs <= 0) return Promise.resolve(false);
+    return new Promise((resolve) => {
+      const waiter: Waiter = {
+        position,
+        names,
+        resolve,
+        timer: setTimeout(() => {
+          this.waiters.delete(waiter);
+          resolve(false);
+        }, timeoutMs),
+      };
+      this.waiters.add(waiter);
+    });
+  }
+
+  async lag(): Promise<ProjectionLag[]> {
+    const head = await this.options.store.headPosition();
+    const oldestUnapplied = new Map<number, number>();
+    const lags: ProjectionLag[] = [];
+    for (const projection of this.projections) {
+      const checkpoint = this.checkpoint(projection.name);
+      const behind = Math.max(0, head - checkpoint);
+      let msBehind = 0;
+      if (behind > 0) {
+        if (!oldestUnapplied.has(checkpoint)) {
+          const [next] = await this.options.store.readAll({ after: checkpoint, limit: 1, streamPrefix: this.prefix });
+          const recordedAt = next ? Date.parse(next.metadata.recorded_at) : NaN;
+          oldestUnapplied.set(checkpoint, Number.isFinite(recordedAt) ? Math.max(0, this.now() - recordedAt) : 0);
+        }
+        msBehind = oldestUnapplied.get(checkpoint) ?? 0;
+      }
+      lags.push({ projection: projection.name, checkpoint, head, events_behind: behind, ms_behind: msBehind });
+    }
+    return lags;
+  }
+
+  /**
+   * Rebuilds the named projections (all by default) from zero. Resolves once they have caught up
+   * with the live lane, or with the head of the log when the engine is not running.
+   */
+  rebuild(names: readonly string[] = this.names()): Promise<void> {
+    const fresh = names.filter((name) => {
+      if (!this.byName.has(name)) throw new Error(`no projection ${name}`);
+      return !this.rebuilds.has(name);
+    });
+    const pending = names.filter((name) => this.rebuilds.has(name)).map((name) => this.rebuilds.get(name) as Promise<void>);
+    if (fresh.length > 0) {
+      // Leaving the live lane and emptying happen in one synchronous step, between two batches.
+      for (const name of fresh) {
+        this.live.delete(name);
+        this.options.readModel.reset(name);
+        this.checkpoints.set(name, 0);
+      }
+      const lane = this.runRebuild(fresh).finally(() => {
+        for (const name of fresh) this.rebuilds.delete(name);
+      });
+      for (const name of fresh) this.rebuilds.set(name, lane);
+      pending.push(lane);
+    }
+    return Promise.all(pending).then(() => undefined);
+  }
+
+  private names(): string[] {
+    return this.projections.map((projection) => projection.name);
+  }
+
+  private loadCheckpoints(): void {
+    for (const projection of this.projections) {
+      this.checkpoints.set(projection.name, this.options.readModel.checkpoint(projection.name).position);
+    }
+  }
+
+  private async run(): Promise<void> {
+    while (this.running) {
+      try {
+        await this.follow();
+      } catch (error) {
+        if (!this.running) break;
+        this.fail(error);
+        const delay = this.options.restartDelayMs === undefined ? 1000 : this.options.restartDelayMs;
+        if (delay === null) {
+          this.running = false;
+          break;
+        }
+        await new Promise<void>((resolve) => {
+          const timer = setTimeout(resolve, delay);
+          this.wakeRestart = () => {
+            clearTimeout(timer);
+            resolve();
+          };
+        });
+        this.wakeRestart = undefined;
+      }
+    }
+  }
+
+  private fail(error: unknown): void {
+    this.lastError = error instanceof Error ? error : new Error(String(error));
+    this.state = 'failed';
+    this.options.onError?.(this.lastError);
+  }
+
+  /** Catch-up with large reads, then the store's live subscription, from the stored checkpoints. */
+  private async follow(): Promise<void> {
+    // What is durable is the truth: after a failure, memory may hold a batch that rolled back.
+    this.loadCheckpoints();
+    const liveNames = [...this.live];
+    let position = liveNames.length > 0 ? this.position(liveNames) : this.position();
+    this.livePosition = position;
+    this.state = 'catching_up';
+    for (;;) {
+      const batch = await this.options.store.readAll({ after: position, limit: this.batchSize, streamPrefix: this.prefix });
+      if (!this.running) return;
+      if (batch.length === 0) break;
+      await this.applyLive(batch);
+      position = batch[batch.length - 1].position;
+    }
+    if (!this.running) return;
+    this.state = 'live';
+    this.lastError = undefined;
+    await new Promise<void>((resolve, reject) => {
+      this.endLive = resolve;
+      this.subscription = this.options.store.subscribe(
+        { after: position, streamPrefix: this.prefix },
+        { onEvents: (events) => this.applyLive(events), onError: reject },
+      );
+    });
+    this.endLive = undefined;
+  }
+
+  private async applyLive(batch: StoredEvent[]): Promise<void> {
+    if (!this.running || batch.length === 0) return;
+    const projections = this.projections.filter((projection) => this.live.has(projection.name));
+    await this.apply(batch, projections, true);
+  }
+
+  private async runRebuild(names: readonly string[]): Promise<void> {
+    const projections = this.projections.filter((projection) => names.includes(projection.name));
+    let position = 0;
+    try {
+      for (;;) {
+        if (this.stopping) break;
+        if (this.running && position >= this.livePosition) break;
+        const batch = await this.options.store.readAll({ after: position, limit: this.batchSize, streamPrefix: this.prefix });
+        if (batch.length === 0) break;
+        await this.apply(batch, projections, false);
+        position = batch[batch.length - 1].position;
+      }
+    } finally {
+      // Joining is synchronous with the check above: the live lane's next batch starts after
+      // livePosition, and these projections skip what they already applied. After a failure they
+      // join too, behind, and the live lane (restarted from the checkpoints) catches them up.
+      for (const name of names) this.live.add(name);
+    }
+  }
+
+  private async apply(batch: StoredEvent[], projections: readonly AnyProjection[], liveLane: boolean): Promise<void> {
+    const { readModel, faults } = this.options;
+    const last = batch[batch.length - 1];
+    const info: BatchInfo = {
+      from: batch[0].position,
+      to: last.position,
+      events: batch.length,
+      projections: projections.map((projection) => projection.name),
+    };
+    const reached = readModel.transaction(() => {
+      const applied = new Map<string, number>();
+      for (const projection of projections) {
+        // Read inside the transaction: another engine on the same file may have got further.
+        const checkpoint = readModel.checkpoint(projection.name).position;
+        if (last.position <= checkpoint) {
+          applied.set(projection.name, checkpoint);
+          continue;
+        }
+        this.applyTo(projection, batch, checkpoint);
+        readModel.setCheckpoint(projection.name, last.position, last.metadata.recorded_at);
+        applied.set(projection.name, last.position);
+      }
+      faults?.beforeCommit?.(info);
+      return applied;
+    });
+    for (const [name, position] of reached) this.checkpoints.set(name, position);
+    // Set before anything awaits: a rebuild decides to join by comparing with this position.
+    if (liveLane) this.livePosition = Math.max(this.livePosition, last.position);
+    this.settleWaiters();
+    await faults?.afterCommit?.(info);
+  }
+
+  private applyTo(projection: AnyProjection, batch: readonly StoredEvent[], checkpoint: number): void {
+    const { readModel } = this.options;
+    const docs = new Map<string, unknown>();
+    const changed = new Set<string>();
+    const links = new Map<string, string | typeof NO_LINK>();
+    const newLinks = new Map<string, string>();
+    for (const event of batch) {
+      if (event.position <= checkpoint) continue;
+      let link: string | undefined;
+      if (projection.linkOf) {
+        let known = links.get(event.stream);
+        if (known === undefined) {
+          known = readModel.link(projection.name, event.stream) ?? NO_LINK;
+          links.set(event.stream, known);
+        }
+        link = known === NO_LINK ? undefined : known;
+        const made = projection.linkOf(event);
+        if (made !== undefined && made !== link) {
+          link = made;
+          links.set(event.stream, made);
+          newLinks.set(event.stream, made);
+        }
+      }
+      const key = projection.keyOf(event, link);
+      if (key === undefined) continue;
+      const before = docs.has(key) ? docs.get(key) : readModel.loadDoc(projection.name, key);
+      const after = projection.evolve(before, event);
+      docs.set(key, after);
+      if (after !== before) changed.add(key);
+    }
+    for (const key of changed) readModel.writeDoc(projection.name, key, docs.get(key));
+    for (const [stream, link] of newLinks) readModel.setLink(projection.name, stream, link);
+  }
+
+  private settleWaiters(): void {
+    for (const waiter of this.waiters) {
+      if (this.position(waiter.names) >= waiter.position) {
+        clearTimeout(waiter.timer);
+        this.waiters.delete(waiter);
+        waiter.resolve(true);
+      }
+    }
+  }
+}

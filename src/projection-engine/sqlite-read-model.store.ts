@@ -1,0 +1,276 @@
+import Database from 'better-sqlite3';
+import { mkdirSync } from 'node:fs';
+import { dirname } from 'node:path';
+import type { AnyProjection, ColumnType, IndexValue } from '../../projections/projection';
+
+export interface ReadModelOptions {
+  /** A file path, or ':memory:'. */
+  file: string;
+  busyTimeoutMs?: number;
+}
+
+export interface Checkpoint {
+  projection: string;
+  version: number;
+  /** The last log position applied (0: nothing yet). */
+  position: number;
+  /** recorded_at of the event at `position`, for lag in time. */
+  recorded_at: string | null;
+}
+
+export type Condition =
+  | { column: string; op: '=' | '!=' | '<' | '<=' | '>' | '>='; value: IndexValue }
+  | { column: string; op: 'in'; values: readonly IndexValue[] }
+  /** A row-value comparison, `(a, b) > (?, ?)`: the keyset cursor of an ordered list. */
+  | { columns: readonly string[]; op: '>' | '<'; values: readonly IndexValue[] };
+
+export interface SelectOptions {
+  where?: readonly Condition[];
+  orderBy?: readonly { column: string; descending?: boolean }[];
+  limit?: number;
+}
+
+export interface DocRow<Doc> {
+  key: string;
+  doc: Doc;
+}
+
+const NAME_PATTERN = /^[a-z][a-z0-9_]{0,40}$/;
+const CHECKPOINTS_SCHEMA = `
+CREATE TABLE IF NOT EXISTS projection_checkpoints (
+  projection  TEXT    PRIMARY KEY,
+  version     INTEGER NOT NULL,
+  position    INTEGER NOT NULL,
+  recorded_at TEXT
+);
+`;
+
+interface Registered {
+  projection: AnyProjection;
+  docsTable: string;
+  linksTable: string;
+  columns: string[];
+  statements: {
+    load: Database.Statement<[string], { doc: string }>;
+    upsert: Database.Statement<unknown[]>;
+    loadLink: Database.Statement<[string], { link: string }>;
+    upsertLink: Database.Statement<[string, string]>;
+  };
+}
+
+function sqlType(type: ColumnType): string {
+  return type === 'integer' ? 'INTEGER' : 'TEXT';
+}
+
+/**
+ * The read model: one SQLite file (`<LEDGER_DATA_DIR>/read-models.sqlite`) holding each
+ * projection's documents as JSON, the columns it indexes, the stream links it made, and its
+ * checkpoint. The engine writes a batch's documents and the checkpoint in one transaction, so the
+ * file never holds a document change without the checkpoint that covers it, or the reverse.
+ *
+ * synchronous=NORMAL in WAL mode: a power cut may lose the last few committed batches, but never
+ * part of one, and a lost batch is simply projected again from the log. The log is the truth; this
+ * file can always be rebuilt from it.
+ */
+export class SqliteReadModel {
+  private readonly db: Database.Database;
+  private readonly registered = new Map<string, Registered>();
+  private readonly selectCache = new Map<string, Database.Statement>();
+  private readonly checkpointStatements: {
+    get: Database.Statement<[string], Checkpoint>;
+    all: Database.Statement<[], Checkpoint>;
+    upsert: Database.Statement<[string, number, number, string | null]>;
+  };
+  private closed = false;
+
+  static open(options: ReadModelOptions): SqliteReadModel {
+    return new SqliteReadModel(options);
+  }
+
+  private constructor(options: ReadModelOptions) {
+    if (options.file !== ':memory:') mkdirSync(dirname(options.file), { recursive: true });
+    this.db = new Database(options.file, { timeout: options.busyTimeoutMs ?? 5000 });
+    this.db.pragma('journal_mode = WAL');
+    this.db.pragma('synchronous = NORMAL');
+    this.db.exec(CHECKPOINTS_SCHEMA);
+    this.checkpointStatements = {
+      get: this.db.prepare('SELECT projection, version, position, recorded_at FROM projection_checkpoints WHERE projection = ?'),
+      all: this.db.prepare('SELECT projection, version, position, recorded_at FROM projection_checkpoints ORDER BY projection'),
+      upsert: this.db.prepare(
+        `INSERT INTO projection_checkpoints (projection, version, position, recorded_at) VALUES (?, ?, ?, ?)
+         ON CONFLICT (projection) DO UPDATE SET version = excluded.version, position = excluded.position, recorded_at = excluded.recorded_at`,
+      ),
+    };
+  }
+
+  /**
+   * Creates the projection's tables. A projection whose version (or columns) changed since its
+   * documents were written starts again from zero: old documents are not what the new code builds.
+   * Answers whether it was reset.
+   */
+  register(projection: AnyProjection): { reset: boolean } {
+    if (!NAME_PATTERN.test(projection.name)) throw new Error(`projection name ${projection.name} must match ${NAME_PATTERN}`);
+    const columns = Object.keys(projection.columns ?? {});
+    for (const column of columns) {
+      if (!NAME_PATTERN.test(column) || column === 'key' || column === 'doc') throw new Error(`column ${column} is not allowed`);
+    }
+    const docsTable = `rm_${projection.name}`;
+    const linksTable = `rm_${projection.name}_links`;
+    const stored = this.checkpointStatements.get.get(projection.name);
+    const tableInfo = this.db.prepare(`PRAGMA table_info(${docsTable})`).all() as { name: string }[];
+    const existingColumns = tableInfo.map((row) => row.name).filter((name) => name !== 'key' && name !== 'doc');
+    const sameShape =
+      tableInfo.length === 0 ||
+      (existingColumns.length === columns.length && columns.every((column) => existingColumns.includes(column)));
+    // Documents without a checkpoint cannot be trusted to cover any position: start them again too.
+    const orphaned = stored === undefined && tableInfo.length > 0;
+    const reset = (stored !== undefined && stored.version !== projection.version) || !sameShape || orphaned;
+    this.db.transaction(() => {
+      if (reset) this.db.exec(`DROP TABLE IF EXISTS ${docsTable}; DROP TABLE IF EXISTS ${linksTable};`);
+      const columnDefs = Object.entries(projection.columns ?? {}).map(([name, type]) => `, ${name} ${sqlType(type)}`);
+      this.db.exec(`CREATE TABLE IF NOT EXISTS ${docsTable} (key TEXT PRIMARY KEY, doc TEXT NOT NULL${columnDefs.join('')})`);
+      this.db.exec(`CREATE TABLE IF NOT EXISTS ${linksTable} (stream TEXT PRIMARY KEY, link TEXT NOT NULL)`);
+      (projection.indexes ?? []).forEach((indexColumns, index) => {
+        for (const column of indexColumns) {
+          if (!columns.includes(column)) throw new Error(`index of ${projection.name} names unknown column ${column}`);
+        }
+        this.db.exec(`CREATE INDEX IF NOT EXISTS ${docsTable}_i${index} ON ${docsTable} (${indexColumns.join(', ')})`);
+      });
+      if (stored === undefined || reset) this.checkpointStatements.upsert.run(projection.name, projection.version, 0, null);
+    })();
+    const placeholders = columns.map(() => ', ?').join('');
+    const updates = ['doc = excluded.doc', ...columns.map((column) => `${column} = excluded.${column}`)].join(', ');
+    this.registered.set(projection.name, {
+      projection,
+      docsTable,
+      linksTable,
+      columns,
+      statements: {
+        load: this.db.prepare(`SELECT doc FROM ${docsTable} WHERE key = ?`),
+        upsert: this.db.prepare(
+          `INSERT INTO ${docsTable} (key, doc${columns.map((c) => `, ${c}`).join('')}) VALUES (?, ?${placeholders})
+           ON CONFLICT (key) DO UPDATE SET ${updates}`,
+        ),
+        loadLink: this.db.prepare(`SELECT link FROM ${linksTable} WHERE stream = ?`),
+        upsertLink: this.db.prepare(
+          `INSERT INTO ${linksTable} (stream, link) VALUES (?, ?) ON CONFLICT (stream) DO UPDATE SET link = excluded.link`,
+        ),
+      },
+    });
+    return { reset };
+  }
+
+  private entry(name: string): Registered {
+    const entry = this.registered.get(name);
+    if (!entry) throw new Error(`projection ${name} is not registered`);
+    return entry;
+  }
+
+  /** BEGIN IMMEDIATE: the write lock is taken up front, so a batch never fails half-way on a busy file. */
+  transaction<T>(work: () => T): T {
+    return this.db.transaction(work).immediate();
+  }
+
+  checkpoint(name: string): Checkpoint {
+    const row = this.checkpointStatements.get.get(name);
+    if (!row) throw new Error(`projection ${name} has no checkpoint`);
+    return row;
+  }
+
+  checkpoints(): Checkpoint[] {
+    return this.checkpointStatements.all.all();
+  }
+
+  setCheckpoint(name: string, position: number, recordedAt: string | null): void {
+    this.checkpointStatements.upsert.run(name, this.entry(name).projection.version, position, recordedAt);
+  }
+
+  loadDoc<Doc>(name: string, key: string): Doc | undefined {
+    const row = this.entry(name).statements.load.get(key);
+    return row ? (JSON.parse(row.doc) as Doc) : undefined;
+  }
+
+  writeDoc(name: string, key: string, doc: unknown): void {
+    const { projection, columns, statements } = this.entry(name);
+    const indexed = projection.index ? projection.index(doc) : {};
+    statements.upsert.run(key, JSON.stringify(doc), ...columns.map((column) => indexed[column] ?? null));
+  }
+
+  link(name: string, stream: string): string | undefined {
+    return this.entry(name).statements.loadLink.get(stream)?.link;
+  }
+
+  setLink(name: string, stream: string, link: string): void {
+    this.entry(name).statements.upsertLink.run(stream, link);
+  }
+
+  /** Empties a projection and puts its checkpoint back to zero, in one transaction. */
+  reset(name: string): void {
+    const { docsTable, linksTable, projection } = this.entry(name);
+    this.transaction(() => {
+      this.db.prepare(`DELETE FROM ${docsTable}`).run();
+      this.db.prepare(`DELETE FROM ${linksTable}`).run();
+      this.checkpointStatements.upsert.run(name, projection.version, 0, null);
+    });
+  }
+
+  getDoc<Doc>(name: string, key: string): Doc | undefined {
+    return this.loadDoc<Doc>(name, key);
+  }
+
+  /** Documents filtered and ordered by the projection's declared columns only. */
+  select<Doc>(name: string, options: SelectOptions = {}): DocRow<Doc>[] {
+    const { docsTable, columns } = this.entry(name);
+    const known = new Set(['key', ...columns]);
+    const check = (column: string) => {
+      if (!known.has(column)) throw new Error(`${name} has no column ${column}`);
+      return column;
+    };
+    const clauses: string[] = [];
+    const params: IndexValue[] = [];
+    for (const condition of options.where ?? []) {
+      if ('columns' in condition) {
+        if (condition.columns.length !== condition.values.length || condition.columns.length === 0) {
+          throw new Error('a row-value condition needs as many values as columns');
+        }
+        clauses.push(`(${condition.columns.map(check).join(', ')}) ${condition.op} (${condition.values.map(() => '?').join(', ')})`);
+        params.push(...condition.values);
+      } else if (condition.op === 'in') {
+        if (condition.values.length === 0) return [];
+        clauses.push(`${check(condition.column)} IN (${condition.values.map(() => '?').join(', ')})`);
+        params.push(...condition.values);
+      } else {
+        clauses.push(`${check(condition.column)} ${condition.op} ?`);
+        params.push(condition.value);
+      }
+    }
+    const order = (options.orderBy ?? [{ column: 'key' }]).map(({ column, descending }) => `${check(column)}${descending ? ' DESC' : ''}`);
+    const limit = options.limit === undefined ? '' : ` LIMIT ${Math.max(0, Math.floor(options.limit))}`;
+    const sql = `SELECT key, doc FROM ${docsTable}${clauses.length ? ` WHERE ${clauses.join(' AND ')}` : ''} ORDER BY ${order.join(', ')}${limit}`;
+    let statement = this.selectCache.get(sql);
+    if (!statement) {
+      statement = this.db.prepare(sql);
+      this.selectCache.set(sql, statement);
+    }
+    return (statement.all(...params) as { key: string; doc: string }[]).map((row) => ({ key: row.key, doc: JSON.parse(row.doc) as Doc }));
+  }
+
+  /** Every stored row of a projection as written (documents and links), ordered: to compare read models. */
+  dump(name: string): { docs: Array<{ key: string; doc: string }>; links: Array<{ stream: string; link: string }> } {
+    const { docsTable, linksTable } = this.entry(name);
+    return {
+      docs: this.db.prepare(`SELECT key, doc FROM ${docsTable} ORDER BY key`).all() as Array<{ key: string; doc: string }>,
+      links: this.db.prepare(`SELECT stream, link FROM ${linksTable} ORDER BY stream`).all() as Array<{ stream: string; link: string }>,
+    };
+  }
+
+  close(): void {
+    if (this.closed) return;
+    this.closed = true;
+    this.db.close();
+  }
+
+  get isOpen(): boolean {
+    return !this.closed;
+  }
+}

@@ -1,0 +1,123 @@
+/**
+ * The event-store port (SPEC §6). Every adapter passes test/contract/event-store.contract.ts.
+ *
+ * Revisions are 0-based per stream; a stream with no events has revision -1 (NO_STREAM). Positions
+ * are positive safe integers, strictly increasing along the global log; they may have gaps, so a
+ * reader never computes one, it only compares them. Driver types never cross this port.
+ */
+export const NO_STREAM = -1;
+
+import type { JsonObject } from '../shared/json';
+
+export type { JsonObject, JsonValue } from '../shared/json';
+
+export interface EventMetadata {
+  schema_version: number;
+  /** The ledger's clock at decision time (ISO-8601). */
+  recorded_at: string;
+  /** The id of the submitting key (never the key itself), or `local` in local mode. */
+  actor: string;
+  tenant: string;
+  operation_ref: string;
+  /** For derived events: the submitted fact that caused them. */
+  causation_event_id?: string;
+  traceparent?: string;
+  tracestate?: string;
+  /** SHA-256 of the canonical submitted fact, to tell a resubmission from a reused id. */
+  submitted_hash?: string;
+  /** Hash chain (docs in src/store/hash-chain.ts). */
+  prev_hash: string;
+  hash: string;
+}
+
+export interface NewEvent {
+  event_id: string;
+  type: string;
+  data: JsonObject;
+  metadata: EventMetadata;
+}
+
+export interface StoredEvent extends NewEvent {
+  stream: string;
+  revision: number;
+  position: number;
+}
+
+export interface AppendResult {
+  /** Revision of the last event of the batch, which is now the stream's revision. */
+  revision: number;
+  /** Global position of the last event of the batch. */
+  position: number;
+}
+
+export interface ReadAllOptions {
+  /** Exclusive: events with a position strictly greater than this. 0 reads from the start. */
+  after: number;
+  limit: number;
+  /** Only streams whose name starts with this. */
+  streamPrefix?: string;
+}
+
+export interface SubscribeOptions {
+  /** Exclusive, like readAll. */
+  after: number;
+  streamPrefix?: string;
+}
+
+export interface Subscription {
+  close(): Promise<void>;
+}
+
+export interface SubscriptionHandlers {
+  /** Called in log order; the next batch waits until the returned promise settles. */
+  onEvents(events: StoredEvent[]): Promise<void> | void;
+  /** The subscription has stopped for good (after close() this is not called). */
+  onError?(error: Error): void;
+}
+
+export interface StoreHealth {
+  ok: boolean;
+  detail?: string;
+}
+
+export interface EventStore {
+  /**
+   * Appends atomically at the expected revision. Appending again a batch whose event ids already
+   * stand at expectedRevision+1.. answers the original result (idempotent); any other mismatch throws
+   * RevisionConflictError. Unavailability throws StoreUnavailableError.
+   */
+  append(stream: string, expectedRevision: number, events: NewEvent[]): Promise<AppendResult>;
+  /** All events of one stream in order; an empty array when the stream does not exist. */
+  readStream(stream: string): Promise<StoredEvent[]>;
+  readAll(options: ReadAllOptions): Promise<StoredEvent[]>;
+  /** Catch-up then live subscription to the global log. */
+  subscribe(options: SubscribeOptions, handlers: SubscriptionHandlers): Subscription;
+  /** Position of the last event in the global log (0 when empty). */
+  headPosition(): Promise<number>;
+  health(): Promise<StoreHealth>;
+  close(): Promise<void>;
+}
+
+export class RevisionConflictError extends Error {
+  constructor(
+    readonly stream: string,
+    readonly expectedRevision: number,
+    readonly actualRevision: number | undefined,
+  ) {
+    super(`stream ${stream}: expected revision ${expectedRevision}, actual ${actualRevision ?? 'unknown'}`);
+    this.name = 'RevisionConflictError';
+  }
+}
+
+export class StoreUnavailableError extends Error {
+  constructor(
+    readonly reason: string,
+    /** Seconds a caller should wait before trying again. */
+    readonly retryAfterSeconds = 1,
+  ) {
+    super(`event store unavailable: ${reason}`);
+    this.name = 'StoreUnavailableError';
+  }
+}
+
+export const EVENT_STORE = Symbol('EVENT_STORE');

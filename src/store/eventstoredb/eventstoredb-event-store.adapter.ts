@@ -1,0 +1,312 @@
+import {
+  BACKWARDS,
+  END,
+  EventStoreDBClient,
+  FORWARDS,
+  NO_STREAM as ESDB_NO_STREAM,
+  START,
+  type AppendResult as EsdbAppendResult,
+  type ReadPosition,
+  type ResolvedEvent,
+  type StreamingRead,
+} from '@eventstore/db-client';
+import {
+  NO_STREAM,
+  RevisionConflictError,
+  StoreUnavailableError,
+  type AppendResult,
+  type EventStore,
+  type NewEvent,
+  type ReadAllOptions,
+  type StoreHealth,
+  type StoredEvent,
+  type SubscribeOptions,
+  type Subscription,
+  type SubscriptionHandlers,
+} from '../event-store.port';
+import { withDeadline } from './call-deadline';
+import {
+  allPositionOf,
+  isLedgerEvent,
+  toEventData,
+  toPortPosition,
+  toPortRevision,
+  toReadPosition,
+  toStoredEvent,
+  validateStreamName,
+} from './eventstoredb-event-codec';
+import { isStreamNotFound, toPortError } from './eventstoredb-errors';
+import { ResilientAllSubscription, type SubscriptionStatus } from './eventstoredb-subscription';
+import { DEFAULT_BACKOFF, type BackoffPolicy } from './reconnect-backoff';
+
+export interface EventStoreDbTuning {
+  /** Every append gets an answer or a StoreUnavailableError within this (the outcome is then unknown). */
+  appendTimeoutMs?: number;
+  /** Reads of one stream or one page of $all. */
+  readTimeoutMs?: number;
+  /** The probe health() makes when no subscription is down. */
+  healthTimeoutMs?: number;
+  /** Sent to callers with StoreUnavailableError (Retry-After). */
+  retryAfterSeconds?: number;
+  resubscribeBackoff?: Partial<BackoffPolicy>;
+  /** Upper bound of events handed to one onEvents call. */
+  maxBatchSize?: number;
+  /** Every subscription state change (live, reconnecting, stopped): the hook for readiness and metrics. */
+  onStatusChange?: (status: SubscriptionStatus) => void;
+}
+
+export type EventStoreDbEventStoreOptions = EventStoreDbTuning &
+  (
+    | { /** `esdb://…`; the store owns the client it creates and disposes it on close(). */ connectionString: string }
+    | { /** A client shared with its owner, who disposes it. */ client: EventStoreDBClient }
+  );
+
+export interface EventStoreDbStats {
+  subscriptions: number;
+  subscriptionsDown: number;
+  /** Counts every lost subscription, i.e. every re-subscription started. */
+  resubscriptions: number;
+}
+
+/**
+ * The event-store port on EventStoreDB / KurrentDB through @eventstore/db-client 6.x. The port's
+ * stream name is the server's stream name; the port's revision is the stream revision; the port's
+ * position is the `$all` commit position. The server keeps the rules the port asks for: appends at
+ * an expected revision are atomic, and a batch whose ids already stand right after that revision
+ * answers the first result (see IndexWriter.CheckCommit). What the client leaves open is closed
+ * here: deadlines on every call, events validated before the client serialises them, positions
+ * checked to be safe integers, and subscriptions that come back after a drop.
+ */
+export class EventStoreDbEventStore implements EventStore {
+  private readonly client: EventStoreDBClient;
+  private readonly ownsClient: boolean;
+  private readonly appendTimeoutMs: number;
+  private readonly readTimeoutMs: number;
+  private readonly healthTimeoutMs: number;
+  private readonly retryAfterSeconds: number;
+  private readonly backoff: BackoffPolicy;
+  private readonly maxBatchSize: number;
+  private readonly onStatusChange?: (status: SubscriptionStatus) => void;
+  private readonly subscriptions = new Set<ResilientAllSubscription>();
+  private readonly inFlight = new Set<Promise<unknown>>();
+  private nextSubscriptionId = 1;
+  private resubscriptions = 0;
+  private closed = false;
+
+  constructor(options: EventStoreDbEventStoreOptions) {
+    if ('client' in options) {
+      this.client = options.client;
+      this.ownsClient = false;
+    } else {
+      this.client = EventStoreDBClient.connectionString(options.connectionString);
+      this.ownsClient = true;
+    }
+    // With it off, a conflict comes back as a "success: false" result, and the BatchAppend path
+    // reports a wrong next revision in it (it calls hasCurrentStreamRevision() where it means get).
+    // The getter is `protected` in the typings but is the client's own record of the option.
+    if ((this.client as unknown as { throwOnAppendFailure: boolean }).throwOnAppendFailure === false) {
+      throw new Error('EventStoreDB client configured with throwOnAppendFailure=false; remove it from the connection string');
+    }
+    this.appendTimeoutMs = options.appendTimeoutMs ?? 10_000;
+    this.readTimeoutMs = options.readTimeoutMs ?? 30_000;
+    this.healthTimeoutMs = options.healthTimeoutMs ?? 2_000;
+    this.retryAfterSeconds = options.retryAfterSeconds ?? 2;
+    this.backoff = { ...DEFAULT_BACKOFF, ...options.resubscribeBackoff };
+    this.maxBatchSize = options.maxBatchSize ?? 256;
+    this.onStatusChange = options.onStatusChange;
+  }
+
+  async append(stream: string, expectedRevision: number, events: NewEvent[]): Promise<AppendResult> {
+    if (this.closed) throw new StoreUnavailableError('store closed', this.retryAfterSeconds);
+    validateStreamName(stream);
+    if (!Number.isSafeInteger(expectedRevision) || expectedRevision < NO_STREAM) {
+      throw new RangeError(`expected revision must be an integer >= ${NO_STREAM}, got ${expectedRevision}`);
+    }
+    if (events.length === 0) throw new Error('append needs at least one event');
+    const eventData = events.map(toEventData);
+    const context = { stream, expectedRevision, retryAfterSeconds: this.retryAfterSeconds };
+    const call = withDeadline(
+      this.client.appendToStream(stream, eventData, {
+        expectedRevision: expectedRevision === NO_STREAM ? ESDB_NO_STREAM : BigInt(expectedRevision),
+        // Enforced by gRPC on the Append path; BatchAppend only forwards it to the server.
+        deadline: this.appendTimeoutMs,
+      }),
+      this.appendTimeoutMs,
+      `append to ${stream}`,
+    );
+    const tracked = this.track(call);
+    try {
+      return await this.toAppendResult(stream, expectedRevision, await tracked);
+    } catch (error) {
+      throw toPortError(error, context);
+    }
+  }
+
+  private async toAppendResult(stream: string, expectedRevision: number, result: EsdbAppendResult): Promise<AppendResult> {
+    // Unreachable while throwOnAppendFailure is on (checked in the constructor); kept so a
+    // refused append can never be reported as written.
+    if (!result.success) throw new RevisionConflictError(stream, expectedRevision, undefined);
+    const revision = toPortRevision(result.nextExpectedRevision, stream);
+    // The server answers with the position of the batch's last event, the original one on an
+    // idempotent replay; a server that sends none is asked for the event itself.
+    const position = result.position ? toPortPosition(result.position.commit, stream) : await this.positionAt(stream, revision);
+    return { revision, position };
+  }
+
+  private async positionAt(stream: string, revision: number): Promise<number> {
+    const [event] = await this.collect(
+      this.client.readStream(stream, { fromRevision: BigInt(revision), direction: BACKWARDS, maxCount: 1 }),
+      `read of ${stream}@${revision}`,
+    );
+    if (!event) throw new Error(`${stream}@${revision} not found right after it was appended`);
+    return toStoredEvent(event).position;
+  }
+
+  async readStream(stream: string): Promise<StoredEvent[]> {
+    if (this.closed) throw new StoreUnavailableError('store closed', this.retryAfterSeconds);
+    try {
+      const events = await this.collect(this.client.readStream(stream, { fromRevision: START, direction: FORWARDS }), `read of ${stream}`);
+      return events.map(toStoredEvent);
+    } catch (error) {
+      if (isStreamNotFound(error)) return [];
+      throw toPortError(error, { stream, retryAfterSeconds: this.retryAfterSeconds });
+    }
+  }
+
+  /**
+   * Client 6.x sends every `$all` read with no server-side filter, so pages are filtered here:
+   * system records and other prefixes are skipped until `limit` events are found or the log ends.
+   */
+  async readAll({ after, limit, streamPrefix }: ReadAllOptions): Promise<StoredEvent[]> {
+    if (this.closed) throw new StoreUnavailableError('store closed', this.retryAfterSeconds);
+    checkPosition(after);
+    const found: StoredEvent[] = [];
+    if (limit <= 0) return found;
+    const pageSize = Math.min(Math.max(limit, 32), 4096);
+    // Reading forwards from a position includes the event at it; `after` excludes it.
+    let cursor = BigInt(after);
+    let from: ReadPosition = toReadPosition(after);
+    try {
+      for (;;) {
+        const page = await this.collect(this.client.readAll({ fromPosition: from, direction: FORWARDS, maxCount: pageSize }), 'read of $all');
+        for (const resolved of page) {
+          const position = allPositionOf(resolved);
+          if (position === undefined || position <= cursor) continue;
+          cursor = position;
+          if (!isLedgerEvent(resolved, streamPrefix)) continue;
+          found.push(toStoredEvent(resolved));
+          if (found.length === limit) return found;
+        }
+        if (page.length < pageSize) return found;
+        from = { commit: cursor, prepare: cursor };
+      }
+    } catch (error) {
+      throw toPortError(error, { retryAfterSeconds: this.retryAfterSeconds });
+    }
+  }
+
+  subscribe(options: SubscribeOptions, handlers: SubscriptionHandlers): Subscription {
+    checkPosition(options.after);
+    if (this.closed) {
+      queueMicrotask(() => handlers.onError?.(new StoreUnavailableError('store closed', this.retryAfterSeconds)));
+      return { close: async () => undefined };
+    }
+    const subscription: ResilientAllSubscription = new ResilientAllSubscription({
+      id: this.nextSubscriptionId++,
+      client: () => this.client,
+      after: options.after,
+      streamPrefix: options.streamPrefix,
+      handlers,
+      backoff: this.backoff,
+      maxBatchSize: this.maxBatchSize,
+      onStatus: (status) => {
+        if (status.state === 'reconnecting') this.resubscriptions += 1;
+        if (status.state === 'stopped') this.subscriptions.delete(subscription);
+        this.onStatusChange?.(status);
+      },
+    });
+    this.subscriptions.add(subscription);
+    return {
+      close: async () => {
+        this.subscriptions.delete(subscription);
+        await subscription.close();
+      },
+    };
+  }
+
+  /** The last non-system event of `$all`; system records (stats every few seconds) are stepped over. */
+  async headPosition(): Promise<number> {
+    if (this.closed) throw new StoreUnavailableError('store closed', this.retryAfterSeconds);
+    const pageSize = 32;
+    let from: ReadPosition = END;
+    try {
+      for (;;) {
+        const page = await this.collect(this.client.readAll({ fromPosition: from, direction: BACKWARDS, maxCount: pageSize }), 'read of $all');
+        for (const resolved of page) {
+          if (isLedgerEvent(resolved)) return toStoredEvent(resolved).position;
+        }
+        const last = page.length > 0 ? allPositionOf(page[page.length - 1]) : undefined;
+        if (page.length < pageSize || last === undefined) return 0;
+        // Backwards from a position excludes the event at it.
+        from = { commit: last, prepare: last };
+      }
+    } catch (error) {
+      throw toPortError(error, { retryAfterSeconds: this.retryAfterSeconds });
+    }
+  }
+
+  /** Not ok while any subscription is re-subscribing, or when the server does not answer a one-event read. */
+  async health(): Promise<StoreHealth> {
+    if (this.closed) return { ok: false, detail: 'store closed' };
+    for (const subscription of this.subscriptions) {
+      if (subscription.isDown) return { ok: false, detail: subscription.status.detail };
+    }
+    try {
+      await this.collect(this.client.readAll({ fromPosition: END, direction: BACKWARDS, maxCount: 1 }), 'health probe', this.healthTimeoutMs);
+      return { ok: true };
+    } catch (error) {
+      return { ok: false, detail: toPortError(error, { retryAfterSeconds: this.retryAfterSeconds }).message };
+    }
+  }
+
+  stats(): EventStoreDbStats {
+    let down = 0;
+    for (const subscription of this.subscriptions) if (subscription.isDown) down += 1;
+    return { subscriptions: this.subscriptions.size, subscriptionsDown: down, resubscriptions: this.resubscriptions };
+  }
+
+  /** Appends already sent get their answer (or their deadline) before the client goes. */
+  async close(): Promise<void> {
+    if (this.closed) return;
+    this.closed = true;
+    await Promise.allSettled([...this.inFlight]);
+    await Promise.all([...this.subscriptions].map((subscription) => subscription.close()));
+    this.subscriptions.clear();
+    if (this.ownsClient) await this.client.dispose();
+  }
+
+  private track<T>(call: Promise<T>): Promise<T> {
+    this.inFlight.add(call);
+    const forget = () => this.inFlight.delete(call);
+    call.then(forget, forget);
+    return call;
+  }
+
+  /** Drains a read within a deadline; the client opens reads with none. */
+  private collect(read: StreamingRead<ResolvedEvent>, operation: string, timeoutMs = this.readTimeoutMs): Promise<ResolvedEvent[]> {
+    const events: ResolvedEvent[] = [];
+    const drained = new Promise<ResolvedEvent[]>((resolve, reject) => {
+      read.on('data', (event: ResolvedEvent) => events.push(event));
+      read.on('end', () => resolve(events));
+      // `on`, not `once`: a second error from a failing call must not go unhandled.
+      read.on('error', reject);
+    });
+    return withDeadline(drained, timeoutMs, operation, () => {
+      read.cancel().catch(() => undefined);
+    });
+  }
+}
+
+function checkPosition(after: number): void {
+  if (!Number.isSafeInteger(after) || after < 0) throw new RangeError(`position must be a non-negative safe integer, got ${after}`);
+}

@@ -1,0 +1,75 @@
+import { createHash } from 'node:crypto';
+import { canonicalJson } from '../shared/canonical-json';
+import type { EventMetadata, NewEvent, StoredEvent } from './event-store.port';
+
+/**
+ * The hash chain that proves no one rewrote a stream's history.
+ *
+ *   hash(e_n) = SHA-256_hex( prev_hash || "\n" || canonicalJson({ stream, revision, event_id, type, data, metadata }) )
+ *
+ * where `metadata` excludes `hash` itself, `prev_hash` is the hash of e_{n-1} (GENESIS_HASH, 64 zeros,
+ * for revision 0), and canonicalJson sorts keys (src/shared/canonical-json.ts). The global position
+ * is not covered: it is assigned by the store and differs after an export/import.
+ */
+export const GENESIS_HASH = '0'.repeat(64);
+
+export interface ChainInput {
+  stream: string;
+  revision: number;
+  event_id: string;
+  type: string;
+  data: unknown;
+  metadata: Omit<EventMetadata, 'hash'>;
+}
+
+export function computeEventHash(input: ChainInput): string {
+  const { hash: _ignored, ...metadata } = input.metadata as EventMetadata;
+  const body = canonicalJson({
+    stream: input.stream,
+    revision: input.revision,
+    event_id: input.event_id,
+    type: input.type,
+    data: input.data,
+    metadata,
+  });
+  return createHash('sha256').update(`${metadata.prev_hash}\n${body}`).digest('hex');
+}
+
+/** Seals events for appending after `previous` (the stream's last event, if any). */
+export function sealEvents(
+  stream: string,
+  previous: { revision: number; hash: string } | undefined,
+  events: Array<Omit<NewEvent, 'metadata'> & { metadata: Omit<EventMetadata, 'hash' | 'prev_hash'> }>,
+): NewEvent[] {
+  let prevHash = previous?.hash ?? GENESIS_HASH;
+  let revision = previous?.revision ?? -1;
+  return events.map((event) => {
+    revision += 1;
+    const metadata = { ...event.metadata, prev_hash: prevHash };
+    const hash = computeEventHash({ stream, revision, event_id: event.event_id, type: event.type, data: event.data, metadata });
+    prevHash = hash;
+    return { ...event, metadata: { ...metadata, hash } };
+  });
+}
+
+export interface ChainBreak {
+  stream: string;
+  revision: number;
+  event_id: string;
+  reason: 'hash_mismatch' | 'prev_hash_mismatch' | 'revision_gap';
+}
+
+/** Re-computes a stream's chain; answers the first event that does not match, if any. */
+export function verifyChain(events: readonly StoredEvent[]): ChainBreak | undefined {
+  let prevHash = GENESIS_HASH;
+  let expectedRevision = 0;
+  for (const event of events) {
+    const at = { stream: event.stream, revision: event.revision, event_id: event.event_id };
+    if (event.revision !== expectedRevision) return { ...at, reason: 'revision_gap' };
+    if (event.metadata.prev_hash !== prevHash) return { ...at, reason: 'prev_hash_mismatch' };
+    if (computeEventHash(event) !== event.metadata.hash) return { ...at, reason: 'hash_mismatch' };
+    prevHash = event.metadata.hash;
+    expectedRevision += 1;
+  }
+  return undefined;
+}

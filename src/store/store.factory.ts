@@ -1,0 +1,22 @@
+import { join } from 'node:path';
+import type { LedgerConfig } from '../config/ledger-config';
+import type { EventStore } from './event-store.port';
+import { SqliteEventStore } from './sqlite/sqlite-event-store.adapter';
+
+export interface StoreHooks {
+  onGroupCommitted?: (appends: number, events: number) => void;
+}
+
+/** The configured adapter behind the port; nothing else knows which one runs. */
+export async function openEventStore(config: LedgerConfig, hooks: StoreHooks = {}): Promise<EventStore> {
+  if (config.store === 'eventstoredb') {
+    // Loaded only when chosen, so the embedded default never pays for the gRPC client.
+    const { EventStoreDbEventStore } = await import('./eventstoredb/eventstoredb-event-store.adapter');
+    return new EventStoreDbEventStore({ connectionString: config.eventStoreConnectionString as string });
+  }
+  return SqliteEventStore.open({
+    file: join(config.dataDir, 'events.sqlite'),
+    groupCommit: config.groupCommit,
+    onGroupCommitted: hooks.onGroupCommitted,
+  });
+}

@@ -1,0 +1,19 @@
+/**
+ * Writes the generated artefacts that are committed beside the code: the envelope's JSON Schema
+ * (and, when the OpenAPI generator is present, the OpenAPI document). `npm run generate` refreshes
+ * them; test/unit/artifacts.unit.spec.ts fails when a committed one drifts from the code.
+ */
+import { writeFileSync } from 'node:fs';
+import { resolve } from 'node:path';
+import { envelopeJsonSchema } from '../domain/envelope/envelope.schema';
+
+export const ENVELOPE_SCHEMA_FILE = resolve(__dirname, '../../../schema/envelope.schema.json');
+
+export function renderJson(value: unknown): string {
+  return `${JSON.stringify(value, null, 2)}\n`;
+}
+
+if (require.main === module) {
+  writeFileSync(ENVELOPE_SCHEMA_FILE, renderJson(envelopeJsonSchema()));
+  process.stdout.write(`wrote ${ENVELOPE_SCHEMA_FILE}\n`);
+}

@@ -1,0 +1,226 @@
+/**
+ * The one contract every event-store adapter passes (SPEC §6). Revisions and positions mean the
+ * same through the port on every adapter: no per-adapter offsets here.
+ */
+import { randomUUID } from 'node:crypto';
+import fc from 'fast-check';
+import {
+  NO_STREAM,
+  RevisionConflictError,
+  type EventStore,
+  type NewEvent,
+  type StoredEvent,
+} from '../../src/store/event-store.port';
+
+export interface EventStoreUnderTest {
+  store: EventStore;
+  cleanup(): Promise<void>;
+}
+
+let streamCounter = 0;
+/** Unique per test run, so the suite also runs against a long-lived real server. */
+const freshStream = (label = 's') => `op-contract:${label}-${Date.now().toString(36)}-${++streamCounter}-${randomUUID().slice(0, 8)}`;
+
+export function newEvent(type = 'TestHappened', data: Record<string, unknown> = {}): NewEvent {
+  return {
+    event_id: randomUUID(),
+    type,
+    data: data as NewEvent['data'],
+    metadata: {
+      schema_version: 1,
+      recorded_at: new Date().toISOString(),
+      actor: 'contract',
+      tenant: 'contract',
+      operation_ref: 'contract',
+      prev_hash: '0'.repeat(64),
+      hash: '0'.repeat(64),
+    },
+  };
+}
+
+async function collect(store: EventStore, after: number, prefix: string, until: (events: StoredEvent[]) => boolean) {
+  const seen: StoredEvent[] = [];
+  let resolveDone!: () => void;
+  const done = new Promise<void>((resolve) => (resolveDone = resolve));
+  const subscription = store.subscribe(
+    { after, streamPrefix: prefix },
+    {
+      onEvents: (events) => {
+        seen.push(...events);
+        if (until(seen)) resolveDone();
+      },
+    },
+  );
+  return { seen, done, subscription };
+}
+
+export function testEventStore(name: string, factory: () => Promise<EventStoreUnderTest>): void {
+  describe(`event store contract: ${name}`, () => {
+    let subject: EventStoreUnderTest;
+    let store: EventStore;
+
+    beforeEach(async () => {
+      subject = await factory();
+      store = subject.store;
+    });
+    afterEach(async () => {
+      await subject.cleanup();
+    });
+
+    it('reads a stream that does not exist as empty', async () => {
+      expect(await store.readStream(freshStream())).toEqual([]);
+    });
+
+    it('appends to a new stream at NO_STREAM with revisions from 0', async () => {
+      const stream = freshStream();
+      const events = [newEvent('A', { n: 1 }), newEvent('B', { n: 2 }), newEvent('C', { n: 3 })];
+      const result = await store.append(stream, NO_STREAM, events);
+      expect(result.revision).toBe(2);
+      const read = await store.readStream(stream);
+      expect(read.map((e) => e.revision)).toEqual([0, 1, 2]);
+      expect(read.map((e) => e.type)).toEqual(['A', 'B', 'C']);
+      expect(read.map((e) => e.event_id)).toEqual(events.map((e) => e.event_id));
+      expect(read[2].position).toBe(result.position);
+      expect(read[0].position).toBeLessThan(read[1].position);
+      expect(read[1].position).toBeLessThan(read[2].position);
+      expect(read.every((e) => e.stream === stream)).toBe(true);
+    });
+
+    it('round-trips data and metadata exactly', async () => {
+      const stream = freshStream();
+      const data = { text: 'ünïcødé ✓ "quoted" \n line', nested: { list: [1, 'two', null, true], empty: {} }, amount: '12.50' };
+      const event = newEvent('Rich', data);
+      event.metadata.traceparent = '00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01';
+      await store.append(stream, NO_STREAM, [event]);
+      const [read] = await store.readStream(stream);
+      expect(read.data).toEqual(data);
+      expect(read.metadata).toEqual(event.metadata);
+    });
+
+    it('continues a stream at its revision and refuses a stale expected revision', async () => {
+      const stream = freshStream();
+      await store.append(stream, NO_STREAM, [newEvent()]);
+      await expect(store.append(stream, 0, [newEvent()])).resolves.toMatchObject({ revision: 1 });
+      await expect(store.append(stream, 0, [newEvent()])).rejects.toBeInstanceOf(RevisionConflictError);
+      await expect(store.append(stream, NO_STREAM, [newEvent()])).rejects.toBeInstanceOf(RevisionConflictError);
+      await expect(store.append(stream, 5, [newEvent()])).rejects.toBeInstanceOf(RevisionConflictError);
+      expect((await store.readStream(stream)).length).toBe(2);
+    });
+
+    it('answers a re-append of the same event ids at the same revision with the original result', async () => {
+      const stream = freshStream();
+      const batch = [newEvent('A'), newEvent('B')];
+      const first = await store.append(stream, NO_STREAM, batch);
+      const again = await store.append(stream, NO_STREAM, batch);
+      expect(again).toEqual(first);
+      expect((await store.readStream(stream)).length).toBe(2);
+    });
+
+    it('lets exactly one of many concurrent appends at one expected revision win', async () => {
+      const stream = freshStream();
+      await store.append(stream, NO_STREAM, [newEvent()]);
+      const outcomes = await Promise.allSettled(
+        Array.from({ length: 20 }, () => store.append(stream, 0, [newEvent('Racer'), newEvent('Racer')])),
+      );
+      const won = outcomes.filter((o) => o.status === 'fulfilled');
+      const lost = outcomes.filter((o) => o.status === 'rejected') as PromiseRejectedResult[];
+      expect(won).toHaveLength(1);
+      expect(lost.every((o) => o.reason instanceof RevisionConflictError)).toBe(true);
+      expect((await store.readStream(stream)).map((e) => e.revision)).toEqual([0, 1, 2]);
+    });
+
+    it('keeps concurrent appends to different streams all, each atomic', async () => {
+      const streams = Array.from({ length: 10 }, () => freshStream('par'));
+      await Promise.all(streams.map((stream) => store.append(stream, NO_STREAM, [newEvent(), newEvent(), newEvent()])));
+      for (const stream of streams) {
+        expect((await store.readStream(stream)).map((e) => e.revision)).toEqual([0, 1, 2]);
+      }
+    });
+
+    it('reads the global log after a position, exclusive, in order, filtered by prefix', async () => {
+      const label = `g${randomUUID().slice(0, 6)}`;
+      const prefix = `op-contract:${label}`;
+      const start = await store.headPosition();
+      const a = `${prefix}-a`;
+      const b = `${prefix}-b`;
+      await store.append(a, NO_STREAM, [newEvent('A0')]);
+      await store.append(`other-${label}`, NO_STREAM, [newEvent('Other')]);
+      await store.append(b, NO_STREAM, [newEvent('B0'), newEvent('B1')]);
+      await store.append(a, 0, [newEvent('A1')]);
+      const all = await store.readAll({ after: start, limit: 100, streamPrefix: prefix });
+      expect(all.map((e) => e.type)).toEqual(['A0', 'B0', 'B1', 'A1']);
+      for (let i = 1; i < all.length; i++) expect(all[i].position).toBeGreaterThan(all[i - 1].position);
+      const afterFirst = await store.readAll({ after: all[0].position, limit: 2, streamPrefix: prefix });
+      expect(afterFirst.map((e) => e.type)).toEqual(['B0', 'B1']);
+      const unfiltered = await store.readAll({ after: start, limit: 100 });
+      expect(unfiltered.map((e) => e.type)).toEqual(expect.arrayContaining(['A0', 'Other', 'B0', 'B1', 'A1']));
+      expect(await store.headPosition()).toBeGreaterThanOrEqual(all[3].position);
+    });
+
+    it('subscribes from a position (exclusive): catches up, then follows live, in order', async () => {
+      const prefix = `op-contract:sub${randomUUID().slice(0, 6)}`;
+      const stream = `${prefix}-x`;
+      await store.append(stream, NO_STREAM, [newEvent('E0'), newEvent('E1')]);
+      const [e0] = await store.readStream(stream);
+      const { seen, done, subscription } = await collect(store, e0.position, prefix, (events) => events.length >= 3);
+      await store.append(stream, 1, [newEvent('E2')]);
+      await store.append(stream, 2, [newEvent('E3')]);
+      await done;
+      await subscription.close();
+      expect(seen.map((e) => e.type)).toEqual(['E1', 'E2', 'E3']);
+    });
+
+    it('behaves like a simple model under random appends and reads', async () => {
+      type Model = Map<string, string[]>;
+      const streams = Array.from({ length: 3 }, () => freshStream('model'));
+      class Append implements fc.AsyncCommand<Model, EventStore> {
+        constructor(
+          readonly index: number,
+          readonly count: number,
+          readonly stale: boolean,
+        ) {}
+        check = () => true;
+        async run(model: Model, real: EventStore) {
+          const stream = streams[this.index];
+          const ids = model.get(stream) ?? [];
+          const expected = ids.length - 1 + (this.stale ? 1 : 0);
+          const events = Array.from({ length: this.count }, () => newEvent('M'));
+          if (this.stale) {
+            await expect(real.append(stream, expected, events)).rejects.toBeInstanceOf(RevisionConflictError);
+            return;
+          }
+          const result = await real.append(stream, expected, events);
+          model.set(stream, [...ids, ...events.map((e) => e.event_id)]);
+          expect(result.revision).toBe(ids.length + this.count - 1);
+        }
+        toString = () => `append(${this.index}, ${this.count}, stale=${this.stale})`;
+      }
+      class Read implements fc.AsyncCommand<Model, EventStore> {
+        constructor(readonly index: number) {}
+        check = () => true;
+        async run(model: Model, real: EventStore) {
+          const stream = streams[this.index];
+          const read = await real.readStream(stream);
+          expect(read.map((e) => e.event_id)).toEqual(model.get(stream) ?? []);
+          expect(read.map((e) => e.revision)).toEqual(read.map((_, i) => i));
+        }
+        toString = () => `read(${this.index})`;
+      }
+      const commands = [
+        fc.tuple(fc.nat(2), fc.integer({ min: 1, max: 3 }), fc.boolean()).map(([i, n, s]) => new Append(i, n, s)),
+        fc.nat(2).map((i) => new Read(i)),
+      ];
+      await fc.assert(
+        fc.asyncProperty(fc.commands(commands, { size: '-1' }), async (cmds) => {
+          const model: Model = new Map();
+          for (const stream of streams) {
+            const existing = await store.readStream(stream);
+            model.set(stream, existing.map((e) => e.event_id));
+          }
+          await fc.asyncModelRun(() => ({ model, real: store }), cmds);
+        }),
+        { numRuns: 15, seed: 20261202 },
+      );
+    });
+  });
+}

@@ -1,0 +1,184 @@
+/**
+ * The shared event-store contract on the EventStoreDB adapter: against the in-process protocol
+ * double on both append paths the client can take (BatchAppend, Append), and against a real
+ * server when EVENTSTORE_CONNECTION_STRING is set. Then what only this adapter has to get right.
+ */
+import { randomUUID } from 'node:crypto';
+import { NO_STREAM, RevisionConflictError, type EventStore } from '../../src/store/event-store.port';
+import { InvalidEventError } from '../../src/store/eventstoredb/eventstoredb-event-codec';
+import { EventStoreDbEventStore } from '../../src/store/eventstoredb/eventstoredb-event-store.adapter';
+import { newEvent, testEventStore } from '../contract/event-store.contract';
+import { EventStoreDbProtocolDouble } from '../support/eventstoredb-protocol-double';
+
+const REAL_SERVER = process.env.EVENTSTORE_CONNECTION_STRING;
+
+function onDouble(label: string, batchAppend: boolean): void {
+  describe(`EventStoreDB adapter on the protocol double (${label})`, () => {
+    let double: EventStoreDbProtocolDouble;
+    beforeAll(async () => {
+      double = await EventStoreDbProtocolDouble.start({ batchAppend });
+    });
+    afterAll(async () => {
+      await double.stop();
+    });
+
+    testEventStore(`eventstoredb via ${label} on the protocol double`, async () => {
+      const store = new EventStoreDbEventStore({ connectionString: double.connectionString, appendTimeoutMs: 5_000 });
+      return { store, cleanup: () => store.close() };
+    });
+
+    it(`sent its appends through ${label}`, () => {
+      const used = batchAppend ? double.callCounts.BatchAppend : double.callCounts.Append;
+      const other = batchAppend ? double.callCounts.Append : double.callCounts.BatchAppend;
+      expect(used).toBeGreaterThan(0);
+      expect(other).toBe(0);
+    });
+  });
+}
+
+onDouble('BatchAppend', true);
+onDouble('Append', false);
+
+if (REAL_SERVER) {
+  testEventStore('eventstoredb at EVENTSTORE_CONNECTION_STRING', async () => {
+    const store = new EventStoreDbEventStore({ connectionString: REAL_SERVER });
+    return { store, cleanup: () => store.close() };
+  });
+} else {
+  const reason =
+    'EVENTSTORE_CONNECTION_STRING is not set, so the event-store contract did not run against a real EventStoreDB ' +
+    '(docker compose up -d eventstore, then EVENTSTORE_CONNECTION_STRING=esdb://localhost:2113?tls=false npm test)';
+  describe('event store contract: eventstoredb at EVENTSTORE_CONNECTION_STRING', () => {
+    it(`skipped: ${reason}`, () => {
+      console.warn(`[eventstoredb contract] ${reason}`);
+      expect(REAL_SERVER).toBeUndefined();
+    });
+  });
+}
+
+describe('EventStoreDB adapter specifics (protocol double)', () => {
+  let double: EventStoreDbProtocolDouble;
+  let store: EventStoreDbEventStore;
+  const stream = () => `op-specific:${randomUUID()}`;
+
+  beforeAll(async () => {
+    double = await EventStoreDbProtocolDouble.start();
+  });
+  beforeEach(() => {
+    store = new EventStoreDbEventStore({ connectionString: double.connectionString, appendTimeoutMs: 3_000 });
+  });
+  afterEach(async () => {
+    await store.close();
+  });
+  afterAll(async () => {
+    await double.stop();
+  });
+
+  it('reports $all commit positions as numbers, beyond 32 bits, with gaps', async () => {
+    const name = stream();
+    const result = await store.append(name, NO_STREAM, [newEvent('A'), newEvent('B')]);
+    const [a, b] = await store.readStream(name);
+    expect(a.position).toBeGreaterThan(2 ** 32);
+    expect(b.position).toBe(result.position);
+    expect(b.position - a.position).toBeGreaterThan(1);
+  });
+
+  it('leaves system records out of readAll, headPosition and subscriptions', async () => {
+    const start = await store.headPosition();
+    const name = stream();
+    const { position } = await store.append(name, NO_STREAM, [newEvent('Visible')]);
+    double.appendSystemEvent();
+    double.appendSystemEvent('$$op-specific', '$metadata');
+    expect(await store.headPosition()).toBe(position);
+    const all = await store.readAll({ after: start, limit: 100 });
+    expect(all.map((event) => event.type)).toEqual(['Visible']);
+
+    const seen: string[] = [];
+    let done!: () => void;
+    const delivered = new Promise<void>((resolve) => (done = resolve));
+    const subscription = store.subscribe({ after: start }, {
+      onEvents: (events) => {
+        seen.push(...events.map((event) => event.type));
+        if (seen.includes('Later')) done();
+      },
+    });
+    double.appendSystemEvent();
+    await store.append(name, 0, [newEvent('Later')]);
+    await delivered;
+    await subscription.close();
+    expect(seen).toEqual(['Visible', 'Later']);
+  });
+
+  it('answers headPosition 0 on a log that holds only system records', async () => {
+    const empty = await EventStoreDbProtocolDouble.start();
+    const fresh = new EventStoreDbEventStore({ connectionString: empty.connectionString });
+    try {
+      expect(await fresh.headPosition()).toBe(0);
+      expect(await fresh.readAll({ after: 0, limit: 10 })).toEqual([]);
+    } finally {
+      await fresh.close();
+      await empty.stop();
+    }
+  });
+
+  it('treats a partly matching re-append as a conflict, as the server does', async () => {
+    const name = stream();
+    const first = newEvent('First');
+    await store.append(name, NO_STREAM, [first, newEvent('Second')]);
+    await expect(store.append(name, NO_STREAM, [first, newEvent('Other')])).rejects.toBeInstanceOf(RevisionConflictError);
+    await expect(store.append(name, NO_STREAM, [first])).resolves.toMatchObject({ revision: 0 });
+    expect((await store.readStream(name)).map((event) => event.type)).toEqual(['First', 'Second']);
+  });
+
+  it('carries the actual revision in a conflict', async () => {
+    const name = stream();
+    await store.append(name, NO_STREAM, [newEvent(), newEvent()]);
+    const conflict = await store.append(name, 7, [newEvent()]).catch((error: unknown) => error);
+    expect(conflict).toBeInstanceOf(RevisionConflictError);
+    expect(conflict).toMatchObject({ stream: name, expectedRevision: 7, actualRevision: 1 });
+    const missing = await store.append(stream(), 0, [newEvent()]).catch((error: unknown) => error);
+    expect(missing).toMatchObject({ expectedRevision: 0, actualRevision: NO_STREAM });
+  });
+
+  it('refuses what would not come back as it was appended, before anything is sent', async () => {
+    const name = stream();
+    const appendsBefore = double.callCounts.BatchAppend + double.callCounts.Append;
+    const upper = { ...newEvent(), event_id: randomUUID().toUpperCase() };
+    await expect(store.append(name, NO_STREAM, [upper])).rejects.toBeInstanceOf(InvalidEventError);
+    await expect(store.append(name, NO_STREAM, [newEvent('X', { when: new Date() })])).rejects.toThrow(/events\[0\]\.data\.when: a Date object/);
+    await expect(store.append(name, NO_STREAM, [newEvent('X', { ratio: Number.NaN })])).rejects.toBeInstanceOf(InvalidEventError);
+    await expect(store.append(name, NO_STREAM, [newEvent('$system')])).rejects.toBeInstanceOf(InvalidEventError);
+    await expect(store.append('$settings', NO_STREAM, [newEvent()])).rejects.toBeInstanceOf(InvalidEventError);
+    await expect(store.append(name, NO_STREAM, [])).rejects.toThrow(/at least one event/);
+    expect(double.callCounts.BatchAppend + double.callCounts.Append).toBe(appendsBefore);
+    expect(await store.readStream(name)).toEqual([]);
+  });
+
+  it('refuses a batch over the server maximum append size with a typed error', async () => {
+    const small = await EventStoreDbProtocolDouble.start({ maxAppendSize: 2048 });
+    const limited = new EventStoreDbEventStore({ connectionString: small.connectionString });
+    try {
+      const name = stream();
+      await expect(limited.append(name, NO_STREAM, [newEvent('Big', { blob: 'x'.repeat(4096) })])).rejects.toBeInstanceOf(InvalidEventError);
+      expect(await limited.readStream(name)).toEqual([]);
+    } finally {
+      await limited.close();
+      await small.stop();
+    }
+  });
+
+  it('refuses a client configured with throwOnAppendFailure=false', () => {
+    expect(() => new EventStoreDbEventStore({ connectionString: `${double.connectionString}&throwOnAppendFailure=false` })).toThrow(
+      /throwOnAppendFailure/,
+    );
+  });
+
+  it('reads only what it appended through the port back as port events', async () => {
+    const stores: EventStore[] = [store];
+    const name = stream();
+    await stores[0].append(name, NO_STREAM, [newEvent('Typed', { nested: { list: [1, 'a', null] } })]);
+    const [event] = await stores[0].readStream(name);
+    expect(event).toMatchObject({ stream: name, revision: 0, type: 'Typed', data: { nested: { list: [1, 'a', null] } } });
+    expect(Object.keys(event).sort()).toEqual(['data', 'event_id', 'metadata', 'position', 'revision', 'stream', 'type']);
+  });
+});

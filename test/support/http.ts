@@ -1,0 +1,46 @@
+import { randomUUID } from 'node:crypto';
+
+export interface HttpAnswer<T = any> {
+  status: number;
+  headers: Headers;
+  body: T;
+  contentType: string;
+}
+
+export async function request<T = any>(
+  baseUrl: string,
+  method: string,
+  path: string,
+  body?: unknown,
+  headers: Record<string, string> = {},
+): Promise<HttpAnswer<T>> {
+  const response = await fetch(`${baseUrl}${path}`, {
+    method,
+    headers: body === undefined ? headers : { 'content-type': 'application/json', ...headers },
+    body: body === undefined ? undefined : typeof body === 'string' ? body : JSON.stringify(body),
+  });
+  const text = await response.text();
+  let parsed: unknown = text;
+  try {
+    parsed = text.length > 0 ? JSON.parse(text) : undefined;
+  } catch {
+    /* not JSON: the raw text is the body */
+  }
+  return { status: response.status, headers: response.headers, body: parsed as T, contentType: response.headers.get('content-type') ?? '' };
+}
+
+export const opPath = (ref: string) => `/v1/operations/${encodeURIComponent(ref)}`;
+
+export function fact(type: string, data: Record<string, unknown>, eventId: string = randomUUID()) {
+  return { event_id: eventId, type, data };
+}
+
+/** A small client for the tests: submit one fact, read state. */
+export function ledgerAt(baseUrl: string, headers: Record<string, string> = {}) {
+  return {
+    submit: (ref: string, events: unknown[], expected_revision?: number) =>
+      request(baseUrl, 'POST', `${opPath(ref)}/events`, { events, ...(expected_revision === undefined ? {} : { expected_revision }) }, headers),
+    state: (ref: string) => request(baseUrl, 'GET', opPath(ref), undefined, headers),
+    events: (ref: string, query = '') => request(baseUrl, 'GET', `${opPath(ref)}/events${query}`, undefined, headers),
+  };
+}

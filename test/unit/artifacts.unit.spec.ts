@@ -1,0 +1,11 @@
+import { readFileSync } from 'node:fs';
+import { resolve } from 'node:path';
+import { envelopeJsonSchema } from '../../src/domain/envelope/envelope.schema';
+
+const committed = (file: string) => readFileSync(resolve(__dirname, '../..', file), 'utf8');
+
+describe('generated artefacts are committed and current', () => {
+  it('schema/envelope.schema.json is what the code generates (run `npm run generate`)', () => {
+    expect(committed('schema/envelope.schema.json')).toBe(`${JSON.stringify(envelopeJsonSchema(), null, 2)}\n`);
+  });
+});
