@@ -23,13 +23,15 @@ export class SubmitEventsPipe implements PipeTransform<unknown, Promise<SubmitRe
     const raw = body as { events: Array<{ data: unknown }> };
     const ids = new Set<string>();
     const events = checked.events.map((event, index) => {
-      if (ids.has(event.event_id)) {
+      // UUIDs compare case-insensitively; the ledger stores them lower-case.
+      const eventId = event.event_id.toLowerCase();
+      if (ids.has(eventId)) {
         throw new LedgerError('BAD_REQUEST', 'an event_id appears twice in one submit', { field: `events[${index}].event_id` });
       }
-      ids.add(event.event_id);
+      ids.add(eventId);
       // Validate the raw data (not the transformed instance), so what is stored is what was sent.
       const data = validatePlain(FACT_DATA_DTOS[event.type], raw.events[index].data, `events[${index}].data`);
-      return { event_id: event.event_id.toLowerCase(), type: event.type, data: data as SubmitRequest['events'][number]['data'] };
+      return { event_id: eventId, type: event.type, data: data as SubmitRequest['events'][number]['data'] };
     });
     return { ...(checked.expected_revision === undefined ? {} : { expected_revision: checked.expected_revision }), events };
   }

@@ -17,6 +17,7 @@ import { sealEvents } from '../store/hash-chain';
 import { operationStream } from '../store/stream-names';
 import type { Clock } from './clock';
 import { derivedEventId, sha256Hex } from './event-ids';
+import { KeyedSerializer } from './keyed-serializer';
 import { prepareFact, type PreparationSettings } from './fact-preparation';
 import type { StepView, SubmitAnswer, SubmitContext, SubmitRequest, SubmitResult, SubmittedEvent } from '../contract/ledger-api.types';
 
@@ -90,8 +91,14 @@ export class LedgerService {
     private readonly observer: LedgerObserver = {},
   ) {}
 
-  async submit(context: SubmitContext, request: SubmitRequest): Promise<SubmitAnswer> {
+  private readonly perStream = new KeyedSerializer();
+
+  submit(context: SubmitContext, request: SubmitRequest): Promise<SubmitAnswer> {
     const stream = operationStream(context.tenant, context.operationRef);
+    return this.perStream.run(stream, () => this.submitOnce(stream, context, request));
+  }
+
+  private async submitOnce(stream: string, context: SubmitContext, request: SubmitRequest): Promise<SubmitAnswer> {
     for (let attempt = 0; ; attempt++) {
       const snapshot = await this.read(stream);
       try {
