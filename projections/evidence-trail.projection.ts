@@ -139,7 +139,7 @@ function evidence(ref: string | undefined): string {
 
 function duplicates(count: number): string {
   if (count === 0) return '';
-  return count === 1 ? '; 1 duplicate dispatch prevented' : `; ${count} duplicate dispatches prevented`;
+  return count === 1 ? '; 1 duplicate write prevented' : `; ${count} duplicate writes prevented`;
 }
 
 /** The best-proven commit state of the last attempt, when the step did not succeed. */

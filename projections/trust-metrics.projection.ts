@@ -80,10 +80,11 @@ function emptyDoc(tenant: string, tool: string): TrustMetricsDoc {
   };
 }
 
+/** A copy without `key`. Built key by key: `delete` would turn the copy into a slow dictionary object. */
 function without(map: Record<string, number>, key: string): Record<string, number> {
   if (!(key in map)) return map;
-  const copy = { ...map };
-  delete copy[key];
+  const copy: Record<string, number> = {};
+  for (const other in map) if (other !== key) copy[other] = map[other];
   return copy;
 }
 

@@ -1,6 +1,7 @@
 import type { ToolEnvelope } from '../domain/envelope/envelope.types';
 import type { NormalizeContext } from './normalizers/envelope-builders';
 import { normalizeHttpResponse, type HttpNormalizeOptions } from './normalizers/http-response.normalizer';
+import { inputFieldsOf } from './normalizers/input-fields';
 import { normalizeNetworkError } from './normalizers/network-error.normalizer';
 
 export interface HttpToolRequest {
@@ -36,7 +37,9 @@ export async function callHttpTool(request: HttpToolRequest, options: HttpToolOp
     ...(headerName ? { [headerName]: options.operationRef } : {}),
     ...request.headers,
   };
-  const context = (): NormalizeContext & HttpNormalizeOptions => ({ ...options, now: now() });
+  // A provider may name an invalid field only if the request carried it.
+  const inputFields = options.inputFields ?? inputFieldsOf(request.body);
+  const context = (): NormalizeContext & HttpNormalizeOptions => ({ ...options, inputFields, now: now() });
   let status: number;
   let responseHeaders: Headers;
   let text: string;

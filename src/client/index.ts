@@ -4,7 +4,16 @@
  * envelopes. Nothing here loads NestJS or the server: a runtime imports it on its own.
  */
 export { LedgerClient, operationPath } from './ledger-client';
-export type { LedgerClientOptions, RecoveryQuery, RequestOptions, SingleFactOptions, SubmitOptions } from './ledger-client';
+export type {
+  LedgerClientOptions,
+  ProjectionReadOptions,
+  RecoveryQuery,
+  RequestOptions,
+  RunQuery,
+  SingleFactOptions,
+  SubmitOptions,
+  TrustQuery,
+} from './ledger-client';
 export {
   LedgerAuthError,
   LedgerError,
@@ -56,6 +65,7 @@ export type {
 export { normalizeMcpToolResult } from './normalizers/mcp-result.normalizer';
 export type { McpNormalizeOptions } from './normalizers/mcp-result.normalizer';
 export { retryAfterMs, headerValue } from './normalizers/retry-after';
+export { inputFieldsOf } from './normalizers/input-fields';
 export { SAFE_TOKEN_PATTERN, safeToken, upstreamError } from './normalizers/upstream-text';
 
 // The envelope contract, from the one definition the ledger validates with.

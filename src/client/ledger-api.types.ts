@@ -112,13 +112,22 @@ export interface RecoveryItem {
   tool: string;
   run_id: string;
   status: 'dispatched' | 'verifying';
+  /** When the step entered this status (ledger clock). */
   since: string;
+  /** The attempt in flight or to verify. */
   attempt: number;
+  attempts_used?: number;
+  side_effect?: SideEffect;
+  reason?: string;
+  verification_tool?: string;
+  revision?: number;
 }
 
 export interface RecoveryPage {
   items: RecoveryItem[];
   next_cursor?: string;
+  /** The log position the projection had applied when it answered. */
+  as_of_position?: number;
 }
 
 /** Projections (SPEC §5): their fields are the server's to grow; the client passes them through. */

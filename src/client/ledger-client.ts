@@ -64,10 +64,29 @@ export interface SingleFactOptions extends SubmitOptions {
   eventId?: string;
 }
 
-export interface RecoveryQuery extends RequestOptions {
-  /** Only operations that have been in their state at least this long. */
-  olderThanMs?: number;
+/** Reads of projections (SPEC §5) may lag the log; these say how far they must have caught up. */
+export interface ProjectionReadOptions extends RequestOptions {
+  /** Read-your-writes: wait until the projection has applied the log this far (a submit's `position`). */
+  waitForPosition?: number;
+  waitTimeoutMs?: number;
   cursor?: string;
+  limit?: number;
+}
+
+export interface RecoveryQuery extends ProjectionReadOptions {
+  /** Only operations that have been in their state at least this long (by the ledger's clock). */
+  olderThanMs?: number;
+  tool?: string;
+  status?: 'dispatched' | 'verifying';
+}
+
+export interface RunQuery extends ProjectionReadOptions {
+  status?: string;
+  tool?: string;
+}
+
+export interface TrustQuery extends ProjectionReadOptions {
+  tool?: string;
 }
 
 const UUID_PATTERN = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
@@ -75,6 +94,21 @@ const RETRYABLE_STATUSES = new Set([429, 502, 503, 504]);
 const MAX_RECOVERY_PAGES = 10_000;
 
 const defaultSleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));
+
+/** The query string of a projection read, in the API's snake_case; empty when nothing is asked. */
+function projectionQuery(options: ProjectionReadOptions, extra: Record<string, unknown> = {}): string {
+  const params = new URLSearchParams();
+  const add = (name: string, value: unknown) => {
+    if (value !== undefined) params.set(name, String(value));
+  };
+  for (const [name, value] of Object.entries(extra)) add(name, value);
+  add('cursor', options.cursor);
+  add('limit', options.limit);
+  add('wait_for_position', options.waitForPosition);
+  add('wait_timeout_ms', options.waitTimeoutMs);
+  const text = params.toString();
+  return text === '' ? '' : `?${text}`;
+}
 
 /** The ref is one path segment (SPEC §9): `run_81/step_4` travels as `run_81%2Fstep_4`. */
 export function operationPath(operationRef: string): string {
@@ -175,20 +209,20 @@ export class LedgerClient {
     return (await this.request('GET', `${operationPath(operationRef)}/events${query}`, options)) as OperationEvents;
   }
 
-  async getEvidence(operationRef: string, options: RequestOptions = {}): Promise<EvidenceTrail> {
-    return (await this.request('GET', `${operationPath(operationRef)}/evidence`, options)) as EvidenceTrail;
+  /** The evidence trail (a projection): every attempt, envelope, refusal, verification and transition. */
+  async getEvidence(operationRef: string, options: ProjectionReadOptions = {}): Promise<EvidenceTrail> {
+    const path = `${operationPath(operationRef)}/evidence${projectionQuery(options)}`;
+    return (await this.request('GET', path, options)) as EvidenceTrail;
   }
 
-  async getRun(runId: string, options: RequestOptions = {}): Promise<RunSummary> {
-    return (await this.request('GET', `/v1/runs/${encodeURIComponent(runId)}`, options)) as RunSummary;
+  async getRun(runId: string, options: RunQuery = {}): Promise<RunSummary> {
+    const path = `/v1/runs/${encodeURIComponent(runId)}${projectionQuery(options, { status: options.status, tool: options.tool })}`;
+    return (await this.request('GET', path, options)) as RunSummary;
   }
 
   /** One page of operations in `dispatched` or `verifying`, oldest first. */
   async listRecovery(query: RecoveryQuery = {}): Promise<RecoveryPage> {
-    const params = new URLSearchParams();
-    if (query.olderThanMs !== undefined) params.set('older_than_ms', String(query.olderThanMs));
-    if (query.cursor !== undefined) params.set('cursor', query.cursor);
-    const search = params.toString() === '' ? '' : `?${params.toString()}`;
+    const search = projectionQuery(query, { older_than_ms: query.olderThanMs, tool: query.tool, status: query.status });
     return (await this.request('GET', `/v1/recovery${search}`, query)) as RecoveryPage;
   }
 
@@ -207,8 +241,8 @@ export class LedgerClient {
     }
   }
 
-  async getTrustMetrics(options: RequestOptions = {}): Promise<TrustMetrics> {
-    return (await this.request('GET', '/v1/metrics/trust', options)) as TrustMetrics;
+  async getTrustMetrics(options: TrustQuery = {}): Promise<TrustMetrics> {
+    return (await this.request('GET', `/v1/metrics/trust${projectionQuery(options, { tool: options.tool })}`, options)) as TrustMetrics;
   }
 
   /** The envelope's JSON Schema, for runtimes that validate in another language. */

@@ -1,4 +1,4 @@
-import { resolve } from 'node:path';
+import { join, resolve } from 'node:path';
 import { DEFAULT_ENVELOPE_LIMITS, DEFAULT_SAFE_DETAIL_KEYS, type EnvelopeLimits } from '../domain/envelope/envelope.types';
 import { DEFAULT_POLICY, type StepPolicy } from '../domain/events';
 
@@ -8,6 +8,12 @@ export interface LedgerConfig {
   host: string;
   port: number;
   dataDir: string;
+  /**
+   * The embedded store's file (default `<dataDir>/events.sqlite`). Set it to let several service
+   * processes share one log (SQLite in WAL mode serialises their appends) while each keeps its own
+   * read models under its own data directory.
+   */
+  eventsFile: string;
   store: StoreKind;
   eventStoreConnectionString?: string;
   /** Raw `key:role:tenant` entries; parsed and checked by the auth module. */
@@ -63,6 +69,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): LedgerConfig {
     host: env.HOST ?? '127.0.0.1',
     port: integer(env, 'PORT', 3000, 0, 65535),
     dataDir: resolve(env.LEDGER_DATA_DIR ?? './data'),
+    eventsFile: resolve(env.LEDGER_EVENTS_FILE || join(env.LEDGER_DATA_DIR ?? './data', 'events.sqlite')),
     store,
     eventStoreConnectionString: env.EVENTSTORE_CONNECTION_STRING,
     apiKeys: list(env.LEDGER_API_KEYS),

@@ -1,4 +1,3 @@
-import { join } from 'node:path';
 import type { LedgerConfig } from '../config/ledger-config';
 import type { EventStore } from './event-store.port';
 import { SqliteEventStore } from './sqlite/sqlite-event-store.adapter';
@@ -15,7 +14,7 @@ export async function openEventStore(config: LedgerConfig, hooks: StoreHooks = {
     return new EventStoreDbEventStore({ connectionString: config.eventStoreConnectionString as string });
   }
   return SqliteEventStore.open({
-    file: join(config.dataDir, 'events.sqlite'),
+    file: config.eventsFile,
     groupCommit: config.groupCommit,
     onGroupCommitted: hooks.onGroupCommitted,
   });

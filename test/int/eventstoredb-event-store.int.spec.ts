@@ -1,9 +1,11 @@
 /**
  * The shared event-store contract on the EventStoreDB adapter: against the in-process protocol
- * double on both append paths the client can take (BatchAppend, Append), and against a real
- * server when EVENTSTORE_CONNECTION_STRING is set. Then what only this adapter has to get right.
+ * double on both append paths the client can take (Append, BatchAppend), with a client of the
+ * store's own and one passed in, and against a real server when EVENTSTORE_CONNECTION_STRING is
+ * set. Then what only this adapter has to get right.
  */
 import { randomUUID } from 'node:crypto';
+import { BACKWARDS, END, EventStoreDBClient, FORWARDS } from '@eventstore/db-client';
 import { NO_STREAM, RevisionConflictError, type EventStore } from '../../src/store/event-store.port';
 import { InvalidEventError } from '../../src/store/eventstoredb/eventstoredb-event-codec';
 import { EventStoreDbEventStore } from '../../src/store/eventstoredb/eventstoredb-event-store.adapter';
@@ -12,32 +14,70 @@ import { EventStoreDbProtocolDouble } from '../support/eventstoredb-protocol-dou
 
 const REAL_SERVER = process.env.EVENTSTORE_CONNECTION_STRING;
 
-function onDouble(label: string, batchAppend: boolean): void {
-  describe(`EventStoreDB adapter on the protocol double (${label})`, () => {
+interface DoubleVariant {
+  label: string;
+  /** Whether the double lists BatchAppend among its supported methods, as servers since 21.10 do. */
+  serverOffersBatchAppend: boolean;
+  store(connectionString: string): { store: EventStoreDbEventStore; cleanup(): Promise<void> };
+  expectedPath: 'Append' | 'BatchAppend';
+}
+
+const VARIANTS: DoubleVariant[] = [
+  {
+    label: "the store's own client (Append)",
+    serverOffersBatchAppend: true,
+    store: (connectionString) => {
+      const store = new EventStoreDbEventStore({ connectionString, appendTimeoutMs: 5_000 });
+      return { store, cleanup: () => store.close() };
+    },
+    expectedPath: 'Append',
+  },
+  {
+    label: 'batchAppend opted in (BatchAppend)',
+    serverOffersBatchAppend: true,
+    store: (connectionString) => {
+      const store = new EventStoreDbEventStore({ connectionString, appendTimeoutMs: 5_000, batchAppend: true });
+      return { store, cleanup: () => store.close() };
+    },
+    expectedPath: 'BatchAppend',
+  },
+  {
+    label: 'a client passed in, server without BatchAppend (Append)',
+    serverOffersBatchAppend: false,
+    store: (connectionString) => {
+      const client = EventStoreDBClient.connectionString(connectionString);
+      const store = new EventStoreDbEventStore({ client, appendTimeoutMs: 5_000 });
+      return {
+        store,
+        cleanup: async () => {
+          await store.close();
+          await client.dispose();
+        },
+      };
+    },
+    expectedPath: 'Append',
+  },
+];
+
+for (const variant of VARIANTS) {
+  describe(`EventStoreDB adapter on the protocol double: ${variant.label}`, () => {
     let double: EventStoreDbProtocolDouble;
     beforeAll(async () => {
-      double = await EventStoreDbProtocolDouble.start({ batchAppend });
+      double = await EventStoreDbProtocolDouble.start({ batchAppend: variant.serverOffersBatchAppend });
     });
     afterAll(async () => {
       await double.stop();
     });
 
-    testEventStore(`eventstoredb via ${label} on the protocol double`, async () => {
-      const store = new EventStoreDbEventStore({ connectionString: double.connectionString, appendTimeoutMs: 5_000 });
-      return { store, cleanup: () => store.close() };
-    });
+    testEventStore(`eventstoredb via ${variant.label} on the protocol double`, async () => variant.store(double.connectionString));
 
-    it(`sent its appends through ${label}`, () => {
-      const used = batchAppend ? double.callCounts.BatchAppend : double.callCounts.Append;
-      const other = batchAppend ? double.callCounts.Append : double.callCounts.BatchAppend;
-      expect(used).toBeGreaterThan(0);
-      expect(other).toBe(0);
+    it(`sent its appends through ${variant.expectedPath} only`, () => {
+      const other = variant.expectedPath === 'Append' ? 'BatchAppend' : 'Append';
+      expect(double.callCounts[variant.expectedPath]).toBeGreaterThan(0);
+      expect(double.callCounts[other]).toBe(0);
     });
   });
 }
-
-onDouble('BatchAppend', true);
-onDouble('Append', false);
 
 if (REAL_SERVER) {
   testEventStore('eventstoredb at EVENTSTORE_CONNECTION_STRING', async () => {
@@ -107,6 +147,12 @@ describe('EventStoreDB adapter specifics (protocol double)', () => {
     await delivered;
     await subscription.close();
     expect(seen).toEqual(['Visible', 'Later']);
+  });
+
+  it('steps over more system records than one page to find the head', async () => {
+    const { position } = await store.append(stream(), NO_STREAM, [newEvent('Last')]);
+    for (let i = 0; i < 70; i++) double.appendSystemEvent();
+    expect(await store.headPosition()).toBe(position);
   });
 
   it('answers headPosition 0 on a log that holds only system records', async () => {
@@ -180,5 +226,51 @@ describe('EventStoreDB adapter specifics (protocol double)', () => {
     const [event] = await stores[0].readStream(name);
     expect(event).toMatchObject({ stream: name, revision: 0, type: 'Typed', data: { nested: { list: [1, 'a', null] } } });
     expect(Object.keys(event).sort()).toEqual(['data', 'event_id', 'metadata', 'position', 'revision', 'stream', 'type']);
+  });
+});
+
+/** The double checked against the server's read semantics, through the real client. */
+describe('the protocol double answers reads as the server does', () => {
+  let double: EventStoreDbProtocolDouble;
+  let client: EventStoreDBClient;
+  const name = `op-reads:${randomUUID()}`;
+  const drain = async <T>(read: AsyncIterable<T>): Promise<T[]> => {
+    const items: T[] = [];
+    for await (const item of read) items.push(item);
+    return items;
+  };
+
+  beforeAll(async () => {
+    double = await EventStoreDbProtocolDouble.start();
+    client = EventStoreDBClient.connectionString(double.connectionString);
+    const store = new EventStoreDbEventStore({ client });
+    await store.append(name, NO_STREAM, [newEvent('R0'), newEvent('R1'), newEvent('R2')]);
+    await store.close();
+  });
+  afterAll(async () => {
+    await client.dispose();
+    await double.stop();
+  });
+
+  it('reads a stream backwards from the end, and from a revision inclusive', async () => {
+    const fromEnd = await drain(client.readStream(name, { direction: BACKWARDS, fromRevision: END }));
+    expect(fromEnd.map((e) => e.event?.type)).toEqual(['R2', 'R1', 'R0']);
+    const fromOne = await drain(client.readStream(name, { direction: BACKWARDS, fromRevision: 1n, maxCount: 5 }));
+    expect(fromOne.map((e) => e.event?.type)).toEqual(['R1', 'R0']);
+    const forwardFromOne = await drain(client.readStream(name, { direction: FORWARDS, fromRevision: 1n }));
+    expect(forwardFromOne.map((e) => e.event?.type)).toEqual(['R1', 'R2']);
+  });
+
+  it('reads $all forwards from a position inclusive and backwards from it exclusive', async () => {
+    const [, middle] = await drain(client.readStream(name));
+    const at = middle.event?.position as { commit: bigint; prepare: bigint };
+    const forwards = await drain(client.readAll({ fromPosition: at, direction: FORWARDS, maxCount: 10 }));
+    expect(forwards.map((e) => e.event?.type)).toEqual(['R1', 'R2']);
+    const backwards = await drain(client.readAll({ fromPosition: at, direction: BACKWARDS, maxCount: 1 }));
+    expect(backwards.map((e) => e.event?.type)).toEqual(['R0']);
+  });
+
+  it('answers StreamNotFound for a stream that was never written', async () => {
+    await expect(drain(client.readStream(`op-reads:${randomUUID()}`))).rejects.toMatchObject({ type: 'stream-not-found' });
   });
 });

@@ -51,16 +51,31 @@ function consumer(): Consumer & { onEvents(events: StoredEvent[]): Promise<void>
   };
 }
 
-async function appendMany(store: EventStoreDbEventStore, prefix: string, streams: number, batches: number): Promise<void> {
+/**
+ * Appends as the ledger does through an outage: a StoreUnavailableError means the outcome is
+ * unknown, so the same batch is sent again at the same expected revision until it is answered.
+ */
+async function appendMany(store: EventStoreDbEventStore, prefix: string, streams: number, batches: number): Promise<number> {
   const revisions = new Map<string, number>();
+  let retries = 0;
   for (let batch = 0; batch < batches; batch++) {
     for (let s = 0; s < streams; s++) {
       const stream = `${prefix}-${s}`;
       const revision = revisions.get(stream) ?? NO_STREAM;
-      const result = await store.append(stream, revision, [newEvent(`E${batch}`), newEvent(`E${batch}`)]);
-      revisions.set(stream, result.revision);
+      const events = [newEvent(`E${batch}`), newEvent(`E${batch}`)];
+      for (;;) {
+        try {
+          revisions.set(stream, (await store.append(stream, revision, events)).revision);
+          break;
+        } catch (error) {
+          if (!(error instanceof StoreUnavailableError)) throw error;
+          retries += 1;
+          await sleep(10);
+        }
+      }
     }
   }
+  return retries;
 }
 
 function expectExactlyOnceInOrder(seen: StoredEvent[], expected: StoredEvent[]): void {
@@ -172,14 +187,15 @@ describe('EventStoreDB adapter through outages (protocol double)', () => {
   });
 
   describe.each([
-    ['BatchAppend', true],
     ['Append', false],
-  ])('an append in flight over %s', (_label, batchAppend) => {
+    ['BatchAppend', true],
+  ])('an append in flight over %s', (path, batchAppend) => {
     beforeEach(async () => {
       await store.close();
-      await double.stop();
-      double = await EventStoreDbProtocolDouble.start({ batchAppend });
-      store = new EventStoreDbEventStore({ connectionString: double.connectionString, ...FAST_RECOVERY });
+      store = new EventStoreDbEventStore({ connectionString: double.connectionString, ...FAST_RECOVERY, batchAppend });
+    });
+    afterEach(() => {
+      expect(double.callCounts[path as 'Append' | 'BatchAppend']).toBeGreaterThan(0);
     });
 
     it('dropped before its commit: typed 503, nothing written, the retry appends it', async () => {
@@ -207,7 +223,7 @@ describe('EventStoreDB adapter through outages (protocol double)', () => {
     });
 
     it('never answered: the adapter deadline turns it into a typed 503 instead of a hang', async () => {
-      const quick = new EventStoreDbEventStore({ connectionString: double.connectionString, ...FAST_RECOVERY, appendTimeoutMs: 300 });
+      const quick = new EventStoreDbEventStore({ connectionString: double.connectionString, ...FAST_RECOVERY, appendTimeoutMs: 300, batchAppend });
       try {
         const stream = `op-silent:${randomUUID()}`;
         double.hooks = { beforeCommit: () => new Promise<void>(() => undefined) };
@@ -237,7 +253,7 @@ describe('EventStoreDB adapter through outages (protocol double)', () => {
       const error = await store.append(stream, NO_STREAM, [event]).catch((caught: unknown) => caught);
       expect(error).toBeInstanceOf(InvalidEventError);
       expect((error as InvalidEventError).path).toBe(path);
-      expect(Date.now() - started).toBeLessThan(100);
+      expect(Date.now() - started).toBeLessThan(250);
     }
     expect(double.callCounts.BatchAppend + double.callCounts.Append).toBe(sentBefore);
     expect(await store.readStream(stream)).toEqual([]);

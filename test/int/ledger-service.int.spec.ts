@@ -21,7 +21,7 @@ class ManualClock implements Clock {
   now = () => new Date(this.current);
 }
 
-const ev = (type: SubmittedEvent['type'], data: Record<string, unknown>, event_id = randomUUID()): SubmittedEvent => ({
+const ev = (type: SubmittedEvent["type"], data: Record<string, unknown>, event_id: string = randomUUID()): SubmittedEvent => ({
   event_id,
   type,
   data: data as SubmittedEvent['data'],

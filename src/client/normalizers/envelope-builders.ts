@@ -22,11 +22,15 @@ export interface NormalizeContext {
   maxAttemptsRemaining?: number;
   /** The wait when a retryable failure gives no Retry-After. */
   defaultRetryDelayMs?: number;
+  /** The longest wait a retry may be scheduled after; beyond it the failure goes to a person. */
+  maxRetryDelayMs?: number;
   /** Named in `safe_details` of an unknown outcome, so the runtime knows which lookup proves it. */
   verificationTool?: string;
 }
 
 export const DEFAULT_RETRY_DELAY_MS = 1000;
+/** A day: a provider asking for a longer wait is not asking for an automatic retry. */
+export const DEFAULT_MAX_RETRY_DELAY_MS = 24 * 60 * 60 * 1000;
 /** The seed: after correct_input, "one new, validated request with the same operation reference". */
 export const DEFAULT_INPUT_FIX_ATTEMPTS = 1;
 export const DEFAULT_RETRY_ATTEMPTS = 3;
@@ -143,9 +147,14 @@ export function uncertainOutcome(context: NormalizeContext, code: NormalizedCode
   return waitAndRetry(context, code === 'OUTCOME_UNKNOWN' ? 'REQUEST_INTERRUPTED' : code, undefined);
 }
 
-/** Nothing ran; a new attempt may run after an absolute `not_before` (the scheduler owns the wait). */
+/**
+ * Nothing ran; a new attempt may run after an absolute `not_before` (the scheduler owns the wait).
+ * A wait beyond `maxRetryDelayMs` is not scheduled: it escalates, rather than retrying sooner
+ * than the provider allows or parking the step for years.
+ */
 export function waitAndRetry(context: NormalizeContext, code: NormalizedCode, delayMs: number | undefined): ToolError {
   const wait = delayMs ?? context.defaultRetryDelayMs ?? DEFAULT_RETRY_DELAY_MS;
+  if (wait > (context.maxRetryDelayMs ?? DEFAULT_MAX_RETRY_DELAY_MS)) return escalate(context, code, 'dependency');
   return toolError(context, {
     code,
     category: 'dependency',

@@ -26,7 +26,10 @@ export interface HttpNormalizeOptions extends NormalizeContext {
    * is text too, and an upstream one could read as an instruction.
    */
   codeMap?: Readonly<Record<string, string>>;
-  /** When given, only these names are reported as the invalid `field`. */
+  /**
+   * The input's field names (see inputFieldsOf). The invalid `field` a provider names is reported
+   * only when it is one of them; without the list no field is reported at all.
+   */
   inputFields?: readonly string[];
   /** Overrides how a 2xx body is judged a failure, for a legacy API with its own convention. */
   isFailure?: (body: unknown) => boolean;
@@ -75,7 +78,7 @@ function mappedCode(body: unknown, options: HttpNormalizeOptions): string | unde
 
 /** The invalid field, from the shapes providers use (`field`, Stripe's `param`, RFC 9457 `invalid_params`). */
 function invalidField(body: unknown, options: HttpNormalizeOptions): string | undefined {
-  if (!isRecord(body)) return undefined;
+  if (!isRecord(body) || !options.inputFields) return undefined;
   const candidates: unknown[] = [body.field, body.param];
   if (isRecord(body.error)) candidates.push(body.error.field, body.error.param);
   const first = (list: unknown): unknown => (Array.isArray(list) && isRecord(list[0]) ? list[0] : undefined);
@@ -85,9 +88,7 @@ function invalidField(body: unknown, options: HttpNormalizeOptions): string | un
   if (firstInvalid) candidates.push(firstInvalid.name);
   for (const candidate of candidates) {
     const token = safeToken(candidate);
-    if (typeof token !== 'string' || token.length > 64) continue;
-    if (options.inputFields && !options.inputFields.includes(token)) continue;
-    return token;
+    if (typeof token === 'string' && options.inputFields.includes(token)) return token;
   }
   return undefined;
 }
@@ -122,9 +123,13 @@ function retryLater(response: HttpResponseLike, options: HttpNormalizeOptions, c
   return waitAndRetry(options, code, retryAfterMs(headerValue(response.headers, 'retry-after'), options.now));
 }
 
-/** Idempotency-key clashes (a request with the same key still running) say nothing about the outcome. */
-function isIdempotencyClash(body: unknown): boolean {
-  return upstreamCodes(body).some((code) => /idempoten/i.test(code));
+/**
+ * "A request with this idempotency key is still being processed" (Stripe's idempotency_key_in_use)
+ * says nothing about the outcome: the first request may yet commit. A key reused with other
+ * parameters is a plain conflict.
+ */
+function isKeyStillInUse(body: unknown): boolean {
+  return upstreamCodes(body).some((code) => /idempoten\w*[_ -]?key[_ -]?(in[_ -]?use|in[_ -]?progress|processing)/i.test(code));
 }
 
 /**
@@ -164,7 +169,7 @@ export function normalizeHttpResponse(response: HttpResponseLike, options: HttpN
     case 403:
       return withCode(requestApproval(options, 'MISSING_APPROVAL'), code);
     case 409:
-      if (isWrite && isIdempotencyClash(body)) return uncertainOutcome(options);
+      if (isWrite && isKeyStillInUse(body)) return uncertainOutcome(options);
       return withCode(escalate(options, 'CONFLICT', 'conflict'), code);
     case 412:
       return withCode(escalate(options, 'VERSION_CONFLICT', 'conflict'), code);

@@ -24,6 +24,11 @@ export interface McpNormalizeOptions extends NormalizeContext {
    */
   allowedCodes?: readonly string[];
   /**
+   * The call's argument names (see inputFieldsOf): a `field` detail is kept only when it names one
+   * of them. Without the list no `field` is kept: it is the detail the model is asked to act on.
+   */
+  inputFields?: readonly string[];
+  /**
    * Keep the tool's own `agent_message` / `user_message` (redacted). Off by default: a remote MCP
    * server is upstream, and its prose is replaced by fixed sentences for its next_action.
    */
@@ -49,9 +54,13 @@ function invalidResult(options: McpNormalizeOptions): ToolError {
 }
 
 /** Only token-shaped details travel on; free text in a detail is upstream prose in disguise. */
-function tokenDetails(details: Record<string, SafeDetailValue>): Record<string, SafeDetailValue> {
+function tokenDetails(details: Record<string, SafeDetailValue>, options: McpNormalizeOptions): Record<string, SafeDetailValue> {
   const kept: Record<string, SafeDetailValue> = {};
   for (const [key, value] of Object.entries(details)) {
+    if (key === 'field') {
+      if (typeof value === 'string' && options.inputFields?.includes(value)) kept[key] = value;
+      continue;
+    }
     if (key === 'allowed_values' && typeof value === 'string') {
       if (value.split(',').every((item) => safeToken(item.trim()) !== undefined)) kept[key] = value;
       continue;
@@ -68,7 +77,7 @@ function sanitizeError(envelope: ToolError, options: McpNormalizeOptions): ToolE
   return {
     ...envelope,
     code,
-    safe_details: tokenDetails(envelope.safe_details),
+    safe_details: tokenDetails(envelope.safe_details, options),
     agent_message: options.trustMessages
       ? envelope.agent_message
       : agentMessage(vouched ? 'TOOL_FAILURE_REPORTED' : 'UPSTREAM_ERROR', envelope.next_action),

@@ -1,4 +1,4 @@
-import { ErrorType, isCommandError, type CommandError } from '@eventstore/db-client';
+import { ErrorType, convertToCommandError, isCommandError, type CommandError } from '@eventstore/db-client';
 import { NO_STREAM, RevisionConflictError, StoreUnavailableError } from '../event-store.port';
 import { CallTimeoutError } from './call-deadline';
 import { InvalidEventError } from './eventstoredb-event-codec';
@@ -32,8 +32,10 @@ export function toPortError(error: unknown, context: ErrorContext): Error {
   }
   if (error instanceof CallTimeoutError) return new StoreUnavailableError(error.message, context.retryAfterSeconds);
   if (!(error instanceof Error)) return new Error(String(error));
-  if (!isCommandError(error)) return error;
-  const driverError: CommandError = error;
+  // Some calls reject with the raw gRPC error (the server-features probe that precedes an append does).
+  const converted = convertToCommandError(error);
+  if (!isCommandError(converted)) return converted;
+  const driverError: CommandError = converted;
   switch (driverError.type) {
     case ErrorType.WRONG_EXPECTED_VERSION: {
       const actual = driverError.actualVersion;

@@ -53,6 +53,11 @@ export interface EventStoreDbTuning {
   maxBatchSize?: number;
   /** Every subscription state change (live, reconnecting, stopped): the hook for readiness and metrics. */
   onStatusChange?: (status: SubscriptionStatus) => void;
+  /**
+   * Let the store's own client append through BatchAppend where the server offers it. Off by
+   * default (see preferAppendPath). A client passed in is used as its owner configured it.
+   */
+  batchAppend?: boolean;
 }
 
 export type EventStoreDbEventStoreOptions = EventStoreDbTuning &
@@ -100,6 +105,7 @@ export class EventStoreDbEventStore implements EventStore {
     } else {
       this.client = EventStoreDBClient.connectionString(options.connectionString);
       this.ownsClient = true;
+      if (!options.batchAppend) preferAppendPath(this.client);
     }
     // With it off, a conflict comes back as a "success: false" result, and the BatchAppend path
     // reports a wrong next revision in it (it calls hasCurrentStreamRevision() where it means get).
@@ -128,7 +134,8 @@ export class EventStoreDbEventStore implements EventStore {
     const call = withDeadline(
       this.client.appendToStream(stream, eventData, {
         expectedRevision: expectedRevision === NO_STREAM ? ESDB_NO_STREAM : BigInt(expectedRevision),
-        // Enforced by gRPC on the Append path; BatchAppend only forwards it to the server.
+        // Enforced by gRPC on the Append path; BatchAppend only forwards it to the server, so
+        // withDeadline below is what bounds an append there.
         deadline: this.appendTimeoutMs,
       }),
       this.appendTimeoutMs,
@@ -305,6 +312,25 @@ export class EventStoreDbEventStore implements EventStore {
       read.cancel().catch(() => undefined);
     });
   }
+}
+
+const BATCH_APPEND_PATH = '/event_store.client.streams.streams/batchappend';
+
+/**
+ * The client appends through BatchAppend whenever the server lists it. That path multiplexes all
+ * appends over one long-lived stream and settles them through a promise map shared by every client
+ * in the process: when an older stream fails (one left open on a channel the client has since
+ * replaced), it rejects appends pending on the newer stream too, whose answers then throw inside
+ * the client's 'data' listener, an uncaught exception. It also has no client-side deadline. Append,
+ * one call per append, has neither problem, so the store's own client answers "not supported" for
+ * BatchAppend. `supports` is a protected instance member of the client; only this instance changes.
+ */
+function preferAppendPath(client: EventStoreDBClient): void {
+  type Supports = (method: { path: string }, feature?: string) => Promise<boolean>;
+  const internals = client as unknown as { supports: Supports };
+  const supports = internals.supports;
+  internals.supports = (method, feature) =>
+    method.path.toLowerCase() === BATCH_APPEND_PATH ? Promise.resolve(false) : supports(method, feature);
 }
 
 function checkPosition(after: number): void {

@@ -11,7 +11,7 @@ export interface SubscriptionStatus {
   state: SubscriptionState;
   /** The last position delivered to the handler (the resume point after a drop). */
   position: number;
-  /** Consecutive failed attempts while reconnecting. */
+  /** The backoff step: failed attempts since the subscription last stayed up longer than the longest delay. */
   attempt: number;
   retryInMs?: number;
   detail?: string;
@@ -45,6 +45,7 @@ export class ResilientAllSubscription implements Subscription {
   private position: number;
   private state: SubscriptionState = 'connecting';
   private attempt = 0;
+  private liveSince = 0;
   private detail?: string;
   private closed = false;
   private wake?: () => void;
@@ -169,13 +170,16 @@ export class ResilientAllSubscription implements Subscription {
   }
 
   private markLive(): void {
-    this.attempt = 0;
+    if (this.state !== 'live') this.liveSince = Date.now();
     this.detail = undefined;
     this.setState('live');
   }
 
   /** Returns how long to wait before the next attempt. */
   private markDown(reason: string): number {
+    // The backoff starts over only after the subscription stayed up longer than its longest delay,
+    // so a server that accepts and then drops at once is not hammered at the shortest one.
+    if (this.state === 'live' && Date.now() - this.liveSince > this.options.backoff.maxDelayMs) this.attempt = 0;
     this.attempt += 1;
     const delay = reconnectDelay(this.attempt, this.options.backoff);
     this.detail = `subscription to $all lost (${reason}); resubscribing from position ${this.position}, attempt ${this.attempt}`;

@@ -201,9 +201,12 @@ export class EventStoreDbProtocolDouble {
     });
   }
 
-  /** Ends every active call (subscriptions, reads, appends in flight) with UNAVAILABLE. Returns how many. */
-  dropConnections(reason = 'connection dropped by the protocol double'): number {
-    const calls = [...this.calls];
+  /**
+   * Ends active calls (subscriptions, reads, appends in flight) with UNAVAILABLE: all of them, or
+   * only those of the given methods ('Read', 'Append', 'BatchAppend'). Returns how many.
+   */
+  dropConnections(reason = 'connection dropped by the protocol double', methods?: string[]): number {
+    const calls = [...this.calls].filter((call) => !methods || methods.includes(call.method));
     for (const call of calls) call.failWith(serviceError(grpc.status.UNAVAILABLE, reason));
     return calls.length;
   }

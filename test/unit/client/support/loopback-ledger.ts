@@ -13,12 +13,12 @@ import type { AddressInfo } from 'node:net';
 import { DEFAULT_ENVELOPE_LIMITS } from '../../../../src/domain/envelope/envelope.types';
 import { DEFAULT_POLICY } from '../../../../src/domain/events';
 import { fold, isPlanned } from '../../../../src/domain/decider';
+import { ERROR_REGISTRY } from '../../../../src/errors/error-registry';
 import { LedgerError } from '../../../../src/errors/ledger-error';
-import { problemBody, toLedgerError } from '../../../../src/http/problem.filter';
 import { LedgerService, toRecorded } from '../../../../src/ledger/ledger.service';
 import { SqliteEventStore } from '../../../../src/store/sqlite/sqlite-event-store.adapter';
 import { parseOperationStream } from '../../../../src/store/stream-names';
-import type { StoredEvent } from '../../../../src/store/event-store.port';
+import { StoreUnavailableError, type StoredEvent } from '../../../../src/store/event-store.port';
 
 export interface RecordedRequest {
   method: string;
@@ -66,6 +66,32 @@ function send(response: ServerResponse, status: number, body: unknown, headers: 
   response.end(JSON.stringify(body));
 }
 
+/** SPEC §9's problem+json. (The server's own filter is a NestJS module, which jest cannot load here.) */
+function problemBody(error: LedgerError, instance: string): Record<string, unknown> {
+  const { field, directive, state, retryAfterSeconds, results } = error.extras;
+  return {
+    type: `urn:recovery-ledger:problem:${error.code.toLowerCase().replace(/_/g, '-')}`,
+    title: ERROR_REGISTRY[error.code].title,
+    status: error.status,
+    code: error.code,
+    detail: error.detail,
+    instance,
+    ...(field ? { field } : {}),
+    ...(directive ? { directive } : {}),
+    ...(state ? { state } : {}),
+    ...(results ? { results } : {}),
+    ...(retryAfterSeconds !== undefined ? { retry_after_seconds: retryAfterSeconds } : {}),
+  };
+}
+
+function toLedgerError(error: unknown): LedgerError {
+  if (error instanceof LedgerError) return error;
+  if (error instanceof StoreUnavailableError) {
+    return new LedgerError('STORE_UNAVAILABLE', 'the event store is unavailable', { retryAfterSeconds: error.retryAfterSeconds });
+  }
+  return new LedgerError('INTERNAL_ERROR', 'an unexpected error; nothing was stored');
+}
+
 function sendError(response: ServerResponse, error: unknown, path: string): void {
   const ledgerError = toLedgerError(error);
   const retryAfter = ledgerError.extras.retryAfterSeconds;
@@ -73,7 +99,7 @@ function sendError(response: ServerResponse, error: unknown, path: string): void
     'content-type': 'application/problem+json',
     ...(retryAfter === undefined ? {} : { 'retry-after': String(retryAfter) }),
   });
-  response.end(JSON.stringify(problemBody(ledgerError, path)));
+  response.end(JSON.stringify(problemBody(ledgerError, path.split('?')[0])));
 }
 
 export async function startLoopbackLedger(options: { start?: Date; apiKey?: string } = {}): Promise<LoopbackLedger> {

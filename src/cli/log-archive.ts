@@ -1,0 +1,124 @@
+import { createReadStream } from 'node:fs';
+import { createInterface } from 'node:readline';
+import type { StoredEvent } from '../store/event-store.port';
+import { CliError } from './cli-errors';
+
+/**
+ * The export format: NDJSON, one JSON object a line, so it streams, diffs, greps and `jq`s.
+ *
+ *   {"kind":"header","format":"recovery-ledger-log","version":1,"exported_at":…,"head_position":…}
+ *   {"kind":"event","stream":…,"revision":…,"position":…,"event_id":…,"type":…,"data":…,"metadata":{…,"prev_hash":…,"hash":…}}
+ *   …
+ *   {"kind":"footer","events":N,"streams":M,"last_position":…}
+ *
+ * Events are in global log order. Each carries its hash chain (metadata.prev_hash, metadata.hash),
+ * which covers everything but the global position, so an import can prove the file is the log it
+ * was written from, and the footer's count proves the file was not cut short.
+ */
+export const ARCHIVE_FORMAT = 'recovery-ledger-log';
+export const ARCHIVE_VERSION = 1;
+
+export interface ArchiveHeader {
+  kind: 'header';
+  format: typeof ARCHIVE_FORMAT;
+  version: number;
+  exported_at: string;
+  /** The last global position included: the export is the log up to here. */
+  head_position: number;
+}
+
+export interface ArchiveFooter {
+  kind: 'footer';
+  events: number;
+  streams: number;
+  last_position: number;
+}
+
+export interface Archive {
+  header: ArchiveHeader;
+  events: StoredEvent[];
+  footer: ArchiveFooter;
+}
+
+export function headerLine(exportedAt: string, headPosition: number): string {
+  const header: ArchiveHeader = { kind: 'header', format: ARCHIVE_FORMAT, version: ARCHIVE_VERSION, exported_at: exportedAt, head_position: headPosition };
+  return `${JSON.stringify(header)}\n`;
+}
+
+export function eventLine(event: StoredEvent): string {
+  const { stream, revision, position, event_id, type, data, metadata } = event;
+  return `${JSON.stringify({ kind: 'event', stream, revision, position, event_id, type, data, metadata })}\n`;
+}
+
+export function footerLine(footer: Omit<ArchiveFooter, 'kind'>): string {
+  return `${JSON.stringify({ kind: 'footer', ...footer })}\n`;
+}
+
+const isObject = (value: unknown): value is Record<string, unknown> => typeof value === 'object' && value !== null && !Array.isArray(value);
+
+function checkEvent(value: Record<string, unknown>, at: string): StoredEvent {
+  const metadata = value.metadata;
+  const ok =
+    typeof value.stream === 'string' &&
+    Number.isSafeInteger(value.revision) &&
+    Number.isSafeInteger(value.position) &&
+    typeof value.event_id === 'string' &&
+    typeof value.type === 'string' &&
+    isObject(value.data) &&
+    isObject(metadata) &&
+    typeof metadata.hash === 'string' &&
+    typeof metadata.prev_hash === 'string';
+  if (!ok) throw new CliError(`${at}: not an event of this format (stream, revision, position, event_id, type, data, metadata with hashes)`);
+  const { stream, revision, position, event_id, type, data } = value as unknown as StoredEvent;
+  return { stream, revision, position, event_id, type, data, metadata: metadata as unknown as StoredEvent['metadata'] };
+}
+
+/** Reads and checks the file's framing (header, events, footer, counts); chains are checked by the caller. */
+export async function readArchive(file: string): Promise<Archive> {
+  const input = file === '-' ? process.stdin : createReadStream(file, { encoding: 'utf8' });
+  const lines = createInterface({ input, crlfDelay: Infinity });
+  let header: ArchiveHeader | undefined;
+  let footer: ArchiveFooter | undefined;
+  const events: StoredEvent[] = [];
+  let lineNumber = 0;
+  try {
+    for await (const line of lines) {
+      lineNumber += 1;
+      if (line.trim() === '') continue;
+      const at = `${file === '-' ? 'stdin' : file}:${lineNumber}`;
+      if (footer) throw new CliError(`${at}: content after the footer`);
+      let value: unknown;
+      try {
+        value = JSON.parse(line);
+      } catch {
+        throw new CliError(`${at}: not JSON`);
+      }
+      if (!isObject(value)) throw new CliError(`${at}: not a JSON object`);
+      if (!header) {
+        if (value.kind !== 'header' || value.format !== ARCHIVE_FORMAT) throw new CliError(`${at}: not a ${ARCHIVE_FORMAT} file (no header)`);
+        if (value.version !== ARCHIVE_VERSION) throw new CliError(`${at}: format version ${String(value.version)} is not ${ARCHIVE_VERSION}`);
+        header = value as unknown as ArchiveHeader;
+      } else if (value.kind === 'event') {
+        const event = checkEvent(value, at);
+        const previous = events[events.length - 1];
+        if (previous && event.position <= previous.position) throw new CliError(`${at}: positions are not in log order`);
+        events.push(event);
+      } else if (value.kind === 'footer') {
+        footer = value as unknown as ArchiveFooter;
+      } else {
+        throw new CliError(`${at}: unknown line kind ${JSON.stringify(value.kind)}`);
+      }
+    }
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code === 'ENOENT') throw new CliError(`no such file: ${file}`);
+    throw error;
+  }
+  if (!header) throw new CliError(`${file}: empty, not a ${ARCHIVE_FORMAT} file`);
+  if (!footer) throw new CliError(`${file}: no footer; the file was cut short (${events.length} events read)`);
+  if (footer.events !== events.length) {
+    throw new CliError(`${file}: the footer counts ${footer.events} events, the file holds ${events.length}`);
+  }
+  const streams = new Set(events.map((event) => event.stream)).size;
+  if (footer.streams !== streams) throw new CliError(`${file}: the footer counts ${footer.streams} streams, the file holds ${streams}`);
+  return { header, events, footer };
+}

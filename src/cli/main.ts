@@ -1,0 +1,131 @@
+#!/usr/bin/env node
+import 'reflect-metadata';
+import { Command, CommanderError, InvalidArgumentError, Option } from 'commander';
+import { CliError, EXIT } from './cli-errors';
+import { evidenceCommand } from './commands/evidence.command';
+import { exportCommand } from './commands/export.command';
+import { importCommand } from './commands/import.command';
+import { rebuildCommand, type ProgressMode } from './commands/projections-rebuild.command';
+import { replayCommand } from './commands/replay.command';
+import { tailCommand } from './commands/tail.command';
+import { verifyCommand } from './commands/verify.command';
+import type { GlobalOptions } from './ledger-source';
+
+function nonNegativeInteger(name: string) {
+  return (raw: string): number => {
+    if (!/^\d+$/.test(raw) || !Number.isSafeInteger(Number(raw))) throw new InvalidArgumentError(`${name} must be a non-negative integer.`);
+    return Number(raw);
+  };
+}
+
+const EXIT_CODES_HELP = `
+Exit codes:
+  0  done
+  1  the command ran and found a problem (no such operation, a broken hash chain, a refused import)
+  2  the command line is wrong (unknown command or option, missing argument)
+  3  the store or the service could not be reached
+
+Environment:
+  LEDGER_DATA_DIR   data directory when --data-dir is not given (default ./data)
+  LEDGER_STORE, EVENTSTORE_CONNECTION_STRING   the store, read as the service reads them
+  LEDGER_URL        service URL when --url is not given
+  LEDGER_API_KEY    key for --url (safer than --key, which other users can see in ps)`;
+
+export function buildProgram(): Command {
+  const program = new Command('recovery-ledger')
+    .description('Replay, inspect, export and verify a Recovery Ledger, on its data directory or through its HTTP API.')
+    .version(require('../../../package.json').version as string, '-V, --version')
+    .addOption(new Option('-d, --data-dir <dir>', 'the service data directory (local commands)').env('LEDGER_DATA_DIR'))
+    .addOption(new Option('-u, --url <url>', 'a running service, e.g. http://127.0.0.1:3000 (replay, evidence)').env('LEDGER_URL'))
+    .addOption(new Option('-k, --key <key>', 'API key for --url').env('LEDGER_API_KEY'))
+    .addOption(new Option('-t, --tenant <tenant>', 'tenant of the operations (local commands; a key fixes its own)').default('default'))
+    .showHelpAfterError('(run with --help for usage)')
+    .addHelpText('after', EXIT_CODES_HELP)
+    .exitOverride();
+  const globals = (command: Command) => command.optsWithGlobals() as GlobalOptions & Record<string, unknown>;
+
+  program
+    .command('replay')
+    .description("print an operation's timeline: every event, the state after it, and why")
+    .argument('<ref>', 'the operation_ref, e.g. run_81/step_4')
+    .addOption(new Option('--as-of <revision>', 'stop at this revision (the state as it stood then)').argParser(nonNegativeInteger('--as-of')))
+    .option('--json', 'machine-readable output')
+    .action(async (ref: string, options: { asOf?: number; json?: boolean }, command: Command) => replayCommand(globals(command), ref, options));
+
+  program
+    .command('evidence')
+    .description("print an operation's evidence trail and verdict: what was tried, what came back, how the outcome is proven")
+    .argument('<ref>', 'the operation_ref')
+    .option('--json', 'machine-readable output')
+    .action(async (ref: string, options: { json?: boolean }, command: Command) => evidenceCommand(globals(command), ref, options));
+
+  program
+    .command('tail')
+    .description('follow the global log as events are appended (Ctrl-C to stop)')
+    .addOption(new Option('--from <position>', 'start after this global position (0: from the beginning); default: now').argParser(nonNegativeInteger('--from')))
+    .option('--no-follow', 'print what is there and exit')
+    .option('--json', 'one NDJSON event a line, as export writes them')
+    .action(async (options: { from?: number; follow: boolean; json?: boolean }, command: Command) => tailCommand(globals(command), options));
+
+  const projections = program.command('projections').description('manage the read models');
+  projections
+    .command('rebuild')
+    .description('rebuild projections from the log, from zero (stop the service first)')
+    .argument('[name]', 'one projection (step_state, evidence_trail, run_summary, trust_metrics); default: all')
+    .addOption(new Option('--progress <mode>', 'progress bar on stderr').choices(['auto', 'always', 'never']).default('auto'))
+    .action(async (name: string | undefined, options: { progress: ProgressMode }, command: Command) => {
+      await rebuildCommand(globals(command), name, options);
+    });
+
+  program
+    .command('export')
+    .description('write the log as NDJSON, every event with its hash chain')
+    .option('-o, --out <file>', 'write to a file instead of stdout')
+    .action(async (options: { out?: string }, command: Command) => exportCommand(globals(command), options));
+
+  program
+    .command('import')
+    .description('load an export into an empty store (running it again is a no-op); checks counts and hash chains')
+    .argument('<file>', 'an export file, or - for stdin')
+    .action(async (file: string, _options: unknown, command: Command) => {
+      await importCommand(globals(command), file);
+    });
+
+  program
+    .command('verify')
+    .description("recompute every stream's hash chain; name the first event that does not match and exit 1")
+    .option('--json', 'machine-readable output')
+    .action(async (options: { json?: boolean }, command: Command) => verifyCommand(globals(command), options));
+
+  return program;
+}
+
+export async function run(argv: readonly string[]): Promise<number> {
+  const program = buildProgram();
+  try {
+    await program.parseAsync([...argv], { from: 'user' });
+    return EXIT.ok;
+  } catch (error) {
+    if (error instanceof CommanderError) {
+      // Help and version are successes; every other commander error is a usage error, already printed.
+      return error.code === 'commander.helpDisplayed' || error.code === 'commander.version' || error.code === 'commander.help' ? EXIT.ok : EXIT.usage;
+    }
+    if (error instanceof CliError) {
+      process.stderr.write(`recovery-ledger: ${error.message}\n`);
+      return error.exitCode;
+    }
+    process.stderr.write(`recovery-ledger: unexpected error: ${error instanceof Error ? (error.stack ?? error.message) : String(error)}\n`);
+    return EXIT.failure;
+  }
+}
+
+if (require.main === module) {
+  // `recovery-ledger tail | head` closes the pipe early: that is the reader's choice, not a failure.
+  process.stdout.on('error', (error: NodeJS.ErrnoException) => {
+    if (error.code === 'EPIPE') process.exit(EXIT.ok);
+    throw error;
+  });
+  void run(process.argv.slice(2)).then((code) => {
+    process.exitCode = code;
+  });
+}

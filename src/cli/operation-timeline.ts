@@ -1,0 +1,136 @@
+import type { StepView } from '../contract/ledger-api.types';
+import { TERMINAL_STATUSES, type RecordedEvent, type StepStatus } from '../domain/events';
+import { evolve, initialState, type StepState } from '../domain/step-state';
+import { stateView } from '../ledger/ledger.service';
+import type { StoredEvent } from '../store/event-store.port';
+
+/** One event as both the store and `GET /v1/operations/{ref}/events` give it. */
+export interface TimelineEvent {
+  revision: number;
+  position: number;
+  event_id: string;
+  type: string;
+  recorded_at: string;
+  actor: string;
+  caused_by?: string;
+  data: Record<string, unknown>;
+}
+
+export interface TimelineRow extends TimelineEvent {
+  /** Why this event is there, in one line: the fact, the refusal code, the transition's reason. */
+  why: string;
+  /** The step's state folded up to and including this event. */
+  state: StepView;
+}
+
+export interface StateSpan {
+  status: string;
+  from: string;
+  /** When the next state began; absent for the state the step is (or, with --as-of, was) in. */
+  to?: string;
+  ms?: number;
+}
+
+export interface Timeline {
+  operation_ref: string;
+  /** The stream's last revision, whatever --as-of cuts. */
+  revision: number;
+  as_of_revision?: number;
+  rows: TimelineRow[];
+  time_in_state: StateSpan[];
+}
+
+export function fromStored(event: StoredEvent): TimelineEvent {
+  return {
+    revision: event.revision,
+    position: event.position,
+    event_id: event.event_id,
+    type: event.type,
+    recorded_at: event.metadata.recorded_at,
+    actor: event.metadata.actor,
+    ...(event.metadata.causation_event_id ? { caused_by: event.metadata.causation_event_id } : {}),
+    data: event.data,
+  };
+}
+
+const text = (value: unknown): string => (typeof value === 'string' || typeof value === 'number' ? String(value) : '?');
+const record = (value: unknown): Record<string, unknown> =>
+  typeof value === 'object' && value !== null && !Array.isArray(value) ? (value as Record<string, unknown>) : {};
+
+/** The one-line "why" of an event, from its own data (the same words for replay and tail). */
+export function describeEvent(type: string, data: Record<string, unknown>): string {
+  switch (type) {
+    case 'StepPlanned': {
+      const policy = record(data.policy);
+      const bound = policy.max_attempts === undefined ? '' : `, at most ${text(policy.max_attempts)} attempts`;
+      return `planned ${text(data.side_effect)} ${text(data.tool)} in run ${text(data.run_id)}${bound}`;
+    }
+    case 'AttemptDispatched':
+      return `attempt ${text(data.attempt)} dispatched with input ${text(data.input_hash)}`;
+    case 'EnvelopeRecorded': {
+      const envelope = record(data.envelope);
+      if (envelope.ok === true) {
+        const evidence = record(envelope.verification).evidence_ref;
+        return `attempt ${text(data.attempt)} committed${evidence ? `, evidence ${text(evidence)}` : ''}`;
+      }
+      return `attempt ${text(data.attempt)} failed: ${text(envelope.code)} (${text(envelope.category)}, ${text(envelope.commit_state)}), tool says ${text(envelope.next_action)}`;
+    }
+    case 'VerificationRecorded':
+      return `lookup by operation_ref: ${text(data.outcome)}${data.evidence_ref ? `, evidence ${text(data.evidence_ref)}` : ''}`;
+    case 'ApprovalRecorded':
+      return `approval ${text(data.decision)} by ${text(data.approver)}${data.reason ? `: ${text(data.reason)}` : ''}`;
+    case 'DispatchRefused':
+      return data.code === 'DUPLICATE_PREVENTED'
+        ? `dispatch of attempt ${text(data.attempt)} answered with the success of attempt ${text(data.replayed_attempt)}: duplicate write prevented`
+        : `dispatch of attempt ${text(data.attempt)} refused: ${text(data.code)}`;
+    case 'TransitionRecorded': {
+      const directive = record(data.directive);
+      const notBefore = directive.not_before ? ` not before ${text(directive.not_before)}` : '';
+      return `${text(data.from)} -> ${text(data.to)} because ${text(data.reason)}; next ${text(directive.next_action)}${notBefore}`;
+    }
+    default:
+      // Written by a newer ledger: shown, not interpreted (evolve ignores it too).
+      return `${type} (not interpreted by this version)`;
+  }
+}
+
+/**
+ * What `evolve` reads of an event (the ledger's toRecorded, for an event that may have come over
+ * HTTP). `evolve` is total, so data of a shape it does not know cannot make replay throw.
+ */
+function asRecorded(event: TimelineEvent): RecordedEvent {
+  return { type: event.type, data: event.data, event_id: event.event_id, recorded_at: event.recorded_at, revision: event.revision } as unknown as RecordedEvent;
+}
+
+/**
+ * The operation's history with the state after each event: the same fold the ledger decides on
+ * (src/domain), applied one event at a time, so replay shows exactly what the decider saw.
+ */
+export function buildTimeline(operationRef: string, events: readonly TimelineEvent[], asOfRevision?: number): Timeline {
+  const shown = asOfRevision === undefined ? events : events.filter((event) => event.revision <= asOfRevision);
+  let state: StepState = initialState();
+  const rows = shown.map((event): TimelineRow => {
+    state = evolve(state, asRecorded(event));
+    return { ...event, why: describeEvent(event.type, event.data), state: stateView(operationRef, state, event.revision) };
+  });
+  const spans: StateSpan[] = [];
+  for (const row of rows) {
+    const current = spans[spans.length - 1];
+    if (current && current.status === row.state.status) continue;
+    if (current) {
+      current.to = row.recorded_at;
+      current.ms = Math.max(0, Date.parse(row.recorded_at) - Date.parse(current.from));
+    }
+    spans.push({ status: row.state.status, from: row.recorded_at });
+  }
+  return {
+    operation_ref: operationRef,
+    revision: events.length === 0 ? -1 : events[events.length - 1].revision,
+    ...(asOfRevision === undefined ? {} : { as_of_revision: asOfRevision }),
+    rows,
+    time_in_state: spans,
+  };
+}
+
+/** Terminal states have no duration worth showing: the step stays there. */
+export const isTerminal = (status: string) => TERMINAL_STATUSES.includes(status as StepStatus);

@@ -1,0 +1,54 @@
+import { Controller, Get, Inject, Param, Query } from '@nestjs/common';
+import { ApiOkResponse, ApiOperation, ApiParam, ApiProperty, ApiPropertyOptional, ApiQuery, ApiTags } from '@nestjs/swagger';
+import { RequireAccess } from '../auth/access';
+import { STEP_STATUSES } from '../domain/events';
+import { ProjectionQueries, type QueryParams } from '../projection-engine/projection-queries';
+import { CallerParam, type Caller } from './caller';
+
+export class RunStepDto {
+  @ApiProperty() operation_ref!: string;
+  @ApiProperty() tool!: string;
+  @ApiProperty({ enum: ['read', 'write'] }) side_effect!: string;
+  @ApiProperty({ enum: STEP_STATUSES }) status!: string;
+  @ApiProperty({ format: 'date-time' }) since!: string;
+  @ApiProperty() reason!: string;
+  @ApiProperty() attempts_used!: number;
+  @ApiProperty() current_attempt!: number;
+  @ApiProperty({ format: 'date-time' }) planned_at!: string;
+  @ApiProperty() planned_position!: number;
+  @ApiProperty() revision!: number;
+}
+
+export class RunSummaryDto {
+  @ApiProperty() run_id!: string;
+  @ApiProperty() total!: number;
+  @ApiProperty({ description: 'Steps neither succeeded nor escalated.' }) open!: number;
+  @ApiProperty({ type: 'object', additionalProperties: { type: 'integer' }, description: 'Steps per status.' })
+  counts!: Record<string, number>;
+  @ApiProperty({ format: 'date-time' }) started_at!: string;
+  @ApiProperty({ format: 'date-time' }) updated_at!: string;
+  @ApiProperty({ type: [RunStepDto] }) steps!: RunStepDto[];
+  @ApiPropertyOptional() next_cursor?: string;
+  @ApiProperty() as_of_position!: number;
+}
+
+@ApiTags('runs')
+@Controller('v1/runs')
+export class RunsController {
+  constructor(@Inject(ProjectionQueries) private readonly queries: ProjectionQueries) {}
+
+  @Get(':run_id')
+  @RequireAccess('read')
+  @ApiOperation({ summary: 'The run summary: its steps, in the order they were planned, and where each stands.' })
+  @ApiParam({ name: 'run_id', description: 'Percent-encoded as one path segment.' })
+  @ApiQuery({ name: 'status', required: false, enum: STEP_STATUSES })
+  @ApiQuery({ name: 'tool', required: false, type: String })
+  @ApiQuery({ name: 'limit', required: false, type: Number })
+  @ApiQuery({ name: 'cursor', required: false, type: String })
+  @ApiQuery({ name: 'wait_for_position', required: false, type: Number })
+  @ApiQuery({ name: 'wait_timeout_ms', required: false, type: Number })
+  @ApiOkResponse({ type: RunSummaryDto })
+  run(@CallerParam() caller: Caller, @Param('run_id') runId: string, @Query() query: QueryParams) {
+    return this.queries.run(caller, runId, query);
+  }
+}

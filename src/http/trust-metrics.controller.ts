@@ -1,0 +1,69 @@
+import { Controller, Get, Inject, Query } from '@nestjs/common';
+import { ApiOkResponse, ApiOperation, ApiProperty, ApiPropertyOptional, ApiQuery, ApiTags } from '@nestjs/swagger';
+import { RequireAccess } from '../auth/access';
+import { ProjectionQueries, type QueryParams } from '../projection-engine/projection-queries';
+import { CallerParam, type Caller } from './caller';
+
+export class PendingRecoveryDto {
+  @ApiProperty({ description: 'Pending recoveries resolved by a verification.' }) count!: number;
+  @ApiProperty() mean_ms!: number;
+  @ApiProperty() min_ms!: number;
+  @ApiProperty() max_ms!: number;
+  @ApiProperty({ description: 'Percentiles are within about 9% (log buckets); min and max are exact.' }) p50_ms!: number;
+  @ApiProperty() p90_ms!: number;
+  @ApiProperty() p99_ms!: number;
+}
+
+export class TrustReportDto {
+  @ApiProperty() operations_planned!: number;
+  @ApiProperty({ description: 'Outcomes that had to be verified: unknown envelopes plus in-flight attempts verified.' }) unknown_outcomes!: number;
+  @ApiProperty() unknown_via_envelope!: number;
+  @ApiProperty({ description: 'Attempts verified while still dispatched (no envelope ever came back).' }) unknown_in_flight!: number;
+  @ApiProperty() verified_found_committed!: number;
+  @ApiProperty() verified_not_found!: number;
+  @ApiProperty() resolved_by_verification!: number;
+  @ApiProperty() lookup_unavailable!: number;
+  @ApiProperty() duplicate_writes_prevented!: number;
+  @ApiProperty() identical_retries_blocked!: number;
+  @ApiProperty() unverified_dispatches_refused!: number;
+  @ApiProperty() terminal_escalations!: number;
+  @ApiProperty() succeeded!: number;
+  @ApiProperty() pending_recovery_now!: number;
+  @ApiProperty({ type: PendingRecoveryDto }) pending_recovery!: PendingRecoveryDto;
+  @ApiProperty({ type: 'object', additionalProperties: { type: 'integer' } }) dispatch_refusals!: Record<string, number>;
+  @ApiProperty({ type: 'object', additionalProperties: { type: 'integer' } }) escalations_by_reason!: Record<string, number>;
+}
+
+export class ToolTrustReportDto extends TrustReportDto {
+  @ApiProperty() tool!: string;
+}
+
+export class OverallTrustReportDto extends TrustReportDto {
+  @ApiProperty({ description: 'Tools counted.' }) tools!: number;
+}
+
+export class TrustMetricsDto {
+  @ApiProperty({ type: OverallTrustReportDto }) overall!: OverallTrustReportDto;
+  @ApiProperty({ type: [ToolTrustReportDto] }) tools!: ToolTrustReportDto[];
+  @ApiPropertyOptional() next_cursor?: string;
+  @ApiProperty() as_of_position!: number;
+}
+
+@ApiTags('metrics')
+@Controller('v1/metrics')
+export class TrustMetricsController {
+  constructor(@Inject(ProjectionQueries) private readonly queries: ProjectionQueries) {}
+
+  @Get('trust')
+  @RequireAccess('read')
+  @ApiOperation({ summary: 'Trust metrics, overall and per tool: unknown outcomes and their resolution, duplicates prevented, recovery time, escalations.' })
+  @ApiQuery({ name: 'tool', required: false, type: String })
+  @ApiQuery({ name: 'limit', required: false, type: Number })
+  @ApiQuery({ name: 'cursor', required: false, type: String })
+  @ApiQuery({ name: 'wait_for_position', required: false, type: Number })
+  @ApiQuery({ name: 'wait_timeout_ms', required: false, type: Number })
+  @ApiOkResponse({ type: TrustMetricsDto })
+  trust(@CallerParam() caller: Caller, @Query() query: QueryParams) {
+    return this.queries.trust(caller, query);
+  }
+}

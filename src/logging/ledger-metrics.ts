@@ -1,0 +1,56 @@
+import { Counter, Histogram, type Registry } from 'prom-client';
+import type { LedgerObserver } from '../ledger/ledger.service';
+import type { StoreHooks } from '../store/store.factory';
+
+export const LEDGER_METRICS = Symbol('LEDGER_METRICS');
+
+export interface LedgerMetrics {
+  observer: LedgerObserver;
+  storeHooks: StoreHooks;
+}
+
+/** Powers of two up to the adapter's largest group (256 appends by default). */
+const GROUP_BUCKETS = [1, 2, 4, 8, 16, 32, 64, 128, 256];
+
+/**
+ * The command path's counters and the store's group-commit sizes, on the service's one registry.
+ * Without a registry (a module test) the hooks do nothing, so the ledger never depends on metrics.
+ */
+export function createLedgerMetrics(registry: Registry | undefined): LedgerMetrics {
+  if (!registry) return { observer: {}, storeHooks: {} };
+  const appends = new Counter({ name: 'ledger_appends_total', help: 'Accepted submits that appended events (refusals, recorded or not, are in ledger_refusals_total)', registers: [registry] });
+  const events = new Counter({ name: 'ledger_events_appended_total', help: 'Events appended (facts and the decisions they caused)', registers: [registry] });
+  const refusals = new Counter({
+    name: 'ledger_refusals_total',
+    help: 'Facts the decider refused, by stable refusal code',
+    labelNames: ['code'],
+    registers: [registry],
+  });
+  const groupAppends = new Histogram({
+    name: 'ledger_store_group_commit_appends',
+    help: 'Appends that shared one commit (one fsync) in the embedded store',
+    buckets: GROUP_BUCKETS,
+    registers: [registry],
+  });
+  const groupEvents = new Histogram({
+    name: 'ledger_store_group_commit_events',
+    help: 'Events written by one commit in the embedded store',
+    buckets: [...GROUP_BUCKETS, 512, 1024],
+    registers: [registry],
+  });
+  return {
+    observer: {
+      onAppended: (count) => {
+        appends.inc();
+        events.inc(count);
+      },
+      onRefused: (code) => refusals.inc({ code }),
+    },
+    storeHooks: {
+      onGroupCommitted: (appendCount, eventCount) => {
+        groupAppends.observe(appendCount);
+        groupEvents.observe(eventCount);
+      },
+    },
+  };
+}

@@ -1,0 +1,24 @@
+import { randomUUID } from 'node:crypto';
+
+/** An inbound X-Request-Id is kept when it is a plain token, so a proxy's id follows the request. */
+const REQUEST_ID_PATTERN = /^[A-Za-z0-9._:-]{1,128}$/;
+
+/** W3C Trace Context §3.2: version-traceid-parentid-flags; an all-zero trace or parent id is invalid. */
+const TRACEPARENT_PATTERN = /^([0-9a-f]{2})-([0-9a-f]{32})-([0-9a-f]{16})-([0-9a-f]{2})$/;
+
+export function requestIdOf(header: string | string[] | undefined): string {
+  const value = Array.isArray(header) ? header[0] : header;
+  return value !== undefined && REQUEST_ID_PATTERN.test(value) ? value : randomUUID();
+}
+
+export interface TraceFields {
+  trace_id: string;
+  span_id: string;
+}
+
+export function traceFieldsOf(header: string | string[] | undefined): TraceFields | undefined {
+  const value = (Array.isArray(header) ? header[0] : header)?.trim().toLowerCase();
+  const match = value === undefined ? null : TRACEPARENT_PATTERN.exec(value);
+  if (!match || match[1] === 'ff' || /^0+$/.test(match[2]) || /^0+$/.test(match[3])) return undefined;
+  return { trace_id: match[2], span_id: match[3] };
+}

@@ -1,0 +1,30 @@
+import { LedgerError } from '../errors/ledger-error';
+
+/**
+ * Opaque list cursors: base64url of a small JSON tuple. Opaque so clients never build one, and the
+ * keyset inside may change shape with a version bump without breaking anyone who only passes it on.
+ */
+const CURSOR_VERSION = 1;
+
+export function encodeCursor(values: readonly (string | number)[]): string {
+  return Buffer.from(JSON.stringify([CURSOR_VERSION, ...values]), 'utf8').toString('base64url');
+}
+
+/** The cursor's values, checked against the kinds the list expects; a bad cursor is a 400 naming it. */
+export function decodeCursor(raw: unknown, kinds: readonly ('string' | 'number')[]): (string | number)[] | undefined {
+  if (raw === undefined || raw === '') return undefined;
+  const invalid = () => new LedgerError('BAD_REQUEST', 'cursor is not a cursor this list returned', { field: 'cursor' });
+  if (typeof raw !== 'string' || raw.length > 1024 || !/^[A-Za-z0-9_-]+$/.test(raw)) throw invalid();
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(Buffer.from(raw, 'base64url').toString('utf8'));
+  } catch {
+    throw invalid();
+  }
+  if (!Array.isArray(parsed) || parsed[0] !== CURSOR_VERSION || parsed.length !== kinds.length + 1) throw invalid();
+  const values = parsed.slice(1) as unknown[];
+  values.forEach((value, index) => {
+    if (typeof value !== kinds[index] || (typeof value === 'number' && !Number.isSafeInteger(value))) throw invalid();
+  });
+  return values as (string | number)[];
+}

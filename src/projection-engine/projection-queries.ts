@@ -1,0 +1,251 @@
+import type { EvidenceEntry, EvidenceTrailDoc, Verdict } from '../../projections/evidence-trail.projection';
+import { instantMs, scopedKey } from '../../projections/projection';
+import type { RunStep, RunSummaryDoc } from '../../projections/run-summary.projection';
+import type { StepStateDoc } from '../../projections/step-state.projection';
+import { trustReport, type TrustMetricsDoc, type TrustReport } from '../../projections/trust-metrics.projection';
+import { STEP_STATUSES, type StepStatus } from '../domain/events';
+import { LedgerError } from '../errors/ledger-error';
+import type { Caller } from '../http/caller';
+import { checkOperationRef, optionalInteger } from '../http/operation-ref';
+import type { Clock } from '../ledger/clock';
+import { decodeCursor, encodeCursor } from './page-cursor';
+import type { ProjectionEngine } from './projection-engine';
+import type { Condition, SqliteReadModel } from './sqlite-read-model.store';
+
+export type QueryParams = Record<string, string | string[] | undefined>;
+
+export interface ProjectionQuerySettings {
+  /** How long `wait_for_position` waits when the request names no `wait_timeout_ms`. */
+  defaultWaitMs: number;
+  maxWaitMs: number;
+}
+
+export const DEFAULT_QUERY_SETTINGS: ProjectionQuerySettings = { defaultWaitMs: 5_000, maxWaitMs: 30_000 };
+
+export interface EvidenceAnswer {
+  operation_ref: string;
+  run_id?: string;
+  tool?: string;
+  side_effect?: string;
+  status: string;
+  revision: number;
+  verdict: Verdict;
+  entries: EvidenceEntry[];
+  next_cursor?: string;
+  as_of_position: number;
+}
+
+export interface RunAnswer {
+  run_id: string;
+  total: number;
+  open: number;
+  counts: RunSummaryDoc['counts'];
+  started_at: string;
+  updated_at: string;
+  steps: RunStep[];
+  next_cursor?: string;
+  as_of_position: number;
+}
+
+export interface RecoveryItem {
+  operation_ref: string;
+  tool: string;
+  run_id: string;
+  status: StepStatus;
+  since: string;
+  attempt: number;
+  attempts_used: number;
+  side_effect: string;
+  reason: string;
+  verification_tool?: string;
+  revision: number;
+}
+
+export interface RecoveryAnswer {
+  items: RecoveryItem[];
+  next_cursor?: string;
+  as_of_position: number;
+}
+
+export interface TrustAnswer {
+  overall: TrustReport & { tools: number };
+  tools: Array<TrustReport & { tool: string }>;
+  next_cursor?: string;
+  as_of_position: number;
+}
+
+const RECOVERY_STATUSES: readonly StepStatus[] = ['dispatched', 'verifying'];
+const IDENTIFIER_PATTERN = /^[^\u0000-\u001f\u007f]{1,200}$/u;
+
+function single(params: QueryParams, name: string): string | undefined {
+  const value = params[name];
+  if (Array.isArray(value)) throw new LedgerError('BAD_REQUEST', `${name} may be given once`, { field: name });
+  return value;
+}
+
+function identifier(raw: string | undefined, field: string): string | undefined {
+  if (raw === undefined) return undefined;
+  if (!IDENTIFIER_PATTERN.test(raw) || raw.trim().length === 0) {
+    throw new LedgerError('BAD_REQUEST', `${field} must be 1 to 200 printable characters`, { field });
+  }
+  return raw;
+}
+
+function oneOf<T extends string>(raw: string | undefined, allowed: readonly T[], field: string): T | undefined {
+  if (raw === undefined) return undefined;
+  if (!(allowed as readonly string[]).includes(raw)) {
+    throw new LedgerError('BAD_REQUEST', `${field} must be one of ${allowed.join(', ')}`, { field });
+  }
+  return raw as T;
+}
+
+function pageLimit(params: QueryParams, fallback: number, max: number): number {
+  return optionalInteger(single(params, 'limit'), 'limit', 1, max) ?? fallback;
+}
+
+/**
+ * The readers' side (SPEC §5, §9): answers from the read model only, scoped to the caller's tenant
+ * by the document keys and the tenant column, so another tenant's operation or run is not found
+ * rather than forbidden. With `wait_for_position` a read first waits until its projection has
+ * applied the log that far (read-your-writes), and answers 503 PROJECTION_LAGGING when it has not
+ * in time.
+ */
+export class ProjectionQueries {
+  constructor(
+    private readonly engine: ProjectionEngine,
+    private readonly readModel: SqliteReadModel,
+    private readonly clock: Clock,
+    private readonly settings: ProjectionQuerySettings = DEFAULT_QUERY_SETTINGS,
+  ) {}
+
+  async evidence(caller: Caller, ref: string, params: QueryParams = {}): Promise<EvidenceAnswer> {
+    const operationRef = checkOperationRef(ref);
+    const limit = pageLimit(params, 500, 1000);
+    const [afterRevision] = (decodeCursor(single(params, 'cursor'), ['number']) ?? [-1]) as number[];
+    const asOf = await this.waitIfAsked(params, 'evidence_trail');
+    const doc = this.readModel.getDoc<EvidenceTrailDoc>('evidence_trail', scopedKey(caller.tenant, operationRef));
+    if (!doc) throw new LedgerError('OPERATION_NOT_FOUND', 'the operation has no events (or they are not projected yet: see wait_for_position)');
+    const after = doc.entries.filter((entry) => entry.revision > afterRevision);
+    const entries = after.slice(0, limit);
+    return {
+      operation_ref: operationRef,
+      ...(doc.run_id === undefined ? {} : { run_id: doc.run_id }),
+      ...(doc.tool === undefined ? {} : { tool: doc.tool }),
+      ...(doc.side_effect === undefined ? {} : { side_effect: doc.side_effect }),
+      status: doc.status,
+      revision: doc.revision,
+      verdict: doc.verdict,
+      entries,
+      ...(after.length > limit ? { next_cursor: encodeCursor([entries[entries.length - 1].revision]) } : {}),
+      as_of_position: asOf,
+    };
+  }
+
+  async run(caller: Caller, runIdRaw: string, params: QueryParams = {}): Promise<RunAnswer> {
+    const runId = identifier(runIdRaw, 'run_id') as string;
+    const status = oneOf(single(params, 'status'), ['unplanned', ...STEP_STATUSES], 'status');
+    const tool = identifier(single(params, 'tool'), 'tool');
+    const limit = pageLimit(params, 500, 1000);
+    const [afterPlanned] = (decodeCursor(single(params, 'cursor'), ['number']) ?? [0]) as number[];
+    const asOf = await this.waitIfAsked(params, 'run_summary');
+    const doc = this.readModel.getDoc<RunSummaryDoc>('run_summary', scopedKey(caller.tenant, runId));
+    if (!doc) throw new LedgerError('RUN_NOT_FOUND', 'no step of this run is planned (or projected yet: see wait_for_position)');
+    const matching = Object.values(doc.steps)
+      .filter((step) => step.planned_position > afterPlanned)
+      .filter((step) => (status === undefined || step.status === status) && (tool === undefined || step.tool === tool))
+      .sort((a, b) => a.planned_position - b.planned_position);
+    const steps = matching.slice(0, limit);
+    return {
+      run_id: doc.run_id,
+      total: doc.total,
+      open: doc.open,
+      counts: doc.counts,
+      started_at: doc.started_at,
+      updated_at: doc.updated_at,
+      steps,
+      ...(matching.length > limit ? { next_cursor: encodeCursor([steps[steps.length - 1].planned_position]) } : {}),
+      as_of_position: asOf,
+    };
+  }
+
+  /** Operations in flight or verifying, oldest first: what a restarted worker must verify (SPEC §4). */
+  async recovery(caller: Caller, params: QueryParams = {}): Promise<RecoveryAnswer> {
+    const olderThanMs = optionalInteger(single(params, 'older_than_ms'), 'older_than_ms', 0, 10 * 365 * 86_400_000);
+    const tool = identifier(single(params, 'tool'), 'tool');
+    const status = oneOf(single(params, 'status'), RECOVERY_STATUSES, 'status');
+    const limit = pageLimit(params, 100, 1000);
+    const cursor = decodeCursor(single(params, 'cursor'), ['number', 'string']);
+    const asOf = await this.waitIfAsked(params, 'step_state');
+    const where: Condition[] = [
+      { column: 'tenant', op: '=', value: caller.tenant },
+      { column: 'status', op: 'in', values: status ? [status] : RECOVERY_STATUSES },
+    ];
+    if (tool !== undefined) where.push({ column: 'tool', op: '=', value: tool });
+    // Age is judged by the ledger's clock, never the client's (SPEC §4).
+    if (olderThanMs !== undefined) where.push({ column: 'since_ms', op: '<=', value: this.clock.now().getTime() - olderThanMs });
+    if (cursor) where.push({ columns: ['since_ms', 'key'], op: '>', values: cursor });
+    const rows = this.readModel.select<StepStateDoc>('step_state', {
+      where,
+      orderBy: [{ column: 'since_ms' }, { column: 'key' }],
+      limit: limit + 1,
+    });
+    const page = rows.slice(0, limit);
+    const last = page[page.length - 1];
+    return {
+      items: page.map(({ doc }) => ({
+        operation_ref: doc.operation_ref,
+        tool: doc.tool,
+        run_id: doc.run_id,
+        status: doc.status as StepStatus,
+        since: doc.since,
+        attempt: doc.current_attempt,
+        attempts_used: doc.attempts_used,
+        side_effect: doc.side_effect,
+        reason: doc.reason,
+        ...(doc.verification_tool ? { verification_tool: doc.verification_tool } : {}),
+        revision: doc.revision,
+      })),
+      ...(rows.length > limit ? { next_cursor: encodeCursor([instantMs(last.doc.since), last.key]) } : {}),
+      as_of_position: asOf,
+    };
+  }
+
+  async trust(caller: Caller, params: QueryParams = {}): Promise<TrustAnswer> {
+    const tool = identifier(single(params, 'tool'), 'tool');
+    const limit = pageLimit(params, 100, 1000);
+    const [afterTool] = (decodeCursor(single(params, 'cursor'), ['string']) ?? []) as string[];
+    const asOf = await this.waitIfAsked(params, 'trust_metrics');
+    const docs = this.trustDocs(caller.tenant);
+    const listed = docs
+      .filter((doc) => (tool === undefined || doc.tool === tool) && (afterTool === undefined || doc.tool > afterTool))
+      .sort((a, b) => (a.tool < b.tool ? -1 : a.tool > b.tool ? 1 : 0));
+    const page = listed.slice(0, limit);
+    return {
+      // Overall is over every tool of the tenant, whatever page or filter is asked.
+      overall: { ...trustReport(docs), tools: docs.length },
+      tools: page.map((doc) => ({ tool: doc.tool, ...trustReport([doc]) })),
+      ...(listed.length > limit ? { next_cursor: encodeCursor([page[page.length - 1].tool]) } : {}),
+      as_of_position: asOf,
+    };
+  }
+
+  /** Every tool's trust document, of one tenant or of all (the Prometheus collector's view). */
+  trustDocs(tenant?: string): TrustMetricsDoc[] {
+    const where: Condition[] = tenant === undefined ? [] : [{ column: 'tenant', op: '=', value: tenant }];
+    return this.readModel.select<TrustMetricsDoc>('trust_metrics', { where, orderBy: [{ column: 'key' }] }).map((row) => row.doc);
+  }
+
+  private async waitIfAsked(params: QueryParams, projection: string): Promise<number> {
+    const position = optionalInteger(single(params, 'wait_for_position'), 'wait_for_position', 0, Number.MAX_SAFE_INTEGER);
+    const timeoutMs =
+      optionalInteger(single(params, 'wait_timeout_ms'), 'wait_timeout_ms', 0, this.settings.maxWaitMs) ?? this.settings.defaultWaitMs;
+    if (position !== undefined && !(await this.engine.waitForPosition(position, timeoutMs, [projection]))) {
+      throw new LedgerError(
+        'PROJECTION_LAGGING',
+        `the ${projection} projection is at position ${this.engine.checkpoint(projection)}, not yet ${position}`,
+        { retryAfterSeconds: 1 },
+      );
+    }
+    return this.engine.checkpoint(projection);
+  }
+}

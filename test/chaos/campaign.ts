@@ -1,0 +1,244 @@
+/**
+ * The fault campaign (issue: acknowledged means durable): several load-client processes submit
+ * facts through the SDK while the service is SIGKILLed at random moments and restarted on the same
+ * data directory; some kills are aimed right after the projection engine committed a batch (its
+ * checkpoint in the read model moved), so the engine dies between batches too. Then the checker
+ * holds every acknowledgement against the log on disk.
+ */
+import { fork, type ChildProcess } from 'node:child_process';
+import { existsSync, mkdirSync, mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join, resolve } from 'node:path';
+import Database from 'better-sqlite3';
+import { startLedger, type LedgerProcess } from '../support/ledger-process';
+import {
+  checkLog,
+  checkRebuild,
+  checkServedState,
+  checkTrustMetrics,
+  emptyReport,
+  figures,
+  readRawLog,
+  readRecords,
+  type CheckReport,
+  type Figures,
+} from './checker';
+import { newSeed, seededRandom, type Random } from './prng';
+import type { ChildMessage, ClientConfig, ClientStats, LoadRecord, ParentMessage } from './records';
+
+const LOAD_CLIENT = resolve(__dirname, 'load-client.ts');
+const REGISTER = resolve(__dirname, 'swc-register.cjs');
+const READ_MODEL_FILE = 'read-models.sqlite';
+
+export interface CampaignOptions {
+  seed?: number;
+  /** Kill cycles to run; the campaign ends after them or after `seconds`, whichever comes first. */
+  cycles: number;
+  /** Bound on the load phase, in seconds. */
+  seconds: number;
+  clients: number;
+  workersPerClient: number;
+  /** Where the log, the read model and the records go (a fresh temporary directory by default). */
+  dataDir?: string;
+  keepData?: boolean;
+  log?: (line: string) => void;
+}
+
+export type KillKind = 'random' | 'after_projection_batch';
+
+export interface KillCycle {
+  kind: KillKind;
+  /** Milliseconds of load between the restart and this kill. */
+  loadMs: number;
+  /** Events in the log when the service was killed (read afterwards from the file). */
+  eventsAtKill: number;
+}
+
+export interface CampaignResult {
+  seed: number;
+  dataDir: string;
+  cycles: KillCycle[];
+  clients: ClientStats[];
+  anomalies: Array<Extract<LoadRecord, { kind: 'anomaly' }>>;
+  report: CheckReport;
+  figures: Figures;
+  durationMs: number;
+}
+
+const sleep = (ms: number) => new Promise<void>((resolveSleep) => setTimeout(resolveSleep, ms));
+
+function serviceEnv(): Record<string, string> {
+  return {
+    LOG_LEVEL: 'error',
+    // The campaign measures durability, not the rate limiter: one loopback caller sends a lot.
+    LEDGER_RATE_LIMIT_PER_MINUTE: '10000000',
+  };
+}
+
+interface RunningClient {
+  child: ChildProcess;
+  done: Promise<ClientStats | undefined>;
+}
+
+function startClient(config: ClientConfig): RunningClient {
+  const child = fork(LOAD_CLIENT, [], {
+    execArgv: ['--require', REGISTER],
+    env: { ...process.env, CHAOS_CLIENT_CONFIG: JSON.stringify(config) },
+    stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
+  });
+  const done = new Promise<ClientStats | undefined>((resolveDone) => {
+    let stats: ClientStats | undefined;
+    child.on('message', (message: ChildMessage) => {
+      if (message.type === 'done') stats = message.stats;
+    });
+    child.once('exit', () => resolveDone(stats));
+  });
+  return { child, done };
+}
+
+/** The highest checkpoint in the live read model, or undefined while there is none to read. */
+function projectionCheckpoint(file: string): number | undefined {
+  if (!existsSync(file)) return undefined;
+  let db: Database.Database | undefined;
+  try {
+    db = new Database(file, { readonly: true, fileMustExist: true });
+    const row = db.prepare('SELECT MAX(position) AS position FROM projection_checkpoints').get() as { position: number | null };
+    return row.position ?? undefined;
+  } catch {
+    // Not created yet, or busy for a moment: the next poll reads it.
+    return undefined;
+  } finally {
+    db?.close();
+  }
+}
+
+/**
+ * Waits until the engine has committed a batch past `after`, polling its checkpoint; answers
+ * false when that does not happen within `timeoutMs` (the caller then kills anyway).
+ */
+async function untilCheckpointMoves(file: string, after: number | undefined, timeoutMs: number): Promise<boolean> {
+  const deadline = Date.now() + timeoutMs;
+  while (Date.now() < deadline) {
+    const now = projectionCheckpoint(file);
+    if (now !== undefined && (after === undefined || now > after)) return true;
+    await sleep(2);
+  }
+  return false;
+}
+
+function eventCount(file: string): number {
+  const db = new Database(file, { readonly: true, fileMustExist: true });
+  try {
+    return (db.prepare('SELECT COUNT(*) AS n FROM events').get() as { n: number }).n;
+  } finally {
+    db.close();
+  }
+}
+
+export async function runCampaign(options: CampaignOptions): Promise<CampaignResult> {
+  const started = Date.now();
+  const seed = options.seed ?? newSeed();
+  const say = options.log ?? (() => undefined);
+  const random: Random = seededRandom(seed);
+  const dataDir = options.dataDir ?? mkdtempSync(join(tmpdir(), 'ledger-chaos-'));
+  mkdirSync(dataDir, { recursive: true });
+  const recordsDir = join(dataDir, 'records');
+  mkdirSync(recordsDir, { recursive: true });
+  const eventsFile = join(dataDir, 'events.sqlite');
+  const readModelFile = join(dataDir, READ_MODEL_FILE);
+  say(`chaos: seed ${seed} (CHAOS_SEED=${seed} replays the schedule), data ${dataDir}`);
+
+  let ledger: LedgerProcess = await startLedger({ dataDir, env: serviceEnv() });
+  const recordFiles: string[] = [];
+  const clients: RunningClient[] = [];
+  const runTag = `chaos${seed}`;
+  for (let client = 0; client < options.clients; client++) {
+    const recordFile = join(recordsDir, `client-${client}.ndjson`);
+    recordFiles.push(recordFile);
+    clients.push(
+      startClient({ client, seed: random.fork(client).int(1, 0x7fffffff), baseUrl: ledger.baseUrl, recordFile, workers: options.workersPerClient, runTag }),
+    );
+  }
+
+  const cycles: KillCycle[] = [];
+  const loadDeadline = started + options.seconds * 1000;
+  try {
+    for (let cycle = 0; cycle < options.cycles && Date.now() < loadDeadline; cycle++) {
+      const kind: KillKind = random.chance(0.4) ? 'after_projection_batch' : 'random';
+      const loadMs = random.int(300, 2_500);
+      const cycleStart = Date.now();
+      await sleep(loadMs);
+      if (kind === 'after_projection_batch') {
+        // Kill within a few milliseconds of the engine committing a batch: the next one is being
+        // read or applied, so the restart must resume from the checkpoint without a gap or a repeat.
+        await untilCheckpointMoves(readModelFile, projectionCheckpoint(readModelFile), 2_000);
+      }
+      await ledger.kill();
+      const events = eventCount(eventsFile);
+      cycles.push({ kind, loadMs: Date.now() - cycleStart, eventsAtKill: events });
+      say(`chaos: cycle ${cycle + 1}/${options.cycles} SIGKILL (${kind}) with ${events} events in the log`);
+      // Down for a moment, as a crashed process is: clients see refused connections and resend.
+      await sleep(random.int(0, 400));
+      ledger = await ledger.restart();
+    }
+    // The load ends with the service up: every client finishes its operations and reports.
+    for (const client of clients) client.child.send({ type: 'stop' } satisfies ParentMessage);
+    const stats = await Promise.race([
+      Promise.all(clients.map((client) => client.done)),
+      sleep(60_000).then(() => undefined),
+    ]);
+    if (!stats) throw new Error('load clients did not finish within 60 s of being asked to stop');
+
+    const records = readRecords(recordFiles);
+    const report = emptyReport();
+    const log = readRawLog(eventsFile);
+    say(`chaos: checking ${log.events.length} events in ${log.streams.size} streams against ${records.length} records`);
+    checkLog(log, records, report);
+    await checkServedState(ledger.baseUrl, log, report);
+    await checkTrustMetrics(ledger.baseUrl, eventsFile, report);
+    // Stopped (gracefully) so the live read model is at rest when it is compared with a rebuild.
+    await ledger.stop();
+    await checkRebuild(eventsFile, readModelFile, report);
+    return {
+      seed,
+      dataDir,
+      cycles,
+      clients: stats.filter((s): s is ClientStats => s !== undefined),
+      anomalies: records.filter((record): record is Extract<LoadRecord, { kind: 'anomaly' }> => record.kind === 'anomaly'),
+      report,
+      figures: figures(log, records, report),
+      durationMs: Date.now() - started,
+    };
+  } finally {
+    for (const client of clients) if (client.child.exitCode === null) client.child.kill('SIGKILL');
+    await ledger.kill();
+    if (!options.keepData) rmSync(dataDir, { recursive: true, force: true });
+  }
+}
+
+/** A few lines a person reads: the figures, then each failing check with its first findings. */
+export function summarise(result: CampaignResult): string {
+  const lines: string[] = [];
+  const byKind = (kind: KillKind) => result.cycles.filter((cycle) => cycle.kind === kind).length;
+  const requests = result.clients.reduce((sum, client) => sum + client.requests, 0);
+  const resends = result.clients.reduce((sum, client) => sum + client.resends, 0);
+  const operations = result.clients.reduce((sum, client) => sum + client.operations, 0);
+  lines.push(`seed ${result.seed}, ${(result.durationMs / 1000).toFixed(1)} s`);
+  lines.push(
+    `cycles ${result.cycles.length} (random ${byKind('random')}, after a projection batch ${byKind('after_projection_batch')}); ` +
+      `${result.clients.length} clients, ${operations} operations, ${requests} requests, ${resends} resends of the same event id`,
+  );
+  const f = result.figures;
+  lines.push(
+    `events ${f.events} in ${f.streams} streams; facts acknowledged ${f.facts_acknowledged}, refusals ${f.refusals_acknowledged}, ` +
+      `provider writes ${f.tool_writes}`,
+  );
+  lines.push(`lost ${f.lost}, duplicated ${f.duplicated}, mismatches ${f.mismatches}, anomalies ${result.anomalies.length}`);
+  for (const [name, outcome] of Object.entries(result.report)) {
+    const verdict = outcome.notRun ? `NOT RUN (${outcome.notRun})` : outcome.failures.length === 0 ? 'ok' : `${outcome.failures.length} FAILED`;
+    lines.push(`  ${name.padEnd(28)} ${String(outcome.checked).padStart(7)} checked  ${verdict}`);
+    for (const failure of outcome.failures.slice(0, 5)) lines.push(`      ${failure}`);
+  }
+  for (const anomaly of result.anomalies.slice(0, 10)) lines.push(`  anomaly ${anomaly.what} ${anomaly.ref}: ${anomaly.detail}`);
+  return lines.join('\n');
+}

@@ -1,0 +1,215 @@
+/**
+ * The trust metrics (SPEC §5) counted straight from the events table with SQL, to hold the served
+ * projection against. Nothing of projections/ is used: the definitions are written here again from
+ * the causal links the log itself carries (a transition's `caused_by`, the stream's revisions), so
+ * a fold that drops, double counts or misorders events shows up as a difference.
+ */
+import type Database from 'better-sqlite3';
+
+export interface TrustCount {
+  operations_planned: number;
+  unknown_outcomes: number;
+  unknown_via_envelope: number;
+  unknown_in_flight: number;
+  verified_found_committed: number;
+  verified_not_found: number;
+  lookup_unavailable: number;
+  resolved_by_verification: number;
+  duplicate_writes_prevented: number;
+  identical_retries_blocked: number;
+  unverified_dispatches_refused: number;
+  terminal_escalations: number;
+  succeeded: number;
+  pending_recovery_now: number;
+  dispatch_refusals: Record<string, number>;
+  escalations_by_reason: Record<string, number>;
+  /** Exact over every verification: the projection's min and max are exact too (its percentiles are not). */
+  pending_recovery: { count: number; min_ms: number; max_ms: number };
+}
+
+export interface TrustCountResult {
+  overall: TrustCount;
+  tools: Record<string, TrustCount>;
+}
+
+function empty(): TrustCount {
+  return {
+    operations_planned: 0,
+    unknown_outcomes: 0,
+    unknown_via_envelope: 0,
+    unknown_in_flight: 0,
+    verified_found_committed: 0,
+    verified_not_found: 0,
+    lookup_unavailable: 0,
+    resolved_by_verification: 0,
+    duplicate_writes_prevented: 0,
+    identical_retries_blocked: 0,
+    unverified_dispatches_refused: 0,
+    terminal_escalations: 0,
+    succeeded: 0,
+    pending_recovery_now: 0,
+    dispatch_refusals: {},
+    escalations_by_reason: {},
+    pending_recovery: { count: 0, min_ms: 0, max_ms: 0 },
+  };
+}
+
+const PLANS = `plans AS (
+  SELECT stream, json_extract(data, '$.tool') AS tool FROM events WHERE type = 'StepPlanned' AND stream LIKE ?
+)`;
+
+/** Counts one tenant's streams (`op-<tenant>:…`). */
+export function countTrust(db: Database.Database, tenant: string): TrustCountResult {
+  const prefix = `op-${tenant}:%`;
+  const tools: Record<string, TrustCount> = {};
+  const of = (tool: string) => (tools[tool] ??= empty());
+
+  const simple = db
+    .prepare(
+      `WITH ${PLANS}
+       SELECT p.tool AS tool,
+         SUM(e.type = 'StepPlanned') AS planned,
+         SUM(e.type = 'TransitionRecorded' AND json_extract(e.data, '$.to') = 'verifying') AS via_envelope,
+         SUM(e.type = 'TransitionRecorded' AND json_extract(e.data, '$.to') = 'escalated') AS escalated,
+         SUM(e.type = 'TransitionRecorded' AND json_extract(e.data, '$.to') = 'succeeded') AS succeeded,
+         SUM(e.type = 'VerificationRecorded' AND json_extract(e.data, '$.outcome') = 'found_committed') AS found,
+         SUM(e.type = 'VerificationRecorded' AND json_extract(e.data, '$.outcome') = 'not_found') AS not_found,
+         SUM(e.type = 'VerificationRecorded' AND json_extract(e.data, '$.outcome') = 'lookup_unavailable') AS unavailable
+       FROM events e JOIN plans p ON p.stream = e.stream
+       GROUP BY p.tool`,
+    )
+    .all(prefix) as Array<Record<string, number> & { tool: string }>;
+  for (const row of simple) {
+    const count = of(row.tool);
+    count.operations_planned = row.planned;
+    count.unknown_via_envelope = row.via_envelope;
+    count.terminal_escalations = row.escalated;
+    count.succeeded = row.succeeded;
+    count.verified_found_committed = row.found;
+    count.verified_not_found = row.not_found;
+    count.lookup_unavailable = row.unavailable;
+  }
+
+  const refusals = db
+    .prepare(
+      `WITH ${PLANS}
+       SELECT p.tool AS tool, json_extract(e.data, '$.code') AS code, COUNT(*) AS n
+       FROM events e JOIN plans p ON p.stream = e.stream
+       WHERE e.type = 'DispatchRefused' GROUP BY p.tool, code`,
+    )
+    .all(prefix) as Array<{ tool: string; code: string; n: number }>;
+  for (const row of refusals) {
+    const count = of(row.tool);
+    count.dispatch_refusals[row.code] = row.n;
+    if (row.code === 'DUPLICATE_PREVENTED') count.duplicate_writes_prevented += row.n;
+    if (row.code === 'UNCHANGED_RETRY') count.identical_retries_blocked += row.n;
+    if (row.code === 'ATTEMPT_IN_FLIGHT' || row.code === 'VERIFY_BEFORE_RETRY') count.unverified_dispatches_refused += row.n;
+  }
+
+  const escalations = db
+    .prepare(
+      `WITH ${PLANS}
+       SELECT p.tool AS tool, json_extract(e.data, '$.reason') AS reason, COUNT(*) AS n
+       FROM events e JOIN plans p ON p.stream = e.stream
+       WHERE e.type = 'TransitionRecorded' AND json_extract(e.data, '$.to') = 'escalated' GROUP BY p.tool, reason`,
+    )
+    .all(prefix) as Array<{ tool: string; reason: string; n: number }>;
+  for (const row of escalations) of(row.tool).escalations_by_reason[row.reason] = row.n;
+
+  // Each verification and the transition it caused: `from` says whether the outcome was pending as
+  // an unknown envelope (verifying) or as an attempt that never answered (dispatched); the pending
+  // time runs from the transition that entered that state to the verification.
+  const verifications = db
+    .prepare(
+      `WITH ${PLANS}
+       SELECT p.tool AS tool,
+         json_extract(t.data, '$.from') AS from_state,
+         json_extract(v.metadata, '$.recorded_at') AS resolved_at,
+         (SELECT json_extract(s.metadata, '$.recorded_at') FROM events s
+            WHERE s.stream = v.stream AND s.type = 'TransitionRecorded' AND s.revision < v.revision
+              AND json_extract(s.data, '$.to') = json_extract(t.data, '$.from')
+            ORDER BY s.revision DESC LIMIT 1) AS pending_since
+       FROM events v
+       JOIN events t ON t.stream = v.stream AND t.type = 'TransitionRecorded' AND json_extract(t.data, '$.caused_by') = v.event_id
+       JOIN plans p ON p.stream = v.stream
+       WHERE v.type = 'VerificationRecorded'`,
+    )
+    .all(prefix) as Array<{ tool: string; from_state: string; resolved_at: string; pending_since: string | null }>;
+  for (const row of verifications) {
+    const count = of(row.tool);
+    if (row.from_state === 'dispatched') count.unknown_in_flight += 1;
+    const ms = row.pending_since === null ? NaN : Date.parse(row.resolved_at) - Date.parse(row.pending_since);
+    const pending = count.pending_recovery;
+    pending.min_ms = pending.count === 0 ? ms : Math.min(pending.min_ms, ms);
+    pending.max_ms = pending.count === 0 ? ms : Math.max(pending.max_ms, ms);
+    pending.count += 1;
+  }
+
+  const pendingNow = db
+    .prepare(
+      `WITH ${PLANS},
+       last AS (SELECT stream, json_extract(data, '$.to') AS to_state, MAX(revision) FROM events WHERE type = 'TransitionRecorded' GROUP BY stream)
+       SELECT p.tool AS tool, COUNT(*) AS n FROM last JOIN plans p ON p.stream = last.stream WHERE last.to_state = 'verifying' GROUP BY p.tool`,
+    )
+    .all(prefix) as Array<{ tool: string; n: number }>;
+  for (const row of pendingNow) of(row.tool).pending_recovery_now = row.n;
+
+  for (const count of Object.values(tools)) finish(count);
+  return { overall: sum(Object.values(tools)), tools };
+}
+
+function finish(count: TrustCount): void {
+  count.unknown_outcomes = count.unknown_via_envelope + count.unknown_in_flight;
+  count.resolved_by_verification = count.verified_found_committed + count.verified_not_found;
+}
+
+function sum(counts: TrustCount[]): TrustCount {
+  const total = empty();
+  for (const count of counts) {
+    for (const key of Object.keys(total) as Array<keyof TrustCount>) {
+      const value = count[key];
+      if (typeof value === 'number') (total[key] as number) += value;
+    }
+    for (const [code, n] of Object.entries(count.dispatch_refusals)) total.dispatch_refusals[code] = (total.dispatch_refusals[code] ?? 0) + n;
+    for (const [reason, n] of Object.entries(count.escalations_by_reason)) {
+      total.escalations_by_reason[reason] = (total.escalations_by_reason[reason] ?? 0) + n;
+    }
+    const pending = count.pending_recovery;
+    if (pending.count > 0) {
+      const into = total.pending_recovery;
+      into.min_ms = into.count === 0 ? pending.min_ms : Math.min(into.min_ms, pending.min_ms);
+      into.max_ms = into.count === 0 ? pending.max_ms : Math.max(into.max_ms, pending.max_ms);
+      into.count += pending.count;
+    }
+  }
+  return total;
+}
+
+/** The fields of a served report that must equal the count; answers a line per difference. */
+export function compareTrust(label: string, served: Record<string, unknown> | undefined, counted: TrustCount): string[] {
+  if (!served) return [`${label}: not served at all`];
+  const differences: string[] = [];
+  for (const key of Object.keys(counted) as Array<keyof TrustCount>) {
+    const want = counted[key];
+    if (key === 'pending_recovery') {
+      const got = (served.pending_recovery ?? {}) as Record<string, unknown>;
+      for (const field of ['count', 'min_ms', 'max_ms'] as const) {
+        if (got[field] !== want[field as keyof typeof want]) {
+          differences.push(`${label}.pending_recovery.${field}: served ${String(got[field])}, counted ${String((want as Record<string, number>)[field])}`);
+        }
+      }
+      continue;
+    }
+    const got = served[key];
+    const same = typeof want === 'object' ? sameCounts(got, want) : got === want;
+    if (!same) differences.push(`${label}.${key}: served ${JSON.stringify(got)}, counted ${JSON.stringify(want)}`);
+  }
+  return differences;
+}
+
+function sameCounts(got: unknown, want: Record<string, number>): boolean {
+  if (!got || typeof got !== 'object') return false;
+  const served = Object.entries(got as Record<string, number>).filter(([, n]) => n !== 0);
+  const counted = Object.entries(want).filter(([, n]) => n !== 0);
+  return served.length === counted.length && counted.every(([key, n]) => (got as Record<string, number>)[key] === n);
+}

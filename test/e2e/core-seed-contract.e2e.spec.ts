@@ -1,0 +1,447 @@
+/**
+ * The seed's contract-test table, driven over real HTTP against the built server the way a runtime
+ * drives it: plan, ask to dispatch, record what the tool returned, verify, approve. Each row asserts
+ * the HTTP answers (status, problem code, directive) and the state the stream folds to, so a row
+ * fails if the ledger stops enforcing the invariant behind it. Times are the server's clock; where
+ * a row has to wait for `not_before`, the test waits for the instant to pass, it never measures.
+ */
+import { randomUUID } from 'node:crypto';
+import Ajv2020 from 'ajv/dist/2020';
+import addFormats from 'ajv-formats';
+import { ledgerAt, request } from '../support/http';
+import { startLedger, type LedgerProcess } from '../support/ledger-process';
+import {
+  INPUT_1,
+  INPUT_2,
+  dumpEvents,
+  envelopes,
+  inMs,
+  ok,
+  operation,
+  problem,
+  readEventRows,
+  refusal,
+  uniqueRef,
+  waitUntilPast,
+  type Ledger,
+} from '../support/scenario';
+
+let ledger: LedgerProcess;
+let api: Ledger;
+
+beforeAll(async () => {
+  ledger = await startLedger();
+  api = ledgerAt(ledger.baseUrl);
+});
+
+afterAll(async () => {
+  await ledger?.stop();
+  ledger?.cleanup();
+});
+
+const typesOf = <E extends { type: string }>(events: E[], type: string) => events.filter((event) => event.type === type);
+const refusalCodes = (events: Array<{ type: string; data: any }>) => typesOf(events, 'DispatchRefused').map((event) => event.data.code);
+
+describe("the seed's contract-test table", () => {
+  test('invalid address: correct_input -> needs_input; no unchanged retry; a changed input may run, within the remaining attempts', async () => {
+    const op = operation(api, uniqueRef('send_email'));
+    ok(await op.plan({ policy: { max_attempts: 3 } }));
+    ok(await op.dispatch(1, INPUT_1));
+
+    const needsInput = ok(await op.record(1, envelopes.invalidRecipient(op.ref, 1)));
+    expect(needsInput.state.status).toBe('needs_input');
+    expect(needsInput.directive).toEqual({ next_action: 'correct_input', attempts_remaining: 1 });
+
+    // The identical request must not run again: refused, and the refusal is evidence in the stream.
+    const unchanged = refusal(await op.dispatch(2, INPUT_1), 'UNCHANGED_RETRY');
+    expect(unchanged.directive.next_action).toBe('correct_input');
+    expect(unchanged.state.status).toBe('needs_input');
+
+    // A corrected input (another hash) may run with the same operation_ref.
+    const corrected = ok(await op.dispatch(2, INPUT_2));
+    expect(corrected.state).toMatchObject({ status: 'dispatched', current_attempt: 2 });
+
+    // The tool now says nothing remains: the step escalates and no further attempt is allowed.
+    const exhausted = ok(await op.record(2, envelopes.invalidRecipient(op.ref, 0)));
+    expect(exhausted.state).toMatchObject({ status: 'escalated', reason: 'ATTEMPTS_EXHAUSTED' });
+    expect(refusal(await op.dispatch(3, 'sha256:input-3'), 'ATTEMPTS_EXHAUSTED').directive.next_action).toBe('none');
+
+    const events = await op.events();
+    expect(typesOf(events, 'AttemptDispatched').map((event) => event.data.input_hash)).toEqual([INPUT_1, INPUT_2]);
+    expect(refusalCodes(events)).toEqual(['UNCHANGED_RETRY', 'ATTEMPTS_EXHAUSTED']);
+  });
+
+  test('read endpoint rate limit: wait_and_retry -> no dispatch before not_before (409 + Retry-After), allowed after it', async () => {
+    const op = operation(api, uniqueRef('get_invoice'));
+    ok(await op.plan({ side_effect: 'read', tool: 'get_invoice' }));
+    ok(await op.dispatch(1));
+
+    // The read tool's smaller form: a code and a retry direction; the ledger fills in the rest.
+    const notBefore = inMs(1500);
+    const scheduled = ok(await op.record(1, envelopes.readRateLimited(notBefore, 2)));
+    expect(scheduled.state.status).toBe('retry_scheduled');
+    expect(scheduled.directive).toEqual({ next_action: 'wait_and_retry', not_before: notBefore, attempts_remaining: 2 });
+
+    const early = await op.dispatch(2);
+    const body = refusal(early, 'RETRY_NOT_BEFORE');
+    expect(body.directive.not_before).toBe(notBefore);
+    const retryAfter = Number(early.headers.get('retry-after'));
+    expect(Number.isInteger(retryAfter) && retryAfter >= 1 && retryAfter <= 2).toBe(true);
+
+    await waitUntilPast(notBefore);
+    const allowed = ok(await op.dispatch(2));
+    expect(allowed.state).toMatchObject({ status: 'dispatched', current_attempt: 2, attempts_used: 2 });
+    expect(refusalCodes(await op.events())).toEqual(['RETRY_NOT_BEFORE']);
+  });
+
+  test('write socket timeout: unknown -> verifying; no second write before the lookup; found_committed -> succeeded', async () => {
+    const op = operation(api, uniqueRef('create_invoice'));
+    ok(await op.plan({ policy: { consistency_window_ms: 20_000 } }));
+    ok(await op.dispatch(1));
+
+    const verifying = ok(await op.record(1, envelopes.outcomeUnknown(op.ref)));
+    expect(verifying.state.status).toBe('verifying');
+    expect(verifying.directive.next_action).toBe('verify_operation');
+
+    expect(refusal(await op.dispatch(2), 'VERIFY_BEFORE_RETRY').directive.next_action).toBe('verify_operation');
+
+    // not_found inside the consistency window proves nothing: refused, with when it would count.
+    const before = dumpEvents(ledger.dataDir);
+    const premature = await op.verify('not_found');
+    const body = refusal(premature, 'VERIFICATION_PREMATURE');
+    expect(Date.parse(body.directive.not_before)).toBeGreaterThan(Date.now());
+    expect(Number(premature.headers.get('retry-after'))).toBeGreaterThanOrEqual(1);
+    expect(dumpEvents(ledger.dataDir)).toBe(before);
+
+    const found = ok(await op.verify('found_committed', { evidence_ref: 'inv_123', result: { invoice_id: 'inv_123' } }));
+    expect(found.state).toMatchObject({ status: 'succeeded', reason: 'VERIFIED_COMMITTED' });
+    expect(found.state.success).toMatchObject({ attempt: 1, proven_by: 'verification', evidence_ref: 'inv_123' });
+    expect(found.directive.next_action).toBe('none');
+
+    const events = await op.events();
+    expect(typesOf(events, 'AttemptDispatched')).toHaveLength(1);
+    expect(refusalCodes(events)).toEqual(['VERIFY_BEFORE_RETRY']);
+  });
+
+  test('duplicate operation key: a dispatch on a succeeded step replays the original success and records DUPLICATE_PREVENTED', async () => {
+    const op = operation(api, uniqueRef('create_invoice'));
+    ok(await op.plan());
+    ok(await op.dispatch(1));
+    expect(ok(await op.record(1, envelopes.success(op.ref, { invoice_id: 'inv_777' }))).state.status).toBe('succeeded');
+
+    const replay = ok(await op.dispatch(2));
+    expect(replay.replayed).toBe(true);
+    expect(replay.success).toMatchObject({ attempt: 1, proven_by: 'envelope', result: { invoice_id: 'inv_777' } });
+    expect(replay.state.status).toBe('succeeded');
+
+    const events = await op.events();
+    expect(typesOf(events, 'AttemptDispatched')).toHaveLength(1);
+    expect(typesOf(events, 'DispatchRefused').map((event) => event.data)).toEqual([
+      expect.objectContaining({ code: 'DUPLICATE_PREVENTED', attempt: 2, replayed_attempt: 1 }),
+    ]);
+  });
+
+  test('lost approval: request_approval -> no dispatch until granted; a denial escalates', async () => {
+    const op = operation(api, uniqueRef('deploy'));
+    ok(await op.plan());
+    ok(await op.dispatch(1));
+
+    const waiting = ok(await op.record(1, envelopes.missingApproval(op.ref)));
+    expect(waiting.state.status).toBe('awaiting_approval');
+    expect(waiting.directive.next_action).toBe('request_approval');
+    expect(refusal(await op.dispatch(2), 'APPROVAL_REQUIRED').state.status).toBe('awaiting_approval');
+
+    const granted = ok(await op.approve('granted'));
+    expect(granted.state.status).toBe('retry_ready');
+    expect(granted.directive.next_action).toBe('dispatch');
+    expect(ok(await op.dispatch(2)).state.status).toBe('dispatched');
+
+    // The approval was used by that attempt; the tool asks again and this time it is denied.
+    expect(ok(await op.record(2, envelopes.missingApproval(op.ref))).state.status).toBe('awaiting_approval');
+    expect(refusal(await op.dispatch(3), 'APPROVAL_REQUIRED').state.status).toBe('awaiting_approval');
+    const denied = ok(await op.approve('denied'));
+    expect(denied.state).toMatchObject({ status: 'escalated', reason: 'APPROVAL_DENIED' });
+    expect(refusal(await op.dispatch(3), 'STEP_ESCALATED').directive.next_action).toBe('none');
+
+    const events = await op.events();
+    expect(typesOf(events, 'AttemptDispatched')).toHaveLength(2);
+    expect(refusalCodes(events)).toEqual(['APPROVAL_REQUIRED', 'APPROVAL_REQUIRED', 'STEP_ESCALATED']);
+  });
+
+  test('repeated provider outage: bounded dependency errors, then terminal escalation and ATTEMPTS_EXHAUSTED', async () => {
+    const op = operation(api, uniqueRef('send_sms'));
+    // Attempts would allow ten; the consecutive-outage bound (3) is what must stop the loop.
+    ok(await op.plan({ policy: { max_attempts: 10, max_consecutive_dependency_failures: 3 } }));
+    for (const attempt of [1, 2]) {
+      ok(await op.dispatch(attempt));
+      const scheduled = ok(await op.record(attempt, envelopes.outage(op.ref, new Date().toISOString())));
+      expect(scheduled.state.status).toBe('retry_scheduled');
+    }
+    ok(await op.dispatch(3));
+    const escalated = ok(await op.record(3, envelopes.outage(op.ref, new Date().toISOString())));
+    expect(escalated.state).toMatchObject({ status: 'escalated', reason: 'DEPENDENCY_FAILURES_EXHAUSTED' });
+    expect(escalated.directive).toEqual({ next_action: 'none', attempts_remaining: 0 });
+
+    expect(refusal(await op.dispatch(4), 'ATTEMPTS_EXHAUSTED').state.status).toBe('escalated');
+    expect(typesOf(await op.events(), 'AttemptDispatched')).toHaveLength(3);
+  });
+});
+
+describe('bounds the table implies', () => {
+  // BUG (src/domain/decide.ts attemptsRemaining / src/domain/step-state.ts evolve AttemptDispatched):
+  // an envelope's max_attempts_remaining is never used up by the dispatch it allowed, so after a
+  // "1 attempt remaining" envelope the corrected attempt still reports 1 remaining, and a later
+  // verified not_found (the attempt's envelope was lost) opens a third attempt the tool never allowed.
+  test("the envelope's remaining-attempt count is used up by the attempt it allowed", async () => {
+    const op = operation(api, uniqueRef('send_email'));
+    ok(await op.plan({ policy: { max_attempts: 5, consistency_window_ms: 0 } }));
+    ok(await op.dispatch(1, INPUT_1));
+    expect(ok(await op.record(1, envelopes.invalidRecipient(op.ref, 1))).directive.attempts_remaining).toBe(1);
+
+    const corrected = ok(await op.dispatch(2, INPUT_2));
+    expect(corrected.directive.attempts_remaining).toBe(0);
+    // The worker lost attempt 2's envelope and verified: nothing committed, but nothing remains either.
+    const verified = ok(await op.verify('not_found'));
+    expect(verified.state.status).toBe('escalated');
+    refusal(await op.dispatch(3, 'sha256:input-3'), 'ATTEMPTS_EXHAUSTED');
+  });
+});
+
+describe('crash recovery and verification', () => {
+  test('a worker killed after dispatch: after a server restart the operation is still in flight and is verified by the same ref', async () => {
+    const own = await startLedger();
+    let restarted: LedgerProcess | undefined;
+    try {
+      const before = ledgerAt(own.baseUrl);
+      const committed = operation(before, uniqueRef('charge'));
+      const lost = operation(before, uniqueRef('charge'));
+      for (const op of [committed, lost]) {
+        ok(await op.plan({ policy: { consistency_window_ms: 0 } }));
+        ok(await op.dispatch(1));
+      }
+      // The crash: no envelope ever comes back for either attempt.
+      await own.kill();
+      restarted = await own.restart();
+      const after = ledgerAt(restarted.baseUrl);
+
+      for (const ref of [committed.ref, lost.ref]) {
+        expect(ok(await after.state(ref))).toMatchObject({ status: 'dispatched', current_attempt: 1 });
+      }
+      // VerificationRecorded is accepted straight from `dispatched`.
+      const found = ok(await operation(after, committed.ref).verify('found_committed', { evidence_ref: 'ch_1' }));
+      expect(found.state).toMatchObject({ status: 'succeeded', success: { attempt: 1, proven_by: 'verification' } });
+      const transitions = (await operation(after, committed.ref).events()).filter((event) => event.type === 'TransitionRecorded');
+      expect(transitions[transitions.length - 1].data).toMatchObject({ from: 'dispatched', to: 'succeeded' });
+
+      // Verified not committed: a new attempt of the same operation, numbered after the lost one.
+      const lostAfter = operation(after, lost.ref);
+      expect(ok(await lostAfter.verify('not_found')).state.status).toBe('retry_ready');
+      refusal(await lostAfter.dispatch(1), 'ATTEMPT_MISMATCH');
+      expect(ok(await lostAfter.dispatch(2)).state).toMatchObject({ status: 'dispatched', current_attempt: 2 });
+    } finally {
+      await (restarted ?? own).kill();
+      own.cleanup();
+    }
+  });
+
+  test('lookup_unavailable escalates instead of guessing', async () => {
+    const op = operation(api, uniqueRef('create_invoice'));
+    ok(await op.plan());
+    ok(await op.dispatch(1));
+    ok(await op.record(1, envelopes.outcomeUnknown(op.ref)));
+    const escalated = ok(await op.verify('lookup_unavailable'));
+    expect(escalated.state).toMatchObject({ status: 'escalated', reason: 'LOOKUP_UNAVAILABLE' });
+    refusal(await op.dispatch(2), 'STEP_ESCALATED');
+  });
+
+  test('ATTEMPT_MISMATCH: the envelope of a stale attempt cannot land after its replacement was dispatched', async () => {
+    const op = operation(api, uniqueRef('create_invoice'));
+    ok(await op.plan({ policy: { consistency_window_ms: 0 } }));
+    ok(await op.dispatch(1));
+    ok(await op.record(1, envelopes.outcomeUnknown(op.ref)));
+    ok(await op.verify('not_found'));
+    ok(await op.dispatch(2));
+
+    const before = dumpEvents(ledger.dataDir);
+    const stale = refusal(await op.record(1, envelopes.success(op.ref)), 'ATTEMPT_MISMATCH');
+    expect(stale.state).toMatchObject({ status: 'dispatched', current_attempt: 2 });
+    expect(dumpEvents(ledger.dataDir)).toBe(before);
+    expect(ok(await op.record(2, envelopes.success(op.ref))).state).toMatchObject({ status: 'succeeded', success: { attempt: 2 } });
+  });
+});
+
+describe('the stream as the source of truth', () => {
+  test('OPERATION_REF_REUSED: the same ref planned with another definition; the same definition again is a no-op', async () => {
+    const op = operation(api, uniqueRef('create_invoice'));
+    const first = ok(await op.plan({ input_hash: INPUT_1 }));
+    const same = ok(await op.plan({ input_hash: INPUT_1 }));
+    expect(same.revision).toBe(first.revision);
+    refusal(await op.plan({ input_hash: INPUT_2 }), 'OPERATION_REF_REUSED');
+    refusal(await op.plan({ input_hash: INPUT_1, policy: { max_attempts: 9 } }), 'OPERATION_REF_REUSED');
+    expect(await op.events()).toHaveLength(2);
+  });
+
+  test('STEP_NOT_PLANNED: any other fact before StepPlanned, and nothing is stored', async () => {
+    const op = operation(api, uniqueRef('create_invoice'));
+    refusal(await op.dispatch(1), 'STEP_NOT_PLANNED');
+    refusal(await op.record(1, envelopes.outcomeUnknown(op.ref)), 'STEP_NOT_PLANNED');
+    refusal(await op.verify('found_committed'), 'STEP_NOT_PLANNED');
+    refusal(await op.approve('granted'), 'STEP_NOT_PLANNED');
+    problem(await op.state(), 404, 'OPERATION_NOT_FOUND');
+  });
+
+  test('REVISION_CONFLICT: a stale expected_revision is refused and appends nothing', async () => {
+    const op = operation(api, uniqueRef('create_invoice'));
+    const planned = ok(await op.plan());
+    expect(planned.revision).toBe(1);
+    for (const stale of [-1, 0, 2]) {
+      const body = problem(await op.dispatch(1, INPUT_1, undefined, stale), 409, 'REVISION_CONFLICT');
+      expect(body.field).toBe('expected_revision');
+    }
+    expect(await op.events()).toHaveLength(2);
+    expect(ok(await op.dispatch(1, INPUT_1, undefined, 1)).revision).toBe(3);
+  });
+
+  test('resubmitting an event_id appends nothing and answers as the first time, with status "duplicate" (also for a refusal)', async () => {
+    const op = operation(api, uniqueRef('create_invoice'));
+    ok(await op.plan());
+    const dispatchId = randomUUID();
+    const first = ok(await op.dispatch(1, INPUT_1, dispatchId));
+    ok(await op.record(1, envelopes.outcomeUnknown(op.ref)));
+    const refusedId = randomUUID();
+    const firstRefusal = refusal(await op.dispatch(2, INPUT_1, refusedId), 'VERIFY_BEFORE_RETRY');
+    ok(await op.verify('found_committed', { evidence_ref: 'inv_1' }));
+    const stored = (await op.events()).length;
+
+    // The step has moved on to succeeded; the resubmission still gets the first answer.
+    const again = ok(await op.dispatch(1, INPUT_1, dispatchId));
+    expect(again.revision).toBe(first.revision);
+    expect(again.state).toEqual(first.state);
+    expect(again.directive).toEqual(first.directive);
+    expect(again.results).toEqual([{ event_id: dispatchId, status: 'duplicate' }]);
+
+    const refusedAgain = refusal(await op.dispatch(2, INPUT_1, refusedId), 'VERIFY_BEFORE_RETRY');
+    expect(refusedAgain.directive).toEqual(firstRefusal.directive);
+    expect(refusedAgain.results).toEqual([{ event_id: refusedId, status: 'duplicate' }]);
+    expect(await op.events()).toHaveLength(stored);
+  });
+
+  test('EVENT_ID_REUSED: the same event_id with other data is refused and appends nothing', async () => {
+    const op = operation(api, uniqueRef('create_invoice'));
+    ok(await op.plan());
+    const id = randomUUID();
+    ok(await op.dispatch(1, INPUT_1, id));
+    const body = problem(await op.dispatch(1, INPUT_2, id), 409, 'EVENT_ID_REUSED');
+    expect(body.field).toBe('events[0].event_id');
+    expect(await op.events()).toHaveLength(4);
+  });
+
+  test('a ref with "/" (and other reserved characters) percent-encoded as one segment round-trips', async () => {
+    const ref = `run_${randomUUID().slice(0, 8)}/step 4?x=1#frag%2F é`;
+    const op = operation(api, ref);
+    expect(ok(await op.plan()).state.operation_ref).toBe(ref);
+    ok(await op.dispatch(1));
+    // The envelope names the decoded ref: accepted only if the path was decoded to exactly that.
+    expect(ok(await op.record(1, envelopes.success(ref))).state.status).toBe('succeeded');
+    expect(ok(await op.state())).toMatchObject({ operation_ref: ref, status: 'succeeded' });
+    expect(ok(await api.events(ref)).operation_ref).toBe(ref);
+    // An unencoded slash is another path, not this operation.
+    expect((await request(ledger.baseUrl, 'GET', `/v1/operations/${ref.split('/')[0]}/step%204`)).status).toBe(404);
+  });
+
+  test('an operation_ref of the documented maximum length (200 characters) works', async () => {
+    // operation-ref.ts and the envelope limits allow 200 characters; the HTTP layer must too.
+    const ref = `run_${'x'.repeat(196)}`;
+    const answer = await operation(api, ref).plan();
+    expect({ status: answer.status, ref: answer.body?.state?.operation_ref }).toEqual({ status: 200, ref });
+  });
+
+  test('GET /events?as_of_revision=N answers the state folded up to N', async () => {
+    const op = operation(api, uniqueRef('create_invoice'));
+    ok(await op.plan());
+    ok(await op.dispatch(1));
+    ok(await op.record(1, envelopes.outcomeUnknown(op.ref)));
+    ok(await op.verify('found_committed', { evidence_ref: 'inv_9' }));
+    const expected: Array<[number, string]> = [
+      [1, 'planned'],
+      [3, 'dispatched'],
+      [5, 'verifying'],
+      [7, 'succeeded'],
+    ];
+    for (const [revision, status] of expected) {
+      const body = ok(await api.events(op.ref, `?as_of_revision=${revision}`));
+      expect(body.as_of_revision).toBe(revision);
+      expect(body.state).toMatchObject({ status, revision });
+      expect(body.events).toHaveLength(8);
+    }
+    // Between a fact and its transition: the fact is folded, the status has not changed yet.
+    expect(ok(await api.events(op.ref, '?as_of_revision=2')).state).toMatchObject({ status: 'planned', attempts_used: 1 });
+    expect(problem(await api.events(op.ref, '?as_of_revision=x'), 400, 'BAD_REQUEST').field).toBe('as_of_revision');
+  });
+});
+
+describe('secrets and the schema', () => {
+  const BEARER = 'Bearer abcDEF1234567890ghiJKL';
+  const STRIPE = 'sk_live_4eC39HqLyjWDarjtT1zdp7dc';
+  const JWT =
+    'eyJhbGciOiJIUzI1NiIsInR5cCI6IkpXVCJ9.eyJzdWIiOiIxMjM0NTY3ODkwIiwibmFtZSI6IkphbmUifQ.SflKxwRJSMeKKF2QT4fwpMeJf36POk6yJV_adQssw5c';
+  const PEM = '-----BEGIN PRIVATE KEY-----\nMIIBVQIBADANBgkqhkiG9w0BAQEFAASCAT8wggE7AgEAAkEAq7BFUpkGp3\n-----END PRIVATE KEY-----';
+  const CARD = '4111 1111 1111 1111';
+  const secretFragments = ['abcDEF1234567890ghiJKL', STRIPE, JWT.split('.')[2], 'MIIBVQIBADANBgkqhkiG9w0BAQEFAASCAT8wggE7AgEAAkEAq7BFUpkGp3', CARD, CARD.replace(/ /g, '')];
+
+  test('secrets in an envelope never reach a response or the events table, and the redaction is recorded', async () => {
+    const op = operation(api, uniqueRef('create_invoice'));
+    ok(await op.plan());
+    ok(await op.dispatch(1));
+    const envelope = {
+      ...envelopes.outcomeUnknown(op.ref),
+      agent_message: `Upstream said: Authorization: ${BEARER}; key ${STRIPE}; ${PEM}`,
+      user_message: `session ${JWT} for card ${CARD}`,
+    };
+    const id = randomUUID();
+    const answers = [await op.record(1, envelope, id)];
+    // The same submission again is recognised as a resubmission, not as a reused id.
+    answers.push(await op.record(1, envelope, id));
+    expect(ok(answers[1]).results).toEqual([{ event_id: id, status: 'duplicate' }]);
+    answers.push(await op.verify('found_committed', { evidence_ref: 'inv_5', result: { note: `paid with ${CARD}, key ${STRIPE}` } }));
+    answers.push(await op.state(), await api.events(op.ref), await api.events(op.ref, '?as_of_revision=5'));
+    for (const answer of answers) ok(answer);
+
+    const seen = [...answers.map((answer) => JSON.stringify(answer.body)), dumpEvents(ledger.dataDir)];
+    for (const text of seen) for (const secret of secretFragments) expect(text).not.toContain(secret);
+
+    const recorded = (await op.events()).find((event) => event.type === 'EnvelopeRecorded');
+    const kinds = recorded?.data.redactions.map((redaction: { kind: string }) => redaction.kind).sort();
+    expect(kinds).toEqual(expect.arrayContaining(['api_key', 'bearer_token', 'card_number', 'jwt', 'private_key']));
+    expect(recorded?.data.envelope.agent_message).toContain('[REDACTED:');
+    const verification = (await op.events()).find((event) => event.type === 'VerificationRecorded');
+    expect(verification?.data.redactions.map((redaction: { kind: string }) => redaction.kind)).toEqual(
+      expect.arrayContaining(['card_number', 'api_key']),
+    );
+    // The secret-free rows are really there: the check above read the rows this test wrote.
+    expect(readEventRows(ledger.dataDir).some((row) => row.event_id === id)).toBe(true);
+  });
+
+  test('GET /v1/schema/envelope serves a JSON Schema that accepts the seed envelopes and rejects broken ones', async () => {
+    const answer = await request(ledger.baseUrl, 'GET', '/v1/schema/envelope');
+    expect(answer.status).toBe(200);
+    expect(answer.contentType).toMatch(/^application\/schema\+json/);
+    const ajv = new Ajv2020({ strict: false, allErrors: true });
+    addFormats(ajv);
+    const validate = ajv.compile(answer.body);
+    const ref = 'run_81/step_4';
+    for (const envelope of [envelopes.success(ref), envelopes.invalidRecipient(ref), envelopes.outcomeUnknown(ref), envelopes.missingApproval(ref)]) {
+      expect({ envelope: envelope.ok ? 'success' : (envelope as { code: string }).code, valid: validate(envelope) }).toEqual(
+        expect.objectContaining({ valid: true }),
+      );
+    }
+    const broken = [
+      { ...envelopes.outcomeUnknown(ref), code: 'outcome unknown' },
+      { ...envelopes.outcomeUnknown(ref), commit_state: 'committed' },
+      { ...envelopes.invalidRecipient(ref), safe_details: { password: 'x' } },
+      { ...envelopes.success(ref), commit_state: 'unknown' },
+      { ok: false, code: 'X' },
+    ];
+    for (const envelope of broken) expect(validate(envelope)).toBe(false);
+  });
+});

@@ -1,0 +1,49 @@
+import { existsSync, readFileSync } from 'node:fs';
+import { dirname, join, relative, resolve } from 'node:path';
+
+const ROOT = resolve(__dirname, '../../..');
+const ENTRY = join(ROOT, 'src/client/index.ts');
+
+/** Packages a runtime may load through the client: Node's own modules, nothing else. */
+const allowedPackage = (specifier: string) => specifier.startsWith('node:');
+
+// Value imports and re-exports only: `import type` / `export type` are erased and load nothing.
+const IMPORT_PATTERN = /^\s*(?:import|export)\s+(?!type\b)(?:[^'";]*?\s+from\s+)?['"]([^'"]+)['"]/gm;
+
+function resolveLocal(from: string, specifier: string): string {
+  const base = resolve(dirname(from), specifier);
+  for (const candidate of [`${base}.ts`, join(base, 'index.ts')]) if (existsSync(candidate)) return candidate;
+  throw new Error(`cannot resolve ${specifier} from ${relative(ROOT, from)}`);
+}
+
+/** Every file and package the client loads at run time, following value imports from its entry. */
+function runtimeClosure(entry: string): { files: string[]; packages: Map<string, string> } {
+  const files = new Set<string>();
+  const packages = new Map<string, string>();
+  const visit = (file: string) => {
+    if (files.has(file)) return;
+    files.add(file);
+    const source = readFileSync(file, 'utf8');
+    for (const match of source.matchAll(IMPORT_PATTERN)) {
+      const specifier = match[1];
+      if (specifier.startsWith('.')) visit(resolveLocal(file, specifier));
+      else packages.set(specifier, relative(ROOT, file));
+    }
+  };
+  visit(entry);
+  return { files: [...files].map((file) => relative(ROOT, file)).sort(), packages };
+}
+
+describe('the client stands alone', () => {
+  const { files, packages } = runtimeClosure(ENTRY);
+
+  it('loads no package but Node built-ins: no NestJS, no server framework, no driver', () => {
+    const foreign = [...packages].filter(([specifier]) => !allowedPackage(specifier));
+    expect(foreign).toEqual([]);
+  });
+
+  it('reaches into the server only for the pure envelope rules and shared helpers', () => {
+    const outside = files.filter((file) => !file.startsWith('src/client/'));
+    expect(outside.every((file) => file.startsWith('src/domain/envelope/') || file.startsWith('src/shared/'))).toBe(true);
+  });
+});

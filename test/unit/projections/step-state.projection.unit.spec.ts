@@ -1,0 +1,122 @@
+import { stepStateProjection, type StepStateDoc } from '../../../projections/step-state.projection';
+import { docOf, foldProjection } from './support/fold-projection';
+import { envelopes, expectOk, LedgerScenario } from './support/ledger-scenario';
+import { redelivered } from './support/redelivery';
+
+const REF = 'run_81/step_4';
+const KEY = `acme:${REF}`;
+
+describe('step state projection', () => {
+  it('indexes a planned step with its tool, run, policy and directive', async () => {
+    const given = new LedgerScenario();
+    expectOk(await given.plan(REF, { tool: 'create_invoice', policy: { verification_tool: 'get_invoice_by_operation_ref', max_attempts: 4 } }));
+
+    const doc = docOf<StepStateDoc>(stepStateProjection, await given.log(), KEY);
+
+    expect(doc).toMatchObject({
+      tenant: 'acme',
+      operation_ref: REF,
+      status: 'planned',
+      run_id: 'run_81',
+      tool: 'create_invoice',
+      side_effect: 'write',
+      verification_tool: 'get_invoice_by_operation_ref',
+      attempts_used: 0,
+      current_attempt: 0,
+      attempts_remaining: 4,
+      next_action: 'dispatch',
+      since: '2026-03-01T09:00:00.000Z',
+      revision: 1,
+    });
+    expect(stepStateProjection.index?.(doc)).toEqual({
+      tenant: 'acme',
+      operation_ref: REF,
+      status: 'planned',
+      tool: 'create_invoice',
+      run_id: 'run_81',
+      since_ms: Date.parse('2026-03-01T09:00:00.000Z'),
+    });
+  });
+
+  it('follows transitions: since is when the current status began, attempts count granted dispatches only', async () => {
+    const given = new LedgerScenario();
+    await given.plan(REF);
+    given.clock.advance(1_000);
+    await given.dispatch(REF, 1);
+    given.clock.advance(2_000);
+    await given.envelope(REF, 1, envelopes.unknown(REF));
+    given.clock.advance(5_000);
+    // Refused (VERIFY_BEFORE_RETRY) and recorded as DispatchRefused: no attempt was granted.
+    expect(await given.dispatch(REF, 2)).toEqual({ ok: false, code: 'VERIFY_BEFORE_RETRY' });
+
+    const doc = docOf<StepStateDoc>(stepStateProjection, await given.log(), KEY);
+
+    expect(doc).toMatchObject({
+      status: 'verifying',
+      reason: 'OUTCOME_UNKNOWN',
+      since: '2026-03-01T09:00:03.000Z',
+      attempts_used: 1,
+      current_attempt: 1,
+      next_action: 'verify_operation',
+      updated_at: '2026-03-01T09:00:08.000Z',
+    });
+  });
+
+  it('keeps not_before while a retry is scheduled and drops it once the next attempt runs', async () => {
+    const given = new LedgerScenario();
+    await given.plan(REF);
+    await given.dispatch(REF, 1);
+    await given.envelope(REF, 1, envelopes.rateLimited(REF, '2026-03-01T09:01:00.000Z'));
+    const scheduled = docOf<StepStateDoc>(stepStateProjection, await given.log(), KEY);
+    expect(scheduled).toMatchObject({ status: 'retry_scheduled', not_before: '2026-03-01T09:01:00.000Z', next_action: 'wait_and_retry' });
+
+    given.clock.advance(60_000);
+    expectOk(await given.dispatch(REF, 2));
+    const dispatched = docOf<StepStateDoc>(stepStateProjection, await given.log(), KEY);
+    expect(dispatched.status).toBe('dispatched');
+    expect(dispatched.current_attempt).toBe(2);
+    expect(dispatched).not.toHaveProperty('not_before');
+  });
+
+  it('keeps operations of different tenants apart, even under the same operation_ref', async () => {
+    const given = new LedgerScenario();
+    await given.plan(REF, { tool: 'create_invoice' });
+    await given.plan(REF, { tool: 'send_email', tenant: 'globex' });
+
+    const { docs } = foldProjection(stepStateProjection, await given.log());
+
+    expect((docs.get(KEY) as StepStateDoc).tool).toBe('create_invoice');
+    expect((docs.get(`globex:${REF}`) as StepStateDoc).tool).toBe('send_email');
+  });
+
+  it('changes nothing when events are delivered again', async () => {
+    const given = new LedgerScenario();
+    await given.plan(REF);
+    await given.dispatch(REF, 1);
+    await given.envelope(REF, 1, envelopes.committed(REF, 'inv_1'));
+    await given.dispatch(REF, 2);
+    const log = await given.log();
+
+    const once = foldProjection(stepStateProjection, log).docs;
+    const again = foldProjection(stepStateProjection, redelivered(log)).docs;
+
+    expect(again).toEqual(once);
+    expect((once.get(KEY) as StepStateDoc).status).toBe('succeeded');
+  });
+
+  it('skips event types it does not know and data it cannot read, without throwing', async () => {
+    const given = new LedgerScenario();
+    await given.plan(REF);
+    const log = await given.log();
+    const last = log[log.length - 1];
+    const strange = [
+      { ...last, position: last.position + 1, revision: last.revision + 1, event_id: 'x1', type: 'SomethingNew', data: { anything: 1 } },
+      { ...last, position: last.position + 2, revision: last.revision + 2, event_id: 'x2', type: 'TransitionRecorded', data: null as never },
+    ];
+
+    const doc = docOf<StepStateDoc>(stepStateProjection, [...log, ...strange], KEY);
+
+    expect(doc.status).toBe('planned');
+    expect(doc.position).toBe(last.position + 2);
+  });
+});

@@ -1,0 +1,166 @@
+import { randomUUID } from 'node:crypto';
+import { DEFAULT_ENVELOPE_LIMITS } from '../../../../src/domain/envelope/envelope.types';
+import { DEFAULT_POLICY } from '../../../../src/domain/events';
+import { LedgerError } from '../../../../src/errors/ledger-error';
+import type { Clock } from '../../../../src/ledger/clock';
+import { LedgerService } from '../../../../src/ledger/ledger.service';
+import type { SubmitAnswer, SubmittedEvent } from '../../../../src/contract/ledger-api.types';
+import type { EventStore, StoredEvent } from '../../../../src/store/event-store.port';
+import { MemoryEventStore } from './memory-event-store';
+
+export class ManualClock implements Clock {
+  constructor(public ms = Date.parse('2026-03-01T09:00:00.000Z')) {}
+  now(): Date {
+    return new Date(this.ms);
+  }
+  advance(ms: number): void {
+    this.ms += ms;
+  }
+}
+
+export type SubmitOutcome = { ok: true; answer: SubmitAnswer } | { ok: false; code: string };
+
+/**
+ * Drives the real command path (LedgerService: fold, decide, append) with a manual clock, so the
+ * histories projections are tested on are exactly what the ledger writes, refusals included.
+ */
+export class LedgerScenario {
+  readonly ledger: LedgerService;
+
+  constructor(
+    readonly store: EventStore = new MemoryEventStore(),
+    readonly clock: ManualClock = new ManualClock(),
+    readonly tenant = 'acme',
+    readonly actor = 'key_runtime1',
+  ) {
+    this.ledger = new LedgerService(store, clock, {
+      envelopeLimits: DEFAULT_ENVELOPE_LIMITS,
+      defaultPolicy: DEFAULT_POLICY,
+      maxConflictRetries: 5,
+    });
+  }
+
+  async submit(ref: string, type: SubmittedEvent['type'], data: Record<string, unknown>, options: { tenant?: string; eventId?: string } = {}): Promise<SubmitOutcome> {
+    try {
+      const answer = await this.ledger.submit(
+        { tenant: options.tenant ?? this.tenant, actor: this.actor, operationRef: ref },
+        { events: [{ event_id: options.eventId ?? randomUUID(), type, data: data as SubmittedEvent['data'] }] },
+      );
+      return { ok: true, answer };
+    } catch (error) {
+      if (error instanceof LedgerError) return { ok: false, code: error.code };
+      throw error;
+    }
+  }
+
+  plan(ref: string, options: { run_id?: string; tool?: string; side_effect?: 'read' | 'write'; input_hash?: string; policy?: Record<string, unknown>; tenant?: string } = {}) {
+    const { tenant, ...rest } = options;
+    return this.submit(
+      ref,
+      'StepPlanned',
+      { run_id: 'run_81', tool: 'create_invoice', side_effect: 'write', input_hash: 'h1', ...rest },
+      { tenant },
+    );
+  }
+
+  dispatch(ref: string, attempt: number, inputHash = 'h1', tenant?: string) {
+    return this.submit(ref, 'AttemptDispatched', { attempt, input_hash: inputHash }, { tenant });
+  }
+
+  envelope(ref: string, attempt: number, envelope: Record<string, unknown>, tenant?: string) {
+    return this.submit(ref, 'EnvelopeRecorded', { attempt, envelope }, { tenant });
+  }
+
+  verify(ref: string, outcome: 'found_committed' | 'not_found' | 'lookup_unavailable', evidenceRef?: string, tenant?: string) {
+    return this.submit(
+      ref,
+      'VerificationRecorded',
+      { outcome, checked_at: this.clock.now().toISOString(), ...(evidenceRef ? { evidence_ref: evidenceRef } : {}) },
+      { tenant },
+    );
+  }
+
+  approve(ref: string, decision: 'granted' | 'denied', approver = 'alice') {
+    return this.submit(ref, 'ApprovalRecorded', { decision, approver });
+  }
+
+  async log(): Promise<StoredEvent[]> {
+    return this.store.readAll({ after: 0, limit: Number.MAX_SAFE_INTEGER });
+  }
+}
+
+/** The seed's envelopes, for `ref`. */
+export const envelopes = {
+  committed: (ref: string, evidenceRef?: string) => ({
+    ok: true,
+    operation_ref: ref,
+    commit_state: 'committed',
+    result: { id: evidenceRef ?? 'inv_1' },
+    verification: { checked_at: '2026-03-01T09:00:01.000Z', ...(evidenceRef ? { evidence_ref: evidenceRef } : {}) },
+  }),
+  unknown: (ref: string, verificationTool = 'get_invoice_by_operation_ref') => ({
+    ok: false,
+    code: 'OUTCOME_UNKNOWN',
+    category: 'dependency',
+    commit_state: 'unknown',
+    retry: { directive: 'never', max_attempts_remaining: 0 },
+    next_action: 'verify_operation',
+    operation_ref: ref,
+    safe_details: { verification_tool: verificationTool },
+    agent_message: 'The write may have completed. Verify operation_ref before any new write.',
+    user_message: 'The request is being checked before anything is sent again.',
+  }),
+  invalidInput: (ref: string, field = 'recipient_email') => ({
+    ok: false,
+    code: 'INVALID_RECIPIENT_ADDRESS',
+    category: 'validation',
+    commit_state: 'not_committed',
+    retry: { directive: 'after_input_fix', max_attempts_remaining: 1 },
+    next_action: 'correct_input',
+    operation_ref: ref,
+    safe_details: { field },
+    agent_message: 'recipient_email is invalid; request a corrected address.',
+    user_message: 'I need a valid recipient address before I can send this.',
+  }),
+  rateLimited: (ref: string, notBefore: string, remaining = 2) => ({
+    ok: false,
+    code: 'RATE_LIMITED',
+    category: 'dependency',
+    commit_state: 'not_committed',
+    retry: { directive: 'after_delay', not_before: notBefore, max_attempts_remaining: remaining },
+    next_action: 'wait_and_retry',
+    operation_ref: ref,
+    safe_details: {},
+    agent_message: 'Rate limited.',
+    user_message: 'Waiting before trying again.',
+  }),
+  needsApproval: (ref: string) => ({
+    ok: false,
+    code: 'MISSING_APPROVAL',
+    category: 'authorization',
+    commit_state: 'not_committed',
+    retry: { directive: 'never', max_attempts_remaining: 1 },
+    next_action: 'request_approval',
+    operation_ref: ref,
+    safe_details: {},
+    agent_message: 'Needs approval.',
+    user_message: 'Waiting for approval.',
+  }),
+  conflict: (ref: string) => ({
+    ok: false,
+    code: 'INVOICE_ALREADY_PAID',
+    category: 'conflict',
+    commit_state: 'not_committed',
+    retry: { directive: 'never', max_attempts_remaining: 0 },
+    next_action: 'escalate',
+    operation_ref: ref,
+    safe_details: {},
+    agent_message: 'The invoice is already paid.',
+    user_message: 'This needs a person.',
+  }),
+};
+
+export function expectOk(outcome: SubmitOutcome): SubmitAnswer {
+  if (!outcome.ok) throw new Error(`expected the submit to be accepted, got ${outcome.code}`);
+  return outcome.answer;
+}

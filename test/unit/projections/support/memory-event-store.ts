@@ -1,0 +1,105 @@
+import {
+  NO_STREAM,
+  RevisionConflictError,
+  type AppendResult,
+  type EventStore,
+  type NewEvent,
+  type ReadAllOptions,
+  type StoredEvent,
+  type SubscribeOptions,
+  type Subscription,
+  type SubscriptionHandlers,
+} from '../../../../src/store/event-store.port';
+
+/**
+ * An array-backed event store implementing the port, for tests that need no file. Positions can be
+ * given a stride so tests see gaps, as the port allows. Subscriptions deliver in batches of at most
+ * `batchSize`, like the real adapters.
+ */
+export class MemoryEventStore implements EventStore {
+  readonly events: StoredEvent[] = [];
+  private readonly listeners = new Set<() => void>();
+  private nextPosition: number;
+
+  constructor(private readonly options: { positionStride?: number; firstPosition?: number; batchSize?: number } = {}) {
+    this.nextPosition = options.firstPosition ?? 1;
+  }
+
+  async append(stream: string, expectedRevision: number, events: NewEvent[]): Promise<AppendResult> {
+    const existing = this.events.filter((event) => event.stream === stream);
+    const actual = existing.length === 0 ? NO_STREAM : existing[existing.length - 1].revision;
+    if (actual !== expectedRevision) throw new RevisionConflictError(stream, expectedRevision, actual);
+    let revision = expectedRevision;
+    let position = 0;
+    for (const event of events) {
+      revision += 1;
+      position = this.nextPosition;
+      this.nextPosition += this.options.positionStride ?? 1;
+      this.events.push({ ...structuredClone(event), stream, revision, position });
+    }
+    for (const listener of this.listeners) listener();
+    return { revision, position };
+  }
+
+  async readStream(stream: string): Promise<StoredEvent[]> {
+    return this.events.filter((event) => event.stream === stream).map((event) => structuredClone(event));
+  }
+
+  async readAll({ after, limit, streamPrefix }: ReadAllOptions): Promise<StoredEvent[]> {
+    return this.events
+      .filter((event) => event.position > after && (!streamPrefix || event.stream.startsWith(streamPrefix)))
+      .slice(0, limit)
+      .map((event) => structuredClone(event));
+  }
+
+  subscribe(options: SubscribeOptions, handlers: SubscriptionHandlers): Subscription {
+    let position = options.after;
+    let active = true;
+    let wake: (() => void) | undefined;
+    // An append that lands while the loop is reading must not be missed: remember it.
+    let appended = false;
+    const listener = () => {
+      appended = true;
+      wake?.();
+    };
+    this.listeners.add(listener);
+    const loop = (async () => {
+      while (active) {
+        appended = false;
+        const batch = await this.readAll({ after: position, limit: this.options.batchSize ?? 500, streamPrefix: options.streamPrefix });
+        if (batch.length === 0) {
+          if (!appended && active) await new Promise<void>((resolve) => (wake = resolve));
+          wake = undefined;
+          continue;
+        }
+        try {
+          await handlers.onEvents(batch);
+        } catch (error) {
+          if (active) handlers.onError?.(error as Error);
+          return;
+        }
+        position = batch[batch.length - 1].position;
+      }
+    })();
+    return {
+      close: async () => {
+        active = false;
+        this.listeners.delete(listener);
+        wake?.();
+        await loop;
+      },
+    };
+  }
+
+  async headPosition(): Promise<number> {
+    return this.events.length === 0 ? 0 : this.events[this.events.length - 1].position;
+  }
+
+  async health() {
+    return { ok: true };
+  }
+
+  async close(): Promise<void> {
+    for (const listener of this.listeners) listener();
+  }
+}
