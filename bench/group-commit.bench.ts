@@ -99,7 +99,8 @@ async function startServer(mode: Mode, dataDir: string): Promise<{ child: ChildP
 
 function stop(child: ChildProcess): Promise<void> {
   return new Promise((resolveExit) => {
-    if (child.exitCode !== null) return resolveExit();
+    // A child ended by a signal has exitCode null and signalCode set: both mean it is gone.
+    if (child.exitCode !== null || child.signalCode !== null) return resolveExit();
     child.once('exit', () => resolveExit());
     child.kill('SIGTERM');
   });

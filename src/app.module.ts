@@ -7,6 +7,11 @@ import { OperationsController } from './http/operations.controller';
 import { OperationsQueries } from './http/operations.queries';
 import { ProblemFilter } from './http/problem.filter';
 import { SchemaController } from './http/schema.controller';
+import { HealthModule } from './health/health.module';
+import { LoggingModule } from './logging/logging.module';
+import { ObservabilityModule } from './observability/observability.module';
+import { OpenApiModule } from './openapi/openapi.module';
+import { UiModule } from './ui/ui.module';
 
 export interface AppOptions extends LedgerModuleOptions {
   apiKeys?: ApiKeyEntry[];
@@ -17,7 +22,14 @@ export class AppModule {
   static register(options: AppOptions): DynamicModule {
     return {
       module: AppModule,
-      imports: [LedgerModule.register(options)],
+      imports: [
+        LedgerModule.register(options),
+        LoggingModule.register(options.config.logLevel),
+        ObservabilityModule,
+        HealthModule.register(),
+        OpenApiModule,
+        UiModule,
+      ],
       controllers: [OperationsController, SchemaController],
       providers: [
         OperationsQueries,

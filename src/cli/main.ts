@@ -2,14 +2,20 @@
 import 'reflect-metadata';
 import { Command, CommanderError, InvalidArgumentError, Option } from 'commander';
 import { CliError, EXIT } from './cli-errors';
-import { evidenceCommand } from './commands/evidence.command';
-import { exportCommand } from './commands/export.command';
-import { importCommand } from './commands/import.command';
-import { rebuildCommand, type ProgressMode } from './commands/projections-rebuild.command';
-import { replayCommand } from './commands/replay.command';
-import { tailCommand } from './commands/tail.command';
-import { verifyCommand } from './commands/verify.command';
+import type { ProgressMode } from './commands/projections-rebuild.command';
 import type { GlobalOptions } from './ledger-source';
+
+// Each command is loaded when it runs: `--help` and `replay` should not pay for the projection
+// engine and NestJS, which only `projections rebuild` needs.
+const commands = {
+  replay: () => import('./commands/replay.command'),
+  evidence: () => import('./commands/evidence.command'),
+  tail: () => import('./commands/tail.command'),
+  rebuild: () => import('./commands/projections-rebuild.command'),
+  export: () => import('./commands/export.command'),
+  import: () => import('./commands/import.command'),
+  verify: () => import('./commands/verify.command'),
+};
 
 function nonNegativeInteger(name: string) {
   return (raw: string): number => {
@@ -50,14 +56,14 @@ export function buildProgram(): Command {
     .argument('<ref>', 'the operation_ref, e.g. run_81/step_4')
     .addOption(new Option('--as-of <revision>', 'stop at this revision (the state as it stood then)').argParser(nonNegativeInteger('--as-of')))
     .option('--json', 'machine-readable output')
-    .action(async (ref: string, options: { asOf?: number; json?: boolean }, command: Command) => replayCommand(globals(command), ref, options));
+    .action(async (ref: string, options: { asOf?: number; json?: boolean }, command: Command) => (await commands.replay()).replayCommand(globals(command), ref, options));
 
   program
     .command('evidence')
     .description("print an operation's evidence trail and verdict: what was tried, what came back, how the outcome is proven")
     .argument('<ref>', 'the operation_ref')
     .option('--json', 'machine-readable output')
-    .action(async (ref: string, options: { json?: boolean }, command: Command) => evidenceCommand(globals(command), ref, options));
+    .action(async (ref: string, options: { json?: boolean }, command: Command) => (await commands.evidence()).evidenceCommand(globals(command), ref, options));
 
   program
     .command('tail')
@@ -65,7 +71,7 @@ export function buildProgram(): Command {
     .addOption(new Option('--from <position>', 'start after this global position (0: from the beginning); default: now').argParser(nonNegativeInteger('--from')))
     .option('--no-follow', 'print what is there and exit')
     .option('--json', 'one NDJSON event a line, as export writes them')
-    .action(async (options: { from?: number; follow: boolean; json?: boolean }, command: Command) => tailCommand(globals(command), options));
+    .action(async (options: { from?: number; follow: boolean; json?: boolean }, command: Command) => (await commands.tail()).tailCommand(globals(command), options));
 
   const projections = program.command('projections').description('manage the read models');
   projections
@@ -74,28 +80,28 @@ export function buildProgram(): Command {
     .argument('[name]', 'one projection (step_state, evidence_trail, run_summary, trust_metrics); default: all')
     .addOption(new Option('--progress <mode>', 'progress bar on stderr').choices(['auto', 'always', 'never']).default('auto'))
     .action(async (name: string | undefined, options: { progress: ProgressMode }, command: Command) => {
-      await rebuildCommand(globals(command), name, options);
+      await (await commands.rebuild()).rebuildCommand(globals(command), name, options);
     });
 
   program
     .command('export')
     .description('write the log as NDJSON, every event with its hash chain')
     .option('-o, --out <file>', 'write to a file instead of stdout')
-    .action(async (options: { out?: string }, command: Command) => exportCommand(globals(command), options));
+    .action(async (options: { out?: string }, command: Command) => (await commands.export()).exportCommand(globals(command), options));
 
   program
     .command('import')
     .description('load an export into an empty store (running it again is a no-op); checks counts and hash chains')
     .argument('<file>', 'an export file, or - for stdin')
     .action(async (file: string, _options: unknown, command: Command) => {
-      await importCommand(globals(command), file);
+      await (await commands.import()).importCommand(globals(command), file);
     });
 
   program
     .command('verify')
     .description("recompute every stream's hash chain; name the first event that does not match and exit 1")
     .option('--json', 'machine-readable output')
-    .action(async (options: { json?: boolean }, command: Command) => verifyCommand(globals(command), options));
+    .action(async (options: { json?: boolean }, command: Command) => (await commands.verify()).verifyCommand(globals(command), options));
 
   return program;
 }

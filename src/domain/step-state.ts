@@ -105,6 +105,9 @@ export function evolve(state: StepState, event: RecordedEvent): StepState {
         current_input_hash: event.data.input_hash,
         dispatched_at: event.recorded_at,
         not_before: undefined,
+        // The attempt the envelope allowed is used up by this dispatch (the lower bound applies).
+        envelope_attempts_remaining:
+          state.envelope_attempts_remaining === undefined ? undefined : Math.max(0, state.envelope_attempts_remaining - 1),
         approval: state.approval === 'granted' ? 'not_requested' : state.approval,
       };
     case 'EnvelopeRecorded': {

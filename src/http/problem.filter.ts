@@ -14,6 +14,7 @@ const FASTIFY_CODES: Record<string, ErrorCode> = {
   FST_ERR_CTP_EMPTY_JSON_BODY: 'BAD_REQUEST',
   FST_ERR_CTP_INVALID_JSON_BODY: 'BAD_REQUEST',
   FST_ERR_BAD_URL: 'BAD_REQUEST',
+  FST_ERR_MAX_PARAM_LENGTH: 'BAD_REQUEST',
 };
 
 const STATUS_CODES: Record<number, ErrorCode> = {
@@ -36,12 +37,17 @@ export function toLedgerError(error: unknown): LedgerError {
       retryAfterSeconds: error.retryAfterSeconds,
     });
   }
-  const fastifyCode = (error as { code?: unknown })?.code;
+  // Nest's Fastify adapter wraps Fastify's own errors in an HttpException: the code is on the cause.
+  const fastifyCode = (error as { code?: unknown })?.code ?? (error as { cause?: { code?: unknown } })?.cause?.code;
   if (typeof fastifyCode === 'string' && FASTIFY_CODES[fastifyCode]) {
     const code = FASTIFY_CODES[fastifyCode];
-    return new LedgerError(code, code === 'PAYLOAD_TOO_LARGE' ? 'the request body is over the limit' : 'the request body is not valid JSON', {
-      field: 'body',
-    });
+    if (code === 'PAYLOAD_TOO_LARGE') return new LedgerError(code, 'the request body is over the limit', { field: 'body' });
+    if (code === 'UNSUPPORTED_MEDIA_TYPE') return new LedgerError(code, 'send the body as application/json', { field: 'content-type' });
+    if (fastifyCode === 'FST_ERR_BAD_URL') return new LedgerError(code, 'the path is not valid percent-encoding', { field: 'path' });
+    if (fastifyCode === 'FST_ERR_MAX_PARAM_LENGTH') {
+      return new LedgerError(code, 'operation_ref must be 1 to 200 printable characters', { field: 'operation_ref' });
+    }
+    return new LedgerError(code, 'the request body is not valid JSON', { field: 'body' });
   }
   if (error instanceof SyntaxError || (error as { statusCode?: number })?.statusCode === 400) {
     return new LedgerError('BAD_REQUEST', 'the request body is not valid JSON', { field: 'body' });
@@ -51,6 +57,8 @@ export function toLedgerError(error: unknown): LedgerError {
     const code = STATUS_CODES[status];
     if (code === 'RATE_LIMITED') return new LedgerError(code, 'too many requests for this key', { retryAfterSeconds: 60 });
     if (code === 'NOT_FOUND') return new LedgerError(code, 'no such route');
+    // A 400 that is not ours comes from parsing the body (forbidden prototype keys, broken JSON).
+    if (code === 'BAD_REQUEST') return new LedgerError(code, 'the request body is not acceptable JSON', { field: 'body' });
     if (code) return new LedgerError(code, ERROR_REGISTRY[code].title);
   }
   const status = (error as { statusCode?: unknown })?.statusCode;

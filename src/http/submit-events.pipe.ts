@@ -5,6 +5,23 @@ import type { SubmitRequest } from '../contract/ledger-api.types';
 import { FACT_DATA_DTOS, SubmitEventsDto } from './dto/submit-events.dto';
 import { ledgerValidationPipe, validatePlain } from './validation';
 
+/**
+ * class-transformer skips keys named like Object.prototype members (`toString`, `valueOf`, …), so
+ * the whitelist never sees them: refuse them here, everywhere but in the free-form parts (the
+ * envelope, checked field by field against its own list, and a verification's `result`).
+ */
+function refuseInheritedNames(value: unknown, path: string): void {
+  if (value === null || typeof value !== 'object') return;
+  if (path.endsWith('.envelope') || path.endsWith('.result')) return;
+  for (const [key, member] of Object.entries(value)) {
+    const at = Array.isArray(value) ? `${path}[${key}]` : path ? `${path}.${key}` : key;
+    if (!Array.isArray(value) && (key in Object.prototype || key === 'prototype')) {
+      throw new LedgerError('BAD_REQUEST', `${at} should not exist`, { field: at });
+    }
+    refuseInheritedNames(member, at);
+  }
+}
+
 /** The submit body: its outer shape, then each event's data by its type, each error naming the field. */
 @Injectable()
 export class SubmitEventsPipe implements PipeTransform<unknown, Promise<SubmitRequest>> {
@@ -16,6 +33,7 @@ export class SubmitEventsPipe implements PipeTransform<unknown, Promise<SubmitRe
     if (body === null || typeof body !== 'object' || Array.isArray(body)) {
       throw new LedgerError('BAD_REQUEST', 'the body must be a JSON object', { field: 'body' });
     }
+    refuseInheritedNames(body, '');
     const checked = (await this.outer.transform(body, { type: 'body', metatype: SubmitEventsDto })) as SubmitEventsDto;
     if (checked.events.length > this.config.maxEventsPerSubmit) {
       throw new LedgerError('BAD_REQUEST', `at most ${this.config.maxEventsPerSubmit} events per submit`, { field: 'events' });

@@ -1,5 +1,8 @@
 import { Inject, Module, type DynamicModule, type OnApplicationShutdown } from '@nestjs/common';
+import type { Registry } from 'prom-client';
 import { CONFIG, type LedgerConfig } from '../config/ledger-config';
+import { createLedgerMetrics, LEDGER_METRICS, type LedgerMetrics } from '../logging/ledger-metrics';
+import { METRICS_REGISTRY } from '../observability/metrics';
 import { EVENT_STORE, type EventStore } from '../store/event-store.port';
 import { openEventStore } from '../store/store.factory';
 import { CLOCK, systemClock, type Clock } from './clock';
@@ -30,18 +33,29 @@ export class LedgerModule {
       providers: [
         { provide: CONFIG, useValue: options.config },
         { provide: CLOCK, useValue: options.clock ?? systemClock },
+        // Optional: without the observability module (a module test) the hooks count nothing.
+        { provide: LEDGER_METRICS, inject: [{ token: METRICS_REGISTRY, optional: true }], useFactory: (registry?: Registry) => createLedgerMetrics(registry) },
         options.store
           ? { provide: EVENT_STORE, useValue: options.store }
-          : { provide: EVENT_STORE, useFactory: () => openEventStore(options.config) },
+          : {
+              provide: EVENT_STORE,
+              inject: [LEDGER_METRICS],
+              useFactory: (metrics: LedgerMetrics) => openEventStore(options.config, metrics.storeHooks),
+            },
         {
           provide: LedgerService,
-          inject: [EVENT_STORE, CLOCK, CONFIG],
-          useFactory: (store: EventStore, clock: Clock, config: LedgerConfig) =>
-            new LedgerService(store, clock, {
-              envelopeLimits: config.envelopeLimits,
-              defaultPolicy: config.defaultPolicy,
-              maxConflictRetries: config.maxConflictRetries,
-            }),
+          inject: [EVENT_STORE, CLOCK, CONFIG, LEDGER_METRICS],
+          useFactory: (store: EventStore, clock: Clock, config: LedgerConfig, metrics: LedgerMetrics) =>
+            new LedgerService(
+              store,
+              clock,
+              {
+                envelopeLimits: config.envelopeLimits,
+                defaultPolicy: config.defaultPolicy,
+                maxConflictRetries: config.maxConflictRetries,
+              },
+              metrics.observer,
+            ),
         },
         StoreLifecycle,
       ],

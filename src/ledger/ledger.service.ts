@@ -151,6 +151,9 @@ export class LedgerService {
     let state = snapshot.state;
     const toAppend: NewEvent[] = [];
     let replayed = false;
+    // Facts the decision took as already recorded (a plan repeated with the same definition under a
+    // new id): nothing of them is appended, so their result must not say `appended`.
+    const alreadyRecorded = new Set<string>();
     for (const submitted of fresh) {
       const index = request.events.indexOf(submitted);
       const fact = prepareFact(submitted, state, context.operationRef, this.settings, `events[${index}]`);
@@ -168,13 +171,14 @@ export class LedgerService {
         throw this.refusal(decision, context, state, snapshot.revision);
       }
       if (decision.kind === 'replayed') replayed = true;
+      if (decision.events.length === 0) alreadyRecorded.add(submitted.event_id);
       const newEvents = this.toNewEvents(decision.events, submitted, context, now);
       for (const event of newEvents) state = evolve(state, toRecorded(event));
       toAppend.push(...newEvents);
     }
     const results: SubmitResult[] = request.events.map((event) => ({
       event_id: event.event_id,
-      status: byId.has(event.event_id) ? 'duplicate' : 'appended',
+      status: byId.has(event.event_id) || alreadyRecorded.has(event.event_id) ? 'duplicate' : 'appended',
     }));
     if (toAppend.length === 0) {
       // Every fact was an idempotent no-op (a plan repeated with the same definition).

@@ -1,12 +1,14 @@
-import { Module, type DynamicModule } from '@nestjs/common';
+import { Module, RequestMethod, type DynamicModule } from '@nestjs/common';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { LoggerModule } from 'nestjs-pino';
 import pino from 'pino';
 import type { Options } from 'pino-http';
-import { requestIdOf, traceFieldsOf } from './request-context';
+import { traceFieldsOf } from './request-context';
+
+const pathOf = (req: IncomingMessage) => ((req as IncomingMessage & { originalUrl?: string }).originalUrl ?? req.url ?? '').split('?')[0];
 
 /** Probes and scrapes every few seconds would drown the requests people read logs for. */
-const QUIET_PATHS = [/^\/health\//, /^\/metrics(\?|$)/];
+const QUIET_PATHS = [/^\/health\//, /^\/metrics$/];
 
 export function httpLogOptions(level: string): Options<IncomingMessage, ServerResponse> {
   return {
@@ -15,11 +17,6 @@ export function httpLogOptions(level: string): Options<IncomingMessage, ServerRe
     timestamp: pino.stdTimeFunctions.isoTime,
     formatters: { level: (label) => ({ level: label }) },
     messageKey: 'msg',
-    genReqId: (req, res) => {
-      const id = requestIdOf(req.headers['x-request-id']);
-      res.setHeader('x-request-id', id);
-      return id;
-    },
     // Every line of a request carries its trace, so a log search by trace id finds the submit
     // whose traceparent the ledger recorded in the event metadata.
     customProps: (req) => traceFieldsOf(req.headers.traceparent) ?? {},
@@ -33,16 +30,20 @@ export function httpLogOptions(level: string): Options<IncomingMessage, ServerRe
       }),
       res: (res: { statusCode: number }) => ({ status_code: res.statusCode }),
     },
-    autoLogging: { ignore: (req) => QUIET_PATHS.some((pattern) => pattern.test(req.url ?? '')) },
+    // originalUrl: the middleware adapter may have cut the matched path off `url` by now.
+    autoLogging: {
+      ignore: (req) => QUIET_PATHS.some((pattern) => pattern.test(pathOf(req))),
+    },
     customLogLevel: (_req, res, error) => (error || res.statusCode >= 500 ? 'error' : res.statusCode === 401 || res.statusCode === 403 || res.statusCode === 429 ? 'warn' : 'info'),
-    customSuccessMessage: (req, res, responseTime) => `${req.method} ${req.url} ${res.statusCode} in ${Math.round(responseTime)} ms`,
-    customErrorMessage: (req, res) => `${req.method} ${req.url} ${res.statusCode} failed`,
+    customSuccessMessage: (req, res, responseTime) => `${req.method} ${pathOf(req)} ${res.statusCode} in ${Math.round(responseTime)} ms`,
+    customErrorMessage: (req, res) => `${req.method} ${pathOf(req)} ${res.statusCode} failed`,
   };
 }
 
 /**
- * JSON logs (nestjs-pino), one line a record on stdout, with the request id (X-Request-Id, echoed
- * on the response) and the W3C trace id on every line a request writes. Written synchronously:
+ * JSON logs (nestjs-pino), one line a record on stdout, with the request id (Fastify's, made from
+ * X-Request-Id by requestIdOptions and echoed on the response) and the W3C trace id on every line
+ * a request writes. Written synchronously:
  * on SIGTERM the process ends right after shutdown, and a buffered line would be lost.
  */
 @Module({})
@@ -53,6 +54,9 @@ export class LoggingModule {
       imports: [
         LoggerModule.forRoot({
           pinoHttp: [httpLogOptions(level), pino.destination({ dest: 1, sync: true })],
+          // Spelled out: the library's default pattern matches no request under the Fastify adapter
+          // of NestJS 12, which left every request unlogged.
+          forRoutes: [{ path: '/{*path}', method: RequestMethod.ALL }],
         }),
       ],
     };

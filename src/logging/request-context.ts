@@ -1,4 +1,6 @@
+import type { NestFastifyApplication } from '@nestjs/platform-fastify';
 import { randomUUID } from 'node:crypto';
+import type { IncomingHttpHeaders } from 'node:http';
 
 /** An inbound X-Request-Id is kept when it is a plain token, so a proxy's id follows the request. */
 const REQUEST_ID_PATTERN = /^[A-Za-z0-9._:-]{1,128}$/;
@@ -21,4 +23,24 @@ export function traceFieldsOf(header: string | string[] | undefined): TraceField
   const match = value === undefined ? null : TRACEPARENT_PATTERN.exec(value);
   if (!match || match[1] === 'ff' || /^0+$/.test(match[2]) || /^0+$/.test(match[3])) return undefined;
   return { trace_id: match[2], span_id: match[3] };
+}
+
+/**
+ * Fastify owns the request id (the logger middleware takes the one Fastify put on the request), so
+ * it is made here, at the adapter, from a well-formed inbound X-Request-Id or a fresh UUID.
+ */
+export const requestIdOptions = {
+  requestIdHeader: false as const,
+  genReqId: (req: { headers: IncomingHttpHeaders }) => requestIdOf(req.headers['x-request-id']),
+};
+
+/** Every answer names its request id, so a caller can quote it when asking what happened. */
+export function installRequestIdEcho(app: NestFastifyApplication): void {
+  app
+    .getHttpAdapter()
+    .getInstance()
+    .addHook('onRequest', (request, reply, done) => {
+      reply.header('x-request-id', request.id);
+      done();
+    });
 }

@@ -6,8 +6,10 @@
 import { writeFileSync } from 'node:fs';
 import { resolve } from 'node:path';
 import { envelopeJsonSchema } from '../domain/envelope/envelope.schema';
+import { generateOpenApiDocument } from '../openapi/openapi-artifact';
 
 export const ENVELOPE_SCHEMA_FILE = resolve(__dirname, '../../../schema/envelope.schema.json');
+export const OPENAPI_FILE = resolve(__dirname, '../../../openapi.json');
 
 export function renderJson(value: unknown): string {
   return `${JSON.stringify(value, null, 2)}\n`;
@@ -16,4 +18,8 @@ export function renderJson(value: unknown): string {
 if (require.main === module) {
   writeFileSync(ENVELOPE_SCHEMA_FILE, renderJson(envelopeJsonSchema()));
   process.stdout.write(`wrote ${ENVELOPE_SCHEMA_FILE}\n`);
+  void generateOpenApiDocument().then((document) => {
+    writeFileSync(OPENAPI_FILE, renderJson(document));
+    process.stdout.write(`wrote ${OPENAPI_FILE}\n`);
+  });
 }

@@ -16,10 +16,12 @@ import {
   checkRebuild,
   checkServedState,
   checkTrustMetrics,
+  checkTrustReadModel,
   emptyReport,
   figures,
   readRawLog,
   readRecords,
+  rebuildProjections,
   type CheckReport,
   type Figures,
 } from './checker';
@@ -67,6 +69,16 @@ export interface CampaignResult {
 
 const sleep = (ms: number) => new Promise<void>((resolveSleep) => setTimeout(resolveSleep, ms));
 
+/** The promise's value, or undefined once `ms` have passed; the timer never outlives the race. */
+async function within<T>(promise: Promise<T>, ms: number): Promise<T | undefined> {
+  let timer: NodeJS.Timeout | undefined;
+  try {
+    return await Promise.race([promise, new Promise<undefined>((resolveLate) => (timer = setTimeout(() => resolveLate(undefined), ms)))]);
+  } finally {
+    clearTimeout(timer);
+  }
+}
+
 function serviceEnv(): Record<string, string> {
   return {
     LOG_LEVEL: 'error',
@@ -77,6 +89,8 @@ function serviceEnv(): Record<string, string> {
 
 interface RunningClient {
   child: ChildProcess;
+  /** The client has loaded and is about to send its first request. */
+  ready: Promise<void>;
   done: Promise<ClientStats | undefined>;
 }
 
@@ -86,14 +100,20 @@ function startClient(config: ClientConfig): RunningClient {
     env: { ...process.env, CHAOS_CLIENT_CONFIG: JSON.stringify(config) },
     stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
   });
+  let markReady: () => void = () => undefined;
+  const ready = new Promise<void>((resolveReady) => (markReady = resolveReady));
   const done = new Promise<ClientStats | undefined>((resolveDone) => {
     let stats: ClientStats | undefined;
     child.on('message', (message: ChildMessage) => {
+      if (message.type === 'ready') markReady();
       if (message.type === 'done') stats = message.stats;
     });
-    child.once('exit', () => resolveDone(stats));
+    child.once('exit', () => {
+      markReady();
+      resolveDone(stats);
+    });
   });
-  return { child, done };
+  return { child, ready, done };
 }
 
 /** The highest checkpoint in the live read model, or undefined while there is none to read. */
@@ -160,18 +180,22 @@ export async function runCampaign(options: CampaignOptions): Promise<CampaignRes
     );
   }
 
+  // The first kill should land under load, not while the clients are still loading their code.
+  await within(Promise.all(clients.map((client) => client.ready)), 20_000);
   const cycles: KillCycle[] = [];
   const loadDeadline = started + options.seconds * 1000;
   try {
     for (let cycle = 0; cycle < options.cycles && Date.now() < loadDeadline; cycle++) {
-      const kind: KillKind = random.chance(0.4) ? 'after_projection_batch' : 'random';
+      const aimAtBatch = random.chance(0.4);
       const loadMs = random.int(300, 2_500);
       const cycleStart = Date.now();
       await sleep(loadMs);
-      if (kind === 'after_projection_batch') {
-        // Kill within a few milliseconds of the engine committing a batch: the next one is being
-        // read or applied, so the restart must resume from the checkpoint without a gap or a repeat.
-        await untilCheckpointMoves(readModelFile, projectionCheckpoint(readModelFile), 2_000);
+      let kind: KillKind = 'random';
+      // Kill within a few milliseconds of the engine committing a batch: the next one is being read
+      // or applied, so the restart must resume from the checkpoint without a gap or a repeat. Only
+      // counted as such when the checkpoint was seen to move (a build without the engine has none).
+      if (aimAtBatch && existsSync(readModelFile) && (await untilCheckpointMoves(readModelFile, projectionCheckpoint(readModelFile), 2_000))) {
+        kind = 'after_projection_batch';
       }
       await ledger.kill();
       const events = eventCount(eventsFile);
@@ -183,10 +207,7 @@ export async function runCampaign(options: CampaignOptions): Promise<CampaignRes
     }
     // The load ends with the service up: every client finishes its operations and reports.
     for (const client of clients) client.child.send({ type: 'stop' } satisfies ParentMessage);
-    const stats = await Promise.race([
-      Promise.all(clients.map((client) => client.done)),
-      sleep(60_000).then(() => undefined),
-    ]);
+    const stats = await within(Promise.all(clients.map((client) => client.done)), 60_000);
     if (!stats) throw new Error('load clients did not finish within 60 s of being asked to stop');
 
     const records = readRecords(recordFiles);
@@ -198,7 +219,13 @@ export async function runCampaign(options: CampaignOptions): Promise<CampaignRes
     await checkTrustMetrics(ledger.baseUrl, eventsFile, report);
     // Stopped (gracefully) so the live read model is at rest when it is compared with a rebuild.
     await ledger.stop();
-    await checkRebuild(eventsFile, readModelFile, report);
+    const rebuilt = await rebuildProjections(eventsFile);
+    try {
+      checkRebuild(rebuilt.file, readModelFile, report);
+      checkTrustReadModel(rebuilt.file, eventsFile, report);
+    } finally {
+      rebuilt.dispose();
+    }
     return {
       seed,
       dataDir,

@@ -16,6 +16,7 @@ import { fold } from '../../src/domain/decider';
 import { stateView, toRecorded } from '../../src/ledger/ledger.service';
 import { ProjectionEngine } from '../../src/projection-engine/projection-engine';
 import { SqliteReadModel } from '../../src/projection-engine/sqlite-read-model.store';
+import { trustReport, type TrustMetricsDoc } from '../../projections/trust-metrics.projection';
 import { canonicalJson } from '../../src/shared/canonical-json';
 import type { StoredEvent } from '../../src/store/event-store.port';
 import { verifyChain } from '../../src/store/hash-chain';
@@ -49,6 +50,7 @@ export type CheckName =
   | 'tool_writes'
   | 'served_state_equals_fold'
   | 'trust_metrics_equal_count'
+  | 'trust_read_model_equals_count'
   | 'rebuild_equals_live';
 
 export interface CheckOutcome {
@@ -88,6 +90,7 @@ export function emptyReport(): CheckReport {
     tool_writes: outcome(),
     served_state_equals_fold: outcome(),
     trust_metrics_equal_count: outcome(),
+    trust_read_model_equals_count: outcome(),
     rebuild_equals_live: outcome(),
   };
 }
@@ -361,27 +364,36 @@ export async function checkTrustMetrics(baseUrl: string, eventsFile: string, rep
   }
 }
 
-/**
- * Rebuilds every projection from zero into a fresh read model and compares it, table by table and
- * row by row, with the live one the service left behind. The service must be stopped (its read
- * model is then at rest) and must have caught up with the log before it stopped.
- */
-export async function checkRebuild(eventsFile: string, liveReadModelFile: string, report: CheckReport): Promise<void> {
-  const outcome = report.rebuild_equals_live;
-  if (!existsSync(liveReadModelFile)) {
-    outcome.notRun = `no live read model at ${liveReadModelFile}: the service runs no projection engine`;
-    return;
-  }
+/** A read model built from zero by the projection engine over the log, in a temporary directory. */
+export interface RebuiltReadModel {
+  file: string;
+  dispose(): void;
+}
+
+export async function rebuildProjections(eventsFile: string): Promise<RebuiltReadModel> {
   const dir = mkdtempSync(join(tmpdir(), 'ledger-chaos-rebuild-'));
-  const rebuiltFile = join(dir, 'read-models.sqlite');
+  const file = join(dir, 'read-models.sqlite');
   const store = SqliteEventStore.open({ file: eventsFile });
-  const readModel = SqliteReadModel.open({ file: rebuiltFile });
+  const readModel = SqliteReadModel.open({ file });
   try {
     const engine = new ProjectionEngine({ store, readModel, projections: LEDGER_PROJECTIONS, restartDelayMs: null });
     await engine.rebuild();
   } finally {
     readModel.close();
     await store.close();
+  }
+  return { file, dispose: () => rmSync(dir, { recursive: true, force: true }) };
+}
+
+/**
+ * The rebuilt read model against the live one the service left behind, table by table and row by
+ * row. The service must be stopped (its read model at rest) after it caught up with the log.
+ */
+export function checkRebuild(rebuiltFile: string, liveReadModelFile: string, report: CheckReport): void {
+  const outcome = report.rebuild_equals_live;
+  if (!existsSync(liveReadModelFile)) {
+    outcome.notRun = `no live read model at ${liveReadModelFile}: the service runs no projection engine`;
+    return;
   }
   const live = new Database(liveReadModelFile, { readonly: true, fileMustExist: true });
   const rebuilt = new Database(rebuiltFile, { readonly: true, fileMustExist: true });
@@ -397,12 +409,10 @@ export async function checkRebuild(eventsFile: string, liveReadModelFile: string
     }
     for (const table of rebuiltTables.filter((name) => liveTables.includes(name))) {
       const rows = (db: Database.Database) => db.prepare(`SELECT * FROM "${table}" ORDER BY 1`).all() as Record<string, unknown>[];
-      const liveRows = rows(live);
-      const rebuiltRows = rows(rebuilt);
-      outcome.checked += rebuiltRows.length;
       const byKey = (list: Record<string, unknown>[]) => new Map(list.map((row) => [String(Object.values(row)[0]), JSON.stringify(row)]));
-      const liveByKey = byKey(liveRows);
-      const rebuiltByKey = byKey(rebuiltRows);
+      const liveByKey = byKey(rows(live));
+      const rebuiltByKey = byKey(rows(rebuilt));
+      outcome.checked += rebuiltByKey.size;
       for (const [key, row] of rebuiltByKey) {
         const other = liveByKey.get(key);
         if (other === undefined) outcome.failures.push(`${table} ${key}: in the rebuild only`);
@@ -413,7 +423,33 @@ export async function checkRebuild(eventsFile: string, liveReadModelFile: string
   } finally {
     live.close();
     rebuilt.close();
-    rmSync(dir, { recursive: true, force: true });
+  }
+}
+
+/**
+ * The trust projection's documents in a read model (summed by the projection's own report
+ * function, as the endpoint does) against the SQL count: the fold itself is held to the count
+ * even where no service serves it.
+ */
+export function checkTrustReadModel(readModelFile: string, eventsFile: string, report: CheckReport, tenant = 'default'): void {
+  const outcome = report.trust_read_model_equals_count;
+  const readModel = new Database(readModelFile, { readonly: true, fileMustExist: true });
+  const db = openLog(eventsFile);
+  try {
+    const docs = (readModel.prepare('SELECT doc FROM rm_trust_metrics WHERE tenant = ? ORDER BY key').all(tenant) as { doc: string }[]).map(
+      (row) => JSON.parse(row.doc) as TrustMetricsDoc,
+    );
+    const counted = countTrust(db, tenant);
+    outcome.checked += 1;
+    outcome.failures.push(...compareTrust('overall', { ...trustReport(docs) }, counted.overall));
+    for (const [tool, count] of Object.entries(counted.tools)) {
+      outcome.checked += 1;
+      const doc = docs.filter((candidate) => candidate.tool === tool);
+      outcome.failures.push(...compareTrust(tool, doc.length === 1 ? { ...trustReport(doc) } : undefined, count));
+    }
+  } finally {
+    readModel.close();
+    db.close();
   }
 }
 

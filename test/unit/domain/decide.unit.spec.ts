@@ -200,6 +200,16 @@ describe('decide: bounds', () => {
     expect(attemptsRemaining(stateOf(scenario))).toBe(3);
   });
 
+  it("uses up the envelope's allowance with the dispatch it allowed", () => {
+    const scenario = inFlight({ policy: { max_attempts: 5, consistency_window_ms: 0 } });
+    scenario.submit(envelope(1, invalidRecipient(1)));
+    scenario.when(dispatched(2, 'sha256:input-2')).thenMovesTo('dispatched');
+    expect(stateOf(scenario).directive.attempts_remaining).toBe(0);
+    // The corrected attempt's envelope is lost; a verified not_found may not open a third attempt.
+    scenario.when(verified('not_found')).thenMovesTo('escalated');
+    scenario.when(dispatched(3, 'sha256:input-3')).thenRefuses('ATTEMPTS_EXHAUSTED');
+  });
+
   it('escalates when the policy bound is spent, whatever the envelope says', () => {
     const scenario = inFlight({ policy: { max_attempts: 2, max_consecutive_dependency_failures: 10 } });
     scenario.submit(envelope(1, rateLimited(at(1), 10)));

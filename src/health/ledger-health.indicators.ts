@@ -1,0 +1,71 @@
+import { Inject, Injectable } from '@nestjs/common';
+import { ModuleRef } from '@nestjs/core';
+import { HealthIndicatorService, type HealthIndicatorResult } from '@nestjs/terminus';
+import type { ProjectionEngine } from '../projection-engine/projection-engine';
+import { PROJECTION_ENGINE } from '../projection-engine/projections.module';
+import { EVENT_STORE, type EventStore, type StoreHealth } from '../store/event-store.port';
+import { HEALTH_SETTINGS, type HealthSettings } from './health-settings';
+
+function within<T>(promise: Promise<T>, ms: number, onTimeout: () => T): Promise<T> {
+  let timer: NodeJS.Timeout | undefined;
+  const timeout = new Promise<T>((resolve) => {
+    timer = setTimeout(() => resolve(onTimeout()), ms);
+  });
+  return Promise.race([promise, timeout]).finally(() => clearTimeout(timer));
+}
+
+/** What readiness checks: the ledger can take a write (store) and answer reads that are fresh enough (projections). */
+@Injectable()
+export class LedgerHealthIndicators {
+  private engine: ProjectionEngine | null | undefined;
+
+  constructor(
+    @Inject(HealthIndicatorService) private readonly indicators: HealthIndicatorService,
+    @Inject(EVENT_STORE) private readonly store: EventStore,
+    @Inject(ModuleRef) private readonly moduleRef: ModuleRef,
+    @Inject(HEALTH_SETTINGS) private readonly settings: HealthSettings,
+  ) {}
+
+  async storeReachable(): Promise<HealthIndicatorResult<'store'>> {
+    const session = this.indicators.check('store');
+    const health = await within<StoreHealth>(
+      this.store.health().catch((error: Error) => ({ ok: false, detail: error.message })),
+      this.settings.checkTimeoutMs,
+      () => ({ ok: false, detail: `no answer within ${this.settings.checkTimeoutMs} ms` }),
+    );
+    return health.ok ? session.up() : session.down({ message: health.detail ?? 'unreachable' });
+  }
+
+  async projectionsFresh(): Promise<HealthIndicatorResult<'projections'>> {
+    const session = this.indicators.check('projections');
+    const engine = this.projectionEngine();
+    // An application built without the projection engine serves no projection reads to be stale.
+    if (!engine) return session.up({ engine: 'not running in this process' });
+    const { state, error } = engine.status();
+    if (state === 'failed') return session.down({ state, message: error ?? 'the projection engine failed' });
+    let lags;
+    try {
+      lags = await within(engine.lag(), this.settings.checkTimeoutMs, () => undefined);
+    } catch (failure) {
+      return session.down({ state, message: `lag unknown: ${(failure as Error).message}` });
+    }
+    if (!lags) return session.down({ state, message: `lag unknown: no answer within ${this.settings.checkTimeoutMs} ms` });
+    const maxLagMs = Math.max(0, ...lags.map((lag) => lag.ms_behind));
+    const eventsBehind = Math.max(0, ...lags.map((lag) => lag.events_behind));
+    const data = { state, lag_ms: maxLagMs, events_behind: eventsBehind, max_lag_ms: this.settings.maxProjectionLagMs };
+    return maxLagMs > this.settings.maxProjectionLagMs ? session.down({ ...data, message: 'projections lag behind the log' }) : session.up(data);
+  }
+
+  private projectionEngine(): ProjectionEngine | null {
+    if (this.engine === undefined) {
+      // Looked up, not injected: the engine lives in its own module, which the health module must
+      // not start (or require) just to report on it.
+      try {
+        this.engine = this.moduleRef.get<ProjectionEngine>(PROJECTION_ENGINE, { strict: false });
+      } catch {
+        this.engine = null;
+      }
+    }
+    return this.engine;
+  }
+}

@@ -1,0 +1,31 @@
+import type { NestFastifyApplication } from '@nestjs/platform-fastify';
+import type { FastifyRequest } from 'fastify';
+import { LedgerError } from '../../errors/ledger-error';
+import { DEFAULT_BODY_LIMITS, inspectBody, type BodyLimits } from './body-inspection';
+
+type Done = (error: Error | null, body?: unknown) => void;
+
+/**
+ * The one JSON parser of the service: Fastify's own (secure-json-parse, which refuses `__proto__`
+ * and `constructor.prototype` as the adapter is configured), then the shape limits of
+ * body-inspection.ts. Refusals are thrown before routing reaches a guard, a pipe or a handler, so
+ * no validator, redactor or decider ever walks a body that breaks them.
+ */
+export function installJsonBodyParser(app: NestFastifyApplication, bodyLimitBytes: number, limits: BodyLimits = DEFAULT_BODY_LIMITS): void {
+  const instance = app.getHttpAdapter().getInstance();
+  const { onProtoPoisoning, onConstructorPoisoning } = instance.initialConfig as {
+    onProtoPoisoning?: 'error' | 'remove' | 'ignore';
+    onConstructorPoisoning?: 'error' | 'remove' | 'ignore';
+  };
+  const parse = instance.getDefaultJsonParser(onProtoPoisoning ?? 'error', onConstructorPoisoning ?? 'error');
+  // Registered through Nest (not on the Fastify instance directly), so Nest does not add its own
+  // JSON parser beside it at init.
+  app.useBodyParser('application/json', { bodyLimit: bodyLimitBytes }, (request: FastifyRequest, body: Buffer, done: Done) => {
+    parse(request, body.toString('utf8'), (error: Error | null, value?: unknown) => {
+      if (error) return done(error);
+      const violation = inspectBody(value, limits);
+      if (violation) return done(new LedgerError('BAD_REQUEST', `${violation.field} ${violation.reason}`, { field: violation.field }));
+      done(null, value);
+    });
+  });
+}
