@@ -6,6 +6,7 @@ import { Logger } from 'nestjs-pino';
 import type { Registry } from 'prom-client';
 import { AppModule, type AppOptions } from './app.module';
 import { sendProblem, toLedgerError } from './http/problem.filter';
+import { installSecurity } from './http/security/install-security';
 import { installHttpMetrics } from './logging/http-metrics';
 import { installRequestIdEcho, requestIdOptions } from './logging/request-context';
 import { METRICS_REGISTRY } from './observability/metrics';
@@ -40,6 +41,7 @@ export async function createApp(options: AppOptions, { preview = false }: { prev
   if (preview) return app;
   app.useLogger(app.get(Logger));
   installRequestIdEcho(app);
+  installSecurity(app, options.config);
   installHttpMetrics(app, app.get<Registry>(METRICS_REGISTRY));
   mountOpenApi(app);
   app.enableShutdownHooks();

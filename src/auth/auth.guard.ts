@@ -5,6 +5,7 @@ import { LedgerError } from '../errors/ledger-error';
 import type { Caller, RequestWithCaller } from '../http/caller';
 import { ACCESS_KEY, ROLE_ACCESS, type Access } from './access';
 import { findKey, type ApiKeyEntry } from './api-keys';
+import { bearerToken } from './bearer';
 
 export const API_KEYS = Symbol('API_KEYS');
 
@@ -28,10 +29,9 @@ export class AuthGuard implements CanActivate {
       request.caller = LOCAL_CALLER;
       return true;
     }
-    const header = request.headers.authorization;
-    const match = typeof header === 'string' ? /^Bearer\s+(\S+)\s*$/i.exec(header) : null;
-    if (!match) throw new LedgerError('UNAUTHENTICATED', 'send Authorization: Bearer <key>');
-    const key = findKey(this.keys, match[1]);
+    const token = bearerToken(request.headers.authorization);
+    if (token === undefined) throw new LedgerError('UNAUTHENTICATED', 'send Authorization: Bearer <key>');
+    const key = findKey(this.keys, token);
     if (!key) throw new LedgerError('UNAUTHENTICATED', 'the key is not known');
     if (!ROLE_ACCESS[key.role].includes(access)) {
       throw new LedgerError('FORBIDDEN', `the ${key.role} role may not ${access === 'write' ? 'submit facts' : 'do this'}`);

@@ -24,6 +24,8 @@ export interface LedgerConfig {
   envelopeLimits: EnvelopeLimits;
   defaultPolicy: StepPolicy;
   groupCommit: boolean;
+  /** How long the embedded store waits for another writer's lock before answering 503 STORE_UNAVAILABLE. */
+  sqliteBusyTimeoutMs: number;
   maxConflictRetries: number;
   rateLimitPerMinute: number;
   logLevel: string;
@@ -83,6 +85,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): LedgerConfig {
       consistency_window_ms: integer(env, 'LEDGER_DEFAULT_CONSISTENCY_WINDOW_MS', DEFAULT_POLICY.consistency_window_ms, 0, 86_400_000),
     },
     groupCommit: env.LEDGER_GROUP_COMMIT !== 'off',
+    sqliteBusyTimeoutMs: integer(env, 'LEDGER_SQLITE_BUSY_TIMEOUT_MS', 5000, 0, 600_000),
     maxConflictRetries: integer(env, 'LEDGER_MAX_CONFLICT_RETRIES', 25, 0, 1000),
     rateLimitPerMinute: integer(env, 'LEDGER_RATE_LIMIT_PER_MINUTE', 6000, 1, 10_000_000),
     logLevel: env.LOG_LEVEL ?? 'info',

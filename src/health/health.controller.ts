@@ -54,6 +54,6 @@ export class HealthController {
     if (this.lastReady === ready) return;
     this.lastReady = ready;
     if (ready) this.logger.log({ health: result.details }, 'ready');
-    else this.logger.warn({ health: result.details }, 'not ready');
+    else this.logger.warn({ health: result.details, causes: this.indicators.failureCauses() }, 'not ready');
   }
 }

@@ -18,6 +18,8 @@ function within<T>(promise: Promise<T>, ms: number, onTimeout: () => T): Promise
 @Injectable()
 export class LedgerHealthIndicators {
   private engine: ProjectionEngine | null | undefined;
+  /** Why a check failed, for the log only: driver messages name hosts and files (SPEC §7). */
+  private readonly causes = new Map<string, string>();
 
   constructor(
     @Inject(HealthIndicatorService) private readonly indicators: HealthIndicatorService,
@@ -33,7 +35,17 @@ export class LedgerHealthIndicators {
       this.settings.checkTimeoutMs,
       () => ({ ok: false, detail: `no answer within ${this.settings.checkTimeoutMs} ms` }),
     );
-    return health.ok ? session.up() : session.down({ message: health.detail ?? 'unreachable' });
+    if (health.ok) {
+      this.causes.delete('store');
+      return session.up();
+    }
+    this.causes.set('store', health.detail ?? 'unreachable');
+    return session.down({ message: 'the event store is unreachable' });
+  }
+
+  /** The internal reasons behind the last failed checks, to log beside the public report. */
+  failureCauses(): Record<string, string> {
+    return Object.fromEntries(this.causes);
   }
 
   async projectionsFresh(): Promise<HealthIndicatorResult<'projections'>> {
@@ -42,14 +54,19 @@ export class LedgerHealthIndicators {
     // An application built without the projection engine serves no projection reads to be stale.
     if (!engine) return session.up({ engine: 'not running in this process' });
     const { state, error } = engine.status();
-    if (state === 'failed') return session.down({ state, message: error ?? 'the projection engine failed' });
+    this.causes.delete('projections');
+    if (state === 'failed') {
+      this.causes.set('projections', error ?? 'failed');
+      return session.down({ state, message: 'the projection engine failed; it follows the log again shortly' });
+    }
     let lags;
     try {
       lags = await within(engine.lag(), this.settings.checkTimeoutMs, () => undefined);
     } catch (failure) {
-      return session.down({ state, message: `lag unknown: ${(failure as Error).message}` });
+      this.causes.set('projections', (failure as Error).message);
+      return session.down({ state, message: 'the projection lag cannot be read' });
     }
-    if (!lags) return session.down({ state, message: `lag unknown: no answer within ${this.settings.checkTimeoutMs} ms` });
+    if (!lags) return session.down({ state, message: `the projection lag cannot be read within ${this.settings.checkTimeoutMs} ms` });
     const maxLagMs = Math.max(0, ...lags.map((lag) => lag.ms_behind));
     const eventsBehind = Math.max(0, ...lags.map((lag) => lag.events_behind));
     const data = { state, lag_ms: maxLagMs, events_behind: eventsBehind, max_lag_ms: this.settings.maxProjectionLagMs };

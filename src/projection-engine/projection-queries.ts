@@ -169,18 +169,29 @@ export class ProjectionQueries {
   }
 
   /** Operations in flight or verifying, oldest first: what a restarted worker must verify (SPEC §4). */
-  async recovery(caller: Caller, params: QueryParams = {}): Promise<RecoveryAnswer> {
+  recovery(caller: Caller, params: QueryParams = {}): Promise<RecoveryAnswer> {
+    return this.listSteps(caller, params, RECOVERY_STATUSES);
+  }
+
+  /** Every operation of the tenant, oldest in its status first, by state, tool, run and age (SPEC §5). */
+  operations(caller: Caller, params: QueryParams = {}): Promise<RecoveryAnswer> {
+    return this.listSteps(caller, params, STEP_STATUSES);
+  }
+
+  private async listSteps(caller: Caller, params: QueryParams, statuses: readonly StepStatus[]): Promise<RecoveryAnswer> {
     const olderThanMs = optionalInteger(single(params, 'older_than_ms'), 'older_than_ms', 0, 10 * 365 * 86_400_000);
     const tool = identifier(single(params, 'tool'), 'tool');
-    const status = oneOf(single(params, 'status'), RECOVERY_STATUSES, 'status');
+    const runId = identifier(single(params, 'run_id'), 'run_id');
+    const status = oneOf(single(params, 'status'), statuses, 'status');
     const limit = pageLimit(params, 100, 1000);
     const cursor = decodeCursor(single(params, 'cursor'), ['number', 'string']);
     const asOf = await this.waitIfAsked(params, 'step_state');
     const where: Condition[] = [
       { column: 'tenant', op: '=', value: caller.tenant },
-      { column: 'status', op: 'in', values: status ? [status] : RECOVERY_STATUSES },
+      { column: 'status', op: 'in', values: status ? [status] : statuses },
     ];
     if (tool !== undefined) where.push({ column: 'tool', op: '=', value: tool });
+    if (runId !== undefined) where.push({ column: 'run_id', op: '=', value: runId });
     // Age is judged by the ledger's clock, never the client's (SPEC §4).
     if (olderThanMs !== undefined) where.push({ column: 'since_ms', op: '<=', value: this.clock.now().getTime() - olderThanMs });
     if (cursor) where.push({ columns: ['since_ms', 'key'], op: '>', values: cursor });

@@ -1,3 +1,4 @@
+import { OperationListController } from '../http/operation-list.controller';
 import {
   Inject,
   Injectable,
@@ -61,7 +62,7 @@ export class ProjectionsLifecycle implements OnApplicationBootstrap, OnModuleDes
  */
 @Module({
   imports: [ObservabilityModule],
-  controllers: [EvidenceController, RunsController, RecoveryController, TrustMetricsController],
+  controllers: [EvidenceController, RunsController, RecoveryController, TrustMetricsController, OperationListController],
   providers: [
     {
       provide: READ_MODEL,

@@ -16,6 +16,7 @@ export async function openEventStore(config: LedgerConfig, hooks: StoreHooks = {
   return SqliteEventStore.open({
     file: config.eventsFile,
     groupCommit: config.groupCommit,
+    busyTimeoutMs: config.sqliteBusyTimeoutMs,
     onGroupCommitted: hooks.onGroupCommitted,
   });
 }

@@ -40,18 +40,29 @@ export interface CampaignOptions {
   seconds: number;
   clients: number;
   workersPerClient: number;
+  /** Share of cycles that stop the service with SIGTERM instead of SIGKILL (default 0.15). */
+  gracefulShare?: number;
   /** Where the log, the read model and the records go (a fresh temporary directory by default). */
   dataDir?: string;
   keepData?: boolean;
   log?: (line: string) => void;
 }
 
-export type KillKind = 'random' | 'after_projection_batch';
+/**
+ * `sigterm` is the graceful stop under the same load (SPEC §7: a graceful shutdown loses no
+ * acknowledged write); the other two are SIGKILL, a crash.
+ */
+export type KillKind = 'random' | 'after_projection_batch' | 'sigterm';
+
+/** How long a graceful stop may take before it counts as hung (and the process is SIGKILLed). */
+const GRACEFUL_STOP_MS = 15_000;
 
 export interface KillCycle {
   kind: KillKind;
   /** Milliseconds of load between the restart and this kill. */
   loadMs: number;
+  /** From the signal to the exit of the process. */
+  stopMs: number;
   /** Events in the log when the service was killed (read afterwards from the file). */
   eventsAtKill: number;
 }
@@ -183,35 +194,51 @@ export async function runCampaign(options: CampaignOptions): Promise<CampaignRes
   // The first kill should land under load, not while the clients are still loading their code.
   await within(Promise.all(clients.map((client) => client.ready)), 20_000);
   const cycles: KillCycle[] = [];
+  const report = emptyReport();
+  const shutdowns = report.graceful_shutdown;
   const loadDeadline = started + options.seconds * 1000;
   try {
     for (let cycle = 0; cycle < options.cycles && Date.now() < loadDeadline; cycle++) {
-      const aimAtBatch = random.chance(0.4);
+      const roll = random.next();
+      const gracefulShare = options.gracefulShare ?? 0.15;
+      const graceful = roll < gracefulShare;
+      const aimAtBatch = !graceful && roll < gracefulShare + 0.35;
       const loadMs = random.int(300, 2_500);
       const cycleStart = Date.now();
       await sleep(loadMs);
-      let kind: KillKind = 'random';
+      let kind: KillKind = graceful ? 'sigterm' : 'random';
       // Kill within a few milliseconds of the engine committing a batch: the next one is being read
       // or applied, so the restart must resume from the checkpoint without a gap or a repeat. Only
       // counted as such when the checkpoint was seen to move (a build without the engine has none).
       if (aimAtBatch && existsSync(readModelFile) && (await untilCheckpointMoves(readModelFile, projectionCheckpoint(readModelFile), 2_000))) {
         kind = 'after_projection_batch';
       }
-      await ledger.kill();
+      const stopStart = Date.now();
+      if (graceful) {
+        shutdowns.checked += 1;
+        if ((await within(ledger.stop().then(() => true), GRACEFUL_STOP_MS)) === undefined) {
+          shutdowns.failures.push(`cycle ${cycle + 1}: SIGTERM under load did not end the service within ${GRACEFUL_STOP_MS} ms`);
+          await ledger.kill();
+        }
+      } else {
+        await ledger.kill();
+      }
       const events = eventCount(eventsFile);
-      cycles.push({ kind, loadMs: Date.now() - cycleStart, eventsAtKill: events });
-      say(`chaos: cycle ${cycle + 1}/${options.cycles} SIGKILL (${kind}) with ${events} events in the log`);
+      cycles.push({ kind, loadMs: stopStart - cycleStart, stopMs: Date.now() - stopStart, eventsAtKill: events });
+      say(`chaos: cycle ${cycle + 1}/${options.cycles} ${graceful ? 'SIGTERM' : 'SIGKILL'} (${kind}) with ${events} events in the log, exited after ${Date.now() - stopStart} ms`);
       // Down for a moment, as a crashed process is: clients see refused connections and resend.
       await sleep(random.int(0, 400));
+      const restartStart = Date.now();
       ledger = await ledger.restart();
+      say(`chaos: restarted in ${Date.now() - restartStart} ms`);
     }
+    if (shutdowns.checked === 0) shutdowns.notRun = 'no SIGTERM cycle in this schedule';
     // The load ends with the service up: every client finishes its operations and reports.
     for (const client of clients) client.child.send({ type: 'stop' } satisfies ParentMessage);
     const stats = await within(Promise.all(clients.map((client) => client.done)), 60_000);
     if (!stats) throw new Error('load clients did not finish within 60 s of being asked to stop');
 
     const records = readRecords(recordFiles);
-    const report = emptyReport();
     const log = readRawLog(eventsFile);
     say(`chaos: checking ${log.events.length} events in ${log.streams.size} streams against ${records.length} records`);
     checkLog(log, records, report);
@@ -252,7 +279,8 @@ export function summarise(result: CampaignResult): string {
   const operations = result.clients.reduce((sum, client) => sum + client.operations, 0);
   lines.push(`seed ${result.seed}, ${(result.durationMs / 1000).toFixed(1)} s`);
   lines.push(
-    `cycles ${result.cycles.length} (random ${byKind('random')}, after a projection batch ${byKind('after_projection_batch')}); ` +
+    `cycles ${result.cycles.length}: SIGKILL ${byKind('random') + byKind('after_projection_batch')} (right after a projection batch ${byKind('after_projection_batch')}), ` +
+      `SIGTERM ${byKind('sigterm')}; ` +
       `${result.clients.length} clients, ${operations} operations, ${requests} requests, ${resends} resends of the same event id`,
   );
   const f = result.figures;

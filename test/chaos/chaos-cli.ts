@@ -1,8 +1,8 @@
 /**
  * `npm run chaos`: the long campaign. Environment:
  *   CHAOS_SEED     replay a schedule (printed at the start of every run)
- *   CHAOS_SECONDS  bound on the load phase (default 150)
- *   CHAOS_CYCLES   SIGKILL/restart cycles (default 25)
+ *   CHAOS_SECONDS  bound on the load phase (default 240)
+ *   CHAOS_CYCLES   kill/restart cycles (default 30, about 15% of them SIGTERM)
  *   CHAOS_CLIENTS  load-client processes (default 4), CHAOS_WORKERS operations at once in each (default 6)
  *   CHAOS_KEEP=1   keep the data directory (log, read model, client records) for a post-mortem
  * Exits 1 when any check failed, 0 otherwise; the figures are printed either way.
@@ -21,8 +21,8 @@ async function main(): Promise<void> {
   const seed = process.env.CHAOS_SEED ? integer('CHAOS_SEED', 0) : undefined;
   const result = await runCampaign({
     seed,
-    seconds: integer('CHAOS_SECONDS', 150),
-    cycles: integer('CHAOS_CYCLES', 25),
+    seconds: integer('CHAOS_SECONDS', 240),
+    cycles: integer('CHAOS_CYCLES', 30),
     clients: integer('CHAOS_CLIENTS', 4),
     workersPerClient: integer('CHAOS_WORKERS', 6),
     dataDir: process.env.CHAOS_DATA_DIR || undefined,

@@ -51,7 +51,8 @@ export type CheckName =
   | 'served_state_equals_fold'
   | 'trust_metrics_equal_count'
   | 'trust_read_model_equals_count'
-  | 'rebuild_equals_live';
+  | 'rebuild_equals_live'
+  | 'graceful_shutdown';
 
 export interface CheckOutcome {
   /** How many things were checked. */
@@ -92,6 +93,7 @@ export function emptyReport(): CheckReport {
     trust_metrics_equal_count: outcome(),
     trust_read_model_equals_count: outcome(),
     rebuild_equals_live: outcome(),
+    graceful_shutdown: outcome(),
   };
 }
 

@@ -4,6 +4,10 @@
  * the HTTP answers (status, problem code, directive) and the state the stream folds to, so a row
  * fails if the ledger stops enforcing the invariant behind it. Times are the server's clock; where
  * a row has to wait for `not_before`, the test waits for the instant to pass, it never measures.
+ *
+ * The store is the including file's choice (test/support/store-setup.ts): SQLite when jest runs
+ * this file, EventStoreDB through the protocol double when eventstoredb-seed-contract.e2e.spec.ts
+ * requires it. Where a row checks that nothing was stored, it compares the whole log before and after.
  */
 import { randomUUID } from 'node:crypto';
 import Ajv2020 from 'ajv/dist/2020';
@@ -13,30 +17,32 @@ import { startLedger, type LedgerProcess } from '../support/ledger-process';
 import {
   INPUT_1,
   INPUT_2,
-  dumpEvents,
   envelopes,
   inMs,
   ok,
   operation,
   problem,
-  readEventRows,
   refusal,
   uniqueRef,
   waitUntilPast,
   type Ledger,
 } from '../support/scenario';
+import { e2eStore } from '../support/store-setup';
 
+const store = e2eStore();
 let ledger: LedgerProcess;
 let api: Ledger;
 
 beforeAll(async () => {
-  ledger = await startLedger();
+  await store.start();
+  ledger = await startLedger({ env: store.env() });
   api = ledgerAt(ledger.baseUrl);
 });
 
 afterAll(async () => {
   await ledger?.stop();
   ledger?.cleanup();
+  await store.stop();
 });
 
 const typesOf = <E extends { type: string }>(events: E[], type: string) => events.filter((event) => event.type === type);
@@ -106,12 +112,12 @@ describe("the seed's contract-test table", () => {
     expect(refusal(await op.dispatch(2), 'VERIFY_BEFORE_RETRY').directive.next_action).toBe('verify_operation');
 
     // not_found inside the consistency window proves nothing: refused, with when it would count.
-    const before = dumpEvents(ledger.dataDir);
+    const before = await store.dumpLog(ledger);
     const premature = await op.verify('not_found');
     const body = refusal(premature, 'VERIFICATION_PREMATURE');
     expect(Date.parse(body.directive.not_before)).toBeGreaterThan(Date.now());
     expect(Number(premature.headers.get('retry-after'))).toBeGreaterThanOrEqual(1);
-    expect(dumpEvents(ledger.dataDir)).toBe(before);
+    expect(await store.dumpLog(ledger)).toBe(before);
 
     const found = ok(await op.verify('found_committed', { evidence_ref: 'inv_123', result: { invoice_id: 'inv_123' } }));
     expect(found.state).toMatchObject({ status: 'succeeded', reason: 'VERIFIED_COMMITTED' });
@@ -209,7 +215,7 @@ describe('bounds the table implies', () => {
 
 describe('crash recovery and verification', () => {
   test('a worker killed after dispatch: after a server restart the operation is still in flight and is verified by the same ref', async () => {
-    const own = await startLedger();
+    const own = await startLedger({ env: store.env() });
     let restarted: LedgerProcess | undefined;
     try {
       const before = ledgerAt(own.baseUrl);
@@ -262,10 +268,10 @@ describe('crash recovery and verification', () => {
     ok(await op.verify('not_found'));
     ok(await op.dispatch(2));
 
-    const before = dumpEvents(ledger.dataDir);
+    const before = await store.dumpLog(ledger);
     const stale = refusal(await op.record(1, envelopes.success(op.ref)), 'ATTEMPT_MISMATCH');
     expect(stale.state).toMatchObject({ status: 'dispatched', current_attempt: 2 });
-    expect(dumpEvents(ledger.dataDir)).toBe(before);
+    expect(await store.dumpLog(ledger)).toBe(before);
     expect(ok(await op.record(2, envelopes.success(op.ref))).state).toMatchObject({ status: 'succeeded', success: { attempt: 2 } });
   });
 });
@@ -407,7 +413,7 @@ describe('secrets and the schema', () => {
     answers.push(await op.state(), await api.events(op.ref), await api.events(op.ref, '?as_of_revision=5'));
     for (const answer of answers) ok(answer);
 
-    const seen = [...answers.map((answer) => JSON.stringify(answer.body)), dumpEvents(ledger.dataDir)];
+    const seen = [...answers.map((answer) => JSON.stringify(answer.body)), await store.dumpLog(ledger)];
     for (const text of seen) for (const secret of secretFragments) expect(text).not.toContain(secret);
 
     const recorded = (await op.events()).find((event) => event.type === 'EnvelopeRecorded');
@@ -418,8 +424,8 @@ describe('secrets and the schema', () => {
     expect(verification?.data.redactions.map((redaction: { kind: string }) => redaction.kind)).toEqual(
       expect.arrayContaining(['card_number', 'api_key']),
     );
-    // The secret-free rows are really there: the check above read the rows this test wrote.
-    expect(readEventRows(ledger.dataDir).some((row) => row.event_id === id)).toBe(true);
+    // The secret-free log is really the one written: the check above read the events this test wrote.
+    expect((await store.log(ledger)).some((event) => event.event_id === id)).toBe(true);
   });
 
   test('GET /v1/schema/envelope serves a JSON Schema that accepts the seed envelopes and rejects broken ones', async () => {

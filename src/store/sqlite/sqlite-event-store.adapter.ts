@@ -33,6 +33,12 @@ export interface SqliteEventStoreOptions {
   busyTimeoutMs?: number;
   /** Called after each commit with the number of appends it carried (for metrics). */
   onGroupCommitted?: (appends: number, events: number) => void;
+  /**
+   * Fault injection for tests: receives a way to run a PRAGMA on this store's own connection.
+   * `max_page_count` (a full disk) and `query_only` (a read-only database) hold per connection,
+   * so a second connection to the same file cannot impose them on this one.
+   */
+  exposePragma?: (pragma: (statement: string) => unknown) => void;
 }
 
 interface EventRow {
@@ -110,6 +116,7 @@ export class SqliteEventStore implements EventStore {
       throw toPortError(error);
     }
     this.appended.setMaxListeners(0);
+    options.exposePragma?.((statement) => this.db.pragma(statement));
   }
 
   private prepare() {
@@ -182,6 +189,13 @@ export class SqliteEventStore implements EventStore {
           s.release.run();
           eventCount += append.events.length;
         } catch (error) {
+          if (!this.db.inTransaction) {
+            // SQLite rolled back the whole transaction, savepoints and all (SQLITE_FULL, an I/O
+            // error): nothing of the group stands, so every append of it fails with this error.
+            const portError = toPortError(error);
+            for (const each of group) each.reject(portError);
+            return;
+          }
           s.rollbackTo.run();
           s.release.run();
           outcomes.push({ ok: false, error: toPortError(error, append.stream, append.expectedRevision) });

@@ -1,0 +1,29 @@
+import { Controller, Get, Inject, Query } from '@nestjs/common';
+import { ApiOkResponse, ApiOperation, ApiQuery, ApiTags } from '@nestjs/swagger';
+import { RequireAccess } from '../auth/access';
+import { STEP_STATUSES } from '../domain/events';
+import { ProjectionQueries, type QueryParams } from '../projection-engine/projection-queries';
+import { CallerParam, type Caller } from './caller';
+import { RecoveryListDto } from './recovery.controller';
+
+@ApiTags('operations')
+@Controller('v1/operations')
+export class OperationListController {
+  constructor(@Inject(ProjectionQueries) private readonly queries: ProjectionQueries) {}
+
+  @Get()
+  @RequireAccess('read')
+  @ApiOperation({ summary: 'Every operation of the tenant (projection), oldest in its status first; by state, tool, run and age.' })
+  @ApiQuery({ name: 'status', required: false, enum: STEP_STATUSES })
+  @ApiQuery({ name: 'tool', required: false, type: String })
+  @ApiQuery({ name: 'run_id', required: false, type: String })
+  @ApiQuery({ name: 'older_than_ms', required: false, type: Number, description: 'Only steps in their status at least this long (ledger clock).' })
+  @ApiQuery({ name: 'limit', required: false, type: Number })
+  @ApiQuery({ name: 'cursor', required: false, type: String })
+  @ApiQuery({ name: 'wait_for_position', required: false, type: Number })
+  @ApiQuery({ name: 'wait_timeout_ms', required: false, type: Number })
+  @ApiOkResponse({ type: RecoveryListDto })
+  list(@CallerParam() caller: Caller, @Query() query: QueryParams) {
+    return this.queries.operations(caller, query);
+  }
+}

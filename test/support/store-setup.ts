@@ -1,0 +1,101 @@
+/**
+ * The store an end-to-end suite runs the built service on, so one scenario file runs unchanged on
+ * both adapters (SPEC §6): the embedded SQLite default, or EventStoreDB through the protocol double,
+ * which this jest process starts on loopback and the spawned service reaches over real gRPC with
+ * `LEDGER_STORE=eventstoredb` and `EVENTSTORE_CONNECTION_STRING`.
+ *
+ * A suite reads the whole log the service wrote through `log()` / `dumpLog()`: on SQLite the
+ * events table itself (read-only, byte for byte), on EventStoreDB `$all` read through the
+ * event-store port, never through the ledger's HTTP answers. Either way an equal dump means the
+ * log is unchanged, so "nothing was stored" is checked equally strongly on both stores.
+ *
+ * A file that includes a scenario file picks its store first: `useE2eStore('eventstoredb')`, then
+ * `require('./core-seed-contract.e2e.spec')`. Jest gives every test file its own module registry,
+ * so the choice stays inside that file.
+ */
+import type { StoredEvent } from '../../src/store/event-store.port';
+import { EventStoreDbEventStore } from '../../src/store/eventstoredb/eventstoredb-event-store.adapter';
+import { OPERATION_STREAM_PREFIX } from '../../src/store/stream-names';
+import { EventStoreDbProtocolDouble } from './eventstoredb-protocol-double';
+import type { LedgerProcess } from './ledger-process';
+import { dumpEvents, readEventRows, toStoredEvent } from './scenario';
+
+export type StoreKind = 'sqlite' | 'eventstoredb';
+
+export interface StoreSetup {
+  readonly kind: StoreKind;
+  /** Starts what the store needs outside the service (the double); once, before any startLedger. */
+  start(): Promise<void>;
+  /** The environment the service is started with for this store. */
+  env(): Record<string, string>;
+  /** Every event of the log the given service writes to, in log order. */
+  log(ledger: LedgerProcess): Promise<StoredEvent[]>;
+  /** The log as one string: equal dumps mean an unchanged log. */
+  dumpLog(ledger: LedgerProcess): Promise<string>;
+  stop(): Promise<void>;
+}
+
+export function sqliteStore(): StoreSetup {
+  return {
+    kind: 'sqlite',
+    start: async () => undefined,
+    env: () => ({ LEDGER_STORE: 'sqlite' }),
+    log: async (ledger) => readEventRows(ledger.dataDir).map(toStoredEvent),
+    dumpLog: async (ledger) => dumpEvents(ledger.dataDir),
+    stop: async () => undefined,
+  };
+}
+
+export interface EventStoreDbSetup extends StoreSetup {
+  readonly kind: 'eventstoredb';
+  /** The running double, for fault injection (dropConnections, setUnavailable, stop/start, hooks). */
+  readonly double: EventStoreDbProtocolDouble;
+  /** The test process's own client of the double, through the port. */
+  readonly store: EventStoreDbEventStore;
+}
+
+export function eventStoreDbStore(): EventStoreDbSetup {
+  let double: EventStoreDbProtocolDouble | undefined;
+  let store: EventStoreDbEventStore | undefined;
+  const started = <T>(value: T | undefined): T => {
+    if (value === undefined) throw new Error('eventStoreDbStore(): call start() first');
+    return value;
+  };
+  const readLog = async (): Promise<StoredEvent[]> =>
+    started(store).readAll({ after: 0, limit: Number.MAX_SAFE_INTEGER, streamPrefix: OPERATION_STREAM_PREFIX });
+  return {
+    kind: 'eventstoredb',
+    get double() {
+      return started(double);
+    },
+    get store() {
+      return started(store);
+    },
+    async start() {
+      double = await EventStoreDbProtocolDouble.start();
+      store = new EventStoreDbEventStore({ connectionString: double.connectionString });
+    },
+    env: () => ({ LEDGER_STORE: 'eventstoredb', EVENTSTORE_CONNECTION_STRING: started(double).connectionString }),
+    // Every service on this double shares one log, whatever its data directory.
+    log: () => readLog(),
+    dumpLog: async () => JSON.stringify(await readLog()),
+    async stop() {
+      await store?.close();
+      await double?.stop();
+      store = undefined;
+      double = undefined;
+    },
+  };
+}
+
+let selected: StoreKind = 'sqlite';
+
+/** Picks the store of the scenario files this test file then requires. */
+export function useE2eStore(kind: StoreKind): void {
+  selected = kind;
+}
+
+/** The store picked for this test file (SQLite unless its including file chose another). */
+export function e2eStore(): StoreSetup {
+  return selected === 'eventstoredb' ? eventStoreDbStore() : sqliteStore();
+}
