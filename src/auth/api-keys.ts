@@ -1,4 +1,5 @@
 import { createHash, timingSafeEqual } from 'node:crypto';
+import { ConfigError } from '../config/ledger-config';
 import { TENANT_ID_PATTERN } from '../store/stream-names';
 import type { Role } from '../http/caller';
 
@@ -24,12 +25,12 @@ export function parseApiKeys(entries: readonly string[]): ApiKeyEntry[] {
   return entries.map((entry, index) => {
     const parts = entry.split(':');
     const hashed = parts[0] === 'sha256' && parts.length === 4;
-    if (!hashed && parts.length !== 3) throw new Error(`API key entry ${index + 1} is not key:role:tenant`);
+    if (!hashed && parts.length !== 3) throw new ConfigError(`API key entry ${index + 1} is not key:role:tenant`);
     const [secret, role, tenant] = hashed ? parts.slice(1) : parts;
-    if (hashed && !/^[0-9a-f]{64}$/i.test(secret)) throw new Error(`API key entry ${index + 1}: sha256 needs 64 hex digits`);
-    if (!hashed && secret.length < 16) throw new Error(`API key entry ${index + 1}: a key needs at least 16 characters`);
-    if (!ROLES.includes(role as Role)) throw new Error(`API key entry ${index + 1}: role must be one of ${ROLES.join(', ')}`);
-    if (!TENANT_ID_PATTERN.test(tenant)) throw new Error(`API key entry ${index + 1}: tenant must match ${TENANT_ID_PATTERN}`);
+    if (hashed && !/^[0-9a-f]{64}$/i.test(secret)) throw new ConfigError(`API key entry ${index + 1}: sha256 needs 64 hex digits`);
+    if (!hashed && secret.length < 16) throw new ConfigError(`API key entry ${index + 1}: a key needs at least 16 characters`);
+    if (!ROLES.includes(role as Role)) throw new ConfigError(`API key entry ${index + 1}: role must be one of ${ROLES.join(', ')}`);
+    if (!TENANT_ID_PATTERN.test(tenant)) throw new ConfigError(`API key entry ${index + 1}: tenant must match ${TENANT_ID_PATTERN}`);
     const digest = hashed ? Buffer.from(secret, 'hex') : sha256(secret);
     return { id: `key_${digest.toString('hex').slice(0, 12)}`, role: role as Role, tenant, sha256: digest };
   });

@@ -57,10 +57,10 @@ export async function withLocalStore<T>(options: GlobalOptions, work: (local: Lo
   }
 }
 
-/** Commands that need the whole log (export, import, verify, tail, rebuild) have no HTTP route to use. */
+/** Commands the HTTP API has no route for (tail, import) work on a data directory only. */
 export function requireLocal(options: GlobalOptions, command: string): void {
   if (options.url) {
-    throw usageError(`${command} works on a data directory only (--data-dir); the HTTP API has no route for the whole log`);
+    throw usageError(`${command} works on a data directory only (--data-dir); the HTTP API has no route for it`);
   }
 }
 
@@ -91,27 +91,63 @@ export class RemoteLedger {
     this.base = parsed;
   }
 
-  async get<T>(path: string, query: Record<string, string | number | undefined> = {}): Promise<T> {
+  private url(path: string, query: Record<string, string | number | undefined>): URL {
     const url = new URL(path.replace(/^\//, ''), this.base.href.endsWith('/') ? this.base.href : `${this.base.href}/`);
     for (const [name, value] of Object.entries(query)) if (value !== undefined) url.searchParams.set(name, String(value));
-    let response: Response;
+    return url;
+  }
+
+  /** One request; a network failure is exit 3, the answer is the caller's to read. */
+  async send(method: 'GET' | 'POST', path: string, query: Record<string, string | number | undefined> = {}): Promise<Response> {
     try {
-      response = await fetch(url, { headers: { accept: 'application/json', ...(this.key ? { authorization: `Bearer ${this.key}` } : {}) } });
+      return await fetch(this.url(path, query), {
+        method,
+        headers: { accept: 'application/json, application/x-ndjson', ...(this.key ? { authorization: `Bearer ${this.key}` } : {}) },
+      });
     } catch (error) {
       const cause = (error as { cause?: { code?: string; message?: string } }).cause;
       throw new CliError(`cannot reach ${this.base.origin}: ${cause?.code ?? cause?.message ?? (error as Error).message}`, EXIT.unavailable);
     }
-    const text = await response.text();
-    if (response.ok) return JSON.parse(text) as T;
+  }
+
+  /** A non-2xx answer as the CLI's error: the problem's stable code and detail. */
+  async failure(response: Response): Promise<CliError> {
     let problem: Problem = {};
     try {
-      problem = JSON.parse(text) as Problem;
+      problem = JSON.parse(await response.text()) as Problem;
     } catch {
       /* not a problem document: the status says enough */
     }
     const code = problem.code ?? `HTTP_${response.status}`;
     const detail = problem.detail ?? problem.title ?? response.statusText;
-    throw new CliError(`${response.status} ${code}: ${detail}`, response.status === 503 ? EXIT.unavailable : EXIT.failure);
+    return new CliError(`${response.status} ${code}: ${detail}`, response.status === 503 ? EXIT.unavailable : EXIT.failure);
+  }
+
+  async get<T>(path: string, query: Record<string, string | number | undefined> = {}): Promise<T> {
+    const response = await this.send('GET', path, query);
+    if (!response.ok) throw await this.failure(response);
+    return (await response.json()) as T;
+  }
+
+  async post<T>(path: string, query: Record<string, string | number | undefined> = {}): Promise<T> {
+    const response = await this.send('POST', path, query);
+    if (!response.ok) throw await this.failure(response);
+    return (await response.json()) as T;
+  }
+
+  /** Status and parsed body whatever the status (readiness answers 503 with a report). */
+  async probe<T>(path: string): Promise<{ status: number; body: T | undefined }> {
+    const response = await this.send('GET', path);
+    const text = await response.text();
+    try {
+      return { status: response.status, body: JSON.parse(text) as T };
+    } catch {
+      return { status: response.status, body: undefined };
+    }
+  }
+
+  get origin(): string {
+    return this.base.origin;
   }
 }
 

@@ -42,7 +42,7 @@ export function buildProgram(): Command {
     .description('Replay, inspect, export and verify a Recovery Ledger, on its data directory or through its HTTP API.')
     .version(require('../../../package.json').version as string, '-V, --version')
     .addOption(new Option('-d, --data-dir <dir>', 'the service data directory (local commands)').env('LEDGER_DATA_DIR'))
-    .addOption(new Option('-u, --url <url>', 'a running service, e.g. http://127.0.0.1:3000 (replay, evidence)').env('LEDGER_URL'))
+    .addOption(new Option('-u, --url <url>', 'a running service, e.g. http://127.0.0.1:3000 (all but tail and import)').env('LEDGER_URL'))
     .addOption(new Option('-k, --key <key>', 'API key for --url').env('LEDGER_API_KEY'))
     .addOption(new Option('-t, --tenant <tenant>', 'tenant of the operations (local commands; a key fixes its own)').default('default'))
     .showHelpAfterError('(run with --help for usage)')
@@ -76,7 +76,7 @@ export function buildProgram(): Command {
   const projections = program.command('projections').description('manage the read models');
   projections
     .command('rebuild')
-    .description('rebuild projections from the log, from zero (stop the service first)')
+    .description('rebuild projections from the log, from zero (on a data directory: stop the service first; or --url)')
     .argument('[name]', 'one projection (step_state, evidence_trail, run_summary, trust_metrics); default: all')
     .addOption(new Option('--progress <mode>', 'progress bar on stderr').choices(['auto', 'always', 'never']).default('auto'))
     .action(async (name: string | undefined, options: { progress: ProgressMode }, command: Command) => {
@@ -85,7 +85,7 @@ export function buildProgram(): Command {
 
   program
     .command('export')
-    .description('write the log as NDJSON, every event with its hash chain')
+    .description('write the log as NDJSON, every event with its hash chain (with --url: the key\'s tenant, admin key)')
     .option('-o, --out <file>', 'write to a file instead of stdout')
     .action(async (options: { out?: string }, command: Command) => (await commands.export()).exportCommand(globals(command), options));
 

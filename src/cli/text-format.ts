@@ -23,3 +23,6 @@ export function formatDuration(ms: number): string {
 export function writeJson(out: NodeJS.WritableStream, value: unknown): void {
   out.write(`${JSON.stringify(value, null, 2)}\n`);
 }
+
+/** "1 stream", "3 streams". */
+export const counted = (count: number, noun: string) => `${count} ${noun}${count === 1 ? '' : 's'}`;

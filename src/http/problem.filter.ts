@@ -33,7 +33,9 @@ const STATUS_CODES: Record<number, ErrorCode> = {
 export function toLedgerError(error: unknown): LedgerError {
   if (error instanceof LedgerError) return error;
   if (error instanceof StoreUnavailableError) {
-    return new LedgerError('STORE_UNAVAILABLE', 'the event store is unavailable; nothing was stored', {
+    // Not "nothing was stored": an append whose answer was lost (a dropped connection, a deadline)
+    // may stand in the log whole. Never half: resubmitting the same events tells which.
+    return new LedgerError('STORE_UNAVAILABLE', 'the event store is unavailable; a submitted write is whole or absent: resubmit the same events (same event_ids) to learn which', {
       retryAfterSeconds: error.retryAfterSeconds,
     });
   }

@@ -4,6 +4,7 @@ import { LoggerModule } from 'nestjs-pino';
 import pino from 'pino';
 import type { Options } from 'pino-http';
 import { traceFieldsOf } from './request-context';
+import { ShutdownLog } from './shutdown-log';
 
 const pathOf = (req: IncomingMessage) => ((req as IncomingMessage & { originalUrl?: string }).originalUrl ?? req.url ?? '').split('?')[0];
 
@@ -59,6 +60,7 @@ export class LoggingModule {
           forRoutes: [{ path: '/{*path}', method: RequestMethod.ALL }],
         }),
       ],
+      providers: [ShutdownLog],
     };
   }
 }

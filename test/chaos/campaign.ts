@@ -14,6 +14,7 @@ import { startLedger, type LedgerProcess } from '../support/ledger-process';
 import {
   checkLog,
   checkRebuild,
+  checkServedProjections,
   checkServedState,
   checkTrustMetrics,
   checkTrustReadModel,
@@ -40,6 +41,11 @@ export interface CampaignOptions {
   seconds: number;
   clients: number;
   workersPerClient: number;
+  /**
+   * Service processes sharing the one log (default 1). With more, each client sends to all of them
+   * in turn and resends an unanswered fact to the next one, as behind a load balancer.
+   */
+  instances?: number;
   /** Share of cycles that stop the service with SIGTERM instead of SIGKILL (default 0.15). */
   gracefulShare?: number;
   /** Where the log, the read model and the records go (a fresh temporary directory by default). */
@@ -59,6 +65,8 @@ const GRACEFUL_STOP_MS = 15_000;
 
 export interface KillCycle {
   kind: KillKind;
+  /** Which service process was stopped. */
+  instance: number;
   /** Milliseconds of load between the restart and this kill. */
   loadMs: number;
   /** From the signal to the exit of the process. */
@@ -70,6 +78,7 @@ export interface KillCycle {
 export interface CampaignResult {
   seed: number;
   dataDir: string;
+  instances: number;
   cycles: KillCycle[];
   clients: ClientStats[];
   anomalies: Array<Extract<LoadRecord, { kind: 'anomaly' }>>;
@@ -176,29 +185,42 @@ export async function runCampaign(options: CampaignOptions): Promise<CampaignRes
   const recordsDir = join(dataDir, 'records');
   mkdirSync(recordsDir, { recursive: true });
   const eventsFile = join(dataDir, 'events.sqlite');
-  const readModelFile = join(dataDir, READ_MODEL_FILE);
-  say(`chaos: seed ${seed} (CHAOS_SEED=${seed} replays the schedule), data ${dataDir}`);
+  const instanceCount = Math.max(1, options.instances ?? 1);
+  // One instance runs the default layout (the log and the read model under its data directory);
+  // several share the log through LEDGER_EVENTS_FILE and keep their read models apart.
+  const instanceDirs = instanceCount === 1 ? [dataDir] : Array.from({ length: instanceCount }, (_, index) => join(dataDir, `instance-${index}`));
+  const readModelFiles = instanceDirs.map((dir) => join(dir, READ_MODEL_FILE));
+  const env = instanceCount === 1 ? serviceEnv() : { ...serviceEnv(), LEDGER_EVENTS_FILE: eventsFile };
+  say(`chaos: seed ${seed} (CHAOS_SEED=${seed} replays the schedule), ${instanceCount} instance(s), data ${dataDir}`);
 
-  let ledger: LedgerProcess = await startLedger({ dataDir, env: serviceEnv() });
+  const ledgers: LedgerProcess[] = [];
+  for (const dir of instanceDirs) ledgers.push(await startLedger({ dataDir: dir, env }));
   const recordFiles: string[] = [];
   const clients: RunningClient[] = [];
   const runTag = `chaos${seed}`;
-  for (let client = 0; client < options.clients; client++) {
-    const recordFile = join(recordsDir, `client-${client}.ndjson`);
-    recordFiles.push(recordFile);
-    clients.push(
-      startClient({ client, seed: random.fork(client).int(1, 0x7fffffff), baseUrl: ledger.baseUrl, recordFile, workers: options.workersPerClient, runTag }),
-    );
-  }
-
-  // The first kill should land under load, not while the clients are still loading their code.
-  await within(Promise.all(clients.map((client) => client.ready)), 20_000);
   const cycles: KillCycle[] = [];
   const report = emptyReport();
   const shutdowns = report.graceful_shutdown;
-  const loadDeadline = started + options.seconds * 1000;
   try {
+    for (let client = 0; client < options.clients; client++) {
+      const recordFile = join(recordsDir, `client-${client}.ndjson`);
+      recordFiles.push(recordFile);
+      clients.push(
+        startClient({
+          client,
+          seed: random.fork(client).int(1, 0x7fffffff),
+          baseUrls: ledgers.map((ledger) => ledger.baseUrl),
+          recordFile,
+          workers: options.workersPerClient,
+          runTag,
+        }),
+      );
+    }
+    // The first kill should land under load, not while the clients are still loading their code.
+    await within(Promise.all(clients.map((client) => client.ready)), 20_000);
+    const loadDeadline = started + options.seconds * 1000;
     for (let cycle = 0; cycle < options.cycles && Date.now() < loadDeadline; cycle++) {
+      const victim = random.int(0, instanceCount - 1);
       const roll = random.next();
       const gracefulShare = options.gracefulShare ?? 0.15;
       const graceful = roll < gracefulShare;
@@ -210,27 +232,32 @@ export async function runCampaign(options: CampaignOptions): Promise<CampaignRes
       // Kill within a few milliseconds of the engine committing a batch: the next one is being read
       // or applied, so the restart must resume from the checkpoint without a gap or a repeat. Only
       // counted as such when the checkpoint was seen to move (a build without the engine has none).
+      const readModelFile = readModelFiles[victim];
       if (aimAtBatch && existsSync(readModelFile) && (await untilCheckpointMoves(readModelFile, projectionCheckpoint(readModelFile), 2_000))) {
         kind = 'after_projection_batch';
       }
       const stopStart = Date.now();
       if (graceful) {
         shutdowns.checked += 1;
-        if ((await within(ledger.stop().then(() => true), GRACEFUL_STOP_MS)) === undefined) {
+        if ((await within(ledgers[victim].stop().then(() => true), GRACEFUL_STOP_MS)) === undefined) {
           shutdowns.failures.push(`cycle ${cycle + 1}: SIGTERM under load did not end the service within ${GRACEFUL_STOP_MS} ms`);
-          await ledger.kill();
+          await ledgers[victim].kill();
         }
       } else {
-        await ledger.kill();
+        await ledgers[victim].kill();
       }
+      const stopMs = Date.now() - stopStart;
       const events = eventCount(eventsFile);
-      cycles.push({ kind, loadMs: stopStart - cycleStart, stopMs: Date.now() - stopStart, eventsAtKill: events });
-      say(`chaos: cycle ${cycle + 1}/${options.cycles} ${graceful ? 'SIGTERM' : 'SIGKILL'} (${kind}) with ${events} events in the log, exited after ${Date.now() - stopStart} ms`);
+      cycles.push({ kind, instance: victim, loadMs: stopStart - cycleStart, stopMs, eventsAtKill: events });
+      say(
+        `chaos: cycle ${cycle + 1}/${options.cycles} ${graceful ? 'SIGTERM' : 'SIGKILL'} (${kind}) of instance ${victim} ` +
+          `with ${events} events in the log, exited after ${stopMs} ms`,
+      );
       // Down for a moment, as a crashed process is: clients see refused connections and resend.
       await sleep(random.int(0, 400));
       const restartStart = Date.now();
-      ledger = await ledger.restart();
-      say(`chaos: restarted in ${Date.now() - restartStart} ms`);
+      ledgers[victim] = await ledgers[victim].restart();
+      say(`chaos: instance ${victim} restarted in ${Date.now() - restartStart} ms`);
     }
     if (shutdowns.checked === 0) shutdowns.notRun = 'no SIGTERM cycle in this schedule';
     // The load ends with the service up: every client finishes its operations and reports.
@@ -242,13 +269,17 @@ export async function runCampaign(options: CampaignOptions): Promise<CampaignRes
     const log = readRawLog(eventsFile);
     say(`chaos: checking ${log.events.length} events in ${log.streams.size} streams against ${records.length} records`);
     checkLog(log, records, report);
-    await checkServedState(ledger.baseUrl, log, report);
-    await checkTrustMetrics(ledger.baseUrl, eventsFile, report);
-    // Stopped (gracefully) so the live read model is at rest when it is compared with a rebuild.
-    await ledger.stop();
+    // Every instance must serve what the one log says, whichever of them wrote it.
+    for (const ledger of ledgers) {
+      await checkServedState(ledger.baseUrl, log, report);
+      await checkServedProjections(ledger.baseUrl, log, report);
+      await checkTrustMetrics(ledger.baseUrl, eventsFile, report);
+    }
+    // Stopped (gracefully) so the live read models are at rest when compared with a rebuild.
+    for (const ledger of ledgers) await ledger.stop();
     const rebuilt = await rebuildProjections(eventsFile);
     try {
-      checkRebuild(rebuilt.file, readModelFile, report);
+      for (const readModelFile of readModelFiles) checkRebuild(rebuilt.file, readModelFile, report);
       checkTrustReadModel(rebuilt.file, eventsFile, report);
     } finally {
       rebuilt.dispose();
@@ -256,6 +287,7 @@ export async function runCampaign(options: CampaignOptions): Promise<CampaignRes
     return {
       seed,
       dataDir,
+      instances: instanceCount,
       cycles,
       clients: stats.filter((s): s is ClientStats => s !== undefined),
       anomalies: records.filter((record): record is Extract<LoadRecord, { kind: 'anomaly' }> => record.kind === 'anomaly'),
@@ -265,7 +297,7 @@ export async function runCampaign(options: CampaignOptions): Promise<CampaignRes
     };
   } finally {
     for (const client of clients) if (client.child.exitCode === null) client.child.kill('SIGKILL');
-    await ledger.kill();
+    for (const ledger of ledgers) await ledger.kill();
     if (!options.keepData) rmSync(dataDir, { recursive: true, force: true });
   }
 }
@@ -277,7 +309,7 @@ export function summarise(result: CampaignResult): string {
   const requests = result.clients.reduce((sum, client) => sum + client.requests, 0);
   const resends = result.clients.reduce((sum, client) => sum + client.resends, 0);
   const operations = result.clients.reduce((sum, client) => sum + client.operations, 0);
-  lines.push(`seed ${result.seed}, ${(result.durationMs / 1000).toFixed(1)} s`);
+  lines.push(`seed ${result.seed}, ${result.instances} service process(es) on one log, ${(result.durationMs / 1000).toFixed(1)} s`);
   lines.push(
     `cycles ${result.cycles.length}: SIGKILL ${byKind('random') + byKind('after_projection_batch')} (right after a projection batch ${byKind('after_projection_batch')}), ` +
       `SIGTERM ${byKind('sigterm')}; ` +
@@ -285,8 +317,9 @@ export function summarise(result: CampaignResult): string {
   );
   const f = result.figures;
   lines.push(
-    `events ${f.events} in ${f.streams} streams; facts acknowledged ${f.facts_acknowledged}, refusals ${f.refusals_acknowledged}, ` +
-      `provider writes ${f.tool_writes}`,
+    `events ${f.events} in ${f.streams} streams; facts acknowledged ${f.facts_acknowledged} ` +
+      `(${f.resent_answered_duplicate} of them stored, their answer lost, and answered duplicate when resent), ` +
+      `refusals ${f.refusals_acknowledged}, provider writes ${f.tool_writes}`,
   );
   lines.push(`lost ${f.lost}, duplicated ${f.duplicated}, mismatches ${f.mismatches}, anomalies ${result.anomalies.length}`);
   for (const [name, outcome] of Object.entries(result.report)) {

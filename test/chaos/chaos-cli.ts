@@ -4,6 +4,8 @@
  *   CHAOS_SECONDS  bound on the load phase (default 240)
  *   CHAOS_CYCLES   kill/restart cycles (default 30, about 15% of them SIGTERM)
  *   CHAOS_CLIENTS  load-client processes (default 4), CHAOS_WORKERS operations at once in each (default 6)
+ *   CHAOS_INSTANCES service processes sharing the one SQLite log (default 1; 2 runs them behind the
+ *                  clients as behind a load balancer, each with its own read models)
  *   CHAOS_KEEP=1   keep the data directory (log, read model, client records) for a post-mortem
  * Exits 1 when any check failed, 0 otherwise; the figures are printed either way.
  */
@@ -25,6 +27,7 @@ async function main(): Promise<void> {
     cycles: integer('CHAOS_CYCLES', 30),
     clients: integer('CHAOS_CLIENTS', 4),
     workersPerClient: integer('CHAOS_WORKERS', 6),
+    instances: integer('CHAOS_INSTANCES', 1),
     dataDir: process.env.CHAOS_DATA_DIR || undefined,
     keepData: process.env.CHAOS_KEEP === '1',
     log: (line) => process.stdout.write(`${line}\n`),

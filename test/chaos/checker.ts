@@ -49,6 +49,7 @@ export type CheckName =
   | 'state_machine'
   | 'tool_writes'
   | 'served_state_equals_fold'
+  | 'projections_served_equal_log'
   | 'trust_metrics_equal_count'
   | 'trust_read_model_equals_count'
   | 'rebuild_equals_live'
@@ -69,6 +70,11 @@ export interface Figures {
   streams: number;
   facts_acknowledged: number;
   refusals_acknowledged: number;
+  /**
+   * Facts whose first answer never arrived (the service died, or the answer was lost) and whose
+   * resend of the same id was answered `duplicate`: stored once, though sent several times.
+   */
+  resent_answered_duplicate: number;
   tool_writes: number;
   /** Acknowledged facts not in the log. */
   lost: number;
@@ -90,6 +96,7 @@ export function emptyReport(): CheckReport {
     state_machine: outcome(),
     tool_writes: outcome(),
     served_state_equals_fold: outcome(),
+    projections_served_equal_log: outcome(),
     trust_metrics_equal_count: outcome(),
     trust_read_model_equals_count: outcome(),
     rebuild_equals_live: outcome(),
@@ -332,6 +339,112 @@ export async function checkServedState(baseUrl: string, log: RawLog, report: Che
   await Promise.all(Array.from({ length: concurrency }, worker));
 }
 
+const lastTransitionTo = (events: readonly StoredEvent[]) =>
+  ([...events].reverse().find((event) => event.type === 'TransitionRecorded')?.data as { to?: string } | undefined)?.to;
+
+/** Every page of a cursor-paged list (bounded: a cursor that repeats ends it, as a failure). */
+async function allPages<T>(url: (cursor: string | undefined) => string, itemsOf: (body: any) => T[], failures: string[]): Promise<T[] | undefined> {
+  const items: T[] = [];
+  const seen = new Set<string>();
+  let cursor: string | undefined;
+  for (let page = 0; page < 10_000; page++) {
+    const answer = await getJson(url(cursor));
+    if (answer.status !== 200) {
+      failures.push(`${url(cursor)} answered ${answer.status} ${JSON.stringify(answer.body)}`);
+      return undefined;
+    }
+    items.push(...itemsOf(answer.body));
+    cursor = answer.body.next_cursor;
+    if (!cursor) return items;
+    if (seen.has(cursor)) {
+      failures.push(`${url(cursor)}: the cursor repeats`);
+      return items;
+    }
+    seen.add(cursor);
+  }
+  return items;
+}
+
+/**
+ * The readers' projections as served (evidence trail, run summary, recovery list) against the log:
+ * every event of a stream in its trail, in order; every planned step in its run with the state its
+ * transitions reached; exactly the in-flight and verifying streams in the recovery list, oldest first.
+ */
+export async function checkServedProjections(baseUrl: string, log: RawLog, report: CheckReport, concurrency = 8): Promise<void> {
+  const outcome = report.projections_served_equal_log;
+  const head = log.events.length === 0 ? 0 : log.events[log.events.length - 1].position;
+  const wait = `wait_for_position=${head}&wait_timeout_ms=30000`;
+  const probe = await getJson(`${baseUrl}/v1/recovery?${wait}`);
+  if (probe.status === 404) {
+    outcome.notRun = 'GET /v1/recovery is not served by this build';
+    return;
+  }
+  const streams = [...log.streams.entries()];
+  const runs = new Map<string, Map<string, StoredEvent[]>>();
+  for (const [, events] of streams) {
+    const plan = events.find((event) => event.type === 'StepPlanned');
+    const runId = (plan?.data as { run_id?: string } | undefined)?.run_id;
+    if (runId === undefined) continue;
+    if (!runs.has(runId)) runs.set(runId, new Map());
+    runs.get(runId)?.set(events[0].metadata.operation_ref, events);
+  }
+
+  let next = 0;
+  const evidenceWorker = async () => {
+    while (next < streams.length) {
+      const [stream, events] = streams[next++];
+      const ref = events[0].metadata.operation_ref;
+      outcome.checked += 1;
+      const path = `${baseUrl}/v1/operations/${encodeURIComponent(ref)}/evidence?${wait}&limit=1000`;
+      const entries = await allPages((cursor) => `${path}${cursor ? `&cursor=${encodeURIComponent(cursor)}` : ''}`, (body) => body.entries ?? [], outcome.failures);
+      if (!entries) continue;
+      const served = entries.map((entry: any) => `${entry.revision}:${entry.event_id}`).join(',');
+      const stored = events.map((event) => `${event.revision}:${event.event_id}`).join(',');
+      if (served !== stored) outcome.failures.push(`${stream}: evidence lists ${served}, the log holds ${stored}`);
+    }
+  };
+  await Promise.all(Array.from({ length: concurrency }, evidenceWorker));
+
+  for (const [runId, steps] of runs) {
+    outcome.checked += 1;
+    const path = `${baseUrl}/v1/runs/${encodeURIComponent(runId)}?${wait}&limit=1000`;
+    const served = await allPages((cursor) => `${path}${cursor ? `&cursor=${encodeURIComponent(cursor)}` : ''}`, (body) => body.steps ?? [], outcome.failures);
+    if (!served) continue;
+    const servedRefs = new Set(served.map((step: any) => step.operation_ref));
+    for (const ref of steps.keys()) if (!servedRefs.has(ref)) outcome.failures.push(`run ${runId}: step ${ref} is missing`);
+    for (const step of served as any[]) {
+      const events = steps.get(step.operation_ref);
+      if (!events) {
+        outcome.failures.push(`run ${runId}: lists ${step.operation_ref}, which the log does not have in this run`);
+        continue;
+      }
+      const dispatched = events.filter((event) => event.type === 'AttemptDispatched').length;
+      const last = events[events.length - 1];
+      const want = { status: lastTransitionTo(events), attempts_used: dispatched, revision: last.revision };
+      const got = { status: step.status, attempts_used: step.attempts_used, revision: step.revision };
+      if (canonicalJson(want) !== canonicalJson(got)) outcome.failures.push(`run ${runId} ${step.operation_ref}: served ${canonicalJson(got)}, log ${canonicalJson(want)}`);
+    }
+  }
+
+  outcome.checked += 1;
+  const recovery = await allPages(
+    (cursor) => `${baseUrl}/v1/recovery?${wait}&limit=1000${cursor ? `&cursor=${encodeURIComponent(cursor)}` : ''}`,
+    (body) => body.items ?? [],
+    outcome.failures,
+  );
+  if (!recovery) return;
+  const pending = streams
+    .filter(([, events]) => ['dispatched', 'verifying'].includes(lastTransitionTo(events) ?? ''))
+    .map(([, events]) => events[0].metadata.operation_ref)
+    .sort();
+  const listed = recovery.map((item: any) => String(item.operation_ref));
+  if (canonicalJson([...listed].sort()) !== canonicalJson(pending)) {
+    outcome.failures.push(`recovery lists ${listed.join(',') || 'nothing'}, the log has ${pending.join(',') || 'nothing'} in flight or verifying`);
+  }
+  const since = recovery.map((item: any) => Date.parse(item.since));
+  if (since.some((value, index) => index > 0 && value < since[index - 1])) outcome.failures.push('recovery is not oldest first');
+}
+
 /**
  * GET /v1/metrics/trust, once the projection has applied the whole log, against the SQL count.
  * Answers whether the endpoint was there.
@@ -469,6 +582,9 @@ export function figures(log: RawLog, records: readonly LoadRecord[], report: Che
     streams: log.streams.size,
     facts_acknowledged: records.filter((record) => record.kind === 'ack').length,
     refusals_acknowledged: records.filter((record) => record.kind === 'refusal').length,
+    resent_answered_duplicate: records.filter(
+      (record) => record.kind === 'ack' && record.sends > 1 && record.status === 'duplicate' && log.byId.has(record.event_id),
+    ).length,
     tool_writes: records.filter((record) => record.kind === 'tool_write').length,
     lost,
     duplicated: duplicatedIds + duplicateWrites,

@@ -84,45 +84,57 @@ class Recorder {
 class RecordingLedger implements LedgerApi {
   readonly stats = { requests: 0, resends: 0, gaveUp: 0 };
 
+  private turn = 0;
+
   constructor(
-    readonly client: LedgerClient,
+    private readonly clients: readonly LedgerClient[],
     private readonly recorder: Recorder,
     private readonly clientId: number,
     private readonly random: Random,
   ) {}
 
   planStep: LedgerApi['planStep'] = (ref, data, options = {}) =>
-    this.submitOne(ref, 'StepPlanned', options, (o) => this.client.planStep(ref, data, o));
+    this.submitOne(ref, 'StepPlanned', options, (client, o) => client.planStep(ref, data, o));
   dispatchAttempt: LedgerApi['dispatchAttempt'] = (ref, data, options = {}) =>
-    this.submitOne(ref, 'AttemptDispatched', options, (o) => this.client.dispatchAttempt(ref, data, o));
+    this.submitOne(ref, 'AttemptDispatched', options, (client, o) => client.dispatchAttempt(ref, data, o));
   recordEnvelope: LedgerApi['recordEnvelope'] = (ref, data, options = {}) =>
-    this.submitOne(ref, 'EnvelopeRecorded', options, (o) => this.client.recordEnvelope(ref, data, o));
+    this.submitOne(ref, 'EnvelopeRecorded', options, (client, o) => client.recordEnvelope(ref, data, o));
   recordVerification: LedgerApi['recordVerification'] = (ref, data, options = {}) =>
-    this.submitOne(ref, 'VerificationRecorded', options, (o) => this.client.recordVerification(ref, data, o));
+    this.submitOne(ref, 'VerificationRecorded', options, (client, o) => client.recordVerification(ref, data, o));
   recordApproval: LedgerClient['recordApproval'] = (ref, data, options = {}) =>
-    this.submitOne(ref, 'ApprovalRecorded', options, (o) => this.client.recordApproval(ref, data, o));
+    this.submitOne(ref, 'ApprovalRecorded', options, (client, o) => client.recordApproval(ref, data, o));
 
-  getEvents: LedgerApi['getEvents'] = (ref, options) => this.read(ref, () => this.client.getEvents(ref, options));
-  recoveryItems: LedgerApi['recoveryItems'] = (query) => this.client.recoveryItems(query);
+  getEvents: LedgerApi['getEvents'] = (ref, options) => this.read(ref, (client) => client.getEvents(ref, options));
+  recoveryItems: LedgerApi['recoveryItems'] = (query) => this.next().recoveryItems(query);
 
   getOperation(ref: string): Promise<OperationState> {
-    return this.read(ref, () => this.client.getOperation(ref));
+    return this.read(ref, (client) => client.getOperation(ref));
+  }
+
+  newEventId(): string {
+    return this.clients[0].newEventId();
+  }
+
+  /** The instances in turn: consecutive requests, and the resends of one, go to different processes. */
+  private next(): LedgerClient {
+    this.turn = (this.turn + 1) % this.clients.length;
+    return this.clients[this.turn];
   }
 
   private async submitOne(
     ref: string,
     type: string,
     options: SingleFactOptions,
-    send: (options: SingleFactOptions) => Promise<SubmitAnswer>,
+    send: (client: LedgerClient, options: SingleFactOptions) => Promise<SubmitAnswer>,
   ): Promise<SubmitAnswer> {
     // Chosen once, before the first send: every resend below is the same fact.
-    const eventId = options.eventId ?? this.client.newEventId();
+    const eventId = options.eventId ?? this.newEventId();
     let last: unknown;
     for (let sends = 1; sends <= MAX_SENDS; sends++) {
       this.stats.requests += 1;
       if (sends > 1) this.stats.resends += 1;
       try {
-        const answer = await send({ ...options, eventId });
+        const answer = await send(this.next(), { ...options, eventId });
         const result = answer.results.find((item) => item.event_id === eventId);
         if (!result) this.recorder.anomaly(ref, 'ack_without_result', JSON.stringify(answer.results));
         this.recorder.write({
@@ -168,12 +180,12 @@ class RecordingLedger implements LedgerApi {
     throw last;
   }
 
-  private async read<T>(ref: string, get: () => Promise<T>): Promise<T> {
+  private async read<T>(ref: string, get: (client: LedgerClient) => Promise<T>): Promise<T> {
     let last: unknown;
     for (let tries = 1; tries <= MAX_SENDS; tries++) {
       this.stats.requests += 1;
       try {
-        return await get();
+        return await get(this.next());
       } catch (error) {
         last = error;
         if (!(error instanceof LedgerUnavailable)) throw error;
@@ -404,8 +416,10 @@ async function main(): Promise<void> {
   const config = JSON.parse(process.env.CHAOS_CLIENT_CONFIG ?? '') as ClientConfig;
   const random = seededRandom(config.seed);
   const recorder = new Recorder(config.recordFile, config.client);
-  const client = new LedgerClient({ baseUrl: config.baseUrl, timeoutMs: 3_000, maxRetries: 2, retryBaseDelayMs: 100, maxRetryDelayMs: 1_000 });
-  const ledger = new RecordingLedger(client, recorder, config.client, random.fork(1));
+  const clients = config.baseUrls.map(
+    (baseUrl) => new LedgerClient({ baseUrl, timeoutMs: 3_000, maxRetries: 2, retryBaseDelayMs: 100, maxRetryDelayMs: 1_000 }),
+  );
+  const ledger = new RecordingLedger(clients, recorder, config.client, random.fork(1));
   const provider = new SimulatedProvider(recorder, config.client, random.fork(2));
   let stopping = false;
   process.on('message', (message: ParentMessage) => {

@@ -57,7 +57,8 @@ export type LoadRecord = AckRecord | RefusalRecord | ToolWriteRecord | AnomalyRe
 export interface ClientConfig {
   client: number;
   seed: number;
-  baseUrl: string;
+  /** The service processes; a fact not answered by one is sent again, same id, to the next. */
+  baseUrls: string[];
   recordFile: string;
   /** Operations driven at the same time by one client process. */
   workers: number;

@@ -8,11 +8,13 @@ import Database from 'better-sqlite3';
 import { randomUUID } from 'node:crypto';
 import { join } from 'node:path';
 import { LEDGER_PROJECTIONS } from '../../projections/projection-catalog';
-import { READ_MODEL_FILE } from '../../src/projection-engine/projections.module';
 import { SqliteReadModel } from '../../src/projection-engine/sqlite-read-model.store';
 import { runCli } from '../support/cli-harness';
 import { fact, request } from '../support/http';
 import { startLedger, type LedgerProcess } from '../support/ledger-process';
+
+/** The service's read model file (READ_MODEL_FILE of src/projection-engine/projections.module.ts, whose NestJS imports jest cannot load). */
+const READ_MODEL_FILE = 'read-models.sqlite';
 
 const WORKERS = 24;
 const ACKS_BEFORE_SIGTERM = 300;

@@ -6,9 +6,11 @@
 import Database from 'better-sqlite3';
 import { randomUUID } from 'node:crypto';
 import { join } from 'node:path';
-import { READ_MODEL_FILE } from '../../src/projection-engine/projections.module';
 import { fact, request } from '../support/http';
 import { freePort, startLedger, type LedgerProcess } from '../support/ledger-process';
+
+/** The service's read model file (READ_MODEL_FILE of src/projection-engine/projections.module.ts, whose NestJS imports jest cannot load). */
+const READ_MODEL_FILE = 'read-models.sqlite';
 
 const KEY = 'ops-health-runtime-key-01';
 
@@ -49,7 +51,7 @@ describe('health on a service with a working store', () => {
   it('readiness fails while the projections cannot keep up, and recovers when they catch up', async () => {
     // Another connection holds the read model's write lock: the engine's next batch cannot commit.
     const lock = new Database(join(ledger.dataDir, READ_MODEL_FILE));
-    lock.pragma('busy_timeout = 0');
+    lock.pragma('busy_timeout = 5000');
     lock.exec('BEGIN EXCLUSIVE');
     try {
       const ref = `run_${randomUUID().slice(0, 8)}/step_1`;

@@ -164,7 +164,7 @@ describe('verify on a database edited behind the ledger', () => {
         'its content no longer hashes to its recorded hash: the event was changed after it was written\n' +
         'verified 23 events in 3 streams: 1 broken\n',
     );
-    expect(run.stderr).toBe('recovery-ledger: 1 of 3 streams fail their hash chain\n');
+    expect(run.stderr).toBe('recovery-ledger: 1 of 3 streams fails its hash chain\n');
     const json = JSON.parse(runCli(['verify', '--data-dir', dir, '--json']).stdout);
     expect(json).toMatchObject({ ok: false, events: 23, streams: 3, breaks: [{ stream: 'op-default:run_82/step_1', event_id: edited?.event_id, reason: 'hash_mismatch' }] });
   });

@@ -2,14 +2,15 @@
  * `recovery-ledger projections rebuild` gives, from zero, byte for byte the read model the built
  * service produced live while the events were being submitted to it over HTTP.
  */
-import { rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { LEDGER_PROJECTIONS } from '../../projections/projection-catalog';
-import { READ_MODEL_FILE } from '../../src/projection-engine/projections.module';
 import { SqliteReadModel } from '../../src/projection-engine/sqlite-read-model.store';
 import { committed, invalidInput, runCli, unknownOutcome } from '../support/cli-harness';
 import { fact, request } from '../support/http';
 import { startLedger, type LedgerProcess } from '../support/ledger-process';
+
+/** The service's read model file (READ_MODEL_FILE of src/projection-engine/projections.module.ts, whose NestJS imports jest cannot load). */
+const READ_MODEL_FILE = 'read-models.sqlite';
 
 let ledger: LedgerProcess;
 let lastPosition = 0;

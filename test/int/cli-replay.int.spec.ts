@@ -153,9 +153,9 @@ describe('the command line', () => {
     }
   });
 
-  it('commands that need the whole log refuse --url with a usage error', () => {
-    for (const command of ['verify', 'export', 'tail']) {
-      const run = runCli([command, '--url', 'http://127.0.0.1:9']);
+  it('commands the HTTP API has no route for refuse --url with a usage error', () => {
+    for (const command of [['tail'], ['import', 'file.ndjson']]) {
+      const run = runCli([...command, '--url', 'http://127.0.0.1:9']);
       expect(run.status).toBe(2);
       expect(run.stderr).toContain('works on a data directory only');
     }

@@ -1,60 +1,137 @@
 /**
  * Faults of the embedded store, injected for real into the SQLite file the service writes, with
- * the whole HTTP application in front of it (Fastify's inject: no socket, the same wiring as the
- * served app):
+ * the built HTTP application in front of it, over a real socket:
  *
  * - a full disk: `PRAGMA max_page_count` pinned to the file's current size on the store's own
  *   connection, so the next write that needs a page fails with SQLITE_FULL;
  * - a busy database: a second better-sqlite3 connection to the same file holding the write lock
- *   (BEGIN IMMEDIATE) while the store's busy timeout runs out (SQLITE_BUSY);
+ *   (BEGIN IMMEDIATE) while the store's busy timeout (LEDGER_SQLITE_BUSY_TIMEOUT_MS) runs out;
  * - a read-only database: `PRAGMA query_only` on the store's connection (SQLITE_READONLY). chmod
  *   would not do: CI runs as root, for whom file modes do not stop writes, and an open file keeps
  *   the access it was opened with anyway.
  *
- * Each must answer 503 STORE_UNAVAILABLE with Retry-After, leave the events table exactly as it
- * was (compared row by row, bytes and all), keep reads working, and heal without a restart once
- * the fault is lifted: the very same submit (same event ids) is then appended, not a duplicate,
- * which proves nothing of the failed attempt was stored.
+ * The first and the last hold per connection, so the service runs in a child process that opens
+ * its store with the adapter's `exposePragma` seam and takes PRAGMAs over IPC; everything else is
+ * the application exactly as main.js builds it. The lock needs no seam, so it is also shown on the
+ * served process itself (`node dist/src/main.js`).
+ *
+ * Each fault must answer 503 STORE_UNAVAILABLE with Retry-After, leave the events table exactly as
+ * it was (compared row by row, bytes and all), keep reads working, and heal without a restart once
+ * lifted: the very same submit (same event ids) is then appended, not a duplicate, which proves
+ * nothing of the failed attempt was stored.
  */
 import Database from 'better-sqlite3';
-import type { NestFastifyApplication } from '@nestjs/platform-fastify';
+import { fork, type ChildProcess } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
-import { mkdtempSync, rmSync } from 'node:fs';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { join } from 'node:path';
-import { createApp } from '../../src/app';
-import { loadConfig } from '../../src/config/ledger-config';
+import { join, resolve } from 'node:path';
 import { isErrorCode } from '../../src/errors/error-registry';
-import { SqliteEventStore } from '../../src/store/sqlite/sqlite-event-store.adapter';
+import { startLedger, type LedgerProcess } from '../support/ledger-process';
 
+const DIST = resolve(__dirname, '../../dist/src');
 const REF = 'run_faults/step_1';
 const PATH = `/v1/operations/${encodeURIComponent(REF)}`;
 
-interface Harness {
-  app: NestFastifyApplication;
-  file: string;
-  pragma: (statement: string) => unknown;
-  dir: string;
-}
-
-async function start(): Promise<Harness> {
-  const dir = mkdtempSync(join(tmpdir(), 'ledger-store-faults-'));
-  const file = join(dir, 'events.sqlite');
-  let pragma: ((statement: string) => unknown) | undefined;
-  // A busy timeout of 50 ms: long enough to be a real wait on the lock, short enough that the
-  // test never waits on the 5 s default. No assertion depends on it.
-  const store = SqliteEventStore.open({ file, busyTimeoutMs: 50, exposePragma: (run) => (pragma = run) });
-  const config = loadConfig({ LEDGER_DATA_DIR: dir, LOG_LEVEL: 'silent' });
+/** The child: main.js's wiring, with the store opened by hand so its PRAGMAs can be reached. */
+const CHILD = `
+const { createApp } = require(${JSON.stringify(join(DIST, 'app.js'))});
+const { loadConfig } = require(${JSON.stringify(join(DIST, 'config/ledger-config.js'))});
+const { SqliteEventStore } = require(${JSON.stringify(join(DIST, 'store/sqlite/sqlite-event-store.adapter.js'))});
+(async () => {
+  const config = loadConfig(process.env);
+  let pragma;
+  const store = SqliteEventStore.open({
+    file: config.eventsFile,
+    groupCommit: config.groupCommit,
+    busyTimeoutMs: config.sqliteBusyTimeoutMs,
+    exposePragma: (run) => (pragma = run),
+  });
   const app = await createApp({ config, store });
-  await app.init();
-  await app.getHttpAdapter().getInstance().ready();
-  return { app, file, dir, pragma: pragma as (statement: string) => unknown };
+  await app.listen({ port: 0, host: '127.0.0.1' });
+  process.on('message', (message) => {
+    if (message.close) return void app.close().then(() => process.exit(0));
+    try {
+      process.send({ id: message.id, result: pragma(message.pragma) });
+    } catch (error) {
+      process.send({ id: message.id, error: String(error) });
+    }
+  });
+  process.send({ port: app.getHttpServer().address().port });
+})().catch((error) => {
+  console.error(error);
+  process.exit(1);
+});
+`;
+
+interface Harness {
+  baseUrl: string;
+  file: string;
+  dir: string;
+  pragma(statement: string): Promise<unknown>;
+  close(): Promise<void>;
 }
 
-const submit = (h: Harness, events: unknown[]) =>
-  h.app.inject({ method: 'POST', url: `${PATH}/events`, headers: { 'content-type': 'application/json' }, payload: JSON.stringify({ events }) });
+async function startChild(): Promise<Harness> {
+  const dir = mkdtempSync(join(tmpdir(), 'ledger-store-faults-'));
+  const script = join(dir, 'faulty-ledger.js');
+  writeFileSync(script, CHILD);
+  const child: ChildProcess = fork(script, [], {
+    // A busy timeout of 50 ms: a real wait on the lock, short enough that the test never sits on
+    // the 5 s default. No assertion depends on it.
+    env: { ...process.env, LEDGER_DATA_DIR: join(dir, 'data'), LOG_LEVEL: 'silent', LEDGER_SQLITE_BUSY_TIMEOUT_MS: '50' },
+    stdio: ['ignore', 'ignore', 'pipe', 'ipc'],
+  });
+  let stderr = '';
+  child.stderr?.on('data', (chunk) => (stderr += chunk));
+  const port = await new Promise<number>((resolvePort, reject) => {
+    child.once('message', (message: any) => resolvePort(message.port));
+    child.once('exit', (code) => reject(new Error(`the ledger child exited with ${code}:\n${stderr}`)));
+  });
+  let nextId = 0;
+  return {
+    baseUrl: `http://127.0.0.1:${port}`,
+    file: join(dir, 'data', 'events.sqlite'),
+    dir,
+    pragma: (statement) =>
+      new Promise((resolveResult, reject) => {
+        const id = ++nextId;
+        const onMessage = (message: any) => {
+          if (message.id !== id) return;
+          child.off('message', onMessage);
+          if (message.error) reject(new Error(message.error));
+          else resolveResult(message.result);
+        };
+        child.on('message', onMessage);
+        child.send({ id, pragma: statement });
+      }),
+    close: async () => {
+      const exited = new Promise((resolveExit) => child.once('exit', resolveExit));
+      child.send({ close: true });
+      await exited;
+      rmSync(dir, { recursive: true, force: true });
+    },
+  };
+}
 
-const fact = (type: string, data: Record<string, unknown>, event_id = randomUUID()) => ({ event_id, type, data });
+interface Answer {
+  status: number;
+  headers: Headers;
+  text: string;
+}
+
+async function send(baseUrl: string, method: string, path: string, body?: unknown): Promise<Answer> {
+  const response = await fetch(`${baseUrl}${path}`, {
+    method,
+    headers: body === undefined ? {} : { 'content-type': 'application/json' },
+    body: body === undefined ? undefined : JSON.stringify(body),
+  });
+  return { status: response.status, headers: response.headers, text: await response.text() };
+}
+
+const submit = (baseUrl: string, events: unknown[]) => send(baseUrl, 'POST', `${PATH}/events`, { events });
+
+const fact = (type: string, data: Record<string, unknown>, event_id: string = randomUUID()) => ({ event_id, type, data });
 
 /** Every byte of every row, through a connection of its own (read-only: it takes no lock). */
 function tableDump(file: string): string {
@@ -74,118 +151,165 @@ const bigVerification = (id?: string) =>
     id,
   );
 
-function expectUnavailable(answer: { statusCode: number; headers: Record<string, unknown>; body: string }): void {
-  expect(answer.statusCode).toBe(503);
-  expect(String(answer.headers['content-type'])).toMatch(/^application\/problem\+json/);
-  const body = JSON.parse(answer.body);
+function expectUnavailable(answer: Answer): void {
+  expect(answer.status).toBe(503);
+  expect(answer.headers.get('content-type') ?? '').toMatch(/^application\/problem\+json/);
+  const body = JSON.parse(answer.text);
   expect(body.code).toBe('STORE_UNAVAILABLE');
   expect(isErrorCode(body.code)).toBe(true);
-  const retryAfter = Number(answer.headers['retry-after']);
+  const retryAfter = Number(answer.headers.get('retry-after'));
   expect(Number.isInteger(retryAfter) && retryAfter > 0).toBe(true);
   expect(body.retry_after_seconds).toBe(retryAfter);
-  // No driver text, path or stack in the answer.
-  expect(answer.body).not.toMatch(/sqlite|SQLITE|\.sqlite|at .*\.js:\d+/);
+  // No driver text, file name or stack in the answer.
+  expect(answer.text).not.toMatch(/sqlite|no such savepoint|\.js:\d+/i);
 }
 
-interface Fault {
-  name: string;
-  sqliteCode: string;
-  inject(h: Harness): void;
-  lift(h: Harness): void;
+async function planAndDispatch(baseUrl: string): Promise<void> {
+  expect((await submit(baseUrl, [fact('StepPlanned', { run_id: 'run_faults', tool: 'create_invoice', side_effect: 'write', input_hash: 'sha256:in-1' })])).status).toBe(200);
+  expect((await submit(baseUrl, [fact('AttemptDispatched', { attempt: 1, input_hash: 'sha256:in-1' })])).status).toBe(200);
 }
 
-let lockHolder: Database.Database | undefined;
-
-const FAULTS: Fault[] = [
-  {
-    name: 'a full disk (max_page_count)',
-    sqliteCode: 'SQLITE_FULL',
-    inject: (h) => {
-      const [{ page_count }] = h.pragma('page_count') as Array<{ page_count: number }>;
-      h.pragma(`max_page_count = ${page_count}`);
-    },
-    lift: (h) => {
-      h.pragma('max_page_count = 1073741823');
-    },
-  },
-  {
-    name: 'a second connection holding the write lock',
-    sqliteCode: 'SQLITE_BUSY',
-    inject: (h) => {
-      lockHolder = new Database(h.file, { timeout: 0 });
-      lockHolder.exec('BEGIN IMMEDIATE');
-    },
-    lift: () => {
-      lockHolder?.exec('ROLLBACK');
-      lockHolder?.close();
-      lockHolder = undefined;
-    },
-  },
-  {
-    name: 'a read-only database (query_only)',
-    sqliteCode: 'SQLITE_READONLY',
-    inject: (h) => {
-      h.pragma('query_only = 1');
-    },
-    lift: (h) => {
-      h.pragma('query_only = 0');
-    },
-  },
+/** A batch: the envelope of attempt 1 (large, so it needs pages of its own), then a dispatch. */
+const batch = () => [
+  fact('EnvelopeRecorded', {
+    attempt: 1,
+    envelope: { ok: true, operation_ref: REF, commit_state: 'committed', result: { pdf: 'p'.repeat(40_000) }, verification: { checked_at: new Date().toISOString() } },
+  }),
+  fact('AttemptDispatched', { attempt: 2, input_hash: 'sha256:in-1' }),
 ];
 
-describe.each(FAULTS)('the store under $name', (fault) => {
+/** A second dispatch while attempt 1 is in flight: refused, and the refusal is evidence to record (SPEC §3). */
+const recordedRefusal = () => [fact('AttemptDispatched', { attempt: 2, input_hash: 'sha256:in-1' })];
+
+/**
+ * What every fault must leave true: a typed 503 for each kind of write (a fact that moves the step
+ * on, a batch, and where the fault stops every write a refusal that would be recorded), the table
+ * untouched, reads served; then, once lifted, the very same submit appended.
+ */
+async function proveFault(
+  baseUrl: string,
+  file: string,
+  inject: () => Promise<void>,
+  lift: () => Promise<void>,
+  { everyWrite }: { everyWrite: boolean },
+): Promise<void> {
+  await planAndDispatch(baseUrl);
+  const before = tableDump(file);
+  const verificationId = randomUUID();
+  await inject();
+
+  expectUnavailable(await submit(baseUrl, [bigVerification(verificationId)]));
+  expectUnavailable(await submit(baseUrl, batch()));
+  if (everyWrite) expectUnavailable(await submit(baseUrl, recordedRefusal()));
+  expect(tableDump(file)).toBe(before);
+
+  // Reads fold the stream and need no write: they keep answering.
+  const during = await send(baseUrl, 'GET', PATH);
+  expect(during.status).toBe(200);
+  expect(JSON.parse(during.text)).toMatchObject({ status: 'dispatched', revision: 3 });
+
+  await lift();
+
+  const healed = await submit(baseUrl, [bigVerification(verificationId)]);
+  expect(healed.status).toBe(200);
+  expect(JSON.parse(healed.text)).toMatchObject({ results: [{ event_id: verificationId, status: 'appended' }], state: { status: 'succeeded' } });
+  const events = JSON.parse((await send(baseUrl, 'GET', `${PATH}/events`)).text).events as Array<{ revision: number; type: string }>;
+  expect(events.map((event) => `${event.revision}:${event.type}`)).toEqual([
+    '0:StepPlanned',
+    '1:TransitionRecorded',
+    '2:AttemptDispatched',
+    '3:TransitionRecorded',
+    '4:VerificationRecorded',
+    '5:TransitionRecorded',
+  ]);
+}
+
+/** Another process's writer: takes the file's write lock and keeps it until released. */
+function holdWriteLock(file: string): () => void {
+  const holder = new Database(file, { timeout: 0 });
+  holder.exec('BEGIN IMMEDIATE');
+  return () => {
+    holder.exec('ROLLBACK');
+    holder.close();
+  };
+}
+
+describe('store faults behind the HTTP application', () => {
   let h: Harness;
-
   beforeEach(async () => {
-    h = await start();
-    expect((await submit(h, [fact('StepPlanned', { run_id: 'run_faults', tool: 'create_invoice', side_effect: 'write', input_hash: 'sha256:in-1' })])).statusCode).toBe(200);
-    expect((await submit(h, [fact('AttemptDispatched', { attempt: 1, input_hash: 'sha256:in-1' })])).statusCode).toBe(200);
+    h = await startChild();
   });
-
   afterEach(async () => {
-    fault.lift(h);
-    await h.app.close();
-    rmSync(h.dir, { recursive: true, force: true });
+    await h.close();
   });
 
-  it(`answers 503 STORE_UNAVAILABLE with Retry-After (${fault.sqliteCode}), stores nothing, and heals by itself`, async () => {
-    const before = tableDump(h.file);
-    const verificationId = randomUUID();
-    fault.inject(h);
-
-    // A fact that would move the step on, a refusal that would be recorded (a second dispatch
-    // while attempt 1 is in flight is evidence, SPEC §3), and a batch: each needs a write.
-    expectUnavailable(await submit(h, [bigVerification(verificationId)]));
-    expectUnavailable(await submit(h, [fact('AttemptDispatched', { attempt: 2, input_hash: 'sha256:in-1' })]));
-    expectUnavailable(
-      await submit(h, [
-        fact('EnvelopeRecorded', {
-          attempt: 1,
-          envelope: { ok: true, operation_ref: REF, commit_state: 'committed', result: { id: 'inv_9' }, verification: { checked_at: new Date().toISOString() } },
-        }),
-        fact('AttemptDispatched', { attempt: 2, input_hash: 'sha256:in-1' }),
-      ]),
+  it('a full disk (SQLITE_FULL via max_page_count): 503 STORE_UNAVAILABLE, nothing stored, heals when space returns', async () => {
+    await proveFault(
+      h.baseUrl,
+      h.file,
+      async () => {
+        const [{ page_count }] = (await h.pragma('page_count')) as Array<{ page_count: number }>;
+        await h.pragma(`max_page_count = ${page_count}`);
+      },
+      async () => {
+        await h.pragma('max_page_count = 1073741823');
+      },
+      // A row that still fits in a page the file already has is written, as on a disk with a few
+      // bytes left; a refusal record is that small, so only writes that need new pages are shown.
+      { everyWrite: false },
     );
-    expect(tableDump(h.file)).toBe(before);
+  });
 
-    // Reads fold the stream and need no write: they keep answering.
-    const during = await h.app.inject({ method: 'GET', url: PATH });
-    expect(during.statusCode).toBe(200);
-    expect(JSON.parse(during.body)).toMatchObject({ status: 'dispatched', revision: 3 });
+  it('a read-only database (SQLITE_READONLY via query_only): 503 STORE_UNAVAILABLE, nothing stored, heals when writable', async () => {
+    await proveFault(
+      h.baseUrl,
+      h.file,
+      async () => {
+        await h.pragma('query_only = 1');
+      },
+      async () => {
+        await h.pragma('query_only = 0');
+      },
+      { everyWrite: true },
+    );
+  });
 
-    fault.lift(h);
+  it('another connection holding the write lock (SQLITE_BUSY): 503 STORE_UNAVAILABLE, nothing stored, heals when released', async () => {
+    let release: (() => void) | undefined;
+    await proveFault(
+      h.baseUrl,
+      h.file,
+      async () => {
+        release = holdWriteLock(h.file);
+      },
+      async () => {
+        release?.();
+      },
+      { everyWrite: true },
+    );
+  });
+});
 
-    const healed = await submit(h, [bigVerification(verificationId)]);
-    expect(healed.statusCode).toBe(200);
-    expect(JSON.parse(healed.body)).toMatchObject({ results: [{ event_id: verificationId, status: 'appended' }], state: { status: 'succeeded' } });
-    const events = JSON.parse((await h.app.inject({ method: 'GET', url: `${PATH}/events` })).body).events as Array<{ revision: number; type: string }>;
-    expect(events.map((event) => `${event.revision}:${event.type}`)).toEqual([
-      '0:StepPlanned',
-      '1:TransitionRecorded',
-      '2:AttemptDispatched',
-      '3:TransitionRecorded',
-      '4:VerificationRecorded',
-      '5:TransitionRecorded',
-    ]);
+describe('the served process (dist/src/main.js) under a held write lock', () => {
+  let ledger: LedgerProcess;
+  afterEach(async () => {
+    await ledger.stop();
+    ledger.cleanup();
+  });
+
+  it('answers 503 after LEDGER_SQLITE_BUSY_TIMEOUT_MS and appends once the lock is released', async () => {
+    ledger = await startLedger({ env: { LEDGER_SQLITE_BUSY_TIMEOUT_MS: '50', LEDGER_RATE_LIMIT_PER_MINUTE: '10000000' } });
+    let release: (() => void) | undefined;
+    await proveFault(
+      ledger.baseUrl,
+      join(ledger.dataDir, 'events.sqlite'),
+      async () => {
+        release = holdWriteLock(join(ledger.dataDir, 'events.sqlite'));
+      },
+      async () => {
+        release?.();
+      },
+      { everyWrite: true },
+    );
   });
 });

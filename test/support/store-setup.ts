@@ -89,13 +89,16 @@ export function eventStoreDbStore(): EventStoreDbSetup {
 }
 
 let selected: StoreKind = 'sqlite';
+let instance: StoreSetup | undefined;
 
 /** Picks the store of the scenario files this test file then requires. */
 export function useE2eStore(kind: StoreKind): void {
+  if (instance && instance.kind !== kind) throw new Error(`useE2eStore(${kind}) after the ${instance.kind} store was already in use`);
   selected = kind;
 }
 
-/** The store picked for this test file (SQLite unless its including file chose another). */
+/** The store picked for this test file (SQLite unless its including file chose another); one per file. */
 export function e2eStore(): StoreSetup {
-  return selected === 'eventstoredb' ? eventStoreDbStore() : sqliteStore();
+  instance ??= selected === 'eventstoredb' ? eventStoreDbStore() : sqliteStore();
+  return instance;
 }

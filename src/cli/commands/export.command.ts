@@ -1,60 +1,116 @@
 import { once } from 'node:events';
 import { createWriteStream, renameSync, rmSync } from 'node:fs';
-import { dirname, join, basename } from 'node:path';
-import { requireLocal, withLocalStore, type GlobalOptions } from '../ledger-source';
-import { eventLine, footerLine, headerLine } from '../log-archive';
+import { basename, dirname, join } from 'node:path';
+import { Readable } from 'node:stream';
+import type { ReadableStream as WebReadableStream } from 'node:stream/web';
+import { CliError } from '../cli-errors';
+import { remoteLedger, withLocalStore, type GlobalOptions, type RemoteLedger } from '../ledger-source';
+import { eventLine, footerLine, headerLine, type ArchiveFooter } from '../log-archive';
 import { scanLog } from '../log-scan';
+import { counted } from '../text-format';
 
 export interface ExportOptions {
   out?: string;
 }
 
+export interface Sink {
+  write(text: string): Promise<void>;
+  /** Makes the output final (a file is renamed into place only now). */
+  commit(): Promise<void>;
+  abandon(): void;
+}
+
 /**
- * Writes the log as NDJSON (format in ../log-archive.ts) up to the head position read at the start:
- * positions are assigned at commit, in order, so that is a consistent cut even while the service
- * keeps appending. A file is written beside its target and renamed at the end, so an interrupted
- * export never leaves something that looks like a complete one.
+ * A file is written beside its target and renamed at the end, so an interrupted export never
+ * leaves something that looks like a complete one; without --out the lines go to stdout.
  */
-export async function exportCommand(global: GlobalOptions, options: ExportOptions): Promise<void> {
-  requireLocal(global, 'export');
-  const toFile = options.out !== undefined && options.out !== '-';
-  const partial = toFile ? join(dirname(options.out as string), `.${basename(options.out as string)}.partial`) : undefined;
-  const out: NodeJS.WritableStream = partial ? createWriteStream(partial, { encoding: 'utf8' }) : process.stdout;
-  const write = async (text: string) => {
-    if (!out.write(text)) await once(out, 'drain');
+export function openSink(out: string | undefined): Sink {
+  if (out === undefined || out === '-') {
+    return {
+      write: async (text) => {
+        if (!process.stdout.write(text)) await once(process.stdout, 'drain');
+      },
+      commit: async () => undefined,
+      abandon: () => undefined,
+    };
+  }
+  const partial = join(dirname(out), `.${basename(out)}.partial`);
+  const stream = createWriteStream(partial, { encoding: 'utf8' });
+  return {
+    write: async (text) => {
+      if (!stream.write(text)) await once(stream, 'drain');
+    },
+    commit: async () => {
+      stream.end();
+      await once(stream, 'finish');
+      renameSync(partial, out);
+    },
+    abandon: () => {
+      stream.destroy();
+      rmSync(partial, { force: true });
+    },
   };
+}
+
+/** The log up to the head position read at the start (positions are assigned at commit, in order). */
+async function exportLocal(global: GlobalOptions, sink: Sink): Promise<Omit<ArchiveFooter, 'kind'>> {
   let events = 0;
   let lastPosition = 0;
   const streams = new Set<string>();
+  await withLocalStore(global, async ({ store }) => {
+    const head = await store.headPosition();
+    await sink.write(headerLine(new Date().toISOString(), head));
+    await scanLog(
+      store,
+      async (page) => {
+        for (const event of page) {
+          await sink.write(eventLine(event));
+          streams.add(event.stream);
+          lastPosition = event.position;
+        }
+        events += page.length;
+      },
+      { until: head },
+    );
+  });
+  const footer = { events, streams: streams.size, last_position: lastPosition };
+  await sink.write(footerLine(footer));
+  return footer;
+}
+
+/** The service's admin export (the key's tenant), passed through as it streams in. */
+export async function exportRemote(remote: RemoteLedger, sink: Sink): Promise<Omit<ArchiveFooter, 'kind'>> {
+  const response = await remote.send('GET', '/v1/admin/export');
+  if (!response.ok || !response.body) throw await remote.failure(response);
+  let tail = '';
+  for await (const chunk of Readable.fromWeb(response.body as WebReadableStream<Uint8Array>)) {
+    const text = Buffer.from(chunk as Uint8Array).toString('utf8');
+    await sink.write(text);
+    tail = (tail + text).slice(-4096);
+  }
+  const last = tail.trimEnd().split('\n').pop() ?? '';
+  let footer: ArchiveFooter | undefined;
   try {
-    await withLocalStore(global, async ({ store }) => {
-      const head = await store.headPosition();
-      await write(headerLine(new Date().toISOString(), head));
-      await scanLog(
-        store,
-        async (page) => {
-          for (const event of page) {
-            await write(eventLine(event));
-            streams.add(event.stream);
-            lastPosition = event.position;
-          }
-          events += page.length;
-        },
-        { until: head },
-      );
-    });
-    await write(footerLine({ events, streams: streams.size, last_position: lastPosition }));
-    if (partial) {
-      out.end();
-      await once(out, 'finish');
-      renameSync(partial, options.out as string);
-    }
+    footer = JSON.parse(last) as ArchiveFooter;
+  } catch {
+    footer = undefined;
+  }
+  // The footer is the service's "that was all": without it the connection was cut mid-export.
+  if (footer?.kind !== 'footer') throw new CliError(`the export from ${remote.origin} ended without its footer: it was cut short`);
+  return { events: footer.events, streams: footer.streams, last_position: footer.last_position };
+}
+
+export async function exportCommand(global: GlobalOptions, options: ExportOptions): Promise<void> {
+  const sink = openSink(options.out);
+  const remote = remoteLedger(global);
+  let footer: Omit<ArchiveFooter, 'kind'>;
+  try {
+    footer = remote ? await exportRemote(remote, sink) : await exportLocal(global, sink);
+    await sink.commit();
   } catch (error) {
-    if (partial) {
-      out.end();
-      rmSync(partial, { force: true });
-    }
+    sink.abandon();
     throw error;
   }
-  process.stderr.write(`exported ${events} events in ${streams.size} streams${toFile ? ` to ${options.out}` : ''}\n`);
+  const toFile = options.out !== undefined && options.out !== '-';
+  process.stderr.write(`exported ${counted(footer.events, 'event')} in ${counted(footer.streams, 'stream')}${toFile ? ` to ${options.out}` : ''}\n`);
 }

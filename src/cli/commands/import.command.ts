@@ -5,6 +5,7 @@ import { CliError } from '../cli-errors';
 import { requireLocal, withLocalStore, type GlobalOptions } from '../ledger-source';
 import { readArchive } from '../log-archive';
 import { auditLog, scanLog } from '../log-scan';
+import { counted } from '../text-format';
 import { describeBreak } from './verify.command';
 
 export interface ImportSummary {
@@ -110,7 +111,7 @@ export async function importCommand(global: GlobalOptions, file: string): Promis
     { create: true },
   );
   process.stdout.write(
-    `imported ${summary.appended} events (${summary.already_present} already present); the store holds ${summary.events} events in ${summary.streams} streams, counts and hash chains match the file\n`,
+    `imported ${counted(summary.appended, 'event')} (${summary.already_present} already present); the store holds ${counted(summary.events, 'event')} in ${counted(summary.streams, 'stream')}, counts and hash chains match the file\n`,
   );
   return summary;
 }

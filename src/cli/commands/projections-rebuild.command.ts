@@ -5,8 +5,8 @@ import { ProjectionEngine } from '../../projection-engine/projection-engine';
 import { READ_MODEL_FILE } from '../../projection-engine/projections.module';
 import { SqliteReadModel } from '../../projection-engine/sqlite-read-model.store';
 import type { AppendResult, EventStore, NewEvent, ReadAllOptions, StoreHealth, StoredEvent, SubscribeOptions, Subscription, SubscriptionHandlers } from '../../store/event-store.port';
-import { usageError } from '../cli-errors';
-import { requireLocal, withLocalStore, type GlobalOptions } from '../ledger-source';
+import { CliError, EXIT, usageError } from '../cli-errors';
+import { remoteLedger, withLocalStore, type GlobalOptions, type RemoteLedger } from '../ledger-source';
 import { formatDuration, renderTable } from '../text-format';
 
 export type ProgressMode = 'auto' | 'always' | 'never';
@@ -65,13 +65,70 @@ export function projectionNames(name: string | undefined): string[] {
   return [wanted];
 }
 
+function progressBar(names: readonly string[], mode: ProgressMode): SingleBar | undefined {
+  if (mode === 'never') return undefined;
+  return new SingleBar({
+    stream: process.stderr,
+    format: `rebuilding ${names.join(', ')} [{bar}] {percentage}% | {events} events | {rate} events/s | ETA {eta_formatted}`,
+    noTTYOutput: mode === 'always',
+    notTTYSchedule: 500,
+    etaBuffer: 20,
+    hideCursor: true,
+  });
+}
+
+interface Readiness {
+  details?: { projections?: { events_behind?: number; lag_ms?: number; state?: string; message?: string } };
+}
+
+const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+
+/**
+ * Against a running service: its admin route starts the rebuild in the service's own engine (no
+ * second engine touches the read model), and the bar follows the projections' distance to the
+ * head of the log as readiness reports it, until they have caught up.
+ */
+async function rebuildRemote(remote: RemoteLedger, name: string | undefined, options: RebuildOptions): Promise<void> {
+  const wanted = name?.replace(/-/g, '_');
+  const started = Date.now();
+  const answer = await remote.post<{ rebuilding: string[] }>('/v1/admin/projections/rebuild', { projection: wanted });
+  const names = answer.rebuilding;
+  const bar = progressBar(names, options.progress);
+  let total: number | undefined;
+  let behind = Number.POSITIVE_INFINITY;
+  const deadline = Date.now() + 24 * 3600 * 1000;
+  while (behind > 0) {
+    const { body } = await remote.probe<Readiness>('/health/ready');
+    const projections = body?.details?.projections;
+    if (projections?.state === 'failed') throw new CliError(`the rebuild on ${remote.origin} failed: ${projections.message ?? 'the projection engine failed'}`);
+    if (typeof projections?.events_behind !== 'number') throw new CliError(`${remote.origin} does not report projection progress on /health/ready`, EXIT.unavailable);
+    behind = projections.events_behind;
+    if (total === undefined) {
+      total = Math.max(behind, 1);
+      bar?.start(total, 0, { events: 0, rate: 0 });
+    }
+    const done = Math.max(0, total - behind);
+    bar?.update(done, { events: done, rate: Math.round(done / Math.max(0.001, (Date.now() - started) / 1000)) });
+    if (behind > 0) {
+      if (Date.now() > deadline) throw new CliError('the rebuild did not finish within a day', EXIT.unavailable);
+      await sleep(250);
+    }
+  }
+  bar?.stop();
+  process.stdout.write(`rebuilt ${names.join(', ')} on ${remote.origin} in ${formatDuration(Date.now() - started)}\n`);
+}
+
 /**
  * Rebuilds projections from zero with the service's own engine, on the data directory's read model.
- * The service must be stopped: two engines rebuilding and following one read model would each skip
- * what the other's checkpoint claims.
+ * The service must be stopped for that: two engines rebuilding and following one read model would
+ * each skip what the other's checkpoint claims. A running service rebuilds itself with --url.
  */
-export async function rebuildCommand(global: GlobalOptions, name: string | undefined, options: RebuildOptions): Promise<RebuildSummary> {
-  requireLocal(global, 'projections rebuild');
+export async function rebuildCommand(global: GlobalOptions, name: string | undefined, options: RebuildOptions): Promise<RebuildSummary | undefined> {
+  const remote = remoteLedger(global);
+  if (remote) {
+    await rebuildRemote(remote, name, options);
+    return undefined;
+  }
   const names = projectionNames(name);
   return withLocalStore(global, async ({ store, config }) => {
     const readModel = SqliteReadModel.open({ file: join(config.dataDir, READ_MODEL_FILE) });
@@ -79,17 +136,7 @@ export async function rebuildCommand(global: GlobalOptions, name: string | undef
       const head = await store.headPosition();
       const started = Date.now();
       let events = 0;
-      const bar =
-        options.progress === 'never'
-          ? undefined
-          : new SingleBar({
-              stream: process.stderr,
-              format: `rebuilding ${names.join(', ')} [{bar}] {percentage}% | {events} events | {rate} events/s | ETA {eta_formatted}`,
-              noTTYOutput: options.progress === 'always',
-              notTTYSchedule: 500,
-              etaBuffer: 20,
-              hideCursor: true,
-            });
+      const bar = progressBar(names, options.progress);
       // The bar runs on log positions (what the engine reads by); the count is of events read.
       const rate = () => Math.round(events / Math.max(0.001, (Date.now() - started) / 1000));
       bar?.start(Math.max(head, 1), 0, { events: 0, rate: 0 });

@@ -1,0 +1,210 @@
+/**
+ * Figures 5, 6 and 7 on one large log (support/large-log.ts):
+ *   5. rebuild of all projections from zero by the projection engine, beside a plain ordered scan
+ *      of the same table, both in a child process (support/rebuild.child.ts);
+ *   7. the child's resident set with the log open, and through the rebuild (sampled from /proc
+ *      every 100 ms by this process, so sampling never waits on the child's event loop);
+ *   6. then the built service on that data directory (its read model is the one just rebuilt):
+ *      the evidence trail of an operation with 1,000 events, over HTTP, one client; and the
+ *      projection lag while figure 1's load runs: for a probe submit, the time from its answer to
+ *      the answer of a read that waits for its position (`wait_for_position`), so the figure
+ *      includes that read's round trip under load and bounds the lag from above;
+ *   7b. the service's peak resident set over all of that.
+ */
+import { spawn } from 'node:child_process';
+import { join, resolve } from 'node:path';
+import { performance } from 'node:perf_hooks';
+import type { RebuildChildResult } from '../support/rebuild.child';
+import { DIST, rssOf, runLoad, startLedger } from '../support/processes';
+import { percentile, type FigureRow } from '../support/report';
+import { planFact, submitPath } from '../support/submit-bodies';
+import { writeLargeLog, writeLongOperation } from '../support/large-log';
+
+export interface LargeLogSettings {
+  dir: string;
+  events: number;
+  seconds: number;
+  warmupSeconds: number;
+  connections: number;
+}
+
+const LONG_REF = 'bench_long/op_1';
+const LONG_EVENTS = 1_000;
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+interface Sample {
+  at: number;
+  rssMb: number;
+}
+
+/** Runs the rebuild child, sampling its resident set until it exits. */
+function rebuildInChild(dataDir: string): Promise<{ result: RebuildChildResult; samples: Sample[]; peakMb: number }> {
+  return new Promise((resolveRun, reject) => {
+    const child = spawn(process.execPath, [resolve(DIST, 'bench/support/rebuild.child.js'), dataDir], { stdio: ['ignore', 'pipe', 'pipe'] });
+    let stdout = '';
+    let stderr = '';
+    child.stdout?.on('data', (chunk) => (stdout += chunk));
+    child.stderr?.on('data', (chunk) => (stderr += chunk));
+    const samples: Sample[] = [];
+    let peakMb = 0;
+    const timer = setInterval(() => {
+      const { rssMb, peakMb: hwm } = rssOf(child.pid ?? 0);
+      if (rssMb > 0) samples.push({ at: Date.now(), rssMb });
+      peakMb = Math.max(peakMb, hwm, rssMb);
+    }, 100);
+    child.once('exit', (code) => {
+      clearInterval(timer);
+      if (code !== 0) return reject(new Error(`rebuild child exited ${code}: ${stderr}`));
+      try {
+        resolveRun({ result: JSON.parse(stdout.trim().split('\n').pop() ?? '') as RebuildChildResult, samples, peakMb });
+      } catch (error) {
+        reject(new Error(`rebuild child printed no result: ${stdout} ${stderr} (${String(error)})`));
+      }
+    });
+  });
+}
+
+const median = (values: number[]) => percentile(values, 0.5);
+
+async function submitProbe(baseUrl: string, n: number): Promise<number> {
+  const fact = planFact('probe', n);
+  const response = await fetch(`${baseUrl}${submitPath(`probe/op_${n}`)}`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json' },
+    body: JSON.stringify({ events: [fact] }),
+  });
+  const body = (await response.json()) as { position?: number };
+  if (!response.ok || typeof body.position !== 'number') throw new Error(`probe submit answered ${response.status}`);
+  return body.position;
+}
+
+async function waitProjected(baseUrl: string, n: number, position: number): Promise<void> {
+  const response = await fetch(`${baseUrl}${submitPath(`probe/op_${n}`).replace(/\/events$/, '/evidence')}?wait_for_position=${position}&wait_timeout_ms=30000`);
+  await response.arrayBuffer();
+  if (!response.ok) throw new Error(`evidence read answered ${response.status}`);
+}
+
+/** Probes every 20 ms while `running()`; answers the lags in ms. */
+async function probeLag(baseUrl: string, running: () => boolean): Promise<number[]> {
+  const lags: number[] = [];
+  for (let n = 0; running() && n < 5_000; n++) {
+    const position = await submitProbe(baseUrl, n);
+    const answeredAt = performance.now();
+    await waitProjected(baseUrl, n, position);
+    lags.push(performance.now() - answeredAt);
+    await sleep(20);
+  }
+  return lags;
+}
+
+export async function largeLogFigures(settings: LargeLogSettings, log: (line: string) => void): Promise<FigureRow[]> {
+  const dataDir = join(settings.dir, 'large');
+  const eventsFile = join(dataDir, 'events.sqlite');
+  log(`  figures 5–7: writing a log of ${settings.events.toLocaleString('en-US')} events`);
+  const written = await writeLargeLog(eventsFile, settings.events - LONG_EVENTS);
+  const longEvents = await writeLongOperation(eventsFile, LONG_REF, LONG_EVENTS);
+  log(`    ${written.events + longEvents} events in ${written.seconds.toFixed(1)} s (+ an operation of ${longEvents} events)`);
+
+  log('  figure 5: plain ordered scan, then the projection rebuild (child process)');
+  const { result, samples, peakMb } = await rebuildInChild(dataDir);
+  const during = samples.filter((s) => s.at >= result.rebuild.from && s.at <= result.rebuild.to).map((s) => s.rssMb);
+  const opened = samples.filter((s) => s.at >= result.openedAt && s.at < result.scan.from).map((s) => s.rssMb);
+  const tenth = Math.max(1, Math.floor(during.length / 10));
+  // Flat: the last tenth of the rebuild holds no more than the second tenth (after warm-up) + 10 %.
+  const early = median(during.slice(tenth, 2 * tenth));
+  const late = median(during.slice(-tenth));
+  const rebuildPeak = Math.max(0, ...during);
+  const flat = during.length < 10 || late <= early * 1.1;
+  const scanRate = result.scan.rows / (result.scan.ms / 1000);
+  const rebuildRate = result.rebuild.events / (result.rebuild.ms / 1000);
+
+  log('  figure 6: the service on that log — evidence trail of a 1,000-event operation, then projection lag under load');
+  const server = await startLedger(dataDir);
+  let evidence;
+  let load;
+  let lags: number[] = [];
+  let serverIdleMb = 0;
+  let serverPeakMb = 0;
+  try {
+    await sleep(500);
+    serverIdleMb = rssOf(server.pid).rssMb;
+    evidence = await runLoad({
+      url: server.baseUrl,
+      connections: 1,
+      seconds: 0,
+      amount: 2_000,
+      warmupSeconds: 1,
+      scenario: { kind: 'get', path: `${submitPath(LONG_REF).replace(/\/events$/, '/evidence')}?limit=1000` },
+    });
+    let loading = true;
+    const probing = probeLag(server.baseUrl, () => loading);
+    load = await runLoad({
+      url: server.baseUrl,
+      connections: settings.connections,
+      seconds: settings.seconds,
+      warmupSeconds: 0,
+      scenario: { kind: 'plan', label: 'fig6' },
+    }).finally(() => {
+      loading = false;
+    });
+    lags = await probing;
+    serverPeakMb = rssOf(server.pid).peakMb;
+  } finally {
+    await server.stop();
+  }
+  const lagP99 = percentile(lags, 0.99);
+  return [
+    {
+      id: '5',
+      name: `projection rebuild, ${result.rebuild.events.toLocaleString('en-US')} events, 4 projections`,
+      figure: { label: 'ProjectionEngine.rebuild', value: rebuildRate, unit: 'events/s' },
+      baseline: { label: 'plain ordered scan of the table', value: scanRate, unit: 'events/s' },
+      ratio: rebuildRate / scanRate,
+      target: { text: '≥ 40 %', met: rebuildRate / scanRate >= 0.4 },
+      details: {
+        rebuild_seconds: result.rebuild.ms / 1000,
+        scan_seconds: result.scan.ms / 1000,
+        scanned_mb: result.scan.bytes / 1e6,
+        log: { ...written, long_operation_events: longEvents },
+      },
+    },
+    {
+      id: '6',
+      name: `evidence trail query, operation of ${longEvents} events (?limit=1000), 1 client`,
+      figure: { label: 'p99', value: evidence.latencyMs.p99, unit: 'ms' },
+      target: { text: 'p99 < 5 ms', met: evidence.latencyMs.p99 < 5 },
+      details: { p50_ms: evidence.latencyMs.p50, p90_ms: evidence.latencyMs.p90, max_ms: evidence.latencyMs.max, rps: evidence.rps, non2xx: evidence.non2xx },
+    },
+    {
+      id: '6b',
+      name: 'projection lag under figure 1 load (answer → readable, upper bound)',
+      figure: { label: 'p99', value: lagP99, unit: 'ms' },
+      target: { text: 'p99 < 50 ms', met: lags.length > 0 && lagP99 < 50 },
+      details: {
+        probes: lags.length,
+        p50_ms: percentile(lags, 0.5),
+        max_ms: Math.max(0, ...lags),
+        load_rps: load.rps,
+        load_p99_ms: load.latencyMs.p99,
+        load_non2xx: load.non2xx,
+        store_events: written.events + longEvents,
+      },
+    },
+    {
+      id: '7',
+      name: 'peak RSS: log open, and during the rebuild (child process)',
+      figure: { label: 'rebuild peak', value: Math.max(peakMb, rebuildPeak), unit: 'MB' },
+      baseline: { label: 'log open, before the scan', value: Math.max(0, ...opened), unit: 'MB' },
+      target: { text: '< 300 MB and flat', met: Math.max(peakMb, rebuildPeak) < 300 && flat },
+      details: { early_rebuild_mb: early, late_rebuild_mb: late, flat, samples: during.length, rss_after_rebuild_mb: result.rssAfterMb },
+    },
+    {
+      id: '7b',
+      name: 'peak RSS of the service with the log stored, through figure 6',
+      figure: { label: 'service peak', value: serverPeakMb, unit: 'MB' },
+      baseline: { label: 'service idle after start', value: serverIdleMb, unit: 'MB' },
+      target: { text: '< 300 MB', met: serverPeakMb < 300 },
+      details: {},
+    },
+  ];
+}

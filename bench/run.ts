@@ -1,0 +1,93 @@
+/**
+ * `npm run bench`: every figure of issue 8 in one run, each beside its baseline measured right
+ * before it on the same machine; prints the table and writes bench/results/latest.json.
+ *
+ *   npm run bench                      # the full run (1 M events; about 5–8 minutes on 2 cores)
+ *   node dist/bench/run.js --events 200000 --seconds 5 --out /tmp/bench.json   # a quick one
+ *
+ * Loopback only, every loop bounded in time and count, data in a temporary directory that is
+ * removed at the end (--keep keeps it). Not part of the test suite: no timing is ever asserted.
+ */
+import { mkdtempSync, rmSync } from 'node:fs';
+import { loadavg, tmpdir } from 'node:os';
+import { join, resolve } from 'node:path';
+import { performance } from 'node:perf_hooks';
+import { batchSubmitFigure, rowsOfOneBatch } from './figures/batch-submit.figure';
+import { httpSubmitFigures } from './figures/http-submit.figure';
+import { largeLogFigures } from './figures/large-log.figure';
+import { storeAppendFigure } from './figures/store-append.figure';
+import { machine, table, writeJson, type FigureRow } from './support/report';
+
+interface Options {
+  events: number;
+  seconds: number;
+  warmupSeconds: number;
+  connections: number;
+  out: string;
+  keep: boolean;
+  only?: Set<string>;
+}
+
+function options(argv: string[]): Options {
+  const value = (name: string) => {
+    const index = argv.indexOf(`--${name}`);
+    return index >= 0 ? argv[index + 1] : undefined;
+  };
+  const number = (name: string, fallback: number, min: number, max: number) => {
+    const raw = value(name);
+    const parsed = raw === undefined ? fallback : Number(raw);
+    if (!Number.isFinite(parsed) || parsed < min || parsed > max) throw new Error(`--${name} must be a number from ${min} to ${max}`);
+    return parsed;
+  };
+  const only = value('only');
+  return {
+    events: number('events', 1_000_000, 10_000, 5_000_000),
+    seconds: number('seconds', 10, 1, 60),
+    warmupSeconds: number('warmup', 2, 0, 30),
+    connections: number('connections', 50, 1, 500),
+    out: resolve(value('out') ?? join(__dirname, '../../bench/results/latest.json')),
+    keep: argv.includes('--keep'),
+    ...(only ? { only: new Set(only.split(',')) } : {}),
+  };
+}
+
+async function main(): Promise<void> {
+  const settings = options(process.argv.slice(2));
+  const dir = mkdtempSync(join(tmpdir(), 'ledger-bench-'));
+  const log = (line: string) => process.stderr.write(`${line}\n`);
+  const started = performance.now();
+  const host = machine();
+  log(`recovery-ledger bench: ${host.nproc} cores, ${host.memory}, node ${host.node}, load average ${host.loadAverageAtStart.join(' ')}`);
+  log(`data in ${dir}`);
+  const wanted = (group: string) => !settings.only || settings.only.has(group);
+  const rows: FigureRow[] = [];
+  try {
+    const common = { dir, seconds: settings.seconds, warmupSeconds: settings.warmupSeconds, connections: settings.connections };
+    if (wanted('http')) rows.push(...(await httpSubmitFigures(common, log)));
+    const batchRows = await rowsOfOneBatch(100);
+    if (wanted('batch')) rows.push(await batchSubmitFigure({ ...common, size: 100 }, batchRows, log));
+    // A plan's StepPlanned row: the most common first event of a stream, of typical size.
+    if (wanted('store')) rows.push(...(await storeAppendFigure(dir, batchRows[0], Math.min(settings.seconds, 5), log)));
+    if (wanted('large')) rows.push(...(await largeLogFigures({ ...common, events: settings.events }, log)));
+  } finally {
+    if (!settings.keep) rmSync(dir, { recursive: true, force: true });
+  }
+  host.loadAverageAtEnd = loadavg().map((value) => Number(value.toFixed(2)));
+  const seconds = (performance.now() - started) / 1000;
+  const output = table(rows);
+  process.stdout.write(`\n${output}\n\n`);
+  process.stdout.write(`${rows.filter((row) => row.target?.met).length} of ${rows.filter((row) => row.target).length} targets met, in ${seconds.toFixed(0)} s\n`);
+  writeJson(settings.out, {
+    machine: host,
+    settings: { ...settings, only: settings.only ? [...settings.only] : undefined, out: undefined },
+    seconds,
+    figures: rows,
+    table: output,
+  });
+  log(`written: ${settings.out}`);
+}
+
+main().catch((error: unknown) => {
+  process.stderr.write(`bench failed: ${error instanceof Error ? error.stack : String(error)}\n`);
+  process.exit(1);
+});
