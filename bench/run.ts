@@ -4,10 +4,16 @@
  *
  *   npm run bench                      # the full run (1 M events; about 5–8 minutes on 2 cores)
  *   node dist/bench/run.js --events 200000 --seconds 5 --out /tmp/bench.json   # a quick one
+ *   node dist/bench/run.js --only http,batch,store,large --profile /tmp/prof  # --cpu-prof of each service
+ *
+ * Each load runs a warm-up first (--warmup, 5 s by default) that is not counted: the service's
+ * first seconds are JIT compilation and lazy initialisation, measured at twice the steady-state
+ * CPU per request.
  *
  * Loopback only, every loop bounded in time and count, data in a temporary directory that is
  * removed at the end (--keep keeps it). Not part of the test suite: no timing is ever asserted.
  */
+import { execFileSync } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { loadavg, tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
@@ -26,6 +32,8 @@ interface Options {
   out: string;
   keep: boolean;
   only?: Set<string>;
+  /** A directory for the service processes' --cpu-prof output. */
+  profile?: string;
 }
 
 function options(argv: string[]): Options {
@@ -40,15 +48,28 @@ function options(argv: string[]): Options {
     return parsed;
   };
   const only = value('only');
+  const profile = value('profile');
   return {
     events: number('events', 1_000_000, 10_000, 5_000_000),
     seconds: number('seconds', 10, 1, 60),
-    warmupSeconds: number('warmup', 2, 0, 30),
+    warmupSeconds: number('warmup', 5, 0, 30),
     connections: number('connections', 50, 1, 500),
     out: resolve(value('out') ?? join(__dirname, '../../bench/results/latest.json')),
     keep: argv.includes('--keep'),
     ...(only ? { only: new Set(only.split(',')) } : {}),
+    ...(profile ? { profile: resolve(profile) } : {}),
   };
+}
+
+/** The commit measured, and whether the tree had changes on top of it. */
+function revision(): { commit: string; dirty: boolean } | undefined {
+  try {
+    const commit = execFileSync('git', ['rev-parse', 'HEAD'], { encoding: 'utf8' }).trim();
+    const dirty = execFileSync('git', ['status', '--porcelain', '--untracked-files=no'], { encoding: 'utf8' }).trim().length > 0;
+    return { commit, dirty };
+  } catch {
+    return undefined;
+  }
 }
 
 async function main(): Promise<void> {
@@ -62,7 +83,8 @@ async function main(): Promise<void> {
   const wanted = (group: string) => !settings.only || settings.only.has(group);
   const rows: FigureRow[] = [];
   try {
-    const common = { dir, seconds: settings.seconds, warmupSeconds: settings.warmupSeconds, connections: settings.connections };
+    const nodeArgs = settings.profile ? ['--cpu-prof', `--cpu-prof-dir=${settings.profile}`] : [];
+    const common = { dir, seconds: settings.seconds, warmupSeconds: settings.warmupSeconds, connections: settings.connections, nodeArgs };
     if (wanted('http')) rows.push(...(await httpSubmitFigures(common, log)));
     const batchRows = await rowsOfOneBatch(100);
     if (wanted('batch')) rows.push(await batchSubmitFigure({ ...common, size: 100 }, batchRows, log));
@@ -79,6 +101,7 @@ async function main(): Promise<void> {
   process.stdout.write(`${rows.filter((row) => row.target?.met).length} of ${rows.filter((row) => row.target).length} targets met, in ${seconds.toFixed(0)} s\n`);
   writeJson(settings.out, {
     machine: host,
+    revision: revision(),
     settings: { ...settings, only: settings.only ? [...settings.only] : undefined, out: undefined },
     seconds,
     figures: rows,

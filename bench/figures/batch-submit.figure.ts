@@ -21,6 +21,8 @@ export interface BatchSettings {
   seconds: number;
   warmupSeconds: number;
   connections: number;
+  /** Extra node arguments for the service processes (e.g. --cpu-prof). */
+  nodeArgs?: string[];
   size: number;
 }
 
@@ -70,7 +72,7 @@ export async function batchSubmitFigure(settings: BatchSettings, rows: readonly 
   const raw = await rawBatchedInserts(join(settings.dir, 'raw-inserts.sqlite'), rows, Math.min(settings.seconds, 5));
   const dataDir = join(settings.dir, 'batch');
   const label = 'fig3';
-  const ledger = await startLedger(dataDir);
+  const ledger = await startLedger(dataDir, {}, settings.nodeArgs);
   let run: Measured;
   try {
     run = await measured(ledger, {

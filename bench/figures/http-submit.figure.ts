@@ -18,6 +18,8 @@ export interface HttpSettings {
   seconds: number;
   warmupSeconds: number;
   connections: number;
+  /** Extra node arguments for the service processes (e.g. --cpu-prof). */
+  nodeArgs?: string[];
 }
 
 export interface Measured {
@@ -75,7 +77,7 @@ export async function httpSubmitFigures(settings: HttpSettings, log: (line: stri
   log('  figure 1: bare Fastify route, then the ledger (one StepPlanned per request)');
   const bare1m = await bare(settings, 'bare1');
   const dataDir = join(settings.dir, 'http');
-  const ledger = await startLedger(dataDir);
+  const ledger = await startLedger(dataDir, {}, settings.nodeArgs);
   let planm: Measured;
   let dispatchm: Measured;
   let bare2m: Measured;

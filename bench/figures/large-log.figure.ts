@@ -26,6 +26,8 @@ export interface LargeLogSettings {
   seconds: number;
   warmupSeconds: number;
   connections: number;
+  /** Extra node arguments for the service processes (e.g. --cpu-prof). */
+  nodeArgs?: string[];
 }
 
 const LONG_REF = 'bench_long/op_1';
@@ -38,9 +40,9 @@ interface Sample {
 }
 
 /** Runs the rebuild child, sampling its resident set until it exits. */
-function rebuildInChild(dataDir: string): Promise<{ result: RebuildChildResult; samples: Sample[]; peakMb: number }> {
+function rebuildInChild(dataDir: string, nodeArgs: string[] = []): Promise<{ result: RebuildChildResult; samples: Sample[]; peakMb: number }> {
   return new Promise((resolveRun, reject) => {
-    const child = spawn(process.execPath, [resolve(DIST, 'bench/support/rebuild.child.js'), dataDir], { stdio: ['ignore', 'pipe', 'pipe'] });
+    const child = spawn(process.execPath, [...nodeArgs, resolve(DIST, 'bench/support/rebuild.child.js'), dataDir], { stdio: ['ignore', 'pipe', 'pipe'] });
     let stdout = '';
     let stderr = '';
     child.stdout?.on('data', (chunk) => (stdout += chunk));
@@ -106,7 +108,7 @@ export async function largeLogFigures(settings: LargeLogSettings, log: (line: st
   log(`    ${written.events + longEvents} events in ${written.seconds.toFixed(1)} s (+ an operation of ${longEvents} events)`);
 
   log('  figure 5: plain ordered scan, then the projection rebuild (child process)');
-  const { result, samples, peakMb } = await rebuildInChild(dataDir);
+  const { result, samples, peakMb } = await rebuildInChild(dataDir, settings.nodeArgs);
   const during = samples.filter((s) => s.at >= result.rebuild.from && s.at <= result.rebuild.to).map((s) => s.rssMb);
   const opened = samples.filter((s) => s.at >= result.openedAt && s.at < result.scan.from).map((s) => s.rssMb);
   const tenth = Math.max(1, Math.floor(during.length / 10));
@@ -119,7 +121,7 @@ export async function largeLogFigures(settings: LargeLogSettings, log: (line: st
   const rebuildRate = result.rebuild.events / (result.rebuild.ms / 1000);
 
   log('  figure 6: the service on that log — evidence trail of a 1,000-event operation, then projection lag under load');
-  const server = await startLedger(dataDir);
+  const server = await startLedger(dataDir, {}, settings.nodeArgs);
   let evidence;
   let load;
   let lags: number[] = [];
@@ -137,17 +139,19 @@ export async function largeLogFigures(settings: LargeLogSettings, log: (line: st
       scenario: { kind: 'get', path: `${submitPath(LONG_REF).replace(/\/events$/, '/evidence')}?limit=1000` },
     });
     let loading = true;
-    const probing = probeLag(server.baseUrl, () => loading);
-    load = await runLoad({
+    const loaded = runLoad({
       url: server.baseUrl,
       connections: settings.connections,
       seconds: settings.seconds,
-      warmupSeconds: 0,
+      warmupSeconds: settings.warmupSeconds,
       scenario: { kind: 'plan', label: 'fig6' },
     }).finally(() => {
       loading = false;
     });
-    lags = await probing;
+    // Probes start once the load's warm-up is over, so they measure the lag of the counted load.
+    await sleep(settings.warmupSeconds * 1000 + 500);
+    lags = await probeLag(server.baseUrl, () => loading);
+    load = await loaded;
     serverPeakMb = rssOf(server.pid).peakMb;
   } finally {
     await server.stop();

@@ -105,6 +105,132 @@ async function expectEvidenceExact(target: LedgerProcess, ref: string, position:
 
 const uniqueRun = () => `run_${randomUUID().slice(0, 8)}`;
 
+// First, while the service's subscription has not failed yet: the adapter's backoff grows with
+// every failed attempt until a subscription stays up 5 s, and this test cuts it repeatedly.
+describe('connections dropped mid-subscription and mid-append, under concurrent load', () => {
+  test('every refusal is a typed 503 with Retry-After, each fact is stored once, and the projections end exact', async () => {
+    const run = uniqueRun();
+    const tool = `tool_${randomUUID().slice(0, 8)}`;
+    const double = store.double;
+    const subscribesBefore = double.callCounts.Subscribe;
+    // Every 13th append loses its answer and every 11th is dropped before it is written (with every
+    // other append in flight at that moment).
+    const APPENDS = ['Append', 'BatchAppend'];
+    let commits = 0;
+    double.hooks = {
+      beforeCommit: () => {
+        if (++commits % 11 === 0) double.dropConnections('dropped before the commit', APPENDS);
+      },
+      afterCommit: () => {
+        if (commits % 13 === 0) double.dropConnections('dropped after the commit', APPENDS);
+      },
+    };
+
+    const unavailable: HttpAnswer[] = [];
+    let lostAnswersResubmitted = 0;
+    const unknownOutcomes = new Set<string>();
+    const refs: string[] = [];
+    const CUTS = 4;
+    let cuts = 0;
+    let done = false;
+    // Four operations each, and more until the subscription has been cut CUTS times (for 20 s at most).
+    const until = Date.now() + 20_000;
+    const worker = async (w: number) => {
+      for (let index = 0; index < 4 || (cuts < CUTS && Date.now() < until); index++) {
+        const ref = `${run}/w${w}_op${index}`;
+        refs.push(ref);
+        const through = async (events: unknown[]) => {
+          const { answer, unavailable: seen } = await submitThrough(api, ref, events);
+          unavailable.push(...seen);
+          const body = ok(answer);
+          // Only a resubmission after a lost answer can find its events already stored.
+          if (body.results.some((result: { status: string }) => result.status === 'duplicate')) {
+            expect(seen.length).toBeGreaterThan(0);
+            lostAnswersResubmitted += 1;
+          }
+          return body;
+        };
+        await through([fact('StepPlanned', { run_id: run, tool, side_effect: 'write', input_hash: 'sha256:input-1', policy: { consistency_window_ms: 0 } })]);
+        await through([fact('AttemptDispatched', { attempt: 1, input_hash: 'sha256:input-1' })]);
+        if ((w + index) % 2 === 0) {
+          await through([fact('EnvelopeRecorded', { attempt: 1, envelope: envelopes.success(ref) })]);
+        } else {
+          unknownOutcomes.add(ref);
+          await through([fact('EnvelopeRecorded', { attempt: 1, envelope: envelopes.outcomeUnknown(ref) })]);
+          await through([fact('VerificationRecorded', { outcome: 'found_committed', checked_at: new Date().toISOString(), evidence_ref: `inv_${w}_${index}` })]);
+        }
+      }
+    };
+    // Meanwhile the projections' subscription is cut while events stream to it, each time once
+    // the adapter has subscribed again (from its checkpoint, after its backoff).
+    const cutter = (async () => {
+      let subscribedAt = -1;
+      while (!done && cuts < CUTS) {
+        await sleep(40);
+        if (double.callCounts.Subscribe === subscribedAt) continue;
+        subscribedAt = double.callCounts.Subscribe;
+        if (double.dropConnections('dropped mid-subscription', ['Read']) > 0) cuts += 1;
+      }
+    })();
+    try {
+      await Promise.all(Array.from({ length: 4 }, (_, w) => worker(w)));
+    } finally {
+      done = true;
+      await cutter;
+      double.hooks = {};
+    }
+
+    for (const answer of unavailable) expectStoreUnavailable(answer);
+    expect(unavailable.length).toBeGreaterThan(0);
+    expect(lostAnswersResubmitted).toBeGreaterThan(0);
+    expect(cuts).toBe(CUTS);
+
+    // The log: each operation whole, every fact once.
+    const streams = await Promise.all(refs.map((ref) => streamOf(ref)));
+    streams.forEach((events) => expectWhole(events));
+    const last = Math.max(...streams.flatMap((events) => events.map((event) => event.position)));
+
+    // The projections of the instance that lived through it all, against the log ...
+    for (const ref of refs) await expectEvidenceExact(ledger, ref, last);
+    const runSummary = ok(await request(ledger.baseUrl, 'GET', `/v1/runs/${encodeURIComponent(run)}?wait_timeout_ms=20000&wait_for_position=${last}`));
+    expect(runSummary).toMatchObject({ run_id: run, total: refs.length, open: 0, counts: { succeeded: refs.length } });
+    const trust = ok(await request(ledger.baseUrl, 'GET', `/v1/metrics/trust?tool=${tool}&wait_timeout_ms=20000&wait_for_position=${last}`));
+    expect(trust.tools).toEqual([
+      expect.objectContaining({
+        tool,
+        operations_planned: refs.length,
+        succeeded: refs.length,
+        unknown_outcomes: unknownOutcomes.size,
+        verified_found_committed: unknownOutcomes.size,
+        duplicate_writes_prevented: 0,
+        pending_recovery_now: 0,
+      }),
+    ]);
+    expect((await request(ledger.baseUrl, 'GET', `/v1/recovery?tool=${tool}&wait_timeout_ms=20000&wait_for_position=${last}`)).body.items).toEqual([]);
+    // The adapter subscribed again after every cut, and readiness is back.
+    await waitFor('a subscription after the last cut', async () => (double.callCounts.Subscribe - subscribesBefore >= CUTS ? true : undefined));
+    await waitFor('readiness', async () => ((await readiness()) === 200 ? true : undefined));
+
+    // ... and against a fresh instance that builds its read models from the log alone.
+    const fresh = await startLedger({ env: store.env() });
+    try {
+      for (const ref of refs) {
+        const path = `${opPath(ref)}/evidence?wait_timeout_ms=20000&wait_for_position=${last}`;
+        const [survivor, rebuilt] = await Promise.all([ledger, fresh].map((target) => request(target.baseUrl, 'GET', path)));
+        expect(ok(rebuilt).entries).toEqual(ok(survivor).entries);
+        expect(rebuilt.body.verdict).toEqual(survivor.body.verdict);
+      }
+      const rebuiltRun = ok(await request(fresh.baseUrl, 'GET', `/v1/runs/${encodeURIComponent(run)}?wait_timeout_ms=20000&wait_for_position=${last}`));
+      expect(rebuiltRun.steps).toEqual(runSummary.steps);
+      const rebuiltTrust = ok(await request(fresh.baseUrl, 'GET', `/v1/metrics/trust?tool=${tool}&wait_timeout_ms=20000&wait_for_position=${last}`));
+      expect(rebuiltTrust.tools).toEqual(trust.tools);
+    } finally {
+      await fresh.stop();
+      fresh.cleanup();
+    }
+  });
+});
+
 describe.each([
   ['stopped', () => store.double.stop(), () => store.double.start()],
   ['not ready', async () => store.double.setUnavailable(true), async () => store.double.setUnavailable(false)],
@@ -200,128 +326,5 @@ describe('connections dropped mid-append', () => {
     expect(answer.body.state).toMatchObject({ status: 'succeeded', success: { attempt: 1, proven_by: 'envelope' } });
     expect(await streamOf(ref)).toHaveLength(written.length);
     await expectEvidenceExact(ledger, ref, written[written.length - 1].position);
-  });
-});
-
-describe('connections dropped mid-subscription and mid-append, under concurrent load', () => {
-  test('every refusal is a typed 503 with Retry-After, each fact is stored once, and the projections end exact', async () => {
-    const run = uniqueRun();
-    const tool = `tool_${randomUUID().slice(0, 8)}`;
-    const double = store.double;
-    const subscribesBefore = double.callCounts.Subscribe;
-    // Every 13th append loses its answer and every 11th is dropped before it is written (with every
-    // other append in flight at that moment).
-    const APPENDS = ['Append', 'BatchAppend'];
-    let commits = 0;
-    double.hooks = {
-      beforeCommit: () => {
-        if (++commits % 11 === 0) double.dropConnections('dropped before the commit', APPENDS);
-      },
-      afterCommit: () => {
-        if (commits % 13 === 0) double.dropConnections('dropped after the commit', APPENDS);
-      },
-    };
-
-    const unavailable: HttpAnswer[] = [];
-    let lostAnswersResubmitted = 0;
-    const unknownOutcomes = new Set<string>();
-    const refs: string[] = [];
-    const CUTS = 4;
-    let cuts = 0;
-    let done = false;
-    // Four operations each, and more until the subscription has been cut CUTS times (at most 12).
-    const worker = async (w: number) => {
-      for (let index = 0; index < 12 && (index < 4 || cuts < CUTS); index++) {
-        const ref = `${run}/w${w}_op${index}`;
-        refs.push(ref);
-        const through = async (events: unknown[]) => {
-          const { answer, unavailable: seen } = await submitThrough(api, ref, events);
-          unavailable.push(...seen);
-          const body = ok(answer);
-          // Only a resubmission after a lost answer can find its events already stored.
-          if (body.results.some((result: { status: string }) => result.status === 'duplicate')) {
-            expect(seen.length).toBeGreaterThan(0);
-            lostAnswersResubmitted += 1;
-          }
-          return body;
-        };
-        await through([fact('StepPlanned', { run_id: run, tool, side_effect: 'write', input_hash: 'sha256:input-1', policy: { consistency_window_ms: 0 } })]);
-        await through([fact('AttemptDispatched', { attempt: 1, input_hash: 'sha256:input-1' })]);
-        if ((w + index) % 2 === 0) {
-          await through([fact('EnvelopeRecorded', { attempt: 1, envelope: envelopes.success(ref) })]);
-        } else {
-          unknownOutcomes.add(ref);
-          await through([fact('EnvelopeRecorded', { attempt: 1, envelope: envelopes.outcomeUnknown(ref) })]);
-          await through([fact('VerificationRecorded', { outcome: 'found_committed', checked_at: new Date().toISOString(), evidence_ref: `inv_${w}_${index}` })]);
-        }
-      }
-    };
-    // Meanwhile the projections' subscription is cut while events stream to it, each time once
-    // the adapter has subscribed again (from its checkpoint, after its backoff).
-    const cutter = (async () => {
-      let subscribedAt = -1;
-      while (!done && cuts < CUTS) {
-        await sleep(40);
-        if (double.callCounts.Subscribe === subscribedAt) continue;
-        subscribedAt = double.callCounts.Subscribe;
-        if (double.dropConnections('dropped mid-subscription', ['Read']) > 0) cuts += 1;
-      }
-    })();
-    try {
-      await Promise.all(Array.from({ length: 4 }, (_, w) => worker(w)));
-    } finally {
-      done = true;
-      await cutter;
-      double.hooks = {};
-    }
-
-    for (const answer of unavailable) expectStoreUnavailable(answer);
-    expect(unavailable.length).toBeGreaterThan(0);
-    expect(lostAnswersResubmitted).toBeGreaterThan(0);
-    expect(cuts).toBe(CUTS);
-
-    // The log: each operation whole, every fact once.
-    const streams = await Promise.all(refs.map((ref) => streamOf(ref)));
-    streams.forEach((events) => expectWhole(events));
-    const last = Math.max(...streams.flatMap((events) => events.map((event) => event.position)));
-
-    // The projections of the instance that lived through it all, against the log ...
-    for (const ref of refs) await expectEvidenceExact(ledger, ref, last);
-    const runSummary = ok(await request(ledger.baseUrl, 'GET', `/v1/runs/${encodeURIComponent(run)}?wait_timeout_ms=20000&wait_for_position=${last}`));
-    expect(runSummary).toMatchObject({ run_id: run, total: refs.length, open: 0, counts: { succeeded: refs.length } });
-    const trust = ok(await request(ledger.baseUrl, 'GET', `/v1/metrics/trust?tool=${tool}&wait_timeout_ms=20000&wait_for_position=${last}`));
-    expect(trust.tools).toEqual([
-      expect.objectContaining({
-        tool,
-        operations_planned: refs.length,
-        succeeded: refs.length,
-        unknown_outcomes: unknownOutcomes.size,
-        verified_found_committed: unknownOutcomes.size,
-        duplicate_writes_prevented: 0,
-        pending_recovery_now: 0,
-      }),
-    ]);
-    expect((await request(ledger.baseUrl, 'GET', `/v1/recovery?tool=${tool}&wait_timeout_ms=20000&wait_for_position=${last}`)).body.items).toEqual([]);
-    // The adapter subscribed again after every cut, and readiness is back.
-    await waitFor('a subscription after the last cut', async () => (double.callCounts.Subscribe - subscribesBefore >= CUTS ? true : undefined));
-    await waitFor('readiness', async () => ((await readiness()) === 200 ? true : undefined));
-
-    // ... and against a fresh instance that builds its read models from the log alone.
-    const fresh = await startLedger({ env: store.env() });
-    try {
-      for (const ref of refs) {
-        const path = `${opPath(ref)}/evidence?wait_timeout_ms=20000&wait_for_position=${last}`;
-        const [survivor, rebuilt] = await Promise.all([ledger, fresh].map((target) => request(target.baseUrl, 'GET', path)));
-        expect(ok(rebuilt).entries).toEqual(ok(survivor).entries);
-        expect(rebuilt.body.verdict).toEqual(survivor.body.verdict);
-      }
-      const rebuiltRun = ok(await request(fresh.baseUrl, 'GET', `/v1/runs/${encodeURIComponent(run)}?wait_timeout_ms=20000&wait_for_position=${last}`));
-      expect(rebuiltRun.steps).toEqual(runSummary.steps);
-      const rebuiltTrust = ok(await request(fresh.baseUrl, 'GET', `/v1/metrics/trust?tool=${tool}&wait_timeout_ms=20000&wait_for_position=${last}`));
-      expect(rebuiltTrust.tools).toEqual(trust.tools);
-    } finally {
-      await fresh.stop();
-      fresh.cleanup();
-    }
   });
 });

@@ -12,12 +12,15 @@ import { findKey, type ApiKeyEntry } from '../../auth/api-keys';
 import { API_KEYS } from '../../auth/auth.guard';
 import { bearerToken } from '../../auth/bearer';
 import { LedgerError } from '../../errors/ledger-error';
+import { QueueThrottlerStorage } from './rate-limit.storage';
 
 /** One window of a minute: LEDGER_RATE_LIMIT_PER_MINUTE requests per key in it. */
 export const RATE_LIMIT_WINDOW_MS = 60_000;
 
 export function rateLimitOptions(perMinute: number): ThrottlerModuleOptions {
-  return { throttlers: [{ name: 'default', ttl: RATE_LIMIT_WINDOW_MS, limit: perMinute }] };
+  // The library's storage with O(1) pruning: the same answers, a cost per request that does not
+  // grow with the hits in the window (see rate-limit.storage.ts).
+  return { throttlers: [{ name: 'default', ttl: RATE_LIMIT_WINDOW_MS, limit: perMinute }], storage: new QueueThrottlerStorage() };
 }
 
 /**

@@ -1,0 +1,194 @@
+/**
+ * Secrets never leave a trace (SPEC §2, §8; issue 6): real-looking credentials placed where a tool
+ * or an approver may put them — envelope messages and safe details, a verification's evidence and
+ * result, an approval's approver and reason — and in refused submits, must appear in no stored
+ * event (the raw table, every column), no answer (every response of the run, every read endpoint)
+ * and no log line (the server's stdout and stderr, at the most verbose level).
+ */
+import Database from 'better-sqlite3';
+import { randomUUID } from 'node:crypto';
+import { join } from 'node:path';
+import { opPath } from '../support/http';
+import { startLedger, type LedgerProcess } from '../support/ledger-process';
+
+/**
+ * [what, the text sent, a fragment that must not survive]. The same kinds as the redaction unit
+ * test's corpus (kept here rather than imported: importing a spec file would run its tests here).
+ */
+const SECRETS: Array<[string, string, string]> = [
+  ['bearer token', 'Authorization: Bearer 9f8e7d6c5b4a39281706f5e4d3c2b1a0', '9f8e7d6c5b4a3928'],
+  ['stripe live key', 'used key sk_live_51HqLyjWDarjtT1zdp7dcXLnm', 'sk_live_51HqLyj'],
+  ['stripe test key', 'pk_test_TYooMQauvdEDq54NiTphI7jx', 'TYooMQauvdEDq54'],
+  ['openai style key', 'key=sk-proj-abcDEF1234567890ghijKLMN', 'abcDEF1234567890'],
+  ['jwt', 'token eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiIxMjM0NTY3ODkwIn0.dozjgNryP4J3jVmNHl0w5N_XgL0n3I9PlFUP0THsR8U', 'dozjgNryP4J3'],
+  ['bare jwt', 'cookie eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiIxIn0.abcdefghijk', 'eyJzdWIiOiIxIn0'],
+  ['pem private key', '-----BEGIN RSA PRIVATE KEY-----\nMIIEowIBAAKCAQEA7v\n-----END RSA PRIVATE KEY-----', 'MIIEowIBAAKCAQEA7v'],
+  ['aws access key', 'AKIAIOSFODNN7EXAMPLE was used', 'AKIAIOSFODNN7EXAMPLE'],
+  ['github token', 'ghp_16C7e42F292c6912E7710c838347Ae178B4a', 'ghp_16C7e42F292c'],
+  ['slack token', 'xoxb-123456789012-abcdefghijkl', 'xoxb-1234567'],
+  ['password assignment', 'password=hunter2hunter2', 'hunter2hunter2'],
+  ['url credentials', 'postgres://admin:s3cr3tpass@db.internal/prod', 's3cr3tpass'],
+  ['visa card', 'charged 4111 1111 1111 1111 ok', '4111 1111 1111 1111'],
+  ['amex card', 'card 378282246310005', '378282246310005'],
+  ['dashed card', '5555-5555-5555-4444', '5555-5555-5555-4444'],
+];
+
+const RUNTIME_KEY = 'secrets-runtime-key-4e8a2c6f0b1d3957';
+const ADMIN_KEY = 'secrets-admin-key-7d1f3b5e9a0c2468e';
+
+interface Answer {
+  status: number;
+  text: string;
+  body: any;
+}
+
+describe('credentials in facts leave no trace', () => {
+  let ledger: LedgerProcess;
+  const answers: Answer[] = [];
+  let position = 0;
+
+  async function call(method: string, path: string, key: string, body?: unknown): Promise<Answer> {
+    const response = await fetch(`${ledger.baseUrl}${path}`, {
+      method,
+      headers: { authorization: `Bearer ${key}`, ...(body === undefined ? {} : { 'content-type': 'application/json' }) },
+      body: body === undefined ? undefined : JSON.stringify(body),
+    });
+    const text = await response.text();
+    let parsed: any;
+    try {
+      parsed = JSON.parse(text);
+    } catch {
+      parsed = undefined;
+    }
+    const answer = { status: response.status, text, body: parsed };
+    answers.push(answer);
+    if (typeof parsed?.position === 'number') position = Math.max(position, parsed.position);
+    return answer;
+  }
+  const submit = async (ref: string, type: string, data: Record<string, unknown>, expected = 200) => {
+    const answer = await call('POST', `${opPath(ref)}/events`, RUNTIME_KEY, { events: [{ event_id: randomUUID(), type, data }] });
+    expect({ ref, type, status: answer.status, body: answer.status === expected ? undefined : answer.body }).toEqual({ ref, type, status: expected, body: undefined });
+    return answer;
+  };
+
+  beforeAll(async () => {
+    ledger = await startLedger({
+      env: { LEDGER_API_KEYS: `${RUNTIME_KEY}:runtime:acme,${ADMIN_KEY}:admin:acme`, LEDGER_RATE_LIMIT_PER_MINUTE: '10000000', LOG_LEVEL: 'trace' },
+    });
+    for (const [index, [, secret]] of SECRETS.entries()) {
+      const ref = `run_secrets/step_${index}`;
+      await submit(ref, 'StepPlanned', { run_id: 'run_secrets', tool: 'create_invoice', side_effect: 'write', input_hash: 'sha256:in-1' });
+      await submit(ref, 'AttemptDispatched', { attempt: 1, input_hash: 'sha256:in-1' });
+      // The tool echoes the credential back in its messages and details.
+      await submit(ref, 'EnvelopeRecorded', {
+        attempt: 1,
+        envelope: {
+          ok: false,
+          code: 'INVALID_RECIPIENT_ADDRESS',
+          category: 'validation',
+          commit_state: 'not_committed',
+          retry: { directive: 'after_input_fix', max_attempts_remaining: 2 },
+          next_action: 'correct_input',
+          operation_ref: ref,
+          safe_details: { field: secret.slice(0, 200) },
+          agent_message: `The recipient was refused (${secret}).`,
+          user_message: secret,
+        },
+      });
+      await submit(ref, 'AttemptDispatched', { attempt: 2, input_hash: 'sha256:in-2' });
+      await submit(ref, 'EnvelopeRecorded', {
+        attempt: 2,
+        envelope: {
+          ok: false,
+          code: 'OUTCOME_UNKNOWN',
+          category: 'dependency',
+          commit_state: 'unknown',
+          retry: { directive: 'never', max_attempts_remaining: 0 },
+          next_action: 'verify_operation',
+          operation_ref: ref,
+          safe_details: { verification_tool: 'get_invoice_by_operation_ref' },
+          agent_message: `Timed out after sending ${secret}`,
+          user_message: 'Checking before anything is sent again.',
+        },
+      });
+      // The lookup's evidence and result carry it too.
+      await submit(ref, 'VerificationRecorded', {
+        outcome: 'found_committed',
+        checked_at: new Date().toISOString(),
+        evidence_ref: secret.slice(0, 200),
+        result: { invoice: 'inv_1', raw_response: { headers: [secret], note: `seen ${secret}` } },
+      });
+
+      // An approval whose approver and reason quote it.
+      const approvalRef = `run_secrets/approval_${index}`;
+      await submit(approvalRef, 'StepPlanned', { run_id: 'run_secrets', tool: 'wire_money', side_effect: 'write', input_hash: 'sha256:in-1' });
+      await submit(approvalRef, 'AttemptDispatched', { attempt: 1, input_hash: 'sha256:in-1' });
+      await submit(approvalRef, 'EnvelopeRecorded', {
+        attempt: 1,
+        envelope: {
+          ok: false,
+          code: 'MISSING_APPROVAL',
+          category: 'authorization',
+          commit_state: 'not_committed',
+          retry: { directive: 'never', max_attempts_remaining: 1 },
+          next_action: 'request_approval',
+          operation_ref: approvalRef,
+          safe_details: {},
+          agent_message: `Needs approval; caller sent ${secret}`,
+          user_message: 'This needs an approval first.',
+        },
+      });
+      await submit(approvalRef, 'ApprovalRecorded', { decision: 'granted', approver: `ops (${secret})`.slice(0, 200), reason: `approved, token was ${secret}` });
+
+      // Refused submits must not echo it either: an envelope that breaks a rule, an unknown field.
+      await submit(ref, 'EnvelopeRecorded', { attempt: 3, envelope: { ok: false, code: 'X', agent_message: secret, user_message: secret, operation_ref: 'elsewhere' } }, 422);
+      await submit(ref, 'ApprovalRecorded', { decision: 'granted', approver: 'ops', reason: secret, extra_field: secret }, 400);
+    }
+    // Every reader's view, once the projections have applied all of it.
+    await call('GET', `/v1/runs/run_secrets?wait_for_position=${position}&wait_timeout_ms=20000`, RUNTIME_KEY);
+    for (const index of SECRETS.keys()) {
+      for (const ref of [`run_secrets/step_${index}`, `run_secrets/approval_${index}`]) {
+        await call('GET', opPath(ref), RUNTIME_KEY);
+        await call('GET', `${opPath(ref)}/events`, RUNTIME_KEY);
+        await call('GET', `${opPath(ref)}/events?as_of_revision=4`, RUNTIME_KEY);
+        await call('GET', `${opPath(ref)}/evidence`, RUNTIME_KEY);
+      }
+    }
+    for (const path of ['/v1/recovery', '/v1/metrics/trust', '/v1/operations', '/metrics']) await call('GET', path, RUNTIME_KEY);
+    await call('GET', '/v1/admin/export', ADMIN_KEY);
+  }, 120_000);
+
+  afterAll(async () => {
+    await ledger?.stop();
+    ledger?.cleanup();
+  });
+
+  function table(): string {
+    const db = new Database(join(ledger.dataDir, 'events.sqlite'), { readonly: true, fileMustExist: true });
+    try {
+      return JSON.stringify(db.prepare('SELECT * FROM events ORDER BY position').all());
+    } finally {
+      db.close();
+    }
+  }
+
+  test('the facts were stored, with their redactions recorded (the check below has something to look at)', () => {
+    const stored = table();
+    for (const kind of ['bearer_token', 'api_key', 'jwt', 'private_key', 'aws_access_key', 'github_token', 'slack_token', 'basic_auth_url', 'card_number']) {
+      expect(stored).toContain(`[REDACTED:${kind}]`);
+    }
+    expect(stored).toContain('"redactions"');
+    expect(answers.filter((answer) => answer.status === 200).length).toBeGreaterThan(SECRETS.length * 10);
+  });
+
+  test.each(SECRETS)('a %s appears in no stored event, no answer and no log line', (_what, _text, fragment) => {
+    expect(table()).not.toContain(fragment);
+    expect(answers.filter((answer) => answer.text.includes(fragment)).map((answer) => `${answer.status} ${answer.text.slice(0, 200)}`)).toEqual([]);
+    // Logs escape newlines and quotes as JSON does; the fragments have neither.
+    expect(ledger.output()).not.toContain(fragment);
+  });
+
+  test('the log was written at all (at trace level), so its silence about secrets means something', () => {
+    expect(ledger.output()).toMatch(/"msg":"POST \/v1\/operations\/[^"]+\/events 200/);
+  });
+});
