@@ -1,4 +1,4 @@
-import { Counter, Histogram, type Registry } from 'prom-client';
+import { Counter, Gauge, Histogram, type Registry } from 'prom-client';
 import type { LedgerObserver } from '../ledger/ledger.service';
 import type { StoreHooks } from '../store/store.factory';
 
@@ -38,6 +38,10 @@ export function createLedgerMetrics(registry: Registry | undefined): LedgerMetri
     buckets: [...GROUP_BUCKETS, 512, 1024],
     registers: [registry],
   });
+  // The client never re-subscribes by itself: the adapter does, and an outage shows here and on readiness.
+  const subscriptionsDown = new Gauge({ name: 'ledger_store_subscriptions_down', help: 'Log subscriptions currently down', registers: [registry] });
+  const resubscriptions = new Counter({ name: 'ledger_store_resubscriptions_total', help: 'Re-subscriptions to the log after a drop', registers: [registry] });
+  const down = new Set<number>();
   return {
     observer: {
       onAppended: (count) => {
@@ -50,6 +54,11 @@ export function createLedgerMetrics(registry: Registry | undefined): LedgerMetri
       onGroupCommitted: (appendCount, eventCount) => {
         groupAppends.observe(appendCount);
         groupEvents.observe(eventCount);
+      },
+      onSubscriptionStatus: (subscription, state) => {
+        if (state === 'reconnecting') down.add(subscription);
+        else if (down.delete(subscription) && state === 'live') resubscriptions.inc();
+        subscriptionsDown.set(down.size);
       },
     },
   };

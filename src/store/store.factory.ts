@@ -4,6 +4,8 @@ import { SqliteEventStore } from './sqlite/sqlite-event-store.adapter';
 
 export interface StoreHooks {
   onGroupCommitted?: (appends: number, events: number) => void;
+  /** A subscription to the log changed state (connecting, live, reconnecting, stopped): for metrics. */
+  onSubscriptionStatus?: (subscription: number, state: string) => void;
 }
 
 /** The configured adapter behind the port; nothing else knows which one runs. */
@@ -11,7 +13,10 @@ export async function openEventStore(config: LedgerConfig, hooks: StoreHooks = {
   if (config.store === 'eventstoredb') {
     // Loaded only when chosen, so the embedded default never pays for the gRPC client.
     const { EventStoreDbEventStore } = await import('./eventstoredb/eventstoredb-event-store.adapter');
-    return new EventStoreDbEventStore({ connectionString: config.eventStoreConnectionString as string });
+    return new EventStoreDbEventStore({
+      connectionString: config.eventStoreConnectionString as string,
+      onStatusChange: (status) => hooks.onSubscriptionStatus?.(status.subscription, status.state),
+    });
   }
   return SqliteEventStore.open({
     file: config.eventsFile,

@@ -210,6 +210,10 @@ describe('connections dropped mid-subscription and mid-append, under concurrent 
     // The adapter subscribed again after every cut, and readiness is back.
     await waitFor('a subscription after the last cut', async () => (double.callCounts.Subscribe - subscribesBefore >= CUTS ? true : undefined));
     await waitFor('readiness', async () => ((await readiness()) === 200 ? true : undefined));
+    // ... and the outage is counted in the metrics, with nothing left down.
+    const metrics = (await request(ledger.baseUrl, 'GET', '/metrics')).body as string;
+    expect(Number(/^ledger_store_resubscriptions_total (\d+)/m.exec(metrics)?.[1])).toBeGreaterThanOrEqual(CUTS);
+    expect(/^ledger_store_subscriptions_down (\d+)/m.exec(metrics)?.[1]).toBe('0');
 
     // ... and against a fresh instance that builds its read models from the log alone.
     const fresh = await startLedger({ env: store.env() });
