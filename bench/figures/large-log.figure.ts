@@ -123,6 +123,7 @@ export async function largeLogFigures(settings: LargeLogSettings, log: (line: st
   log('  figure 6: the service on that log — evidence trail of a 1,000-event operation, then projection lag under load');
   const server = await startLedger(dataDir, {}, settings.nodeArgs);
   let evidence;
+  let evidenceAll;
   let load;
   let lags: number[] = [];
   let serverIdleMb = 0;
@@ -130,14 +131,12 @@ export async function largeLogFigures(settings: LargeLogSettings, log: (line: st
   try {
     await sleep(500);
     serverIdleMb = rssOf(server.pid).rssMb;
-    evidence = await runLoad({
-      url: server.baseUrl,
-      connections: 1,
-      seconds: 0,
-      amount: 2_000,
-      warmupSeconds: 1,
-      scenario: { kind: 'get', path: `${submitPath(LONG_REF).replace(/\/events$/, '/evidence')}?limit=1000` },
-    });
+    const evidencePath = submitPath(LONG_REF).replace(/\/events$/, '/evidence');
+    const trail = (query: string) =>
+      runLoad({ url: server.baseUrl, connections: 1, seconds: 0, amount: 2_000, warmupSeconds: 1, scenario: { kind: 'get', path: `${evidencePath}${query}` } });
+    // The default page (500 entries and a cursor), then the whole trail in one answer.
+    evidence = await trail('');
+    evidenceAll = await trail('?limit=1000');
     let loading = true;
     const loaded = runLoad({
       url: server.baseUrl,
@@ -174,15 +173,22 @@ export async function largeLogFigures(settings: LargeLogSettings, log: (line: st
     },
     {
       id: '6',
-      name: `evidence trail query, operation of ${longEvents} events (?limit=1000), 1 client`,
-      figure: { label: 'p99', value: evidence.latencyMs.p99, unit: 'ms' },
+      name: `evidence trail query, operation of ${longEvents} events (default page: 500 entries), 1 client`,
+      figure: { label: 'p99', value: evidence.latencyMs.p99, unit: `ms (p50 ${evidence.latencyMs.p50} ms)` },
       target: { text: 'p99 < 5 ms', met: evidence.latencyMs.p99 < 5 },
       details: { p50_ms: evidence.latencyMs.p50, p90_ms: evidence.latencyMs.p90, max_ms: evidence.latencyMs.max, rps: evidence.rps, non2xx: evidence.non2xx },
     },
     {
+      id: '6a',
+      name: `evidence trail query, the same operation, whole trail (?limit=1000), 1 client`,
+      figure: { label: 'p99', value: evidenceAll.latencyMs.p99, unit: `ms (p50 ${evidenceAll.latencyMs.p50} ms)` },
+      target: { text: 'p99 < 5 ms', met: evidenceAll.latencyMs.p99 < 5 },
+      details: { p50_ms: evidenceAll.latencyMs.p50, p90_ms: evidenceAll.latencyMs.p90, max_ms: evidenceAll.latencyMs.max, rps: evidenceAll.rps, non2xx: evidenceAll.non2xx },
+    },
+    {
       id: '6b',
       name: 'projection lag under figure 1 load (answer → readable, upper bound)',
-      figure: { label: 'p99', value: lagP99, unit: 'ms' },
+      figure: { label: 'p99', value: lagP99, unit: `ms (p50 ${percentile(lags, 0.5).toFixed(1)} ms)` },
       target: { text: 'p99 < 50 ms', met: lags.length > 0 && lagP99 < 50 },
       details: {
         probes: lags.length,

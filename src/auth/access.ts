@@ -1,14 +1,7 @@
 import { SetMetadata } from '@nestjs/common';
-import type { Role } from '../http/caller';
+import type { Access } from './roles';
 
-/** What a route needs. Every route declares one; a route without it is refused by the guard. */
-export type Access = 'public' | 'read' | 'write' | 'admin';
+export { ROLE_ACCESS, type Access } from './roles';
 
 export const ACCESS_KEY = 'ledger:access';
 export const RequireAccess = (access: Access) => SetMetadata(ACCESS_KEY, access);
-
-export const ROLE_ACCESS: Record<Role, readonly Access[]> = {
-  runtime: ['read', 'write'],
-  auditor: ['read'],
-  admin: ['read', 'admin'],
-};
