@@ -579,7 +579,11 @@ const prototypeKeys: fc.Arbitrary<Case> = fc.oneof(
         label: `${key}:"x" in ${level.name} @${t}`,
         path: eventsPath(REFS[t]),
         body: withKey(body, level.at, key, '"x"'),
-        expect: level.envelope ? { status: [422], code: ['ENVELOPE_INVALID'], field: [level.field(key)] } : BAD_REQUEST(level.field(key)),
+        // `constructor` is refused anywhere by the body inspection (400) before the envelope is read.
+        expect:
+          level.envelope && key !== 'constructor'
+            ? { status: [422], code: ['ENVELOPE_INVALID'], field: [level.field(key)] }
+            : BAD_REQUEST(level.field(key)),
       })),
     ),
 );
