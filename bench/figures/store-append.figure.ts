@@ -73,12 +73,12 @@ export async function storeAppendFigure(dir: string, template: StoredRow, second
   log('  figure 4: Emmett appendToStream, then the ledger store (one writer), then the ledger store (50 in flight)');
   // Emmett 0.38 on sqlite3 5.1.7 intermittently fails a COMMIT with SQLITE_BUSY "SQL statements in
   // progress" (its INSERT/UPDATE … RETURNING runs through db.get, which leaves the statement open).
-  // A failed append is counted, not retried, and the store is opened again; Emmett prints each
+  // A failed append is counted, not retried, and a store is opened again; Emmett prints each
   // such error with console.log, which is muted meanwhile so the table stays readable.
   let emmettStore = emmett()({ fileName: join(dir, 'emmett.sqlite') });
   let emmettErrors = 0;
   const emmettStreams = { next: 0 };
-  const log = console.log;
+  const print = console.log;
   console.log = () => undefined;
   let emmettRate: Rate;
   try {
@@ -90,12 +90,13 @@ export async function storeAppendFigure(dir: string, template: StoredRow, second
       } catch (error) {
         emmettErrors += 1;
         if (emmettErrors > 1_000) throw error;
-        emmettStore = emmett()({ fileName: join(dir, 'emmett.sqlite') });
+        // A new file: the failed connection may still hold the old one's write lock.
+        emmettStore = emmett()({ fileName: join(dir, `emmett-${emmettErrors}.sqlite`) });
         throw new EmmettFailure();
       }
     });
   } finally {
-    console.log = log;
+    console.log = print;
   }
 
   const ours = async (file: string, inFlight: number): Promise<Rate> => {
