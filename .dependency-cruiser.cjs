@@ -43,6 +43,13 @@ module.exports = {
       to: { path: '^src/(http|ledger|auth|projection-engine)/' },
     },
     {
+      name: 'server-without-cli',
+      comment: 'The service never depends on the command-line tool; shared formats live in src/store.',
+      severity: 'error',
+      from: { path: '^src/', pathNot: '^src/cli/' },
+      to: { path: '^src/cli/' },
+    },
+    {
       name: 'no-circular',
       severity: 'error',
       from: {},

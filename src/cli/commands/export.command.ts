@@ -5,7 +5,7 @@ import { Readable } from 'node:stream';
 import type { ReadableStream as WebReadableStream } from 'node:stream/web';
 import { CliError } from '../cli-errors';
 import { remoteLedger, withLocalStore, type GlobalOptions, type RemoteLedger } from '../ledger-source';
-import { eventLine, footerLine, headerLine, type ArchiveFooter } from '../log-archive';
+import { eventLine, footerLine, headerLine, type ArchiveFooter } from '../../store/log-archive-format';
 import { scanLog } from '../log-scan';
 import { counted } from '../text-format';
 

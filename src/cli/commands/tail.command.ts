@@ -1,7 +1,7 @@
 import type { StoredEvent } from '../../store/event-store.port';
 import { OPERATION_STREAM_PREFIX, parseOperationStream } from '../../store/stream-names';
 import { requireLocal, withLocalStore, type GlobalOptions } from '../ledger-source';
-import { eventLine } from '../log-archive';
+import { eventLine } from '../../store/log-archive-format';
 import { scanLog } from '../log-scan';
 import { describeEvent } from '../operation-timeline';
 

@@ -2,7 +2,7 @@ import { Controller, Get, HttpCode, Inject, Logger, Optional, Post, Query, Strea
 import { ApiOkResponse, ApiOperation, ApiProduces, ApiQuery, ApiResponse, ApiTags } from '@nestjs/swagger';
 import { Readable } from 'node:stream';
 import { RequireAccess } from '../../auth/access';
-import { eventLine, footerLine, headerLine } from '../../cli/log-archive';
+import { eventLine, footerLine, headerLine } from '../../store/log-archive-format';
 import { LedgerError } from '../../errors/ledger-error';
 import { PROJECTION_ENGINE } from '../../projection-engine/projections.module';
 import type { ProjectionEngine } from '../../projection-engine/projection-engine';

@@ -1,0 +1,52 @@
+import type { StoredEvent } from './event-store.port';
+
+/**
+ * The export format: NDJSON, one JSON object a line, so it streams, diffs, greps and `jq`s.
+ *
+ *   {"kind":"header","format":"recovery-ledger-log","version":1,"exported_at":…,"head_position":…}
+ *   {"kind":"event","stream":…,"revision":…,"position":…,"event_id":…,"type":…,"data":…,"metadata":{…,"prev_hash":…,"hash":…}}
+ *   …
+ *   {"kind":"footer","events":N,"streams":M,"last_position":…}
+ *
+ * Events are in global log order. Each carries its hash chain (metadata.prev_hash, metadata.hash),
+ * which covers everything but the global position, so an import can prove the file is the log it
+ * was written from, and the footer's count proves the file was not cut short.
+ */
+export const ARCHIVE_FORMAT = 'recovery-ledger-log';
+export const ARCHIVE_VERSION = 1;
+
+export interface ArchiveHeader {
+  kind: 'header';
+  format: typeof ARCHIVE_FORMAT;
+  version: number;
+  exported_at: string;
+  /** The last global position included: the export is the log up to here. */
+  head_position: number;
+}
+
+export interface ArchiveFooter {
+  kind: 'footer';
+  events: number;
+  streams: number;
+  last_position: number;
+}
+
+export interface Archive {
+  header: ArchiveHeader;
+  events: StoredEvent[];
+  footer: ArchiveFooter;
+}
+
+export function headerLine(exportedAt: string, headPosition: number): string {
+  const header: ArchiveHeader = { kind: 'header', format: ARCHIVE_FORMAT, version: ARCHIVE_VERSION, exported_at: exportedAt, head_position: headPosition };
+  return `${JSON.stringify(header)}\n`;
+}
+
+export function eventLine(event: StoredEvent): string {
+  const { stream, revision, position, event_id, type, data, metadata } = event;
+  return `${JSON.stringify({ kind: 'event', stream, revision, position, event_id, type, data, metadata })}\n`;
+}
+
+export function footerLine(footer: Omit<ArchiveFooter, 'kind'>): string {
+  return `${JSON.stringify({ kind: 'footer', ...footer })}\n`;
+}
