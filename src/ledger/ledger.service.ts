@@ -1,4 +1,6 @@
-import { decide, directiveFor, fold, initialState, isPlanned } from '../domain/decider';
+import { decide, fold, initialState, isPlanned } from '../domain/decider';
+import type { Directive } from '../domain/events';
+import { isErrorCode, type ErrorCode } from '../errors/error-registry';
 import type { Decision } from '../domain/decide';
 import { EVENT_SCHEMA_VERSION, type LedgerEvent, type RecordedEvent } from '../domain/events';
 import { evolve, type StepState } from '../domain/step-state';
@@ -65,6 +67,11 @@ export function stateView(operationRef: string, state: StepState, revision: numb
     ...(state.last_verification ? { last_verification: state.last_verification } : {}),
     ...(state.success ? { success: state.success } : {}),
   };
+}
+
+/** What the runtime may do next; an operation that was never planned has nothing to do. */
+function directiveOf(state: StepState): Directive {
+  return isPlanned(state) ? state.directive : { next_action: 'none', attempts_remaining: 0 };
 }
 
 /** Hash of what was submitted, to tell an honest resubmission from an id reused for another fact. */
@@ -237,7 +244,7 @@ export class LedgerService {
     results: SubmitResult[],
     replayed: boolean,
   ): SubmitAnswer {
-    const directive = isPlanned(state) ? state.directive : { next_action: 'none' as const, attempts_remaining: 0 };
+    const directive = directiveOf(state);
     return {
       revision,
       position,
@@ -265,9 +272,9 @@ export class LedgerService {
     const refusalEvent = upTo.find((event) => ids.has(event.event_id) && event.type === 'DispatchRefused');
     const code = refusalEvent ? String((refusalEvent.data as { code?: unknown }).code) : undefined;
     if (refusalEvent && code !== 'DUPLICATE_PREVENTED') {
-      const directive = isPlanned(state) ? state.directive : directiveFor('escalated', state as never);
-      throw new LedgerError(code as never, 'this dispatch was refused when first submitted', {
-        directive,
+      // Only dispatch refusals are recorded, and each bears a registered refusal code.
+      throw new LedgerError(isErrorCode(code as string) ? (code as ErrorCode) : 'INTERNAL_ERROR', 'this dispatch was refused when first submitted', {
+        directive: directiveOf(state),
         state: stateView(context.operationRef, state, last.revision),
         results,
       });
