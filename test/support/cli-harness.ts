@@ -3,6 +3,7 @@
  * path on a temporary data directory, with a clock that moves a fixed step per submit so that the
  * output is the same on every run, and the built binary run as a user runs it.
  */
+import { seedEnvelopes } from './seed-envelopes';
 import { spawn, spawnSync } from 'node:child_process';
 import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -110,39 +111,11 @@ export async function openSeeder(dataDir: string, options: { start?: string; ten
   };
 }
 
-export const unknownOutcome = (ref: string) => ({
-  ok: false,
-  code: 'OUTCOME_UNKNOWN',
-  category: 'dependency',
-  commit_state: 'unknown',
-  retry: { directive: 'never', max_attempts_remaining: 0 },
-  next_action: 'verify_operation',
-  operation_ref: ref,
-  safe_details: { verification_tool: 'get_invoice_by_operation_ref' },
-  agent_message: 'The write may have completed. Verify operation_ref before any new write.',
-  user_message: 'The request is being checked before anything is sent again.',
-});
+export const unknownOutcome = (ref: string) => seedEnvelopes.outcomeUnknown(ref);
 
-export const committed = (ref: string, evidence: string) => ({
-  ok: true,
-  operation_ref: ref,
-  commit_state: 'committed',
-  result: { invoice_id: evidence },
-  verification: { checked_at: '2025-03-01T09:00:30.000Z', evidence_ref: evidence },
-});
+export const committed = (ref: string, evidence: string) => seedEnvelopes.success(ref, evidence, '2025-03-01T09:00:30.000Z');
 
-export const invalidInput = (ref: string) => ({
-  ok: false,
-  code: 'INVALID_RECIPIENT_ADDRESS',
-  category: 'validation',
-  commit_state: 'not_committed',
-  retry: { directive: 'after_input_fix', max_attempts_remaining: 1 },
-  next_action: 'correct_input',
-  operation_ref: ref,
-  safe_details: { field: 'recipient_email' },
-  agent_message: 'recipient_email is invalid; request a corrected address.',
-  user_message: 'I need a valid recipient address before I can send this.',
-});
+export const invalidInput = (ref: string) => seedEnvelopes.invalidRecipient(ref);
 
 /**
  * The seed's incident: a write whose outcome is unknown, a retry the ledger refuses, a lookup that

@@ -5,6 +5,7 @@
 import { decide, fold, type Decision, type StepState } from '../../src/domain/decider';
 import { DEFAULT_POLICY, type LedgerEvent, type RecordedEvent, type StepPlannedData, type SubmittedFact } from '../../src/domain/events';
 import type { ToolEnvelope } from '../../src/domain/envelope/envelope.types';
+import { seedEnvelopes } from './seed-envelopes';
 
 export const T0 = '2026-12-02T10:00:00.000Z';
 export const at = (ms: number) => new Date(Date.parse(T0) + ms).toISOString();
@@ -103,77 +104,12 @@ export const approval = (decision: 'granted' | 'denied'): SubmittedFact => ({
   data: { decision, approver: 'ops@example.com' },
 });
 
-// ---- envelopes from the seed ---------------------------------------------------------------------
+// ---- envelopes from the seed, on REF ------------------------------------------------------------
 
-export const success = (): ToolEnvelope => ({
-  ok: true,
-  operation_ref: REF,
-  commit_state: 'committed',
-  result: { invoice_id: 'inv_123' },
-  verification: { checked_at: T0, evidence_ref: 'inv_123' },
-});
-
-export const invalidRecipient = (remaining = 1): ToolEnvelope => ({
-  ok: false,
-  code: 'INVALID_RECIPIENT_ADDRESS',
-  category: 'validation',
-  commit_state: 'not_committed',
-  retry: { directive: 'after_input_fix', max_attempts_remaining: remaining },
-  next_action: 'correct_input',
-  operation_ref: REF,
-  safe_details: { field: 'recipient_email' },
-  agent_message: 'recipient_email is invalid; request a corrected address.',
-  user_message: 'I need a valid recipient address before I can send this.',
-});
-
-export const rateLimited = (notBefore: string, remaining = 2, category: 'dependency' | 'conflict' = 'dependency'): ToolEnvelope => ({
-  ok: false,
-  code: 'RATE_LIMITED',
-  category,
-  commit_state: 'not_committed',
-  retry: { directive: 'after_delay', not_before: notBefore, max_attempts_remaining: remaining },
-  next_action: 'wait_and_retry',
-  operation_ref: REF,
-  safe_details: { retry_after: 30 },
-  agent_message: 'Rate limited; retry after not_before.',
-  user_message: 'Waiting a moment before trying again.',
-});
-
-export const outcomeUnknown = (): ToolEnvelope => ({
-  ok: false,
-  code: 'OUTCOME_UNKNOWN',
-  category: 'dependency',
-  commit_state: 'unknown',
-  retry: { directive: 'never', max_attempts_remaining: 0 },
-  next_action: 'verify_operation',
-  operation_ref: REF,
-  safe_details: { verification_tool: 'get_invoice_by_operation_ref' },
-  agent_message: 'The write may have completed. Verify operation_ref before any new write.',
-  user_message: 'The request is being checked before anything is sent again.',
-});
-
-export const missingApproval = (): ToolEnvelope => ({
-  ok: false,
-  code: 'MISSING_APPROVAL',
-  category: 'authorization',
-  commit_state: 'not_committed',
-  retry: { directive: 'never', max_attempts_remaining: 1 },
-  next_action: 'request_approval',
-  operation_ref: REF,
-  safe_details: {},
-  agent_message: 'An approval is needed.',
-  user_message: 'This needs an approval first.',
-});
-
-export const escalateNow = (): ToolEnvelope => ({
-  ok: false,
-  code: 'INVOICE_ALREADY_PAID',
-  category: 'conflict',
-  commit_state: 'not_committed',
-  retry: { directive: 'never', max_attempts_remaining: 0 },
-  next_action: 'escalate',
-  operation_ref: REF,
-  safe_details: {},
-  agent_message: 'The invoice is already paid.',
-  user_message: 'This invoice is already paid.',
-});
+export const success = (): ToolEnvelope => seedEnvelopes.success(REF, 'inv_123', T0);
+export const invalidRecipient = (remaining = 1): ToolEnvelope => seedEnvelopes.invalidRecipient(REF, remaining);
+export const rateLimited = (notBefore: string, remaining = 2, category: 'dependency' | 'conflict' = 'dependency'): ToolEnvelope =>
+  seedEnvelopes.rateLimited(REF, notBefore, remaining, category);
+export const outcomeUnknown = (): ToolEnvelope => seedEnvelopes.outcomeUnknown(REF);
+export const missingApproval = (): ToolEnvelope => seedEnvelopes.missingApproval(REF);
+export const escalateNow = (): ToolEnvelope => seedEnvelopes.alreadyPaid(REF);

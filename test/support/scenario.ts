@@ -4,6 +4,7 @@
  * problem answers, and a read-only look at the events table the server writes. Nothing here
  * stands in for a part of the ledger: every request goes to the built server over loopback.
  */
+import { seedEnvelopes } from './seed-envelopes';
 import Database from 'better-sqlite3';
 import { randomUUID } from 'node:crypto';
 import { join } from 'node:path';
@@ -96,25 +97,8 @@ export function operation(api: Ledger, ref: string) {
 // ---- the seed's envelopes, for any operation_ref --------------------------------------------------
 
 export const envelopes = {
-  success: (ref: string, result: unknown = { invoice_id: 'inv_123' }) => ({
-    ok: true,
-    operation_ref: ref,
-    commit_state: 'committed',
-    result,
-    verification: { checked_at: new Date().toISOString(), evidence_ref: 'inv_123' },
-  }),
-  invalidRecipient: (ref: string, remaining = 1) => ({
-    ok: false,
-    code: 'INVALID_RECIPIENT_ADDRESS',
-    category: 'validation',
-    commit_state: 'not_committed',
-    retry: { directive: 'after_input_fix', max_attempts_remaining: remaining },
-    next_action: 'correct_input',
-    operation_ref: ref,
-    safe_details: { field: 'recipient_email' },
-    agent_message: 'recipient_email is invalid; request a corrected address.',
-    user_message: 'I need a valid recipient address before I can send this.',
-  }),
+  ...seedEnvelopes,
+  success: (ref: string, result: unknown = { invoice_id: 'inv_123' }) => seedEnvelopes.success(ref, 'inv_123', undefined, result),
   /** A read-only tool's smaller form (SPEC §2): a stable code and a retry direction. */
   readRateLimited: (notBefore: string, remaining = 2) => ({
     ok: false,
@@ -122,40 +106,11 @@ export const envelopes = {
     retry: { directive: 'after_delay', not_before: notBefore, max_attempts_remaining: remaining },
   }),
   outage: (ref: string, notBefore: string, remaining = 5) => ({
-    ok: false,
+    ...seedEnvelopes.rateLimited(ref, notBefore, remaining),
     code: 'PROVIDER_UNAVAILABLE',
-    category: 'dependency',
-    commit_state: 'not_committed',
-    retry: { directive: 'after_delay', not_before: notBefore, max_attempts_remaining: remaining },
-    next_action: 'wait_and_retry',
-    operation_ref: ref,
     safe_details: { retry_after: 0 },
     agent_message: 'The provider is unavailable; nothing was sent.',
     user_message: 'The provider is unavailable right now.',
-  }),
-  outcomeUnknown: (ref: string) => ({
-    ok: false,
-    code: 'OUTCOME_UNKNOWN',
-    category: 'dependency',
-    commit_state: 'unknown',
-    retry: { directive: 'never', max_attempts_remaining: 0 },
-    next_action: 'verify_operation',
-    operation_ref: ref,
-    safe_details: { verification_tool: 'get_invoice_by_operation_ref' },
-    agent_message: 'The write may have completed. Verify operation_ref before any new write.',
-    user_message: 'The request is being checked before anything is sent again.',
-  }),
-  missingApproval: (ref: string) => ({
-    ok: false,
-    code: 'MISSING_APPROVAL',
-    category: 'authorization',
-    commit_state: 'not_committed',
-    retry: { directive: 'never', max_attempts_remaining: 1 },
-    next_action: 'request_approval',
-    operation_ref: ref,
-    safe_details: {},
-    agent_message: 'An approval is needed.',
-    user_message: 'This needs an approval first.',
   }),
 };
 

@@ -1,4 +1,5 @@
 import { randomUUID } from 'node:crypto';
+import { seedEnvelopes } from '../../../support/seed-envelopes';
 import { DEFAULT_ENVELOPE_LIMITS } from '../../../../src/domain/envelope/envelope.types';
 import { DEFAULT_POLICY } from '../../../../src/domain/events';
 import { LedgerError } from '../../../../src/errors/ledger-error';
@@ -67,7 +68,7 @@ export class LedgerScenario {
     return this.submit(ref, 'AttemptDispatched', { attempt, input_hash: inputHash }, { tenant });
   }
 
-  envelope(ref: string, attempt: number, envelope: Record<string, unknown>, tenant?: string) {
+  envelope(ref: string, attempt: number, envelope: object, tenant?: string) {
     return this.submit(ref, 'EnvelopeRecorded', { attempt, envelope }, { tenant });
   }
 
@@ -91,73 +92,13 @@ export class LedgerScenario {
 
 /** The seed's envelopes, for `ref`. */
 export const envelopes = {
-  committed: (ref: string, evidenceRef?: string) => ({
-    ok: true,
-    operation_ref: ref,
-    commit_state: 'committed',
-    result: { id: evidenceRef ?? 'inv_1' },
-    verification: { checked_at: '2026-03-01T09:00:01.000Z', ...(evidenceRef ? { evidence_ref: evidenceRef } : {}) },
-  }),
-  unknown: (ref: string, verificationTool = 'get_invoice_by_operation_ref') => ({
-    ok: false,
-    code: 'OUTCOME_UNKNOWN',
-    category: 'dependency',
-    commit_state: 'unknown',
-    retry: { directive: 'never', max_attempts_remaining: 0 },
-    next_action: 'verify_operation',
-    operation_ref: ref,
-    safe_details: { verification_tool: verificationTool },
-    agent_message: 'The write may have completed. Verify operation_ref before any new write.',
-    user_message: 'The request is being checked before anything is sent again.',
-  }),
-  invalidInput: (ref: string, field = 'recipient_email') => ({
-    ok: false,
-    code: 'INVALID_RECIPIENT_ADDRESS',
-    category: 'validation',
-    commit_state: 'not_committed',
-    retry: { directive: 'after_input_fix', max_attempts_remaining: 1 },
-    next_action: 'correct_input',
-    operation_ref: ref,
-    safe_details: { field },
-    agent_message: 'recipient_email is invalid; request a corrected address.',
-    user_message: 'I need a valid recipient address before I can send this.',
-  }),
-  rateLimited: (ref: string, notBefore: string, remaining = 2) => ({
-    ok: false,
-    code: 'RATE_LIMITED',
-    category: 'dependency',
-    commit_state: 'not_committed',
-    retry: { directive: 'after_delay', not_before: notBefore, max_attempts_remaining: remaining },
-    next_action: 'wait_and_retry',
-    operation_ref: ref,
-    safe_details: {},
-    agent_message: 'Rate limited.',
-    user_message: 'Waiting before trying again.',
-  }),
-  needsApproval: (ref: string) => ({
-    ok: false,
-    code: 'MISSING_APPROVAL',
-    category: 'authorization',
-    commit_state: 'not_committed',
-    retry: { directive: 'never', max_attempts_remaining: 1 },
-    next_action: 'request_approval',
-    operation_ref: ref,
-    safe_details: {},
-    agent_message: 'Needs approval.',
-    user_message: 'Waiting for approval.',
-  }),
-  conflict: (ref: string) => ({
-    ok: false,
-    code: 'INVOICE_ALREADY_PAID',
-    category: 'conflict',
-    commit_state: 'not_committed',
-    retry: { directive: 'never', max_attempts_remaining: 0 },
-    next_action: 'escalate',
-    operation_ref: ref,
-    safe_details: {},
-    agent_message: 'The invoice is already paid.',
-    user_message: 'This needs a person.',
-  }),
+  committed: (ref: string, evidenceRef?: string) =>
+    seedEnvelopes.success(ref, evidenceRef, '2026-03-01T09:00:01.000Z', { id: evidenceRef ?? 'inv_1' }),
+  unknown: (ref: string, verificationTool?: string) => seedEnvelopes.outcomeUnknown(ref, verificationTool),
+  invalidInput: (ref: string, field?: string) => seedEnvelopes.invalidRecipient(ref, 1, field),
+  rateLimited: (ref: string, notBefore: string, remaining = 2) => seedEnvelopes.rateLimited(ref, notBefore, remaining),
+  needsApproval: (ref: string) => seedEnvelopes.missingApproval(ref),
+  conflict: (ref: string) => seedEnvelopes.alreadyPaid(ref),
 };
 
 export function expectOk(outcome: SubmitOutcome): SubmitAnswer {

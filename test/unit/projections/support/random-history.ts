@@ -78,7 +78,7 @@ export async function runHistory(commands: readonly HistoryCommand[], scenario =
           if (dispatched.ok) attemptInFlight = next;
         }
         const notBefore = new Date(scenario.clock.ms + 10_000).toISOString();
-        const envelope = command.envelope === 'rateLimited' ? envelopes.rateLimited(ref, notBefore) : (envelopes[command.envelope] as (ref: string) => Record<string, unknown>)(ref);
+        const envelope = command.envelope === 'rateLimited' ? envelopes.rateLimited(ref, notBefore) : (envelopes[command.envelope] as (ref: string) => object)(ref);
         await scenario.envelope(ref, command.attempt || attemptInFlight, envelope, tenant);
         break;
       }
