@@ -7,7 +7,7 @@ import type { Registry } from 'prom-client';
 import { AppModule, type AppOptions } from './app.module';
 import { sendProblem, toLedgerError } from './http/problem.filter';
 import { installSecurity } from './http/security/install-security';
-import { installHttpMetrics } from './logging/http-metrics';
+import { installHttpMetrics } from './observability/http-metrics';
 import { installRequestIdEcho, requestIdOptions } from './logging/request-context';
 import { METRICS_REGISTRY } from './observability/metrics';
 import { mountOpenApi } from './openapi/openapi.module';
