@@ -8,7 +8,6 @@ import {
   type OnApplicationShutdown,
   type OnModuleDestroy,
 } from '@nestjs/common';
-import { join } from 'node:path';
 import type { Registry } from 'prom-client';
 import { LEDGER_PROJECTIONS } from '../../projections/projection-catalog';
 import { CONFIG, type LedgerConfig } from '../config/ledger-config';
@@ -23,11 +22,10 @@ import { registerProjectionMetrics } from '../observability/projection-metrics';
 import { EVENT_STORE, type EventStore } from '../store/event-store.port';
 import { ProjectionEngine } from './projection-engine';
 import { ProjectionQueries } from './projection-queries';
-import { SqliteReadModel } from './sqlite-read-model.store';
+import { readModelFile, SqliteReadModel } from './sqlite-read-model.store';
 
 export const PROJECTION_ENGINE = Symbol('PROJECTION_ENGINE');
 export const READ_MODEL = Symbol('READ_MODEL');
-export const READ_MODEL_FILE = 'read-models.sqlite';
 
 /**
  * Starts following the log once the application is up. Stops in onModuleDestroy, the first
@@ -67,7 +65,7 @@ export class ProjectionsLifecycle implements OnApplicationBootstrap, OnModuleDes
     {
       provide: READ_MODEL,
       inject: [CONFIG],
-      useFactory: (config: LedgerConfig) => SqliteReadModel.open({ file: join(config.dataDir, READ_MODEL_FILE) }),
+      useFactory: (config: LedgerConfig) => SqliteReadModel.open({ file: readModelFile(config.dataDir) }),
     },
     {
       provide: PROJECTION_ENGINE,

@@ -1,7 +1,12 @@
 import Database from 'better-sqlite3';
 import { mkdirSync } from 'node:fs';
-import { dirname } from 'node:path';
+import { dirname, join } from 'node:path';
 import type { AnyProjection, ColumnType, IndexValue } from '../../projections/projection';
+
+/** Where an instance keeps its read models: a disposable cache beside its data, rebuilt from the log. */
+export function readModelFile(dataDir: string): string {
+  return join(dataDir, 'read-models.sqlite');
+}
 
 export interface ReadModelOptions {
   /** A file path, or ':memory:'. */

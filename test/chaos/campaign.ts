@@ -9,6 +9,7 @@ import { fork, type ChildProcess } from 'node:child_process';
 import { existsSync, mkdirSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
+import { readModelFile } from '../../src/projection-engine/sqlite-read-model.store';
 import Database from 'better-sqlite3';
 import { startLedger, type LedgerProcess } from '../support/ledger-process';
 import {
@@ -31,7 +32,6 @@ import type { ChildMessage, ClientConfig, ClientStats, LoadRecord, ParentMessage
 
 const LOAD_CLIENT = resolve(__dirname, 'load-client.ts');
 const REGISTER = resolve(__dirname, 'swc-register.cjs');
-const READ_MODEL_FILE = 'read-models.sqlite';
 
 export interface CampaignOptions {
   seed?: number;
@@ -189,7 +189,7 @@ export async function runCampaign(options: CampaignOptions): Promise<CampaignRes
   // One instance runs the default layout (the log and the read model under its data directory);
   // several share the log through LEDGER_EVENTS_FILE and keep their read models apart.
   const instanceDirs = instanceCount === 1 ? [dataDir] : Array.from({ length: instanceCount }, (_, index) => join(dataDir, `instance-${index}`));
-  const readModelFiles = instanceDirs.map((dir) => join(dir, READ_MODEL_FILE));
+  const readModelFiles = instanceDirs.map((dir) => readModelFile(dir));
   const env = instanceCount === 1 ? serviceEnv() : { ...serviceEnv(), LEDGER_EVENTS_FILE: eventsFile };
   say(`chaos: seed ${seed} (CHAOS_SEED=${seed} replays the schedule), ${instanceCount} instance(s), data ${dataDir}`);
 

@@ -2,15 +2,12 @@
  * `recovery-ledger projections rebuild` gives, from zero, byte for byte the read model the built
  * service produced live while the events were being submitted to it over HTTP.
  */
-import { join } from 'node:path';
 import { LEDGER_PROJECTIONS } from '../../projections/projection-catalog';
-import { SqliteReadModel } from '../../src/projection-engine/sqlite-read-model.store';
+import { readModelFile, SqliteReadModel } from '../../src/projection-engine/sqlite-read-model.store';
 import { committed, invalidInput, runCli, unknownOutcome } from '../support/cli-harness';
 import { fact, request } from '../support/http';
 import { startLedger, type LedgerProcess } from '../support/ledger-process';
 
-/** The service's read model file (READ_MODEL_FILE of src/projection-engine/projections.module.ts, whose NestJS imports jest cannot load). */
-const READ_MODEL_FILE = 'read-models.sqlite';
 
 let ledger: LedgerProcess;
 let lastPosition = 0;
@@ -24,7 +21,7 @@ async function submit(ref: string, type: string, data: Record<string, unknown>):
 
 /** Every projection's documents, links and checkpoint, as stored. */
 function dumpReadModel(dataDir: string) {
-  const readModel = SqliteReadModel.open({ file: join(dataDir, READ_MODEL_FILE) });
+  const readModel = SqliteReadModel.open({ file: readModelFile(dataDir) });
   try {
     for (const projection of LEDGER_PROJECTIONS) readModel.register(projection);
     return LEDGER_PROJECTIONS.map((projection) => ({

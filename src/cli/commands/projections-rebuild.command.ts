@@ -1,9 +1,7 @@
 import { SingleBar } from 'cli-progress';
-import { join } from 'node:path';
 import { LEDGER_PROJECTIONS } from '../../../projections/projection-catalog';
 import { ProjectionEngine } from '../../projection-engine/projection-engine';
-import { READ_MODEL_FILE } from '../../projection-engine/projections.module';
-import { SqliteReadModel } from '../../projection-engine/sqlite-read-model.store';
+import { readModelFile, SqliteReadModel } from '../../projection-engine/sqlite-read-model.store';
 import type { AppendResult, EventStore, NewEvent, ReadAllOptions, StoreHealth, StoredEvent, SubscribeOptions, Subscription, SubscriptionHandlers } from '../../store/event-store.port';
 import { CliError, EXIT, usageError } from '../cli-errors';
 import { remoteLedger, withLocalStore, type GlobalOptions, type RemoteLedger } from '../ledger-source';
@@ -131,7 +129,7 @@ export async function rebuildCommand(global: GlobalOptions, name: string | undef
   }
   const names = projectionNames(name);
   return withLocalStore(global, async ({ store, config }) => {
-    const readModel = SqliteReadModel.open({ file: join(config.dataDir, READ_MODEL_FILE) });
+    const readModel = SqliteReadModel.open({ file: readModelFile(config.dataDir) });
     try {
       const head = await store.headPosition();
       const started = Date.now();
