@@ -1,3 +1,4 @@
+import { TRANSITION_REASONS } from '../src/domain/decide';
 import { emptyHistogram, merge, record, summarise, type DurationHistogram, type DurationSummary } from './duration-histogram';
 import { asLedgerEvent } from './ledger-events';
 import { alreadyApplied, instantMs, scopedKey, type ProjectedEvent, type Projection } from './projection';
@@ -10,6 +11,9 @@ import { alreadyApplied, instantMs, scopedKey, type ProjectedEvent, type Project
  * Pending recovery starts when a step enters `verifying` (its envelope said the outcome is unknown)
  * or, for a worker that died after dispatching, at the dispatch of the attempt a verification later
  * resolves while still `dispatched` (no envelope ever came back). It ends with that verification.
+ * Both are timed on the transition the verification causes, from its `from_since`: the document
+ * keeps counters only, never a map per operation, so an event costs the same however many
+ * operations are in flight (docs/performance.md measured 20 % of a dispatch's CPU in such a map).
  */
 export interface TrustCounters {
   operations_planned: number;
@@ -36,10 +40,10 @@ export interface TrustMetricsDoc extends TrustCounters {
   dispatch_refusals: Record<string, number>;
   escalations_by_reason: Record<string, number>;
   pending_recovery: DurationHistogram;
-  /** Operations in pending recovery now, with the instant it began (ms). */
-  open_recoveries: Record<string, number>;
-  /** Attempts in flight (dispatched, no outcome yet), with the dispatch instant (ms). */
-  in_flight: Record<string, number>;
+  /** Operations in `verifying` now: +1 on entering it, -1 on leaving it. */
+  pending_recovery_now: number;
+  /** The event id of the last verification, to know the transition it causes (see evolve). */
+  last_verification_id?: string;
   position: number;
 }
 
@@ -60,6 +64,13 @@ export const TRUST_COUNTER_NAMES: readonly (keyof TrustCounters)[] = [
 
 const UNVERIFIED_REFUSALS: readonly string[] = ['ATTEMPT_IN_FLIGHT', 'VERIFY_BEFORE_RETRY'];
 
+/** Reasons only a verification gives a transition. */
+const VERIFICATION_REASONS: readonly string[] = [
+  TRANSITION_REASONS.verifiedCommitted,
+  TRANSITION_REASONS.verifiedNotFound,
+  TRANSITION_REASONS.lookupUnavailable,
+];
+
 export function emptyCounters(): TrustCounters {
   const counters = {} as TrustCounters;
   for (const name of TRUST_COUNTER_NAMES) counters[name] = 0;
@@ -74,18 +85,9 @@ function emptyDoc(tenant: string, tool: string): TrustMetricsDoc {
     dispatch_refusals: {},
     escalations_by_reason: {},
     pending_recovery: emptyHistogram(),
-    open_recoveries: {},
-    in_flight: {},
+    pending_recovery_now: 0,
     position: 0,
   };
-}
-
-/** A copy without `key`. Built key by key: `delete` would turn the copy into a slow dictionary object. */
-function without(map: Record<string, number>, key: string): Record<string, number> {
-  if (!(key in map)) return map;
-  const copy: Record<string, number> = {};
-  for (const other in map) if (other !== key) copy[other] = map[other];
-  return copy;
 }
 
 function increment(map: Record<string, number>, key: string): Record<string, number> {
@@ -99,7 +101,6 @@ export function evolveTrustMetrics(current: TrustMetricsDoc | undefined, event: 
   const base = current ?? emptyDoc(event.metadata.tenant, ledgerEvent?.type === 'StepPlanned' ? String(ledgerEvent.data.tool) : '');
   const doc: TrustMetricsDoc = { ...base, position: event.position };
   if (!ledgerEvent) return doc;
-  const ref = event.metadata.operation_ref;
   const at = instantMs(event.metadata.recorded_at);
   switch (ledgerEvent.type) {
     case 'StepPlanned':
@@ -107,16 +108,7 @@ export function evolveTrustMetrics(current: TrustMetricsDoc | undefined, event: 
       return doc;
     case 'VerificationRecorded': {
       const { outcome } = ledgerEvent.data;
-      let since = base.open_recoveries[ref];
-      if (since === undefined && base.in_flight[ref] !== undefined) {
-        // Verified while still dispatched: the outcome was unknown since the dispatch.
-        since = base.in_flight[ref];
-        doc.unknown_outcomes = base.unknown_outcomes + 1;
-        doc.unknown_in_flight = base.unknown_in_flight + 1;
-      }
-      if (since !== undefined) doc.pending_recovery = record(base.pending_recovery, at - since);
-      doc.open_recoveries = without(base.open_recoveries, ref);
-      doc.in_flight = without(base.in_flight, ref);
+      doc.last_verification_id = event.event_id;
       if (outcome === 'found_committed') doc.verified_found_committed = base.verified_found_committed + 1;
       else if (outcome === 'not_found') doc.verified_not_found = base.verified_not_found + 1;
       else if (outcome === 'lookup_unavailable') doc.lookup_unavailable = base.lookup_unavailable + 1;
@@ -131,13 +123,27 @@ export function evolveTrustMetrics(current: TrustMetricsDoc | undefined, event: 
       return doc;
     }
     case 'TransitionRecorded': {
-      const { from, to, reason } = ledgerEvent.data;
-      if (to === 'dispatched') doc.in_flight = { ...base.in_flight, [ref]: at };
-      else if (from === 'dispatched') doc.in_flight = without(base.in_flight, ref);
-      if (to === 'verifying' && base.open_recoveries[ref] === undefined) {
-        doc.open_recoveries = { ...base.open_recoveries, [ref]: at };
+      const { from, to, reason, caused_by, from_since } = ledgerEvent.data;
+      if (to === 'verifying' && from !== 'verifying') {
+        doc.pending_recovery_now = base.pending_recovery_now + 1;
         doc.unknown_outcomes = base.unknown_outcomes + 1;
         doc.unknown_via_envelope = base.unknown_via_envelope + 1;
+      }
+      // Verified while still dispatched: the outcome was unknown since the dispatch. The reason
+      // says so, except when not_found meets a bound (ATTEMPTS_EXHAUSTED), which an envelope can
+      // cause too; then the cause does: a fact and its transition are appended together, so the
+      // verification is the last one this document saw.
+      const causedByVerification =
+        VERIFICATION_REASONS.includes(String(reason)) || (caused_by !== undefined && caused_by === base.last_verification_id);
+      const verifiedInFlight = from === 'dispatched' && causedByVerification;
+      if (verifiedInFlight) {
+        doc.unknown_outcomes = base.unknown_outcomes + 1;
+        doc.unknown_in_flight = base.unknown_in_flight + 1;
+      }
+      if (from === 'verifying' && to !== 'verifying') doc.pending_recovery_now = base.pending_recovery_now - 1;
+      // A log written before transitions carried from_since: counted above, but not timed.
+      if ((from === 'verifying' || verifiedInFlight) && typeof from_since === 'string') {
+        doc.pending_recovery = record(base.pending_recovery, at - instantMs(from_since));
       }
       if (to === 'escalated') {
         doc.terminal_escalations = base.terminal_escalations + 1;
@@ -153,7 +159,8 @@ export function evolveTrustMetrics(current: TrustMetricsDoc | undefined, event: 
 
 export const trustMetricsProjection: Projection<TrustMetricsDoc> = {
   name: 'trust_metrics',
-  version: 1,
+  // 2: pending recovery timed from transitions' from_since, no per-operation maps.
+  version: 2,
   linkOf: (event) => {
     const ledgerEvent = asLedgerEvent(event);
     if (ledgerEvent?.type !== 'StepPlanned' || typeof ledgerEvent.data.tool !== 'string') return undefined;
@@ -193,7 +200,7 @@ export function trustReport(docs: readonly TrustMetricsDoc[]): TrustReport {
     histogram = merge(histogram, doc.pending_recovery);
     refusals = addCounts(refusals, doc.dispatch_refusals);
     escalations = addCounts(escalations, doc.escalations_by_reason);
-    pendingNow += Object.keys(doc.open_recoveries).length;
+    pendingNow += doc.pending_recovery_now;
   }
   return {
     ...counters,

@@ -108,6 +108,7 @@ function transition(
     caused_by: causedBy,
     directive: directiveFor(to, after),
   };
+  if (isPlanned(before)) data.from_since = before.since;
   return { type: 'TransitionRecorded', data };
 }
 

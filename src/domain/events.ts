@@ -120,6 +120,13 @@ export interface TransitionRecordedData {
   /** The event id of the fact that caused the transition. */
   caused_by: string;
   directive: Directive;
+  /**
+   * When the from-state began (its `since`, ledger clock); absent when `from` is `unplanned`. How
+   * long the step stood in a state is evidence of its own, and it lets a projection time pending
+   * recovery from this one event instead of remembering, per operation, when each state began.
+   * Logs written before it existed lack it: readers must treat it as optional.
+   */
+  from_since?: string;
 }
 
 export interface DispatchRefusedData {

@@ -120,7 +120,7 @@ export function registerProjectionMetrics(registry: Registry, source: Projection
     registers: [registry],
     async collect() {
       this.reset();
-      for (const doc of await trustForScrape()) this.set({ tenant: doc.tenant, tool: doc.tool }, Object.keys(doc.open_recoveries).length);
+      for (const doc of await trustForScrape()) this.set({ tenant: doc.tenant, tool: doc.tool }, doc.pending_recovery_now);
     },
   });
   new Gauge({

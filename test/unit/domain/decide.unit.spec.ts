@@ -245,6 +245,28 @@ describe('decide: facts a step is not waiting for', () => {
   });
 });
 
+describe('decide: transitions carry when the from-state began', () => {
+  it('sets from_since to the state\'s since, and none from unplanned', () => {
+    const plan = given().when(planned(), at(0)).then(['StepPlanned', 'TransitionRecorded']);
+    expect(plan.events[1].data).not.toHaveProperty('from_since');
+
+    const scenario = planned1();
+    scenario.submit(dispatched(1), at(1_000));
+    const since = stateOf(scenario).since;
+    expect(since).toBe(at(1_000));
+    const unknown = scenario.when(envelope(1, outcomeUnknown()), at(5_000)).thenMovesTo('verifying');
+    expect(unknown.events[1].data).toMatchObject({ from: 'dispatched', to: 'verifying', from_since: since });
+    const resolved = scenario.when(verified('found_committed'), at(45_000)).thenMovesTo('succeeded');
+    expect(resolved.events[1].data).toMatchObject({ from: 'verifying', from_since: at(5_000) });
+  });
+
+  it('sets it on the escalation a refused dispatch records, too', () => {
+    const scenario = planned1({ policy: { max_attempts: 0 } });
+    const decision = scenario.when(dispatched(1), at(2_000)).thenRefuses('ATTEMPTS_EXHAUSTED');
+    expect(decision.events[1].data).toMatchObject({ from: 'planned', to: 'escalated', from_since: T0 });
+  });
+});
+
 describe('decide: time is an argument', () => {
   it('gives the same decision for the same state, fact and now', () => {
     const state = inFlight().state;

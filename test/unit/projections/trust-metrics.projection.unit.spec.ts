@@ -1,3 +1,4 @@
+import type { ProjectedEvent } from '../../../projections/projection';
 import { trustMetricsProjection, trustReport, type TrustMetricsDoc } from '../../../projections/trust-metrics.projection';
 import { foldProjection } from './support/fold-projection';
 import { envelopes, expectOk, LedgerScenario } from './support/ledger-scenario';
@@ -28,8 +29,7 @@ describe('trust metrics projection', () => {
       unknown_in_flight: 0,
       verified_found_committed: 1,
       succeeded: 1,
-      open_recoveries: {},
-      in_flight: {},
+      pending_recovery_now: 0,
     });
     // From entering verifying to the verification: 40 s, not counting the 0.5 s in flight before.
     expect(doc.pending_recovery).toMatchObject({ count: 1, sum_ms: 40_000, min_ms: 40_000, max_ms: 40_000 });
@@ -46,6 +46,93 @@ describe('trust metrics projection', () => {
 
     expect(doc).toMatchObject({ unknown_outcomes: 1, unknown_in_flight: 1, unknown_via_envelope: 0, verified_not_found: 1 });
     expect(doc.pending_recovery).toMatchObject({ count: 1, sum_ms: 90_000 });
+  });
+
+  it('tells a last attempt verified in flight from one an envelope escalates, though both end ATTEMPTS_EXHAUSTED', async () => {
+    const policy = { max_attempts: 1, consistency_window_ms: 30_000, max_consecutive_dependency_failures: 3 };
+    const given = new LedgerScenario();
+    // op1: the worker died after the only dispatch; not_found leaves no attempt, so it escalates.
+    await given.plan('op1', { policy });
+    await given.dispatch('op1', 1);
+    given.clock.advance(60_000);
+    expectOk(await given.verify('op1', 'not_found'));
+    // op2: the only attempt's envelope says correct_input: the same transition, no unknown outcome.
+    await given.plan('op2', { policy });
+    await given.dispatch('op2', 1);
+    given.clock.advance(1_000);
+    await given.envelope('op2', 1, envelopes.invalidInput('op2'));
+
+    const doc = (await docs(given)).get('acme:create_invoice') as TrustMetricsDoc;
+
+    expect(doc).toMatchObject({
+      unknown_outcomes: 1,
+      unknown_in_flight: 1,
+      verified_not_found: 1,
+      terminal_escalations: 2,
+      escalations_by_reason: { ATTEMPTS_EXHAUSTED: 2 },
+    });
+    expect(doc.pending_recovery).toMatchObject({ count: 1, sum_ms: 60_000 });
+  });
+
+  it('counts operations in pending recovery now: 1 while verifying, 0 once verified', async () => {
+    const given = new LedgerScenario();
+    await given.plan('op1');
+    await given.dispatch('op1', 1);
+    await given.envelope('op1', 1, envelopes.unknown('op1'));
+    const verifying = (await docs(given)).get('acme:create_invoice') as TrustMetricsDoc;
+    given.clock.advance(1_000);
+    await given.verify('op1', 'found_committed');
+    const verified = (await docs(given)).get('acme:create_invoice') as TrustMetricsDoc;
+
+    expect(verifying.pending_recovery_now).toBe(1);
+    expect(trustReport([verifying]).pending_recovery_now).toBe(1);
+    expect(verified.pending_recovery_now).toBe(0);
+    expect(trustReport([verified]).pending_recovery_now).toBe(0);
+  });
+
+  it('keeps no key per operation: the document is as large with 500 operations in flight as with 1', async () => {
+    const shapeWith = async (inFlight: number) => {
+      const given = new LedgerScenario();
+      for (let i = 0; i < inFlight; i++) {
+        await given.plan(`op${i}`);
+        await given.dispatch(`op${i}`, 1);
+      }
+      const doc = (await docs(given)).get('acme:create_invoice') as TrustMetricsDoc;
+      // The counts grow by digits; anything kept per operation would grow the document itself.
+      return JSON.stringify(doc).replace(/\d+/g, '0');
+    };
+
+    const one = await shapeWith(1);
+    expect(await shapeWith(500)).toBe(one);
+    expect(one.length).toBeLessThan(800);
+  });
+
+  it('counts a transition without from_since (a log written before it) but does not time it', async () => {
+    const given = new LedgerScenario();
+    await given.plan('op1');
+    await given.dispatch('op1', 1);
+    await given.envelope('op1', 1, envelopes.unknown('op1'));
+    given.clock.advance(5_000);
+    expectOk(await given.verify('op1', 'found_committed'));
+    await given.plan('op2');
+    await given.dispatch('op2', 1);
+    given.clock.advance(40_000);
+    expectOk(await given.verify('op2', 'not_found'));
+    const log = await given.log();
+    const oldLog: ProjectedEvent[] = log.map((event) => {
+      if (event.type !== 'TransitionRecorded') return event;
+      const { from_since: _dropped, ...data } = event.data as Record<string, unknown>;
+      return { ...event, data };
+    });
+    expect(oldLog.some((event) => JSON.stringify(event.data).includes('from_since'))).toBe(false);
+
+    const now = foldProjection(trustMetricsProjection, log).docs.get('acme:create_invoice') as TrustMetricsDoc;
+    const before = foldProjection(trustMetricsProjection, oldLog).docs.get('acme:create_invoice') as TrustMetricsDoc;
+
+    expect(now.pending_recovery.count).toBe(2);
+    expect(before.pending_recovery.count).toBe(0);
+    expect({ ...before, pending_recovery: now.pending_recovery }).toEqual(now);
+    expect(before).toMatchObject({ unknown_outcomes: 2, unknown_via_envelope: 1, unknown_in_flight: 1, pending_recovery_now: 0 });
   });
 
   it('counts duplicates prevented, identical retries blocked, unverified dispatches refused and escalations by reason', async () => {
