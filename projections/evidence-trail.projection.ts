@@ -343,8 +343,13 @@ export function evolveEvidenceTrail(current: EvidenceTrailDoc | undefined, event
     }
   }
   doc.entries = [...base.entries, entry];
-  doc.verdict = verdictOf(doc);
+  // The verdict is derived once the document is stored (sealEvidenceTrail), not after every event.
   return doc;
+}
+
+/** The trail with its verdict, as it is stored and answered. */
+export function sealEvidenceTrail(doc: EvidenceTrailDoc): EvidenceTrailDoc {
+  return { ...doc, verdict: verdictOf(doc) };
 }
 
 export const evidenceTrailProjection: Projection<EvidenceTrailDoc> = {
@@ -352,4 +357,5 @@ export const evidenceTrailProjection: Projection<EvidenceTrailDoc> = {
   version: 1,
   keyOf: (event) => scopedKey(event.metadata.tenant, event.metadata.operation_ref),
   evolve: evolveEvidenceTrail,
+  seal: sealEvidenceTrail,
 };

@@ -41,6 +41,12 @@ export interface Projection<Doc> {
   keyOf(event: ProjectedEvent, link: string | undefined): string | undefined;
   /** Total and pure. Must return `doc` unchanged for an event it has already applied. */
   evolve(doc: Doc | undefined, event: ProjectedEvent): Doc;
+  /**
+   * Optional and pure: what depends on the whole document rather than on one event (the evidence
+   * trail's verdict), derived when the document is stored instead of after every event it folds.
+   * `seal(seal(doc))` equals `seal(doc)`.
+   */
+  seal?(doc: Doc): Doc;
   /** Columns the engine stores beside the document, for filtering and ordering queries. */
   readonly columns?: Readonly<Record<string, ColumnType>>;
   /** Composite indexes over `columns`, most selective first. */

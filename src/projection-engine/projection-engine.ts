@@ -2,6 +2,7 @@ import type { AnyProjection } from '../../projections/projection';
 import type { EventStore, StoredEvent, Subscription } from '../store/event-store.port';
 import { OPERATION_STREAM_PREFIX } from '../store/stream-names';
 import type { SqliteReadModel } from './sqlite-read-model.store';
+import { ProjectionWorkingSet } from './working-set';
 
 export interface BatchInfo {
   /** Positions of the batch's first and last events. */
@@ -29,6 +30,13 @@ export interface ProjectionEngineOptions {
   streamPrefix?: string;
   /** Events per catch-up read and per transaction. */
   batchSize?: number;
+  /**
+   * A rebuild commits after folding this many events (default 20,000), or once it holds
+   * `rebuildMaxDocs` documents (default 10,000): fewer, larger transactions, each document parsed
+   * and written once per commit, and memory bounded by these two numbers.
+   */
+  rebuildCommitEvents?: number;
+  rebuildMaxDocs?: number;
   /** The wall clock, for lag in milliseconds only: projections never see it. */
   now?: () => number;
   /** After a failure, follow again from the checkpoints after this long; null stops for good. */
@@ -63,8 +71,6 @@ interface Waiter {
   timer: ReturnType<typeof setTimeout>;
 }
 
-const NO_LINK = Symbol('no link');
-
 /**
  * Runs the projections over the global log: catches up from the lowest checkpoint, then follows the
  * store's subscription. Each batch is applied to every projection whose checkpoint it passes and
@@ -84,6 +90,8 @@ export class ProjectionEngine {
   private readonly waiters = new Set<Waiter>();
   private readonly prefix: string;
   private readonly batchSize: number;
+  private readonly rebuildCommitEvents: number;
+  private readonly rebuildMaxDocs: number;
   private readonly now: () => number;
   private state: EngineState = 'stopped';
   private lastError: Error | undefined;
@@ -100,6 +108,8 @@ export class ProjectionEngine {
     this.projections = options.projections;
     this.prefix = options.streamPrefix ?? OPERATION_STREAM_PREFIX;
     this.batchSize = options.batchSize ?? 1000;
+    this.rebuildCommitEvents = options.rebuildCommitEvents ?? 20_000;
+    this.rebuildMaxDocs = options.rebuildMaxDocs ?? 10_000;
     this.now = options.now ?? Date.now;
     for (const projection of this.projections) {
       if (this.byName.has(projection.name)) throw new Error(`two projections are named ${projection.name}`);
@@ -299,39 +309,10 @@ export class ProjectionEngine {
 
   private async applyLive(batch: StoredEvent[]): Promise<void> {
     if (!this.running || batch.length === 0) return;
-    const projections = this.projections.filter((projection) => this.live.has(projection.name));
-    await this.apply(batch, projections, true);
-  }
-
-  private async runRebuild(names: readonly string[]): Promise<void> {
-    const projections = this.projections.filter((projection) => names.includes(projection.name));
-    let position = 0;
-    try {
-      for (;;) {
-        if (this.stopping) break;
-        if (this.running && position >= this.livePosition) break;
-        const batch = await this.options.store.readAll({ after: position, limit: this.batchSize, streamPrefix: this.prefix });
-        if (batch.length === 0) break;
-        await this.apply(batch, projections, false);
-        position = batch[batch.length - 1].position;
-      }
-    } finally {
-      // Joining is synchronous with the check above: the live lane's next batch starts after
-      // livePosition, and these projections skip what they already applied. After a failure they
-      // join too, behind, and the live lane (restarted from the checkpoints) catches them up.
-      for (const name of names) this.live.add(name);
-    }
-  }
-
-  private async apply(batch: StoredEvent[], projections: readonly AnyProjection[], liveLane: boolean): Promise<void> {
     const { readModel, faults } = this.options;
+    const projections = this.projections.filter((projection) => this.live.has(projection.name));
     const last = batch[batch.length - 1];
-    const info: BatchInfo = {
-      from: batch[0].position,
-      to: last.position,
-      events: batch.length,
-      projections: projections.map((projection) => projection.name),
-    };
+    const info = batchInfo(batch[0], last, batch.length, projections);
     const reached = readModel.transaction(() => {
       const applied = new Map<string, number>();
       for (const projection of projections) {
@@ -341,7 +322,9 @@ export class ProjectionEngine {
           applied.set(projection.name, checkpoint);
           continue;
         }
-        this.applyTo(projection, batch, checkpoint);
+        const set = new ProjectionWorkingSet(projection, readModel, checkpoint);
+        set.fold(batch);
+        set.write();
         readModel.setCheckpoint(projection.name, last.position, last.metadata.recorded_at);
         applied.set(projection.name, last.position);
       }
@@ -350,43 +333,87 @@ export class ProjectionEngine {
     });
     for (const [name, position] of reached) this.checkpoints.set(name, position);
     // Set before anything awaits: a rebuild decides to join by comparing with this position.
-    if (liveLane) this.livePosition = Math.max(this.livePosition, last.position);
+    this.livePosition = Math.max(this.livePosition, last.position);
     this.settleWaiters();
     await faults?.afterCommit?.(info);
   }
 
-  private applyTo(projection: AnyProjection, batch: readonly StoredEvent[], checkpoint: number): void {
+  /**
+   * Reads the log from zero for projections just reset, folding many batches into one working set
+   * per projection and committing it with the checkpoints every `rebuildCommitEvents` events.
+   */
+  private async runRebuild(names: readonly string[]): Promise<void> {
     const { readModel } = this.options;
-    const docs = new Map<string, unknown>();
-    const changed = new Set<string>();
-    const links = new Map<string, string | typeof NO_LINK>();
-    const newLinks = new Map<string, string>();
-    for (const event of batch) {
-      if (event.position <= checkpoint) continue;
-      let link: string | undefined;
-      if (projection.linkOf) {
-        let known = links.get(event.stream);
-        if (known === undefined) {
-          known = readModel.link(projection.name, event.stream) ?? NO_LINK;
-          links.set(event.stream, known);
+    const projections = this.projections.filter((projection) => names.includes(projection.name));
+    // They were all reset to zero together.
+    let sets = projections.map((projection) => new ProjectionWorkingSet(projection, readModel, 0));
+    let position = 0;
+    let folded: { first: StoredEvent; last: StoredEvent; events: number } | undefined;
+    const commit = async () => {
+      if (!folded) return;
+      const { first, last, events } = folded;
+      folded = undefined;
+      ({ sets, position } = await this.commitRebuild(sets, batchInfo(first, last, events, projections), last));
+    };
+    try {
+      for (;;) {
+        if (this.stopping) break;
+        if (this.running && position >= this.livePosition) {
+          // Only what is committed may join: commit, then look again (the live lane may have moved).
+          if (!folded) break;
+          await commit();
+          continue;
         }
-        link = known === NO_LINK ? undefined : known;
-        const made = projection.linkOf(event);
-        if (made !== undefined && made !== link) {
-          link = made;
-          links.set(event.stream, made);
-          newLinks.set(event.stream, made);
-        }
+        const batch = await this.options.store.readAll({ after: position, limit: this.batchSize, streamPrefix: this.prefix });
+        if (batch.length === 0) break;
+        for (const set of sets) set.fold(batch);
+        const last = batch[batch.length - 1];
+        folded = { first: folded?.first ?? batch[0], last, events: (folded?.events ?? 0) + batch.length };
+        position = last.position;
+        const held = sets.reduce((sum, set) => sum + set.size, 0);
+        if (folded.events >= this.rebuildCommitEvents || held >= this.rebuildMaxDocs) await commit();
       }
-      const key = projection.keyOf(event, link);
-      if (key === undefined) continue;
-      const before = docs.has(key) ? docs.get(key) : readModel.loadDoc(projection.name, key);
-      const after = projection.evolve(before, event);
-      docs.set(key, after);
-      if (after !== before) changed.add(key);
+      await commit();
+    } finally {
+      // Joining is synchronous with the check above: the live lane's next batch starts after
+      // livePosition, and these projections skip what they already applied. After a failure they
+      // join too, behind, and the live lane (restarted from the checkpoints) catches them up.
+      for (const name of names) this.live.add(name);
     }
-    for (const key of changed) readModel.writeDoc(projection.name, key, docs.get(key));
-    for (const [stream, link] of newLinks) readModel.setLink(projection.name, stream, link);
+  }
+
+  /**
+   * Commits a rebuild's working sets with their checkpoints in one transaction. If another engine
+   * on the same file moved these projections meanwhile, what was folded here does not sit on what is
+   * stored: it is dropped, and the rebuild goes on from the stored checkpoints.
+   */
+  private async commitRebuild(
+    sets: ProjectionWorkingSet[],
+    info: BatchInfo,
+    last: StoredEvent,
+  ): Promise<{ sets: ProjectionWorkingSet[]; position: number }> {
+    const { readModel, faults } = this.options;
+    const moved = readModel.transaction(() => {
+      const stored = sets.map((set) => readModel.checkpoint(set.projection.name).position);
+      if (stored.some((checkpoint, index) => checkpoint !== sets[index].after)) return stored;
+      for (const set of sets) {
+        set.write();
+        readModel.setCheckpoint(set.projection.name, last.position, last.metadata.recorded_at);
+      }
+      faults?.beforeCommit?.(info);
+      return undefined;
+    });
+    if (moved) {
+      sets.forEach((set, index) => this.checkpoints.set(set.projection.name, moved[index]));
+      return {
+        sets: sets.map((set, index) => new ProjectionWorkingSet(set.projection, readModel, moved[index])),
+        position: Math.min(...moved),
+      };
+    }
+    for (const set of sets) this.checkpoints.set(set.projection.name, last.position);
+    this.settleWaiters();
+    await faults?.afterCommit?.(info);
+    return { sets: sets.map((set) => new ProjectionWorkingSet(set.projection, readModel, last.position)), position: last.position };
   }
 
   private settleWaiters(): void {
@@ -398,4 +425,8 @@ export class ProjectionEngine {
       }
     }
   }
+}
+
+function batchInfo(first: StoredEvent, last: StoredEvent, events: number, projections: readonly AnyProjection[]): BatchInfo {
+  return { from: first.position, to: last.position, events, projections: projections.map((projection) => projection.name) };
 }

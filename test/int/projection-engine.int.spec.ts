@@ -142,6 +142,57 @@ describe('projection engine (SQLite event store, SQLite read model)', () => {
     expect(snapshot(rebuiltModel, LEDGER_PROJECTIONS)).toEqual(snapshot(liveModel, LEDGER_PROJECTIONS));
   });
 
+  it('a rebuild folds many batches into one commit, every rebuildCommitEvents events, and ends exact', async () => {
+    const head = await workload(scenario, 10);
+    const commits: Array<{ from: number; to: number; events: number }> = [];
+    const readModel = openReadModel();
+    await engineFor(readModel, {
+      batchSize: 7,
+      rebuildCommitEvents: 30,
+      faults: { afterCommit: ({ from, to, events }) => void commits.push({ from, to, events }) },
+    }).rebuild();
+
+    const batches = Math.ceil(head / 7);
+    expect(commits.length).toBe(Math.ceil(batches / Math.ceil(30 / 7)));
+    for (const commit of commits.slice(0, -1)) expect(commit.events).toBe(35);
+    expect(commits.map((commit) => commit.from)).toEqual(commits.map((_, index) => (index === 0 ? 1 : commits[index - 1].to + 1)));
+    expect(commits[commits.length - 1].to).toBe(head);
+    expect(snapshot(readModel, LEDGER_PROJECTIONS)).toEqual(expectedSnapshot(LEDGER_PROJECTIONS, await scenario.log()));
+  });
+
+  it('a rebuild whose projections another engine on the file moved meanwhile drops what it folded, never moving a checkpoint back', async () => {
+    const head = await workload(scenario, 10);
+    const file = 'shared.sqlite';
+    const rebuilding = openReadModel(file);
+    const other = openReadModel(file);
+    let moved = false;
+    const checkpointsAfterTheMove: number[] = [];
+    await engineFor(rebuilding, {
+      batchSize: 7,
+      rebuildCommitEvents: 20,
+      faults: {
+        afterCommit: async () => {
+          if (moved) {
+            checkpointsAfterTheMove.push(...rebuilding.checkpoints().map((checkpoint) => checkpoint.position));
+            return;
+          }
+          moved = true;
+          // Another instance follows the same read model to the head between two of the rebuild's commits.
+          const follower = engineFor(other);
+          follower.start();
+          expect(await follower.waitForPosition(head, 5_000)).toBe(true);
+          await follower.stop();
+        },
+      },
+    }).rebuild();
+
+    expect(moved).toBe(true);
+    // What it had folded since its last commit was not written over the follower's newer work.
+    expect(checkpointsAfterTheMove).toEqual([]);
+    expect(snapshot(rebuilding, LEDGER_PROJECTIONS)).toEqual(expectedSnapshot(LEDGER_PROJECTIONS, await scenario.log()));
+    expect(rebuilding.checkpoints().every((checkpoint) => checkpoint.position === head)).toBe(true);
+  });
+
   it('answers a wait that cannot be met in time with false, and reports lag in events and milliseconds', async () => {
     await workload(scenario, 2);
     const head = await store.headPosition();

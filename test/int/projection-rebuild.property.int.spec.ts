@@ -16,7 +16,10 @@ describe('rebuild equals live, for random valid histories', () => {
         fc.integer({ min: 1, max: 9 }),
         fc.integer({ min: 1, max: 500 }),
         fc.integer({ min: 1, max: 4 }),
-        async (before, during, liveBatch, rebuildBatch, feedBatch) => {
+        // A rebuild commits every so many events or held documents: from every batch to once at the end.
+        fc.integer({ min: 1, max: 200 }),
+        fc.integer({ min: 1, max: 50 }),
+        async (before, during, liveBatch, rebuildBatch, feedBatch, rebuildCommitEvents, rebuildMaxDocs) => {
           const store = new MemoryEventStore({ batchSize: feedBatch, positionStride: 2 });
           const scenario = new LedgerScenario(store);
           await runHistory(before, scenario);
@@ -29,7 +32,7 @@ describe('rebuild equals live, for random valid histories', () => {
           await live.stop();
 
           const rebuiltModel = SqliteReadModel.open({ file: ':memory:' });
-          await new ProjectionEngine({ store, readModel: rebuiltModel, projections: LEDGER_PROJECTIONS, batchSize: rebuildBatch }).rebuild();
+          await new ProjectionEngine({ store, readModel: rebuiltModel, projections: LEDGER_PROJECTIONS, batchSize: rebuildBatch, rebuildCommitEvents, rebuildMaxDocs }).rebuild();
 
           const liveRows = snapshot(liveModel, LEDGER_PROJECTIONS);
           expect(snapshot(rebuiltModel, LEDGER_PROJECTIONS)).toEqual(liveRows);

@@ -1,4 +1,4 @@
-import { evolveEvidenceTrail, type EvidenceEntry, type EvidenceTrailDoc, type Verdict } from '../../../projections/evidence-trail.projection';
+import { evolveEvidenceTrail, sealEvidenceTrail, type EvidenceEntry, type EvidenceTrailDoc, type Verdict } from '../../../projections/evidence-trail.projection';
 import { operationStream } from '../../store/stream-names';
 import { CliError } from '../cli-errors';
 import { encodeRef, remoteLedger, withLocalStore, type GlobalOptions } from '../ledger-source';
@@ -44,7 +44,7 @@ function report(doc: EvidenceTrailDoc): EvidenceReport {
 async function localEvidence(global: GlobalOptions, ref: string): Promise<EvidenceReport> {
   const events = await withLocalStore(global, ({ store }) => store.readStream(operationStream(global.tenant, ref)));
   if (events.length === 0) throw new CliError(`operation ${ref} has no events in tenant ${global.tenant}`);
-  return report(events.reduce<EvidenceTrailDoc | undefined>((doc, event) => evolveEvidenceTrail(doc, event), undefined) as EvidenceTrailDoc);
+  return report(sealEvidenceTrail(events.reduce<EvidenceTrailDoc | undefined>((doc, event) => evolveEvidenceTrail(doc, event), undefined) as EvidenceTrailDoc));
 }
 
 async function remoteEvidence(global: GlobalOptions, ref: string): Promise<EvidenceReport> {

@@ -19,7 +19,9 @@ export function foldProjection(projection: AnyProjection, events: readonly Proje
     }
     const key = projection.keyOf(event, link);
     if (key === undefined) continue;
-    model.docs.set(key, projection.evolve(model.docs.get(key), event));
+    // Sealed after every event: what the engine stores whenever it writes the document.
+    const doc = projection.evolve(model.docs.get(key), event);
+    model.docs.set(key, projection.seal ? projection.seal(doc) : doc);
   }
   return model;
 }
