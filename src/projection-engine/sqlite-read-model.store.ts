@@ -12,6 +12,8 @@ export interface ReadModelOptions {
   /** A file path, or ':memory:'. */
   file: string;
   busyTimeoutMs?: number;
+  /** Bytes of document JSON whose parsed form readers keep (default 32 MB; 0: none). */
+  readCacheBytes?: number;
 }
 
 export interface Checkpoint {
@@ -63,6 +65,18 @@ interface Registered {
   };
 }
 
+function cacheKey(name: string, key: string): string {
+  return `${name}\u0000${key}`;
+}
+
+function deepFreeze<T>(value: T): T {
+  if (value !== null && typeof value === 'object' && !Object.isFrozen(value)) {
+    Object.freeze(value);
+    for (const member of Object.values(value)) deepFreeze(member);
+  }
+  return value;
+}
+
 function sqlType(type: ColumnType): string {
   return type === 'integer' ? 'INTEGER' : 'TEXT';
 }
@@ -87,6 +101,16 @@ export class SqliteReadModel {
     upsert: Database.Statement<[string, number, number, string | null]>;
   };
   private closed = false;
+  /**
+   * Documents as readers last parsed them, least recently read first, with their JSON's length:
+   * parsing a trail of 1,000 entries is most of what answering it costs. An entry goes when this
+   * connection writes its document, and everything goes when another connection (another process
+   * on the same file) has committed since (`PRAGMA data_version`).
+   */
+  private readonly parsed = new Map<string, { doc: unknown; bytes: number }>();
+  private parsedBytes = 0;
+  private readonly readCacheBytes: number;
+  private dataVersion = -1;
 
   static open(options: ReadModelOptions): SqliteReadModel {
     return new SqliteReadModel(options);
@@ -98,6 +122,7 @@ export class SqliteReadModel {
     this.db.pragma('journal_mode = WAL');
     this.db.pragma('synchronous = NORMAL');
     this.db.exec(CHECKPOINTS_SCHEMA);
+    this.readCacheBytes = options.readCacheBytes ?? 32 * 1024 * 1024;
     this.checkpointStatements = {
       get: this.db.prepare('SELECT projection, version, position, recorded_at FROM projection_checkpoints WHERE projection = ?'),
       all: this.db.prepare('SELECT projection, version, position, recorded_at FROM projection_checkpoints ORDER BY projection'),
@@ -196,6 +221,7 @@ export class SqliteReadModel {
   }
 
   writeDoc(name: string, key: string, doc: unknown): void {
+    this.forget(cacheKey(name, key));
     const { projection, columns, statements } = this.entry(name);
     const indexed = projection.index ? projection.index(doc) : {};
     statements.upsert.run(key, JSON.stringify(doc), ...columns.map((column) => indexed[column] ?? null));
@@ -211,6 +237,7 @@ export class SqliteReadModel {
 
   /** Empties a projection and puts its checkpoint back to zero, in one transaction. */
   reset(name: string): void {
+    this.forgetAll();
     const { docsTable, linksTable, projection } = this.entry(name);
     this.transaction(() => {
       this.db.prepare(`DELETE FROM ${docsTable}`).run();
@@ -219,8 +246,51 @@ export class SqliteReadModel {
     });
   }
 
+  /**
+   * A document for a reader: parsed once and then served from memory until it changes. It is
+   * frozen, since every later reader gets the same object.
+   */
   getDoc<Doc>(name: string, key: string): Doc | undefined {
-    return this.loadDoc<Doc>(name, key);
+    if (this.readCacheBytes <= 0) return this.loadDoc<Doc>(name, key);
+    const version = this.db.pragma('data_version', { simple: true }) as number;
+    if (version !== this.dataVersion) {
+      this.forgetAll();
+      this.dataVersion = version;
+    }
+    const id = cacheKey(name, key);
+    const hit = this.parsed.get(id);
+    if (hit) {
+      // Most recently read goes last.
+      this.parsed.delete(id);
+      this.parsed.set(id, hit);
+      return hit.doc as Doc;
+    }
+    const row = this.entry(name).statements.load.get(key);
+    if (!row) return undefined;
+    const doc = deepFreeze(JSON.parse(row.doc) as Doc);
+    const bytes = row.doc.length;
+    if (bytes <= this.readCacheBytes / 4) {
+      this.parsed.set(id, { doc, bytes });
+      this.parsedBytes += bytes;
+      for (const [oldest, entry] of this.parsed) {
+        if (this.parsedBytes <= this.readCacheBytes) break;
+        this.parsed.delete(oldest);
+        this.parsedBytes -= entry.bytes;
+      }
+    }
+    return doc;
+  }
+
+  private forget(id: string): void {
+    const entry = this.parsed.get(id);
+    if (!entry) return;
+    this.parsed.delete(id);
+    this.parsedBytes -= entry.bytes;
+  }
+
+  private forgetAll(): void {
+    this.parsed.clear();
+    this.parsedBytes = 0;
   }
 
   /** Documents filtered and ordered by the projection's declared columns only. */

@@ -248,3 +248,33 @@ describe('across a restart', () => {
     expect((await get(`/v1/operations/${ENCODED}/evidence`)).body.entries).toHaveLength(9);
   });
 });
+
+// Last: it adds an operation to run_81, which the counts above must not see.
+describe('large answers', () => {
+  it('sends a large trail (UTF-8 bytes beyond Latin-1) whole, its Content-Length counting bytes, not characters', async () => {
+    const ref = 'run_81/long_trail';
+    await plan(ref);
+    await submit(ref, 'AttemptDispatched', { attempt: 1, input_hash: 'h1' });
+    for (let attempt = 2; attempt < 40; attempt++) {
+      // Each refused dispatch is recorded: the trail grows by one entry per request.
+      const refused = await request(ledger.baseUrl, 'POST', `/v1/operations/${encodeURIComponent(ref)}/events`, { events: [{ event_id: randomUUID(), type: 'AttemptDispatched', data: { attempt, input_hash: 'h1' } }] }, { authorization: `Bearer ${ACME}` });
+      expect(refused.body.code).toBe('ATTEMPT_IN_FLIGHT');
+    }
+    // A refusal answers no log position to wait for: read until the trail holds all 38 (bounded).
+    let response = await fetch(`${ledger.baseUrl}/v1/operations/${encodeURIComponent(ref)}/evidence?limit=1000`, { headers: { authorization: `Bearer ${ACME}` } });
+    for (let tries = 0; tries < 100 && ((await response.clone().json()) as { entries: unknown[] }).entries.length < 42; tries++) {
+      await sleep(20);
+      response = await fetch(`${ledger.baseUrl}/v1/operations/${encodeURIComponent(ref)}/evidence?limit=1000`, { headers: { authorization: `Bearer ${ACME}` } });
+    }
+    const bytes = Buffer.from(await response.arrayBuffer());
+    const text = bytes.toString('utf8');
+
+    expect(response.status).toBe(200);
+    expect(bytes.length).toBeGreaterThan(8 * 1024);
+    expect(Number(response.headers.get('content-length'))).toBe(bytes.length);
+    expect(text.length).toBeLessThan(bytes.length);
+    const body = JSON.parse(text);
+    expect(body.verdict.statement).toBe('pending — attempt 1 in flight, no outcome recorded yet');
+    expect(body.entries.filter((entry: { kind: string }) => entry.kind === 'refusal')).toHaveLength(38);
+  });
+});

@@ -2,6 +2,7 @@ import type { NestFastifyApplication } from '@nestjs/platform-fastify';
 import type { LedgerConfig } from '../../config/ledger-config';
 import { installJsonBodyParser } from './json-body';
 import { installSecurityHeaders } from './security-headers';
+import { installJsonReplies } from '../json-reply';
 
 /**
  * The HTTP hardening that lives at the Fastify adapter rather than in a guard: the JSON parser
@@ -11,4 +12,5 @@ import { installSecurityHeaders } from './security-headers';
 export function installSecurity(app: NestFastifyApplication, config: LedgerConfig): void {
   installJsonBodyParser(app, config.bodyLimitBytes);
   installSecurityHeaders(app.getHttpAdapter().getInstance());
+  installJsonReplies(app.getHttpAdapter().getInstance());
 }
