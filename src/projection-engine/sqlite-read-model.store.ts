@@ -1,4 +1,5 @@
 import Database from 'better-sqlite3';
+import { LRUCache } from 'lru-cache';
 import { mkdirSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import type { AnyProjection, ColumnType, IndexValue } from '../../projections/projection';
@@ -102,14 +103,12 @@ export class SqliteReadModel {
   };
   private closed = false;
   /**
-   * Documents as readers last parsed them, least recently read first, with their JSON's length:
-   * parsing a trail of 1,000 entries is most of what answering it costs. An entry goes when this
-   * connection writes its document, and everything goes when another connection (another process
-   * on the same file) has committed since (`PRAGMA data_version`).
+   * Documents as readers last parsed them, bounded by their JSON's length: parsing a trail of 1,000
+   * entries is most of what answering it costs. An entry goes when this connection writes its
+   * document, and everything goes when another connection (another process on the same file) has
+   * committed since (`PRAGMA data_version`). Undefined when the cache is off.
    */
-  private readonly parsed = new Map<string, { doc: unknown; bytes: number }>();
-  private parsedBytes = 0;
-  private readonly readCacheBytes: number;
+  private readonly parsed: LRUCache<string, { doc: object }> | undefined;
   private dataVersion = -1;
 
   static open(options: ReadModelOptions): SqliteReadModel {
@@ -122,7 +121,10 @@ export class SqliteReadModel {
     this.db.pragma('journal_mode = WAL');
     this.db.pragma('synchronous = NORMAL');
     this.db.exec(CHECKPOINTS_SCHEMA);
-    this.readCacheBytes = options.readCacheBytes ?? 32 * 1024 * 1024;
+    const readCacheBytes = options.readCacheBytes ?? 32 * 1024 * 1024;
+    // The JSON's length stands for the parsed size; one document may fill at most a quarter.
+    this.parsed =
+      readCacheBytes > 0 ? new LRUCache({ maxSize: readCacheBytes, maxEntrySize: readCacheBytes / 4 }) : undefined;
     this.checkpointStatements = {
       get: this.db.prepare('SELECT projection, version, position, recorded_at FROM projection_checkpoints WHERE projection = ?'),
       all: this.db.prepare('SELECT projection, version, position, recorded_at FROM projection_checkpoints ORDER BY projection'),
@@ -221,7 +223,7 @@ export class SqliteReadModel {
   }
 
   writeDoc(name: string, key: string, doc: unknown): void {
-    this.forget(cacheKey(name, key));
+    this.parsed?.delete(cacheKey(name, key));
     const { projection, columns, statements } = this.entry(name);
     const indexed = projection.index ? projection.index(doc) : {};
     statements.upsert.run(key, JSON.stringify(doc), ...columns.map((column) => indexed[column] ?? null));
@@ -237,7 +239,7 @@ export class SqliteReadModel {
 
   /** Empties a projection and puts its checkpoint back to zero, in one transaction. */
   reset(name: string): void {
-    this.forgetAll();
+    this.parsed?.clear();
     const { docsTable, linksTable, projection } = this.entry(name);
     this.transaction(() => {
       this.db.prepare(`DELETE FROM ${docsTable}`).run();
@@ -251,46 +253,20 @@ export class SqliteReadModel {
    * frozen, since every later reader gets the same object.
    */
   getDoc<Doc>(name: string, key: string): Doc | undefined {
-    if (this.readCacheBytes <= 0) return this.loadDoc<Doc>(name, key);
+    if (!this.parsed) return this.loadDoc<Doc>(name, key);
     const version = this.db.pragma('data_version', { simple: true }) as number;
     if (version !== this.dataVersion) {
-      this.forgetAll();
+      this.parsed.clear();
       this.dataVersion = version;
     }
     const id = cacheKey(name, key);
     const hit = this.parsed.get(id);
-    if (hit) {
-      // Most recently read goes last.
-      this.parsed.delete(id);
-      this.parsed.set(id, hit);
-      return hit.doc as Doc;
-    }
+    if (hit) return hit.doc as Doc;
     const row = this.entry(name).statements.load.get(key);
     if (!row) return undefined;
-    const doc = deepFreeze(JSON.parse(row.doc) as Doc);
-    const bytes = row.doc.length;
-    if (bytes <= this.readCacheBytes / 4) {
-      this.parsed.set(id, { doc, bytes });
-      this.parsedBytes += bytes;
-      for (const [oldest, entry] of this.parsed) {
-        if (this.parsedBytes <= this.readCacheBytes) break;
-        this.parsed.delete(oldest);
-        this.parsedBytes -= entry.bytes;
-      }
-    }
+    const doc = deepFreeze(JSON.parse(row.doc) as Doc & object);
+    this.parsed.set(id, { doc }, { size: Math.max(1, row.doc.length) });
     return doc;
-  }
-
-  private forget(id: string): void {
-    const entry = this.parsed.get(id);
-    if (!entry) return;
-    this.parsed.delete(id);
-    this.parsedBytes -= entry.bytes;
-  }
-
-  private forgetAll(): void {
-    this.parsed.clear();
-    this.parsedBytes = 0;
   }
 
   /** Documents filtered and ordered by the projection's declared columns only. */

@@ -92,4 +92,16 @@ describe('read model: the parsed documents readers are served', () => {
     expect(readModel.getDoc('counters', 'k0')).not.toBe(kept);
     expect(readModel.getDoc('counters', 'k0')).toEqual(kept);
   });
+
+  it('keeps no document larger than a quarter of its bound, and such a read evicts nothing', () => {
+    const readModel = open({ readCacheBytes: 4_000 });
+    write(readModel, 'small', { count: 1, position: 1, items: ['e1'] });
+    const big = { count: 2, position: 2, items: Array.from({ length: 100 }, (_, i) => `item_${i}`) };
+    write(readModel, 'big', big);
+    const small = readModel.getDoc('counters', 'small');
+    const first = readModel.getDoc('counters', 'big');
+    expect(first).toEqual(big);
+    expect(readModel.getDoc('counters', 'big')).not.toBe(first);
+    expect(readModel.getDoc('counters', 'small')).toBe(small);
+  });
 });
