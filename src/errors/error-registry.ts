@@ -37,6 +37,7 @@ export const ERROR_REGISTRY = {
   RATE_LIMITED: { status: 429, title: 'Too many requests for this key', retryAfter: true },
   STORE_UNAVAILABLE: { status: 503, title: 'The event store cannot be reached or written now', retryAfter: true },
   PROJECTION_LAGGING: { status: 503, title: 'The projection did not reach the asked position in time', retryAfter: true },
+  HISTORY_INTEGRITY_FAILED: { status: 500, title: 'The stored history failed verification; nothing was stored' },
   INTERNAL_ERROR: { status: 500, title: 'An unexpected error; nothing was stored' },
 } as const satisfies Record<string, ErrorDefinition>;
 

@@ -120,4 +120,21 @@ export class StoreUnavailableError extends Error {
   }
 }
 
+/**
+ * A stream (or the log) whose stored history is not the one the ledger wrote: a broken hash chain,
+ * a head that is not the anchored one, a row that cannot be decoded, a deleted or truncated stream.
+ * Nothing a caller sends can mend it, so the service refuses to append on top of it and says so
+ * (docs/reliability.md, "A log whose every loss is detectable").
+ */
+export class StoreIntegrityError extends Error {
+  constructor(
+    /** The stream at fault, or undefined when the fault is in the log as a whole. */
+    readonly stream: string | undefined,
+    readonly reason: string,
+  ) {
+    super(`store integrity: ${stream === undefined ? 'the log' : `stream ${stream}`}: ${reason}`);
+    this.name = 'StoreIntegrityError';
+  }
+}
+
 export const EVENT_STORE = Symbol('EVENT_STORE');
