@@ -27,6 +27,13 @@ export interface LedgerConfig {
   /** How long the embedded store waits for another writer's lock before answering 503 STORE_UNAVAILABLE. */
   sqliteBusyTimeoutMs: number;
   maxConflictRetries: number;
+  /**
+   * Signs the log anchor (HMAC-SHA256), so someone who can edit the store but does not hold this
+   * key cannot rewrite the log and its anchor together unseen (docs/reliability.md).
+   */
+  anchorKey?: string;
+  /** Run the whole-log audit and the read-model check when the service starts (default on). */
+  verifyOnStart: boolean;
   rateLimitPerMinute: number;
   logLevel: string;
 }
@@ -55,6 +62,13 @@ function list(raw: string | undefined): string[] {
     .split(/[,\n]/)
     .map((item) => item.trim())
     .filter((item) => item.length > 0 && !item.startsWith('#'));
+}
+
+function anchorKey(raw: string | undefined): string | undefined {
+  if (raw === undefined || raw === '') return undefined;
+  // A short key is guessable, and a guessed key lets a forger sign a rewritten log.
+  if (raw.length < 32) throw new ConfigError('LEDGER_ANCHOR_KEY must be at least 32 characters (for example `openssl rand -hex 32`)');
+  return raw;
 }
 
 /** Reads the configuration from the environment (SPEC §9); a bad value stops the start, loudly. */
@@ -87,6 +101,8 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): LedgerConfig {
     groupCommit: env.LEDGER_GROUP_COMMIT !== 'off',
     sqliteBusyTimeoutMs: integer(env, 'LEDGER_SQLITE_BUSY_TIMEOUT_MS', 5000, 0, 600_000),
     maxConflictRetries: integer(env, 'LEDGER_MAX_CONFLICT_RETRIES', 25, 0, 1000),
+    anchorKey: anchorKey(env.LEDGER_ANCHOR_KEY),
+    verifyOnStart: env.LEDGER_VERIFY_ON_START !== 'off',
     rateLimitPerMinute: integer(env, 'LEDGER_RATE_LIMIT_PER_MINUTE', 6000, 1, 10_000_000),
     logLevel: env.LOG_LEVEL ?? 'info',
   };

@@ -32,10 +32,18 @@ export class HealthController {
   @Get('ready')
   @RequireAccess('public')
   @HealthCheck()
-  @ApiOperation({ summary: 'Readiness: the store is reachable and the projections are within the configured lag (503 otherwise).' })
+  @ApiOperation({
+    summary:
+      'Readiness: the store is reachable, the projections are within the configured lag and verified, and the log has not failed verification (503 otherwise); wall clock steps are shown.',
+  })
   async ready(@Res({ passthrough: true }) reply: FastifyReply): Promise<HealthCheckResult> {
     try {
-      const result = await this.health.check([() => this.indicators.storeReachable(), () => this.indicators.projectionsFresh()]);
+      const result = await this.health.check([
+        () => this.indicators.storeReachable(),
+        () => this.indicators.projectionsFresh(),
+        () => this.indicators.historyIntact(),
+        () => this.indicators.clockSteps(),
+      ]);
       this.note(true, result);
       return result;
     } catch (error) {

@@ -2,8 +2,10 @@ import { Inject, Injectable } from '@nestjs/common';
 import { ModuleRef } from '@nestjs/core';
 import { HealthIndicatorService, type HealthIndicatorResult } from '@nestjs/terminus';
 import type { ProjectionEngine } from '../projection-engine/projection-engine';
-import { PROJECTION_ENGINE } from '../projection-engine/projections.module';
+import { PROJECTION_ENGINE, ProjectionsLifecycle } from '../projection-engine/projections.module';
 import { EVENT_STORE, type EventStore, type StoreHealth } from '../store/event-store.port';
+import { CLOCK, MonotonicClock, type Clock } from '../ledger/clock';
+import { IntegrityMonitor } from '../ledger/integrity-monitor';
 import { HEALTH_SETTINGS, type HealthSettings } from './health-settings';
 
 function within<T>(promise: Promise<T>, ms: number, onTimeout: () => T): Promise<T> {
@@ -26,7 +28,36 @@ export class LedgerHealthIndicators {
     @Inject(EVENT_STORE) private readonly store: EventStore,
     @Inject(ModuleRef) private readonly moduleRef: ModuleRef,
     @Inject(HEALTH_SETTINGS) private readonly settings: HealthSettings,
+    @Inject(IntegrityMonitor) private readonly integrity: IntegrityMonitor,
+    @Inject(CLOCK) private readonly clock: Clock,
   ) {}
+
+  /**
+   * Down once an audit has found the log broken (docs/reliability.md): an orchestrator then sends
+   * this instance nothing, and the report says why. Up while an audit runs, since every decision
+   * checks its own stream meanwhile.
+   */
+  historyIntact(): HealthIndicatorResult<'integrity'> {
+    const session = this.indicators.check('integrity');
+    const status = this.integrity.current();
+    if (status.state === 'broken') {
+      return session.down({ ...status, message: 'the stored history failed verification: run `recovery-ledger verify`' });
+    }
+    if (status.state === 'unverifiable') return session.down({ ...status, message: 'the log could not be audited' });
+    return session.up({ ...status });
+  }
+
+  /** Always up: a wall clock step is handled (decisions follow monotonic time), and shown here. */
+  clockSteps(): HealthIndicatorResult<'clock'> {
+    const session = this.indicators.check('clock');
+    if (!(this.clock instanceof MonotonicClock)) return session.up({ source: 'injected' });
+    const status = this.clock.status();
+    return session.up({
+      source: 'monotonic',
+      ...status,
+      ...(status.steps_detected > 0 ? { message: 'the wall clock stepped; decisions follow elapsed time, not the wall clock' } : {}),
+    });
+  }
 
   async storeReachable(): Promise<HealthIndicatorResult<'store'>> {
     const session = this.indicators.check('store');
@@ -53,6 +84,10 @@ export class LedgerHealthIndicators {
     const engine = this.projectionEngine();
     // An application built without the projection engine serves no projection reads to be stale.
     if (!engine) return session.up({ engine: 'not running in this process' });
+    const check = this.readModelCheck();
+    if (check && (check.state === 'verifying' || check.state === 'failed')) {
+      return session.down({ read_models: check, message: 'the read models are being checked against the log (or rebuilt), and are not served as true yet' });
+    }
     const { state, error } = engine.status();
     this.causes.delete('projections');
     if (state === 'failed') {
@@ -71,6 +106,14 @@ export class LedgerHealthIndicators {
     const eventsBehind = Math.max(0, ...lags.map((lag) => lag.events_behind));
     const data = { state, lag_ms: maxLagMs, events_behind: eventsBehind, max_lag_ms: this.settings.maxProjectionLagMs };
     return maxLagMs > this.settings.maxProjectionLagMs ? session.down({ ...data, message: 'projections lag behind the log' }) : session.up(data);
+  }
+
+  private readModelCheck() {
+    try {
+      return this.moduleRef.get(ProjectionsLifecycle, { strict: false }).readModelCheck;
+    } catch {
+      return undefined;
+    }
   }
 
   private projectionEngine(): ProjectionEngine | null {

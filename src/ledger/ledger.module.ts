@@ -1,12 +1,14 @@
-import { Inject, Module, type DynamicModule, type OnApplicationShutdown } from '@nestjs/common';
+import { Inject, Logger, Module, type DynamicModule, type OnApplicationBootstrap, type OnApplicationShutdown } from '@nestjs/common';
 import type { Registry } from 'prom-client';
 import { CONFIG, type LedgerConfig } from '../config/ledger-config';
 import { createLedgerMetrics, LEDGER_METRICS, type LedgerMetrics } from '../observability/ledger-metrics';
 import { METRICS_REGISTRY } from '../observability/metrics';
 import { EVENT_STORE, type EventStore } from '../store/event-store.port';
 import { openEventStore } from '../store/store.factory';
-import { CLOCK, systemClock, type Clock } from './clock';
-import { LedgerService } from './ledger.service';
+import { CLOCK, MonotonicClock, type Clock } from './clock';
+import { fold } from '../domain/decider';
+import { IntegrityMonitor } from './integrity-monitor';
+import { LedgerService, stepIndexEntry, toRecorded } from './ledger.service';
 
 export interface LedgerModuleOptions {
   config: LedgerConfig;
@@ -15,13 +17,69 @@ export interface LedgerModuleOptions {
   clock?: Clock;
 }
 
-class StoreLifecycle implements OnApplicationShutdown {
-  constructor(@Inject(EVENT_STORE) private readonly store: EventStore) {}
+class StoreLifecycle implements OnApplicationBootstrap, OnApplicationShutdown {
+  private readonly logger = new Logger('Integrity');
+
+  constructor(
+    @Inject(EVENT_STORE) private readonly store: EventStore,
+    @Inject(IntegrityMonitor) private readonly integrity: IntegrityMonitor,
+    @Inject(CONFIG) private readonly config: LedgerConfig,
+  ) {}
+
+  onApplicationBootstrap(): void {
+    if (!this.config.verifyOnStart) {
+      this.logger.warn('LEDGER_VERIFY_ON_START=off: the log is not audited at start; each decision still checks its own stream');
+      return;
+    }
+    // Not awaited: a long log must not hold the server back. Each decision checks its own stream's
+    // chain and anchored head meanwhile; the audit adds what only the whole log shows.
+    this.integrity.verify().then(
+      (audit) => {
+        if (audit.ok) this.logger.log({ events: audit.events, streams: audit.streams.length, anchored: audit.anchored }, 'the log verified');
+        else
+          this.logger.error(
+            { findings: audit.findings.length, broken_streams: audit.broken_streams.length, kinds: [...new Set(audit.findings.map((finding) => finding.kind))] },
+            'THE LOG FAILED VERIFICATION: appends to the broken streams are refused; run `recovery-ledger verify` for the details',
+          );
+      },
+      (error: Error) => this.logger.error({ err: error }, 'the log could not be audited'),
+    );
+  }
 
   async onApplicationShutdown(): Promise<void> {
     // The HTTP server has stopped taking requests; queued appends commit before the file closes.
     await this.store.close();
   }
+}
+
+/** For a log written before anchors: say so loudly, and file each stream as an append would have. */
+function adoptionHooks() {
+  const logger = new Logger('Integrity');
+  return {
+    onLogAdopted: (events: number) =>
+      logger.warn({ events }, 'this log was written before anchors were kept: it is anchored as it stands now, and its past is trusted from here on'),
+    indexOf: (events: Parameters<typeof toRecorded>[0][]) => {
+      try {
+        return stepIndexEntry(fold(events.map(toRecorded)));
+      } catch {
+        return undefined;
+      }
+    },
+  };
+}
+
+/** The production clock: monotonic ledger time; a wall clock step is logged loudly and counted. */
+function ledgerClock(metrics: LedgerMetrics): MonotonicClock {
+  const logger = new Logger('LedgerClock');
+  const clock = new MonotonicClock({
+    onStep: (step) =>
+      logger.warn(
+        { offset_ms: step.offset_ms },
+        'the wall clock stepped; decisions keep following elapsed (monotonic) time, so no window opens early or late',
+      ),
+  });
+  metrics.watchClock(() => clock.status());
+  return clock;
 }
 
 @Module({})
@@ -32,20 +90,25 @@ export class LedgerModule {
       global: true,
       providers: [
         { provide: CONFIG, useValue: options.config },
-        { provide: CLOCK, useValue: options.clock ?? systemClock },
         // Optional: without the observability module (a module test) the hooks count nothing.
         { provide: LEDGER_METRICS, inject: [{ token: METRICS_REGISTRY, optional: true }], useFactory: (registry?: Registry) => createLedgerMetrics(registry) },
+        { provide: CLOCK, inject: [LEDGER_METRICS], useFactory: (metrics: LedgerMetrics) => options.clock ?? ledgerClock(metrics) },
         options.store
           ? { provide: EVENT_STORE, useValue: options.store }
           : {
               provide: EVENT_STORE,
               inject: [LEDGER_METRICS],
-              useFactory: (metrics: LedgerMetrics) => openEventStore(options.config, metrics.storeHooks),
+              useFactory: (metrics: LedgerMetrics) => openEventStore(options.config, { ...metrics.storeHooks, ...adoptionHooks() }),
             },
         {
+          provide: IntegrityMonitor,
+          inject: [EVENT_STORE, CLOCK, CONFIG],
+          useFactory: (store: EventStore, clock: Clock, config: LedgerConfig) => new IntegrityMonitor(store, () => clock.now(), config.anchorKey),
+        },
+        {
           provide: LedgerService,
-          inject: [EVENT_STORE, CLOCK, CONFIG, LEDGER_METRICS],
-          useFactory: (store: EventStore, clock: Clock, config: LedgerConfig, metrics: LedgerMetrics) =>
+          inject: [EVENT_STORE, CLOCK, CONFIG, LEDGER_METRICS, IntegrityMonitor],
+          useFactory: (store: EventStore, clock: Clock, config: LedgerConfig, metrics: LedgerMetrics, integrity: IntegrityMonitor) =>
             new LedgerService(
               store,
               clock,
@@ -55,11 +118,12 @@ export class LedgerModule {
                 maxConflictRetries: config.maxConflictRetries,
               },
               metrics.observer,
+              integrity,
             ),
         },
         StoreLifecycle,
       ],
-      exports: [CONFIG, CLOCK, EVENT_STORE, LedgerService],
+      exports: [CONFIG, CLOCK, EVENT_STORE, LedgerService, IntegrityMonitor],
     };
   }
 }

@@ -3,21 +3,24 @@ import type { Directive } from '../domain/events';
 import { isErrorCode, type ErrorCode } from '../errors/error-registry';
 import type { Decision } from '../domain/decide';
 import { EVENT_SCHEMA_VERSION, type LedgerEvent, type RecordedEvent } from '../domain/events';
+import { decodeRecordedEvent, EventShapeError } from '../domain/event-codec';
 import { evolve, type StepState } from '../domain/step-state';
 import { LedgerError } from '../errors/ledger-error';
 import { canonicalJson } from '../shared/canonical-json';
 import {
   NO_STREAM,
   RevisionConflictError,
+  StoreIntegrityError,
   type EventMetadata,
   type EventStore,
   type JsonObject,
   type NewEvent,
   type StoredEvent,
+  type StreamIndexEntry,
 } from '../store/event-store.port';
-import { sealEvents } from '../store/hash-chain';
+import { sealEvents, verifyChain } from '../store/hash-chain';
 import { operationStream } from '../store/stream-names';
-import type { Clock } from './clock';
+import { decisionTime, type Clock } from './clock';
 import { derivedEventId, sha256Hex } from './event-ids';
 import { KeyedSerializer } from './keyed-serializer';
 import { prepareFact, type PreparationSettings } from './fact-preparation';
@@ -33,15 +36,44 @@ export interface LedgerObserver {
   onRefused?(code: string): void;
 }
 
-/** A stored or about-to-be-stored event as the domain folds it. */
-export function toRecorded(event: NewEvent & { revision?: number }): RecordedEvent {
+/** Streams a whole-log audit found broken: refused before the store is even asked. */
+export interface BrokenStreams {
+  reasonFor(stream: string): string | undefined;
+}
+
+/**
+ * A stored or about-to-be-stored event as the domain folds it. A stored event of a shape the ledger
+ * never writes is an integrity fault of the stream, not a bug to answer 500 with.
+ */
+export function toRecorded(event: NewEvent & { revision?: number; stream?: string }): RecordedEvent {
+  try {
+    return decodeRecordedEvent({ ...event, recorded_at: event.metadata.recorded_at });
+  } catch (error) {
+    if (error instanceof EventShapeError) throw new StoreIntegrityError(event.stream, `an event of a shape the ledger never writes: ${error.message}`);
+    throw error;
+  }
+}
+
+/**
+ * How a step is filed in the store's index, committed with its events: by status, with what a
+ * recovery listing shows, so `GET /v1/recovery` answers from the log's own transaction and never
+ * from a read model that may lag or be damaged (docs/reliability.md).
+ */
+export function stepIndexEntry(state: StepState): StreamIndexEntry | undefined {
+  if (!isPlanned(state)) return undefined;
   return {
-    type: event.type,
-    data: event.data,
-    event_id: event.event_id,
-    recorded_at: event.metadata.recorded_at,
-    revision: event.revision,
-  } as unknown as RecordedEvent;
+    key: state.status,
+    data: {
+      tool: state.definition.tool,
+      run_id: state.definition.run_id,
+      side_effect: state.definition.side_effect,
+      since: state.since,
+      attempt: state.current_attempt,
+      attempts_used: state.attempts_used,
+      reason: state.reason,
+      ...(state.definition.policy.verification_tool ? { verification_tool: state.definition.policy.verification_tool } : {}),
+    },
+  };
 }
 
 export function stateView(operationRef: string, state: StepState, revision: number): StepView {
@@ -96,6 +128,7 @@ export class LedgerService {
     private readonly clock: Clock,
     private readonly settings: LedgerSettings,
     private readonly observer: LedgerObserver = {},
+    private readonly broken: BrokenStreams = { reasonFor: () => undefined },
   ) {}
 
   private readonly perStream = new KeyedSerializer();
@@ -130,10 +163,23 @@ export class LedgerService {
     return { view: stateView(operationRef, fold(upTo.map(toRecorded)), revision), events: snapshot.events };
   }
 
+  /**
+   * Reads a stream for a decision or an answer, and believes it only once it is the history the
+   * ledger wrote: its chain holds, its last event is the anchored head, and no whole-log audit has
+   * found it broken. Otherwise nothing is decided or answered on it (HISTORY_INTEGRITY_FAILED).
+   */
   private async read(stream: string): Promise<StreamSnapshot> {
-    const events = await this.store.readStream(stream);
+    const known = this.broken.reasonFor(stream);
+    if (known) throw new StoreIntegrityError(stream, known);
+    const [events, head] = await Promise.all([this.store.readStream(stream), this.store.anchoredHead(stream)]);
+    const found = verifyChain(events);
+    if (found) throw new StoreIntegrityError(stream, `the hash chain breaks at revision ${found.revision} (${found.reason})`);
+    const last = events[events.length - 1];
+    if (this.store.keepsAnchors && (head?.revision !== last?.revision || head?.hash !== last?.metadata.hash)) {
+      throw new StoreIntegrityError(stream, `the stream ends at revision ${last?.revision ?? 'none'}, its anchored head is ${head?.revision ?? 'none'}`);
+    }
     const state = fold(events.map(toRecorded), initialState());
-    return { stream, events, state, revision: events.length === 0 ? NO_STREAM : events[events.length - 1].revision };
+    return { stream, events, state, revision: last === undefined ? NO_STREAM : last.revision };
   }
 
   private async decideAndAppend(context: SubmitContext, request: SubmitRequest, snapshot: StreamSnapshot): Promise<SubmitAnswer> {
@@ -154,7 +200,7 @@ export class LedgerService {
       });
     }
 
-    const now = this.clock.now().toISOString();
+    const now = decisionTime(this.clock, snapshot.events[snapshot.events.length - 1]?.metadata.recorded_at);
     let state = snapshot.state;
     const toAppend: NewEvent[] = [];
     let replayed = false;
@@ -171,8 +217,8 @@ export class LedgerService {
         // state itself; a refusal inside a larger batch refuses the batch and stores nothing of it.
         if (decision.events.length > 0 && toAppend.length === 0) {
           const recorded = this.toNewEvents(decision.events, submitted, context, now);
-          const result = await this.appendSealed(snapshot, recorded);
           const after = recorded.reduce((folded, event) => evolve(folded, toRecorded(event)), state);
+          const result = await this.appendSealed(snapshot, recorded, after);
           throw this.refusal(decision, context, after, result.revision);
         }
         throw this.refusal(decision, context, state, snapshot.revision);
@@ -192,7 +238,7 @@ export class LedgerService {
       const last = snapshot.events[snapshot.events.length - 1];
       return this.answer(context, state, snapshot.revision, last?.position ?? 0, results, false);
     }
-    const { revision, position } = await this.appendSealed(snapshot, toAppend);
+    const { revision, position } = await this.appendSealed(snapshot, toAppend, state);
     this.observer.onAppended?.(toAppend.length);
     return this.answer(context, state, revision, position, results, replayed);
   }
@@ -219,10 +265,11 @@ export class LedgerService {
     });
   }
 
-  private async appendSealed(snapshot: StreamSnapshot, events: NewEvent[]) {
+  private async appendSealed(snapshot: StreamSnapshot, events: NewEvent[], after: StepState) {
     const last = snapshot.events[snapshot.events.length - 1];
     const sealed = sealEvents(snapshot.stream, last ? { revision: last.revision, hash: last.metadata.hash } : undefined, events);
-    return this.store.append(snapshot.stream, snapshot.revision, sealed);
+    const index = stepIndexEntry(after);
+    return this.store.append(snapshot.stream, snapshot.revision, sealed, index ? { index } : {});
   }
 
   private refusal(decision: Extract<Decision, { kind: 'refused' }>, context: SubmitContext, state: StepState, revision: number) {

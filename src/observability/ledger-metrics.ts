@@ -4,9 +4,17 @@ import type { StoreHooks } from '../store/store.factory';
 
 export const LEDGER_METRICS = Symbol('LEDGER_METRICS');
 
+/** What the clock metrics read: the shape of the ledger clock's status, defined here so metrics import no clock. */
+export interface ClockReading {
+  offset_ms: number;
+  steps_detected: number;
+}
+
 export interface LedgerMetrics {
   observer: LedgerObserver;
   storeHooks: StoreHooks;
+  /** Exposes a clock's wall offset and detected steps (docs/reliability.md, "A stepped clock"). */
+  watchClock(read: () => ClockReading): void;
 }
 
 /** Powers of two up to the adapter's largest group (256 appends by default). */
@@ -17,7 +25,7 @@ const GROUP_BUCKETS = [1, 2, 4, 8, 16, 32, 64, 128, 256];
  * Without a registry (a module test) the hooks do nothing, so the ledger never depends on metrics.
  */
 export function createLedgerMetrics(registry: Registry | undefined): LedgerMetrics {
-  if (!registry) return { observer: {}, storeHooks: {} };
+  if (!registry) return { observer: {}, storeHooks: {}, watchClock: () => undefined };
   const appends = new Counter({ name: 'ledger_appends_total', help: 'Accepted submits that appended events (refusals, recorded or not, are in ledger_refusals_total)', registers: [registry] });
   const events = new Counter({ name: 'ledger_events_appended_total', help: 'Events appended (facts and the decisions they caused)', registers: [registry] });
   const refusals = new Counter({
@@ -42,7 +50,27 @@ export function createLedgerMetrics(registry: Registry | undefined): LedgerMetri
   const subscriptionsDown = new Gauge({ name: 'ledger_store_subscriptions_down', help: 'Log subscriptions currently down', registers: [registry] });
   const resubscriptions = new Counter({ name: 'ledger_store_resubscriptions_total', help: 'Re-subscriptions to the log after a drop', registers: [registry] });
   const down = new Set<number>();
+  let readClock: (() => ClockReading) | undefined;
+  new Gauge({
+    name: 'ledger_clock_wall_offset_seconds',
+    help: 'Wall clock minus ledger time; decisions follow ledger time, which wall clock steps do not move',
+    registers: [registry],
+    collect() {
+      if (readClock) this.set(readClock().offset_ms / 1000);
+    },
+  });
+  new Gauge({
+    name: 'ledger_clock_steps_detected',
+    help: 'Wall clock steps seen since the process started (each also logged)',
+    registers: [registry],
+    collect() {
+      if (readClock) this.set(readClock().steps_detected);
+    },
+  });
   return {
+    watchClock: (read) => {
+      readClock = read;
+    },
     observer: {
       onAppended: (count) => {
         appends.inc();

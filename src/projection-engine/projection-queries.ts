@@ -8,6 +8,8 @@ import { LedgerError } from '../errors/ledger-error';
 import type { Caller } from '../http/caller';
 import { checkOperationRef, optionalInteger } from '../http/operation-ref';
 import type { Clock } from '../ledger/clock';
+import type { EventStore, IndexedStream } from '../store/event-store.port';
+import { operationStream, parseOperationStream } from '../store/stream-names';
 import { decodeCursor, encodeCursor } from './page-cursor';
 import type { ProjectionEngine } from './projection-engine';
 import type { Condition, SqliteReadModel } from './sqlite-read-model.store';
@@ -110,12 +112,20 @@ function pageLimit(params: QueryParams, fallback: number, max: number): number {
  * applied the log that far (read-your-writes), and answers 503 PROJECTION_LAGGING when it has not
  * in time.
  */
+export interface QuerySources {
+  /** The log, for the recovery listing (from the store's index, committed with the events). */
+  store?: EventStore;
+  /** False while the read models are being checked against the log or rebuilt: nothing is served from them then. */
+  servable?: () => boolean;
+}
+
 export class ProjectionQueries {
   constructor(
     private readonly engine: ProjectionEngine,
     private readonly readModel: SqliteReadModel,
     private readonly clock: Clock,
     private readonly settings: ProjectionQuerySettings = DEFAULT_QUERY_SETTINGS,
+    private readonly sources: QuerySources = {},
   ) {}
 
   async evidence(caller: Caller, ref: string, params: QueryParams = {}): Promise<EvidenceAnswer> {
@@ -169,8 +179,65 @@ export class ProjectionQueries {
   }
 
   /** Operations in flight or verifying, oldest first: what a restarted worker must verify (SPEC §4). */
-  recovery(caller: Caller, params: QueryParams = {}): Promise<RecoveryAnswer> {
-    return this.listSteps(caller, params, RECOVERY_STATUSES);
+  async recovery(caller: Caller, params: QueryParams = {}): Promise<RecoveryAnswer> {
+    const store = this.sources.store;
+    if (!store) return this.listSteps(caller, params, RECOVERY_STATUSES);
+    // The head first: the index read after it covers at least the log up to there.
+    const head = await store.headPosition();
+    const indexed = await store.indexedStreams(operationStream(caller.tenant, ''), RECOVERY_STATUSES);
+    if (indexed) return this.recoveryFromIndex(indexed, params, head);
+    // A store without an index: the projection, but only once it has applied the log up to the
+    // head read at this request, so nothing in doubt at the time of the request is left out.
+    const asked = single(params, 'wait_for_position');
+    return this.listSteps(caller, asked === undefined ? { ...params, wait_for_position: String(head) } : params, RECOVERY_STATUSES);
+  }
+
+  /** The recovery listing from the store's index: consistent with the log, whatever the read model holds. */
+  private recoveryFromIndex(indexed: IndexedStream[], params: QueryParams, head: number): RecoveryAnswer {
+    const olderThanMs = optionalInteger(single(params, 'older_than_ms'), 'older_than_ms', 0, 10 * 365 * 86_400_000);
+    const tool = identifier(single(params, 'tool'), 'tool');
+    const runId = identifier(single(params, 'run_id'), 'run_id');
+    const status = oneOf(single(params, 'status'), RECOVERY_STATUSES, 'status');
+    const limit = pageLimit(params, 100, 1000);
+    const cursor = decodeCursor(single(params, 'cursor'), ['number', 'string']) as [number, string] | undefined;
+    optionalInteger(single(params, 'wait_for_position'), 'wait_for_position', 0, Number.MAX_SAFE_INTEGER);
+    optionalInteger(single(params, 'wait_timeout_ms'), 'wait_timeout_ms', 0, this.settings.maxWaitMs);
+    const cutoff = olderThanMs === undefined ? undefined : this.clock.now().getTime() - olderThanMs;
+    const items = indexed
+      .map((entry) => ({ entry, ref: parseOperationStream(entry.stream)?.operationRef ?? '', sinceMs: instantMs(String(entry.data.since)) }))
+      .filter(({ entry, sinceMs }) => {
+        const data = entry.data;
+        return (
+          (status === undefined || entry.key === status) &&
+          (tool === undefined || data.tool === tool) &&
+          (runId === undefined || data.run_id === runId) &&
+          (cutoff === undefined || sinceMs <= cutoff)
+        );
+      })
+      .filter(({ ref, sinceMs }) => !cursor || sinceMs > cursor[0] || (sinceMs === cursor[0] && ref > cursor[1]))
+      .sort((a, b) => a.sinceMs - b.sinceMs || (a.ref < b.ref ? -1 : a.ref > b.ref ? 1 : 0));
+    const page = items.slice(0, limit);
+    const last = page[page.length - 1];
+    return {
+      items: page.map(({ entry, ref }) => {
+        const data = entry.data;
+        return {
+          operation_ref: ref,
+          tool: String(data.tool),
+          run_id: String(data.run_id),
+          status: entry.key as StepStatus,
+          since: String(data.since),
+          attempt: Number(data.attempt),
+          attempts_used: Number(data.attempts_used),
+          side_effect: String(data.side_effect),
+          reason: String(data.reason),
+          ...(typeof data.verification_tool === 'string' ? { verification_tool: data.verification_tool } : {}),
+          revision: entry.revision,
+        };
+      }),
+      ...(items.length > limit ? { next_cursor: encodeCursor([last.sinceMs, last.ref]) } : {}),
+      as_of_position: head,
+    };
   }
 
   /** Every operation of the tenant, oldest in its status first, by state, tool, run and age (SPEC §5). */
@@ -247,6 +314,11 @@ export class ProjectionQueries {
   }
 
   private async waitIfAsked(params: QueryParams, projection: string): Promise<number> {
+    if (this.sources.servable && !this.sources.servable()) {
+      throw new LedgerError('PROJECTION_LAGGING', 'the read models are being checked against the log (or rebuilt from it) and are not served until they agree', {
+        retryAfterSeconds: 1,
+      });
+    }
     const position = optionalInteger(single(params, 'wait_for_position'), 'wait_for_position', 0, Number.MAX_SAFE_INTEGER);
     const timeoutMs =
       optionalInteger(single(params, 'wait_timeout_ms'), 'wait_timeout_ms', 0, this.settings.maxWaitMs) ?? this.settings.defaultWaitMs;

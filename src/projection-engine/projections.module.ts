@@ -22,10 +22,20 @@ import { registerProjectionMetrics } from '../observability/projection-metrics';
 import { EVENT_STORE, type EventStore } from '../store/event-store.port';
 import { ProjectionEngine } from './projection-engine';
 import { ProjectionQueries } from './projection-queries';
+import { verifyReadModels } from './read-model-verification';
 import { readModelFile, SqliteReadModel } from './sqlite-read-model.store';
 
 export const PROJECTION_ENGINE = Symbol('PROJECTION_ENGINE');
 export const READ_MODEL = Symbol('READ_MODEL');
+export const READ_MODEL_CHECK = Symbol('READ_MODEL_CHECK');
+
+/** Where the start-up check of the read models stands (docs/reliability.md, "A corrupted read model"). */
+export interface ReadModelCheck {
+  state: 'not_checked' | 'verifying' | 'verified' | 'rebuilt' | 'failed';
+  differences?: number;
+  projections_rebuilt?: string[];
+  error?: string;
+}
 
 /**
  * Starts following the log once the application is up. Stops in onModuleDestroy, the first
@@ -34,18 +44,54 @@ export const READ_MODEL = Symbol('READ_MODEL');
  */
 @Injectable()
 export class ProjectionsLifecycle implements OnApplicationBootstrap, OnModuleDestroy, OnApplicationShutdown {
+  private readonly logger = new Logger('ReadModels');
+  private checking: Promise<void> | undefined;
+
   constructor(
     @Inject(PROJECTION_ENGINE) private readonly engine: ProjectionEngine,
     @Inject(READ_MODEL) private readonly readModel: SqliteReadModel,
+    @Inject(EVENT_STORE) private readonly store: EventStore,
+    @Inject(CONFIG) private readonly config: LedgerConfig,
+    @Inject(READ_MODEL_CHECK) readonly readModelCheck: ReadModelCheck,
   ) {}
+
+  private set(check: ReadModelCheck): void {
+    // One shared object: the queries read it to refuse serving a read model not yet checked.
+    for (const key of Object.keys(this.readModelCheck) as Array<keyof ReadModelCheck>) delete this.readModelCheck[key];
+    Object.assign(this.readModelCheck, check);
+  }
 
   onApplicationBootstrap(): void {
     // Not awaited: catching up a long log must not hold the server back; readers who need a
-    // position ask for it with wait_for_position.
-    this.engine.start();
+    // position ask for it with wait_for_position. The read models are checked against the log
+    // first, and a damaged one is rebuilt instead of served.
+    this.checking = (this.config.verifyOnStart ? this.checkReadModels() : Promise.resolve()).then(() => this.engine.start());
+  }
+
+  private async checkReadModels(): Promise<void> {
+    this.set({ state: 'verifying' });
+    try {
+      const report = await verifyReadModels(this.store, this.readModel, LEDGER_PROJECTIONS);
+      if (report.ok) {
+        this.set({ state: 'verified', differences: 0 });
+        return;
+      }
+      const damaged = report.projections.filter((projection) => projection.differences > 0).map((projection) => projection.name);
+      this.logger.error(
+        { projections: damaged, differences: report.projections.reduce((sum, projection) => sum + projection.differences, 0) },
+        'a read model differs from what the log gives: it is rebuilt from the log instead of served',
+      );
+      this.set({ state: 'verifying', projections_rebuilt: damaged });
+      await this.engine.rebuild(damaged);
+      this.set({ state: 'rebuilt', differences: report.differences.length, projections_rebuilt: damaged });
+    } catch (error) {
+      this.set({ state: 'failed', error: (error as Error).message });
+      this.logger.error({ err: error }, 'the read models could not be checked against the log');
+    }
   }
 
   async onModuleDestroy(): Promise<void> {
+    await this.checking?.catch(() => undefined);
     await this.engine.stop();
   }
 
@@ -80,11 +126,15 @@ export class ProjectionsLifecycle implements OnApplicationBootstrap, OnModuleDes
         });
       },
     },
+    { provide: READ_MODEL_CHECK, useFactory: (): ReadModelCheck => ({ state: 'not_checked' }) },
     {
       provide: ProjectionQueries,
-      inject: [PROJECTION_ENGINE, READ_MODEL, { token: CLOCK, optional: true }],
-      useFactory: (engine: ProjectionEngine, readModel: SqliteReadModel, clock?: Clock) =>
-        new ProjectionQueries(engine, readModel, clock ?? systemClock),
+      inject: [PROJECTION_ENGINE, READ_MODEL, EVENT_STORE, READ_MODEL_CHECK, { token: CLOCK, optional: true }],
+      useFactory: (engine: ProjectionEngine, readModel: SqliteReadModel, store: EventStore, check: ReadModelCheck, clock?: Clock) =>
+        new ProjectionQueries(engine, readModel, clock ?? systemClock, undefined, {
+          store,
+          servable: () => check.state !== 'verifying' && check.state !== 'failed',
+        }),
     },
     {
       provide: 'PROJECTION_METRICS',
@@ -98,6 +148,6 @@ export class ProjectionsLifecycle implements OnApplicationBootstrap, OnModuleDes
     },
     ProjectionsLifecycle,
   ],
-  exports: [PROJECTION_ENGINE, READ_MODEL, ProjectionQueries],
+  exports: [PROJECTION_ENGINE, READ_MODEL, ProjectionQueries, ProjectionsLifecycle],
 })
 export class ProjectionsModule {}

@@ -315,6 +315,15 @@ export class SqliteReadModel {
     };
   }
 
+  /** Every stored row of a projection with its index columns too (queries filter on them): to verify a read model. */
+  dumpRows(name: string): { docs: Array<Record<string, unknown>>; links: Array<{ stream: string; link: string }> } {
+    const { docsTable, linksTable } = this.entry(name);
+    return {
+      docs: this.db.prepare(`SELECT * FROM ${docsTable} ORDER BY key`).all() as Array<Record<string, unknown>>,
+      links: this.db.prepare(`SELECT stream, link FROM ${linksTable} ORDER BY stream`).all() as Array<{ stream: string; link: string }>,
+    };
+  }
+
   close(): void {
     if (this.closed) return;
     this.closed = true;

@@ -75,6 +75,44 @@ export interface SubscriptionHandlers {
   onError?(error: Error): void;
 }
 
+/** What a store recorded, with a stream's last append, as that stream's head (its anchor). */
+export interface StreamHead {
+  stream: string;
+  revision: number;
+  hash: string;
+  position: number;
+}
+
+/**
+ * The anchor of the whole log: a hash chained over every event in log order
+ * (src/store/hash-chain.ts, nextLogHash), the count and the last position, optionally signed with
+ * a key kept outside the store. It is what catches a deleted stream, a cut tail or a re-hashed
+ * suffix, which a per-stream chain cannot see.
+ */
+export interface LogAnchor {
+  position: number;
+  events: number;
+  log_hash: string;
+  /** HMAC-SHA256 of the anchor under the configured key (absent when no key is configured). */
+  signature?: string;
+}
+
+/** How the application files a stream, committed in the same transaction as the events. */
+export interface StreamIndexEntry {
+  key: string;
+  data: JsonObject;
+}
+
+export interface IndexedStream extends StreamHead {
+  key: string;
+  data: JsonObject;
+}
+
+export interface AppendOptions {
+  /** Replaces the stream's index entry with this one, atomically with the append. */
+  index?: StreamIndexEntry;
+}
+
 export interface StoreHealth {
   ok: boolean;
   detail?: string;
@@ -86,7 +124,7 @@ export interface EventStore {
    * stand at expectedRevision+1.. answers the original result (idempotent); any other mismatch throws
    * RevisionConflictError. Unavailability throws StoreUnavailableError.
    */
-  append(stream: string, expectedRevision: number, events: NewEvent[]): Promise<AppendResult>;
+  append(stream: string, expectedRevision: number, events: NewEvent[], options?: AppendOptions): Promise<AppendResult>;
   /** All events of one stream in order; an empty array when the stream does not exist. */
   readStream(stream: string): Promise<StoredEvent[]>;
   readAll(options: ReadAllOptions): Promise<StoredEvent[]>;
@@ -94,6 +132,23 @@ export interface EventStore {
   subscribe(options: SubscribeOptions, handlers: SubscriptionHandlers): Subscription;
   /** Position of the last event in the global log (0 when empty). */
   headPosition(): Promise<number>;
+  /**
+   * The head recorded with the stream's last append; undefined when the stream was never appended
+   * to, or when this store keeps no anchors (`keepsAnchors` false). An append whose expected revision
+   * or first prev_hash does not meet the anchored head throws StoreIntegrityError.
+   */
+  anchoredHead(stream: string): Promise<StreamHead | undefined>;
+  /** Every anchored head under a prefix, ordered by stream name (what verify walks). */
+  anchoredHeads(streamPrefix: string): Promise<StreamHead[]>;
+  /** The whole log's anchor; undefined when the log is empty or the store keeps none. */
+  logAnchor(): Promise<LogAnchor | undefined>;
+  /** Whether this store keeps stream heads and a log anchor committed with every append. */
+  readonly keepsAnchors: boolean;
+  /**
+   * Streams under a prefix whose index entry has one of these keys, with the entry; undefined
+   * when this store keeps no index (readers then use a projection caught up to the head).
+   */
+  indexedStreams(streamPrefix: string, keys: readonly string[]): Promise<IndexedStream[] | undefined>;
   health(): Promise<StoreHealth>;
   close(): Promise<void>;
 }
@@ -131,6 +186,8 @@ export class StoreIntegrityError extends Error {
     /** The stream at fault, or undefined when the fault is in the log as a whole. */
     readonly stream: string | undefined,
     readonly reason: string,
+    /** The log position of the row at fault, when one row is (so a scan can go past it). */
+    readonly position?: number,
   ) {
     super(`store integrity: ${stream === undefined ? 'the log' : `stream ${stream}`}: ${reason}`);
     this.name = 'StoreIntegrityError';

@@ -1,4 +1,4 @@
-import { createHash } from 'node:crypto';
+import { createHash, createHmac, timingSafeEqual } from 'node:crypto';
 import { canonicalJson } from '../shared/canonical-json';
 import type { EventMetadata, NewEvent, StoredEvent } from './event-store.port';
 
@@ -56,20 +56,47 @@ export interface ChainBreak {
   stream: string;
   revision: number;
   event_id: string;
-  reason: 'hash_mismatch' | 'prev_hash_mismatch' | 'revision_gap';
+  reason: 'hash_mismatch' | 'prev_hash_mismatch' | 'revision_gap' | 'position_order';
 }
 
 /** Re-computes a stream's chain; answers the first event that does not match, if any. */
 export function verifyChain(events: readonly StoredEvent[]): ChainBreak | undefined {
   let prevHash = GENESIS_HASH;
   let expectedRevision = 0;
+  let prevPosition = 0;
   for (const event of events) {
     const at = { stream: event.stream, revision: event.revision, event_id: event.event_id };
     if (event.revision !== expectedRevision) return { ...at, reason: 'revision_gap' };
+    // A stream is appended in order, so its events stand in the log in revision order too.
+    if (event.position <= prevPosition) return { ...at, reason: 'position_order' };
+    prevPosition = event.position;
     if (event.metadata.prev_hash !== prevHash) return { ...at, reason: 'prev_hash_mismatch' };
     if (computeEventHash(event) !== event.metadata.hash) return { ...at, reason: 'hash_mismatch' };
     prevHash = event.metadata.hash;
     expectedRevision += 1;
   }
   return undefined;
+}
+
+/**
+ * The log chain, over every event in global log order (the anchor of docs/reliability.md):
+ *
+ *   log_hash_n = SHA-256_hex( log_hash_{n-1} || "\n" || canonicalJson([stream, revision, hash(e_n)]) )
+ *
+ * starting from GENESIS_HASH. Each event's own hash already covers its content, so this chain only
+ * has to fix which events stand in the log and in what order: a stream deleted, a tail cut, a
+ * suffix re-hashed or two events swapped all change it.
+ */
+export function nextLogHash(previous: string, event: { stream: string; revision: number; hash: string }): string {
+  return createHash('sha256').update(`${previous}\n${canonicalJson([event.stream, event.revision, event.hash])}`).digest('hex');
+}
+
+/** The anchor's signature under a key kept outside the store: only its holder can make one. */
+export function signAnchor(key: string, anchor: { position: number; events: number; log_hash: string }): string {
+  return createHmac('sha256', key).update(`${anchor.position}\n${anchor.events}\n${anchor.log_hash}`).digest('hex');
+}
+
+export function anchorSignatureHolds(key: string, anchor: { position: number; events: number; log_hash: string; signature?: string }): boolean {
+  if (!anchor.signature || !/^[0-9a-f]{64}$/.test(anchor.signature)) return false;
+  return timingSafeEqual(Buffer.from(signAnchor(key, anchor), 'hex'), Buffer.from(anchor.signature, 'hex'));
 }

@@ -1,8 +1,12 @@
 import type { LedgerConfig } from '../config/ledger-config';
-import type { EventStore } from './event-store.port';
+import type { EventStore, StoredEvent, StreamIndexEntry } from './event-store.port';
 import { SqliteEventStore } from './sqlite/sqlite-event-store.adapter';
 
 export interface StoreHooks {
+  /** A log written before anchors existed was anchored as it stands (said loudly by the caller). */
+  onLogAdopted?: (events: number) => void;
+  /** How the application files a stream in the index, for a log anchored after it was written. */
+  indexOf?: (events: StoredEvent[]) => StreamIndexEntry | undefined;
   onGroupCommitted?: (appends: number, events: number) => void;
   /** A subscription to the log changed state (connecting, live, reconnecting, stopped): for metrics. */
   onSubscriptionStatus?: (subscription: number, state: string) => void;
@@ -22,6 +26,9 @@ export async function openEventStore(config: LedgerConfig, hooks: StoreHooks = {
     file: config.eventsFile,
     groupCommit: config.groupCommit,
     busyTimeoutMs: config.sqliteBusyTimeoutMs,
+    anchorKey: config.anchorKey,
+    onLogAdopted: hooks.onLogAdopted,
+    indexOf: hooks.indexOf,
     onGroupCommitted: hooks.onGroupCommitted,
   });
 }

@@ -2,7 +2,21 @@ import { SingleBar } from 'cli-progress';
 import { LEDGER_PROJECTIONS } from '../../../projections/projection-catalog';
 import { ProjectionEngine } from '../../projection-engine/projection-engine';
 import { readModelFile, SqliteReadModel } from '../../projection-engine/sqlite-read-model.store';
-import type { AppendResult, EventStore, NewEvent, ReadAllOptions, StoreHealth, StoredEvent, SubscribeOptions, Subscription, SubscriptionHandlers } from '../../store/event-store.port';
+import type {
+  AppendOptions,
+  AppendResult,
+  EventStore,
+  IndexedStream,
+  LogAnchor,
+  NewEvent,
+  ReadAllOptions,
+  StoreHealth,
+  StoredEvent,
+  StreamHead,
+  SubscribeOptions,
+  Subscription,
+  SubscriptionHandlers,
+} from '../../store/event-store.port';
 import { CliError, EXIT, usageError } from '../cli-errors';
 import { remoteLedger, withLocalStore, type GlobalOptions, type RemoteLedger } from '../ledger-source';
 import { formatDuration, renderTable } from '../text-format';
@@ -29,8 +43,23 @@ class ReadProgressStore implements EventStore {
     private readonly onRead: (events: StoredEvent[]) => void,
   ) {}
 
-  append(stream: string, expectedRevision: number, events: NewEvent[]): Promise<AppendResult> {
-    return this.store.append(stream, expectedRevision, events);
+  append(stream: string, expectedRevision: number, events: NewEvent[], options?: AppendOptions): Promise<AppendResult> {
+    return this.store.append(stream, expectedRevision, events, options);
+  }
+  get keepsAnchors(): boolean {
+    return this.store.keepsAnchors;
+  }
+  anchoredHead(stream: string): Promise<StreamHead | undefined> {
+    return this.store.anchoredHead(stream);
+  }
+  anchoredHeads(streamPrefix: string): Promise<StreamHead[]> {
+    return this.store.anchoredHeads(streamPrefix);
+  }
+  logAnchor(): Promise<LogAnchor | undefined> {
+    return this.store.logAnchor();
+  }
+  indexedStreams(streamPrefix: string, keys: readonly string[]): Promise<IndexedStream[] | undefined> {
+    return this.store.indexedStreams(streamPrefix, keys);
   }
   readStream(stream: string): Promise<StoredEvent[]> {
     return this.store.readStream(stream);

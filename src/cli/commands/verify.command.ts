@@ -19,6 +19,7 @@ const MEANING: Record<ChainBreak['reason'], string> = {
   hash_mismatch: 'its content no longer hashes to its recorded hash: the event was changed after it was written',
   prev_hash_mismatch: 'its prev_hash is not the hash of the event before it: an earlier event was replaced, removed or inserted',
   revision_gap: 'its revision does not follow the one before it: an event is missing',
+  position_order: 'it stands in the log before an earlier event of its stream: events were moved',
 };
 
 export function describeBreak(found: ChainBreak): string {

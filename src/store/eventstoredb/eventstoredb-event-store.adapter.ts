@@ -242,6 +242,29 @@ export class EventStoreDbEventStore implements EventStore {
   }
 
   /** The last non-system event of `$all`; system records (stats every few seconds) are stepped over. */
+  /**
+   * EventStoreDB appends one stream at a time, so no head or log anchor can be committed with the
+   * events: this adapter keeps none, and says so (docs/eventstoredb.md). Chains are still checked
+   * on every read a decision makes, and the server itself refuses an append at a wrong revision.
+   */
+  readonly keepsAnchors = false;
+
+  async anchoredHead(): Promise<undefined> {
+    return undefined;
+  }
+
+  async anchoredHeads(): Promise<[]> {
+    return [];
+  }
+
+  async logAnchor(): Promise<undefined> {
+    return undefined;
+  }
+
+  async indexedStreams(): Promise<undefined> {
+    return undefined;
+  }
+
   async headPosition(): Promise<number> {
     if (this.closed) throw new StoreUnavailableError('store closed', this.retryAfterSeconds);
     const pageSize = 32;

@@ -2,11 +2,19 @@ import Database from 'better-sqlite3';
 import { EventEmitter } from 'node:events';
 import { mkdirSync } from 'node:fs';
 import { dirname } from 'node:path';
+import { GENESIS_HASH, nextLogHash, signAnchor } from '../hash-chain';
 import {
   NO_STREAM,
   RevisionConflictError,
+  StoreIntegrityError,
   StoreUnavailableError,
+  type AppendOptions,
   type AppendResult,
+  type IndexedStream,
+  type JsonObject,
+  type LogAnchor,
+  type StreamHead,
+  type StreamIndexEntry,
   type EventStore,
   type NewEvent,
   type ReadAllOptions,
@@ -31,6 +39,12 @@ export interface SqliteEventStoreOptions {
   /** How often a live subscription looks for events written by another process. */
   pollIntervalMs?: number;
   busyTimeoutMs?: number;
+  /** Signs the log anchor (LEDGER_ANCHOR_KEY); without it the anchor is a plain hash chain. */
+  anchorKey?: string;
+  /** Told once when a log written before anchors existed is anchored as it stands. */
+  onLogAdopted?: (events: number) => void;
+  /** Files each stream of such a log in the index, as the application would have on append. */
+  indexOf?: (events: StoredEvent[]) => StreamIndexEntry | undefined;
   /** Called after each commit with the number of appends it carried (for metrics). */
   onGroupCommitted?: (appends: number, events: number) => void;
   /**
@@ -55,6 +69,7 @@ interface PendingAppend {
   stream: string;
   expectedRevision: number;
   events: NewEvent[];
+  options: AppendOptions;
   resolve(result: AppendResult): void;
   reject(error: Error): void;
 }
@@ -73,6 +88,62 @@ CREATE TABLE IF NOT EXISTS events (
 );
 `;
 
+/**
+ * The anchors (docs/reliability.md, "A log whose every loss is detectable"), written in the same
+ * transaction as the events: each stream's head, with the application's index entry for it, and
+ * one row anchoring the whole log. `user_version` says they exist, so a file whose anchor tables
+ * were dropped is not mistaken for one written before anchors.
+ */
+const ANCHOR_SCHEMA = `
+CREATE TABLE IF NOT EXISTS stream_heads (
+  stream     TEXT    PRIMARY KEY,
+  revision   INTEGER NOT NULL,
+  hash       TEXT    NOT NULL,
+  position   INTEGER NOT NULL,
+  index_key  TEXT,
+  index_data TEXT
+);
+CREATE INDEX IF NOT EXISTS stream_heads_by_index_key ON stream_heads (index_key) WHERE index_key IS NOT NULL;
+CREATE TABLE IF NOT EXISTS log_anchor (
+  id        INTEGER PRIMARY KEY CHECK (id = 1),
+  position  INTEGER NOT NULL,
+  events    INTEGER NOT NULL,
+  log_hash  TEXT    NOT NULL,
+  signature TEXT
+);
+`;
+const ANCHORED_SCHEMA_VERSION = 2;
+
+interface HeadRow {
+  stream: string;
+  revision: number;
+  hash: string;
+  position: number;
+  index_key: string | null;
+  index_data: string | null;
+}
+
+interface AnchorRow {
+  position: number;
+  events: number;
+  log_hash: string;
+  signature: string | null;
+}
+
+/** A row that does not decode is the store's fault, never the caller's bad JSON. */
+function decodeJson(row: EventRow, column: 'data' | 'metadata'): JsonObject {
+  let value: unknown;
+  try {
+    value = JSON.parse(row[column]);
+  } catch {
+    throw new StoreIntegrityError(row.stream, `the ${column} of the event at revision ${row.revision} (position ${row.position}) is not valid JSON`, row.position);
+  }
+  if (value === null || typeof value !== 'object' || Array.isArray(value)) {
+    throw new StoreIntegrityError(row.stream, `the ${column} of the event at revision ${row.revision} (position ${row.position}) is not a JSON object`, row.position);
+  }
+  return value as JsonObject;
+}
+
 function toStored(row: EventRow): StoredEvent {
   return {
     stream: row.stream,
@@ -80,9 +151,17 @@ function toStored(row: EventRow): StoredEvent {
     position: row.position,
     event_id: row.event_id,
     type: row.type,
-    data: JSON.parse(row.data),
-    metadata: JSON.parse(row.metadata),
+    data: decodeJson(row, 'data'),
+    metadata: decodeJson(row, 'metadata') as unknown as StoredEvent['metadata'],
   };
+}
+
+function toHead(row: HeadRow): StreamHead {
+  return { stream: row.stream, revision: row.revision, hash: row.hash, position: row.position };
+}
+
+function toAnchor(row: AnchorRow): LogAnchor {
+  return { position: row.position, events: row.events, log_hash: row.log_hash, ...(row.signature ? { signature: row.signature } : {}) };
 }
 
 /**
@@ -111,7 +190,9 @@ export class SqliteEventStore implements EventStore {
       this.db.pragma('synchronous = FULL');
       this.db.pragma('foreign_keys = ON');
       this.db.exec(SCHEMA);
+      const adopt = this.createAnchors();
       this.statements = this.prepare();
+      if (adopt) this.adoptUnanchoredLog();
     } catch (error) {
       throw toPortError(error);
     }
@@ -119,11 +200,77 @@ export class SqliteEventStore implements EventStore {
     options.exposePragma?.((statement) => this.db.pragma(statement));
   }
 
+  /**
+   * Creates the anchor tables; answers true when the file holds a log written before anchors
+   * existed, which is then anchored as it stands (its past is trusted on first use, and said so).
+   */
+  private createAnchors(): boolean {
+    const version = this.db.pragma('user_version', { simple: true }) as number;
+    const hadEvents = this.db.prepare('SELECT 1 FROM events LIMIT 1').get() !== undefined;
+    const tables = this.db.prepare("SELECT name FROM sqlite_master WHERE type = 'table' AND name IN ('stream_heads', 'log_anchor')").all();
+    if (version >= ANCHORED_SCHEMA_VERSION && tables.length < 2) {
+      // Anchors were kept and are gone: recreating them would anchor whatever the log now holds.
+      throw new StoreIntegrityError(undefined, 'the anchor tables of this file were removed');
+    }
+    this.db.exec(ANCHOR_SCHEMA);
+    if (version < ANCHORED_SCHEMA_VERSION) {
+      this.db.pragma(`user_version = ${ANCHORED_SCHEMA_VERSION}`);
+      return hadEvents;
+    }
+    return false;
+  }
+
+  private adoptUnanchoredLog(): void {
+    const rows = this.db.prepare<[], EventRow>('SELECT * FROM events ORDER BY position').iterate();
+    let logHash = GENESIS_HASH;
+    let events = 0;
+    let position = 0;
+    this.db.transaction(() => {
+      for (const row of rows) {
+        const hash = String((decodeJson(row, 'metadata') as { hash?: unknown }).hash ?? '');
+        logHash = nextLogHash(logHash, { stream: row.stream, revision: row.revision, hash });
+        this.statements.upsertHead.run(row.stream, row.revision, hash, row.position, null, null);
+        events += 1;
+        position = row.position;
+      }
+      this.writeAnchor({ position, events, log_hash: logHash });
+      if (this.options.indexOf) {
+        for (const { stream } of this.db.prepare<[], { stream: string }>('SELECT stream FROM stream_heads').all()) {
+          const entry = this.options.indexOf(this.statements.readStream.all(stream).map(toStored));
+          if (entry) this.statements.upsertHead.run(stream, ...this.headOf(stream), entry.key, JSON.stringify(entry.data));
+        }
+      }
+    })();
+    this.options.onLogAdopted?.(events);
+  }
+
+  private headOf(stream: string): [number, string, number] {
+    const row = this.statements.streamHead.get(stream) as HeadRow;
+    return [row.revision, row.hash, row.position];
+  }
+
+  private writeAnchor(anchor: Omit<LogAnchor, 'signature'>): void {
+    const signature = this.options.anchorKey ? signAnchor(this.options.anchorKey, anchor) : null;
+    this.statements.upsertAnchor.run(anchor.position, anchor.events, anchor.log_hash, signature);
+  }
+
   private prepare() {
     const db = this.db;
     return {
-      streamRevision: db.prepare<[string], { revision: number | null }>(
-        'SELECT MAX(revision) AS revision FROM events WHERE stream = ?',
+      streamHead: db.prepare<[string], HeadRow>('SELECT * FROM stream_heads WHERE stream = ?'),
+      headsUnder: db.prepare<[number, string], HeadRow>('SELECT * FROM stream_heads WHERE substr(stream, 1, ?) = ? ORDER BY stream'),
+      upsertHead: db.prepare<[string, number, string, number, string | null, string | null]>(
+        `INSERT INTO stream_heads (stream, revision, hash, position, index_key, index_data) VALUES (?, ?, ?, ?, ?, ?)
+         ON CONFLICT (stream) DO UPDATE SET revision = excluded.revision, hash = excluded.hash, position = excluded.position,
+           index_key = COALESCE(excluded.index_key, stream_heads.index_key), index_data = COALESCE(excluded.index_data, stream_heads.index_data)`,
+      ),
+      anchor: db.prepare<[], AnchorRow>('SELECT position, events, log_hash, signature FROM log_anchor WHERE id = 1'),
+      upsertAnchor: db.prepare<[number, number, string, string | null]>(
+        `INSERT INTO log_anchor (id, position, events, log_hash, signature) VALUES (1, ?, ?, ?, ?)
+         ON CONFLICT (id) DO UPDATE SET position = excluded.position, events = excluded.events, log_hash = excluded.log_hash, signature = excluded.signature`,
+      ),
+      lastEvent: db.prepare<[string], { revision: number; position: number; metadata: string }>(
+        'SELECT revision, position, metadata FROM events WHERE stream = ? ORDER BY revision DESC LIMIT 1',
       ),
       eventsFrom: db.prepare<[string, number, number], { event_id: string; position: number; revision: number }>(
         'SELECT event_id, position, revision FROM events WHERE stream = ? AND revision >= ? ORDER BY revision LIMIT ?',
@@ -146,11 +293,11 @@ export class SqliteEventStore implements EventStore {
     };
   }
 
-  append(stream: string, expectedRevision: number, events: NewEvent[]): Promise<AppendResult> {
+  append(stream: string, expectedRevision: number, events: NewEvent[], options: AppendOptions = {}): Promise<AppendResult> {
     if (this.closed) return Promise.reject(new StoreUnavailableError('store closed'));
     if (events.length === 0) return Promise.reject(new Error('append needs at least one event'));
     return new Promise<AppendResult>((resolve, reject) => {
-      this.pending.push({ stream, expectedRevision, events, resolve, reject });
+      this.pending.push({ stream, expectedRevision, events, options, resolve, reject });
       if (this.options.groupCommit === false) {
         this.flush();
       } else if (!this.flushScheduled) {
@@ -182,11 +329,16 @@ export class SqliteEventStore implements EventStore {
     }
     let eventCount = 0;
     try {
+      // Read under the write lock: another process on the file may have moved the anchor.
+      const stored = s.anchor.get();
+      let anchor: Omit<LogAnchor, 'signature'> = stored ? toAnchor(stored) : { position: 0, events: 0, log_hash: GENESIS_HASH };
       for (const append of group) {
         s.savepoint.run();
         try {
-          outcomes.push({ ok: true, result: this.applyOne(append) });
+          const applied = this.applyOne(append, anchor);
+          outcomes.push({ ok: true, result: applied.result });
           s.release.run();
+          anchor = applied.anchor;
           eventCount += append.events.length;
         } catch (error) {
           if (!this.db.inTransaction) {
@@ -201,6 +353,7 @@ export class SqliteEventStore implements EventStore {
           outcomes.push({ ok: false, error: toPortError(error, append.stream, append.expectedRevision) });
         }
       }
+      if (eventCount > 0) this.writeAnchor(anchor);
       s.commit.run();
     } catch (error) {
       // The COMMIT (or a savepoint) failed: nothing of the group is durable, so nothing is acknowledged.
@@ -222,16 +375,25 @@ export class SqliteEventStore implements EventStore {
     if (eventCount > 0) this.appended.emit('appended');
   }
 
-  private applyOne({ stream, expectedRevision, events }: PendingAppend): AppendResult {
+  private applyOne(
+    { stream, expectedRevision, events, options }: PendingAppend,
+    anchor: Omit<LogAnchor, 'signature'>,
+  ): { result: AppendResult; anchor: Omit<LogAnchor, 'signature'> } {
     const s = this.statements;
-    const actual = s.streamRevision.get(stream)?.revision ?? NO_STREAM;
+    const head = this.verifiedHead(stream);
+    const actual = head?.revision ?? NO_STREAM;
     if (actual !== expectedRevision) {
       const original = this.sameBatchAlreadyAppended(stream, expectedRevision, events);
-      if (original) return original;
+      if (original) return { result: original, anchor };
       throw new RevisionConflictError(stream, expectedRevision, actual);
+    }
+    // The batch must chain from the anchored head, whatever the caller read (docs/reliability.md).
+    if (events[0].metadata.prev_hash !== (head?.hash ?? GENESIS_HASH)) {
+      throw new StoreIntegrityError(stream, `the batch does not chain from the anchored head at revision ${actual}`);
     }
     let revision = expectedRevision;
     let position = 0;
+    let { log_hash: logHash } = anchor;
     for (const event of events) {
       revision += 1;
       const info = s.insert.run(
@@ -243,8 +405,34 @@ export class SqliteEventStore implements EventStore {
         JSON.stringify(event.metadata),
       );
       position = Number(info.lastInsertRowid);
+      logHash = nextLogHash(logHash, { stream, revision, hash: event.metadata.hash });
     }
-    return { revision, position };
+    const last = events[events.length - 1];
+    const index = options.index;
+    s.upsertHead.run(stream, revision, last.metadata.hash, position, index?.key ?? null, index ? JSON.stringify(index.data) : null);
+    return { result: { revision, position }, anchor: { position, events: anchor.events + events.length, log_hash: logHash } };
+  }
+
+  /**
+   * The stream's anchored head, checked against its stored last event: a tail cut, a forged tail,
+   * a stream deleted or renamed while its head stayed are refused here, under the write lock.
+   */
+  private verifiedHead(stream: string): StreamHead | undefined {
+    const headRow = this.statements.streamHead.get(stream);
+    const last = this.statements.lastEvent.get(stream);
+    if (!headRow && !last) return undefined;
+    if (!headRow) throw new StoreIntegrityError(stream, 'the stream has events but no anchored head');
+    if (!last) throw new StoreIntegrityError(stream, `the anchored head is at revision ${headRow.revision} but the stream has no events`);
+    let lastHash: unknown;
+    try {
+      lastHash = (JSON.parse(last.metadata) as { hash?: unknown }).hash;
+    } catch {
+      lastHash = undefined;
+    }
+    if (last.revision !== headRow.revision || lastHash !== headRow.hash) {
+      throw new StoreIntegrityError(stream, `the stored last event (revision ${last.revision}) is not the anchored head (revision ${headRow.revision})`);
+    }
+    return toHead(headRow);
   }
 
   /** Idempotent re-append: the same ids already stand right after the expected revision. */
@@ -328,6 +516,53 @@ export class SqliteEventStore implements EventStore {
         await loop;
       },
     };
+  }
+
+  readonly keepsAnchors = true;
+
+  async anchoredHead(stream: string): Promise<StreamHead | undefined> {
+    try {
+      const row = this.statements.streamHead.get(stream);
+      return row ? toHead(row) : undefined;
+    } catch (error) {
+      throw toPortError(error);
+    }
+  }
+
+  async anchoredHeads(streamPrefix: string): Promise<StreamHead[]> {
+    try {
+      return this.statements.headsUnder.all(streamPrefix.length, streamPrefix).map(toHead);
+    } catch (error) {
+      throw toPortError(error);
+    }
+  }
+
+  async logAnchor(): Promise<LogAnchor | undefined> {
+    try {
+      const row = this.statements.anchor.get();
+      return row ? toAnchor(row) : undefined;
+    } catch (error) {
+      throw toPortError(error);
+    }
+  }
+
+  async indexedStreams(streamPrefix: string, keys: readonly string[]): Promise<IndexedStream[]> {
+    if (keys.length === 0) return [];
+    const sql = `SELECT * FROM stream_heads WHERE index_key IN (${keys.map(() => '?').join(', ')}) AND substr(stream, 1, ?) = ? ORDER BY stream`;
+    try {
+      const rows = this.db.prepare<unknown[], HeadRow>(sql).all(...keys, streamPrefix.length, streamPrefix);
+      return rows.map((row) => {
+        let data: JsonObject;
+        try {
+          data = JSON.parse(row.index_data ?? '{}') as JsonObject;
+        } catch {
+          throw new StoreIntegrityError(row.stream, 'the index entry of the stream is not valid JSON');
+        }
+        return { ...toHead(row), key: row.index_key as string, data };
+      });
+    } catch (error) {
+      throw toPortError(error);
+    }
   }
 
   async headPosition(): Promise<number> {

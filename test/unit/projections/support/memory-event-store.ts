@@ -41,6 +41,25 @@ export class MemoryEventStore implements EventStore {
     return { revision, position };
   }
 
+  /** A model of the port's log and subscriptions only: it keeps no anchors and no index. */
+  readonly keepsAnchors = false;
+
+  async anchoredHead(): Promise<undefined> {
+    return undefined;
+  }
+
+  async anchoredHeads(): Promise<[]> {
+    return [];
+  }
+
+  async logAnchor(): Promise<undefined> {
+    return undefined;
+  }
+
+  async indexedStreams(): Promise<undefined> {
+    return undefined;
+  }
+
   async readStream(stream: string): Promise<StoredEvent[]> {
     return this.events.filter((event) => event.stream === stream).map((event) => structuredClone(event));
   }
