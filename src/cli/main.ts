@@ -99,9 +99,16 @@ export function buildProgram(): Command {
 
   program
     .command('verify')
-    .description("recompute every stream's hash chain; name the first event that does not match and exit 1")
+    .description(
+      "audit the whole log: every stream's hash chain, each stream's anchored head, the log anchor; report every fault and exit 1 on any",
+    )
     .option('--json', 'machine-readable output')
-    .action(async (options: { json?: boolean }, command: Command) => (await commands.verify()).verifyCommand(globals(command), options));
+    .option('--read-models', 'also rebuild the projections in memory and compare them with the stored read model')
+    .option('--since <checkpoint>', 'a checkpoint written earlier by --checkpoint-out: prove the log has only grown since')
+    .option('--checkpoint-out <file>', 'after a clean audit, write the checkpoint of the log as it stands (keep it outside the store)')
+    .action(async (options: { json?: boolean; readModels?: boolean; since?: string; checkpointOut?: string }, command: Command) =>
+      (await commands.verify()).verifyCommand(globals(command), options),
+    );
 
   return program;
 }

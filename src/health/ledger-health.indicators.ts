@@ -39,12 +39,12 @@ export class LedgerHealthIndicators {
    */
   historyIntact(): HealthIndicatorResult<'integrity'> {
     const session = this.indicators.check('integrity');
-    const status = this.integrity.current();
-    if (status.state === 'broken') {
-      return session.down({ ...status, message: 'the stored history failed verification: run `recovery-ledger verify`' });
-    }
-    if (status.state === 'unverifiable') return session.down({ ...status, message: 'the log could not be audited' });
-    return session.up({ ...status });
+    // Public: the state and when, never counts (they would tell anyone the log's activity).
+    const { state, checked_at, anchored } = this.integrity.current();
+    const shown = { state, ...(checked_at ? { checked_at } : {}), ...(anchored === undefined ? {} : { anchored }) };
+    if (state === 'broken') return session.down({ ...shown, message: 'the stored history failed verification: run `recovery-ledger verify`' });
+    if (state === 'unverifiable') return session.down({ ...shown, message: 'the log could not be audited' });
+    return session.up(shown);
   }
 
   /** Always up: a wall clock step is handled (decisions follow monotonic time), and shown here. */

@@ -174,6 +174,7 @@ const EXCHANGES: Record<string, (side: Side) => Exchange> = {
     other: { status: 409, code: 'STEP_NOT_PLANNED' },
   }),
   'POST /v1/admin/projections/rebuild': () => ({ own: 202 }),
+  'POST /v1/admin/verify': () => ({ own: 200 }),
 };
 
 /** Strings only the other tenant's data contains (never sent in an acme request). */

@@ -4,9 +4,10 @@ import { OPERATION_STREAM_PREFIX } from '../../store/stream-names';
 import { CliError } from '../cli-errors';
 import { requireLocal, withLocalStore, type GlobalOptions } from '../ledger-source';
 import { readArchive } from '../log-archive';
-import { auditLog, scanLog } from '../log-scan';
+import { auditLog } from '../../store/log-audit';
+import { scanLog } from '../log-scan';
 import { counted } from '../text-format';
-import { describeBreak } from './verify.command';
+import { describeBreak, describeFinding } from './verify.command';
 
 export interface ImportSummary {
   events: number;
@@ -93,8 +94,8 @@ export async function importCommand(global: GlobalOptions, file: string): Promis
       await Promise.all(pending);
 
       // The counts and chains of what is now stored, against the file.
-      const audit = await auditLog(store);
-      if (audit.breaks.length > 0) throw new CliError(`after the import: ${describeBreak(audit.breaks[0])}`);
+      const audit = await auditLog(store, { anchorKey: config.anchorKey });
+      if (!audit.ok) throw new CliError(`after the import: ${describeFinding(audit.findings[0])}`);
       if (audit.events !== archive.events.length || audit.streams.length !== streams.size) {
         throw new CliError(
           `after the import the store holds ${audit.events} events in ${audit.streams.length} streams, the file ${archive.events.length} in ${streams.size}`,

@@ -1,19 +1,19 @@
-import { mkdtempSync, rmSync } from 'node:fs';
+import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { LEDGER_PROJECTIONS } from '../../../projections/projection-catalog';
+import { ledgerEventProblem } from '../../ledger/integrity-monitor';
+import { verifyReadModels, type ReadModelReport } from '../../projection-engine/read-model-verification';
+import { readModelFile, SqliteReadModel } from '../../projection-engine/sqlite-read-model.store';
 import type { StoredEvent } from '../../store/event-store.port';
 import { verifyChain, type ChainBreak } from '../../store/hash-chain';
+import { auditLog, takeCheckpoint, type IntegrityFinding, type LogAudit, type LogCheckpoint } from '../../store/log-audit';
 import { parseOperationStream } from '../../store/stream-names';
-import { CliError } from '../cli-errors';
+import { CliError, usageError } from '../cli-errors';
 import { remoteLedger, withLocalStore, type GlobalOptions, type RemoteLedger } from '../ledger-source';
 import { readArchive } from '../log-archive';
-import { auditLog, type LogAudit } from '../log-scan';
 import { counted, writeJson } from '../text-format';
 import { exportRemote, openSink } from './export.command';
-
-export interface VerifyOptions {
-  json?: boolean;
-}
 
 const MEANING: Record<ChainBreak['reason'], string> = {
   hash_mismatch: 'its content no longer hashes to its recorded hash: the event was changed after it was written',
@@ -28,7 +28,7 @@ export function describeBreak(found: ChainBreak): string {
   return `${where}: first bad event ${found.event_id} at revision ${found.revision}, ${found.reason}: ${MEANING[found.reason]}`;
 }
 
-/** The chains of an export, stream by stream, as auditLog reports those of a store. */
+/** The chains of an export, stream by stream (an export carries no log anchor: see takeCheckpoint). */
 export function auditEvents(events: readonly StoredEvent[]): LogAudit {
   const streams = new Map<string, StoredEvent[]>();
   for (const event of events) {
@@ -36,11 +36,14 @@ export function auditEvents(events: readonly StoredEvent[]): LogAudit {
     if (list) list.push(event);
     else streams.set(event.stream, [event]);
   }
+  const findings: IntegrityFinding[] = [];
   const audits = [...streams].map(([stream, list]) => {
     const found = verifyChain(list);
-    return { stream, events: list.length, last_hash: list[list.length - 1].metadata.hash, ...(found ? { break: found } : {}) };
+    if (found) findings.push({ kind: found.reason, stream, revision: found.revision, event_id: found.event_id, detail: MEANING[found.reason] });
+    return { stream, events: list.length, last_hash: String(list[list.length - 1].metadata.hash) };
   });
-  return { events: events.length, streams: audits, breaks: audits.flatMap((audit) => (audit.break ? [audit.break] : [])) };
+  const broken = [...new Set(findings.map((finding) => finding.stream as string))];
+  return { ok: findings.length === 0, events: events.length, streams: audits, anchored: false, recomputed: { position: 0, events: events.length, log_hash: '' }, findings, broken_streams: broken };
 }
 
 /**
@@ -60,18 +63,112 @@ async function auditRemote(remote: RemoteLedger): Promise<LogAudit> {
   }
 }
 
+export interface VerifyOptions {
+  json?: boolean;
+  /** Also rebuild every projection in memory and compare it with the stored read model. */
+  readModels?: boolean;
+  /** An earlier checkpoint file: the log must have only grown since. */
+  since?: string;
+  /** Write the checkpoint of the log as verified now, to keep outside the store. */
+  checkpointOut?: string;
+}
+
+export function describeFinding(finding: IntegrityFinding): string {
+  const operation = finding.stream === undefined ? undefined : parseOperationStream(finding.stream);
+  const where =
+    finding.stream === undefined ? 'the log' : operation ? `operation ${operation.operationRef} (tenant ${operation.tenant})` : `stream ${finding.stream}`;
+  if (finding.event_id !== undefined && isChainReason(finding.kind)) {
+    return `${where}: first bad event ${finding.event_id} at revision ${finding.revision}, ${finding.kind}: ${finding.detail}`;
+  }
+  return `${where}: ${finding.kind}: ${finding.detail}`;
+}
+
+const isChainReason = (kind: string): kind is ChainBreak['reason'] => kind in MEANING;
+
+function readCheckpoint(file: string): LogCheckpoint {
+  let parsed: LogCheckpoint;
+  try {
+    parsed = JSON.parse(readFileSync(file, 'utf8')) as LogCheckpoint;
+  } catch (error) {
+    throw new CliError(`${file} is not a readable checkpoint: ${(error as Error).message}`);
+  }
+  if (parsed?.format !== 'recovery-ledger-checkpoint' || !Array.isArray(parsed.heads) || typeof parsed.anchor?.log_hash !== 'string') {
+    throw new CliError(`${file} is not a recovery-ledger checkpoint`);
+  }
+  return parsed;
+}
+
+interface LocalVerification {
+  audit: LogAudit;
+  readModels?: ReadModelReport;
+}
+
+async function verifyLocal(global: GlobalOptions, options: VerifyOptions): Promise<LocalVerification> {
+  const since = options.since ? readCheckpoint(options.since) : undefined;
+  return withLocalStore(global, async ({ store, config }) => {
+    const audit = await auditLog(store, { anchorKey: config.anchorKey, checkEvent: ledgerEventProblem, since });
+    if (options.checkpointOut && audit.ok) {
+      const checkpoint = await takeCheckpoint(store, audit, new Date().toISOString());
+      writeFileSync(options.checkpointOut, `${JSON.stringify(checkpoint, null, 2)}\n`);
+    }
+    if (!options.readModels) return { audit };
+    const file = readModelFile(config.dataDir);
+    if (!existsSync(file)) throw new CliError(`no read model at ${file}`);
+    const readModel = SqliteReadModel.open({ file, readCacheBytes: 0 });
+    try {
+      for (const projection of LEDGER_PROJECTIONS) readModel.register(projection);
+      return { audit, readModels: await verifyReadModels(store, readModel, LEDGER_PROJECTIONS) };
+    } finally {
+      readModel.close();
+    }
+  });
+}
+
 export async function verifyCommand(global: GlobalOptions, options: VerifyOptions): Promise<void> {
   const remote = remoteLedger(global);
-  const audit = remote ? await auditRemote(remote) : await withLocalStore(global, async ({ store }) => auditLog(store));
-  const broken = audit.breaks.length;
+  if (remote && (options.readModels || options.since || options.checkpointOut)) {
+    throw usageError('--read-models, --since and --checkpoint-out work on a data directory (--data-dir)');
+  }
+  const { audit, readModels } = remote ? { audit: await auditRemote(remote), readModels: undefined } : await verifyLocal(global, options);
+  const broken = audit.broken_streams.length;
+  const logFaults = audit.findings.filter((finding) => finding.stream === undefined).length;
+  const chainBreaks = audit.findings.filter((finding) => isChainReason(finding.kind));
   if (options.json) {
-    writeJson(process.stdout, { ok: broken === 0, events: audit.events, streams: audit.streams.length, breaks: audit.breaks });
+    writeJson(process.stdout, {
+      ok: audit.ok && (readModels?.ok ?? true),
+      events: audit.events,
+      streams: audit.streams.length,
+      anchored: audit.anchored,
+      breaks: chainBreaks.map(({ stream, revision, event_id, kind }) => ({ stream, revision, event_id, reason: kind })),
+      findings: audit.findings,
+      broken_streams: audit.broken_streams,
+      ...(readModels ? { read_models: readModels } : {}),
+    });
   } else {
-    for (const found of audit.breaks) process.stdout.write(`BROKEN ${describeBreak(found)}\n`);
+    for (const finding of audit.findings) process.stdout.write(`BROKEN ${describeFinding(finding)}\n`);
     process.stdout.write(
-      `verified ${counted(audit.events, 'event')} in ${counted(audit.streams.length, 'stream')}: ${broken === 0 ? 'every hash chain holds' : `${broken} broken`}\n`,
+      `verified ${counted(audit.events, 'event')} in ${counted(audit.streams.length, 'stream')}: ${audit.ok ? 'every hash chain holds' : `${broken} broken${logFaults > 0 ? `, and the log anchor does not hold` : ''}`}\n`,
     );
+    if (readModels) {
+      for (const difference of readModels.differences) {
+        process.stdout.write(`READ MODEL ${difference.projection} ${difference.key}: ${difference.kind}\n`);
+      }
+      const differing = readModels.projections.filter((projection) => projection.differences > 0);
+      process.stdout.write(
+        readModels.ok
+          ? `read models: all ${readModels.projections.length} equal what the log gives\n`
+          : `read models: ${differing.map((projection) => `${projection.name} (${projection.differences} differences)`).join(', ')} differ from what the log gives; the service rebuilds them at start\n`,
+      );
+    }
   }
   // Non-zero, like `git fsck`, so a cron job or a CI step fails on a tampered log.
-  if (broken > 0) throw new CliError(`${broken} of ${counted(audit.streams.length, 'stream')} ${broken === 1 ? 'fails its' : 'fail their'} hash chain`);
+  if (!audit.ok) {
+    const streams = counted(Math.max(audit.streams.length, broken), 'stream');
+    throw new CliError(
+      broken > 0
+        ? `${broken} of ${streams} ${broken === 1 ? 'fails its' : 'fail their'} hash chain${logFaults > 0 ? ', and the log anchor does not hold' : ''}`
+        : 'the log anchor does not hold',
+    );
+  }
+  if (readModels && !readModels.ok) throw new CliError('a read model differs from what the log gives');
 }

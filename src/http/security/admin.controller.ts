@@ -6,6 +6,7 @@ import { eventLine, footerLine, headerLine } from '../../store/log-archive-forma
 import { LedgerError } from '../../errors/ledger-error';
 import { PROJECTION_ENGINE } from '../../projection-engine/projections.module';
 import type { ProjectionEngine } from '../../projection-engine/projection-engine';
+import { IntegrityMonitor } from '../../ledger/integrity-monitor';
 import { EVENT_STORE, type EventStore } from '../../store/event-store.port';
 import { operationStream } from '../../store/stream-names';
 import { CallerParam, type Caller } from '../caller';
@@ -24,8 +25,34 @@ export class AdminController {
 
   constructor(
     @Inject(EVENT_STORE) private readonly store: EventStore,
+    @Inject(IntegrityMonitor) private readonly integrity: IntegrityMonitor,
     @Optional() @Inject(PROJECTION_ENGINE) private readonly engine?: ProjectionEngine,
   ) {}
+
+  @Post('verify')
+  @HttpCode(200)
+  @RequireAccess('admin')
+  @ApiOperation({
+    summary:
+      "Audit the whole log now (chains, anchored heads, the log anchor) and answer what was found in the caller's tenant; the service refuses appends to what is broken.",
+  })
+  @ApiOkResponse({ description: "The audit: counts, the caller's tenant's findings, and whether the log as a whole holds." })
+  async verify(@CallerParam() caller: Caller) {
+    const audit = await this.integrity.verify();
+    const prefix = operationStream(caller.tenant, '');
+    // Another tenant's streams are neither named nor counted; a fault of the log as a whole is everyone's.
+    const findings = audit.findings.filter((finding) => finding.stream === undefined || finding.stream.startsWith(prefix));
+    this.logger.log({ actor: caller.actor, tenant: caller.tenant, ok: audit.ok }, 'log verified on request');
+    return {
+      ok: findings.length === 0,
+      log_holds: !audit.findings.some((finding) => finding.stream === undefined),
+      anchored: audit.anchored,
+      streams: audit.streams.filter((stream) => stream.stream.startsWith(prefix)).length,
+      events: audit.streams.filter((stream) => stream.stream.startsWith(prefix)).reduce((sum, stream) => sum + stream.events, 0),
+      findings: findings.map(({ stream, ...rest }) => ({ ...rest, ...(stream === undefined ? {} : { operation_ref: stream.slice(prefix.length) }) })),
+      state: this.integrity.current().state,
+    };
+  }
 
   @Post('projections/rebuild')
   @HttpCode(202)

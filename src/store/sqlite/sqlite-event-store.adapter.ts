@@ -208,9 +208,12 @@ export class SqliteEventStore implements EventStore {
     const version = this.db.pragma('user_version', { simple: true }) as number;
     const hadEvents = this.db.prepare('SELECT 1 FROM events LIMIT 1').get() !== undefined;
     const tables = this.db.prepare("SELECT name FROM sqlite_master WHERE type = 'table' AND name IN ('stream_heads', 'log_anchor')").all();
+    // Anchors that were kept and are gone are recreated empty, never re-adopted from the log as it
+    // now stands: every stream then lacks its head and the log its anchor, which verify reports
+    // and every append to an existing stream refuses.
     if (version >= ANCHORED_SCHEMA_VERSION && tables.length < 2) {
-      // Anchors were kept and are gone: recreating them would anchor whatever the log now holds.
-      throw new StoreIntegrityError(undefined, 'the anchor tables of this file were removed');
+      this.db.exec(ANCHOR_SCHEMA);
+      return false;
     }
     this.db.exec(ANCHOR_SCHEMA);
     if (version < ANCHORED_SCHEMA_VERSION) {
