@@ -84,9 +84,9 @@ export interface SeededLedger {
   close(): Promise<void>;
 }
 
-export async function openSeeder(dataDir: string, options: { start?: string; tenant?: string } = {}): Promise<SeededLedger> {
+export async function openSeeder(dataDir: string, options: { start?: string; tenant?: string; anchorKey?: string } = {}): Promise<SeededLedger> {
   const config = loadConfig({ LEDGER_DATA_DIR: dataDir });
-  const store = SqliteEventStore.open({ file: join(dataDir, 'events.sqlite') });
+  const store = SqliteEventStore.open({ file: join(dataDir, 'events.sqlite'), anchorKey: options.anchorKey });
   const ledger = new LedgerService(store, steppingClock(options.start), {
     envelopeLimits: config.envelopeLimits,
     defaultPolicy: config.defaultPolicy,
