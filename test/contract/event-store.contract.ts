@@ -4,9 +4,11 @@
  */
 import { randomUUID } from 'node:crypto';
 import fc from 'fast-check';
+import { GENESIS_HASH, nextLogHash, sealEvents } from '../../src/store/hash-chain';
 import {
   NO_STREAM,
   RevisionConflictError,
+  StoreIntegrityError,
   type EventStore,
   type NewEvent,
   type StoredEvent,
@@ -168,6 +170,51 @@ export function testEventStore(name: string, factory: () => Promise<EventStoreUn
       await done;
       await subscription.close();
       expect(seen.map((e) => e.type)).toEqual(['E1', 'E2', 'E3']);
+    });
+
+    it('keeps each stream\'s anchored head and the log anchor with every append (where the store keeps anchors)', async () => {
+      const stream = freshStream('anchor');
+      const first = sealEvents(stream, undefined, [newEvent('A'), newEvent('B')]);
+      await store.append(stream, NO_STREAM, first);
+      const second = sealEvents(stream, { revision: 1, hash: first[1].metadata.hash }, [newEvent('C')]);
+      const result = await store.append(stream, 1, second);
+      if (!store.keepsAnchors) {
+        expect(await store.anchoredHead(stream)).toBeUndefined();
+        expect(await store.logAnchor()).toBeUndefined();
+        return;
+      }
+      expect(await store.anchoredHead(stream)).toEqual({ stream, revision: 2, hash: second[0].metadata.hash, position: result.position });
+      expect((await store.anchoredHeads(stream)).map((head) => head.stream)).toEqual([stream]);
+      const anchor = await store.logAnchor();
+      expect(anchor?.position).toBe(await store.headPosition());
+      let logHash = GENESIS_HASH;
+      const all = await store.readAll({ after: 0, limit: 100_000 });
+      for (const event of all) logHash = nextLogHash(logHash, { stream: event.stream, revision: event.revision, hash: event.metadata.hash });
+      expect(anchor).toMatchObject({ events: all.length, log_hash: logHash });
+    });
+
+    it('refuses a batch that does not chain from the anchored head (where the store keeps anchors)', async () => {
+      if (!store.keepsAnchors) return;
+      const stream = freshStream('chain');
+      const first = sealEvents(stream, undefined, [newEvent('A')]);
+      await store.append(stream, NO_STREAM, first);
+      const unchained = sealEvents(stream, { revision: 0, hash: 'f'.repeat(64) }, [newEvent('B')]);
+      await expect(store.append(stream, 0, unchained)).rejects.toBeInstanceOf(StoreIntegrityError);
+      expect((await store.readStream(stream)).length).toBe(1);
+    });
+
+    it('files a stream in its index atomically with the append, and finds it by key (where the store keeps an index)', async () => {
+      const prefix = `op-contract:idx${randomUUID().slice(0, 6)}-`;
+      const a = `${prefix}a`;
+      const b = `${prefix}b`;
+      await store.append(a, NO_STREAM, sealEvents(a, undefined, [newEvent('A')]), { index: { key: 'verifying', data: { tool: 't1' } } });
+      await store.append(b, NO_STREAM, sealEvents(b, undefined, [newEvent('B')]), { index: { key: 'succeeded', data: { tool: 't2' } } });
+      const found = await store.indexedStreams(prefix, ['verifying', 'dispatched']);
+      if (found === undefined) return;
+      expect(found.map((entry) => [entry.stream, entry.key, entry.data])).toEqual([[a, 'verifying', { tool: 't1' }]]);
+      const refused = store.append(a, 5, sealEvents(a, { revision: 5, hash: GENESIS_HASH }, [newEvent('X')]), { index: { key: 'dispatched', data: {} } });
+      await expect(refused).rejects.toBeInstanceOf(RevisionConflictError);
+      expect((await store.indexedStreams(prefix, ['dispatched'])) ?? []).toEqual([]);
     });
 
     it('behaves like a simple model under random appends and reads', async () => {
