@@ -3,6 +3,7 @@ import type { Directive } from '../domain/events';
 import { isErrorCode, type ErrorCode } from '../errors/error-registry';
 import type { Decision } from '../domain/decide';
 import { EVENT_SCHEMA_VERSION, type LedgerEvent, type RecordedEvent } from '../domain/events';
+import { LRUCache } from 'lru-cache';
 import { decodeRecordedEvent, EventShapeError } from '../domain/event-codec';
 import { evolve, type StepState } from '../domain/step-state';
 import { LedgerError } from '../errors/ledger-error';
@@ -132,6 +133,11 @@ export class LedgerService {
   ) {}
 
   private readonly perStream = new KeyedSerializer();
+  /**
+   * The last head each stream's chain was re-hashed up to, so a decision re-hashes only the events
+   * it has not seen. The whole-log audit (at start, on demand) re-hashes everything.
+   */
+  private readonly verifiedHeads = new LRUCache<string, { revision: number; hash: string }>({ max: 10_000 });
 
   submit(context: SubmitContext, request: SubmitRequest): Promise<SubmitAnswer> {
     const stream = operationStream(context.tenant, context.operationRef);
@@ -172,12 +178,13 @@ export class LedgerService {
     const known = this.broken.reasonFor(stream);
     if (known) throw new StoreIntegrityError(stream, known);
     const [events, head] = await Promise.all([this.store.readStream(stream), this.store.anchoredHead(stream)]);
-    const found = verifyChain(events);
+    const found = verifyChain(events, this.verifiedHeads.get(stream));
     if (found) throw new StoreIntegrityError(stream, `the hash chain breaks at revision ${found.revision} (${found.reason})`);
     const last = events[events.length - 1];
     if (this.store.keepsAnchors && (head?.revision !== last?.revision || head?.hash !== last?.metadata.hash)) {
       throw new StoreIntegrityError(stream, `the stream ends at revision ${last?.revision ?? 'none'}, its anchored head is ${head?.revision ?? 'none'}`);
     }
+    if (last) this.verifiedHeads.set(stream, { revision: last.revision, hash: last.metadata.hash });
     const state = fold(events.map(toRecorded), initialState());
     return { stream, events, state, revision: last === undefined ? NO_STREAM : last.revision };
   }

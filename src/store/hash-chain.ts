@@ -59,12 +59,23 @@ export interface ChainBreak {
   reason: 'hash_mismatch' | 'prev_hash_mismatch' | 'revision_gap' | 'position_order';
 }
 
-/** Re-computes a stream's chain; answers the first event that does not match, if any. */
-export function verifyChain(events: readonly StoredEvent[]): ChainBreak | undefined {
+/**
+ * Re-computes a stream's chain; answers the first event that does not match, if any. With
+ * `verified` (a prefix already re-hashed, up to and including that revision) only the events after
+ * it are re-hashed; the prefix is still checked for its length, order and last hash.
+ */
+export function verifyChain(events: readonly StoredEvent[], verified?: { revision: number; hash: string }): ChainBreak | undefined {
   let prevHash = GENESIS_HASH;
   let expectedRevision = 0;
   let prevPosition = 0;
+  const skipUpTo = verified && events[verified.revision]?.metadata.hash === verified.hash ? verified.revision : -1;
   for (const event of events) {
+    if (event.revision <= skipUpTo && event.revision === expectedRevision && event.position > prevPosition && event.metadata.prev_hash === prevHash) {
+      prevHash = event.metadata.hash;
+      prevPosition = event.position;
+      expectedRevision += 1;
+      continue;
+    }
     const at = { stream: event.stream, revision: event.revision, event_id: event.event_id };
     if (event.revision !== expectedRevision) return { ...at, reason: 'revision_gap' };
     // A stream is appended in order, so its events stand in the log in revision order too.
@@ -81,14 +92,15 @@ export function verifyChain(events: readonly StoredEvent[]): ChainBreak | undefi
 /**
  * The log chain, over every event in global log order (the anchor of docs/reliability.md):
  *
- *   log_hash_n = SHA-256_hex( log_hash_{n-1} || "\n" || canonicalJson([stream, revision, hash(e_n)]) )
+ *   log_hash_n = SHA-256_hex( log_hash_{n-1} || "\n" || JSON.stringify([stream, revision, hash(e_n)]) )
  *
  * starting from GENESIS_HASH. Each event's own hash already covers its content, so this chain only
  * has to fix which events stand in the log and in what order: a stream deleted, a tail cut, a
  * suffix re-hashed or two events swapped all change it.
  */
 export function nextLogHash(previous: string, event: { stream: string; revision: number; hash: string }): string {
-  return createHash('sha256').update(`${previous}\n${canonicalJson([event.stream, event.revision, event.hash])}`).digest('hex');
+  // An array of a string, a number and a string serialises one way only: no key order to fix.
+  return createHash('sha256').update(`${previous}\n${JSON.stringify([event.stream, event.revision, event.hash])}`).digest('hex');
 }
 
 /** The anchor's signature under a key kept outside the store: only its holder can make one. */
