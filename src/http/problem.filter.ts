@@ -2,7 +2,7 @@ import { ArgumentsHost, Catch, HttpException, Logger, type ExceptionFilter } fro
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { ERROR_REGISTRY, isErrorCode, type ErrorCode } from '../errors/error-registry';
 import { LedgerError } from '../errors/ledger-error';
-import { StoreUnavailableError } from '../store/event-store.port';
+import { StoreIntegrityError, StoreUnavailableError } from '../store/event-store.port';
 
 export const PROBLEM_CONTENT_TYPE = 'application/problem+json';
 
@@ -38,6 +38,10 @@ export function toLedgerError(error: unknown): LedgerError {
     return new LedgerError('STORE_UNAVAILABLE', 'the event store is unavailable; a submitted write is whole or absent: resubmit the same events (same event_ids) to learn which', {
       retryAfterSeconds: error.retryAfterSeconds,
     });
+  }
+  if (error instanceof StoreIntegrityError) {
+    // Which stream and why are for the operator's log and `recovery-ledger verify`, not the caller.
+    return new LedgerError('HISTORY_INTEGRITY_FAILED', "the operation's stored history is not whole; nothing will be stored until an operator restores the log");
   }
   // Nest's Fastify adapter wraps Fastify's own errors in an HttpException: the code is on the cause.
   const fastifyCode = (error as { code?: unknown })?.code ?? (error as { cause?: { code?: unknown } })?.cause?.code;
@@ -106,6 +110,8 @@ export class ProblemFilter implements ExceptionFilter {
     const error = toLedgerError(exception);
     if (error.code === 'INTERNAL_ERROR') {
       this.logger.error({ err: exception, url: request?.url }, 'unexpected error');
+    } else if (error.code === 'HISTORY_INTEGRITY_FAILED') {
+      this.logger.error({ err: exception, url: request?.url }, 'stored history failed verification');
     }
     sendProblem(reply, error, request?.url?.split('?')[0]);
   }
