@@ -122,6 +122,19 @@ describe('the Dockerfile', () => {
     expect(healthcheck?.args).not.toMatch(/\b(curl|wget)\b/);
   });
 
+  it('sends the build stage every file it copies (nothing it needs is in .dockerignore)', () => {
+    const ignored = readFileSync(join(REPO, '.dockerignore'), 'utf8')
+      .split('\n')
+      .map((line) => line.trim().replace(/^\/|\/$/g, ''))
+      .filter((line) => line !== '' && !line.startsWith('#'));
+    for (const copy of copiesOf(build as Stage)) {
+      for (const source of copy.sources) {
+        const hit = ignored.find((pattern) => source === pattern || source.startsWith(`${pattern}/`) || pattern.startsWith(`${source}/`));
+        expect({ source, ignoredBy: hit }).toEqual({ source, ignoredBy: undefined });
+      }
+    }
+  });
+
   it('copies into the runtime stage only what the build stage has: its own COPY lines or what its RUN lines make', () => {
     const built = new Set(copiesOf(build as Stage).flatMap((copy) => copy.destination === './' ? copy.sources : [copy.destination.replace(/^\.\//, '')]));
     const madeByRun = new Set(['node_modules', 'dist']); // npm ci / npm prune, npm run build
@@ -160,7 +173,7 @@ describe('the runtime stage, assembled from its COPY lines and started', () => {
     for (const lock of ['package-lock.json', 'node_modules/.package-lock.json']) {
       const target = join(root, lock);
       if (existsSync(target)) unlinkSync(target);
-      cpSync(join(REPO, lock), target);
+      if (existsSync(join(REPO, lock))) cpSync(join(REPO, lock), target);
     }
     await run('npm', ['prune', '--omit=dev', '--offline', '--ignore-scripts', '--no-audit', '--no-fund'], { cwd: root, timeout: 120_000 });
     rmSync(join(root, 'package-lock.json'));

@@ -175,6 +175,8 @@ export class EventStoreDbProtocolDouble {
   hooks: CommitHooks = {};
   /** Calls received per method, so a test can tell which path the client took. */
   readonly callCounts = { Append: 0, BatchAppend: 0, Read: 0, Subscribe: 0, GetSupportedMethods: 0, Delete: 0, Tombstone: 0, Gossip: 0 };
+  /** Every append that reached its decision, by path and stream (metadata writes go to `$$<stream>`). */
+  readonly appends: Array<{ method: CommitContext['method']; stream: string }> = [];
   /** Calls a follower answered with NotLeader, and appends it forwarded to the leader instead. */
   readonly leaderRedirects = { notLeader: 0, forwardedAppends: 0 };
   private server?: grpc.Server;
@@ -668,6 +670,7 @@ export class EventStoreDbProtocolDouble {
     deadline?: number,
   ): Promise<CommitResult | undefined> {
     const context: CommitContext = { method, stream, eventIds: proposed.map((event) => event.id) };
+    this.appends.push({ method, stream });
     const size = proposed.reduce((total, event) => total + event.data.length + event.customMetadata.length, 0);
     if (size > this.settings.maxAppendSize) return { kind: 'too_large', maxAppendSize: this.settings.maxAppendSize };
     await this.hooks.beforeCommit?.(context);
