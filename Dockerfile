@@ -1,9 +1,14 @@
 # The recovery ledger service. Built in one stage with the dev dependencies (TypeScript), then
 # pruned, so the runtime image carries the compiled output and production dependencies only.
 # better-sqlite3 is a native module: it is installed (or compiled) here, on the runtime's own
-# Debian release, and copied across rather than installed again.
+# Debian release and Node major, and copied across rather than installed again.
+#
+# The runtime stage's COPY lines are the whole file set the service reads at run time; a test
+# (test/e2e/runtime-image-layout.e2e.spec.ts) assembles exactly those paths, with production
+# dependencies only, and starts the service from them on both stores. Add a line here whenever
+# the service starts reading another file.
 
-FROM node:20-bookworm AS build
+FROM node:24-bookworm AS build
 WORKDIR /app
 COPY package.json package-lock.json ./
 RUN npm ci
@@ -14,17 +19,25 @@ COPY projections ./projections
 COPY schema ./schema
 RUN npm run build && npm prune --omit=dev
 
-FROM node:20-bookworm-slim
+FROM node:24-bookworm-slim
 ENV NODE_ENV=production \
     LEDGER_DATA_DIR=/data \
     PORT=3000
 WORKDIR /app
+# package.json: the package root the UI assets are found from, and the version /docs reports.
 COPY --from=build /app/package.json ./package.json
 COPY --from=build /app/node_modules ./node_modules
 COPY --from=build /app/dist ./dist
+# The incident page's files, read from the source folder at start-up (src/ui/ui-assets.ts).
+COPY --from=build /app/src/ui/assets ./src/ui/assets
 COPY --from=build /app/schema ./schema
 # The data directory holds the embedded SQLite log, or, on EventStoreDB, the projections' cache.
 RUN mkdir -p /data && chown node:node /data
+# The image's own unprivileged user (uid 1000), never root.
 USER node
 EXPOSE 3000
+# Liveness only: a store outage must not mark a healthy process for replacement. The slim image has
+# no curl; Node's own fetch asks the loopback address, which answers whatever HOST is bound.
+HEALTHCHECK --interval=10s --timeout=5s --start-period=20s --retries=3 \
+  CMD ["node", "-e", "fetch('http://127.0.0.1:'+(process.env.PORT||3000)+'/health/live').then(r=>process.exit(r.ok?0:1),()=>process.exit(1))"]
 CMD ["node", "dist/src/main.js"]

@@ -9,6 +9,7 @@ import {
   NO_STREAM,
   RevisionConflictError,
   StoreIntegrityError,
+  StoreUnavailableError,
   type EventStore,
   type NewEvent,
   type StoredEvent,
@@ -17,6 +18,29 @@ import {
 export interface EventStoreUnderTest {
   store: EventStore;
   cleanup(): Promise<void>;
+  /** What can happen to the store outside the ledger, for the adapters whose store allows it. */
+  faults?: StoreFaults;
+}
+
+/**
+ * Things done to the store by someone other than the ledger (an operator, another client, the
+ * cluster itself). The ledger never deletes or truncates; when someone does, the adapter must say
+ * so (StoreIntegrityError), never read the rest as the whole history or continue it as new.
+ */
+export interface StoreFaults {
+  /** A soft delete: reads find nothing, and the store would take a `no_stream` append at the old revision. */
+  softDelete(stream: string): Promise<void>;
+  /** Hides every event before `revision` from reads (`$tb` on EventStoreDB; `$maxCount`/`$maxAge` do the same). */
+  truncateBefore(stream: string, revision: number): Promise<void>;
+  /** A hard delete: the stream can be neither read nor written again. */
+  tombstone(stream: string): Promise<void>;
+  /** The store stops taking requests (no leader, nothing discoverable); resolves to the undo. */
+  outage(): Promise<() => Promise<void>>;
+}
+
+export interface ContractOptions {
+  /** The faults the factory's store can be put through; the matching tests run only for those. */
+  faults?: Array<keyof StoreFaults>;
 }
 
 let streamCounter = 0;
@@ -56,7 +80,8 @@ async function collect(store: EventStore, after: number, prefix: string, until: 
   return { seen, done, subscription };
 }
 
-export function testEventStore(name: string, factory: () => Promise<EventStoreUnderTest>): void {
+export function testEventStore(name: string, factory: () => Promise<EventStoreUnderTest>, options: ContractOptions = {}): void {
+  const withFault = (fault: keyof StoreFaults) => (options.faults?.includes(fault) ? it : it.skip);
   describe(`event store contract: ${name}`, () => {
     let subject: EventStoreUnderTest;
     let store: EventStore;
@@ -215,6 +240,60 @@ export function testEventStore(name: string, factory: () => Promise<EventStoreUn
       const refused = store.append(a, 5, sealEvents(a, { revision: 5, hash: GENESIS_HASH }, [newEvent('X')]), { index: { key: 'dispatched', data: {} } });
       await expect(refused).rejects.toBeInstanceOf(RevisionConflictError);
       expect((await store.indexedStreams(prefix, ['dispatched'])) ?? []).toEqual([]);
+    });
+
+    const faults = () => {
+      if (!subject.faults) throw new Error('this store was declared with faults but its factory gave none');
+      return subject.faults;
+    };
+
+    withFault('softDelete')('refuses a soft-deleted stream: neither read as new nor continued at its old revision', async () => {
+      const stream = freshStream('deleted');
+      await store.append(stream, NO_STREAM, [newEvent('A'), newEvent('B')]);
+      await faults().softDelete(stream);
+      await expect(store.readStream(stream)).rejects.toBeInstanceOf(StoreIntegrityError);
+      // What a ledger that believed the stream new would send; the store takes it at revision 2.
+      await expect(store.append(stream, NO_STREAM, [newEvent('C')])).rejects.toBeInstanceOf(StoreIntegrityError);
+      await expect(store.readStream(stream)).rejects.toBeInstanceOf(StoreIntegrityError);
+    });
+
+    withFault('truncateBefore')('refuses a stream whose first events are gone, and one that reads empty because all are', async () => {
+      const partly = freshStream('truncated');
+      await store.append(partly, NO_STREAM, [newEvent('A'), newEvent('B'), newEvent('C')]);
+      await faults().truncateBefore(partly, 2);
+      await expect(store.readStream(partly)).rejects.toMatchObject({ name: 'StoreIntegrityError', stream: partly });
+      const wholly = freshStream('truncated');
+      await store.append(wholly, NO_STREAM, [newEvent('A'), newEvent('B')]);
+      await faults().truncateBefore(wholly, 5);
+      await expect(store.readStream(wholly)).rejects.toMatchObject({ name: 'StoreIntegrityError', stream: wholly });
+    });
+
+    withFault('tombstone')('refuses a hard-deleted stream on read and on append', async () => {
+      const stream = freshStream('tombstoned');
+      await store.append(stream, NO_STREAM, [newEvent('A')]);
+      await faults().tombstone(stream);
+      await expect(store.readStream(stream)).rejects.toBeInstanceOf(StoreIntegrityError);
+      await expect(store.append(stream, 0, [newEvent('B')])).rejects.toBeInstanceOf(StoreIntegrityError);
+    });
+
+    withFault('outage')('answers an outage with StoreUnavailableError and a retry delay, then works again', async () => {
+      const stream = freshStream('outage');
+      await store.append(stream, NO_STREAM, [newEvent('A')]);
+      const restore = await faults().outage();
+      try {
+        for (let attempt = 0; attempt < 2; attempt++) {
+          const refused = await store.append(stream, 0, [newEvent('B')]).catch((error: unknown) => error);
+          expect(refused).toBeInstanceOf(StoreUnavailableError);
+          expect((refused as StoreUnavailableError).retryAfterSeconds).toBeGreaterThan(0);
+          await expect(store.readStream(stream)).rejects.toBeInstanceOf(StoreUnavailableError);
+        }
+      } finally {
+        await restore();
+      }
+      const batch = [newEvent('B')];
+      // An append refused in the outage may still have landed: the same ids at the same revision tell.
+      await expect(store.append(stream, 0, batch)).resolves.toMatchObject({ revision: 1 });
+      expect((await store.readStream(stream)).map((e) => e.type)).toEqual(['A', 'B']);
     });
 
     it('behaves like a simple model under random appends and reads', async () => {

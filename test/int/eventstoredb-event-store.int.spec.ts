@@ -6,13 +6,40 @@
  */
 import { randomUUID } from 'node:crypto';
 import { BACKWARDS, END, EventStoreDBClient, FORWARDS } from '@eventstore/db-client';
-import { NO_STREAM, RevisionConflictError, type EventStore } from '../../src/store/event-store.port';
+import { NO_STREAM, RevisionConflictError, StoreUnavailableError, type EventStore } from '../../src/store/event-store.port';
 import { InvalidEventError } from '../../src/store/eventstoredb/eventstoredb-event-codec';
 import { EventStoreDbEventStore } from '../../src/store/eventstoredb/eventstoredb-event-store.adapter';
-import { newEvent, testEventStore } from '../contract/event-store.contract';
-import { EventStoreDbProtocolDouble } from '../support/eventstoredb-protocol-double';
+import { newEvent, testEventStore, type StoreFaults } from '../contract/event-store.contract';
+import {
+  DEFAULT_SERVER_VERSION,
+  EventStoreDbProtocolCluster,
+  EventStoreDbProtocolDouble,
+  defaultMaxAppendSize,
+} from '../support/eventstoredb-protocol-double';
 
 const REAL_SERVER = process.env.EVENTSTORE_CONNECTION_STRING;
+
+/** Deletes and truncates through a client of its own, as an operator or another program would. */
+function operatorFaults(connectionString: string, outage?: StoreFaults['outage']): StoreFaults {
+  const withClient = async (work: (client: EventStoreDBClient) => Promise<unknown>) => {
+    const client = EventStoreDBClient.connectionString(connectionString);
+    try {
+      await work(client);
+    } finally {
+      await client.dispose();
+    }
+  };
+  return {
+    softDelete: (stream) => withClient((client) => client.deleteStream(stream)),
+    truncateBefore: (stream, revision) => withClient((client) => client.setStreamMetadata(stream, { truncateBefore: revision })),
+    tombstone: (stream) => withClient((client) => client.tombstoneStream(stream)),
+    outage:
+      outage ??
+      (() => {
+        throw new Error('no outage can be caused on this store');
+      }),
+  };
+}
 
 interface DoubleVariant {
   label: string;
@@ -69,21 +96,63 @@ for (const variant of VARIANTS) {
       await double.stop();
     });
 
-    testEventStore(`eventstoredb via ${variant.label} on the protocol double`, async () => variant.store(double.connectionString));
+    testEventStore(
+      `eventstoredb via ${variant.label} on the protocol double`,
+      async () => ({
+        ...variant.store(double.connectionString),
+        faults: operatorFaults(double.connectionString, async () => {
+          double.setUnavailable(true);
+          return async () => double.setUnavailable(false);
+        }),
+      }),
+      { faults: ['softDelete', 'truncateBefore', 'tombstone', 'outage'] },
+    );
 
     it(`sent its appends through ${variant.expectedPath} only`, () => {
-      const other = variant.expectedPath === 'Append' ? 'BatchAppend' : 'Append';
-      expect(double.callCounts[variant.expectedPath]).toBeGreaterThan(0);
-      expect(double.callCounts[other]).toBe(0);
+      // The store's appends only: the faults' own client writes stream metadata its own way.
+      const paths = new Set(double.appends.filter((append) => !append.stream.startsWith('$$')).map((append) => append.method));
+      expect([...paths]).toEqual([variant.expectedPath]);
     });
   });
 }
 
-if (REAL_SERVER) {
-  testEventStore('eventstoredb at EVENTSTORE_CONNECTION_STRING', async () => {
-    const store = new EventStoreDbEventStore({ connectionString: REAL_SERVER });
-    return { store, cleanup: () => store.close() };
+describe('EventStoreDB adapter on a three-node cluster of protocol doubles (gossip discovery)', () => {
+  let cluster: EventStoreDbProtocolCluster;
+  beforeAll(async () => {
+    cluster = await EventStoreDbProtocolCluster.start();
   });
+  afterAll(async () => {
+    await cluster.stop();
+  });
+
+  testEventStore(
+    'eventstoredb on a cluster connection string (protocol doubles)',
+    async () => {
+      cluster.electLeader(0);
+      const store = new EventStoreDbEventStore({ connectionString: cluster.connectionString, appendTimeoutMs: 5_000 });
+      return {
+        store,
+        cleanup: () => store.close(),
+        // An election: every node refuses, gossip names no usable member, discovery fails.
+        faults: operatorFaults(cluster.connectionString, async () => {
+          cluster.startElection();
+          return async () => cluster.electLeader(0);
+        }),
+      };
+    },
+    { faults: ['softDelete', 'truncateBefore', 'tombstone', 'outage'] },
+  );
+});
+
+if (REAL_SERVER) {
+  testEventStore(
+    'eventstoredb at EVENTSTORE_CONNECTION_STRING',
+    async () => {
+      const store = new EventStoreDbEventStore({ connectionString: REAL_SERVER });
+      return { store, cleanup: () => store.close(), faults: operatorFaults(REAL_SERVER) };
+    },
+    { faults: ['softDelete', 'truncateBefore', 'tombstone'] },
+  );
 } else {
   const reason =
     'EVENTSTORE_CONNECTION_STRING is not set, so the event-store contract did not run against a real EventStoreDB ' +
@@ -273,4 +342,119 @@ describe('the protocol double answers reads as the server does', () => {
   it('answers StreamNotFound for a stream that was never written', async () => {
     await expect(drain(client.readStream(`op-reads:${randomUUID()}`))).rejects.toMatchObject({ type: 'stream-not-found' });
   });
+});
+
+/** What only a cluster shows: discovery, leaders and followers, failovers. */
+describe('EventStoreDB adapter on a cluster of protocol doubles', () => {
+  let cluster: EventStoreDbProtocolCluster;
+  const stores: EventStoreDbEventStore[] = [];
+  const storeAt = (connectionString: string) => {
+    const store = new EventStoreDbEventStore({ connectionString, appendTimeoutMs: 5_000, readTimeoutMs: 5_000 });
+    stores.push(store);
+    return store;
+  };
+  const stream = () => `op-cluster:${randomUUID()}`;
+
+  beforeEach(async () => {
+    cluster = await EventStoreDbProtocolCluster.start();
+  });
+  afterEach(async () => {
+    await Promise.all(stores.splice(0).map((store) => store.close()));
+    await cluster.stop();
+  });
+
+  it('finds the leader through gossip and appends there', async () => {
+    const store = storeAt(cluster.connectionString);
+    const name = stream();
+    await store.append(name, NO_STREAM, [newEvent('A')]);
+    expect(cluster.nodes[0].callCounts.Append).toBe(1);
+    expect(cluster.nodes.slice(1).every((node) => node.callCounts.Append === 0)).toBe(true);
+  });
+
+  it('answers a discovery failure ("Failed to discover after N attempts") as unavailable, and recovers once a leader is elected', async () => {
+    cluster.startElection();
+    const store = storeAt(cluster.connectionString);
+    const name = stream();
+    const refused = await store.append(name, NO_STREAM, [newEvent('A')]).catch((error: unknown) => error);
+    expect(refused).toBeInstanceOf(StoreUnavailableError);
+    expect((refused as StoreUnavailableError).reason).toMatch(/Failed to discover after 3 attempts/);
+    expect((refused as StoreUnavailableError).retryAfterSeconds).toBeGreaterThan(0);
+    await expect(store.readStream(name)).rejects.toBeInstanceOf(StoreUnavailableError);
+    expect(await store.health()).toMatchObject({ ok: false });
+    cluster.electLeader(2);
+    await expect(store.append(name, NO_STREAM, [newEvent('A')])).resolves.toMatchObject({ revision: 0 });
+    expect(cluster.nodes[2].callCounts.Append).toBe(1);
+  });
+
+  it('follows a new leader after a failover without an error reaching the caller', async () => {
+    const store = storeAt(cluster.connectionString);
+    const name = stream();
+    await store.append(name, NO_STREAM, [newEvent('A')]);
+    cluster.electLeader(1);
+    // The client is still connected to node 0, now a follower: it answers NotLeader, naming node 1.
+    await expect(store.append(name, 0, [newEvent('B')])).resolves.toMatchObject({ revision: 1 });
+    expect(cluster.nodes[0].leaderRedirects.notLeader).toBe(1);
+    expect(cluster.nodes[1].callCounts.Append).toBe(1);
+    expect((await store.readStream(name)).map((event) => event.type)).toEqual(['A', 'B']);
+  });
+
+  it('asks for the leader on appends: a follower never has to forward them', async () => {
+    const follower = cluster.nodes[1];
+    const store = storeAt(cluster.connectionStringOf(follower));
+    await store.append(stream(), NO_STREAM, [newEvent('A')]);
+    expect(follower.leaderRedirects.notLeader).toBe(1);
+    expect(follower.leaderRedirects.forwardedAppends).toBe(0);
+  });
+
+  it('reads a stream from the leader, not from a follower that has not caught up', async () => {
+    const name = stream();
+    const writer = storeAt(cluster.connectionStringOf(cluster.nodes[0]));
+    await writer.append(name, NO_STREAM, [newEvent('A')]);
+    cluster.pauseReplication();
+    await writer.append(name, 0, [newEvent('B')]);
+    // A client left on a follower (after a failover, or discovery picked one).
+    const reader = storeAt(cluster.connectionStringOf(cluster.nodes[2]));
+    expect((await reader.readStream(name)).map((event) => event.type)).toEqual(['A', 'B']);
+    // And a stream the follower has not seen at all is not taken for a new one.
+    const fresh = stream();
+    await writer.append(fresh, NO_STREAM, [newEvent('C')]);
+    expect((await reader.readStream(fresh)).map((event) => event.type)).toEqual(['C']);
+  });
+});
+
+/** The double claims a server version and enforces that version's default maximum append size. */
+describe('maximum append size by server version (protocol double)', () => {
+  const MIB = 1024 * 1024;
+
+  it('is 1 MiB up to 25.0 and 256 MiB from 25.1, as the server defaults are', () => {
+    expect(defaultMaxAppendSize('24.10.0')).toBe(MIB);
+    expect(defaultMaxAppendSize('25.0.1')).toBe(MIB);
+    expect(defaultMaxAppendSize('25.1.4')).toBe(256 * MIB);
+    expect(defaultMaxAppendSize(DEFAULT_SERVER_VERSION)).toBe(256 * MIB);
+  });
+
+  for (const { version, accepted } of [
+    { version: '24.10.0', accepted: false },
+    { version: '25.1.4', accepted: true },
+  ]) {
+    it(`${accepted ? 'takes' : 'refuses with a typed error'} a 1.5 MiB batch on a server claiming ${version}`, async () => {
+      const double = await EventStoreDbProtocolDouble.start({ serverVersion: version });
+      const store = new EventStoreDbEventStore({ connectionString: double.connectionString });
+      try {
+        expect(double.maxAppendSize).toBe(defaultMaxAppendSize(version));
+        const name = `op-size:${randomUUID()}`;
+        const batch = [newEvent('Big', { blob: 'x'.repeat(768 * 1024) }), newEvent('Big', { blob: 'y'.repeat(768 * 1024) })];
+        if (accepted) {
+          await expect(store.append(name, NO_STREAM, batch)).resolves.toMatchObject({ revision: 1 });
+          expect(await store.readStream(name)).toHaveLength(2);
+        } else {
+          await expect(store.append(name, NO_STREAM, batch)).rejects.toBeInstanceOf(InvalidEventError);
+          expect(await store.readStream(name)).toEqual([]);
+        }
+      } finally {
+        await store.close();
+        await double.stop();
+      }
+    });
+  }
 });

@@ -44,12 +44,17 @@ export interface StartOptions {
   dataDir?: string;
   port?: number;
   timeoutMs?: number;
+  /** Another build of the service (default: this checkout's dist/src/main.js). */
+  main?: string;
+  /** Working directory of the process (default: inherited). */
+  cwd?: string;
 }
 
 export async function startLedger(options: StartOptions = {}): Promise<LedgerProcess> {
   const port = options.port ?? (await freePort());
   const dataDir = options.dataDir ?? mkdtempSync(join(tmpdir(), 'ledger-e2e-'));
-  const child = spawn(process.execPath, [MAIN], {
+  const child = spawn(process.execPath, [options.main ?? MAIN], {
+    cwd: options.cwd,
     env: { ...process.env, PORT: String(port), LEDGER_DATA_DIR: dataDir, LOG_LEVEL: 'warn', ...options.env },
     stdio: ['ignore', 'pipe', 'pipe'],
   });

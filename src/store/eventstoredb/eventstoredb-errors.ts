@@ -1,5 +1,5 @@
 import { ErrorType, convertToCommandError, isCommandError, type CommandError } from '@eventstore/db-client';
-import { NO_STREAM, RevisionConflictError, StoreUnavailableError } from '../event-store.port';
+import { NO_STREAM, RevisionConflictError, StoreIntegrityError, StoreUnavailableError } from '../event-store.port';
 import { CallTimeoutError } from './call-deadline';
 import { InvalidEventError } from './eventstoredb-event-codec';
 
@@ -25,13 +25,27 @@ const UNAVAILABLE: ReadonlySet<string> = new Set([
   ErrorType.UNKNOWN,
 ]);
 
+/**
+ * What the client throws, as a plain Error, when no gossip seed names a usable node (all down, or
+ * an election under way): a cluster that cannot take requests now, not a fault of the request.
+ */
+const DISCOVERY_FAILED = /^Failed to discover after \d+ attempts/;
+
 /** The one place a driver error becomes the port's error; driver types never cross the port. */
 export function toPortError(error: unknown, context: ErrorContext): Error {
-  if (error instanceof RevisionConflictError || error instanceof StoreUnavailableError || error instanceof InvalidEventError) {
+  if (
+    error instanceof RevisionConflictError ||
+    error instanceof StoreUnavailableError ||
+    error instanceof StoreIntegrityError ||
+    error instanceof InvalidEventError
+  ) {
     return error;
   }
   if (error instanceof CallTimeoutError) return new StoreUnavailableError(error.message, context.retryAfterSeconds);
   if (!(error instanceof Error)) return new Error(String(error));
+  if (DISCOVERY_FAILED.test(error.message)) {
+    return new StoreUnavailableError(`no EventStoreDB node could be discovered (${error.message})`, context.retryAfterSeconds);
+  }
   // Some calls reject with the raw gRPC error (the server-features probe that precedes an append does).
   const converted = convertToCommandError(error);
   if (!isCommandError(converted)) return converted;
@@ -47,6 +61,9 @@ export function toPortError(error: unknown, context: ErrorContext): Error {
     }
     case ErrorType.MAXIMUM_APPEND_SIZE_EXCEEDED:
       return new InvalidEventError('', `the batch is larger than the server's maximum append size (${driverError.maxAppendSize} bytes)`);
+    case ErrorType.STREAM_DELETED:
+      // Hard-deleted (tombstoned) by someone other than the ledger, which never deletes.
+      return new StoreIntegrityError(context.stream ?? driverError.streamName, 'the stream was hard-deleted (tombstoned) on the server');
     case ErrorType.ACCESS_DENIED:
       // A credentials problem is an operator's to fix; until then the store is unavailable to us.
       return new StoreUnavailableError('access denied by EventStoreDB (check the credentials in the connection string)', 30);
@@ -56,6 +73,13 @@ export function toPortError(error: unknown, context: ErrorContext): Error {
       }
       return new Error(`EventStoreDB refused the request (${driverError.type}): ${driverError.message}`);
   }
+}
+
+/** A follower answered a call that asked for the leader; the client has already switched to the one it named. */
+export function isNotLeader(error: unknown): boolean {
+  if (!(error instanceof Error)) return false;
+  const converted = convertToCommandError(error);
+  return isCommandError(converted) && converted.type === ErrorType.NOT_LEADER;
 }
 
 export function isStreamNotFound(error: unknown): boolean {

@@ -10,9 +10,11 @@ import {
   type ResolvedEvent,
   type StreamingRead,
 } from '@eventstore/db-client';
+import { setImmediate as nextTurn } from 'node:timers/promises';
 import {
   NO_STREAM,
   RevisionConflictError,
+  StoreIntegrityError,
   StoreUnavailableError,
   type AppendResult,
   type EventStore,
@@ -35,7 +37,7 @@ import {
   toStoredEvent,
   validateStreamName,
 } from './eventstoredb-event-codec';
-import { isStreamNotFound, toPortError } from './eventstoredb-errors';
+import { isNotLeader, isStreamNotFound, toPortError } from './eventstoredb-errors';
 import { ResilientAllSubscription, type SubscriptionStatus } from './eventstoredb-subscription';
 import { DEFAULT_BACKOFF, type BackoffPolicy } from './reconnect-backoff';
 
@@ -81,6 +83,13 @@ export interface EventStoreDbStats {
  * answers the first result (see IndexWriter.CheckCommit). What the client leaves open is closed
  * here: deadlines on every call, events validated before the client serialises them, positions
  * checked to be safe integers, and subscriptions that come back after a drop.
+ *
+ * On a cluster, appends and stream reads ask for the leader (`requires-leader`): a follower may not
+ * have an append yet, and a decision made on a stale read only meets a conflict later. A follower
+ * answers NotLeader with the leader's endpoint, the client moves there, and the call is sent once
+ * more. A stream whose history the server no longer shows whole (soft-deleted, truncated by `$tb`,
+ * `$maxCount` or `$maxAge`, tombstoned) is a StoreIntegrityError, never read as new or re-based:
+ * the ledger never deletes or truncates, so someone else did, and its chain is not whole.
  */
 export class EventStoreDbEventStore implements EventStore {
   private readonly client: EventStoreDBClient;
@@ -131,29 +140,40 @@ export class EventStoreDbEventStore implements EventStore {
     if (events.length === 0) throw new Error('append needs at least one event');
     const eventData = events.map(toEventData);
     const context = { stream, expectedRevision, retryAfterSeconds: this.retryAfterSeconds };
-    const call = withDeadline(
-      this.client.appendToStream(stream, eventData, {
-        expectedRevision: expectedRevision === NO_STREAM ? ESDB_NO_STREAM : BigInt(expectedRevision),
-        // Enforced by gRPC on the Append path; BatchAppend only forwards it to the server, so
-        // withDeadline below is what bounds an append there.
-        deadline: this.appendTimeoutMs,
-      }),
-      this.appendTimeoutMs,
-      `append to ${stream}`,
-    );
-    const tracked = this.track(call);
+    const send = () =>
+      this.track(
+        withDeadline(
+          this.client.appendToStream(stream, eventData, {
+            expectedRevision: expectedRevision === NO_STREAM ? ESDB_NO_STREAM : BigInt(expectedRevision),
+            // Enforced by gRPC on the Append path; BatchAppend only forwards it to the server, so
+            // withDeadline below is what bounds an append there.
+            deadline: this.appendTimeoutMs,
+            requiresLeader: true,
+          }),
+          this.appendTimeoutMs,
+          `append to ${stream}`,
+        ),
+      );
     try {
-      return await this.toAppendResult(stream, expectedRevision, await tracked);
+      return await this.toAppendResult(stream, expectedRevision, events.length, await this.onLeader(send));
     } catch (error) {
       throw toPortError(error, context);
     }
   }
 
-  private async toAppendResult(stream: string, expectedRevision: number, result: EsdbAppendResult): Promise<AppendResult> {
+  private async toAppendResult(stream: string, expectedRevision: number, count: number, result: EsdbAppendResult): Promise<AppendResult> {
     // Unreachable while throwOnAppendFailure is on (checked in the constructor); kept so a
     // refused append can never be reported as written.
     if (!result.success) throw new RevisionConflictError(stream, expectedRevision, undefined);
     const revision = toPortRevision(result.nextExpectedRevision, stream);
+    // The server takes `no_stream` on a soft-deleted stream and carries on at its old revision
+    // (IndexWriter.CheckCommit): the batch then stands somewhere the ledger did not hash it for.
+    if (revision !== expectedRevision + count) {
+      throw new StoreIntegrityError(
+        stream,
+        `the server placed the batch at revision ${revision - count + 1}, not ${expectedRevision + 1}: the stream was deleted or truncated outside the ledger`,
+      );
+    }
     // The server answers with the position of the batch's last event, the original one on an
     // idempotent replay; a server that sends none is asked for the event itself.
     const position = result.position ? toPortPosition(result.position.commit, stream) : await this.positionAt(stream, revision);
@@ -161,9 +181,11 @@ export class EventStoreDbEventStore implements EventStore {
   }
 
   private async positionAt(stream: string, revision: number): Promise<number> {
-    const [event] = await this.collect(
-      this.client.readStream(stream, { fromRevision: BigInt(revision), direction: BACKWARDS, maxCount: 1 }),
-      `read of ${stream}@${revision}`,
+    const [event] = await this.onLeader(() =>
+      this.collect(
+        this.client.readStream(stream, { fromRevision: BigInt(revision), direction: BACKWARDS, maxCount: 1, requiresLeader: true }),
+        `read of ${stream}@${revision}`,
+      ),
     );
     if (!event) throw new Error(`${stream}@${revision} not found right after it was appended`);
     return toStoredEvent(event).position;
@@ -172,11 +194,74 @@ export class EventStoreDbEventStore implements EventStore {
   async readStream(stream: string): Promise<StoredEvent[]> {
     if (this.closed) throw new StoreUnavailableError('store closed', this.retryAfterSeconds);
     try {
-      const events = await this.collect(this.client.readStream(stream, { fromRevision: START, direction: FORWARDS }), `read of ${stream}`);
-      return events.map(toStoredEvent);
+      const read = () =>
+        this.collect(this.client.readStream(stream, { fromRevision: START, direction: FORWARDS, requiresLeader: true }), `read of ${stream}`);
+      const events = await this.onLeader(read).catch((error: unknown) => {
+        if (isStreamNotFound(error)) return [];
+        throw error;
+      });
+      if (events.length === 0) {
+        await this.refuseRemovedHistory(stream);
+        return [];
+      }
+      const stored = events.map(toStoredEvent);
+      stored.forEach((event, index) => {
+        if (event.revision !== index) {
+          throw new StoreIntegrityError(
+            stream,
+            `the server returns the stream from revision ${stored[0].revision} (event ${index} is at ${event.revision}): its first events were truncated or it was deleted and written again`,
+          );
+        }
+      });
+      return stored;
     } catch (error) {
-      if (isStreamNotFound(error)) return [];
       throw toPortError(error, { stream, retryAfterSeconds: this.retryAfterSeconds });
+    }
+  }
+
+  /**
+   * A stream that reads as empty may have been soft-deleted (the server answers StreamNotFound and
+   * would take a `no_stream` append at the old revision) or truncated away: its metastream says so.
+   * The default ACL lets every user read stream metadata (`$mr`).
+   */
+  private async refuseRemovedHistory(stream: string): Promise<void> {
+    const metastream = `$$${stream}`;
+    const read = () =>
+      this.collect(
+        this.client.readStream(metastream, { fromRevision: END, direction: BACKWARDS, maxCount: 1, requiresLeader: true }),
+        `read of ${metastream}`,
+      );
+    const [last] = await this.onLeader(read).catch((error: unknown) => {
+      if (isStreamNotFound(error)) return [];
+      throw error;
+    });
+    const metadata = last?.event?.isJson ? (last.event.data as Record<string, unknown>) : undefined;
+    if (!metadata || typeof metadata !== 'object') return;
+    const removal = (['$tb', '$maxCount', '$maxAge'] as const).filter((key) => metadata[key] !== undefined && metadata[key] !== null);
+    if (removal.length === 0) return;
+    const tb = metadata.$tb;
+    // EventNumber.DeletedStream (long.MaxValue) is what a soft delete writes.
+    const softDeleted = typeof tb === 'number' && tb >= Number.MAX_SAFE_INTEGER;
+    throw new StoreIntegrityError(
+      stream,
+      softDeleted
+        ? 'the stream was soft-deleted on the server (its metadata has $tb at the deleted mark)'
+        : `the stream reads as empty but its metadata removes events (${removal.join(', ')})`,
+    );
+  }
+
+  /**
+   * Runs a call that asks for the leader; when a follower answered NotLeader, the client has moved
+   * its channel to the leader it named (after a turn of the event loop), so the call goes once more.
+   * Safe for appends: a follower that answers NotLeader has not written anything.
+   */
+  private async onLeader<T>(call: () => Promise<T>): Promise<T> {
+    try {
+      return await call();
+    } catch (error) {
+      if (!isNotLeader(error) || this.closed) throw error;
+      await nextTurn();
+      return call();
     }
   }
 

@@ -11,18 +11,39 @@
  *     expected-revision and idempotency rules as a client observes them;
  *   - Streams.Read: streams forwards/backwards, $all forwards/backwards, and subscriptions to $all
  *     (optionally filtered) that catch up and then follow live;
- *   - ServerFeatures.GetSupportedMethods, which decides whether the client uses BatchAppend.
- * Faults for tests: dropConnections(), setUnavailable(), stop()/start() on the same port, and
- * commit hooks that hold an append in flight. What it does not model is listed in docs/eventstoredb.md.
+ *   - Streams.Delete (soft: `$tb` in the metastream) and Streams.Tombstone, and what they do to
+ *     later reads and appends (see in-memory-log.ts);
+ *   - ServerFeatures.GetSupportedMethods, which decides whether the client uses BatchAppend, with
+ *     the server version it claims; the default maximum append size is that version's;
+ *   - Gossip.Read, so cluster connection strings (several hosts) discover a node; with
+ *     EventStoreDbProtocolCluster (cluster.ts) nodes are leader, follower or in an election, a
+ *     follower answers `requires-leader` calls with NotLeader and the leader's endpoint, forwards
+ *     other appends to the leader, and serves other reads from what has reached it.
+ * Faults for tests: dropConnections(), setUnavailable(), stop()/start() on the same port, commit
+ * hooks that hold an append in flight, and the cluster's elections and replication pauses. What it
+ * does not model is listed in docs/eventstoredb.md.
  */
 import { randomUUID } from 'node:crypto';
 import * as grpc from '@grpc/grpc-js';
+import { GossipService, type IGossipServer } from '@eventstore/db-client/generated/gossip_grpc_pb';
+import { ClusterInfo, EndPoint, MemberInfo } from '@eventstore/db-client/generated/gossip_pb';
 import { ServerFeaturesService, type IServerFeaturesServer } from '@eventstore/db-client/generated/serverfeatures_grpc_pb';
 import { SupportedMethod, SupportedMethods } from '@eventstore/db-client/generated/serverfeatures_pb';
-import { AllStreamPosition, MaximumAppendSizeExceeded } from '@eventstore/db-client/generated/shared_pb';
+import { AllStreamPosition, Empty, MaximumAppendSizeExceeded, StreamDeleted } from '@eventstore/db-client/generated/shared_pb';
 import { StreamsService, type IStreamsServer } from '@eventstore/db-client/generated/streams_grpc_pb';
 import { Code } from '@eventstore/db-client/generated/code_pb';
-import { AppendReq, AppendResp, BatchAppendReq, BatchAppendResp, ReadReq, ReadResp } from '@eventstore/db-client/generated/streams_pb';
+import {
+  AppendReq,
+  AppendResp,
+  BatchAppendReq,
+  BatchAppendResp,
+  DeleteReq,
+  DeleteResp,
+  ReadReq,
+  ReadResp,
+  TombstoneReq,
+  TombstoneResp,
+} from '@eventstore/db-client/generated/streams_pb';
 import { Empty as ProtobufEmpty } from 'google-protobuf/google/protobuf/empty_pb';
 import { InMemoryLog, matches, type AppendOutcome, type ExpectedRevision, type ProposedEvent, type ReadFrom } from './in-memory-log';
 import {
@@ -53,10 +74,38 @@ export interface ProtocolDoubleOptions {
   port?: number;
   /** Advertise BatchAppend (servers since 21.10 do). With false the client falls back to Append. */
   batchAppend?: boolean;
+  /** The version GetSupportedMethods reports; the default is the image docker-compose.yml pins. */
   serverVersion?: string;
-  /** The server's default maxAppendSize is 1 MiB. */
+  /** Overrides the claimed version's default (see defaultMaxAppendSize). */
   maxAppendSize?: number;
   initialPosition?: bigint;
+  /** A log shared with other nodes of an EventStoreDbProtocolCluster. */
+  log?: InMemoryLog;
+  /** The cluster this node belongs to: its role, its peers and what has been replicated to it. */
+  cluster?: ClusterView;
+}
+
+/** What a node needs to know of its cluster (implemented by EventStoreDbProtocolCluster). */
+export interface ClusterView {
+  roleOf(node: EventStoreDbProtocolDouble): NodeRole;
+  leader(): EventStoreDbProtocolDouble | undefined;
+  members(): EventStoreDbProtocolDouble[];
+  /** The last position replicated to this node; undefined when it has everything. */
+  replicatedUpTo(node: EventStoreDbProtocolDouble): bigint | undefined;
+}
+
+export type NodeRole = 'leader' | 'follower' | 'electing';
+
+export const DEFAULT_SERVER_VERSION = '26.0.3';
+
+/**
+ * The server's default `MaxAppendSize` (ClusterVNodeOptions.Application): 1 MiB up to 25.0,
+ * TFConsts.ChunkSize (256 MiB) from 25.1 (read in KurrentDB's sources at v24.10.0, v25.0.0,
+ * v25.1.0, v25.1.4, v26.0.3 and v26.1.0).
+ */
+export function defaultMaxAppendSize(serverVersion: string): number {
+  const [major, minor] = serverVersion.split('.').map((part) => Number.parseInt(part, 10));
+  return major > 25 || (major === 25 && minor >= 1) ? 256 * 1024 * 1024 : 1024 * 1024;
 }
 
 export interface CommitContext {
@@ -73,6 +122,10 @@ export interface CommitHooks {
 }
 
 type ServiceError = Partial<grpc.StatusObject> & Error;
+
+function isServiceError(error: unknown): error is ServiceError {
+  return error instanceof Error && typeof (error as ServiceError).code === 'number' && (error as ServiceError).metadata instanceof grpc.Metadata;
+}
 
 function serviceError(code: grpc.status, details: string, metadata = new grpc.Metadata()): ServiceError {
   return Object.assign(new Error(details), { code, details, metadata });
@@ -112,7 +165,8 @@ class ActiveCall {
 type CommitResult =
   | AppendOutcome
   | { kind: 'timeout' }
-  | { kind: 'too_large'; maxAppendSize: number };
+  | { kind: 'too_large'; maxAppendSize: number }
+  | { kind: 'not_leader' };
 
 const NOT_READY = 'Server Is Not Ready';
 
@@ -120,24 +174,45 @@ export class EventStoreDbProtocolDouble {
   readonly log: InMemoryLog;
   hooks: CommitHooks = {};
   /** Calls received per method, so a test can tell which path the client took. */
-  readonly callCounts = { Append: 0, BatchAppend: 0, Read: 0, Subscribe: 0, GetSupportedMethods: 0 };
+  readonly callCounts = { Append: 0, BatchAppend: 0, Read: 0, Subscribe: 0, GetSupportedMethods: 0, Delete: 0, Tombstone: 0, Gossip: 0 };
+  /** Every append that reached its decision, by path and stream (metadata writes go to `$$<stream>`). */
+  readonly appends: Array<{ method: CommitContext['method']; stream: string }> = [];
+  /** Calls a follower answered with NotLeader, and appends it forwarded to the leader instead. */
+  readonly leaderRedirects = { notLeader: 0, forwardedAppends: 0 };
   private server?: grpc.Server;
   private boundPort: number;
   private unavailable = false;
   private readonly calls = new Set<ActiveCall>();
-  private readonly settings: Required<Omit<ProtocolDoubleOptions, 'port' | 'initialPosition'>>;
+  private readonly settings: { batchAppend: boolean; serverVersion: string; maxAppendSize: number };
+  private readonly cluster?: ClusterView;
 
   private constructor(options: ProtocolDoubleOptions) {
-    this.log = new InMemoryLog(options.initialPosition);
+    this.log = options.log ?? new InMemoryLog(options.initialPosition);
+    this.cluster = options.cluster;
     this.boundPort = options.port ?? 0;
+    const serverVersion = options.serverVersion ?? DEFAULT_SERVER_VERSION;
     this.settings = {
       batchAppend: options.batchAppend ?? true,
-      serverVersion: options.serverVersion ?? '24.10.0',
-      maxAppendSize: options.maxAppendSize ?? 1024 * 1024,
+      serverVersion,
+      maxAppendSize: options.maxAppendSize ?? defaultMaxAppendSize(serverVersion),
     };
     // A real log never starts empty: system streams ($stats, $settings, ...) share $all with user streams.
-    this.appendSystemEvent('$settings', '$settings');
-    this.appendSystemEvent('$stats-127.0.0.1:2113', '$statsCollected');
+    if (!options.log) {
+      this.appendSystemEvent('$settings', '$settings');
+      this.appendSystemEvent('$stats-127.0.0.1:2113', '$statsCollected');
+    }
+  }
+
+  get serverVersion(): string {
+    return this.settings.serverVersion;
+  }
+
+  get maxAppendSize(): number {
+    return this.settings.maxAppendSize;
+  }
+
+  get role(): NodeRole {
+    return this.cluster?.roleOf(this) ?? 'leader';
   }
 
   static async start(options: ProtocolDoubleOptions = {}): Promise<EventStoreDbProtocolDouble> {
@@ -162,19 +237,24 @@ export class EventStoreDbProtocolDouble {
   /** Listens again on the same port with the same log, like a node coming back after a restart. */
   async start(): Promise<void> {
     if (this.server) return;
-    const server = new grpc.Server();
+    // Each proposed event is one message: room for an event as large as the append limit.
+    const server = new grpc.Server({ 'grpc.max_receive_message_length': this.settings.maxAppendSize + 1024 * 1024 });
     const streams: IStreamsServer = {
       read: (call) => this.read(call),
       append: (call, callback) => this.append(call, callback),
       batchAppend: (call) => this.batchAppend(call),
-      delete: (_call, callback) => callback(serviceError(grpc.status.UNIMPLEMENTED, 'Delete is not modelled by the protocol double')),
-      tombstone: (_call, callback) => callback(serviceError(grpc.status.UNIMPLEMENTED, 'Tombstone is not modelled by the protocol double')),
+      delete: (call, callback) => this.delete(call, callback),
+      tombstone: (call, callback) => this.tombstone(call, callback),
     };
     const features: IServerFeaturesServer = {
       getSupportedMethods: (_call, callback) => this.supportedMethods(callback),
     };
+    const gossip: IGossipServer = {
+      read: (_call, callback) => this.gossip(callback),
+    };
     server.addService(StreamsService, streams);
     server.addService(ServerFeaturesService, features);
+    server.addService(GossipService, gossip);
     this.boundPort = await new Promise<number>((resolve, reject) =>
       server.bindAsync(`127.0.0.1:${this.boundPort}`, grpc.ServerCredentials.createInsecure(), (error, port) =>
         error ? reject(error) : resolve(port),
@@ -230,9 +310,56 @@ export class EventStoreDbProtocolDouble {
     return call;
   }
 
+  /** Unavailable by a test's fault, or because no leader has been elected (NotHandled NotReady). */
+  private get refusing(): boolean {
+    return this.unavailable || this.role === 'electing';
+  }
+
+  /**
+   * A follower refuses a call that asks for the leader (RpcExceptions.LeaderInfo: NOT_FOUND with
+   * the leader's endpoint in the trailers); the client then reconnects there. undefined: serve it.
+   */
+  private leaderRefusal(metadata: grpc.Metadata): ServiceError | undefined {
+    if (this.role !== 'follower' || metadata.get('requires-leader')[0] !== 'true') return undefined;
+    const leader = this.cluster?.leader();
+    if (!leader) return serviceError(grpc.status.UNKNOWN, 'No leader info available in response');
+    this.leaderRedirects.notLeader++;
+    const trailers = new grpc.Metadata();
+    trailers.set('exception', 'not-leader');
+    trailers.set('leader-endpoint-host', '127.0.0.1');
+    trailers.set('leader-endpoint-port', String(leader.port));
+    return serviceError(grpc.status.NOT_FOUND, 'Leader info available', trailers);
+  }
+
+  /** What has reached this node: everything on a leader, up to the replication point on a follower. */
+  private get visibleUpTo(): bigint | undefined {
+    return this.role === 'follower' ? this.cluster?.replicatedUpTo(this) : undefined;
+  }
+
+  /** Every member as the cluster sees it; a lone node is its own leader. */
+  private gossip(callback: grpc.sendUnaryData<ClusterInfo>): void {
+    this.callCounts.Gossip++;
+    const info = new ClusterInfo();
+    for (const node of this.cluster?.members() ?? [this]) {
+      const member = new MemberInfo();
+      const role = node.role;
+      member.setState(
+        role === 'leader' ? MemberInfo.VNodeState.LEADER : role === 'follower' ? MemberInfo.VNodeState.FOLLOWER : MemberInfo.VNodeState.DISCOVERLEADER,
+      );
+      member.setIsAlive(node.server !== undefined);
+      member.setTimeStamp(String(BigInt(Date.now()) * 10_000n));
+      const endpoint = new EndPoint();
+      endpoint.setAddress('127.0.0.1');
+      endpoint.setPort(node.port);
+      member.setHttpEndPoint(endpoint);
+      info.addMembers(member);
+    }
+    callback(null, info);
+  }
+
   private supportedMethods(callback: grpc.sendUnaryData<SupportedMethods>): void {
     this.callCounts.GetSupportedMethods++;
-    if (this.unavailable) return callback(serviceError(grpc.status.UNAVAILABLE, NOT_READY));
+    if (this.refusing) return callback(serviceError(grpc.status.UNAVAILABLE, NOT_READY));
     const methods = new SupportedMethods();
     methods.setEventStoreServerVersion(this.settings.serverVersion);
     const add = (service: string, method: string) => {
@@ -253,7 +380,9 @@ export class EventStoreDbProtocolDouble {
   private read(call: grpc.ServerWritableStream<ReadReq, ReadResp>): void {
     const active = this.track('Read', (error) => call.emit('error', error));
     call.on('cancelled', () => active.finish());
-    if (this.unavailable) return active.failWith(serviceError(grpc.status.UNAVAILABLE, NOT_READY));
+    if (this.refusing) return active.failWith(serviceError(grpc.status.UNAVAILABLE, NOT_READY));
+    const refusal = this.leaderRefusal(call.metadata);
+    if (refusal) return active.failWith(refusal);
     this.serveRead(call, active).then(
       () => {
         if (active.finish()) call.end();
@@ -281,7 +410,8 @@ export class EventStoreDbProtocolDouble {
     const streamOptions = options.getStream();
     if (streamOptions) {
       const stream = streamNameOf(streamOptions.getStreamIdentifier());
-      const events = this.log.readStream(stream, readFromStream(streamOptions), backwards, count);
+      const events = this.log.readStream(stream, readFromStream(streamOptions), backwards, count, this.visibleUpTo);
+      if (events === 'deleted') throw streamDeletedError(stream);
       if (!events) {
         await send(streamNotFound(stream));
         return;
@@ -291,7 +421,7 @@ export class EventStoreDbProtocolDouble {
     }
     const all = options.getAll();
     if (!all) throw new WireError(grpc.status.INVALID_ARGUMENT, 'read of neither a stream nor $all');
-    for (const event of this.log.readAll(readFromAll(all), backwards, count, filter?.filter)) {
+    for (const event of this.log.readAll(readFromAll(all), backwards, count, filter?.filter, this.visibleUpTo)) {
       if (!(await send(eventResponse(event, structuredIds)))) return;
     }
   }
@@ -333,13 +463,67 @@ export class EventStoreDbProtocolDouble {
     }
   }
 
+  // ---- Delete (soft) and Tombstone (hard) --------------------------------------------------------
+
+  private delete(call: grpc.ServerUnaryCall<DeleteReq, DeleteResp>, callback: grpc.sendUnaryData<DeleteResp>): void {
+    this.callCounts.Delete++;
+    const refused = this.refusing ? serviceError(grpc.status.UNAVAILABLE, NOT_READY) : this.leaderRefusal(call.metadata);
+    if (refused) return callback(refused);
+    const options = call.request.getOptions();
+    if (!options) return callback(serviceError(grpc.status.INVALID_ARGUMENT, 'delete options missing'));
+    const stream = streamNameOf(options.getStreamIdentifier());
+    const failure = this.deletable(stream, deleteExpectation(options));
+    if (failure) return callback(failure);
+    const metadata = this.log.softDelete(stream);
+    const response = new DeleteResp();
+    const position = new DeleteResp.Position();
+    position.setCommitPosition(metadata.position.toString());
+    position.setPreparePosition(metadata.position.toString());
+    response.setPosition(position);
+    callback(null, response);
+  }
+
+  private tombstone(call: grpc.ServerUnaryCall<TombstoneReq, TombstoneResp>, callback: grpc.sendUnaryData<TombstoneResp>): void {
+    this.callCounts.Tombstone++;
+    const refused = this.refusing ? serviceError(grpc.status.UNAVAILABLE, NOT_READY) : this.leaderRefusal(call.metadata);
+    if (refused) return callback(refused);
+    const options = call.request.getOptions();
+    if (!options) return callback(serviceError(grpc.status.INVALID_ARGUMENT, 'tombstone options missing'));
+    const stream = streamNameOf(options.getStreamIdentifier());
+    const failure = this.deletable(stream, deleteExpectation(options));
+    if (failure) return callback(failure);
+    this.log.tombstone(stream);
+    const response = new TombstoneResp();
+    response.setNoPosition(new Empty());
+    callback(null, response);
+  }
+
+  /** A delete is checked like an append of nothing: at the expected revision, of a stream that exists. */
+  private deletable(stream: string, expected: ExpectedRevision): ServiceError | undefined {
+    const current = this.log.streamRevision(stream);
+    const matches =
+      expected.kind === 'any' ||
+      (expected.kind === 'stream_exists' && current !== undefined) ||
+      (expected.kind === 'no_stream' && current === undefined) ||
+      (expected.kind === 'revision' && current === expected.revision);
+    if (matches && this.log.streamExists(stream)) return undefined;
+    const trailers = new grpc.Metadata();
+    trailers.set('exception', 'wrong-expected-version');
+    trailers.set('stream-name', stream);
+    trailers.set('expected-version', expected.kind === 'revision' ? expected.revision.toString() : '-1');
+    trailers.set('actual-version', current === undefined ? '' : current.toString());
+    return serviceError(grpc.status.FAILED_PRECONDITION, `Delete failed due to WrongExpectedVersion. Stream: ${stream}`, trailers);
+  }
+
   // ---- Append (client streaming) --------------------------------------------------------------
 
   private append(call: grpc.ServerReadableStream<AppendReq, AppendResp>, callback: grpc.sendUnaryData<AppendResp>): void {
     this.callCounts.Append++;
     const active = this.track('Append', (error) => callback(error));
     call.on('cancelled', () => active.finish());
-    if (this.unavailable) return active.failWith(serviceError(grpc.status.UNAVAILABLE, NOT_READY));
+    if (this.refusing) return active.failWith(serviceError(grpc.status.UNAVAILABLE, NOT_READY));
+    const refusal = this.leaderRefusal(call.metadata);
+    if (refusal) return active.failWith(refusal);
     let options: AppendReq.Options | undefined;
     const proposed: ProposedEvent[] = [];
     call.on('data', (request: AppendReq) => {
@@ -366,6 +550,8 @@ export class EventStoreDbProtocolDouble {
           return active.failWith(serviceError(grpc.status.INVALID_ARGUMENT, 'Maximum Append Size Exceeded.', trailers));
         }
         if (result.kind === 'timeout') return active.failWith(serviceError(grpc.status.DEADLINE_EXCEEDED, 'Timeout'));
+        if (result.kind === 'stream_deleted') return active.failWith(streamDeletedError(stream));
+        if (result.kind === 'not_leader') return active.failWith(serviceError(grpc.status.UNAVAILABLE, NOT_READY));
         if (!active.finish()) return;
         callback(
           null,
@@ -384,7 +570,9 @@ export class EventStoreDbProtocolDouble {
     this.callCounts.BatchAppend++;
     const active = this.track('BatchAppend', (error) => call.emit('error', error));
     call.on('cancelled', () => active.finish());
-    if (this.unavailable) return active.failWith(serviceError(grpc.status.UNAVAILABLE, NOT_READY));
+    if (this.refusing) return active.failWith(serviceError(grpc.status.UNAVAILABLE, NOT_READY));
+    const refusal = this.leaderRefusal(call.metadata);
+    if (refusal) return active.failWith(refusal);
     // A batch may arrive in several requests under one correlation id; it is applied on is_final.
     const pending = new Map<string, { options?: BatchAppendReq.Options; proposed: ProposedEvent[] }>();
     const inFlight = new Set<Promise<void>>();
@@ -448,6 +636,14 @@ export class EventStoreDbProtocolDouble {
       case 'timeout':
         response.setError(batchTimeout());
         break;
+      case 'stream_deleted': {
+        const detail = new StreamDeleted();
+        detail.setStreamIdentifier(streamIdentifier(stream));
+        response.setError(batchFailure(Code.FAILED_PRECONDITION, 'Stream deleted.', detail, 'event_store.client.StreamDeleted'));
+        break;
+      }
+      case 'not_leader':
+        return active.failWith(serviceError(grpc.status.UNAVAILABLE, NOT_READY));
       case 'too_large': {
         const detail = new MaximumAppendSizeExceeded();
         detail.setMaxappendsize(result.maxAppendSize);
@@ -474,13 +670,19 @@ export class EventStoreDbProtocolDouble {
     deadline?: number,
   ): Promise<CommitResult | undefined> {
     const context: CommitContext = { method, stream, eventIds: proposed.map((event) => event.id) };
+    this.appends.push({ method, stream });
     const size = proposed.reduce((total, event) => total + event.data.length + event.customMetadata.length, 0);
     if (size > this.settings.maxAppendSize) return { kind: 'too_large', maxAppendSize: this.settings.maxAppendSize };
     await this.hooks.beforeCommit?.(context);
     if (active.ended) return undefined;
-    if (this.unavailable) {
+    if (this.refusing) {
       active.failWith(serviceError(grpc.status.UNAVAILABLE, NOT_READY));
       return undefined;
+    }
+    // A follower forwards a write that did not ask for the leader; the leader decides it.
+    if (this.role === 'follower') {
+      if (!this.cluster?.leader()) return { kind: 'not_leader' };
+      this.leaderRedirects.forwardedAppends++;
     }
     if (deadline !== undefined && Date.now() > deadline) return { kind: 'timeout' };
     const outcome = this.log.append(stream, expected, proposed);
@@ -528,7 +730,29 @@ function readCount(count: string): number {
   return value > BigInt(Number.MAX_SAFE_INTEGER) ? Number.MAX_SAFE_INTEGER : Number(value);
 }
 
+/** RpcExceptions.StreamDeleted: a tombstoned stream. */
+function streamDeletedError(stream: string): ServiceError {
+  const trailers = new grpc.Metadata();
+  trailers.set('exception', 'stream-deleted');
+  trailers.set('stream-name', stream);
+  return serviceError(grpc.status.FAILED_PRECONDITION, `Event stream '${stream}' is deleted.`, trailers);
+}
+
+function deleteExpectation(options: DeleteReq.Options | TombstoneReq.Options): ExpectedRevision {
+  switch (options.getExpectedStreamRevisionCase()) {
+    case DeleteReq.Options.ExpectedStreamRevisionCase.REVISION:
+      return { kind: 'revision', revision: BigInt(options.getRevision()) };
+    case DeleteReq.Options.ExpectedStreamRevisionCase.NO_STREAM:
+      return { kind: 'no_stream' };
+    case DeleteReq.Options.ExpectedStreamRevisionCase.STREAM_EXISTS:
+      return { kind: 'stream_exists' };
+    default:
+      return { kind: 'any' };
+  }
+}
+
 function toServiceError(error: unknown): ServiceError {
+  if (isServiceError(error)) return error;
   if (error instanceof WireError) return serviceError(error.code, error.message);
   return serviceError(grpc.status.INTERNAL, error instanceof Error ? error.message : String(error));
 }
