@@ -18,6 +18,7 @@ import uuid
 from datetime import datetime, timezone
 from typing import Any, Callable, Dict, Iterator, List, Mapping, Optional, Sequence, Tuple, Union
 
+from ._http import BodyTooLarge, read_body
 from .api_types import (
     ApprovalRecordedData,
     AttemptDispatchedData,
@@ -315,7 +316,10 @@ class LedgerClient:
         try:
             connection.request(method, path, body=payload, headers=headers)
             response = connection.getresponse()
-            raw = response.read(_MAX_ANSWER_BYTES)
+            try:
+                raw = read_body(response, _MAX_ANSWER_BYTES)
+            except BodyTooLarge:
+                return response.status, response.headers, None
             try:
                 parsed = None if raw == b"" else json.loads(raw.decode("utf-8"))
             except (ValueError, UnicodeDecodeError):

@@ -16,6 +16,7 @@ import urllib.parse
 from datetime import datetime
 from typing import Any, Callable, Mapping, Optional, Sequence
 
+from ._http import read_body
 from .envelope import SideEffect, ToolEnvelope
 from .normalizers.builders import NormalizeContext, _utc_now
 from .normalizers.http_response import HttpResponse, normalize_http_response
@@ -95,7 +96,7 @@ def call_http_tool(
             connection.request(method or ("POST" if payload is not None else "GET"), target, body=payload, headers=request_headers)
             response = connection.getresponse()
             status, answer_headers = response.status, response.headers
-            raw = response.read(_MAX_BODY_BYTES)
+            raw = read_body(response, _MAX_BODY_BYTES)
         except Exception as error:  # noqa: BLE001 - from the first byte on, the request may have left
             return normalize_network_error(error, context(), phase="after_send")
     finally:
