@@ -193,11 +193,11 @@ def services() -> Services:
         raise unittest.SkipTest(_unavailable)
     ledger_url = os.environ.get("RL_TEST_LEDGER_URL")
     provider_url = os.environ.get("RL_TEST_PROVIDER_URL")
+    if ledger_url and provider_url:
+        _services = Services(ledger_url, provider_url, json.loads(os.environ["RL_TEST_KEYS"]))
+        return _services
     try:
-        if ledger_url and provider_url:
-            _services = Services(ledger_url, provider_url, json.loads(os.environ["RL_TEST_KEYS"]))
-        else:
-            _services = _start_own()
+        _services = _start_own()
     except unittest.SkipTest as skip:
         _unavailable = str(skip)
         raise
