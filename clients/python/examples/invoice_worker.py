@@ -41,7 +41,8 @@ TERMINAL = {"succeeded", "escalated"}
 
 
 def log(**record):
-    print(json.dumps({"at": datetime.now(timezone.utc).isoformat(timespec="milliseconds"), **record}), flush=True)
+    fields = {key: value for key, value in record.items() if value is not None}
+    print(json.dumps({"at": datetime.now(timezone.utc).isoformat(timespec="milliseconds"), **fields}), flush=True)
 
 
 def due_at(not_before):

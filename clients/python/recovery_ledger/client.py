@@ -16,7 +16,7 @@ import time
 import urllib.parse
 import uuid
 from datetime import datetime, timezone
-from typing import Any, Callable, Dict, Iterator, List, Mapping, Optional, Sequence, Tuple, Union
+from typing import Any, Callable, Dict, Iterator, Mapping, Optional, Sequence, Tuple, Union
 
 from ._http import BodyTooLarge, read_body
 from .api_types import (

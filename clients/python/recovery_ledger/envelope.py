@@ -10,7 +10,7 @@ same field. (TypedDicts use ``total=False`` subclasses rather than ``NotRequired
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from datetime import datetime, timedelta, timezone
 from typing import Any, Dict, Literal, Mapping, Optional, Tuple, TypedDict, Union, get_args
 

@@ -7,7 +7,7 @@ directives, and wait_and_retry comes back with ``not_before`` for the caller's s
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from datetime import datetime, timezone
 from typing import Any, Callable, Dict, Generic, Literal, Mapping, Optional, Protocol, TypeVar, Union
 

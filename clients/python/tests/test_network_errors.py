@@ -6,7 +6,6 @@ import http.client
 import socket
 import ssl
 import time
-import unittest
 import urllib.error
 import urllib.request
 
