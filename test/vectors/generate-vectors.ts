@@ -8,6 +8,8 @@
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { inputHash } from '../../src/client/execute-write';
+import { normalizeHttpResponse } from '../../src/client/normalizers/http-response.normalizer';
+import { normalizeMcpToolResult } from '../../src/client/normalizers/mcp-result.normalizer';
 import { retryAfterMs } from '../../src/client/normalizers/retry-after';
 import { redactText } from '../../src/domain/envelope/redaction';
 import { canonicalJson } from '../../src/shared/canonical-json';
@@ -15,10 +17,14 @@ import { HOSTILE_UPSTREAM_TEXTS, TELLTALES } from '../unit/client/support/hostil
 import { SECRET_CORPUS } from '../support/secret-corpus';
 import {
   CANONICAL_INPUTS,
+  HTTP_CASES,
+  MCP_CASES,
+  NORMALIZER_NOW,
   REDACTION_EXTRA_TEXTS,
   RETRY_AFTER_NOW,
   RETRY_AFTER_VALUES,
 } from './vector-inputs';
+import { normalizerVectors } from './normalizer-vectors';
 
 function write(name: string, value: unknown): void {
   writeFileSync(join(__dirname, name), `${JSON.stringify(value, null, 2)}\n`);
@@ -51,4 +57,11 @@ write('injection-corpus.json', {
   about: 'Upstream texts written to read as instructions, leaks or false statuses; no telltale may appear in any envelope a normalizer builds from them.',
   hostile_texts: HOSTILE_UPSTREAM_TEXTS,
   telltales: TELLTALES,
+});
+
+write('normalizers.json', {
+  about:
+    'The envelope each normalizer gives for each case, at the fixed now, operation_ref run_81/step_4. MCP cases always name allowed_codes: without it the SDKs differ by design (docs/sdk-python.md).',
+  now: NORMALIZER_NOW,
+  ...normalizerVectors(HTTP_CASES, MCP_CASES, normalizeHttpResponse, normalizeMcpToolResult),
 });

@@ -53,3 +53,39 @@ class RedactionVectorsTest(unittest.TestCase):
                 redacted, kinds = redact_text(vector["text"])
                 self.assertEqual(redacted, vector["redacted"])
                 self.assertEqual(kinds, vector["kinds"])
+
+
+class NormalizerVectorsTest(unittest.TestCase):
+    """The same answer gives the same envelope, byte for byte, in both SDKs."""
+
+    def test_http_answers(self) -> None:
+        from recovery_ledger import HttpResponse, NormalizeContext, normalize_http_response
+
+        file = load_vectors("normalizers.json")
+        now = datetime.fromisoformat(file["now"].replace("Z", "+00:00"))
+        self.assertGreater(len(file["http"]), 60)
+        for case in file["http"]:
+            with self.subTest(case["name"], side_effect=case["side_effect"]):
+                envelope = normalize_http_response(
+                    HttpResponse(case["status"], headers=case.get("headers"), body=case.get("body")),
+                    NormalizeContext(operation_ref="run_81/step_4", side_effect=case["side_effect"], now=now),
+                    input_fields=case.get("input_fields"),
+                    code_map=case.get("code_map"),
+                )
+                self.assertEqual(canonical_json(envelope), canonical_json(case["envelope"]))
+
+    def test_mcp_results(self) -> None:
+        from recovery_ledger import NormalizeContext, normalize_mcp_tool_result
+
+        file = load_vectors("normalizers.json")
+        now = datetime.fromisoformat(file["now"].replace("Z", "+00:00"))
+        for case in file["mcp"]:
+            with self.subTest(case["name"], side_effect=case["side_effect"]):
+                envelope = normalize_mcp_tool_result(
+                    case["result"],
+                    NormalizeContext(operation_ref="run_81/step_4", side_effect=case["side_effect"], now=now),
+                    allowed_codes=case["allowed_codes"],
+                    input_fields=case.get("input_fields"),
+                    trust_messages=case.get("trust_messages", False),
+                )
+                self.assertEqual(canonical_json(envelope), canonical_json(case["envelope"]))

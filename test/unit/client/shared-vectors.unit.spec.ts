@@ -7,11 +7,14 @@
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { inputHash } from '../../../src/client/execute-write';
+import { normalizeHttpResponse } from '../../../src/client/normalizers/http-response.normalizer';
+import { normalizeMcpToolResult } from '../../../src/client/normalizers/mcp-result.normalizer';
 import { retryAfterMs } from '../../../src/client/normalizers/retry-after';
 import { redactText } from '../../../src/domain/envelope/redaction';
 import { canonicalJson } from '../../../src/shared/canonical-json';
 import { SECRET_CORPUS } from '../../support/secret-corpus';
-import { CANONICAL_INPUTS, RETRY_AFTER_NOW, RETRY_AFTER_VALUES } from '../../vectors/vector-inputs';
+import { normalizerVectors } from '../../vectors/normalizer-vectors';
+import { CANONICAL_INPUTS, HTTP_CASES, MCP_CASES, NORMALIZER_NOW, RETRY_AFTER_NOW, RETRY_AFTER_VALUES } from '../../vectors/vector-inputs';
 import { HOSTILE_UPSTREAM_TEXTS, TELLTALES } from './support/hostile-upstream-texts';
 
 const VECTORS = join(__dirname, '../../vectors');
@@ -62,5 +65,15 @@ describe('shared vectors (checked by the Python client too)', () => {
     const file = load('injection-corpus.json') as { hostile_texts: string[]; telltales: string[] };
     expect(file.hostile_texts).toEqual([...HOSTILE_UPSTREAM_TEXTS]);
     expect(file.telltales).toEqual([...TELLTALES]);
+  });
+
+  it('normalizes HTTP answers and MCP results as the vectors say', () => {
+    const file = load('normalizers.json') as { now: string };
+    expect(file.now).toBe(NORMALIZER_NOW);
+    expect(file).toEqual({
+      about: expect.any(String),
+      now: NORMALIZER_NOW,
+      ...JSON.parse(JSON.stringify(normalizerVectors(HTTP_CASES, MCP_CASES, normalizeHttpResponse, normalizeMcpToolResult))),
+    });
   });
 });

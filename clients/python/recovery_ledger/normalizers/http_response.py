@@ -53,7 +53,9 @@ def body_says_failure(body: Any) -> bool:
     status = body.get("status")
     if isinstance(status, str) and _FAILURE_STATUS.match(status):
         return True
-    if "error" in body and body["error"] not in (None, False, ""):
+    error = body.get("error", None)
+    # Identity, not equality: 0 == False in Python, and JavaScript's `!== false` keeps an error of 0.
+    if "error" in body and error is not None and error is not False and error != "":
         return True
     errors = body.get("errors")
     return isinstance(errors, list) and len(errors) > 0
