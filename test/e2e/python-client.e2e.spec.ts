@@ -84,9 +84,17 @@ describePython('Python client (clients/python) against the built ledger and the 
     const { code, output } = await new Promise<{ code: number | null; output: string }>((resolveRun) => {
       const child = spawn(PYTHON, args, { cwd: ROOT, env, stdio: ['ignore', 'pipe', 'pipe'] });
       let text = '';
+      // A hung suite is a failure with its output, not a stray process after jest gave up.
+      const timer = setTimeout(() => {
+        text += '\n(the Python suite did not finish in 280 s and was killed)';
+        child.kill('SIGKILL');
+      }, 280_000);
       child.stdout.on('data', (chunk) => (text += chunk));
       child.stderr.on('data', (chunk) => (text += chunk));
-      child.once('exit', (exitCode) => resolveRun({ code: exitCode, output: text }));
+      child.once('exit', (exitCode) => {
+        clearTimeout(timer);
+        resolveRun({ code: exitCode, output: text });
+      });
     });
     if (code !== 0) console.log(output);
     expect(code).toBe(0);
