@@ -1,4 +1,4 @@
-"""The article's executeWrite state machine as one call, ``verify`` for the lookup by
+"""The executeWrite state machine (docs/contract.md §4) as one call, ``verify`` for the lookup by
 operation_ref, and the step and outcome types they share.
 
 Nothing here retries or waits: verify_operation, request_approval and escalate come back as
@@ -152,7 +152,7 @@ def _is_corrected_input(
     ledger: LedgerApi, step: WriteStep[Any], side_effect: str, hash_: str, refusal: LedgerRefusal, trace: Dict[str, Any]
 ) -> bool:
     """The same operation_ref planned with another input is refused (OPERATION_REF_REUSED), except in
-    the one case it is the article's flow: the step asked for corrected input and this is it. So it
+    the one case it is the contract's own flow: the step asked for corrected input and this is it. So it
     is while the step is in needs_input, or when the ledger already granted a dispatch with this
     input hash (the correction was accepted earlier, and a later failure brought the caller back)."""
     state = refusal.state

@@ -1,4 +1,4 @@
-"""The article's contract table, row by row, driven through execute_write against the real built
+"""The contract table (one row per failure class of docs/contract.md §4), row by row, driven through execute_write against the real built
 ledger and the example invoice provider, each a process of its own, over real HTTP."""
 
 import json

@@ -1,4 +1,4 @@
-"""The article's fault-injection test in Python: a real worker process (examples/invoice_worker.py)
+"""The crash-recovery fault injection of docs/contract.md §4, in Python: a real worker process (examples/invoice_worker.py)
 is killed with SIGKILL after the ledger granted its write, and the next life recovers the operation
 by the same operation_ref, never a new key. Against the real built ledger and the example provider.
 
