@@ -16,7 +16,7 @@ import time
 import urllib.parse
 import uuid
 from datetime import datetime, timezone
-from typing import Any, Callable, Dict, Iterator, Mapping, Optional, Sequence, Tuple, Union
+from typing import Any, Callable, Dict, Iterator, Mapping, Optional, Sequence, Tuple, Union, cast
 
 from ._http import BodyTooLarge, read_body
 from .api_types import (
@@ -138,7 +138,7 @@ class LedgerClient:
         body: Dict[str, Any] = {"events": [self._with_event_id(event) for event in events]}
         if expected_revision is not None:
             body = {"expected_revision": expected_revision, **body}
-        return self._request("POST", operation_path(operation_ref) + "/events", body, traceparent, tracestate, timeout)
+        return cast(SubmitAnswer, self._request("POST", operation_path(operation_ref) + "/events", body, traceparent, tracestate, timeout))
 
     def plan_step(self, operation_ref: str, data: StepPlannedData, **options: Any) -> SubmitAnswer:
         return self._submit_one(operation_ref, "StepPlanned", data, options)
@@ -160,19 +160,19 @@ class LedgerClient:
 
     def get_operation(self, operation_ref: str, **options: Any) -> OperationState:
         """The step's state folded from its own stream (strongly consistent)."""
-        return self._get(operation_path(operation_ref), options)
+        return cast(OperationState, self._get(operation_path(operation_ref), options))
 
     def get_events(self, operation_ref: str, *, as_of_revision: Optional[int] = None, **options: Any) -> OperationEvents:
-        return self._get(operation_path(operation_ref) + "/events" + _query({"as_of_revision": as_of_revision}), options)
+        return cast(OperationEvents, self._get(operation_path(operation_ref) + "/events" + _query({"as_of_revision": as_of_revision}), options))
 
     def get_evidence(self, operation_ref: str, **options: Any) -> Dict[str, Any]:
         """The evidence trail (a projection): every attempt, envelope, refusal, verification, transition."""
         path = operation_path(operation_ref) + "/evidence"
-        return self._get(path + self._projection_query(options), options)
+        return cast(Dict[str, Any], self._get(path + self._projection_query(options), options))
 
     def get_run(self, run_id: str, *, status: Optional[str] = None, tool: Optional[str] = None, **options: Any) -> Dict[str, Any]:
         path = "/v1/runs/" + urllib.parse.quote(run_id, safe="")
-        return self._get(path + self._projection_query(options, {"status": status, "tool": tool}), options)
+        return cast(Dict[str, Any], self._get(path + self._projection_query(options, {"status": status, "tool": tool}), options))
 
     def list_recovery(
         self,
@@ -184,7 +184,7 @@ class LedgerClient:
     ) -> RecoveryPage:
         """One page of operations in ``dispatched`` or ``verifying``, oldest first."""
         extra = {"older_than_ms": older_than_ms, "tool": tool, "status": status}
-        return self._get("/v1/recovery" + self._projection_query(options, extra), options)
+        return cast(RecoveryPage, self._get("/v1/recovery" + self._projection_query(options, extra), options))
 
     def recovery_items(self, **query: Any) -> Iterator[RecoveryItem]:
         """Every page of the recovery list, followed by its cursor until the ledger gives none."""
@@ -201,11 +201,11 @@ class LedgerClient:
             cursor = next_cursor
 
     def get_trust_metrics(self, *, tool: Optional[str] = None, **options: Any) -> Dict[str, Any]:
-        return self._get("/v1/metrics/trust" + self._projection_query(options, {"tool": tool}), options)
+        return cast(Dict[str, Any], self._get("/v1/metrics/trust" + self._projection_query(options, {"tool": tool}), options))
 
     def get_envelope_schema(self, **options: Any) -> Dict[str, Any]:
         """The envelope's JSON Schema."""
-        return self._get("/v1/schema/envelope", options)
+        return cast(Dict[str, Any], self._get("/v1/schema/envelope", options))
 
     # ---- transport ---------------------------------------------------------------------------------
 
@@ -258,7 +258,7 @@ class LedgerClient:
 
     def _backoff(self, retry: int) -> float:
         """"Equal jitter": half fixed, half random, so retrying workers spread out."""
-        ceiling = min(self._max_retry_delay, self._retry_base_delay * 2**retry)
+        ceiling = min(self._max_retry_delay, self._retry_base_delay * 2.0**retry)
         return ceiling / 2 + random.random() * (ceiling / 2)
 
     def _request(

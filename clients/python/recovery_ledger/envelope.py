@@ -12,7 +12,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 from datetime import datetime, timedelta, timezone
-from typing import Any, Dict, Literal, Mapping, Optional, Tuple, TypedDict, Union, get_args
+from typing import Any, Dict, Literal, Mapping, NoReturn, Optional, Tuple, TypedDict, Union, cast, get_args
 
 from .redaction import Redaction, redact_deep
 
@@ -177,7 +177,7 @@ class _Violation(Exception):
         self.reason = reason
 
 
-def _fail(field_name: str, reason: str) -> Any:
+def _fail(field_name: str, reason: str) -> NoReturn:
     raise _Violation(field_name, reason)
 
 
@@ -209,12 +209,12 @@ def _is_number(value: Any) -> bool:
 def _check_operation_ref(value: Any, operation_ref: str) -> str:
     if value != operation_ref:
         _fail("operation_ref", "must be the operation the envelope is recorded on")
-    return value
+    return operation_ref
 
 
 def _check_safe_details(value: Any, limits: EnvelopeLimits) -> Dict[str, SafeDetailValue]:
     if not isinstance(value, dict):
-        return _fail("safe_details", "must be an object")
+        _fail("safe_details", "must be an object")
     if len(value) > limits.max_safe_details:
         _fail("safe_details", f"must have at most {limits.max_safe_details} keys")
     for key, detail in value.items():
@@ -237,7 +237,7 @@ def _is_integer(value: Any) -> bool:
 
 def _check_retry(value: Any, required: bool) -> RetryAdvice:
     if not isinstance(value, dict):
-        return _fail("retry", "must be an object")
+        _fail("retry", "must be an object")
     _only_keys(value, ("directive", "not_before", "max_attempts_remaining"), "retry")
     directive = _one_of(value.get("directive"), RETRY_DIRECTIVES, "retry.directive")
     retry: RetryAdvice = {"directive": directive, "max_attempts_remaining": 0}
@@ -248,8 +248,11 @@ def _check_retry(value: Any, required: bool) -> RetryAdvice:
     remaining = value.get("max_attempts_remaining")
     if "max_attempts_remaining" not in value and not required:
         return retry
-    if not _is_integer(remaining) or not 0 <= remaining <= MAX_ATTEMPTS_REMAINING:
-        _fail("retry.max_attempts_remaining", f"must be an integer from 0 to {MAX_ATTEMPTS_REMAINING}")
+    bound = f"must be an integer from 0 to {MAX_ATTEMPTS_REMAINING}"
+    if not isinstance(remaining, (int, float)) or not _is_integer(remaining):
+        _fail("retry.max_attempts_remaining", bound)
+    if not 0 <= remaining <= MAX_ATTEMPTS_REMAINING:
+        _fail("retry.max_attempts_remaining", bound)
     retry["max_attempts_remaining"] = int(remaining)
     return retry
 
@@ -343,7 +346,7 @@ def _check_success(data: Mapping[str, Any], operation_ref: str, limits: Envelope
         _fail("result", "is required")
     verification = data.get("verification")
     if not isinstance(verification, dict):
-        return _fail("verification", "must be an object")
+        _fail("verification", "must be an object")
     _only_keys(verification, ("checked_at", "evidence_ref"), "verification")
     if not is_iso_instant(verification.get("checked_at")):
         _fail("verification.checked_at", "must be an ISO-8601 instant")
@@ -371,7 +374,7 @@ def validate_envelope(
         if value["ok"]:
             success = _check_success(value, operation_ref, limits)
             redacted, redactions = redact_deep({"result": success["result"], "verification": success["verification"]})
-            envelope: ToolEnvelope = {**success, **redacted}  # type: ignore[typeddict-item]
+            envelope: ToolEnvelope = cast(ToolSuccess, {**success, **redacted})
         else:
             error = _check_error(value, operation_ref, side_effect, limits)
             redacted, redactions = redact_deep(
@@ -381,7 +384,7 @@ def validate_envelope(
                     "safe_details": error["safe_details"],
                 }
             )
-            envelope = {**error, **redacted}  # type: ignore[typeddict-item]
+            envelope = cast(ToolError, {**error, **redacted})
         return EnvelopeValidation(ok=True, envelope=envelope, redactions=tuple(redactions))
     except _Violation as violation:
         return EnvelopeValidation(ok=False, field=violation.field, reason=violation.reason)

@@ -114,7 +114,8 @@ class OutcomeNotRecordedError(Exception):
         self.envelope = envelope
 
 
-_NO_DIRECTIVE: Directive = {"next_action": "none", "attempts_remaining": 0}
+def _no_directive() -> Directive:
+    return {"next_action": "none", "attempts_remaining": 0}
 
 
 def _utc_now() -> datetime:
@@ -122,12 +123,12 @@ def _utc_now() -> datetime:
 
 
 def _refused(operation_ref: str, error: LedgerRefusal, **extra: Any) -> WriteOutcome:
-    directive = error.directive or dict(_NO_DIRECTIVE)
+    directive = error.directive or _no_directive()
     return WriteOutcome(
         kind="refused",
         operation_ref=operation_ref,
-        status=(error.state or {}).get("status", "unplanned"),
-        directive=directive,  # type: ignore[arg-type]
+        status=error.state["status"] if error.state else "unplanned",
+        directive=directive,
         not_before=directive.get("not_before"),
         refusal=Refusal(error.code, error.detail),
         state=error.state,
@@ -356,13 +357,13 @@ def verify(
     try:
         answer = ledger.record_verification(operation_ref, data, traceparent=traceparent, tracestate=tracestate)
     except LedgerRefusal as error:
-        directive = error.directive or dict(_NO_DIRECTIVE)
+        directive = error.directive or _no_directive()
         return VerifyOutcome(
             kind="refused",
             operation_ref=operation_ref,
             outcome=data["outcome"],
-            status=(error.state or {}).get("status", "unplanned"),
-            directive=directive,  # type: ignore[arg-type]
+            status=error.state["status"] if error.state else "unplanned",
+            directive=directive,
             not_before=directive.get("not_before"),
             evidence_ref=evidence,
             refusal=Refusal(error.code, error.detail),

@@ -9,7 +9,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta, timezone
-from typing import Dict, Literal, Mapping, Optional
+from typing import Any, Dict, Literal, Mapping, Optional
 
 from ..envelope import CommitState, ErrorCategory, NextAction, RetryDirective, SafeDetailValue, SideEffect, ToolError
 
@@ -160,7 +160,7 @@ def tool_error(
     safe_details: Optional[Mapping[str, Optional[SafeDetailValue]]] = None,
 ) -> ToolError:
     details: Dict[str, SafeDetailValue] = {k: v for k, v in (safe_details or {}).items() if v is not None}
-    retry = {"directive": directive, "max_attempts_remaining": max(0, math.floor(max_attempts_remaining))}
+    retry: Dict[str, Any] = {"directive": directive, "max_attempts_remaining": max(0, math.floor(max_attempts_remaining))}
     if not_before is not None:
         retry["not_before"] = not_before
     return {

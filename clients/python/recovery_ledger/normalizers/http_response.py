@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from typing import Any, Callable, List, Mapping, Optional, Sequence
+from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence
 
 from ..envelope import STABLE_CODE_PATTERN, ToolEnvelope, ToolError, ToolSuccess
 from .builders import (
@@ -94,7 +94,7 @@ def _invalid_field(body: Any, input_fields: Optional[Sequence[str]]) -> Optional
     if isinstance(error, dict):
         candidates += [error.get("field"), error.get("param")]
 
-    def first(items: Any) -> Optional[dict]:
+    def first(items: Any) -> Optional[Dict[str, Any]]:
         return items[0] if isinstance(items, list) and items and isinstance(items[0], dict) else None
 
     first_error = first(body.get("errors"))
@@ -112,7 +112,7 @@ def _invalid_field(body: Any, input_fields: Optional[Sequence[str]]) -> Optional
 
 def _with_code(envelope: ToolError, code: Optional[str]) -> ToolError:
     """An adapter-vouched code replaces the generic one; every other field stays as the status implies."""
-    return envelope if code is None else {**envelope, "code": code}  # type: ignore[typeddict-item]
+    return envelope if code is None else {**envelope, "code": code}
 
 
 def _is_key_still_in_use(body: Any) -> bool:

@@ -146,7 +146,7 @@ def normalize_mcp_tool_result(
             return _invalid_result(context)
         if envelope["ok"]:
             return envelope
-        return _sanitize_error(envelope, allowed_codes, input_fields, trust_messages)  # type: ignore[arg-type]
+        return _sanitize_error(envelope, allowed_codes, input_fields, trust_messages)
 
     if failed:
         return upstream_error(context)
