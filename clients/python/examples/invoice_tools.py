@@ -4,8 +4,9 @@ the lookup by operation_ref that verification and recovery use. Everything else 
 import json
 import urllib.parse
 import urllib.request
+from typing import Any, Dict
 
-from recovery_ledger import LookupResult, ToolCallContext, call_http_tool
+from recovery_ledger import LookupResult, ToolCallContext, ToolEnvelope, call_http_tool
 
 CREATE_INVOICE = "create_invoice"
 VERIFICATION_TOOL = "get_invoice_by_operation_ref"
@@ -16,7 +17,7 @@ class InvoiceTools:
         self.base = provider_url.rstrip("/")
         self.timeout = timeout
 
-    def create_invoice(self, invoice: dict, context: ToolCallContext):
+    def create_invoice(self, invoice: Dict[str, Any], context: ToolCallContext) -> ToolEnvelope:
         """POST /invoices with the operation_ref as Idempotency-Key: one invoice per step."""
         return call_http_tool(
             f"{self.base}/invoices",

@@ -15,8 +15,9 @@ import json
 import os
 import sys
 import time
-from dataclasses import asdict
+from dataclasses import asdict, dataclass
 from datetime import datetime, timezone
+from typing import Any, Dict, List, Optional
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
@@ -40,12 +41,21 @@ PARKED = {"needs_input", "awaiting_approval"}
 TERMINAL = {"succeeded", "escalated"}
 
 
-def log(**record):
+@dataclass
+class Job:
+    step: WriteStep[Dict[str, Any]]
+    due: float  # when the next move may happen (epoch seconds)
+    next: str = "inspect"  # read where the step stands, ask for a dispatch, or verify what is in flight
+    moves: int = 0  # moves made, to stop a step that never settles
+    final: Optional[str] = None
+
+
+def log(**record: Any) -> None:
     fields = {key: value for key, value in record.items() if value is not None}
     print(json.dumps({"at": datetime.now(timezone.utc).isoformat(timespec="milliseconds"), **fields}), flush=True)
 
 
-def due_at(not_before):
+def due_at(not_before: Optional[str]) -> float:
     return parse_iso_instant(not_before).timestamp() if not_before else time.time()
 
 
@@ -69,7 +79,7 @@ def main() -> int:
     report = recover(ledger, {CREATE_INVOICE: tools.lookup})
     log(event="recovered", entries=[asdict(entry) for entry in report.entries], missing_lookups=report.missing_lookups)
 
-    jobs = []
+    jobs: List[Job] = []
     for n in range(args.first, args.first + args.count):
         step = WriteStep(
             # Durable and derived from the job, never from the attempt: the same on every restart.
@@ -79,45 +89,46 @@ def main() -> int:
             input={"customer_id": f"cus_{n}", "amount_cents": 1000 + n, "currency": "EUR"},
             policy={"max_attempts": args.max_attempts, "consistency_window_ms": args.window_ms, "verification_tool": VERIFICATION_TOOL},
         )
-        jobs.append({"step": step, "due": time.time(), "next": "inspect", "moves": 0, "final": None})
+        jobs.append(Job(step=step, due=time.time()))
 
-    def schedule(job, status, not_before):
-        job["due"] = due_at(not_before)
+    def schedule(job: Job, status: str, not_before: Optional[str]) -> None:
+        """The worker's scheduling, by the state the ledger reports (not by guessing from the tool's result)."""
+        job.due = due_at(not_before)
         if status in TERMINAL or status in PARKED:
-            job["final"] = status
+            job.final = status
         elif status in ("dispatched", "verifying"):
-            job["next"] = "verify"  # in flight without an outcome, or unknown: verify, never resend
+            job.next = "verify"  # in flight without an outcome, or unknown: verify, never resend
         else:
-            job["next"] = "execute"
+            job.next = "execute"
 
-    while any(job["final"] is None for job in jobs):
-        open_jobs = [job for job in jobs if job["final"] is None]
-        ready = [job for job in open_jobs if job["due"] <= time.time()]
+    while any(job.final is None for job in jobs):
+        open_jobs = [job for job in jobs if job.final is None]
+        ready = [job for job in open_jobs if job.due <= time.time()]
         if not ready:
-            time.sleep(max(0.01, min(job["due"] for job in open_jobs) - time.time()))
+            time.sleep(max(0.01, min(job.due for job in open_jobs) - time.time()))
             continue
         for job in ready:
-            job["moves"] += 1
-            if job["moves"] > args.max_moves:
-                job["final"] = "unsettled"
+            job.moves += 1
+            if job.moves > args.max_moves:
+                job.final = "unsettled"
                 continue
-            step = job["step"]
+            step = job.step
             ref = step.operation_ref
             try:
-                if job["next"] == "inspect":
+                if job.next == "inspect":
                     try:
                         status = ledger.get_operation(ref)["status"]
                         log(event="inspected", operation_ref=ref, status=status)
                     except LedgerNotFound:
                         status = "planned"
                     schedule(job, status, None)
-                elif job["next"] == "verify":
+                elif job.next == "verify":
                     checked = verify(ledger, ref, tools.lookup)
                     log(event="verified", operation_ref=ref, kind=checked.kind, outcome=checked.outcome, status=checked.status, not_before=checked.not_before)
                     schedule(job, checked.status, checked.not_before)
                 else:
                     outcome = execute_write(ledger, step, tools.create_invoice)
-                    envelope = outcome.envelope or {}
+                    envelope: Dict[str, Any] = dict(outcome.envelope or {})
                     log(
                         event="executed",
                         operation_ref=ref,
@@ -133,14 +144,14 @@ def main() -> int:
             except OutcomeNotRecordedError as error:
                 # The tool ran; the ledger still has the attempt in flight: verify it once it answers.
                 log(event="outcome_not_recorded", operation_ref=ref, attempt=error.attempt)
-                job["next"], job["due"] = "verify", time.time() + 1
+                job.next, job.due = "verify", time.time() + 1
             except LedgerError as error:
                 log(event="ledger_error", operation_ref=ref, code=error.code, status=error.status)
-                job["due"] = time.time() + (error.retry_after_seconds or 1)
+                job.due = time.time() + (error.retry_after_seconds or 1)
 
-    summary = {}
+    summary: Dict[str, List[str]] = {}
     for job in jobs:
-        summary.setdefault(job["final"], []).append(job["step"].operation_ref)
+        summary.setdefault(job.final or "unsettled", []).append(job.step.operation_ref)
     log(event="done", summary=summary)
     return 0
 
