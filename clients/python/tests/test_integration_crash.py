@@ -127,9 +127,14 @@ class CrashRecoveryTest(unittest.TestCase):
         where = f"second life: {second.stderr}\n{second.lines}"
         self.assertEqual(second.code, 0, where)
         recovered = [entry for line in second.events("recovered") for entry in line["entries"] if entry["operation_ref"] == ref]
-        # Inside the consistency window "not found" proves nothing yet: refused, with when to look again.
-        self.assertEqual((recovered[0]["result"], recovered[0]["outcome"], recovered[0]["code"]), ("refused", "not_found", "VERIFICATION_PREMATURE"), where)
-        self.assertIsNotNone(recovered[0]["not_before"], where)
+        self.assertEqual((len(recovered), recovered[0]["outcome"]), (1, "not_found"), where)
+        if recovered[0]["result"] == "refused":
+            # Inside the consistency window "not found" proves nothing yet: refused, with when to look again.
+            self.assertEqual(recovered[0]["code"], "VERIFICATION_PREMATURE", where)
+            self.assertIsNotNone(recovered[0]["not_before"], where)
+        else:
+            # A machine slow enough to start the second life after the window: accepted at once.
+            self.assertEqual((recovered[0]["result"], recovered[0]["status"]), ("verified", "retry_ready"), where)
         state = self.assert_settled_once(ref, where)
         self.assertEqual(state["attempts_used"], 2, where)
         self.assertEqual(self.provider.create_requests(ref), 1, where)
@@ -142,20 +147,21 @@ class CrashRecoveryTest(unittest.TestCase):
         seed = int(os.environ.get("RL_CRASH_SEED", str(int(time.time() * 1000) % 2**31)))
         draw = random.Random(seed)
         run = f"run_pycrash_{uuid.uuid4().hex[:8]}"
-        count = 12
+        count = 18
         refs = [f"{run}/invoice_{n}" for n in range(1, count + 1)]
         faults = [{"kind": "slow", "delay_ms": 300}, {"kind": "slow", "delay_ms": 900}, {"kind": "accept-then-destroy"},
                   {"kind": "accept-then-timeout"}, {"kind": "bad-gateway", "commit": True}, {"kind": "bad-gateway"},
                   {"kind": "rate-limit", "retry_after_s": 1}]
         lives = []
         for round_ in range(6):
-            # The queue grows, so every life has work left when it is killed.
-            queued = min(count, 2 + 2 * round_)
+            # The queue grows by three and a life is killed by its second new write at the latest, so
+            # every life still has work when it dies.
+            queued = min(count, 3 + 3 * round_)
             for _ in range(2):
                 self.provider.inject(draw.choice(refs[:queued]), draw.choice(faults))
             sent = self.provider.create_requests()
-            kill_at = sent + 1 + draw.randrange(3)
-            slack = draw.randrange(40) / 1000
+            kill_at = sent + 1 + draw.randrange(2)
+            slack = draw.randrange(15) / 1000
             fire = {"at": None}
 
             def kill_when(kill_at=kill_at, slack=slack, fire=fire):
