@@ -82,7 +82,7 @@ class ClassifierTest(EnvelopeAssertions):
             try:
                 raise ConnectionRefusedError(errno.ECONNREFUSED, "refused")
             except OSError:
-                raise ValueError("the retry inside the adapter sent, then failed to parse")
+                raise ValueError("the retry inside the adapter sent, then failed to parse")  # noqa: B904 - implicit on purpose
         except ValueError as implicit:
             self.assertEqual(classify_network_error(implicit).phase, "unknown")
 
