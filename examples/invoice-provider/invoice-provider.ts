@@ -248,6 +248,8 @@ export async function startInvoiceProvider(options: InvoiceProviderOptions = {})
       }
       if (route === 'POST /__faults') return control(request, response);
       if (route === 'GET /__health') return send(response, 200, { ok: true, invoices: byKey.size });
+      // What createRequests() tells an in-process test, for a test in another process (or language).
+      if (route === 'GET /__requests') return send(response, 200, { create_requests: Object.fromEntries(requestCounts) });
       send(response, 404, { error: { code: 'not_found' } });
     };
     handle().catch(() => {

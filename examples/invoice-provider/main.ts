@@ -3,6 +3,8 @@
  *   node dist/examples/invoice-provider/main.js [--port 4010]
  * Faults are queued with POST /__faults, e.g.
  *   curl -s localhost:4010/__faults -d '{"fault":{"kind":"accept-then-timeout"},"times":1}'
+ * `--port 0` takes a free port (the line it prints names it); GET /__requests counts create
+ * requests per idempotency key, GET /invoices lists the invoices.
  */
 import { startInvoiceProvider } from './invoice-provider';
 

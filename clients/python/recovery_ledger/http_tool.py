@@ -1,0 +1,120 @@
+"""One HTTP call to a provider, answered as an envelope, on ``http.client``.
+
+The phases are explicit, so a failure is placed by where it happened rather than guessed from an
+exception: ``connect()`` (and for HTTPS the TLS handshake) runs first, and what fails there is
+before send; from the first byte of the request on, a failure may be after send, and for a write
+the outcome is then unknown. Reading the body is part of the call: a connection that breaks after
+the status line is a failure after send.
+"""
+
+from __future__ import annotations
+
+import http.client
+import json
+import ssl
+import urllib.parse
+from datetime import datetime
+from typing import Any, Callable, Mapping, Optional, Sequence
+
+from ._http import read_body
+from .envelope import SideEffect, ToolEnvelope
+from .normalizers.builders import NormalizeContext, _utc_now
+from .normalizers.http_response import HttpResponse, normalize_http_response
+from .normalizers.input_fields import input_fields_of
+from .normalizers.network_error import normalize_network_error
+
+__all__ = ["call_http_tool"]
+
+_MAX_BODY_BYTES = 16 * 1024 * 1024
+
+
+def call_http_tool(
+    url: str,
+    *,
+    operation_ref: str,
+    side_effect: SideEffect,
+    method: Optional[str] = None,
+    body: Any = None,
+    headers: Optional[Mapping[str, str]] = None,
+    timeout: float = 10.0,
+    idempotency_header: Optional[str] = "Idempotency-Key",
+    ssl_context: Optional[ssl.SSLContext] = None,
+    now: Callable[[], datetime] = _utc_now,
+    max_attempts_remaining: Optional[int] = None,
+    default_retry_delay_ms: Optional[int] = None,
+    max_retry_delay_ms: Optional[int] = None,
+    verification_tool: Optional[str] = None,
+    code_map: Optional[Mapping[str, str]] = None,
+    input_fields: Optional[Sequence[str]] = None,
+    is_failure: Optional[Callable[[Any], bool]] = None,
+    result: Optional[Callable[[Any], Any]] = None,
+    evidence_ref: Optional[Callable[[Any], Optional[str]]] = None,
+) -> ToolEnvelope:
+    """Sends ``body`` as JSON (POST by default when there is one, else GET) with ``operation_ref`` as
+    the idempotency key (``idempotency_header=None`` sends none) and returns the envelope.
+
+    ``timeout`` is seconds per socket operation. The normalizer options are those of
+    ``normalize_http_response``; ``input_fields`` defaults to the body's own field names, since a
+    provider may name an invalid field only if the request carried it."""
+
+    def context() -> NormalizeContext:
+        return NormalizeContext(
+            operation_ref=operation_ref,
+            side_effect=side_effect,
+            now=now(),
+            max_attempts_remaining=max_attempts_remaining,
+            default_retry_delay_ms=default_retry_delay_ms,
+            max_retry_delay_ms=max_retry_delay_ms,
+            verification_tool=verification_tool,
+        )
+
+    parts = urllib.parse.urlsplit(url)
+    if parts.scheme not in ("http", "https") or not parts.hostname:
+        raise ValueError(f"url must be an http(s) URL, got {url[:80]!r}")
+    target = (parts.path or "/") + (f"?{parts.query}" if parts.query else "")
+    request_headers = {"Accept": "application/json"}
+    payload = None
+    if body is not None:
+        payload = json.dumps(body, separators=(",", ":"), allow_nan=False).encode("utf-8")
+        request_headers["Content-Type"] = "application/json"
+    if idempotency_header:
+        request_headers[idempotency_header] = operation_ref
+    request_headers.update(headers or {})
+
+    if parts.scheme == "https":
+        connection: http.client.HTTPConnection = http.client.HTTPSConnection(
+            parts.hostname, parts.port, timeout=timeout, context=ssl_context
+        )
+    else:
+        connection = http.client.HTTPConnection(parts.hostname, parts.port, timeout=timeout)
+    try:
+        try:
+            connection.connect()
+        except Exception as error:  # noqa: BLE001 - nothing of the request was written yet
+            return normalize_network_error(error, context(), phase="before_send")
+        try:
+            connection.request(method or ("POST" if payload is not None else "GET"), target, body=payload, headers=request_headers)
+            response = connection.getresponse()
+            status, answer_headers = response.status, response.headers
+            raw = read_body(response, _MAX_BODY_BYTES)
+        except Exception as error:  # noqa: BLE001 - from the first byte on, the request may have left
+            return normalize_network_error(error, context(), phase="after_send")
+    finally:
+        connection.close()
+
+    text = raw.decode("utf-8", errors="replace")
+    parsed: Any = None if text == "" else text
+    try:
+        if text != "":
+            parsed = json.loads(text)
+    except ValueError:
+        pass  # not JSON: the text stays as the body; the normalizer never copies it into a message
+    return normalize_http_response(
+        HttpResponse(status=status, headers=answer_headers, body=parsed),
+        context(),
+        code_map=code_map,
+        input_fields=input_fields if input_fields is not None else input_fields_of(body),
+        is_failure=is_failure,
+        result=result,
+        evidence_ref=evidence_ref,
+    )
