@@ -106,7 +106,8 @@ export function buildProgram(): Command {
     .option('--read-models', 'also rebuild the projections in memory and compare them with the stored read model')
     .option('--since <checkpoint>', 'a checkpoint written earlier by --checkpoint-out: prove the log has only grown since')
     .option('--checkpoint-out <file>', 'after a clean audit, write the checkpoint of the log as it stands (keep it outside the store)')
-    .action(async (options: { json?: boolean; readModels?: boolean; since?: string; checkpointOut?: string }, command: Command) =>
+    .option('--archive <file>', 'check an export file offline: its chains, and the stream heads and log anchor in its footer')
+    .action(async (options: { json?: boolean; readModels?: boolean; since?: string; checkpointOut?: string; archive?: string }, command: Command) =>
       (await commands.verify()).verifyCommand(globals(command), options),
     );
 

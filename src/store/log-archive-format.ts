@@ -6,7 +6,7 @@ import type { StoredEvent } from './event-store.port';
  *   {"kind":"header","format":"recovery-ledger-log","version":1,"exported_at":…,"head_position":…}
  *   {"kind":"event","stream":…,"revision":…,"position":…,"event_id":…,"type":…,"data":…,"metadata":{…,"prev_hash":…,"hash":…}}
  *   …
- *   {"kind":"footer","events":N,"streams":M,"last_position":…}
+ *   {"kind":"footer","events":N,"streams":M,"last_position":…,"heads":[…],"log_anchor":{…}}
  *
  * Events are in global log order. Each carries its hash chain (metadata.prev_hash, metadata.hash),
  * which covers everything but the global position, so an import can prove the file is the log it
@@ -29,6 +29,14 @@ export interface ArchiveFooter {
   events: number;
   streams: number;
   last_position: number;
+  /**
+   * The anchored head of every exported stream, as the store recorded it (absent from files written
+   * before anchors, or by a store that keeps none): a file whose stream was cut or dropped no longer
+   * meets its head. Offline, `recovery-ledger verify --archive` checks them.
+   */
+  heads?: Array<{ stream: string; revision: number; hash: string }>;
+  /** The log anchor, when the file is the whole log up to it (a local export of the embedded store). */
+  log_anchor?: { position: number; events: number; log_hash: string; signature?: string };
 }
 
 export interface Archive {

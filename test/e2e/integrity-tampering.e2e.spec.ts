@@ -7,7 +7,7 @@
  */
 import Database from 'better-sqlite3';
 import { randomUUID } from 'node:crypto';
-import { cpSync, rmSync } from 'node:fs';
+import { cpSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { openSeeder, runCli, seedIncident, tempDataDir } from '../support/cli-harness';
 import { startLedger } from '../support/ledger-process';
@@ -147,6 +147,48 @@ describe('the service started on a damaged log', () => {
     } finally {
       await ledger.stop();
       rmSync(dir, { recursive: true, force: true });
+    }
+  });
+});
+
+describe('an export checked offline against the heads and anchor in its footer', () => {
+  function exported(): { file: string; lines: Array<Record<string, unknown>> } {
+    const file = join(seeded, '..', `export-${randomUUID()}.ndjson`);
+    expect(runCli(['export', '--data-dir', seeded, '--out', file]).status).toBe(0);
+    return { file, lines: readFileSync(file, 'utf8').trimEnd().split('\n').map((line) => JSON.parse(line)) };
+  }
+
+  /** Drops events from the file and fixes the footer's counts, as someone hiding the cut would. */
+  function without(lines: Array<Record<string, unknown>>, drop: (event: Record<string, unknown>, index: number) => boolean): string {
+    const events = lines.slice(1, -1).filter((event, index) => !drop(event, index));
+    const footer = { ...lines[lines.length - 1], events: events.length, streams: new Set(events.map((event) => event.stream)).size };
+    return [lines[0], ...events, footer].map((line) => JSON.stringify(line)).join('\n') + '\n';
+  }
+
+  it('passes on the file as exported, and finds a cut tail, a dropped stream and a broken anchor', () => {
+    const { file, lines } = exported();
+    try {
+      expect(runCli(['verify', '--archive', file]).status).toBe(0);
+      const lastOfTarget = Math.max(...lines.slice(1, -1).flatMap((event, index) => (event.stream === 'op-default:run_81/step_4' ? [index] : [])));
+      const cases: Array<[string, (event: Record<string, unknown>, index: number) => boolean, string[]]> = [
+        ['a cut tail', (_event, index) => index === lastOfTarget, ['head_mismatch', 'log_anchor_mismatch']],
+        ['a dropped stream', (event) => event.stream === 'op-default:run_81/step_5', ['stream_deleted', 'log_anchor_mismatch']],
+      ];
+      for (const [, drop, kinds] of cases) {
+        writeFileSync(file, without(lines, drop));
+        const run = runCli(['verify', '--archive', file, '--json']);
+        expect(run.status).toBe(1);
+        const found = (JSON.parse(run.stdout) as { findings: Array<{ kind: string }> }).findings.map((finding) => finding.kind);
+        for (const kind of kinds) expect(found).toContain(kind);
+        // And import refuses such a file before writing anything.
+        const target = tempDataDir('import-cut');
+        const imported = runCli(['import', file, '--data-dir', target]);
+        expect(imported.status).toBe(1);
+        expect(imported.stderr).toMatch(/nothing was imported/);
+        rmSync(target, { recursive: true, force: true });
+      }
+    } finally {
+      rmSync(file, { force: true });
     }
   });
 });

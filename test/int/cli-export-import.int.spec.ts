@@ -54,7 +54,10 @@ describe('export, import, verify', () => {
     expect(run.stderr).toBe(`exported 23 events in 3 streams to ${file}\n`);
     const lines = readFileSync(file, 'utf8').trimEnd().split('\n').map((line) => JSON.parse(line));
     expect(lines[0]).toMatchObject({ kind: 'header', format: 'recovery-ledger-log', version: 1, head_position: 23 });
-    expect(lines[lines.length - 1]).toEqual({ kind: 'footer', events: 23, streams: 3, last_position: 23 });
+    const footer = lines[lines.length - 1];
+    expect(footer).toMatchObject({ kind: 'footer', events: 23, streams: 3, last_position: 23, log_anchor: { position: 23, events: 23 } });
+    // The anchored head of every stream travels with the file, for an offline verifier.
+    expect(footer.heads.map((head: { stream: string }) => head.stream)).toEqual(['op-default:run_81/step_4', 'op-default:run_81/step_5', 'op-default:run_82/step_1']);
     const events = lines.slice(1, -1);
     expect(events).toHaveLength(23);
     for (const event of events) {

@@ -7,6 +7,7 @@ import { CliError } from '../cli-errors';
 import { remoteLedger, withLocalStore, type GlobalOptions, type RemoteLedger } from '../ledger-source';
 import { eventLine, footerLine, headerLine, type ArchiveFooter } from '../../store/log-archive-format';
 import { scanLog } from '../log-scan';
+import { OPERATION_STREAM_PREFIX } from '../../store/stream-names';
 import { counted } from '../text-format';
 
 export interface ExportOptions {
@@ -52,13 +53,19 @@ export function openSink(out: string | undefined): Sink {
   };
 }
 
-/** The log up to the head position read at the start (positions are assigned at commit, in order). */
+/**
+ * The log up to its anchor (or the head position read at the start, for a store that keeps none):
+ * positions are assigned at commit, in order, so what is written is one consistent cut, and the
+ * footer carries the heads and the anchor of that cut for an offline verifier.
+ */
 async function exportLocal(global: GlobalOptions, sink: Sink): Promise<Omit<ArchiveFooter, 'kind'>> {
   let events = 0;
   let lastPosition = 0;
   const streams = new Set<string>();
+  let anchors: Pick<ArchiveFooter, 'heads' | 'log_anchor'> = {};
   await withLocalStore(global, async ({ store }) => {
-    const head = await store.headPosition();
+    const anchor = await store.logAnchor();
+    const head = anchor?.position ?? (await store.headPosition());
     await sink.write(headerLine(new Date().toISOString(), head));
     await scanLog(
       store,
@@ -72,8 +79,15 @@ async function exportLocal(global: GlobalOptions, sink: Sink): Promise<Omit<Arch
       },
       { until: head },
     );
+    if (store.keepsAnchors) {
+      const heads = (await store.anchoredHeads(OPERATION_STREAM_PREFIX)).filter((each) => each.position <= head);
+      anchors = {
+        heads: heads.map(({ stream, revision, hash }) => ({ stream, revision, hash })),
+        ...(anchor && anchor.events === events ? { log_anchor: anchor } : {}),
+      };
+    }
   });
-  const footer = { events, streams: streams.size, last_position: lastPosition };
+  const footer = { events, streams: streams.size, last_position: lastPosition, ...anchors };
   await sink.write(footerLine(footer));
   return footer;
 }

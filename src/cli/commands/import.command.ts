@@ -1,5 +1,6 @@
+import { fold } from '../../domain/decider';
+import { stepIndexEntry, toRecorded } from '../../ledger/ledger.service';
 import type { EventStore, NewEvent, StoredEvent } from '../../store/event-store.port';
-import { verifyChain } from '../../store/hash-chain';
 import { OPERATION_STREAM_PREFIX } from '../../store/stream-names';
 import { CliError } from '../cli-errors';
 import { requireLocal, withLocalStore, type GlobalOptions } from '../ledger-source';
@@ -7,7 +8,8 @@ import { readArchive } from '../log-archive';
 import { auditLog } from '../../store/log-audit';
 import { scanLog } from '../log-scan';
 import { counted } from '../text-format';
-import { describeBreak, describeFinding } from './verify.command';
+import { auditEvents, describeFinding } from './verify.command';
+import { ledgerEventProblem } from '../../ledger/integrity-monitor';
 
 export interface ImportSummary {
   events: number;
@@ -57,11 +59,16 @@ export async function importCommand(global: GlobalOptions, file: string): Promis
   requireLocal(global, 'import');
   const archive = await readArchive(file);
   const streams = byStream(archive.events);
-  for (const [stream, events] of streams) {
+  for (const stream of streams.keys()) {
     if (!stream.startsWith(OPERATION_STREAM_PREFIX)) throw new CliError(`${file}: ${stream} is not a ledger operation stream`);
-    // Checked before anything is written: a tampered file is refused whole.
-    const found = verifyChain(events);
-    if (found) throw new CliError(`${file}: ${describeBreak(found)}; nothing was imported`);
+  }
+  // Checked before anything is written: a tampered file (a chain, a head, the anchor, an event of a
+  // shape the ledger never writes) is refused whole.
+  const checked = auditEvents(archive.events, archive.footer);
+  if (!checked.ok) throw new CliError(`${file}: ${describeFinding(checked.findings[0])}; nothing was imported`);
+  for (const event of archive.events) {
+    const problem = ledgerEventProblem(event);
+    if (problem) throw new CliError(`${file}: event ${event.event_id} is not an event the ledger writes (${problem}); nothing was imported`);
   }
   const summary = await withLocalStore(
     global,
@@ -77,7 +84,10 @@ export async function importCommand(global: GlobalOptions, file: string): Promis
       const flushRun = () => {
         if (run.length === 0) return;
         const first = run[0];
-        pending.push(store.append(first.stream, first.revision - 1, run.map(asNew)));
+        const last = run[run.length - 1];
+        // Filed in the index as the ledger files it, so /v1/recovery lists what the file holds in doubt.
+        const index = stepIndexEntry(fold((streams.get(first.stream) as StoredEvent[]).slice(0, last.revision + 1).map(toRecorded)));
+        pending.push(store.append(first.stream, first.revision - 1, run.map(asNew), index ? { index } : {}));
         appended += run.length;
         run = [];
       };

@@ -6,7 +6,8 @@ import { ledgerEventProblem } from '../../ledger/integrity-monitor';
 import { verifyReadModels, type ReadModelReport } from '../../projection-engine/read-model-verification';
 import { readModelFile, SqliteReadModel } from '../../projection-engine/sqlite-read-model.store';
 import type { StoredEvent } from '../../store/event-store.port';
-import { verifyChain, type ChainBreak } from '../../store/hash-chain';
+import { GENESIS_HASH, nextLogHash, verifyChain, type ChainBreak } from '../../store/hash-chain';
+import type { ArchiveFooter } from '../../store/log-archive-format';
 import { auditLog, takeCheckpoint, type IntegrityFinding, type LogAudit, type LogCheckpoint } from '../../store/log-audit';
 import { parseOperationStream } from '../../store/stream-names';
 import { CliError, usageError } from '../cli-errors';
@@ -22,14 +23,11 @@ const MEANING: Record<ChainBreak['reason'], string> = {
   position_order: 'it stands in the log before an earlier event of its stream: events were moved',
 };
 
-export function describeBreak(found: ChainBreak): string {
-  const operation = parseOperationStream(found.stream);
-  const where = operation ? `operation ${operation.operationRef} (tenant ${operation.tenant})` : `stream ${found.stream}`;
-  return `${where}: first bad event ${found.event_id} at revision ${found.revision}, ${found.reason}: ${MEANING[found.reason]}`;
-}
-
-/** The chains of an export, stream by stream (an export carries no log anchor: see takeCheckpoint). */
-export function auditEvents(events: readonly StoredEvent[]): LogAudit {
+/**
+ * An export checked offline: each stream's chain, and, where the file carries them, each stream's
+ * anchored head (a stream cut or dropped from the file no longer meets it) and the log anchor.
+ */
+export function auditEvents(events: readonly StoredEvent[], footer?: Pick<ArchiveFooter, 'heads' | 'log_anchor'>): LogAudit {
   const streams = new Map<string, StoredEvent[]>();
   for (const event of events) {
     const list = streams.get(event.stream);
@@ -42,8 +40,36 @@ export function auditEvents(events: readonly StoredEvent[]): LogAudit {
     if (found) findings.push({ kind: found.reason, stream, revision: found.revision, event_id: found.event_id, detail: MEANING[found.reason] });
     return { stream, events: list.length, last_hash: String(list[list.length - 1].metadata.hash) };
   });
-  const broken = [...new Set(findings.map((finding) => finding.stream as string))];
-  return { ok: findings.length === 0, events: events.length, streams: audits, anchored: false, recomputed: { position: 0, events: events.length, log_hash: '' }, findings, broken_streams: broken };
+  if (footer?.heads) {
+    const heads = new Map(footer.heads.map((head) => [head.stream, head]));
+    for (const audit of audits) {
+      const head = heads.get(audit.stream);
+      heads.delete(audit.stream);
+      if (!head) findings.push({ kind: 'missing_head', stream: audit.stream, detail: 'the file holds a stream its footer has no head for' });
+      else if (head.revision !== audit.events - 1 || head.hash !== audit.last_hash) {
+        findings.push({ kind: 'head_mismatch', stream: audit.stream, detail: `the stream ends at revision ${audit.events - 1}; its anchored head is revision ${head.revision}` });
+      }
+    }
+    for (const head of heads.values()) {
+      findings.push({ kind: 'stream_deleted', stream: head.stream, revision: head.revision, detail: 'the footer anchors a stream the file does not hold' });
+    }
+  }
+  let logHash = GENESIS_HASH;
+  for (const event of events) logHash = nextLogHash(logHash, { stream: event.stream, revision: event.revision, hash: String(event.metadata.hash) });
+  const last = events[events.length - 1];
+  if (footer?.log_anchor && (footer.log_anchor.log_hash !== logHash || footer.log_anchor.events !== events.length)) {
+    findings.push({ kind: 'log_anchor_mismatch', detail: "the file's events do not chain to the log anchor in its footer" });
+  }
+  const broken = [...new Set(findings.flatMap((finding) => (finding.stream ? [finding.stream] : [])))];
+  return {
+    ok: findings.length === 0,
+    events: events.length,
+    streams: audits,
+    anchored: footer?.heads !== undefined,
+    recomputed: { position: last?.position ?? 0, events: events.length, log_hash: logHash },
+    findings,
+    broken_streams: broken,
+  };
 }
 
 /**
@@ -57,7 +83,7 @@ async function auditRemote(remote: RemoteLedger): Promise<LogAudit> {
     const sink = openSink(file);
     await exportRemote(remote, sink);
     await sink.commit();
-    return auditEvents((await readArchive(file)).events);
+    return await auditArchive(file);
   } finally {
     rmSync(dir, { recursive: true, force: true });
   }
@@ -71,6 +97,8 @@ export interface VerifyOptions {
   since?: string;
   /** Write the checkpoint of the log as verified now, to keep outside the store. */
   checkpointOut?: string;
+  /** Check an export file offline instead of a store: chains, the heads and the anchor in its footer. */
+  archive?: string;
 }
 
 export function describeFinding(finding: IntegrityFinding): string {
@@ -124,12 +152,21 @@ async function verifyLocal(global: GlobalOptions, options: VerifyOptions): Promi
   });
 }
 
+async function auditArchive(file: string): Promise<LogAudit> {
+  const archive = await readArchive(file);
+  return auditEvents(archive.events, archive.footer);
+}
+
 export async function verifyCommand(global: GlobalOptions, options: VerifyOptions): Promise<void> {
   const remote = remoteLedger(global);
   if (remote && (options.readModels || options.since || options.checkpointOut)) {
     throw usageError('--read-models, --since and --checkpoint-out work on a data directory (--data-dir)');
   }
-  const { audit, readModels } = remote ? { audit: await auditRemote(remote), readModels: undefined } : await verifyLocal(global, options);
+  const { audit, readModels } = options.archive
+    ? { audit: await auditArchive(options.archive), readModels: undefined }
+    : remote
+      ? { audit: await auditRemote(remote), readModels: undefined }
+      : await verifyLocal(global, options);
   const broken = audit.broken_streams.length;
   const logFaults = audit.findings.filter((finding) => finding.stream === undefined).length;
   const chainBreaks = audit.findings.filter((finding) => isChainReason(finding.kind));

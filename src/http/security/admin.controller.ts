@@ -84,7 +84,8 @@ export class AdminController {
     const prefix = operationStream(caller.tenant, '');
     // The head read first is the cut: positions are assigned at commit, in order, so the export
     // is consistent even while appends continue.
-    const head = await this.store.headPosition();
+    const anchor = await this.store.logAnchor();
+    const head = anchor?.position ?? (await this.store.headPosition());
     const store = this.store;
     async function* lines(): AsyncGenerator<string> {
       yield headerLine(new Date().toISOString(), head);
@@ -102,7 +103,15 @@ export class AdminController {
         events += page.length;
         after = page[page.length - 1].position;
       }
-      yield footerLine({ events, streams: streams.size, last_position: lastPosition });
+      const heads = store.keepsAnchors ? (await store.anchoredHeads(prefix)).filter((each) => each.position <= head) : undefined;
+      yield footerLine({
+        events,
+        streams: streams.size,
+        last_position: lastPosition,
+        ...(heads ? { heads: heads.map(({ stream, revision, hash }) => ({ stream, revision, hash })) } : {}),
+        // Only when this tenant's events are the whole log: the anchor then tells of no one else.
+        ...(anchor && anchor.events === events ? { log_anchor: anchor } : {}),
+      });
     }
     return new StreamableFile(Readable.from(lines()), { type: 'application/x-ndjson; charset=utf-8' });
   }
