@@ -15,6 +15,7 @@ const commands = {
   export: () => import('./commands/export.command'),
   import: () => import('./commands/import.command'),
   verify: () => import('./commands/verify.command'),
+  mcpGateway: () => import('./commands/mcp-gateway.command'),
 };
 
 function nonNegativeInteger(name: string) {
@@ -102,6 +103,12 @@ export function buildProgram(): Command {
     .description("recompute every stream's hash chain; name the first event that does not match and exit 1")
     .option('--json', 'machine-readable output')
     .action(async (options: { json?: boolean }, command: Command) => (await commands.verify()).verifyCommand(globals(command), options));
+
+  program
+    .command('mcp-gateway')
+    .description('serve an MCP gateway on stdio: upstream MCP tools pass through, write tools run through the ledger (docs/mcp-gateway.md)')
+    .requiredOption('-c, --config <file>', 'the gateway configuration (JSON)')
+    .action(async (options: { config: string }, command: Command) => (await commands.mcpGateway()).mcpGatewayCommand(globals(command), options));
 
   return program;
 }
