@@ -109,6 +109,8 @@ const configSchema = z.strictObject({
       older_than_ms: z.number().int().min(0).default(0),
     })
     .default({ older_than_ms: 0 }),
+  /** Upstream error codes of read tools passed on as they are; any other becomes UPSTREAM_ERROR. */
+  read_vouched_codes: z.array(z.string().regex(CODE, 'must be an UPPER_SNAKE_CASE code').max(64)).default([]),
   /** How long a read tool's call may take (default 30 s). */
   read_timeout_ms: z.number().int().positive().max(3_600_000).default(30_000),
 });

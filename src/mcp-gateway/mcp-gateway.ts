@@ -387,7 +387,7 @@ export class McpGateway {
     if (!result.isError) return result;
     const structured = result.structuredContent as Record<string, unknown> | undefined;
     const upstreamRef = structured && typeof structured.operation_ref === 'string' ? structured.operation_ref : undefined;
-    const envelope = normalizeMcpToolResult(result, { ...base, operationRef: upstreamRef ?? base.operationRef, now: this.now(), allowedCodes: [], inputFields: inputFieldsOf(args) });
+    const envelope = normalizeMcpToolResult(result, { ...base, operationRef: upstreamRef ?? base.operationRef, now: this.now(), allowedCodes: this.config.read_vouched_codes, inputFields: inputFieldsOf(args) });
     const small = this.small(envelope);
     if (!envelope.ok && envelope.next_action === 'wait_and_retry' && envelope.retry.not_before) {
       this.readHolds.set(name, { until: Date.parse(envelope.retry.not_before), envelope: small });
