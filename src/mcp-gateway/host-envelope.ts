@@ -132,7 +132,10 @@ export function envelopeForState(state: OperationState, context: AnswerContext):
     if (recorded?.ok && !context.refusal) return recorded;
     return successEnvelope(ref, state.success, context.now);
   }
-  if (recorded && !recorded.ok && !context.refusal && NATURAL_STATUS[recorded.next_action] === state.status) return recorded;
+  if (recorded && !recorded.ok && !context.refusal && NATURAL_STATUS[recorded.next_action] === state.status) {
+    // The tool's machine fields as recorded; the sentences are the gateway's, in the host's terms.
+    return { ...recorded, agent_message: `${codeFact(recorded.code)} ${NEXT_ACTION_SENTENCES[recorded.next_action]}`, user_message: USER_MESSAGES[recorded.next_action] };
+  }
 
   const last = state.last_envelope as { code?: string; category?: ErrorCategory } | undefined;
   const code = showable(context.refusal, context) ?? showable(state.reason, context) ?? showable(last?.code, context);
