@@ -28,6 +28,7 @@ const GATEWAY_CODE_FACTS: Record<string, string> = {
   APPROVAL_GRANTED: 'The approval was granted.',
   POLICY_REQUIRES_APPROVAL: 'A person must approve this operation before the tool runs; nothing was sent.',
   LEDGER_UNAVAILABLE: 'The ledger could not be reached; nothing was sent.',
+  LEDGER_UNAUTHORIZED: "The ledger refused the gateway's key; nothing was sent.",
   OUTCOME_NOT_RECORDED: 'The tool ran but its outcome could not be recorded yet.',
   STEP_STATE_UNEXPECTED: 'The operation is in a state this tool cannot act on.',
 };
@@ -198,6 +199,11 @@ export function ledgerUnavailableEnvelope(ref: string, now: Date, retryAfterSeco
     notBefore: new Date(now.getTime() + (retryAfterSeconds ?? 5) * 1000).toISOString(),
     attempts: 1,
   });
+}
+
+/** The gateway's own key is wrong or lacks the role: waiting does not fix it, an operator does. */
+export function ledgerUnauthorizedEnvelope(ref: string): ToolError {
+  return error(ref, 'LEDGER_UNAUTHORIZED', { category: 'authorization', commit: 'not_committed', action: 'escalate', attempts: 0 });
 }
 
 export function notRecordedEnvelope(ref: string): ToolError {

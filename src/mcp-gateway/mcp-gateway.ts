@@ -16,7 +16,7 @@ import {
 import { executeWrite, inputHash, OutcomeNotRecordedError, verify, type Lookup, type ToolCall, type WriteOutcome, type WriteStep } from '../client/execute-write';
 import type { OperationState } from '../client/ledger-api.types';
 import { LedgerClient } from '../client/ledger-client';
-import { LedgerError, LedgerNotFound } from '../client/ledger-errors';
+import { LedgerAuthError, LedgerError, LedgerNotFound } from '../client/ledger-errors';
 import { correctInput, escalate, uncertainOutcome, waitAndRetry, type NormalizeContext } from '../client/normalizers/envelope-builders';
 import { inputFieldsOf } from '../client/normalizers/input-fields';
 import { normalizeMcpToolResult } from '../client/normalizers/mcp-result.normalizer';
@@ -31,6 +31,7 @@ import {
   envelopeForState,
   hostAnswer,
   ledgerUnavailableEnvelope,
+  ledgerUnauthorizedEnvelope,
   notRecordedEnvelope,
   refReusedEnvelope,
   type AnswerContext,
@@ -276,6 +277,7 @@ export class McpGateway {
       return this.answer(name, envelopeForState(state, this.answerContext(writeTool)));
     } catch (error) {
       if (error instanceof OutcomeNotRecordedError) return this.answer(name, notRecordedEnvelope(ref));
+      if (error instanceof LedgerAuthError) return this.answer(name, ledgerUnauthorizedEnvelope(ref));
       if (error instanceof LedgerError) return this.answer(name, ledgerUnavailableEnvelope(ref, this.now(), error.retryAfterSeconds));
       throw error;
     }
@@ -444,6 +446,7 @@ export class McpGateway {
       }
       return this.answer(tool, envelopeForState(state, this.answerContext(writeTool)));
     } catch (error) {
+      if (error instanceof LedgerAuthError) return this.answer('verify_operation', ledgerUnauthorizedEnvelope(ref));
       if (error instanceof LedgerError) return this.answer('verify_operation', ledgerUnavailableEnvelope(ref, this.now(), error.retryAfterSeconds));
       throw error;
     }

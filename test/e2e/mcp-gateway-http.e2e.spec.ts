@@ -78,6 +78,45 @@ describe('MCP gateway: a streamable HTTP upstream and an HTTP lookup', () => {
   });
 });
 
+describe('MCP gateway: a ledger that requires keys', () => {
+  const RUNTIME_KEY = 'rk_mcp_gateway_runtime_0123456789';
+  let ledgerProcess: LedgerProcess;
+  let space: Workspace;
+  const hosts: Host[] = [];
+
+  beforeAll(async () => {
+    ledgerProcess = await startLedger({ env: { LEDGER_API_KEYS: `${RUNTIME_KEY}:runtime:acme` } });
+    space = workspace();
+    const config = invoiceGatewayConfig(space, { ledgerUrl: ledgerProcess.baseUrl }) as any;
+    config.ledger.api_key_env = 'INVOICES_LEDGER_KEY';
+    space.writeConfig(config);
+  });
+
+  afterAll(async () => {
+    for (const host of hosts) await host.close();
+    await ledgerProcess?.stop();
+    ledgerProcess?.cleanup();
+    space?.cleanup();
+  });
+
+  it('with its key from the environment, writes are recorded in the key\'s tenant', async () => {
+    const host = await startHost(space.configFile, { INVOICES_LEDGER_KEY: RUNTIME_KEY });
+    hosts.push(host);
+    const answer = await host.call('create_invoice', { customer_id: 'cus_1', amount_cents: 100, currency: 'EUR', operation_ref: 'run_keys/one' });
+    expect(answer.structuredContent).toMatchObject({ ok: true });
+    const ledger = new LedgerClient({ baseUrl: ledgerProcess.baseUrl, apiKey: RUNTIME_KEY });
+    expect((await ledger.getOperation('run_keys/one')).status).toBe('succeeded');
+  });
+
+  it('with a wrong key nothing is sent, and the model is told to stop, not to retry', async () => {
+    const host = await startHost(space.configFile, { INVOICES_LEDGER_KEY: 'rk_wrong_key_000000000000' });
+    hosts.push(host);
+    const answer = await host.call('create_invoice', { customer_id: 'cus_1', amount_cents: 100, currency: 'EUR', operation_ref: 'run_keys/two' });
+    expect(answer.structuredContent).toMatchObject({ ok: false, code: 'LEDGER_UNAUTHORIZED', next_action: 'escalate', commit_state: 'not_committed' });
+    expect(space.createCalls('run_keys/two')).toBe(0);
+  });
+});
+
 describe('MCP gateway: the configuration file', () => {
   let space: Workspace;
   beforeAll(() => {

@@ -2,7 +2,7 @@
  * Every answer the gateway can build from a ledger state is an envelope the ledger itself would
  * accept, says what the state says, and shows only codes it may show.
  */
-import { envelopeForState, refReusedEnvelope, approvalGateEnvelope, ledgerUnavailableEnvelope, notRecordedEnvelope } from '../../../src/mcp-gateway/host-envelope';
+import { envelopeForState, refReusedEnvelope, approvalGateEnvelope, ledgerUnavailableEnvelope, ledgerUnauthorizedEnvelope, notRecordedEnvelope } from '../../../src/mcp-gateway/host-envelope';
 import { validateEnvelope } from '../../../src/domain/envelope/validate-envelope';
 import { STEP_STATUSES } from '../../../src/domain/events';
 import type { OperationState } from '../../../src/client';
@@ -52,7 +52,7 @@ describe('the gateway answers for every ledger state', () => {
   );
 
   it('the gateway-made envelopes are valid too', () => {
-    for (const envelope of [refReusedEnvelope(REF), approvalGateEnvelope(REF), ledgerUnavailableEnvelope(REF, now, 3), notRecordedEnvelope(REF)]) {
+    for (const envelope of [refReusedEnvelope(REF), approvalGateEnvelope(REF), ledgerUnavailableEnvelope(REF, now, 3), ledgerUnauthorizedEnvelope(REF), notRecordedEnvelope(REF)]) {
       expect(validateEnvelope(envelope, { operationRef: REF, sideEffect: 'write' })).toMatchObject({ ok: true });
     }
   });
