@@ -155,11 +155,6 @@ export class McpGateway {
     }
   }
 
-  /** Resolves when the start-up recovery has run (tests and the CLI's log wait for it). */
-  recovered(): Promise<RecoveryReport | undefined> {
-    return this.recovery;
-  }
-
   // ---- tools/list ------------------------------------------------------------------------------------
 
   async listTools(): Promise<Tool[]> {

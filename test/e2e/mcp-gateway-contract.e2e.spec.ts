@@ -197,6 +197,18 @@ describe('MCP gateway: the contract table through a real host, gateway, upstream
     expect(space.createCalls(ref)).toBe(1);
   });
 
+  it('two calls of one operation at once: one reaches the upstream, the other is told the attempt is in flight', async () => {
+    const ref = nextRef('concurrent');
+    space.fault({ on: 'create', operation_ref: ref, fault: { kind: 'slow', delay_ms: 600 } });
+    const [a, b] = await Promise.all([create(invoice(ref)), create(invoice(ref))]);
+    const answers = [envelopeOf(a, ref), envelopeOf(b, ref)];
+    expect(answers.filter((answer) => answer.ok)).toHaveLength(1);
+    expect(answers.find((answer) => !answer.ok)).toMatchObject({ code: 'ATTEMPT_IN_FLIGHT', commit_state: 'unknown', next_action: 'verify_operation' });
+    expect(space.createCalls(ref)).toBe(1);
+    expect(envelopeOf(await create(invoice(ref)), ref)).toMatchObject({ ok: true });
+    expect(space.createCalls(ref)).toBe(1);
+  });
+
   it('lost approval: not_committed, request_approval; the tool is not invoked again until a person approves', async () => {
     const ref = nextRef('approval');
     space.fault({ on: 'create', operation_ref: ref, fault: { kind: 'forbidden' } });
