@@ -11,7 +11,7 @@ import { startLedger, type LedgerProcess } from '../support/ledger-process';
 import { invoiceGatewayConfig, startHost, workspace, type Host, type Workspace } from '../support/mcp-gateway-harness';
 
 // Longer than the call timeout, so a lookup right after a timeout is inside the window.
-const WINDOW_MS = 2500;
+const WINDOW_MS = 4000;
 const TIMEOUT_MS = 1000;
 const HOSTILE = /ignore|admin|password|suspend|SYSTEM|99999999/i;
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
