@@ -20,6 +20,7 @@ import { LedgerAuthError, LedgerError, LedgerNotFound } from '../client/ledger-e
 import { correctInput, escalate, uncertainOutcome, waitAndRetry, type NormalizeContext } from '../client/normalizers/envelope-builders';
 import { inputFieldsOf } from '../client/normalizers/input-fields';
 import { normalizeMcpToolResult } from '../client/normalizers/mcp-result.normalizer';
+import { normalizeNetworkError } from '../client/normalizers/network-error.normalizer';
 import { recover, type RecoveryReport } from '../client/recover';
 import { envelopeJsonSchema } from '../domain/envelope/envelope.schema';
 import type { ToolEnvelope } from '../domain/envelope/envelope.types';
@@ -355,9 +356,11 @@ export class McpGateway {
         // A JSON-RPC error answer is the server refusing the call itself: the tool did not run.
         if (error instanceof McpError && error.code === ErrorCode.InvalidParams) return correctInput({ ...base, now }, 'INVALID_INPUT', undefined);
         if (error instanceof McpError && error.code === ErrorCode.MethodNotFound) return escalate({ ...base, now }, 'UPSTREAM_REJECTED', 'internal');
-        // A timeout, a dropped connection, a crashed server, an unreadable answer: it may have run.
         this.log({ event: 'upstream_call_failed', tool: name, operation_ref: context.operationRef, code: error instanceof McpError ? error.code : undefined });
-        return uncertainOutcome({ ...base, now }, 'OUTCOME_UNKNOWN');
+        // A timeout, a dropped connection, a crashed server, an unreadable answer: it may have run.
+        if (error instanceof McpError) return uncertainOutcome({ ...base, now }, 'OUTCOME_UNKNOWN');
+        // A transport error (streamable HTTP) is judged by its codes: refused before sending, or not.
+        return normalizeNetworkError(error, { ...base, now });
       } finally {
         this.inFlight.delete(context.operationRef);
       }

@@ -78,6 +78,46 @@ describe('MCP gateway: a streamable HTTP upstream and an HTTP lookup', () => {
   });
 });
 
+describe('MCP gateway: an HTTP upstream that is down', () => {
+  let ledgerProcess: LedgerProcess;
+  let space: Workspace;
+  let host: Host;
+  let upstream: ChildProcess;
+
+  beforeAll(async () => {
+    ledgerProcess = await startLedger();
+    space = workspace();
+    upstream = spawn(process.execPath, [INVOICE_SERVER, '--state-dir', space.stateDir, '--http'], { stdio: ['ignore', 'ignore', 'inherit'] });
+    const urlFile = join(space.stateDir, 'http-url');
+    for (let waited = 0; !existsSync(urlFile); waited += 25) {
+      if (waited > 15_000) throw new Error('the invoice server did not start');
+      await sleep(25);
+    }
+    const baseUrl = readFileSync(urlFile, 'utf8');
+    const config = invoiceGatewayConfig(space, { ledgerUrl: ledgerProcess.baseUrl, windowMs: 5000, timeoutMs: 800 }) as any;
+    config.servers = { invoices: { url: `${baseUrl}/mcp` } };
+    space.writeConfig(config);
+    host = await startHost(space.configFile);
+  });
+
+  afterAll(async () => {
+    await host?.close();
+    upstream?.kill('SIGKILL');
+    await ledgerProcess?.stop();
+    ledgerProcess?.cleanup();
+    space?.cleanup();
+  });
+
+  it('a refused connection is known not to have sent anything: wait_and_retry, not a verification', async () => {
+    upstream.kill('SIGTERM');
+    await new Promise((resolve) => upstream.once('exit', resolve));
+    const ref = 'run_down/one';
+    const answer = await host.call('create_invoice', { customer_id: 'cus_1', amount_cents: 100, currency: 'EUR', operation_ref: ref });
+    expect(answer.structuredContent).toMatchObject({ ok: false, code: 'NETWORK_UNREACHABLE', commit_state: 'not_committed', next_action: 'wait_and_retry' });
+    expect(space.createCalls(ref)).toBe(0);
+  });
+});
+
 describe('MCP gateway: a ledger that requires keys', () => {
   const RUNTIME_KEY = 'rk_mcp_gateway_runtime_0123456789';
   let ledgerProcess: LedgerProcess;
