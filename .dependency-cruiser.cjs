@@ -36,6 +36,13 @@ module.exports = {
       to: { path: '(^node_modules/@nestjs/|^src/(http|ledger|store|auth|projection-engine|observability|cli|config)/)' },
     },
     {
+      name: 'mcp-gateway-through-the-client',
+      comment: 'The MCP gateway is a runtime of the ledger: it reaches it through the client SDK only, like any other.',
+      severity: 'error',
+      from: { path: '^src/mcp-gateway/' },
+      to: { path: '(^node_modules/@nestjs/|^src/(http|ledger|store|auth|projection-engine|observability|cli|config)/)' },
+    },
+    {
       name: 'store-below-http',
       comment: 'Adapters never reach up into the HTTP layer.',
       severity: 'error',

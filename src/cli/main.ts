@@ -15,6 +15,7 @@ const commands = {
   export: () => import('./commands/export.command'),
   import: () => import('./commands/import.command'),
   verify: () => import('./commands/verify.command'),
+  mcpGateway: () => import('./commands/mcp-gateway.command'),
 };
 
 function nonNegativeInteger(name: string) {
@@ -110,6 +111,12 @@ export function buildProgram(): Command {
     .action(async (options: { json?: boolean; readModels?: boolean; since?: string; checkpointOut?: string; archive?: string }, command: Command) =>
       (await commands.verify()).verifyCommand(globals(command), options),
     );
+
+  program
+    .command('mcp-gateway')
+    .description('serve an MCP gateway on stdio: upstream MCP tools pass through, write tools run through the ledger (docs/mcp-gateway.md)')
+    .requiredOption('-c, --config <file>', 'the gateway configuration (JSON)')
+    .action(async (options: { config: string }, command: Command) => (await commands.mcpGateway()).mcpGatewayCommand(globals(command), options));
 
   return program;
 }
