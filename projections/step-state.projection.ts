@@ -16,6 +16,11 @@ export interface StepStateDoc {
   tool: string;
   side_effect: SideEffect | 'unknown';
   verification_tool?: string;
+  /**
+   * How long an attempt may stay in flight before a person should look, when the plan's policy
+   * names it (`policy.dispatch_timeout_ms`); the triage query's threshold applies otherwise.
+   */
+  dispatch_timeout_ms?: number;
   /** When the current status began (ledger clock). */
   since: string;
   /** The reason code of the last transition. */
@@ -74,6 +79,11 @@ export function evolveStepState(current: StepStateDoc | undefined, event: Projec
       doc.tool = String(tool ?? '');
       doc.side_effect = side_effect === 'read' || side_effect === 'write' ? side_effect : 'unknown';
       if (typeof policy?.verification_tool === 'string') doc.verification_tool = policy.verification_tool;
+      // Read from the stored plan when present; older plans and plans without it leave it unset.
+      const dispatchTimeout = (policy as { dispatch_timeout_ms?: unknown } | undefined)?.dispatch_timeout_ms;
+      if (typeof dispatchTimeout === 'number' && Number.isFinite(dispatchTimeout) && dispatchTimeout >= 0) {
+        doc.dispatch_timeout_ms = dispatchTimeout;
+      }
       doc.attempts_remaining = typeof policy?.max_attempts === 'number' ? policy.max_attempts : 0;
       doc.next_action = 'dispatch';
       doc.reason = 'STEP_PLANNED';
@@ -107,7 +117,8 @@ export function evolveStepState(current: StepStateDoc | undefined, event: Projec
 
 export const stepStateProjection: Projection<StepStateDoc> = {
   name: 'step_state',
-  version: 1,
+  // 2: documents carry the plan's dispatch_timeout_ms.
+  version: 2,
   keyOf: (event) => scopedKey(event.metadata.tenant, event.metadata.operation_ref),
   evolve: evolveStepState,
   columns: {
