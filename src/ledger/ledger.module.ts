@@ -6,7 +6,14 @@ import { METRICS_REGISTRY } from '../observability/metrics';
 import { EVENT_STORE, type EventStore } from '../store/event-store.port';
 import { openEventStore } from '../store/store.factory';
 import { CLOCK, systemClock, type Clock } from './clock';
-import { LedgerService } from './ledger.service';
+import { LedgerService, type LedgerObserver } from './ledger.service';
+
+/**
+ * Other modules that must hear of refusals (webhooks count premature lookups, which the log does
+ * not record) add a listener here; it runs before the refusal is answered.
+ */
+export type RefusalListener = NonNullable<LedgerObserver['onRefused']>;
+export const REFUSAL_LISTENERS = Symbol('REFUSAL_LISTENERS');
 
 export interface LedgerModuleOptions {
   config: LedgerConfig;
@@ -42,10 +49,11 @@ export class LedgerModule {
               inject: [LEDGER_METRICS],
               useFactory: (metrics: LedgerMetrics) => openEventStore(options.config, metrics.storeHooks),
             },
+        { provide: REFUSAL_LISTENERS, useFactory: () => new Set<RefusalListener>() },
         {
           provide: LedgerService,
-          inject: [EVENT_STORE, CLOCK, CONFIG, LEDGER_METRICS],
-          useFactory: (store: EventStore, clock: Clock, config: LedgerConfig, metrics: LedgerMetrics) =>
+          inject: [EVENT_STORE, CLOCK, CONFIG, LEDGER_METRICS, REFUSAL_LISTENERS],
+          useFactory: (store: EventStore, clock: Clock, config: LedgerConfig, metrics: LedgerMetrics, listeners: Set<RefusalListener>) =>
             new LedgerService(
               store,
               clock,
@@ -54,12 +62,18 @@ export class LedgerModule {
                 defaultPolicy: config.defaultPolicy,
                 maxConflictRetries: config.maxConflictRetries,
               },
-              metrics.observer,
+              {
+                ...metrics.observer,
+                onRefused: (code, where) => {
+                  metrics.observer.onRefused?.(code, where);
+                  for (const listener of listeners) listener(code, where);
+                },
+              },
             ),
         },
         StoreLifecycle,
       ],
-      exports: [CONFIG, CLOCK, EVENT_STORE, LedgerService],
+      exports: [CONFIG, CLOCK, EVENT_STORE, LedgerService, REFUSAL_LISTENERS],
     };
   }
 }
