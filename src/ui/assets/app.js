@@ -666,8 +666,9 @@
         });
       })
       .catch(function (error) {
-        show('operation-view');
-        $('op-title').textContent = ref;
+        // Nothing of an operation that could not be read stays on screen: only the reason.
+        openRef = undefined;
+        show('none');
         explain(error, 'operation ' + ref);
       });
   }
@@ -715,7 +716,7 @@
       var tr = h(
         'tr',
         {
-          className: 'event kind-' + kind + ' tone-' + tone,
+          className: 'event kind-' + kind + ' row-tone-' + tone,
           tabindex: 0,
           role: 'button',
           'aria-expanded': 'false',
@@ -852,8 +853,7 @@
         loaded(run.as_of_position);
       })
       .catch(function (error) {
-        show('run-view');
-        $('run-title').textContent = 'Run ' + runId;
+        show('none');
         explain(error, 'run ' + runId);
       });
   }
