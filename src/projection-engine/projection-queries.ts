@@ -121,6 +121,14 @@ export interface ChangesAnswer {
 const TRIAGE_STATUSES: readonly StepStatus[] = ['escalated', 'awaiting_approval', 'verifying', 'dispatched'];
 const MAX_THRESHOLD_MS = 30 * 86_400_000;
 const RECOVERY_STATUSES: readonly StepStatus[] = ['dispatched', 'verifying'];
+/** `has=` on the operations list: the operations a trust figure counts (a step_state column each). */
+export const TRUST_FLAGS = [
+  'unknown_outcomes',
+  'resolved_by_lookup',
+  'duplicates_prevented',
+  'identical_retries_blocked',
+  'unverified_dispatches_refused',
+] as const;
 const IDENTIFIER_PATTERN = /^[^\u0000-\u001f\u007f]{1,200}$/u;
 
 function single(params: QueryParams, name: string): string | undefined {
@@ -242,6 +250,8 @@ export class ProjectionQueries {
     if (olderThanMs !== undefined) where.push({ column: 'since_ms', op: '<=', value: this.clock.now().getTime() - olderThanMs });
     const refContains = identifier(single(params, 'q'), 'q');
     if (refContains !== undefined) where.push({ column: 'operation_ref', op: 'contains', value: refContains });
+    const has = oneOf(single(params, 'has'), TRUST_FLAGS, 'has');
+    if (has !== undefined) where.push({ column: has, op: '>', value: 0 });
     const newest = oneOf(single(params, 'order'), ['oldest', 'newest'], 'order') === 'newest';
     if (cursor) where.push({ columns: ['since_ms', 'key'], op: newest ? '<' : '>', values: cursor });
     const rows = this.readModel.select<StepStateDoc>('step_state', {

@@ -80,9 +80,17 @@ const rows = () => page.locator('#triage-table tbody tr');
 const refsInQueue = async () => (await rows().evaluateAll((trs) => trs.map((tr) => tr.getAttribute('data-ref'))));
 const chip = (group: string, label: string) => page.locator(`#triage-by-${group} a.chip`, { hasText: label });
 
-async function queueShows(count: number): Promise<void> {
-  await page.waitForFunction((n) => document.querySelectorAll('#triage-table tbody tr').length === n, count);
+// The few browser globals used here, typed by hand: this file is compiled without the DOM's types
+// (and the page's CSP forbids evaluating strings, so these stay functions).
+interface BrowserGlobals {
+  document: { querySelectorAll(selector: string): { length: number } };
 }
+async function rowsShown(selector: string, count: number): Promise<void> {
+  await page.waitForFunction(([sel, n]) => (globalThis as unknown as BrowserGlobals).document.querySelectorAll(sel).length === n, [selector, count] as const);
+}
+const queueShows = (count: number) => rowsShown('#triage-table tbody tr', count);
+const markPage = () => page.evaluate("window.marker = 'same page'");
+const pageMark = () => page.evaluate('window.marker');
 
 describe('the incident console', () => {
   it('lands on the triage queue: each kind of item, newest first, with counts per kind, tool and reason', async () => {
@@ -91,7 +99,7 @@ describe('the incident console', () => {
     await page.click('#key-form button[type=submit]');
     await queueShows(5);
     // A marker that only survives if the page is never reloaded.
-    await page.evaluate(() => ((window as unknown as { marker: string }).marker = 'same page'));
+    await markPage();
 
     expect(await refsInQueue()).toEqual([REF.overdue, REF.unknown, REF.approvalDeny, REF.approvalGrant, REF.escalated]);
     const kinds = await rows().evaluateAll((trs) => trs.map((tr) => tr.className.replace(/.*kind-/, '')));
@@ -130,17 +138,17 @@ describe('the incident console', () => {
 
     // The operations list: state, tool, run and text filters, newest first.
     await page.goto(`${ledger.baseUrl}/ui#/operations?run_id=${RUN}&tool=send_email`);
-    await page.waitForFunction(() => document.querySelectorAll('#operations-table tbody tr').length === 2);
+    await rowsShown('#operations-table tbody tr', 2);
     expect(await page.locator('#operations-table tbody tr').evaluateAll((trs) => trs.map((tr) => tr.getAttribute('data-ref')))).toEqual([REF.settled, REF.overdue]);
     await page.selectOption('#operations-filters select[name=status]', 'succeeded');
     await page.click('#operations-filters button[type=submit]');
-    await page.waitForFunction(() => document.querySelectorAll('#operations-table tbody tr').length === 1);
+    await rowsShown('#operations-table tbody tr', 1);
   });
 
   it('opens an operation from the queue, and a step is approved from the page: the timeline and the queue change without a reload', async () => {
     await page.goto(`${ledger.baseUrl}/ui${QUEUE}`);
     await queueShows(5);
-    await page.evaluate(() => ((window as unknown as { marker: string }).marker = 'same page'));
+    await markPage();
     await page.click(`#triage-table a[href="#/operation/${encodeURIComponent(REF.approvalGrant)}"]`);
     await page.locator('#op-title', { hasText: REF.approvalGrant }).waitFor();
     await page.locator('#approval-card:not([hidden])').waitFor();
@@ -157,7 +165,7 @@ describe('the incident console', () => {
     await page.click('#approval-form button[value=granted]');
     await page.locator('#approval-result.ok').waitFor();
     expect(await page.innerText('#approval-result')).toBe('Granted by Dana on call: the step is now retry ready (next: dispatch).');
-    await page.waitForFunction(() => document.querySelectorAll('#timeline tbody tr.event').length === 4);
+    await rowsShown('#timeline tbody tr.event', 4);
     expect(await story.nth(3).innerText()).toMatch(/ApprovalRecorded[\s\S]*OK[\s\S]*retry ready[\s\S]*APPROVAL_GRANTED/);
     expect(await page.innerText('#op-status')).toBe('retry ready');
     expect(await page.locator('#approval-form').isHidden()).toBe(true);
@@ -168,7 +176,7 @@ describe('the incident console', () => {
     await queueShows(4);
     expect(await refsInQueue()).not.toContain(REF.approvalGrant);
     expect(await chip('kind', 'awaiting approval').innerText()).toMatch(/ 1$/);
-    expect(await page.evaluate(() => (window as unknown as { marker?: string }).marker)).toBe('same page');
+    expect(await pageMark()).toBe('same page');
   });
 
   it('denies a step with a reason: it escalates, and the queue lists it as escalated', async () => {
@@ -182,7 +190,7 @@ describe('the incident console', () => {
     await page.click('#approval-form button[value=denied]');
     await page.locator('#approval-result.ok').waitFor();
     expect(await page.innerText('#approval-result')).toBe('Denied by Dana on call: the step is now escalated (next: none).');
-    await page.waitForFunction(() => document.querySelectorAll('#timeline tbody tr.event').length === 4);
+    await rowsShown('#timeline tbody tr.event', 4);
     expect(await page.locator('#timeline tbody tr.event').nth(3).innerText()).toMatch(/ApprovalRecorded[\s\S]*FAILED[\s\S]*escalated[\s\S]*APPROVAL_DENIED/);
     expect(await page.innerText('#verdict-statement')).toBe('escalated — not committed: approval denied by Dana on call');
 
@@ -215,7 +223,7 @@ describe('the incident console', () => {
   it('follows the log: a new escalation appears in the queue, and the open operation changes, without a reload', async () => {
     await page.goto(`${ledger.baseUrl}/ui${QUEUE}`);
     await queueShows(5);
-    await page.evaluate(() => ((window as unknown as { marker: string }).marker = 'same page'));
+    await markPage();
     const ops = incidentsAt(ledger.baseUrl, RUNTIME_KEY);
     const fresh = `${RUN}/pay_2`;
     await ops.escalated(fresh, RUN, 'pay_invoice');
@@ -228,7 +236,7 @@ describe('the incident console', () => {
     await ops.submit(REF.unknown, 'VerificationRecorded', { outcome: 'found_committed', checked_at: new Date().toISOString(), evidence_ref: 'inv_42' });
     await page.locator('#op-status', { hasText: 'succeeded' }).waitFor({ timeout: 20_000 });
     await page.locator('#verdict-statement', { hasText: 'evidence inv_42' }).waitFor();
-    expect(await page.evaluate(() => (window as unknown as { marker?: string }).marker)).toBe('same page');
+    expect(await pageMark()).toBe('same page');
 
     // The raw events are one click away: every stored event, transitions included.
     await page.click('#toggle-raw');
@@ -239,7 +247,7 @@ describe('the incident console', () => {
     await page.setViewportSize({ width: 390, height: 844 });
     const widths: Record<string, number> = {};
     const measure = async (name: string) => {
-      widths[name] = await page.evaluate(() => document.documentElement.scrollWidth);
+      widths[name] = (await page.evaluate('document.documentElement.scrollWidth')) as number;
     };
     await page.goto(`${ledger.baseUrl}/ui${QUEUE}`);
     await queueShows(5);
@@ -271,7 +279,7 @@ describe('the incident console', () => {
     let reached = '';
     for (let i = 0; i < 60 && !reached.startsWith('#/operation/'); i++) {
       await page.keyboard.press('Tab');
-      reached = await page.evaluate(() => (document.activeElement as HTMLAnchorElement | null)?.getAttribute('href') ?? '');
+      reached = (await page.evaluate("document.activeElement ? document.activeElement.getAttribute('href') || '' : ''")) as string;
     }
     expect(reached).toMatch(/^#\/operation\//);
     await page.keyboard.press('Enter');

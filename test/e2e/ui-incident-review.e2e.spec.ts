@@ -184,6 +184,17 @@ describe('the incident review page', () => {
     const tools = await page.locator('#trust-tools tbody tr').allInnerTexts();
     expect(tools.map((row) => row.split(/\s+/)[0])).toEqual(['create_invoice', 'send_email']);
     await page.screenshot({ path: join(ARTIFACTS, 'ui-trust.png'), fullPage: true });
+
+    // Each tile opens the operations it counts.
+    const listed = async () => page.locator('#operations-table tbody tr').evaluateAll((trs) => trs.map((tr) => tr.getAttribute('data-ref')));
+    await page.locator('#trust-overall a.tile', { hasText: 'Duplicate writes prevented' }).click();
+    await page.locator(`#operations-table tr[data-ref="${INCIDENT}"]`).waitFor();
+    expect(await listed()).toEqual([INCIDENT]);
+    expect(await page.inputValue('#operations-filters select[name=has]')).toBe('duplicates_prevented');
+    await page.goBack();
+    await page.locator('#trust-overall a.tile', { hasText: 'Identical retries blocked' }).click();
+    await page.locator(`#operations-table tr[data-ref="${RUN}/step_6"]`).waitFor();
+    expect(await listed()).toEqual([`${RUN}/step_6`]);
   });
 
   it('sent the key only in the Authorization header, never in a URL, and hit no error on the page', async () => {

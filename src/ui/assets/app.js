@@ -859,9 +859,19 @@
   }
 
   function tile(label, value, note, hash) {
-    var content = [h('div', { className: 'tile-value', text: value }), h('div', { className: 'tile-label', text: label }), note ? h('div', { className: 'tile-note', text: note }) : null];
-    if (hash) return h.apply(null, ['a', { className: 'tile tile-link', href: hash }].concat(content));
+    var content = [
+      h('div', { className: 'tile-value', text: value }),
+      h('div', { className: 'tile-label', text: label }),
+      note ? h('div', { className: 'tile-note', text: note }) : null,
+      hash ? h('div', { className: 'tile-open', text: 'open the list \u2192' }) : null,
+    ];
+    if (hash) return h.apply(null, ['a', { className: 'tile tile-link', href: hash, 'aria-label': label + ': ' + value + ', open the list' }].concat(content));
     return h.apply(null, ['div', { className: 'tile' }].concat(content));
+  }
+
+  /** A figure that opens the operations it counts (a zero opens nothing). */
+  function countLink(count, filters) {
+    return count ? h('a', { href: queryHash('operations', filters, {}), text: count }) : String(count);
   }
 
   function openTrust(quiet) {
@@ -872,13 +882,15 @@
         if (!quiet) say('');
         var o = trust.overall;
         var tiles = clear($('trust-overall'));
-        tiles.appendChild(tile('Unknown outcomes', o.unknown_outcomes, o.unknown_via_envelope + ' from envelopes, ' + o.unknown_in_flight + ' in flight'));
-        tiles.appendChild(tile('Resolved by lookup', o.resolved_by_verification, o.verified_found_committed + ' committed, ' + o.verified_not_found + ' not found, ' + o.lookup_unavailable + ' lookups unavailable'));
-        tiles.appendChild(tile('Duplicate writes prevented', o.duplicate_writes_prevented));
-        tiles.appendChild(tile('Identical retries blocked', o.identical_retries_blocked));
-        tiles.appendChild(tile('Unverified dispatches refused', o.unverified_dispatches_refused));
-        tiles.appendChild(tile('Terminal escalations', o.terminal_escalations, 'open the escalated steps', '#/operations?status=escalated'));
-        tiles.appendChild(tile('Pending recovery now', o.pending_recovery_now, 'open the steps verifying now', '#/operations?status=verifying'));
+        tiles.appendChild(tile('Unknown outcomes', o.unknown_outcomes, o.unknown_via_envelope + ' from envelopes, ' + o.unknown_in_flight + ' in flight', '#/operations?has=unknown_outcomes'));
+        tiles.appendChild(
+          tile('Resolved by lookup', o.resolved_by_verification, o.verified_found_committed + ' committed, ' + o.verified_not_found + ' not found, ' + o.lookup_unavailable + ' lookups unavailable', '#/operations?has=resolved_by_lookup'),
+        );
+        tiles.appendChild(tile('Duplicate writes prevented', o.duplicate_writes_prevented, undefined, '#/operations?has=duplicates_prevented'));
+        tiles.appendChild(tile('Identical retries blocked', o.identical_retries_blocked, undefined, '#/operations?has=identical_retries_blocked'));
+        tiles.appendChild(tile('Unverified dispatches refused', o.unverified_dispatches_refused, undefined, '#/operations?has=unverified_dispatches_refused'));
+        tiles.appendChild(tile('Terminal escalations', o.terminal_escalations, undefined, '#/operations?status=escalated'));
+        tiles.appendChild(tile('Pending recovery now', o.pending_recovery_now, 'steps verifying now', '#/operations?status=verifying'));
         tiles.appendChild(
           tile(
             'Time in pending recovery',
@@ -894,12 +906,12 @@
               {},
               cell('Tool', h('a', { href: queryHash('operations', { tool: t.tool }, {}), text: t.tool })),
               cell('Planned', t.operations_planned, 'num'),
-              cell('Unknown outcomes', t.unknown_outcomes, 'num'),
-              cell('Resolved by lookup', t.resolved_by_verification, 'num'),
-              cell('Duplicates prevented', t.duplicate_writes_prevented, 'num'),
-              cell('Identical retries blocked', t.identical_retries_blocked, 'num'),
-              cell('Escalations', t.terminal_escalations ? h('a', { href: queryHash('operations', { tool: t.tool, status: 'escalated' }, {}), text: t.terminal_escalations }) : 0, 'num'),
-              cell('Pending now', t.pending_recovery_now ? h('a', { href: queryHash('operations', { tool: t.tool, status: 'verifying' }, {}), text: t.pending_recovery_now }) : 0, 'num'),
+              cell('Unknown outcomes', countLink(t.unknown_outcomes, { tool: t.tool, has: 'unknown_outcomes' }), 'num'),
+              cell('Resolved by lookup', countLink(t.resolved_by_verification, { tool: t.tool, has: 'resolved_by_lookup' }), 'num'),
+              cell('Duplicates prevented', countLink(t.duplicate_writes_prevented, { tool: t.tool, has: 'duplicates_prevented' }), 'num'),
+              cell('Identical retries blocked', countLink(t.identical_retries_blocked, { tool: t.tool, has: 'identical_retries_blocked' }), 'num'),
+              cell('Escalations', countLink(t.terminal_escalations, { tool: t.tool, status: 'escalated' }), 'num'),
+              cell('Pending now', countLink(t.pending_recovery_now, { tool: t.tool, status: 'verifying' }), 'num'),
               cell('Pending p90', t.pending_recovery.count ? duration(t.pending_recovery.p90_ms) : '\u2013', 'num'),
             ),
           );
