@@ -1,4 +1,5 @@
 import type { StepStateDoc } from '../../../projections/step-state.projection';
+import { evolveStepState } from '../../../projections/step-state.projection';
 import { compareTriage, countTriage, DEFAULT_TRIAGE_THRESHOLDS, triageItemOf } from '../../../projections/triage';
 
 const NOW = Date.parse('2026-12-03T10:00:00.000Z');
@@ -64,5 +65,22 @@ describe('the triage queue, judged at an instant', () => {
       by_tool: { pay: 1, create_invoice: 1 },
       by_reason: { R: 1, MISSING_APPROVAL: 1 },
     });
+  });
+});
+
+describe("the plan's own dispatch timeout", () => {
+  it('is read from the stored plan when its policy carries dispatch_timeout_ms, and absent otherwise', () => {
+    const plan = (policy: Record<string, unknown>) => ({
+      stream: 'op-acme:r',
+      revision: 0,
+      position: 1,
+      event_id: 'e1',
+      type: 'StepPlanned',
+      data: { run_id: 'run_1', tool: 't', side_effect: 'write', input_hash: 'h', policy },
+      metadata: { recorded_at: '2026-12-03T10:00:00.000Z', actor: 'a', tenant: 'acme', operation_ref: 'r' },
+    });
+    expect(evolveStepState(undefined, plan({ max_attempts: 3, dispatch_timeout_ms: 120_000 })).dispatch_timeout_ms).toBe(120_000);
+    expect(evolveStepState(undefined, plan({ max_attempts: 3 }))).not.toHaveProperty('dispatch_timeout_ms');
+    expect(evolveStepState(undefined, plan({ dispatch_timeout_ms: 'soon' }))).not.toHaveProperty('dispatch_timeout_ms');
   });
 });
