@@ -157,7 +157,7 @@ describe('the incident console', () => {
     // One row per fact, the transition it caused on the same row: plan, dispatch, envelope.
     const story = page.locator('#timeline tbody tr.event');
     expect(await story.count()).toBe(3);
-    expect(await story.nth(2).innerText()).toMatch(/EnvelopeRecorded[\s\S]*awaiting approval[\s\S]*MISSING_APPROVAL → next request_approval/);
+    expect(await story.nth(2).innerText()).toMatch(/EnvelopeRecorded\s*NEEDS APPROVAL[\s\S]*awaiting approval[\s\S]*MISSING_APPROVAL → next request_approval/);
     await page.fill('#approval-form input[name=approver]', 'Dana on call');
     await page.fill('#approval-form textarea[name=reason]', 'refund confirmed with the customer');
     await page.screenshot({ path: join(DOCS, 'ui-approval.png'), fullPage: true });
@@ -166,9 +166,10 @@ describe('the incident console', () => {
     await page.locator('#approval-result.ok').waitFor();
     expect(await page.innerText('#approval-result')).toBe('Granted by Dana on call: the step is now retry ready (next: dispatch).');
     await rowsShown('#timeline tbody tr.event', 4);
-    expect(await story.nth(3).innerText()).toMatch(/ApprovalRecorded[\s\S]*OK[\s\S]*retry ready[\s\S]*APPROVAL_GRANTED/);
+    expect(await story.nth(3).innerText()).toMatch(/ApprovalRecorded[\s\S]*GRANTED[\s\S]*retry ready[\s\S]*APPROVAL_GRANTED/);
     expect(await page.innerText('#op-status')).toBe('retry ready');
     expect(await page.locator('#approval-form').isHidden()).toBe(true);
+    expect(await page.textContent('#approval-title')).toBe('Approval recorded');
     await page.screenshot({ path: join(DOCS, 'ui-approval-granted.png'), fullPage: true });
 
     await page.click('nav.tabs a[data-view=triage]');
@@ -191,7 +192,7 @@ describe('the incident console', () => {
     await page.locator('#approval-result.ok').waitFor();
     expect(await page.innerText('#approval-result')).toBe('Denied by Dana on call: the step is now escalated (next: none).');
     await rowsShown('#timeline tbody tr.event', 4);
-    expect(await page.locator('#timeline tbody tr.event').nth(3).innerText()).toMatch(/ApprovalRecorded[\s\S]*FAILED[\s\S]*escalated[\s\S]*APPROVAL_DENIED/);
+    expect(await page.locator('#timeline tbody tr.event').nth(3).innerText()).toMatch(/ApprovalRecorded[\s\S]*DENIED[\s\S]*escalated[\s\S]*APPROVAL_DENIED/);
     expect(await page.innerText('#verdict-statement')).toBe('escalated — not committed: approval denied by Dana on call');
 
     // Still four: the denied step left the approvals and joined the escalations.

@@ -467,27 +467,31 @@
   var TERMINAL = { succeeded: true, escalated: true };
 
   /**
-   * What an outcome means, for its styling: a prevented duplicate and a blocked unsafe dispatch are
-   * the ledger protecting a write, not failures; a committed envelope or lookup is good news.
+   * What an outcome means, for its styling and its label: a prevented duplicate and a blocked unsafe
+   * dispatch are the ledger protecting a write, not failures; a request for approval asks for a
+   * person; a committed envelope or lookup is good news.
    */
   function toneOf(event) {
     var data = event.data || {};
+    var envelope = data.envelope || {};
     switch (event.type) {
       case 'DispatchRefused':
-        return data.code === 'DUPLICATE_PREVENTED' ? 'protection' : 'blocked';
+        return data.code === 'DUPLICATE_PREVENTED' ? ['protection', 'protection'] : ['blocked', 'blocked'];
       case 'EnvelopeRecorded':
-        if (data.envelope && data.envelope.ok) return 'good';
-        return data.envelope && data.envelope.commit_state === 'unknown' ? 'uncertain' : 'problem';
+        if (envelope.ok) return ['good', 'committed'];
+        if (envelope.commit_state === 'unknown') return ['uncertain', 'outcome unknown'];
+        if (envelope.next_action === 'request_approval') return ['attention', 'needs approval'];
+        return ['problem', 'not committed'];
       case 'VerificationRecorded':
-        return data.outcome === 'found_committed' ? 'good' : data.outcome === 'not_found' ? 'neutral' : 'problem';
+        if (data.outcome === 'found_committed') return ['good', 'found committed'];
+        if (data.outcome === 'not_found') return ['neutral', 'not found'];
+        return ['problem', 'lookup unavailable'];
       case 'ApprovalRecorded':
-        return data.decision === 'granted' ? 'good' : 'problem';
+        return data.decision === 'granted' ? ['good', 'granted'] : ['problem', 'denied'];
       default:
-        return 'neutral';
+        return ['neutral', ''];
     }
   }
-
-  var TONE_LABEL = { protection: 'protection', blocked: 'blocked', good: 'ok', uncertain: 'unknown', problem: 'failed', neutral: '' };
 
   /** Facts with the transition each caused folded onto the same row; the raw list stays one click away. */
   function storyRows(events) {
@@ -709,9 +713,10 @@
     rows.forEach(function (row) {
       var fact = row.fact;
       var kind = KIND_OF[fact.type] || 'other';
-      var tone = toneOf(fact);
+      var toned = toneOf(fact);
+      var tone = toned[0];
       var what = h('div', {}, h('span', { className: 'kind kind-' + kind, text: kind }), ' ', h('span', { className: 'type', text: fact.type }));
-      if (TONE_LABEL[tone]) what.appendChild(h('span', { className: 'tone tone-' + tone, text: TONE_LABEL[tone] }));
+      if (toned[1]) what.appendChild(h('span', { className: 'tone tone-' + tone, text: toned[1] }));
       what.appendChild(h('div', { className: 'summary', text: summaries[fact.event_id] || fact.type }));
       var tr = h(
         'tr',
@@ -773,6 +778,8 @@
     }
     card.hidden = !waiting && !$('approval-result').textContent;
     $('approval-form').hidden = !waiting;
+    $('approval-explain').hidden = !waiting;
+    $('approval-title').textContent = waiting ? 'Approval requested' : 'Approval recorded';
     card.dataset.ref = ref;
   }
 

@@ -130,13 +130,13 @@ describe('step state projection', () => {
 describe('step state: what each operation added to the trust metrics', () => {
   it('counts per operation what the trust metrics count per tool, so each figure can list its operations', async () => {
     const given = new LedgerScenario();
-    const seed = 'run_9/seed';
-    await given.plan(seed);
-    await given.dispatch(seed, 1);
-    await given.envelope(seed, 1, envelopes.unknown(seed));
-    await given.dispatch(seed, 2); // refused: VERIFY_BEFORE_RETRY
-    await given.verify(seed, 'found_committed', 'inv_1');
-    await given.dispatch(seed, 2); // answered with the success: DUPLICATE_PREVENTED
+    const incident = 'run_9/incident';
+    await given.plan(incident);
+    await given.dispatch(incident, 1);
+    await given.envelope(incident, 1, envelopes.unknown(incident));
+    await given.dispatch(incident, 2); // refused: VERIFY_BEFORE_RETRY
+    await given.verify(incident, 'found_committed', 'inv_1');
+    await given.dispatch(incident, 2); // answered with the success: DUPLICATE_PREVENTED
     const fix = 'run_9/fix';
     await given.plan(fix);
     await given.dispatch(fix, 1);
@@ -152,7 +152,7 @@ describe('step state: what each operation added to the trust metrics', () => {
       const doc = docOf<StepStateDoc>(stepStateProjection, log, `acme:${ref}`);
       return [doc.unknown_outcomes, doc.resolved_by_lookup, doc.duplicates_prevented, doc.identical_retries_blocked, doc.unverified_dispatches_refused];
     };
-    expect(counters(seed)).toEqual([1, 1, 1, 0, 1]);
+    expect(counters(incident)).toEqual([1, 1, 1, 0, 1]);
     expect(counters(fix)).toEqual([0, 0, 0, 1, 0]);
     expect(counters(crashed)).toEqual([1, 1, 0, 0, 0]);
     // The same events, counted by the trust metrics for the tenant.
