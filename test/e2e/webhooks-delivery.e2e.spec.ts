@@ -18,6 +18,7 @@ const KEYS = `${RUNTIME_KEY}:runtime:acme,${ADMIN_KEY}:admin:acme`;
 const FAST_RETRIES = { LEDGER_WEBHOOK_RETRY_BASE_MS: '100', LEDGER_WEBHOOK_RETRY_MAX_MS: '800' };
 
 interface Received {
+  at: number;
   headers: IncomingHttpHeaders;
   body: string;
   json: any;
@@ -42,7 +43,7 @@ class Receiver {
           return;
         }
         const body = Buffer.concat(chunks).toString('utf8');
-        this.received.push({ headers: req.headers, body, json: JSON.parse(body) });
+        this.received.push({ at: Date.now(), headers: req.headers, body, json: JSON.parse(body) });
         res.writeHead(204).end();
       });
     });
@@ -95,8 +96,9 @@ describe('webhooks, every kind, signed', () => {
 
   it('delivers step escalated, approval requested, unknown outcome unresolved, and repeated premature lookups', async () => {
     const ops = incidentsAt(ledger.baseUrl, RUNTIME_KEY);
-    await ops.escalated(`${run}/escalated`, run, 'pay_invoice');
     await ops.awaitingApproval(`${run}/approval`, run, 'refund');
+    await ops.escalated(`${run}/escalated`, run, 'pay_invoice');
+    const escalatedAt = Date.now();
     // Stays unknown past the subscription's 1.5 s: notified. The other is resolved in time: not.
     await ops.verifying(`${run}/unknown`, run, 'create_invoice');
     await ops.verifying(`${run}/resolved`, run, 'create_invoice');
@@ -123,6 +125,7 @@ describe('webhooks, every kind, signed', () => {
     expect(kinds.get('unknown_outcome.unresolved unknown')?.json.data.unresolved_ms).toBeGreaterThanOrEqual(1500);
     expect(kinds.get('verification.premature_repeated premature')?.json.data).toMatchObject({ operation_ref: `${run}/premature`, refusals: 3 });
     expect(kinds.get('step.escalated escalated')?.json.links.console).toBe(`/ui#/operation/${encodeURIComponent(`${run}/escalated`)}`);
+    process.stdout.write(`webhook latency: step.escalated received ${(kinds.get('step.escalated escalated') as Received).at - escalatedAt} ms after the escalating envelope was acknowledged\n`);
     // The resolved lookup's watch came due too, and found nothing to tell.
     await new Promise((resolve) => setTimeout(resolve, 2000));
     expect([...receiver.distinct().values()].filter((item) => item.json.data.operation_ref === `${run}/resolved`)).toEqual([]);
