@@ -6,9 +6,12 @@
  */
 import { randomUUID } from 'node:crypto';
 import { existsSync, mkdtempSync, rmSync } from 'node:fs';
+import { createServer, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { chromium, type BrowserContext, type Page } from 'playwright-core';
+import { request } from '../support/http';
 import { incidentsAt } from '../support/incidents';
 import { startLedger, type LedgerProcess } from '../support/ledger-process';
 
@@ -22,6 +25,7 @@ const APPROVER_ROLE = 'runtime';
 const RUNTIME_KEY = 'console-runtime-key-0000001';
 const APPROVER_KEY = 'console-approver-key-000001';
 const AUDITOR_KEY = 'console-auditor-key-0000001';
+const ADMIN_KEY = 'console-admin-key-000000001';
 const RUN = `run_${randomUUID().slice(0, 6)}`;
 const REF = {
   escalated: `${RUN}/pay_1`,
@@ -38,13 +42,29 @@ let ledger: LedgerProcess;
 let context: BrowserContext;
 let page: Page;
 let profile: string;
+let receiver: Server;
+const received: string[] = [];
 const problems: string[] = [];
 
 beforeAll(async () => {
   if (!existsSync(CHROMIUM)) throw new Error(`${CHROMIUM} is missing: apt-get install chromium`);
   ledger = await startLedger({
-    env: { LEDGER_API_KEYS: `${RUNTIME_KEY}:runtime:acme,${APPROVER_KEY}:${APPROVER_ROLE}:acme,${AUDITOR_KEY}:auditor:acme` },
+    env: { LEDGER_API_KEYS: `${RUNTIME_KEY}:runtime:acme,${APPROVER_KEY}:${APPROVER_ROLE}:acme,${AUDITOR_KEY}:auditor:acme,${ADMIN_KEY}:admin:acme` },
   });
+  // A subscriber, so the Webhooks tab has deliveries to show.
+  receiver = createServer((req, res) => {
+    req.on('data', (chunk: Buffer) => received.push(chunk.toString('utf8')));
+    req.on('end', () => res.writeHead(204).end());
+  });
+  await new Promise<void>((resolveListen) => receiver.listen(0, '127.0.0.1', resolveListen));
+  const hook = await request(
+    ledger.baseUrl,
+    'POST',
+    '/v1/admin/webhooks',
+    { url: `http://127.0.0.1:${(receiver.address() as AddressInfo).port}/hooks`, kinds: ['step.escalated', 'approval.requested'] },
+    { authorization: `Bearer ${ADMIN_KEY}` },
+  );
+  if (hook.status !== 201) throw new Error(`subscribe: ${hook.status} ${JSON.stringify(hook.body)}`);
   const ops = incidentsAt(ledger.baseUrl, RUNTIME_KEY);
   await ops.escalated(REF.escalated, RUN, 'pay_invoice');
   await ops.awaitingApproval(REF.approvalGrant, RUN, 'refund');
@@ -74,6 +94,7 @@ afterAll(async () => {
   if (profile) rmSync(profile, { recursive: true, force: true });
   await ledger?.stop();
   ledger?.cleanup();
+  await new Promise((resolveClose) => (receiver ? receiver.close(resolveClose) : resolveClose(undefined)));
 });
 
 const rows = () => page.locator('#triage-table tbody tr');
@@ -242,6 +263,16 @@ describe('the incident console', () => {
     // The raw events are one click away: every stored event, transitions included.
     await page.click('#toggle-raw');
     expect(await page.locator('#raw-events tr.raw-row').count()).toBe(8);
+  });
+
+  it('shows the webhook deliveries of the tenant', async () => {
+    await page.goto(`${ledger.baseUrl}/ui#/webhooks`);
+    // Escalations pay_1, refund_2 (denied), pay_2; approvals refund_1, refund_2, refund_3.
+    await rowsShown('#webhook-table tbody tr', 6);
+    const tiles = await page.locator('#webhook-counts .tile').allInnerTexts();
+    expect(tiles.map((tile) => tile.replace(/\s+/g, ' '))).toEqual(['6 Delivered', '0 Pending (retrying)', '0 Failed (gave up)']);
+    expect(await page.locator('#webhook-table tbody tr').first().innerText()).toMatch(/step\.escalated[\s\S]*pay_2[\s\S]*delivered[\s\S]*HTTP 204/);
+    await page.screenshot({ path: join(DOCS, 'ui-webhooks.png'), fullPage: true });
   });
 
   it('works at 390 px: no horizontal overflow on the queue, the lists, an operation or the trust view', async () => {
