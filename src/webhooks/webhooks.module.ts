@@ -1,4 +1,4 @@
-import { Inject, Logger, Module, type OnApplicationBootstrap, type OnApplicationShutdown, type OnModuleDestroy } from '@nestjs/common';
+import { Inject, Injectable, Logger, Module, type OnApplicationBootstrap, type OnApplicationShutdown, type OnModuleDestroy } from '@nestjs/common';
 import type { Registry } from 'prom-client';
 import { CONFIG, type LedgerConfig } from '../config/ledger-config';
 import { CLOCK, type Clock } from '../ledger/clock';
@@ -13,6 +13,7 @@ import { WEBHOOK_STORE, type WebhookStore } from './webhook-store.port';
 import { WebhooksController } from './webhooks.controller';
 
 /** Starts delivering once the application is up; stops before the log store closes. */
+@Injectable()
 class WebhooksLifecycle implements OnApplicationBootstrap, OnModuleDestroy, OnApplicationShutdown {
   constructor(
     @Inject(WebhookService) private readonly service: WebhookService,

@@ -161,6 +161,50 @@ describe('webhooks, every kind, signed', () => {
   });
 });
 
+describe('webhook subscriptions, configured by an admin', () => {
+  let ledger: LedgerProcess;
+  const admin = { authorization: `Bearer ${ADMIN_KEY}` };
+
+  beforeAll(async () => {
+    ledger = await startLedger({ env: { LEDGER_API_KEYS: KEYS } });
+  }, 60_000);
+
+  afterAll(async () => {
+    await ledger?.stop();
+    ledger?.cleanup();
+  });
+
+  it('refuses a subscription that is not its shape, naming the field, and stores nothing', async () => {
+    for (const [body, field] of [
+      [{ url: 'ftp://example.test/hook' }, 'url'],
+      [{ url: 'http://user:pass@127.0.0.1/hook' }, 'url'],
+      [{ url: 'not a url' }, 'url'],
+      [{ url: 'http://127.0.0.1/hook', kinds: ['step.exploded'] }, 'kinds'],
+      [{ url: 'http://127.0.0.1/hook', unknown_after_ms: -5 }, 'unknown_after_ms'],
+      [{ url: 'http://127.0.0.1/hook', premature_refusals: 0 }, 'premature_refusals'],
+      [{ url: 'http://127.0.0.1/hook', secret: 'mine' }, 'secret'],
+    ] as const) {
+      const answer = await request(ledger.baseUrl, 'POST', '/v1/admin/webhooks', body, admin);
+      expect([answer.status, answer.body.code, answer.body.field]).toEqual([400, 'BAD_REQUEST', field]);
+    }
+    expect((await request(ledger.baseUrl, 'GET', '/v1/admin/webhooks', undefined, admin)).body).toEqual({ subscriptions: [] });
+  });
+
+  it('shows the secret once, lists without it, and ends a subscription', async () => {
+    const made = await request(ledger.baseUrl, 'POST', '/v1/admin/webhooks', { url: 'http://127.0.0.1:9/hook', kinds: ['step.escalated'] }, admin);
+    expect(made.status).toBe(201);
+    expect(made.body).toMatchObject({ id: expect.stringMatching(/^whk_/), secret: expect.stringMatching(/^whsec_/), kinds: ['step.escalated'], unknown_after_ms: 900_000, premature_refusals: 3, active: true });
+    const listed = await request(ledger.baseUrl, 'GET', '/v1/admin/webhooks', undefined, admin);
+    expect(listed.body.subscriptions).toEqual([expect.not.objectContaining({ secret: expect.anything() })]);
+    expect(JSON.stringify(listed.body)).not.toContain(made.body.secret);
+    const ended = await request(ledger.baseUrl, 'DELETE', `/v1/admin/webhooks/${made.body.id}`, undefined, admin);
+    expect([ended.status, ended.body.active]).toEqual([200, false]);
+    const again = await request(ledger.baseUrl, 'DELETE', `/v1/admin/webhooks/${made.body.id}`, undefined, admin);
+    expect([again.status, again.body.code]).toEqual([404, 'WEBHOOK_NOT_FOUND']);
+    expect((await request(ledger.baseUrl, 'GET', '/v1/admin/webhooks', undefined, admin)).body).toEqual({ subscriptions: [] });
+  });
+});
+
 describe('webhooks when the receiver is down and the service is killed', () => {
   const receiver = new Receiver();
   let ledger: LedgerProcess;
