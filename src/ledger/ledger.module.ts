@@ -1,4 +1,4 @@
-import { Inject, Module, type DynamicModule, type OnApplicationShutdown } from '@nestjs/common';
+import { Inject, Logger, Module, type DynamicModule, type OnApplicationShutdown } from '@nestjs/common';
 import type { Registry } from 'prom-client';
 import { CONFIG, type LedgerConfig } from '../config/ledger-config';
 import { createLedgerMetrics, LEDGER_METRICS, type LedgerMetrics } from '../observability/ledger-metrics';
@@ -14,6 +14,7 @@ import { LedgerService, type LedgerObserver } from './ledger.service';
  */
 export type RefusalListener = NonNullable<LedgerObserver['onRefused']>;
 export const REFUSAL_LISTENERS = Symbol('REFUSAL_LISTENERS');
+const refusalLogger = new Logger('LedgerService');
 
 export interface LedgerModuleOptions {
   config: LedgerConfig;
@@ -66,7 +67,14 @@ export class LedgerModule {
                 ...metrics.observer,
                 onRefused: (code, where) => {
                   metrics.observer.onRefused?.(code, where);
-                  for (const listener of listeners) listener(code, where);
+                  for (const listener of listeners) {
+                    // A listener's fault must not turn the caller's refusal into a 500.
+                    try {
+                      listener(code, where);
+                    } catch (error) {
+                      refusalLogger.error({ err: error, code }, 'a refusal listener failed');
+                    }
+                  }
                 },
               },
             ),
