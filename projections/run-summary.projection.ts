@@ -127,6 +127,6 @@ export const runSummaryProjection: Projection<RunSummaryDoc> = {
   keyOf: (_event, link) => link,
   evolve: evolveRunSummary,
   columns: { tenant: 'text', run_id: 'text', open: 'integer', updated_ms: 'integer' },
-  indexes: [['tenant', 'run_id']],
+  indexes: [['tenant', 'run_id'], ['tenant', 'updated_ms']],
   index: (doc) => ({ tenant: doc.tenant, run_id: doc.run_id, open: doc.open, updated_ms: instantMs(doc.updated_at) }),
 };

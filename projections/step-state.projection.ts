@@ -16,6 +16,11 @@ export interface StepStateDoc {
   tool: string;
   side_effect: SideEffect | 'unknown';
   verification_tool?: string;
+  /**
+   * How long an attempt may stay in flight before a person should look, when the plan's policy
+   * names it (`policy.dispatch_timeout_ms`); the triage query's threshold applies otherwise.
+   */
+  dispatch_timeout_ms?: number;
   /** When the current status began (ledger clock). */
   since: string;
   /** The reason code of the last transition. */
@@ -28,6 +33,15 @@ export interface StepStateDoc {
   planned_at: string;
   /** recorded_at of the last event applied. */
   updated_at: string;
+  /**
+   * What this operation added to the trust metrics (trust-metrics.projection.ts counts the same
+   * events), so each figure can open the list of operations it counts.
+   */
+  unknown_outcomes: number;
+  resolved_by_lookup: number;
+  duplicates_prevented: number;
+  identical_retries_blocked: number;
+  unverified_dispatches_refused: number;
   revision: number;
   position: number;
 }
@@ -48,6 +62,11 @@ function emptyDoc(event: ProjectedEvent): StepStateDoc {
     next_action: 'none',
     planned_at: event.metadata.recorded_at,
     updated_at: event.metadata.recorded_at,
+    unknown_outcomes: 0,
+    resolved_by_lookup: 0,
+    duplicates_prevented: 0,
+    identical_retries_blocked: 0,
+    unverified_dispatches_refused: 0,
     revision: -1,
     position: 0,
   };
@@ -74,6 +93,11 @@ export function evolveStepState(current: StepStateDoc | undefined, event: Projec
       doc.tool = String(tool ?? '');
       doc.side_effect = side_effect === 'read' || side_effect === 'write' ? side_effect : 'unknown';
       if (typeof policy?.verification_tool === 'string') doc.verification_tool = policy.verification_tool;
+      // Read from the stored plan when present; older plans and plans without it leave it unset.
+      const dispatchTimeout = (policy as { dispatch_timeout_ms?: unknown } | undefined)?.dispatch_timeout_ms;
+      if (typeof dispatchTimeout === 'number' && Number.isFinite(dispatchTimeout) && dispatchTimeout >= 0) {
+        doc.dispatch_timeout_ms = dispatchTimeout;
+      }
       doc.attempts_remaining = typeof policy?.max_attempts === 'number' ? policy.max_attempts : 0;
       doc.next_action = 'dispatch';
       doc.reason = 'STEP_PLANNED';
@@ -87,6 +111,8 @@ export function evolveStepState(current: StepStateDoc | undefined, event: Projec
       return doc;
     case 'TransitionRecorded': {
       const { to, reason, directive } = ledgerEvent.data;
+      // An envelope whose outcome is unknown is what sends a step to verifying.
+      if (to === 'verifying' && base.status !== 'verifying') doc.unknown_outcomes = (base.unknown_outcomes ?? 0) + 1;
       doc.status = to;
       doc.reason = String(reason ?? '');
       doc.since = event.metadata.recorded_at;
@@ -98,16 +124,33 @@ export function evolveStepState(current: StepStateDoc | undefined, event: Projec
       }
       return doc;
     }
+    case 'VerificationRecorded': {
+      // A lookup of an attempt that never answered resolves an unknown outcome too (in flight).
+      if (base.status === 'dispatched') doc.unknown_outcomes = (base.unknown_outcomes ?? 0) + 1;
+      const { outcome } = ledgerEvent.data;
+      if (outcome === 'found_committed' || outcome === 'not_found') doc.resolved_by_lookup = (base.resolved_by_lookup ?? 0) + 1;
+      return doc;
+    }
+    case 'DispatchRefused': {
+      const { code } = ledgerEvent.data;
+      if (code === 'DUPLICATE_PREVENTED') doc.duplicates_prevented = (base.duplicates_prevented ?? 0) + 1;
+      else if (code === 'UNCHANGED_RETRY') doc.identical_retries_blocked = (base.identical_retries_blocked ?? 0) + 1;
+      else if (code === 'ATTEMPT_IN_FLIGHT' || code === 'VERIFY_BEFORE_RETRY') {
+        doc.unverified_dispatches_refused = (base.unverified_dispatches_refused ?? 0) + 1;
+      }
+      return doc;
+    }
     default:
-      // Envelopes, verifications, approvals and refusals change the status only through the
-      // TransitionRecorded the ledger appends beside them.
+      // Envelopes and approvals change the status only through the TransitionRecorded the ledger
+      // appends beside them.
       return doc;
   }
 }
 
 export const stepStateProjection: Projection<StepStateDoc> = {
   name: 'step_state',
-  version: 1,
+  // 2: documents carry the plan's dispatch_timeout_ms and the trust counters of the operation.
+  version: 2,
   keyOf: (event) => scopedKey(event.metadata.tenant, event.metadata.operation_ref),
   evolve: evolveStepState,
   columns: {
@@ -117,6 +160,11 @@ export const stepStateProjection: Projection<StepStateDoc> = {
     tool: 'text',
     run_id: 'text',
     since_ms: 'integer',
+    unknown_outcomes: 'integer',
+    resolved_by_lookup: 'integer',
+    duplicates_prevented: 'integer',
+    identical_retries_blocked: 'integer',
+    unverified_dispatches_refused: 'integer',
   },
   // Recovery: tenant + status (+ tool), oldest first; a run's steps: tenant + run.
   indexes: [
@@ -131,5 +179,10 @@ export const stepStateProjection: Projection<StepStateDoc> = {
     tool: doc.tool,
     run_id: doc.run_id,
     since_ms: instantMs(doc.since),
+    unknown_outcomes: doc.unknown_outcomes ?? 0,
+    resolved_by_lookup: doc.resolved_by_lookup ?? 0,
+    duplicates_prevented: doc.duplicates_prevented ?? 0,
+    identical_retries_blocked: doc.identical_retries_blocked ?? 0,
+    unverified_dispatches_refused: doc.unverified_dispatches_refused ?? 0,
   }),
 };

@@ -16,6 +16,7 @@ import { ObservabilityModule } from './observability/observability.module';
 import { ProjectionsModule } from './projection-engine/projections.module';
 import { OpenApiModule } from './openapi/openapi.module';
 import { UiModule } from './ui/ui.module';
+import { WebhooksModule } from './webhooks/webhooks.module';
 
 export interface AppOptions extends LedgerModuleOptions {
   apiKeys?: ApiKeyEntry[];
@@ -34,6 +35,7 @@ export class AppModule {
         HealthModule.register(),
         OpenApiModule,
         UiModule,
+        WebhooksModule,
         ThrottlerModule.forRoot(rateLimitOptions(options.config.rateLimitPerMinute)),
       ],
       controllers: [OperationsController, SchemaController, AdminController],

@@ -30,6 +30,7 @@ export const ERROR_REGISTRY = {
   FORBIDDEN: { status: 403, title: 'The key role or tenant does not allow this' },
   OPERATION_NOT_FOUND: { status: 404, title: 'The operation has no events' },
   RUN_NOT_FOUND: { status: 404, title: 'The run has no planned steps' },
+  WEBHOOK_NOT_FOUND: { status: 404, title: 'No active webhook subscription of this tenant has this id' },
   NOT_FOUND: { status: 404, title: 'No such route' },
   METHOD_NOT_ALLOWED: { status: 405, title: 'The route does not take this method' },
   PAYLOAD_TOO_LARGE: { status: 413, title: 'The request body is over the configured limit' },

@@ -2,7 +2,7 @@ import { Controller, Get, Inject, Query } from '@nestjs/common';
 import { ApiOkResponse, ApiOperation, ApiQuery, ApiTags } from '@nestjs/swagger';
 import { RequireAccess } from '../auth/access';
 import { STEP_STATUSES } from '../domain/events';
-import { ProjectionQueries, type QueryParams } from '../projection-engine/projection-queries';
+import { ProjectionQueries, TRUST_FLAGS, type QueryParams } from '../projection-engine/projection-queries';
 import { CallerParam, type Caller } from './caller';
 import { RecoveryListDto } from './recovery.controller';
 
@@ -13,11 +13,14 @@ export class OperationListController {
 
   @Get()
   @RequireAccess('read')
-  @ApiOperation({ summary: 'Every operation of the tenant (projection), oldest in its status first; by state, tool, run and age.' })
+  @ApiOperation({ summary: 'Every operation of the tenant (projection), oldest in its status first (or newest); by state, tool, run, age and text on the ref.' })
   @ApiQuery({ name: 'status', required: false, enum: STEP_STATUSES })
   @ApiQuery({ name: 'tool', required: false, type: String })
   @ApiQuery({ name: 'run_id', required: false, type: String })
   @ApiQuery({ name: 'older_than_ms', required: false, type: Number, description: 'Only steps in their status at least this long (ledger clock).' })
+  @ApiQuery({ name: 'q', required: false, type: String, description: 'Text the operation_ref contains (case-insensitive).' })
+  @ApiQuery({ name: 'has', required: false, enum: TRUST_FLAGS, description: 'Only operations counted by this trust metric.' })
+  @ApiQuery({ name: 'order', required: false, enum: ['oldest', 'newest'], description: 'By time in status; oldest first by default.' })
   @ApiQuery({ name: 'limit', required: false, type: Number })
   @ApiQuery({ name: 'cursor', required: false, type: String })
   @ApiQuery({ name: 'wait_for_position', required: false, type: Number })

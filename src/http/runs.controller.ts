@@ -32,10 +32,39 @@ export class RunSummaryDto {
   @ApiProperty() as_of_position!: number;
 }
 
+export class RunListItemDto {
+  @ApiProperty() run_id!: string;
+  @ApiProperty() total!: number;
+  @ApiProperty() open!: number;
+  @ApiProperty({ type: 'object', additionalProperties: { type: 'integer' } }) counts!: Record<string, number>;
+  @ApiProperty({ format: 'date-time' }) started_at!: string;
+  @ApiProperty({ format: 'date-time' }) updated_at!: string;
+}
+
+export class RunListDto {
+  @ApiProperty({ type: [RunListItemDto] }) runs!: RunListItemDto[];
+  @ApiPropertyOptional() next_cursor?: string;
+  @ApiProperty() as_of_position!: number;
+}
+
 @ApiTags('runs')
 @Controller('v1/runs')
 export class RunsController {
   constructor(@Inject(ProjectionQueries) private readonly queries: ProjectionQueries) {}
+
+  @Get()
+  @RequireAccess('read')
+  @ApiOperation({ summary: "The tenant's runs, most recently changed first." })
+  @ApiQuery({ name: 'q', required: false, type: String, description: 'Text the run id contains (case-insensitive).' })
+  @ApiQuery({ name: 'open', required: false, enum: ['true', 'false'], description: 'true: only runs with a step neither succeeded nor escalated.' })
+  @ApiQuery({ name: 'limit', required: false, type: Number })
+  @ApiQuery({ name: 'cursor', required: false, type: String })
+  @ApiQuery({ name: 'wait_for_position', required: false, type: Number })
+  @ApiQuery({ name: 'wait_timeout_ms', required: false, type: Number })
+  @ApiOkResponse({ type: RunListDto })
+  list(@CallerParam() caller: Caller, @Query() query: QueryParams) {
+    return this.queries.runs(caller, query);
+  }
 
   @Get(':run_id')
   @RequireAccess('read')

@@ -8,7 +8,15 @@ import { openEventStore } from '../store/store.factory';
 import { CLOCK, MonotonicClock, type Clock } from './clock';
 import { fold } from '../domain/decider';
 import { IntegrityMonitor } from './integrity-monitor';
-import { LedgerService, stepIndexEntry, toRecorded } from './ledger.service';
+import { LedgerService, stepIndexEntry, toRecorded, type LedgerObserver } from './ledger.service';
+
+/**
+ * Other modules that must hear of refusals (webhooks count premature lookups, which the log does
+ * not record) add a listener here; it runs before the refusal is answered.
+ */
+export type RefusalListener = NonNullable<LedgerObserver['onRefused']>;
+export const REFUSAL_LISTENERS = Symbol('REFUSAL_LISTENERS');
+const refusalLogger = new Logger('LedgerService');
 
 export interface LedgerModuleOptions {
   config: LedgerConfig;
@@ -100,6 +108,7 @@ export class LedgerModule {
               inject: [LEDGER_METRICS],
               useFactory: (metrics: LedgerMetrics) => openEventStore(options.config, { ...metrics.storeHooks, ...adoptionHooks() }),
             },
+        { provide: REFUSAL_LISTENERS, useFactory: () => new Set<RefusalListener>() },
         {
           provide: IntegrityMonitor,
           inject: [EVENT_STORE, CLOCK, CONFIG],
@@ -107,8 +116,15 @@ export class LedgerModule {
         },
         {
           provide: LedgerService,
-          inject: [EVENT_STORE, CLOCK, CONFIG, LEDGER_METRICS, IntegrityMonitor],
-          useFactory: (store: EventStore, clock: Clock, config: LedgerConfig, metrics: LedgerMetrics, integrity: IntegrityMonitor) =>
+          inject: [EVENT_STORE, CLOCK, CONFIG, LEDGER_METRICS, IntegrityMonitor, REFUSAL_LISTENERS],
+          useFactory: (
+            store: EventStore,
+            clock: Clock,
+            config: LedgerConfig,
+            metrics: LedgerMetrics,
+            integrity: IntegrityMonitor,
+            listeners: Set<RefusalListener>,
+          ) =>
             new LedgerService(
               store,
               clock,
@@ -117,13 +133,26 @@ export class LedgerModule {
                 defaultPolicy: config.defaultPolicy,
                 maxConflictRetries: config.maxConflictRetries,
               },
-              metrics.observer,
+              {
+                ...metrics.observer,
+                onRefused: (code, where) => {
+                  metrics.observer.onRefused?.(code, where);
+                  for (const listener of listeners) {
+                    // A listener's fault must not turn the caller's refusal into a 500.
+                    try {
+                      listener(code, where);
+                    } catch (error) {
+                      refusalLogger.error({ err: error, code }, 'a refusal listener failed');
+                    }
+                  }
+                },
+              },
               integrity,
             ),
         },
         StoreLifecycle,
       ],
-      exports: [CONFIG, CLOCK, EVENT_STORE, LedgerService, IntegrityMonitor],
+      exports: [CONFIG, CLOCK, EVENT_STORE, LedgerService, IntegrityMonitor, REFUSAL_LISTENERS],
     };
   }
 }

@@ -34,7 +34,8 @@ export interface LedgerSettings extends PreparationSettings {
 
 export interface LedgerObserver {
   onAppended?(events: number): void;
-  onRefused?(code: string): void;
+  /** `where`: the operation the refused fact was for (refusals not recorded in the log are seen only here). */
+  onRefused?(code: string, where: { tenant: string; operationRef: string }): void;
 }
 
 /** Streams a whole-log audit found broken: refused before the store is even asked. */
@@ -219,7 +220,7 @@ export class LedgerService {
       const fact = prepareFact(submitted, state, context.operationRef, this.settings, `events[${index}]`);
       const decision: Decision = decide(state, { fact, event_id: submitted.event_id, now });
       if (decision.kind === 'refused') {
-        this.observer.onRefused?.(decision.code);
+        this.observer.onRefused?.(decision.code, { tenant: context.tenant, operationRef: context.operationRef });
         // A refused dispatch is evidence (SPEC §3): it is recorded when it was decided on the stored
         // state itself; a refusal inside a larger batch refuses the batch and stores nothing of it.
         if (decision.events.length > 0 && toAppend.length === 0) {

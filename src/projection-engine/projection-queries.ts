@@ -2,6 +2,15 @@ import type { EvidenceEntry, EvidenceTrailDoc, Verdict } from '../../projections
 import { instantMs, scopedKey } from '../../projections/projection';
 import type { RunStep, RunSummaryDoc } from '../../projections/run-summary.projection';
 import type { StepStateDoc } from '../../projections/step-state.projection';
+import {
+  compareTriage,
+  countTriage,
+  DEFAULT_TRIAGE_THRESHOLDS,
+  TRIAGE_KINDS,
+  triageItemOf,
+  type TriageCounts,
+  type TriageItem,
+} from '../../projections/triage';
 import { trustReport, type TrustMetricsDoc, type TrustReport } from '../../projections/trust-metrics.projection';
 import { STEP_STATUSES, type StepStatus } from '../domain/events';
 import { LedgerError } from '../errors/ledger-error';
@@ -76,7 +85,52 @@ export interface TrustAnswer {
   as_of_position: number;
 }
 
+export interface TriageAnswer {
+  items: TriageItem[];
+  /** Over every item that matches the filters, whatever page is asked. */
+  counts: TriageCounts;
+  thresholds: { unknown_after_ms: number; dispatch_timeout_ms: number };
+  next_cursor?: string;
+  /** The ledger's clock when the queue was judged. */
+  as_of: string;
+  as_of_position: number;
+}
+
+export interface RunListItem {
+  run_id: string;
+  total: number;
+  open: number;
+  counts: RunSummaryDoc['counts'];
+  started_at: string;
+  updated_at: string;
+}
+
+export interface RunListAnswer {
+  runs: RunListItem[];
+  next_cursor?: string;
+  as_of_position: number;
+}
+
+export interface ChangesAnswer {
+  /** The position every projection has reached. */
+  position: number;
+  /** Whether it moved past `after` before the wait ended. */
+  changed: boolean;
+  as_of: string;
+}
+
+/** Statuses a triage item can stand in (see projections/triage.ts). */
+const TRIAGE_STATUSES: readonly StepStatus[] = ['escalated', 'awaiting_approval', 'verifying', 'dispatched'];
+const MAX_THRESHOLD_MS = 30 * 86_400_000;
 const RECOVERY_STATUSES: readonly StepStatus[] = ['dispatched', 'verifying'];
+/** `has=` on the operations list: the operations a trust figure counts (a step_state column each). */
+export const TRUST_FLAGS = [
+  'unknown_outcomes',
+  'resolved_by_lookup',
+  'duplicates_prevented',
+  'identical_retries_blocked',
+  'unverified_dispatches_refused',
+] as const;
 const IDENTIFIER_PATTERN = /^[^\u0000-\u001f\u007f]{1,200}$/u;
 
 function single(params: QueryParams, name: string): string | undefined {
@@ -261,10 +315,18 @@ export class ProjectionQueries {
     if (runId !== undefined) where.push({ column: 'run_id', op: '=', value: runId });
     // Age is judged by the ledger's clock, never the client's (SPEC §4).
     if (olderThanMs !== undefined) where.push({ column: 'since_ms', op: '<=', value: this.clock.now().getTime() - olderThanMs });
-    if (cursor) where.push({ columns: ['since_ms', 'key'], op: '>', values: cursor });
+    const refContains = identifier(single(params, 'q'), 'q');
+    if (refContains !== undefined) where.push({ column: 'operation_ref', op: 'contains', value: refContains });
+    const has = oneOf(single(params, 'has'), TRUST_FLAGS, 'has');
+    if (has !== undefined) where.push({ column: has, op: '>', value: 0 });
+    const newest = oneOf(single(params, 'order'), ['oldest', 'newest'], 'order') === 'newest';
+    if (cursor) where.push({ columns: ['since_ms', 'key'], op: newest ? '<' : '>', values: cursor });
     const rows = this.readModel.select<StepStateDoc>('step_state', {
       where,
-      orderBy: [{ column: 'since_ms' }, { column: 'key' }],
+      orderBy: [
+        { column: 'since_ms', descending: newest },
+        { column: 'key', descending: newest },
+      ],
       limit: limit + 1,
     });
     const page = rows.slice(0, limit);
@@ -286,6 +348,110 @@ export class ProjectionQueries {
       ...(rows.length > limit ? { next_cursor: encodeCursor([instantMs(last.doc.since), last.key]) } : {}),
       as_of_position: asOf,
     };
+  }
+
+  /**
+   * The triage queue (docs/contract.md §5): what needs a person now, newest first, with counts per
+   * kind, tool and reason over everything that matches. Judged at the ledger's clock; the timed
+   * kinds use the query's thresholds, and a plan's own `dispatch_timeout_ms` where it has one.
+   */
+  async triage(caller: Caller, params: QueryParams = {}): Promise<TriageAnswer> {
+    const kind = oneOf(single(params, 'kind'), TRIAGE_KINDS, 'kind');
+    const tool = identifier(single(params, 'tool'), 'tool');
+    const runId = identifier(single(params, 'run_id'), 'run_id');
+    const reason = identifier(single(params, 'reason'), 'reason');
+    const refContains = identifier(single(params, 'q'), 'q');
+    const olderThanMs = optionalInteger(single(params, 'older_than_ms'), 'older_than_ms', 0, 10 * 365 * 86_400_000);
+    const thresholds = {
+      unknown_after_ms:
+        optionalInteger(single(params, 'unknown_after_ms'), 'unknown_after_ms', 0, MAX_THRESHOLD_MS) ?? DEFAULT_TRIAGE_THRESHOLDS.unknown_after_ms,
+      dispatch_timeout_ms:
+        optionalInteger(single(params, 'dispatch_timeout_ms'), 'dispatch_timeout_ms', 0, MAX_THRESHOLD_MS) ??
+        DEFAULT_TRIAGE_THRESHOLDS.dispatch_timeout_ms,
+    };
+    const limit = pageLimit(params, 50, 500);
+    const cursor = decodeCursor(single(params, 'cursor'), ['number', 'string']) as [number, string] | undefined;
+    const asOf = await this.waitIfAsked(params, 'step_state');
+    const now = this.clock.now();
+    const where: Condition[] = [
+      { column: 'tenant', op: '=', value: caller.tenant },
+      { column: 'status', op: 'in', values: TRIAGE_STATUSES },
+    ];
+    if (tool !== undefined) where.push({ column: 'tool', op: '=', value: tool });
+    if (runId !== undefined) where.push({ column: 'run_id', op: '=', value: runId });
+    if (refContains !== undefined) where.push({ column: 'operation_ref', op: 'contains', value: refContains });
+    if (olderThanMs !== undefined) where.push({ column: 'since_ms', op: '<=', value: now.getTime() - olderThanMs });
+    // Every candidate is judged in memory: the timed kinds depend on each step's own timeout. Steps
+    // in these four states are the exceptions of a tenant, not its volume.
+    const matching = this.readModel
+      .select<StepStateDoc>('step_state', { where })
+      .map(({ doc }) => triageItemOf(doc, now.getTime(), thresholds))
+      .filter((item): item is TriageItem => item !== undefined)
+      .filter((item) => (kind === undefined || item.kind === kind) && (reason === undefined || item.reason === reason))
+      .sort(compareTriage);
+    const after = cursor
+      ? matching.filter((item) => {
+          const since = instantMs(item.since);
+          return since < cursor[0] || (since === cursor[0] && item.operation_ref > cursor[1]);
+        })
+      : matching;
+    const items = after.slice(0, limit);
+    const last = items[items.length - 1];
+    return {
+      items,
+      counts: countTriage(matching),
+      thresholds,
+      ...(after.length > limit ? { next_cursor: encodeCursor([instantMs(last.since), last.operation_ref]) } : {}),
+      as_of: now.toISOString(),
+      as_of_position: asOf,
+    };
+  }
+
+  /** The tenant's runs, most recently changed first; `q` searches the run id, `open=true` keeps the unsettled. */
+  async runs(caller: Caller, params: QueryParams = {}): Promise<RunListAnswer> {
+    const refContains = identifier(single(params, 'q'), 'q');
+    const openOnly = oneOf(single(params, 'open'), ['true', 'false'], 'open') === 'true';
+    const limit = pageLimit(params, 50, 500);
+    const cursor = decodeCursor(single(params, 'cursor'), ['number', 'string']);
+    const asOf = await this.waitIfAsked(params, 'run_summary');
+    const where: Condition[] = [{ column: 'tenant', op: '=', value: caller.tenant }];
+    if (refContains !== undefined) where.push({ column: 'run_id', op: 'contains', value: refContains });
+    if (openOnly) where.push({ column: 'open', op: '>', value: 0 });
+    if (cursor) where.push({ columns: ['updated_ms', 'key'], op: '<', values: cursor });
+    const rows = this.readModel.select<RunSummaryDoc>('run_summary', {
+      where,
+      orderBy: [
+        { column: 'updated_ms', descending: true },
+        { column: 'key', descending: true },
+      ],
+      limit: limit + 1,
+    });
+    const page = rows.slice(0, limit);
+    const last = page[page.length - 1];
+    return {
+      runs: page.map(({ doc }) => ({
+        run_id: doc.run_id,
+        total: doc.total,
+        open: doc.open,
+        counts: doc.counts,
+        started_at: doc.started_at,
+        updated_at: doc.updated_at,
+      })),
+      ...(rows.length > limit ? { next_cursor: encodeCursor([instantMs(last.doc.updated_at), last.key]) } : {}),
+      as_of_position: asOf,
+    };
+  }
+
+  /**
+   * A long poll for readers that show live lists: answers as soon as every projection has applied
+   * the log past `after`, or with `changed: false` when `wait_ms` ran out. The console follows the
+   * log with it, so a page updates without a reload and without a key in any URL.
+   */
+  async changes(params: QueryParams = {}): Promise<ChangesAnswer> {
+    const after = optionalInteger(single(params, 'after'), 'after', 0, Number.MAX_SAFE_INTEGER) ?? 0;
+    const waitMs = optionalInteger(single(params, 'wait_ms'), 'wait_ms', 0, this.settings.maxWaitMs) ?? 0;
+    const changed = await this.engine.waitForPosition(after + 1, waitMs);
+    return { position: this.engine.position(), changed, as_of: this.clock.now().toISOString() };
   }
 
   async trust(caller: Caller, params: QueryParams = {}): Promise<TrustAnswer> {

@@ -14,6 +14,7 @@ import { CONFIG, type LedgerConfig } from '../config/ledger-config';
 import { EvidenceController } from '../http/evidence.controller';
 import { RecoveryController } from '../http/recovery.controller';
 import { RunsController } from '../http/runs.controller';
+import { TriageController } from '../http/triage.controller';
 import { TrustMetricsController } from '../http/trust-metrics.controller';
 import { CLOCK, systemClock, type Clock } from '../ledger/clock';
 import { METRICS_REGISTRY } from '../observability/metrics';
@@ -106,7 +107,7 @@ export class ProjectionsLifecycle implements OnApplicationBootstrap, OnModuleDes
  */
 @Module({
   imports: [ObservabilityModule],
-  controllers: [EvidenceController, RunsController, RecoveryController, TrustMetricsController, OperationListController],
+  controllers: [EvidenceController, RunsController, RecoveryController, TrustMetricsController, OperationListController, TriageController],
   providers: [
     {
       provide: READ_MODEL,

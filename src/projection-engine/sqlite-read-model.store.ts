@@ -29,6 +29,8 @@ export interface Checkpoint {
 export type Condition =
   | { column: string; op: '=' | '!=' | '<' | '<=' | '>' | '>='; value: IndexValue }
   | { column: string; op: 'in'; values: readonly IndexValue[] }
+  /** Case-insensitive substring (ASCII case folding, SQLite's lower()): text search on a column. */
+  | { column: string; op: 'contains'; value: string }
   /** A row-value comparison, `(a, b) > (?, ?)`: the keyset cursor of an ordered list. */
   | { columns: readonly string[]; op: '>' | '<'; values: readonly IndexValue[] };
 
@@ -286,6 +288,9 @@ export class SqliteReadModel {
         }
         clauses.push(`(${condition.columns.map(check).join(', ')}) ${condition.op} (${condition.values.map(() => '?').join(', ')})`);
         params.push(...condition.values);
+      } else if (condition.op === 'contains') {
+        clauses.push(`instr(lower(${check(condition.column)}), lower(?)) > 0`);
+        params.push(condition.value);
       } else if (condition.op === 'in') {
         if (condition.values.length === 0) return [];
         clauses.push(`${check(condition.column)} IN (${condition.values.map(() => '?').join(', ')})`);

@@ -153,8 +153,8 @@ const TENANT_PARAMS: Record<string, { own: string; other: string; notFound: stri
   ref: { own: ACME_REF, other: GLOBEX_REF, notFound: 'OPERATION_NOT_FOUND' },
   run_id: { own: 'run_acme', other: 'run_globex', notFound: 'RUN_NOT_FOUND' },
 };
-/** Path parameters of public static files. */
-const PUBLIC_PARAMS: Record<string, string> = { file: 'app.js', asset: 'swagger-ui.css' };
+/** Path parameters of public static files, and ids no tenant has (a webhook subscription's). */
+const PUBLIC_PARAMS: Record<string, string> = { file: 'app.js', asset: 'swagger-ui.css', id: 'whk_no_such_subscription' };
 
 interface Exchange {
   body?: unknown;
@@ -175,6 +175,9 @@ const EXCHANGES: Record<string, (side: Side) => Exchange> = {
   }),
   'POST /v1/admin/projections/rebuild': () => ({ own: 202 }),
   'POST /v1/admin/verify': () => ({ own: 200 }),
+  // A receiver nobody listens on: the matrix appends nothing after it, so nothing is sent.
+  'POST /v1/admin/webhooks': () => ({ body: { url: 'http://127.0.0.1:9/hook' }, own: 201 }),
+  'DELETE /v1/admin/webhooks/:id': () => ({ own: 404 }),
 };
 
 /** Strings only the other tenant's data contains (never sent in an acme request). */

@@ -1,8 +1,9 @@
 /**
- * The incident review page (/ui) in headless Chromium against the built service: a reviewer with
- * an auditor key opens the seed's incident, reads the verdict, the timeline with the state after
- * each event and the time in each state, opens the run and the trust metrics. The key goes out in
- * the Authorization header only. Screenshots are written to test-artifacts/.
+ * The incident console (/ui) in headless Chromium against the built service: a reviewer with an
+ * auditor key opens the seed's incident, reads the verdict, the story with each fact and the
+ * transition it caused on one row, the time in each state, opens the run and the trust metrics.
+ * The key goes out in the Authorization header only. The operation's screenshot is written to
+ * docs/ (the README shows it), the others to test-artifacts/.
  */
 import { randomUUID } from 'node:crypto';
 import { existsSync, mkdirSync, mkdtempSync, rmSync } from 'node:fs';
@@ -15,6 +16,7 @@ import { startLedger, type LedgerProcess } from '../support/ledger-process';
 
 const CHROMIUM = '/usr/bin/chromium';
 const ARTIFACTS = resolve(__dirname, '../../test-artifacts');
+const DOCS = resolve(__dirname, '../../docs');
 const RUNTIME_KEY = 'ui-runtime-key-000000001';
 const AUDITOR_KEY = 'ui-auditor-key-000000001';
 const RUN = `run_${randomUUID().slice(0, 6)}`;
@@ -92,11 +94,11 @@ describe('the incident review page', () => {
     expect(await page.locator('#operation-view').isHidden()).toBe(true);
   });
 
-  it("shows an operation's verdict, its proof, the state after each event and the time in each state", async () => {
+  it("shows an operation's verdict, its proof, each fact with the transition it caused, and the time in each state", async () => {
     await page.fill('#api-key', AUDITOR_KEY);
     await page.click('#key-form button[type=submit]');
     await page.locator('#operation-view').waitFor();
-    await page.locator('#timeline tbody tr.event').nth(9).waitFor();
+    await page.locator('#timeline tbody tr.event').nth(5).waitFor();
 
     expect(await text('#key-status')).toBe('key set for this tab');
     expect(await page.inputValue('#api-key')).toBe('');
@@ -109,20 +111,30 @@ describe('the incident review page', () => {
     expect(verdict).toContain('verification');
     expect(verdict).toMatch(/revision 7, event [0-9a-f-]{36}/);
 
+    // Ten stored events, six rows: each fact with the transition it caused.
     const rows = page.locator('#timeline tbody tr.event');
-    expect(await rows.count()).toBe(10);
+    expect(await rows.count()).toBe(6);
     const cells = async (index: number) => (await rows.nth(index).locator('td').allInnerTexts()).map((cell) => cell.trim());
-    const refused = await cells(6);
-    expect(refused[0]).toBe('6');
+    expect(await rows.evaluateAll((trs) => trs.map((tr) => tr.querySelector('td')?.textContent))).toEqual(['0–1', '2–3', '4–5', '6', '7–8', '9']);
+    const refused = await cells(3);
     expect(refused[2]).toContain('DispatchRefused');
-    expect(refused[3]).toBe('dispatch of attempt 2 refused: VERIFY_BEFORE_RETRY');
-    expect(refused[4]).toBe('verifying');
-    expect(refused[5]).toBe('VERIFY_BEFORE_RETRY');
-    expect((await cells(8))[4]).toBe('succeeded');
-    expect((await cells(8))[5]).toBe('VERIFIED_COMMITTED → next none');
-    expect((await cells(9))[3]).toContain('duplicate write prevented');
-    const states = await Promise.all([0, 1, 2, 3, 4, 5, 6, 7, 8, 9].map(async (index) => (await cells(index))[4]));
-    expect(states).toEqual(['planned', 'planned', 'planned', 'dispatched', 'dispatched', 'verifying', 'verifying', 'verifying', 'succeeded', 'succeeded']);
+    expect(refused[2]).toContain('dispatch of attempt 2 refused: VERIFY_BEFORE_RETRY');
+    expect(refused[3]).toBe('verifying');
+    expect(refused[4]).toBe('VERIFY_BEFORE_RETRY');
+    expect((await cells(4))[3]).toBe('succeeded');
+    expect((await cells(4))[4]).toBe('VERIFIED_COMMITTED → next none');
+    // A prevented duplicate is the ledger protecting the write, styled as such, not as a failure.
+    expect((await cells(5))[2]).toContain('duplicate write prevented');
+    expect(await rows.nth(5).getAttribute('class')).toContain('row-tone-protection');
+    expect(await rows.nth(3).getAttribute('class')).toContain('row-tone-blocked');
+    const states = await Promise.all([0, 1, 2, 3, 4, 5].map(async (index) => (await cells(index))[3]));
+    expect(states).toEqual(['planned', 'dispatched', 'verifying', 'verifying', 'succeeded', 'succeeded']);
+    // Times are relative and absolute.
+    expect((await cells(0))[1]).toMatch(/^just now\s+\d{4}-\d{2}-\d{2} \d{2}:\d{2}:\d{2}\.\d{3} UTC\s+\+0 ms$/);
+    // The raw events are one click away.
+    await page.click('#toggle-raw');
+    expect(await page.locator('#raw-events tr.raw-row').count()).toBe(10);
+    await page.click('#toggle-raw');
 
     const times = page.locator('#state-times .state-time');
     expect(await times.count()).toBe(4);
@@ -133,10 +145,10 @@ describe('the incident review page', () => {
     await page.click('.proof-link');
     const detail = page.locator('#timeline tr.detail');
     await detail.locator('.as-of dl').waitFor();
-    expect(await detail.innerText()).toContain('State as of revision 7');
-    expect(await detail.locator('.as-of').innerText()).toMatch(/Status\s+verifying/);
-    expect(await detail.locator('pre').innerText()).toContain('"evidence_ref": "inv_123"');
-    await page.screenshot({ path: join(ARTIFACTS, 'ui-operation.png'), fullPage: true });
+    expect(await detail.innerText()).toContain('State as of revision 8');
+    expect(await detail.locator('.as-of').innerText()).toMatch(/Status\s+succeeded/);
+    expect(await detail.locator('pre').first().innerText()).toContain('"evidence_ref": "inv_123"');
+    await page.screenshot({ path: join(DOCS, 'ui-operation.png'), fullPage: true });
   });
 
   it("shows a run's steps at a glance and opens a step from it", async () => {
@@ -149,13 +161,13 @@ describe('the incident review page', () => {
     expect(steps).toHaveLength(3);
     expect(steps[0]).toMatch(new RegExp(`^${RUN}/step_4\\s+create_invoice\\s+write\\s+succeeded`));
     expect(steps[1]).toMatch(/send_email\s+write\s+succeeded/);
-    expect(steps[2]).toMatch(/send_email\s+write\s+needs_input/);
+    expect(steps[2]).toMatch(/send_email\s+write\s+needs input/);
     await page.screenshot({ path: join(ARTIFACTS, 'ui-run.png'), fullPage: true });
 
     await page.click(`#run-steps a[href="#/operation/${encodeURIComponent(`${RUN}/step_6`)}"]`);
     await page.locator('#op-title', { hasText: `${RUN}/step_6` }).waitFor();
     await page.locator('#timeline tbody tr.event').first().waitFor();
-    expect(await text('#op-status')).toBe('needs_input');
+    expect(await text('#op-status')).toBe('needs input');
     expect(await text('#verdict-statement')).toContain('needs corrected input');
   });
 
@@ -172,6 +184,17 @@ describe('the incident review page', () => {
     const tools = await page.locator('#trust-tools tbody tr').allInnerTexts();
     expect(tools.map((row) => row.split(/\s+/)[0])).toEqual(['create_invoice', 'send_email']);
     await page.screenshot({ path: join(ARTIFACTS, 'ui-trust.png'), fullPage: true });
+
+    // Each tile opens the operations it counts.
+    const listed = async () => page.locator('#operations-table tbody tr').evaluateAll((trs) => trs.map((tr) => tr.getAttribute('data-ref')));
+    await page.locator('#trust-overall a.tile', { hasText: 'Duplicate writes prevented' }).click();
+    await page.locator(`#operations-table tr[data-ref="${INCIDENT}"]`).waitFor();
+    expect(await listed()).toEqual([INCIDENT]);
+    expect(await page.inputValue('#operations-filters select[name=has]')).toBe('duplicates_prevented');
+    await page.goBack();
+    await page.locator('#trust-overall a.tile', { hasText: 'Identical retries blocked' }).click();
+    await page.locator(`#operations-table tr[data-ref="${RUN}/step_6"]`).waitFor();
+    expect(await listed()).toEqual([`${RUN}/step_6`]);
   });
 
   it('sent the key only in the Authorization header, never in a URL, and hit no error on the page', async () => {
@@ -179,8 +202,10 @@ describe('the incident review page', () => {
     for (const sent of requests) expect(sent.url).not.toContain(AUDITOR_KEY);
     const apiCalls = requests.filter((sent) => new URL(sent.url).pathname.startsWith('/v1/'));
     expect(apiCalls.length).toBeGreaterThan(5);
-    // The first call went before a key was typed; every later one carried it.
-    expect(apiCalls.slice(2).every((sent) => sent.authorization === `Bearer ${AUDITOR_KEY}`)).toBe(true);
+    // The first calls went before a key was typed; every one after the first keyed call carried it.
+    const firstKeyed = apiCalls.findIndex((sent) => sent.authorization !== undefined);
+    expect(firstKeyed).toBeGreaterThan(0);
+    expect(apiCalls.slice(firstKeyed).every((sent) => sent.authorization === `Bearer ${AUDITOR_KEY}`)).toBe(true);
     expect(requests.every((sent) => new URL(sent.url).origin === ledger.baseUrl)).toBe(true);
     expect(page.url()).not.toContain(AUDITOR_KEY);
     expect(problems).toEqual([]);

@@ -1,16 +1,18 @@
 /*
- * The incident review page. Plain browser JavaScript, served as is (no build step).
+ * The incident console. Plain browser JavaScript, served as is (no build step, no external asset).
  *
  * Every figure on the page comes from the public /v1 API, fetched with the key the reviewer typed
  * in. The key lives in this tab's sessionStorage and in memory, goes out only in the
  * Authorization header, and never enters a URL (the hash holds only what is being looked at).
- * All server data is put into the page with textContent, never as HTML.
+ * All server data is put into the page with textContent, never as HTML. The page follows the log
+ * with a long poll (/v1/changes) and redraws what it shows when the log moves.
  */
 (function () {
   'use strict';
 
   var KEY_STORAGE = 'recovery-ledger.api-key';
   var apiKey = sessionStorage.getItem(KEY_STORAGE) || '';
+  var LIVE_WAIT_MS = 15000;
 
   // ---- small DOM helpers ------------------------------------------------------------------------
 
@@ -42,8 +44,16 @@
     return element;
   }
 
-  function badge(status) {
-    return h('span', { className: 'badge status-' + String(status).replace(/[^a-z_]/g, ''), text: status });
+  function badge(status, extra) {
+    return h('span', { className: 'badge status-' + String(status).replace(/[^a-z_]/g, '') + (extra ? ' ' + extra : ''), text: String(status).replace(/_/g, ' ') });
+  }
+
+  /** A table cell that carries its column name, shown as a label when the table stacks on a phone. */
+  function cell(label, content, className) {
+    var td = h('td', { 'data-label': label, className: className });
+    if (content instanceof Node) td.appendChild(content);
+    else if (content !== undefined && content !== null) td.textContent = String(content);
+    return td;
   }
 
   function facts(list, pairs) {
@@ -70,6 +80,30 @@
     return iso ? iso.replace('T', ' ').replace('Z', ' UTC') : '';
   }
 
+  function ago(iso) {
+    var ms = Date.now() - Date.parse(iso);
+    if (!isFinite(ms)) return '';
+    if (ms < 45000) return 'just now';
+    var minutes = Math.round(ms / 60000);
+    if (minutes < 60) return minutes + ' min ago';
+    var hours = Math.round(minutes / 60);
+    if (hours < 48) return hours + ' h ago';
+    return Math.round(hours / 24) + ' days ago';
+  }
+
+  /** Relative first, the absolute instant beside it (and in the tooltip): people read both. */
+  function when(iso) {
+    return h('time', { datetime: iso, title: time(iso), className: 'when' }, h('span', { className: 'relative', text: ago(iso) }), h('span', { className: 'absolute', text: time(iso) }));
+  }
+
+  function opLink(ref) {
+    return h('a', { href: '#/operation/' + segment(ref), className: 'ref', text: ref });
+  }
+
+  function runLink(runId) {
+    return runId ? h('a', { href: '#/run/' + segment(runId), text: runId }) : '';
+  }
+
   // ---- the API ----------------------------------------------------------------------------------
 
   function ApiError(status, problem) {
@@ -78,19 +112,25 @@
     this.detail = (problem && (problem.detail || problem.title)) || '';
   }
 
-  function api(path, query) {
+  function api(path, query, options) {
     var url = path;
     if (query) {
       var params = new URLSearchParams();
       Object.keys(query).forEach(function (name) {
-        if (query[name] !== undefined) params.set(name, String(query[name]));
+        if (query[name] !== undefined && query[name] !== '') params.set(name, String(query[name]));
       });
       var text = params.toString();
       if (text) url += '?' + text;
     }
     var headers = { accept: 'application/json' };
     if (apiKey) headers.authorization = 'Bearer ' + apiKey;
-    return fetch(url, { headers: headers, cache: 'no-store', credentials: 'omit', referrerPolicy: 'no-referrer' }).then(function (response) {
+    var init = { headers: headers, cache: 'no-store', credentials: 'omit', referrerPolicy: 'no-referrer' };
+    if (options && options.body !== undefined) {
+      init.method = 'POST';
+      headers['content-type'] = 'application/json';
+      init.body = JSON.stringify(options.body);
+    }
+    return fetch(url, init).then(function (response) {
       return response.text().then(function (body) {
         var parsed;
         try {
@@ -117,7 +157,18 @@
 
   var segment = encodeURIComponent;
 
-  // ---- messages ---------------------------------------------------------------------------------
+  /** A v4 UUID from the browser's CSPRNG (crypto.randomUUID needs a secure context; this does not). */
+  function uuid() {
+    var bytes = crypto.getRandomValues(new Uint8Array(16));
+    bytes[6] = (bytes[6] & 0x0f) | 0x40;
+    bytes[8] = (bytes[8] & 0x3f) | 0x80;
+    var hex = Array.prototype.map.call(bytes, function (b) {
+      return b.toString(16).padStart(2, '0');
+    }).join('');
+    return hex.slice(0, 8) + '-' + hex.slice(8, 12) + '-' + hex.slice(12, 16) + '-' + hex.slice(16, 20) + '-' + hex.slice(20);
+  }
+
+  // ---- messages and freshness -------------------------------------------------------------------
 
   function say(text, kind) {
     var box = $('message');
@@ -134,13 +185,38 @@
     return say(error.code + ': ' + error.detail, 'error');
   }
 
+  var fresh = { at: undefined, position: undefined, live: false };
+
+  function showFreshness() {
+    var box = $('freshness');
+    if (!fresh.at) {
+      box.textContent = 'not loaded yet';
+      box.className = 'freshness';
+      return;
+    }
+    box.textContent = (fresh.live ? 'live \u00b7 ' : 'paused \u00b7 ') + 'fresh as of ' + fresh.at.toLocaleTimeString() + (fresh.position !== undefined ? ' \u00b7 log position ' + fresh.position : '');
+    box.className = 'freshness ' + (fresh.live ? 'is-live' : 'is-paused');
+    box.setAttribute('data-position', fresh.position === undefined ? '' : String(fresh.position));
+  }
+
+  function loaded(position) {
+    fresh.at = new Date();
+    if (position !== undefined && (fresh.position === undefined || position > fresh.position)) fresh.position = position;
+    showFreshness();
+  }
+
   // ---- views ------------------------------------------------------------------------------------
 
-  var VIEWS = ['welcome', 'operation-view', 'run-view', 'trust-view'];
+  var VIEWS = ['triage-view', 'operations-view', 'runs-view', 'operation-view', 'run-view', 'trust-view', 'webhooks-view'];
 
   function show(view) {
     VIEWS.forEach(function (id) {
       $(id).hidden = id !== view;
+    });
+    var tab = view.replace('-view', '');
+    Array.prototype.forEach.call(document.querySelectorAll('.tabs a'), function (link) {
+      if (link.getAttribute('data-view') === tab) link.setAttribute('aria-current', 'page');
+      else link.removeAttribute('aria-current');
     });
   }
 
@@ -149,33 +225,234 @@
     else location.hash = hash;
   }
 
-  /** The state after each event, from the stream itself: status changes only with TransitionRecorded. */
-  function statesAfter(events) {
-    var status = 'unplanned';
-    return events.map(function (event) {
-      if (event.type === 'StepPlanned' && status === 'unplanned') status = 'planned';
-      if (event.type === 'TransitionRecorded' && event.data && event.data.to) status = event.data.to;
-      return status;
+  /** Filters live in the hash (`#/operations?status=verifying`), so a filtered list has a URL. */
+  function filtersOf(query) {
+    var params = new URLSearchParams(query || '');
+    var filters = {};
+    params.forEach(function (value, name) {
+      if (value) filters[name] = value;
+    });
+    return filters;
+  }
+
+  function fillForm(form, filters) {
+    Array.prototype.forEach.call(form.elements, function (field) {
+      if (!field.name) return;
+      if (field.type === 'checkbox') field.checked = filters[field.name] === field.value;
+      else field.value = filters[field.name] || '';
     });
   }
 
-  function whyOf(event) {
-    var data = event.data || {};
-    switch (event.type) {
-      case 'TransitionRecorded':
-        return data.reason + (data.directive ? ' \u2192 next ' + data.directive.next_action : '');
-      case 'DispatchRefused':
-        return data.code;
-      case 'EnvelopeRecorded':
-        return data.envelope && data.envelope.ok ? 'COMMITTED' : data.envelope && data.envelope.code;
-      case 'VerificationRecorded':
-        return data.outcome;
-      case 'ApprovalRecorded':
-        return data.decision;
-      default:
-        return '';
-    }
+  function bindFilters(formId, view) {
+    var form = $(formId);
+    form.addEventListener('submit', function (event) {
+      event.preventDefault();
+      var params = new URLSearchParams();
+      Array.prototype.forEach.call(form.elements, function (field) {
+        if (!field.name) return;
+        if (field.type === 'checkbox') {
+          if (field.checked) params.set(field.name, field.value);
+        } else if (field.value.trim()) params.set(field.name, field.value.trim());
+      });
+      var text = params.toString();
+      go('#/' + view + (text ? '?' + text : ''));
+    });
+    form.querySelector('[data-clear]').addEventListener('click', function () {
+      go('#/' + view);
+    });
   }
+
+  // ---- triage -----------------------------------------------------------------------------------
+
+  var KIND_LABEL = {
+    escalated: 'escalated',
+    awaiting_approval: 'awaiting approval',
+    unknown_outcome: 'unknown outcome',
+    dispatch_overdue: 'dispatched past timeout',
+  };
+
+  function chipLink(label, count, hash, current) {
+    return h('a', { className: 'chip' + (current ? ' current' : ''), href: hash, 'aria-current': current ? 'true' : false }, label + ' ', h('strong', { text: count }));
+  }
+
+  function queryHash(view, filters, change) {
+    var merged = Object.assign({}, filters, change);
+    var params = new URLSearchParams();
+    Object.keys(merged).forEach(function (name) {
+      if (merged[name]) params.set(name, merged[name]);
+    });
+    var text = params.toString();
+    return '#/' + view + (text ? '?' + text : '');
+  }
+
+  var lists = {};
+
+  function openTriage(filters, quiet) {
+    if (!quiet) say('Loading the queue\u2026');
+    fillForm($('triage-filters'), filters);
+    return api('/v1/triage', Object.assign({ limit: 50 }, filters))
+      .then(function (answer) {
+        show('triage-view');
+        if (!quiet) say('');
+        var counts = answer.counts;
+        $('triage-total').textContent = counts.total + (counts.total === 1 ? ' item' : ' items');
+        $('triage-total').className = 'badge ' + (counts.total ? 'status-escalated' : 'status-succeeded');
+        $('triage-thresholds').textContent =
+          'Unknown outcomes are listed after ' + duration(answer.thresholds.unknown_after_ms) + ' unresolved; dispatches after ' + duration(answer.thresholds.dispatch_timeout_ms) +
+          ' in flight, or their plan\u2019s own dispatch_timeout_ms. Judged at ' + time(answer.as_of) + '.';
+        var byKind = clear($('triage-by-kind'));
+        Object.keys(KIND_LABEL).forEach(function (kind) {
+          byKind.appendChild(chipLink(KIND_LABEL[kind], counts.by_kind[kind] || 0, queryHash('triage', filters, { kind: filters.kind === kind ? '' : kind }), filters.kind === kind));
+        });
+        var byTool = clear($('triage-by-tool'));
+        Object.keys(counts.by_tool).sort().forEach(function (tool) {
+          byTool.appendChild(chipLink(tool, counts.by_tool[tool], queryHash('triage', filters, { tool: filters.tool === tool ? '' : tool }), filters.tool === tool));
+        });
+        var byReason = clear($('triage-by-reason'));
+        Object.keys(counts.by_reason).sort().forEach(function (reason) {
+          byReason.appendChild(chipLink(reason, counts.by_reason[reason], queryHash('triage', filters, { reason: filters.reason === reason ? '' : reason }), filters.reason === reason));
+        });
+        var body = clear($('triage-table').tBodies[0]);
+        appendTriage(body, answer.items);
+        $('triage-empty').hidden = answer.items.length > 0;
+        setMore('triage-more', answer.next_cursor, function (cursor) {
+          return api('/v1/triage', Object.assign({ limit: 50, cursor: cursor }, filters)).then(function (next) {
+            appendTriage(body, next.items);
+            return next.next_cursor;
+          });
+        });
+        loaded(answer.as_of_position);
+      })
+      .catch(function (error) {
+        show('triage-view');
+        explain(error, 'triage queue');
+      });
+  }
+
+  function appendTriage(body, items) {
+    items.forEach(function (item) {
+      var why = h('span', {}, badge(KIND_LABEL[item.kind], 'kind-' + item.kind));
+      if (item.threshold_ms !== undefined) why.appendChild(h('span', { className: 'muted small block', text: 'for ' + duration(item.age_ms) + ' (over ' + duration(item.threshold_ms) + (item.threshold_from === 'policy' ? ', from its plan' : '') + ')' }));
+      body.appendChild(
+        h(
+          'tr',
+          { className: 'triage-item kind-' + item.kind, 'data-ref': item.operation_ref },
+          cell('Why', why),
+          cell('Operation', opLink(item.operation_ref)),
+          cell('Tool', item.tool),
+          cell('Run', runLink(item.run_id)),
+          cell('Reason', item.reason, 'why'),
+          cell('Since', when(item.since)),
+        ),
+      );
+    });
+  }
+
+  function setMore(buttonId, cursor, loadMore) {
+    var button = $(buttonId);
+    lists[buttonId] = cursor;
+    button.hidden = !cursor;
+    button.onclick = function () {
+      button.disabled = true;
+      loadMore(lists[buttonId]).then(
+        function (next) {
+          lists[buttonId] = next;
+          button.hidden = !next;
+          button.disabled = false;
+        },
+        function (error) {
+          button.disabled = false;
+          explain(error, 'the next page');
+        },
+      );
+    };
+  }
+
+  // ---- operations and runs lists ----------------------------------------------------------------
+
+  function openOperations(filters, quiet) {
+    if (!quiet) say('Loading operations\u2026');
+    fillForm($('operations-filters'), filters);
+    var query = Object.assign({ order: 'newest', limit: 50 }, filters);
+    return api('/v1/operations', query)
+      .then(function (answer) {
+        show('operations-view');
+        if (!quiet) say('');
+        var body = clear($('operations-table').tBodies[0]);
+        appendOperations(body, answer.items);
+        $('operations-empty').hidden = answer.items.length > 0;
+        setMore('operations-more', answer.next_cursor, function (cursor) {
+          return api('/v1/operations', Object.assign({}, query, { cursor: cursor })).then(function (next) {
+            appendOperations(body, next.items);
+            return next.next_cursor;
+          });
+        });
+        loaded(answer.as_of_position);
+      })
+      .catch(function (error) {
+        show('operations-view');
+        explain(error, 'operations');
+      });
+  }
+
+  function appendOperations(body, items) {
+    items.forEach(function (item) {
+      body.appendChild(
+        h(
+          'tr',
+          { 'data-ref': item.operation_ref },
+          cell('Operation', opLink(item.operation_ref)),
+          cell('State', badge(item.status)),
+          cell('Tool', item.tool),
+          cell('Run', runLink(item.run_id)),
+          cell('Reason', item.reason, 'why'),
+          cell('Since', when(item.since)),
+        ),
+      );
+    });
+  }
+
+  function countChips(counts) {
+    var box = h('span', { className: 'chips inline' });
+    Object.keys(counts || {}).forEach(function (status) {
+      box.appendChild(h('span', { className: 'chip' }, badge(status), ' ' + counts[status]));
+    });
+    return box;
+  }
+
+  function openRuns(filters, quiet) {
+    if (!quiet) say('Loading runs\u2026');
+    fillForm($('runs-filters'), filters);
+    var query = Object.assign({ limit: 50 }, filters);
+    return api('/v1/runs', query)
+      .then(function (answer) {
+        show('runs-view');
+        if (!quiet) say('');
+        var body = clear($('runs-table').tBodies[0]);
+        var append = function (runs) {
+          runs.forEach(function (run) {
+            body.appendChild(
+              h('tr', {}, cell('Run', runLink(run.run_id)), cell('Steps', run.total, 'num'), cell('Open', run.open, 'num'), cell('By state', countChips(run.counts)), cell('Updated', when(run.updated_at))),
+            );
+          });
+        };
+        append(answer.runs);
+        $('runs-empty').hidden = answer.runs.length > 0;
+        setMore('runs-more', answer.next_cursor, function (cursor) {
+          return api('/v1/runs', Object.assign({}, query, { cursor: cursor })).then(function (next) {
+            append(next.runs);
+            return next.next_cursor;
+          });
+        });
+        loaded(answer.as_of_position);
+      })
+      .catch(function (error) {
+        show('runs-view');
+        explain(error, 'runs');
+      });
+  }
+
+  // ---- one operation ----------------------------------------------------------------------------
 
   var KIND_OF = {
     StepPlanned: 'plan',
@@ -189,15 +466,69 @@
 
   var TERMINAL = { succeeded: true, escalated: true };
 
+  /**
+   * What an outcome means, for its styling and its label: a prevented duplicate and a blocked unsafe
+   * dispatch are the ledger protecting a write, not failures; a request for approval asks for a
+   * person; a committed envelope or lookup is good news.
+   */
+  function toneOf(event) {
+    var data = event.data || {};
+    var envelope = data.envelope || {};
+    switch (event.type) {
+      case 'DispatchRefused':
+        return data.code === 'DUPLICATE_PREVENTED' ? ['protection', 'protection'] : ['blocked', 'blocked'];
+      case 'EnvelopeRecorded':
+        if (envelope.ok) return ['good', 'committed'];
+        if (envelope.commit_state === 'unknown') return ['uncertain', 'outcome unknown'];
+        if (envelope.next_action === 'request_approval') return ['attention', 'needs approval'];
+        return ['problem', 'not committed'];
+      case 'VerificationRecorded':
+        if (data.outcome === 'found_committed') return ['good', 'found committed'];
+        if (data.outcome === 'not_found') return ['neutral', 'not found'];
+        return ['problem', 'lookup unavailable'];
+      case 'ApprovalRecorded':
+        return data.decision === 'granted' ? ['good', 'granted'] : ['problem', 'denied'];
+      default:
+        return ['neutral', ''];
+    }
+  }
+
+  /** Facts with the transition each caused folded onto the same row; the raw list stays one click away. */
+  function storyRows(events) {
+    var transitionOf = {};
+    events.forEach(function (event) {
+      if (event.type === 'TransitionRecorded' && event.causation_event_id) transitionOf[event.causation_event_id] = event;
+    });
+    var status = 'unplanned';
+    var rows = [];
+    events.forEach(function (event) {
+      if (event.type === 'TransitionRecorded' && event.causation_event_id && rows.some(function (row) { return row.fact.event_id === event.causation_event_id; })) return;
+      var transition = event.type === 'TransitionRecorded' ? event : transitionOf[event.event_id];
+      if (transition && transition.data && transition.data.to) status = transition.data.to;
+      rows.push({ fact: event, transition: transition && transition !== event ? transition : undefined, state: status });
+    });
+    return rows;
+  }
+
+  function whyOf(row) {
+    var data = row.fact.data || {};
+    if (row.transition) {
+      var t = row.transition.data;
+      return t.reason + (t.directive ? ' \u2192 next ' + t.directive.next_action : '');
+    }
+    if (row.fact.type === 'DispatchRefused') return data.code;
+    if (row.fact.type === 'TransitionRecorded') return data.reason;
+    return '';
+  }
+
   /** Spans of time the step spent in each state, from the recorded_at of the transitions. */
-  function stateSpans(events, states) {
+  function stateSpans(rows) {
     var spans = [];
-    events.forEach(function (event, index) {
-      var status = states[index];
+    rows.forEach(function (row) {
       var current = spans[spans.length - 1];
-      if (current && current.status === status) return;
-      if (current) current.to = event.recorded_at;
-      spans.push({ status: status, from: event.recorded_at });
+      if (current && current.status === row.state) return;
+      if (current) current.to = row.fact.recorded_at;
+      spans.push({ status: row.state, from: row.fact.recorded_at });
     });
     return spans.filter(function (span) {
       return span.status !== 'unplanned';
@@ -212,23 +543,17 @@
     });
     var longest = Math.max.apply(null, durations.concat([1]));
     spans.forEach(function (span, index) {
-      var label = span.to
-        ? duration(durations[index])
-        : TERMINAL[span.status]
-          ? 'terminal since ' + time(span.from)
-          : duration(durations[index]) + ' so far';
+      var label = span.to ? duration(durations[index]) : TERMINAL[span.status] ? 'terminal since ' + time(span.from) : duration(durations[index]) + ' so far';
       var bar = h('div', { className: 'bar status-' + span.status });
       // The width is set through the CSSOM, which the page's style-src 'self' policy allows.
       bar.style.width = span.to || !TERMINAL[span.status] ? Math.max(1, (100 * durations[index]) / longest) + '%' : '0';
-      box.appendChild(
-        h('div', { className: 'state-time' }, badge(span.status), h('div', { className: 'bar-track' }, bar), h('span', { className: 'state-duration', text: label })),
-      );
+      box.appendChild(h('div', { className: 'state-time' }, badge(span.status), h('div', { className: 'bar-track' }, bar), h('span', { className: 'state-duration', text: label })));
     });
   }
 
   function renderVerdict(evidence, rowsByEventId) {
     if (!evidence) {
-      $('verdict-statement').textContent = 'The evidence trail is not projected yet; reload in a moment.';
+      $('verdict-statement').textContent = 'The evidence trail is not projected yet; it appears here in a moment.';
       facts($('verdict-facts'), []);
       return;
     }
@@ -247,7 +572,8 @@
             event.preventDefault();
             if (row) {
               row.scrollIntoView({ block: 'center' });
-              row.click();
+              if (!row.classList.contains('selected')) row.click();
+              row.focus();
             }
           },
         },
@@ -280,28 +606,35 @@
     return list;
   }
 
-  function toggleDetail(ref, event, row) {
-    var next = row.nextElementSibling;
+  function rawBlock(event) {
+    return h(
+      'div',
+      { className: 'raw-event' },
+      h('h4', { text: event.type + ' \u00b7 revision ' + event.revision }),
+      h('pre', { text: JSON.stringify(event.data, null, 2) }),
+      h('p', { className: 'muted small wrap', text: 'event ' + event.event_id + ' \u00b7 position ' + event.position + ' \u00b7 actor ' + event.actor + (event.causation_event_id ? ' \u00b7 caused by ' + event.causation_event_id : '') + ' \u00b7 hash ' + event.hash }),
+    );
+  }
+
+  function toggleDetail(ref, row, tr) {
+    var next = tr.nextElementSibling;
     if (next && next.classList.contains('detail')) {
       next.parentNode.removeChild(next);
-      row.classList.remove('selected');
+      tr.classList.remove('selected');
+      tr.setAttribute('aria-expanded', 'false');
       return;
     }
-    var stateBox = h('div', { className: 'as-of' }, h('p', { className: 'muted', text: 'Loading the state at revision ' + event.revision + '\u2026' }));
-    var cell = h(
+    var last = row.transition || row.fact;
+    var stateBox = h('div', { className: 'as-of' }, h('p', { className: 'muted', text: 'Loading the state at revision ' + last.revision + '\u2026' }));
+    var td = h(
       'td',
-      { colspan: 6 },
-      h(
-        'div',
-        { className: 'detail-grid' },
-        h('div', {}, h('h4', { text: 'State as of revision ' + event.revision }), stateBox),
-        h('div', {}, h('h4', { text: event.type + ' data' }), h('pre', { text: JSON.stringify(event.data, null, 2) })),
-      ),
-      h('p', { className: 'muted small', text: 'event ' + event.event_id + ' \u00b7 position ' + event.position + ' \u00b7 actor ' + event.actor + (event.causation_event_id ? ' \u00b7 caused by ' + event.causation_event_id : '') + ' \u00b7 hash ' + event.hash }),
+      { colspan: 5 },
+      h('div', { className: 'detail-grid' }, h('div', {}, h('h4', { text: 'State as of revision ' + last.revision }), stateBox), h('div', {}, rawBlock(row.fact), row.transition ? rawBlock(row.transition) : null)),
     );
-    row.classList.add('selected');
-    row.parentNode.insertBefore(h('tr', { className: 'detail' }, cell), row.nextSibling);
-    api('/v1/operations/' + segment(ref) + '/events', { as_of_revision: event.revision }).then(
+    tr.classList.add('selected');
+    tr.setAttribute('aria-expanded', 'true');
+    tr.parentNode.insertBefore(h('tr', { className: 'detail' }, td), tr.nextSibling);
+    api('/v1/operations/' + segment(ref) + '/events', { as_of_revision: last.revision }).then(
       function (answer) {
         clear(stateBox).appendChild(stateSummary(answer.state));
       },
@@ -311,8 +644,10 @@
     );
   }
 
-  function openOperation(ref) {
-    say('Loading ' + ref + '\u2026');
+  var openRef;
+
+  function openOperation(ref, quiet) {
+    if (!quiet) say('Loading ' + ref + '\u2026');
     var base = '/v1/operations/' + segment(ref);
     return Promise.all([api(base), api(base + '/events')])
       .then(function (answers) {
@@ -325,30 +660,45 @@
           throw error;
         });
         return evidence.then(function (trail) {
-          renderOperation(ref, state, stream.events, trail);
-          say('');
+          // A redraw keeps what the reader opened; a new operation starts closed.
+          var sameOp = openRef === ref;
+          var opened = sameOp ? openedRevisions() : {};
+          openRef = ref;
+          renderOperation(ref, state, stream.events, trail, opened, sameOp);
+          if (!quiet) say('');
+          loaded(last.position);
         });
       })
       .catch(function (error) {
-        show('welcome');
+        // Nothing of an operation that could not be read stays on screen: only the reason.
+        openRef = undefined;
+        show('none');
         explain(error, 'operation ' + ref);
       });
   }
 
-  function renderOperation(ref, state, events, evidence) {
+  function openedRevisions() {
+    var opened = {};
+    Array.prototype.forEach.call(document.querySelectorAll('#timeline tr.event.selected'), function (tr) {
+      opened[tr.dataset.eventId] = true;
+    });
+    return opened;
+  }
+
+  function renderOperation(ref, state, events, evidence, opened, sameOp) {
     show('operation-view');
     $('op-title').textContent = ref;
     var status = $('op-status');
-    status.textContent = state.status;
+    status.textContent = state.status.replace(/_/g, ' ');
     status.className = 'badge status-' + state.status;
-    var runLink = state.run_id ? h('a', { href: '#/run/' + segment(state.run_id), text: state.run_id }) : undefined;
     facts($('op-facts'), [
       ['Tool', state.tool],
       ['Side effect', state.side_effect],
-      ['Run', runLink],
+      ['Run', runLink(state.run_id)],
       ['Attempts', state.attempts_used + ' used, ' + state.attempts_remaining + ' remaining'],
       ['Reason', state.reason],
-      ['Since', time(state.since)],
+      ['Since', state.since ? when(state.since) : undefined],
+      ['Next', state.directive ? state.directive.next_action : undefined],
       ['Revision', state.revision],
     ]);
 
@@ -356,56 +706,140 @@
     ((evidence && evidence.entries) || []).forEach(function (entry) {
       summaries[entry.event_id] = entry.summary;
     });
-    var states = statesAfter(events);
+    var rows = storyRows(events);
     var body = clear($('timeline').tBodies[0]);
     var rowsByEventId = {};
     var start = events.length ? Date.parse(events[0].recorded_at) : 0;
-    events.forEach(function (event, index) {
-      var kind = KIND_OF[event.type] || 'other';
-      var row = h(
+    rows.forEach(function (row) {
+      var fact = row.fact;
+      var kind = KIND_OF[fact.type] || 'other';
+      var toned = toneOf(fact);
+      var tone = toned[0];
+      var what = h('div', {}, h('span', { className: 'kind kind-' + kind, text: kind }), ' ', h('span', { className: 'type', text: fact.type }));
+      if (toned[1]) what.appendChild(h('span', { className: 'tone tone-' + tone, text: toned[1] }));
+      what.appendChild(h('div', { className: 'summary', text: summaries[fact.event_id] || fact.type }));
+      var tr = h(
         'tr',
         {
-          className: 'event kind-' + kind,
+          className: 'event kind-' + kind + ' row-tone-' + tone,
           tabindex: 0,
-          'data-revision': event.revision,
-          'data-event-id': event.event_id,
+          role: 'button',
+          'aria-expanded': 'false',
+          'data-revision': fact.revision,
+          'data-event-id': fact.event_id,
         },
-        h('td', { className: 'num', text: event.revision }),
-        h('td', { className: 'when' }, h('span', { text: time(event.recorded_at) }), h('span', { className: 'offset', text: '+' + duration(Date.parse(event.recorded_at) - start) })),
-        h('td', {}, h('span', { className: 'kind kind-' + kind, text: kind }), ' ', h('span', { className: 'type', text: event.type })),
-        h('td', { text: summaries[event.event_id] || event.type }),
-        h('td', {}, badge(states[index])),
-        h('td', { className: 'why', text: whyOf(event) || '' }),
+        cell('Rev', row.transition ? fact.revision + '\u2013' + row.transition.revision : fact.revision, 'num'),
+        cell('When', h('span', { className: 'when' }, h('span', { className: 'relative', text: ago(fact.recorded_at) }), h('span', { className: 'absolute', text: time(fact.recorded_at) }), h('span', { className: 'offset', text: '+' + duration(Date.parse(fact.recorded_at) - start) }))),
+        cell('What happened', what),
+        cell('State after', badge(row.state)),
+        cell('Why', whyOf(row), 'why'),
       );
-      row.addEventListener('click', function () {
-        toggleDetail(ref, event, row);
+      tr.addEventListener('click', function () {
+        toggleDetail(ref, row, tr);
       });
-      row.addEventListener('keydown', function (key) {
+      tr.addEventListener('keydown', function (key) {
         if (key.key === 'Enter' || key.key === ' ') {
           key.preventDefault();
-          toggleDetail(ref, event, row);
+          toggleDetail(ref, row, tr);
         }
       });
-      rowsByEventId[event.event_id] = row;
-      body.appendChild(row);
+      rowsByEventId[fact.event_id] = tr;
+      if (row.transition) rowsByEventId[row.transition.event_id] = tr;
+      body.appendChild(tr);
+      if (opened[fact.event_id]) toggleDetail(ref, row, tr);
+    });
+    var raw = clear($('raw-events').querySelector('tbody'));
+    events.forEach(function (event) {
+      raw.appendChild(
+        h(
+          'tr',
+          { className: 'raw-row' },
+          cell('Rev', event.revision, 'num'),
+          cell('Position', event.position, 'num'),
+          cell('Recorded', time(event.recorded_at)),
+          cell('Type', event.type, 'type'),
+          cell('Caused by', event.causation_event_id || '', 'small wrap'),
+        ),
+      );
     });
     renderVerdict(evidence, rowsByEventId);
-    renderStateTimes(stateSpans(events, states));
+    renderStateTimes(stateSpans(rows));
+    renderApproval(ref, state, sameOp);
   }
 
-  function openRun(runId) {
-    say('Loading run ' + runId + '\u2026');
+  // ---- approvals --------------------------------------------------------------------------------
+
+  function renderApproval(ref, state, sameOp) {
+    var card = $('approval-card');
+    var waiting = state.status === 'awaiting_approval';
+    if (!sameOp) {
+      $('approval-form').reset();
+      $('approval-result').textContent = '';
+    }
+    card.hidden = !waiting && !$('approval-result').textContent;
+    $('approval-form').hidden = !waiting;
+    $('approval-explain').hidden = !waiting;
+    $('approval-title').textContent = waiting ? 'Approval requested' : 'Approval recorded';
+    card.dataset.ref = ref;
+  }
+
+  function submitApproval(event) {
+    event.preventDefault();
+    var form = $('approval-form');
+    var decision = event.submitter && event.submitter.value === 'denied' ? 'denied' : 'granted';
+    var ref = $('approval-card').dataset.ref;
+    var approver = form.elements.approver.value.trim();
+    var reason = form.elements.reason.value.trim();
+    var result = $('approval-result');
+    if (!approver || !reason) {
+      result.textContent = 'Say who you are and why.';
+      result.className = 'small error';
+      return;
+    }
+    Array.prototype.forEach.call(form.querySelectorAll('button'), function (button) {
+      button.disabled = true;
+    });
+    result.textContent = 'Recording the ' + (decision === 'granted' ? 'grant' : 'denial') + '\u2026';
+    result.className = 'small';
+    api('/v1/operations/' + segment(ref) + '/events', undefined, {
+      body: { events: [{ event_id: uuid(), type: 'ApprovalRecorded', data: { decision: decision, approver: approver, reason: reason } }] },
+    })
+      .then(
+        function (answer) {
+          result.textContent = (decision === 'granted' ? 'Granted' : 'Denied') + ' by ' + approver + ': the step is now ' + answer.state.status.replace(/_/g, ' ') + ' (next: ' + answer.directive.next_action + ').';
+          result.className = 'small ok';
+          form.reset();
+          return openOperation(ref, true);
+        },
+        function (error) {
+          if (error instanceof ApiError && error.status === 403) result.textContent = 'This key may not record approvals (' + error.code + '): use a key with the approver role.';
+          else if (error instanceof ApiError && error.status === 401) result.textContent = 'Enter an API key above first (' + error.code + ').';
+          else result.textContent = error instanceof ApiError ? error.code + ': ' + error.detail : 'Could not reach the ledger: ' + String(error);
+          result.className = 'small error';
+        },
+      )
+      .then(function () {
+        Array.prototype.forEach.call(form.querySelectorAll('button'), function (button) {
+          button.disabled = false;
+        });
+      });
+  }
+
+  // ---- run, trust, webhooks -----------------------------------------------------------------------
+
+  function openRun(runId, quiet) {
+    if (!quiet) say('Loading run ' + runId + '\u2026');
     return allPages('/v1/runs/' + segment(runId), {}, 'steps')
       .then(function (run) {
         show('run-view');
-        say('');
+        if (!quiet) say('');
         $('run-title').textContent = 'Run ' + run.run_id;
         var open = $('run-open');
         open.textContent = run.open === 0 ? 'all ' + run.total + ' steps settled' : run.open + ' of ' + run.total + ' steps open';
         open.className = 'badge ' + (run.open === 0 ? 'status-succeeded' : 'status-verifying');
         var chips = clear($('run-counts'));
         Object.keys(run.counts).forEach(function (status) {
-          chips.appendChild(h('span', { className: 'chip' }, badge(status), ' ' + run.counts[status]));
+          chips.appendChild(h('a', { className: 'chip', href: queryHash('operations', { run_id: run.run_id, status: status }, {}) }, badge(status), ' ' + run.counts[status]));
         });
         var body = clear($('run-steps').tBodies[0]);
         run.steps.forEach(function (step) {
@@ -413,42 +847,57 @@
             h(
               'tr',
               {},
-              h('td', {}, h('a', { href: '#/operation/' + segment(step.operation_ref), text: step.operation_ref })),
-              h('td', { text: step.tool }),
-              h('td', { text: step.side_effect }),
-              h('td', {}, badge(step.status)),
-              h('td', { className: 'num', text: step.attempts_used }),
-              h('td', { text: time(step.since) }),
-              h('td', { className: 'why', text: step.reason }),
+              cell('Operation', opLink(step.operation_ref)),
+              cell('Tool', step.tool),
+              cell('Side effect', step.side_effect),
+              cell('State', badge(step.status)),
+              cell('Attempts', step.attempts_used, 'num'),
+              cell('Since', when(step.since)),
+              cell('Reason', step.reason, 'why'),
             ),
           );
         });
+        loaded(run.as_of_position);
       })
       .catch(function (error) {
-        show('welcome');
+        show('none');
         explain(error, 'run ' + runId);
       });
   }
 
-  function tile(label, value, note) {
-    return h('div', { className: 'tile' }, h('div', { className: 'tile-value', text: value }), h('div', { className: 'tile-label', text: label }), note ? h('div', { className: 'tile-note', text: note }) : null);
+  function tile(label, value, note, hash) {
+    var content = [
+      h('div', { className: 'tile-value', text: value }),
+      h('div', { className: 'tile-label', text: label }),
+      note ? h('div', { className: 'tile-note', text: note }) : null,
+      hash ? h('div', { className: 'tile-open', text: 'open the list \u2192' }) : null,
+    ];
+    if (hash) return h.apply(null, ['a', { className: 'tile tile-link', href: hash, 'aria-label': label + ': ' + value + ', open the list' }].concat(content));
+    return h.apply(null, ['div', { className: 'tile' }].concat(content));
   }
 
-  function openTrust() {
-    say('Loading trust metrics\u2026');
+  /** A figure that opens the operations it counts (a zero opens nothing). */
+  function countLink(count, filters) {
+    return count ? h('a', { href: queryHash('operations', filters, {}), text: count }) : String(count);
+  }
+
+  function openTrust(quiet) {
+    if (!quiet) say('Loading trust metrics\u2026');
     return allPages('/v1/metrics/trust', {}, 'tools')
       .then(function (trust) {
         show('trust-view');
-        say('');
+        if (!quiet) say('');
         var o = trust.overall;
         var tiles = clear($('trust-overall'));
-        tiles.appendChild(tile('Unknown outcomes', o.unknown_outcomes, o.unknown_via_envelope + ' from envelopes, ' + o.unknown_in_flight + ' in flight'));
-        tiles.appendChild(tile('Resolved by lookup', o.resolved_by_verification, o.verified_found_committed + ' committed, ' + o.verified_not_found + ' not found, ' + o.lookup_unavailable + ' lookups unavailable'));
-        tiles.appendChild(tile('Duplicate writes prevented', o.duplicate_writes_prevented));
-        tiles.appendChild(tile('Identical retries blocked', o.identical_retries_blocked));
-        tiles.appendChild(tile('Unverified dispatches refused', o.unverified_dispatches_refused));
-        tiles.appendChild(tile('Terminal escalations', o.terminal_escalations));
-        tiles.appendChild(tile('Pending recovery now', o.pending_recovery_now));
+        tiles.appendChild(tile('Unknown outcomes', o.unknown_outcomes, o.unknown_via_envelope + ' from envelopes, ' + o.unknown_in_flight + ' in flight', '#/operations?has=unknown_outcomes'));
+        tiles.appendChild(
+          tile('Resolved by lookup', o.resolved_by_verification, o.verified_found_committed + ' committed, ' + o.verified_not_found + ' not found, ' + o.lookup_unavailable + ' lookups unavailable', '#/operations?has=resolved_by_lookup'),
+        );
+        tiles.appendChild(tile('Duplicate writes prevented', o.duplicate_writes_prevented, undefined, '#/operations?has=duplicates_prevented'));
+        tiles.appendChild(tile('Identical retries blocked', o.identical_retries_blocked, undefined, '#/operations?has=identical_retries_blocked'));
+        tiles.appendChild(tile('Unverified dispatches refused', o.unverified_dispatches_refused, undefined, '#/operations?has=unverified_dispatches_refused'));
+        tiles.appendChild(tile('Terminal escalations', o.terminal_escalations, undefined, '#/operations?status=escalated'));
+        tiles.appendChild(tile('Pending recovery now', o.pending_recovery_now, 'steps verifying now', '#/operations?status=verifying'));
         tiles.appendChild(
           tile(
             'Time in pending recovery',
@@ -462,45 +911,129 @@
             h(
               'tr',
               {},
-              h('td', { text: t.tool }),
-              h('td', { className: 'num', text: t.operations_planned }),
-              h('td', { className: 'num', text: t.unknown_outcomes }),
-              h('td', { className: 'num', text: t.resolved_by_verification }),
-              h('td', { className: 'num', text: t.duplicate_writes_prevented }),
-              h('td', { className: 'num', text: t.identical_retries_blocked }),
-              h('td', { className: 'num', text: t.terminal_escalations }),
-              h('td', { className: 'num', text: t.pending_recovery_now }),
-              h('td', { className: 'num', text: t.pending_recovery.count ? duration(t.pending_recovery.p90_ms) : '\u2013' }),
+              cell('Tool', h('a', { href: queryHash('operations', { tool: t.tool }, {}), text: t.tool })),
+              cell('Planned', t.operations_planned, 'num'),
+              cell('Unknown outcomes', countLink(t.unknown_outcomes, { tool: t.tool, has: 'unknown_outcomes' }), 'num'),
+              cell('Resolved by lookup', countLink(t.resolved_by_verification, { tool: t.tool, has: 'resolved_by_lookup' }), 'num'),
+              cell('Duplicates prevented', countLink(t.duplicate_writes_prevented, { tool: t.tool, has: 'duplicates_prevented' }), 'num'),
+              cell('Identical retries blocked', countLink(t.identical_retries_blocked, { tool: t.tool, has: 'identical_retries_blocked' }), 'num'),
+              cell('Escalations', countLink(t.terminal_escalations, { tool: t.tool, status: 'escalated' }), 'num'),
+              cell('Pending now', countLink(t.pending_recovery_now, { tool: t.tool, status: 'verifying' }), 'num'),
+              cell('Pending p90', t.pending_recovery.count ? duration(t.pending_recovery.p90_ms) : '\u2013', 'num'),
             ),
           );
         });
+        loaded(trust.as_of_position);
       })
       .catch(function (error) {
-        show('welcome');
+        show('trust-view');
         explain(error, 'trust metrics');
+      });
+  }
+
+  function openWebhooks(quiet) {
+    if (!quiet) say('Loading webhook deliveries\u2026');
+    return api('/v1/webhooks/deliveries', { limit: 100 })
+      .then(function (answer) {
+        show('webhooks-view');
+        if (!quiet) say('');
+        var tiles = clear($('webhook-counts'));
+        tiles.appendChild(tile('Delivered', answer.counts.delivered));
+        tiles.appendChild(tile('Pending (retrying)', answer.counts.pending));
+        tiles.appendChild(tile('Failed (gave up)', answer.counts.failed));
+        var body = clear($('webhook-table').tBodies[0]);
+        answer.deliveries.forEach(function (delivery) {
+          body.appendChild(
+            h(
+              'tr',
+              { className: 'delivery-' + delivery.status },
+              cell('Notification', delivery.kind, 'type'),
+              cell('Operation', opLink(delivery.operation_ref)),
+              cell('Status', badge(delivery.status, 'delivery')),
+              cell('Attempts', delivery.attempts, 'num'),
+              cell('Last answer', delivery.last_error || (delivery.last_status ? 'HTTP ' + delivery.last_status : ''), 'small'),
+              cell('Created', when(delivery.created_at)),
+            ),
+          );
+        });
+        $('webhook-empty').hidden = answer.deliveries.length > 0;
+        loaded();
+      })
+      .catch(function (error) {
+        show('webhooks-view');
+        explain(error, 'webhook deliveries');
       });
   }
 
   // ---- routing: the hash names what is shown, never who is looking ----------------------------------
 
-  function route() {
+  function current() {
     var hash = location.hash.replace(/^#\/?/, '');
-    var slash = hash.indexOf('/');
-    var view = slash < 0 ? hash : hash.slice(0, slash);
-    var id = slash < 0 ? '' : decodeURIComponent(hash.slice(slash + 1));
-    if (view === 'operation' && id) {
-      $('search-kind').value = 'operation';
-      $('search-id').value = id;
-      return openOperation(id);
+    var question = hash.indexOf('?');
+    var path = question < 0 ? hash : hash.slice(0, question);
+    var query = question < 0 ? '' : hash.slice(question + 1);
+    var slash = path.indexOf('/');
+    return {
+      view: slash < 0 ? path : path.slice(0, slash),
+      id: slash < 0 ? '' : decodeURIComponent(path.slice(slash + 1)),
+      filters: filtersOf(query),
+    };
+  }
+
+  function route(quiet) {
+    var at = current();
+    if (at.view === 'operation' && at.id) {
+      if (!quiet) {
+        $('search-kind').value = 'operation';
+        $('search-id').value = at.id;
+      }
+      return openOperation(at.id, quiet);
     }
-    if (view === 'run' && id) {
-      $('search-kind').value = 'run';
-      $('search-id').value = id;
-      return openRun(id);
+    if (at.view === 'run' && at.id) {
+      if (!quiet) {
+        $('search-kind').value = 'run';
+        $('search-id').value = at.id;
+      }
+      return openRun(at.id, quiet);
     }
-    if (view === 'trust') return openTrust();
-    show('welcome');
-    say('');
+    if (at.view === 'operations') return openOperations(at.filters, quiet);
+    if (at.view === 'runs') return openRuns(at.filters, quiet);
+    if (at.view === 'trust') return openTrust(quiet);
+    if (at.view === 'webhooks') return openWebhooks(quiet);
+    return openTriage(at.filters, quiet);
+  }
+
+  // ---- live: follow the log and redraw what is shown --------------------------------------------------
+
+  var following = 0;
+
+  function follow() {
+    var generation = ++following;
+    function poll() {
+      if (generation !== following) return;
+      api('/v1/changes', { after: fresh.position || 0, wait_ms: LIVE_WAIT_MS }).then(
+        function (answer) {
+          if (generation !== following) return;
+          fresh.live = true;
+          if (answer.changed || (fresh.position !== undefined && answer.position > fresh.position)) {
+            fresh.position = answer.position;
+            Promise.resolve(route(true)).then(poll, poll);
+          } else {
+            fresh.position = answer.position;
+            loaded();
+            poll();
+          }
+        },
+        function () {
+          if (generation !== following) return;
+          // Without a usable key (or with the service away) the page stays as it is and says so.
+          fresh.live = false;
+          showFreshness();
+          setTimeout(poll, 5000);
+        },
+      );
+    }
+    poll();
   }
 
   function showKeyStatus() {
@@ -517,6 +1050,7 @@
       else sessionStorage.removeItem(KEY_STORAGE);
       showKeyStatus();
       route();
+      follow();
     });
     $('forget-key').addEventListener('click', function () {
       apiKey = '';
@@ -535,8 +1069,30 @@
     $('show-trust').addEventListener('click', function () {
       go('#/trust');
     });
-    window.addEventListener('hashchange', route);
+    $('copy-ref').addEventListener('click', function () {
+      var ref = $('op-title').textContent;
+      var done = function () {
+        $('copy-ref').textContent = 'Copied';
+        setTimeout(function () {
+          $('copy-ref').textContent = 'Copy ref';
+        }, 1500);
+      };
+      if (navigator.clipboard && navigator.clipboard.writeText) navigator.clipboard.writeText(ref).then(done, function () {});
+    });
+    $('toggle-raw').addEventListener('click', function () {
+      var raw = $('raw-events');
+      raw.hidden = !raw.hidden;
+      $('toggle-raw').setAttribute('aria-pressed', String(!raw.hidden));
+    });
+    $('approval-form').addEventListener('submit', submitApproval);
+    bindFilters('triage-filters', 'triage');
+    bindFilters('operations-filters', 'operations');
+    bindFilters('runs-filters', 'runs');
+    window.addEventListener('hashchange', function () {
+      route();
+    });
     showKeyStatus();
     route();
+    follow();
   });
 })();

@@ -1,4 +1,5 @@
 import { stepStateProjection, type StepStateDoc } from '../../../projections/step-state.projection';
+import { trustMetricsProjection, trustReport, type TrustMetricsDoc } from '../../../projections/trust-metrics.projection';
 import { docOf, foldProjection } from './support/fold-projection';
 import { envelopes, expectOk, LedgerScenario } from './support/ledger-scenario';
 import { redelivered } from './support/redelivery';
@@ -35,6 +36,11 @@ describe('step state projection', () => {
       tool: 'create_invoice',
       run_id: 'run_81',
       since_ms: Date.parse('2026-03-01T09:00:00.000Z'),
+      unknown_outcomes: 0,
+      resolved_by_lookup: 0,
+      duplicates_prevented: 0,
+      identical_retries_blocked: 0,
+      unverified_dispatches_refused: 0,
     });
   });
 
@@ -118,5 +124,39 @@ describe('step state projection', () => {
 
     expect(doc.status).toBe('planned');
     expect(doc.position).toBe(last.position + 2);
+  });
+});
+
+describe('step state: what each operation added to the trust metrics', () => {
+  it('counts per operation what the trust metrics count per tool, so each figure can list its operations', async () => {
+    const given = new LedgerScenario();
+    const incident = 'run_9/incident';
+    await given.plan(incident);
+    await given.dispatch(incident, 1);
+    await given.envelope(incident, 1, envelopes.unknown(incident));
+    await given.dispatch(incident, 2); // refused: VERIFY_BEFORE_RETRY
+    await given.verify(incident, 'found_committed', 'inv_1');
+    await given.dispatch(incident, 2); // answered with the success: DUPLICATE_PREVENTED
+    const fix = 'run_9/fix';
+    await given.plan(fix);
+    await given.dispatch(fix, 1);
+    await given.envelope(fix, 1, envelopes.invalidInput(fix));
+    await given.dispatch(fix, 2); // same input hash: UNCHANGED_RETRY
+    const crashed = 'run_9/crashed';
+    await given.plan(crashed);
+    await given.dispatch(crashed, 1);
+    await given.verify(crashed, 'found_committed', 'inv_2'); // no envelope ever came back
+
+    const log = await given.log();
+    const counters = (ref: string) => {
+      const doc = docOf<StepStateDoc>(stepStateProjection, log, `acme:${ref}`);
+      return [doc.unknown_outcomes, doc.resolved_by_lookup, doc.duplicates_prevented, doc.identical_retries_blocked, doc.unverified_dispatches_refused];
+    };
+    expect(counters(incident)).toEqual([1, 1, 1, 0, 1]);
+    expect(counters(fix)).toEqual([0, 0, 0, 1, 0]);
+    expect(counters(crashed)).toEqual([1, 1, 0, 0, 0]);
+    // The same events, counted by the trust metrics for the tenant.
+    const trust = trustReport([...foldProjection(trustMetricsProjection, log).docs.values()] as TrustMetricsDoc[]);
+    expect([trust.unknown_outcomes, trust.resolved_by_verification, trust.duplicate_writes_prevented, trust.identical_retries_blocked, trust.unverified_dispatches_refused]).toEqual([2, 2, 1, 1, 1]);
   });
 });

@@ -1,0 +1,49 @@
+/**
+ * Which notifications the log calls for: pure functions of an event, so the consumer that runs
+ * them can replay a batch after a crash and reach the same rows (keyed by the causing event, so a
+ * replay inserts nothing twice).
+ */
+export const NOTIFICATION_KINDS = [
+  'step.escalated',
+  'approval.requested',
+  'unknown_outcome.unresolved',
+  'verification.premature_repeated',
+] as const;
+export type NotificationKind = (typeof NOTIFICATION_KINDS)[number];
+
+export interface LogEventView {
+  type: string;
+  event_id: string;
+  position: number;
+  data: unknown;
+  metadata: { tenant: string; operation_ref: string; recorded_at: string; causation_event_id?: string };
+}
+
+export type LogReaction =
+  /** Notify now, once per subscription: keyed by the transition that caused it. */
+  | { do: 'notify'; kind: 'step.escalated' | 'approval.requested'; key: string }
+  /** The step began waiting on a lookup: notify if it still waits when the subscription's time is up. */
+  | { do: 'watch_unknown'; transition_event_id: string; since: string }
+  /** The step moved: repeated premature lookups count again from zero. */
+  | { do: 'reset_premature' };
+
+function transitionTo(event: LogEventView): string | undefined {
+  if (event.type !== 'TransitionRecorded' || typeof event.data !== 'object' || event.data === null) return undefined;
+  const to = (event.data as { to?: unknown }).to;
+  return typeof to === 'string' ? to : undefined;
+}
+
+export function reactionsTo(event: LogEventView): LogReaction[] {
+  const to = transitionTo(event);
+  if (to === undefined) return [];
+  const reactions: LogReaction[] = [{ do: 'reset_premature' }];
+  if (to === 'escalated') reactions.push({ do: 'notify', kind: 'step.escalated', key: event.event_id });
+  if (to === 'awaiting_approval') reactions.push({ do: 'notify', kind: 'approval.requested', key: event.event_id });
+  if (to === 'verifying') reactions.push({ do: 'watch_unknown', transition_event_id: event.event_id, since: event.metadata.recorded_at });
+  return reactions;
+}
+
+/** Backoff before attempt `attempt + 1` (attempt counts from 1): doubling from `baseMs`, capped. */
+export function retryDelayMs(attempt: number, baseMs: number, maxMs: number): number {
+  return Math.min(maxMs, baseMs * 2 ** Math.min(30, Math.max(0, attempt - 1)));
+}

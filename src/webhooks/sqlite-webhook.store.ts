@@ -1,0 +1,215 @@
+import Database from 'better-sqlite3';
+import { createHash } from 'node:crypto';
+import { mkdirSync } from 'node:fs';
+import { dirname, join } from 'node:path';
+import type { NotificationKind } from './notification-rules';
+import type {
+  ConsumedBatch,
+  Delivery,
+  DeliveryCounts,
+  DeliveryStatus,
+  NewDelivery,
+  Subscription,
+  UnknownWatch,
+  WebhookStore,
+} from './webhook-store.port';
+
+export function webhookFile(dataDir: string): string {
+  return join(dataDir, 'webhooks.sqlite');
+}
+
+const SCHEMA = `
+CREATE TABLE IF NOT EXISTS webhook_subscriptions (
+  id TEXT PRIMARY KEY, tenant TEXT NOT NULL, url TEXT NOT NULL, secret TEXT NOT NULL, kinds TEXT NOT NULL,
+  unknown_after_ms INTEGER NOT NULL, premature_refusals INTEGER NOT NULL, created_at TEXT NOT NULL,
+  created_position INTEGER NOT NULL, active INTEGER NOT NULL
+);
+CREATE TABLE IF NOT EXISTS webhook_deliveries (
+  id TEXT PRIMARY KEY, subscription_id TEXT NOT NULL, tenant TEXT NOT NULL, kind TEXT NOT NULL,
+  operation_ref TEXT NOT NULL, body TEXT NOT NULL, status TEXT NOT NULL, attempts INTEGER NOT NULL,
+  next_attempt_ms INTEGER NOT NULL, last_status INTEGER, last_error TEXT, created_at TEXT NOT NULL, delivered_at TEXT,
+  seq INTEGER NOT NULL
+);
+CREATE INDEX IF NOT EXISTS webhook_deliveries_due ON webhook_deliveries (status, next_attempt_ms);
+CREATE INDEX IF NOT EXISTS webhook_deliveries_tenant ON webhook_deliveries (tenant, seq);
+CREATE TABLE IF NOT EXISTS webhook_watches (
+  id INTEGER PRIMARY KEY AUTOINCREMENT, subscription_id TEXT NOT NULL, tenant TEXT NOT NULL, operation_ref TEXT NOT NULL,
+  transition_event_id TEXT NOT NULL, since TEXT NOT NULL, due_ms INTEGER NOT NULL,
+  UNIQUE (subscription_id, transition_event_id)
+);
+CREATE INDEX IF NOT EXISTS webhook_watches_due ON webhook_watches (due_ms);
+CREATE TABLE IF NOT EXISTS webhook_premature (
+  tenant TEXT NOT NULL, operation_ref TEXT NOT NULL, count INTEGER NOT NULL, PRIMARY KEY (tenant, operation_ref)
+);
+CREATE TABLE IF NOT EXISTS webhook_checkpoint (id INTEGER PRIMARY KEY CHECK (id = 1), position INTEGER NOT NULL);
+INSERT OR IGNORE INTO webhook_checkpoint (id, position) VALUES (1, 0);
+`;
+
+/** The same delivery (subscription, cause) always has the same id, so a receiver can drop a repeat. */
+export function deliveryId(subscriptionId: string, dedupe: string): string {
+  return `dlv_${createHash('sha256').update(`${subscriptionId}\n${dedupe}`).digest('hex').slice(0, 32)}`;
+}
+
+interface SubscriptionRow extends Omit<Subscription, 'kinds' | 'active'> {
+  kinds: string;
+  active: number;
+}
+
+interface DeliveryRow extends Omit<Delivery, 'last_status' | 'last_error' | 'delivered_at'> {
+  last_status: number | null;
+  last_error: string | null;
+  delivered_at: string | null;
+}
+
+function subscriptionOf(row: SubscriptionRow): Subscription {
+  return { ...row, kinds: JSON.parse(row.kinds) as NotificationKind[], active: row.active === 1 };
+}
+
+function deliveryOf(row: DeliveryRow): Delivery {
+  const { last_status, last_error, delivered_at, ...rest } = row;
+  return {
+    ...rest,
+    ...(last_status === null ? {} : { last_status }),
+    ...(last_error === null ? {} : { last_error }),
+    ...(delivered_at === null ? {} : { delivered_at }),
+  };
+}
+
+/**
+ * The webhook store on SQLite (`<LEDGER_DATA_DIR>/webhooks.sqlite`), WAL with synchronous=FULL:
+ * unlike the read models this file cannot be rebuilt from the log (it holds the subscriptions and
+ * what was already delivered), so a commit is durable before it is relied on.
+ */
+export class SqliteWebhookStore implements WebhookStore {
+  private readonly db: Database.Database;
+  private seq: number;
+
+  constructor(file: string) {
+    if (file !== ':memory:') mkdirSync(dirname(file), { recursive: true });
+    this.db = new Database(file, { timeout: 5000 });
+    this.db.pragma('journal_mode = WAL');
+    this.db.pragma('synchronous = FULL');
+    this.db.exec(SCHEMA);
+    this.seq = (this.db.prepare('SELECT COALESCE(MAX(seq), 0) AS seq FROM webhook_deliveries').get() as { seq: number }).seq;
+  }
+
+  addSubscription(subscription: Subscription): void {
+    this.db
+      .prepare(
+        `INSERT INTO webhook_subscriptions (id, tenant, url, secret, kinds, unknown_after_ms, premature_refusals, created_at, created_position, active)
+         VALUES (@id, @tenant, @url, @secret, @kinds, @unknown_after_ms, @premature_refusals, @created_at, @created_position, @active)`,
+      )
+      .run({ ...subscription, kinds: JSON.stringify(subscription.kinds), active: subscription.active ? 1 : 0 });
+  }
+
+  deactivate(tenant: string, id: string): boolean {
+    return this.db.prepare('UPDATE webhook_subscriptions SET active = 0 WHERE tenant = ? AND id = ? AND active = 1').run(tenant, id).changes > 0;
+  }
+
+  subscriptions(tenant?: string, activeOnly = true): Subscription[] {
+    const clauses = [...(tenant === undefined ? [] : ['tenant = @tenant']), ...(activeOnly ? ['active = 1'] : [])];
+    const sql = `SELECT * FROM webhook_subscriptions${clauses.length ? ` WHERE ${clauses.join(' AND ')}` : ''} ORDER BY created_at, id`;
+    return (this.db.prepare(sql).all(tenant === undefined ? {} : { tenant }) as SubscriptionRow[]).map(subscriptionOf);
+  }
+
+  checkpoint(): number {
+    return (this.db.prepare('SELECT position FROM webhook_checkpoint WHERE id = 1').get() as { position: number }).position;
+  }
+
+  commitBatch(batch: ConsumedBatch): void {
+    this.db.transaction(() => {
+      this.insertDeliveryRows(batch.deliveries);
+      const watch = this.db.prepare(
+        `INSERT OR IGNORE INTO webhook_watches (subscription_id, tenant, operation_ref, transition_event_id, since, due_ms)
+         VALUES (@subscription_id, @tenant, @operation_ref, @transition_event_id, @since, @due_ms)`,
+      );
+      for (const row of batch.watches) watch.run(row);
+      const reset = this.db.prepare('DELETE FROM webhook_premature WHERE tenant = ? AND operation_ref = ?');
+      for (const row of batch.resetPremature) reset.run(row.tenant, row.operation_ref);
+      this.db.prepare('UPDATE webhook_checkpoint SET position = ? WHERE id = 1 AND position < ?').run(batch.position, batch.position);
+    }).immediate();
+  }
+
+  countPremature(tenant: string, operationRef: string): number {
+    return (
+      this.db
+        .prepare(
+          `INSERT INTO webhook_premature (tenant, operation_ref, count) VALUES (?, ?, 1)
+           ON CONFLICT (tenant, operation_ref) DO UPDATE SET count = count + 1 RETURNING count`,
+        )
+        .get(tenant, operationRef) as { count: number }
+    ).count;
+  }
+
+  insertDeliveries(deliveries: NewDelivery[]): void {
+    this.db.transaction(() => this.insertDeliveryRows(deliveries)).immediate();
+  }
+
+  private insertDeliveryRows(deliveries: NewDelivery[]): void {
+    const insert = this.db.prepare(
+      `INSERT OR IGNORE INTO webhook_deliveries (id, subscription_id, tenant, kind, operation_ref, body, status, attempts, next_attempt_ms, created_at, seq)
+       VALUES (@id, @subscription_id, @tenant, @kind, @operation_ref, @body, 'pending', 0, 0, @created_at, @seq)`,
+    );
+    // A replayed cause has the same id: INSERT OR IGNORE keeps the first row and its progress.
+    for (const delivery of deliveries) {
+      if (insert.run({ ...delivery, seq: this.seq + 1 }).changes > 0) this.seq += 1;
+    }
+  }
+
+  dueWatches(nowMs: number, limit: number): UnknownWatch[] {
+    return this.db.prepare('SELECT * FROM webhook_watches WHERE due_ms <= ? ORDER BY due_ms, id LIMIT ?').all(nowMs, limit) as UnknownWatch[];
+  }
+
+  settleWatch(id: number, delivery?: NewDelivery): void {
+    this.db.transaction(() => {
+      if (delivery) this.insertDeliveryRows([delivery]);
+      this.db.prepare('DELETE FROM webhook_watches WHERE id = ?').run(id);
+    }).immediate();
+  }
+
+  dueDeliveries(nowMs: number, limit: number): Delivery[] {
+    return (
+      this.db
+        .prepare("SELECT * FROM webhook_deliveries WHERE status = 'pending' AND next_attempt_ms <= ? ORDER BY next_attempt_ms, seq LIMIT ?")
+        .all(nowMs, limit) as DeliveryRow[]
+    ).map(deliveryOf);
+  }
+
+  nextDueMs(): number | undefined {
+    const delivery = this.db.prepare("SELECT MIN(next_attempt_ms) AS at FROM webhook_deliveries WHERE status = 'pending'").get() as { at: number | null };
+    const watch = this.db.prepare('SELECT MIN(due_ms) AS at FROM webhook_watches').get() as { at: number | null };
+    const times = [delivery.at, watch.at].filter((at): at is number => at !== null);
+    return times.length ? Math.min(...times) : undefined;
+  }
+
+  markDelivered(id: string, status: number, at: string): void {
+    this.db
+      .prepare("UPDATE webhook_deliveries SET status = 'delivered', attempts = attempts + 1, last_status = ?, last_error = NULL, delivered_at = ? WHERE id = ?")
+      .run(status, at, id);
+  }
+
+  markAttemptFailed(id: string, outcome: { status?: number; error: string; nextAttemptMs?: number }): void {
+    this.db
+      .prepare(
+        `UPDATE webhook_deliveries SET attempts = attempts + 1, last_status = ?, last_error = ?,
+         status = CASE WHEN ? IS NULL THEN 'failed' ELSE 'pending' END, next_attempt_ms = COALESCE(?, next_attempt_ms) WHERE id = ?`,
+      )
+      .run(outcome.status ?? null, outcome.error.slice(0, 300), outcome.nextAttemptMs ?? null, outcome.nextAttemptMs ?? null, id);
+  }
+
+  deliveries(tenant: string, options: { status?: DeliveryStatus; limit: number }): Delivery[] {
+    const rows = options.status
+      ? this.db.prepare('SELECT * FROM webhook_deliveries WHERE tenant = ? AND status = ? ORDER BY seq DESC LIMIT ?').all(tenant, options.status, options.limit)
+      : this.db.prepare('SELECT * FROM webhook_deliveries WHERE tenant = ? ORDER BY seq DESC LIMIT ?').all(tenant, options.limit);
+    return (rows as DeliveryRow[]).map(deliveryOf);
+  }
+
+  counts(tenant?: string): DeliveryCounts[] {
+    const sql = `SELECT tenant, kind, status, COUNT(*) AS count FROM webhook_deliveries${tenant === undefined ? '' : ' WHERE tenant = ?'} GROUP BY tenant, kind, status`;
+    return (tenant === undefined ? this.db.prepare(sql).all() : this.db.prepare(sql).all(tenant)) as DeliveryCounts[];
+  }
+
+  close(): void {
+    if (this.db.open) this.db.close();
+  }
+}

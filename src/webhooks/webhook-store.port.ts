@@ -1,0 +1,101 @@
+import type { NotificationKind } from './notification-rules';
+
+/**
+ * Where webhook subscriptions, the outbox of deliveries and the consumer's checkpoint live. The
+ * outbox rows and the checkpoint are written in one transaction, so the consumer that fills it
+ * neither loses nor repeats a notification across a crash; a delivery leaves the outbox only once
+ * the receiver answered 2xx (at least once).
+ */
+export interface Subscription {
+  id: string;
+  tenant: string;
+  url: string;
+  /** Shown once, when the subscription is made; never listed. */
+  secret: string;
+  kinds: NotificationKind[];
+  /** An unknown outcome still unresolved after this long is notified. */
+  unknown_after_ms: number;
+  /** This many VERIFICATION_PREMATURE refusals on one operation without a transition are notified. */
+  premature_refusals: number;
+  created_at: string;
+  /** The log position when it was made: it is told about what happens after. */
+  created_position: number;
+  active: boolean;
+}
+
+export type DeliveryStatus = 'pending' | 'delivered' | 'failed';
+
+export interface Delivery {
+  id: string;
+  subscription_id: string;
+  tenant: string;
+  kind: NotificationKind;
+  operation_ref: string;
+  body: string;
+  status: DeliveryStatus;
+  attempts: number;
+  next_attempt_ms: number;
+  last_status?: number;
+  last_error?: string;
+  created_at: string;
+  delivered_at?: string;
+}
+
+export interface NewDelivery {
+  /** deliveryId(subscription_id, cause): the same for every replay of the same cause. */
+  id: string;
+  subscription_id: string;
+  tenant: string;
+  kind: NotificationKind;
+  operation_ref: string;
+  body: string;
+  created_at: string;
+}
+
+export interface UnknownWatch {
+  id: number;
+  subscription_id: string;
+  tenant: string;
+  operation_ref: string;
+  transition_event_id: string;
+  since: string;
+  due_ms: number;
+}
+
+/** What one consumed batch changes, written with the checkpoint in one transaction. */
+export interface ConsumedBatch {
+  position: number;
+  deliveries: NewDelivery[];
+  watches: Array<Omit<UnknownWatch, 'id'>>;
+  resetPremature: Array<{ tenant: string; operation_ref: string }>;
+}
+
+export interface DeliveryCounts {
+  tenant: string;
+  kind: string;
+  status: DeliveryStatus;
+  count: number;
+}
+
+export interface WebhookStore {
+  addSubscription(subscription: Subscription): void;
+  deactivate(tenant: string, id: string): boolean;
+  subscriptions(tenant?: string, activeOnly?: boolean): Subscription[];
+  checkpoint(): number;
+  commitBatch(batch: ConsumedBatch): void;
+  /** Counts one premature refusal and answers the count since the operation last moved. */
+  countPremature(tenant: string, operationRef: string): number;
+  insertDeliveries(deliveries: NewDelivery[]): void;
+  dueWatches(nowMs: number, limit: number): UnknownWatch[];
+  /** Ends a watch, and enqueues its delivery if there is one, in one transaction. */
+  settleWatch(id: number, delivery?: NewDelivery): void;
+  dueDeliveries(nowMs: number, limit: number): Delivery[];
+  nextDueMs(): number | undefined;
+  markDelivered(id: string, status: number, at: string): void;
+  markAttemptFailed(id: string, outcome: { status?: number; error: string; nextAttemptMs?: number }): void;
+  deliveries(tenant: string, options: { status?: DeliveryStatus; limit: number }): Delivery[];
+  counts(tenant?: string): DeliveryCounts[];
+  close(): void;
+}
+
+export const WEBHOOK_STORE = Symbol('WEBHOOK_STORE');

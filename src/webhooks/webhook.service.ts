@@ -1,0 +1,343 @@
+import { randomBytes, randomUUID } from 'node:crypto';
+import type { Clock } from '../ledger/clock';
+import type { EventStore, StoredEvent, Subscription as LogSubscription } from '../store/event-store.port';
+import { OPERATION_STREAM_PREFIX, operationStream } from '../store/stream-names';
+import { NOTIFICATION_KINDS, reactionsTo, retryDelayMs, type NotificationKind } from './notification-rules';
+import { deliveryId } from './sqlite-webhook.store';
+import { SIGNATURE_HEADER, signatureHeader } from './webhook-signature';
+import type { ConsumedBatch, Delivery, NewDelivery, Subscription, UnknownWatch, WebhookStore } from './webhook-store.port';
+
+export interface WebhookSettings {
+  /** First retry after this long; each later one waits twice as long, up to retryMaxMs. */
+  retryBaseMs: number;
+  retryMaxMs: number;
+  /** A delivery is given up (status `failed`) after this many attempts. */
+  maxAttempts: number;
+  /** How long one POST may take before it counts as failed. */
+  timeoutMs: number;
+  /** How often the dispatcher looks for due work when nothing wakes it. */
+  pollMs: number;
+}
+
+export const DEFAULT_WEBHOOK_SETTINGS: WebhookSettings = {
+  retryBaseMs: 1000,
+  retryMaxMs: 5 * 60_000,
+  maxAttempts: 50,
+  timeoutMs: 10_000,
+  pollMs: 1000,
+};
+
+export interface WebhookObserver {
+  onAttempt?(kind: string, outcome: 'delivered' | 'failed' | 'gave_up'): void;
+  onError?(error: Error, where: string): void;
+}
+
+export interface NewSubscription {
+  url: string;
+  kinds?: NotificationKind[];
+  unknown_after_ms?: number;
+  premature_refusals?: number;
+}
+
+/** 15 minutes unresolved, three premature lookups in a row: the defaults a subscription may change. */
+export const DEFAULT_UNKNOWN_AFTER_MS = 15 * 60_000;
+export const DEFAULT_PREMATURE_REFUSALS = 3;
+
+interface StepContext {
+  run_id?: string;
+  tool?: string;
+  status?: string;
+  reason?: string;
+  since?: string;
+  last_transition_id?: string;
+}
+
+/** Where the step stands, from its own stream: the plan names run and tool, the last transition the rest. */
+function contextOf(events: readonly StoredEvent[]): StepContext {
+  const context: StepContext = {};
+  for (const event of events) {
+    const data = event.data as Record<string, unknown>;
+    if (event.type === 'StepPlanned' && context.tool === undefined) {
+      context.run_id = String(data.run_id ?? '');
+      context.tool = String(data.tool ?? '');
+    }
+    if (event.type === 'TransitionRecorded') {
+      context.status = String(data.to ?? '');
+      context.reason = String(data.reason ?? '');
+      context.since = event.metadata.recorded_at;
+      context.last_transition_id = event.event_id;
+    }
+  }
+  return context;
+}
+
+/**
+ * Webhooks from the log (docs/webhooks.md). A consumer follows the global log from its own
+ * checkpoint and turns transitions into outbox rows, committed with the checkpoint in one
+ * transaction, so a crash neither loses nor repeats one; a dispatcher posts each row, signed, until
+ * the receiver answers 2xx, with doubling backoff. A receiver may see a delivery twice (after a
+ * crash between its answer and the row's update): the `Recovery-Ledger-Delivery` id is the same.
+ */
+export class WebhookService {
+  private running = false;
+  private logSubscription: LogSubscription | undefined;
+  private dispatcher: Promise<void> | undefined;
+  private wake: (() => void) | undefined;
+  private restartTimer: ReturnType<typeof setTimeout> | undefined;
+  private readonly inFlight = new Set<string>();
+
+  constructor(
+    private readonly log: EventStore,
+    private readonly hooks: WebhookStore,
+    private readonly clock: Clock,
+    private readonly settings: WebhookSettings = DEFAULT_WEBHOOK_SETTINGS,
+    private readonly observer: WebhookObserver = {},
+  ) {}
+
+  // ---- subscriptions ------------------------------------------------------------------------------
+
+  async subscribe(tenant: string, request: NewSubscription): Promise<Subscription> {
+    const subscription: Subscription = {
+      id: `whk_${randomUUID().replace(/-/g, '').slice(0, 20)}`,
+      tenant,
+      url: request.url,
+      secret: `whsec_${randomBytes(24).toString('base64url')}`,
+      kinds: request.kinds && request.kinds.length > 0 ? [...new Set(request.kinds)] : [...NOTIFICATION_KINDS],
+      unknown_after_ms: request.unknown_after_ms ?? DEFAULT_UNKNOWN_AFTER_MS,
+      premature_refusals: request.premature_refusals ?? DEFAULT_PREMATURE_REFUSALS,
+      created_at: this.clock.now().toISOString(),
+      // What is in the log when it is made is history, not news.
+      created_position: await this.log.headPosition(),
+      active: true,
+    };
+    this.hooks.addSubscription(subscription);
+    return subscription;
+  }
+
+  // ---- the consumer -----------------------------------------------------------------------------
+
+  start(): void {
+    if (this.running) return;
+    this.running = true;
+    this.follow();
+    this.dispatcher = this.dispatchLoop();
+  }
+
+  async stop(): Promise<void> {
+    this.running = false;
+    if (this.restartTimer) clearTimeout(this.restartTimer);
+    const subscription = this.logSubscription;
+    this.logSubscription = undefined;
+    await subscription?.close().catch(() => undefined);
+    this.wake?.();
+    await this.dispatcher;
+  }
+
+  private follow(): void {
+    if (!this.running) return;
+    this.logSubscription = this.log.subscribe(
+      { after: this.hooks.checkpoint(), streamPrefix: OPERATION_STREAM_PREFIX },
+      {
+        onEvents: (events) => this.consume(events),
+        onError: (error) => {
+          this.observer.onError?.(error, 'log subscription');
+          this.logSubscription = undefined;
+          // Follow again from the durable checkpoint: what was consumed stays consumed.
+          this.restartTimer = setTimeout(() => this.follow(), 1000);
+        },
+      },
+    );
+  }
+
+  /** One batch of the log: its outbox rows and watches, then the checkpoint, in one transaction. */
+  async consume(events: StoredEvent[]): Promise<void> {
+    const checkpoint = this.hooks.checkpoint();
+    const fresh = events.filter((event) => event.position > checkpoint);
+    if (fresh.length === 0) return;
+    const batch: ConsumedBatch = { position: fresh[fresh.length - 1].position, deliveries: [], watches: [], resetPremature: [] };
+    const subscriptionsOf = new Map<string, Subscription[]>();
+    for (const event of fresh) {
+      const { tenant, operation_ref } = event.metadata;
+      const reactions = reactionsTo(event);
+      if (reactions.length === 0) continue;
+      if (!subscriptionsOf.has(tenant)) subscriptionsOf.set(tenant, this.hooks.subscriptions(tenant));
+      const subscriptions = (subscriptionsOf.get(tenant) ?? []).filter((subscription) => subscription.created_position < event.position);
+      for (const reaction of reactions) {
+        if (reaction.do === 'reset_premature') {
+          batch.resetPremature.push({ tenant, operation_ref });
+        } else if (reaction.do === 'watch_unknown') {
+          for (const subscription of subscriptions.filter((candidate) => candidate.kinds.includes('unknown_outcome.unresolved'))) {
+            batch.watches.push({
+              subscription_id: subscription.id,
+              tenant,
+              operation_ref,
+              transition_event_id: reaction.transition_event_id,
+              since: reaction.since,
+              due_ms: Date.parse(reaction.since) + subscription.unknown_after_ms,
+            });
+          }
+        } else {
+          const listening = subscriptions.filter((candidate) => candidate.kinds.includes(reaction.kind));
+          if (listening.length === 0) continue;
+          const stream = await this.log.readStream(operationStream(tenant, operation_ref));
+          const context = contextOf(stream.filter((stored) => stored.position <= event.position));
+          for (const subscription of listening) {
+            batch.deliveries.push(this.delivery(subscription, reaction.kind, `${reaction.kind}:${reaction.key}`, operation_ref, event.metadata.recorded_at, {
+              ...context,
+              event_id: event.event_id,
+              position: event.position,
+            }));
+          }
+        }
+      }
+    }
+    this.hooks.commitBatch(batch);
+    if (batch.deliveries.length > 0 || batch.watches.length > 0) this.wake?.();
+  }
+
+  /**
+   * A refused premature lookup is not in the log (only refused dispatches are recorded), so it is
+   * counted here, at the refusal, and written before the refusal is answered.
+   */
+  onRefused(code: string, tenant: string, operationRef: string): void {
+    if (code !== 'VERIFICATION_PREMATURE') return;
+    const listening = this.hooks.subscriptions(tenant).filter((subscription) => subscription.kinds.includes('verification.premature_repeated'));
+    if (listening.length === 0) return;
+    const count = this.hooks.countPremature(tenant, operationRef);
+    const at = this.clock.now().toISOString();
+    const due = listening.filter((subscription) => count === subscription.premature_refusals);
+    if (due.length === 0) return;
+    this.hooks.insertDeliveries(
+      due.map((subscription) =>
+        this.delivery(subscription, 'verification.premature_repeated', `premature:${operationRef}:${randomUUID()}`, operationRef, at, {
+          refusals: count,
+          code,
+        }),
+      ),
+    );
+    this.wake?.();
+  }
+
+  private delivery(
+    subscription: Subscription,
+    kind: NotificationKind,
+    cause: string,
+    operationRef: string,
+    createdAt: string,
+    data: Record<string, unknown>,
+  ): NewDelivery {
+    const id = deliveryId(subscription.id, cause);
+    const encoded = encodeURIComponent(operationRef);
+    const body = JSON.stringify({
+      id,
+      type: kind,
+      created_at: createdAt,
+      tenant: subscription.tenant,
+      subscription_id: subscription.id,
+      data: { operation_ref: operationRef, ...data },
+      links: { operation: `/v1/operations/${encoded}`, evidence: `/v1/operations/${encoded}/evidence`, console: `/ui#/operation/${encoded}` },
+    });
+    return { id, subscription_id: subscription.id, tenant: subscription.tenant, kind, operation_ref: operationRef, body, created_at: createdAt };
+  }
+
+  // ---- the dispatcher -----------------------------------------------------------------------------
+
+  private async dispatchLoop(): Promise<void> {
+    while (this.running) {
+      try {
+        await this.settleWatches();
+        await this.deliverDue();
+      } catch (error) {
+        this.observer.onError?.(error instanceof Error ? error : new Error(String(error)), 'dispatcher');
+      }
+      if (!this.running) break;
+      const next = this.hooks.nextDueMs();
+      const now = this.clock.now().getTime();
+      const waitMs = Math.max(10, Math.min(this.settings.pollMs, next === undefined ? this.settings.pollMs : next - now));
+      await new Promise<void>((resolve) => {
+        const timer = setTimeout(resolve, waitMs);
+        this.wake = () => {
+          clearTimeout(timer);
+          resolve();
+        };
+      });
+      this.wake = undefined;
+    }
+  }
+
+  /** An unknown outcome whose time is up is notified if the step still waits on that same lookup. */
+  private async settleWatches(): Promise<void> {
+    const now = this.clock.now();
+    for (const watch of this.hooks.dueWatches(now.getTime(), 100)) {
+      const subscription = this.hooks.subscriptions(watch.tenant).find((candidate) => candidate.id === watch.subscription_id);
+      const stream = await this.log.readStream(operationStream(watch.tenant, watch.operation_ref));
+      const context = contextOf(stream);
+      const stillWaiting = subscription !== undefined && context.last_transition_id === watch.transition_event_id && context.status === 'verifying';
+      this.hooks.settleWatch(watch.id, stillWaiting ? this.unknownDelivery(subscription, watch, context, now) : undefined);
+    }
+  }
+
+  private unknownDelivery(subscription: Subscription, watch: UnknownWatch, context: StepContext, now: Date): NewDelivery {
+    return this.delivery(subscription, 'unknown_outcome.unresolved', `unknown:${watch.transition_event_id}`, watch.operation_ref, now.toISOString(), {
+      ...context,
+      event_id: watch.transition_event_id,
+      unresolved_ms: now.getTime() - Date.parse(watch.since),
+    });
+  }
+
+  private async deliverDue(): Promise<void> {
+    const due = this.hooks.dueDeliveries(this.clock.now().getTime(), 50).filter((delivery) => !this.inFlight.has(delivery.id));
+    if (due.length === 0) return;
+    const subscriptions = new Map(this.hooks.subscriptions(undefined, false).map((subscription) => [subscription.id, subscription]));
+    // A few at a time, so one slow receiver does not hold the others back for long.
+    for (let index = 0; index < due.length && this.running; index += 4) {
+      await Promise.all(due.slice(index, index + 4).map((delivery) => this.attempt(delivery, subscriptions.get(delivery.subscription_id))));
+    }
+  }
+
+  private async attempt(delivery: Delivery, subscription: Subscription | undefined): Promise<void> {
+    if (!subscription || !subscription.active) {
+      this.hooks.markAttemptFailed(delivery.id, { error: 'the subscription was removed' });
+      this.observer.onAttempt?.(delivery.kind, 'gave_up');
+      return;
+    }
+    this.inFlight.add(delivery.id);
+    let status: number | undefined;
+    let error: string | undefined;
+    try {
+      const response = await fetch(subscription.url, {
+        method: 'POST',
+        body: delivery.body,
+        redirect: 'manual',
+        signal: AbortSignal.timeout(this.settings.timeoutMs),
+        headers: {
+          'content-type': 'application/json',
+          'user-agent': 'recovery-ledger-webhooks',
+          [SIGNATURE_HEADER]: signatureHeader(subscription.secret, delivery.body, Math.floor(this.clock.now().getTime() / 1000)),
+          'Recovery-Ledger-Delivery': delivery.id,
+          'Recovery-Ledger-Event': delivery.kind,
+        },
+      });
+      status = response.status;
+      await response.arrayBuffer().catch(() => undefined);
+      if (status < 200 || status > 299) error = `the receiver answered ${status}`;
+    } catch (cause) {
+      error = cause instanceof Error ? `${cause.name}: ${cause.message}` : String(cause);
+    } finally {
+      this.inFlight.delete(delivery.id);
+    }
+    if (error === undefined) {
+      this.hooks.markDelivered(delivery.id, status as number, this.clock.now().toISOString());
+      this.observer.onAttempt?.(delivery.kind, 'delivered');
+      return;
+    }
+    const attempts = delivery.attempts + 1;
+    const giveUp = attempts >= this.settings.maxAttempts;
+    this.hooks.markAttemptFailed(delivery.id, {
+      status,
+      error,
+      nextAttemptMs: giveUp ? undefined : this.clock.now().getTime() + retryDelayMs(attempts, this.settings.retryBaseMs, this.settings.retryMaxMs),
+    });
+    this.observer.onAttempt?.(delivery.kind, giveUp ? 'gave_up' : 'failed');
+  }
+}

@@ -1,0 +1,154 @@
+import { Body, Controller, Delete, Get, HttpCode, Inject, Param, Post, Query } from '@nestjs/common';
+import { ApiBody, ApiCreatedResponse, ApiOkResponse, ApiOperation, ApiProperty, ApiPropertyOptional, ApiQuery, ApiTags } from '@nestjs/swagger';
+import { RequireAccess } from '../auth/access';
+import { LedgerError } from '../errors/ledger-error';
+import { CallerParam, type Caller } from '../http/caller';
+import { optionalInteger } from '../http/operation-ref';
+import { NOTIFICATION_KINDS, type NotificationKind } from './notification-rules';
+import { WebhookService, type NewSubscription } from './webhook.service';
+import { WEBHOOK_STORE, type DeliveryStatus, type Subscription, type WebhookStore } from './webhook-store.port';
+
+export class NewSubscriptionDto {
+  @ApiProperty({ description: 'Where deliveries are POSTed (http or https).' }) url!: string;
+  @ApiPropertyOptional({ enum: NOTIFICATION_KINDS, isArray: true, description: 'Default: every kind.' }) kinds?: string[];
+  @ApiPropertyOptional({ description: 'An unknown outcome unresolved this long is notified (default 900000, 15 minutes).' }) unknown_after_ms?: number;
+  @ApiPropertyOptional({ description: 'Premature not_found lookups on one operation, in a row, that are notified (default 3).' })
+  premature_refusals?: number;
+}
+
+export class SubscriptionDto {
+  @ApiProperty() id!: string;
+  @ApiProperty() url!: string;
+  @ApiProperty({ enum: NOTIFICATION_KINDS, isArray: true }) kinds!: string[];
+  @ApiProperty() unknown_after_ms!: number;
+  @ApiProperty() premature_refusals!: number;
+  @ApiProperty({ format: 'date-time' }) created_at!: string;
+  @ApiProperty() active!: boolean;
+}
+
+export class CreatedSubscriptionDto extends SubscriptionDto {
+  @ApiProperty({ description: 'The signing secret, shown this once.' }) secret!: string;
+}
+
+export class SubscriptionListDto {
+  @ApiProperty({ type: [SubscriptionDto] }) subscriptions!: SubscriptionDto[];
+}
+
+export class DeliveryDto {
+  @ApiProperty() id!: string;
+  @ApiProperty() subscription_id!: string;
+  @ApiProperty({ enum: NOTIFICATION_KINDS }) kind!: string;
+  @ApiProperty() operation_ref!: string;
+  @ApiProperty({ enum: ['pending', 'delivered', 'failed'] }) status!: string;
+  @ApiProperty() attempts!: number;
+  @ApiPropertyOptional() last_status?: number;
+  @ApiPropertyOptional() last_error?: string;
+  @ApiPropertyOptional({ format: 'date-time' }) next_attempt_at?: string;
+  @ApiProperty({ format: 'date-time' }) created_at!: string;
+  @ApiPropertyOptional({ format: 'date-time' }) delivered_at?: string;
+}
+
+export class DeliveryListDto {
+  @ApiProperty({ type: [DeliveryDto] }) deliveries!: DeliveryDto[];
+  @ApiProperty({ type: 'object', additionalProperties: { type: 'integer' }, description: 'Deliveries of the tenant per status.' })
+  counts!: Record<string, number>;
+}
+
+const URL_MAX = 2048;
+
+function publicView(subscription: Subscription) {
+  const { id, url, kinds, unknown_after_ms, premature_refusals, created_at, active } = subscription;
+  return { id, url, kinds, unknown_after_ms, premature_refusals, created_at, active };
+}
+
+/** The body of a new subscription, checked field by field; a bad one names its field. */
+function parseSubscription(body: unknown): NewSubscription {
+  if (typeof body !== 'object' || body === null || Array.isArray(body)) throw new LedgerError('BAD_REQUEST', 'the body must be a JSON object');
+  const { url, kinds, unknown_after_ms, premature_refusals, ...rest } = body as Record<string, unknown>;
+  const unknownField = Object.keys(rest)[0];
+  if (unknownField !== undefined) throw new LedgerError('BAD_REQUEST', `${unknownField} is not a field of a subscription`, { field: unknownField });
+  let parsed: URL | undefined;
+  try {
+    parsed = typeof url === 'string' && url.length <= URL_MAX ? new URL(url) : undefined;
+  } catch {
+    parsed = undefined;
+  }
+  if (!parsed || (parsed.protocol !== 'http:' && parsed.protocol !== 'https:') || parsed.username || parsed.password) {
+    throw new LedgerError('BAD_REQUEST', `url must be an http or https URL without credentials, at most ${URL_MAX} characters`, { field: 'url' });
+  }
+  if (kinds !== undefined && (!Array.isArray(kinds) || kinds.some((kind) => !(NOTIFICATION_KINDS as readonly unknown[]).includes(kind)))) {
+    throw new LedgerError('BAD_REQUEST', `kinds must be a list of ${NOTIFICATION_KINDS.join(', ')}`, { field: 'kinds' });
+  }
+  const integer = (value: unknown, field: string, min: number, max: number) =>
+    value === undefined ? undefined : optionalInteger(typeof value === 'number' ? String(value) : '-', field, min, max);
+  return {
+    url: parsed.toString(),
+    ...(kinds === undefined ? {} : { kinds: kinds as NotificationKind[] }),
+    ...(unknown_after_ms === undefined ? {} : { unknown_after_ms: integer(unknown_after_ms, 'unknown_after_ms', 0, 30 * 86_400_000) }),
+    ...(premature_refusals === undefined ? {} : { premature_refusals: integer(premature_refusals, 'premature_refusals', 1, 1000) }),
+  };
+}
+
+/**
+ * Webhook subscriptions, per tenant, configured by an admin; deliveries readable by any key of the
+ * tenant (no secret and no body in them), so the console shows what was sent and what failed.
+ */
+@ApiTags('webhooks')
+@Controller('v1')
+export class WebhooksController {
+  constructor(
+    @Inject(WebhookService) private readonly webhooks: WebhookService,
+    @Inject(WEBHOOK_STORE) private readonly store: WebhookStore,
+  ) {}
+
+  @Post('admin/webhooks')
+  @HttpCode(201)
+  @RequireAccess('admin')
+  @ApiOperation({ summary: "Subscribe a URL to the tenant's notifications; the answer carries the signing secret, once." })
+  @ApiBody({ type: NewSubscriptionDto })
+  @ApiCreatedResponse({ type: CreatedSubscriptionDto })
+  async create(@CallerParam() caller: Caller, @Body() body: unknown) {
+    const subscription = await this.webhooks.subscribe(caller.tenant, parseSubscription(body));
+    return { ...publicView(subscription), secret: subscription.secret };
+  }
+
+  @Get('admin/webhooks')
+  @RequireAccess('admin')
+  @ApiOperation({ summary: "The tenant's active subscriptions (secrets are never listed)." })
+  @ApiOkResponse({ type: SubscriptionListDto })
+  list(@CallerParam() caller: Caller) {
+    return { subscriptions: this.store.subscriptions(caller.tenant).map(publicView) };
+  }
+
+  @Delete('admin/webhooks/:id')
+  @RequireAccess('admin')
+  @ApiOperation({ summary: 'End a subscription: nothing more is delivered to it, pending deliveries included.' })
+  @ApiOkResponse({ type: SubscriptionDto })
+  remove(@CallerParam() caller: Caller, @Param('id') id: string) {
+    if (!this.store.deactivate(caller.tenant, id)) throw new LedgerError('WEBHOOK_NOT_FOUND', 'no active subscription of this tenant has this id');
+    const subscription = this.store.subscriptions(caller.tenant, false).find((candidate) => candidate.id === id) as Subscription;
+    return publicView(subscription);
+  }
+
+  @Get('webhooks/deliveries')
+  @RequireAccess('read')
+  @ApiOperation({ summary: "The tenant's latest webhook deliveries, newest first, and counts per status." })
+  @ApiQuery({ name: 'status', required: false, enum: ['pending', 'delivered', 'failed'] })
+  @ApiQuery({ name: 'limit', required: false, type: Number })
+  @ApiOkResponse({ type: DeliveryListDto })
+  deliveries(@CallerParam() caller: Caller, @Query('status') status?: string, @Query('limit') limitRaw?: string) {
+    if (status !== undefined && !['pending', 'delivered', 'failed'].includes(status)) {
+      throw new LedgerError('BAD_REQUEST', 'status must be one of pending, delivered, failed', { field: 'status' });
+    }
+    const limit = optionalInteger(limitRaw, 'limit', 1, 500) ?? 50;
+    const counts: Record<string, number> = { pending: 0, delivered: 0, failed: 0 };
+    for (const row of this.store.counts(caller.tenant)) counts[row.status] += row.count;
+    return {
+      deliveries: this.store.deliveries(caller.tenant, { status: status as DeliveryStatus | undefined, limit }).map((delivery) => {
+        const { body: _body, tenant: _tenant, next_attempt_ms, ...rest } = delivery;
+        return { ...rest, ...(delivery.status === 'pending' && next_attempt_ms > 0 ? { next_attempt_at: new Date(next_attempt_ms).toISOString() } : {}) };
+      }),
+      counts,
+    };
+  }
+}
