@@ -18,6 +18,7 @@ import { anchorSignatureHolds, GENESIS_HASH, nextLogHash, verifyChain, type Chai
 export type FindingKind =
   | ChainBreak['reason']
   | 'undecodable_row'
+  | 'unreadable_stream'
   | 'unexpected_shape'
   | 'head_mismatch'
   | 'missing_head'
@@ -182,8 +183,12 @@ export async function auditLog(store: EventStore, options: AuditOptions = {}): P
       stored = await store.readStream(stream);
     } catch (error) {
       if (!(error instanceof StoreIntegrityError)) throw error;
-      // Already reported as an undecodable row by the pass over the log.
       heads.delete(stream);
+      // A row that does not decode was reported by the pass over the log; anything else the store
+      // refuses to read (a deleted or truncated stream on EventStoreDB) is reported here.
+      if (!findings.some((finding) => finding.kind === 'undecodable_row' && finding.stream === stream)) {
+        findings.push({ kind: 'unreadable_stream', stream, detail: `the store refuses to read the stream: ${error.reason}` });
+      }
       continue;
     }
     events += stored.length;
