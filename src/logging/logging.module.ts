@@ -51,7 +51,14 @@ export function logDestination(stdoutIsTerminal = process.stdout.isTTY === true)
   // Loaded only for a terminal, so a service whose logs are collected never loads it.
   // eslint-disable-next-line @typescript-eslint/no-require-imports
   const pretty = require('pino-pretty') as typeof import('pino-pretty');
-  return pretty.build({ destination: 1, sync: true, colorize: true, translateTime: 'SYS:HH:MM:ss.l', ignore: 'pid,hostname,service' });
+  return pretty.build({
+    destination: 1,
+    sync: true,
+    colorize: true,
+    translateTime: 'SYS:HH:MM:ss.l',
+    messageFormat: '{if context}[{context}] {end}{msg}',
+    ignore: 'pid,hostname,service,context',
+  });
 }
 
 /**
