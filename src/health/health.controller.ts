@@ -24,7 +24,10 @@ export class HealthController {
   @Get('live')
   @RequireAccess('public')
   @HealthCheck()
-  @ApiOperation({ summary: 'Liveness: the process is up and answering.' })
+  @ApiOperation({
+    summary: 'Liveness: the process is up and answering.',
+    description: 'Does not touch the store: an outage of the store must not make an orchestrator restart a healthy process.',
+  })
   live(): Promise<HealthCheckResult> {
     return this.health.check([]);
   }
@@ -32,7 +35,10 @@ export class HealthController {
   @Get('ready')
   @RequireAccess('public')
   @HealthCheck()
-  @ApiOperation({ summary: 'Readiness: the store is reachable and the projections are within the configured lag (503 otherwise).' })
+  @ApiOperation({
+    summary: 'Readiness: the store is reachable and the projections are within the configured lag (503 otherwise).',
+    description: 'LEDGER_READY_MAX_LAG_MS sets the lag allowed, LEDGER_HEALTH_TIMEOUT_MS how long the store check waits.',
+  })
   async ready(@Res({ passthrough: true }) reply: FastifyReply): Promise<HealthCheckResult> {
     try {
       const result = await this.health.check([() => this.indicators.storeReachable(), () => this.indicators.projectionsFresh()]);
