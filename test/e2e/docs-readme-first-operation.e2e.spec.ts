@@ -3,12 +3,12 @@
  * expands it as a reader's shell would (variables, quoting), each curl is sent to the built service
  * over real HTTP, and what the comments promise is checked against the answers: every submit is
  * accepted, a second dispatch is refused with the code named, and the final GET has the fields
- * its comment lists. curl itself is not needed: a shell function records its arguments instead.
+ * its comment lists. curl itself is not needed: test/support/doc-shell.ts records its arguments.
  */
-import { execFileSync } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { resolve } from 'node:path';
+import { asCurl, recordedCalls, type CurlCall } from '../support/doc-shell';
 import { startLedger, type LedgerProcess } from '../support/ledger-process';
 
 const README = readFileSync(resolve(__dirname, '../../README.md'), 'utf8');
@@ -21,35 +21,16 @@ function block(heading: string): string {
   return match[1];
 }
 
-interface Curl {
-  method: string;
-  url: string;
-  headers: Record<string, string>;
-  body?: string;
+interface Curl extends CurlCall {
   comment: string;
 }
 
-/** Runs the block in bash with curl replaced by a recorder, and answers each call's arguments. */
+/** The block's curl calls (nothing else in it runs), each with the comment on its line. */
 function curlCalls(script: string): Curl[] {
-  const recorder = `curl() { printf '%s\\0' "$@"; printf '\\n--end--\\0'; }\n`;
-  const output = execFileSync('bash', ['-c', recorder + script], { encoding: 'utf8' });
-  const calls = output.split('\n--end--\0').filter((chunk) => chunk.length > 0);
   const comments = script.split('\n').filter((line) => line.startsWith('curl ')).map((line) => /#\s*(.*)$/.exec(line)?.[1] ?? '');
-  return calls.map((chunk, index) => {
-    const args = chunk.split('\0').filter((arg, i, all) => i < all.length - 1 || arg !== '');
-    const call: Curl = { method: 'GET', url: '', headers: {}, comment: comments[index] ?? '' };
-    for (let i = 0; i < args.length; i++) {
-      const arg = args[i];
-      if (arg === '-s') continue;
-      if (arg.startsWith('-X')) call.method = arg.length > 2 ? arg.slice(2) : args[++i];
-      else if (arg === '-H') {
-        const [name, ...value] = args[++i].split(':');
-        call.headers[name.trim()] = value.join(':').trim();
-      } else if (arg === '-d') call.body = args[++i];
-      else call.url = arg;
-    }
-    return call;
-  });
+  return recordedCalls(script)
+    .filter((call) => call.command === 'curl')
+    .map((call, index) => ({ ...asCurl(call), comment: comments[index] ?? '' }));
 }
 
 let ledger: LedgerProcess;
