@@ -1,6 +1,6 @@
 import type { StepStatus, VerificationOutcome } from '../src/domain/events';
 import { asLedgerEvent } from './ledger-events';
-import { alreadyApplied, isRecord, scopedKey, stringField, type ProjectedEvent, type Projection } from './projection';
+import { alreadyApplied, isRecord, scopedKey, stringField, textOf, type ProjectedEvent, type Projection } from './projection';
 
 /**
  * The evidence trail (SPEC §5): per operation, every attempt, envelope, refusal, verification,
@@ -109,23 +109,9 @@ function emptyDoc(event: ProjectedEvent): EvidenceTrailDoc {
   return doc;
 }
 
-/**
- * A template for entry and verdict text. Event data is whatever the writer put there (a newer
- * ledger, a damaged import): each value is shown as text without ever throwing, where a plain
- * template literal throws on an object that cannot be converted (`{ toString: 0 }`).
- */
-function shown(value: unknown): string {
-  if (typeof value === 'string') return value;
-  if (typeof value === 'number' || typeof value === 'boolean' || typeof value === 'bigint' || value == null) return String(value);
-  try {
-    return JSON.stringify(value) ?? typeof value;
-  } catch {
-    return typeof value;
-  }
-}
-
+/** A template for entry and verdict text: each value through textOf, so event data never throws. */
 const line = (strings: TemplateStringsArray, ...values: unknown[]): string =>
-  strings.reduce((text, part, index) => text + shown(values[index - 1]) + part);
+  strings.reduce((text, part, index) => text + textOf(values[index - 1]) + part);
 
 function entryFor(event: ProjectedEvent, kind: EvidenceKind, summary: string): EvidenceEntry {
   return {
@@ -275,8 +261,8 @@ function envelopeFact(event: ProjectedEvent, attempt: number, envelope: unknown)
     attempt,
     event_id: event.event_id,
     ok,
-    code: ok ? 'COMMITTED' : String(record.code ?? 'UNKNOWN'),
-    commit_state: String(record.commit_state ?? 'unknown'),
+    code: ok ? 'COMMITTED' : textOf(record.code ?? 'UNKNOWN'),
+    commit_state: textOf(record.commit_state ?? 'unknown'),
   };
   if (typeof record.next_action === 'string') fact.next_action = record.next_action;
   const evidenceRef = stringField(verification, 'evidence_ref');

@@ -1,6 +1,6 @@
 import type { DirectiveAction, SideEffect, StepStatus } from '../src/domain/events';
 import { asLedgerEvent } from './ledger-events';
-import { alreadyApplied, instantMs, scopedKey, type ProjectedEvent, type Projection } from './projection';
+import { alreadyApplied, instantMs, scopedKey, textOf, type ProjectedEvent, type Projection } from './projection';
 
 /**
  * The step state index: where every operation stands, queryable by state, tool, run and age
@@ -70,8 +70,8 @@ export function evolveStepState(current: StepStateDoc | undefined, event: Projec
       if (base.status !== 'unplanned') return doc;
       const { run_id, tool, side_effect, policy } = ledgerEvent.data;
       doc.status = 'planned';
-      doc.run_id = String(run_id ?? '');
-      doc.tool = String(tool ?? '');
+      doc.run_id = textOf(run_id ?? '');
+      doc.tool = textOf(tool ?? '');
       doc.side_effect = side_effect === 'read' || side_effect === 'write' ? side_effect : 'unknown';
       if (typeof policy?.verification_tool === 'string') doc.verification_tool = policy.verification_tool;
       doc.attempts_remaining = typeof policy?.max_attempts === 'number' ? policy.max_attempts : 0;
@@ -88,7 +88,7 @@ export function evolveStepState(current: StepStateDoc | undefined, event: Projec
     case 'TransitionRecorded': {
       const { to, reason, directive } = ledgerEvent.data;
       doc.status = to;
-      doc.reason = String(reason ?? '');
+      doc.reason = textOf(reason ?? '');
       doc.since = event.metadata.recorded_at;
       if (directive) {
         doc.next_action = directive.next_action;
