@@ -1,6 +1,6 @@
 import type { StepStatus, VerificationOutcome } from '../src/domain/events';
 import { asLedgerEvent } from './ledger-events';
-import { alreadyApplied, isRecord, scopedKey, stringField, type ProjectedEvent, type Projection } from './projection';
+import { alreadyApplied, isRecord, scopedKey, stringField, textOf, type ProjectedEvent, type Projection } from './projection';
 
 /**
  * The evidence trail (SPEC §5): per operation, every attempt, envelope, refusal, verification,
@@ -109,6 +109,10 @@ function emptyDoc(event: ProjectedEvent): EvidenceTrailDoc {
   return doc;
 }
 
+/** A template for entry and verdict text: each value through textOf, so event data never throws. */
+const line = (strings: TemplateStringsArray, ...values: unknown[]): string =>
+  strings.reduce((text, part, index) => text + textOf(values[index - 1]) + part);
+
 function entryFor(event: ProjectedEvent, kind: EvidenceKind, summary: string): EvidenceEntry {
   return {
     revision: event.revision,
@@ -130,16 +134,16 @@ function verificationToolOf(doc: EvidenceTrailDoc): string | undefined {
 }
 
 function via(tool: string | undefined): string {
-  return tool ? `via ${tool}` : 'by a lookup of the operation_ref';
+  return tool ? line`via ${tool}` : 'by a lookup of the operation_ref';
 }
 
 function evidence(ref: string | undefined): string {
-  return ref ? `, evidence ${ref}` : '';
+  return ref ? line`, evidence ${ref}` : '';
 }
 
 function duplicates(count: number): string {
   if (count === 0) return '';
-  return count === 1 ? '; 1 duplicate write prevented' : `; ${count} duplicate writes prevented`;
+  return count === 1 ? '; 1 duplicate write prevented' : line`; ${count} duplicate writes prevented`;
 }
 
 /** The best-proven commit state of the last attempt, when the step did not succeed. */
@@ -161,30 +165,30 @@ function uncommittedProof(doc: EvidenceTrailDoc): Pick<Verdict, 'commit_state' |
 }
 
 function pendingStatement(doc: EvidenceTrailDoc): string {
-  const attempt = `attempt ${doc.current_attempt}`;
+  const attempt = line`attempt ${doc.current_attempt}`;
   switch (doc.status) {
     case 'unplanned':
       return 'unplanned — no StepPlanned recorded';
     case 'planned':
       return 'pending — planned, no attempt dispatched yet';
     case 'dispatched':
-      return `pending — ${attempt} in flight, no outcome recorded yet`;
+      return line`pending — ${attempt} in flight, no outcome recorded yet`;
     case 'verifying':
-      return `pending — the outcome of ${attempt} is unknown (${doc.last_envelope?.code ?? doc.reason}); verify ${via(verificationToolOf(doc))} before any new write`;
+      return line`pending — the outcome of ${attempt} is unknown (${doc.last_envelope?.code ?? doc.reason}); verify ${via(verificationToolOf(doc))} before any new write`;
     case 'needs_input': {
-      const field = doc.last_envelope?.field ? ` (field ${doc.last_envelope.field})` : '';
-      return `pending — not committed; needs corrected input after ${doc.reason}${field}`;
+      const field = doc.last_envelope?.field ? line` (field ${doc.last_envelope.field})` : '';
+      return line`pending — not committed; needs corrected input after ${doc.reason}${field}`;
     }
     case 'retry_scheduled':
-      return `pending — not committed; retry scheduled${doc.not_before ? ` not before ${doc.not_before}` : ''} after ${doc.reason}`;
+      return line`pending — not committed; retry scheduled${doc.not_before ? line` not before ${doc.not_before}` : ''} after ${doc.reason}`;
     case 'awaiting_approval':
-      return `pending — not committed; awaiting approval (${doc.reason})`;
+      return line`pending — not committed; awaiting approval (${doc.reason})`;
     case 'retry_ready':
       return doc.reason === 'VERIFIED_NOT_FOUND'
-        ? `pending — ${attempt} verified not committed ${via(verificationToolOf(doc))}; a new attempt with the same operation_ref may run`
-        : `pending — a new attempt may run (${doc.reason})`;
+        ? line`pending — ${attempt} verified not committed ${via(verificationToolOf(doc))}; a new attempt with the same operation_ref may run`
+        : line`pending — a new attempt may run (${doc.reason})`;
     default:
-      return `pending — ${doc.status}`;
+      return line`pending — ${doc.status}`;
   }
 }
 
@@ -192,15 +196,15 @@ function escalationStatement(doc: EvidenceTrailDoc, proof: ReturnType<typeof unc
   const state = proof.commit_state === 'not_committed' ? 'not committed' : 'outcome unknown';
   switch (doc.reason) {
     case 'LOOKUP_UNAVAILABLE':
-      return `escalated — outcome unknown: the lookup ${via(verificationToolOf(doc))} was unavailable, so nothing was guessed`;
+      return line`escalated — outcome unknown: the lookup ${via(verificationToolOf(doc))} was unavailable, so nothing was guessed`;
     case 'APPROVAL_DENIED':
-      return `escalated — not committed: approval denied${doc.approval ? ` by ${doc.approval.approver}` : ''}`;
+      return line`escalated — not committed: approval denied${doc.approval ? line` by ${doc.approval.approver}` : ''}`;
     case 'ATTEMPTS_EXHAUSTED':
-      return `escalated — ${state}: attempts exhausted (${doc.attempts_used}${doc.max_attempts ? ` of ${doc.max_attempts}` : ''} used)`;
+      return line`escalated — ${state}: attempts exhausted (${doc.attempts_used}${doc.max_attempts ? line` of ${doc.max_attempts}` : ''} used)`;
     case 'DEPENDENCY_FAILURES_EXHAUSTED':
-      return `escalated — ${state}: repeated dependency failures (last ${doc.last_envelope?.code ?? 'unknown'})`;
+      return line`escalated — ${state}: repeated dependency failures (last ${doc.last_envelope?.code ?? 'unknown'})`;
     default:
-      return `escalated — ${state}: ${doc.reason}`;
+      return line`escalated — ${state}: ${doc.reason}`;
   }
 }
 
@@ -223,7 +227,7 @@ export function verdictOf(doc: EvidenceTrailDoc): Verdict {
         attempt: verification.attempt,
         ...(tool ? { verification_tool: tool } : {}),
         ...(verification.evidence_ref ? { evidence_ref: verification.evidence_ref } : {}),
-        statement: `committed — verified ${via(tool)}${evidence(verification.evidence_ref)}${duplicates(doc.duplicates_prevented)}`,
+        statement: line`committed — verified ${via(tool)}${evidence(verification.evidence_ref)}${duplicates(doc.duplicates_prevented)}`,
       };
     }
     const envelope = doc.last_envelope;
@@ -233,7 +237,7 @@ export function verdictOf(doc: EvidenceTrailDoc): Verdict {
       proven_by: 'envelope',
       ...(envelope ? { proof_event_id: envelope.event_id, attempt: envelope.attempt } : {}),
       ...(envelope?.evidence_ref ? { evidence_ref: envelope.evidence_ref } : {}),
-      statement: `committed — confirmed by ${doc.tool ?? 'the tool'}'s envelope for attempt ${envelope?.attempt ?? doc.current_attempt}${evidence(envelope?.evidence_ref)}${duplicates(doc.duplicates_prevented)}`,
+      statement: line`committed — confirmed by ${doc.tool ?? 'the tool'}'s envelope for attempt ${envelope?.attempt ?? doc.current_attempt}${evidence(envelope?.evidence_ref)}${duplicates(doc.duplicates_prevented)}`,
     };
   }
   const proof = uncommittedProof(doc);
@@ -257,8 +261,8 @@ function envelopeFact(event: ProjectedEvent, attempt: number, envelope: unknown)
     attempt,
     event_id: event.event_id,
     ok,
-    code: ok ? 'COMMITTED' : String(record.code ?? 'UNKNOWN'),
-    commit_state: String(record.commit_state ?? 'unknown'),
+    code: ok ? 'COMMITTED' : textOf(record.code ?? 'UNKNOWN'),
+    commit_state: textOf(record.commit_state ?? 'unknown'),
   };
   if (typeof record.next_action === 'string') fact.next_action = record.next_action;
   const evidenceRef = stringField(verification, 'evidence_ref');
@@ -277,7 +281,7 @@ export function evolveEvidenceTrail(current: EvidenceTrailDoc | undefined, event
   const ledgerEvent = asLedgerEvent(event);
   let entry: EvidenceEntry;
   if (!ledgerEvent) {
-    entry = entryFor(event, 'other', `${event.type} (not interpreted by this version)`);
+    entry = entryFor(event, 'other', line`${event.type} (not interpreted by this version)`);
   } else {
     switch (ledgerEvent.type) {
       case 'StepPlanned': {
@@ -289,20 +293,20 @@ export function evolveEvidenceTrail(current: EvidenceTrailDoc | undefined, event
           if (typeof policy?.verification_tool === 'string') doc.verification_tool = policy.verification_tool;
           if (typeof policy?.max_attempts === 'number') doc.max_attempts = policy.max_attempts;
         }
-        entry = entryFor(event, 'plan', `planned ${side_effect} ${tool} in run ${run_id}`);
+        entry = entryFor(event, 'plan', line`planned ${side_effect} ${tool} in run ${run_id}`);
         break;
       }
       case 'AttemptDispatched':
         doc.attempts_used = base.attempts_used + 1;
         doc.current_attempt = ledgerEvent.data.attempt;
-        entry = entryFor(event, 'attempt', `attempt ${ledgerEvent.data.attempt} dispatched (input ${ledgerEvent.data.input_hash})`);
+        entry = entryFor(event, 'attempt', line`attempt ${ledgerEvent.data.attempt} dispatched (input ${ledgerEvent.data.input_hash})`);
         break;
       case 'EnvelopeRecorded': {
         const fact = envelopeFact(event, ledgerEvent.data.attempt, ledgerEvent.data.envelope);
         doc.last_envelope = fact;
         const summary = fact.ok
-          ? `attempt ${fact.attempt}: committed${evidence(fact.evidence_ref)}`
-          : `attempt ${fact.attempt}: ${fact.code}, ${fact.commit_state}, next ${fact.next_action ?? 'unknown'}`;
+          ? line`attempt ${fact.attempt}: committed${evidence(fact.evidence_ref)}`
+          : line`attempt ${fact.attempt}: ${fact.code}, ${fact.commit_state}, next ${fact.next_action ?? 'unknown'}`;
         entry = entryFor(event, 'envelope', summary);
         break;
       }
@@ -314,20 +318,20 @@ export function evolveEvidenceTrail(current: EvidenceTrailDoc | undefined, event
           attempt: base.current_attempt,
           ...(evidence_ref ? { evidence_ref } : {}),
         };
-        entry = entryFor(event, 'verification', `verification of attempt ${base.current_attempt}: ${outcome}${evidence(evidence_ref)}`);
+        entry = entryFor(event, 'verification', line`verification of attempt ${base.current_attempt}: ${outcome}${evidence(evidence_ref)}`);
         break;
       }
       case 'ApprovalRecorded':
         doc.approval = { decision: ledgerEvent.data.decision, approver: ledgerEvent.data.approver, event_id: event.event_id };
-        entry = entryFor(event, 'approval', `approval ${ledgerEvent.data.decision} by ${ledgerEvent.data.approver}`);
+        entry = entryFor(event, 'approval', line`approval ${ledgerEvent.data.decision} by ${ledgerEvent.data.approver}`);
         break;
       case 'DispatchRefused': {
         const { code, attempt, replayed_attempt } = ledgerEvent.data;
         if (code === 'DUPLICATE_PREVENTED') doc.duplicates_prevented = base.duplicates_prevented + 1;
         const summary =
           code === 'DUPLICATE_PREVENTED'
-            ? `dispatch of attempt ${attempt} answered with the success of attempt ${replayed_attempt ?? '?'}: duplicate write prevented`
-            : `dispatch of attempt ${attempt} refused: ${code}`;
+            ? line`dispatch of attempt ${attempt} answered with the success of attempt ${replayed_attempt ?? '?'}: duplicate write prevented`
+            : line`dispatch of attempt ${attempt} refused: ${code}`;
         entry = entryFor(event, 'refusal', summary);
         break;
       }
@@ -337,7 +341,7 @@ export function evolveEvidenceTrail(current: EvidenceTrailDoc | undefined, event
         doc.reason = reason;
         if (directive?.not_before === undefined) delete doc.not_before;
         else doc.not_before = directive.not_before;
-        entry = entryFor(event, 'transition', `${from} -> ${to} (${reason}); next ${directive?.next_action ?? 'unknown'}`);
+        entry = entryFor(event, 'transition', line`${from} -> ${to} (${reason}); next ${directive?.next_action ?? 'unknown'}`);
         break;
       }
     }

@@ -67,6 +67,21 @@ export function alreadyApplied(doc: PositionedDoc | undefined, event: ProjectedE
   return doc !== undefined && event.position <= doc.position;
 }
 
+/**
+ * Event data as text, for keys and summaries. Data is whatever the writer put there (a newer
+ * ledger, a damaged import): this never throws, where String() and template literals throw on an
+ * object that cannot be converted (`{ toString: 0 }`), and a fold that throws stops the engine.
+ */
+export function textOf(value: unknown): string {
+  if (typeof value === 'string') return value;
+  if (typeof value === 'number' || typeof value === 'boolean' || typeof value === 'bigint' || value == null) return String(value);
+  try {
+    return JSON.stringify(value) ?? typeof value;
+  } catch {
+    return typeof value;
+  }
+}
+
 /** Tenants cannot contain ':' (src/store/stream-names.ts), so `tenant:rest` splits unambiguously. */
 export function scopedKey(tenant: string, id: string): string {
   return `${tenant}:${id}`;

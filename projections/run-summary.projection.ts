@@ -1,6 +1,6 @@
 import type { SideEffect, StepStatus } from '../src/domain/events';
 import { asLedgerEvent } from './ledger-events';
-import { alreadyApplied, instantMs, scopedKey, type ProjectedEvent, type Projection } from './projection';
+import { alreadyApplied, instantMs, scopedKey, textOf, type ProjectedEvent, type Projection } from './projection';
 
 /**
  * The run summary (SPEC §5): the steps of one run and where each stands. Only StepPlanned names the
@@ -61,7 +61,7 @@ export function evolveRunSummary(current: RunSummaryDoc | undefined, event: Proj
   const ref = event.metadata.operation_ref;
   const base: RunSummaryDoc = current ?? {
     tenant: event.metadata.tenant,
-    run_id: ledgerEvent?.type === 'StepPlanned' ? String(ledgerEvent.data.run_id) : '',
+    run_id: ledgerEvent?.type === 'StepPlanned' ? textOf(ledgerEvent.data.run_id) : '',
     steps: {},
     counts: {},
     total: 0,

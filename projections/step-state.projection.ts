@@ -1,6 +1,6 @@
 import type { DirectiveAction, SideEffect, StepStatus } from '../src/domain/events';
 import { asLedgerEvent } from './ledger-events';
-import { alreadyApplied, instantMs, scopedKey, type ProjectedEvent, type Projection } from './projection';
+import { alreadyApplied, instantMs, scopedKey, textOf, type ProjectedEvent, type Projection } from './projection';
 
 /**
  * The step state index: where every operation stands, queryable by state, tool, run and age
@@ -89,8 +89,8 @@ export function evolveStepState(current: StepStateDoc | undefined, event: Projec
       if (base.status !== 'unplanned') return doc;
       const { run_id, tool, side_effect, policy } = ledgerEvent.data;
       doc.status = 'planned';
-      doc.run_id = String(run_id ?? '');
-      doc.tool = String(tool ?? '');
+      doc.run_id = textOf(run_id ?? '');
+      doc.tool = textOf(tool ?? '');
       doc.side_effect = side_effect === 'read' || side_effect === 'write' ? side_effect : 'unknown';
       if (typeof policy?.verification_tool === 'string') doc.verification_tool = policy.verification_tool;
       // Read from the stored plan when present; older plans and plans without it leave it unset.
@@ -114,7 +114,7 @@ export function evolveStepState(current: StepStateDoc | undefined, event: Projec
       // An envelope whose outcome is unknown is what sends a step to verifying.
       if (to === 'verifying' && base.status !== 'verifying') doc.unknown_outcomes = (base.unknown_outcomes ?? 0) + 1;
       doc.status = to;
-      doc.reason = String(reason ?? '');
+      doc.reason = textOf(reason ?? '');
       doc.since = event.metadata.recorded_at;
       if (directive) {
         doc.next_action = directive.next_action;

@@ -1,7 +1,7 @@
 import { TRANSITION_REASONS } from '../src/domain/decide';
 import { emptyHistogram, merge, record, summarise, type DurationHistogram, type DurationSummary } from './duration-histogram';
 import { asLedgerEvent } from './ledger-events';
-import { alreadyApplied, instantMs, scopedKey, type ProjectedEvent, type Projection } from './projection';
+import { alreadyApplied, instantMs, scopedKey, textOf, type ProjectedEvent, type Projection } from './projection';
 
 /**
  * Trust metrics per tenant and tool (SPEC §5, and the seed's "measure outcomes that indicate
@@ -98,7 +98,7 @@ export function evolveTrustMetrics(current: TrustMetricsDoc | undefined, event: 
   if (alreadyApplied(current, event)) return current as TrustMetricsDoc;
   const ledgerEvent = asLedgerEvent(event);
   // A tool's document starts with the plan of its first operation: that is where the link is made.
-  const base = current ?? emptyDoc(event.metadata.tenant, ledgerEvent?.type === 'StepPlanned' ? String(ledgerEvent.data.tool) : '');
+  const base = current ?? emptyDoc(event.metadata.tenant, ledgerEvent?.type === 'StepPlanned' ? textOf(ledgerEvent.data.tool) : '');
   const doc: TrustMetricsDoc = { ...base, position: event.position };
   if (!ledgerEvent) return doc;
   const at = instantMs(event.metadata.recorded_at);
@@ -116,7 +116,7 @@ export function evolveTrustMetrics(current: TrustMetricsDoc | undefined, event: 
     }
     case 'DispatchRefused': {
       const { code } = ledgerEvent.data;
-      doc.dispatch_refusals = increment(base.dispatch_refusals, String(code));
+      doc.dispatch_refusals = increment(base.dispatch_refusals, textOf(code));
       if (code === 'DUPLICATE_PREVENTED') doc.duplicate_writes_prevented = base.duplicate_writes_prevented + 1;
       else if (code === 'UNCHANGED_RETRY') doc.identical_retries_blocked = base.identical_retries_blocked + 1;
       else if (UNVERIFIED_REFUSALS.includes(code)) doc.unverified_dispatches_refused = base.unverified_dispatches_refused + 1;
@@ -134,7 +134,7 @@ export function evolveTrustMetrics(current: TrustMetricsDoc | undefined, event: 
       // cause too; then the cause does: a fact and its transition are appended together, so the
       // verification is the last one this document saw.
       const causedByVerification =
-        VERIFICATION_REASONS.includes(String(reason)) || (caused_by !== undefined && caused_by === base.last_verification_id);
+        VERIFICATION_REASONS.includes(textOf(reason)) || (caused_by !== undefined && caused_by === base.last_verification_id);
       const verifiedInFlight = from === 'dispatched' && causedByVerification;
       if (verifiedInFlight) {
         doc.unknown_outcomes = base.unknown_outcomes + 1;
@@ -147,7 +147,7 @@ export function evolveTrustMetrics(current: TrustMetricsDoc | undefined, event: 
       }
       if (to === 'escalated') {
         doc.terminal_escalations = base.terminal_escalations + 1;
-        doc.escalations_by_reason = increment(base.escalations_by_reason, String(reason));
+        doc.escalations_by_reason = increment(base.escalations_by_reason, textOf(reason));
       }
       if (to === 'succeeded') doc.succeeded = base.succeeded + 1;
       return doc;

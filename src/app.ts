@@ -26,7 +26,8 @@ export async function createApp(options: AppOptions, { preview = false }: { prev
     return503OnClosing: true,
     forceCloseConnections: false,
     // A 200-character operation_ref, percent-encoded, is up to 600 characters (Fastify's default is 100).
-    maxParamLength: 2048,
+    // Under routerOptions: Fastify 5 deprecates the top-level option (warning FSTDEP022 at every start).
+    routerOptions: { maxParamLength: 2048 },
     // Errors Fastify raises before routing (a malformed percent-encoding) answer as problems too.
     frameworkErrors: (error: Error, request: FastifyRequest, reply: FastifyReply) => sendProblem(reply, toLedgerError(error), request.url.split('?')[0]),
     ...requestIdOptions,

@@ -16,6 +16,7 @@ import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { NO_STREAM, type NewEvent } from '../../src/store/event-store.port';
 import { SqliteEventStore } from '../../src/store/sqlite/sqlite-event-store.adapter';
+import { ensurePeers, loadPeer, PEER_PREFIX } from '../support/peers';
 import type { FigureRow } from '../support/report';
 import { benchUuid } from '../support/submit-bodies';
 import type { StoredRow } from './batch-submit.figure';
@@ -26,9 +27,8 @@ interface EmmettStore {
 type GetEmmettStore = (options: { fileName: string }) => EmmettStore;
 
 function emmett(): GetEmmettStore {
-  // The CommonJS build of the package (it ships one); typed here by the part that is used.
-  // eslint-disable-next-line @typescript-eslint/no-require-imports
-  return (require('@event-driven-io/emmett-sqlite') as { getSQLiteEventStore: GetEmmettStore }).getSQLiteEventStore;
+  // The CommonJS build of the package (it ships one), from the peers' own prefix; typed here by the part that is used.
+  return loadPeer<{ getSQLiteEventStore: GetEmmettStore }>('@event-driven-io/emmett-sqlite').getSQLiteEventStore;
 }
 
 /** An append the peer store failed: counted apart, the run goes on. */
@@ -70,6 +70,12 @@ export async function storeAppendFigure(dir: string, template: StoredRow, second
   const data = JSON.parse(template.data) as NewEvent['data'];
   const metadata = JSON.parse(template.metadata) as NewEvent['metadata'];
 
+  const peers = ensurePeers(log);
+  if (!peers.has('@event-driven-io/emmett-sqlite') || !peers.has('sqlite3')) {
+    // Figure 4 is a ratio to Emmett's append: without the peer there is no figure to print.
+    log(`  figure 4 skipped: @event-driven-io/emmett-sqlite and sqlite3 could not be installed into ${PEER_PREFIX}`);
+    return [];
+  }
   log('  figure 4: Emmett appendToStream, then the ledger store (one writer), then the ledger store (50 in flight)');
   // Emmett 0.38 on sqlite3 5.1.7 intermittently fails a COMMIT with SQLITE_BUSY "SQL statements in
   // progress" (its INSERT/UPDATE … RETURNING runs through db.get, which leaves the statement open).

@@ -46,6 +46,8 @@ export interface ToolCallContext {
   /** The attempt the ledger granted (1 for the first). */
   attempt: number;
   sideEffect: SideEffect;
+  /** The caller's signal, when it gave one: hand it to the request (callHttpTool takes it). */
+  signal?: AbortSignal;
 }
 
 /**
@@ -55,6 +57,12 @@ export interface ToolCallContext {
 export type ToolCall<Input> = (input: Input, context: ToolCallContext) => Promise<unknown>;
 
 export interface ExecuteOptions extends Pick<RequestOptions, 'traceparent' | 'tracestate'> {
+  /**
+   * Stops the call: the plan and the dispatch requests, and the tool call it is handed to. Once
+   * the tool has answered, its envelope is recorded whatever the signal says: an answer the ledger
+   * never learns leaves the attempt in flight, to be verified later.
+   */
+  signal?: AbortSignal;
   /** The runtime's clock, for the envelopes it writes (the ledger judges time by its own). */
   now?: () => Date;
   /** The limits the ledger validates envelopes with. */
@@ -186,6 +194,7 @@ export async function executeWrite<Input>(
   const hash = step.inputHash ?? inputHash(step.input);
   const ref = step.operationRef;
   const trace = { traceparent: options.traceparent, tracestate: options.tracestate };
+  const gate = { ...trace, signal: options.signal };
 
   let planned: OperationState;
   try {
@@ -198,13 +207,13 @@ export async function executeWrite<Input>(
         input_hash: hash,
         ...(step.policy ? { policy: step.policy } : {}),
       },
-      trace,
+      gate,
     );
     planned = answer.state;
   } catch (error) {
     if (!(error instanceof LedgerRefusal)) throw error;
     const corrected =
-      error.code === 'OPERATION_REF_REUSED' && (await isCorrectedInput(ledger, step, sideEffect, hash, error, trace));
+      error.code === 'OPERATION_REF_REUSED' && (await isCorrectedInput(ledger, step, sideEffect, hash, error, gate));
     if (!corrected || !error.state) return refusedOutcome(ref, error, {});
     planned = error.state;
   }
@@ -212,7 +221,7 @@ export async function executeWrite<Input>(
   const attempt = planned.attempts_used + 1;
   let granted: SubmitAnswer;
   try {
-    granted = await ledger.dispatchAttempt(ref, { attempt, input_hash: hash }, trace);
+    granted = await ledger.dispatchAttempt(ref, { attempt, input_hash: hash }, gate);
   } catch (error) {
     if (error instanceof LedgerRefusal) return refusedOutcome(ref, error, { attempt });
     throw error;
@@ -232,7 +241,8 @@ export async function executeWrite<Input>(
   const context: NormalizeContext = { operationRef: ref, sideEffect, now: now(), ...options.normalize };
   let raw: unknown;
   try {
-    raw = await toolCall(step.input, { operationRef: ref, idempotencyKey: ref, attempt, sideEffect });
+    const signal = options.signal ? { signal: options.signal } : {};
+    raw = await toolCall(step.input, { operationRef: ref, idempotencyKey: ref, attempt, sideEffect, ...signal });
   } catch (error) {
     raw = normalizeNetworkError(error, { ...context, now: now() });
   }
@@ -297,7 +307,7 @@ async function recordOutcome(
 export type LookupResult = { found: true; evidenceRef: string; result?: unknown } | { found: false };
 
 /** Reads the provider by operation_ref (the idempotency key the write carried); throws when it cannot. */
-export type Lookup = (operationRef: string, context: { tool?: string }) => Promise<LookupResult>;
+export type Lookup = (operationRef: string, context: { tool?: string; signal?: AbortSignal }) => Promise<LookupResult>;
 
 export interface VerifyStep {
   operationRef: string;
@@ -342,15 +352,18 @@ export async function verify(
   ledger: LedgerApi,
   step: VerifyStep,
   lookup: Lookup,
-  options: Pick<ExecuteOptions, 'now' | 'traceparent' | 'tracestate'> = {},
+  options: Pick<ExecuteOptions, 'now' | 'traceparent' | 'tracestate' | 'signal'> = {},
 ): Promise<VerifyOutcome> {
   const now = options.now ?? (() => new Date());
   const ref = step.operationRef;
   let data: VerificationRecordedInput;
+  options.signal?.throwIfAborted();
   try {
-    const found = await lookup(ref, { tool: step.tool });
+    const found = await lookup(ref, { tool: step.tool, ...(options.signal ? { signal: options.signal } : {}) });
     data = verificationOf(found, now().toISOString());
-  } catch {
+  } catch (error) {
+    // The caller stopping is not the lookup failing: recording lookup_unavailable would escalate.
+    if (options.signal?.aborted) throw error;
     data = { outcome: 'lookup_unavailable', checked_at: now().toISOString() };
   }
   const evidence = data.evidence_ref ? { evidenceRef: data.evidence_ref } : {};
@@ -358,6 +371,7 @@ export async function verify(
     const answer = await ledger.recordVerification(ref, data, {
       traceparent: options.traceparent,
       tracestate: options.tracestate,
+      signal: options.signal,
     });
     return {
       kind: 'recorded',

@@ -14,6 +14,8 @@ export interface HttpToolRequest {
   timeoutMs?: number;
   /** The header that carries the idempotency key (default `Idempotency-Key`); null to send none. */
   idempotencyHeader?: string | null;
+  /** The caller's signal (ToolCallContext.signal); it stops the request as the timeout does. */
+  signal?: AbortSignal;
 }
 
 export type HttpToolOptions = Omit<HttpNormalizeOptions, 'now'> & {
@@ -40,6 +42,9 @@ export async function callHttpTool(request: HttpToolRequest, options: HttpToolOp
   // A provider may name an invalid field only if the request carried it.
   const inputFields = options.inputFields ?? inputFieldsOf(request.body);
   const context = (): NormalizeContext & HttpNormalizeOptions => ({ ...options, inputFields, now: now() });
+  // Aborted before anything was handed to the network: the request provably never left.
+  if (request.signal?.aborted) return normalizeNetworkError(request.signal.reason, { ...context(), phase: 'before_send' });
+  const timeout = AbortSignal.timeout(request.timeoutMs ?? 10_000);
   let status: number;
   let responseHeaders: Headers;
   let text: string;
@@ -48,7 +53,7 @@ export async function callHttpTool(request: HttpToolRequest, options: HttpToolOp
       method: request.method ?? (request.body === undefined ? 'GET' : 'POST'),
       headers,
       body: request.body === undefined ? undefined : JSON.stringify(request.body),
-      signal: AbortSignal.timeout(request.timeoutMs ?? 10_000),
+      signal: request.signal ? AbortSignal.any([timeout, request.signal]) : timeout,
     });
     status = response.status;
     responseHeaders = response.headers;

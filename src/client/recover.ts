@@ -35,7 +35,7 @@ export interface RecoveryReport {
   missingLookups: string[];
 }
 
-export interface RecoverOptions extends Pick<ExecuteOptions, 'now' | 'traceparent' | 'tracestate'> {
+export interface RecoverOptions extends Pick<ExecuteOptions, 'now' | 'traceparent' | 'tracestate' | 'signal'> {
   /** Leave alone operations younger than this, which a live worker may still be finishing. */
   olderThanMs?: number;
 }
@@ -55,7 +55,7 @@ export async function recover(
 ): Promise<RecoveryReport> {
   const trace = { traceparent: options.traceparent, tracestate: options.tracestate };
   const items: RecoveryItem[] = [];
-  for await (const item of ledger.recoveryItems({ olderThanMs: options.olderThanMs, ...trace })) items.push(item);
+  for await (const item of ledger.recoveryItems({ olderThanMs: options.olderThanMs, ...trace, signal: options.signal })) items.push(item);
 
   const entries: RecoveryEntry[] = [];
   const missing = new Set<string>();
@@ -73,6 +73,8 @@ export async function recover(
       entries.push({ ...base, result: 'no_lookup' });
       continue;
     }
+    // Stopped between operations: what was verified stays recorded, the rest waits for the next start.
+    options.signal?.throwIfAborted();
     try {
       const verified = await verify(ledger, { operationRef: item.operation_ref, tool: item.tool }, lookup, options);
       entries.push({

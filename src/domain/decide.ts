@@ -78,8 +78,9 @@ export function directiveFor(status: StepStatus, state: PlannedStep): Directive 
   switch (status) {
     case 'planned':
     case 'retry_ready':
-    case 'dispatched':
       return { next_action: 'dispatch', attempts_remaining };
+    case 'dispatched':
+      return { next_action: 'await_outcome', attempts_remaining };
     case 'needs_input':
       return { next_action: 'correct_input', attempts_remaining };
     case 'retry_scheduled':
@@ -192,7 +193,10 @@ function decideDispatch(state: PlannedStep, command: Command, attempt: number, i
         ? refusal('ATTEMPTS_EXHAUSTED', 'the step escalated when its attempts ran out')
         : refusal('STEP_ESCALATED', `the step is escalated (${state.reason})`);
     case 'dispatched':
-      return refusal('ATTEMPT_IN_FLIGHT', `attempt ${state.current_attempt} has no recorded outcome`);
+      // Recomputed, not the stored directive: a log written before await_outcome says `dispatch` there.
+      return refuse('ATTEMPT_IN_FLIGHT', `attempt ${state.current_attempt} has no recorded outcome`, directiveFor('dispatched', state), [
+        { type: 'DispatchRefused', data: { attempt, input_hash: inputHash, code: 'ATTEMPT_IN_FLIGHT' } },
+      ]);
     case 'verifying':
       return refusal('VERIFY_BEFORE_RETRY', 'the outcome of the last write is unknown: verify it first');
     case 'awaiting_approval':

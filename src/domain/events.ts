@@ -1,4 +1,4 @@
-import type { NextAction, ToolEnvelope } from './envelope/envelope.types';
+import { NEXT_ACTIONS, type ToolEnvelope } from './envelope/envelope.types';
 import type { Redaction } from './envelope/redaction';
 
 /** Bumped when an event's data changes shape; `evolve` reads every version it has ever written. */
@@ -103,8 +103,13 @@ export const STEP_STATUSES: readonly StepStatus[] = [
 
 export const TERMINAL_STATUSES: readonly StepStatus[] = ['succeeded', 'escalated'];
 
-/** What the runtime may do next: the envelope's vocabulary, plus `dispatch` and `none` (terminal). */
-export type DirectiveAction = NextAction | 'dispatch' | 'none';
+/**
+ * What the runtime may do next: the envelope's vocabulary, plus `dispatch` (an attempt may run),
+ * `await_outcome` (an attempt is in flight: record what the tool answered, or verify it after a
+ * crash, and never dispatch again) and `none` (the step is terminal).
+ */
+export const DIRECTIVE_ACTIONS = [...NEXT_ACTIONS, 'dispatch', 'await_outcome', 'none'] as const;
+export type DirectiveAction = (typeof DIRECTIVE_ACTIONS)[number];
 
 export interface Directive {
   next_action: DirectiveAction;

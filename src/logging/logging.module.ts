@@ -42,10 +42,28 @@ export function httpLogOptions(level: string): Options<IncomingMessage, ServerRe
 }
 
 /**
- * JSON logs (nestjs-pino), one line a record on stdout, with the request id (Fastify's, made from
- * X-Request-Id by requestIdOptions and echoed on the response) and the W3C trace id on every line
- * a request writes. Written synchronously:
- * on SIGTERM the process ends right after shutdown, and a buffered line would be lost.
+ * Where the records go: a pipe or a file (a collector, `npm start | tee`, the tests) gets one JSON
+ * line a record; a terminal gets the same records made readable by pino-pretty. Both write
+ * synchronously: on SIGTERM the process ends right after shutdown, and a buffered line would be lost.
+ */
+export function logDestination(stdoutIsTerminal = process.stdout.isTTY === true): pino.DestinationStream {
+  if (!stdoutIsTerminal) return pino.destination({ dest: 1, sync: true });
+  // Loaded only for a terminal, so a service whose logs are collected never loads it.
+  // eslint-disable-next-line @typescript-eslint/no-require-imports
+  const pretty = require('pino-pretty') as typeof import('pino-pretty');
+  return pretty.build({
+    destination: 1,
+    sync: true,
+    colorize: true,
+    translateTime: 'SYS:HH:MM:ss.l',
+    messageFormat: '{if context}[{context}] {end}{msg}',
+    ignore: 'pid,hostname,service,context',
+  });
+}
+
+/**
+ * Logs through nestjs-pino, with the request id (Fastify's, made from X-Request-Id by
+ * requestIdOptions and echoed on the response) and the W3C trace id on every line a request writes.
  */
 @Module({})
 export class LoggingModule {
@@ -54,7 +72,7 @@ export class LoggingModule {
       module: LoggingModule,
       imports: [
         LoggerModule.forRoot({
-          pinoHttp: [httpLogOptions(level), pino.destination({ dest: 1, sync: true })],
+          pinoHttp: [httpLogOptions(level), logDestination()],
           // Spelled out: the library's default pattern matches no request under the Fastify adapter
           // of NestJS 12, which left every request unlogged.
           forRoutes: [{ path: '/{*path}', method: RequestMethod.ALL }],

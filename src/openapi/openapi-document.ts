@@ -4,6 +4,7 @@ import { ModulesContainer } from '@nestjs/core';
 import { DocumentBuilder, SwaggerModule, type OpenAPIObject } from '@nestjs/swagger';
 import { ACCESS_KEY, ROLE_ACCESS, type Access } from '../auth/access';
 import type { Role } from '../http/caller';
+import { typeFacts } from './fact-schemas';
 
 export const BEARER_SCHEME = 'api_key';
 const PACKAGE_VERSION = (require('../../../package.json') as { version: string }).version;
@@ -74,5 +75,5 @@ export function buildOpenApiDocument(app: INestApplication): OpenAPIObject {
       };
     }
   }
-  return document;
+  return typeFacts(document);
 }

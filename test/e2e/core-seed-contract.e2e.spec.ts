@@ -66,6 +66,10 @@ describe("the seed's contract-test table", () => {
     // A corrected input (another hash) may run with the same operation_ref.
     const corrected = ok(await op.dispatch(2, INPUT_2));
     expect(corrected.state).toMatchObject({ status: 'dispatched', current_attempt: 2 });
+    // In flight: the runtime awaits the tool's answer; another dispatch is refused and says so too.
+    expect(corrected.directive.next_action).toBe('await_outcome');
+    const inFlight = refusal(await op.dispatch(3, INPUT_2), 'ATTEMPT_IN_FLIGHT');
+    expect(inFlight.directive.next_action).toBe('await_outcome');
 
     // The tool now says nothing remains: the step escalates and no further attempt is allowed.
     const exhausted = ok(await op.record(2, envelopes.invalidRecipient(op.ref, 0)));
@@ -74,7 +78,7 @@ describe("the seed's contract-test table", () => {
 
     const events = await op.events();
     expect(typesOf(events, 'AttemptDispatched').map((event) => event.data.input_hash)).toEqual([INPUT_1, INPUT_2]);
-    expect(refusalCodes(events)).toEqual(['UNCHANGED_RETRY', 'ATTEMPTS_EXHAUSTED']);
+    expect(refusalCodes(events)).toEqual(['UNCHANGED_RETRY', 'ATTEMPT_IN_FLIGHT', 'ATTEMPTS_EXHAUSTED']);
   });
 
   test('read endpoint rate limit: wait_and_retry -> no dispatch before not_before (409 + Retry-After), allowed after it', async () => {

@@ -112,4 +112,9 @@ describe('structured logs', () => {
     // Node's own deprecation warnings go to stderr as text; they are not the service's log lines.
     expect(notJson.filter((line) => !/Warning|--trace-warnings/.test(line))).toEqual([]);
   });
+
+  it('starts with no runtime warning (a deprecated option would print one at every start)', () => {
+    // Node prints each process warning as "(node:<pid>) [CODE] ...Warning: ..." on stderr.
+    expect(ledger.output()).not.toMatch(/\(node:\d+\)|Warning:|FSTDEP/);
+  });
 });

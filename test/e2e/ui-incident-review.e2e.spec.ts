@@ -6,15 +6,15 @@
  * docs/ (the README shows it), the others to test-artifacts/.
  */
 import { randomUUID } from 'node:crypto';
-import { existsSync, mkdirSync, mkdtempSync, rmSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { chromium, type BrowserContext, type Page } from 'playwright-core';
+import { CHROMIUM, describeInBrowser } from '../support/browser';
 import { committed, invalidInput, unknownOutcome } from '../support/cli-harness';
 import { fact, request } from '../support/http';
 import { startLedger, type LedgerProcess } from '../support/ledger-process';
 
-const CHROMIUM = '/usr/bin/chromium';
 const ARTIFACTS = resolve(__dirname, '../../test-artifacts');
 const DOCS = resolve(__dirname, '../../docs');
 const RUNTIME_KEY = 'ui-runtime-key-000000001';
@@ -35,58 +35,57 @@ async function submit(ref: string, type: string, data: Record<string, unknown>):
   return answer.status === 200 ? answer.body.position : 0;
 }
 
-beforeAll(async () => {
-  if (!existsSync(CHROMIUM)) throw new Error(`${CHROMIUM} is missing: apt-get install chromium (.ci/run does it)`);
-  mkdirSync(ARTIFACTS, { recursive: true });
-  ledger = await startLedger({ env: { LEDGER_API_KEYS: `${RUNTIME_KEY}:runtime:acme,${AUDITOR_KEY}:auditor:acme` } });
-
-  // The seed's incident: unknown outcome, a refused retry, a lookup that finds it, a duplicate prevented.
-  await submit(INCIDENT, 'StepPlanned', { run_id: RUN, tool: 'create_invoice', side_effect: 'write', input_hash: 'sha256:9c1f', policy: { verification_tool: 'get_invoice_by_operation_ref' } });
-  await submit(INCIDENT, 'AttemptDispatched', { attempt: 1, input_hash: 'sha256:9c1f' });
-  await submit(INCIDENT, 'EnvelopeRecorded', { attempt: 1, envelope: unknownOutcome(INCIDENT) });
-  await submit(INCIDENT, 'AttemptDispatched', { attempt: 2, input_hash: 'sha256:9c1f' });
-  await submit(INCIDENT, 'VerificationRecorded', { outcome: 'found_committed', checked_at: new Date().toISOString(), evidence_ref: 'inv_123' });
-  await submit(INCIDENT, 'AttemptDispatched', { attempt: 2, input_hash: 'sha256:9c1f' });
-  const email = `${RUN}/step_5`;
-  await submit(email, 'StepPlanned', { run_id: RUN, tool: 'send_email', side_effect: 'write', input_hash: 'sha256:aa01' });
-  await submit(email, 'AttemptDispatched', { attempt: 1, input_hash: 'sha256:aa01' });
-  await submit(email, 'EnvelopeRecorded', { attempt: 1, envelope: committed(email, 'msg_77') });
-  const fix = `${RUN}/step_6`;
-  await submit(fix, 'StepPlanned', { run_id: RUN, tool: 'send_email', side_effect: 'write', input_hash: 'sha256:bb01' });
-  await submit(fix, 'AttemptDispatched', { attempt: 1, input_hash: 'sha256:bb01' });
-  const last = await submit(fix, 'EnvelopeRecorded', { attempt: 1, envelope: invalidInput(fix) });
-  await submit(fix, 'AttemptDispatched', { attempt: 2, input_hash: 'sha256:bb01' });
-  for (const path of [`/v1/runs/${RUN}`, '/v1/metrics/trust']) {
-    const answer = await request(ledger.baseUrl, 'GET', `${path}?wait_for_position=${last + 1}&wait_timeout_ms=20000`, undefined, { authorization: `Bearer ${AUDITOR_KEY}` });
-    if (answer.status !== 200) throw new Error(`${path}: ${answer.status} ${JSON.stringify(answer.body)}`);
-  }
-
-  profile = mkdtempSync(join(tmpdir(), 'ledger-ui-profile-'));
-  context = await chromium.launchPersistentContext(profile, {
-    executablePath: CHROMIUM,
-    headless: true,
-    args: ['--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking', '--disable-component-update', '--disable-sync'],
-    viewport: { width: 1360, height: 900 },
-  });
-  page = context.pages()[0] ?? (await context.newPage());
-  page.on('request', (sent) => requests.push({ url: sent.url(), authorization: sent.headers().authorization }));
-  // A CSP violation or a script error shows up here; the page must have neither.
-  page.on('console', (message) => {
-    if (message.type() === 'error' && !/Failed to load resource: the server responded with a status of 40[14]/.test(message.text())) problems.push(message.text());
-  });
-  page.on('pageerror', (error) => problems.push(error.message));
-}, 120_000);
-
-afterAll(async () => {
-  await context?.close();
-  if (profile) rmSync(profile, { recursive: true, force: true });
-  await ledger?.stop();
-  ledger?.cleanup();
-});
-
 const text = (selector: string) => page.locator(selector).innerText();
 
-describe('the incident review page', () => {
+describeInBrowser('the incident review page', () => {
+  beforeAll(async () => {
+    mkdirSync(ARTIFACTS, { recursive: true });
+    ledger = await startLedger({ env: { LEDGER_API_KEYS: `${RUNTIME_KEY}:runtime:acme,${AUDITOR_KEY}:auditor:acme` } });
+
+    // The seed's incident: unknown outcome, a refused retry, a lookup that finds it, a duplicate prevented.
+    await submit(INCIDENT, 'StepPlanned', { run_id: RUN, tool: 'create_invoice', side_effect: 'write', input_hash: 'sha256:9c1f', policy: { verification_tool: 'get_invoice_by_operation_ref' } });
+    await submit(INCIDENT, 'AttemptDispatched', { attempt: 1, input_hash: 'sha256:9c1f' });
+    await submit(INCIDENT, 'EnvelopeRecorded', { attempt: 1, envelope: unknownOutcome(INCIDENT) });
+    await submit(INCIDENT, 'AttemptDispatched', { attempt: 2, input_hash: 'sha256:9c1f' });
+    await submit(INCIDENT, 'VerificationRecorded', { outcome: 'found_committed', checked_at: new Date().toISOString(), evidence_ref: 'inv_123' });
+    await submit(INCIDENT, 'AttemptDispatched', { attempt: 2, input_hash: 'sha256:9c1f' });
+    const email = `${RUN}/step_5`;
+    await submit(email, 'StepPlanned', { run_id: RUN, tool: 'send_email', side_effect: 'write', input_hash: 'sha256:aa01' });
+    await submit(email, 'AttemptDispatched', { attempt: 1, input_hash: 'sha256:aa01' });
+    await submit(email, 'EnvelopeRecorded', { attempt: 1, envelope: committed(email, 'msg_77') });
+    const fix = `${RUN}/step_6`;
+    await submit(fix, 'StepPlanned', { run_id: RUN, tool: 'send_email', side_effect: 'write', input_hash: 'sha256:bb01' });
+    await submit(fix, 'AttemptDispatched', { attempt: 1, input_hash: 'sha256:bb01' });
+    const last = await submit(fix, 'EnvelopeRecorded', { attempt: 1, envelope: invalidInput(fix) });
+    await submit(fix, 'AttemptDispatched', { attempt: 2, input_hash: 'sha256:bb01' });
+    for (const path of [`/v1/runs/${RUN}`, '/v1/metrics/trust']) {
+      const answer = await request(ledger.baseUrl, 'GET', `${path}?wait_for_position=${last + 1}&wait_timeout_ms=20000`, undefined, { authorization: `Bearer ${AUDITOR_KEY}` });
+      if (answer.status !== 200) throw new Error(`${path}: ${answer.status} ${JSON.stringify(answer.body)}`);
+    }
+
+    profile = mkdtempSync(join(tmpdir(), 'ledger-ui-profile-'));
+    context = await chromium.launchPersistentContext(profile, {
+      executablePath: CHROMIUM,
+      headless: true,
+      args: ['--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking', '--disable-component-update', '--disable-sync'],
+      viewport: { width: 1360, height: 900 },
+    });
+    page = context.pages()[0] ?? (await context.newPage());
+    page.on('request', (sent) => requests.push({ url: sent.url(), authorization: sent.headers().authorization }));
+    // A CSP violation or a script error shows up here; the page must have neither.
+    page.on('console', (message) => {
+      if (message.type() === 'error' && !/Failed to load resource: the server responded with a status of 40[14]/.test(message.text())) problems.push(message.text());
+    });
+    page.on('pageerror', (error) => problems.push(error.message));
+  }, 120_000);
+
+  afterAll(async () => {
+    await context?.close();
+    if (profile) rmSync(profile, { recursive: true, force: true });
+    await ledger?.stop();
+    ledger?.cleanup();
+  });
+
   it('asks for a key when the service needs one', async () => {
     await page.goto(`${ledger.baseUrl}/ui#/operation/${encodeURIComponent(INCIDENT)}`);
     await page.locator('#message.error').waitFor();

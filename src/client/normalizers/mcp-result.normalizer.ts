@@ -19,8 +19,9 @@ export interface McpNormalizeOptions extends NormalizeContext {
   /** The limits the ledger validates with; an envelope that breaks them would be refused there. */
   limits?: EnvelopeLimits;
   /**
-   * Codes this tool is vouched for. When given, an envelope with any other code keeps its machine
-   * fields but its code becomes UPSTREAM_ERROR: a code is text the tool chose, too.
+   * Codes this tool is vouched for. An envelope with any other code, or any code at all when no
+   * list is given, keeps its machine fields but its code becomes UPSTREAM_ERROR: a code is text
+   * the tool chose too, and passes on only when someone vouched for it.
    */
   allowedCodes?: readonly string[];
   /**
@@ -72,7 +73,7 @@ function tokenDetails(details: Record<string, SafeDetailValue>, options: McpNorm
 }
 
 function sanitizeError(envelope: ToolError, options: McpNormalizeOptions): ToolError {
-  const vouched = !options.allowedCodes || options.allowedCodes.includes(envelope.code);
+  const vouched = options.allowedCodes?.includes(envelope.code) === true;
   const code = vouched ? envelope.code : 'UPSTREAM_ERROR';
   return {
     ...envelope,

@@ -6,6 +6,7 @@ import {
   RETRY_DIRECTIVES,
   type EnvelopeLimits,
 } from './envelope.types';
+import { DIRECTIVE_ACTIONS } from '../events';
 import { ISO_INSTANT_PATTERN, MAX_ATTEMPTS_REMAINING, STABLE_CODE_PATTERN } from './validate-envelope';
 
 /**
@@ -91,6 +92,21 @@ export function envelopeJsonSchema(limits: EnvelopeLimits = DEFAULT_ENVELOPE_LIM
     description:
       'What a tool that can change the world returns. The ledger also checks that operation_ref is the operation the envelope is recorded on.',
     oneOf: [{ $ref: '#/$defs/ToolSuccess' }, { $ref: '#/$defs/ToolError' }],
-    $defs: { ToolSuccess: toolSuccess, ToolError: toolError },
+    $defs: {
+      ToolSuccess: toolSuccess,
+      ToolError: toolError,
+      // Not an envelope: what the ledger answers back, published beside it for the same runtimes.
+      LedgerDirective: {
+        description:
+          "What the ledger tells the runtime to do next: the envelope's next_action vocabulary, plus dispatch (an attempt may run), await_outcome (an attempt is in flight: record its envelope or verify it, never dispatch) and none (terminal).",
+        type: 'object',
+        required: ['next_action', 'attempts_remaining'],
+        properties: {
+          next_action: { enum: [...DIRECTIVE_ACTIONS] },
+          not_before: instant,
+          attempts_remaining: { type: 'integer', minimum: 0 },
+        },
+      },
+    },
   };
 }

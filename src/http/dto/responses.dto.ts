@@ -1,11 +1,9 @@
 import { ApiProperty, ApiPropertyOptional } from '@nestjs/swagger';
-import { STEP_STATUSES } from '../../domain/events';
+import { DIRECTIVE_ACTIONS, STEP_STATUSES } from '../../domain/events';
 
 /** Response shapes, for the OpenAPI document only: the answers are built by the ledger service. */
 export class DirectiveDto {
-  @ApiProperty({
-    enum: ['correct_input', 'wait_and_retry', 'verify_operation', 'request_approval', 'escalate', 'dispatch', 'none'],
-  })
+  @ApiProperty({ enum: [...DIRECTIVE_ACTIONS] })
   next_action!: string;
   @ApiPropertyOptional({ format: 'date-time' }) not_before?: string;
   @ApiProperty() attempts_remaining!: number;

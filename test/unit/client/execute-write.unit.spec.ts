@@ -224,3 +224,66 @@ describe('executeWrite', () => {
     expect(inputHash({ a: 1 })).toMatch(/^[0-9a-f]{64}$/);
   });
 });
+
+describe('a caller signal', () => {
+  let ledger: LoopbackLedger;
+  let client: LedgerClient;
+  let provider: KeyedInvoiceProvider;
+  const step: WriteStep<InvoiceInput> = {
+    operationRef: 'run_90/step_1',
+    runId: 'run_90',
+    tool: 'create_invoice',
+    input: { customer_id: 'cus_9', amount_cents: 900 },
+    policy: { max_attempts: 3, consistency_window_ms: WINDOW_MS },
+  };
+
+  beforeEach(async () => {
+    ledger = await startLoopbackLedger();
+    client = new LedgerClient({ baseUrl: ledger.baseUrl, sleep: async () => undefined });
+    provider = new KeyedInvoiceProvider(() => ledger.now());
+  });
+  afterEach(() => ledger.close());
+
+  it('stops executeWrite before the gate: nothing is planned, nothing dispatched, the tool is not called', async () => {
+    const controller = new AbortController();
+    controller.abort();
+    await expect(executeWrite(client, step, provider.createInvoice, { signal: controller.signal })).rejects.toThrow();
+    expect(provider.calls).toHaveLength(0);
+    expect(await ledger.events(step.operationRef)).toEqual([]);
+  });
+
+  it('is handed to the tool call, and the tool answer is recorded even when the signal fires meanwhile', async () => {
+    const controller = new AbortController();
+    const seen: Array<AbortSignal | undefined> = [];
+    const outcome = await executeWrite(
+      client,
+      step,
+      async (input, context) => {
+        seen.push(context.signal);
+        const envelope = await provider.createInvoice(input, context);
+        controller.abort();
+        return envelope;
+      },
+      { signal: controller.signal },
+    );
+    expect(seen).toEqual([controller.signal]);
+    expect(outcome).toMatchObject({ kind: 'recorded', status: 'succeeded', toolCalled: true });
+  });
+
+  it('stops verify before the lookup, and an abort during the lookup is not recorded as lookup_unavailable', async () => {
+    await executeWrite(client, step, async (input, context) => {
+      await provider.createInvoice(input, context);
+      throw Object.assign(new Error('socket hang up'), { code: 'ECONNRESET' });
+    });
+    const controller = new AbortController();
+    const lookup = jest.fn(async (_ref: string, context: { signal?: AbortSignal }) => {
+      controller.abort();
+      context.signal?.throwIfAborted();
+      return { found: false as const };
+    });
+    await expect(verify(client, { operationRef: step.operationRef, tool: step.tool }, lookup, { signal: controller.signal })).rejects.toThrow();
+    expect(lookup).toHaveBeenCalledTimes(1);
+    const verifications = (await ledger.events(step.operationRef)).filter((event) => event.type === 'VerificationRecorded');
+    expect(verifications).toEqual([]);
+  });
+});

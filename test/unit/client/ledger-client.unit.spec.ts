@@ -147,7 +147,7 @@ describe('LedgerClient', () => {
       expect(error).toBeInstanceOf(LedgerError);
       expect(error.code).toBe('ATTEMPT_IN_FLIGHT');
       expect(error.status).toBe(409);
-      expect(error.directive).toEqual({ next_action: 'dispatch', attempts_remaining: 2 });
+      expect(error.directive).toEqual({ next_action: 'await_outcome', attempts_remaining: 2 });
       expect(error.state).toMatchObject({ operation_ref: REF, status: 'dispatched', current_attempt: 1 });
     });
 

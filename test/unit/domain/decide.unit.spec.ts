@@ -59,6 +59,24 @@ describe('decide: dispatch gate', () => {
     planned1().when(dispatched(1)).thenMovesTo('dispatched');
   });
 
+  it('tells the runtime to await the outcome while an attempt is in flight, never to dispatch', () => {
+    const decision = planned1().when(dispatched(1)).thenMovesTo('dispatched');
+    expect(decision.events[1].data).toMatchObject({ directive: { next_action: 'await_outcome', attempts_remaining: 2 } });
+    const refused = inFlight().when(dispatched(2)).thenRefuses('ATTEMPT_IN_FLIGHT');
+    expect(refused.kind === 'refused' && refused.directive).toEqual({ next_action: 'await_outcome', attempts_remaining: 2 });
+  });
+
+  it('answers await_outcome to a dispatch in flight on a log written when the stored directive said dispatch', () => {
+    const scenario = inFlight();
+    const older = scenario.events.map((event) =>
+      event.type === 'TransitionRecorded' && event.data.to === 'dispatched'
+        ? { ...event, data: { ...event.data, directive: { next_action: 'dispatch' as const, attempts_remaining: 2 } } }
+        : event,
+    );
+    const decision = given(older).when(dispatched(2)).thenRefuses('ATTEMPT_IN_FLIGHT');
+    expect(decision.kind === 'refused' && decision.directive.next_action).toBe('await_outcome');
+  });
+
   it('refuses a dispatch while an attempt is in flight (ATTEMPT_IN_FLIGHT) and records the refusal', () => {
     const decision = inFlight().when(dispatched(2)).thenRefuses('ATTEMPT_IN_FLIGHT');
     expect(decision.events).toEqual([{ type: 'DispatchRefused', data: { attempt: 2, input_hash: 'sha256:input-1', code: 'ATTEMPT_IN_FLIGHT' } }]);

@@ -1,0 +1,65 @@
+/**
+ * `recovery-ledger/client` as another project sees it: a consumer that depends on this package
+ * (linked into its node_modules, as `npm install ../recovery-ledger` does) imports the client and
+ * is type-checked under each TypeScript moduleResolution. node10 does not read `exports`, which
+ * is what package.json's `typesVersions` is for. Needs the build (npm test builds first).
+ */
+import { existsSync, mkdirSync, mkdtempSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join, resolve } from 'node:path';
+import ts from 'typescript';
+
+const ROOT = resolve(__dirname, '../..');
+
+const CONSUMER = `
+import { LedgerClient, executeWrite, normalizeMcpToolResult, type ToolCall } from 'recovery-ledger/client';
+
+const ledger: LedgerClient = new LedgerClient({ baseUrl: 'http://127.0.0.1:3000' });
+const call: ToolCall<{ amount: number }> = async () => ({
+  ok: true, operation_ref: 'run_1/step_1', commit_state: 'committed', result: {}, verification: { checked_at: new Date().toISOString() },
+});
+export const run = () => executeWrite(ledger, { operationRef: 'run_1/step_1', runId: 'run_1', tool: 'create_invoice', input: { amount: 1 } }, call);
+export const normalize = normalizeMcpToolResult;
+`;
+
+const SETTINGS: Array<[string, ts.CompilerOptions]> = [
+  ['node10', { moduleResolution: ts.ModuleResolutionKind.Node10, module: ts.ModuleKind.CommonJS }],
+  ['node16', { moduleResolution: ts.ModuleResolutionKind.Node16, module: ts.ModuleKind.Node16 }],
+  ['nodenext', { moduleResolution: ts.ModuleResolutionKind.NodeNext, module: ts.ModuleKind.NodeNext }],
+  ['bundler', { moduleResolution: ts.ModuleResolutionKind.Bundler, module: ts.ModuleKind.ESNext }],
+];
+
+let consumer: string;
+
+beforeAll(() => {
+  if (!existsSync(join(ROOT, 'dist/src/client/index.d.ts'))) throw new Error('dist/ is missing: npm run build first');
+  consumer = mkdtempSync(join(tmpdir(), 'ledger-client-consumer-'));
+  mkdirSync(join(consumer, 'node_modules'));
+  symlinkSync(ROOT, join(consumer, 'node_modules', 'recovery-ledger'), 'dir');
+  writeFileSync(join(consumer, 'package.json'), JSON.stringify({ name: 'consumer', private: true }));
+  writeFileSync(join(consumer, 'index.ts'), CONSUMER);
+});
+
+afterAll(() => {
+  if (consumer) rmSync(consumer, { recursive: true, force: true });
+});
+
+describe('recovery-ledger/client from another project', () => {
+  it.each(SETTINGS)('type-checks under moduleResolution %s', (_name, options) => {
+    const program = ts.createProgram([join(consumer, 'index.ts')], {
+      ...options,
+      target: ts.ScriptTarget.ES2022,
+      lib: ['lib.es2022.d.ts'],
+      strict: true,
+      noEmit: true,
+      // The client's own declarations are checked too, not only the consumer's use of them.
+      skipLibCheck: false,
+      types: ['node'],
+      typeRoots: [join(ROOT, 'node_modules/@types')],
+    });
+    const diagnostics = ts.getPreEmitDiagnostics(program).map((d) => ts.flattenDiagnosticMessageText(d.messageText, '\n'));
+    expect(diagnostics).toEqual([]);
+    const resolved = program.getSourceFiles().map((file) => file.fileName).filter((name) => name.includes('/dist/src/client/index.d.ts'));
+    expect(resolved).toHaveLength(1);
+  });
+});
