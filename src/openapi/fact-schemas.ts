@@ -130,9 +130,12 @@ export const TAGS = [
   { name: 'evidence', description: 'The evidence trail of an operation: what was tried, what came back, how the outcome was proven.' },
   { name: 'runs', description: 'The steps of a run and where each stands.' },
   { name: 'recovery', description: 'Operations in flight or being verified, for a restarted worker.' },
+  { name: 'triage', description: 'What needs a person now, the lists behind the console, and the change feed it follows.' },
+  { name: 'work', description: 'The work feed: due steps handed to workers under leases.' },
   { name: 'metrics', description: 'Trust metrics: unknown outcomes and how they were resolved, duplicates prevented, escalations.' },
   { name: 'schema', description: "The envelope's JSON Schema." },
-  { name: 'admin', description: 'Projection rebuild and log export (admin keys).' },
+  { name: 'admin', description: 'Projection rebuild, log export and verification, webhook subscriptions (admin keys).' },
+  { name: 'webhooks', description: 'Signed notifications of what needs a person, and their deliveries.' },
   { name: 'health', description: 'Liveness and readiness probes.' },
   { name: 'observability', description: 'Prometheus metrics.' },
 ];
