@@ -3,6 +3,27 @@ import type { FastifyReply, FastifyRequest } from 'fastify';
 import { ERROR_REGISTRY, isErrorCode, type ErrorCode } from '../errors/error-registry';
 import { LedgerError } from '../errors/ledger-error';
 import { StoreUnavailableError } from '../store/event-store.port';
+import { OPERATION_REF_RULE } from './operation-ref';
+import { containsSecret } from '../domain/envelope/redaction';
+
+/** A field name this API could have: lower-case snake case, as every field it documents. */
+const PLAIN_KEY = /^[a-z_][a-z0-9_-]{0,63}$/;
+
+/** The field path with every key that is not a plain name, or that looks like a secret, as `<key>`. */
+export function safeFieldPath(field: string): string {
+  return field.replace(/[^.[\]]+/g, (segment) => (/^\d+$/.test(segment) || (PLAIN_KEY.test(segment) && !containsSecret(segment)) ? segment : '<key>'));
+}
+
+/** The instance is the request's path: left out when it carries anything that looks like a secret. */
+function isSafeInstance(instance: string): boolean {
+  let decoded: string;
+  try {
+    decoded = decodeURIComponent(instance);
+  } catch {
+    return false;
+  }
+  return !containsSecret(decoded) && !containsSecret(instance);
+}
 
 export const PROBLEM_CONTENT_TYPE = 'application/problem+json';
 
@@ -47,7 +68,7 @@ export function toLedgerError(error: unknown): LedgerError {
     if (code === 'UNSUPPORTED_MEDIA_TYPE') return new LedgerError(code, 'send the body as application/json', { field: 'content-type' });
     if (fastifyCode === 'FST_ERR_BAD_URL') return new LedgerError(code, 'the path is not valid percent-encoding', { field: 'path' });
     if (fastifyCode === 'FST_ERR_MAX_PARAM_LENGTH') {
-      return new LedgerError(code, 'operation_ref must be 1 to 200 printable characters', { field: 'operation_ref' });
+      return new LedgerError(code, OPERATION_REF_RULE, { field: 'operation_ref' });
     }
     return new LedgerError(code, 'the request body is not valid JSON', { field: 'body' });
   }
@@ -71,15 +92,27 @@ export function toLedgerError(error: unknown): LedgerError {
   return new LedgerError('INTERNAL_ERROR', 'an unexpected error; nothing was stored');
 }
 
+/**
+ * `Retry-After` never promises more than a day: a `not_before` years ahead (a tool's mistake or a
+ * hostile envelope) must not tell a client to sleep for centuries. The directive in the body still
+ * carries the real `not_before`.
+ */
+export const MAX_RETRY_AFTER_SECONDS = 86_400;
+
 export function problemBody(error: LedgerError, instance?: string): Record<string, unknown> {
-  const { field, directive, state, retryAfterSeconds, results } = error.extras;
+  const { directive, state, results } = error.extras;
+  const retryAfterSeconds = error.extras.retryAfterSeconds === undefined ? undefined : Math.min(error.extras.retryAfterSeconds, MAX_RETRY_AFTER_SECONDS);
+  // A refusal names the field, never echoes what was in it: a key the client sent (an unknown
+  // field named like a token) is named `<key>` when it could be a secret.
+  const field = error.extras.field === undefined ? undefined : safeFieldPath(error.extras.field);
+  const detail = field !== undefined && field !== error.extras.field ? error.detail.split(error.extras.field as string).join(field) : error.detail;
   return {
     type: `urn:recovery-ledger:problem:${error.code.toLowerCase().replace(/_/g, '-')}`,
     title: ERROR_REGISTRY[error.code].title,
     status: error.status,
     code: error.code,
-    detail: error.detail,
-    ...(instance ? { instance } : {}),
+    detail,
+    ...(instance && error.code !== 'SECRET_IN_IDENTIFIER' && isSafeInstance(instance) ? { instance } : {}),
     ...(field ? { field } : {}),
     ...(directive ? { directive } : {}),
     ...(state ? { state } : {}),
@@ -90,7 +123,7 @@ export function problemBody(error: LedgerError, instance?: string): Record<strin
 
 export function sendProblem(reply: FastifyReply, error: LedgerError, instance?: string): void {
   const retryAfter = error.extras.retryAfterSeconds;
-  if (retryAfter !== undefined && isErrorCode(error.code)) reply.header('retry-after', String(retryAfter));
+  if (retryAfter !== undefined && isErrorCode(error.code)) reply.header('retry-after', String(Math.min(retryAfter, MAX_RETRY_AFTER_SECONDS)));
   reply.status(error.status).header('content-type', PROBLEM_CONTENT_TYPE).send(JSON.stringify(problemBody(error, instance)));
 }
 
@@ -105,7 +138,8 @@ export class ProblemFilter implements ExceptionFilter {
     const request = context.getRequest<FastifyRequest>();
     const error = toLedgerError(exception);
     if (error.code === 'INTERNAL_ERROR') {
-      this.logger.error({ err: exception, url: request?.url }, 'unexpected error');
+      // The route's pattern, never the URL: it carries the operation_ref and the query string.
+      this.logger.error({ err: exception, route: request?.routeOptions?.url ?? 'unmatched' }, 'unexpected error');
     }
     sendProblem(reply, error, request?.url?.split('?')[0]);
   }

@@ -21,6 +21,9 @@ import type { Clock } from './clock';
 import { derivedEventId, sha256Hex } from './event-ids';
 import { KeyedSerializer } from './keyed-serializer';
 import { prepareFact, type PreparationSettings } from './fact-preparation';
+import { refuseSecretIdentifiers } from './identifiers';
+import { SecretScanner, stringsOf } from './secret-scanner';
+import type { SecretDetector } from '../domain/envelope/redaction';
 import type { StepView, SubmitAnswer, SubmitContext, SubmitRequest, SubmitResult, SubmittedEvent } from '../contract/ledger-api.types';
 
 export interface LedgerSettings extends PreparationSettings {
@@ -29,8 +32,8 @@ export interface LedgerSettings extends PreparationSettings {
 }
 
 export interface LedgerObserver {
-  onAppended?(events: number): void;
-  onRefused?(code: string): void;
+  onAppended?(events: number, tenant: string): void;
+  onRefused?(code: string, tenant: string): void;
 }
 
 /** A stored or about-to-be-stored event as the domain folds it. */
@@ -96,20 +99,24 @@ export class LedgerService {
     private readonly clock: Clock,
     private readonly settings: LedgerSettings,
     private readonly observer: LedgerObserver = {},
+    private readonly scanner: SecretScanner = new SecretScanner(),
   ) {}
 
   private readonly perStream = new KeyedSerializer();
 
-  submit(context: SubmitContext, request: SubmitRequest): Promise<SubmitAnswer> {
+  async submit(context: SubmitContext, request: SubmitRequest): Promise<SubmitAnswer> {
+    // Scanned once, before the stream is read: the detector answers for every string of the submit.
+    const detect = await this.scanner.detectorFor(stringsOf([context.operationRef, context.tracestate ?? '', request.events.map((event) => event.data)]));
+    refuseSecretIdentifiers(context, request, detect);
     const stream = operationStream(context.tenant, context.operationRef);
-    return this.perStream.run(stream, () => this.submitOnce(stream, context, request));
+    return this.perStream.run(stream, () => this.submitOnce(stream, context, request, detect));
   }
 
-  private async submitOnce(stream: string, context: SubmitContext, request: SubmitRequest): Promise<SubmitAnswer> {
+  private async submitOnce(stream: string, context: SubmitContext, request: SubmitRequest, detect: SecretDetector): Promise<SubmitAnswer> {
     for (let attempt = 0; ; attempt++) {
       const snapshot = await this.read(stream);
       try {
-        return await this.decideAndAppend(context, request, snapshot);
+        return await this.decideAndAppend(context, request, snapshot, detect);
       } catch (error) {
         if (!(error instanceof RevisionConflictError)) throw error;
         if (request.expected_revision !== undefined || attempt >= this.settings.maxConflictRetries) {
@@ -136,7 +143,7 @@ export class LedgerService {
     return { stream, events, state, revision: events.length === 0 ? NO_STREAM : events[events.length - 1].revision };
   }
 
-  private async decideAndAppend(context: SubmitContext, request: SubmitRequest, snapshot: StreamSnapshot): Promise<SubmitAnswer> {
+  private async decideAndAppend(context: SubmitContext, request: SubmitRequest, snapshot: StreamSnapshot, detect: SecretDetector): Promise<SubmitAnswer> {
     const byId = new Map(snapshot.events.map((event) => [event.event_id, event]));
     const fresh = request.events.filter((event) => !byId.has(event.event_id));
     for (const event of request.events) {
@@ -163,10 +170,10 @@ export class LedgerService {
     const alreadyRecorded = new Set<string>();
     for (const submitted of fresh) {
       const index = request.events.indexOf(submitted);
-      const fact = prepareFact(submitted, state, context.operationRef, this.settings, `events[${index}]`);
+      const fact = prepareFact(submitted, state, context.operationRef, this.settings, `events[${index}]`, detect);
       const decision: Decision = decide(state, { fact, event_id: submitted.event_id, now });
       if (decision.kind === 'refused') {
-        this.observer.onRefused?.(decision.code);
+        this.observer.onRefused?.(decision.code, context.tenant);
         // A refused dispatch is evidence (SPEC §3): it is recorded when it was decided on the stored
         // state itself; a refusal inside a larger batch refuses the batch and stores nothing of it.
         if (decision.events.length > 0 && toAppend.length === 0) {
@@ -193,7 +200,7 @@ export class LedgerService {
       return this.answer(context, state, snapshot.revision, last?.position ?? 0, results, false);
     }
     const { revision, position } = await this.appendSealed(snapshot, toAppend);
-    this.observer.onAppended?.(toAppend.length);
+    this.observer.onAppended?.(toAppend.length, context.tenant);
     return this.answer(context, state, revision, position, results, replayed);
   }
 
