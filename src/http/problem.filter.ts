@@ -4,28 +4,9 @@ import { ERROR_REGISTRY, isErrorCode, type ErrorCode } from '../errors/error-reg
 import { LedgerError } from '../errors/ledger-error';
 import { StoreUnavailableError } from '../store/event-store.port';
 import { OPERATION_REF_RULE } from './operation-ref';
-import { containsSecret } from '../domain/envelope/redaction';
+import { MAX_RETRY_AFTER_SECONDS, PROBLEM_CONTENT_TYPE, problemBody } from './problem-body';
 
-/** A field name this API could have: lower-case snake case, as every field it documents. */
-const PLAIN_KEY = /^[a-z_][a-z0-9_-]{0,63}$/;
-
-/** The field path with every key that is not a plain name, or that looks like a secret, as `<key>`. */
-export function safeFieldPath(field: string): string {
-  return field.replace(/[^.[\]]+/g, (segment) => (/^\d+$/.test(segment) || (PLAIN_KEY.test(segment) && !containsSecret(segment)) ? segment : '<key>'));
-}
-
-/** The instance is the request's path: left out when it carries anything that looks like a secret. */
-function isSafeInstance(instance: string): boolean {
-  let decoded: string;
-  try {
-    decoded = decodeURIComponent(instance);
-  } catch {
-    return false;
-  }
-  return !containsSecret(decoded) && !containsSecret(instance);
-}
-
-export const PROBLEM_CONTENT_TYPE = 'application/problem+json';
+export { PROBLEM_CONTENT_TYPE, problemBody };
 
 /** Fastify's own error codes (body parsing, limits) as the registry's codes. */
 const FASTIFY_CODES: Record<string, ErrorCode> = {
@@ -92,34 +73,6 @@ export function toLedgerError(error: unknown): LedgerError {
   return new LedgerError('INTERNAL_ERROR', 'an unexpected error; nothing was stored');
 }
 
-/**
- * `Retry-After` never promises more than a day: a `not_before` years ahead (a tool's mistake or a
- * hostile envelope) must not tell a client to sleep for centuries. The directive in the body still
- * carries the real `not_before`.
- */
-export const MAX_RETRY_AFTER_SECONDS = 86_400;
-
-export function problemBody(error: LedgerError, instance?: string): Record<string, unknown> {
-  const { directive, state, results } = error.extras;
-  const retryAfterSeconds = error.extras.retryAfterSeconds === undefined ? undefined : Math.min(error.extras.retryAfterSeconds, MAX_RETRY_AFTER_SECONDS);
-  // A refusal names the field, never echoes what was in it: a key the client sent (an unknown
-  // field named like a token) is named `<key>` when it could be a secret.
-  const field = error.extras.field === undefined ? undefined : safeFieldPath(error.extras.field);
-  const detail = field !== undefined && field !== error.extras.field ? error.detail.split(error.extras.field as string).join(field) : error.detail;
-  return {
-    type: `urn:recovery-ledger:problem:${error.code.toLowerCase().replace(/_/g, '-')}`,
-    title: ERROR_REGISTRY[error.code].title,
-    status: error.status,
-    code: error.code,
-    detail,
-    ...(instance && error.code !== 'SECRET_IN_IDENTIFIER' && isSafeInstance(instance) ? { instance } : {}),
-    ...(field ? { field } : {}),
-    ...(directive ? { directive } : {}),
-    ...(state ? { state } : {}),
-    ...(results ? { results } : {}),
-    ...(retryAfterSeconds !== undefined ? { retry_after_seconds: retryAfterSeconds } : {}),
-  };
-}
 
 export function sendProblem(reply: FastifyReply, error: LedgerError, instance?: string): void {
   const retryAfter = error.extras.retryAfterSeconds;

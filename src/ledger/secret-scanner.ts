@@ -33,7 +33,20 @@ async function loadSecretlint(): Promise<Secretlint> {
     preset = await importModule('@secretlint/secretlint-rule-preset-recommend');
   }
   // Built once: the preset's rules are compiled when the config is, not on every scan.
-  return { lintSource: core.lintSource, config: { rules: [{ id: '@secretlint/secretlint-rule-preset-recommend', rule: preset.creator }] } };
+  return {
+    lintSource: core.lintSource,
+    config: {
+      rules: [
+        {
+          id: '@secretlint/secretlint-rule-preset-recommend',
+          rule: preset.creator,
+          // The comment filter honours `secretlint-disable` written in the scanned text: a caller
+          // could switch detection off for everything after it in its own submit.
+          rules: [{ id: '@secretlint/secretlint-rule-filter-comments', disabled: true }],
+        },
+      ],
+    },
+  };
 }
 
 /** Texts are joined into one source per scan; the separator is one no rule reads across as a secret. */
