@@ -3,12 +3,20 @@ import { containsSecret } from '../domain/envelope/redaction';
 import { ERROR_REGISTRY } from '../errors/error-registry';
 import type { LedgerError } from '../errors/ledger-error';
 
-/** A field name this API could have: lower-case snake case, as every field it documents. */
-const PLAIN_KEY = /^[a-z_][a-z0-9_-]{0,63}$/;
+/**
+ * A key the answer may repeat: shaped like the fields this API documents (lower-case snake case,
+ * at most 32 characters, no four digits in a row), and nothing the detector flags. A token sent as
+ * a field name (`shpat_<hex>`, `ghp_…`) fails one of these, so a refusal names it `<key>`.
+ */
+const PLAIN_KEY = /^[a-z_][a-z0-9_-]{0,31}$/;
 
-/** The field path with every key that is not a plain name, or that looks like a secret, as `<key>`. */
+function isPlainKey(segment: string): boolean {
+  return PLAIN_KEY.test(segment) && !/\d{4}/.test(segment) && !containsSecret(segment);
+}
+
+/** The field path with every key that is not a plain name as `<key>`. */
 export function safeFieldPath(field: string): string {
-  return field.replace(/[^.[\]]+/g, (segment) => (/^\d+$/.test(segment) || (PLAIN_KEY.test(segment) && !containsSecret(segment)) ? segment : '<key>'));
+  return field.replace(/[^.[\]]+/g, (segment) => (/^\d+$/.test(segment) || isPlainKey(segment) ? segment : '<key>'));
 }
 
 /** The instance is the request's path: left out when it carries anything that looks like a secret. */
