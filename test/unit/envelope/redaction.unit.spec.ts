@@ -83,3 +83,12 @@ describe('redaction', () => {
     expect([...stringsOf({ a: ['x', 1, { b: 'y' }] })].sort()).toEqual(['a', 'b', 'x', 'y']);
   });
 });
+
+describe('the secret scanner in a long-running process', () => {
+  it("leaves nothing behind in the process's performance timeline (secretlint's profiler is off)", async () => {
+    const { performance } = await import('node:perf_hooks');
+    const before = performance.getEntriesByType('mark').length;
+    for (let index = 0; index < 50; index++) await scanner.detectorFor([`a message ${index}`, `another ${index}`]);
+    expect(performance.getEntriesByType('mark').length).toBe(before);
+  });
+});
