@@ -63,8 +63,15 @@ async function main(): Promise<void> {
         body: JSON.stringify(plan),
       });
       const position = ((await planned.json()) as { position: number }).position;
-      const caughtUp = () =>
-        fetch(`${service.baseUrl}/v1/recovery?wait_for_position=${position}&wait_timeout_ms=120000`, { headers: { authorization: `Bearer ${ADMIN_A}` } });
+      // Waits in steps the service allows (wait_timeout_ms is bounded), until the read models are at `position`.
+      const caughtUp = async () => {
+        for (;;) {
+          const answer = await fetch(`${service.baseUrl}/v1/recovery?wait_for_position=${position}&wait_timeout_ms=5000`, { headers: { authorization: `Bearer ${ADMIN_A}` } });
+          await answer.arrayBuffer();
+          if (answer.status === 200) return;
+          if (answer.status !== 503) throw new Error(`waiting for the projections answered ${answer.status}`);
+        }
+      };
       await caughtUp();
 
       const quietEnd = performance.now() + 3_000;
@@ -75,9 +82,18 @@ async function main(): Promise<void> {
       const started = performance.now();
       const rebuild = await fetch(`${service.baseUrl}/v1/admin/projections/rebuild`, { method: 'POST', headers: { authorization: `Bearer ${ADMIN_A}` } });
       if (rebuild.status !== 202) throw new Error(`rebuild answered ${rebuild.status}`);
-      const done = caughtUp().then(() => {
+      // The reset happens between two live batches: wait until the read models show it, then
+      // until they are back at the head.
+      const done = (async () => {
+        for (let tries = 0; tries < 200; tries++) {
+          const answer = await fetch(`${service.baseUrl}/v1/recovery`, { headers: { authorization: `Bearer ${ADMIN_A}` } });
+          const seen = ((await answer.json()) as { as_of_position: number }).as_of_position;
+          if (seen < position) break;
+          await new Promise((resolve) => setTimeout(resolve, 10));
+        }
+        await caughtUp();
         rebuilding = false;
-      });
+      })();
       const during = await readLoop(service.baseUrl, ref, () => !rebuilding);
       await done;
       console.log(`tenant B, during rebuild:  ${summary(during)} (rebuild of ${head} events took ${((performance.now() - started) / 1000).toFixed(1)} s)`);

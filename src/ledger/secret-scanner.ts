@@ -65,6 +65,15 @@ function kindOf(ruleId: string): SecretKind {
   return `detected_${name || 'secret'}`;
 }
 
+/**
+ * What every rule of the preset needs in a text before it can report anything: a run of 16 or more
+ * token characters (every key, token and webhook it knows is one), a scheme (`://`: credentials in
+ * URLs and connection strings), a private key's header, or an AWS account id's label. A text with
+ * none of these (most messages an agent or a person writes) is not linted at all; the synchronous
+ * shapes and names of redaction.ts still see it.
+ */
+const MAY_HOLD_SECRET = /[A-Za-z0-9_+/=.-]{16,}|:\/\/|PRIVATE KEY|[Aa][Cc][Cc][Oo][Uu][Nn][Tt]/;
+
 const keyOf = (text: string) => createHash('sha256').update(text).digest('base64');
 
 /**
@@ -87,7 +96,11 @@ export class SecretScanner {
     const found = new Map<string, readonly DetectedSecret[]>();
     const pending: string[] = [];
     for (const text of texts) {
-      if (text.length === 0 || found.has(text)) continue;
+      if (found.has(text)) continue;
+      if (!MAY_HOLD_SECRET.test(text)) {
+        found.set(text, []);
+        continue;
+      }
       const cached = this.cache.get(keyOf(text));
       if (cached) found.set(text, cached);
       else {

@@ -54,8 +54,8 @@ export interface RedactionOptions {
 interface SecretPattern {
   kind: SecretKind;
   pattern: RegExp;
-  /** Extra check on a match (Luhn for card numbers), to avoid redacting ordinary numbers. */
-  accept?: (match: string) => boolean;
+  /** Extra check on a match (Luhn for card numbers, the key's name), to avoid redacting ordinary text. */
+  accept?: (match: string, groups: readonly string[]) => boolean;
   /** The capture group holding the secret; the rest of the match (a key name) is kept. */
   group?: number;
 }
@@ -69,9 +69,30 @@ export function isSecretKeyName(key: string): boolean {
   return SECRET_NAME_ANYWHERE.test(normalised) || SECRET_NAME_SUFFIX.test(normalised);
 }
 
-/** The same names inside text: `DB_PASSWORD=…`, `"client_secret": "…"`, `aws_secret_access_key = …`. */
-const NAMED_ASSIGNMENT =
-  /(["']?)([A-Za-z0-9_.-]*?(?:password|passwd|passphrase|secret|api[_-]?key|private[_-]?key|access[_-]?key|authorization|credentials?|token|pwd|auth)[A-Za-z0-9_]*)\1(\s*(?:=>|=|:)\s*)(["']?)(?!\[REDACTED)([^\s"',;&)}\]]{3,})/gi;
+/**
+ * The same names inside text: `DB_PASSWORD=…`, `"client_secret": "…"`, `aws_secret_access_key = …`.
+ * Any word followed by `=`, `:` or `=>` is a candidate, and its name decides: one pass over the
+ * text (a pattern with the names inside it backtracked over every prefix of every word).
+ */
+const ASSIGNMENT = /(?<![A-Za-z0-9_.-])(["']?)([A-Za-z0-9_.-]{1,64})\1\s*(?:=>|=|:)\s*["']?(?!\[REDACTED)(?=[^\s"',;&)}\]]{3})/g;
+const ASSIGNED_VALUE = /[^\s"',;&)}\]]+/y;
+
+/** Redacts the value of every `name=value` whose name is a secret's; the name stays. */
+function redactAssignments(text: string, kinds: SecretKind[]): string {
+  let out = '';
+  let from = 0;
+  for (const match of text.matchAll(ASSIGNMENT)) {
+    const valueStart = (match.index as number) + match[0].length;
+    if (valueStart < from || !isSecretKeyName(match[2])) continue;
+    ASSIGNED_VALUE.lastIndex = valueStart;
+    const value = ASSIGNED_VALUE.exec(text);
+    if (!value) continue;
+    kinds.push('named_secret');
+    out += `${text.slice(from, valueStart)}${marker('named_secret')}`;
+    from = valueStart + value[0].length;
+  }
+  return from === 0 ? text : out + text.slice(from);
+}
 
 // Order matters: the widest shapes first, so a JWT inside "Bearer eyJ…" is reported as a bearer
 // token, and a credential after `Authorization:` is redacted by its scheme before its key name.
@@ -92,7 +113,6 @@ const SECRET_PATTERNS: readonly SecretPattern[] = [
   { kind: 'github_token', pattern: /\b(?:gh[pousr]_[A-Za-z0-9]{20,}|github_pat_[A-Za-z0-9_]{20,})\b/g },
   { kind: 'slack_token', pattern: /\bx(?:ox[abposre]|app)-[A-Za-z0-9-]{10,}/g },
   { kind: 'basic_auth_url', pattern: /\b[a-z][a-z0-9+.-]*:\/\/[^\s/:@]+:[^\s/@]+@/gi },
-  { kind: 'named_secret', pattern: NAMED_ASSIGNMENT, group: 5 },
   { kind: 'card_number', pattern: /\b\d(?:[ -]?\d){12,18}\b/g, accept: (match) => isCardNumber(match.replace(/\D/g, '')) },
 ];
 
@@ -164,13 +184,16 @@ function applyDetected(text: string, found: readonly DetectedSecret[], kinds: Se
 export function redactText(text: string, options: RedactionOptions = {}): { text: string; kinds: SecretKind[] } {
   const kinds: SecretKind[] = [];
   let redacted = options.detect ? applyDetected(text, options.detect(text), kinds) : text;
-  for (const { kind, pattern, accept, group } of SECRET_PATTERNS) {
-    redacted = redacted.replace(pattern, (match: string, ...groups: unknown[]) => {
-      if (accept && !accept(match)) return match;
+  for (const [index, { kind, pattern, accept, group }] of SECRET_PATTERNS.entries()) {
+    // Names after the shapes (a credential after `Authorization:` is redacted by its scheme), cards last.
+    if (index === SECRET_PATTERNS.length - 1) redacted = redactAssignments(redacted, kinds);
+    redacted = redacted.replace(pattern, (match: string, ...rest: unknown[]) => {
+      const groups = rest.slice(0, rest.findIndex((item) => typeof item === 'number')) as string[];
+      if (accept && !accept(match, groups)) return match;
       kinds.push(kind);
       if (group === undefined) return marker(kind);
       // Keep the key name and its separator, redact the value: `DB_PASSWORD=[REDACTED:named_secret]`.
-      const secret = String(groups[group - 1]);
+      const secret = groups[group - 1];
       return `${match.slice(0, match.length - secret.length)}${marker(kind)}`;
     });
   }
