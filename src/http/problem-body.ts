@@ -4,14 +4,22 @@ import { ERROR_REGISTRY } from '../errors/error-registry';
 import type { LedgerError } from '../errors/ledger-error';
 
 /**
- * A key the answer may repeat: shaped like the fields this API documents (lower-case snake case,
- * at most 32 characters, no four digits in a row), and nothing the detector flags. A token sent as
- * a field name (`shpat_<hex>`, `ghp_…`) fails one of these, so a refusal names it `<key>`.
+ * A key the answer may repeat: shaped like a field name (letters, digits, `_` and `-`, at most 40
+ * characters: the longest field of this API has 35; snake or camel case: no capital followed by a
+ * capital or a digit; no four digits in a row, nor six digits in all), and nothing the detector
+ * flags. A token sent as a field name (`ghp_16C7e…`, `sk_live_…`, `shpat_<hex>`) fails one of
+ * these, so a refusal names it `<key>`.
  */
-const PLAIN_KEY = /^[a-z_][a-z0-9_-]{0,31}$/;
+const PLAIN_KEY = /^[A-Za-z_][A-Za-z0-9_-]{0,39}$/;
 
 function isPlainKey(segment: string): boolean {
-  return PLAIN_KEY.test(segment) && !/\d{4}/.test(segment) && !containsSecret(segment);
+  return (
+    PLAIN_KEY.test(segment) &&
+    !/[A-Z][A-Z0-9]/.test(segment) &&
+    !/\d{4}/.test(segment) &&
+    (segment.match(/\d/g)?.length ?? 0) < 6 &&
+    !containsSecret(segment)
+  );
 }
 
 /** The field path with every key that is not a plain name as `<key>`. */

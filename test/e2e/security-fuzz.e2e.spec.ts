@@ -29,6 +29,9 @@ import { ERROR_REGISTRY } from '../../src/errors/error-registry';
 import { opPath } from '../support/http';
 import { startLedger, type LedgerProcess } from '../support/ledger-process';
 
+/** A client's event id: any UUID version but 8, which the ledger keeps for the ids it derives. */
+const clientUuid = fc.uuid({ version: [1, 2, 3, 4, 5, 6, 7] });
+
 const SEED = Number(process.env.LEDGER_FUZZ_SEED ?? 20261206);
 const RUNS = Number(process.env.LEDGER_FUZZ_RUNS ?? 10_000);
 const CONCURRENCY = 8;
@@ -110,7 +113,7 @@ const REQUIRED: Record<string, string[]> = {
   ApprovalRecorded: ['decision', 'approver'],
 };
 
-const factOf = (type: string) => fc.tuple(fc.uuid(), FACT_DATA[type]).map(([event_id, data]) => ({ event_id, type, data }));
+const factOf = (type: string) => fc.tuple(clientUuid, FACT_DATA[type]).map(([event_id, data]) => ({ event_id, type, data }));
 /** Facts that may follow the first in a batch: never a plan or a dispatch (see below). */
 const followingFact = fc.oneof(factOf('EnvelopeRecorded'), factOf('VerificationRecorded'), factOf('ApprovalRecorded'));
 
@@ -333,7 +336,7 @@ const nestedArrays: fc.Arbitrary<FuzzRequest> = fc
 /** Numbers JSON.parse would round or turn into Infinity or 0, where a number may stand. */
 const HUGE = ['1e400', '-1e400', '12345678901234567890', '9007199254740993', '-9007199254740993', '1e-400', '4e309', '123456789012345678901234567890e10'];
 const hugeNumbers: fc.Arbitrary<FuzzRequest> = fc
-  .tuple(wellFormed, fc.constantFrom(...HUGE), fc.constantFrom('expected_revision', 'attempt', 'result', 'safe_detail'), fc.uuid())
+  .tuple(wellFormed, fc.constantFrom(...HUGE), fc.constantFrom('expected_revision', 'attempt', 'result', 'safe_detail'), clientUuid)
   .map(([{ ref, body }, literal, where, eventId]) => {
     const events = structuredClone(body.events);
     if (where === 'attempt' && typeof events[0].data.attempt === 'number') events[0].data.attempt = '__NUM__';
@@ -348,7 +351,7 @@ const hugeNumbers: fc.Arbitrary<FuzzRequest> = fc
 /** Instants a calendar does not have, without a time zone, or that are not RFC 3339 at all. */
 const ODD_INSTANTS = ['2026-02-30T00:00:00Z', '2027-02-29T12:00:00Z', '2026-04-31T00:00:00Z', '2026-02-28T10:00:00', '2026-02-28', '2026-02-28 10:00:00Z', '2026-06-30T23:59:60Z', '2026-13-01T00:00:00Z', '2026-02-28T24:00:00Z', '+275760-09-13T00:00:00Z', '2026-02-28T10:00:00+25:00', '20260228T100000Z'];
 const oddInstants: fc.Arbitrary<FuzzRequest> = fc
-  .tuple(eitherRef, fc.constantFrom(...ODD_INSTANTS), fc.constantFrom('checked_at', 'not_before', 'success_checked_at'), fc.uuid())
+  .tuple(eitherRef, fc.constantFrom(...ODD_INSTANTS), fc.constantFrom('checked_at', 'not_before', 'success_checked_at'), clientUuid)
   .map(([ref, instant, where, eventId]) => {
     const data =
       where === 'checked_at'

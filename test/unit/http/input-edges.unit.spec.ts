@@ -62,6 +62,9 @@ describe('what answers and logs echo', () => {
     expect(safeFieldPath('events[0].data.tool')).toBe('events[0].data.tool');
     expect(safeFieldPath('events[0].data.ghp_16C7e42F292c6912E7710c838347Ae178B4a')).toBe('events[0].data.<key>');
     expect(safeFieldPath('events[0].data.sk_live_abcdefghijklmnop')).toBe('events[0].data.<key>');
+    expect(safeFieldPath('events[0].data.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')).toBe('events[0].data.<key>');
+    expect(safeFieldPath('events[0].data.policy.max_consecutive_dependency_failures')).toBe('events[0].data.policy.max_consecutive_dependency_failures');
+    expect(safeFieldPath('events[0].hasOwnProperty')).toBe('events[0].hasOwnProperty');
     const body = problemBody(new LedgerError('BAD_REQUEST', 'events[0].data.Bearer_XYZ property Bearer_XYZ should not exist', { field: 'events[0].data.Bearer_XYZ' }));
     expect(JSON.stringify(body)).not.toContain('Bearer_XYZ');
   });
