@@ -17,7 +17,8 @@ export class MetricsController {
   @ApiProduces(Registry.PROMETHEUS_CONTENT_TYPE)
   @ApiOkResponse({ description: 'Prometheus text format 0.0.4', schema: { type: 'string' } })
   metrics(@CallerParam() caller: Caller): Promise<string> {
-    // A metrics key belongs to no tenant: it sees every series, process-wide ones included.
-    return caller.role === 'metrics' ? this.registry.metrics() : tenantExposition(this.registry, caller.tenant);
+    // A metrics key belongs to no tenant: it sees every series, process-wide ones included; so does
+    // local mode's one caller, the only user of its process.
+    return caller.role === 'metrics' || caller.local ? this.registry.metrics() : tenantExposition(this.registry, caller.tenant);
   }
 }
