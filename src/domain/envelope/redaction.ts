@@ -54,10 +54,8 @@ export interface RedactionOptions {
 interface SecretPattern {
   kind: SecretKind;
   pattern: RegExp;
-  /** Extra check on a match (Luhn for card numbers, the key's name), to avoid redacting ordinary text. */
-  accept?: (match: string, groups: readonly string[]) => boolean;
-  /** The capture group holding the secret; the rest of the match (a key name) is kept. */
-  group?: number;
+  /** Extra check on a match (Luhn and a card network for card numbers), to avoid redacting ordinary text. */
+  accept?: (match: string) => boolean;
 }
 
 /** Key names whose value is a secret whatever it looks like (compared lower-case, without separators). */
@@ -77,7 +75,7 @@ export function isSecretKeyName(key: string): boolean {
 const ASSIGNMENT = /(?<![A-Za-z0-9_.-])(["']?)([A-Za-z0-9_.-]{1,64})\1\s*(?:=>|=|:)\s*["']?(?!\[REDACTED)(?=[^\s"',;&)}\]]{3})/g;
 const ASSIGNED_VALUE = /[^\s"',;&)}\]]+/y;
 
-/** Redacts the value of every `name=value` whose name is a secret's; the name stays. */
+/** Redacts the value of every `name=value` whose name is a secret's; the name stays (`DB_PASSWORD=[REDACTED:named_secret]`). */
 function redactAssignments(text: string, kinds: SecretKind[]): string {
   let out = '';
   let from = 0;
@@ -184,17 +182,13 @@ function applyDetected(text: string, found: readonly DetectedSecret[], kinds: Se
 export function redactText(text: string, options: RedactionOptions = {}): { text: string; kinds: SecretKind[] } {
   const kinds: SecretKind[] = [];
   let redacted = options.detect ? applyDetected(text, options.detect(text), kinds) : text;
-  for (const [index, { kind, pattern, accept, group }] of SECRET_PATTERNS.entries()) {
+  for (const [index, { kind, pattern, accept }] of SECRET_PATTERNS.entries()) {
     // Names after the shapes (a credential after `Authorization:` is redacted by its scheme), cards last.
     if (index === SECRET_PATTERNS.length - 1) redacted = redactAssignments(redacted, kinds);
-    redacted = redacted.replace(pattern, (match: string, ...rest: unknown[]) => {
-      const groups = rest.slice(0, rest.findIndex((item) => typeof item === 'number')) as string[];
-      if (accept && !accept(match, groups)) return match;
+    redacted = redacted.replace(pattern, (match: string) => {
+      if (accept && !accept(match)) return match;
       kinds.push(kind);
-      if (group === undefined) return marker(kind);
-      // Keep the key name and its separator, redact the value: `DB_PASSWORD=[REDACTED:named_secret]`.
-      const secret = groups[group - 1];
-      return `${match.slice(0, match.length - secret.length)}${marker(kind)}`;
+      return marker(kind);
     });
   }
   return { text: redacted, kinds };
