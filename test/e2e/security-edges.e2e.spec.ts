@@ -236,6 +236,28 @@ describe('shapes and values', () => {
     }
   });
 
+  test('tracestate: a well-formed one is kept with the fact, a malformed one dropped, one holding a credential refused', async () => {
+    const traceparent = '00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01';
+    const metadataOf = (ref: string) => {
+      const db = new Database(join(ledger.dataDir, 'events.sqlite'), { readonly: true, fileMustExist: true });
+      try {
+        return (db.prepare('SELECT metadata FROM events WHERE stream = ? ORDER BY revision').all(`op-acme:${ref}`) as Array<{ metadata: string }>).map((row) => JSON.parse(row.metadata));
+      } finally {
+        db.close();
+      }
+    };
+    const send = (ref: string, tracestate: string) => request(ledger.baseUrl, 'POST', `${opPath(ref)}/events`, { events: [plan()] }, { ...auth, traceparent, tracestate });
+    const good = `run_e/trace_good_${randomUUID().slice(0, 6)}`;
+    expect((await send(good, 'congo=t61rcWkgMzE, rojo=00f067aa0ba902b7')).status).toBe(200);
+    expect(metadataOf(good)[0].tracestate).toBe('congo=t61rcWkgMzE, rojo=00f067aa0ba902b7');
+    const bad = `run_e/trace_bad_${randomUUID().slice(0, 6)}`;
+    expect((await send(bad, 'not a tracestate at all')).status).toBe(200);
+    expect(metadataOf(bad)[0].tracestate).toBeUndefined();
+    const secret = `run_e/trace_secret_${randomUUID().slice(0, 6)}`;
+    expect(refused(await send(secret, 'vendor=ghp_16C7e42F292c6912E7710c838347Ae178B4a'))).toEqual({ status: 422, code: 'SECRET_IN_IDENTIFIER', field: 'tracestate' });
+    expect(metadataOf(secret)).toEqual([]);
+  });
+
   test('a JSON key shaped like a token is not echoed in the refusal', async () => {
     const token = 'ghp_16C7e42F292c6912E7710c838347Ae178B4a';
     const answer = await submit('run_e/key', [{ ...plan(), data: { ...plan().data, [token]: 1 } }]);

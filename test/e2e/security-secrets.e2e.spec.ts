@@ -249,7 +249,10 @@ describe('credentials in facts leave no trace', () => {
   });
 
   test('every identifier holding a credential was refused (422 SECRET_IN_IDENTIFIER, or 400 where the grammar already refuses it)', () => {
-    const accepted = identifierAnswers.filter((answer) => answer.status !== 400 && answer.status !== 422).map((a) => `${a.what} in ${a.field}: ${a.status}`);
+    // A malformed tracestate is dropped (W3C), the fact kept without it: the data files show none of it (below).
+    const accepted = identifierAnswers
+      .filter((answer) => answer.status !== 400 && answer.status !== 422 && !(answer.field === 'tracestate' && answer.status === 200))
+      .map((a) => `${a.what} in ${a.field}: ${a.status}`);
     expect(accepted).toEqual([]);
     const byDetector = identifierAnswers.filter((answer) => answer.code === 'SECRET_IN_IDENTIFIER');
     // The grammar alone does not do it: many credentials are valid identifiers, caught by the detector.
