@@ -2,6 +2,10 @@ import 'reflect-metadata';
 import { NestFactory } from '@nestjs/core';
 import { FastifyAdapter, type NestFastifyApplication } from '@nestjs/platform-fastify';
 import type { FastifyReply, FastifyRequest } from 'fastify';
+import { createServer, type RequestListener } from 'node:http';
+import { getStorageToken, type ThrottlerStorage } from '@nestjs/throttler';
+import { parseApiKeys } from './auth/api-keys';
+import { installEarlyAuth } from './http/security/early-auth';
 import { Logger } from 'nestjs-pino';
 import type { Registry } from 'prom-client';
 import { AppModule, type AppOptions } from './app.module';
@@ -31,6 +35,19 @@ export async function createApp(options: AppOptions, { preview = false }: { prev
     // Errors Fastify raises before routing (a malformed percent-encoding) answer as problems too.
     frameworkErrors: (error: Error, request: FastifyRequest, reply: FastifyReply) => sendProblem(reply, toLedgerError(error), request.url.split('?')[0]),
     ...requestIdOptions,
+    // Node's own timeouts, set on the server Node builds: the request line and headers within
+    // LEDGER_HEADERS_TIMEOUT_MS, the whole request within LEDGER_REQUEST_TIMEOUT_MS, checked every
+    // quarter of the first (Node checks every 30 s by default, which would let a slow socket
+    // outlive a short limit by that much). A request past either is answered 408 and its socket closed.
+    serverFactory: (handler: RequestListener) =>
+      createServer(
+        {
+          headersTimeout: options.config.headersTimeoutMs,
+          requestTimeout: Math.max(options.config.requestTimeoutMs, options.config.headersTimeoutMs),
+          connectionsCheckingInterval: Math.min(1000, Math.max(25, Math.floor(options.config.headersTimeoutMs / 4))),
+        },
+        handler,
+      ),
   });
   const app = await NestFactory.create<NestFastifyApplication>(AppModule.register(options), adapter, {
     // Startup lines wait for the JSON logger below, so every line the service writes is JSON.
@@ -43,6 +60,12 @@ export async function createApp(options: AppOptions, { preview = false }: { prev
   app.useLogger(app.get(Logger));
   installRequestIdEcho(app);
   installSecurity(app, options.config);
+  installEarlyAuth(
+    app.getHttpAdapter().getInstance(),
+    options.apiKeys ?? parseApiKeys(options.config.apiKeys),
+    app.get<ThrottlerStorage>(getStorageToken()),
+    options.config.rateLimitPerMinute,
+  );
   installHttpMetrics(app, app.get<Registry>(METRICS_REGISTRY));
   mountOpenApi(app);
   app.enableShutdownHooks();

@@ -1,4 +1,5 @@
 import 'reflect-metadata';
+import { Logger } from '@nestjs/common';
 import { createApp } from './app';
 import { parseApiKeys } from './auth/api-keys';
 import { loadApiKeyEntries } from './auth/load-keys';
@@ -24,10 +25,35 @@ async function main(): Promise<void> {
   if (localMode) {
     process.stderr.write(
       `\n*** LOCAL MODE: no API keys configured. Listening on ${where} only, tenant "default", no authentication. ***\n` +
-        `*** Set LEDGER_API_KEYS=key:role:tenant to serve beyond this machine.                                   ***\n\n`,
+        `*** Set LEDGER_API_KEYS=key:role:tenant to serve beyond this machine.                                   ***\n` +
+        `*** The one local caller may record approvals too: there is no separate approver in local mode.         ***\n\n`,
     );
   }
+  announceApprovals(config.allowSelfApproval, localMode, apiKeys);
   process.stdout.write(`recovery-ledger listening on ${where} (store: ${config.store}, data: ${config.dataDir})\n`);
+}
+
+/**
+ * Who may record approvals, said at start at warn level whenever it is not "approver keys only":
+ * an operator reading the start-up log must not miss that the agent's runtime may approve itself.
+ */
+function announceApprovals(selfApproval: boolean, localMode: boolean, keys: ReturnType<typeof parseApiKeys>): void {
+  const logger = new Logger('Approvals');
+  if (localMode) {
+    logger.warn({ local_mode: true }, 'LOCAL MODE: the one local caller records approvals itself; there is no separate approver');
+    return;
+  }
+  if (selfApproval) {
+    logger.warn(
+      { setting: 'LEDGER_ALLOW_SELF_APPROVAL' },
+      'SELF-APPROVAL IS ON (LEDGER_ALLOW_SELF_APPROVAL=true): runtime keys may record ApprovalRecorded, so an agent can approve its own steps',
+    );
+  }
+  const tenants = new Set(keys.filter((key) => key.role === 'runtime').map((key) => key.tenant));
+  for (const key of keys) if (key.role === 'approver') tenants.delete(key.tenant);
+  if (!selfApproval && tenants.size > 0) {
+    logger.warn({ tenants: [...tenants].sort() }, 'no approver key for these tenants: their steps awaiting approval cannot be approved');
+  }
 }
 
 main().catch((error: unknown) => {

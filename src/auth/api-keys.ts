@@ -2,6 +2,7 @@ import { createHash, timingSafeEqual } from 'node:crypto';
 import { ConfigError } from '../config/ledger-config';
 import { TENANT_ID_PATTERN } from '../store/stream-names';
 import type { Role } from '../http/caller';
+import { NO_TENANT, ROLES } from './roles';
 
 export interface ApiKeyEntry {
   /** A stable, non-secret id derived from the key's hash: what events record as the actor. */
@@ -10,8 +11,6 @@ export interface ApiKeyEntry {
   tenant: string;
   sha256: Buffer;
 }
-
-const ROLES: readonly Role[] = ['runtime', 'auditor', 'admin'];
 
 export function sha256(text: string): Buffer {
   return createHash('sha256').update(text, 'utf8').digest();
@@ -30,7 +29,10 @@ export function parseApiKeys(entries: readonly string[]): ApiKeyEntry[] {
     if (hashed && !/^[0-9a-f]{64}$/i.test(secret)) throw new ConfigError(`API key entry ${index + 1}: sha256 needs 64 hex digits`);
     if (!hashed && secret.length < 16) throw new ConfigError(`API key entry ${index + 1}: a key needs at least 16 characters`);
     if (!ROLES.includes(role as Role)) throw new ConfigError(`API key entry ${index + 1}: role must be one of ${ROLES.join(', ')}`);
-    if (!TENANT_ID_PATTERN.test(tenant)) throw new ConfigError(`API key entry ${index + 1}: tenant must match ${TENANT_ID_PATTERN}`);
+    // A metrics key sees the whole process and no tenant's data: its tenant is `*`, and only its.
+    if (role === 'metrics' ? tenant !== NO_TENANT : !TENANT_ID_PATTERN.test(tenant)) {
+      throw new ConfigError(`API key entry ${index + 1}: ${role === 'metrics' ? `a metrics key's tenant is ${NO_TENANT}` : `tenant must match ${TENANT_ID_PATTERN}`}`);
+    }
     const digest = hashed ? Buffer.from(secret, 'hex') : sha256(secret);
     return { id: `key_${digest.toString('hex').slice(0, 12)}`, role: role as Role, tenant, sha256: digest };
   });

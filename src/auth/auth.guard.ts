@@ -10,7 +10,7 @@ import { bearerToken } from './bearer';
 export const API_KEYS = Symbol('API_KEYS');
 
 /** In local mode (no keys configured, loopback only) the one caller may do everything. */
-export const LOCAL_CALLER: Caller = { tenant: 'default', actor: 'local', role: 'admin' };
+export const LOCAL_CALLER: Caller = { tenant: 'default', actor: 'local', role: 'admin', local: true };
 
 @Injectable()
 export class AuthGuard implements CanActivate {
@@ -34,7 +34,7 @@ export class AuthGuard implements CanActivate {
     const key = findKey(this.keys, token);
     if (!key) throw new LedgerError('UNAUTHENTICATED', 'the key is not known');
     if (!ROLE_ACCESS[key.role].includes(access)) {
-      throw new LedgerError('FORBIDDEN', `the ${key.role} role may not ${access === 'write' ? 'submit facts' : 'do this'}`);
+      throw new LedgerError('FORBIDDEN', `the ${key.role} role may not ${access === 'write' ? 'submit facts' : access === 'metrics' ? 'read metrics' : 'do this'}`);
     }
     request.caller = { tenant: key.tenant, actor: key.id, role: key.role };
     return true;

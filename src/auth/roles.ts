@@ -1,15 +1,35 @@
 import type { Role } from '../http/caller';
 
 /** What a route needs. Every route declares one; a route without it is refused by the guard. */
-export type Access = 'public' | 'read' | 'write' | 'admin';
+export type Access = 'public' | 'read' | 'write' | 'admin' | 'metrics';
 
 /**
- * SPEC §8, issue 6: a runtime submits facts and reads its tenant; an auditor reads; an admin reads
- * and rebuilds and exports. Nobody both writes and administers, so a leaked runtime key cannot
- * export the log and an admin key cannot forge facts.
+ * docs/contract.md §8: a runtime submits facts and reads its tenant; an approver reads its tenant
+ * and records approvals, nothing else; an auditor reads; an admin reads, rebuilds, exports and
+ * scrapes its tenant's metrics; a metrics key scrapes the whole process and reads nothing. Nobody
+ * both writes and administers, so a leaked runtime key cannot export the log and an admin key
+ * cannot forge facts; which facts a writer may submit is decided by `mayRecord` below.
  */
 export const ROLE_ACCESS: Record<Role, readonly Access[]> = {
   runtime: ['read', 'write'],
+  approver: ['read', 'write'],
   auditor: ['read'],
-  admin: ['read', 'admin'],
+  admin: ['read', 'admin', 'metrics'],
+  metrics: ['metrics'],
 };
+
+export const ROLES: readonly Role[] = ['runtime', 'approver', 'auditor', 'admin', 'metrics'];
+
+/** The tenant field of a metrics key: it belongs to no tenant and reads no stream. */
+export const NO_TENANT = '*';
+
+/**
+ * Which facts a writing role may submit. An approval is the human gate on a step the tool itself
+ * asked to be approved (docs/contract.md §4): if the runtime that asked could answer, the gate
+ * would protect nothing. `selfApproval` is the explicit setting that lets a runtime key approve.
+ */
+export function mayRecord(role: Role, factType: string, options: { selfApproval: boolean; localMode: boolean }): boolean {
+  if (options.localMode) return true;
+  if (factType === 'ApprovalRecorded') return role === 'approver' || (role === 'runtime' && options.selfApproval);
+  return role === 'runtime';
+}

@@ -36,6 +36,12 @@ export interface LedgerConfig {
   verifyOnStart: boolean;
   rateLimitPerMinute: number;
   logLevel: string;
+  /** Lets a runtime key record ApprovalRecorded (off: only an approver key may). */
+  allowSelfApproval: boolean;
+  /** Node's headersTimeout: the request line and headers must arrive within it. */
+  headersTimeoutMs: number;
+  /** Node's requestTimeout: the whole request, body included, must arrive within it. */
+  requestTimeoutMs: number;
 }
 
 export const CONFIG = Symbol('LEDGER_CONFIG');
@@ -55,6 +61,14 @@ function integer(env: NodeJS.ProcessEnv, name: string, fallback: number, min: nu
     throw new ConfigError(`${name} must be an integer from ${min} to ${max}, got "${raw}"`);
   }
   return value;
+}
+
+/** `true` or `false` (or unset: false); anything else stops the start, so a typo never widens access. */
+function flag(env: NodeJS.ProcessEnv, name: string): boolean {
+  const raw = env[name];
+  if (raw === undefined || raw === '' || raw === 'false') return false;
+  if (raw === 'true') return true;
+  throw new ConfigError(`${name} must be true or false, got "${raw}"`);
 }
 
 function list(raw: string | undefined): string[] {
@@ -105,5 +119,8 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): LedgerConfig {
     verifyOnStart: env.LEDGER_VERIFY_ON_START !== 'off',
     rateLimitPerMinute: integer(env, 'LEDGER_RATE_LIMIT_PER_MINUTE', 6000, 1, 10_000_000),
     logLevel: env.LOG_LEVEL ?? 'info',
+    allowSelfApproval: flag(env, 'LEDGER_ALLOW_SELF_APPROVAL'),
+    headersTimeoutMs: integer(env, 'LEDGER_HEADERS_TIMEOUT_MS', 10_000, 100, 600_000),
+    requestTimeoutMs: integer(env, 'LEDGER_REQUEST_TIMEOUT_MS', 30_000, 100, 3_600_000),
   };
 }

@@ -25,6 +25,7 @@ export const ERROR_REGISTRY = {
   FACT_NOT_EXPECTED: { status: 409, title: 'A verification or approval the step is not waiting for' },
   EVENT_ID_REUSED: { status: 409, title: 'An event_id already used for a different fact' },
   ENVELOPE_INVALID: { status: 422, title: 'An envelope that breaks the envelope rules' },
+  SECRET_IN_IDENTIFIER: { status: 422, title: 'An identifier field holds what looks like a credential' },
   BAD_REQUEST: { status: 400, title: 'A body, path or query that is not the documented shape' },
   UNAUTHENTICATED: { status: 401, title: 'No or unknown API key' },
   FORBIDDEN: { status: 403, title: 'The key role or tenant does not allow this' },

@@ -1,6 +1,6 @@
 import { createParamDecorator, type ExecutionContext } from '@nestjs/common';
 
-export type Role = 'runtime' | 'auditor' | 'admin';
+export type Role = 'runtime' | 'auditor' | 'admin' | 'approver' | 'metrics';
 
 /** Who is calling: resolved once per request by the auth guard, read by handlers. */
 export interface Caller {
@@ -8,6 +8,8 @@ export interface Caller {
   /** The key's id (never the key itself), recorded as the actor of each event. */
   actor: string;
   role: Role;
+  /** Local mode's one caller (no keys configured, loopback only). */
+  local?: true;
 }
 
 export interface RequestWithCaller {

@@ -1,6 +1,8 @@
 import { Body, Controller, Get, Headers, HttpCode, Inject, Param, Post, Query } from '@nestjs/common';
 import { ApiBody, ApiOkResponse, ApiOperation, ApiParam, ApiQuery, ApiTags } from '@nestjs/swagger';
 import { RequireAccess } from '../auth/access';
+import { checkFactPermissions } from '../auth/fact-permissions';
+import { CONFIG, type LedgerConfig } from '../config/ledger-config';
 import { LedgerService } from '../ledger/ledger.service';
 import type { SubmitRequest } from '../contract/ledger-api.types';
 import { CallerParam, type Caller } from './caller';
@@ -16,6 +18,7 @@ export class OperationsController {
   constructor(
     @Inject(LedgerService) private readonly ledger: LedgerService,
     @Inject(OperationsQueries) private readonly queries: OperationsQueries,
+    @Inject(CONFIG) private readonly config: LedgerConfig,
   ) {}
 
   @Post(':ref/events')
@@ -30,6 +33,7 @@ export class OperationsController {
     @Body(SubmitEventsPipe) body: SubmitRequest,
     @Headers() headers: Record<string, string | undefined>,
   ) {
+    checkFactPermissions(caller, body.events, { selfApproval: this.config.allowSelfApproval });
     return this.ledger.submit(submitContext(caller, ref, headers), body);
   }
 

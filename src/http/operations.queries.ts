@@ -6,6 +6,19 @@ import { checkOperationRef, optionalInteger } from './operation-ref';
 
 const TRACEPARENT_PATTERN = /^[0-9a-f]{2}-[0-9a-f]{32}-[0-9a-f]{16}-[0-9a-f]{2}$/;
 
+/**
+ * W3C Trace Context §3.3.1: `key=value` members, comma-separated (optional spaces around), at most
+ * 32; a key is `[a-z0-9][a-z0-9_*\/-]{0,255}` or `tenant@system`; a value is up to 256 printable
+ * ASCII characters but `,` and `=`, not ending in a space; the whole header at most 512 here.
+ */
+const TRACESTATE_MEMBER = /^(?:[a-z0-9][a-z0-9_*/-]{0,255}|[a-z0-9][a-z0-9_*/-]{0,240}@[a-z][a-z0-9_*/-]{0,13})=[\x20-\x2b\x2d-\x3c\x3e-\x7e]{0,255}[\x21-\x2b\x2d-\x3c\x3e-\x7e]$/;
+
+export function isTracestate(value: string): boolean {
+  if (value.length > 512) return false;
+  const members = value.split(',').map((member) => member.trim());
+  return members.length <= 32 && members.every((member) => TRACESTATE_MEMBER.test(member));
+}
+
 /** W3C trace context is kept only when well-formed; a malformed header is ignored, as the spec asks. */
 export function submitContext(caller: Caller, ref: string, headers: Record<string, string | undefined>): SubmitContext {
   const traceparent = headers.traceparent?.trim().toLowerCase();
@@ -16,7 +29,9 @@ export function submitContext(caller: Caller, ref: string, headers: Record<strin
     actor: caller.actor,
     operationRef: checkOperationRef(ref),
     ...(validTrace ? { traceparent } : {}),
-    ...(validTrace && tracestate && tracestate.length <= 512 ? { tracestate } : {}),
+    // A malformed tracestate is dropped, as the W3C asks; a well-formed one is an identifier and is
+    // checked like the others before it is stored (src/ledger/identifiers.ts).
+    ...(validTrace && tracestate && isTracestate(tracestate) ? { tracestate } : {}),
   };
 }
 

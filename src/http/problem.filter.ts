@@ -3,8 +3,10 @@ import type { FastifyReply, FastifyRequest } from 'fastify';
 import { ERROR_REGISTRY, isErrorCode, type ErrorCode } from '../errors/error-registry';
 import { LedgerError } from '../errors/ledger-error';
 import { StoreIntegrityError, StoreUnavailableError } from '../store/event-store.port';
+import { OPERATION_REF_RULE } from './operation-ref';
+import { MAX_RETRY_AFTER_SECONDS, PROBLEM_CONTENT_TYPE, problemBody } from './problem-body';
 
-export const PROBLEM_CONTENT_TYPE = 'application/problem+json';
+export { PROBLEM_CONTENT_TYPE, problemBody };
 
 /** Fastify's own error codes (body parsing, limits) as the registry's codes. */
 const FASTIFY_CODES: Record<string, ErrorCode> = {
@@ -55,7 +57,7 @@ export function toLedgerError(error: unknown): LedgerError {
     if (code === 'UNSUPPORTED_MEDIA_TYPE') return new LedgerError(code, 'send the body as application/json', { field: 'content-type' });
     if (fastifyCode === 'FST_ERR_BAD_URL') return new LedgerError(code, 'the path is not valid percent-encoding', { field: 'path' });
     if (fastifyCode === 'FST_ERR_MAX_PARAM_LENGTH') {
-      return new LedgerError(code, 'operation_ref must be 1 to 200 printable characters', { field: 'operation_ref' });
+      return new LedgerError(code, OPERATION_REF_RULE, { field: 'operation_ref' });
     }
     return new LedgerError(code, 'the request body is not valid JSON', { field: 'body' });
   }
@@ -79,26 +81,10 @@ export function toLedgerError(error: unknown): LedgerError {
   return new LedgerError('INTERNAL_ERROR', 'an unexpected error; nothing was stored');
 }
 
-export function problemBody(error: LedgerError, instance?: string): Record<string, unknown> {
-  const { field, directive, state, retryAfterSeconds, results } = error.extras;
-  return {
-    type: `urn:recovery-ledger:problem:${error.code.toLowerCase().replace(/_/g, '-')}`,
-    title: ERROR_REGISTRY[error.code].title,
-    status: error.status,
-    code: error.code,
-    detail: error.detail,
-    ...(instance ? { instance } : {}),
-    ...(field ? { field } : {}),
-    ...(directive ? { directive } : {}),
-    ...(state ? { state } : {}),
-    ...(results ? { results } : {}),
-    ...(retryAfterSeconds !== undefined ? { retry_after_seconds: retryAfterSeconds } : {}),
-  };
-}
 
 export function sendProblem(reply: FastifyReply, error: LedgerError, instance?: string): void {
   const retryAfter = error.extras.retryAfterSeconds;
-  if (retryAfter !== undefined && isErrorCode(error.code)) reply.header('retry-after', String(retryAfter));
+  if (retryAfter !== undefined && isErrorCode(error.code)) reply.header('retry-after', String(Math.min(retryAfter, MAX_RETRY_AFTER_SECONDS)));
   reply.status(error.status).header('content-type', PROBLEM_CONTENT_TYPE).send(JSON.stringify(problemBody(error, instance)));
 }
 
@@ -113,7 +99,8 @@ export class ProblemFilter implements ExceptionFilter {
     const request = context.getRequest<FastifyRequest>();
     const error = toLedgerError(exception);
     if (error.code === 'INTERNAL_ERROR') {
-      this.logger.error({ err: exception, url: request?.url }, 'unexpected error');
+      // The route's pattern, never the URL: it carries the operation_ref and the query string.
+      this.logger.error({ err: exception, route: request?.routeOptions?.url ?? 'unmatched' }, 'unexpected error');
     } else if (error.code === 'HISTORY_INTEGRITY_FAILED') {
       this.logger.error({ integrity: (exception as StoreIntegrityError).reason }, 'refused: the stored history failed verification');
     }

@@ -34,6 +34,16 @@ export class SubmitEventsPipe implements PipeTransform<unknown, Promise<SubmitRe
       throw new LedgerError('BAD_REQUEST', 'the body must be a JSON object', { field: 'body' });
     }
     refuseInheritedNames(body, '');
+    // class-transformer turns an array where an event should be into something the validator
+    // cannot name a field of (`{"events":[[]]}` was a 500): refuse each such shape here, by index.
+    const submitted = (body as { events?: unknown }).events;
+    if (Array.isArray(submitted)) {
+      submitted.forEach((event, index) => {
+        if (event === null || typeof event !== 'object' || Array.isArray(event)) {
+          throw new LedgerError('BAD_REQUEST', `events[${index}] must be an object`, { field: `events[${index}]` });
+        }
+      });
+    }
     const checked = (await this.outer.transform(body, { type: 'body', metatype: SubmitEventsDto })) as SubmitEventsDto;
     if (checked.events.length > this.config.maxEventsPerSubmit) {
       throw new LedgerError('BAD_REQUEST', `at most ${this.config.maxEventsPerSubmit} events per submit`, { field: 'events' });

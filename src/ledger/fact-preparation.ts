@@ -1,6 +1,6 @@
 import { validateEnvelope } from '../domain/envelope/validate-envelope';
 import type { EnvelopeLimits } from '../domain/envelope/envelope.types';
-import { redactDeep } from '../domain/envelope/redaction';
+import { redactDeep, type SecretDetector } from '../domain/envelope/redaction';
 import type { StepPolicy, SubmittedFact } from '../domain/events';
 import { isPlanned, type StepState } from '../domain/step-state';
 import { LedgerError } from '../errors/ledger-error';
@@ -22,6 +22,7 @@ export function prepareFact(
   operationRef: string,
   settings: PreparationSettings,
   fieldPrefix: string,
+  detect?: SecretDetector,
 ): SubmittedFact {
   const data = submitted.data as Record<string, any>;
   switch (submitted.type) {
@@ -38,7 +39,7 @@ export function prepareFact(
     case 'EnvelopeRecorded': {
       // Before the plan there is no side effect to judge the envelope by: the decider refuses it.
       const sideEffect = isPlanned(state) ? state.definition.side_effect : 'write';
-      const checked = validateEnvelope(data.envelope, { operationRef, sideEffect }, settings.envelopeLimits);
+      const checked = validateEnvelope(data.envelope, { operationRef, sideEffect, detect }, settings.envelopeLimits);
       if (!checked.ok) {
         throw new LedgerError('ENVELOPE_INVALID', `envelope.${checked.field} ${checked.reason}`, {
           field: `${fieldPrefix}.data.envelope.${checked.field}`,
@@ -50,7 +51,7 @@ export function prepareFact(
       };
     }
     case 'VerificationRecorded': {
-      const { value, redactions } = redactDeep({ evidence_ref: data.evidence_ref, result: data.result });
+      const { value, redactions } = redactDeep({ evidence_ref: data.evidence_ref, result: data.result }, '', { detect });
       return {
         type: 'VerificationRecorded',
         data: {
@@ -63,7 +64,9 @@ export function prepareFact(
       };
     }
     case 'ApprovalRecorded': {
-      const { value } = redactDeep({ approver: data.approver, reason: data.reason });
+      // Redacted like every free-form field; an approval's data has no `redactions` list (its shape
+      // predates one), and a redacted approver or reason shows its marker in place.
+      const { value } = redactDeep({ approver: data.approver, reason: data.reason }, '', { detect });
       return {
         type: 'ApprovalRecorded',
         data: {

@@ -25,6 +25,9 @@ import { decisionTime, type Clock } from './clock';
 import { derivedEventId, sha256Hex } from './event-ids';
 import { KeyedSerializer } from './keyed-serializer';
 import { prepareFact, type PreparationSettings } from './fact-preparation';
+import { refuseSecretIdentifiers } from './identifiers';
+import { SecretScanner, stringsOf } from './secret-scanner';
+import type { SecretDetector } from '../domain/envelope/redaction';
 import type { StepView, SubmitAnswer, SubmitContext, SubmitRequest, SubmitResult, SubmittedEvent } from '../contract/ledger-api.types';
 
 export interface LedgerSettings extends PreparationSettings {
@@ -33,7 +36,7 @@ export interface LedgerSettings extends PreparationSettings {
 }
 
 export interface LedgerObserver {
-  onAppended?(events: number): void;
+  onAppended?(events: number, tenant: string): void;
   /** `where`: the operation the refused fact was for (refusals not recorded in the log are seen only here). */
   onRefused?(code: string, where: { tenant: string; operationRef: string }): void;
 }
@@ -131,6 +134,7 @@ export class LedgerService {
     private readonly settings: LedgerSettings,
     private readonly observer: LedgerObserver = {},
     private readonly broken: BrokenStreams = { reasonFor: () => undefined },
+    private readonly scanner: SecretScanner = new SecretScanner(),
   ) {}
 
   private readonly perStream = new KeyedSerializer();
@@ -140,16 +144,19 @@ export class LedgerService {
    */
   private readonly verifiedHeads = new LRUCache<string, { revision: number; hash: string }>({ max: 10_000 });
 
-  submit(context: SubmitContext, request: SubmitRequest): Promise<SubmitAnswer> {
+  async submit(context: SubmitContext, request: SubmitRequest): Promise<SubmitAnswer> {
+    // Scanned once, before the stream is read: the detector answers for every string of the submit.
+    const detect = await this.scanner.detectorFor(stringsOf([context.operationRef, context.tracestate ?? '', request.events.map((event) => event.data)]));
+    refuseSecretIdentifiers(context, request, detect);
     const stream = operationStream(context.tenant, context.operationRef);
-    return this.perStream.run(stream, () => this.submitOnce(stream, context, request));
+    return this.perStream.run(stream, () => this.submitOnce(stream, context, request, detect));
   }
 
-  private async submitOnce(stream: string, context: SubmitContext, request: SubmitRequest): Promise<SubmitAnswer> {
+  private async submitOnce(stream: string, context: SubmitContext, request: SubmitRequest, detect: SecretDetector): Promise<SubmitAnswer> {
     for (let attempt = 0; ; attempt++) {
       const snapshot = await this.read(stream);
       try {
-        return await this.decideAndAppend(context, request, snapshot);
+        return await this.decideAndAppend(context, request, snapshot, detect);
       } catch (error) {
         if (!(error instanceof RevisionConflictError)) throw error;
         if (request.expected_revision !== undefined || attempt >= this.settings.maxConflictRetries) {
@@ -190,7 +197,7 @@ export class LedgerService {
     return { stream, events, state, revision: last === undefined ? NO_STREAM : last.revision };
   }
 
-  private async decideAndAppend(context: SubmitContext, request: SubmitRequest, snapshot: StreamSnapshot): Promise<SubmitAnswer> {
+  private async decideAndAppend(context: SubmitContext, request: SubmitRequest, snapshot: StreamSnapshot, detect: SecretDetector): Promise<SubmitAnswer> {
     const byId = new Map(snapshot.events.map((event) => [event.event_id, event]));
     const fresh = request.events.filter((event) => !byId.has(event.event_id));
     for (const event of request.events) {
@@ -217,7 +224,7 @@ export class LedgerService {
     const alreadyRecorded = new Set<string>();
     for (const submitted of fresh) {
       const index = request.events.indexOf(submitted);
-      const fact = prepareFact(submitted, state, context.operationRef, this.settings, `events[${index}]`);
+      const fact = prepareFact(submitted, state, context.operationRef, this.settings, `events[${index}]`, detect);
       const decision: Decision = decide(state, { fact, event_id: submitted.event_id, now });
       if (decision.kind === 'refused') {
         this.observer.onRefused?.(decision.code, { tenant: context.tenant, operationRef: context.operationRef });
@@ -247,7 +254,7 @@ export class LedgerService {
       return this.answer(context, state, snapshot.revision, last?.position ?? 0, results, false);
     }
     const { revision, position } = await this.appendSealed(snapshot, toAppend, state);
-    this.observer.onAppended?.(toAppend.length);
+    this.observer.onAppended?.(toAppend.length, context.tenant);
     return this.answer(context, state, revision, position, results, replayed);
   }
 

@@ -3,10 +3,14 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 import { LoggerModule } from 'nestjs-pino';
 import pino from 'pino';
 import type { Options } from 'pino-http';
+import { loggedPath } from './logged-path';
 import { traceFieldsOf } from './request-context';
+
+export { loggedPath };
 import { ShutdownLog } from './shutdown-log';
 
 const pathOf = (req: IncomingMessage) => ((req as IncomingMessage & { originalUrl?: string }).originalUrl ?? req.url ?? '').split('?')[0];
+
 
 /** Probes and scrapes every few seconds would drown the requests people read logs for. */
 const QUIET_PATHS = [/^\/health\//, /^\/metrics$/];
@@ -26,7 +30,7 @@ export function httpLogOptions(level: string): Options<IncomingMessage, ServerRe
       req: (req: { id: unknown; method: string; url: string; remoteAddress?: string }) => ({
         id: req.id,
         method: req.method,
-        url: req.url,
+        url: loggedPath(req.url),
         remote_address: req.remoteAddress,
       }),
       res: (res: { statusCode: number }) => ({ status_code: res.statusCode }),
@@ -36,8 +40,8 @@ export function httpLogOptions(level: string): Options<IncomingMessage, ServerRe
       ignore: (req) => QUIET_PATHS.some((pattern) => pattern.test(pathOf(req))),
     },
     customLogLevel: (_req, res, error) => (error || res.statusCode >= 500 ? 'error' : res.statusCode === 401 || res.statusCode === 403 || res.statusCode === 429 ? 'warn' : 'info'),
-    customSuccessMessage: (req, res, responseTime) => `${req.method} ${pathOf(req)} ${res.statusCode} in ${Math.round(responseTime)} ms`,
-    customErrorMessage: (req, res) => `${req.method} ${pathOf(req)} ${res.statusCode} failed`,
+    customSuccessMessage: (req, res, responseTime) => `${req.method} ${loggedPath(pathOf(req))} ${res.statusCode} in ${Math.round(responseTime)} ms`,
+    customErrorMessage: (req, res) => `${req.method} ${loggedPath(pathOf(req))} ${res.statusCode} failed`,
   };
 }
 

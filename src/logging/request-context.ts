@@ -1,6 +1,7 @@
 import type { NestFastifyApplication } from '@nestjs/platform-fastify';
 import { randomUUID } from 'node:crypto';
 import type { IncomingHttpHeaders } from 'node:http';
+import { containsSecret } from '../domain/envelope/redaction';
 
 /** An inbound X-Request-Id is kept when it is a plain token, so a proxy's id follows the request. */
 const REQUEST_ID_PATTERN = /^[A-Za-z0-9._:-]{1,128}$/;
@@ -10,7 +11,8 @@ const TRACEPARENT_PATTERN = /^([0-9a-f]{2})-([0-9a-f]{32})-([0-9a-f]{16})-([0-9a
 
 export function requestIdOf(header: string | string[] | undefined): string {
   const value = Array.isArray(header) ? header[0] : header;
-  return value !== undefined && REQUEST_ID_PATTERN.test(value) ? value : randomUUID();
+  // Logged on every line and echoed: one that looks like a credential is replaced, not kept.
+  return value !== undefined && REQUEST_ID_PATTERN.test(value) && !containsSecret(value) ? value : randomUUID();
 }
 
 export interface TraceFields {

@@ -26,12 +26,18 @@ const GROUP_BUCKETS = [1, 2, 4, 8, 16, 32, 64, 128, 256];
  */
 export function createLedgerMetrics(registry: Registry | undefined): LedgerMetrics {
   if (!registry) return { observer: {}, storeHooks: {}, watchClock: () => undefined };
-  const appends = new Counter({ name: 'ledger_appends_total', help: 'Accepted submits that appended events (refusals, recorded or not, are in ledger_refusals_total)', registers: [registry] });
-  const events = new Counter({ name: 'ledger_events_appended_total', help: 'Events appended (facts and the decisions they caused)', registers: [registry] });
+  // By tenant: a scrape by one tenant's admin shows its own series only (see metrics.ts).
+  const appends = new Counter({
+    name: 'ledger_appends_total',
+    help: 'Accepted submits that appended events (refusals, recorded or not, are in ledger_refusals_total)',
+    labelNames: ['tenant'],
+    registers: [registry],
+  });
+  const events = new Counter({ name: 'ledger_events_appended_total', help: 'Events appended (facts and the decisions they caused)', labelNames: ['tenant'], registers: [registry] });
   const refusals = new Counter({
     name: 'ledger_refusals_total',
-    help: 'Facts the decider refused, by stable refusal code',
-    labelNames: ['code'],
+    help: 'Facts the decider refused, by tenant and stable refusal code',
+    labelNames: ['tenant', 'code'],
     registers: [registry],
   });
   const groupAppends = new Histogram({
@@ -72,11 +78,11 @@ export function createLedgerMetrics(registry: Registry | undefined): LedgerMetri
       readClock = read;
     },
     observer: {
-      onAppended: (count) => {
-        appends.inc();
-        events.inc(count);
+      onAppended: (count, tenant) => {
+        appends.inc({ tenant });
+        events.inc({ tenant }, count);
       },
-      onRefused: (code) => refusals.inc({ code }),
+      onRefused: (code, where) => refusals.inc({ tenant: where.tenant, code }),
     },
     storeHooks: {
       onGroupCommitted: (appendCount, eventCount) => {

@@ -11,12 +11,14 @@ export class MetricsController {
   constructor(@Inject(METRICS_REGISTRY) private readonly registry: Registry) {}
 
   @Get('metrics')
-  @RequireAccess('read')
+  @RequireAccess('metrics')
   @Header('content-type', Registry.PROMETHEUS_CONTENT_TYPE)
-  @ApiOperation({ summary: "Prometheus exposition: process metrics, projection lag, the caller's tenant's trust metrics." })
+  @ApiOperation({ summary: "Prometheus exposition: to a tenant's admin, that tenant's series only; to a metrics key, the whole process's." })
   @ApiProduces(Registry.PROMETHEUS_CONTENT_TYPE)
   @ApiOkResponse({ description: 'Prometheus text format 0.0.4', schema: { type: 'string' } })
   metrics(@CallerParam() caller: Caller): Promise<string> {
-    return tenantExposition(this.registry, caller.tenant);
+    // A metrics key belongs to no tenant: it sees every series, process-wide ones included; so does
+    // local mode's one caller, the only user of its process.
+    return caller.role === 'metrics' || caller.local ? this.registry.metrics() : tenantExposition(this.registry, caller.tenant);
   }
 }

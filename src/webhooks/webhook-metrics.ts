@@ -5,25 +5,26 @@ import type { WebhookStore } from './webhook-store.port';
 
 /**
  * Webhook deliveries on /metrics: attempts as they happen, and the outbox by status, read from the
- * durable store at scrape time (so the figures survive a restart) for the scraping key's tenant.
+ * durable store at scrape time (so the figures survive a restart) for the scraping key's tenant;
+ * both by tenant, so one tenant's admin sees only its own (docs/security.md).
  */
 export function registerWebhookMetrics(registry: Registry | undefined, store: WebhookStore): WebhookObserver {
   if (!registry) return {};
   const attempts = new Counter({
     name: 'ledger_webhook_attempts_total',
     help: 'Webhook POSTs by kind and outcome (delivered: 2xx; failed: will be retried; gave_up: no more retries)',
-    labelNames: ['kind', 'outcome'],
+    labelNames: ['tenant', 'kind', 'outcome'],
     registers: [registry],
   });
   new Gauge({
     name: 'ledger_webhook_deliveries',
     help: 'Webhook deliveries in the outbox by kind and status (pending, delivered, failed)',
-    labelNames: ['kind', 'status'],
+    labelNames: ['tenant', 'kind', 'status'],
     registers: [registry],
     collect() {
       this.reset();
-      for (const row of store.counts(scrapeTenant())) this.inc({ kind: row.kind, status: row.status }, row.count);
+      for (const row of store.counts(scrapeTenant())) this.inc({ tenant: row.tenant, kind: row.kind, status: row.status }, row.count);
     },
   });
-  return { onAttempt: (kind, outcome) => attempts.inc({ kind, outcome }) };
+  return { onAttempt: (tenant, kind, outcome) => attempts.inc({ tenant, kind, outcome }) };
 }

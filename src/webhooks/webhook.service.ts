@@ -28,7 +28,7 @@ export const DEFAULT_WEBHOOK_SETTINGS: WebhookSettings = {
 };
 
 export interface WebhookObserver {
-  onAttempt?(kind: string, outcome: 'delivered' | 'failed' | 'gave_up'): void;
+  onAttempt?(tenant: string, kind: string, outcome: 'delivered' | 'failed' | 'gave_up'): void;
   onError?(error: Error, where: string): void;
 }
 
@@ -298,7 +298,7 @@ export class WebhookService {
   private async attempt(delivery: Delivery, subscription: Subscription | undefined): Promise<void> {
     if (!subscription || !subscription.active) {
       this.hooks.markAttemptFailed(delivery.id, { error: 'the subscription was removed' });
-      this.observer.onAttempt?.(delivery.kind, 'gave_up');
+      this.observer.onAttempt?.(delivery.tenant, delivery.kind, 'gave_up');
       return;
     }
     this.inFlight.add(delivery.id);
@@ -328,7 +328,7 @@ export class WebhookService {
     }
     if (error === undefined) {
       this.hooks.markDelivered(delivery.id, status as number, this.clock.now().toISOString());
-      this.observer.onAttempt?.(delivery.kind, 'delivered');
+      this.observer.onAttempt?.(delivery.tenant, delivery.kind, 'delivered');
       return;
     }
     const attempts = delivery.attempts + 1;
@@ -338,6 +338,6 @@ export class WebhookService {
       error,
       nextAttemptMs: giveUp ? undefined : this.clock.now().getTime() + retryDelayMs(attempts, this.settings.retryBaseMs, this.settings.retryMaxMs),
     });
-    this.observer.onAttempt?.(delivery.kind, giveUp ? 'gave_up' : 'failed');
+    this.observer.onAttempt?.(delivery.tenant, delivery.kind, giveUp ? 'gave_up' : 'failed');
   }
 }

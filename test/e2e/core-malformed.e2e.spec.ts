@@ -19,6 +19,9 @@ import { ledgerAt, opPath } from '../support/http';
 import { startLedger, type LedgerProcess } from '../support/ledger-process';
 import { PROBLEM, dumpEvents, envelopes, inMs, ok, operation } from '../support/scenario';
 
+/** A client's event id: any UUID version but 8, which the ledger keeps for the ids it derives. */
+const clientUuid = fc.uuid({ version: [1, 2, 3, 4, 5, 6, 7] });
+
 const SEED = 20261202;
 
 interface Expectation {
@@ -111,7 +114,7 @@ function validData(type: FactType, ref: string): fc.Arbitrary<Json> {
 }
 
 const validBody = (type: FactType, ref: string) =>
-  fc.record({ events: fc.tuple(fc.record({ event_id: fc.uuid(), type: fc.constant(type), data: validData(type, ref) })) });
+  fc.record({ events: fc.tuple(fc.record({ event_id: clientUuid, type: fc.constant(type), data: validData(type, ref) })) });
 
 const anyFact = fc.constantFrom(...FACT_TYPES);
 const targetArb = (targets: Target[]) => fc.constantFrom(...targets);
@@ -355,7 +358,7 @@ const hugeStrings: fc.Arbitrary<Case> = fc.oneof(
 
 const UUID_PATTERN = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 const badUuid = fc.oneof(
-  fc.tuple(fc.uuid(), fc.constantFrom('no-hyphens', 'bad-char', 'short', 'long', 'braces', 'urn', 'spaces', 'underscores'), fc.nat()).map(([uuid, how, n]) => {
+  fc.tuple(clientUuid, fc.constantFrom('no-hyphens', 'bad-char', 'short', 'long', 'braces', 'urn', 'spaces', 'underscores'), fc.nat()).map(([uuid, how, n]) => {
     const at = n % uuid.length;
     return {
       'no-hyphens': uuid.replace(/-/g, ''),
@@ -380,7 +383,7 @@ const badUuids: fc.Arbitrary<Case> = fc.oneof(
     }),
   ),
   // The same event_id twice in one submit: refused as a whole, not half applied.
-  fc.tuple(targetArb(ALL_TARGETS), fc.uuid()).map(([t, id]) =>
+  fc.tuple(targetArb(ALL_TARGETS), clientUuid).map(([t, id]) =>
     jsonCase(
       'bad-uuid',
       'duplicate event_id in one submit',

@@ -59,7 +59,8 @@ describe('structured logs', () => {
       service: 'recovery-ledger',
       trace_id: TRACE_ID,
       span_id: '00f067aa0ba902b7',
-      req: { id: requestId, method: 'POST', url: `/v1/operations/${encodeURIComponent(ref)}/events` },
+      // The route's pattern, never the path: it carries the operation_ref (and a query, anything).
+      req: { id: requestId, method: 'POST', url: '/v1/operations/:ref/events' },
       res: { status_code: 200 },
     });
     expect(Date.parse(line.time)).not.toBeNaN();

@@ -9,6 +9,8 @@ import { startLedger, type LedgerProcess } from '../support/ledger-process';
 
 const KEY = 'ops-metrics-runtime-key-1';
 const auth = { authorization: `Bearer ${KEY}` };
+const METRICS_KEY = 'ops-metrics-scraper-key-1';
+const scraper = { authorization: `Bearer ${METRICS_KEY}` };
 let ledger: LedgerProcess;
 
 const submit = (ref: string, type: string, data: Record<string, unknown>) =>
@@ -21,7 +23,7 @@ function sample(exposition: string, name: string): number | undefined {
 }
 
 beforeAll(async () => {
-  ledger = await startLedger({ env: { LEDGER_API_KEYS: `${KEY}:runtime:acme` } });
+  ledger = await startLedger({ env: { LEDGER_API_KEYS: `${KEY}:runtime:acme,${METRICS_KEY}:metrics:*` } });
 });
 
 afterAll(async () => {
@@ -46,15 +48,16 @@ describe('GET /metrics', () => {
     expect(plans.every((answer) => answer.status === 200)).toBe(true);
     expect((await request(ledger.baseUrl, 'GET', '/v1/operations/nope%2Fnone', undefined, auth)).status).toBe(404);
 
-    const scrape = await request(ledger.baseUrl, 'GET', '/metrics', undefined, auth);
+    // The operator's scraper: a metrics key sees the whole process.
+    const scrape = await request(ledger.baseUrl, 'GET', '/metrics', undefined, scraper);
     expect(scrape.status).toBe(200);
     expect(scrape.contentType).toMatch(/^text\/plain; version=0\.0\.4/);
     const text = scrape.body as string;
 
-    expect(sample(text, 'ledger_appends_total')).toBe(13);
+    expect(sample(text, 'ledger_appends_total{tenant="acme"}')).toBe(13);
     // Each plan is two events (the fact and its transition), a dispatch and an envelope two each.
-    expect(sample(text, 'ledger_events_appended_total')).toBe(26);
-    expect(sample(text, 'ledger_refusals_total{code="VERIFY_BEFORE_RETRY"}')).toBe(2);
+    expect(sample(text, 'ledger_events_appended_total{tenant="acme"}')).toBe(26);
+    expect(sample(text, 'ledger_refusals_total{tenant="acme",code="VERIFY_BEFORE_RETRY"}')).toBe(2);
     // Every commit is observed; the two refusals were recorded too (DispatchRefused), so 15 appends.
     expect(sample(text, 'ledger_store_group_commit_appends_sum')).toBe(15);
     const commits = sample(text, 'ledger_store_group_commit_appends_count') ?? 0;
@@ -62,16 +65,17 @@ describe('GET /metrics', () => {
     expect(commits).toBeLessThanOrEqual(15);
     expect(sample(text, 'ledger_store_group_commit_events_sum')).toBe(28);
 
-    const submits = 'ledger_http_request_duration_seconds_count{method="POST",route="/v1/operations/:ref/events",status_code="200"}';
+    const submits = 'ledger_http_request_duration_seconds_count{tenant="acme",method="POST",route="/v1/operations/:ref/events",status_code="200"}';
     expect(sample(text, submits)).toBe(13);
-    expect(sample(text, 'ledger_http_request_duration_seconds_count{method="POST",route="/v1/operations/:ref/events",status_code="409"}')).toBe(2);
-    expect(sample(text, 'ledger_http_request_duration_seconds_count{method="GET",route="/v1/operations/:ref",status_code="404"}')).toBe(1);
+    expect(sample(text, 'ledger_http_request_duration_seconds_count{tenant="acme",method="POST",route="/v1/operations/:ref/events",status_code="409"}')).toBe(2);
+    expect(sample(text, 'ledger_http_request_duration_seconds_count{tenant="acme",method="GET",route="/v1/operations/:ref",status_code="404"}')).toBe(1);
     // The route pattern, never the raw path: operation refs do not become label values.
     expect(text).not.toContain(encodeURIComponent(ref));
-    expect(text).toMatch(/^ledger_http_request_duration_seconds_bucket\{le="0\.005",method="POST",route="\/v1\/operations\/:ref\/events",status_code="200"\} \d+$/m);
+    expect(text).toMatch(/^ledger_http_request_duration_seconds_bucket\{le="0\.005",tenant="acme",method="POST",route="\/v1\/operations\/:ref\/events",status_code="200"\} \d+$/m);
   });
 
-  it('needs a key, like the rest of the API', async () => {
+  it('needs a metrics or admin key', async () => {
     expect((await request(ledger.baseUrl, 'GET', '/metrics')).status).toBe(401);
+    expect((await request(ledger.baseUrl, 'GET', '/metrics', undefined, auth)).status).toBe(403);
   });
 });

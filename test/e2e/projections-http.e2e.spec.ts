@@ -12,6 +12,8 @@ import { envelopes } from '../unit/projections/support/ledger-scenario';
 const ACME = 'acme-runtime-key-0001';
 const ACME_AUDITOR = 'acme-auditor-key-0001';
 const GLOBEX = 'globex-runtime-key-01';
+const ACME_ADMIN = 'acme-admin-key-000001';
+const GLOBEX_ADMIN = 'globex-admin-key-0001';
 const REF = 'run_81/step_4';
 const ENCODED = encodeURIComponent(REF);
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
@@ -33,7 +35,7 @@ const plan = (ref: string, tool = 'create_invoice', key = ACME, policy?: Record<
   submit(ref, 'StepPlanned', { run_id: 'run_81', tool, side_effect: 'write', input_hash: 'h1', ...(policy ? { policy } : {}) }, key);
 
 beforeAll(async () => {
-  ledger = await startLedger({ env: { LEDGER_API_KEYS: `${ACME}:runtime:acme,${ACME_AUDITOR}:auditor:acme,${GLOBEX}:runtime:globex` } });
+  ledger = await startLedger({ env: { LEDGER_API_KEYS: `${ACME}:runtime:acme,${ACME_AUDITOR}:auditor:acme,${GLOBEX}:runtime:globex,${ACME_ADMIN}:admin:acme,${GLOBEX_ADMIN}:admin:globex` } });
   await plan(REF, 'create_invoice', ACME, { verification_tool: 'get_invoice_by_operation_ref' });
   await submit(REF, 'AttemptDispatched', { attempt: 1, input_hash: 'h1' });
   await submit(REF, 'EnvelopeRecorded', { attempt: 1, envelope: envelopes.unknown(REF) });
@@ -217,21 +219,22 @@ describe('GET /v1/metrics/trust', () => {
 });
 
 describe('GET /metrics', () => {
-  it("exposes process metrics, projection lag, and only the caller's tenant's trust metrics", async () => {
+  it("shows a tenant's admin only that tenant's series, trust metrics included; a runtime key none", async () => {
     await get(`/v1/metrics/trust?wait_for_position=${last}`);
-    const answer = await get('/metrics');
+    const answer = await get('/metrics', ACME_ADMIN);
 
     expect(answer.status).toBe(200);
     expect(answer.contentType).toContain('text/plain');
     const text = answer.body as string;
-    expect(text).toContain('process_cpu_user_seconds_total');
-    expect(text).toMatch(/ledger_projection_lag_events\{projection="evidence_trail"\} 0/);
-    expect(text).toMatch(/ledger_projection_lag_seconds\{projection="trust_metrics"\} 0/);
+    // Process-wide series (CPU, projection lag) show every tenant's load: a metrics key's, not a tenant's.
+    expect(text).not.toContain('process_cpu_user_seconds_total');
+    expect(text).not.toMatch(/ledger_projection_lag_events/);
     expect(text).toContain('ledger_trust_unknown_outcomes_total{tenant="acme",tool="create_invoice"} 2');
     expect(text).toContain('ledger_trust_duplicate_writes_prevented_total{tenant="acme",tool="create_invoice"} 1');
     expect(text).toContain('ledger_trust_verifications_total{tenant="acme",tool="create_invoice",outcome="found_committed"} 1');
     expect(text).not.toContain('tenant="globex"');
-    expect((await get('/metrics', GLOBEX)).body).toContain('ledger_trust_operations_planned_total{tenant="globex",tool="create_invoice"} 1');
+    expect((await get('/metrics', GLOBEX_ADMIN)).body).toContain('ledger_trust_operations_planned_total{tenant="globex",tool="create_invoice"} 1');
+    expect((await get('/metrics', ACME)).status).toBe(403);
     expect((await request(ledger.baseUrl, 'GET', '/metrics')).status).toBe(401);
   });
 });

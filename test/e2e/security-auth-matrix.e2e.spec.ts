@@ -94,15 +94,20 @@ function readRouteTable(): { served: ServedRoute[]; declared: DeclaredRoute[] } 
 
 // ---- the rules, as issue 6 states them -------------------------------------------------------------
 
-type Role = 'runtime' | 'auditor' | 'admin';
-type Access = 'public' | 'read' | 'write' | 'admin';
-const ACCESS_LEVELS: readonly Access[] = ['public', 'read', 'write', 'admin'];
+type Role = 'runtime' | 'approver' | 'auditor' | 'admin' | 'metrics';
+type Access = 'public' | 'read' | 'write' | 'admin' | 'metrics';
+const ACCESS_LEVELS: readonly Access[] = ['public', 'read', 'write', 'admin', 'metrics'];
 
-/** runtime: submit and read its tenant; auditor: read; admin: read, rebuild projections, export. */
+/**
+ * runtime: submit and read its tenant; approver: read it and submit approvals only; auditor: read;
+ * admin: read, rebuild projections, export, its tenant's metrics; metrics: the whole scrape only.
+ */
 const ALLOWED: Record<Role, readonly Access[]> = {
   runtime: ['read', 'write'],
+  approver: ['read', 'write'],
   auditor: ['read'],
-  admin: ['read', 'admin'],
+  admin: ['read', 'admin', 'metrics'],
+  metrics: ['metrics'],
 };
 
 const key = (label: string) => `${label}-${createHash('sha256').update(label).digest('hex').slice(0, 24)}`;
@@ -110,6 +115,8 @@ const KEYS = {
   acmeRuntime: key('acme-runtime'),
   acmeAuditor: key('acme-auditor'),
   acmeAdmin: key('acme-admin'),
+  acmeApprover: key('acme-approver'),
+  metrics: key('metrics'),
   globexRuntime: key('globex-runtime'),
   globexAdmin: key('globex-admin'),
 };
@@ -119,18 +126,22 @@ const API_KEYS = [
   // The auditor's key is configured by its hash only: the matrix proves that form works too.
   `sha256:${sha256Hex(KEYS.acmeAuditor)}:auditor:acme`,
   `${KEYS.acmeAdmin}:admin:acme`,
+  `${KEYS.acmeApprover}:approver:acme`,
+  `${KEYS.metrics}:metrics:*`,
   `${KEYS.globexRuntime}:runtime:globex`,
   `${KEYS.globexAdmin}:admin:globex`,
 ].join(',');
 
 type Credential = 'none' | 'wrong' | Role;
-const CREDENTIALS: readonly Credential[] = ['none', 'wrong', 'runtime', 'auditor', 'admin'];
+const CREDENTIALS: readonly Credential[] = ['none', 'wrong', 'runtime', 'approver', 'auditor', 'admin', 'metrics'];
 const AUTHORIZATION: Record<Credential, Record<string, string>> = {
   none: {},
   wrong: { authorization: `Bearer ${key('nobody')}` },
   runtime: { authorization: `Bearer ${KEYS.acmeRuntime}` },
   auditor: { authorization: `Bearer ${KEYS.acmeAuditor}` },
   admin: { authorization: `Bearer ${KEYS.acmeAdmin}` },
+  approver: { authorization: `Bearer ${KEYS.acmeApprover}` },
+  metrics: { authorization: `Bearer ${KEYS.metrics}` },
 };
 
 type Side = 'own' | 'other';
@@ -161,6 +172,8 @@ interface Exchange {
   /** What an allowed caller gets; `other` only where a body decides it (a submit). */
   own: number;
   other?: { status: number; code: string };
+  /** What a role the route admits gets when the body holds a fact it may not record. */
+  byRole?: Partial<Record<Role, { status: number; code: string }>>;
 }
 
 /** Routes that take a body (and what an allowed caller gets for it). Every POST needs one. */
@@ -172,6 +185,8 @@ const EXCHANGES: Record<string, (side: Side) => Exchange> = {
     body: side === 'own' ? { events: [ACME_PLAN] } : { events: [{ event_id: randomUUID(), type: 'AttemptDispatched', data: { attempt: 1, input_hash: GLOBEX_INPUT } }] },
     own: 200,
     other: { status: 409, code: 'STEP_NOT_PLANNED' },
+    // A plan and a dispatch are the runtime's facts: an approver records approvals only.
+    byRole: { approver: { status: 403, code: 'FORBIDDEN' } },
   }),
   'POST /v1/admin/projections/rebuild': () => ({ own: 202 }),
   'POST /v1/admin/verify': () => ({ own: 200 }),
@@ -212,6 +227,7 @@ function buildCases(route: DeclaredRoute & { served: string }): Case[] {
       if (access === 'public') expected = { status: exchange?.own ?? 'success' };
       else if (credential === 'none' || credential === 'wrong') expected = { status: 401, code: 'UNAUTHENTICATED' };
       else if (!ALLOWED[credential].includes(access)) expected = { status: 403, code: 'FORBIDDEN' };
+      else if (exchange?.byRole?.[credential]) expected = exchange.byRole[credential] as Case['expect'];
       else if (side === 'other' && exchange?.other) expected = exchange.other;
       else if (side === 'other' && tenantParam) expected = { status: 404, code: TENANT_PARAMS[tenantParam].notFound };
       else expected = { status: exchange?.own ?? 'success' };
@@ -232,6 +248,7 @@ interface Outcome {
   text: string;
   expect: Case['expect'];
   method: string;
+  credential: Credential;
 }
 
 const describeCase = (c: Case) => `${c.route.served} ${c.route.url} as ${c.credential} on ${c.side} tenant (${c.path})`;
@@ -251,6 +268,7 @@ async function send(baseUrl: string, c: Case): Promise<Outcome> {
     text: await response.text(),
     expect: c.expect,
     method: c.route.served,
+    credential: c.credential,
   };
 }
 
@@ -326,8 +344,8 @@ describe('the auth matrix over every served route', () => {
       .filter(({ status, expect: e }) => (e.status === 'success' ? status < 200 || status > 299 : status !== e.status))
       .map((o) => `${o.label}: expected ${o.expect.status}${o.expect.code ? ` ${o.expect.code}` : ''}, got ${o.status} ${o.text.slice(0, 200)}`);
     expect(wrong).toEqual([]);
-    // The matrix is as wide as promised: every route × 5 credentials × 2 tenants (and HEAD for GET).
-    expect(outcomes.length).toBe(routes.reduce((sum, route) => sum + (route.method === 'GET' ? 20 : 10), 0));
+    // The matrix is as wide as promised: every route × 7 credentials × 2 tenants (and HEAD for GET).
+    expect(outcomes.length).toBe(routes.reduce((sum, route) => sum + (route.method === 'GET' ? 28 : 14), 0));
   });
 
   test('every refusal is a problem+json with its registered code', () => {
@@ -343,8 +361,21 @@ describe('the auth matrix over every served route', () => {
   });
 
   test("no answer to an acme key carries anything of globex's data", () => {
-    const leaks = outcomes.filter((o) => GLOBEX_MARKERS.some((marker) => o.text.includes(marker))).map((o) => o.label);
+    // The metrics key belongs to no tenant: the operator's scraper sees the whole process (below).
+    const leaks = outcomes.filter((o) => o.credential !== 'metrics' && GLOBEX_MARKERS.some((marker) => o.text.includes(marker))).map((o) => o.label);
     expect(leaks).toEqual([]);
+  });
+
+  test("/metrics: an admin sees its tenant's series only, nothing process-wide; the metrics key sees all", () => {
+    const scrape = (credential: Credential) => outcomes.find((o) => o.method === 'GET' && o.label.startsWith('GET /metrics ') && o.credential === credential && o.status === 200)?.text ?? '';
+    const admin = scrape('admin');
+    expect(admin).toMatch(/tenant="acme"/);
+    expect(admin).not.toMatch(/tenant="globex"|tenant=""/);
+    // Process-wide series (CPU, memory, group commits, projection lag) show every tenant's load together.
+    expect(admin).not.toMatch(/^(process_|nodejs_|ledger_store_group_commit|ledger_projection_lag)/m);
+    const all = scrape('metrics');
+    expect(all).toMatch(/tenant="globex"/);
+    expect(all).toMatch(/^process_cpu_user_seconds_total/m);
   });
 
   test("another tenant's operation is refused without a trace in either namespace", () => {

@@ -1,11 +1,13 @@
 /**
- * Fuzzing over real HTTP (issue 6): at least 10 000 generated requests per run — structured and
+ * Fuzzing over real HTTP: at least 10 000 generated requests per run — structured and
  * garbage bodies, paths, queries, methods, content types and credentials — against the built
  * service, from a fixed seed (LEDGER_FUZZ_SEED and LEDGER_FUZZ_RUNS override it; a failure names
  * the seed and the request's index, so `fc.sample` with the same seed rebuilds it).
  *
  * Every answer must be below 500; every 4xx must be problem+json with a registered code whose
- * status is the answer's; and the events table must be byte-for-byte what it was before.
+ * status is the answer's; the edges (arrays nested where objects belong, numbers outside the safe
+ * integer range, instants a calendar does not have or without a time zone) must be a 400 (or a 422
+ * inside an envelope) naming the field; and the events table must be byte-for-byte what it was before.
  *
  * Why that last assertion is honest: every generated request is one that must change nothing,
  * by construction, whatever the generator happens to pick —
@@ -26,6 +28,9 @@ import { join } from 'node:path';
 import { ERROR_REGISTRY } from '../../src/errors/error-registry';
 import { opPath } from '../support/http';
 import { startLedger, type LedgerProcess } from '../support/ledger-process';
+
+/** A client's event id: any UUID version but 8, which the ledger keeps for the ids it derives. */
+const clientUuid = fc.uuid({ version: [1, 2, 3, 4, 5, 6, 7] });
 
 const SEED = Number(process.env.LEDGER_FUZZ_SEED ?? 20261206);
 const RUNS = Number(process.env.LEDGER_FUZZ_RUNS ?? 10_000);
@@ -48,6 +53,8 @@ interface FuzzRequest {
   path: string;
   headers: Record<string, string>;
   body?: string | Buffer;
+  /** For requests whose refusal is known exactly: the statuses allowed, and a field must be named. */
+  expect?: { statuses: number[] };
 }
 
 // ---- generators ------------------------------------------------------------------------------------
@@ -106,7 +113,7 @@ const REQUIRED: Record<string, string[]> = {
   ApprovalRecorded: ['decision', 'approver'],
 };
 
-const factOf = (type: string) => fc.tuple(fc.uuid(), FACT_DATA[type]).map(([event_id, data]) => ({ event_id, type, data }));
+const factOf = (type: string) => fc.tuple(clientUuid, FACT_DATA[type]).map(([event_id, data]) => ({ event_id, type, data }));
 /** Facts that may follow the first in a batch: never a plan or a dispatch (see below). */
 const followingFact = fc.oneof(factOf('EnvelopeRecorded'), factOf('VerificationRecorded'), factOf('ApprovalRecorded'));
 
@@ -295,12 +302,76 @@ const wrongRole: fc.Arbitrary<FuzzRequest> = fc.oneof(
   }),
 );
 
+// ---- edges: shapes, numbers and instants that must be a 400 (or 422) naming the field ---------------
+
+const submitTo = (ref: string, text: string, statuses: number[], category: string): FuzzRequest => ({
+  category,
+  method: 'POST',
+  path: `${opPath(ref)}/events`,
+  headers: { 'content-type': 'application/json', ...auth(RUNTIME_KEY) },
+  body: text,
+  expect: { statuses },
+});
+
+/** Arrays where objects belong, at every level of a submit (`{"events":[[]]}` was a 500). */
+const nestedArrays: fc.Arbitrary<FuzzRequest> = fc
+  .tuple(wellFormed, fc.nat(), fc.integer({ min: 1, max: 6 }))
+  .map(([{ ref, body }, n, depth]) => {
+    const first = body.events[0];
+    const wrap = (value: Json) => Array.from({ length: depth }).reduce<Json>((inner) => [inner], value);
+    const shapes: Json[] = [
+      { events: [wrap([])] },
+      { events: [wrap(first)] },
+      { events: [first, wrap(first)].slice(n % 2) },
+      { events: [null] },
+      { events: [n] },
+      { events: [String(n)] },
+      { events: [{ ...first, data: wrap(first.data) }] },
+      { events: [{ ...first, data: { ...first.data, ...(first.type === 'EnvelopeRecorded' ? { envelope: wrap(first.data.envelope) } : first.type === 'StepPlanned' ? { policy: wrap({}) } : { attempt: wrap(1) }) } }] },
+      wrap(body),
+    ];
+    return submitTo(ref, JSON.stringify(pick(shapes, n)), [400], 'nested-arrays');
+  });
+
+/** Numbers JSON.parse would round or turn into Infinity or 0, where a number may stand. */
+const HUGE = ['1e400', '-1e400', '12345678901234567890', '9007199254740993', '-9007199254740993', '1e-400', '4e309', '123456789012345678901234567890e10'];
+const hugeNumbers: fc.Arbitrary<FuzzRequest> = fc
+  .tuple(wellFormed, fc.constantFrom(...HUGE), fc.constantFrom('expected_revision', 'attempt', 'result', 'safe_detail'), clientUuid)
+  .map(([{ ref, body }, literal, where, eventId]) => {
+    const events = structuredClone(body.events);
+    if (where === 'attempt' && typeof events[0].data.attempt === 'number') events[0].data.attempt = '__NUM__';
+    else if (where === 'result') events[0] = { event_id: eventId, type: 'VerificationRecorded', data: { outcome: 'found_committed', checked_at: '2026-01-01T00:00:00Z', result: { amount: '__NUM__' } } };
+    else if (where === 'safe_detail') {
+      events[0] = { event_id: eventId, type: 'EnvelopeRecorded', data: { attempt: 1, envelope: { ok: false, code: 'RATE_LIMITED', category: 'dependency', commit_state: 'not_committed', retry: { directive: 'after_delay', not_before: '2026-01-01T00:00:00Z', max_attempts_remaining: 1 }, next_action: 'wait_and_retry', operation_ref: ref, safe_details: { limit: '__NUM__' }, agent_message: 'slow down', user_message: 'later' } } };
+    }
+    const text = JSON.stringify(where === 'expected_revision' || !JSON.stringify(events).includes('__NUM__') ? { expected_revision: '__NUM__', events } : { events });
+    return submitTo(ref, text.replace('"__NUM__"', literal), [400], 'huge-numbers');
+  });
+
+/** Instants a calendar does not have, without a time zone, or that are not RFC 3339 at all. */
+const ODD_INSTANTS = ['2026-02-30T00:00:00Z', '2027-02-29T12:00:00Z', '2026-04-31T00:00:00Z', '2026-02-28T10:00:00', '2026-02-28', '2026-02-28 10:00:00Z', '2026-06-30T23:59:60Z', '2026-13-01T00:00:00Z', '2026-02-28T24:00:00Z', '+275760-09-13T00:00:00Z', '2026-02-28T10:00:00+25:00', '20260228T100000Z'];
+const oddInstants: fc.Arbitrary<FuzzRequest> = fc
+  .tuple(eitherRef, fc.constantFrom(...ODD_INSTANTS), fc.constantFrom('checked_at', 'not_before', 'success_checked_at'), clientUuid)
+  .map(([ref, instant, where, eventId]) => {
+    const data =
+      where === 'checked_at'
+        ? { outcome: 'not_found', checked_at: instant }
+        : where === 'not_before'
+          ? { attempt: 1, envelope: { ok: false, code: 'RATE_LIMITED', category: 'dependency', commit_state: 'not_committed', retry: { directive: 'after_delay', not_before: instant, max_attempts_remaining: 1 }, next_action: 'wait_and_retry', operation_ref: ref, safe_details: {}, agent_message: 'slow down', user_message: 'later' } }
+          : { attempt: 1, envelope: { ok: true, operation_ref: ref, commit_state: 'committed', result: {}, verification: { checked_at: instant } } };
+    const type = where === 'checked_at' ? 'VerificationRecorded' : 'EnvelopeRecorded';
+    return submitTo(ref, JSON.stringify({ events: [{ event_id: eventId, type, data }] }), [400, 422], 'odd-instants');
+  });
+
 const requests = fc.oneof(
-  { arbitrary: structuredInvalid, weight: 40 },
-  { arbitrary: wellFormedRefused, weight: 15 },
-  { arbitrary: garbageBody, weight: 12 },
-  { arbitrary: paths, weight: 28 },
+  { arbitrary: structuredInvalid, weight: 34 },
+  { arbitrary: wellFormedRefused, weight: 13 },
+  { arbitrary: garbageBody, weight: 10 },
+  { arbitrary: paths, weight: 24 },
   { arbitrary: wrongRole, weight: 5 },
+  { arbitrary: nestedArrays, weight: 5 },
+  { arbitrary: hugeNumbers, weight: 5 },
+  { arbitrary: oddInstants, weight: 4 },
 );
 
 // ---- sending ----------------------------------------------------------------------------------------
@@ -344,6 +415,8 @@ function judge(fuzz: FuzzRequest, answer: Answer): string | undefined {
   const definition = ERROR_REGISTRY[body?.code as keyof typeof ERROR_REGISTRY];
   if (!definition) return `an unregistered code ${JSON.stringify(body?.code)}`;
   if (definition.status !== answer.status || body.status !== answer.status) return `${body.code} answered as ${answer.status}`;
+  if (fuzz.expect && !fuzz.expect.statuses.includes(answer.status)) return `a ${answer.status} where ${fuzz.expect.statuses.join(' or ')} was due`;
+  if (fuzz.expect && (typeof body.field !== 'string' || body.field === '')) return 'a refusal that names no field';
   return undefined;
 }
 
@@ -428,7 +501,9 @@ describe(`fuzzing the HTTP API (seed ${SEED}, ${RUNS} requests)`, () => {
     expect({ seed: SEED, failures: failures.slice(0, 20), count: failures.length }).toEqual({ seed: SEED, failures: [], count: 0 });
     expect(cases.length).toBeGreaterThanOrEqual(Math.min(RUNS, 10_000));
     // Every kind of request was really exercised, and the service really refused them.
-    for (const category of ['structured-invalid', 'well-formed-refused', 'garbage-body', 'paths', 'wrong-role']) expect(byCategory.get(category) ?? 0).toBeGreaterThan(RUNS / 40);
+    for (const category of ['structured-invalid', 'well-formed-refused', 'garbage-body', 'paths', 'wrong-role', 'nested-arrays', 'huge-numbers', 'odd-instants']) {
+      expect({ category, enough: (byCategory.get(category) ?? 0) > RUNS / 40 }).toEqual({ category, enough: true });
+    }
     for (const status of [400, 401, 403, 404, 409, 413, 415]) expect({ status, seen: (byStatus.get(status) ?? 0) > 0 }).toEqual({ status, seen: true });
     expect(tableDump(ledger.dataDir)).toBe(before);
   }, 120_000);

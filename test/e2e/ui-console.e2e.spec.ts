@@ -21,7 +21,7 @@ const DOCS = resolve(__dirname, '../../docs');
  * The role whose keys record approvals, in one place. The page holds whatever key it is given;
  * this is the only line that says which role that key has.
  */
-const APPROVER_ROLE = 'runtime';
+const APPROVER_ROLE = 'approver';
 const RUNTIME_KEY = 'console-runtime-key-0000001';
 const APPROVER_KEY = 'console-approver-key-000001';
 const AUDITOR_KEY = 'console-auditor-key-0000001';

@@ -156,8 +156,8 @@ describe('webhooks, every kind, signed', () => {
     expect(answer.body.counts).toEqual({ pending: 0, delivered: 5, failed: 0 });
     expect(answer.body.deliveries[0]).not.toHaveProperty('body');
     const metrics = await request(ledger.baseUrl, 'GET', '/metrics', undefined, { authorization: `Bearer ${ADMIN_KEY}` });
-    expect(metrics.body).toMatch(/ledger_webhook_deliveries\{kind="step.escalated",status="delivered"\} 1/);
-    expect(metrics.body).toMatch(/ledger_webhook_attempts_total\{kind="approval.requested",outcome="delivered"\} 1/);
+    expect(metrics.body).toMatch(/ledger_webhook_deliveries\{tenant="acme",kind="step.escalated",status="delivered"\} 1/);
+    expect(metrics.body).toMatch(/ledger_webhook_attempts_total\{tenant="acme",kind="approval.requested",outcome="delivered"\} 1/);
   });
 });
 

@@ -142,6 +142,26 @@ describe('projection engine (SQLite event store, SQLite read model)', () => {
     expect(snapshot(rebuiltModel, LEDGER_PROJECTIONS)).toEqual(snapshot(liveModel, LEDGER_PROJECTIONS));
   });
 
+  it("a rebuild yields to the event loop between its batches, so other tenants' requests are served while it runs", async () => {
+    const head = await workload(scenario, 20);
+    const readModel = openReadModel();
+    // One commit for the whole log: before, nothing between two commits let a request in.
+    const engine = engineFor(readModel, { batchSize: 1000, rebuildBatchSize: 10, rebuildCommitEvents: 1_000_000 });
+    let turns = 0;
+    const count = () => {
+      turns += 1;
+      if (!done) setImmediate(count);
+    };
+    let done = false;
+    setImmediate(count);
+    const started = turns;
+    await engine.rebuild();
+    done = true;
+    // The log is read in batches of 10, each followed by a turn of the event loop.
+    expect(turns - started).toBeGreaterThanOrEqual(Math.floor(head / 10) - 1);
+    expect(snapshot(readModel, LEDGER_PROJECTIONS)).toEqual(expectedSnapshot(LEDGER_PROJECTIONS, await scenario.log()));
+  });
+
   it('a rebuild folds many batches into one commit, every rebuildCommitEvents events, and ends exact', async () => {
     const head = await workload(scenario, 10);
     const commits: Array<{ from: number; to: number; events: number }> = [];

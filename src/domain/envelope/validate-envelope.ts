@@ -11,12 +11,15 @@ import {
   type ToolEnvelope,
   type ToolError,
 } from './envelope.types';
-import { redactDeep, type Redaction } from './redaction';
+import { isRfc3339Instant } from '../../shared/rfc3339';
+import { redactDeep, type Redaction, type SecretDetector } from './redaction';
 
 export interface EnvelopeContext {
   /** The operation the envelope is recorded on: the envelope must name the same one. */
   operationRef: string;
   sideEffect: 'read' | 'write';
+  /** What the service's detector found in the submit's strings (see redaction.ts). */
+  detect?: SecretDetector;
 }
 
 export type EnvelopeValidation =
@@ -27,8 +30,9 @@ export const STABLE_CODE_PATTERN = /^[A-Z][A-Z0-9]*(?:_[A-Z0-9]+)*$/;
 export const ISO_INSTANT_PATTERN = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(?:\.\d{1,9})?(?:Z|[+-]\d{2}:\d{2})$/;
 export const MAX_ATTEMPTS_REMAINING = 1000;
 
+/** An RFC 3339 instant with its time zone, on a real calendar date (src/shared/rfc3339.ts). */
 export function isIsoInstant(value: unknown): value is string {
-  return typeof value === 'string' && ISO_INSTANT_PATTERN.test(value) && !Number.isNaN(Date.parse(value));
+  return isRfc3339Instant(value);
 }
 
 class EnvelopeViolation {
@@ -64,8 +68,11 @@ function boundedString(value: unknown, field: string, max: number): string {
 }
 
 function checkOperationRef(value: unknown, context: EnvelopeContext): string {
-  if (value !== context.operationRef) fail('operation_ref', 'must be the operation the envelope is recorded on');
-  return value as string;
+  // Compared as the path's ref is kept: Unicode NFC, so the same text in another normal form matches.
+  if (typeof value !== 'string' || value.normalize('NFC') !== context.operationRef) {
+    fail('operation_ref', 'must be the operation the envelope is recorded on');
+  }
+  return context.operationRef;
 }
 
 function checkSafeDetails(value: unknown, limits: EnvelopeLimits): Record<string, SafeDetailValue> {
@@ -89,7 +96,7 @@ function checkRetry(value: unknown, required: boolean): ToolError['retry'] {
   const directive = oneOf(value.directive, RETRY_DIRECTIVES, 'retry.directive');
   const retry: ToolError['retry'] = { directive, max_attempts_remaining: 0 };
   if (value.not_before !== undefined) {
-    if (!isIsoInstant(value.not_before)) fail('retry.not_before', 'must be an absolute ISO-8601 instant');
+    if (!isIsoInstant(value.not_before)) fail('retry.not_before', 'must be an RFC 3339 instant with a time zone, on a real date');
     retry.not_before = value.not_before as string;
   }
   const remaining = value.max_attempts_remaining;
@@ -179,7 +186,7 @@ function checkSuccess(input: Record<string, unknown>, context: EnvelopeContext, 
   const verification = input.verification;
   if (!isPlainObject(verification)) return fail('verification', 'must be an object');
   onlyKeys(verification, ['checked_at', 'evidence_ref'], 'verification');
-  if (!isIsoInstant(verification.checked_at)) fail('verification.checked_at', 'must be an ISO-8601 instant');
+  if (!isIsoInstant(verification.checked_at)) fail('verification.checked_at', 'must be an RFC 3339 instant with a time zone, on a real date');
   if (verification.evidence_ref !== undefined) {
     boundedString(verification.evidence_ref, 'verification.evidence_ref', limits.maxOperationRefLength);
   }
@@ -196,13 +203,13 @@ function checkSuccess(input: Record<string, unknown>, context: EnvelopeContext, 
 }
 
 /** Redacts what a tool wrote freely; the machine fields are vocabularies and cannot carry secrets. */
-function redactEnvelope(envelope: ToolEnvelope): { envelope: ToolEnvelope; redactions: Redaction[] } {
+function redactEnvelope(envelope: ToolEnvelope, detect?: SecretDetector): { envelope: ToolEnvelope; redactions: Redaction[] } {
   if (envelope.ok) {
-    const { value, redactions } = redactDeep({ result: envelope.result, verification: envelope.verification });
+    const { value, redactions } = redactDeep({ result: envelope.result, verification: envelope.verification }, '', { detect });
     return { envelope: { ...envelope, ...value }, redactions };
   }
   const { agent_message, user_message, safe_details } = envelope;
-  const { value, redactions } = redactDeep({ agent_message, user_message, safe_details });
+  const { value, redactions } = redactDeep({ agent_message, user_message, safe_details }, '', { detect });
   return { envelope: { ...envelope, ...value }, redactions };
 }
 
@@ -219,7 +226,7 @@ export function validateEnvelope(
     if (!isPlainObject(input)) return { ok: false, field: 'envelope', reason: 'must be an object' };
     if (typeof input.ok !== 'boolean') return { ok: false, field: 'ok', reason: 'must be true or false' };
     const envelope = input.ok ? checkSuccess(input, context, limits) : checkError(input, context, limits);
-    return { ok: true, ...redactEnvelope(envelope) };
+    return { ok: true, ...redactEnvelope(envelope, context.detect) };
   } catch (error) {
     if (error instanceof EnvelopeViolation) return { ok: false, field: error.field, reason: error.reason };
     throw error;

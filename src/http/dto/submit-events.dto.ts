@@ -7,7 +7,6 @@ import {
   IsArray,
   IsIn,
   IsInt,
-  IsISO8601,
   IsObject,
   IsOptional,
   IsString,
@@ -17,16 +16,33 @@ import {
   MaxLength,
   Min,
   MinLength,
+  ValidateBy,
   ValidateNested,
 } from 'class-validator';
 import { SUBMITTED_FACT_TYPES, type SubmittedFactType } from '../../domain/events';
+import { isRfc3339Instant } from '../../shared/rfc3339';
 
-/** Identifiers are printable and bounded: they end up in stream names, logs and the UI. */
-export const IDENTIFIER_PATTERN = /^[\x21-\x7e]+$/;
+const IsRfc3339Instant = () =>
+  ValidateBy({
+    name: 'isRfc3339Instant',
+    validator: { validate: (value) => isRfc3339Instant(value), defaultMessage: () => '$property must be an RFC 3339 instant with a time zone, on a real date' },
+  });
+
+/**
+ * The grammar of identifier fields (run_id, tool, input_hash, verification_tool): ASCII letters,
+ * digits and `_ . : / @ + = # ~ -`, starting with a letter, a digit or `_`. They are stored as sent,
+ * end up in stream names, indexes, metric labels and the page, and are never redacted; no space,
+ * quote, bracket, backslash or control character can make one read as something else.
+ */
+export const IDENTIFIER_PATTERN = /^[A-Za-z0-9_][A-Za-z0-9_.:/@+=#~-]*$/;
+const IDENTIFIER_MESSAGE = { message: '$property must be ASCII letters, digits and _ . : / @ + = # ~ - (starting with a letter, digit or _)' };
 
 export class SubmittedEventDto {
   @ApiProperty({ format: 'uuid', description: 'Chosen by the client before the first send; resubmitting it is a no-op.' })
   @IsUUID('all')
+  // Version 8 is what the ledger derives its own ids as (src/ledger/event-ids.ts): a client id
+  // of that version could be one the ledger will derive, and the two facts would collide.
+  @Matches(/^[0-9a-f]{8}-[0-9a-f]{4}-[^8]/i, { message: '$property must not be a version 8 UUID: those are the ids the ledger derives' })
   event_id!: string;
 
   @ApiProperty({ enum: SUBMITTED_FACT_TYPES })
@@ -59,21 +75,21 @@ export class SubmitEventsDto {
 export class StepPolicyDto {
   @IsOptional() @IsInt() @Min(1) @Max(100) max_attempts?: number;
   @IsOptional() @IsInt() @Min(0) @Max(86_400_000) consistency_window_ms?: number;
-  @IsOptional() @IsString() @MinLength(1) @MaxLength(100) @Matches(IDENTIFIER_PATTERN) verification_tool?: string;
+  @IsOptional() @IsString() @MinLength(1) @MaxLength(100) @Matches(IDENTIFIER_PATTERN, IDENTIFIER_MESSAGE) verification_tool?: string;
   @IsOptional() @IsInt() @Min(1) @Max(100) max_consecutive_dependency_failures?: number;
 }
 
 export class StepPlannedDataDto {
-  @IsString() @MinLength(1) @MaxLength(200) @Matches(IDENTIFIER_PATTERN) run_id!: string;
-  @IsString() @MinLength(1) @MaxLength(100) @Matches(IDENTIFIER_PATTERN) tool!: string;
+  @IsString() @MinLength(1) @MaxLength(200) @Matches(IDENTIFIER_PATTERN, IDENTIFIER_MESSAGE) run_id!: string;
+  @IsString() @MinLength(1) @MaxLength(100) @Matches(IDENTIFIER_PATTERN, IDENTIFIER_MESSAGE) tool!: string;
   @IsIn(['read', 'write']) side_effect!: 'read' | 'write';
-  @IsString() @MinLength(1) @MaxLength(200) @Matches(IDENTIFIER_PATTERN) input_hash!: string;
+  @IsString() @MinLength(1) @MaxLength(200) @Matches(IDENTIFIER_PATTERN, IDENTIFIER_MESSAGE) input_hash!: string;
   @IsOptional() @IsObject() @ValidateNested() @Type(() => StepPolicyDto) policy?: StepPolicyDto;
 }
 
 export class AttemptDispatchedDataDto {
   @IsInt() @Min(1) @Max(1000) attempt!: number;
-  @IsString() @MinLength(1) @MaxLength(200) @Matches(IDENTIFIER_PATTERN) input_hash!: string;
+  @IsString() @MinLength(1) @MaxLength(200) @Matches(IDENTIFIER_PATTERN, IDENTIFIER_MESSAGE) input_hash!: string;
 }
 
 export class EnvelopeRecordedDataDto {
@@ -85,7 +101,7 @@ export class EnvelopeRecordedDataDto {
 export class VerificationRecordedDataDto {
   @IsIn(['found_committed', 'not_found', 'lookup_unavailable'])
   outcome!: 'found_committed' | 'not_found' | 'lookup_unavailable';
-  @IsISO8601({ strict: true, strictSeparator: true }) checked_at!: string;
+  @IsRfc3339Instant() checked_at!: string;
   @IsOptional() @IsString() @MinLength(1) @MaxLength(200) evidence_ref?: string;
   /** What the lookup found; free-form, redacted before it is stored. */
   @IsOptional() @Allow() result?: unknown;

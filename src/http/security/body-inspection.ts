@@ -81,3 +81,56 @@ export function inspectBody(value: unknown, limits: BodyLimits = DEFAULT_BODY_LI
   }
   return undefined;
 }
+
+/**
+ * A number in the raw JSON text that `JSON.parse` cannot keep as sent: beyond ±(2^53 − 1) it is
+ * rounded (12345678901234567890 becomes 12345678901234567000) or becomes Infinity (1e400, which
+ * then stores as null), and a non-zero literal below the smallest double becomes 0. The parsed
+ * value cannot tell, so the text is read once more: a small scanner that follows strings, keys and
+ * indices (the text is already known to be valid JSON) and names the field of the first such number.
+ */
+export function findUnsafeNumber(text: string): { field: string; reason: string } | undefined {
+  // Every such literal has 16 or more digits in a row, or an exponent: most bodies skip the scan.
+  if (!/\d{16}|\d[eE][+-]?\d/.test(text)) return undefined;
+  type Frame = { kind: 'object'; key: string } | { kind: 'array'; index: number };
+  const stack: Frame[] = [];
+  let expectingKey = false;
+  const pathOf = () =>
+    stack.reduce((path, frame) => (frame.kind === 'array' ? `${path}[${frame.index}]` : path === '' ? frame.key : `${path}.${frame.key}`), '');
+  for (let at = 0; at < text.length; at++) {
+    const char = text[at];
+    if (char === '"') {
+      let end = at + 1;
+      while (text[end] !== '"') end += text[end] === '\\' ? 2 : 1;
+      if (expectingKey) {
+        (stack[stack.length - 1] as { key: string }).key = JSON.parse(text.slice(at, end + 1));
+        expectingKey = false;
+      }
+      at = end;
+    } else if (char === '{') {
+      stack.push({ kind: 'object', key: '' });
+      expectingKey = true;
+    } else if (char === '[') {
+      stack.push({ kind: 'array', index: 0 });
+    } else if (char === '}' || char === ']') {
+      stack.pop();
+    } else if (char === ',') {
+      const top = stack[stack.length - 1];
+      if (top?.kind === 'array') top.index += 1;
+      else expectingKey = true;
+    } else if (char === '-' || (char >= '0' && char <= '9')) {
+      const match = /^-?\d+(?:\.\d+)?(?:[eE][+-]?\d+)?/.exec(text.slice(at, at + 400)) as RegExpExecArray;
+      const literal = match[0];
+      const value = Number(literal);
+      const field = named(pathOf());
+      if (!Number.isFinite(value) || Math.abs(value) > Number.MAX_SAFE_INTEGER) {
+        return { field, reason: 'is a number outside the safe integer range (±9007199254740991); send it as a string' };
+      }
+      if (value === 0 && /[1-9]/.test(literal.replace(/[eE].*$/, ''))) {
+        return { field, reason: 'is a number too small to represent; send it as a string' };
+      }
+      at += literal.length - 1;
+    }
+  }
+  return undefined;
+}

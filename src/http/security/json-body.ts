@@ -1,7 +1,7 @@
 import type { NestFastifyApplication } from '@nestjs/platform-fastify';
 import type { FastifyRequest } from 'fastify';
 import { LedgerError } from '../../errors/ledger-error';
-import { DEFAULT_BODY_LIMITS, inspectBody, type BodyLimits } from './body-inspection';
+import { DEFAULT_BODY_LIMITS, findUnsafeNumber, inspectBody, type BodyLimits } from './body-inspection';
 
 type Done = (error: Error | null, body?: unknown) => void;
 
@@ -20,10 +20,14 @@ export function installJsonBodyParser(app: NestFastifyApplication, bodyLimitByte
   const parse = instance.getDefaultJsonParser(onProtoPoisoning ?? 'error', onConstructorPoisoning ?? 'error');
   // Registered through Nest (not on the Fastify instance directly), so Nest does not add its own
   // JSON parser beside it at init.
+  // Only JSON is taken: Fastify's text/plain parser would hand a string to the handlers, which
+  // then answered 400 where the contract promises 415 UNSUPPORTED_MEDIA_TYPE.
+  instance.removeContentTypeParser('text/plain');
   app.useBodyParser('application/json', { bodyLimit: bodyLimitBytes }, (request: FastifyRequest, body: Buffer, done: Done) => {
-    parse(request, body.toString('utf8'), (error: Error | null, value?: unknown) => {
+    const text = body.toString('utf8');
+    parse(request, text, (error: Error | null, value?: unknown) => {
       if (error) return done(error);
-      const violation = inspectBody(value, limits);
+      const violation = inspectBody(value, limits) ?? findUnsafeNumber(text);
       if (violation) return done(new LedgerError('BAD_REQUEST', `${violation.field} ${violation.reason}`, { field: violation.field }));
       done(null, value);
     });

@@ -1,12 +1,27 @@
-import { ROLE_ACCESS } from '../../../src/auth/roles';
+import { mayRecord, ROLE_ACCESS } from '../../../src/auth/roles';
 
-/** The role table of issue 6, written out: a change to src/auth/access.ts must change this too. */
+/** The role table, written out: a change to src/auth/roles.ts must change this too. */
 describe('what each role may do', () => {
-  it('runtime: read and submit; auditor: read; admin: read and the admin routes; nobody needs a key for public', () => {
+  it('runtime and approver: read and submit; auditor: read; admin: read, the admin routes and its metrics; metrics: the scrape only', () => {
     expect(ROLE_ACCESS).toEqual({
       runtime: ['read', 'write'],
+      approver: ['read', 'write'],
       auditor: ['read'],
-      admin: ['read', 'admin'],
+      admin: ['read', 'admin', 'metrics'],
+      metrics: ['metrics'],
     });
+  });
+
+  it('only an approver records an approval, unless self-approval is on or the service runs in local mode', () => {
+    const off = { selfApproval: false, localMode: false };
+    expect(mayRecord('approver', 'ApprovalRecorded', off)).toBe(true);
+    expect(mayRecord('runtime', 'ApprovalRecorded', off)).toBe(false);
+    expect(mayRecord('approver', 'AttemptDispatched', off)).toBe(false);
+    expect(mayRecord('approver', 'StepPlanned', off)).toBe(false);
+    expect(mayRecord('runtime', 'AttemptDispatched', off)).toBe(true);
+    expect(mayRecord('admin', 'ApprovalRecorded', off)).toBe(false);
+    expect(mayRecord('runtime', 'ApprovalRecorded', { selfApproval: true, localMode: false })).toBe(true);
+    expect(mayRecord('auditor', 'ApprovalRecorded', { selfApproval: true, localMode: false })).toBe(false);
+    expect(mayRecord('admin', 'ApprovalRecorded', { selfApproval: false, localMode: true })).toBe(true);
   });
 });

@@ -1,0 +1,24 @@
+import { LedgerError } from '../errors/ledger-error';
+import type { Caller } from '../http/caller';
+import { mayRecord } from './roles';
+
+export interface ApprovalSettings {
+  /** LEDGER_ALLOW_SELF_APPROVAL: a runtime key may record ApprovalRecorded too. */
+  selfApproval: boolean;
+}
+
+/**
+ * Refuses (403) a submit that holds a fact the caller's role may not record, naming the first such
+ * fact; the whole submit is refused, nothing of it is stored (docs/contract.md §8).
+ */
+export function checkFactPermissions(caller: Caller, facts: ReadonlyArray<{ type: string }>, settings: ApprovalSettings): void {
+  const options = { selfApproval: settings.selfApproval, localMode: caller.local === true };
+  const index = facts.findIndex((fact) => !mayRecord(caller.role, fact.type, options));
+  if (index < 0) return;
+  const type = facts[index].type;
+  const detail =
+    type === 'ApprovalRecorded'
+      ? 'only an approver key may record an approval'
+      : `the ${caller.role} role may not record ${type}`;
+  throw new LedgerError('FORBIDDEN', detail, { field: `events[${index}].type` });
+}

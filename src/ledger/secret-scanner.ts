@@ -1,0 +1,161 @@
+import { createHash } from 'node:crypto';
+import { LRUCache } from 'lru-cache';
+import type { DetectedSecret, SecretDetector, SecretKind } from '../domain/envelope/redaction';
+
+interface SecretlintMessage {
+  ruleId: string;
+  range: readonly [number, number] | number[];
+}
+type LintSource = (input: {
+  source: { filePath: string; content: string; ext: string; contentType: 'text' };
+  options: { config: { rules: unknown[] }; maskSecrets?: boolean };
+}) => Promise<{ messages: SecretlintMessage[] }>;
+
+interface Secretlint {
+  lintSource: LintSource;
+  config: { rules: unknown[] };
+}
+
+/**
+ * secretlint is published as ES modules only. Node 20.19+ (and Jest, which compiles it) load it
+ * with require; older Node 20 releases need a real dynamic import, which the CommonJS build would
+ * otherwise rewrite into a require.
+ */
+async function loadSecretlint(): Promise<Secretlint> {
+  let core: { lintSource: LintSource };
+  let preset: { creator: unknown };
+  let profiler: { secretLintProfiler: { setEnabled(enabled: boolean): void } };
+  try {
+    core = require('@secretlint/core');
+    preset = require('@secretlint/secretlint-rule-preset-recommend');
+    profiler = require('@secretlint/profiler');
+  } catch {
+    const importModule = new Function('specifier', 'return import(specifier)') as (specifier: string) => Promise<any>;
+    core = await importModule('@secretlint/core');
+    preset = await importModule('@secretlint/secretlint-rule-preset-recommend');
+    profiler = await importModule('@secretlint/profiler');
+  }
+  // On by default, the profiler marks every rule of every lint in the process's performance
+  // timeline and keeps every entry: in a long-running service, memory without bound (it reached
+  // the timeline's million-entry warning within 66,000 submits) and time on every scan.
+  profiler.secretLintProfiler.setEnabled(false);
+  // Built once: the preset's rules are compiled when the config is, not on every scan.
+  return {
+    lintSource: core.lintSource,
+    config: {
+      rules: [
+        {
+          id: '@secretlint/secretlint-rule-preset-recommend',
+          rule: preset.creator,
+          // The comment filter honours `secretlint-disable` written in the scanned text: a caller
+          // could switch detection off for everything after it in its own submit.
+          rules: [{ id: '@secretlint/secretlint-rule-filter-comments', disabled: true }],
+        },
+      ],
+    },
+  };
+}
+
+/** Texts are joined into one source per scan; the separator is one no rule reads across as a secret. */
+const SEPARATOR = '\n\n\n';
+
+/** `@secretlint/secretlint-rule-slack` -> `detected_slack`. */
+function kindOf(ruleId: string): SecretKind {
+  const name = ruleId.replace(/^@secretlint\/secretlint-rule-/, '').replace(/[^a-z0-9]+/gi, '_').toLowerCase();
+  return `detected_${name || 'secret'}`;
+}
+
+/**
+ * What every rule of the preset needs in a text before it can report anything: a run of 16 or more
+ * token characters (every key, token and webhook it knows is one), a scheme (`://`: credentials in
+ * URLs and connection strings), a private key's header, or an AWS account id's label. A text with
+ * none of these (most messages an agent or a person writes) is not linted at all; the synchronous
+ * shapes and names of redaction.ts still see it.
+ */
+const MAY_HOLD_SECRET = /[A-Za-z0-9_+/=.-]{16,}|:\/\/|PRIVATE KEY|[Aa][Cc][Cc][Oo][Uu][Nn][Tt]/;
+
+const keyOf = (text: string) => createHash('sha256').update(text).digest('base64');
+
+/**
+ * The asynchronous half of redaction: secretlint's recommended preset run over every string a submit
+ * carries, once per submit (one lint of all its strings joined, not one per string: a lint costs
+ * about 150 µs whatever its length), with what it found per string cached by the string's hash (the
+ * same message, tool name or run id recurs across facts). The domain's redaction then asks the
+ * returned detector synchronously.
+ */
+export class SecretScanner {
+  private secretlint: Promise<Secretlint> | undefined;
+  private readonly cache = new LRUCache<string, readonly DetectedSecret[]>({ max: 20_000 });
+
+  /** Loads the rules ahead of the first submit, so its latency does not include that. */
+  warmUp(): Promise<void> {
+    return this.load().then(() => undefined);
+  }
+
+  async detectorFor(texts: Iterable<string>): Promise<SecretDetector> {
+    const found = new Map<string, readonly DetectedSecret[]>();
+    const pending: string[] = [];
+    for (const text of texts) {
+      if (found.has(text)) continue;
+      if (!MAY_HOLD_SECRET.test(text)) {
+        found.set(text, []);
+        continue;
+      }
+      const cached = this.cache.get(keyOf(text));
+      if (cached) found.set(text, cached);
+      else {
+        found.set(text, []);
+        pending.push(text);
+      }
+    }
+    if (pending.length > 0) {
+      const { lintSource, config } = await this.load();
+      const starts: number[] = [];
+      let offset = 0;
+      for (const text of pending) {
+        starts.push(offset);
+        offset += text.length + SEPARATOR.length;
+      }
+      const result = await lintSource({
+        source: { filePath: 'submit.txt', content: pending.join(SEPARATOR), ext: '.txt', contentType: 'text' },
+        options: { config },
+      });
+      const perText = pending.map<DetectedSecret[]>(() => []);
+      for (const message of result.messages) {
+        const [start, end] = message.range;
+        // Each text the range touches gets its part of it (a range never spans texts in practice).
+        pending.forEach((text, index) => {
+          const from = Math.max(start, starts[index]);
+          const to = Math.min(end, starts[index] + text.length);
+          if (from < to) perText[index].push({ start: from - starts[index], end: to - starts[index], kind: kindOf(message.ruleId) });
+        });
+      }
+      pending.forEach((text, index) => {
+        found.set(text, perText[index]);
+        this.cache.set(keyOf(text), perText[index]);
+      });
+    }
+    return (text) => found.get(text) ?? [];
+  }
+
+  private load(): Promise<Secretlint> {
+    this.secretlint ??= loadSecretlint();
+    return this.secretlint;
+  }
+}
+
+/** Every string of a JSON value, object keys included. */
+export function* stringsOf(value: unknown): Generator<string> {
+  const stack: unknown[] = [value];
+  while (stack.length > 0) {
+    const node = stack.pop();
+    if (typeof node === 'string') yield node;
+    else if (Array.isArray(node)) stack.push(...node);
+    else if (node !== null && typeof node === 'object') {
+      for (const [key, item] of Object.entries(node)) {
+        yield key;
+        stack.push(item);
+      }
+    }
+  }
+}
