@@ -1,5 +1,5 @@
 /**
- * The architecture, checked (STYLE §1): the pure core (decider, envelope rules, projections) imports
+ * The architecture, checked: the pure core (decider, envelope rules, projections) imports
  * no framework and no I/O; the runtime client imports no part of the server framework.
  */
 const PURE = '^(src/domain|projections)/';

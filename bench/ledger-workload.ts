@@ -8,7 +8,7 @@ import { LedgerService } from '../src/ledger/ledger.service';
 import type { EventStore } from '../src/store/event-store.port';
 
 /**
- * A synthetic but realistic workload for the benchmarks: operations live through the seed's
+ * A synthetic but realistic workload for the benchmarks: operations live through the contract's
  * paths (committed, unknown then verified, corrected input, rate limit, approval, escalation),
  * decided by the real LedgerService, so the log holds what production would write.
  */

@@ -3,7 +3,7 @@ import { asLedgerEvent } from './ledger-events';
 import { alreadyApplied, isRecord, scopedKey, stringField, textOf, type ProjectedEvent, type Projection } from './projection';
 
 /**
- * The evidence trail (SPEC §5): per operation, every attempt, envelope, refusal, verification,
+ * The evidence trail (docs/contract.md §5): per operation, every attempt, envelope, refusal, verification,
  * approval and transition in log order, and a verdict saying the final state and how it was
  * proven. It is what an auditor reads to answer "what happened to run_81/step_4, and how do we
  * know?". Entries are only ever appended, so the trail of a prefix of the log is a prefix of the

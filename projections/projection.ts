@@ -1,5 +1,5 @@
 /**
- * The shape every projection has (SPEC §5): a pure fold over the global log, run by the engine in
+ * The shape every projection has (docs/contract.md §5): a pure fold over the global log, run by the engine in
  * src/projection-engine. Nothing here may do I/O, read a clock or import a framework: the same
  * events always give the same documents, which is what makes a rebuild equal to a live run.
  */

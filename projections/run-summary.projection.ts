@@ -3,7 +3,7 @@ import { asLedgerEvent } from './ledger-events';
 import { alreadyApplied, instantMs, scopedKey, textOf, type ProjectedEvent, type Projection } from './projection';
 
 /**
- * The run summary (SPEC §5): the steps of one run and where each stands. Only StepPlanned names the
+ * The run summary (docs/contract.md §5): the steps of one run and where each stands. Only StepPlanned names the
  * run, so the projection links each operation's stream to its run there, and every later event of
  * that stream lands in the run's document.
  */

@@ -4,7 +4,7 @@ import { alreadyApplied, instantMs, scopedKey, textOf, type ProjectedEvent, type
 
 /**
  * The step state index: where every operation stands, queryable by state, tool, run and age
- * (SPEC §5). The recovery list for restarted workers reads it. Decisions never do: they fold the
+ * (docs/contract.md §5). The recovery list for restarted workers reads it. Decisions never do: they fold the
  * operation's own stream.
  */
 export interface StepStateDoc {

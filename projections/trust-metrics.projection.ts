@@ -4,7 +4,7 @@ import { asLedgerEvent } from './ledger-events';
 import { alreadyApplied, instantMs, scopedKey, textOf, type ProjectedEvent, type Projection } from './projection';
 
 /**
- * Trust metrics per tenant and tool (SPEC §5, and the seed's "measure outcomes that indicate
+ * Trust metrics per tenant and tool (docs/contract.md §5, and the contract's "measure outcomes that indicate
  * trust, not just error rate"): unknown outcomes and how they were resolved, duplicate writes
  * prevented, identical retries blocked, time spent in pending recovery, terminal escalations.
  *
@@ -24,11 +24,11 @@ export interface TrustCounters {
   verified_found_committed: number;
   verified_not_found: number;
   lookup_unavailable: number;
-  /** Dispatches on a succeeded step, answered with the original success (SPEC §4.7). */
+  /** Dispatches on a succeeded step, answered with the original success (docs/contract.md §4.7). */
   duplicate_writes_prevented: number;
-  /** Dispatches with the same input hash after correct_input (SPEC §4.2). */
+  /** Dispatches with the same input hash after correct_input (docs/contract.md §4.2). */
   identical_retries_blocked: number;
-  /** Dispatches refused while an attempt was in flight or its outcome unverified (SPEC §4.1). */
+  /** Dispatches refused while an attempt was in flight or its outcome unverified (docs/contract.md §4.1). */
   unverified_dispatches_refused: number;
   terminal_escalations: number;
   succeeded: number;

@@ -12,7 +12,7 @@ async function main(): Promise<void> {
   const apiKeys = parseApiKeys(loadApiKeyEntries(config));
   const localMode = apiKeys.length === 0;
   if (localMode && !LOOPBACK.has(config.host)) {
-    // SPEC §8: never listen beyond loopback without authentication.
+    // docs/contract.md §8: never listen beyond loopback without authentication.
     throw new ConfigError(
       `refusing to listen on ${config.host} without API keys: set LEDGER_API_KEYS (key:role:tenant) or bind to 127.0.0.1`,
     );

@@ -1,7 +1,7 @@
 /**
  * The request bodies of the HTTP figures, shared by the load process (which sends them) and the
  * in-process figures (which need the same payloads, e.g. the raw-insert baseline of figure 3).
- * Every body is a real, legal submit of SPEC §9: the ledger accepts it and stores what it causes.
+ * Every body is a real, legal submit of docs/contract.md §9: the ledger accepts it and stores what it causes.
  */
 import { createHash } from 'node:crypto';
 
@@ -42,7 +42,7 @@ export function dispatchFact(label: string, n: number, attempt = 1, k = 1) {
 /**
  * `size` facts for one operation, all legal in one submit: plan, dispatch, the committed envelope,
  * then dispatches on the succeeded step, each answered with the original success and recorded as
- * a prevented duplicate write (SPEC §4.7). A runtime replaying a backlog sends exactly this.
+ * a prevented duplicate write (docs/contract.md §4.7). A runtime replaying a backlog sends exactly this.
  */
 export function batchFacts(label: string, n: number, size: number) {
   const ref = operationRef(label, n);

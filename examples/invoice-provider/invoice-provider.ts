@@ -2,7 +2,7 @@
  * A small invoice provider on loopback, for trying the SDK against real HTTP failures. It honours
  * idempotency keys the way payment APIs do (one invoice per key; the same key again answers the
  * original invoice), offers the lookup by key that verification needs, and can be told to fail a
- * request in the ways the seed's contract table is about.
+ * request in the ways the contract table is about.
  */
 import { randomUUID } from 'node:crypto';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';

@@ -149,7 +149,7 @@ function answeredOutcome(operationRef: string, answer: SubmitAnswer, extra: Part
 
 /**
  * The same operation_ref planned with another input is refused (OPERATION_REF_REUSED), except in
- * the one case it is the seed's flow: the step asked for corrected input and this is it. That is
+ * the one case it is the contract's flow: the step asked for corrected input and this is it. That is
  * so while the step is in needs_input, or when the ledger already granted a dispatch with this
  * input hash (the correction was accepted earlier, and a later failure brought the caller back).
  */
@@ -169,7 +169,7 @@ async function isCorrectedInput(
 }
 
 /**
- * The seed's executeWrite as one call: plan the step (idempotent), ask the ledger to dispatch (the
+ * The contract's executeWrite as one call: plan the step (idempotent), ask the ledger to dispatch (the
  * AttemptDispatched submit is the gate), call the tool with operation_ref as its idempotency key,
  * record its envelope, and answer the ledger's directive.
  *

@@ -1,5 +1,5 @@
 /**
- * The runtime SDK: a typed client for the ledger's HTTP API, the seed's executeWrite state machine,
+ * The runtime SDK: a typed client for the ledger's HTTP API, the contract's executeWrite state machine,
  * recover() for restarted workers, and the normalizers that turn what providers return into
  * envelopes. Nothing here loads NestJS or the server: a runtime imports it on its own.
  */

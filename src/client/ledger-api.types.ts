@@ -1,5 +1,5 @@
 /**
- * The wire shapes of SPEC §9, typed from the same source as the server: the domain's vocabularies
+ * The wire shapes of docs/contract.md §9, typed from the same source as the server: the domain's vocabularies
  * and the ledger service's answer types. Type-only imports, so nothing of the server is loaded at
  * run time by a runtime that imports the client.
  */
@@ -130,7 +130,7 @@ export interface RecoveryPage {
   as_of_position?: number;
 }
 
-/** Projections (SPEC §5): their fields are the server's to grow; the client passes them through. */
+/** Projections (docs/contract.md §5): their fields are the server's to grow; the client passes them through. */
 export interface EvidenceTrail {
   operation_ref: string;
   [field: string]: unknown;

@@ -64,7 +64,7 @@ export interface SingleFactOptions extends SubmitOptions {
   eventId?: string;
 }
 
-/** Reads of projections (SPEC §5) may lag the log; these say how far they must have caught up. */
+/** Reads of projections (docs/contract.md §5) may lag the log; these say how far they must have caught up. */
 export interface ProjectionReadOptions extends RequestOptions {
   /** Read-your-writes: wait until the projection has applied the log this far (a submit's `position`). */
   waitForPosition?: number;
@@ -110,7 +110,7 @@ function projectionQuery(options: ProjectionReadOptions, extra: Record<string, u
   return text === '' ? '' : `?${text}`;
 }
 
-/** The ref is one path segment (SPEC §9): `run_81/step_4` travels as `run_81%2Fstep_4`. */
+/** The ref is one path segment (docs/contract.md §9): `run_81/step_4` travels as `run_81%2Fstep_4`. */
 export function operationPath(operationRef: string): string {
   return `/v1/operations/${encodeURIComponent(operationRef)}`;
 }
@@ -122,7 +122,7 @@ interface Answer {
 }
 
 /**
- * The ledger's HTTP API (SPEC §9) for runtimes. Submits are idempotent by construction: each
+ * The ledger's HTTP API (docs/contract.md §9) for runtimes. Submits are idempotent by construction: each
  * fact's `event_id` is fixed before the first send, so when the client resends after a timeout or
  * a dropped connection, the ledger sees the same fact again and appends nothing new. That is what
  * makes its own bounded retries safe, and why it may retry a submit at all.
@@ -173,7 +173,7 @@ export class LedgerClient {
     return this.submitOne(operationRef, { type: 'StepPlanned', data }, options);
   }
 
-  /** The gate (SPEC §3): a 409 LedgerRefusal means the tool must not be called. */
+  /** The gate (docs/contract.md §3): a 409 LedgerRefusal means the tool must not be called. */
   dispatchAttempt(operationRef: string, data: AttemptDispatchedInput, options: SingleFactOptions = {}): Promise<SubmitAnswer> {
     return this.submitOne(operationRef, { type: 'AttemptDispatched', data }, options);
   }

@@ -41,7 +41,7 @@ export interface RecoverOptions extends Pick<ExecuteOptions, 'now' | 'traceparen
 }
 
 /**
- * What a restarted worker runs first (SPEC §4 crash recovery): every operation the ledger has in
+ * What a restarted worker runs first (docs/contract.md §4 crash recovery): every operation the ledger has in
  * flight or verifying is verified through the lookup registered for its tool, by its OWN
  * operation_ref, and the outcome recorded. No new key is ever made here, and nothing is
  * dispatched: what the ledger decides next (retry_ready, succeeded, escalated) comes back in the

@@ -85,7 +85,7 @@ function anchorKey(raw: string | undefined): string | undefined {
   return raw;
 }
 
-/** Reads the configuration from the environment (SPEC §9); a bad value stops the start, loudly. */
+/** Reads the configuration from the environment (docs/contract.md §9); a bad value stops the start, loudly. */
 export function loadConfig(env: NodeJS.ProcessEnv = process.env): LedgerConfig {
   const store = (env.LEDGER_STORE ?? 'sqlite') as StoreKind;
   if (store !== 'sqlite' && store !== 'eventstoredb') {

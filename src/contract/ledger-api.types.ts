@@ -1,4 +1,4 @@
-/** The HTTP contract's shapes (SPEC §9), shared by the server and the runtime client. */
+/** The HTTP contract's shapes (docs/contract.md §9), shared by the server and the runtime client. */
 import type { Directive, SubmittedFactType } from '../domain/events';
 import type { JsonObject } from '../shared/json';
 

@@ -64,7 +64,7 @@ const isBefore = (a: string, b: string): boolean => Date.parse(a) < Date.parse(b
 
 /**
  * Attempts left under the lower of the step's policy and the last retryable envelope's
- * max_attempts_remaining (SPEC §4.6). An unknown outcome's envelope says 0 automatic retries, but
+ * max_attempts_remaining (docs/contract.md §4.6). An unknown outcome's envelope says 0 automatic retries, but
  * a verified not_found allows one new attempt, so only correct_input / wait_and_retry bound it.
  */
 export function attemptsRemaining(state: PlannedStep): number {
@@ -268,7 +268,7 @@ function decideVerification(
   state: PlannedStep,
   command: Command & { fact: { type: 'VerificationRecorded' } },
 ): Decision {
-  // A restarted worker verifies what was in flight: no envelope may ever have come back (SPEC §4).
+  // A restarted worker verifies what was in flight: no envelope may ever have come back (docs/contract.md §4).
   if (state.status !== 'verifying' && state.status !== 'dispatched') {
     return refuse('FACT_NOT_EXPECTED', `no verification is pending in state ${state.status}`, state.directive);
   }

@@ -20,7 +20,7 @@ function within<T>(promise: Promise<T>, ms: number, onTimeout: () => T): Promise
 @Injectable()
 export class LedgerHealthIndicators {
   private engine: ProjectionEngine | null | undefined;
-  /** Why a check failed, for the log only: driver messages name hosts and files (SPEC §7). */
+  /** Why a check failed, for the log only: driver messages name hosts and files (docs/contract.md §7). */
   private readonly causes = new Map<string, string>();
 
   constructor(

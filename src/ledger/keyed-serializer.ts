@@ -1,7 +1,7 @@
 /**
  * Runs tasks for the same key one after another, tasks for different keys concurrently. Within one
  * process, decisions on one operation queue here instead of racing to a revision conflict; across
- * processes the expected-revision append still decides (SPEC §4.8).
+ * processes the expected-revision append still decides (docs/contract.md §4.8).
  */
 export class KeyedSerializer {
   private readonly tails = new Map<string, Promise<unknown>>();

@@ -124,7 +124,7 @@ interface StreamSnapshot {
 }
 
 /**
- * The one command path (STYLE §2): read the stream, fold it, decide, append at the revision read.
+ * The one command path: read the stream, fold it, decide, append at the revision read.
  * Nothing else decides. A lost race is decided again on the fresh stream, a bounded number of times.
  */
 export class LedgerService {
@@ -228,7 +228,7 @@ export class LedgerService {
       const decision: Decision = decide(state, { fact, event_id: submitted.event_id, now });
       if (decision.kind === 'refused') {
         this.observer.onRefused?.(decision.code, { tenant: context.tenant, operationRef: context.operationRef });
-        // A refused dispatch is evidence (SPEC §3): it is recorded when it was decided on the stored
+        // A refused dispatch is evidence (docs/contract.md §3): it is recorded when it was decided on the stored
         // state itself; a refusal inside a larger batch refuses the batch and stores nothing of it.
         if (decision.events.length > 0 && toAppend.length === 0) {
           const recorded = this.toNewEvents(decision.events, submitted, context, now);

@@ -2,7 +2,7 @@ import { AsyncLocalStorage } from 'node:async_hooks';
 import { collectDefaultMetrics, Registry } from 'prom-client';
 
 /**
- * The one Prometheus registry of the service (SPEC §7). Every module that measures something
+ * The one Prometheus registry of the service (docs/contract.md §7). Every module that measures something
  * registers its metrics here (`registers: [registry]`), so `GET /metrics` shows them all beside
  * the process metrics. A registry per application, not prom-client's global one, so that two
  * applications in one process (tests) never collide on metric names.

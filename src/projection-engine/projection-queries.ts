@@ -160,7 +160,7 @@ function pageLimit(params: QueryParams, fallback: number, max: number): number {
 }
 
 /**
- * The readers' side (SPEC §5, §9): answers from the read model only, scoped to the caller's tenant
+ * The readers' side (docs/contract.md §5, §9): answers from the read model only, scoped to the caller's tenant
  * by the document keys and the tenant column, so another tenant's operation or run is not found
  * rather than forbidden. With `wait_for_position` a read first waits until its projection has
  * applied the log that far (read-your-writes), and answers 503 PROJECTION_LAGGING when it has not
@@ -232,7 +232,7 @@ export class ProjectionQueries {
     };
   }
 
-  /** Operations in flight or verifying, oldest first: what a restarted worker must verify (SPEC §4). */
+  /** Operations in flight or verifying, oldest first: what a restarted worker must verify (docs/contract.md §4). */
   async recovery(caller: Caller, params: QueryParams = {}): Promise<RecoveryAnswer> {
     const store = this.sources.store;
     if (!store) return this.listSteps(caller, params, RECOVERY_STATUSES);
@@ -294,7 +294,7 @@ export class ProjectionQueries {
     };
   }
 
-  /** Every operation of the tenant, oldest in its status first, by state, tool, run and age (SPEC §5). */
+  /** Every operation of the tenant, oldest in its status first, by state, tool, run and age (docs/contract.md §5). */
   operations(caller: Caller, params: QueryParams = {}): Promise<RecoveryAnswer> {
     return this.listSteps(caller, params, STEP_STATUSES);
   }
@@ -313,7 +313,7 @@ export class ProjectionQueries {
     ];
     if (tool !== undefined) where.push({ column: 'tool', op: '=', value: tool });
     if (runId !== undefined) where.push({ column: 'run_id', op: '=', value: runId });
-    // Age is judged by the ledger's clock, never the client's (SPEC §4).
+    // Age is judged by the ledger's clock, never the client's (docs/contract.md §4).
     if (olderThanMs !== undefined) where.push({ column: 'since_ms', op: '<=', value: this.clock.now().getTime() - olderThanMs });
     const refContains = identifier(single(params, 'q'), 'q');
     if (refContains !== undefined) where.push({ column: 'operation_ref', op: 'contains', value: refContains });

@@ -102,7 +102,7 @@ export class ProjectionsLifecycle implements OnApplicationBootstrap, OnModuleDes
 }
 
 /**
- * The projection engine, its read model and the read endpoints (SPEC §5, §9). Needs EVENT_STORE
+ * The projection engine, its read model and the read endpoints (docs/contract.md §5, §9). Needs EVENT_STORE
  * and CONFIG from the application; CLOCK is optional (the system clock otherwise).
  */
 @Module({

@@ -1,5 +1,5 @@
 /**
- * The event-store port (SPEC §6). Every adapter passes test/contract/event-store.contract.ts.
+ * The event-store port (docs/contract.md §6). Every adapter passes test/contract/event-store.contract.ts.
  *
  * Revisions are 0-based per stream; a stream with no events has revision -1 (NO_STREAM). Positions
  * are positive safe integers, strictly increasing along the global log; they may have gaps, so a

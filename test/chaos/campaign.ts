@@ -55,7 +55,7 @@ export interface CampaignOptions {
 }
 
 /**
- * `sigterm` is the graceful stop under the same load (SPEC §7: a graceful shutdown loses no
+ * `sigterm` is the graceful stop under the same load (docs/contract.md §7: a graceful shutdown loses no
  * acknowledged write); the other two are SIGKILL, a crash.
  */
 export type KillKind = 'random' | 'after_projection_batch' | 'sigterm';

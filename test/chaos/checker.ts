@@ -24,7 +24,7 @@ import { SqliteEventStore } from '../../src/store/sqlite/sqlite-event-store.adap
 import { compareTrust, countTrust } from './trust-count';
 import type { AckRecord, LoadRecord, RefusalRecord, ToolWriteRecord } from './records';
 
-/** Refusals of a dispatch that are recorded as DispatchRefused (SPEC §3: the evidence of the gate). */
+/** Refusals of a dispatch that are recorded as DispatchRefused (docs/contract.md §3: the evidence of the gate). */
 const RECORDED_DISPATCH_REFUSALS = new Set([
   'ATTEMPT_IN_FLIGHT',
   'VERIFY_BEFORE_RETRY',
@@ -35,7 +35,7 @@ const RECORDED_DISPATCH_REFUSALS = new Set([
   'STEP_ESCALATED',
   'ATTEMPT_MISMATCH',
 ]);
-/** States a dispatch may be granted from (SPEC §4): never while in flight, verifying, waiting on approval, or terminal. */
+/** States a dispatch may be granted from (docs/contract.md §4): never while in flight, verifying, waiting on approval, or terminal. */
 const DISPATCHABLE_FROM = new Set(['planned', 'retry_ready', 'needs_input', 'retry_scheduled']);
 const TERMINAL = new Set(['succeeded', 'escalated']);
 
@@ -238,7 +238,7 @@ function checkAck(log: RawLog, ack: AckRecord, report: CheckReport, tenant: stri
   const stored = log.byId.get(ack.event_id) ?? [];
   if (stored.length === 0) {
     // A plan repeated with the same definition under a new id is the plan already in the log
-    // (SPEC §3: the same key with the same parameters is the same step); the answer must say so.
+    // (docs/contract.md §3: the same key with the same parameters is the same step); the answer must say so.
     const plans = (log.streams.get(stream) ?? []).filter((event) => event.type === 'StepPlanned');
     if (ack.type === 'StepPlanned' && ack.status === 'duplicate' && plans.length === 1) return;
     present.failures.push(`${ack.type} ${ack.event_id} on ${ack.ref} acknowledged ${ack.status} at revision ${ack.revision}, not in the log`);

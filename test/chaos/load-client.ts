@@ -219,7 +219,7 @@ class SimulatedProvider {
     return evidence;
   }
 
-  /** The seed's verification tool: a read by operation_ref; now and then the lookup itself is down. */
+  /** The contract's verification tool: a read by operation_ref; now and then the lookup itself is down. */
   readonly lookup: Lookup = async (ref) => {
     if (this.random.chance(0.04)) throw new Error('lookup service unavailable');
     const evidence = this.committed.get(ref);
@@ -305,7 +305,7 @@ class SimulatedProvider {
   }
 }
 
-/** The runtime's side of one operation: the seed's state machine, driven by what the ledger answers. */
+/** The runtime's side of one operation: the contract's state machine, driven by what the ledger answers. */
 async function driveOperation(
   ledger: RecordingLedger,
   provider: SimulatedProvider,

@@ -21,7 +21,7 @@ export interface AckRecord {
   sends: number;
 }
 
-/** A 409 answer: the ledger refused the fact (a refused dispatch is itself recorded, SPEC §3). */
+/** A 409 answer: the ledger refused the fact (a refused dispatch is itself recorded, docs/contract.md §3). */
 export interface RefusalRecord {
   kind: 'refusal';
   client: number;

@@ -1,5 +1,5 @@
 /**
- * The trust metrics (SPEC §5) counted straight from the events table with SQL, to hold the served
+ * The trust metrics (docs/contract.md §5) counted straight from the events table with SQL, to hold the served
  * projection against. Nothing of projections/ is used: the definitions are written here again from
  * the causal links the log itself carries (a transition's `caused_by`, the stream's revisions), so
  * a fold that drops, double counts or misorders events shows up as a difference.

@@ -1,5 +1,5 @@
 /**
- * The one contract every event-store adapter passes (SPEC §6). Revisions and positions mean the
+ * The one contract every event-store adapter passes (docs/contract.md §6). Revisions and positions mean the
  * same through the port on every adapter: no per-adapter offsets here.
  */
 import { randomUUID } from 'node:crypto';

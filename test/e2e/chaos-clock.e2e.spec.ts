@@ -1,5 +1,5 @@
 /**
- * SPEC §4: "Times (not_before, consistency windows) are judged by the ledger's clock, never the
+ * docs/contract.md §4: "Times (not_before, consistency windows) are judged by the ledger's clock, never the
  * client's." A runtime whose clock is minutes off sends its skewed times everywhere a time can be
  * sent (the envelope's not_before, the verification's checked_at, the success's checked_at); every
  * decision must still follow the service's clock. The service runs on this machine, so this

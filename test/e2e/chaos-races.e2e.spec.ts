@@ -1,5 +1,5 @@
 /**
- * SPEC §4.8: two runtimes racing on one operation cannot both dispatch. Twenty dispatches of the
+ * docs/contract.md §4.8: two runtimes racing on one operation cannot both dispatch. Twenty dispatches of the
  * same attempt arrive at once; exactly one is granted and the nineteen others are refused and
  * recorded as DispatchRefused, on one service process, on two processes sharing one SQLite file
  * (WAL, LEDGER_EVENTS_FILE), and on two processes sharing the EventStoreDB protocol double. The

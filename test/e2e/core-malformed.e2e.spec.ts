@@ -1,7 +1,7 @@
 /**
  * Malformed input over real HTTP: several hundred bodies, generated with fast-check from a fixed
  * seed, each broken in one known way (a wrong type, a missing or unknown field, broken JSON text,
- * an over-long string, a bad uuid, an envelope breaking one rule of SPEC §2, a prototype key, a
+ * an over-long string, a bad uuid, an envelope breaking one rule of docs/contract.md §2, a prototype key, a
  * wrong content type, a bad ref, a body over the size limit). Every broken body is sent against
  * planned, dispatched and unplanned operations, where the same body *without* its defect would be
  * accepted and stored: so "the events table is unchanged" really proves the defect was caught.
@@ -210,7 +210,7 @@ const missingFields: fc.Arbitrary<Case> = fc.oneof(
       return jsonCase('missing', `${type}.${key}`, t, copy, BAD_REQUEST(`events[0].data.${key}`));
     }),
   ),
-  // A write's error envelope needs every field of the seed's ToolError (SPEC §2).
+  // A write's error envelope needs every field of the contract's ToolError (docs/contract.md §2).
   fc
     .tuple(targetArb(WRITE_TARGETS), fc.constantFrom('code', 'category', 'commit_state', 'retry', 'next_action', 'operation_ref', 'safe_details', 'agent_message', 'user_message'))
     .map(([t, key]) => {
@@ -394,7 +394,7 @@ const badUuids: fc.Arbitrary<Case> = fc.oneof(
   ),
 );
 
-/** One rule of SPEC §2 broken per case; `fields` is where the ledger must point. */
+/** One rule of docs/contract.md §2 broken per case; `fields` is where the ledger must point. */
 function envelopeRule(label: string, build: (ref: string) => Json, fields: string | string[]): fc.Arbitrary<Case> {
   return targetArb(WRITE_TARGETS).map((t) => jsonCase('envelope-rule', label, t, envelopeBody(build(REFS[t])), ENVELOPE_INVALID(fields)));
 }

@@ -1,5 +1,5 @@
 /**
- * The seed's contract-test table, driven over real HTTP against the built server the way a runtime
+ * The contract table (docs/contract.md §4), driven over real HTTP against the built server the way a runtime
  * drives it: plan, ask to dispatch, record what the tool returned, verify, approve. Each row asserts
  * the HTTP answers (status, problem code, directive) and the state the stream folds to, so a row
  * fails if the ledger stops enforcing the invariant behind it. Times are the server's clock; where
@@ -48,7 +48,7 @@ afterAll(async () => {
 const typesOf = <E extends { type: string }>(events: E[], type: string) => events.filter((event) => event.type === type);
 const refusalCodes = (events: Array<{ type: string; data: any }>) => typesOf(events, 'DispatchRefused').map((event) => event.data.code);
 
-describe("the seed's contract-test table", () => {
+describe("the contract table (docs/contract.md §4)", () => {
   test('invalid address: correct_input -> needs_input; no unchanged retry; a changed input may run, within the remaining attempts', async () => {
     const op = operation(api, uniqueRef('send_email'));
     ok(await op.plan({ policy: { max_attempts: 3 } }));
@@ -433,7 +433,7 @@ describe('secrets and the schema', () => {
     expect((await store.log(ledger)).some((event) => event.event_id === id)).toBe(true);
   });
 
-  test('GET /v1/schema/envelope serves a JSON Schema that accepts the seed envelopes and rejects broken ones', async () => {
+  test('GET /v1/schema/envelope serves a JSON Schema that accepts the contract's envelopes and rejects broken ones', async () => {
     const answer = await request(ledger.baseUrl, 'GET', '/v1/schema/envelope');
     expect(answer.status).toBe(200);
     expect(answer.contentType).toMatch(/^application\/schema\+json/);

@@ -1,5 +1,5 @@
 /**
- * The seed's contract-test table and the stream-as-source-of-truth rows (core-seed-contract), run
+ * The contract table (docs/contract.md §4) and the stream-as-source-of-truth rows (core-seed-contract), run
  * unchanged against the built service started with LEDGER_STORE=eventstoredb on the EventStoreDB
  * protocol double (test/support/eventstoredb-protocol-double): the same HTTP scenarios as on SQLite.
  * Only the store differs; the rows that check "nothing was stored" read `$all` through the port.

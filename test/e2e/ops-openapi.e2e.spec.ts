@@ -1,7 +1,7 @@
 /**
  * /docs and /docs/openapi.json on the built service: the served document is the committed
  * openapi.json (test/unit/artifacts.unit.spec.ts holds that one to the code), it covers every
- * route of SPEC §9, and each operation says which key it needs.
+ * route of docs/contract.md §9, and each operation says which key it needs.
  */
 import { readFileSync } from 'node:fs';
 import { resolve } from 'node:path';
@@ -27,7 +27,7 @@ describe('the OpenAPI document', () => {
     expect(served.body).toEqual(JSON.parse(readFileSync(resolve(__dirname, '../../openapi.json'), 'utf8')));
   });
 
-  it('documents every route of the HTTP contract (SPEC §9) and the operational ones', async () => {
+  it('documents every route of the HTTP contract (docs/contract.md §9) and the operational ones', async () => {
     const { paths } = (await request(ledger.baseUrl, 'GET', '/docs/openapi.json')).body;
     const routes = Object.entries(paths as Record<string, Record<string, unknown>>).flatMap(([path, item]) =>
       Object.keys(item).map((method) => `${method.toUpperCase()} ${path}`),

@@ -1,5 +1,5 @@
 /**
- * The read endpoints over real HTTP against the built server (SPEC §9): evidence, run summary,
+ * The read endpoints over real HTTP against the built server (docs/contract.md §9): evidence, run summary,
  * recovery list, trust metrics and the Prometheus exposition, with API keys for two tenants.
  */
 import { randomUUID } from 'node:crypto';

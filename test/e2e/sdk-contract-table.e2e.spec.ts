@@ -1,5 +1,5 @@
 /**
- * The seed's contract table, row by row, driven through executeWrite against the built ledger
+ * The contract's contract table, row by row, driven through executeWrite against the built ledger
  * (a real process) and the example invoice provider (a real HTTP server on loopback).
  */
 import { callHttpTool, executeWrite, LedgerClient, verify, type ToolCall, type WriteStep } from '../../src/client';
@@ -9,7 +9,7 @@ import { startLedger, type LedgerProcess } from '../support/ledger-process';
 
 const WINDOW_MS = 300;
 
-describe('SDK against the ledger and the example provider: the seed contract table', () => {
+describe('SDK against the ledger and the example provider: the contract table', () => {
   let ledgerProcess: LedgerProcess;
   let provider: InvoiceProvider;
   let ledger: LedgerClient;

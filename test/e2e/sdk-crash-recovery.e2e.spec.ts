@@ -1,5 +1,5 @@
 /**
- * The seed's fault-injection test: real worker processes (the built example worker) are killed
+ * The contract's fault-injection test: real worker processes (the built example worker) are killed
  * right after dispatching a write, and at random points, many times; every restart runs recover()
  * first. Afterwards the provider shows exactly one invoice per succeeded operation, the ledger
  * shows every step succeeded or escalated, its evidence names the provider's own invoice, and no

@@ -1,7 +1,7 @@
 /**
  * The auth matrix, generated from the route table of the built application: every route Fastify
  * serves × (no key, a wrong key, runtime, auditor, admin) × (the caller's own tenant, another
- * tenant's), each with the status the rules of issue 6 / SPEC §8 give it.
+ * tenant's), each with the status the rules of issue 6 / docs/contract.md §8 give it.
  *
  * The route table is read from the built app itself (a child process builds it with createApp,
  * records every route Fastify registers, and reads each controller handler's @RequireAccess

@@ -1,5 +1,5 @@
 /**
- * Keys, tenants and local mode on the built service (SPEC §8–9, issue 6): how keys are given,
+ * Keys, tenants and local mode on the built service (docs/contract.md §8–9, issue 6): how keys are given,
  * what the store records of them, that a tenant cannot tell another tenant's operation from one
  * that does not exist, what an admin export holds, and when the service refuses to start.
  */

@@ -82,7 +82,7 @@ const envelope = fc.oneof(
   }),
 );
 
-/** Well-formed data of each submitted type (SPEC §9). */
+/** Well-formed data of each submitted type (docs/contract.md §9). */
 const FACT_DATA: Record<string, fc.Arbitrary<Json>> = {
   StepPlanned: fc.record(
     {

@@ -1,6 +1,6 @@
 /**
  * The incident console (/ui) in headless Chromium against the built service: a reviewer with an
- * auditor key opens the seed's incident, reads the verdict, the story with each fact and the
+ * auditor key opens the contract's incident, reads the verdict, the story with each fact and the
  * transition it caused on one row, the time in each state, opens the run and the trust metrics.
  * The key goes out in the Authorization header only. The operation's screenshot is written to
  * docs/ (the README shows it), the others to test-artifacts/.
@@ -42,7 +42,7 @@ describeInBrowser('the incident review page', () => {
     mkdirSync(ARTIFACTS, { recursive: true });
     ledger = await startLedger({ env: { LEDGER_API_KEYS: `${RUNTIME_KEY}:runtime:acme,${AUDITOR_KEY}:auditor:acme` } });
 
-    // The seed's incident: unknown outcome, a refused retry, a lookup that finds it, a duplicate prevented.
+    // The contract's incident: unknown outcome, a refused retry, a lookup that finds it, a duplicate prevented.
     await submit(INCIDENT, 'StepPlanned', { run_id: RUN, tool: 'create_invoice', side_effect: 'write', input_hash: 'sha256:9c1f', policy: { verification_tool: 'get_invoice_by_operation_ref' } });
     await submit(INCIDENT, 'AttemptDispatched', { attempt: 1, input_hash: 'sha256:9c1f' });
     await submit(INCIDENT, 'EnvelopeRecorded', { attempt: 1, envelope: unknownOutcome(INCIDENT) });

@@ -178,7 +178,7 @@ const batch = () => [
   fact('AttemptDispatched', { attempt: 2, input_hash: 'sha256:in-1' }),
 ];
 
-/** A second dispatch while attempt 1 is in flight: refused, and the refusal is evidence to record (SPEC §3). */
+/** A second dispatch while attempt 1 is in flight: refused, and the refusal is evidence to record (docs/contract.md §3). */
 const recordedRefusal = () => [fact('AttemptDispatched', { attempt: 2, input_hash: 'sha256:in-1' })];
 
 /**

@@ -118,7 +118,7 @@ export const committed = (ref: string, evidence: string) => seedEnvelopes.succes
 export const invalidInput = (ref: string) => seedEnvelopes.invalidRecipient(ref);
 
 /**
- * The seed's incident: a write whose outcome is unknown, a retry the ledger refuses, a lookup that
+ * The contract's incident: a write whose outcome is unknown, a retry the ledger refuses, a lookup that
  * finds the write committed, and a duplicate dispatch answered with the original success. Beside
  * it, a step of the same run that succeeds at once, and one in another run that needs new input.
  */

@@ -1,6 +1,6 @@
 /**
- * given(events).when(fact).then(events) / .thenRefuses(code) for the decider (STYLE §4). Events are
- * plain domain facts; ids and times are filled in so the tests read as the seed's table.
+ * given(events).when(fact).then(events) / .thenRefuses(code) for the decider. Events are
+ * plain domain facts; ids and times are filled in so the tests read as the contract's table.
  */
 import { decide, fold, type Decision, type StepState } from '../../src/domain/decider';
 import { DEFAULT_POLICY, type LedgerEvent, type RecordedEvent, type StepPlannedData, type SubmittedFact } from '../../src/domain/events';
@@ -104,7 +104,7 @@ export const approval = (decision: 'granted' | 'denied'): SubmittedFact => ({
   data: { decision, approver: 'ops@example.com' },
 });
 
-// ---- envelopes from the seed, on REF ------------------------------------------------------------
+// ---- envelopes from the contract table, on REF ------------------------------------------------------------
 
 export const success = (): ToolEnvelope => seedEnvelopes.success(REF, 'inv_123', T0);
 export const invalidRecipient = (remaining = 1): ToolEnvelope => seedEnvelopes.invalidRecipient(REF, remaining);

@@ -1,6 +1,6 @@
 /**
  * Helpers for the end-to-end suites (test/e2e/core-*.e2e.spec.ts): a runtime's view of one
- * operation over real HTTP, the seed's envelopes addressed to any operation_ref, typed checks of
+ * operation over real HTTP, the contract's envelopes addressed to any operation_ref, typed checks of
  * problem answers, and a read-only look at the events table the server writes. Nothing here
  * stands in for a part of the ledger: every request goes to the built server over loopback.
  */
@@ -94,12 +94,12 @@ export function operation(api: Ledger, ref: string) {
   };
 }
 
-// ---- the seed's envelopes, for any operation_ref --------------------------------------------------
+// ---- the contract's envelopes, for any operation_ref --------------------------------------------------
 
 export const envelopes = {
   ...seedEnvelopes,
   success: (ref: string, result: unknown = { invoice_id: 'inv_123' }) => seedEnvelopes.success(ref, 'inv_123', undefined, result),
-  /** A read-only tool's smaller form (SPEC §2): a stable code and a retry direction. */
+  /** A read-only tool's smaller form (docs/contract.md §2): a stable code and a retry direction. */
   readRateLimited: (notBefore: string, remaining = 2) => ({
     ok: false,
     code: 'RATE_LIMITED',
@@ -165,7 +165,7 @@ export function streamsOf(rows: EventRow[]): Map<string, StoredEvent[]> {
   return streams;
 }
 
-/** A decision's refusal: the problem answer also carries the directive and the state (SPEC §9). */
+/** A decision's refusal: the problem answer also carries the directive and the state (docs/contract.md §9). */
 export function refusal(answer: HttpAnswer, code: string): any {
   const body = problem(answer, 409, code);
   expect(body.directive).toEqual(expect.objectContaining({ next_action: expect.any(String), attempts_remaining: expect.any(Number) }));

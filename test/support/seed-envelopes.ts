@@ -1,5 +1,5 @@
 /**
- * The seed's envelopes (the article's contract-test table), for any operation_ref: one set of
+ * The contract's envelopes (the article's contract-test table), for any operation_ref: one set of
  * fixtures for every tier of tests, so a change to the envelope shape is made once.
  */
 import type { ToolEnvelope, ToolError } from '../../src/domain/envelope/envelope.types';

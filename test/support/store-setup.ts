@@ -1,6 +1,6 @@
 /**
  * The store an end-to-end suite runs the built service on, so one scenario file runs unchanged on
- * both adapters (SPEC §6): the embedded SQLite default, or EventStoreDB through the protocol double,
+ * both adapters (docs/contract.md §6): the embedded SQLite default, or EventStoreDB through the protocol double,
  * which this jest process starts on loopback and the spawned service reaches over real gRPC with
  * `LEDGER_STORE=eventstoredb` and `EVENTSTORE_CONNECTION_STRING`.
  *

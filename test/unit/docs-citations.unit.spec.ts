@@ -8,11 +8,8 @@ import { join, relative, resolve } from 'node:path';
 
 const ROOT = resolve(__dirname, '../..');
 
-/**
- * The folders and files scanned. The rest of the tree (src, projections, test, README.md) still
- * carries citations of the old names and is added here as it is rewritten.
- */
-export const CITATION_SCANNED_PATHS: readonly string[] = ['docs'];
+/** The folders and files scanned: every place a comment or a document can cite something. */
+export const CITATION_SCANNED_PATHS: readonly string[] = ['docs', 'src', 'projections', 'test', 'README.md', 'clients', 'examples', 'bench', '.dependency-cruiser.cjs'];
 
 /**
  * Citations of documents that are not in the repository. "The seed" as the source article, not
@@ -26,7 +23,7 @@ const FOREIGN = [
   /\b(?:of|from) the seed(?:,|\)|$)/i,
 ];
 const CONTRACT_SECTION = /docs\/contract\.md §(\d+)/g;
-const TEXT = /\.(ts|js|cjs|mjs|md|json)$/;
+const TEXT = /\.(ts|js|cjs|mjs|md|json|py)$/;
 // This file names the patterns it looks for.
 const SELF = relative(ROOT, __filename);
 

@@ -14,7 +14,7 @@ export type SideEffect = 'read' | 'write';
  * functions stay pure: the same input always gives the same envelope.
  */
 export interface NormalizeContext {
-  /** The durable operation reference, chosen before the first write (the seed's idempotency key). */
+  /** The durable operation reference, chosen before the first write (the contract's idempotency key). */
   operationRef: string;
   sideEffect: SideEffect;
   now: Date;
@@ -31,7 +31,7 @@ export interface NormalizeContext {
 export const DEFAULT_RETRY_DELAY_MS = 1000;
 /** A day: a provider asking for a longer wait is not asking for an automatic retry. */
 export const DEFAULT_MAX_RETRY_DELAY_MS = 24 * 60 * 60 * 1000;
-/** The seed: after correct_input, "one new, validated request with the same operation reference". */
+/** docs/contract.md §2: after correct_input, "one new, validated request with the same operation reference". */
 export const DEFAULT_INPUT_FIX_ATTEMPTS = 1;
 export const DEFAULT_RETRY_ATTEMPTS = 3;
 
@@ -128,7 +128,7 @@ export function toolError(context: NormalizeContext, spec: ToolErrorSpec): ToolE
 }
 
 /**
- * The seed's most important envelope: the write may have committed, so nothing may run again
+ * The contract's most important envelope: the write may have committed, so nothing may run again
  * before a lookup by operation_ref. A read commits nothing, so the same uncertainty on a read is
  * only a failed read: safe to try again later.
  */
@@ -185,7 +185,7 @@ export function escalate(
   category: ErrorCategory,
   commitState: Exclude<CommitState, 'committed'> = 'not_committed',
 ): ToolError {
-  // An unknown write must be verified, never just escalated (SPEC §2 consistency rule).
+  // An unknown write must be verified, never just escalated (docs/contract.md §2 consistency rule).
   if (commitState === 'unknown' && context.sideEffect === 'write') return uncertainOutcome(context, code);
   return toolError(context, {
     code,

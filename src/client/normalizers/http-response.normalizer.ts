@@ -45,7 +45,7 @@ function isRecord(value: unknown): value is Record<string, unknown> {
 
 /**
  * The conventions legacy APIs use to report a failure behind a 2xx: `ok: false`,
- * `success: false`, `status: "error"`, a non-empty `error` or `errors`. The seed: even a 200 can
+ * `success: false`, `status: "error"`, a non-empty `error` or `errors`. docs/contract.md §2: even a 200 can
  * contain an application-level failure, and treating it as success invents a "done".
  */
 export function bodySaysFailure(body: unknown): boolean {
@@ -139,7 +139,7 @@ function isKeyStillInUse(body: unknown): boolean {
  * 401 and 403 are both authorization, but not the same next step. A 401 says the runtime's own
  * credential is missing or wrong: no approval fixes that, an operator does, so it escalates. A 403
  * says the credential is fine and policy forbids this action: a person with the authority can
- * approve it, so it asks for approval (the seed's "lost approval" row), and the tool is not called
+ * approve it, so it asks for approval (the contract's "lost approval" row), and the tool is not called
  * again until the approval is recorded.
  */
 export function normalizeHttpResponse(response: HttpResponseLike, options: HttpNormalizeOptions): ToolEnvelope {

@@ -98,12 +98,12 @@ function contentSummary(content: unknown[]): unknown[] {
 
 /**
  * An MCP `CallToolResult` to an envelope:
- * - `structuredContent` carrying an envelope is validated (SPEC §2) and used, with its prose
+ * - `structuredContent` carrying an envelope is validated (docs/contract.md §2) and used, with its prose
  *   replaced and only token-shaped details kept; an invalid one, or one whose `ok` contradicts
  *   `isError`, is not trusted;
  * - `isError` with only content blocks is upstream prose: a neutral UPSTREAM_ERROR;
  * - success with `structuredContent` is a success with that result; success told only in text
- *   proves nothing for a write (the seed: do not infer outcomes from strings), so it is verified.
+ *   proves nothing for a write (docs/contract.md §4: do not infer outcomes from strings), so it is verified.
  */
 export function normalizeMcpToolResult(result: unknown, options: McpNormalizeOptions): ToolEnvelope {
   if (!isRecord(result)) return invalidResult(options);

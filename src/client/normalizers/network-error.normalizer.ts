@@ -2,7 +2,7 @@ import type { ToolError } from '../../domain/envelope/envelope.types';
 import { escalate, uncertainOutcome, waitAndRetry, type NormalizeContext } from './envelope-builders';
 
 /**
- * Whether the request can have left the process. The seed: "A timeout before a request leaves the
+ * Whether the request can have left the process. docs/contract.md §2: "A timeout before a request leaves the
  * process is different from a timeout after the remote system may have accepted it."
  */
 export type SendPhase = 'before_send' | 'after_send' | 'unknown';

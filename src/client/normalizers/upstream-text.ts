@@ -37,7 +37,7 @@ export function upstreamError(context: NormalizeContext): ToolError {
   return escalate(context, 'UPSTREAM_ERROR', 'dependency');
 }
 
-/** Anything kept from upstream (a success's result) is redacted of secrets first (SPEC §2). */
+/** Anything kept from upstream (a success's result) is redacted of secrets first (docs/contract.md §2). */
 export function redactUpstream<T>(value: T): { value: T; redactions: Redaction[] } {
   return redactDeep(value);
 }

@@ -1,5 +1,5 @@
 /**
- * The tool result envelope, exactly the seed's shapes (SPEC §2). The vocabularies are `as const`
+ * The tool result envelope, exactly the contract's shapes (docs/contract.md §2). The vocabularies are `as const`
  * arrays so that the types, the edge validation and the published JSON Schema share one source.
  */
 export const COMMIT_STATES = ['not_committed', 'committed', 'unknown'] as const;
@@ -51,7 +51,7 @@ export interface ToolSuccess<T = unknown> {
 export type ToolEnvelope<T = unknown> = ToolError | ToolSuccess<T>;
 
 /**
- * The smaller form a read-only tool may return (SPEC §2): a stable code and a retry direction.
+ * The smaller form a read-only tool may return (docs/contract.md §2): a stable code and a retry direction.
  * Validation fills the rest with what a read implies (nothing committed, nothing to verify).
  */
 export interface ReadToolError {

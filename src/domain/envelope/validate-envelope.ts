@@ -160,7 +160,7 @@ function checkError(input: Record<string, unknown>, context: EnvelopeContext, li
   return envelope;
 }
 
-/** The seed's consistency rules; each names the field a runtime has to fix. */
+/** The contract's consistency rules; each names the field a runtime has to fix. */
 function checkConsistency(envelope: ToolError, context: EnvelopeContext): void {
   const { commit_state, retry, next_action } = envelope;
   if (commit_state === 'committed') fail('commit_state', 'ok: false with committed is contradictory');
@@ -214,7 +214,7 @@ function redactEnvelope(envelope: ToolEnvelope, detect?: SecretDetector): { enve
 }
 
 /**
- * Validates a tool envelope at the edge (SPEC §2) and returns it normalised and redacted. Nothing is
+ * Validates a tool envelope at the edge (docs/contract.md §2) and returns it normalised and redacted. Nothing is
  * stored from an envelope that fails: the caller answers 422 ENVELOPE_INVALID naming `field`.
  */
 export function validateEnvelope(

@@ -49,7 +49,7 @@ export class SubmittedEventDto {
   @IsIn(SUBMITTED_FACT_TYPES)
   type!: SubmittedFactType;
 
-  @ApiProperty({ type: 'object', additionalProperties: true, description: 'The fact, shaped by its type (SPEC §9).' })
+  @ApiProperty({ type: 'object', additionalProperties: true, description: 'The fact, shaped by its type (docs/contract.md §9).' })
   @IsObject()
   data!: Record<string, unknown>;
 }

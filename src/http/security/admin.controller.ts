@@ -14,7 +14,7 @@ import { CallerParam, type Caller } from '../caller';
 const EXPORT_PAGE = 500;
 
 /**
- * What only an admin key may do over HTTP (SPEC §8: "admin: rebuild and export"). The export is
+ * What only an admin key may do over HTTP (docs/contract.md §8: "admin: rebuild and export"). The export is
  * the caller's tenant's streams only, in the CLI's archive format; a rebuild recomputes the shared
  * read models from the log, changes no fact and shows nothing, so it is not scoped by tenant.
  */

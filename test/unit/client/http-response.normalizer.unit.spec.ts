@@ -22,7 +22,7 @@ describe('normalizeHttpResponse', () => {
       });
       const error = expectError(envelope);
       expect(error.safe_details).toEqual({ field: 'recipient_email' });
-      // The seed: one new, validated request after the field changes.
+      // docs/contract.md §2: one new, validated request after the field changes.
       expect(error.retry.max_attempts_remaining).toBe(1);
       expectValid(envelope, 'write');
     });
@@ -70,7 +70,7 @@ describe('normalizeHttpResponse', () => {
       expectValid(envelope, sideEffect);
     });
 
-    it('403 -> authorization, request_approval, no automatic retry (the seed: lost approval)', () => {
+    it('403 -> authorization, request_approval, no automatic retry (docs/contract.md §4: lost approval)', () => {
       const envelope = normalizeHttpResponse({ status: 403, body: { error: 'forbidden' } }, write);
       expect(shape(envelope)).toEqual({
         ok: false,

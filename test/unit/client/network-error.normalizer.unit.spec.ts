@@ -103,7 +103,7 @@ describe('normalizeNetworkError', () => {
     expectValid(envelope, 'write');
   });
 
-  it('after send on a write -> unknown, never, verify_operation (the seed: write socket timeout)', () => {
+  it('after send on a write -> unknown, never, verify_operation (docs/contract.md §4: write socket timeout)', () => {
     const envelope = normalizeNetworkError(fetchFailed(nodeError('UND_ERR_SOCKET')), write);
     expect(shape(envelope)).toEqual({
       ok: false,

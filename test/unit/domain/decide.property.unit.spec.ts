@@ -1,5 +1,5 @@
 /**
- * Property tests over random fact sequences (STYLE §9): whatever a runtime submits, in whatever
+ * Property tests over random fact sequences: whatever a runtime submits, in whatever
  * order, the decider never lets a write be dispatched again while its outcome is unrecorded or
  * unknown and unverified; evolve is total; folding all at once equals folding one by one.
  */

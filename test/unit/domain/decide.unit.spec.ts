@@ -100,7 +100,7 @@ describe('decide: dispatch gate', () => {
   });
 });
 
-describe("decide: the seed's contract table", () => {
+describe("decide: the contract table", () => {
   it('invalid address: not_committed + correct_input → needs_input; no unchanged retry', () => {
     const scenario = inFlight();
     scenario.when(envelope(1, invalidRecipient())).thenMovesTo('needs_input');

@@ -30,7 +30,7 @@ export function expectError(envelope: ToolEnvelope): ToolError {
   return envelope;
 }
 
-/** The four questions of the seed, in one line per case. */
+/** The four questions of docs/contract.md §2, in one line per case. */
 export function shape(envelope: ToolEnvelope) {
   if (envelope.ok) return { ok: true };
   return {

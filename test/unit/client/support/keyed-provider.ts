@@ -8,7 +8,7 @@ export interface InvoiceInput {
   amount_cents: number;
 }
 
-/** What the provider does with one call: answer it, or fail it in one of the seed's ways. */
+/** What the provider does with one call: answer it, or fail it in one of the contract's ways. */
 export type Behaviour =
   | { kind: 'ok' }
   /** The invoice is created, then the connection breaks: the caller cannot know. */

@@ -1,5 +1,5 @@
 /**
- * The ledger's HTTP contract (SPEC §9) on a loopback socket, for the client's unit tests: every
+ * The ledger's HTTP contract (docs/contract.md §9) on a loopback socket, for the client's unit tests: every
  * decision is made by the real LedgerService (the real decider, over a real in-memory SQLite
  * store) and every error is rendered by the real problem+json functions. What it adds is what a
  * test needs and a server must not have: a clock the test moves, and faults on demand (an answer
@@ -66,7 +66,7 @@ function send(response: ServerResponse, status: number, body: unknown, headers: 
   response.end(JSON.stringify(body));
 }
 
-/** SPEC §9's problem+json. (The server's own filter is a NestJS module, which jest cannot load here.) */
+/** docs/contract.md §9's problem+json. (The server's own filter is a NestJS module, which jest cannot load here.) */
 function problemBody(error: LedgerError, instance: string): Record<string, unknown> {
   const { field, directive, state, retryAfterSeconds, results } = error.extras;
   return {

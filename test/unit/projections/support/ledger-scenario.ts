@@ -90,7 +90,7 @@ export class LedgerScenario {
   }
 }
 
-/** The seed's envelopes, for `ref`. */
+/** The contract's envelopes, for `ref`. */
 export const envelopes = {
   committed: (ref: string, evidenceRef?: string) =>
     seedEnvelopes.success(ref, evidenceRef, '2026-03-01T09:00:01.000Z', { id: evidenceRef ?? 'inv_1' }),
