@@ -433,7 +433,7 @@ describe('secrets and the schema', () => {
     expect((await store.log(ledger)).some((event) => event.event_id === id)).toBe(true);
   });
 
-  test('GET /v1/schema/envelope serves a JSON Schema that accepts the contract's envelopes and rejects broken ones', async () => {
+  test('GET /v1/schema/envelope serves a JSON Schema that accepts the contract envelopes and rejects broken ones', async () => {
     const answer = await request(ledger.baseUrl, 'GET', '/v1/schema/envelope');
     expect(answer.status).toBe(200);
     expect(answer.contentType).toMatch(/^application\/schema\+json/);

@@ -22,7 +22,7 @@ describe('validateEnvelope', () => {
     ['rate limit', rateLimited(at(1000))],
     ['unknown', outcomeUnknown()],
     ['approval', missingApproval()],
-  ])('accepts the contract's envelope: %s', (_name, envelope) => {
+  ])('accepts a contract envelope: %s', (_name, envelope) => {
     const result = validateEnvelope(envelope, write);
     expect(result.ok).toBe(true);
     if (result.ok) expect(result.envelope).toEqual(envelope);
