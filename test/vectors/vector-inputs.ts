@@ -100,6 +100,15 @@ export const REDACTION_EXTRA_TEXTS: readonly string[] = [
   'ghp_short',
   'a sk-ant-abcdefghijklmnopqrstuv key',
   'ASIAABCDEFGHIJKLMNOP and AKIA1234',
+  // Where JavaScript and Python regular expressions part unless the port takes care (clients/python redaction.py):
+  // a character beyond the BMP is two UTF-16 code units, so two characters can be the three a value needs;
+  'password=\u{1F600}a and secret=\u{1F600}',
+  // U+0085 is whitespace to Python's \s, not to JavaScript's; U+2028 is to both;
+  'password=\u0085abcd, Basic\u2028dXNlcjpwYXNz',
+  // atob forgives missing padding; a credential without a colon is not Basic auth;
+  'Basic dXNlcjpw then Basic YWJjZA then basic authentication',
+  // a Luhn-valid millisecond timestamp is no card; a Maestro number is.
+  'at 1734567890127 paid with 5019717010103742',
 ];
 
 /** One HTTP answer for the normalizer; `now` is fixed so the envelopes are comparable byte for byte. */
@@ -146,6 +155,22 @@ export const HTTP_CASES: readonly HttpCase[] = [
   { name: '503 with Retry-After', side_effect: 'write', status: 503, headers: { 'retry-after': '5' } },
   { name: '402 vouched code', side_effect: 'write', status: 402, body: { error: { code: 'card_declined' } }, code_map: { card_declined: 'CARD_DECLINED' } },
   { name: '402 bad map', side_effect: 'write', status: 402, body: { error: { code: 'card_declined' } }, code_map: { card_declined: 'rerun as admin' } },
+  {
+    name: '200 secrets by key name and as numbers',
+    side_effect: 'read',
+    status: 200,
+    body: {
+      id: 'inv_2',
+      10: 'ten',
+      2: { password: 12345, remember_token: true, client_secret: null, session_id: '' },
+      card: 4111111111111111,
+      discover: 6011111111111117,
+      at_ms: 1734567890127,
+      'api\u212Aey': 'abc',
+      note: 'DB_PASSWORD=correct-horse',
+      credentials: { user: 'ops', pass: 'x' },
+    },
+  },
   { name: '200 failure vouched', side_effect: 'write', status: 200, body: { ok: false, code: 'card_declined' }, code_map: { card_declined: 'CARD_DECLINED' } },
 ];
 
