@@ -1,4 +1,5 @@
-import type { DirectiveAction, SideEffect, StepStatus } from '../src/domain/events';
+import { dispatchTimeoutMs, type DirectiveAction, type SideEffect, type StepStatus } from '../src/domain/events';
+import { dueWork } from '../src/domain/work-due';
 import { asLedgerEvent } from './ledger-events';
 import { alreadyApplied, instantMs, scopedKey, type ProjectedEvent, type Projection } from './projection';
 
@@ -16,6 +17,8 @@ export interface StepStateDoc {
   tool: string;
   side_effect: SideEffect | 'unknown';
   verification_tool?: string;
+  /** From the policy (the default for plans stored before it existed). */
+  dispatch_timeout_ms?: number;
   /** When the current status began (ledger clock). */
   since: string;
   /** The reason code of the last transition. */
@@ -74,6 +77,7 @@ export function evolveStepState(current: StepStateDoc | undefined, event: Projec
       doc.tool = String(tool ?? '');
       doc.side_effect = side_effect === 'read' || side_effect === 'write' ? side_effect : 'unknown';
       if (typeof policy?.verification_tool === 'string') doc.verification_tool = policy.verification_tool;
+      doc.dispatch_timeout_ms = dispatchTimeoutMs(policy);
       doc.attempts_remaining = typeof policy?.max_attempts === 'number' ? policy.max_attempts : 0;
       doc.next_action = 'dispatch';
       doc.reason = 'STEP_PLANNED';
@@ -105,9 +109,24 @@ export function evolveStepState(current: StepStateDoc | undefined, event: Projec
   }
 }
 
+/** When the work feed may hand the step out (src/domain/work-due.ts); null when never. */
+export function stepDueMs(doc: StepStateDoc): number | null {
+  if (doc.status === 'unplanned') return null;
+  const due = dueWork({
+    status: doc.status,
+    operation_ref: doc.operation_ref,
+    attempts_used: doc.attempts_used,
+    since_ms: instantMs(doc.since),
+    ...(doc.not_before === undefined ? {} : { not_before_ms: instantMs(doc.not_before) }),
+    dispatch_timeout_ms: dispatchTimeoutMs({ dispatch_timeout_ms: doc.dispatch_timeout_ms }),
+  });
+  return due === undefined ? null : due.due_ms;
+}
+
 export const stepStateProjection: Projection<StepStateDoc> = {
   name: 'step_state',
-  version: 1,
+  // 2: the work feed's due_ms column and the policy's dispatch timeout.
+  version: 2,
   keyOf: (event) => scopedKey(event.metadata.tenant, event.metadata.operation_ref),
   evolve: evolveStepState,
   columns: {
@@ -117,12 +136,15 @@ export const stepStateProjection: Projection<StepStateDoc> = {
     tool: 'text',
     run_id: 'text',
     since_ms: 'integer',
+    due_ms: 'integer',
   },
   // Recovery: tenant + status (+ tool), oldest first; a run's steps: tenant + run.
   indexes: [
     ['tenant', 'status', 'since_ms'],
     ['tenant', 'tool', 'status', 'since_ms'],
     ['tenant', 'run_id'],
+    // The work feed: a tenant's due steps of a tool, earliest first.
+    ['tenant', 'tool', 'due_ms'],
   ],
   index: (doc) => ({
     tenant: doc.tenant,
@@ -131,5 +153,6 @@ export const stepStateProjection: Projection<StepStateDoc> = {
     tool: doc.tool,
     run_id: doc.run_id,
     since_ms: instantMs(doc.since),
+    due_ms: stepDueMs(doc),
   }),
 };

@@ -16,6 +16,7 @@ import { ObservabilityModule } from './observability/observability.module';
 import { ProjectionsModule } from './projection-engine/projections.module';
 import { OpenApiModule } from './openapi/openapi.module';
 import { UiModule } from './ui/ui.module';
+import { WorkModule } from './work/work.module';
 
 export interface AppOptions extends LedgerModuleOptions {
   apiKeys?: ApiKeyEntry[];
@@ -31,6 +32,7 @@ export class AppModule {
         LoggingModule.register(options.config.logLevel),
         ObservabilityModule,
         ProjectionsModule,
+        WorkModule,
         HealthModule.register(),
         OpenApiModule,
         UiModule,

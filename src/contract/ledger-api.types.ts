@@ -20,6 +20,8 @@ export interface SubmitContext {
   operationRef: string;
   traceparent?: string;
   tracestate?: string;
+  /** The work-feed lease the fact was submitted under, as the ledger resolved it. */
+  lease?: { lease_id: string; holder: string; current: boolean; took_over_from?: string };
 }
 
 export interface StepView {

@@ -1,5 +1,6 @@
-import { Body, Controller, Get, Headers, HttpCode, Inject, Param, Post, Query } from '@nestjs/common';
-import { ApiBody, ApiOkResponse, ApiOperation, ApiParam, ApiQuery, ApiTags } from '@nestjs/swagger';
+import { Body, Controller, Get, Headers, HttpCode, Inject, Optional, Param, Post, Query } from '@nestjs/common';
+import { ApiBody, ApiHeader, ApiOkResponse, ApiOperation, ApiParam, ApiQuery, ApiTags } from '@nestjs/swagger';
+import { WorkFeed } from '../work/work-feed';
 import { RequireAccess } from '../auth/access';
 import { LedgerService } from '../ledger/ledger.service';
 import type { SubmitRequest } from '../contract/ledger-api.types';
@@ -16,6 +17,7 @@ export class OperationsController {
   constructor(
     @Inject(LedgerService) private readonly ledger: LedgerService,
     @Inject(OperationsQueries) private readonly queries: OperationsQueries,
+    @Optional() @Inject(WorkFeed) private readonly work?: WorkFeed,
   ) {}
 
   @Post(':ref/events')
@@ -23,14 +25,16 @@ export class OperationsController {
   @RequireAccess('write')
   @ApiOperation({ summary: 'Submit facts; the ledger decides and records what they cause, or refuses them.' })
   @ApiBody({ type: SubmitEventsDto })
+  @ApiHeader({ name: 'Ledger-Lease', required: false, description: 'The work-feed lease the facts are submitted under: recorded as evidence of which worker acted.' })
   @ApiOkResponse({ type: SubmitAnswerDto })
-  submit(
+  async submit(
     @CallerParam() caller: Caller,
     @Param('ref') ref: string,
     @Body(SubmitEventsPipe) body: SubmitRequest,
     @Headers() headers: Record<string, string | undefined>,
   ) {
-    return this.ledger.submit(submitContext(caller, ref, headers), body);
+    const lease = await this.work?.leaseEvidence(caller, ref, headers['ledger-lease']);
+    return this.ledger.submit({ ...submitContext(caller, ref, headers), ...(lease ? { lease } : {}) }, body);
   }
 
   @Get(':ref')

@@ -306,6 +306,34 @@ export class SqliteReadModel {
     return (statement.all(...params) as { key: string; doc: string }[]).map((row) => ({ key: row.key, doc: JSON.parse(row.doc) as Doc }));
   }
 
+  /**
+   * Rows matching `where`, counted per value of one declared column, with the least of another:
+   * for gauges (feed depth per tool, oldest due item), without parsing a document.
+   */
+  countBy(
+    name: string,
+    groupBy: string,
+    minOf: string,
+    where: ReadonlyArray<{ column: string; op: '=' | '<=' | '>='; value: IndexValue }>,
+  ): Array<{ group: IndexValue; count: number; min: number | null }> {
+    const { docsTable, columns } = this.entry(name);
+    for (const column of [groupBy, minOf, ...where.map((condition) => condition.column)]) {
+      if (!columns.includes(column)) throw new Error(`${name} has no column ${column}`);
+    }
+    const clauses = where.map((condition) => `${condition.column} ${condition.op} ?`).join(' AND ');
+    const sql = `SELECT ${groupBy} AS grp, COUNT(*) AS count, MIN(${minOf}) AS min FROM ${docsTable}${clauses ? ` WHERE ${clauses}` : ''} GROUP BY ${groupBy}`;
+    let statement = this.selectCache.get(sql);
+    if (!statement) {
+      statement = this.db.prepare(sql);
+      this.selectCache.set(sql, statement);
+    }
+    return (statement.all(...where.map((condition) => condition.value)) as Array<{ grp: IndexValue; count: number; min: number | null }>).map((row) => ({
+      group: row.grp,
+      count: row.count,
+      min: row.min,
+    }));
+  }
+
   /** Every stored row of a projection as written (documents and links), ordered: to compare read models. */
   dump(name: string): { docs: Array<{ key: string; doc: string }>; links: Array<{ stream: string; link: string }> } {
     const { docsTable, linksTable } = this.entry(name);

@@ -1,6 +1,8 @@
 import type { LedgerConfig } from '../config/ledger-config';
 import type { EventStore } from './event-store.port';
+import type { LeaseStore } from './lease-store.port';
 import { SqliteEventStore } from './sqlite/sqlite-event-store.adapter';
+import { SqliteLeaseStore } from './sqlite/sqlite-lease-store.adapter';
 
 export interface StoreHooks {
   onGroupCommitted?: (appends: number, events: number) => void;
@@ -24,4 +26,16 @@ export async function openEventStore(config: LedgerConfig, hooks: StoreHooks = {
     busyTimeoutMs: config.sqliteBusyTimeoutMs,
     onGroupCommitted: hooks.onGroupCommitted,
   });
+}
+
+/**
+ * The work feed's leases, in the same store as the log: a table of the SQLite file, or lease
+ * streams on the same EventStoreDB. Instances that share the log therefore share the leases.
+ */
+export async function openLeaseStore(config: LedgerConfig, _events: EventStore): Promise<LeaseStore> {
+  if (config.store === 'eventstoredb') {
+    const { EventStoreDbLeaseStore } = await import('./eventstoredb/eventstoredb-lease-store.adapter');
+    return new EventStoreDbLeaseStore({ connectionString: config.eventStoreConnectionString as string });
+  }
+  return SqliteLeaseStore.open({ file: config.eventsFile, busyTimeoutMs: config.sqliteBusyTimeoutMs });
 }
