@@ -46,6 +46,11 @@ export interface ToolCallContext {
   /** The attempt the ledger granted (1 for the first). */
   attempt: number;
   sideEffect: SideEffect;
+  /**
+   * The runtime's cancellation, for a tool that can stop cleanly. A tool that stops after its
+   * request may have left answers an envelope like any failure; the SDK still records it.
+   */
+  signal?: AbortSignal;
 }
 
 /**
@@ -54,7 +59,13 @@ export interface ToolCallContext {
  */
 export type ToolCall<Input> = (input: Input, context: ToolCallContext) => Promise<unknown>;
 
-export interface ExecuteOptions extends Pick<RequestOptions, 'traceparent' | 'tracestate'> {
+export interface ExecuteOptions extends Pick<RequestOptions, 'traceparent' | 'tracestate' | 'lease'> {
+  /**
+   * Stops the work before the gate (nothing dispatched, an AbortError thrown) and is handed to the
+   * tool; once an attempt is granted its envelope is always recorded, so a step is never left
+   * silently in flight by an abort.
+   */
+  signal?: AbortSignal;
   /** The runtime's clock, for the envelopes it writes (the ledger judges time by its own). */
   now?: () => Date;
   /** The limits the ledger validates envelopes with. */
@@ -181,11 +192,11 @@ export async function executeWrite<Input>(
   toolCall: ToolCall<Input>,
   options: ExecuteOptions = {},
 ): Promise<WriteOutcome> {
-  const now = options.now ?? (() => new Date());
   const sideEffect = step.sideEffect ?? 'write';
   const hash = step.inputHash ?? inputHash(step.input);
   const ref = step.operationRef;
-  const trace = { traceparent: options.traceparent, tracestate: options.tracestate };
+  const trace = { traceparent: options.traceparent, tracestate: options.tracestate, ...(options.lease ? { lease: options.lease } : {}) };
+  options.signal?.throwIfAborted();
 
   let planned: OperationState;
   try {
@@ -198,7 +209,7 @@ export async function executeWrite<Input>(
         input_hash: hash,
         ...(step.policy ? { policy: step.policy } : {}),
       },
-      trace,
+      { ...trace, signal: options.signal },
     );
     planned = answer.state;
   } catch (error) {
@@ -209,10 +220,37 @@ export async function executeWrite<Input>(
     planned = error.state;
   }
 
-  const attempt = planned.attempts_used + 1;
+  return runAttempt(ledger, { operationRef: ref, attempt: planned.attempts_used + 1, inputHash: hash, input: step.input, sideEffect }, toolCall, options);
+}
+
+export interface AttemptToRun<Input> {
+  operationRef: string;
+  /** The attempt to ask the gate for: the attempts granted so far plus one. */
+  attempt: number;
+  inputHash: string;
+  input: Input;
+  sideEffect: SideEffect;
+}
+
+/**
+ * One attempt of a planned step: the gate, the tool with operation_ref as its idempotency key,
+ * the envelope recorded. executeWrite runs it after planning; the worker runs it for a dispatch
+ * item of the work feed, whose attempt and input hash the ledger gave.
+ */
+export async function runAttempt<Input>(
+  ledger: LedgerApi,
+  run: AttemptToRun<Input>,
+  toolCall: ToolCall<Input>,
+  options: ExecuteOptions = {},
+): Promise<WriteOutcome> {
+  const now = options.now ?? (() => new Date());
+  const { operationRef: ref, attempt, sideEffect } = run;
+  const trace = { traceparent: options.traceparent, tracestate: options.tracestate, ...(options.lease ? { lease: options.lease } : {}) };
+  options.signal?.throwIfAborted();
   let granted: SubmitAnswer;
   try {
-    granted = await ledger.dispatchAttempt(ref, { attempt, input_hash: hash }, trace);
+    // Not aborted half-way: a dispatch granted but never answered would leave the step in flight.
+    granted = await ledger.dispatchAttempt(ref, { attempt, input_hash: run.inputHash }, trace);
   } catch (error) {
     if (error instanceof LedgerRefusal) return refusedOutcome(ref, error, { attempt });
     throw error;
@@ -232,7 +270,13 @@ export async function executeWrite<Input>(
   const context: NormalizeContext = { operationRef: ref, sideEffect, now: now(), ...options.normalize };
   let raw: unknown;
   try {
-    raw = await toolCall(step.input, { operationRef: ref, idempotencyKey: ref, attempt, sideEffect });
+    raw = await toolCall(run.input, {
+      operationRef: ref,
+      idempotencyKey: ref,
+      attempt,
+      sideEffect,
+      ...(options.signal ? { signal: options.signal } : {}),
+    });
   } catch (error) {
     raw = normalizeNetworkError(error, { ...context, now: now() });
   }
@@ -297,7 +341,7 @@ async function recordOutcome(
 export type LookupResult = { found: true; evidenceRef: string; result?: unknown } | { found: false };
 
 /** Reads the provider by operation_ref (the idempotency key the write carried); throws when it cannot. */
-export type Lookup = (operationRef: string, context: { tool?: string }) => Promise<LookupResult>;
+export type Lookup = (operationRef: string, context: { tool?: string; signal?: AbortSignal }) => Promise<LookupResult>;
 
 export interface VerifyStep {
   operationRef: string;
@@ -342,13 +386,15 @@ export async function verify(
   ledger: LedgerApi,
   step: VerifyStep,
   lookup: Lookup,
-  options: Pick<ExecuteOptions, 'now' | 'traceparent' | 'tracestate'> = {},
+  options: Pick<ExecuteOptions, 'now' | 'traceparent' | 'tracestate' | 'lease' | 'signal'> = {},
 ): Promise<VerifyOutcome> {
   const now = options.now ?? (() => new Date());
   const ref = step.operationRef;
+  // An abort stops a check that has not started; a lookup that answered is always recorded.
+  options.signal?.throwIfAborted();
   let data: VerificationRecordedInput;
   try {
-    const found = await lookup(ref, { tool: step.tool });
+    const found = await lookup(ref, { tool: step.tool, ...(options.signal ? { signal: options.signal } : {}) });
     data = verificationOf(found, now().toISOString());
   } catch {
     data = { outcome: 'lookup_unavailable', checked_at: now().toISOString() };
@@ -358,6 +404,7 @@ export async function verify(
     const answer = await ledger.recordVerification(ref, data, {
       traceparent: options.traceparent,
       tracestate: options.tracestate,
+      ...(options.lease ? { lease: options.lease } : {}),
     });
     return {
       kind: 'recorded',

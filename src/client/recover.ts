@@ -35,7 +35,7 @@ export interface RecoveryReport {
   missingLookups: string[];
 }
 
-export interface RecoverOptions extends Pick<ExecuteOptions, 'now' | 'traceparent' | 'tracestate'> {
+export interface RecoverOptions extends Pick<ExecuteOptions, 'now' | 'traceparent' | 'tracestate' | 'signal'> {
   /** Leave alone operations younger than this, which a live worker may still be finishing. */
   olderThanMs?: number;
 }
@@ -55,11 +55,13 @@ export async function recover(
 ): Promise<RecoveryReport> {
   const trace = { traceparent: options.traceparent, tracestate: options.tracestate };
   const items: RecoveryItem[] = [];
-  for await (const item of ledger.recoveryItems({ olderThanMs: options.olderThanMs, ...trace })) items.push(item);
+  for await (const item of ledger.recoveryItems({ olderThanMs: options.olderThanMs, ...trace, signal: options.signal })) items.push(item);
 
   const entries: RecoveryEntry[] = [];
   const missing = new Set<string>();
   for (const item of items) {
+    // An abort stops between operations: each one is verified and recorded whole, or not touched.
+    options.signal?.throwIfAborted();
     const base = {
       operationRef: item.operation_ref,
       tool: item.tool,

@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { scopedKey } from '../../projections/projection';
 import { stepDueMs, type StepStateDoc } from '../../projections/step-state.projection';
-import { dispatchTimeoutMs, type Directive, type StepPolicy } from '../domain/events';
+import { dispatchTimeoutMs } from '../domain/events';
 import { isPlanned, type PlannedStep } from '../domain/step-state';
 import { dueWork, type WorkKind } from '../domain/work-due';
 import { LedgerError } from '../errors/ledger-error';
@@ -12,8 +12,10 @@ import { sha256Hex } from '../ledger/event-ids';
 import type { LedgerService } from '../ledger/ledger.service';
 import type { SqliteReadModel } from '../projection-engine/sqlite-read-model.store';
 import { canonicalJson } from '../shared/canonical-json';
-import type { JsonValue } from '../shared/json';
 import { isHeld, type LeaseRecord, type LeaseStore } from '../store/lease-store.port';
+import type { WorkAnswer, WorkItem, WorkLease } from '../contract/ledger-api.types';
+
+export type { WorkAnswer, WorkItem, WorkLease };
 
 export interface WorkFeedSettings {
   defaultLeaseMs: number;
@@ -40,38 +42,6 @@ export interface WorkObserver {
   onGranted?(tool: string, kind: WorkKind): void;
 }
 
-export interface WorkLease {
-  id: string;
-  holder: string;
-  expires_at: string;
-}
-
-export interface WorkItem {
-  operation_ref: string;
-  run_id: string;
-  tool: string;
-  side_effect: string;
-  /** dispatch: ask the gate for `attempt` and call the tool; verify: look the operation_ref up. */
-  kind: WorkKind;
-  status: string;
-  directive: Directive;
-  /** The attempt to dispatch, or the attempt in flight to verify. */
-  attempt: number;
-  input_hash: string;
-  /** The input the step was planned with, when it carried one and it is the input to run. */
-  input?: JsonValue;
-  verification_tool?: string;
-  policy: StepPolicy;
-  /** The stream revision the item was judged on. */
-  revision: number;
-  /** When it became due (ledger clock). */
-  due_at: string;
-  lease: WorkLease & { took_over_from?: string };
-}
-
-export interface WorkAnswer {
-  items: WorkItem[];
-}
 
 type QueryParams = Record<string, string | string[] | undefined>;
 const IDENTIFIER_PATTERN = /^[\x21-\x7e]{1,200}$/;
