@@ -137,6 +137,7 @@ export const stepStateProjection: Projection<StepStateDoc> = {
     run_id: 'text',
     since_ms: 'integer',
     due_ms: 'integer',
+    revision: 'integer',
   },
   // Recovery: tenant + status (+ tool), oldest first; a run's steps: tenant + run.
   indexes: [
@@ -154,5 +155,6 @@ export const stepStateProjection: Projection<StepStateDoc> = {
     run_id: doc.run_id,
     since_ms: instantMs(doc.since),
     due_ms: stepDueMs(doc),
+    revision: doc.revision,
   }),
 };

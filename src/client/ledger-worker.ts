@@ -112,10 +112,11 @@ export class LedgerWorker {
     const signal = this.options.signal;
     const tools = Object.keys(this.options.tools);
     const inHand = new Set<Promise<void>>();
+    const stopped = aborted(signal);
     this.emit({ type: 'started', worker: this.id, tools, concurrency: this.concurrency });
     while (!signal?.aborted) {
       if (inHand.size >= this.concurrency) {
-        await Promise.race([...inHand, aborted(signal)]);
+        await Promise.race([...inHand, stopped]);
         continue;
       }
       let items: WorkItem[];

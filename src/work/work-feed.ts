@@ -1,6 +1,7 @@
+import { LRUCache } from 'lru-cache';
 import { randomUUID } from 'node:crypto';
 import { scopedKey } from '../../projections/projection';
-import { stepDueMs, type StepStateDoc } from '../../projections/step-state.projection';
+import { stepDueMs } from '../../projections/step-state.projection';
 import { dispatchTimeoutMs } from '../domain/events';
 import { isPlanned, type PlannedStep } from '../domain/step-state';
 import { dueWork, type WorkKind } from '../domain/work-due';
@@ -98,6 +99,14 @@ const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
  * that acts on an item it no longer holds is refused there like anyone else.
  */
 export class WorkFeed {
+  /**
+   * Steps judged not due on their own stream, with the revision judged and when they become due
+   * (Infinity: never, as they stand). The read model lags the log, so a step just finished still
+   * looks due there; until the read model shows a later revision or that instant passes, it is not
+   * judged (and leased) again on every poll.
+   */
+  private readonly notDue = new LRUCache<string, { revision: number; dueMs: number }>({ max: 200_000 });
+
   constructor(
     private readonly ledger: LedgerService,
     private readonly readModel: SqliteReadModel,
@@ -130,52 +139,58 @@ export class WorkFeed {
   private async handOut(tenant: string, tools: readonly string[], worker: string, limit: number, leaseMs: number): Promise<WorkItem[]> {
     const nowMs = this.clock.now().getTime();
     // Held items sit among the due ones until their lease ends: look past them, within reason.
-    const rows = this.readModel.select<StepStateDoc>('step_state', {
+    const rows = this.readModel.selectIndex('step_state', {
       where: [
         { column: 'tenant', op: '=', value: tenant },
         ...(tools.length > 0 ? [{ column: 'tool', op: 'in' as const, values: tools }] : []),
         { column: 'due_ms', op: '<=', value: nowMs },
       ],
       orderBy: [{ column: 'due_ms' }, { column: 'key' }],
-      limit: limit * 4 + 200,
+      limit: limit * 2 + 100,
     });
-    const held = await this.leases.getMany(rows.map((row) => row.key));
+    const keys = rows.map((row) => String(row.key));
+    const held = await this.leases.getMany(keys);
     const items: WorkItem[] = [];
-    for (const { key, doc } of rows) {
+    for (const row of rows) {
       if (items.length >= limit) break;
+      const key = String(row.key);
       if (isHeld(held.get(key), nowMs)) continue;
-      const item = await this.tryHandOut(tenant, key, doc, worker, leaseMs);
+      const judged = this.notDue.get(key);
+      if (judged && judged.revision >= Number(row.revision) && nowMs < judged.dueMs) continue;
+      const item = await this.tryHandOut(tenant, key, String(row.operation_ref), worker, leaseMs);
       if (item) items.push(item);
     }
     return items;
   }
 
-  private async tryHandOut(tenant: string, key: string, doc: StepStateDoc, worker: string, leaseMs: number): Promise<WorkItem | undefined> {
+  private async tryHandOut(tenant: string, key: string, operationRef: string, worker: string, leaseMs: number): Promise<WorkItem | undefined> {
     const granted = await this.leases.acquire({ key, leaseId: randomUUID(), holder: worker, nowMs: this.clock.now().getTime(), ttlMs: leaseMs });
     if (!granted.granted) return undefined;
     const lease = granted.lease;
-    let item: WorkItem | undefined;
+    let item: WorkItem | { notDue: { revision: number; dueMs: number } };
     try {
-      item = await this.judge(tenant, doc.operation_ref, lease);
+      item = await this.judge(tenant, operationRef, lease);
     } catch (error) {
       await this.leases.release(key, lease.lease_id, this.clock.now().getTime()).catch(() => undefined);
       throw error;
     }
-    if (!item) {
+    if ('notDue' in item) {
       // The read model was behind the stream: the step has moved on. Nobody needs the lease.
+      this.notDue.set(key, item.notDue);
       await this.leases.release(key, lease.lease_id, this.clock.now().getTime());
       return undefined;
     }
+    this.notDue.delete(key);
     if (lease.took_over) this.observer.onLeaseExpired?.(item.tool);
     if (granted.replaced && granted.replaced.holder !== worker) this.observer.onHandover?.(item.tool);
     this.observer.onGranted?.(item.tool, item.kind);
     return item;
   }
 
-  /** The item as the step's own stream has it now, or undefined when it is not due. */
-  private async judge(tenant: string, operationRef: string, lease: LeaseRecord): Promise<WorkItem | undefined> {
+  /** The item as the step's own stream has it now, or at which revision it is not due, until when. */
+  private async judge(tenant: string, operationRef: string, lease: LeaseRecord): Promise<WorkItem | { notDue: { revision: number; dueMs: number } }> {
     const { state: folded, revision } = await this.ledger.currentState(tenant, operationRef);
-    if (!isPlanned(folded)) return undefined;
+    if (!isPlanned(folded)) return { notDue: { revision, dueMs: Infinity } };
     const state: PlannedStep = folded;
     const nowMs = this.clock.now().getTime();
     const policy = state.definition.policy;
@@ -187,7 +202,7 @@ export class WorkFeed {
       ...(state.not_before === undefined ? {} : { not_before_ms: Date.parse(state.not_before) }),
       dispatch_timeout_ms: dispatchTimeoutMs(policy),
     });
-    if (!due || due.due_ms > nowMs) return undefined;
+    if (!due || due.due_ms > nowMs) return { notDue: { revision, dueMs: due ? due.due_ms : Infinity } };
     const dispatch = due.kind === 'dispatch';
     // A retry runs the input last dispatched (a corrected one, after correct_input), else the plan's.
     const inputHash = state.current_input_hash ?? state.definition.input_hash;

@@ -28,7 +28,8 @@ let client: LedgerClient;
 const ref = (label: string) => `run_feed/${label}-${randomUUID().slice(0, 8)}`;
 
 beforeAll(async () => {
-  [ledger, provider] = await Promise.all([startLedger({ env: ENV }), startProviderProcess(['--no-idempotency'])]);
+  provider = await startProviderProcess(['--no-idempotency']);
+  ledger = await startLedger({ env: ENV });
   client = new LedgerClient({ baseUrl: ledger.baseUrl });
 });
 afterAll(async () => {
