@@ -161,9 +161,11 @@ export class LedgerWorker {
     const ref = item.operation_ref;
     const lease = item.lease.id;
     let lost = false;
+    let finished = false;
     const renewal = setInterval(() => {
       this.ledger.renewLease(ref, lease, this.leaseMs).catch((error: unknown) => {
-        if (error instanceof LedgerError && error.code === 'LEASE_LOST' && !lost) {
+        // A renewal still on its way when the release lands is refused: that lease was not lost.
+        if (error instanceof LedgerError && error.code === 'LEASE_LOST' && !lost && !finished) {
           lost = true;
           this.report.leasesLost += 1;
           this.emit({ type: 'lease_lost', operation_ref: ref });
@@ -187,6 +189,7 @@ export class LedgerWorker {
       }
     } finally {
       clearInterval(renewal);
+      finished = true;
     }
     if (release && !lost) {
       await this.ledger.releaseLease(ref, lease, holdMs).catch(() => undefined);
@@ -205,7 +208,10 @@ export class LedgerWorker {
     };
     if (item.kind === 'dispatch') {
       if (item.input === undefined) {
-        throw new LedgerError({ code: 'WORK_ITEM_WITHOUT_INPUT', status: 0, detail: `${item.operation_ref} was planned without its input; start steps with startStep()` });
+        // Nothing to call the tool with: say so, and keep the step from being handed round in a loop.
+        this.report.errors += 1;
+        this.emit({ type: 'error', operation_ref: item.operation_ref, code: 'WORK_ITEM_WITHOUT_INPUT', detail: 'planned without its input; start steps with startStep()' });
+        return this.leaseMs;
       }
       const outcome = await runAttempt(
         this.ledger,

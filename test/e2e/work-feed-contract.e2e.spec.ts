@@ -5,7 +5,7 @@
  * ledger's work feed decides what is due and the worker does it.
  */
 import { randomUUID } from 'node:crypto';
-import { LedgerClient } from '../../src/client';
+import { executeWrite, LedgerClient, recover, verify } from '../../src/client';
 import { VERIFICATION_TOOL } from '../../examples/invoice-tools';
 import { startLedger, type LedgerProcess } from '../support/ledger-process';
 import {
@@ -188,6 +188,38 @@ describe('the contract table through the worker alone', () => {
       await worker.stop();
     }
     expect((await provider.stats()).created[operationRef]).toBe(1);
+  });
+});
+
+describe('stopping a worker', () => {
+  it('lets the call in hand finish and records it before run() resolves; takes nothing new', async () => {
+    const operationRef = ref('stop');
+    await provider.inject({ operation_ref: operationRef, fault: { kind: 'slow', delay_ms: 1500 } });
+    const worker = runWorker(client, provider.url, { id: 'w-stop', toolTimeoutMs: 5000 });
+    await start(operationRef);
+    await waitUntil('the create to reach the provider', async () => ((await provider.stats()).create_requests[operationRef] ? true : undefined));
+    const report = await worker.stop();
+    // run() resolved only after the slow call answered and its envelope was recorded.
+    expect((await client.getOperation(operationRef)).status).toBe('succeeded');
+    expect(report).toMatchObject({ dispatched: 1, succeeded: 1, errors: 0, leftForVerification: 0 });
+    const later = ref('after-stop');
+    await start(later);
+    await new Promise((r) => setTimeout(r, 800));
+    expect((await client.getOperation(later)).status).toBe('planned');
+  });
+
+  it('executeWrite, verify and recover take an AbortSignal: aborted before the gate, nothing is dispatched', async () => {
+    const operationRef = ref('aborted');
+    const stop = new AbortController();
+    stop.abort();
+    await expect(
+      executeWrite(client, { operationRef, runId: 'run_feed', tool: CREATE_INVOICE, input: INVOICE }, async () => {
+        throw new Error('the tool must not be called');
+      }, { signal: stop.signal }),
+    ).rejects.toMatchObject({ name: 'AbortError' });
+    await expect(client.getOperation(operationRef)).rejects.toMatchObject({ code: 'OPERATION_NOT_FOUND' });
+    await expect(verify(client, { operationRef }, async () => ({ found: false }), { signal: stop.signal })).rejects.toMatchObject({ name: 'AbortError' });
+    await expect(recover(client, {}, { signal: stop.signal })).rejects.toMatchObject({ name: 'AbortError' });
   });
 });
 
