@@ -116,6 +116,13 @@ export class WorkFeed {
     private readonly settings: WorkFeedSettings = DEFAULT_WORK_FEED_SETTINGS,
   ) {}
 
+  private stopping = false;
+
+  /** Shutdown: long polls answer at their next look instead of holding the server open. */
+  stop(): void {
+    this.stopping = true;
+  }
+
   private key(tenant: string, operationRef: string): string {
     return scopedKey(tenant, operationRef);
   }
@@ -131,7 +138,7 @@ export class WorkFeed {
     const deadline = this.clock.now().getTime() + waitMs;
     for (;;) {
       const items = await this.handOut(caller.tenant, tools, worker, limit, leaseMs);
-      if (items.length > 0 || this.clock.now().getTime() >= deadline || closed?.()) return { items };
+      if (items.length > 0 || this.clock.now().getTime() >= deadline || closed?.() || this.stopping) return { items };
       await sleep(Math.min(this.settings.pollMs, Math.max(1, deadline - this.clock.now().getTime())));
     }
   }

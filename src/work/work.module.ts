@@ -1,4 +1,4 @@
-import { Inject, Module, type OnApplicationShutdown } from '@nestjs/common';
+import { Inject, Module, type OnApplicationShutdown, type OnModuleDestroy } from '@nestjs/common';
 import type { Registry } from 'prom-client';
 import { CONFIG, type LedgerConfig } from '../config/ledger-config';
 import { WorkController } from '../http/work.controller';
@@ -14,8 +14,16 @@ import { LEASE_STORE, type LeaseStore } from '../store/lease-store.port';
 import { openLeaseStore } from '../store/store.factory';
 import { WorkFeed } from './work-feed';
 
-class LeaseStoreLifecycle implements OnApplicationShutdown {
-  constructor(@Inject(LEASE_STORE) private readonly leases: LeaseStore) {}
+class LeaseStoreLifecycle implements OnModuleDestroy, OnApplicationShutdown {
+  constructor(
+    @Inject(LEASE_STORE) private readonly leases: LeaseStore,
+    @Inject(WorkFeed) private readonly feed: WorkFeed,
+  ) {}
+
+  onModuleDestroy(): void {
+    // First shutdown phase: waiting long polls answer (empty) so the server can close promptly.
+    this.feed.stop();
+  }
 
   async onApplicationShutdown(): Promise<void> {
     await this.leases.close();

@@ -247,7 +247,11 @@ describe('the feed over HTTP', () => {
 
   it('hands one due item to one worker, with its directive, attempt, input and lease', async () => {
     const operationRef = ref('shape');
-    await start(operationRef);
+    const planned = await start(operationRef);
+    await client.listRecovery({ waitForPosition: planned.position });
+    const metrics = await (await fetch(`${ledger.baseUrl}/metrics`)).text();
+    expect(metrics).toMatch(/ledger_work_feed_depth\{tool="create_invoice"\} [1-9]/);
+    expect(metrics).toMatch(/ledger_work_feed_oldest_due_seconds\{tool="create_invoice"\} /);
     const [first, second] = await Promise.all([
       client.work({ worker: 'w-one', tools: [CREATE_INVOICE], limit: 100, waitMs: 0 }),
       client.work({ worker: 'w-two', tools: [CREATE_INVOICE], limit: 100, waitMs: 0 }),
