@@ -137,8 +137,15 @@ export class WorkFeed {
     const leaseMs = optionalInteger(single(params, 'lease_ms'), 'lease_ms', 1000, this.settings.maxLeaseMs) ?? this.settings.defaultLeaseMs;
     const deadline = this.clock.now().getTime() + waitMs;
     for (;;) {
+      if (closed?.() || this.stopping) return { items: [] };
       const items = await this.handOut(caller.tenant, tools, worker, limit, leaseMs);
-      if (items.length > 0 || this.clock.now().getTime() >= deadline || closed?.() || this.stopping) return { items };
+      if (items.length > 0 && closed?.()) {
+        // The worker went away (stopped, or cut its poll short): no one will ever get these leases,
+        // so give them back now rather than leave the items unattended until they expire.
+        await Promise.all(items.map((item) => this.leases.release(this.key(caller.tenant, item.operation_ref), item.lease.id, this.clock.now().getTime())));
+        return { items: [] };
+      }
+      if (items.length > 0 || this.clock.now().getTime() >= deadline || this.stopping) return { items };
       await sleep(Math.min(this.settings.pollMs, Math.max(1, deadline - this.clock.now().getTime())));
     }
   }
