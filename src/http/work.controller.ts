@@ -68,7 +68,7 @@ export class WorkController {
   @Get('work')
   @RequireAccess('write')
   @ApiOperation({ summary: 'Long-poll for due steps (dispatch or verify), each handed out under a lease to one worker at a time.' })
-  @ApiQuery({ name: 'worker', required: true, type: String, description: 'The name the worker holds leases under.' })
+  @ApiQuery({ name: 'worker', required: false, type: String, description: "The name the worker holds leases under (default: the key's id)." })
   @ApiQuery({ name: 'tool', required: false, type: String, isArray: true, description: 'Only these tools (repeat the parameter); all when absent.' })
   @ApiQuery({ name: 'limit', required: false, type: Number, description: '1 to 100 (default 10).' })
   @ApiQuery({ name: 'wait_ms', required: false, type: Number, description: 'Wait up to this long for an item (0 to 30000, default 0).' })

@@ -131,7 +131,8 @@ export class WorkFeed {
     const rawTools = params.tool === undefined ? [] : Array.isArray(params.tool) ? params.tool : [params.tool];
     if (rawTools.length > 50) throw new LedgerError('BAD_REQUEST', 'at most 50 tools', { field: 'tool' });
     const tools = rawTools.map((tool) => identifier(tool, 'tool'));
-    const worker = identifier(single(params, 'worker'), 'worker');
+    // A worker names itself; without a name its key's id is the holder.
+    const worker = identifier(single(params, 'worker') ?? caller.actor, 'worker');
     const limit = optionalInteger(single(params, 'limit'), 'limit', 1, this.settings.maxLimit) ?? 10;
     const waitMs = optionalInteger(single(params, 'wait_ms'), 'wait_ms', 0, this.settings.maxWaitMs) ?? 0;
     const leaseMs = optionalInteger(single(params, 'lease_ms'), 'lease_ms', 1000, this.settings.maxLeaseMs) ?? this.settings.defaultLeaseMs;

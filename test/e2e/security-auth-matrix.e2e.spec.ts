@@ -160,7 +160,7 @@ interface Exchange {
   body?: unknown;
   /** What an allowed caller gets; `other` only where a body decides it (a submit). */
   own: number;
-  other?: { status: number; code: string };
+  other?: { status: number; code?: string };
 }
 
 /** Routes that take a body (and what an allowed caller gets for it). Every POST needs one. */
@@ -174,6 +174,13 @@ const EXCHANGES: Record<string, (side: Side) => Exchange> = {
     other: { status: 409, code: 'STEP_NOT_PLANNED' },
   }),
   'POST /v1/admin/projections/rebuild': () => ({ own: 202 }),
+  // Leases are scoped by the caller's tenant: a lease id of no item in it holds nothing, in either.
+  'POST /v1/operations/:ref/lease/renew': () => ({
+    body: { lease_id: randomUUID() },
+    own: 409,
+    other: { status: 409, code: 'LEASE_LOST' },
+  }),
+  'POST /v1/operations/:ref/lease/release': () => ({ body: { lease_id: randomUUID() }, own: 200, other: { status: 200 } }),
 };
 
 /** Strings only the other tenant's data contains (never sent in an acme request). */

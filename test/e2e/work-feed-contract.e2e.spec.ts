@@ -225,9 +225,9 @@ describe('stopping a worker', () => {
 
 describe('the feed over HTTP', () => {
   it('refuses a bad query with a typed 400 and a renewal of a lease it does not hold with 409 LEASE_LOST', async () => {
-    const noWorker = await fetch(`${ledger.baseUrl}/v1/work?tool=create_invoice`);
-    expect(noWorker.status).toBe(400);
-    expect(await noWorker.json()).toMatchObject({ code: 'BAD_REQUEST', field: 'worker' });
+    const badWorker = await fetch(`${ledger.baseUrl}/v1/work?tool=create_invoice&worker=${encodeURIComponent('two words')}`);
+    expect(badWorker.status).toBe(400);
+    expect(await badWorker.json()).toMatchObject({ code: 'BAD_REQUEST', field: 'worker' });
     const badLimit = await fetch(`${ledger.baseUrl}/v1/work?worker=w&limit=0`);
     expect(badLimit.status).toBe(400);
     const lost = await fetch(`${ledger.baseUrl}/v1/operations/nothing/lease/renew`, {
