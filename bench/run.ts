@@ -5,6 +5,7 @@
  *   npm run bench                      # the full run (1 M events; about 5–8 minutes on 2 cores)
  *   node dist/bench/run.js --events 200000 --seconds 5 --out /tmp/bench.json   # a quick one
  *   node dist/bench/run.js --only http,batch,store,large --profile /tmp/prof  # --cpu-prof of each service
+ *   node dist/bench/run.js --only worker --seconds 10 --out /tmp/worker.json   # figure 7 alone
  *
  * Each load runs a warm-up first (--warmup, 5 s by default) that is not counted: the service's
  * first seconds are JIT compilation and lazy initialisation, measured at twice the steady-state
@@ -22,6 +23,7 @@ import { batchSubmitFigure, rowsOfOneBatch } from './figures/batch-submit.figure
 import { httpSubmitFigures } from './figures/http-submit.figure';
 import { largeLogFigures } from './figures/large-log.figure';
 import { storeAppendFigure } from './figures/store-append.figure';
+import { workerStepsFigure } from './figures/worker-steps.figure';
 import { machine, table, writeJson, type FigureRow } from './support/report';
 
 interface Options {
@@ -91,6 +93,7 @@ async function main(): Promise<void> {
     // A plan's StepPlanned row: the most common first event of a stream, of typical size.
     if (wanted('store')) rows.push(...(await storeAppendFigure(dir, batchRows[0], Math.min(settings.seconds, 5), log)));
     if (wanted('large')) rows.push(...(await largeLogFigures({ ...common, events: settings.events }, log)));
+    if (wanted('worker')) rows.push(await workerStepsFigure({ ...common, open: 50 }, log));
   } finally {
     if (!settings.keep) rmSync(dir, { recursive: true, force: true });
   }

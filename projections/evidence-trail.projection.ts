@@ -1,6 +1,6 @@
 import type { StepStatus, VerificationOutcome } from '../src/domain/events';
 import { asLedgerEvent } from './ledger-events';
-import { alreadyApplied, isRecord, scopedKey, stringField, textOf, type ProjectedEvent, type Projection } from './projection';
+import { alreadyApplied, isRecord, scopedKey, stringField, textOf, type LeaseEvidence, type ProjectedEvent, type Projection } from './projection';
 
 /**
  * The evidence trail (docs/contract.md §5): per operation, every attempt, envelope, refusal, verification,
@@ -21,6 +21,8 @@ export interface EvidenceEntry {
   actor: string;
   /** For what the ledger derived: the submitted fact that caused it. */
   caused_by?: string;
+  /** For a fact a worker submitted under a work-feed lease: who it was, and whose lease it took over. */
+  worker?: LeaseEvidence;
   /** One line for a person reading the trail. */
   summary: string;
   /** The event's data as stored (secrets were redacted before anything was stored). */
@@ -123,6 +125,7 @@ function entryFor(event: ProjectedEvent, kind: EvidenceKind, summary: string): E
     recorded_at: event.metadata.recorded_at,
     actor: event.metadata.actor,
     ...(event.metadata.causation_event_id ? { caused_by: event.metadata.causation_event_id } : {}),
+    ...(event.metadata.lease ? { worker: event.metadata.lease } : {}),
     summary,
     data: event.data,
   };

@@ -20,7 +20,19 @@ export interface ProjectedEvent {
     tenant: string;
     operation_ref: string;
     causation_event_id?: string;
+    /** A fact a worker submitted under a work-feed lease: which worker, and whose lease it took over. */
+    lease?: LeaseEvidence;
   };
+}
+
+export interface LeaseEvidence {
+  lease_id: string;
+  /** The worker the lease was granted to (`unknown` for a lease id the ledger no longer knows). */
+  holder: string;
+  /** False when the lease had already been taken over or released when the fact arrived. */
+  current: boolean;
+  /** The worker whose expired lease this one took over. */
+  took_over_from?: string;
 }
 
 export type IndexValue = string | number | null;

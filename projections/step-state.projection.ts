@@ -1,4 +1,5 @@
-import type { DirectiveAction, SideEffect, StepStatus } from '../src/domain/events';
+import { dispatchTimeoutMs, type DirectiveAction, type SideEffect, type StepStatus } from '../src/domain/events';
+import { dueWork } from '../src/domain/work-due';
 import { asLedgerEvent } from './ledger-events';
 import { alreadyApplied, instantMs, scopedKey, textOf, type ProjectedEvent, type Projection } from './projection';
 
@@ -17,8 +18,9 @@ export interface StepStateDoc {
   side_effect: SideEffect | 'unknown';
   verification_tool?: string;
   /**
-   * How long an attempt may stay in flight before a person should look, when the plan's policy
-   * names it (`policy.dispatch_timeout_ms`); the triage query's threshold applies otherwise.
+   * How long an attempt may stay in flight before it is judged abandoned: the work feed hands it out
+   * for verification then, and the triage queue shows it (the policy's default for plans stored
+   * before the field existed).
    */
   dispatch_timeout_ms?: number;
   /** When the current status began (ledger clock). */
@@ -93,11 +95,7 @@ export function evolveStepState(current: StepStateDoc | undefined, event: Projec
       doc.tool = textOf(tool ?? '');
       doc.side_effect = side_effect === 'read' || side_effect === 'write' ? side_effect : 'unknown';
       if (typeof policy?.verification_tool === 'string') doc.verification_tool = policy.verification_tool;
-      // Read from the stored plan when present; older plans and plans without it leave it unset.
-      const dispatchTimeout = (policy as { dispatch_timeout_ms?: unknown } | undefined)?.dispatch_timeout_ms;
-      if (typeof dispatchTimeout === 'number' && Number.isFinite(dispatchTimeout) && dispatchTimeout >= 0) {
-        doc.dispatch_timeout_ms = dispatchTimeout;
-      }
+      doc.dispatch_timeout_ms = dispatchTimeoutMs(policy);
       doc.attempts_remaining = typeof policy?.max_attempts === 'number' ? policy.max_attempts : 0;
       doc.next_action = 'dispatch';
       doc.reason = 'STEP_PLANNED';
@@ -147,10 +145,25 @@ export function evolveStepState(current: StepStateDoc | undefined, event: Projec
   }
 }
 
+/** When the work feed may hand the step out (src/domain/work-due.ts); null when never. */
+export function stepDueMs(doc: StepStateDoc): number | null {
+  if (doc.status === 'unplanned') return null;
+  const due = dueWork({
+    status: doc.status,
+    operation_ref: doc.operation_ref,
+    attempts_used: doc.attempts_used,
+    since_ms: instantMs(doc.since),
+    ...(doc.not_before === undefined ? {} : { not_before_ms: instantMs(doc.not_before) }),
+    dispatch_timeout_ms: dispatchTimeoutMs({ dispatch_timeout_ms: doc.dispatch_timeout_ms }),
+  });
+  return due === undefined ? null : due.due_ms;
+}
+
 export const stepStateProjection: Projection<StepStateDoc> = {
   name: 'step_state',
   // 2: documents carry the plan's dispatch_timeout_ms and the trust counters of the operation.
-  version: 2,
+  // 3: the work feed's due_ms and revision columns.
+  version: 3,
   keyOf: (event) => scopedKey(event.metadata.tenant, event.metadata.operation_ref),
   evolve: evolveStepState,
   columns: {
@@ -165,12 +178,16 @@ export const stepStateProjection: Projection<StepStateDoc> = {
     duplicates_prevented: 'integer',
     identical_retries_blocked: 'integer',
     unverified_dispatches_refused: 'integer',
+    due_ms: 'integer',
+    revision: 'integer',
   },
   // Recovery: tenant + status (+ tool), oldest first; a run's steps: tenant + run.
   indexes: [
     ['tenant', 'status', 'since_ms'],
     ['tenant', 'tool', 'status', 'since_ms'],
     ['tenant', 'run_id'],
+    // The work feed: a tenant's due steps of a tool, earliest first.
+    ['tenant', 'tool', 'due_ms'],
   ],
   index: (doc) => ({
     tenant: doc.tenant,
@@ -184,5 +201,7 @@ export const stepStateProjection: Projection<StepStateDoc> = {
     duplicates_prevented: doc.duplicates_prevented ?? 0,
     identical_retries_blocked: doc.identical_retries_blocked ?? 0,
     unverified_dispatches_refused: doc.unverified_dispatches_refused ?? 0,
+    due_ms: stepDueMs(doc),
+    revision: doc.revision,
   }),
 };

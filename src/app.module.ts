@@ -17,6 +17,7 @@ import { ProjectionsModule } from './projection-engine/projections.module';
 import { OpenApiModule } from './openapi/openapi.module';
 import { UiModule } from './ui/ui.module';
 import { WebhooksModule } from './webhooks/webhooks.module';
+import { WorkModule } from './work/work.module';
 
 export interface AppOptions extends LedgerModuleOptions {
   apiKeys?: ApiKeyEntry[];
@@ -32,6 +33,7 @@ export class AppModule {
         LoggingModule.register(options.config.logLevel),
         ObservabilityModule,
         ProjectionsModule,
+        WorkModule,
         HealthModule.register(),
         OpenApiModule,
         UiModule,

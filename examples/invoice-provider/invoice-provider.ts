@@ -64,6 +64,8 @@ export interface InvoiceProvider {
   url: string;
   server: Server;
   invoices(): Invoice[];
+  /** Invoices actually created per operation_ref, counted at the commit (with idempotency off, every create counts). */
+  createdCounts(): Map<string, number>;
   /** How many create requests arrived, per idempotency key (whatever became of them). */
   createRequests(): Map<string, number>;
   inject(rule: FaultRule): void;
@@ -72,6 +74,13 @@ export interface InvoiceProvider {
 
 export interface InvoiceProviderOptions {
   port?: number;
+  /**
+   * Off: every create that gets through makes a new invoice, even with a key already used, so a
+   * duplicate write shows in createdCounts() instead of being absorbed (default on).
+   */
+  idempotency?: boolean;
+  /** Random faults on creates, as fractions of requests, drawn from a seeded generator. */
+  flaky?: { timeoutAfterCommit?: number; rateLimit?: number; seed?: number; retryAfterSeconds?: number };
   /** Loopback only: this is a test double, never a public service. */
   host?: '127.0.0.1' | '::1' | 'localhost';
 }
@@ -116,6 +125,18 @@ function invalidField(input: Record<string, unknown>): string | undefined {
   return undefined;
 }
 
+/** mulberry32: small and seedable, so a flaky run can be replayed. */
+function seeded(seed: number): () => number {
+  let state = seed >>> 0;
+  return () => {
+    state = (state + 0x6d2b79f5) >>> 0;
+    let t = state;
+    t = Math.imul(t ^ (t >>> 15), t | 1);
+    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
+    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+  };
+}
+
 function parseFault(value: unknown): Fault | undefined {
   if (!value || typeof value !== 'object') return undefined;
   const fault = value as Fault;
@@ -125,6 +146,9 @@ function parseFault(value: unknown): Fault | undefined {
 export async function startInvoiceProvider(options: InvoiceProviderOptions = {}): Promise<InvoiceProvider> {
   const byKey = new Map<string, Invoice>();
   const requestCounts = new Map<string, number>();
+  const createdCounts = new Map<string, number>();
+  const idempotent = options.idempotency !== false;
+  const random = seeded(options.flaky?.seed ?? 1);
   const rules: FaultRule[] = [];
   const sockets = new Set<Socket>();
 
@@ -141,17 +165,28 @@ export async function startInvoiceProvider(options: InvoiceProviderOptions = {})
       if (fault) return fault;
     }
     const index = rules.findIndex((rule) => (rule.on ?? 'create') === on && (!rule.operation_ref || rule.operation_ref === key));
-    if (index < 0) return undefined;
+    if (index < 0) return on === 'create' ? randomFault() : undefined;
     const rule = rules[index];
     rule.times = (rule.times ?? 1) - 1;
     if (rule.times <= 0) rules.splice(index, 1);
     return rule.fault;
   }
 
+  function randomFault(): Fault | undefined {
+    const flaky = options.flaky;
+    if (!flaky) return undefined;
+    const draw = random();
+    const timeout = flaky.timeoutAfterCommit ?? 0;
+    if (draw < timeout) return { kind: 'accept-then-timeout' };
+    if (draw < timeout + (flaky.rateLimit ?? 0)) return { kind: 'rate-limit', retry_after_s: flaky.retryAfterSeconds ?? 1 };
+    return undefined;
+  }
+
   /** One invoice per key: checked and stored in one synchronous step, so concurrent requests cannot both create. */
   function commit(key: string, input: Record<string, unknown>): { invoice: Invoice; replayed: boolean } {
     const existing = byKey.get(key);
-    if (existing) return { invoice: existing, replayed: true };
+    if (existing && idempotent) return { invoice: existing, replayed: true };
+    createdCounts.set(key, (createdCounts.get(key) ?? 0) + 1);
     const invoice: Invoice = {
       id: `inv_${randomUUID().replace(/-/g, '').slice(0, 16)}`,
       operation_ref: key,
@@ -160,7 +195,7 @@ export async function startInvoiceProvider(options: InvoiceProviderOptions = {})
       currency: input.currency as string,
       created_at: new Date().toISOString(),
     };
-    byKey.set(key, invoice);
+    if (!existing) byKey.set(key, invoice);
     return { invoice, replayed: false };
   }
 
@@ -201,7 +236,7 @@ export async function startInvoiceProvider(options: InvoiceProviderOptions = {})
     }
     const field = invalidField(input);
     if (field) return send(response, 422, { error: { code: 'invalid_request', field, message: `${field} is invalid` } });
-    const existing = byKey.get(key);
+    const existing = idempotent ? byKey.get(key) : undefined;
     if (existing && (existing.customer_id !== input.customer_id || existing.amount_cents !== input.amount_cents || existing.currency !== input.currency)) {
       // The key was used for another invoice: refuse rather than answer an invoice the caller did not ask for.
       return send(response, 409, { error: { code: 'idempotency_key_reused', message: 'this key was used with other parameters' } });
@@ -250,6 +285,12 @@ export async function startInvoiceProvider(options: InvoiceProviderOptions = {})
       if (route === 'GET /__health') return send(response, 200, { ok: true, invoices: byKey.size });
       // What createRequests() tells an in-process test, for a test in another process (or language).
       if (route === 'GET /__requests') return send(response, 200, { create_requests: Object.fromEntries(requestCounts) });
+      if (route === 'GET /__stats') {
+        return send(response, 200, {
+          created: Object.fromEntries(createdCounts),
+          create_requests: Object.fromEntries(requestCounts),
+        });
+      }
       send(response, 404, { error: { code: 'not_found' } });
     };
     handle().catch(() => {
@@ -270,6 +311,7 @@ export async function startInvoiceProvider(options: InvoiceProviderOptions = {})
     url: `http://${host === '::1' ? '[::1]' : host}:${port}`,
     server,
     invoices: () => [...byKey.values()],
+    createdCounts: () => new Map(createdCounts),
     createRequests: () => new Map(requestCounts),
     inject: (rule) => {
       const fault = parseFault(rule.fault);

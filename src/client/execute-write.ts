@@ -46,7 +46,10 @@ export interface ToolCallContext {
   /** The attempt the ledger granted (1 for the first). */
   attempt: number;
   sideEffect: SideEffect;
-  /** The caller's signal, when it gave one: hand it to the request (callHttpTool takes it). */
+  /**
+   * The runtime's cancellation, for a tool that can stop cleanly. A tool that stops after its
+   * request may have left answers an envelope like any failure; the SDK still records it.
+   */
   signal?: AbortSignal;
 }
 
@@ -56,11 +59,11 @@ export interface ToolCallContext {
  */
 export type ToolCall<Input> = (input: Input, context: ToolCallContext) => Promise<unknown>;
 
-export interface ExecuteOptions extends Pick<RequestOptions, 'traceparent' | 'tracestate'> {
+export interface ExecuteOptions extends Pick<RequestOptions, 'traceparent' | 'tracestate' | 'lease'> {
   /**
-   * Stops the call: the plan and the dispatch requests, and the tool call it is handed to. Once
-   * the tool has answered, its envelope is recorded whatever the signal says: an answer the ledger
-   * never learns leaves the attempt in flight, to be verified later.
+   * Stops the work before the gate (nothing dispatched, an AbortError thrown) and is handed to the
+   * tool; once an attempt is granted its envelope is always recorded, so a step is never left
+   * silently in flight by an abort.
    */
   signal?: AbortSignal;
   /** The runtime's clock, for the envelopes it writes (the ledger judges time by its own). */
@@ -189,12 +192,13 @@ export async function executeWrite<Input>(
   toolCall: ToolCall<Input>,
   options: ExecuteOptions = {},
 ): Promise<WriteOutcome> {
-  const now = options.now ?? (() => new Date());
   const sideEffect = step.sideEffect ?? 'write';
   const hash = step.inputHash ?? inputHash(step.input);
   const ref = step.operationRef;
-  const trace = { traceparent: options.traceparent, tracestate: options.tracestate };
+  const trace = { traceparent: options.traceparent, tracestate: options.tracestate, ...(options.lease ? { lease: options.lease } : {}) };
+  // The plan may be stopped half-way (a plan is idempotent); the dispatch is not (see runAttempt).
   const gate = { ...trace, signal: options.signal };
+  options.signal?.throwIfAborted();
 
   let planned: OperationState;
   try {
@@ -218,10 +222,37 @@ export async function executeWrite<Input>(
     planned = error.state;
   }
 
-  const attempt = planned.attempts_used + 1;
+  return runAttempt(ledger, { operationRef: ref, attempt: planned.attempts_used + 1, inputHash: hash, input: step.input, sideEffect }, toolCall, options);
+}
+
+export interface AttemptToRun<Input> {
+  operationRef: string;
+  /** The attempt to ask the gate for: the attempts granted so far plus one. */
+  attempt: number;
+  inputHash: string;
+  input: Input;
+  sideEffect: SideEffect;
+}
+
+/**
+ * One attempt of a planned step: the gate, the tool with operation_ref as its idempotency key,
+ * the envelope recorded. executeWrite runs it after planning; the worker runs it for a dispatch
+ * item of the work feed, whose attempt and input hash the ledger gave.
+ */
+export async function runAttempt<Input>(
+  ledger: LedgerApi,
+  run: AttemptToRun<Input>,
+  toolCall: ToolCall<Input>,
+  options: ExecuteOptions = {},
+): Promise<WriteOutcome> {
+  const now = options.now ?? (() => new Date());
+  const { operationRef: ref, attempt, sideEffect } = run;
+  const trace = { traceparent: options.traceparent, tracestate: options.tracestate, ...(options.lease ? { lease: options.lease } : {}) };
+  options.signal?.throwIfAborted();
   let granted: SubmitAnswer;
   try {
-    granted = await ledger.dispatchAttempt(ref, { attempt, input_hash: hash }, gate);
+    // Not aborted half-way: a dispatch granted but never answered would leave the step in flight.
+    granted = await ledger.dispatchAttempt(ref, { attempt, input_hash: run.inputHash }, trace);
   } catch (error) {
     if (error instanceof LedgerRefusal) return refusedOutcome(ref, error, { attempt });
     throw error;
@@ -241,8 +272,13 @@ export async function executeWrite<Input>(
   const context: NormalizeContext = { operationRef: ref, sideEffect, now: now(), ...options.normalize };
   let raw: unknown;
   try {
-    const signal = options.signal ? { signal: options.signal } : {};
-    raw = await toolCall(step.input, { operationRef: ref, idempotencyKey: ref, attempt, sideEffect, ...signal });
+    raw = await toolCall(run.input, {
+      operationRef: ref,
+      idempotencyKey: ref,
+      attempt,
+      sideEffect,
+      ...(options.signal ? { signal: options.signal } : {}),
+    });
   } catch (error) {
     raw = normalizeNetworkError(error, { ...context, now: now() });
   }
@@ -352,10 +388,12 @@ export async function verify(
   ledger: LedgerApi,
   step: VerifyStep,
   lookup: Lookup,
-  options: Pick<ExecuteOptions, 'now' | 'traceparent' | 'tracestate' | 'signal'> = {},
+  options: Pick<ExecuteOptions, 'now' | 'traceparent' | 'tracestate' | 'lease' | 'signal'> = {},
 ): Promise<VerifyOutcome> {
   const now = options.now ?? (() => new Date());
   const ref = step.operationRef;
+  // An abort stops a check that has not started; a lookup that answered is always recorded.
+  options.signal?.throwIfAborted();
   let data: VerificationRecordedInput;
   options.signal?.throwIfAborted();
   try {
@@ -372,6 +410,7 @@ export async function verify(
       traceparent: options.traceparent,
       tracestate: options.tracestate,
       signal: options.signal,
+      ...(options.lease ? { lease: options.lease } : {}),
     });
     return {
       kind: 'recorded',

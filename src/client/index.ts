@@ -11,8 +11,10 @@ export type {
   RequestOptions,
   RunQuery,
   SingleFactOptions,
+  StartStep,
   SubmitOptions,
   TrustQuery,
+  WorkQuery,
 } from './ledger-client';
 export {
   LedgerAuthError,
@@ -27,8 +29,11 @@ export {
 export type { ClientErrorCode, LedgerErrorCode, LedgerErrorInit } from './ledger-errors';
 export type * from './ledger-api.types';
 
-export { executeWrite, inputHash, verify, OutcomeNotRecordedError } from './execute-write';
+export { executeWrite, inputHash, runAttempt, verify, OutcomeNotRecordedError } from './execute-write';
+export { LedgerWorker } from './ledger-worker';
+export type { LedgerWorkerOptions, WorkerEvent, WorkerReport, WorkerTool } from './ledger-worker';
 export type {
+  AttemptToRun,
   ExecuteOptions,
   LedgerApi,
   Lookup,

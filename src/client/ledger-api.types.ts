@@ -12,7 +12,9 @@ import type {
   SubmittedFactType,
   VerificationOutcome,
 } from '../domain/events';
-import type { StepView, SubmitAnswer as ServerSubmitAnswer, SubmitResult } from '../contract/ledger-api.types';
+import type { StepView, SubmitAnswer as ServerSubmitAnswer, SubmitResult, WorkAnswer, WorkItem, WorkLease } from '../contract/ledger-api.types';
+
+export type { WorkAnswer, WorkItem, WorkLease };
 
 export type { Directive, DirectiveAction, SideEffect, StepStatus, SubmitResult, SubmittedFactType, VerificationOutcome };
 
@@ -32,6 +34,8 @@ export interface StepPlannedInput {
   side_effect: SideEffect;
   input_hash: string;
   policy?: StepPolicyInput;
+  /** The input itself, for the work feed's workers (its canonical SHA-256 is input_hash). */
+  input?: unknown;
 }
 
 export interface StepPolicyInput {
@@ -39,6 +43,8 @@ export interface StepPolicyInput {
   consistency_window_ms?: number;
   verification_tool?: string;
   max_consecutive_dependency_failures?: number;
+  /** No envelope and no live lease this long after a dispatch: the feed hands the step out for verification. */
+  dispatch_timeout_ms?: number;
 }
 
 export interface AttemptDispatchedInput {

@@ -1,4 +1,5 @@
-import { randomUUID } from 'node:crypto';
+import { createHash, randomUUID } from 'node:crypto';
+import { canonicalJson } from '../shared/canonical-json';
 import { headerValue, retryAfterMs } from './normalizers/retry-after';
 import type {
   ApprovalRecordedInput,
@@ -10,7 +11,10 @@ import type {
   RecoveryItem,
   RecoveryPage,
   RunSummary,
+  SideEffect,
   StepPlannedInput,
+  StepPolicyInput,
+  WorkAnswer,
   SubmitAnswer,
   SubmittedEvent,
   SubmittedEventInput,
@@ -52,6 +56,29 @@ export interface RequestOptions {
   /** The caller's own cancellation: aborting it stops the request and its retries. */
   signal?: AbortSignal;
   timeoutMs?: number;
+  /** The work-feed lease the facts are submitted under (sent as `Ledger-Lease`; recorded as evidence). */
+  lease?: string;
+}
+
+export interface WorkQuery extends RequestOptions {
+  /** The name leases are held under; one per worker process is the rule. */
+  worker: string;
+  /** Only these tools; every tool when absent. */
+  tools?: readonly string[];
+  limit?: number;
+  /** Long poll: wait up to this long for an item (the ledger caps it at 30 s). */
+  waitMs?: number;
+  leaseMs?: number;
+}
+
+/** What a runtime gives to start a step with one call; the worker drives it from there. */
+export interface StartStep<Input = unknown> {
+  operationRef: string;
+  runId: string;
+  tool: string;
+  input: Input;
+  sideEffect?: SideEffect;
+  policy?: StepPolicyInput;
 }
 
 export interface SubmitOptions extends RequestOptions {
@@ -173,6 +200,26 @@ export class LedgerClient {
     return this.submitOne(operationRef, { type: 'StepPlanned', data }, options);
   }
 
+  /**
+   * Starts a step with one call: plans it with its input, so the ledger's work feed hands it to a
+   * worker that has the tool, which drives it to succeeded or escalated. Idempotent: starting the
+   * same step again with the same definition changes nothing.
+   */
+  startStep<Input>(step: StartStep<Input>, options: SingleFactOptions = {}): Promise<SubmitAnswer> {
+    return this.planStep(
+      step.operationRef,
+      {
+        run_id: step.runId,
+        tool: step.tool,
+        side_effect: step.sideEffect ?? 'write',
+        input_hash: createHash('sha256').update(canonicalJson(step.input)).digest('hex'),
+        input: step.input,
+        ...(step.policy ? { policy: step.policy } : {}),
+      },
+      options,
+    );
+  }
+
   /** The gate (docs/contract.md §3): a 409 LedgerRefusal means the tool must not be called. */
   dispatchAttempt(operationRef: string, data: AttemptDispatchedInput, options: SingleFactOptions = {}): Promise<SubmitAnswer> {
     return this.submitOne(operationRef, { type: 'AttemptDispatched', data }, options);
@@ -241,6 +288,31 @@ export class LedgerClient {
     }
   }
 
+  /** Due work, each item under a lease to `worker` (a long poll with `waitMs`). */
+  async work(query: WorkQuery): Promise<WorkAnswer> {
+    const params = new URLSearchParams();
+    params.set('worker', query.worker);
+    for (const tool of query.tools ?? []) params.append('tool', tool);
+    if (query.limit !== undefined) params.set('limit', String(query.limit));
+    if (query.waitMs !== undefined) params.set('wait_ms', String(query.waitMs));
+    if (query.leaseMs !== undefined) params.set('lease_ms', String(query.leaseMs));
+    // The request outlives the long poll it asked for.
+    const timeoutMs = query.timeoutMs ?? Math.max(this.timeoutMs, (query.waitMs ?? 0) + 10_000);
+    return (await this.request('GET', `/v1/work?${params.toString()}`, { ...query, timeoutMs })) as WorkAnswer;
+  }
+
+  /** Extends a lease; LedgerError LEASE_LOST (409) when it no longer holds the item. */
+  async renewLease(operationRef: string, leaseId: string, leaseMs?: number, options: RequestOptions = {}): Promise<{ lease: { id: string; holder: string; expires_at: string } }> {
+    const body = { lease_id: leaseId, ...(leaseMs === undefined ? {} : { lease_ms: leaseMs }) };
+    return (await this.request('POST', `${operationPath(operationRef)}/lease/renew`, options, body)) as { lease: { id: string; holder: string; expires_at: string } };
+  }
+
+  /** Gives a lease back; with holdMs the item stays with no one that long. */
+  async releaseLease(operationRef: string, leaseId: string, holdMs?: number, options: RequestOptions = {}): Promise<{ released: boolean }> {
+    const body = { lease_id: leaseId, ...(holdMs === undefined ? {} : { hold_ms: Math.max(0, Math.round(holdMs)) }) };
+    return (await this.request('POST', `${operationPath(operationRef)}/lease/release`, options, body)) as { released: boolean };
+  }
+
   async getTrustMetrics(options: TrustQuery = {}): Promise<TrustMetrics> {
     return (await this.request('GET', `/v1/metrics/trust${projectionQuery(options, { tool: options.tool })}`, options)) as TrustMetrics;
   }
@@ -280,6 +352,7 @@ export class LedgerClient {
       ...(this.options.apiKey ? { authorization: `Bearer ${this.options.apiKey}` } : {}),
       ...(traceparent ? { traceparent } : {}),
       ...(tracestate ? { tracestate } : {}),
+      ...(options.lease ? { 'ledger-lease': options.lease } : {}),
     };
   }
 

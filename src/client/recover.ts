@@ -60,6 +60,8 @@ export async function recover(
   const entries: RecoveryEntry[] = [];
   const missing = new Set<string>();
   for (const item of items) {
+    // An abort stops between operations: each one is verified and recorded whole, or not touched.
+    options.signal?.throwIfAborted();
     const base = {
       operationRef: item.operation_ref,
       tool: item.tool,

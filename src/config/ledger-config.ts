@@ -111,6 +111,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): LedgerConfig {
       ...DEFAULT_POLICY,
       max_attempts: integer(env, 'LEDGER_DEFAULT_MAX_ATTEMPTS', DEFAULT_POLICY.max_attempts, 1, 100),
       consistency_window_ms: integer(env, 'LEDGER_DEFAULT_CONSISTENCY_WINDOW_MS', DEFAULT_POLICY.consistency_window_ms, 0, 86_400_000),
+      dispatch_timeout_ms: integer(env, 'LEDGER_DEFAULT_DISPATCH_TIMEOUT_MS', DEFAULT_POLICY.dispatch_timeout_ms, 1000, 86_400_000),
     },
     groupCommit: env.LEDGER_GROUP_COMMIT !== 'off',
     sqliteBusyTimeoutMs: integer(env, 'LEDGER_SQLITE_BUSY_TIMEOUT_MS', 5000, 0, 600_000),

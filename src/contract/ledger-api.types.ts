@@ -1,6 +1,6 @@
 /** The HTTP contract's shapes (docs/contract.md §9), shared by the server and the runtime client. */
-import type { Directive, SubmittedFactType } from '../domain/events';
-import type { JsonObject } from '../shared/json';
+import type { Directive, StepPolicy, SubmittedFactType } from '../domain/events';
+import type { JsonObject, JsonValue } from '../shared/json';
 
 /** A fact as the runtime submits it, its shape checked by the HTTP layer; `data` is checked here. */
 export interface SubmittedEvent {
@@ -20,6 +20,8 @@ export interface SubmitContext {
   operationRef: string;
   traceparent?: string;
   tracestate?: string;
+  /** The work-feed lease the fact was submitted under, as the ledger resolved it. */
+  lease?: { lease_id: string; holder: string; current: boolean; took_over_from?: string };
 }
 
 export interface StepView {
@@ -56,4 +58,39 @@ export interface SubmitAnswer {
   /** A dispatch on a succeeded step: the original success, replayed. */
   replayed?: true;
   success?: unknown;
+}
+
+// ---- the work feed ------------------------------------------------------------------------------
+
+export interface WorkLease {
+  id: string;
+  holder: string;
+  expires_at: string;
+}
+
+export interface WorkItem {
+  operation_ref: string;
+  run_id: string;
+  tool: string;
+  side_effect: string;
+  /** dispatch: ask the gate for `attempt` and call the tool; verify: look the operation_ref up. */
+  kind: 'dispatch' | 'verify';
+  status: string;
+  directive: Directive;
+  /** The attempt to dispatch, or the attempt in flight to verify. */
+  attempt: number;
+  input_hash: string;
+  /** The input the step was planned with, when it carried one and it is the input to run. */
+  input?: JsonValue;
+  verification_tool?: string;
+  policy: StepPolicy;
+  /** The stream revision the item was judged on. */
+  revision: number;
+  /** When it became due (ledger clock). */
+  due_at: string;
+  lease: WorkLease & { took_over_from?: string };
+}
+
+export interface WorkAnswer {
+  items: WorkItem[];
 }

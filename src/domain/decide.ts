@@ -1,11 +1,12 @@
 import type { ToolError } from './envelope/envelope.types';
-import type {
-  Directive,
-  LedgerEvent,
-  StepPlannedData,
-  StepStatus,
-  SubmittedFact,
-  TransitionRecordedData,
+import {
+  dispatchTimeoutMs,
+  type Directive,
+  type LedgerEvent,
+  type StepPlannedData,
+  type StepStatus,
+  type SubmittedFact,
+  type TransitionRecordedData,
 } from './events';
 import { evolve, isPlanned, type PlannedStep, type StepState } from './step-state';
 
@@ -132,7 +133,8 @@ function sameDefinition(a: StepPlannedData, b: StepPlannedData): boolean {
     policyA.max_attempts === policyB.max_attempts &&
     policyA.consistency_window_ms === policyB.consistency_window_ms &&
     policyA.verification_tool === policyB.verification_tool &&
-    policyA.max_consecutive_dependency_failures === policyB.max_consecutive_dependency_failures
+    policyA.max_consecutive_dependency_failures === policyB.max_consecutive_dependency_failures &&
+    dispatchTimeoutMs(policyA) === dispatchTimeoutMs(policyB)
   );
 }
 

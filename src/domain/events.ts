@@ -1,3 +1,4 @@
+import type { JsonValue } from '../shared/json';
 import { NEXT_ACTIONS, type ToolEnvelope } from './envelope/envelope.types';
 import type { Redaction } from './envelope/redaction';
 
@@ -14,13 +15,27 @@ export interface StepPolicy {
   verification_tool?: string;
   /** Consecutive dependency failures before the step escalates. */
   max_consecutive_dependency_failures: number;
+  /**
+   * How long a dispatched attempt may go without an envelope, and without a worker holding its
+   * lease, before the work feed hands the step out for verification by the same operation_ref
+   * (its worker is taken to have died). Logs written before it existed lack it: readers use
+   * DEFAULT_POLICY's value (`dispatchTimeoutMs`).
+   */
+  dispatch_timeout_ms: number;
 }
 
 export const DEFAULT_POLICY: StepPolicy = {
   max_attempts: 3,
   consistency_window_ms: 30_000,
   max_consecutive_dependency_failures: 3,
+  dispatch_timeout_ms: 60_000,
 };
+
+/** The policy's dispatch timeout, read defensively: a plan stored before the field existed has none. */
+export function dispatchTimeoutMs(policy: Partial<StepPolicy> | undefined): number {
+  const value = policy?.dispatch_timeout_ms;
+  return typeof value === 'number' && Number.isFinite(value) && value >= 0 ? value : DEFAULT_POLICY.dispatch_timeout_ms;
+}
 
 // ---- Facts the runtime submits -------------------------------------------------------------------
 
@@ -30,6 +45,11 @@ export interface StepPlannedData {
   side_effect: SideEffect;
   input_hash: string;
   policy: StepPolicy;
+  /**
+   * The tool's input itself, when the runtime wants the ledger's work feed to hand it to a worker
+   * (a step started with one call). Its canonical hash is the input_hash; it never holds secrets.
+   */
+  input?: JsonValue;
 }
 
 export interface AttemptDispatchedData {

@@ -24,6 +24,7 @@ export const ERROR_REGISTRY = {
   ATTEMPT_MISMATCH: { status: 409, title: 'An envelope or dispatch for an attempt that is not the one in flight or next' },
   FACT_NOT_EXPECTED: { status: 409, title: 'A verification or approval the step is not waiting for' },
   EVENT_ID_REUSED: { status: 409, title: 'An event_id already used for a different fact' },
+  LEASE_LOST: { status: 409, title: 'A lease renewal for a lease that no longer holds its work item' },
   ENVELOPE_INVALID: { status: 422, title: 'An envelope that breaks the envelope rules' },
   SECRET_IN_IDENTIFIER: { status: 422, title: 'An identifier field holds what looks like a credential' },
   BAD_REQUEST: { status: 400, title: 'A body, path or query that is not the documented shape' },

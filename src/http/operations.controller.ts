@@ -1,5 +1,6 @@
-import { Body, Controller, Get, Headers, HttpCode, Inject, Param, Post, Query } from '@nestjs/common';
-import { ApiBody, ApiOkResponse, ApiOperation, ApiParam, ApiQuery, ApiTags } from '@nestjs/swagger';
+import { Body, Controller, Get, Headers, HttpCode, Inject, Optional, Param, Post, Query } from '@nestjs/common';
+import { ApiBody, ApiHeader, ApiOkResponse, ApiOperation, ApiParam, ApiQuery, ApiTags } from '@nestjs/swagger';
+import { WorkFeed } from '../work/work-feed';
 import { RequireAccess } from '../auth/access';
 import { checkFactPermissions } from '../auth/fact-permissions';
 import { CONFIG, type LedgerConfig } from '../config/ledger-config';
@@ -19,6 +20,7 @@ export class OperationsController {
     @Inject(LedgerService) private readonly ledger: LedgerService,
     @Inject(OperationsQueries) private readonly queries: OperationsQueries,
     @Inject(CONFIG) private readonly config: LedgerConfig,
+    @Optional() @Inject(WorkFeed) private readonly work?: WorkFeed,
   ) {}
 
   @Post(':ref/events')
@@ -26,15 +28,17 @@ export class OperationsController {
   @RequireAccess('write')
   @ApiOperation({ summary: 'Submit facts; the ledger decides and records what they cause, or refuses them.' })
   @ApiBody({ type: SubmitEventsDto })
+  @ApiHeader({ name: 'Ledger-Lease', required: false, description: 'The work-feed lease the facts are submitted under: recorded as evidence of which worker acted.' })
   @ApiOkResponse({ type: SubmitAnswerDto })
-  submit(
+  async submit(
     @CallerParam() caller: Caller,
     @Param('ref') ref: string,
     @Body(SubmitEventsPipe) body: SubmitRequest,
     @Headers() headers: Record<string, string | undefined>,
   ) {
     checkFactPermissions(caller, body.events, { selfApproval: this.config.allowSelfApproval });
-    return this.ledger.submit(submitContext(caller, ref, headers), body);
+    const lease = await this.work?.leaseEvidence(caller, ref, headers['ledger-lease']);
+    return this.ledger.submit({ ...submitContext(caller, ref, headers), ...(lease ? { lease } : {}) }, body);
   }
 
   @Get(':ref')

@@ -5,10 +5,41 @@ import type { StepPolicy, SubmittedFact } from '../domain/events';
 import { isPlanned, type StepState } from '../domain/step-state';
 import { LedgerError } from '../errors/ledger-error';
 import type { SubmittedEvent } from '../contract/ledger-api.types';
+import { canonicalJson } from '../shared/canonical-json';
+import type { JsonValue } from '../shared/json';
+import { sha256Hex } from './event-ids';
 
 export interface PreparationSettings {
   envelopeLimits: EnvelopeLimits;
   defaultPolicy: StepPolicy;
+}
+
+/** A step's input is stored for workers to call the tool with, so it is bounded and checked against its hash. */
+export const MAX_STEP_INPUT_BYTES = 16 * 1024;
+
+/**
+ * The input a plan carries for the work feed. It must hash (SHA-256 of its canonical JSON, as the
+ * SDK's inputHash) to the plan's input_hash, so the gate's input check means the same input. It is
+ * refused, not redacted, when it holds a secret: redacting would change what the tool is called
+ * with, and credentials belong in the tool's own configuration, never in a log.
+ */
+function checkedInput(input: unknown, hash: string, field: string): JsonValue {
+  let canonical: string;
+  try {
+    canonical = canonicalJson(input);
+  } catch {
+    throw new LedgerError('BAD_REQUEST', 'input must be JSON', { field });
+  }
+  if (Buffer.byteLength(canonical) > MAX_STEP_INPUT_BYTES) {
+    throw new LedgerError('BAD_REQUEST', `input may be at most ${MAX_STEP_INPUT_BYTES} bytes of JSON`, { field });
+  }
+  if (sha256Hex(canonical) !== hash) {
+    throw new LedgerError('BAD_REQUEST', 'input_hash is not the SHA-256 of the canonical input', { field: field.replace(/input$/, 'input_hash') });
+  }
+  if (redactDeep(input).redactions.length > 0) {
+    throw new LedgerError('BAD_REQUEST', 'input holds what looks like a secret; tools take credentials from their own configuration', { field });
+  }
+  return JSON.parse(canonical) as JsonValue;
 }
 
 /**
@@ -29,9 +60,17 @@ export function prepareFact(
     case 'StepPlanned': {
       const policy = { ...settings.defaultPolicy, ...(data.policy ?? {}) } as StepPolicy;
       if (policy.verification_tool === undefined) delete policy.verification_tool;
+      const input = data.input === undefined ? undefined : checkedInput(data.input, data.input_hash, `${fieldPrefix}.data.input`);
       return {
         type: 'StepPlanned',
-        data: { run_id: data.run_id, tool: data.tool, side_effect: data.side_effect, input_hash: data.input_hash, policy },
+        data: {
+          run_id: data.run_id,
+          tool: data.tool,
+          side_effect: data.side_effect,
+          input_hash: data.input_hash,
+          policy,
+          ...(input === undefined ? {} : { input }),
+        },
       };
     }
     case 'AttemptDispatched':

@@ -177,6 +177,12 @@ export class LedgerService {
     return { view: stateView(operationRef, fold(upTo.map(toRecorded)), revision), events: snapshot.events };
   }
 
+  /** The step folded from its own stream (strongly consistent), for the work feed's judgement. */
+  async currentState(tenant: string, operationRef: string): Promise<{ state: StepState; revision: number }> {
+    const snapshot = await this.read(operationStream(tenant, operationRef));
+    return { state: snapshot.state, revision: snapshot.revision };
+  }
+
   /**
    * Reads a stream for a decision or an answer, and believes it only once it is the history the
    * ledger wrote: its chain holds, its last event is the anchored head, and no whole-log audit has
@@ -273,8 +279,9 @@ export class LedgerService {
     return events.map((event, index) => {
       const isFirst = index === 0;
       const eventId = isFirst ? submitted.event_id : derivedEventId(submitted.event_id, index);
+      // Who acted is evidence of the fact itself, not of what the ledger derived from it.
       const metadata = isFirst
-        ? { ...base, submitted_hash: submittedHash(submitted) }
+        ? { ...base, ...(context.lease ? { lease: context.lease } : {}), submitted_hash: submittedHash(submitted) }
         : { ...base, causation_event_id: submitted.event_id };
       return { event_id: eventId, type: event.type, data: event.data as unknown as JsonObject, metadata } as NewEvent;
     });

@@ -273,6 +273,15 @@ export class SqliteReadModel {
 
   /** Documents filtered and ordered by the projection's declared columns only. */
   select<Doc>(name: string, options: SelectOptions = {}): DocRow<Doc>[] {
+    return this.selectRows(name, 'doc', options).map((row) => ({ key: row.key as string, doc: JSON.parse(row.doc as string) as Doc }));
+  }
+
+  /** Keys and indexed columns only, no document parsed: for scans that need just those. */
+  selectIndex(name: string, options: SelectOptions = {}): Array<Record<string, IndexValue>> {
+    return this.selectRows(name, this.entry(name).columns.join(', '), options);
+  }
+
+  private selectRows(name: string, what: string, options: SelectOptions): Array<Record<string, IndexValue>> {
     const { docsTable, columns } = this.entry(name);
     const known = new Set(['key', ...columns]);
     const check = (column: string) => {
@@ -292,7 +301,7 @@ export class SqliteReadModel {
         clauses.push(`instr(lower(${check(condition.column)}), lower(?)) > 0`);
         params.push(condition.value);
       } else if (condition.op === 'in') {
-        if (condition.values.length === 0) return [];
+        if (condition.values.length === 0) return [] as Array<Record<string, IndexValue>>;
         clauses.push(`${check(condition.column)} IN (${condition.values.map(() => '?').join(', ')})`);
         params.push(...condition.values);
       } else {
@@ -302,13 +311,41 @@ export class SqliteReadModel {
     }
     const order = (options.orderBy ?? [{ column: 'key' }]).map(({ column, descending }) => `${check(column)}${descending ? ' DESC' : ''}`);
     const limit = options.limit === undefined ? '' : ` LIMIT ${Math.max(0, Math.floor(options.limit))}`;
-    const sql = `SELECT key, doc FROM ${docsTable}${clauses.length ? ` WHERE ${clauses.join(' AND ')}` : ''} ORDER BY ${order.join(', ')}${limit}`;
+    const sql = `SELECT key, ${what} FROM ${docsTable}${clauses.length ? ` WHERE ${clauses.join(' AND ')}` : ''} ORDER BY ${order.join(', ')}${limit}`;
     let statement = this.selectCache.get(sql);
     if (!statement) {
       statement = this.db.prepare(sql);
       this.selectCache.set(sql, statement);
     }
-    return (statement.all(...params) as { key: string; doc: string }[]).map((row) => ({ key: row.key, doc: JSON.parse(row.doc) as Doc }));
+    return statement.all(...params) as Array<Record<string, IndexValue>>;
+  }
+
+  /**
+   * Rows matching `where`, counted per value of one declared column, with the least of another:
+   * for gauges (feed depth per tool, oldest due item), without parsing a document.
+   */
+  countBy(
+    name: string,
+    groupBy: string,
+    minOf: string,
+    where: ReadonlyArray<{ column: string; op: '=' | '<=' | '>='; value: IndexValue }>,
+  ): Array<{ group: IndexValue; count: number; min: number | null }> {
+    const { docsTable, columns } = this.entry(name);
+    for (const column of [groupBy, minOf, ...where.map((condition) => condition.column)]) {
+      if (!columns.includes(column)) throw new Error(`${name} has no column ${column}`);
+    }
+    const clauses = where.map((condition) => `${condition.column} ${condition.op} ?`).join(' AND ');
+    const sql = `SELECT ${groupBy} AS grp, COUNT(*) AS count, MIN(${minOf}) AS min FROM ${docsTable}${clauses ? ` WHERE ${clauses}` : ''} GROUP BY ${groupBy}`;
+    let statement = this.selectCache.get(sql);
+    if (!statement) {
+      statement = this.db.prepare(sql);
+      this.selectCache.set(sql, statement);
+    }
+    return (statement.all(...where.map((condition) => condition.value)) as Array<{ grp: IndexValue; count: number; min: number | null }>).map((row) => ({
+      group: row.grp,
+      count: row.count,
+      min: row.min,
+    }));
   }
 
   /** Every stored row of a projection as written (documents and links), ordered: to compare read models. */

@@ -1,6 +1,8 @@
 import type { LedgerConfig } from '../config/ledger-config';
 import type { EventStore, StoredEvent, StreamIndexEntry } from './event-store.port';
+import type { LeaseStore } from './lease-store.port';
 import { SqliteEventStore } from './sqlite/sqlite-event-store.adapter';
+import { SqliteLeaseStore } from './sqlite/sqlite-lease-store.adapter';
 
 export interface StoreHooks {
   /** A log written before anchors existed was anchored as it stands (said loudly by the caller). */
@@ -31,4 +33,16 @@ export async function openEventStore(config: LedgerConfig, hooks: StoreHooks = {
     indexOf: hooks.indexOf,
     onGroupCommitted: hooks.onGroupCommitted,
   });
+}
+
+/**
+ * The work feed's leases, in the same store as the log: a table of the SQLite file, or lease
+ * streams on the same EventStoreDB. Instances that share the log therefore share the leases.
+ */
+export async function openLeaseStore(config: LedgerConfig, _events: EventStore): Promise<LeaseStore> {
+  if (config.store === 'eventstoredb') {
+    const { EventStoreDbLeaseStore } = await import('./eventstoredb/eventstoredb-lease-store.adapter');
+    return new EventStoreDbLeaseStore({ connectionString: config.eventStoreConnectionString as string });
+  }
+  return SqliteLeaseStore.open({ file: config.eventsFile, busyTimeoutMs: config.sqliteBusyTimeoutMs });
 }

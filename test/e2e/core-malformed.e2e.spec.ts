@@ -235,6 +235,7 @@ const KNOWN_KEYS = new Set([
   'consistency_window_ms', 'verification_tool', 'max_consecutive_dependency_failures', 'ok', 'code', 'category', 'commit_state',
   'retry', 'next_action', 'operation_ref', 'safe_details', 'agent_message', 'user_message', 'directive', 'not_before',
   'max_attempts_remaining', 'verification', 'field', 'allowed_values', 'retry_after', 'resource_version', 'limit',
+  'input', 'dispatch_timeout_ms',
 ]);
 const PROTOTYPE_NAMES = Object.getOwnPropertyNames(Object.prototype);
 const unknownKey = fc.stringMatching(/^[a-z][a-z_]{2,15}$/).filter((key) => !KNOWN_KEYS.has(key) && !PROTOTYPE_NAMES.includes(key));
@@ -500,7 +501,7 @@ const badValues: fc.Arbitrary<Case> = fc.oneof(
   ),
   fc.tuple(targetArb(ALL_TARGETS), fc.constantFrom<[string, number]>(
     ['max_attempts', 0], ['max_attempts', 101], ['consistency_window_ms', -1], ['consistency_window_ms', 86_400_001],
-    ['max_consecutive_dependency_failures', 0],
+    ['max_consecutive_dependency_failures', 0], ['dispatch_timeout_ms', 999], ['dispatch_timeout_ms', 86_400_001],
   )).chain(([t, [key, value]]) =>
     validBody('StepPlanned', REFS[t]).map((body) => {
       const copy = clone(body);

@@ -171,7 +171,7 @@ interface Exchange {
   body?: unknown;
   /** What an allowed caller gets; `other` only where a body decides it (a submit). */
   own: number;
-  other?: { status: number; code: string };
+  other?: { status: number; code?: string };
   /** What a role the route admits gets when the body holds a fact it may not record. */
   byRole?: Partial<Record<Role, { status: number; code: string }>>;
 }
@@ -193,6 +193,13 @@ const EXCHANGES: Record<string, (side: Side) => Exchange> = {
   // A receiver nobody listens on: the matrix appends nothing after it, so nothing is sent.
   'POST /v1/admin/webhooks': () => ({ body: { url: 'http://127.0.0.1:9/hook' }, own: 201 }),
   'DELETE /v1/admin/webhooks/:id': () => ({ own: 404 }),
+  // Leases are scoped by the caller's tenant: a lease id of no item in it holds nothing, in either.
+  'POST /v1/operations/:ref/lease/renew': () => ({
+    body: { lease_id: randomUUID() },
+    own: 409,
+    other: { status: 409, code: 'LEASE_LOST' },
+  }),
+  'POST /v1/operations/:ref/lease/release': () => ({ body: { lease_id: randomUUID() }, own: 200, other: { status: 200 } }),
 };
 
 /** Strings only the other tenant's data contains (never sent in an acme request). */

@@ -77,6 +77,8 @@ export class StepPolicyDto {
   @IsOptional() @IsInt() @Min(0) @Max(86_400_000) consistency_window_ms?: number;
   @IsOptional() @IsString() @MinLength(1) @MaxLength(100) @Matches(IDENTIFIER_PATTERN, IDENTIFIER_MESSAGE) verification_tool?: string;
   @IsOptional() @IsInt() @Min(1) @Max(100) max_consecutive_dependency_failures?: number;
+  /** With no envelope and no live lease this long after a dispatch, the work feed hands the step out for verification. */
+  @IsOptional() @IsInt() @Min(1000) @Max(86_400_000) dispatch_timeout_ms?: number;
 }
 
 export class StepPlannedDataDto {
@@ -85,6 +87,8 @@ export class StepPlannedDataDto {
   @IsIn(['read', 'write']) side_effect!: 'read' | 'write';
   @IsString() @MinLength(1) @MaxLength(200) @Matches(IDENTIFIER_PATTERN, IDENTIFIER_MESSAGE) input_hash!: string;
   @IsOptional() @IsObject() @ValidateNested() @Type(() => StepPolicyDto) policy?: StepPolicyDto;
+  /** The tool's input, for the work feed to hand to a worker; its canonical SHA-256 must be input_hash. */
+  @IsOptional() @Allow() input?: unknown;
 }
 
 export class AttemptDispatchedDataDto {

@@ -41,7 +41,24 @@ describe('step state projection', () => {
       duplicates_prevented: 0,
       identical_retries_blocked: 0,
       unverified_dispatches_refused: 0,
+      // Due on the work feed at once, to dispatch (src/domain/work-due.ts).
+      due_ms: Date.parse('2026-03-01T09:00:00.000Z'),
+      revision: 1,
     });
+    expect(doc.dispatch_timeout_ms).toBe(60_000);
+  });
+
+  it('indexes when the work feed may hand a step out: a dispatch after its timeout, never a finished step', async () => {
+    const given = new LedgerScenario();
+    await given.plan(REF);
+    given.clock.advance(1_000);
+    await given.dispatch(REF, 1);
+    const dispatched = docOf<StepStateDoc>(stepStateProjection, await given.log(), KEY);
+    expect(stepStateProjection.index?.(dispatched).due_ms).toBe(Date.parse('2026-03-01T09:00:01.000Z') + 60_000);
+    await given.envelope(REF, 1, envelopes.committed(REF));
+    const succeeded = docOf<StepStateDoc>(stepStateProjection, await given.log(), KEY);
+    expect(succeeded.status).toBe('succeeded');
+    expect(stepStateProjection.index?.(succeeded).due_ms).toBeNull();
   });
 
   it('follows transitions: since is when the current status began, attempts count granted dispatches only', async () => {

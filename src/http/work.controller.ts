@@ -1,0 +1,102 @@
+import { Body, Controller, Get, HttpCode, Inject, Param, Post, Query, Req } from '@nestjs/common';
+import { ApiBody, ApiOkResponse, ApiOperation, ApiParam, ApiProperty, ApiPropertyOptional, ApiQuery, ApiTags } from '@nestjs/swagger';
+import { RequireAccess } from '../auth/access';
+import { WorkFeed } from '../work/work-feed';
+import { CallerParam, type Caller } from './caller';
+
+export class WorkLeaseDto {
+  @ApiProperty({ format: 'uuid' }) id!: string;
+  @ApiProperty({ description: 'The worker the item is handed to.' }) holder!: string;
+  @ApiProperty({ format: 'date-time', description: 'Until when no one else is handed the item (ledger clock); renew before it.' }) expires_at!: string;
+  @ApiPropertyOptional({ description: 'The worker whose expired lease this one took over.' }) took_over_from?: string;
+}
+
+export class WorkDirectiveDto {
+  @ApiProperty({ enum: ['dispatch', 'verify_operation'] }) next_action!: string;
+  @ApiProperty() attempts_remaining!: number;
+}
+
+export class WorkItemDto {
+  @ApiProperty() operation_ref!: string;
+  @ApiProperty() run_id!: string;
+  @ApiProperty() tool!: string;
+  @ApiProperty({ enum: ['read', 'write'] }) side_effect!: string;
+  @ApiProperty({ enum: ['dispatch', 'verify'], description: 'dispatch: ask the gate for `attempt`, then call the tool; verify: look the operation_ref up.' }) kind!: string;
+  @ApiProperty({ description: 'The step status the item was judged on.' }) status!: string;
+  @ApiProperty({ type: WorkDirectiveDto }) directive!: WorkDirectiveDto;
+  @ApiProperty({ description: 'The attempt to dispatch, or the attempt in flight to verify.' }) attempt!: number;
+  @ApiProperty() input_hash!: string;
+  @ApiPropertyOptional({ description: 'The input the step was planned with (dispatch items of steps planned with one).' }) input?: unknown;
+  @ApiPropertyOptional() verification_tool?: string;
+  @ApiProperty({ type: 'object', additionalProperties: true }) policy!: Record<string, unknown>;
+  @ApiProperty() revision!: number;
+  @ApiProperty({ format: 'date-time' }) due_at!: string;
+  @ApiProperty({ type: WorkLeaseDto }) lease!: WorkLeaseDto;
+}
+
+export class WorkAnswerDto {
+  @ApiProperty({ type: [WorkItemDto] }) items!: WorkItemDto[];
+}
+
+export class RenewLeaseDto {
+  @ApiProperty({ format: 'uuid' }) lease_id!: string;
+  @ApiPropertyOptional({ minimum: 1000, maximum: 600_000, description: 'From now (default 30 s).' }) lease_ms?: number;
+}
+
+export class RenewAnswerDto {
+  @ApiProperty({ type: WorkLeaseDto }) lease!: WorkLeaseDto;
+}
+
+export class ReleaseLeaseDto {
+  @ApiProperty({ format: 'uuid' }) lease_id!: string;
+  @ApiPropertyOptional({ minimum: 0, maximum: 86_400_000, description: 'Keep the item from everyone this long (a check that must wait for a window).' }) hold_ms?: number;
+}
+
+export class ReleaseAnswerDto {
+  @ApiProperty({ description: 'False when this lease no longer held the item.' }) released!: boolean;
+}
+
+interface RequestWithSocket {
+  raw?: { socket?: { destroyed?: boolean } };
+}
+
+@ApiTags('work')
+@Controller('v1')
+export class WorkController {
+  constructor(@Inject(WorkFeed) private readonly feed: WorkFeed) {}
+
+  @Get('work')
+  @RequireAccess('write')
+  @ApiOperation({ summary: 'Long-poll for due steps (dispatch or verify), each handed out under a lease to one worker at a time.' })
+  @ApiQuery({ name: 'worker', required: false, type: String, description: "The name the worker holds leases under (default: the key's id)." })
+  @ApiQuery({ name: 'tool', required: false, type: String, isArray: true, description: 'Only these tools (repeat the parameter); all when absent.' })
+  @ApiQuery({ name: 'limit', required: false, type: Number, description: '1 to 100 (default 10).' })
+  @ApiQuery({ name: 'wait_ms', required: false, type: Number, description: 'Wait up to this long for an item (0 to 30000, default 0).' })
+  @ApiQuery({ name: 'lease_ms', required: false, type: Number, description: 'Lease length, 1000 to 600000 (default 30000).' })
+  @ApiOkResponse({ type: WorkAnswerDto })
+  work(@CallerParam() caller: Caller, @Query() query: Record<string, string | string[] | undefined>, @Req() request: RequestWithSocket) {
+    return this.feed.take(caller, query, () => request.raw?.socket?.destroyed === true);
+  }
+
+  @Post('operations/:ref/lease/renew')
+  @HttpCode(200)
+  @RequireAccess('write')
+  @ApiParam({ name: 'ref', description: 'The operation_ref, percent-encoded as one path segment.' })
+  @ApiOperation({ summary: 'Extend a work-feed lease; 409 LEASE_LOST when it no longer holds the item.' })
+  @ApiBody({ type: RenewLeaseDto })
+  @ApiOkResponse({ type: RenewAnswerDto })
+  renew(@CallerParam() caller: Caller, @Param('ref') ref: string, @Body() body: unknown) {
+    return this.feed.renew(caller, ref, body);
+  }
+
+  @Post('operations/:ref/lease/release')
+  @HttpCode(200)
+  @RequireAccess('write')
+  @ApiParam({ name: 'ref', description: 'The operation_ref, percent-encoded as one path segment.' })
+  @ApiOperation({ summary: 'Give a work-feed lease back, optionally keeping the item from everyone for hold_ms.' })
+  @ApiBody({ type: ReleaseLeaseDto })
+  @ApiOkResponse({ type: ReleaseAnswerDto })
+  release(@CallerParam() caller: Caller, @Param('ref') ref: string, @Body() body: unknown) {
+    return this.feed.release(caller, ref, body);
+  }
+}

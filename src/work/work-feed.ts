@@ -1,0 +1,317 @@
+import { LRUCache } from 'lru-cache';
+import { randomUUID } from 'node:crypto';
+import { scopedKey } from '../../projections/projection';
+import { stepDueMs } from '../../projections/step-state.projection';
+import { dispatchTimeoutMs } from '../domain/events';
+import { isPlanned, type PlannedStep } from '../domain/step-state';
+import { dueWork, type WorkKind } from '../domain/work-due';
+import { LedgerError } from '../errors/ledger-error';
+import type { Caller } from '../http/caller';
+import { checkOperationRef, optionalInteger } from '../http/operation-ref';
+import type { Clock } from '../ledger/clock';
+import { sha256Hex } from '../ledger/event-ids';
+import type { LedgerService } from '../ledger/ledger.service';
+import type { SqliteReadModel } from '../projection-engine/sqlite-read-model.store';
+import { canonicalJson } from '../shared/canonical-json';
+import { isHeld, type LeaseRecord, type LeaseStore } from '../store/lease-store.port';
+import type { WorkAnswer, WorkItem, WorkLease } from '../contract/ledger-api.types';
+
+export type { WorkAnswer, WorkItem, WorkLease };
+
+export interface WorkFeedSettings {
+  defaultLeaseMs: number;
+  maxLeaseMs: number;
+  maxWaitMs: number;
+  /** How often a long poll looks again for due work. */
+  pollMs: number;
+  maxLimit: number;
+}
+
+export const DEFAULT_WORK_FEED_SETTINGS: WorkFeedSettings = {
+  defaultLeaseMs: 30_000,
+  maxLeaseMs: 600_000,
+  maxWaitMs: 30_000,
+  pollMs: 100,
+  maxLimit: 100,
+};
+
+export interface WorkObserver {
+  /** A lease granted over one that was neither released nor renewed before it expired. */
+  onLeaseExpired?(tool: string): void;
+  /** An item granted to another worker than the one that held it last. */
+  onHandover?(tool: string): void;
+  onGranted?(tool: string, kind: WorkKind): void;
+}
+
+
+type QueryParams = Record<string, string | string[] | undefined>;
+const IDENTIFIER_PATTERN = /^[\x21-\x7e]{1,200}$/;
+const LEASE_ID_PATTERN = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
+
+function single(params: QueryParams, name: string): string | undefined {
+  const value = params[name];
+  if (Array.isArray(value)) throw new LedgerError('BAD_REQUEST', `${name} may be given once`, { field: name });
+  return value;
+}
+
+function identifier(raw: unknown, field: string): string {
+  if (typeof raw !== 'string' || !IDENTIFIER_PATTERN.test(raw)) {
+    throw new LedgerError('BAD_REQUEST', `${field} must be 1 to 200 printable characters without spaces`, { field });
+  }
+  return raw;
+}
+
+function leaseId(raw: unknown, field = 'lease_id'): string {
+  if (typeof raw !== 'string' || !LEASE_ID_PATTERN.test(raw)) throw new LedgerError('BAD_REQUEST', `${field} must be a lease id (a UUID)`, { field });
+  return raw;
+}
+
+function bodyObject(body: unknown): Record<string, unknown> {
+  if (body === null || typeof body !== 'object' || Array.isArray(body)) {
+    throw new LedgerError('BAD_REQUEST', 'the body must be a JSON object', { field: 'body' });
+  }
+  return body as Record<string, unknown>;
+}
+
+function bodyInteger(body: Record<string, unknown>, field: string, min: number, max: number): number | undefined {
+  const value = body[field];
+  if (value === undefined) return undefined;
+  if (typeof value !== 'number' || !Number.isSafeInteger(value) || value < min || value > max) {
+    throw new LedgerError('BAD_REQUEST', `${field} must be an integer from ${min} to ${max}`, { field });
+  }
+  return value;
+}
+
+function onlyFields(body: Record<string, unknown>, allowed: readonly string[]): void {
+  for (const key of Object.keys(body)) {
+    if (!allowed.includes(key)) throw new LedgerError('BAD_REQUEST', `${key} should not exist`, { field: key });
+  }
+}
+
+const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+
+/**
+ * The work feed (docs/contract.md §4, §9): the ledger hands a worker the steps it may act on now,
+ * each under a lease, so the ledger, not every runtime, owns the schedule. Candidates come from the
+ * step-state read model (its `due_ms` column); each one is leased first and then judged again on
+ * the step's own stream, so nothing stale is handed out and what the item says (attempt, input
+ * hash, directive) is what the gate will decide on. The gate stays the hard guarantee: a worker
+ * that acts on an item it no longer holds is refused there like anyone else.
+ */
+export class WorkFeed {
+  /**
+   * Steps judged not due on their own stream, with the revision judged and when they become due
+   * (Infinity: never, as they stand). The read model lags the log, so a step just finished still
+   * looks due there; until the read model shows a later revision or that instant passes, it is not
+   * judged (and leased) again on every poll.
+   */
+  private readonly notDue = new LRUCache<string, { revision: number; dueMs: number }>({ max: 200_000 });
+
+  constructor(
+    private readonly ledger: LedgerService,
+    private readonly readModel: SqliteReadModel,
+    private readonly leases: LeaseStore,
+    private readonly clock: Clock,
+    private readonly observer: WorkObserver = {},
+    private readonly settings: WorkFeedSettings = DEFAULT_WORK_FEED_SETTINGS,
+  ) {}
+
+  private stopping = false;
+
+  /** Shutdown: long polls answer at their next look instead of holding the server open. */
+  stop(): void {
+    this.stopping = true;
+  }
+
+  private key(tenant: string, operationRef: string): string {
+    return scopedKey(tenant, operationRef);
+  }
+
+  async take(caller: Caller, params: QueryParams, closed?: () => boolean): Promise<WorkAnswer> {
+    const rawTools = params.tool === undefined ? [] : Array.isArray(params.tool) ? params.tool : [params.tool];
+    if (rawTools.length > 50) throw new LedgerError('BAD_REQUEST', 'at most 50 tools', { field: 'tool' });
+    const tools = rawTools.map((tool) => identifier(tool, 'tool'));
+    // A worker names itself; without a name its key's id is the holder.
+    const worker = identifier(single(params, 'worker') ?? caller.actor, 'worker');
+    const limit = optionalInteger(single(params, 'limit'), 'limit', 1, this.settings.maxLimit) ?? 10;
+    const waitMs = optionalInteger(single(params, 'wait_ms'), 'wait_ms', 0, this.settings.maxWaitMs) ?? 0;
+    const leaseMs = optionalInteger(single(params, 'lease_ms'), 'lease_ms', 1000, this.settings.maxLeaseMs) ?? this.settings.defaultLeaseMs;
+    const deadline = this.clock.now().getTime() + waitMs;
+    for (;;) {
+      if (closed?.() || this.stopping) return { items: [] };
+      const items = await this.handOut(caller.tenant, tools, worker, limit, leaseMs);
+      if (items.length > 0 && closed?.()) {
+        // The worker went away (stopped, or cut its poll short): no one will ever get these leases,
+        // so give them back now rather than leave the items unattended until they expire.
+        await Promise.all(items.map((item) => this.leases.release(this.key(caller.tenant, item.operation_ref), item.lease.id, this.clock.now().getTime())));
+        return { items: [] };
+      }
+      if (items.length > 0 || this.clock.now().getTime() >= deadline || this.stopping) return { items };
+      await sleep(Math.min(this.settings.pollMs, Math.max(1, deadline - this.clock.now().getTime())));
+    }
+  }
+
+  private async handOut(tenant: string, tools: readonly string[], worker: string, limit: number, leaseMs: number): Promise<WorkItem[]> {
+    const nowMs = this.clock.now().getTime();
+    // Held items sit among the due ones until their lease ends: look past them, within reason.
+    const rows = this.readModel.selectIndex('step_state', {
+      where: [
+        { column: 'tenant', op: '=', value: tenant },
+        ...(tools.length > 0 ? [{ column: 'tool', op: 'in' as const, values: tools }] : []),
+        { column: 'due_ms', op: '<=', value: nowMs },
+      ],
+      orderBy: [{ column: 'due_ms' }, { column: 'key' }],
+      limit: limit * 2 + 100,
+    });
+    const keys = rows.map((row) => String(row.key));
+    const held = await this.leases.getMany(keys);
+    const items: WorkItem[] = [];
+    for (const row of rows) {
+      if (items.length >= limit) break;
+      const key = String(row.key);
+      if (isHeld(held.get(key), nowMs)) continue;
+      const judged = this.notDue.get(key);
+      if (judged && judged.revision >= Number(row.revision) && nowMs < judged.dueMs) continue;
+      const item = await this.tryHandOut(tenant, key, String(row.operation_ref), worker, leaseMs);
+      if (item) items.push(item);
+    }
+    return items;
+  }
+
+  private async tryHandOut(tenant: string, key: string, operationRef: string, worker: string, leaseMs: number): Promise<WorkItem | undefined> {
+    const granted = await this.leases.acquire({ key, leaseId: randomUUID(), holder: worker, nowMs: this.clock.now().getTime(), ttlMs: leaseMs });
+    if (!granted.granted) return undefined;
+    const lease = granted.lease;
+    let item: WorkItem | { notDue: { revision: number; dueMs: number } };
+    try {
+      item = await this.judge(tenant, operationRef, lease);
+    } catch (error) {
+      await this.leases.release(key, lease.lease_id, this.clock.now().getTime()).catch(() => undefined);
+      throw error;
+    }
+    if ('notDue' in item) {
+      // The read model was behind the stream: the step has moved on. Nobody needs the lease.
+      this.notDue.set(key, item.notDue);
+      await this.leases.release(key, lease.lease_id, this.clock.now().getTime());
+      return undefined;
+    }
+    this.notDue.delete(key);
+    if (lease.took_over) this.observer.onLeaseExpired?.(item.tool);
+    if (granted.replaced && granted.replaced.holder !== worker) this.observer.onHandover?.(item.tool);
+    this.observer.onGranted?.(item.tool, item.kind);
+    return item;
+  }
+
+  /** The item as the step's own stream has it now, or at which revision it is not due, until when. */
+  private async judge(tenant: string, operationRef: string, lease: LeaseRecord): Promise<WorkItem | { notDue: { revision: number; dueMs: number } }> {
+    const { state: folded, revision } = await this.ledger.currentState(tenant, operationRef);
+    if (!isPlanned(folded)) return { notDue: { revision, dueMs: Infinity } };
+    const state: PlannedStep = folded;
+    const nowMs = this.clock.now().getTime();
+    const policy = state.definition.policy;
+    const due = dueWork({
+      status: state.status,
+      operation_ref: operationRef,
+      attempts_used: state.attempts_used,
+      since_ms: Date.parse(state.since),
+      ...(state.not_before === undefined ? {} : { not_before_ms: Date.parse(state.not_before) }),
+      dispatch_timeout_ms: dispatchTimeoutMs(policy),
+    });
+    if (!due || due.due_ms > nowMs) return { notDue: { revision, dueMs: due ? due.due_ms : Infinity } };
+    const dispatch = due.kind === 'dispatch';
+    // A retry runs the input last dispatched (a corrected one, after correct_input), else the plan's.
+    const inputHash = state.current_input_hash ?? state.definition.input_hash;
+    const input = state.definition.input;
+    const inputMatches = input !== undefined && (inputHash === state.definition.input_hash || sha256Hex(canonicalJson(input)) === inputHash);
+    return {
+      operation_ref: operationRef,
+      run_id: state.definition.run_id,
+      tool: state.definition.tool,
+      side_effect: state.definition.side_effect,
+      kind: due.kind,
+      status: state.status,
+      directive: {
+        next_action: dispatch ? 'dispatch' : 'verify_operation',
+        attempts_remaining: state.directive.attempts_remaining,
+      },
+      attempt: dispatch ? state.attempts_used + 1 : state.current_attempt,
+      input_hash: inputHash,
+      ...(dispatch && inputMatches ? { input } : {}),
+      ...(policy.verification_tool ? { verification_tool: policy.verification_tool } : {}),
+      policy: { ...policy, dispatch_timeout_ms: dispatchTimeoutMs(policy) },
+      revision,
+      due_at: new Date(due.due_ms).toISOString(),
+      lease: {
+        id: lease.lease_id,
+        holder: lease.holder,
+        expires_at: new Date(lease.expires_at_ms).toISOString(),
+        ...(lease.took_over ? { took_over_from: lease.took_over.holder } : {}),
+      },
+    };
+  }
+
+  async renew(caller: Caller, ref: string, rawBody: unknown): Promise<{ lease: WorkLease }> {
+    const operationRef = checkOperationRef(ref);
+    const body = bodyObject(rawBody);
+    onlyFields(body, ['lease_id', 'lease_ms']);
+    const id = leaseId(body.lease_id);
+    const ttl = bodyInteger(body, 'lease_ms', 1000, this.settings.maxLeaseMs) ?? this.settings.defaultLeaseMs;
+    const renewed = await this.leases.renew(this.key(caller.tenant, operationRef), id, this.clock.now().getTime(), ttl);
+    if (!renewed) {
+      throw new LedgerError('LEASE_LOST', 'this lease no longer holds the item: it was released, or it expired and another worker took the item');
+    }
+    return { lease: { id: renewed.lease_id, holder: renewed.holder, expires_at: new Date(renewed.expires_at_ms).toISOString() } };
+  }
+
+  async release(caller: Caller, ref: string, rawBody: unknown): Promise<{ released: boolean }> {
+    const operationRef = checkOperationRef(ref);
+    const body = bodyObject(rawBody);
+    onlyFields(body, ['lease_id', 'hold_ms']);
+    const id = leaseId(body.lease_id);
+    const hold = bodyInteger(body, 'hold_ms', 0, 86_400_000);
+    const released = await this.leases.release(this.key(caller.tenant, operationRef), id, this.clock.now().getTime(), hold);
+    return { released };
+  }
+
+  /**
+   * The lease a fact is submitted under (the `Ledger-Lease` header), as evidence: which worker it
+   * was granted to, and whether it still held the item. A stale lease does not refuse the fact:
+   * an envelope is what happened, whoever reports it, and the gate judges the fact on its own.
+   */
+  async leaseEvidence(caller: Caller, ref: string, header: string | undefined): Promise<LeaseEvidenceAnswer | undefined> {
+    if (header === undefined || header === '') return undefined;
+    const id = leaseId(header.trim(), 'ledger-lease');
+    const key = this.key(caller.tenant, checkOperationRef(ref));
+    const record = (await this.leases.getMany([key])).get(key);
+    if (record?.lease_id === id) {
+      return {
+        lease_id: id,
+        holder: record.holder,
+        current: !record.released,
+        ...(record.took_over ? { took_over_from: record.took_over.holder } : {}),
+      };
+    }
+    if (record?.previous?.lease_id === id) return { lease_id: id, holder: record.previous.holder, current: false };
+    return { lease_id: id, holder: 'unknown', current: false };
+  }
+
+  /** Due items per tool and the oldest due instant, of one tenant or of all: for /metrics. */
+  depth(tenant: string | undefined): Array<{ tool: string; depth: number; oldestDueMs: number | null }> {
+    const nowMs = this.clock.now().getTime();
+    return this.readModel
+      .countBy('step_state', 'tool', 'due_ms', [
+        ...(tenant === undefined ? [] : [{ column: 'tenant', op: '=' as const, value: tenant }]),
+        { column: 'due_ms', op: '<=', value: nowMs },
+      ])
+      .map((row) => ({ tool: String(row.group), depth: row.count, oldestDueMs: row.min }));
+  }
+}
+
+export interface LeaseEvidenceAnswer {
+  lease_id: string;
+  holder: string;
+  current: boolean;
+  took_over_from?: string;
+}
+
+export { stepDueMs };

@@ -1,0 +1,59 @@
+import { Inject, Module, type OnApplicationShutdown, type OnModuleDestroy } from '@nestjs/common';
+import type { Registry } from 'prom-client';
+import { CONFIG, type LedgerConfig } from '../config/ledger-config';
+import { WorkController } from '../http/work.controller';
+import { CLOCK, type Clock } from '../ledger/clock';
+import { LedgerService } from '../ledger/ledger.service';
+import { METRICS_REGISTRY } from '../observability/metrics';
+import { registerWorkMetrics } from '../observability/work-metrics';
+import { READ_MODEL } from '../projection-engine/projections.module';
+import { ProjectionsModule } from '../projection-engine/projections.module';
+import type { SqliteReadModel } from '../projection-engine/sqlite-read-model.store';
+import { EVENT_STORE, type EventStore } from '../store/event-store.port';
+import { LEASE_STORE, type LeaseStore } from '../store/lease-store.port';
+import { openLeaseStore } from '../store/store.factory';
+import { WorkFeed } from './work-feed';
+
+class LeaseStoreLifecycle implements OnModuleDestroy, OnApplicationShutdown {
+  constructor(
+    @Inject(LEASE_STORE) private readonly leases: LeaseStore,
+    @Inject(WorkFeed) private readonly feed: WorkFeed,
+  ) {}
+
+  onModuleDestroy(): void {
+    // First shutdown phase: waiting long polls answer (empty) so the server can close promptly.
+    this.feed.stop();
+  }
+
+  async onApplicationShutdown(): Promise<void> {
+    await this.leases.close();
+  }
+}
+
+/** The work feed, its leases and their metrics (docs/contract.md §4, §9). */
+@Module({
+  imports: [ProjectionsModule],
+  controllers: [WorkController],
+  providers: [
+    {
+      provide: LEASE_STORE,
+      inject: [CONFIG, EVENT_STORE],
+      useFactory: (config: LedgerConfig, store: EventStore) => openLeaseStore(config, store),
+    },
+    {
+      provide: WorkFeed,
+      inject: [LedgerService, READ_MODEL, LEASE_STORE, CLOCK, { token: METRICS_REGISTRY, optional: true }],
+      useFactory: (ledger: LedgerService, readModel: SqliteReadModel, leases: LeaseStore, clock: Clock, registry?: Registry) => {
+        let feed: WorkFeed | undefined;
+        const observer = registry
+          ? registerWorkMetrics(registry, { depth: (tenant) => (feed ? feed.depth(tenant) : []), now: () => clock.now().getTime() })
+          : {};
+        feed = new WorkFeed(ledger, readModel, leases, clock, observer);
+        return feed;
+      },
+    },
+    LeaseStoreLifecycle,
+  ],
+  exports: [WorkFeed, LEASE_STORE],
+})
+export class WorkModule {}

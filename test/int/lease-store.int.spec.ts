@@ -1,0 +1,46 @@
+/**
+ * The lease contract on both adapters: SQLite with two connections to one file (as two service
+ * processes sharing it), and EventStoreDB with two clients of the in-process protocol double.
+ */
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { EventStoreDbLeaseStore } from '../../src/store/eventstoredb/eventstoredb-lease-store.adapter';
+import { SqliteLeaseStore } from '../../src/store/sqlite/sqlite-lease-store.adapter';
+import { SqliteEventStore } from '../../src/store/sqlite/sqlite-event-store.adapter';
+import { testLeaseStore } from '../contract/lease-store.contract';
+import { EventStoreDbProtocolDouble } from '../support/eventstoredb-protocol-double';
+
+testLeaseStore('sqlite (two connections to one file, beside the log)', async () => {
+  const dir = mkdtempSync(join(tmpdir(), 'ledger-leases-'));
+  const file = join(dir, 'events.sqlite');
+  // The log's own connection is open too, as in the service.
+  const events = SqliteEventStore.open({ file });
+  const stores: [SqliteLeaseStore, SqliteLeaseStore] = [SqliteLeaseStore.open({ file }), SqliteLeaseStore.open({ file })];
+  return {
+    stores,
+    cleanup: async () => {
+      await Promise.all(stores.map((store) => store.close()));
+      await events.close();
+      rmSync(dir, { recursive: true, force: true });
+    },
+  };
+});
+
+describe('EventStoreDB leases on the protocol double', () => {
+  let double: EventStoreDbProtocolDouble;
+  beforeAll(async () => {
+    double = await EventStoreDbProtocolDouble.start();
+  });
+  afterAll(async () => {
+    await double.stop();
+  });
+
+  testLeaseStore('eventstoredb (two clients, optimistic concurrency on a lease stream)', async () => {
+    const stores: [EventStoreDbLeaseStore, EventStoreDbLeaseStore] = [
+      new EventStoreDbLeaseStore({ connectionString: double.connectionString }),
+      new EventStoreDbLeaseStore({ connectionString: double.connectionString }),
+    ];
+    return { stores, cleanup: async () => void (await Promise.all(stores.map((store) => store.close()))) };
+  });
+});
