@@ -15,8 +15,10 @@ export const TRIAGE_KINDS: readonly TriageKind[] = ['escalated', 'awaiting_appro
 export interface TriageThresholds {
   /** A step in `verifying` at least this long is an unknown outcome a person should resolve. */
   unknown_after_ms: number;
-  /** A step in `dispatched` at least this long is overdue, unless its plan names its own timeout. */
+  /** A step in `dispatched` at least this long is overdue, when its plan names no timeout of its own. */
   dispatch_timeout_ms: number;
+  /** The query named a dispatch timeout: it then applies to every step, over the plans' own. */
+  dispatch_timeout_asked?: boolean;
 }
 
 /** 15 minutes unresolved, 5 minutes in flight: defaults a query may override. */
@@ -72,7 +74,9 @@ export function triageItemOf(doc: StepStateDoc, nowMs: number, thresholds: Triag
         ? { kind: 'unknown_outcome', ...base, threshold_ms: thresholds.unknown_after_ms, threshold_from: 'query' }
         : undefined;
     case 'dispatched': {
-      const own = planDispatchTimeout(doc);
+      // A responder asking "what has been in flight longer than X" gets exactly that; otherwise each
+      // step is judged by its own plan's timeout (every plan has one: docs/work-feed.md).
+      const own = thresholds.dispatch_timeout_asked ? undefined : planDispatchTimeout(doc);
       const timeout = own ?? thresholds.dispatch_timeout_ms;
       return ageMs >= timeout
         ? { kind: 'dispatch_overdue', ...base, threshold_ms: timeout, threshold_from: own === undefined ? 'query' : 'policy' }

@@ -353,7 +353,8 @@ export class ProjectionQueries {
   /**
    * The triage queue (docs/contract.md §5): what needs a person now, newest first, with counts per
    * kind, tool and reason over everything that matches. Judged at the ledger's clock; the timed
-   * kinds use the query's thresholds, and a plan's own `dispatch_timeout_ms` where it has one.
+   * kinds use the query's thresholds; a dispatch is judged by its plan's own `dispatch_timeout_ms`
+   * unless the query names one.
    */
   async triage(caller: Caller, params: QueryParams = {}): Promise<TriageAnswer> {
     const kind = oneOf(single(params, 'kind'), TRIAGE_KINDS, 'kind');
@@ -362,12 +363,12 @@ export class ProjectionQueries {
     const reason = identifier(single(params, 'reason'), 'reason');
     const refContains = identifier(single(params, 'q'), 'q');
     const olderThanMs = optionalInteger(single(params, 'older_than_ms'), 'older_than_ms', 0, 10 * 365 * 86_400_000);
+    const askedDispatchTimeout = optionalInteger(single(params, 'dispatch_timeout_ms'), 'dispatch_timeout_ms', 0, MAX_THRESHOLD_MS);
     const thresholds = {
       unknown_after_ms:
         optionalInteger(single(params, 'unknown_after_ms'), 'unknown_after_ms', 0, MAX_THRESHOLD_MS) ?? DEFAULT_TRIAGE_THRESHOLDS.unknown_after_ms,
-      dispatch_timeout_ms:
-        optionalInteger(single(params, 'dispatch_timeout_ms'), 'dispatch_timeout_ms', 0, MAX_THRESHOLD_MS) ??
-        DEFAULT_TRIAGE_THRESHOLDS.dispatch_timeout_ms,
+      dispatch_timeout_ms: askedDispatchTimeout ?? DEFAULT_TRIAGE_THRESHOLDS.dispatch_timeout_ms,
+      dispatch_timeout_asked: askedDispatchTimeout !== undefined,
     };
     const limit = pageLimit(params, 50, 500);
     const cursor = decodeCursor(single(params, 'cursor'), ['number', 'string']) as [number, string] | undefined;
@@ -400,7 +401,7 @@ export class ProjectionQueries {
     return {
       items,
       counts: countTriage(matching),
-      thresholds,
+      thresholds: { unknown_after_ms: thresholds.unknown_after_ms, dispatch_timeout_ms: thresholds.dispatch_timeout_ms },
       ...(after.length > limit ? { next_cursor: encodeCursor([instantMs(last.since), last.operation_ref]) } : {}),
       as_of: now.toISOString(),
       as_of_position: asOf,

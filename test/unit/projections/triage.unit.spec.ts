@@ -1,3 +1,4 @@
+import { DEFAULT_POLICY } from '../../../src/domain/events';
 import type { StepStateDoc } from '../../../projections/step-state.projection';
 import { evolveStepState } from '../../../projections/step-state.projection';
 import { compareTriage, countTriage, DEFAULT_TRIAGE_THRESHOLDS, triageItemOf } from '../../../projections/triage';
@@ -46,11 +47,13 @@ describe('the triage queue, judged at an instant', () => {
     }
   });
 
-  it("uses a plan's own dispatch_timeout_ms over the query's", () => {
+  it("uses a plan's own dispatch_timeout_ms, unless the query names one", () => {
     const own = step('d', 'dispatched', minutesAgo(2), { dispatch_timeout_ms: 60_000 });
     expect(triageItemOf(own, NOW, DEFAULT_TRIAGE_THRESHOLDS)).toMatchObject({ kind: 'dispatch_overdue', threshold_ms: 60_000, threshold_from: 'policy' });
     const patient = step('d', 'dispatched', minutesAgo(10), { dispatch_timeout_ms: 3_600_000 });
     expect(triageItemOf(patient, NOW, DEFAULT_TRIAGE_THRESHOLDS)).toBeUndefined();
+    const asked = { ...DEFAULT_TRIAGE_THRESHOLDS, dispatch_timeout_ms: 0, dispatch_timeout_asked: true };
+    expect(triageItemOf(patient, NOW, asked)).toMatchObject({ kind: 'dispatch_overdue', threshold_ms: 0, threshold_from: 'query' });
   });
 
   it('orders newest first and counts per kind, tool and reason', () => {
@@ -69,7 +72,7 @@ describe('the triage queue, judged at an instant', () => {
 });
 
 describe("the plan's own dispatch timeout", () => {
-  it('is read from the stored plan when its policy carries dispatch_timeout_ms, and absent otherwise', () => {
+  it("is read from the stored plan, and is the policy's default for a plan stored without it", () => {
     const plan = (policy: Record<string, unknown>) => ({
       stream: 'op-acme:r',
       revision: 0,
@@ -80,7 +83,7 @@ describe("the plan's own dispatch timeout", () => {
       metadata: { recorded_at: '2026-12-03T10:00:00.000Z', actor: 'a', tenant: 'acme', operation_ref: 'r' },
     });
     expect(evolveStepState(undefined, plan({ max_attempts: 3, dispatch_timeout_ms: 120_000 })).dispatch_timeout_ms).toBe(120_000);
-    expect(evolveStepState(undefined, plan({ max_attempts: 3 }))).not.toHaveProperty('dispatch_timeout_ms');
-    expect(evolveStepState(undefined, plan({ dispatch_timeout_ms: 'soon' }))).not.toHaveProperty('dispatch_timeout_ms');
+    expect(evolveStepState(undefined, plan({ max_attempts: 3 })).dispatch_timeout_ms).toBe(DEFAULT_POLICY.dispatch_timeout_ms);
+    expect(evolveStepState(undefined, plan({ dispatch_timeout_ms: 'soon' })).dispatch_timeout_ms).toBe(DEFAULT_POLICY.dispatch_timeout_ms);
   });
 });
