@@ -55,7 +55,7 @@ class WorkerTest(unittest.TestCase):
         cls.run_id = f"run_pywk_{uuid.uuid4().hex[:8]}"
         cls.count = 0
 
-    def start(self) -> str:
+    def start(self, **policy: Any) -> str:
         type(self).count += 1
         ref = f"{self.run_id}/invoice_{self.count}"
         self.ledger.start_step(
@@ -63,7 +63,7 @@ class WorkerTest(unittest.TestCase):
             run_id=self.run_id,
             tool="create_invoice",
             input={"customer_id": f"cus_{self.count}", "amount_cents": 1000 + self.count, "currency": "EUR"},
-            policy=POLICY,
+            policy={**POLICY, **policy},
         )
         return ref
 
@@ -113,19 +113,22 @@ class WorkerTest(unittest.TestCase):
         self.assertEqual(len(self.provider.invoices(ref)), 1)
         self.assertEqual([(e["next_action"], e["code"]) for e in worker.of("recorded", ref)], [("verify_operation", "OUTCOME_UNKNOWN")])
         self.assertEqual([(e["outcome"], e["status"]) for e in worker.of("verified", ref)], [("found_committed", "succeeded")])
+        # Verified at once, under the dispatch's own lease: the feed never had to hand the step out again.
+        self.assertEqual([e["kind"] for e in worker.of("item", ref)], ["dispatch"])
         evidence = self.evidence_of(ref)
         self.assertEqual(evidence["verdict"]["proven_by"], "verification")
         verification = [e for e in evidence["entries"] if e["type"] == "VerificationRecorded"]
         self.assertEqual(verification[0]["worker"]["holder"], "py-w-timeout")
 
     def test_two_workers_on_one_feed_never_run_one_attempt_twice(self) -> None:
-        refs = [self.start() for _ in range(24)]
-        # Some creates are slow, so items stay in hand across polls and lease renewals.
+        # A lease of 2 s and a dispatch timeout of 1 s: a slow create (2.5 s) stays with its worker only
+        # because the lease is renewed; were it not, the other worker would be handed it to verify.
+        refs = [self.start(dispatch_timeout_ms=1000) for _ in range(24)]
         for ref in refs[::4]:
-            self.provider.inject(ref, {"kind": "slow", "delay_ms": 400})
+            self.provider.inject(ref, {"kind": "slow", "delay_ms": 2500})
         tools = InvoiceTools(self.provider.url, timeout=5)
-        first = Running(self.ledger, tools, "py-w-a", concurrency=4)
-        second = Running(self.ledger, tools, "py-w-b", concurrency=4)
+        first = Running(self.ledger, tools, "py-w-a", concurrency=4, lease_ms=2000)
+        second = Running(self.ledger, tools, "py-w-b", concurrency=4, lease_ms=2000)
         try:
             states = {ref: self.wait_for(ref, within=60) for ref in refs}
         finally:
@@ -143,7 +146,7 @@ class WorkerTest(unittest.TestCase):
 
     def test_stop_takes_nothing_new_and_lets_the_item_in_hand_finish(self) -> None:
         ref = f"{self.run_id}/slow_{uuid.uuid4().hex[:6]}"
-        self.provider.inject(ref, {"kind": "slow", "delay_ms": 1500})
+        self.provider.inject(ref, {"kind": "slow", "delay_ms": 2500})
         worker = Running(self.ledger, InvoiceTools(self.provider.url, timeout=5), "py-w-stop", wait_ms=500)
         self.ledger.start_step(ref, run_id=self.run_id, tool="create_invoice",
                                input={"customer_id": "cus_s", "amount_cents": 777, "currency": "EUR"}, policy=POLICY)
