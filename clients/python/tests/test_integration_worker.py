@@ -2,13 +2,18 @@
 process of its own, over real HTTP. The provider counts create requests per operation_ref, so a step
 executed twice would show as two, whatever the provider's idempotency does with them."""
 
+import json
+import os
+import signal
+import subprocess
+import sys
 import threading
 import time
 import unittest
 import uuid
 from typing import Any, Dict, List
 
-from tests.support import services
+from tests.support import EXAMPLES, services
 
 from invoice_tools import InvoiceTools
 from recovery_ledger import LedgerClient, LedgerWorker, Tool
@@ -173,6 +178,34 @@ class WorkerTest(unittest.TestCase):
             successor.stop()
         self.assertEqual(self.provider.create_requests(later), 1)
         self.assertFalse([e for e in successor.events if e["type"] == "item" and e.get("took_over_from")])
+
+    def test_the_example_worker_process_drives_its_steps_and_stops_on_sigterm(self) -> None:
+        run_id = f"run_pyfeed_{uuid.uuid4().hex[:8]}"
+        running = services()
+        env = {**os.environ, "LEDGER_API_KEY": running.keys["worker"], "PYTHONUNBUFFERED": "1"}
+        args = [sys.executable, str(EXAMPLES / "feed_worker.py"), "--ledger", running.ledger_url, "--provider", self.provider.url,
+                "--run", run_id, "--count", "2", "--worker-id", "py-feed-example"]
+        process = subprocess.Popen(args, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        try:
+            refs = [f"{run_id}/invoice_{n}" for n in (1, 2)]
+            deadline = time.time() + 30
+            while time.time() < deadline:
+                try:
+                    if all(self.ledger.get_operation(ref)["status"] == "succeeded" for ref in refs):
+                        break
+                except Exception:  # noqa: BLE001 - not planned yet
+                    pass
+                time.sleep(0.1)
+            process.send_signal(signal.SIGTERM)
+            out, err = process.communicate(timeout=20)
+        finally:
+            if process.poll() is None:
+                process.kill()
+        self.assertEqual(process.returncode, 0, err)
+        lines = [json.loads(line) for line in out.splitlines()]
+        self.assertEqual(lines[-1]["type"], "stopped", out)
+        self.assertEqual(lines[-1]["report"]["succeeded"], 2, out)
+        self.assertEqual({ref: self.provider.create_requests(ref) for ref in refs}, {ref: 1 for ref in refs})
 
 
 if __name__ == "__main__":
