@@ -126,14 +126,14 @@ class WorkerTest(unittest.TestCase):
         self.assertEqual(verification[0]["worker"]["holder"], "py-w-timeout")
 
     def test_two_workers_on_one_feed_never_run_one_attempt_twice(self) -> None:
-        # A lease of 2 s and a dispatch timeout of 1 s: a slow create (2.5 s) stays with its worker only
+        # A lease of 4 s and a dispatch timeout of 1 s: a slow create (5 s) stays with its worker only
         # because the lease is renewed; were it not, the other worker would be handed it to verify.
         refs = [self.start(dispatch_timeout_ms=1000) for _ in range(24)]
         for ref in refs[::4]:
-            self.provider.inject(ref, {"kind": "slow", "delay_ms": 2500})
-        tools = InvoiceTools(self.provider.url, timeout=5)
-        first = Running(self.ledger, tools, "py-w-a", concurrency=4, lease_ms=2000)
-        second = Running(self.ledger, tools, "py-w-b", concurrency=4, lease_ms=2000)
+            self.provider.inject(ref, {"kind": "slow", "delay_ms": 5000})
+        tools = InvoiceTools(self.provider.url, timeout=10)
+        first = Running(self.ledger, tools, "py-w-a", concurrency=4, lease_ms=4000)
+        second = Running(self.ledger, tools, "py-w-b", concurrency=4, lease_ms=4000)
         try:
             states = {ref: self.wait_for(ref, within=60) for ref in refs}
         finally:
