@@ -2,7 +2,7 @@
 
 A typed client for the ledger's HTTP API with idempotent submits (``LedgerClient``), the write state
 machine of docs/contract.md §4 as one call (``execute_write``), the lookup by operation_ref (``verify``), what a
-restarted worker runs first (``recover``), and normalizers that turn HTTP answers, raised network
+restarted worker runs first (``recover``), a worker on the ledger's work feed (``LedgerWorker``), and normalizers that turn HTTP answers, raised network
 errors and MCP tool results into envelopes without passing upstream text on. Standard library only.
 """
 

@@ -25,7 +25,7 @@ from dataclasses import dataclass, replace
 from datetime import datetime
 from typing import Any, Callable, Dict, Mapping, Optional
 
-from .envelope import EnvelopeLimits
+from .envelope import EnvelopeLimits, parse_iso_instant
 from .errors import LedgerError
 from .execute_write import (
     AttemptToRun,
@@ -70,8 +70,6 @@ class WorkerReport:
 
 
 def _iso_ms(instant: str) -> float:
-    from .envelope import parse_iso_instant
-
     return parse_iso_instant(instant).timestamp() * 1000
 
 
