@@ -29,7 +29,7 @@ const python = pythonVersion();
 if (!python.ok) console.log(`Python client suite skipped: ${python.why}.`);
 const describePython = python.ok ? describe : describe.skip;
 
-const TENANTS = ['contract', 'crash', 'client', 'cross'] as const;
+const TENANTS = ['contract', 'crash', 'client', 'cross', 'worker'] as const;
 
 describePython('Python client (clients/python) against the built ledger and the example provider', () => {
   let ledgerProcess: LedgerProcess;

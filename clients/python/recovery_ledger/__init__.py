@@ -2,7 +2,7 @@
 
 A typed client for the ledger's HTTP API with idempotent submits (``LedgerClient``), the write state
 machine of docs/contract.md §4 as one call (``execute_write``), the lookup by operation_ref (``verify``), what a
-restarted worker runs first (``recover``), and normalizers that turn HTTP answers, raised network
+restarted worker runs first (``recover``), a worker on the ledger's work feed (``LedgerWorker``), and normalizers that turn HTTP answers, raised network
 errors and MCP tool results into envelopes without passing upstream text on. Standard library only.
 """
 
@@ -64,6 +64,7 @@ from .execute_write import (
     execute_write,
     verify,
 )
+from .execute_write import AttemptToRun, run_attempt
 from .http_tool import call_http_tool
 from .normalizers import (
     HttpResponse,
@@ -80,6 +81,7 @@ from .normalizers import (
 )
 from .recover import RecoveryEntry, RecoveryReport, recover
 from .redaction import redact_deep, redact_text
+from .worker import LedgerWorker, Tool, WorkerReport
 
 __version__ = "0.1.0"
 
@@ -153,4 +155,9 @@ __all__ = [
     "recover",
     "redact_deep",
     "redact_text",
+    "AttemptToRun",
+    "run_attempt",
+    "LedgerWorker",
+    "Tool",
+    "WorkerReport",
 ]

@@ -16,7 +16,7 @@ import time
 import urllib.parse
 import uuid
 from datetime import datetime, timezone
-from typing import Any, Callable, Dict, Iterator, Mapping, Optional, Sequence, Tuple, Union, cast
+from typing import Any, Callable, Dict, Iterator, List, Mapping, Optional, Sequence, Tuple, Union, cast
 
 from ._http import BodyTooLarge, read_body
 from .api_types import (
@@ -28,10 +28,12 @@ from .api_types import (
     RecoveryItem,
     RecoveryPage,
     StepPlannedData,
+    StepPolicy,
     SubmitAnswer,
     SubmittedEvent,
     VerificationRecordedData,
 )
+from .canonical_json import input_hash
 from .errors import LedgerError, LedgerInvalidRequest, LedgerUnavailable, ledger_error_from_answer
 from .normalizers.retry_after import retry_after_ms
 
@@ -132,13 +134,35 @@ class LedgerClient:
         traceparent: Optional[str] = None,
         tracestate: Optional[str] = None,
         timeout: Optional[float] = None,
+        lease: Optional[str] = None,
     ) -> SubmitAnswer:
         """Submits facts to one operation. Ids are assigned here, before the first send; every resend
-        carries the very same body, and its answer is the first answer with results ``duplicate``."""
+        carries the very same body, and its answer is the first answer with results ``duplicate``.
+        ``lease`` is the work-feed lease the facts are submitted under (sent as ``Ledger-Lease`` and
+        recorded as evidence of who acted; a stale one never refuses a fact)."""
         body: Dict[str, Any] = {"events": [self._with_event_id(event) for event in events]}
         if expected_revision is not None:
             body = {"expected_revision": expected_revision, **body}
-        return cast(SubmitAnswer, self._request("POST", operation_path(operation_ref) + "/events", body, traceparent, tracestate, timeout))
+        path = operation_path(operation_ref) + "/events"
+        return cast(SubmitAnswer, self._request("POST", path, body, traceparent, tracestate, timeout, lease))
+
+    def start_step(
+        self,
+        operation_ref: str,
+        *,
+        run_id: str,
+        tool: str,
+        input: Any,  # noqa: A002 - the contract's field name
+        side_effect: str = "write",
+        policy: Optional[StepPolicy] = None,
+        **options: Any,
+    ) -> SubmitAnswer:
+        """Plans a step with its input, so a worker on the work feed can run it: the ledger then owns
+        when it is due (at once, after a retry's not_before, or for verification)."""
+        data: Dict[str, Any] = {"run_id": run_id, "tool": tool, "side_effect": side_effect, "input_hash": input_hash(input), "input": input}
+        if policy:
+            data["policy"] = policy
+        return self.plan_step(operation_ref, cast(StepPlannedData, data), **options)
 
     def plan_step(self, operation_ref: str, data: StepPlannedData, **options: Any) -> SubmitAnswer:
         return self._submit_one(operation_ref, "StepPlanned", data, options)
@@ -200,6 +224,42 @@ class LedgerClient:
             seen.add(next_cursor)
             cursor = next_cursor
 
+    # ---- the work feed -----------------------------------------------------------------------------
+
+    def work(
+        self,
+        *,
+        worker: str,
+        tools: Sequence[str] = (),
+        limit: Optional[int] = None,
+        wait_ms: Optional[int] = None,
+        lease_ms: Optional[int] = None,
+        **options: Any,
+    ) -> Dict[str, Any]:
+        """Due work, each item under a lease to ``worker`` (a long poll of up to ``wait_ms``)."""
+        pairs: List[Tuple[str, str]] = [("worker", worker)] + [("tool", tool) for tool in tools]
+        for name, value in (("limit", limit), ("wait_ms", wait_ms), ("lease_ms", lease_ms)):
+            if value is not None:
+                pairs.append((name, str(value)))
+        # Each socket read outlives the long poll it asked for.
+        timeout = options.get("timeout") or max(self._timeout, (wait_ms or 0) / 1000 + 10)
+        path = "/v1/work?" + urllib.parse.urlencode(pairs)
+        return cast(Dict[str, Any], self._request("GET", path, None, options.get("traceparent"), options.get("tracestate"), timeout))
+
+    def renew_lease(self, operation_ref: str, lease_id: str, lease_ms: Optional[int] = None, **options: Any) -> Dict[str, Any]:
+        """Extends a lease; ``LedgerError`` LEASE_LOST (409) when it no longer holds the item."""
+        body: Dict[str, Any] = {"lease_id": lease_id}
+        if lease_ms is not None:
+            body["lease_ms"] = lease_ms
+        return self._post(operation_path(operation_ref) + "/lease/renew", body, options)
+
+    def release_lease(self, operation_ref: str, lease_id: str, hold_ms: Optional[float] = None, **options: Any) -> Dict[str, Any]:
+        """Gives a lease back; with ``hold_ms`` the item stays with no one that long."""
+        body: Dict[str, Any] = {"lease_id": lease_id}
+        if hold_ms is not None:
+            body["hold_ms"] = max(0, round(hold_ms))
+        return self._post(operation_path(operation_ref) + "/lease/release", body, options)
+
     def get_trust_metrics(self, *, tool: Optional[str] = None, **options: Any) -> Dict[str, Any]:
         return cast(Dict[str, Any], self._get("/v1/metrics/trust" + self._projection_query(options, {"tool": tool}), options))
 
@@ -221,6 +281,9 @@ class LedgerClient:
     def _get(self, path: str, options: Dict[str, Any]) -> Any:
         return self._request("GET", path, None, options.get("traceparent"), options.get("tracestate"), options.get("timeout"))
 
+    def _post(self, path: str, body: Any, options: Dict[str, Any]) -> Any:
+        return self._request("POST", path, body, options.get("traceparent"), options.get("tracestate"), options.get("timeout"))
+
     def _submit_one(self, operation_ref: str, fact_type: str, data: Any, options: Dict[str, Any]) -> SubmitAnswer:
         event: Dict[str, Any] = {"type": fact_type, "data": data}
         event_id = options.pop("event_id", None)
@@ -239,7 +302,7 @@ class LedgerClient:
             )
         return {"event_id": event_id, **{k: v for k, v in event.items() if k != "event_id"}}
 
-    def _headers(self, has_body: bool, traceparent: Optional[str], tracestate: Optional[str]) -> Dict[str, str]:
+    def _headers(self, has_body: bool, traceparent: Optional[str], tracestate: Optional[str], lease: Optional[str] = None) -> Dict[str, str]:
         def read(value: TraceValue) -> Optional[str]:
             return value() if callable(value) else value
 
@@ -254,6 +317,8 @@ class LedgerClient:
             headers["traceparent"] = parent
         if state:
             headers["tracestate"] = state
+        if lease:
+            headers["Ledger-Lease"] = lease
         return headers
 
     def _backoff(self, retry: int) -> float:
@@ -269,12 +334,13 @@ class LedgerClient:
         traceparent: Optional[str],
         tracestate: Optional[str],
         timeout: Optional[float],
+        lease: Optional[str] = None,
     ) -> Any:
         """One request with bounded retries. The serialized body is fixed once, so a resend is byte
         for byte the first send. Retried: no answer, and 429/502/503/504, honouring Retry-After up
         to ``max_retry_delay``. Not retried: any other answer, which is the ledger's decision."""
         payload = None if body is None else json.dumps(body, separators=(",", ":"), allow_nan=False).encode("utf-8")
-        headers = self._headers(payload is not None, traceparent, tracestate)
+        headers = self._headers(payload is not None, traceparent, tracestate, lease)
         seconds = self._timeout if timeout is None else timeout
         last: Optional[LedgerError] = None
         for retry in range(self._max_retries + 1):

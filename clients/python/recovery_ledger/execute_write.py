@@ -29,6 +29,8 @@ __all__ = [
     "Lookup",
     "VerifyOutcome",
     "execute_write",
+    "AttemptToRun",
+    "run_attempt",
     "verify",
 ]
 
@@ -206,9 +208,55 @@ def execute_write(
             return _refused(ref, error)
         planned = error.state
 
-    attempt = planned["attempts_used"] + 1
+    return run_attempt(
+        ledger,
+        AttemptToRun(ref, planned["attempts_used"] + 1, hash_, step.input, side_effect),
+        tool_call,
+        now=now,
+        limits=limits,
+        max_attempts_remaining=max_attempts_remaining,
+        default_retry_delay_ms=default_retry_delay_ms,
+        verification_tool=verification_tool,
+        traceparent=traceparent,
+        tracestate=tracestate,
+    )
+
+
+@dataclass(frozen=True)
+class AttemptToRun(Generic[Input]):
+    """One attempt of a planned step; ``attempt`` is the attempts granted so far plus one."""
+
+    operation_ref: str
+    attempt: int
+    input_hash: str
+    input: Input
+    side_effect: SideEffect = "write"
+
+
+def run_attempt(
+    ledger: LedgerApi,
+    run: AttemptToRun[Input],
+    tool_call: ToolCall[Input],
+    *,
+    now: Callable[[], datetime] = _utc_now,
+    limits: Optional[EnvelopeLimits] = None,
+    max_attempts_remaining: Optional[int] = None,
+    default_retry_delay_ms: Optional[int] = None,
+    verification_tool: Optional[str] = None,
+    traceparent: Optional[str] = None,
+    tracestate: Optional[str] = None,
+    lease: Optional[str] = None,
+) -> WriteOutcome:
+    """One attempt of a planned step: the gate, the tool with operation_ref as its idempotency key,
+    the envelope recorded. execute_write runs it after planning; the worker runs it for a dispatch
+    item of the work feed, whose attempt and input hash the ledger gave. ``lease`` is sent with
+    every fact (``Ledger-Lease``)."""
+    ref, attempt, side_effect = run.operation_ref, run.attempt, run.side_effect
+    trace: Dict[str, Any] = {"traceparent": traceparent, "tracestate": tracestate}
+    if lease:
+        trace["lease"] = lease
     try:
-        granted = ledger.dispatch_attempt(ref, {"attempt": attempt, "input_hash": hash_}, **trace)
+        granted = ledger.dispatch_attempt(ref, {"attempt": attempt, "input_hash": run.input_hash}, **trace)
     except LedgerRefusal as error:
         return _refused(ref, error, attempt=attempt)
     if granted.get("replayed"):
@@ -234,7 +282,7 @@ def execute_write(
         )
 
     try:
-        raw = tool_call(step.input, ToolCallContext(ref, ref, attempt, side_effect))
+        raw = tool_call(run.input, ToolCallContext(ref, ref, attempt, side_effect))
     except Exception as error:  # noqa: BLE001 - whatever the tool raised, the request may have left
         raw = normalize_network_error(error, context())
     envelope = _checked_envelope(raw, context(), limits)
@@ -344,6 +392,7 @@ def verify(
     now: Callable[[], datetime] = _utc_now,
     traceparent: Optional[str] = None,
     tracestate: Optional[str] = None,
+    lease: Optional[str] = None,
 ) -> VerifyOutcome:
     """Runs the lookup by the step's own operation_ref and records what it found: found_committed
     (with evidence), not_found, or lookup_unavailable when the lookup raises or answers nonsense.
@@ -355,7 +404,10 @@ def verify(
         data = {"outcome": "lookup_unavailable", "checked_at": iso_instant(now())}
     evidence = data.get("evidence_ref")
     try:
-        answer = ledger.record_verification(operation_ref, data, traceparent=traceparent, tracestate=tracestate)
+        trace: Dict[str, Any] = {"traceparent": traceparent, "tracestate": tracestate}
+        if lease:
+            trace["lease"] = lease
+        answer = ledger.record_verification(operation_ref, data, **trace)
     except LedgerRefusal as error:
         directive = error.directive or _no_directive()
         return VerifyOutcome(

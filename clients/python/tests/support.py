@@ -91,7 +91,7 @@ class EnvelopeAssertions(unittest.TestCase):
 
 # ---- the real services -------------------------------------------------------------------------------
 
-TENANTS = ("contract", "crash", "client", "cross")
+TENANTS = ("contract", "crash", "client", "cross", "worker")
 
 
 class Provider:
