@@ -13,10 +13,11 @@ import { sha256Hex } from '../ledger/event-ids';
 import type { LedgerService } from '../ledger/ledger.service';
 import type { SqliteReadModel } from '../projection-engine/sqlite-read-model.store';
 import { canonicalJson } from '../shared/canonical-json';
+import { NO_STREAM } from '../store/event-store.port';
 import { isHeld, type LeaseRecord, type LeaseStore } from '../store/lease-store.port';
-import type { WorkAnswer, WorkItem, WorkLease } from '../contract/ledger-api.types';
+import type { LeaseView, WorkAnswer, WorkItem, WorkLease } from '../contract/ledger-api.types';
 
-export type { WorkAnswer, WorkItem, WorkLease };
+export type { LeaseView, WorkAnswer, WorkItem, WorkLease };
 
 export interface WorkFeedSettings {
   defaultLeaseMs: number;
@@ -293,6 +294,27 @@ export class WorkFeed {
     }
     if (record?.previous?.lease_id === id) return { lease_id: id, holder: record.previous.holder, current: false };
     return { lease_id: id, holder: 'unknown', current: false };
+  }
+
+  /**
+   * Who holds an operation now, for people reading the tenant (the console). The lease id is left
+   * out: renew and release need nothing else, so it is the holder's capability, not a reader's.
+   * An operation the caller's tenant does not have answers OPERATION_NOT_FOUND, like its other reads.
+   */
+  async holderOf(caller: Caller, ref: string): Promise<LeaseView> {
+    const operationRef = checkOperationRef(ref);
+    const { revision } = await this.ledger.currentState(caller.tenant, operationRef);
+    if (revision === NO_STREAM) throw new LedgerError('OPERATION_NOT_FOUND', 'the operation has no events');
+    const key = this.key(caller.tenant, operationRef);
+    const record = (await this.leases.getMany([key])).get(key);
+    // A released lease kept on hold keeps the item from everyone, but no worker holds it.
+    if (!record || record.released || !isHeld(record, this.clock.now().getTime())) return { held: false };
+    return {
+      held: true,
+      holder: record.holder,
+      expires_at: new Date(record.expires_at_ms).toISOString(),
+      ...(record.took_over ? { took_over_from: record.took_over.holder } : {}),
+    };
   }
 
   /** Due items per tool and the oldest due instant, of one tenant or of all: for /metrics. */
