@@ -645,14 +645,47 @@
   }
 
   var openRef;
+  var holderTimer;
+
+  /** Who holds the step under a work-feed lease; a failed read shows nothing rather than a guess. */
+  function readHolder(ref) {
+    return api('/v1/operations/' + segment(ref) + '/lease').catch(function () {
+      return undefined;
+    });
+  }
+
+  function renderHolder(lease) {
+    var label = $('op-holder');
+    clearTimeout(holderTimer);
+    if (!lease) {
+      label.textContent = '';
+      label.className = 'holder small';
+      return;
+    }
+    if (!lease.held) {
+      label.textContent = 'no worker holds it';
+      label.className = 'holder small muted';
+      label.removeAttribute('title');
+      return;
+    }
+    label.textContent = 'held by ' + lease.holder + ' until ' + lease.expires_at.slice(11, 19) + ' UTC' + (lease.took_over_from ? ' (took over from ' + lease.took_over_from + ')' : '');
+    label.className = 'holder small is-held';
+    label.title = time(lease.expires_at);
+    // Leases change without an event in the log: look again when this one would end.
+    var ref = openRef;
+    holderTimer = setTimeout(function () {
+      if (openRef === ref && current().view === 'operation') readHolder(ref).then(renderHolder);
+    }, Math.min(Math.max(Date.parse(lease.expires_at) - Date.now() + 250, 1000), 600000));
+  }
 
   function openOperation(ref, quiet) {
     if (!quiet) say('Loading ' + ref + '\u2026');
     var base = '/v1/operations/' + segment(ref);
-    return Promise.all([api(base), api(base + '/events')])
+    return Promise.all([api(base), api(base + '/events'), readHolder(ref)])
       .then(function (answers) {
         var state = answers[0];
         var stream = answers[1];
+        var lease = answers[2];
         var last = stream.events[stream.events.length - 1];
         // Read-your-writes: the trail is asked for at least the position of the last event shown.
         var evidence = allPages(base + '/evidence', { wait_for_position: last.position, wait_timeout_ms: 3000 }, 'entries').catch(function (error) {
@@ -665,6 +698,7 @@
           var opened = sameOp ? openedRevisions() : {};
           openRef = ref;
           renderOperation(ref, state, stream.events, trail, opened, sameOp);
+          renderHolder(lease);
           if (!quiet) say('');
           loaded(last.position);
         });
@@ -1021,6 +1055,8 @@
           } else {
             fresh.position = answer.position;
             loaded();
+            // A worker taking or giving back a step appends nothing: the holder is read again anyway.
+            if (openRef && current().view === 'operation') readHolder(openRef).then(renderHolder);
             poll();
           }
         },
