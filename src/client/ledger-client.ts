@@ -307,6 +307,13 @@ export class LedgerClient {
     return (await this.request('GET', `${operationPath(operationRef)}/lease`, options)) as LeaseView;
   }
 
+  /** Who holds each of up to 100 operations, in one request. */
+  async getLeases(operationRefs: readonly string[], options: RequestOptions = {}): Promise<{ items: Array<LeaseView & { operation_ref: string }> }> {
+    const params = new URLSearchParams();
+    for (const ref of operationRefs) params.append('operation_ref', ref);
+    return (await this.request('GET', `/v1/leases?${params.toString()}`, options)) as { items: Array<LeaseView & { operation_ref: string }> };
+  }
+
   /** Extends a lease; LedgerError LEASE_LOST (409) when it no longer holds the item. */
   async renewLease(operationRef: string, leaseId: string, leaseMs?: number, options: RequestOptions = {}): Promise<{ lease: { id: string; holder: string; expires_at: string } }> {
     const body = { lease_id: leaseId, ...(leaseMs === undefined ? {} : { lease_ms: leaseMs }) };

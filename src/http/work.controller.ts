@@ -18,6 +18,14 @@ export class LeaseViewDto {
   @ApiPropertyOptional({ description: 'The worker whose expired lease this one took over.' }) took_over_from?: string;
 }
 
+export class LeaseListItemDto extends LeaseViewDto {
+  @ApiProperty() operation_ref!: string;
+}
+
+export class LeaseListDto {
+  @ApiProperty({ type: [LeaseListItemDto] }) items!: LeaseListItemDto[];
+}
+
 export class WorkDirectiveDto {
   @ApiProperty({ enum: ['dispatch', 'verify_operation'] }) next_action!: string;
   @ApiProperty() attempts_remaining!: number;
@@ -94,6 +102,15 @@ export class WorkController {
   @ApiOkResponse({ type: LeaseViewDto })
   lease(@CallerParam() caller: Caller, @Param('ref') ref: string) {
     return this.feed.holderOf(caller, ref);
+  }
+
+  @Get('leases')
+  @RequireAccess('read')
+  @ApiOperation({ summary: 'Who holds each of up to 100 operations of the tenant now, in one read (for a list page); unknown refs read as not held.' })
+  @ApiQuery({ name: 'operation_ref', required: true, type: String, isArray: true, description: 'Repeat the parameter, up to 100 times.' })
+  @ApiOkResponse({ type: LeaseListDto })
+  leases(@CallerParam() caller: Caller, @Query() query: Record<string, string | string[] | undefined>) {
+    return this.feed.holdersOf(caller, query);
   }
 
   @Post('operations/:ref/lease/renew')

@@ -12,6 +12,7 @@ import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { chromium, type BrowserContext, type Page } from 'playwright-core';
 import { request } from '../support/http';
+import { seedEnvelopes } from '../support/seed-envelopes';
 import { incidentsAt } from '../support/incidents';
 import { startLedger, type LedgerProcess } from '../support/ledger-process';
 
@@ -324,7 +325,7 @@ describe('the incident console', () => {
     expect(problems).toEqual([]);
   });
 
-  it('shows which worker holds the open step, and that none does once it is given back, also at 390 px', async () => {
+  it('shows which worker holds the open step and a listed one, and that none does once it is given back, also at 390 px', async () => {
     const ops = incidentsAt(ledger.baseUrl, RUNTIME_KEY);
     const ref = `${RUN}/lease_1`;
     // A worker's name is its own choice, and may be long without a space: the label must wrap.
@@ -344,13 +345,22 @@ describe('the incident console', () => {
     expect(await page.evaluate('document.documentElement.scrollWidth')).toBe(390);
     await page.screenshot({ path: join(DOCS, 'ui-operation-holder-390.png'), fullPage: false });
     await page.setViewportSize({ width: 1440, height: 900 });
+
+    // Dispatched, still held: the operations list labels it from one read for the page.
+    await ops.submit(ref, 'AttemptDispatched', { attempt: 1, input_hash: `sha256:${ref}` });
+    await page.goto(`${ledger.baseUrl}/ui#/operations?tool=lease_tool`);
+    const row = page.locator(`#operations-table tr[data-ref="${ref}"]`);
+    // Beside the state (the list redraws when the log moves, and the label is read again with it).
+    await row.locator('td[data-label="State"] [data-holder]', { hasText: `held by ${worker}` }).waitFor();
+    await page.goto(`${ledger.baseUrl}/ui#/operation/${encodeURIComponent(ref)}`);
+    await page.locator('#op-holder.is-held').waitFor();
     await markPage();
 
-    // Given back, then dispatched: the view redraws from the log and reads the holder with it.
+    // Given back, then its outcome recorded: the view redraws from the log and reads the holder with it.
     const released = await request(ledger.baseUrl, 'POST', `/v1/operations/${encodeURIComponent(ref)}/lease/release`, { lease_id: lease.id }, { authorization: `Bearer ${RUNTIME_KEY}` });
     expect(released.body).toEqual({ released: true });
-    await ops.submit(ref, 'AttemptDispatched', { attempt: 1, input_hash: `sha256:${ref}` });
-    await page.locator('#op-status', { hasText: 'dispatched' }).waitFor({ timeout: 20_000 });
+    await ops.submit(ref, 'EnvelopeRecorded', { attempt: 1, envelope: seedEnvelopes.outcomeUnknown(ref) });
+    await page.locator('#op-status', { hasText: 'verifying' }).waitFor({ timeout: 20_000 });
     await page.locator('#op-holder', { hasText: 'no worker holds it' }).waitFor({ timeout: 5_000 });
     expect(await pageMark()).toBe('same page');
     expect(problems).toEqual([]);

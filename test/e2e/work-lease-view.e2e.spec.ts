@@ -67,6 +67,23 @@ describe('GET /v1/operations/{ref}/lease', () => {
     expect(other.body.code).toBe('OPERATION_NOT_FOUND');
     expect(JSON.stringify(other.body)).not.toContain(WORKER_A);
 
+    // A list page asks for all its rows in one read; another tenant reads nothing held under the same refs.
+    const listQuery = `/v1/leases?operation_ref=${encodeURIComponent(REF)}&operation_ref=${encodeURIComponent('run_lease/other')}`;
+    const listed = await request(ledger.baseUrl, 'GET', listQuery, undefined, as(AUDITOR_KEY));
+    expect(listed.status).toBe(200);
+    expect(listed.body).toEqual({
+      items: [
+        { operation_ref: REF, held: true, holder: WORKER_A, expires_at: lease.expires_at },
+        { operation_ref: 'run_lease/other', held: false },
+      ],
+    });
+    expect(JSON.stringify(listed.body)).not.toContain(lease.id);
+    const otherList = await request(ledger.baseUrl, 'GET', listQuery, undefined, as(GLOBEX_KEY));
+    expect(otherList.body.items).toEqual([
+      { operation_ref: REF, held: false },
+      { operation_ref: 'run_lease/other', held: false },
+    ]);
+
     const released = await request(ledger.baseUrl, 'POST', `${opPath(REF)}/lease/release`, { lease_id: lease.id }, as(RUNTIME_KEY));
     expect(released.body).toEqual({ released: true });
     expect((await leaseOf(REF)).body).toEqual({ held: false });
@@ -90,6 +107,10 @@ describe('GET /v1/operations/{ref}/lease', () => {
     const missing = await leaseOf('run_lease/no_such_step');
     expect(missing.status).toBe(404);
     expect(missing.body.code).toBe('OPERATION_NOT_FOUND');
+    const tooMany = await request(ledger.baseUrl, 'GET', `/v1/leases?${Array.from({ length: 101 }, (_, i) => `operation_ref=r_${i}`).join('&')}`, undefined, as(AUDITOR_KEY));
+    expect(tooMany.status).toBe(400);
+    expect(tooMany.body.code).toBe('BAD_REQUEST');
+    expect((await request(ledger.baseUrl, 'GET', '/v1/leases', undefined, as(AUDITOR_KEY))).body).toEqual({ items: [] });
     const bad = await request(ledger.baseUrl, 'GET', `/v1/operations/${encodeURIComponent(' leading_space')}/lease`, undefined, as(AUDITOR_KEY));
     expect(bad.status).toBe(400);
     expect(bad.contentType).toMatch(/^application\/problem\+json/);

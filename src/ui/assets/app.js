@@ -117,7 +117,11 @@
     if (query) {
       var params = new URLSearchParams();
       Object.keys(query).forEach(function (name) {
-        if (query[name] !== undefined && query[name] !== '') params.set(name, String(query[name]));
+        if (Array.isArray(query[name])) {
+          query[name].forEach(function (value) {
+            params.append(name, String(value));
+          });
+        } else if (query[name] !== undefined && query[name] !== '') params.set(name, String(query[name]));
       });
       var text = params.toString();
       if (text) url += '?' + text;
@@ -330,9 +334,20 @@
   }
 
   function appendTriage(body, items) {
+    labelHolders(
+      body,
+      items
+        .filter(function (item) {
+          return item.kind === 'dispatch_overdue' || item.kind === 'unknown_outcome';
+        })
+        .map(function (item) {
+          return item.operation_ref;
+        }),
+    );
     items.forEach(function (item) {
       var why = h('span', {}, badge(KIND_LABEL[item.kind], 'kind-' + item.kind));
       if (item.threshold_ms !== undefined) why.appendChild(h('span', { className: 'muted small block', text: 'for ' + duration(item.age_ms) + ' (over ' + duration(item.threshold_ms) + (item.threshold_from === 'policy' ? ', from its plan' : '') + ')' }));
+      why.appendChild(h('span', { className: 'holder small block', 'data-holder': '' }));
       body.appendChild(
         h(
           'tr',
@@ -346,6 +361,27 @@
         ),
       );
     });
+  }
+
+  /**
+   * "held by <worker>" on the rows of a list page whose steps a worker may be acting on, from one
+   * read for the whole page (GET /v1/leases), never one per row. A failed read labels nothing.
+   */
+  function labelHolders(body, refs) {
+    if (!refs.length) return;
+    api('/v1/leases', { operation_ref: refs }).then(
+      function (answer) {
+        answer.items.forEach(function (lease) {
+          if (!lease.held) return;
+          Array.prototype.forEach.call(body.querySelectorAll('tr'), function (tr) {
+            if (tr.getAttribute('data-ref') !== lease.operation_ref) return;
+            var target = tr.querySelector('[data-holder]');
+            if (target) target.textContent = 'held by ' + lease.holder;
+          });
+        });
+      },
+      function () {},
+    );
   }
 
   function setMore(buttonId, cursor, loadMore) {
@@ -396,13 +432,23 @@
   }
 
   function appendOperations(body, items) {
+    labelHolders(
+      body,
+      items
+        .filter(function (item) {
+          return item.status === 'dispatched' || item.status === 'verifying';
+        })
+        .map(function (item) {
+          return item.operation_ref;
+        }),
+    );
     items.forEach(function (item) {
       body.appendChild(
         h(
           'tr',
           { 'data-ref': item.operation_ref },
           cell('Operation', opLink(item.operation_ref)),
-          cell('State', badge(item.status)),
+          cell('State', h('span', {}, badge(item.status), h('span', { className: 'holder small block', 'data-holder': '' }))),
           cell('Tool', item.tool),
           cell('Run', runLink(item.run_id)),
           cell('Reason', item.reason, 'why'),
