@@ -12,9 +12,9 @@ import type {
   SubmittedFactType,
   VerificationOutcome,
 } from '../domain/events';
-import type { StepView, SubmitAnswer as ServerSubmitAnswer, SubmitResult, WorkAnswer, WorkItem, WorkLease } from '../contract/ledger-api.types';
+import type { StepView, SubmitAnswer as ServerSubmitAnswer, SubmitResult, LeaseView, WorkAnswer, WorkItem, WorkLease } from '../contract/ledger-api.types';
 
-export type { WorkAnswer, WorkItem, WorkLease };
+export type { LeaseView, WorkAnswer, WorkItem, WorkLease };
 
 export type { Directive, DirectiveAction, SideEffect, StepStatus, SubmitResult, SubmittedFactType, VerificationOutcome };
 

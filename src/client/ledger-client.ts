@@ -15,6 +15,7 @@ import type {
   StepPlannedInput,
   StepPolicyInput,
   WorkAnswer,
+  LeaseView,
   SubmitAnswer,
   SubmittedEvent,
   SubmittedEventInput,
@@ -299,6 +300,18 @@ export class LedgerClient {
     // The request outlives the long poll it asked for.
     const timeoutMs = query.timeoutMs ?? Math.max(this.timeoutMs, (query.waitMs ?? 0) + 10_000);
     return (await this.request('GET', `/v1/work?${params.toString()}`, { ...query, timeoutMs })) as WorkAnswer;
+  }
+
+  /** Which worker holds the operation now, and until when (any reader of the tenant). */
+  async getLease(operationRef: string, options: RequestOptions = {}): Promise<LeaseView> {
+    return (await this.request('GET', `${operationPath(operationRef)}/lease`, options)) as LeaseView;
+  }
+
+  /** Who holds each of up to 100 operations, in one request. */
+  async getLeases(operationRefs: readonly string[], options: RequestOptions = {}): Promise<{ items: Array<LeaseView & { operation_ref: string }> }> {
+    const params = new URLSearchParams();
+    for (const ref of operationRefs) params.append('operation_ref', ref);
+    return (await this.request('GET', `/v1/leases?${params.toString()}`, options)) as { items: Array<LeaseView & { operation_ref: string }> };
   }
 
   /** Extends a lease; LedgerError LEASE_LOST (409) when it no longer holds the item. */

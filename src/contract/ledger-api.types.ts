@@ -91,6 +91,14 @@ export interface WorkItem {
   lease: WorkLease & { took_over_from?: string };
 }
 
+/** Who holds an operation now (GET /v1/operations/{ref}/lease); the lease id stays with its holder. */
+export interface LeaseView {
+  held: boolean;
+  holder?: string;
+  expires_at?: string;
+  took_over_from?: string;
+}
+
 export interface WorkAnswer {
   items: WorkItem[];
 }

@@ -11,6 +11,21 @@ export class WorkLeaseDto {
   @ApiPropertyOptional({ description: 'The worker whose expired lease this one took over.' }) took_over_from?: string;
 }
 
+export class LeaseViewDto {
+  @ApiProperty({ description: 'Whether a worker holds the operation now (an unreleased lease, not expired by the ledger clock).' }) held!: boolean;
+  @ApiPropertyOptional({ description: 'The worker that holds it.' }) holder?: string;
+  @ApiPropertyOptional({ format: 'date-time', description: 'Until when, unless renewed (ledger clock).' }) expires_at?: string;
+  @ApiPropertyOptional({ description: 'The worker whose expired lease this one took over.' }) took_over_from?: string;
+}
+
+export class LeaseListItemDto extends LeaseViewDto {
+  @ApiProperty() operation_ref!: string;
+}
+
+export class LeaseListDto {
+  @ApiProperty({ type: [LeaseListItemDto] }) items!: LeaseListItemDto[];
+}
+
 export class WorkDirectiveDto {
   @ApiProperty({ enum: ['dispatch', 'verify_operation'] }) next_action!: string;
   @ApiProperty() attempts_remaining!: number;
@@ -76,6 +91,26 @@ export class WorkController {
   @ApiOkResponse({ type: WorkAnswerDto })
   work(@CallerParam() caller: Caller, @Query() query: Record<string, string | string[] | undefined>, @Req() request: RequestWithSocket) {
     return this.feed.take(caller, query, () => request.raw?.socket?.destroyed === true);
+  }
+
+  // Any reader of the tenant may see who holds an item; the lease id stays with its holder, since it
+  // is all renew and release ask for.
+  @Get('operations/:ref/lease')
+  @RequireAccess('read')
+  @ApiParam({ name: 'ref', description: 'The operation_ref, percent-encoded as one path segment.' })
+  @ApiOperation({ summary: 'Which worker holds the operation now under a work-feed lease, and until when (the lease id is not shown).' })
+  @ApiOkResponse({ type: LeaseViewDto })
+  lease(@CallerParam() caller: Caller, @Param('ref') ref: string) {
+    return this.feed.holderOf(caller, ref);
+  }
+
+  @Get('leases')
+  @RequireAccess('read')
+  @ApiOperation({ summary: 'Who holds each of up to 100 operations of the tenant now, in one read (for a list page); unknown refs read as not held.' })
+  @ApiQuery({ name: 'operation_ref', required: true, type: String, isArray: true, description: 'Repeat the parameter, up to 100 times.' })
+  @ApiOkResponse({ type: LeaseListDto })
+  leases(@CallerParam() caller: Caller, @Query() query: Record<string, string | string[] | undefined>) {
+    return this.feed.holdersOf(caller, query);
   }
 
   @Post('operations/:ref/lease/renew')

@@ -13,10 +13,11 @@ import { sha256Hex } from '../ledger/event-ids';
 import type { LedgerService } from '../ledger/ledger.service';
 import type { SqliteReadModel } from '../projection-engine/sqlite-read-model.store';
 import { canonicalJson } from '../shared/canonical-json';
+import { NO_STREAM } from '../store/event-store.port';
 import { isHeld, type LeaseRecord, type LeaseStore } from '../store/lease-store.port';
-import type { WorkAnswer, WorkItem, WorkLease } from '../contract/ledger-api.types';
+import type { LeaseView, WorkAnswer, WorkItem, WorkLease } from '../contract/ledger-api.types';
 
-export type { WorkAnswer, WorkItem, WorkLease };
+export type { LeaseView, WorkAnswer, WorkItem, WorkLease };
 
 export interface WorkFeedSettings {
   defaultLeaseMs: number;
@@ -295,6 +296,33 @@ export class WorkFeed {
     return { lease_id: id, holder: 'unknown', current: false };
   }
 
+  /**
+   * Who holds an operation now, for people reading the tenant (the console). The lease id is left
+   * out: renew and release need nothing else, so it is the holder's capability, not a reader's.
+   * An operation the caller's tenant does not have answers OPERATION_NOT_FOUND, like its other reads.
+   */
+  async holderOf(caller: Caller, ref: string): Promise<LeaseView> {
+    const operationRef = checkOperationRef(ref);
+    const { revision } = await this.ledger.currentState(caller.tenant, operationRef);
+    if (revision === NO_STREAM) throw new LedgerError('OPERATION_NOT_FOUND', 'the operation has no events');
+    const key = this.key(caller.tenant, operationRef);
+    return leaseView((await this.leases.getMany([key])).get(key), this.clock.now().getTime());
+  }
+
+  /**
+   * Who holds each of up to 100 operations (none: an empty list) of the caller's tenant, in one read: for a list page,
+   * so it needs no request per row. Refs the tenant has no lease on (or no such operation) read as
+   * not held, which says nothing about whether they exist.
+   */
+  async holdersOf(caller: Caller, params: QueryParams): Promise<{ items: Array<LeaseView & { operation_ref: string }> }> {
+    const raw = params.operation_ref === undefined ? [] : Array.isArray(params.operation_ref) ? params.operation_ref : [params.operation_ref];
+    if (raw.length > 100) throw new LedgerError('BAD_REQUEST', 'operation_ref may be given at most 100 times', { field: 'operation_ref' });
+    const refs = [...new Set(raw.map((ref) => checkOperationRef(ref)))];
+    const records = await this.leases.getMany(refs.map((ref) => this.key(caller.tenant, ref)));
+    const nowMs = this.clock.now().getTime();
+    return { items: refs.map((ref) => ({ operation_ref: ref, ...leaseView(records.get(this.key(caller.tenant, ref)), nowMs) })) };
+  }
+
   /** Due items per tool and the oldest due instant, of one tenant or of all: for /metrics. */
   depth(tenant: string | undefined): Array<{ tool: string; depth: number; oldestDueMs: number | null }> {
     const nowMs = this.clock.now().getTime();
@@ -305,6 +333,17 @@ export class WorkFeed {
       ])
       .map((row) => ({ tool: String(row.group), depth: row.count, oldestDueMs: row.min }));
   }
+}
+
+/** A lease as a reader sees it: no id. A released lease kept on hold keeps the item from everyone, but no worker holds it. */
+function leaseView(record: LeaseRecord | undefined, nowMs: number): LeaseView {
+  if (!record || record.released || !isHeld(record, nowMs)) return { held: false };
+  return {
+    held: true,
+    holder: record.holder,
+    expires_at: new Date(record.expires_at_ms).toISOString(),
+    ...(record.took_over ? { took_over_from: record.took_over.holder } : {}),
+  };
 }
 
 export interface LeaseEvidenceAnswer {

@@ -154,6 +154,8 @@ const GLOBEX_REF = 'run_globex/step_1';
 const ACME_PLAN = { event_id: randomUUID(), type: 'StepPlanned', data: { run_id: 'run_acme', tool: 'acme_tool', side_effect: 'write', input_hash: 'sha256:acme-input' } };
 const GLOBEX_TOOL = 'globex_secret_tool';
 const GLOBEX_INPUT = 'sha256:globex-input-7f3a';
+/** The worker holding globex's operation: who holds what is the tenant's data too. */
+const GLOBEX_WORKER = 'globex-secret-worker';
 const GLOBEX_PLAN = { event_id: randomUUID(), type: 'StepPlanned', data: { run_id: 'run_globex', tool: GLOBEX_TOOL, side_effect: 'write', input_hash: GLOBEX_INPUT } };
 
 /**
@@ -203,7 +205,7 @@ const EXCHANGES: Record<string, (side: Side) => Exchange> = {
 };
 
 /** Strings only the other tenant's data contains (never sent in an acme request). */
-const GLOBEX_MARKERS = [GLOBEX_TOOL, GLOBEX_INPUT, GLOBEX_PLAN.event_id];
+const GLOBEX_MARKERS = [GLOBEX_TOOL, GLOBEX_INPUT, GLOBEX_PLAN.event_id, GLOBEX_WORKER];
 
 interface Case {
   route: DeclaredRoute & { served: string };
@@ -312,6 +314,10 @@ describe('the auth matrix over every served route', () => {
     expect((await post(ACME_REF, KEYS.acmeRuntime, [ACME_PLAN])).status).toBe(200);
     expect((await post(ACME_REF, KEYS.acmeRuntime, [{ event_id: randomUUID(), type: 'AttemptDispatched', data: { attempt: 1, input_hash: 'sha256:acme-input' } }])).status).toBe(200);
     expect((await post(GLOBEX_REF, KEYS.globexRuntime, [GLOBEX_PLAN])).status).toBe(200);
+    // A globex worker holds its operation through the matrix, so GET /v1/operations/:ref/lease has
+    // a holder to leak to an acme key if tenants were not kept apart.
+    const taken = await fetch(`${ledger.baseUrl}/v1/work?worker=${GLOBEX_WORKER}&wait_ms=5000&lease_ms=600000`, { headers: { authorization: `Bearer ${KEYS.globexRuntime}` } });
+    expect(((await taken.json()) as { items: Array<{ lease: { holder: string } }> }).items.map((item) => item.lease.holder)).toEqual([GLOBEX_WORKER]);
     const last = await post(GLOBEX_REF, KEYS.globexRuntime, [{ event_id: randomUUID(), type: 'AttemptDispatched', data: { attempt: 1, input_hash: GLOBEX_INPUT } }]);
     expect(last.status).toBe(200);
     // Read-your-writes: the projections have applied everything before the matrix reads them.
@@ -341,7 +347,7 @@ describe('the auth matrix over every served route', () => {
     const withoutRule = declared.filter((route) => !ACCESS_LEVELS.includes(route.access as Access));
     expect(withoutRule.map((route) => `${key(route)} (${route.handler})`)).toEqual([]);
     // The table is the real one: the spec's core routes are in it.
-    for (const expected of ['POST /v1/operations/:ref/events', 'GET /v1/operations/:ref', 'GET /v1/operations/:ref/events', 'GET /v1/schema/envelope']) {
+    for (const expected of ['POST /v1/operations/:ref/events', 'GET /v1/operations/:ref', 'GET /v1/operations/:ref/events', 'GET /v1/operations/:ref/lease', 'GET /v1/schema/envelope']) {
       expect(declaredKeys).toContain(expected);
     }
   });
@@ -399,5 +405,7 @@ describe('the auth matrix over every served route', () => {
     const exported = await fetch(`${ledger.baseUrl}/v1/admin/export`, { headers: { authorization: `Bearer ${KEYS.globexAdmin}` } });
     expect(exported.status).toBe(200);
     expect(await exported.text()).toContain(GLOBEX_TOOL);
+    const lease = await fetch(`${ledger.baseUrl}${opPath(GLOBEX_REF)}/lease`, { headers: { authorization: `Bearer ${KEYS.globexRuntime}` } });
+    expect(await lease.json()).toMatchObject({ held: true, holder: GLOBEX_WORKER });
   });
 });

@@ -12,6 +12,7 @@ import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { chromium, type BrowserContext, type Page } from 'playwright-core';
 import { request } from '../support/http';
+import { seedEnvelopes } from '../support/seed-envelopes';
 import { incidentsAt } from '../support/incidents';
 import { startLedger, type LedgerProcess } from '../support/ledger-process';
 
@@ -70,7 +71,9 @@ beforeAll(async () => {
   await ops.awaitingApproval(REF.approvalGrant, RUN, 'refund');
   await ops.awaitingApproval(REF.approvalDeny, RUN, 'refund');
   await ops.verifying(REF.unknown, RUN, 'create_invoice');
-  await ops.dispatched(REF.overdue, RUN, 'send_email');
+  // Every plan now carries its dispatch timeout (the ledger's default when not given), which the
+  // queue prefers to its query threshold: this one's is the shortest a plan may name.
+  await ops.dispatched(REF.overdue, RUN, 'send_email', { dispatch_timeout_ms: 1000 });
   await ops.succeeded(REF.settled, RUN, 'send_email');
   // Past the one-second thresholds the queue is asked with.
   await new Promise((resolveWait) => setTimeout(resolveWait, 1200));
@@ -319,6 +322,47 @@ describe('the incident console', () => {
     await page.locator('#timeline tbody tr.event').first().focus();
     await page.keyboard.press('Enter');
     await page.locator('#timeline tr.detail').waitFor();
+    expect(problems).toEqual([]);
+  });
+
+  it('shows which worker holds the open step and a listed one, and that none does once it is given back, also at 390 px', async () => {
+    const ops = incidentsAt(ledger.baseUrl, RUNTIME_KEY);
+    const ref = `${RUN}/lease_1`;
+    // A worker's name is its own choice, and may be long without a space: the label must wrap.
+    const worker = `console-worker-${'x'.repeat(60)}`;
+    await ops.submit(ref, 'StepPlanned', { run_id: RUN, tool: 'lease_tool', side_effect: 'write', input_hash: `sha256:${ref}` });
+    const taken = await request(ledger.baseUrl, 'GET', `/v1/work?worker=${worker}&tool=lease_tool&wait_ms=5000&lease_ms=60000`, undefined, { authorization: `Bearer ${RUNTIME_KEY}` });
+    expect(taken.body.items).toHaveLength(1);
+    const lease = taken.body.items[0].lease as { id: string; expires_at: string };
+
+    await page.goto(`${ledger.baseUrl}/ui#/operation/${encodeURIComponent(ref)}`);
+    await page.locator('#op-title', { hasText: ref }).waitFor();
+    await page.locator('#op-holder.is-held').waitFor();
+    expect(await page.innerText('#op-status')).toBe('planned');
+    expect(await page.innerText('#op-holder')).toBe(`held by ${worker} until ${lease.expires_at.slice(11, 19)} UTC`);
+    expect(await page.content()).not.toContain(lease.id);
+    await page.setViewportSize({ width: 390, height: 844 });
+    expect(await page.evaluate('document.documentElement.scrollWidth')).toBe(390);
+    await page.screenshot({ path: join(DOCS, 'ui-operation-holder-390.png'), fullPage: false });
+    await page.setViewportSize({ width: 1440, height: 900 });
+
+    // Dispatched, still held: the operations list labels it from one read for the page.
+    await ops.submit(ref, 'AttemptDispatched', { attempt: 1, input_hash: `sha256:${ref}` });
+    await page.goto(`${ledger.baseUrl}/ui#/operations?tool=lease_tool`);
+    const row = page.locator(`#operations-table tr[data-ref="${ref}"]`);
+    // Beside the state (the list redraws when the log moves, and the label is read again with it).
+    await row.locator('td[data-label="State"] [data-holder]', { hasText: `held by ${worker}` }).waitFor();
+    await page.goto(`${ledger.baseUrl}/ui#/operation/${encodeURIComponent(ref)}`);
+    await page.locator('#op-holder.is-held').waitFor();
+    await markPage();
+
+    // Given back, then its outcome recorded: the view redraws from the log and reads the holder with it.
+    const released = await request(ledger.baseUrl, 'POST', `/v1/operations/${encodeURIComponent(ref)}/lease/release`, { lease_id: lease.id }, { authorization: `Bearer ${RUNTIME_KEY}` });
+    expect(released.body).toEqual({ released: true });
+    await ops.submit(ref, 'EnvelopeRecorded', { attempt: 1, envelope: seedEnvelopes.outcomeUnknown(ref) });
+    await page.locator('#op-status', { hasText: 'verifying' }).waitFor({ timeout: 20_000 });
+    await page.locator('#op-holder', { hasText: 'no worker holds it' }).waitFor({ timeout: 5_000 });
+    expect(await pageMark()).toBe('same page');
     expect(problems).toEqual([]);
   });
 });

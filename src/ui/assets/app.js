@@ -117,7 +117,11 @@
     if (query) {
       var params = new URLSearchParams();
       Object.keys(query).forEach(function (name) {
-        if (query[name] !== undefined && query[name] !== '') params.set(name, String(query[name]));
+        if (Array.isArray(query[name])) {
+          query[name].forEach(function (value) {
+            params.append(name, String(value));
+          });
+        } else if (query[name] !== undefined && query[name] !== '') params.set(name, String(query[name]));
       });
       var text = params.toString();
       if (text) url += '?' + text;
@@ -330,9 +334,20 @@
   }
 
   function appendTriage(body, items) {
+    labelHolders(
+      body,
+      items
+        .filter(function (item) {
+          return item.kind === 'dispatch_overdue' || item.kind === 'unknown_outcome';
+        })
+        .map(function (item) {
+          return item.operation_ref;
+        }),
+    );
     items.forEach(function (item) {
       var why = h('span', {}, badge(KIND_LABEL[item.kind], 'kind-' + item.kind));
       if (item.threshold_ms !== undefined) why.appendChild(h('span', { className: 'muted small block', text: 'for ' + duration(item.age_ms) + ' (over ' + duration(item.threshold_ms) + (item.threshold_from === 'policy' ? ', from its plan' : '') + ')' }));
+      why.appendChild(h('span', { className: 'holder small block', 'data-holder': '' }));
       body.appendChild(
         h(
           'tr',
@@ -346,6 +361,27 @@
         ),
       );
     });
+  }
+
+  /**
+   * "held by <worker>" on the rows of a list page whose steps a worker may be acting on, from one
+   * read for the whole page (GET /v1/leases), never one per row. A failed read labels nothing.
+   */
+  function labelHolders(body, refs) {
+    if (!refs.length) return;
+    api('/v1/leases', { operation_ref: refs }).then(
+      function (answer) {
+        answer.items.forEach(function (lease) {
+          if (!lease.held) return;
+          Array.prototype.forEach.call(body.querySelectorAll('tr'), function (tr) {
+            if (tr.getAttribute('data-ref') !== lease.operation_ref) return;
+            var target = tr.querySelector('[data-holder]');
+            if (target) target.textContent = 'held by ' + lease.holder;
+          });
+        });
+      },
+      function () {},
+    );
   }
 
   function setMore(buttonId, cursor, loadMore) {
@@ -396,13 +432,23 @@
   }
 
   function appendOperations(body, items) {
+    labelHolders(
+      body,
+      items
+        .filter(function (item) {
+          return item.status === 'dispatched' || item.status === 'verifying';
+        })
+        .map(function (item) {
+          return item.operation_ref;
+        }),
+    );
     items.forEach(function (item) {
       body.appendChild(
         h(
           'tr',
           { 'data-ref': item.operation_ref },
           cell('Operation', opLink(item.operation_ref)),
-          cell('State', badge(item.status)),
+          cell('State', h('span', {}, badge(item.status), h('span', { className: 'holder small block', 'data-holder': '' }))),
           cell('Tool', item.tool),
           cell('Run', runLink(item.run_id)),
           cell('Reason', item.reason, 'why'),
@@ -645,14 +691,47 @@
   }
 
   var openRef;
+  var holderTimer;
+
+  /** Who holds the step under a work-feed lease; a failed read shows nothing rather than a guess. */
+  function readHolder(ref) {
+    return api('/v1/operations/' + segment(ref) + '/lease').catch(function () {
+      return undefined;
+    });
+  }
+
+  function renderHolder(lease) {
+    var label = $('op-holder');
+    clearTimeout(holderTimer);
+    if (!lease) {
+      label.textContent = '';
+      label.className = 'holder small';
+      return;
+    }
+    if (!lease.held) {
+      label.textContent = 'no worker holds it';
+      label.className = 'holder small muted';
+      label.removeAttribute('title');
+      return;
+    }
+    label.textContent = 'held by ' + lease.holder + ' until ' + lease.expires_at.slice(11, 19) + ' UTC' + (lease.took_over_from ? ' (took over from ' + lease.took_over_from + ')' : '');
+    label.className = 'holder small is-held';
+    label.title = time(lease.expires_at);
+    // Leases change without an event in the log: look again when this one would end.
+    var ref = openRef;
+    holderTimer = setTimeout(function () {
+      if (openRef === ref && current().view === 'operation') readHolder(ref).then(renderHolder);
+    }, Math.min(Math.max(Date.parse(lease.expires_at) - Date.now() + 250, 1000), 600000));
+  }
 
   function openOperation(ref, quiet) {
     if (!quiet) say('Loading ' + ref + '\u2026');
     var base = '/v1/operations/' + segment(ref);
-    return Promise.all([api(base), api(base + '/events')])
+    return Promise.all([api(base), api(base + '/events'), readHolder(ref)])
       .then(function (answers) {
         var state = answers[0];
         var stream = answers[1];
+        var lease = answers[2];
         var last = stream.events[stream.events.length - 1];
         // Read-your-writes: the trail is asked for at least the position of the last event shown.
         var evidence = allPages(base + '/evidence', { wait_for_position: last.position, wait_timeout_ms: 3000 }, 'entries').catch(function (error) {
@@ -665,6 +744,7 @@
           var opened = sameOp ? openedRevisions() : {};
           openRef = ref;
           renderOperation(ref, state, stream.events, trail, opened, sameOp);
+          renderHolder(lease);
           if (!quiet) say('');
           loaded(last.position);
         });
@@ -1021,6 +1101,8 @@
           } else {
             fresh.position = answer.position;
             loaded();
+            // A worker taking or giving back a step appends nothing: the holder is read again anyway.
+            if (openRef && current().view === 'operation') readHolder(openRef).then(renderHolder);
             poll();
           }
         },
