@@ -6,9 +6,8 @@ import { METRICS_REGISTRY } from '../observability/metrics';
 import { EVENT_STORE, type EventStore } from '../store/event-store.port';
 import { openEventStore } from '../store/store.factory';
 import { CLOCK, MonotonicClock, type Clock } from './clock';
-import { fold } from '../domain/decider';
 import { IntegrityMonitor } from './integrity-monitor';
-import { LedgerService, stepIndexEntry, toRecorded, type LedgerObserver } from './ledger.service';
+import { LedgerService, stepIndexer, type LedgerObserver } from './ledger.service';
 
 /**
  * Other modules that must hear of refusals (webhooks count premature lookups, which the log does
@@ -66,13 +65,7 @@ function adoptionHooks() {
   return {
     onLogAdopted: (events: number) =>
       logger.warn({ events }, 'this log was written before anchors were kept: it is anchored as it stands now, and its past is trusted from here on'),
-    indexOf: (events: Parameters<typeof toRecorded>[0][]) => {
-      try {
-        return stepIndexEntry(fold(events.map(toRecorded)));
-      } catch {
-        return undefined;
-      }
-    },
+    indexer: stepIndexer,
   };
 }
 

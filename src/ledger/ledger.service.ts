@@ -18,6 +18,7 @@ import {
   type NewEvent,
   type StoredEvent,
   type StreamIndexEntry,
+  type StreamIndexer,
 } from '../store/event-store.port';
 import { sealEvents, verifyChain } from '../store/hash-chain';
 import { operationStream } from '../store/stream-names';
@@ -40,6 +41,23 @@ export interface LedgerObserver {
   /** `where`: the operation the refused fact was for (refusals not recorded in the log are seen only here). */
   onRefused?(code: string, where: { tenant: string; operationRef: string }): void;
 }
+
+/**
+ * The index entry folded event by event, for a log indexed after it was written (one pass, however
+ * long). A stream that does not fold (a forged event) is left out of the index; the audit reports it.
+ */
+export const stepIndexer: StreamIndexer<StepState | undefined> = {
+  start: () => initialState(),
+  add: (state, event) => {
+    if (state === undefined) return undefined;
+    try {
+      return evolve(state, toRecorded(event));
+    } catch {
+      return undefined;
+    }
+  },
+  entry: (state) => (state === undefined ? undefined : stepIndexEntry(state)),
+};
 
 /** Streams a whole-log audit found broken: refused before the store is even asked. */
 export interface BrokenStreams {

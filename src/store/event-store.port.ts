@@ -110,6 +110,16 @@ export interface IndexedStream extends StreamHead {
   data: JsonObject;
 }
 
+/**
+ * How the application files a stream, as an incremental fold over its events: what a store uses to
+ * index a log that was written before it kept an index, in one pass however long the log.
+ */
+export interface StreamIndexer<State = unknown> {
+  start(): State;
+  add(state: State, event: StoredEvent): State;
+  entry(state: State): StreamIndexEntry | undefined;
+}
+
 export interface AppendOptions {
   /** Replaces the stream's index entry with this one, atomically with the append. */
   index?: StreamIndexEntry;

@@ -1,5 +1,5 @@
 import type { LedgerConfig } from '../config/ledger-config';
-import type { EventStore, StoredEvent, StreamIndexEntry } from './event-store.port';
+import type { EventStore, StreamIndexer } from './event-store.port';
 import type { LeaseStore } from './lease-store.port';
 import { SqliteEventStore } from './sqlite/sqlite-event-store.adapter';
 import { SqliteLeaseStore } from './sqlite/sqlite-lease-store.adapter';
@@ -8,7 +8,7 @@ export interface StoreHooks {
   /** A log written before anchors existed was anchored as it stands (said loudly by the caller). */
   onLogAdopted?: (events: number) => void;
   /** How the application files a stream in the index, for a log anchored after it was written. */
-  indexOf?: (events: StoredEvent[]) => StreamIndexEntry | undefined;
+  indexer?: StreamIndexer;
   onGroupCommitted?: (appends: number, events: number) => void;
   /** A subscription to the log changed state (connecting, live, reconnecting, stopped): for metrics. */
   onSubscriptionStatus?: (subscription: number, state: string) => void;
@@ -30,7 +30,7 @@ export async function openEventStore(config: LedgerConfig, hooks: StoreHooks = {
     busyTimeoutMs: config.sqliteBusyTimeoutMs,
     anchorKey: config.anchorKey,
     onLogAdopted: hooks.onLogAdopted,
-    indexOf: hooks.indexOf,
+    indexer: hooks.indexer,
     onGroupCommitted: hooks.onGroupCommitted,
   });
 }

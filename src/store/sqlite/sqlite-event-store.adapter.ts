@@ -14,7 +14,7 @@ import {
   type JsonObject,
   type LogAnchor,
   type StreamHead,
-  type StreamIndexEntry,
+  type StreamIndexer,
   type EventStore,
   type NewEvent,
   type ReadAllOptions,
@@ -44,7 +44,7 @@ export interface SqliteEventStoreOptions {
   /** Told once when a log written before anchors existed is anchored as it stands. */
   onLogAdopted?: (events: number) => void;
   /** Files each stream of such a log in the index, as the application would have on append. */
-  indexOf?: (events: StoredEvent[]) => StreamIndexEntry | undefined;
+  indexer?: StreamIndexer;
   /** Called after each commit with the number of appends it carried (for metrics). */
   onGroupCommitted?: (appends: number, events: number) => void;
   /**
@@ -223,33 +223,42 @@ export class SqliteEventStore implements EventStore {
     return false;
   }
 
+  /** One pass in log order: the log chain, each stream's head and, given an indexer, its index entry. */
   private adoptUnanchoredLog(): void {
-    const rows = this.db.prepare<[], EventRow>('SELECT * FROM events ORDER BY position').iterate();
+    const page = this.db.prepare<[number], EventRow>('SELECT * FROM events WHERE position > ? ORDER BY position LIMIT 10000');
+    const indexer = this.options.indexer;
+    const streams = new Map<string, { revision: number; hash: string; position: number; folded: unknown }>();
     let logHash = GENESIS_HASH;
     let events = 0;
     let position = 0;
     this.db.transaction(() => {
-      for (const row of rows) {
-        const hash = String((decodeJson(row, 'metadata') as { hash?: unknown }).hash ?? '');
-        logHash = nextLogHash(logHash, { stream: row.stream, revision: row.revision, hash });
-        this.statements.upsertHead.run(row.stream, row.revision, hash, row.position, null, null);
-        events += 1;
-        position = row.position;
-      }
-      this.writeAnchor({ position, events, log_hash: logHash });
-      if (this.options.indexOf) {
-        for (const { stream } of this.db.prepare<[], { stream: string }>('SELECT stream FROM stream_heads').all()) {
-          const entry = this.options.indexOf(this.statements.readStream.all(stream).map(toStored));
-          if (entry) this.statements.upsertHead.run(stream, ...this.headOf(stream), entry.key, JSON.stringify(entry.data));
+      // In pages, not one open cursor: the heads and the anchor are written in the same transaction.
+      for (let rows = page.all(0); rows.length > 0; rows = page.all(position)) {
+        for (const row of rows) {
+          let hash = '';
+          let stored: StoredEvent | undefined;
+          try {
+            stored = toStored(row);
+            hash = String(stored.metadata.hash ?? '');
+          } catch {
+            // An undecodable row is anchored as it stands: the audit reports it.
+          }
+          logHash = nextLogHash(logHash, { stream: row.stream, revision: row.revision, hash });
+          const previous = streams.get(row.stream);
+          let folded = previous ? previous.folded : indexer?.start();
+          if (indexer && stored) folded = indexer.add(folded, stored);
+          streams.set(row.stream, { revision: row.revision, hash, position: row.position, folded });
+          events += 1;
+          position = row.position;
         }
       }
+      for (const [stream, head] of streams) {
+        const entry = indexer?.entry(head.folded);
+        this.statements.upsertHead.run(stream, head.revision, head.hash, head.position, entry?.key ?? null, entry ? JSON.stringify(entry.data) : null);
+      }
+      this.writeAnchor({ position, events, log_hash: logHash });
     })();
     this.options.onLogAdopted?.(events);
-  }
-
-  private headOf(stream: string): [number, string, number] {
-    const row = this.statements.streamHead.get(stream) as HeadRow;
-    return [row.revision, row.hash, row.position];
   }
 
   private writeAnchor(anchor: Omit<LogAnchor, 'signature'>): void {
