@@ -1,5 +1,6 @@
 import type { AnyProjection } from '../../projections/projection';
 import type { EventStore } from '../store/event-store.port';
+import { yieldToEventLoop } from '../store/log-audit';
 import { OPERATION_STREAM_PREFIX } from '../store/stream-names';
 import { SqliteReadModel } from './sqlite-read-model.store';
 import { ProjectionWorkingSet } from './working-set';
@@ -41,6 +42,8 @@ export async function verifyReadModels(
       for (let after = 0; after < checkpoint; ) {
         const batch = (await store.readAll({ after, limit: BATCH, streamPrefix: OPERATION_STREAM_PREFIX })).filter((event) => event.position <= checkpoint);
         if (batch.length === 0) break;
+        // A turn for the event loop between batches: the service answers while it checks.
+        await yieldToEventLoop();
         const set = new ProjectionWorkingSet(projection, fresh, after);
         set.fold(batch);
         fresh.transaction(() => set.write());

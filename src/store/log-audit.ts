@@ -81,6 +81,13 @@ export interface AuditOptions {
 
 const PAGE = 1000;
 
+/**
+ * A store that answers synchronously (SQLite) settles its promises as microtasks: a long audit would
+ * hold the event loop the whole time. Between pages the audit gives the loop a turn, so a service
+ * auditing a long log at start still answers.
+ */
+export const yieldToEventLoop = () => new Promise<void>((resolve) => setImmediate(resolve));
+
 const explain: Record<ChainBreak['reason'], string> = {
   hash_mismatch: 'its content no longer hashes to its recorded hash: the event was changed after it was written',
   prev_hash_mismatch: 'its prev_hash is not the hash of the event before it: an earlier event was replaced, removed or inserted',
@@ -125,6 +132,7 @@ async function passOverLog(store: EventStore, checkpointEvents: number | undefin
       after = error.position;
       continue;
     }
+    await yieldToEventLoop();
     for (const event of page) {
       // Past the anchor only the stream names count: their streams are audited against their heads.
       if (event.position <= until) fold(pass, event, checkpointEvents);
@@ -177,7 +185,9 @@ export async function auditLog(store: EventStore, options: AuditOptions = {}): P
   const sinceHeads = new Map((options.since?.heads ?? []).map((head) => [head.stream, head]));
   const streams: StreamAudit[] = [];
   let events = 0;
+  let audited = 0;
   for (const stream of [...pass.streams].filter((name) => name.startsWith(prefix)).sort()) {
+    if (++audited % 200 === 0) await yieldToEventLoop();
     let stored: StoredEvent[];
     try {
       stored = await store.readStream(stream);
