@@ -135,7 +135,17 @@ export async function largeLogFigures(settings: LargeLogSettings, log: (line: st
   let lags: number[] = [];
   let serverIdleMb = 0;
   let serverPeakMb = 0;
+  let startupChecksSeconds = 0;
   try {
+    // The service answers at once, but serves read models only once the start-up checks (the
+    // whole-log audit and the read-model comparison, docs/reliability.md) are done: wait for them.
+    const checksFrom = performance.now();
+    for (const deadline = Date.now() + 15 * 60_000; Date.now() < deadline; await sleep(250)) {
+      const ready = await fetch(`${server.baseUrl}/health/ready`).catch(() => undefined);
+      if (ready?.status === 200) break;
+    }
+    startupChecksSeconds = (performance.now() - checksFrom) / 1000;
+    log(`    start-up checks of the log and the read models: ${startupChecksSeconds.toFixed(1)} s`);
     await sleep(500);
     serverIdleMb = rssOf(server.pid).rssMb;
     const evidencePath = submitPath(LONG_REF).replace(/\/events$/, '/evidence');

@@ -49,10 +49,10 @@ export async function verifyReadModels(
         fresh.transaction(() => set.write());
         after = batch[batch.length - 1].position;
       }
-      const differences = compare(projection.name, stored.dumpRows(projection.name), fresh.dumpRows(projection.name));
-      report.projections.push({ name: projection.name, checkpoint, documents: stored.dumpRows(projection.name).docs.length, differences: differences.length });
-      if (differences.length > 0) report.ok = false;
-      report.differences.push(...differences.slice(0, Math.max(0, maxListed - report.differences.length)));
+      const { count, documents, listed } = compare(projection.name, stored.rowsInKeyOrder(projection.name), fresh.rowsInKeyOrder(projection.name), maxListed - report.differences.length);
+      report.projections.push({ name: projection.name, checkpoint, documents, differences: count });
+      if (count > 0) report.ok = false;
+      report.differences.push(...listed);
     } finally {
       fresh.close();
     }
@@ -60,21 +60,39 @@ export async function verifyReadModels(
   return report;
 }
 
-type Dump = ReturnType<SqliteReadModel['dumpRows']>;
-
-function compare(projection: string, stored: Dump, expected: Dump): ReadModelDifference[] {
-  const differences: ReadModelDifference[] = [];
-  const rows = (dump: Dump) =>
-    new Map<string, string>([
-      ...dump.docs.map((row) => [String(row.key), JSON.stringify(row)] as const),
-      ...dump.links.map((row) => [`link:${row.stream}`, row.link] as const),
-    ]);
-  const have = rows(stored);
-  const want = rows(expected);
-  for (const [key, row] of want) {
-    if (!have.has(key)) differences.push({ projection, key, kind: 'missing' });
-    else if (have.get(key) !== row) differences.push({ projection, key, kind: 'differs' });
+/**
+ * A merge of two key-ordered row streams: counts what is missing, unexpected or different, and
+ * keeps the first `room` of them; neither side is ever held whole.
+ */
+function compare(
+  projection: string,
+  storedRows: Iterator<[string, string]>,
+  expectedRows: Iterator<[string, string]>,
+  room: number,
+): { count: number; documents: number; listed: ReadModelDifference[] } {
+  const listed: ReadModelDifference[] = [];
+  let count = 0;
+  let documents = 0;
+  const note = (key: string, kind: ReadModelDifference['kind']) => {
+    count += 1;
+    if (listed.length < room) listed.push({ projection, key: key.startsWith('doc:') ? key.slice(4) : key, kind });
+  };
+  let have = storedRows.next();
+  let want = expectedRows.next();
+  while (!have.done || !want.done) {
+    if (want.done || (!have.done && have.value[0] < want.value[0])) {
+      if (have.value[0].startsWith('doc:')) documents += 1;
+      note(have.value[0], 'unexpected');
+      have = storedRows.next();
+    } else if (have.done || want.value[0] < have.value[0]) {
+      note(want.value[0], 'missing');
+      want = expectedRows.next();
+    } else {
+      if (have.value[0].startsWith('doc:')) documents += 1;
+      if (have.value[1] !== want.value[1]) note(have.value[0], 'differs');
+      have = storedRows.next();
+      want = expectedRows.next();
+    }
   }
-  for (const key of have.keys()) if (!want.has(key)) differences.push({ projection, key, kind: 'unexpected' });
-  return differences;
+  return { count, documents, listed };
 }

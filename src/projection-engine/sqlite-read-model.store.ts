@@ -357,13 +357,19 @@ export class SqliteReadModel {
     };
   }
 
-  /** Every stored row of a projection with its index columns too (queries filter on them): to verify a read model. */
-  dumpRows(name: string): { docs: Array<Record<string, unknown>>; links: Array<{ stream: string; link: string }> } {
+  /**
+   * Every stored row of a projection, documents with their index columns (queries filter on them)
+   * then stream links, each as [key, serialised row], in key order: one at a time, so a read model
+   * of any size can be compared without holding it.
+   */
+  *rowsInKeyOrder(name: string): Generator<[string, string]> {
     const { docsTable, linksTable } = this.entry(name);
-    return {
-      docs: this.db.prepare(`SELECT * FROM ${docsTable} ORDER BY key`).all() as Array<Record<string, unknown>>,
-      links: this.db.prepare(`SELECT stream, link FROM ${linksTable} ORDER BY stream`).all() as Array<{ stream: string; link: string }>,
-    };
+    for (const row of this.db.prepare(`SELECT * FROM ${docsTable} ORDER BY key`).iterate() as Iterable<Record<string, unknown>>) {
+      yield [`doc:${String(row.key)}`, JSON.stringify(row)];
+    }
+    for (const row of this.db.prepare(`SELECT stream, link FROM ${linksTable} ORDER BY stream`).iterate() as Iterable<{ stream: string; link: string }>) {
+      yield [`link:${row.stream}`, row.link];
+    }
   }
 
   close(): void {
