@@ -11,21 +11,8 @@
  */
 import { LedgerClient, LedgerWorker } from '../src/client';
 import { CREATE_INVOICE, invoiceTools } from './invoice-tools';
+import { flag, integerFlag, log } from './example-cli';
 
-function flag(name: string, fallback?: string): string | undefined {
-  const index = process.argv.indexOf(`--${name}`);
-  return index >= 0 ? process.argv[index + 1] : fallback;
-}
-
-function integerFlag(name: string, fallback: number): number {
-  const raw = flag(name);
-  if (raw === undefined) return fallback;
-  const value = Number(raw);
-  if (!Number.isSafeInteger(value) || value < 0) throw new Error(`--${name} must be a non-negative integer, got "${raw}"`);
-  return value;
-}
-
-const log = (record: Record<string, unknown>) => process.stdout.write(`${JSON.stringify({ at: new Date().toISOString(), ...record })}\n`);
 
 async function main(): Promise<void> {
   const ledger = new LedgerClient({ baseUrl: flag('ledger', 'http://127.0.0.1:3000') as string, apiKey: process.env.LEDGER_API_KEY, timeoutMs: 10_000 });

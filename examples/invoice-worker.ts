@@ -21,6 +21,7 @@ import {
   type WriteStep,
 } from '../src/client';
 import { CREATE_INVOICE, invoiceTools, VERIFICATION_TOOL, type InvoiceInput } from './invoice-tools';
+import { flag, integerFlag, log } from './example-cli';
 
 interface Job {
   step: WriteStep<InvoiceInput>;
@@ -33,20 +34,6 @@ interface Job {
   final?: string;
 }
 
-function flag(name: string, fallback?: string): string | undefined {
-  const index = process.argv.indexOf(`--${name}`);
-  return index >= 0 ? process.argv[index + 1] : fallback;
-}
-
-function integerFlag(name: string, fallback: number): number {
-  const raw = flag(name);
-  if (raw === undefined) return fallback;
-  const value = Number(raw);
-  if (!Number.isSafeInteger(value) || value < 0) throw new Error(`--${name} must be a non-negative integer, got "${raw}"`);
-  return value;
-}
-
-const log = (record: Record<string, unknown>) => process.stdout.write(`${JSON.stringify({ at: new Date().toISOString(), ...record })}\n`);
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 const PARKED = new Set(['needs_input', 'awaiting_approval']);
 const TERMINAL = new Set(['succeeded', 'escalated']);
