@@ -213,7 +213,19 @@
 
   var VIEWS = ['triage-view', 'operations-view', 'runs-view', 'operation-view', 'run-view', 'trust-view', 'webhooks-view'];
 
+  /** The view the address asks for now (route() below reads the address the same way). */
+  function addressedView() {
+    var at = current();
+    if ((at.view === 'operation' || at.view === 'run') && !at.id) return 'triage-view';
+    return VIEWS.indexOf(at.view + '-view') >= 0 ? at.view + '-view' : 'triage-view';
+  }
+
   function show(view) {
+    // A view whose data arrived after the reader moved on (a live redraw of the page they left)
+    // must not take the screen back from the one they asked for.
+    // 'none' is an operation's or a run's page with nothing readable: only while one is addressed.
+    var addressed = addressedView();
+    if (view === 'none' ? addressed !== 'operation-view' && addressed !== 'run-view' : view !== addressed) return;
     VIEWS.forEach(function (id) {
       $(id).hidden = id !== view;
     });
