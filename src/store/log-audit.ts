@@ -178,6 +178,7 @@ export async function auditLog(store: EventStore, options: AuditOptions = {}): P
   // process or another on the same store) are neither missed by the anchor nor counted against it.
   const anchor = store.keepsAnchors ? await store.logAnchor() : undefined;
   const until = anchor?.position ?? (store.keepsAnchors ? 0 : Number.MAX_SAFE_INTEGER);
+  const anchorPosition = anchor?.position ?? 0;
   const pass = await passOverLog(store, options.since?.anchor.events, store.keepsAnchors && !anchor ? Number.MAX_SAFE_INTEGER : until);
   findings.push(...pass.undecodable.filter((finding) => (finding.stream ?? '').startsWith(prefix)));
   const heads = store.keepsAnchors ? new Map((await store.anchoredHeads(prefix)).map((head) => [head.stream, head])) : new Map<string, StreamHead>();
@@ -249,6 +250,8 @@ export async function auditLog(store: EventStore, options: AuditOptions = {}): P
     }
   }
   for (const head of heads.values()) {
+    // A stream first appended after the pass read the log has a head and events now: not deleted.
+    if (head.position > anchorPosition && (await store.readStream(head.stream).catch(() => [])).length > 0) continue;
     findings.push({
       kind: 'stream_deleted',
       stream: head.stream,

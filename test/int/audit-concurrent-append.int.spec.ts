@@ -1,0 +1,28 @@
+/**
+ * The audit runs while the service appends (at start, on demand): a stream first appended after the
+ * audit read the log is not a deleted stream (docs/reliability.md).
+ */
+import { NO_STREAM } from '../../src/store/event-store.port';
+import { sealEvents } from '../../src/store/hash-chain';
+import { auditLog } from '../../src/store/log-audit';
+import { SqliteEventStore } from '../../src/store/sqlite/sqlite-event-store.adapter';
+import { newEvent } from '../contract/event-store.contract';
+
+it('a stream appended while the audit runs is not reported deleted', async () => {
+  const store = SqliteEventStore.open({ file: ':memory:' });
+  try {
+    const first = 'op-acme:run/first';
+    await store.append(first, NO_STREAM, sealEvents(first, undefined, [newEvent('A')]));
+    const heads = store.anchoredHeads.bind(store);
+    // Between the pass over the log and the read of the heads, another caller appends a new stream.
+    store.anchoredHeads = async (prefix: string) => {
+      const late = 'op-acme:run/late';
+      if (!(await store.anchoredHead(late))) await store.append(late, NO_STREAM, sealEvents(late, undefined, [newEvent('B')]));
+      return heads(prefix);
+    };
+    const audit = await auditLog(store);
+    expect(audit.findings).toEqual([]);
+  } finally {
+    await store.close();
+  }
+});
