@@ -209,7 +209,7 @@ export class LedgerService {
   private async read(stream: string): Promise<StreamSnapshot> {
     const known = this.broken.reasonFor(stream);
     if (known) throw new StoreIntegrityError(stream, known);
-    const [events, head] = await Promise.all([this.store.readStream(stream), this.store.anchoredHead(stream)]);
+    const { events, head } = await this.store.readStreamAnchored(stream);
     const found = verifyChain(events, this.verifiedHeads.get(stream));
     if (found) throw new StoreIntegrityError(stream, `the hash chain breaks at revision ${found.revision} (${found.reason})`);
     const last = events[events.length - 1];

@@ -105,6 +105,11 @@ export interface StreamIndexEntry {
   data: JsonObject;
 }
 
+export interface AnchoredStream {
+  events: StoredEvent[];
+  head: StreamHead | undefined;
+}
+
 export interface IndexedStream extends StreamHead {
   key: string;
   data: JsonObject;
@@ -150,6 +155,12 @@ export interface EventStore {
    * or first prev_hash does not meet the anchored head throws StoreIntegrityError.
    */
   anchoredHead(stream: string): Promise<StreamHead | undefined>;
+  /**
+   * The stream and its anchored head read in one snapshot of the store, so that an append landing
+   * between two separate reads (another process sharing the log) never looks like a cut tail.
+   * `head` is undefined exactly when `anchoredHead` would answer undefined.
+   */
+  readStreamAnchored(stream: string): Promise<AnchoredStream>;
   /** Every anchored head under a prefix, ordered by stream name (what verify walks). */
   anchoredHeads(streamPrefix: string): Promise<StreamHead[]>;
   /** The whole log's anchor; undefined when the log is empty or the store keeps none. */

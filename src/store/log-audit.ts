@@ -229,8 +229,9 @@ export async function auditLog(store: EventStore, options: AuditOptions = {}): P
       heads.delete(stream);
       if (!head || !last || last.revision !== head.revision || last.metadata.hash !== head.hash) {
         // Maybe appended to since the heads were read: the append moves the head with the events.
-        head = await store.anchoredHead(stream);
-        const now = await store.readStream(stream).catch(() => stored);
+        const reread = await store.readStreamAnchored(stream).catch(() => ({ events: stored, head: undefined }));
+        head = reread.head;
+        const now = reread.events;
         const lastNow = now[now.length - 1];
         if (head && lastNow && lastNow.revision === head.revision && lastNow.metadata.hash === head.hash && lastNow.revision > (last?.revision ?? -1) && !verifyChain(now)) continue;
       }

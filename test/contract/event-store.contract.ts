@@ -218,6 +218,17 @@ export function testEventStore(name: string, factory: () => Promise<EventStoreUn
       expect(anchor).toMatchObject({ events: all.length, log_hash: logHash });
     });
 
+    it('reads a stream with its anchored head in one answer, the head undefined where the store keeps none', async () => {
+      const stream = freshStream('anchored-read');
+      expect(await store.readStreamAnchored(stream)).toEqual({ events: [], head: undefined });
+      const sealed = sealEvents(stream, undefined, [newEvent('A'), newEvent('B')]);
+      await store.append(stream, NO_STREAM, sealed);
+      const { events, head } = await store.readStreamAnchored(stream);
+      expect(events).toEqual(await store.readStream(stream));
+      expect(head).toEqual(await store.anchoredHead(stream));
+      if (store.keepsAnchors) expect(head).toMatchObject({ revision: 1, hash: sealed[1].metadata.hash });
+    });
+
     it('refuses a batch that does not chain from the anchored head (where the store keeps anchors)', async () => {
       if (!store.keepsAnchors) return;
       const stream = freshStream('chain');

@@ -3,6 +3,7 @@ import { LEDGER_PROJECTIONS } from '../../../projections/projection-catalog';
 import { ProjectionEngine } from '../../projection-engine/projection-engine';
 import { readModelFile, SqliteReadModel } from '../../projection-engine/sqlite-read-model.store';
 import type {
+  AnchoredStream,
   AppendOptions,
   AppendResult,
   EventStore,
@@ -51,6 +52,9 @@ class ReadProgressStore implements EventStore {
   }
   anchoredHead(stream: string): Promise<StreamHead | undefined> {
     return this.store.anchoredHead(stream);
+  }
+  readStreamAnchored(stream: string): Promise<AnchoredStream> {
+    return this.store.readStreamAnchored(stream);
   }
   anchoredHeads(streamPrefix: string): Promise<StreamHead[]> {
     return this.store.anchoredHeads(streamPrefix);

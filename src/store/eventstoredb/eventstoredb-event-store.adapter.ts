@@ -16,6 +16,7 @@ import {
   RevisionConflictError,
   StoreIntegrityError,
   StoreUnavailableError,
+  type AnchoredStream,
   type AppendResult,
   type EventStore,
   type NewEvent,
@@ -336,6 +337,10 @@ export class EventStoreDbEventStore implements EventStore {
 
   async anchoredHead(): Promise<undefined> {
     return undefined;
+  }
+
+  async readStreamAnchored(stream: string): Promise<AnchoredStream> {
+    return { events: await this.readStream(stream), head: undefined };
   }
 
   async anchoredHeads(): Promise<[]> {

@@ -4,6 +4,7 @@ import { mkdirSync } from 'node:fs';
 import { dirname } from 'node:path';
 import { GENESIS_HASH, nextLogHash, signAnchor } from '../hash-chain';
 import {
+  type AnchoredStream,
   NO_STREAM,
   RevisionConflictError,
   StoreIntegrityError,
@@ -536,6 +537,20 @@ export class SqliteEventStore implements EventStore {
     try {
       const row = this.statements.streamHead.get(stream);
       return row ? toHead(row) : undefined;
+    } catch (error) {
+      throw toPortError(error);
+    }
+  }
+
+  async readStreamAnchored(stream: string): Promise<AnchoredStream> {
+    try {
+      // One read transaction: in WAL mode both statements see the same snapshot of the file, however
+      // many processes append to it meanwhile.
+      return this.db.transaction(() => {
+        const events = this.statements.readStream.all(stream).map(toStored);
+        const row = this.statements.streamHead.get(stream);
+        return { events, head: row ? toHead(row) : undefined };
+      })();
     } catch (error) {
       throw toPortError(error);
     }

@@ -1,4 +1,5 @@
 import {
+  type AnchoredStream,
   NO_STREAM,
   RevisionConflictError,
   type AppendResult,
@@ -46,6 +47,10 @@ export class MemoryEventStore implements EventStore {
 
   async anchoredHead(): Promise<undefined> {
     return undefined;
+  }
+
+  async readStreamAnchored(stream: string): Promise<AnchoredStream> {
+    return { events: await this.readStream(stream), head: undefined };
   }
 
   async anchoredHeads(): Promise<[]> {
