@@ -12,7 +12,8 @@ async function main(): Promise<void> {
   const [file, stream, ms] = process.argv.slice(2);
   const store = SqliteEventStore.open({ file });
   const deadline = Date.now() + Number(ms);
-  let head = await store.anchoredHead(stream);
+  const anchored = await store.anchoredHead(stream);
+  let head: { revision: number; hash: string } | undefined = anchored && { revision: anchored.revision, hash: anchored.hash };
   let appended = 0;
   process.stdout.write('ready\n');
   while (Date.now() < deadline) {
