@@ -1,3 +1,6 @@
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import type { AnyProjection } from '../../projections/projection';
 import type { EventStore } from '../store/event-store.port';
 import { yieldToEventLoop } from '../store/log-audit';
@@ -22,40 +25,53 @@ export interface ReadModelReport {
 const BATCH = 1000;
 
 /**
- * Rebuilds each projection in memory from the log, up to the position its stored checkpoint
- * claims, and compares every stored row (documents, their index columns, stream links) with what
- * the log gives. A read model edited outside the engine (or torn by a bad disk) differs, and is
- * then rebuilt rather than served (docs/reliability.md, "A corrupted read model").
+ * Rebuilds each projection from the log, up to the position its stored checkpoint claims, and
+ * compares every stored row (documents, their index columns, stream links) with what the log gives.
+ * A read model edited outside the engine (or torn by a bad disk) differs, and is then rebuilt rather
+ * than served (docs/reliability.md, "A corrupted read model").
+ *
+ * The rebuilt copies are scratch files under `scratchDir` (TMPDIR by default), removed afterwards:
+ * a read model grows with the log (the evidence trail keeps every event), so a copy in memory would
+ * make the service's resident set grow with it. One pass over the log feeds every projection.
  */
 export async function verifyReadModels(
   store: EventStore,
   stored: SqliteReadModel,
   projections: readonly AnyProjection[],
-  { maxListed = 50 }: { maxListed?: number } = {},
+  { maxListed = 50, scratchDir = tmpdir() }: { maxListed?: number; scratchDir?: string } = {},
 ): Promise<ReadModelReport> {
   const report: ReadModelReport = { ok: true, projections: [], differences: [] };
-  for (const projection of projections) {
-    const checkpoint = stored.checkpoint(projection.name).position;
-    const fresh = SqliteReadModel.open({ file: ':memory:', readCacheBytes: 0 });
-    try {
-      fresh.register(projection);
-      for (let after = 0; after < checkpoint; ) {
-        const batch = (await store.readAll({ after, limit: BATCH, streamPrefix: OPERATION_STREAM_PREFIX })).filter((event) => event.position <= checkpoint);
-        if (batch.length === 0) break;
-        // A turn for the event loop between batches: the service answers while it checks.
-        await yieldToEventLoop();
+  const scratch = mkdtempSync(join(scratchDir, 'recovery-ledger-verify-'));
+  const rebuilt = projections.map((projection) => {
+    const fresh = SqliteReadModel.open({ file: join(scratch, `${projection.name}.sqlite`), readCacheBytes: 0 });
+    fresh.register(projection);
+    return { projection, fresh, checkpoint: stored.checkpoint(projection.name).position };
+  });
+  try {
+    const until = Math.max(0, ...rebuilt.map((entry) => entry.checkpoint));
+    for (let after = 0; after < until; ) {
+      const batch = await store.readAll({ after, limit: BATCH, streamPrefix: OPERATION_STREAM_PREFIX });
+      if (batch.length === 0) break;
+      // A turn for the event loop between batches: the service answers while it checks.
+      await yieldToEventLoop();
+      for (const { projection, fresh, checkpoint } of rebuilt) {
+        const mine = batch.filter((event) => event.position <= checkpoint);
+        if (mine.length === 0) continue;
         const set = new ProjectionWorkingSet(projection, fresh, after);
-        set.fold(batch);
+        set.fold(mine);
         fresh.transaction(() => set.write());
-        after = batch[batch.length - 1].position;
       }
+      after = batch[batch.length - 1].position;
+    }
+    for (const { projection, fresh, checkpoint } of rebuilt) {
       const { count, documents, listed } = compare(projection.name, stored.rowsInKeyOrder(projection.name), fresh.rowsInKeyOrder(projection.name), maxListed - report.differences.length);
       report.projections.push({ name: projection.name, checkpoint, documents, differences: count });
       if (count > 0) report.ok = false;
       report.differences.push(...listed);
-    } finally {
-      fresh.close();
     }
+  } finally {
+    for (const { fresh } of rebuilt) fresh.close();
+    rmSync(scratch, { recursive: true, force: true });
   }
   return report;
 }
