@@ -14,7 +14,7 @@ import {
 import { trustReport, type TrustMetricsDoc, type TrustReport } from '../../projections/trust-metrics.projection';
 import { STEP_STATUSES, type StepStatus } from '../domain/events';
 import { LedgerError } from '../errors/ledger-error';
-import type { Caller } from '../http/caller';
+import type { Caller } from '../auth/caller';
 import { checkOperationRef, optionalInteger } from '../http/operation-ref';
 import type { Clock } from '../ledger/clock';
 import type { EventStore, IndexedStream } from '../store/event-store.port';

@@ -6,7 +6,7 @@ import { dispatchTimeoutMs } from '../domain/events';
 import { isPlanned, type PlannedStep } from '../domain/step-state';
 import { dueWork, type WorkKind } from '../domain/work-due';
 import { LedgerError } from '../errors/ledger-error';
-import type { Caller } from '../http/caller';
+import type { Caller } from '../auth/caller';
 import { checkOperationRef, optionalInteger } from '../http/operation-ref';
 import type { Clock } from '../ledger/clock';
 import { sha256Hex } from '../ledger/event-ids';
