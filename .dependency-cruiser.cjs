@@ -63,6 +63,14 @@ module.exports = {
       to: { path: '^src/http/' },
     },
     {
+      name: 'controllers-live-in-http',
+      comment:
+        'Every route is declared under src/http and registered by src/http/http.module.ts; a controller file elsewhere is refused (any import it makes is reported).',
+      severity: 'error',
+      from: { path: '\\.controller\\.ts$', pathNot: '^src/http/' },
+      to: {},
+    },
+    {
       name: 'observability-imports-neither-ledger-nor-projection-engine',
       comment:
         'Metrics are fed through hooks observability defines; the services they watch are handed those hooks, so observability depends on nothing it observes.',
