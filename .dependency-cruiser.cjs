@@ -1,8 +1,13 @@
 /**
- * The architecture, checked: the pure core (decider, envelope rules, projections) imports
- * no framework and no I/O; the runtime client imports no part of the server framework.
+ * The architecture, checked (docs/architecture.md): the pure core (decider, envelope rules,
+ * projections) imports no framework and no I/O; the layers import one way, HTTP -> application ->
+ * domain and ports <- adapters; the runtime client imports no part of the server framework.
  */
 const PURE = '^(src/domain|projections)/';
+/** Every folder below the HTTP edge: application services, ports, adapters, the core, cross-cutting parts. */
+const BELOW_HTTP = '^src/(auth|ledger|store|projection-engine|work|webhooks|observability|health|openapi|domain|config|errors|shared|logging)/';
+/** The store adapters: drivers and their translation to the port. */
+const ADAPTERS = '^src/store/(sqlite|eventstoredb)/';
 const CORE_NODE = ['fs', 'path', 'crypto', 'http', 'https', 'net', 'os', 'child_process', 'worker_threads', 'events', 'stream', 'timers', 'process'];
 
 module.exports = {
@@ -48,6 +53,45 @@ module.exports = {
       severity: 'error',
       from: { path: '^src/store/' },
       to: { path: '^src/(http|ledger|auth|projection-engine)/' },
+    },
+    {
+      name: 'nothing-below-http-imports-http',
+      comment:
+        'The HTTP edge (controllers, DTOs, query parsing, the problem filter) sits on top: services take typed inputs and never reach up for a request, a decorator or a parser.',
+      severity: 'error',
+      from: { path: BELOW_HTTP },
+      to: { path: '^src/http/' },
+    },
+    {
+      name: 'controllers-live-in-http',
+      comment:
+        'Every route is declared under src/http and registered by src/http/http.module.ts; a controller file elsewhere is refused (any import it makes is reported).',
+      severity: 'error',
+      from: { path: '\\.controller\\.ts$', pathNot: '^src/http/' },
+      to: {},
+    },
+    {
+      name: 'observability-imports-neither-ledger-nor-projection-engine',
+      comment:
+        'Metrics are fed through hooks observability defines; the services they watch are handed those hooks, so observability depends on nothing it observes.',
+      severity: 'error',
+      from: { path: '^src/observability/' },
+      to: { path: '^src/(ledger|projection-engine)/' },
+    },
+    {
+      name: 'tools-outside-the-runtime',
+      comment: 'Build-time tools (tools/: the artefact generator) may load the application; the runtime never loads them.',
+      severity: 'error',
+      from: { path: '^(src|projections)/' },
+      to: { path: '^tools/' },
+    },
+    {
+      name: 'adapters-only-through-the-factory',
+      comment:
+        'The SQLite and EventStoreDB adapters are chosen in one place (src/store/store.factory.ts); everything else, the application services included, holds the store by its port.',
+      severity: 'error',
+      from: { pathNot: `${ADAPTERS}|^src/store/store\\.factory\\.ts$` },
+      to: { path: ADAPTERS },
     },
     {
       name: 'server-without-cli',

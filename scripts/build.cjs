@@ -13,7 +13,7 @@ const { join } = require('node:path');
 const root = join(__dirname, '..');
 const STAMP = join(root, 'dist', '.build-stamp');
 // What tsconfig.build.json compiles, and the settings that shape the output.
-const INPUTS = ['src', 'projections', 'examples', 'bench', 'tsconfig.json', 'tsconfig.build.json'];
+const INPUTS = ['src', 'projections', 'examples', 'bench', 'tools', 'tsconfig.json', 'tsconfig.build.json'];
 const SKIP = new Set(['node_modules', 'results', 'figures', '.peers']);
 
 function newestMtime(path) {

@@ -1,7 +1,7 @@
 import { createHash, timingSafeEqual } from 'node:crypto';
 import { ConfigError } from '../config/ledger-config';
 import { TENANT_ID_PATTERN } from '../store/stream-names';
-import type { Role } from '../http/caller';
+import type { Role } from './caller';
 import { NO_TENANT, ROLES } from './roles';
 
 export interface ApiKeyEntry {

@@ -2,7 +2,7 @@ import { Inject, Injectable, type CanActivate, type ExecutionContext } from '@ne
 import { Reflector } from '@nestjs/core';
 import type { FastifyRequest } from 'fastify';
 import { LedgerError } from '../errors/ledger-error';
-import type { Caller, RequestWithCaller } from '../http/caller';
+import type { Caller, RequestWithCaller } from './caller';
 import { ACCESS_KEY, ROLE_ACCESS, type Access } from './access';
 import { findKey, type ApiKeyEntry } from './api-keys';
 import { bearerToken } from './bearer';

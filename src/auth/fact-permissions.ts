@@ -1,5 +1,5 @@
 import { LedgerError } from '../errors/ledger-error';
-import type { Caller } from '../http/caller';
+import type { Caller } from './caller';
 import { mayRecord } from './roles';
 
 export interface ApprovalSettings {

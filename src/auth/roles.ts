@@ -1,4 +1,4 @@
-import type { Role } from '../http/caller';
+import type { Role } from './caller';
 
 /** What a route needs. Every route declares one; a route without it is refused by the guard. */
 export type Access = 'public' | 'read' | 'write' | 'admin' | 'metrics';

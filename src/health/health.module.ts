@@ -1,10 +1,9 @@
 import { Module, type DynamicModule } from '@nestjs/common';
 import { TerminusModule } from '@nestjs/terminus';
-import { HealthController } from './health.controller';
 import { HEALTH_SETTINGS, loadHealthSettings } from './health-settings';
 import { LedgerHealthIndicators } from './ledger-health.indicators';
 
-/** /health/live and /health/ready (@nestjs/terminus). Needs EVENT_STORE from the ledger module. */
+/** The readiness checks behind /health (@nestjs/terminus). Needs EVENT_STORE from the ledger module. */
 @Module({})
 export class HealthModule {
   static register(env: NodeJS.ProcessEnv = process.env): DynamicModule {
@@ -12,8 +11,8 @@ export class HealthModule {
       module: HealthModule,
       // Readiness changes are logged by the controller; terminus would log every failed probe.
       imports: [TerminusModule.forRoot({ logger: false })],
-      controllers: [HealthController],
       providers: [{ provide: HEALTH_SETTINGS, useValue: loadHealthSettings(env) }, LedgerHealthIndicators],
+      exports: [TerminusModule, LedgerHealthIndicators],
     };
   }
 }

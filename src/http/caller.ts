@@ -1,20 +1,7 @@
 import { createParamDecorator, type ExecutionContext } from '@nestjs/common';
+import type { Caller, RequestWithCaller } from '../auth/caller';
 
-export type Role = 'runtime' | 'auditor' | 'admin' | 'approver' | 'metrics';
-
-/** Who is calling: resolved once per request by the auth guard, read by handlers. */
-export interface Caller {
-  tenant: string;
-  /** The key's id (never the key itself), recorded as the actor of each event. */
-  actor: string;
-  role: Role;
-  /** Local mode's one caller (no keys configured, loopback only). */
-  local?: true;
-}
-
-export interface RequestWithCaller {
-  caller?: Caller;
-}
+export type { Caller, RequestWithCaller, Role } from '../auth/caller';
 
 export const CallerParam = createParamDecorator((_data: unknown, context: ExecutionContext): Caller => {
   const request = context.switchToHttp().getRequest<RequestWithCaller>();

@@ -1,8 +1,9 @@
 import { Controller, Get, Inject, Param, Query } from '@nestjs/common';
 import { ApiExtraModels, ApiOkResponse, ApiOperation, ApiParam, ApiProperty, ApiPropertyOptional, ApiQuery, ApiTags } from '@nestjs/swagger';
 import { RequireAccess } from '../auth/access';
-import { ProjectionQueries, type QueryParams } from '../projection-engine/projection-queries';
+import { ProjectionQueries } from '../projection-engine/projection-queries';
 import { CallerParam, type Caller } from './caller';
+import { evidenceQuery, type QueryParams } from './read-queries';
 
 export class EvidenceEntryDto {
   @ApiProperty() revision!: number;
@@ -61,6 +62,6 @@ export class EvidenceController {
   @ApiQuery({ name: 'cursor', required: false, type: String })
   @ApiOkResponse({ type: EvidenceTrailDto })
   evidence(@CallerParam() caller: Caller, @Param('ref') ref: string, @Query() query: QueryParams) {
-    return this.queries.evidence(caller, ref, query);
+    return this.queries.evidence(caller, evidenceQuery(ref, query, this.queries.settings.maxWaitMs));
   }
 }

@@ -2,8 +2,9 @@ import { Controller, Get, Inject, Query } from '@nestjs/common';
 import { ApiOkResponse, ApiOperation, ApiQuery, ApiTags } from '@nestjs/swagger';
 import { RequireAccess } from '../auth/access';
 import { STEP_STATUSES } from '../domain/events';
-import { ProjectionQueries, TRUST_FLAGS, type QueryParams } from '../projection-engine/projection-queries';
+import { ProjectionQueries, TRUST_FLAGS } from '../projection-engine/projection-queries';
 import { CallerParam, type Caller } from './caller';
+import { operationListQuery, type QueryParams } from './read-queries';
 import { RecoveryListDto } from './recovery.controller';
 
 @ApiTags('operations')
@@ -27,6 +28,6 @@ export class OperationListController {
   @ApiQuery({ name: 'wait_timeout_ms', required: false, type: Number })
   @ApiOkResponse({ type: RecoveryListDto })
   list(@CallerParam() caller: Caller, @Query() query: QueryParams) {
-    return this.queries.operations(caller, query);
+    return this.queries.operations(caller, operationListQuery(query, this.queries.settings.maxWaitMs));
   }
 }

@@ -7,6 +7,8 @@ import { CONFIG, type LedgerConfig } from '../config/ledger-config';
 import { LedgerService } from '../ledger/ledger.service';
 import type { SubmitRequest } from '../contract/ledger-api.types';
 import { CallerParam, type Caller } from './caller';
+import { checkOperationRef } from './operation-ref';
+import { leaseHeader } from './work-requests';
 import { SubmitEventsDto } from './dto/submit-events.dto';
 import { OperationEventsDto, StepViewDto, SubmitAnswerDto } from './dto/responses.dto';
 import { OperationsQueries, submitContext } from './operations.queries';
@@ -37,7 +39,8 @@ export class OperationsController {
     @Headers() headers: Record<string, string | undefined>,
   ) {
     checkFactPermissions(caller, body.events, { selfApproval: this.config.allowSelfApproval });
-    const lease = await this.work?.leaseEvidence(caller, ref, headers['ledger-lease']);
+    const leaseId = this.work ? leaseHeader(headers['ledger-lease']) : undefined;
+    const lease = leaseId === undefined ? undefined : await this.work?.leaseEvidence(caller, checkOperationRef(ref), leaseId);
     return this.ledger.submit({ ...submitContext(caller, ref, headers), ...(lease ? { lease } : {}) }, body);
   }
 

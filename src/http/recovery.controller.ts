@@ -1,8 +1,9 @@
 import { Controller, Get, Inject, Query } from '@nestjs/common';
 import { ApiOkResponse, ApiOperation, ApiProperty, ApiPropertyOptional, ApiQuery, ApiTags } from '@nestjs/swagger';
 import { RequireAccess } from '../auth/access';
-import { ProjectionQueries, type QueryParams } from '../projection-engine/projection-queries';
+import { ProjectionQueries } from '../projection-engine/projection-queries';
 import { CallerParam, type Caller } from './caller';
+import { recoveryQuery, type QueryParams } from './read-queries';
 
 export class RecoveryItemDto {
   @ApiProperty() operation_ref!: string;
@@ -41,6 +42,6 @@ export class RecoveryController {
   @ApiQuery({ name: 'wait_timeout_ms', required: false, type: Number })
   @ApiOkResponse({ type: RecoveryListDto })
   recovery(@CallerParam() caller: Caller, @Query() query: QueryParams) {
-    return this.queries.recovery(caller, query);
+    return this.queries.recovery(caller, recoveryQuery(query, this.queries.settings.maxWaitMs));
   }
 }

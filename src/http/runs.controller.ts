@@ -2,8 +2,9 @@ import { Controller, Get, Inject, Param, Query } from '@nestjs/common';
 import { ApiOkResponse, ApiOperation, ApiParam, ApiProperty, ApiPropertyOptional, ApiQuery, ApiTags } from '@nestjs/swagger';
 import { RequireAccess } from '../auth/access';
 import { STEP_STATUSES } from '../domain/events';
-import { ProjectionQueries, type QueryParams } from '../projection-engine/projection-queries';
+import { ProjectionQueries } from '../projection-engine/projection-queries';
 import { CallerParam, type Caller } from './caller';
+import { runListQuery, runQuery, type QueryParams } from './read-queries';
 
 export class RunStepDto {
   @ApiProperty() operation_ref!: string;
@@ -63,7 +64,7 @@ export class RunsController {
   @ApiQuery({ name: 'wait_timeout_ms', required: false, type: Number })
   @ApiOkResponse({ type: RunListDto })
   list(@CallerParam() caller: Caller, @Query() query: QueryParams) {
-    return this.queries.runs(caller, query);
+    return this.queries.runs(caller, runListQuery(query, this.queries.settings.maxWaitMs));
   }
 
   @Get(':run_id')
@@ -78,6 +79,6 @@ export class RunsController {
   @ApiQuery({ name: 'wait_timeout_ms', required: false, type: Number })
   @ApiOkResponse({ type: RunSummaryDto })
   run(@CallerParam() caller: Caller, @Param('run_id') runId: string, @Query() query: QueryParams) {
-    return this.queries.run(caller, runId, query);
+    return this.queries.run(caller, runQuery(runId, query, this.queries.settings.maxWaitMs));
   }
 }

@@ -2,8 +2,9 @@ import { Controller, Get, Inject, Query } from '@nestjs/common';
 import { ApiOkResponse, ApiOperation, ApiProperty, ApiPropertyOptional, ApiQuery, ApiTags } from '@nestjs/swagger';
 import { DEFAULT_TRIAGE_THRESHOLDS, TRIAGE_KINDS } from '../../projections/triage';
 import { RequireAccess } from '../auth/access';
-import { ProjectionQueries, type QueryParams } from '../projection-engine/projection-queries';
+import { ProjectionQueries } from '../projection-engine/projection-queries';
 import { CallerParam, type Caller } from './caller';
+import { changesQuery, triageQuery, type QueryParams } from './read-queries';
 
 export class TriageItemDto {
   @ApiProperty({ enum: TRIAGE_KINDS, description: 'Why the step needs a person.' }) kind!: string;
@@ -83,7 +84,7 @@ export class TriageController {
   @ApiQuery({ name: 'wait_timeout_ms', required: false, type: Number })
   @ApiOkResponse({ type: TriageDto })
   triage(@CallerParam() caller: Caller, @Query() query: QueryParams) {
-    return this.queries.triage(caller, query);
+    return this.queries.triage(caller, triageQuery(query, this.queries.settings.maxWaitMs));
   }
 
   @Get('changes')
@@ -93,6 +94,6 @@ export class TriageController {
   @ApiQuery({ name: 'wait_ms', required: false, type: Number, description: 'At most 30000; 0 answers at once.' })
   @ApiOkResponse({ type: ChangesDto })
   changes(@Query() query: QueryParams) {
-    return this.queries.changes(query);
+    return this.queries.changes(changesQuery(query, this.queries.settings.maxWaitMs));
   }
 }

@@ -1,8 +1,9 @@
 import { Controller, Get, Inject, Query } from '@nestjs/common';
 import { ApiOkResponse, ApiOperation, ApiProperty, ApiPropertyOptional, ApiQuery, ApiTags } from '@nestjs/swagger';
 import { RequireAccess } from '../auth/access';
-import { ProjectionQueries, type QueryParams } from '../projection-engine/projection-queries';
+import { ProjectionQueries } from '../projection-engine/projection-queries';
 import { CallerParam, type Caller } from './caller';
+import { trustQuery, type QueryParams } from './read-queries';
 
 export class PendingRecoveryDto {
   @ApiProperty({ description: 'Pending recoveries resolved by a verification.' }) count!: number;
@@ -64,6 +65,6 @@ export class TrustMetricsController {
   @ApiQuery({ name: 'wait_timeout_ms', required: false, type: Number })
   @ApiOkResponse({ type: TrustMetricsDto })
   trust(@CallerParam() caller: Caller, @Query() query: QueryParams) {
-    return this.queries.trust(caller, query);
+    return this.queries.trust(caller, trustQuery(query, this.queries.settings.maxWaitMs));
   }
 }

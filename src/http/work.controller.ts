@@ -3,6 +3,9 @@ import { ApiBody, ApiOkResponse, ApiOperation, ApiParam, ApiProperty, ApiPropert
 import { RequireAccess } from '../auth/access';
 import { WorkFeed } from '../work/work-feed';
 import { CallerParam, type Caller } from './caller';
+import { checkOperationRef } from './operation-ref';
+import type { QueryParams } from './read-queries';
+import { leaseListRefs, releaseRequest, renewRequest, workRequest } from './work-requests';
 
 export class WorkLeaseDto {
   @ApiProperty({ format: 'uuid' }) id!: string;
@@ -89,8 +92,8 @@ export class WorkController {
   @ApiQuery({ name: 'wait_ms', required: false, type: Number, description: 'Wait up to this long for an item (0 to 30000, default 0).' })
   @ApiQuery({ name: 'lease_ms', required: false, type: Number, description: 'Lease length, 1000 to 600000 (default 30000).' })
   @ApiOkResponse({ type: WorkAnswerDto })
-  work(@CallerParam() caller: Caller, @Query() query: Record<string, string | string[] | undefined>, @Req() request: RequestWithSocket) {
-    return this.feed.take(caller, query, () => request.raw?.socket?.destroyed === true);
+  work(@CallerParam() caller: Caller, @Query() query: QueryParams, @Req() request: RequestWithSocket) {
+    return this.feed.take(caller, workRequest(caller, query, this.feed.settings), () => request.raw?.socket?.destroyed === true);
   }
 
   // Any reader of the tenant may see who holds an item; the lease id stays with its holder, since it
@@ -101,7 +104,7 @@ export class WorkController {
   @ApiOperation({ summary: 'Which worker holds the operation now under a work-feed lease, and until when (the lease id is not shown).' })
   @ApiOkResponse({ type: LeaseViewDto })
   lease(@CallerParam() caller: Caller, @Param('ref') ref: string) {
-    return this.feed.holderOf(caller, ref);
+    return this.feed.holderOf(caller, checkOperationRef(ref));
   }
 
   @Get('leases')
@@ -109,8 +112,8 @@ export class WorkController {
   @ApiOperation({ summary: 'Who holds each of up to 100 operations of the tenant now, in one read (for a list page); unknown refs read as not held.' })
   @ApiQuery({ name: 'operation_ref', required: true, type: String, isArray: true, description: 'Repeat the parameter, up to 100 times.' })
   @ApiOkResponse({ type: LeaseListDto })
-  leases(@CallerParam() caller: Caller, @Query() query: Record<string, string | string[] | undefined>) {
-    return this.feed.holdersOf(caller, query);
+  leases(@CallerParam() caller: Caller, @Query() query: QueryParams) {
+    return this.feed.holdersOf(caller, leaseListRefs(query));
   }
 
   @Post('operations/:ref/lease/renew')
@@ -121,7 +124,8 @@ export class WorkController {
   @ApiBody({ type: RenewLeaseDto })
   @ApiOkResponse({ type: RenewAnswerDto })
   renew(@CallerParam() caller: Caller, @Param('ref') ref: string, @Body() body: unknown) {
-    return this.feed.renew(caller, ref, body);
+    const operationRef = checkOperationRef(ref);
+    return this.feed.renew(caller, operationRef, renewRequest(body, this.feed.settings));
   }
 
   @Post('operations/:ref/lease/release')
@@ -132,6 +136,7 @@ export class WorkController {
   @ApiBody({ type: ReleaseLeaseDto })
   @ApiOkResponse({ type: ReleaseAnswerDto })
   release(@CallerParam() caller: Caller, @Param('ref') ref: string, @Body() body: unknown) {
-    return this.feed.release(caller, ref, body);
+    const operationRef = checkOperationRef(ref);
+    return this.feed.release(caller, operationRef, releaseRequest(body));
   }
 }

@@ -1,11 +1,9 @@
 import { Global, Module } from '@nestjs/common';
-import { MetricsController } from './metrics.controller';
 import { createMetricsRegistry, METRICS_REGISTRY } from './metrics';
 
 /** Global, so any module can inject METRICS_REGISTRY and add its metrics without importing this. */
 @Global()
 @Module({
-  controllers: [MetricsController],
   providers: [{ provide: METRICS_REGISTRY, useFactory: createMetricsRegistry }],
   exports: [METRICS_REGISTRY],
 })

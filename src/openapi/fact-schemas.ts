@@ -1,6 +1,6 @@
 import type { OpenAPIObject } from '@nestjs/swagger';
 import { envelopeJsonSchema } from '../domain/envelope/envelope.schema';
-import { IDENTIFIER_PATTERN } from '../http/dto/submit-events.dto';
+import { IDENTIFIER_PATTERN } from '../domain/identifier-grammar';
 import { SUBMIT_EXAMPLES } from './submit-examples';
 
 /**

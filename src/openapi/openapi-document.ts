@@ -3,7 +3,7 @@ import { METHOD_METADATA, PATH_METADATA } from '@nestjs/common/constants';
 import { ModulesContainer } from '@nestjs/core';
 import { DocumentBuilder, SwaggerModule, type OpenAPIObject } from '@nestjs/swagger';
 import { ACCESS_KEY, ROLE_ACCESS, type Access } from '../auth/access';
-import type { Role } from '../http/caller';
+import type { Role } from '../auth/caller';
 import { typeFacts } from './fact-schemas';
 
 export const BEARER_SCHEME = 'api_key';

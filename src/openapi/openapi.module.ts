@@ -1,10 +1,17 @@
-import { Module, type INestApplication } from '@nestjs/common';
-import { DocsController, OpenApiDocumentHolder } from './docs.controller';
+import { Injectable, Module, type INestApplication } from '@nestjs/common';
+import type { OpenAPIObject } from '@nestjs/swagger';
 import { buildOpenApiDocument } from './openapi-document';
 
+/** Holds the document built once the routes are known (see mountOpenApi); served as built. */
+@Injectable()
+export class OpenApiDocumentHolder {
+  document: OpenAPIObject | undefined;
+}
+
+/** The document's holder; the HTTP layer serves it at /docs. */
 @Module({
-  controllers: [DocsController],
   providers: [OpenApiDocumentHolder],
+  exports: [OpenApiDocumentHolder],
 })
 export class OpenApiModule {}
 

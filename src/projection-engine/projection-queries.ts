@@ -6,24 +6,21 @@ import {
   compareTriage,
   countTriage,
   DEFAULT_TRIAGE_THRESHOLDS,
-  TRIAGE_KINDS,
   triageItemOf,
   type TriageCounts,
   type TriageItem,
+  type TriageKind,
 } from '../../projections/triage';
 import { trustReport, type TrustMetricsDoc, type TrustReport } from '../../projections/trust-metrics.projection';
 import { STEP_STATUSES, type StepStatus } from '../domain/events';
+import type { Caller } from '../auth/caller';
 import { LedgerError } from '../errors/ledger-error';
-import type { Caller } from '../http/caller';
-import { checkOperationRef, optionalInteger } from '../http/operation-ref';
 import type { Clock } from '../ledger/clock';
 import type { EventStore, IndexedStream } from '../store/event-store.port';
 import { operationStream, parseOperationStream } from '../store/stream-names';
-import { decodeCursor, encodeCursor } from './page-cursor';
+import { encodeCursor } from './page-cursor';
 import type { ProjectionEngine } from './projection-engine';
 import type { Condition, SqliteReadModel } from './sqlite-read-model.store';
-
-export type QueryParams = Record<string, string | string[] | undefined>;
 
 export interface ProjectionQuerySettings {
   /** How long `wait_for_position` waits when the request names no `wait_timeout_ms`. */
@@ -121,8 +118,7 @@ export interface ChangesAnswer {
 
 /** Statuses a triage item can stand in (see projections/triage.ts). */
 const TRIAGE_STATUSES: readonly StepStatus[] = ['escalated', 'awaiting_approval', 'verifying', 'dispatched'];
-const MAX_THRESHOLD_MS = 30 * 86_400_000;
-const RECOVERY_STATUSES: readonly StepStatus[] = ['dispatched', 'verifying'];
+export const RECOVERY_STATUSES: readonly StepStatus[] = ['dispatched', 'verifying'];
 /** `has=` on the operations list: the operations a trust figure counts (a step_state column each). */
 export const TRUST_FLAGS = [
   'unknown_outcomes',
@@ -131,32 +127,85 @@ export const TRUST_FLAGS = [
   'identical_retries_blocked',
   'unverified_dispatches_refused',
 ] as const;
-const IDENTIFIER_PATTERN = /^[^\u0000-\u001f\u007f]{1,200}$/u;
+export type TrustFlag = (typeof TRUST_FLAGS)[number];
 
-function single(params: QueryParams, name: string): string | undefined {
-  const value = params[name];
-  if (Array.isArray(value)) throw new LedgerError('BAD_REQUEST', `${name} may be given once`, { field: name });
-  return value;
+/*
+ * The typed queries the readers' side takes. The HTTP edge builds them from query strings and
+ * refuses bad ones (src/http/read-queries.ts); here every field is already checked, and a page's
+ * `limit` is already defaulted and bounded.
+ */
+
+/** Read-your-writes: wait until the projection has applied the log this far, for at most `waitTimeoutMs`. */
+export interface ReadPosition {
+  waitForPosition?: number;
+  waitTimeoutMs?: number;
 }
 
-function identifier(raw: string | undefined, field: string): string | undefined {
-  if (raw === undefined) return undefined;
-  if (!IDENTIFIER_PATTERN.test(raw) || raw.trim().length === 0) {
-    throw new LedgerError('BAD_REQUEST', `${field} must be 1 to 200 printable characters`, { field });
-  }
-  return raw;
+export interface EvidenceQuery extends ReadPosition {
+  operationRef: string;
+  limit: number;
+  /** Entries after this revision (-1: from the first). */
+  afterRevision: number;
 }
 
-function oneOf<T extends string>(raw: string | undefined, allowed: readonly T[], field: string): T | undefined {
-  if (raw === undefined) return undefined;
-  if (!(allowed as readonly string[]).includes(raw)) {
-    throw new LedgerError('BAD_REQUEST', `${field} must be one of ${allowed.join(', ')}`, { field });
-  }
-  return raw as T;
+export interface RunQuery extends ReadPosition {
+  runId: string;
+  status?: StepStatus | 'unplanned';
+  tool?: string;
+  limit: number;
+  /** Steps planned after this position (0: from the first). */
+  afterPlanned: number;
 }
 
-function pageLimit(params: QueryParams, fallback: number, max: number): number {
-  return optionalInteger(single(params, 'limit'), 'limit', 1, max) ?? fallback;
+export interface RecoveryQuery extends ReadPosition {
+  status?: StepStatus;
+  tool?: string;
+  runId?: string;
+  /** Only steps in their status at least this long, by the ledger's clock. */
+  olderThanMs?: number;
+  limit: number;
+  /** After `(since in ms, operation_ref or key)`. */
+  cursor?: [number, string];
+}
+
+export interface StepListQuery extends RecoveryQuery {
+  /** Text the operation_ref contains. */
+  refContains?: string;
+  has?: TrustFlag;
+  newest?: boolean;
+}
+
+export interface TriageQuery extends ReadPosition {
+  kind?: TriageKind;
+  tool?: string;
+  runId?: string;
+  reason?: string;
+  refContains?: string;
+  olderThanMs?: number;
+  unknownAfterMs?: number;
+  /** Judge every dispatch by this timeout instead of its plan's own. */
+  dispatchTimeoutMs?: number;
+  limit: number;
+  cursor?: [number, string];
+}
+
+export interface RunListQuery extends ReadPosition {
+  refContains?: string;
+  openOnly: boolean;
+  limit: number;
+  /** After `(updated in ms, key)`. */
+  cursor?: [number, string];
+}
+
+export interface TrustQuery extends ReadPosition {
+  tool?: string;
+  limit: number;
+  afterTool?: string;
+}
+
+export interface ChangesQuery {
+  after: number;
+  waitMs: number;
 }
 
 /**
@@ -178,15 +227,13 @@ export class ProjectionQueries {
     private readonly engine: ProjectionEngine,
     private readonly readModel: SqliteReadModel,
     private readonly clock: Clock,
-    private readonly settings: ProjectionQuerySettings = DEFAULT_QUERY_SETTINGS,
+    readonly settings: ProjectionQuerySettings = DEFAULT_QUERY_SETTINGS,
     private readonly sources: QuerySources = {},
   ) {}
 
-  async evidence(caller: Caller, ref: string, params: QueryParams = {}): Promise<EvidenceAnswer> {
-    const operationRef = checkOperationRef(ref);
-    const limit = pageLimit(params, 500, 1000);
-    const [afterRevision] = (decodeCursor(single(params, 'cursor'), ['number']) ?? [-1]) as number[];
-    const asOf = await this.waitIfAsked(params, 'evidence_trail');
+  async evidence(caller: Caller, query: EvidenceQuery): Promise<EvidenceAnswer> {
+    const { operationRef, limit, afterRevision } = query;
+    const asOf = await this.waitIfAsked(query, 'evidence_trail');
     const doc = this.readModel.getDoc<EvidenceTrailDoc>('evidence_trail', scopedKey(caller.tenant, operationRef));
     if (!doc) throw new LedgerError('OPERATION_NOT_FOUND', 'the operation has no events (or they are not projected yet: see wait_for_position)');
     const after = doc.entries.filter((entry) => entry.revision > afterRevision);
@@ -205,13 +252,9 @@ export class ProjectionQueries {
     };
   }
 
-  async run(caller: Caller, runIdRaw: string, params: QueryParams = {}): Promise<RunAnswer> {
-    const runId = identifier(runIdRaw, 'run_id') as string;
-    const status = oneOf(single(params, 'status'), ['unplanned', ...STEP_STATUSES], 'status');
-    const tool = identifier(single(params, 'tool'), 'tool');
-    const limit = pageLimit(params, 500, 1000);
-    const [afterPlanned] = (decodeCursor(single(params, 'cursor'), ['number']) ?? [0]) as number[];
-    const asOf = await this.waitIfAsked(params, 'run_summary');
+  async run(caller: Caller, query: RunQuery): Promise<RunAnswer> {
+    const { runId, status, tool, limit, afterPlanned } = query;
+    const asOf = await this.waitIfAsked(query, 'run_summary');
     const doc = this.readModel.getDoc<RunSummaryDoc>('run_summary', scopedKey(caller.tenant, runId));
     if (!doc) throw new LedgerError('RUN_NOT_FOUND', 'no step of this run is planned (or projected yet: see wait_for_position)');
     const matching = Object.values(doc.steps)
@@ -233,29 +276,21 @@ export class ProjectionQueries {
   }
 
   /** Operations in flight or verifying, oldest first: what a restarted worker must verify (docs/contract.md §4). */
-  async recovery(caller: Caller, params: QueryParams = {}): Promise<RecoveryAnswer> {
+  async recovery(caller: Caller, query: RecoveryQuery): Promise<RecoveryAnswer> {
     const store = this.sources.store;
-    if (!store) return this.listSteps(caller, params, RECOVERY_STATUSES);
+    if (!store) return this.listSteps(caller, query, RECOVERY_STATUSES);
     // The head first: the index read after it covers at least the log up to there.
     const head = await store.headPosition();
     const indexed = await store.indexedStreams(operationStream(caller.tenant, ''), RECOVERY_STATUSES);
-    if (indexed) return this.recoveryFromIndex(indexed, params, head);
+    if (indexed) return this.recoveryFromIndex(indexed, query, head);
     // A store without an index: the projection, but only once it has applied the log up to the
     // head read at this request, so nothing in doubt at the time of the request is left out.
-    const asked = single(params, 'wait_for_position');
-    return this.listSteps(caller, asked === undefined ? { ...params, wait_for_position: String(head) } : params, RECOVERY_STATUSES);
+    return this.listSteps(caller, { ...query, waitForPosition: query.waitForPosition ?? head }, RECOVERY_STATUSES);
   }
 
   /** The recovery listing from the store's index: consistent with the log, whatever the read model holds. */
-  private recoveryFromIndex(indexed: IndexedStream[], params: QueryParams, head: number): RecoveryAnswer {
-    const olderThanMs = optionalInteger(single(params, 'older_than_ms'), 'older_than_ms', 0, 10 * 365 * 86_400_000);
-    const tool = identifier(single(params, 'tool'), 'tool');
-    const runId = identifier(single(params, 'run_id'), 'run_id');
-    const status = oneOf(single(params, 'status'), RECOVERY_STATUSES, 'status');
-    const limit = pageLimit(params, 100, 1000);
-    const cursor = decodeCursor(single(params, 'cursor'), ['number', 'string']) as [number, string] | undefined;
-    optionalInteger(single(params, 'wait_for_position'), 'wait_for_position', 0, Number.MAX_SAFE_INTEGER);
-    optionalInteger(single(params, 'wait_timeout_ms'), 'wait_timeout_ms', 0, this.settings.maxWaitMs);
+  private recoveryFromIndex(indexed: IndexedStream[], query: RecoveryQuery, head: number): RecoveryAnswer {
+    const { olderThanMs, tool, runId, status, limit, cursor } = query;
     const cutoff = olderThanMs === undefined ? undefined : this.clock.now().getTime() - olderThanMs;
     const items = indexed
       .map((entry) => ({ entry, ref: parseOperationStream(entry.stream)?.operationRef ?? '', sinceMs: instantMs(String(entry.data.since)) }))
@@ -295,18 +330,13 @@ export class ProjectionQueries {
   }
 
   /** Every operation of the tenant, oldest in its status first, by state, tool, run and age (docs/contract.md §5). */
-  operations(caller: Caller, params: QueryParams = {}): Promise<RecoveryAnswer> {
-    return this.listSteps(caller, params, STEP_STATUSES);
+  operations(caller: Caller, query: StepListQuery): Promise<RecoveryAnswer> {
+    return this.listSteps(caller, query, STEP_STATUSES);
   }
 
-  private async listSteps(caller: Caller, params: QueryParams, statuses: readonly StepStatus[]): Promise<RecoveryAnswer> {
-    const olderThanMs = optionalInteger(single(params, 'older_than_ms'), 'older_than_ms', 0, 10 * 365 * 86_400_000);
-    const tool = identifier(single(params, 'tool'), 'tool');
-    const runId = identifier(single(params, 'run_id'), 'run_id');
-    const status = oneOf(single(params, 'status'), statuses, 'status');
-    const limit = pageLimit(params, 100, 1000);
-    const cursor = decodeCursor(single(params, 'cursor'), ['number', 'string']);
-    const asOf = await this.waitIfAsked(params, 'step_state');
+  private async listSteps(caller: Caller, query: StepListQuery, statuses: readonly StepStatus[]): Promise<RecoveryAnswer> {
+    const { olderThanMs, tool, runId, status, limit, cursor, refContains, has, newest = false } = query;
+    const asOf = await this.waitIfAsked(query, 'step_state');
     const where: Condition[] = [
       { column: 'tenant', op: '=', value: caller.tenant },
       { column: 'status', op: 'in', values: status ? [status] : statuses },
@@ -315,11 +345,8 @@ export class ProjectionQueries {
     if (runId !== undefined) where.push({ column: 'run_id', op: '=', value: runId });
     // Age is judged by the ledger's clock, never the client's (docs/contract.md §4).
     if (olderThanMs !== undefined) where.push({ column: 'since_ms', op: '<=', value: this.clock.now().getTime() - olderThanMs });
-    const refContains = identifier(single(params, 'q'), 'q');
     if (refContains !== undefined) where.push({ column: 'operation_ref', op: 'contains', value: refContains });
-    const has = oneOf(single(params, 'has'), TRUST_FLAGS, 'has');
     if (has !== undefined) where.push({ column: has, op: '>', value: 0 });
-    const newest = oneOf(single(params, 'order'), ['oldest', 'newest'], 'order') === 'newest';
     if (cursor) where.push({ columns: ['since_ms', 'key'], op: newest ? '<' : '>', values: cursor });
     const rows = this.readModel.select<StepStateDoc>('step_state', {
       where,
@@ -356,23 +383,14 @@ export class ProjectionQueries {
    * kinds use the query's thresholds; a dispatch is judged by its plan's own `dispatch_timeout_ms`
    * unless the query names one.
    */
-  async triage(caller: Caller, params: QueryParams = {}): Promise<TriageAnswer> {
-    const kind = oneOf(single(params, 'kind'), TRIAGE_KINDS, 'kind');
-    const tool = identifier(single(params, 'tool'), 'tool');
-    const runId = identifier(single(params, 'run_id'), 'run_id');
-    const reason = identifier(single(params, 'reason'), 'reason');
-    const refContains = identifier(single(params, 'q'), 'q');
-    const olderThanMs = optionalInteger(single(params, 'older_than_ms'), 'older_than_ms', 0, 10 * 365 * 86_400_000);
-    const askedDispatchTimeout = optionalInteger(single(params, 'dispatch_timeout_ms'), 'dispatch_timeout_ms', 0, MAX_THRESHOLD_MS);
+  async triage(caller: Caller, query: TriageQuery): Promise<TriageAnswer> {
+    const { kind, tool, runId, reason, refContains, olderThanMs, limit, cursor } = query;
     const thresholds = {
-      unknown_after_ms:
-        optionalInteger(single(params, 'unknown_after_ms'), 'unknown_after_ms', 0, MAX_THRESHOLD_MS) ?? DEFAULT_TRIAGE_THRESHOLDS.unknown_after_ms,
-      dispatch_timeout_ms: askedDispatchTimeout ?? DEFAULT_TRIAGE_THRESHOLDS.dispatch_timeout_ms,
-      dispatch_timeout_asked: askedDispatchTimeout !== undefined,
+      unknown_after_ms: query.unknownAfterMs ?? DEFAULT_TRIAGE_THRESHOLDS.unknown_after_ms,
+      dispatch_timeout_ms: query.dispatchTimeoutMs ?? DEFAULT_TRIAGE_THRESHOLDS.dispatch_timeout_ms,
+      dispatch_timeout_asked: query.dispatchTimeoutMs !== undefined,
     };
-    const limit = pageLimit(params, 50, 500);
-    const cursor = decodeCursor(single(params, 'cursor'), ['number', 'string']) as [number, string] | undefined;
-    const asOf = await this.waitIfAsked(params, 'step_state');
+    const asOf = await this.waitIfAsked(query, 'step_state');
     const now = this.clock.now();
     const where: Condition[] = [
       { column: 'tenant', op: '=', value: caller.tenant },
@@ -409,12 +427,9 @@ export class ProjectionQueries {
   }
 
   /** The tenant's runs, most recently changed first; `q` searches the run id, `open=true` keeps the unsettled. */
-  async runs(caller: Caller, params: QueryParams = {}): Promise<RunListAnswer> {
-    const refContains = identifier(single(params, 'q'), 'q');
-    const openOnly = oneOf(single(params, 'open'), ['true', 'false'], 'open') === 'true';
-    const limit = pageLimit(params, 50, 500);
-    const cursor = decodeCursor(single(params, 'cursor'), ['number', 'string']);
-    const asOf = await this.waitIfAsked(params, 'run_summary');
+  async runs(caller: Caller, query: RunListQuery): Promise<RunListAnswer> {
+    const { refContains, openOnly, limit, cursor } = query;
+    const asOf = await this.waitIfAsked(query, 'run_summary');
     const where: Condition[] = [{ column: 'tenant', op: '=', value: caller.tenant }];
     if (refContains !== undefined) where.push({ column: 'run_id', op: 'contains', value: refContains });
     if (openOnly) where.push({ column: 'open', op: '>', value: 0 });
@@ -448,18 +463,14 @@ export class ProjectionQueries {
    * the log past `after`, or with `changed: false` when `wait_ms` ran out. The console follows the
    * log with it, so a page updates without a reload and without a key in any URL.
    */
-  async changes(params: QueryParams = {}): Promise<ChangesAnswer> {
-    const after = optionalInteger(single(params, 'after'), 'after', 0, Number.MAX_SAFE_INTEGER) ?? 0;
-    const waitMs = optionalInteger(single(params, 'wait_ms'), 'wait_ms', 0, this.settings.maxWaitMs) ?? 0;
+  async changes({ after, waitMs }: ChangesQuery): Promise<ChangesAnswer> {
     const changed = await this.engine.waitForPosition(after + 1, waitMs);
     return { position: this.engine.position(), changed, as_of: this.clock.now().toISOString() };
   }
 
-  async trust(caller: Caller, params: QueryParams = {}): Promise<TrustAnswer> {
-    const tool = identifier(single(params, 'tool'), 'tool');
-    const limit = pageLimit(params, 100, 1000);
-    const [afterTool] = (decodeCursor(single(params, 'cursor'), ['string']) ?? []) as string[];
-    const asOf = await this.waitIfAsked(params, 'trust_metrics');
+  async trust(caller: Caller, query: TrustQuery): Promise<TrustAnswer> {
+    const { tool, limit, afterTool } = query;
+    const asOf = await this.waitIfAsked(query, 'trust_metrics');
     const docs = this.trustDocs(caller.tenant);
     const listed = docs
       .filter((doc) => (tool === undefined || doc.tool === tool) && (afterTool === undefined || doc.tool > afterTool))
@@ -480,15 +491,14 @@ export class ProjectionQueries {
     return this.readModel.select<TrustMetricsDoc>('trust_metrics', { where, orderBy: [{ column: 'key' }] }).map((row) => row.doc);
   }
 
-  private async waitIfAsked(params: QueryParams, projection: string): Promise<number> {
+  private async waitIfAsked(asked: ReadPosition, projection: string): Promise<number> {
     if (this.sources.servable && !this.sources.servable()) {
       throw new LedgerError('PROJECTION_LAGGING', 'the read models are being checked against the log (or rebuilt from it) and are not served until they agree', {
         retryAfterSeconds: 1,
       });
     }
-    const position = optionalInteger(single(params, 'wait_for_position'), 'wait_for_position', 0, Number.MAX_SAFE_INTEGER);
-    const timeoutMs =
-      optionalInteger(single(params, 'wait_timeout_ms'), 'wait_timeout_ms', 0, this.settings.maxWaitMs) ?? this.settings.defaultWaitMs;
+    const position = asked.waitForPosition;
+    const timeoutMs = asked.waitTimeoutMs ?? this.settings.defaultWaitMs;
     if (position !== undefined && !(await this.engine.waitForPosition(position, timeoutMs, [projection]))) {
       throw new LedgerError(
         'PROJECTION_LAGGING',

@@ -1,4 +1,3 @@
-import { OperationListController } from '../http/operation-list.controller';
 import {
   Inject,
   Injectable,
@@ -11,11 +10,6 @@ import {
 import type { Registry } from 'prom-client';
 import { LEDGER_PROJECTIONS } from '../../projections/projection-catalog';
 import { CONFIG, type LedgerConfig } from '../config/ledger-config';
-import { EvidenceController } from '../http/evidence.controller';
-import { RecoveryController } from '../http/recovery.controller';
-import { RunsController } from '../http/runs.controller';
-import { TriageController } from '../http/triage.controller';
-import { TrustMetricsController } from '../http/trust-metrics.controller';
 import { CLOCK, systemClock, type Clock } from '../ledger/clock';
 import { METRICS_REGISTRY } from '../observability/metrics';
 import { ObservabilityModule } from '../observability/observability.module';
@@ -102,12 +96,11 @@ export class ProjectionsLifecycle implements OnApplicationBootstrap, OnModuleDes
 }
 
 /**
- * The projection engine, its read model and the read endpoints (docs/contract.md §5, §9). Needs EVENT_STORE
+ * The projection engine, its read model and the queries over it (docs/contract.md §5, §9). Needs EVENT_STORE
  * and CONFIG from the application; CLOCK is optional (the system clock otherwise).
  */
 @Module({
   imports: [ObservabilityModule],
-  controllers: [EvidenceController, RunsController, RecoveryController, TrustMetricsController, OperationListController, TriageController],
   providers: [
     {
       provide: READ_MODEL,

@@ -10,7 +10,6 @@ import { registerWebhookMetrics } from './webhook-metrics';
 import { loadWebhookSettings } from './webhook-settings';
 import { WebhookService } from './webhook.service';
 import { WEBHOOK_STORE, type WebhookStore } from './webhook-store.port';
-import { WebhooksController } from './webhooks.controller';
 
 /** Starts delivering once the application is up; stops before the log store closes. */
 @Injectable()
@@ -39,7 +38,6 @@ class WebhooksLifecycle implements OnApplicationBootstrap, OnModuleDestroy, OnAp
 }
 
 @Module({
-  controllers: [WebhooksController],
   providers: [
     { provide: WEBHOOK_STORE, inject: [CONFIG], useFactory: (config: LedgerConfig) => new SqliteWebhookStore(webhookFile(config.dataDir)) },
     {
@@ -56,5 +54,6 @@ class WebhooksLifecycle implements OnApplicationBootstrap, OnModuleDestroy, OnAp
     },
     WebhooksLifecycle,
   ],
+  exports: [WebhookService, WEBHOOK_STORE],
 })
 export class WebhooksModule {}

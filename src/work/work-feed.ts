@@ -6,8 +6,7 @@ import { dispatchTimeoutMs } from '../domain/events';
 import { isPlanned, type PlannedStep } from '../domain/step-state';
 import { dueWork, type WorkKind } from '../domain/work-due';
 import { LedgerError } from '../errors/ledger-error';
-import type { Caller } from '../http/caller';
-import { checkOperationRef, optionalInteger } from '../http/operation-ref';
+import type { Caller } from '../auth/caller';
 import type { Clock } from '../ledger/clock';
 import { sha256Hex } from '../ledger/event-ids';
 import type { LedgerService } from '../ledger/ledger.service';
@@ -45,48 +44,28 @@ export interface WorkObserver {
 }
 
 
-type QueryParams = Record<string, string | string[] | undefined>;
-const IDENTIFIER_PATTERN = /^[\x21-\x7e]{1,200}$/;
-const LEASE_ID_PATTERN = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
-
-function single(params: QueryParams, name: string): string | undefined {
-  const value = params[name];
-  if (Array.isArray(value)) throw new LedgerError('BAD_REQUEST', `${name} may be given once`, { field: name });
-  return value;
+/** A worker's ask for work, checked at the HTTP edge (src/http/work-requests.ts). */
+export interface WorkRequest {
+  /** Only these tools; all when empty. */
+  tools: readonly string[];
+  /** The holder the leases are granted to. */
+  worker: string;
+  limit: number;
+  /** How long to wait for an item before answering with none. */
+  waitMs: number;
+  leaseMs: number;
 }
 
-function identifier(raw: unknown, field: string): string {
-  if (typeof raw !== 'string' || !IDENTIFIER_PATTERN.test(raw)) {
-    throw new LedgerError('BAD_REQUEST', `${field} must be 1 to 200 printable characters without spaces`, { field });
-  }
-  return raw;
+export interface RenewRequest {
+  leaseId: string;
+  /** From now; the feed's default when absent. */
+  leaseMs?: number;
 }
 
-function leaseId(raw: unknown, field = 'lease_id'): string {
-  if (typeof raw !== 'string' || !LEASE_ID_PATTERN.test(raw)) throw new LedgerError('BAD_REQUEST', `${field} must be a lease id (a UUID)`, { field });
-  return raw;
-}
-
-function bodyObject(body: unknown): Record<string, unknown> {
-  if (body === null || typeof body !== 'object' || Array.isArray(body)) {
-    throw new LedgerError('BAD_REQUEST', 'the body must be a JSON object', { field: 'body' });
-  }
-  return body as Record<string, unknown>;
-}
-
-function bodyInteger(body: Record<string, unknown>, field: string, min: number, max: number): number | undefined {
-  const value = body[field];
-  if (value === undefined) return undefined;
-  if (typeof value !== 'number' || !Number.isSafeInteger(value) || value < min || value > max) {
-    throw new LedgerError('BAD_REQUEST', `${field} must be an integer from ${min} to ${max}`, { field });
-  }
-  return value;
-}
-
-function onlyFields(body: Record<string, unknown>, allowed: readonly string[]): void {
-  for (const key of Object.keys(body)) {
-    if (!allowed.includes(key)) throw new LedgerError('BAD_REQUEST', `${key} should not exist`, { field: key });
-  }
+export interface ReleaseRequest {
+  leaseId: string;
+  /** Keep the item from everyone this long after the release. */
+  holdMs?: number;
 }
 
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
@@ -114,7 +93,7 @@ export class WorkFeed {
     private readonly leases: LeaseStore,
     private readonly clock: Clock,
     private readonly observer: WorkObserver = {},
-    private readonly settings: WorkFeedSettings = DEFAULT_WORK_FEED_SETTINGS,
+    readonly settings: WorkFeedSettings = DEFAULT_WORK_FEED_SETTINGS,
   ) {}
 
   private stopping = false;
@@ -128,15 +107,8 @@ export class WorkFeed {
     return scopedKey(tenant, operationRef);
   }
 
-  async take(caller: Caller, params: QueryParams, closed?: () => boolean): Promise<WorkAnswer> {
-    const rawTools = params.tool === undefined ? [] : Array.isArray(params.tool) ? params.tool : [params.tool];
-    if (rawTools.length > 50) throw new LedgerError('BAD_REQUEST', 'at most 50 tools', { field: 'tool' });
-    const tools = rawTools.map((tool) => identifier(tool, 'tool'));
-    // A worker names itself; without a name its key's id is the holder.
-    const worker = identifier(single(params, 'worker') ?? caller.actor, 'worker');
-    const limit = optionalInteger(single(params, 'limit'), 'limit', 1, this.settings.maxLimit) ?? 10;
-    const waitMs = optionalInteger(single(params, 'wait_ms'), 'wait_ms', 0, this.settings.maxWaitMs) ?? 0;
-    const leaseMs = optionalInteger(single(params, 'lease_ms'), 'lease_ms', 1000, this.settings.maxLeaseMs) ?? this.settings.defaultLeaseMs;
+  async take(caller: Caller, request: WorkRequest, closed?: () => boolean): Promise<WorkAnswer> {
+    const { tools, worker, limit, waitMs, leaseMs } = request;
     const deadline = this.clock.now().getTime() + waitMs;
     for (;;) {
       if (closed?.() || this.stopping) return { items: [] };
@@ -251,26 +223,17 @@ export class WorkFeed {
     };
   }
 
-  async renew(caller: Caller, ref: string, rawBody: unknown): Promise<{ lease: WorkLease }> {
-    const operationRef = checkOperationRef(ref);
-    const body = bodyObject(rawBody);
-    onlyFields(body, ['lease_id', 'lease_ms']);
-    const id = leaseId(body.lease_id);
-    const ttl = bodyInteger(body, 'lease_ms', 1000, this.settings.maxLeaseMs) ?? this.settings.defaultLeaseMs;
-    const renewed = await this.leases.renew(this.key(caller.tenant, operationRef), id, this.clock.now().getTime(), ttl);
+  async renew(caller: Caller, operationRef: string, request: RenewRequest): Promise<{ lease: WorkLease }> {
+    const ttl = request.leaseMs ?? this.settings.defaultLeaseMs;
+    const renewed = await this.leases.renew(this.key(caller.tenant, operationRef), request.leaseId, this.clock.now().getTime(), ttl);
     if (!renewed) {
       throw new LedgerError('LEASE_LOST', 'this lease no longer holds the item: it was released, or it expired and another worker took the item');
     }
     return { lease: { id: renewed.lease_id, holder: renewed.holder, expires_at: new Date(renewed.expires_at_ms).toISOString() } };
   }
 
-  async release(caller: Caller, ref: string, rawBody: unknown): Promise<{ released: boolean }> {
-    const operationRef = checkOperationRef(ref);
-    const body = bodyObject(rawBody);
-    onlyFields(body, ['lease_id', 'hold_ms']);
-    const id = leaseId(body.lease_id);
-    const hold = bodyInteger(body, 'hold_ms', 0, 86_400_000);
-    const released = await this.leases.release(this.key(caller.tenant, operationRef), id, this.clock.now().getTime(), hold);
+  async release(caller: Caller, operationRef: string, request: ReleaseRequest): Promise<{ released: boolean }> {
+    const released = await this.leases.release(this.key(caller.tenant, operationRef), request.leaseId, this.clock.now().getTime(), request.holdMs);
     return { released };
   }
 
@@ -279,10 +242,8 @@ export class WorkFeed {
    * was granted to, and whether it still held the item. A stale lease does not refuse the fact:
    * an envelope is what happened, whoever reports it, and the gate judges the fact on its own.
    */
-  async leaseEvidence(caller: Caller, ref: string, header: string | undefined): Promise<LeaseEvidenceAnswer | undefined> {
-    if (header === undefined || header === '') return undefined;
-    const id = leaseId(header.trim(), 'ledger-lease');
-    const key = this.key(caller.tenant, checkOperationRef(ref));
+  async leaseEvidence(caller: Caller, operationRef: string, id: string): Promise<LeaseEvidenceAnswer> {
+    const key = this.key(caller.tenant, operationRef);
     const record = (await this.leases.getMany([key])).get(key);
     if (record?.lease_id === id) {
       return {
@@ -301,8 +262,7 @@ export class WorkFeed {
    * out: renew and release need nothing else, so it is the holder's capability, not a reader's.
    * An operation the caller's tenant does not have answers OPERATION_NOT_FOUND, like its other reads.
    */
-  async holderOf(caller: Caller, ref: string): Promise<LeaseView> {
-    const operationRef = checkOperationRef(ref);
+  async holderOf(caller: Caller, operationRef: string): Promise<LeaseView> {
     const { revision } = await this.ledger.currentState(caller.tenant, operationRef);
     if (revision === NO_STREAM) throw new LedgerError('OPERATION_NOT_FOUND', 'the operation has no events');
     const key = this.key(caller.tenant, operationRef);
@@ -314,10 +274,8 @@ export class WorkFeed {
    * so it needs no request per row. Refs the tenant has no lease on (or no such operation) read as
    * not held, which says nothing about whether they exist.
    */
-  async holdersOf(caller: Caller, params: QueryParams): Promise<{ items: Array<LeaseView & { operation_ref: string }> }> {
-    const raw = params.operation_ref === undefined ? [] : Array.isArray(params.operation_ref) ? params.operation_ref : [params.operation_ref];
-    if (raw.length > 100) throw new LedgerError('BAD_REQUEST', 'operation_ref may be given at most 100 times', { field: 'operation_ref' });
-    const refs = [...new Set(raw.map((ref) => checkOperationRef(ref)))];
+  async holdersOf(caller: Caller, operationRefs: readonly string[]): Promise<{ items: Array<LeaseView & { operation_ref: string }> }> {
+    const refs = [...new Set(operationRefs)];
     const records = await this.leases.getMany(refs.map((ref) => this.key(caller.tenant, ref)));
     const nowMs = this.clock.now().getTime();
     return { items: refs.map((ref) => ({ operation_ref: ref, ...leaseView(records.get(this.key(caller.tenant, ref)), nowMs) })) };

@@ -1,7 +1,6 @@
 import { Inject, Module, type OnApplicationShutdown, type OnModuleDestroy } from '@nestjs/common';
 import type { Registry } from 'prom-client';
 import { CONFIG, type LedgerConfig } from '../config/ledger-config';
-import { WorkController } from '../http/work.controller';
 import { CLOCK, type Clock } from '../ledger/clock';
 import { LedgerService } from '../ledger/ledger.service';
 import { METRICS_REGISTRY } from '../observability/metrics';
@@ -33,7 +32,6 @@ class LeaseStoreLifecycle implements OnModuleDestroy, OnApplicationShutdown {
 /** The work feed, its leases and their metrics (docs/contract.md §4, §9). */
 @Module({
   imports: [ProjectionsModule],
-  controllers: [WorkController],
   providers: [
     {
       provide: LEASE_STORE,

@@ -13,7 +13,7 @@ describe('generated artefacts are committed and current', () => {
   it('openapi.json is what the controllers generate (run `npm run generate`)', () => {
     // The function the generator writes with, on an application that is built but never listens.
     // It runs on the build (npm test builds first): NestJS 12 is ESM, which jest on Node 20 cannot load.
-    const built = resolve(__dirname, '../../dist/src/openapi/openapi-artifact.js');
+    const built = resolve(__dirname, '../../dist/tools/openapi-artifact.js');
     if (!existsSync(built)) throw new Error(`${built} is missing: build first (npx tsc -p tsconfig.build.json)`);
     const script = `require(${JSON.stringify(built)}).generateOpenApiDocument().then((d) => process.stdout.write(JSON.stringify(d, null, 2) + '\\n'))`;
     const generated = execFileSync(process.execPath, ['-e', script], { encoding: 'utf8', maxBuffer: 64 * 1024 * 1024 });

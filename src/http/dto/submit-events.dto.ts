@@ -20,6 +20,7 @@ import {
   ValidateNested,
 } from 'class-validator';
 import { SUBMITTED_FACT_TYPES, type SubmittedFactType } from '../../domain/events';
+import { IDENTIFIER_PATTERN } from '../../domain/identifier-grammar';
 import { isRfc3339Instant } from '../../shared/rfc3339';
 
 const IsRfc3339Instant = () =>
@@ -28,13 +29,6 @@ const IsRfc3339Instant = () =>
     validator: { validate: (value) => isRfc3339Instant(value), defaultMessage: () => '$property must be an RFC 3339 instant with a time zone, on a real date' },
   });
 
-/**
- * The grammar of identifier fields (run_id, tool, input_hash, verification_tool): ASCII letters,
- * digits and `_ . : / @ + = # ~ -`, starting with a letter, a digit or `_`. They are stored as sent,
- * end up in stream names, indexes, metric labels and the page, and are never redacted; no space,
- * quote, bracket, backslash or control character can make one read as something else.
- */
-export const IDENTIFIER_PATTERN = /^[A-Za-z0-9_][A-Za-z0-9_.:/@+=#~-]*$/;
 const IDENTIFIER_MESSAGE = { message: '$property must be ASCII letters, digits and _ . : / @ + = # ~ - (starting with a letter, digit or _)' };
 
 export class SubmittedEventDto {

@@ -1,15 +1,10 @@
-import { Controller, Get, Header, Inject, Injectable, NotFoundException, Param, Res } from '@nestjs/common';
+import { Controller, Get, Header, Inject, NotFoundException, Param, Res } from '@nestjs/common';
 import { ApiExcludeController, type OpenAPIObject } from '@nestjs/swagger';
 import type { FastifyReply } from 'fastify';
 import { readFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { RequireAccess } from '../auth/access';
-
-/** Holds the document built once the routes are known (see mountOpenApi); served as built. */
-@Injectable()
-export class OpenApiDocumentHolder {
-  document: OpenAPIObject | undefined;
-}
+import { OpenApiDocumentHolder } from '../openapi/openapi.module';
 
 /** The Swagger UI files this page loads, from swagger-ui-dist (a dependency of @nestjs/swagger). */
 const SWAGGER_ASSETS: Record<string, string> = {

@@ -1,7 +1,7 @@
 import type { OpenAPIObject } from '@nestjs/swagger';
-import { createApp } from '../app';
-import { loadConfig } from '../config/ledger-config';
-import { buildOpenApiDocument } from './openapi-document';
+import { createApp } from '../src/app';
+import { loadConfig } from '../src/config/ledger-config';
+import { buildOpenApiDocument } from '../src/openapi/openapi-document';
 
 /**
  * The committed document (openapi.json): built from the application itself, in preview mode so no

@@ -2,11 +2,11 @@ import { Body, Controller, Delete, Get, HttpCode, Inject, Param, Post, Query } f
 import { ApiBody, ApiCreatedResponse, ApiOkResponse, ApiOperation, ApiProperty, ApiPropertyOptional, ApiQuery, ApiTags } from '@nestjs/swagger';
 import { RequireAccess } from '../auth/access';
 import { LedgerError } from '../errors/ledger-error';
-import { CallerParam, type Caller } from '../http/caller';
-import { optionalInteger } from '../http/operation-ref';
-import { NOTIFICATION_KINDS, type NotificationKind } from './notification-rules';
-import { WebhookService, type NewSubscription } from './webhook.service';
-import { WEBHOOK_STORE, type DeliveryStatus, type Subscription, type WebhookStore } from './webhook-store.port';
+import { CallerParam, type Caller } from './caller';
+import { optionalInteger } from './operation-ref';
+import { NOTIFICATION_KINDS, type NotificationKind } from '../webhooks/notification-rules';
+import { WebhookService, type NewSubscription } from '../webhooks/webhook.service';
+import { WEBHOOK_STORE, type DeliveryStatus, type Subscription, type WebhookStore } from '../webhooks/webhook-store.port';
 
 export class NewSubscriptionDto {
   @ApiProperty({ description: 'Where deliveries are POSTed (http or https).' }) url!: string;

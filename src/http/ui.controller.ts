@@ -2,7 +2,7 @@ import { Controller, Get, NotFoundException, Param, Res } from '@nestjs/common';
 import { ApiExcludeController } from '@nestjs/swagger';
 import type { FastifyReply } from 'fastify';
 import { RequireAccess } from '../auth/access';
-import { loadUiAssets, UI_FILES, type UiAsset, type UiFile } from './ui-assets';
+import { loadUiAssets, UI_FILES, type UiAsset, type UiFile } from '../ui/ui-assets';
 
 /**
  * The page talks to the public API from the same origin and nothing else: no inline script or

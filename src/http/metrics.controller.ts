@@ -2,8 +2,8 @@ import { Controller, Get, Header, Inject } from '@nestjs/common';
 import { ApiOkResponse, ApiOperation, ApiProduces, ApiTags } from '@nestjs/swagger';
 import { Registry } from 'prom-client';
 import { RequireAccess } from '../auth/access';
-import { CallerParam, type Caller } from '../http/caller';
-import { METRICS_REGISTRY, tenantExposition } from './metrics';
+import { CallerParam, type Caller } from './caller';
+import { METRICS_REGISTRY, tenantExposition } from '../observability/metrics';
 
 @ApiTags('observability')
 @Controller()

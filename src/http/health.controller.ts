@@ -3,7 +3,7 @@ import { ApiOperation, ApiTags } from '@nestjs/swagger';
 import { HealthCheck, HealthCheckService, type HealthCheckResult } from '@nestjs/terminus';
 import type { FastifyReply } from 'fastify';
 import { RequireAccess } from '../auth/access';
-import { LedgerHealthIndicators } from './ledger-health.indicators';
+import { LedgerHealthIndicators } from '../health/ledger-health.indicators';
 
 /**
  * Liveness says only that the process answers (a store outage must not make an orchestrator

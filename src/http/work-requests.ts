@@ -1,0 +1,95 @@
+import type { Caller } from '../auth/caller';
+import { LedgerError } from '../errors/ledger-error';
+import type { ReleaseRequest, RenewRequest, WorkFeedSettings, WorkRequest } from '../work/work-feed';
+import { checkOperationRef, optionalInteger } from './operation-ref';
+import { single, type QueryParams } from './read-queries';
+
+/**
+ * The work feed's query strings, bodies and the `Ledger-Lease` header, checked at the edge: each
+ * turns into the typed request the feed takes, or a 400 BAD_REQUEST naming the field.
+ */
+
+/** A worker or tool name: 1 to 200 printable ASCII characters, no space (it is a lease holder and a label). */
+const WORK_IDENTIFIER_PATTERN = /^[\x21-\x7e]{1,200}$/;
+const LEASE_ID_PATTERN = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
+const MAX_HOLD_MS = 86_400_000;
+
+function identifier(raw: unknown, field: string): string {
+  if (typeof raw !== 'string' || !WORK_IDENTIFIER_PATTERN.test(raw)) {
+    throw new LedgerError('BAD_REQUEST', `${field} must be 1 to 200 printable characters without spaces`, { field });
+  }
+  return raw;
+}
+
+function leaseId(raw: unknown, field = 'lease_id'): string {
+  if (typeof raw !== 'string' || !LEASE_ID_PATTERN.test(raw)) throw new LedgerError('BAD_REQUEST', `${field} must be a lease id (a UUID)`, { field });
+  return raw;
+}
+
+function bodyObject(body: unknown): Record<string, unknown> {
+  if (body === null || typeof body !== 'object' || Array.isArray(body)) {
+    throw new LedgerError('BAD_REQUEST', 'the body must be a JSON object', { field: 'body' });
+  }
+  return body as Record<string, unknown>;
+}
+
+function bodyInteger(body: Record<string, unknown>, field: string, min: number, max: number): number | undefined {
+  const value = body[field];
+  if (value === undefined) return undefined;
+  if (typeof value !== 'number' || !Number.isSafeInteger(value) || value < min || value > max) {
+    throw new LedgerError('BAD_REQUEST', `${field} must be an integer from ${min} to ${max}`, { field });
+  }
+  return value;
+}
+
+function onlyFields(body: Record<string, unknown>, allowed: readonly string[]): void {
+  for (const key of Object.keys(body)) {
+    if (!allowed.includes(key)) throw new LedgerError('BAD_REQUEST', `${key} should not exist`, { field: key });
+  }
+}
+
+function repeated(params: QueryParams, name: string): string[] {
+  const value = params[name];
+  return value === undefined ? [] : Array.isArray(value) ? value : [value];
+}
+
+export function workRequest(caller: Caller, params: QueryParams, settings: WorkFeedSettings): WorkRequest {
+  const rawTools = repeated(params, 'tool');
+  if (rawTools.length > 50) throw new LedgerError('BAD_REQUEST', 'at most 50 tools', { field: 'tool' });
+  const tools = rawTools.map((tool) => identifier(tool, 'tool'));
+  // A worker names itself; without a name its key's id is the holder.
+  const worker = identifier(single(params, 'worker') ?? caller.actor, 'worker');
+  const limit = optionalInteger(single(params, 'limit'), 'limit', 1, settings.maxLimit) ?? 10;
+  const waitMs = optionalInteger(single(params, 'wait_ms'), 'wait_ms', 0, settings.maxWaitMs) ?? 0;
+  const leaseMs = optionalInteger(single(params, 'lease_ms'), 'lease_ms', 1000, settings.maxLeaseMs) ?? settings.defaultLeaseMs;
+  return { tools, worker, limit, waitMs, leaseMs };
+}
+
+export function renewRequest(rawBody: unknown, settings: WorkFeedSettings): RenewRequest {
+  const body = bodyObject(rawBody);
+  onlyFields(body, ['lease_id', 'lease_ms']);
+  const id = leaseId(body.lease_id);
+  const leaseMs = bodyInteger(body, 'lease_ms', 1000, settings.maxLeaseMs);
+  return { leaseId: id, ...(leaseMs === undefined ? {} : { leaseMs }) };
+}
+
+export function releaseRequest(rawBody: unknown): ReleaseRequest {
+  const body = bodyObject(rawBody);
+  onlyFields(body, ['lease_id', 'hold_ms']);
+  const id = leaseId(body.lease_id);
+  const holdMs = bodyInteger(body, 'hold_ms', 0, MAX_HOLD_MS);
+  return { leaseId: id, ...(holdMs === undefined ? {} : { holdMs }) };
+}
+
+/** The operation_refs of a lease listing: repeated, up to 100. */
+export function leaseListRefs(params: QueryParams): string[] {
+  const raw = repeated(params, 'operation_ref');
+  if (raw.length > 100) throw new LedgerError('BAD_REQUEST', 'operation_ref may be given at most 100 times', { field: 'operation_ref' });
+  return raw.map((ref) => checkOperationRef(ref));
+}
+
+/** The `Ledger-Lease` header of a submit: absent or empty means no lease. */
+export function leaseHeader(header: string | undefined): string | undefined {
+  if (header === undefined || header === '') return undefined;
+  return leaseId(header.trim(), 'ledger-lease');
+}
