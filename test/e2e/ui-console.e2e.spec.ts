@@ -222,7 +222,10 @@ describe('the incident console', () => {
     // Still four: the denied step left the approvals and joined the escalations.
     await page.goto(`${ledger.baseUrl}/ui${QUEUE}`);
     await queueShows(4);
+    // The table on screen may still be the one drawn before the denial (the same four rows); the
+    // queue's next read, from the read models, redraws it.
     const deniedRow = page.locator(`#triage-table tr[data-ref="${REF.approvalDeny}"]`);
+    await page.locator(`#triage-table tr.kind-escalated[data-ref="${REF.approvalDeny}"]`).waitFor();
     expect(await deniedRow.getAttribute('class')).toContain('kind-escalated');
     expect(await chip('reason', 'APPROVAL_DENIED').innerText()).toMatch(/ 1$/);
   });
