@@ -1,3 +1,4 @@
+import { countDispatch, NO_ATTEMPTS } from '../src/domain/attempts';
 import type { SideEffect, StepStatus } from '../src/domain/events';
 import { asLedgerEvent } from './ledger-events';
 import { alreadyApplied, instantMs, scopedKey, textOf, type ProjectedEvent, type Projection } from './projection';
@@ -83,8 +84,7 @@ export function evolveRunSummary(current: RunSummaryDoc | undefined, event: Proj
         status: 'planned',
         since: event.metadata.recorded_at,
         reason: 'STEP_PLANNED',
-        attempts_used: 0,
-        current_attempt: 0,
+        ...NO_ATTEMPTS,
         planned_at: event.metadata.recorded_at,
         planned_position: event.position,
         revision: event.revision,
@@ -98,7 +98,7 @@ export function evolveRunSummary(current: RunSummaryDoc | undefined, event: Proj
       if (!step) return doc;
       doc.steps = {
         ...base.steps,
-        [ref]: { ...step, attempts_used: step.attempts_used + 1, current_attempt: ledgerEvent.data.attempt, revision: event.revision },
+        [ref]: { ...step, ...countDispatch(step, ledgerEvent.data.attempt), revision: event.revision },
       };
       return doc;
     case 'TransitionRecorded': {

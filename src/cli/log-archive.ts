@@ -1,6 +1,7 @@
 import { createReadStream } from 'node:fs';
 import { createInterface } from 'node:readline';
-import type { StoredEvent } from '../store/event-store.port';
+import { isJsonObject } from '../shared/json';
+import type { EventMetadata, StoredEvent } from '../store/event-store.port';
 import {
   ARCHIVE_FORMAT,
   ARCHIVE_VERSION,
@@ -12,21 +13,38 @@ import { CliError } from './cli-errors';
 
 const isObject = (value: unknown): value is Record<string, unknown> => typeof value === 'object' && value !== null && !Array.isArray(value);
 
+const isString = (value: unknown): value is string => typeof value === 'string';
+const isInteger = (value: unknown): value is number => Number.isSafeInteger(value);
+const optional = (value: unknown, holds: (value: unknown) => boolean) => value === undefined || holds(value);
+
+const isLease = (value: unknown) =>
+  isObject(value) && isString(value.lease_id) && isString(value.holder) && typeof value.current === 'boolean' && optional(value.took_over_from, isString);
+
+/** The metadata every stored event carries (src/store/event-store.port.ts), checked field by field and kept as it is. */
+function isEventMetadata(value: unknown): value is EventMetadata {
+  return (
+    isObject(value) &&
+    isInteger(value.schema_version) &&
+    isString(value.recorded_at) &&
+    isString(value.actor) &&
+    isString(value.tenant) &&
+    isString(value.operation_ref) &&
+    isString(value.prev_hash) &&
+    isString(value.hash) &&
+    optional(value.causation_event_id, isString) &&
+    optional(value.traceparent, isString) &&
+    optional(value.tracestate, isString) &&
+    optional(value.submitted_hash, isString) &&
+    optional(value.lease, isLease)
+  );
+}
+
 function checkEvent(value: Record<string, unknown>, at: string): StoredEvent {
-  const metadata = value.metadata;
-  const ok =
-    typeof value.stream === 'string' &&
-    Number.isSafeInteger(value.revision) &&
-    Number.isSafeInteger(value.position) &&
-    typeof value.event_id === 'string' &&
-    typeof value.type === 'string' &&
-    isObject(value.data) &&
-    isObject(metadata) &&
-    typeof metadata.hash === 'string' &&
-    typeof metadata.prev_hash === 'string';
-  if (!ok) throw new CliError(`${at}: not an event of this format (stream, revision, position, event_id, type, data, metadata with hashes)`);
-  const { stream, revision, position, event_id, type, data } = value as unknown as StoredEvent;
-  return { stream, revision, position, event_id, type, data, metadata: metadata as unknown as StoredEvent['metadata'] };
+  const { stream, revision, position, event_id, type, data, metadata } = value;
+  if (isString(stream) && isInteger(revision) && isInteger(position) && isString(event_id) && isString(type) && isJsonObject(data) && isEventMetadata(metadata)) {
+    return { stream, revision, position, event_id, type, data, metadata };
+  }
+  throw new CliError(`${at}: not an event of this format (stream, revision, position, event_id, type, data, metadata with hashes)`);
 }
 
 /** Reads and checks the file's framing (header, events, footer, counts); chains are checked by the caller. */
