@@ -1,5 +1,5 @@
 import { countDispatch, NO_ATTEMPTS } from '../src/domain/attempts';
-import type { StepStatus, VerificationOutcome } from '../src/domain/events';
+import { isTerminalStatus, type StepStatus, type VerificationOutcome } from '../src/domain/events';
 import { asLedgerEvent } from './ledger-events';
 import { alreadyApplied, isRecord, scopedKey, stringField, textOf, type LeaseEvidence, type ProjectedEvent, type Projection } from './projection';
 
@@ -91,8 +91,6 @@ export interface EvidenceTrailDoc {
   revision: number;
   position: number;
 }
-
-const TERMINAL: readonly string[] = ['succeeded', 'escalated'];
 
 /** What a verdict is derived from: the whole document but its verdict. */
 type TrailFacts = Omit<EvidenceTrailDoc, 'verdict'>;
@@ -217,7 +215,7 @@ function escalationStatement(doc: TrailFacts, proof: ReturnType<typeof uncommitt
 export function verdictOf(doc: TrailFacts): Verdict {
   const base = {
     status: doc.status,
-    terminal: TERMINAL.includes(doc.status),
+    terminal: isTerminalStatus(doc.status),
     reason: doc.reason,
     duplicates_prevented: doc.duplicates_prevented,
   };

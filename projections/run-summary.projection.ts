@@ -1,5 +1,5 @@
 import { countDispatch, NO_ATTEMPTS } from '../src/domain/attempts';
-import type { SideEffect, StepStatus } from '../src/domain/events';
+import { isTerminalStatus, type SideEffect, type StepStatus } from '../src/domain/events';
 import { asLedgerEvent } from './ledger-events';
 import { alreadyApplied, instantMs, scopedKey, textOf, type ProjectedEvent, type Projection } from './projection';
 
@@ -37,18 +37,16 @@ export interface RunSummaryDoc {
   position: number;
 }
 
-const TERMINAL: readonly string[] = ['succeeded', 'escalated'];
-
 function recount(doc: RunSummaryDoc, from: RunStep['status'] | undefined, to: RunStep['status']): void {
   const counts = { ...doc.counts };
   if (from !== undefined) {
     const left = (counts[from] ?? 0) - 1;
     if (left > 0) counts[from] = left;
     else delete counts[from];
-    if (!TERMINAL.includes(from)) doc.open -= 1;
+    if (!isTerminalStatus(from)) doc.open -= 1;
   }
   counts[to] = (counts[to] ?? 0) + 1;
-  if (!TERMINAL.includes(to)) doc.open += 1;
+  if (!isTerminalStatus(to)) doc.open += 1;
   doc.counts = counts;
 }
 
