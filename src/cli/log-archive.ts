@@ -39,6 +39,26 @@ function isEventMetadata(value: unknown): value is EventMetadata {
   );
 }
 
+const isHead = (value: unknown) => isObject(value) && isString(value.stream) && isInteger(value.revision) && isString(value.hash);
+const isLogAnchor = (value: unknown) =>
+  isObject(value) && isInteger(value.position) && isInteger(value.events) && isString(value.log_hash) && optional(value.signature, isString);
+
+function isArchiveHeader(value: Record<string, unknown>): value is Record<string, unknown> & ArchiveHeader {
+  return value.kind === 'header' && value.format === ARCHIVE_FORMAT && isInteger(value.version) && isString(value.exported_at) && isInteger(value.head_position);
+}
+
+/** Heads and the log anchor are optional: files written before anchors, or by a store that keeps none, lack them. */
+function isArchiveFooter(value: Record<string, unknown>): value is Record<string, unknown> & ArchiveFooter {
+  return (
+    value.kind === 'footer' &&
+    isInteger(value.events) &&
+    isInteger(value.streams) &&
+    isInteger(value.last_position) &&
+    optional(value.heads, (heads) => Array.isArray(heads) && heads.every(isHead)) &&
+    optional(value.log_anchor, isLogAnchor)
+  );
+}
+
 function checkEvent(value: Record<string, unknown>, at: string): StoredEvent {
   const { stream, revision, position, event_id, type, data, metadata } = value;
   if (isString(stream) && isInteger(revision) && isInteger(position) && isString(event_id) && isString(type) && isJsonObject(data) && isEventMetadata(metadata)) {
@@ -71,14 +91,16 @@ export async function readArchive(file: string): Promise<Archive> {
       if (!header) {
         if (value.kind !== 'header' || value.format !== ARCHIVE_FORMAT) throw new CliError(`${at}: not a ${ARCHIVE_FORMAT} file (no header)`);
         if (value.version !== ARCHIVE_VERSION) throw new CliError(`${at}: format version ${String(value.version)} is not ${ARCHIVE_VERSION}`);
-        header = value as unknown as ArchiveHeader;
+        if (!isArchiveHeader(value)) throw new CliError(`${at}: not a header of this format (exported_at, head_position)`);
+        header = value;
       } else if (value.kind === 'event') {
         const event = checkEvent(value, at);
         const previous = events[events.length - 1];
         if (previous && event.position <= previous.position) throw new CliError(`${at}: positions are not in log order`);
         events.push(event);
       } else if (value.kind === 'footer') {
-        footer = value as unknown as ArchiveFooter;
+        if (!isArchiveFooter(value)) throw new CliError(`${at}: not a footer of this format (events, streams, last_position, heads, log_anchor)`);
+        footer = value;
       } else {
         throw new CliError(`${at}: unknown line kind ${JSON.stringify(value.kind)}`);
       }
