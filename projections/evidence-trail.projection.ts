@@ -1,4 +1,5 @@
-import type { StepStatus, VerificationOutcome } from '../src/domain/events';
+import { countDispatch, NO_ATTEMPTS } from '../src/domain/attempts';
+import { isTerminalStatus, type StepStatus, type VerificationOutcome } from '../src/domain/events';
 import { asLedgerEvent } from './ledger-events';
 import { alreadyApplied, isRecord, scopedKey, stringField, textOf, type LeaseEvidence, type ProjectedEvent, type Projection } from './projection';
 
@@ -91,24 +92,24 @@ export interface EvidenceTrailDoc {
   position: number;
 }
 
-const TERMINAL: readonly string[] = ['succeeded', 'escalated'];
+/** What a verdict is derived from: the whole document but its verdict. */
+type TrailFacts = Omit<EvidenceTrailDoc, 'verdict'>;
 
 function emptyDoc(event: ProjectedEvent): EvidenceTrailDoc {
-  const doc: EvidenceTrailDoc = {
+  const facts: TrailFacts = {
     tenant: event.metadata.tenant,
     operation_ref: event.metadata.operation_ref,
     status: 'unplanned',
     reason: 'UNPLANNED',
-    attempts_used: 0,
-    current_attempt: 0,
+    ...NO_ATTEMPTS,
     duplicates_prevented: 0,
     entries: [],
-    verdict: undefined as unknown as Verdict,
     revision: -1,
     position: 0,
   };
-  doc.verdict = verdictOf(doc);
-  return doc;
+  const { revision, position, ...rest } = facts;
+  // The verdict stands where stored documents have always had it, before revision and position.
+  return { ...rest, verdict: verdictOf(facts), revision, position };
 }
 
 /** A template for entry and verdict text: each value through textOf, so event data never throws. */
@@ -132,7 +133,7 @@ function entryFor(event: ProjectedEvent, kind: EvidenceKind, summary: string): E
 }
 
 /** The verification tool for an unknown outcome: the step's policy, else what the envelope named. */
-function verificationToolOf(doc: EvidenceTrailDoc): string | undefined {
+function verificationToolOf(doc: TrailFacts): string | undefined {
   return doc.verification_tool ?? doc.last_envelope?.verification_tool;
 }
 
@@ -150,7 +151,7 @@ function duplicates(count: number): string {
 }
 
 /** The best-proven commit state of the last attempt, when the step did not succeed. */
-function uncommittedProof(doc: EvidenceTrailDoc): Pick<Verdict, 'commit_state' | 'proven_by' | 'proof_event_id' | 'attempt'> {
+function uncommittedProof(doc: TrailFacts): Pick<Verdict, 'commit_state' | 'proven_by' | 'proof_event_id' | 'attempt'> {
   const envelope = doc.last_envelope;
   const verification = doc.last_verification;
   // A verification is later evidence than the envelope it resolves, for the same attempt.
@@ -167,7 +168,7 @@ function uncommittedProof(doc: EvidenceTrailDoc): Pick<Verdict, 'commit_state' |
   return { commit_state: 'unknown', proven_by: 'none', attempt: doc.current_attempt };
 }
 
-function pendingStatement(doc: EvidenceTrailDoc): string {
+function pendingStatement(doc: TrailFacts): string {
   const attempt = line`attempt ${doc.current_attempt}`;
   switch (doc.status) {
     case 'unplanned':
@@ -195,7 +196,7 @@ function pendingStatement(doc: EvidenceTrailDoc): string {
   }
 }
 
-function escalationStatement(doc: EvidenceTrailDoc, proof: ReturnType<typeof uncommittedProof>): string {
+function escalationStatement(doc: TrailFacts, proof: ReturnType<typeof uncommittedProof>): string {
   const state = proof.commit_state === 'not_committed' ? 'not committed' : 'outcome unknown';
   switch (doc.reason) {
     case 'LOOKUP_UNAVAILABLE':
@@ -211,10 +212,10 @@ function escalationStatement(doc: EvidenceTrailDoc, proof: ReturnType<typeof unc
   }
 }
 
-export function verdictOf(doc: EvidenceTrailDoc): Verdict {
+export function verdictOf(doc: TrailFacts): Verdict {
   const base = {
     status: doc.status,
-    terminal: TERMINAL.includes(doc.status),
+    terminal: isTerminalStatus(doc.status),
     reason: doc.reason,
     duplicates_prevented: doc.duplicates_prevented,
   };
@@ -300,8 +301,7 @@ export function evolveEvidenceTrail(current: EvidenceTrailDoc | undefined, event
         break;
       }
       case 'AttemptDispatched':
-        doc.attempts_used = base.attempts_used + 1;
-        doc.current_attempt = ledgerEvent.data.attempt;
+        Object.assign(doc, countDispatch(base, ledgerEvent.data.attempt));
         entry = entryFor(event, 'attempt', line`attempt ${ledgerEvent.data.attempt} dispatched (input ${ledgerEvent.data.input_hash})`);
         break;
       case 'EnvelopeRecorded': {

@@ -1,4 +1,5 @@
-import type { SideEffect, StepStatus } from '../src/domain/events';
+import { countDispatch, NO_ATTEMPTS } from '../src/domain/attempts';
+import { isTerminalStatus, type SideEffect, type StepStatus } from '../src/domain/events';
 import { asLedgerEvent } from './ledger-events';
 import { alreadyApplied, instantMs, scopedKey, textOf, type ProjectedEvent, type Projection } from './projection';
 
@@ -36,18 +37,16 @@ export interface RunSummaryDoc {
   position: number;
 }
 
-const TERMINAL: readonly string[] = ['succeeded', 'escalated'];
-
 function recount(doc: RunSummaryDoc, from: RunStep['status'] | undefined, to: RunStep['status']): void {
   const counts = { ...doc.counts };
   if (from !== undefined) {
     const left = (counts[from] ?? 0) - 1;
     if (left > 0) counts[from] = left;
     else delete counts[from];
-    if (!TERMINAL.includes(from)) doc.open -= 1;
+    if (!isTerminalStatus(from)) doc.open -= 1;
   }
   counts[to] = (counts[to] ?? 0) + 1;
-  if (!TERMINAL.includes(to)) doc.open += 1;
+  if (!isTerminalStatus(to)) doc.open += 1;
   doc.counts = counts;
 }
 
@@ -83,8 +82,7 @@ export function evolveRunSummary(current: RunSummaryDoc | undefined, event: Proj
         status: 'planned',
         since: event.metadata.recorded_at,
         reason: 'STEP_PLANNED',
-        attempts_used: 0,
-        current_attempt: 0,
+        ...NO_ATTEMPTS,
         planned_at: event.metadata.recorded_at,
         planned_position: event.position,
         revision: event.revision,
@@ -98,7 +96,7 @@ export function evolveRunSummary(current: RunSummaryDoc | undefined, event: Proj
       if (!step) return doc;
       doc.steps = {
         ...base.steps,
-        [ref]: { ...step, attempts_used: step.attempts_used + 1, current_attempt: ledgerEvent.data.attempt, revision: event.revision },
+        [ref]: { ...step, ...countDispatch(step, ledgerEvent.data.attempt), revision: event.revision },
       };
       return doc;
     case 'TransitionRecorded': {

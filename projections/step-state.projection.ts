@@ -1,3 +1,4 @@
+import { countDispatch, NO_ATTEMPTS } from '../src/domain/attempts';
 import { dispatchTimeoutMs, type DirectiveAction, type SideEffect, type StepStatus } from '../src/domain/events';
 import { dueWork } from '../src/domain/work-due';
 import { asLedgerEvent } from './ledger-events';
@@ -58,8 +59,7 @@ function emptyDoc(event: ProjectedEvent): StepStateDoc {
     side_effect: 'unknown',
     since: event.metadata.recorded_at,
     reason: 'UNPLANNED',
-    attempts_used: 0,
-    current_attempt: 0,
+    ...NO_ATTEMPTS,
     attempts_remaining: 0,
     next_action: 'none',
     planned_at: event.metadata.recorded_at,
@@ -104,9 +104,7 @@ export function evolveStepState(current: StepStateDoc | undefined, event: Projec
       return doc;
     }
     case 'AttemptDispatched':
-      doc.attempts_used = base.attempts_used + 1;
-      doc.current_attempt = typeof ledgerEvent.data.attempt === 'number' ? ledgerEvent.data.attempt : base.current_attempt;
-      return doc;
+      return { ...doc, ...countDispatch(base, ledgerEvent.data.attempt) };
     case 'TransitionRecorded': {
       const { to, reason, directive } = ledgerEvent.data;
       // An envelope whose outcome is unknown is what sends a step to verifying.

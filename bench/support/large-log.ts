@@ -18,7 +18,7 @@ import { GENESIS_HASH } from '../../src/store/hash-chain';
 import { SqliteEventStore } from '../../src/store/sqlite/sqlite-event-store.adapter';
 import { operationStream } from '../../src/store/stream-names';
 import { ledgerOver, runOperation } from '../ledger-workload';
-import { stepIndexer } from '../../src/ledger/ledger.service';
+import { stepIndexer } from '../../src/ledger/step-index';
 
 const PREV = 'PREVHASHPLACEHOLDER';
 const HASH = 'HASHPLACEHOLDER';

@@ -1,6 +1,7 @@
 import { createReadStream } from 'node:fs';
 import { createInterface } from 'node:readline';
-import type { StoredEvent } from '../store/event-store.port';
+import { isJsonObject } from '../shared/json';
+import type { EventMetadata, StoredEvent } from '../store/event-store.port';
 import {
   ARCHIVE_FORMAT,
   ARCHIVE_VERSION,
@@ -12,21 +13,58 @@ import { CliError } from './cli-errors';
 
 const isObject = (value: unknown): value is Record<string, unknown> => typeof value === 'object' && value !== null && !Array.isArray(value);
 
+const isString = (value: unknown): value is string => typeof value === 'string';
+const isInteger = (value: unknown): value is number => Number.isSafeInteger(value);
+const optional = (value: unknown, holds: (value: unknown) => boolean) => value === undefined || holds(value);
+
+const isLease = (value: unknown) =>
+  isObject(value) && isString(value.lease_id) && isString(value.holder) && typeof value.current === 'boolean' && optional(value.took_over_from, isString);
+
+/** The metadata every stored event carries (src/store/event-store.port.ts), checked field by field and kept as it is. */
+function isEventMetadata(value: unknown): value is EventMetadata {
+  return (
+    isObject(value) &&
+    isInteger(value.schema_version) &&
+    isString(value.recorded_at) &&
+    isString(value.actor) &&
+    isString(value.tenant) &&
+    isString(value.operation_ref) &&
+    isString(value.prev_hash) &&
+    isString(value.hash) &&
+    optional(value.causation_event_id, isString) &&
+    optional(value.traceparent, isString) &&
+    optional(value.tracestate, isString) &&
+    optional(value.submitted_hash, isString) &&
+    optional(value.lease, isLease)
+  );
+}
+
+const isHead = (value: unknown) => isObject(value) && isString(value.stream) && isInteger(value.revision) && isString(value.hash);
+const isLogAnchor = (value: unknown) =>
+  isObject(value) && isInteger(value.position) && isInteger(value.events) && isString(value.log_hash) && optional(value.signature, isString);
+
+function isArchiveHeader(value: Record<string, unknown>): value is Record<string, unknown> & ArchiveHeader {
+  return value.kind === 'header' && value.format === ARCHIVE_FORMAT && isInteger(value.version) && isString(value.exported_at) && isInteger(value.head_position);
+}
+
+/** Heads and the log anchor are optional: files written before anchors, or by a store that keeps none, lack them. */
+function isArchiveFooter(value: Record<string, unknown>): value is Record<string, unknown> & ArchiveFooter {
+  return (
+    value.kind === 'footer' &&
+    isInteger(value.events) &&
+    isInteger(value.streams) &&
+    isInteger(value.last_position) &&
+    optional(value.heads, (heads) => Array.isArray(heads) && heads.every(isHead)) &&
+    optional(value.log_anchor, isLogAnchor)
+  );
+}
+
 function checkEvent(value: Record<string, unknown>, at: string): StoredEvent {
-  const metadata = value.metadata;
-  const ok =
-    typeof value.stream === 'string' &&
-    Number.isSafeInteger(value.revision) &&
-    Number.isSafeInteger(value.position) &&
-    typeof value.event_id === 'string' &&
-    typeof value.type === 'string' &&
-    isObject(value.data) &&
-    isObject(metadata) &&
-    typeof metadata.hash === 'string' &&
-    typeof metadata.prev_hash === 'string';
-  if (!ok) throw new CliError(`${at}: not an event of this format (stream, revision, position, event_id, type, data, metadata with hashes)`);
-  const { stream, revision, position, event_id, type, data } = value as unknown as StoredEvent;
-  return { stream, revision, position, event_id, type, data, metadata: metadata as unknown as StoredEvent['metadata'] };
+  const { stream, revision, position, event_id, type, data, metadata } = value;
+  if (isString(stream) && isInteger(revision) && isInteger(position) && isString(event_id) && isString(type) && isJsonObject(data) && isEventMetadata(metadata)) {
+    return { stream, revision, position, event_id, type, data, metadata };
+  }
+  throw new CliError(`${at}: not an event of this format (stream, revision, position, event_id, type, data, metadata with hashes)`);
 }
 
 /** Reads and checks the file's framing (header, events, footer, counts); chains are checked by the caller. */
@@ -53,14 +91,16 @@ export async function readArchive(file: string): Promise<Archive> {
       if (!header) {
         if (value.kind !== 'header' || value.format !== ARCHIVE_FORMAT) throw new CliError(`${at}: not a ${ARCHIVE_FORMAT} file (no header)`);
         if (value.version !== ARCHIVE_VERSION) throw new CliError(`${at}: format version ${String(value.version)} is not ${ARCHIVE_VERSION}`);
-        header = value as unknown as ArchiveHeader;
+        if (!isArchiveHeader(value)) throw new CliError(`${at}: not a header of this format (exported_at, head_position)`);
+        header = value;
       } else if (value.kind === 'event') {
         const event = checkEvent(value, at);
         const previous = events[events.length - 1];
         if (previous && event.position <= previous.position) throw new CliError(`${at}: positions are not in log order`);
         events.push(event);
       } else if (value.kind === 'footer') {
-        footer = value as unknown as ArchiveFooter;
+        if (!isArchiveFooter(value)) throw new CliError(`${at}: not a footer of this format (events, streams, last_position, heads, log_anchor)`);
+        footer = value;
       } else {
         throw new CliError(`${at}: unknown line kind ${JSON.stringify(value.kind)}`);
       }

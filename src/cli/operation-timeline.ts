@@ -1,7 +1,8 @@
 import type { StepView } from '../contract/ledger-api.types';
-import { TERMINAL_STATUSES, type RecordedEvent, type StepStatus } from '../domain/events';
+import { decodeRecordedEvent, EventShapeError } from '../domain/event-codec';
+import { isTerminalStatus, type RecordedEvent } from '../domain/events';
 import { evolve, initialState, type StepState } from '../domain/step-state';
-import { stateView } from '../ledger/ledger.service';
+import { stateView } from '../ledger/step-views';
 import type { StoredEvent } from '../store/event-store.port';
 
 /** One event as both the store and `GET /v1/operations/{ref}/events` give it. */
@@ -95,11 +96,17 @@ export function describeEvent(type: string, data: Record<string, unknown>): stri
 }
 
 /**
- * What `evolve` reads of an event (the ledger's toRecorded, for an event that may have come over
- * HTTP). `evolve` is total, so data of a shape it does not know cannot make replay throw.
+ * What `evolve` reads of an event, decoded by the ledger's one codec (src/domain/event-codec.ts),
+ * for an event that may have come over HTTP. An event of a shape the ledger never writes is shown
+ * but not folded: the ledger itself refuses to decide on such a stream.
  */
-function asRecorded(event: TimelineEvent): RecordedEvent {
-  return { type: event.type, data: event.data, event_id: event.event_id, recorded_at: event.recorded_at, revision: event.revision } as unknown as RecordedEvent;
+function asRecorded(event: TimelineEvent): RecordedEvent | undefined {
+  try {
+    return decodeRecordedEvent(event);
+  } catch (error) {
+    if (error instanceof EventShapeError) return undefined;
+    throw error;
+  }
 }
 
 /**
@@ -110,7 +117,8 @@ export function buildTimeline(operationRef: string, events: readonly TimelineEve
   const shown = asOfRevision === undefined ? events : events.filter((event) => event.revision <= asOfRevision);
   let state: StepState = initialState();
   const rows = shown.map((event): TimelineRow => {
-    state = evolve(state, asRecorded(event));
+    const recorded = asRecorded(event);
+    if (recorded) state = evolve(state, recorded);
     return { ...event, why: describeEvent(event.type, event.data), state: stateView(operationRef, state, event.revision) };
   });
   const spans: StateSpan[] = [];
@@ -133,4 +141,4 @@ export function buildTimeline(operationRef: string, events: readonly TimelineEve
 }
 
 /** Terminal states have no duration worth showing: the step stays there. */
-export const isTerminal = (status: string) => TERMINAL_STATUSES.includes(status as StepStatus);
+export const isTerminal = (status: string) => isTerminalStatus(status);

@@ -44,9 +44,12 @@ export interface StepView {
   success?: unknown;
 }
 
+/** `duplicate`: the fact was already recorded (resubmitted under its event id, or a plan repeated as it was). */
+export const SUBMIT_RESULT_STATUSES = ['appended', 'duplicate'] as const;
+
 export interface SubmitResult {
   event_id: string;
-  status: 'appended' | 'duplicate';
+  status: (typeof SUBMIT_RESULT_STATUSES)[number];
 }
 
 export interface SubmitAnswer {

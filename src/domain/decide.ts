@@ -3,6 +3,7 @@ import {
   dispatchTimeoutMs,
   type Directive,
   type LedgerEvent,
+  type RecordedEvent,
   type StepPlannedData,
   type StepStatus,
   type SubmittedFact,
@@ -32,13 +33,19 @@ export interface Command {
   now: string;
 }
 
+/**
+ * Every decision carries `state`: the state its `events` leave, each event folded once here, so the
+ * caller appends and answers without folding them again.
+ */
 export type Decision =
   /** Append `events` (the fact first, then what it causes). Empty: an idempotent no-op. */
-  | { kind: 'accepted'; events: LedgerEvent[] }
+  | { kind: 'accepted'; events: LedgerEvent[]; state: StepState }
   /** Refused. `events` is what records the refusal (a refused dispatch), possibly none. */
-  | { kind: 'refused'; code: RefusalCode; detail: string; directive: Directive; events: LedgerEvent[] }
+  | { kind: 'refused'; code: RefusalCode; detail: string; directive: Directive; events: LedgerEvent[]; state: StepState }
   /** A dispatch on a succeeded step: the original success stands, the duplicate is recorded. */
-  | { kind: 'replayed'; events: LedgerEvent[] };
+  | { kind: 'replayed'; events: LedgerEvent[]; state: StepState };
+
+export type Refused = Extract<Decision, { kind: 'refused' }>;
 
 /** Reason codes of transitions that are not refusal codes or envelope codes. */
 export const TRANSITION_REASONS = {
@@ -119,7 +126,21 @@ function transition(
  * computed on it and what each fact does to the state is defined once.
  */
 function applyFact(state: StepState, command: Command): PlannedStep {
-  return evolve(state, { ...command.fact, event_id: command.event_id, recorded_at: command.now }) as PlannedStep;
+  return evolve(state, recordedAt(command, command.fact)) as PlannedStep;
+}
+
+/**
+ * An event as `evolve` reads it when it is recorded at `now`. `evolve` reads what happened and
+ * when, never the event's id, so the events a fact causes are folded under the fact's id (the
+ * ledger gives them ids derived from it when it stores them).
+ */
+function recordedAt(command: Command, event: LedgerEvent): RecordedEvent {
+  return { ...event, event_id: command.event_id, recorded_at: command.now };
+}
+
+/** The fact (already folded into `after`) and what it caused, folded once into the state they leave. */
+function accept(after: PlannedStep, command: Command, caused: LedgerEvent): Decision {
+  return { kind: 'accepted', events: [command.fact, caused], state: evolve(after, recordedAt(command, caused)) };
 }
 
 function sameDefinition(a: StepPlannedData, b: StepPlannedData): boolean {
@@ -138,12 +159,18 @@ function sameDefinition(a: StepPlannedData, b: StepPlannedData): boolean {
   );
 }
 
-const refuse = (
+/** A refusal, with the state the events recording it leave (a refused dispatch may escalate the step). */
+function refuse(
+  state: StepState,
+  command: Command,
   code: RefusalCode,
   detail: string,
   directive: Directive,
   events: LedgerEvent[] = [],
-): Decision => ({ kind: 'refused', code, detail, directive, events });
+): Decision {
+  const after = events.reduce((folded, event) => evolve(folded, recordedAt(command, event)), state);
+  return { kind: 'refused', code, detail, directive, events, state: after };
+}
 
 /** Moves to `to`, unless a bound leaves no attempt for a state that waits for another one. */
 function moveOrEscalate(
@@ -170,33 +197,30 @@ function decideDispatch(state: PlannedStep, command: Command, attempt: number, i
     if (escalate) {
       const escalated: PlannedStep = { ...state };
       events.push(transition(state, escalated, 'escalated', TRANSITION_REASONS.attemptsExhausted, command.event_id));
-      return refuse(code, detail, directiveFor('escalated', escalated), events);
+      return refuse(state, command, code, detail, directiveFor('escalated', escalated), events);
     }
-    return refuse(code, detail, state.directive, events);
+    return refuse(state, command, code, detail, state.directive, events);
   };
   switch (state.status) {
-    case 'succeeded':
-      return {
-        kind: 'replayed',
-        events: [
-          {
-            type: 'DispatchRefused',
-            data: {
-              attempt,
-              input_hash: inputHash,
-              code: 'DUPLICATE_PREVENTED',
-              replayed_attempt: state.success?.attempt ?? state.current_attempt,
-            },
-          },
-        ],
+    case 'succeeded': {
+      const duplicate: LedgerEvent = {
+        type: 'DispatchRefused',
+        data: {
+          attempt,
+          input_hash: inputHash,
+          code: 'DUPLICATE_PREVENTED',
+          replayed_attempt: state.success?.attempt ?? state.current_attempt,
+        },
       };
+      return { kind: 'replayed', events: [duplicate], state: evolve(state, recordedAt(command, duplicate)) };
+    }
     case 'escalated':
       return BOUND_REASONS.includes(state.reason)
         ? refusal('ATTEMPTS_EXHAUSTED', 'the step escalated when its attempts ran out')
         : refusal('STEP_ESCALATED', `the step is escalated (${state.reason})`);
     case 'dispatched':
       // Recomputed, not the stored directive: a log written before await_outcome says `dispatch` there.
-      return refuse('ATTEMPT_IN_FLIGHT', `attempt ${state.current_attempt} has no recorded outcome`, directiveFor('dispatched', state), [
+      return refuse(state, command, 'ATTEMPT_IN_FLIGHT', `attempt ${state.current_attempt} has no recorded outcome`, directiveFor('dispatched', state), [
         { type: 'DispatchRefused', data: { attempt, input_hash: inputHash, code: 'ATTEMPT_IN_FLIGHT' } },
       ]);
     case 'verifying':
@@ -224,27 +248,19 @@ function decideDispatch(state: PlannedStep, command: Command, attempt: number, i
     return refusal('ATTEMPT_MISMATCH', `the next attempt is ${state.attempts_used + 1}, not ${attempt}`);
   }
   const after = applyFact(state, command);
-  return {
-    kind: 'accepted',
-    events: [command.fact, transition(state, after, 'dispatched', TRANSITION_REASONS.dispatched, command.event_id)],
-  };
+  return accept(after, command, transition(state, after, 'dispatched', TRANSITION_REASONS.dispatched, command.event_id));
 }
 
 function decideEnvelope(state: PlannedStep, command: Command & { fact: { type: 'EnvelopeRecorded' } }): Decision {
   const { attempt, envelope } = command.fact.data;
   if (state.status !== 'dispatched' || attempt !== state.current_attempt) {
     const inFlight = state.status === 'dispatched' ? `attempt ${state.current_attempt}` : 'no attempt';
-    return refuse('ATTEMPT_MISMATCH', `envelope for attempt ${attempt}, but ${inFlight} is in flight`, state.directive);
+    return refuse(state, command, 'ATTEMPT_MISMATCH', `envelope for attempt ${attempt}, but ${inFlight} is in flight`, state.directive);
   }
   const after = applyFact(state, command);
   const cause = command.event_id;
-  if (envelope.ok) {
-    return {
-      kind: 'accepted',
-      events: [command.fact, transition(state, after, 'succeeded', TRANSITION_REASONS.committed, cause)],
-    };
-  }
-  return { kind: 'accepted', events: [command.fact, envelopeTransition(state, after, envelope, cause)] };
+  if (envelope.ok) return accept(after, command, transition(state, after, 'succeeded', TRANSITION_REASONS.committed, cause));
+  return accept(after, command, envelopeTransition(state, after, envelope, cause));
 }
 
 function envelopeTransition(state: PlannedStep, after: PlannedStep, envelope: ToolError, cause: string): LedgerEvent {
@@ -272,14 +288,14 @@ function decideVerification(
 ): Decision {
   // A restarted worker verifies what was in flight: no envelope may ever have come back (docs/contract.md §4).
   if (state.status !== 'verifying' && state.status !== 'dispatched') {
-    return refuse('FACT_NOT_EXPECTED', `no verification is pending in state ${state.status}`, state.directive);
+    return refuse(state, command, 'FACT_NOT_EXPECTED', `no verification is pending in state ${state.status}`, state.directive);
   }
   const { outcome } = command.fact.data;
   const cause = command.event_id;
   if (outcome === 'not_found') {
     const windowEnds = addMs(state.dispatched_at ?? state.since, state.definition.policy.consistency_window_ms);
     if (isBefore(command.now, windowEnds)) {
-      return refuse('VERIFICATION_PREMATURE', `not_found is inconclusive before ${windowEnds}`, {
+      return refuse(state, command, 'VERIFICATION_PREMATURE', `not_found is inconclusive before ${windowEnds}`, {
         next_action: 'verify_operation',
         not_before: windowEnds,
         attempts_remaining: attemptsRemaining(state),
@@ -289,21 +305,12 @@ function decideVerification(
   const after = applyFact(state, command);
   switch (outcome) {
     case 'found_committed':
-      return {
-        kind: 'accepted',
-        events: [command.fact, transition(state, after, 'succeeded', TRANSITION_REASONS.verifiedCommitted, cause)],
-      };
+      return accept(after, command, transition(state, after, 'succeeded', TRANSITION_REASONS.verifiedCommitted, cause));
     case 'not_found':
-      return {
-        kind: 'accepted',
-        events: [command.fact, moveOrEscalate(state, after, 'retry_ready', TRANSITION_REASONS.verifiedNotFound, cause)],
-      };
+      return accept(after, command, moveOrEscalate(state, after, 'retry_ready', TRANSITION_REASONS.verifiedNotFound, cause));
     case 'lookup_unavailable':
       // Never guess: an unverifiable write goes to a person (seed: "escalate rather than guessing").
-      return {
-        kind: 'accepted',
-        events: [command.fact, transition(state, after, 'escalated', TRANSITION_REASONS.lookupUnavailable, cause)],
-      };
+      return accept(after, command, transition(state, after, 'escalated', TRANSITION_REASONS.lookupUnavailable, cause));
     default: {
       const unhandled: never = outcome;
       throw new Error(`unhandled verification outcome ${String(unhandled)}`);
@@ -313,7 +320,7 @@ function decideVerification(
 
 function decideApproval(state: PlannedStep, command: Command & { fact: { type: 'ApprovalRecorded' } }): Decision {
   if (state.status !== 'awaiting_approval') {
-    return refuse('FACT_NOT_EXPECTED', `no approval is pending in state ${state.status}`, state.directive);
+    return refuse(state, command, 'FACT_NOT_EXPECTED', `no approval is pending in state ${state.status}`, state.directive);
   }
   const after = applyFact(state, command);
   const cause = command.event_id;
@@ -321,7 +328,7 @@ function decideApproval(state: PlannedStep, command: Command & { fact: { type: '
     command.fact.data.decision === 'granted'
       ? moveOrEscalate(state, after, 'retry_ready', TRANSITION_REASONS.approvalGranted, cause)
       : transition(state, after, 'escalated', TRANSITION_REASONS.approvalDenied, cause);
-  return { kind: 'accepted', events: [command.fact, next] };
+  return accept(after, command, next);
 }
 
 /** The pure decider: (state, submitted fact, now) -> events to append, or a refusal. */
@@ -330,16 +337,13 @@ export function decide(state: StepState, command: Command): Decision {
   if (fact.type === 'StepPlanned') {
     if (!isPlanned(state)) {
       const after = applyFact(state, command);
-      return {
-        kind: 'accepted',
-        events: [fact, transition(state, after, 'planned', TRANSITION_REASONS.planned, command.event_id)],
-      };
+      return accept(after, command, transition(state, after, 'planned', TRANSITION_REASONS.planned, command.event_id));
     }
-    if (sameDefinition(state.definition, fact.data)) return { kind: 'accepted', events: [] };
-    return refuse('OPERATION_REF_REUSED', 'this operation_ref was planned with another definition', state.directive);
+    if (sameDefinition(state.definition, fact.data)) return { kind: 'accepted', events: [], state };
+    return refuse(state, command, 'OPERATION_REF_REUSED', 'this operation_ref was planned with another definition', state.directive);
   }
   if (!isPlanned(state)) {
-    return refuse('STEP_NOT_PLANNED', `${fact.type} before StepPlanned`, { next_action: 'none', attempts_remaining: 0 });
+    return refuse(state, command, 'STEP_NOT_PLANNED', `${fact.type} before StepPlanned`, { next_action: 'none', attempts_remaining: 0 });
   }
   switch (fact.type) {
     case 'AttemptDispatched':

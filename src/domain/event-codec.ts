@@ -1,12 +1,28 @@
-import type { RecordedEvent } from './events';
-import { STEP_STATUSES } from './events';
+import { isJsonObject, type JsonObject } from '../shared/json';
+import {
+  APPROVAL_DECISIONS,
+  LEDGER_EVENT_TYPES,
+  SIDE_EFFECTS,
+  STEP_STATUSES,
+  STEP_VIEW_STATUSES,
+  VERIFICATION_OUTCOMES,
+  type LedgerEvent,
+  type LedgerEventType,
+  type RecordedEvent,
+} from './events';
 
 /**
- * The one way from a stored event's JSON to the domain's RecordedEvent. A stored event the ledger
- * wrote always has its type's shape; one that does not was written by something else (a forged
- * row, a damaged file), so it is refused here, before any fold can misread it
- * (docs/reliability.md, "A log whose every loss is detectable"). Types the ledger does not know
- * pass through: `evolve` ignores them, so older readers survive newer events.
+ * The one codec between the store's JSON (an event's `type` and `data`) and the domain's typed
+ * events, checked at run time both ways:
+ * - `encodeLedgerEvent`: a domain event as the store keeps it; what does not have its type's shape
+ *   is never written.
+ * - `decodeRecordedEvent`: a stored event for the ledger's folds. A stored event the ledger wrote
+ *   always has its type's shape; one that does not was written by something else (a forged row, a
+ *   damaged file), so it is refused here, before any fold can misread it (docs/reliability.md, "A
+ *   log whose every loss is detectable"). Types the ledger does not know pass through: `evolve`
+ *   ignores them, so older readers survive newer events.
+ * - `readLedgerEvent`: a stored event for the projections, which skip what they cannot read
+ *   instead of refusing it (a fold that throws stops the engine for every reader).
  */
 export class EventShapeError extends Error {
   constructor(
@@ -42,6 +58,7 @@ function fields(spec: Record<string, (value: unknown) => boolean>, optional: Rec
 }
 
 const oneOf = (values: readonly string[]) => (value: unknown) => typeof value === 'string' && values.includes(value);
+const isLedgerEventType = (type: string): type is LedgerEventType => LEDGER_EVENT_TYPES.some((known) => known === type);
 const isPolicy = (value: unknown) =>
   isObject(value) &&
   isCount(value.max_attempts) &&
@@ -56,18 +73,29 @@ const isEnvelope = (value: unknown) =>
   (value.commit_state === undefined || isString(value.commit_state));
 const isDirective = (value: unknown) => isObject(value) && isString(value.next_action) && isCount(value.attempts_remaining);
 
-const SHAPES: Record<string, Check> = {
-  StepPlanned: fields({ run_id: isString, tool: isString, side_effect: oneOf(['read', 'write']), input_hash: isString, policy: isPolicy }),
-  AttemptDispatched: fields({ attempt: isCount, input_hash: isString }),
-  EnvelopeRecorded: fields({ attempt: isCount, envelope: isEnvelope, redactions: Array.isArray }),
-  VerificationRecorded: fields({ outcome: oneOf(['found_committed', 'not_found', 'lookup_unavailable']), checked_at: isString, redactions: Array.isArray }),
-  ApprovalRecorded: fields({ decision: oneOf(['granted', 'denied']), approver: isString }),
-  TransitionRecorded: fields(
-    { from: oneOf(['unplanned', ...STEP_STATUSES]), to: oneOf(STEP_STATUSES), reason: isString, caused_by: isString, directive: isDirective },
-    { from_since: isInstant },
-  ),
-  DispatchRefused: fields({ attempt: isCount, input_hash: isString, code: isString }, { replayed_attempt: isCount }),
-};
+/** Each type's shape, with how its plan's policy is held: whole for the ledger, loosely for projections. */
+function shapes(policy: (value: unknown) => boolean): Record<LedgerEventType, Check> {
+  return {
+    StepPlanned: fields({ run_id: isString, tool: isString, side_effect: oneOf(SIDE_EFFECTS), input_hash: isString, policy }),
+    AttemptDispatched: fields({ attempt: isCount, input_hash: isString }),
+    EnvelopeRecorded: fields({ attempt: isCount, envelope: isEnvelope, redactions: Array.isArray }),
+    VerificationRecorded: fields({ outcome: oneOf(VERIFICATION_OUTCOMES), checked_at: isString, redactions: Array.isArray }),
+    ApprovalRecorded: fields({ decision: oneOf(APPROVAL_DECISIONS), approver: isString }),
+    TransitionRecorded: fields(
+      { from: oneOf(STEP_VIEW_STATUSES), to: oneOf(STEP_STATUSES), reason: isString, caused_by: isString, directive: isDirective },
+      { from_since: isInstant },
+    ),
+    DispatchRefused: fields({ attempt: isCount, input_hash: isString, code: isString }, { replayed_attempt: isCount }),
+  };
+}
+
+const SHAPES = shapes(isPolicy);
+/**
+ * Projections read a plan's policy field by field, each with its default (`dispatchTimeoutMs`), so
+ * a plan whose policy lacks fields is still filed; every other field is held as the ledger holds it.
+ */
+const READABLE_SHAPES = shapes(isObject);
+
 
 interface Candidate {
   type: string;
@@ -79,8 +107,38 @@ interface Candidate {
 
 /** Whether the candidate has its type's shape; `found.problem` says what is wrong when it has not. */
 function conforms(candidate: Candidate, found: { problem?: string }): candidate is Candidate & RecordedEvent {
-  found.problem = SHAPES[candidate.type]?.(candidate.data);
+  found.problem = isLedgerEventType(candidate.type) ? SHAPES[candidate.type](candidate.data) : undefined;
   return found.problem === undefined;
+}
+
+/** Whether a known type's data has the shape a projection reads. */
+function readable(event: { type: LedgerEventType; data: Record<string, unknown> }): event is LedgerEvent & { data: Record<string, unknown> } {
+  return READABLE_SHAPES[event.type](event.data) === undefined;
+}
+
+/**
+ * A domain event as the store keeps it: its type and its data as JSON, the same object (so the
+ * bytes hashed and stored are those the decider produced). Throws EventShapeError when the event
+ * does not have its type's shape: the ledger never writes what it could not read back.
+ */
+export function encodeLedgerEvent(event: LedgerEvent, eventId: string): { type: LedgerEventType; data: JsonObject } {
+  const { type, data } = event;
+  if (!isJsonObject(data)) throw new EventShapeError(eventId, `${type}: data is not a JSON object`);
+  const problem = SHAPES[type](data);
+  if (problem !== undefined) throw new EventShapeError(eventId, `${type}: ${problem}`);
+  return { type, data };
+}
+
+/**
+ * A stored event as a projection reads it, or undefined for a type this code does not know (a
+ * newer ledger wrote it) or data of another shape: old readers survive new events, and a
+ * projection skips what it cannot read instead of throwing.
+ */
+export function readLedgerEvent(stored: { type: string; data: unknown }): LedgerEvent | undefined {
+  const { type, data } = stored;
+  if (!isObject(data) || !isLedgerEventType(type)) return undefined;
+  const event = { type, data };
+  return readable(event) ? event : undefined;
 }
 
 /** Decodes one stored event for folding; throws EventShapeError when it is not what the ledger writes. */

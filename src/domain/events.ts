@@ -5,7 +5,12 @@ import type { Redaction } from './envelope/redaction';
 /** Bumped when an event's data changes shape; `evolve` reads every version it has ever written. */
 export const EVENT_SCHEMA_VERSION = 1;
 
-export type SideEffect = 'read' | 'write';
+/**
+ * Each vocabulary is an `as const` array with its type derived from it (as envelope.types.ts does),
+ * so the types, the edge's validation, the event codec and the published schemas share one list.
+ */
+export const SIDE_EFFECTS = ['read', 'write'] as const;
+export type SideEffect = (typeof SIDE_EFFECTS)[number];
 
 export interface StepPolicy {
   /** Attempts the step may make in all, the first included. */
@@ -64,7 +69,8 @@ export interface EnvelopeRecordedData {
   redactions: Redaction[];
 }
 
-export type VerificationOutcome = 'found_committed' | 'not_found' | 'lookup_unavailable';
+export const VERIFICATION_OUTCOMES = ['found_committed', 'not_found', 'lookup_unavailable'] as const;
+export type VerificationOutcome = (typeof VERIFICATION_OUTCOMES)[number];
 
 export interface VerificationRecordedData {
   outcome: VerificationOutcome;
@@ -74,8 +80,11 @@ export interface VerificationRecordedData {
   redactions: Redaction[];
 }
 
+export const APPROVAL_DECISIONS = ['granted', 'denied'] as const;
+export type ApprovalDecision = (typeof APPROVAL_DECISIONS)[number];
+
 export interface ApprovalRecordedData {
-  decision: 'granted' | 'denied';
+  decision: ApprovalDecision;
   approver: string;
   reason?: string;
 }
@@ -87,29 +96,18 @@ export type SubmittedFact =
   | { type: 'VerificationRecorded'; data: VerificationRecordedData }
   | { type: 'ApprovalRecorded'; data: ApprovalRecordedData };
 
-export type SubmittedFactType = SubmittedFact['type'];
-export const SUBMITTED_FACT_TYPES: readonly SubmittedFactType[] = [
+export const SUBMITTED_FACT_TYPES = [
   'StepPlanned',
   'AttemptDispatched',
   'EnvelopeRecorded',
   'VerificationRecorded',
   'ApprovalRecorded',
-];
+] as const satisfies readonly SubmittedFact['type'][];
+export type SubmittedFactType = (typeof SUBMITTED_FACT_TYPES)[number];
 
 // ---- Decisions the ledger derives ------------------------------------------------------------------
 
-export type StepStatus =
-  | 'planned'
-  | 'dispatched'
-  | 'needs_input'
-  | 'retry_scheduled'
-  | 'verifying'
-  | 'awaiting_approval'
-  | 'retry_ready'
-  | 'succeeded'
-  | 'escalated';
-
-export const STEP_STATUSES: readonly StepStatus[] = [
+export const STEP_STATUSES = [
   'planned',
   'dispatched',
   'needs_input',
@@ -119,9 +117,19 @@ export const STEP_STATUSES: readonly StepStatus[] = [
   'retry_ready',
   'succeeded',
   'escalated',
-];
+] as const;
+export type StepStatus = (typeof STEP_STATUSES)[number];
 
-export const TERMINAL_STATUSES: readonly StepStatus[] = ['succeeded', 'escalated'];
+/** What a view of a step may say: a step's status, or `unplanned` for an operation never planned. */
+export const STEP_VIEW_STATUSES = ['unplanned', ...STEP_STATUSES] as const;
+export type StepViewStatus = (typeof STEP_VIEW_STATUSES)[number];
+
+export const TERMINAL_STATUSES = ['succeeded', 'escalated'] as const satisfies readonly StepStatus[];
+
+/** Whether a status (of any origin: a view, a query, a stored document) is a terminal step status. */
+export function isTerminalStatus(status: string): boolean {
+  return TERMINAL_STATUSES.some((terminal) => terminal === status);
+}
 
 /**
  * What the runtime may do next: the envelope's vocabulary, plus `dispatch` (an attempt may run),
@@ -168,7 +176,10 @@ export type DerivedEvent =
   | { type: 'DispatchRefused'; data: DispatchRefusedData };
 
 export type LedgerEvent = SubmittedFact | DerivedEvent;
-export type LedgerEventType = LedgerEvent['type'];
+
+export const DERIVED_EVENT_TYPES = ['TransitionRecorded', 'DispatchRefused'] as const satisfies readonly DerivedEvent['type'][];
+export const LEDGER_EVENT_TYPES = [...SUBMITTED_FACT_TYPES, ...DERIVED_EVENT_TYPES] as const;
+export type LedgerEventType = (typeof LEDGER_EVENT_TYPES)[number];
 
 /** A ledger event as folded: its fact plus when the ledger recorded it. */
 export type RecordedEvent = LedgerEvent & { event_id: string; recorded_at: string; revision?: number };

@@ -1,3 +1,4 @@
+import { countDispatch, NO_ATTEMPTS } from './attempts';
 import type { ToolEnvelope } from './envelope/envelope.types';
 import type {
   Directive,
@@ -86,8 +87,7 @@ export function evolve(state: StepState, event: RecordedEvent): StepState {
     return {
       status: 'planned',
       definition: event.data,
-      attempts_used: 0,
-      current_attempt: 0,
+      ...NO_ATTEMPTS,
       consecutive_dependency_failures: 0,
       approval: 'not_requested',
       reason: 'STEP_PLANNED',
@@ -100,8 +100,7 @@ export function evolve(state: StepState, event: RecordedEvent): StepState {
     case 'AttemptDispatched':
       return {
         ...state,
-        attempts_used: state.attempts_used + 1,
-        current_attempt: event.data.attempt,
+        ...countDispatch(state, event.data.attempt),
         current_input_hash: event.data.input_hash,
         dispatched_at: event.recorded_at,
         not_before: undefined,

@@ -1,4 +1,6 @@
 import { createHash } from 'node:crypto';
+import type { SubmittedEvent } from '../contract/ledger-api.types';
+import { canonicalJson } from '../shared/canonical-json';
 
 /**
  * Derived events get ids computed from the submitted fact's id, so that deciding the same fact
@@ -13,4 +15,9 @@ export function derivedEventId(causeEventId: string, index: number): string {
 
 export function sha256Hex(text: string): string {
   return createHash('sha256').update(text).digest('hex');
+}
+
+/** Hash of what was submitted, to tell an honest resubmission from an id reused for another fact. */
+export function submittedHash(event: SubmittedEvent): string {
+  return sha256Hex(canonicalJson({ type: event.type, data: event.data }));
 }

@@ -2,7 +2,7 @@ import { eventShapeProblem } from '../domain/event-codec';
 import type { EventStore, StoredEvent } from '../store/event-store.port';
 import { auditLog, type LogAudit } from '../store/log-audit';
 import { OPERATION_STREAM_PREFIX } from '../store/stream-names';
-import type { BrokenStreams } from './ledger.service';
+import type { BrokenStreams } from './sealed-streams';
 
 export type IntegrityState = 'not_checked' | 'verifying' | 'verified' | 'broken' | 'unverifiable';
 

@@ -7,7 +7,8 @@ import { EVENT_STORE, type EventStore } from '../store/event-store.port';
 import { openEventStore } from '../store/store.factory';
 import { CLOCK, MonotonicClock, type Clock } from './clock';
 import { IntegrityMonitor } from './integrity-monitor';
-import { LedgerService, stepIndexer, type LedgerObserver } from './ledger.service';
+import { LedgerService, type LedgerObserver } from './ledger.service';
+import { stepIndexer } from './step-index';
 
 /**
  * Other modules that must hear of refusals (webhooks count premature lookups, which the log does

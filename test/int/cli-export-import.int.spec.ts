@@ -138,6 +138,23 @@ describe('export, import, verify', () => {
     expect(run.status).toBe(1);
     expect(run.stderr).toMatch(/no footer; the file was cut short \(9 events read\)/);
   });
+
+  it('import refuses a file whose footer or event metadata is not of the format, with a typed message and nothing written', () => {
+    const lines = readFileSync(file, 'utf8').trimEnd().split('\n');
+    const footer = JSON.parse(lines[lines.length - 1]);
+    const badFooter = join(fresh('import-bad-footer-file'), 'bad-footer.ndjson');
+    writeFileSync(badFooter, `${[...lines.slice(0, -1), JSON.stringify({ ...footer, heads: 'all of them' })].join('\n')}\n`);
+    const footerRun = runCli(['import', badFooter, '--data-dir', fresh('import-bad-footer')]);
+    expect(footerRun.status).toBe(1);
+    expect(footerRun.stderr).toContain(`bad-footer.ndjson:${lines.length}: not a footer of this format`);
+
+    const event = JSON.parse(lines[1]);
+    const badMetadata = join(fresh('import-bad-metadata-file'), 'bad-metadata.ndjson');
+    writeFileSync(badMetadata, `${[lines[0], JSON.stringify({ ...event, metadata: { ...event.metadata, tenant: 7 } }), ...lines.slice(2)].join('\n')}\n`);
+    const metadataRun = runCli(['import', badMetadata, '--data-dir', fresh('import-bad-metadata')]);
+    expect(metadataRun.status).toBe(1);
+    expect(metadataRun.stderr).toContain('bad-metadata.ndjson:2: not an event of this format');
+  });
 });
 
 describe('verify on a database edited behind the ledger', () => {

@@ -1,5 +1,6 @@
 import { fold } from '../../domain/decider';
-import { stepIndexEntry, toRecorded } from '../../ledger/ledger.service';
+import { stepIndexEntry } from '../../ledger/step-index';
+import { toRecorded } from '../../ledger/stored-events';
 import type { EventStore, NewEvent, StoredEvent } from '../../store/event-store.port';
 import { OPERATION_STREAM_PREFIX } from '../../store/stream-names';
 import { CliError } from '../cli-errors';

@@ -13,11 +13,12 @@ import {
 } from './envelope.types';
 import { isRfc3339Instant } from '../../shared/rfc3339';
 import { redactDeep, type Redaction, type SecretDetector } from './redaction';
+import type { SideEffect } from '../events';
 
 export interface EnvelopeContext {
   /** The operation the envelope is recorded on: the envelope must name the same one. */
   operationRef: string;
-  sideEffect: 'read' | 'write';
+  sideEffect: SideEffect;
   /** What the service's detector found in the submit's strings (see redaction.ts). */
   detect?: SecretDetector;
 }

@@ -1,5 +1,6 @@
 import { ApiProperty, ApiPropertyOptional } from '@nestjs/swagger';
-import { DIRECTIVE_ACTIONS, STEP_STATUSES } from '../../domain/events';
+import { SUBMIT_RESULT_STATUSES } from '../../contract/ledger-api.types';
+import { DIRECTIVE_ACTIONS, SIDE_EFFECTS, STEP_VIEW_STATUSES } from '../../domain/events';
 
 /** Response shapes, for the OpenAPI document only: the answers are built by the ledger service. */
 export class DirectiveDto {
@@ -11,11 +12,11 @@ export class DirectiveDto {
 
 export class StepViewDto {
   @ApiProperty() operation_ref!: string;
-  @ApiProperty({ enum: ['unplanned', ...STEP_STATUSES] }) status!: string;
+  @ApiProperty({ enum: [...STEP_VIEW_STATUSES] }) status!: string;
   @ApiProperty() revision!: number;
   @ApiPropertyOptional() run_id?: string;
   @ApiPropertyOptional() tool?: string;
-  @ApiPropertyOptional({ enum: ['read', 'write'] }) side_effect?: string;
+  @ApiPropertyOptional({ enum: [...SIDE_EFFECTS] }) side_effect?: string;
   @ApiProperty() attempts_used!: number;
   @ApiProperty() current_attempt!: number;
   @ApiProperty() attempts_remaining!: number;
@@ -26,7 +27,7 @@ export class StepViewDto {
 
 export class SubmitResultDto {
   @ApiProperty() event_id!: string;
-  @ApiProperty({ enum: ['appended', 'duplicate'] }) status!: string;
+  @ApiProperty({ enum: [...SUBMIT_RESULT_STATUSES] }) status!: string;
 }
 
 export class SubmitAnswerDto {

@@ -19,7 +19,16 @@ import {
   ValidateBy,
   ValidateNested,
 } from 'class-validator';
-import { SUBMITTED_FACT_TYPES, type SubmittedFactType } from '../../domain/events';
+import {
+  APPROVAL_DECISIONS,
+  SIDE_EFFECTS,
+  SUBMITTED_FACT_TYPES,
+  VERIFICATION_OUTCOMES,
+  type ApprovalDecision,
+  type SideEffect,
+  type SubmittedFactType,
+  type VerificationOutcome,
+} from '../../domain/events';
 import { IDENTIFIER_PATTERN } from '../../domain/identifier-grammar';
 import { isRfc3339Instant } from '../../shared/rfc3339';
 
@@ -78,7 +87,7 @@ export class StepPolicyDto {
 export class StepPlannedDataDto {
   @IsString() @MinLength(1) @MaxLength(200) @Matches(IDENTIFIER_PATTERN, IDENTIFIER_MESSAGE) run_id!: string;
   @IsString() @MinLength(1) @MaxLength(100) @Matches(IDENTIFIER_PATTERN, IDENTIFIER_MESSAGE) tool!: string;
-  @IsIn(['read', 'write']) side_effect!: 'read' | 'write';
+  @IsIn(SIDE_EFFECTS) side_effect!: SideEffect;
   @IsString() @MinLength(1) @MaxLength(200) @Matches(IDENTIFIER_PATTERN, IDENTIFIER_MESSAGE) input_hash!: string;
   @IsOptional() @IsObject() @ValidateNested() @Type(() => StepPolicyDto) policy?: StepPolicyDto;
   /** The tool's input, for the work feed to hand to a worker; its canonical SHA-256 must be input_hash. */
@@ -97,8 +106,8 @@ export class EnvelopeRecordedDataDto {
 }
 
 export class VerificationRecordedDataDto {
-  @IsIn(['found_committed', 'not_found', 'lookup_unavailable'])
-  outcome!: 'found_committed' | 'not_found' | 'lookup_unavailable';
+  @IsIn(VERIFICATION_OUTCOMES)
+  outcome!: VerificationOutcome;
   @IsRfc3339Instant() checked_at!: string;
   @IsOptional() @IsString() @MinLength(1) @MaxLength(200) evidence_ref?: string;
   /** What the lookup found; free-form, redacted before it is stored. */
@@ -106,7 +115,7 @@ export class VerificationRecordedDataDto {
 }
 
 export class ApprovalRecordedDataDto {
-  @IsIn(['granted', 'denied']) decision!: 'granted' | 'denied';
+  @IsIn(APPROVAL_DECISIONS) decision!: ApprovalDecision;
   @IsString() @MinLength(1) @MaxLength(200) approver!: string;
   @IsOptional() @IsString() @MaxLength(1000) reason?: string;
 }

@@ -69,6 +69,24 @@ function run(steps: Array<[SubmittedFact, number]>): { events: RecordedEvent[]; 
 }
 
 describe('decide: properties', () => {
+  it('hands back the state its events fold to, so the ledger never folds them again', () => {
+    fc.assert(
+      fc.property(histories, (steps) => {
+        let state = initialState();
+        let clock = 0;
+        steps.forEach(([fact, advance], index) => {
+          clock += advance;
+          const now = at(clock);
+          const decision = decide(state, { fact, event_id: `e${index}`, now });
+          const folded = fold(decision.events.map((event, n) => ({ ...event, event_id: `e${index}.${n}`, recorded_at: now }) as RecordedEvent), state);
+          expect(decision.state).toEqual(folded);
+          if (decision.kind !== 'refused' || decision.events.length > 0) state = decision.state;
+        });
+      }),
+      { numRuns: 1000, seed: 7 },
+    );
+  });
+
   it('never grants a write dispatch while the last one has no recorded outcome or an unverified unknown', () => {
     fc.assert(
       fc.property(histories, (steps) => {

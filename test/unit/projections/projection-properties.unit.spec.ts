@@ -4,7 +4,7 @@ import { LEDGER_PROJECTIONS } from '../../../projections/projection-catalog';
 import type { ProjectedEvent } from '../../../projections/projection';
 import { stepStateProjection, type StepStateDoc } from '../../../projections/step-state.projection';
 import { fold, isPlanned } from '../../../src/domain/decider';
-import { toRecorded } from '../../../src/ledger/ledger.service';
+import { toRecorded } from '../../../src/ledger/stored-events';
 import { foldProjection } from './support/fold-projection';
 import { historyCommands, runHistory } from './support/random-history';
 import { redelivered } from './support/redelivery';

@@ -1,0 +1,53 @@
+import type { SubmitAnswer, SubmitContext, SubmitRequest, SubmitResult, SubmittedEvent } from '../contract/ledger-api.types';
+import { isErrorCode } from '../errors/error-registry';
+import { LedgerError } from '../errors/ledger-error';
+import { submittedHash } from './event-ids';
+import { stateAfter, type StreamSnapshot } from './sealed-streams';
+import { directiveOf, stateView, submitAnswer } from './step-views';
+
+/**
+ * Event-id idempotency (docs/contract.md §4): a fact resubmitted under its event id is answered as
+ * the first time and appends nothing; an event id reused for another fact is refused.
+ */
+
+/**
+ * The submitted events the stream does not hold yet, in order. Throws EVENT_ID_REUSED when an id
+ * the stream holds was used for another fact.
+ */
+export function freshEvents(request: SubmitRequest, snapshot: StreamSnapshot): { fresh: SubmittedEvent[]; stored: ReadonlySet<string> } {
+  const hashes = new Map(snapshot.events.map((event) => [event.event_id, event.metadata.submitted_hash]));
+  request.events.forEach((event, index) => {
+    if (hashes.has(event.event_id) && hashes.get(event.event_id) !== submittedHash(event)) {
+      throw new LedgerError('EVENT_ID_REUSED', `event_id ${event.event_id} was already used for another fact`, {
+        field: `events[${index}].event_id`,
+      });
+    }
+  });
+  return { fresh: request.events.filter((event) => !hashes.has(event.event_id)), stored: new Set(hashes.keys()) };
+}
+
+/**
+ * A resubmission of facts already stored: the answer of the first time, from the stream as it
+ * stood right after that submit (its fact and everything the fact caused).
+ */
+export function answerAsFirstTime(context: SubmitContext, request: SubmitRequest, snapshot: StreamSnapshot): SubmitAnswer {
+  const ids = new Set(request.events.map((event) => event.event_id));
+  let end = -1;
+  snapshot.events.forEach((event, index) => {
+    if (ids.has(event.event_id) || (event.metadata.causation_event_id && ids.has(event.metadata.causation_event_id))) end = index;
+  });
+  const state = stateAfter(snapshot, end + 1);
+  const last = snapshot.events[end];
+  const results: SubmitResult[] = request.events.map((event) => ({ event_id: event.event_id, status: 'duplicate' }));
+  const refusal = snapshot.recorded.slice(0, end + 1).find((event) => ids.has(event.event_id) && event.type === 'DispatchRefused');
+  const code = refusal?.type === 'DispatchRefused' ? refusal.data.code : undefined;
+  if (code !== undefined && code !== 'DUPLICATE_PREVENTED') {
+    // Only dispatch refusals are recorded, and each bears a registered refusal code.
+    throw new LedgerError(isErrorCode(code) ? code : 'INTERNAL_ERROR', 'this dispatch was refused when first submitted', {
+      directive: directiveOf(state),
+      state: stateView(context.operationRef, state, last.revision),
+      results,
+    });
+  }
+  return submitAnswer({ operationRef: context.operationRef, state, revision: last.revision, position: last.position, results, replayed: refusal !== undefined });
+}

@@ -1,0 +1,152 @@
+import type { SubmitAnswer, SubmitContext, SubmitRequest, SubmitResult, SubmittedEvent } from '../contract/ledger-api.types';
+import type { SecretDetector } from '../domain/envelope/redaction';
+import { decide, type Refused, type StepState } from '../domain/decider';
+import { LedgerError } from '../errors/ledger-error';
+import { RevisionConflictError } from '../store/event-store.port';
+import { operationStream } from '../store/stream-names';
+import { decisionTime, type Clock } from './clock';
+import { prepareFact, type PreparationSettings } from './fact-preparation';
+import { answerAsFirstTime, freshEvents } from './idempotency';
+import { refuseSecretIdentifiers } from './identifiers';
+import { KeyedSerializer } from './keyed-serializer';
+import type { SealedStreams, StreamSnapshot } from './sealed-streams';
+import { SecretScanner, stringsOf } from './secret-scanner';
+import { stateView, submitAnswer } from './step-views';
+import { toNewEvents, type UnsealedEvent } from './stored-events';
+
+export interface LedgerSettings extends PreparationSettings {
+  /** Re-decisions after losing a race, when the caller gave no expected_revision. */
+  maxConflictRetries: number;
+}
+
+export interface LedgerObserver {
+  onAppended?(events: number, tenant: string): void;
+  /** `where`: the operation the refused fact was for (refusals not recorded in the log are seen only here). */
+  onRefused?(code: string, where: { tenant: string; operationRef: string }): void;
+}
+
+/**
+ * A refusal as a value: the decider's refusal, the events that recorded it (none when it was not
+ * recorded), and the state and revision the step stands at with them.
+ */
+interface Refusal {
+  decision: Refused;
+  recorded: UnsealedEvent[];
+  state: StepState;
+  revision: number;
+}
+
+/**
+ * The one command path: read the stream (folded once), decide each fact (each event folded once,
+ * by the decider), append at the revision read. Nothing else decides. A lost race is decided again
+ * on the fresh stream, a bounded number of times.
+ */
+export class SubmitCommandHandler {
+  private readonly perStream = new KeyedSerializer();
+
+  constructor(
+    private readonly streams: SealedStreams,
+    private readonly clock: Clock,
+    private readonly settings: LedgerSettings,
+    private readonly observer: LedgerObserver,
+    private readonly scanner: SecretScanner,
+  ) {}
+
+  async submit(context: SubmitContext, request: SubmitRequest): Promise<SubmitAnswer> {
+    // Scanned once, before the stream is read: the detector answers for every string of the submit.
+    const detect = await this.scanner.detectorFor(stringsOf([context.operationRef, context.tracestate ?? '', request.events.map((event) => event.data)]));
+    refuseSecretIdentifiers(context, request, detect);
+    const stream = operationStream(context.tenant, context.operationRef);
+    return this.perStream.run(stream, () => this.submitOnce(stream, context, request, detect));
+  }
+
+  private async submitOnce(stream: string, context: SubmitContext, request: SubmitRequest, detect: SecretDetector): Promise<SubmitAnswer> {
+    for (let attempt = 0; ; attempt++) {
+      const snapshot = await this.streams.read(stream);
+      try {
+        return await this.decideAndAppend(context, request, snapshot, detect);
+      } catch (error) {
+        if (!(error instanceof RevisionConflictError)) throw error;
+        if (request.expected_revision !== undefined || attempt >= this.settings.maxConflictRetries) {
+          throw new LedgerError('REVISION_CONFLICT', 'the operation changed while this request was decided; read it again', {
+            field: 'expected_revision',
+          });
+        }
+      }
+    }
+  }
+
+  private async decideAndAppend(context: SubmitContext, request: SubmitRequest, snapshot: StreamSnapshot, detect: SecretDetector): Promise<SubmitAnswer> {
+    const { fresh, stored } = freshEvents(request, snapshot);
+    if (fresh.length === 0) return answerAsFirstTime(context, request, snapshot);
+    if (request.expected_revision !== undefined && request.expected_revision !== snapshot.revision) {
+      throw new LedgerError('REVISION_CONFLICT', `expected revision ${request.expected_revision}, the stream is at ${snapshot.revision}`, {
+        field: 'expected_revision',
+      });
+    }
+
+    const now = decisionTime(this.clock, snapshot.events[snapshot.events.length - 1]?.metadata.recorded_at);
+    let state = snapshot.state;
+    const toAppend: UnsealedEvent[] = [];
+    let replayed = false;
+    // Facts the decision took as already recorded (a plan repeated with the same definition under a
+    // new id): nothing of them is appended, so their result must not say `appended`.
+    const alreadyRecorded = new Set<string>();
+    for (const submitted of fresh) {
+      const index = request.events.indexOf(submitted);
+      const fact = prepareFact(submitted, state, context.operationRef, this.settings, `events[${index}]`, detect);
+      const decision = decide(state, { fact, event_id: submitted.event_id, now });
+      if (decision.kind === 'refused') {
+        this.observer.onRefused?.(decision.code, { tenant: context.tenant, operationRef: context.operationRef });
+        const refusal = await this.recordRefusal(decision, submitted, context, now, snapshot, { state, empty: toAppend.length === 0 });
+        throw this.refusalError(refusal, context);
+      }
+      if (decision.kind === 'replayed') replayed = true;
+      if (decision.events.length === 0) alreadyRecorded.add(submitted.event_id);
+      toAppend.push(...toNewEvents(decision.events, submitted, context, now));
+      state = decision.state;
+    }
+    const results: SubmitResult[] = request.events.map((event) => ({
+      event_id: event.event_id,
+      status: stored.has(event.event_id) || alreadyRecorded.has(event.event_id) ? 'duplicate' : 'appended',
+    }));
+    const outcome = { operationRef: context.operationRef, state, results };
+    if (toAppend.length === 0) {
+      // Every fact was an idempotent no-op (a plan repeated with the same definition).
+      const last = snapshot.events[snapshot.events.length - 1];
+      return submitAnswer({ ...outcome, revision: snapshot.revision, position: last?.position ?? 0, replayed: false });
+    }
+    const { revision, position } = await this.streams.append(snapshot, toAppend, state);
+    this.observer.onAppended?.(toAppend.length, context.tenant);
+    return submitAnswer({ ...outcome, revision, position, replayed });
+  }
+
+  /**
+   * A refused dispatch is evidence (docs/contract.md §3): it is recorded when it was decided on the
+   * stored state itself; a refusal inside a larger batch refuses the batch and stores nothing of it.
+   */
+  private async recordRefusal(
+    decision: Refused,
+    submitted: SubmittedEvent,
+    context: SubmitContext,
+    now: string,
+    snapshot: StreamSnapshot,
+    batch: { state: StepState; empty: boolean },
+  ): Promise<Refusal> {
+    if (decision.events.length === 0 || !batch.empty) return { decision, recorded: [], state: batch.state, revision: snapshot.revision };
+    const recorded = toNewEvents(decision.events, submitted, context, now);
+    const { revision } = await this.streams.append(snapshot, recorded, decision.state);
+    return { decision, recorded, state: decision.state, revision };
+  }
+
+  private refusalError({ decision, state, revision }: Refusal, context: SubmitContext): LedgerError {
+    const retryAfterSeconds = decision.directive.not_before
+      ? Math.max(1, Math.ceil((Date.parse(decision.directive.not_before) - this.clock.now().getTime()) / 1000))
+      : undefined;
+    return new LedgerError(decision.code, decision.detail, {
+      directive: decision.directive,
+      state: stateView(context.operationRef, state, revision),
+      ...(retryAfterSeconds === undefined ? {} : { retryAfterSeconds }),
+    });
+  }
+}
