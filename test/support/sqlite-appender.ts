@@ -12,7 +12,7 @@ async function main(): Promise<void> {
   const [file, stream, ms] = process.argv.slice(2);
   const store = SqliteEventStore.open({ file });
   const deadline = Date.now() + Number(ms);
-  let head = await store.anchoredHead(stream);
+  let head: { revision: number; hash: string } | undefined = await store.anchoredHead(stream);
   let appended = 0;
   process.stdout.write('ready\n');
   while (Date.now() < deadline) {
