@@ -39,10 +39,15 @@ export interface ProjectionStatus {
 
 export interface ProjectionLag {
   projection: string;
+  /** Positions: the last one applied, and the head of the log. */
   checkpoint: number;
   head: number;
-  /** Log positions not yet applied. Positions in the SQLite store have no gaps, so these are events. */
-  events_behind: number;
+  /**
+   * Events not yet applied: 0 when caught up, on every store. While behind, `head - checkpoint`
+   * where the store's positions are dense (SQLite); null where they are not (EventStoreDB, whose
+   * positions are byte offsets), since counting there would mean reading every event behind.
+   */
+  events_behind: number | null;
   /** Age of the oldest event not yet applied (0 when caught up). */
   ms_behind: number;
 }
@@ -177,23 +182,32 @@ export class ProjectionEngine {
     });
   }
 
+  /**
+   * How far each projection is behind the log: in time on every store, in events only where the
+   * store's positions count them (`densePositions`). A projection with nothing of its streams after
+   * its checkpoint is caught up, whatever else the log holds after it (EventStoreDB's `$all` also
+   * carries the work feed's lease streams).
+   */
   async lag(): Promise<ProjectionLag[]> {
-    const head = await this.options.store.headPosition();
-    const oldestUnapplied = new Map<number, number>();
+    const { store } = this.options;
+    const head = await store.headPosition();
+    const oldestUnapplied = new Map<number, StoredEvent | undefined>();
     const lags: ProjectionLag[] = [];
     for (const projection of this.projections) {
       const checkpoint = this.checkpoint(projection.name);
-      const behind = Math.max(0, head - checkpoint);
-      let msBehind = 0;
-      if (behind > 0) {
-        if (!oldestUnapplied.has(checkpoint)) {
-          const [next] = await this.options.store.readAll({ after: checkpoint, limit: 1, streamPrefix: this.prefix });
-          const recordedAt = next ? Date.parse(next.metadata.recorded_at) : NaN;
-          oldestUnapplied.set(checkpoint, Number.isFinite(recordedAt) ? Math.max(0, this.now() - recordedAt) : 0);
-        }
-        msBehind = oldestUnapplied.get(checkpoint) ?? 0;
+      if (checkpoint < head && !oldestUnapplied.has(checkpoint)) {
+        const [next] = await store.readAll({ after: checkpoint, limit: 1, streamPrefix: this.prefix });
+        oldestUnapplied.set(checkpoint, next);
       }
-      lags.push({ projection: projection.name, checkpoint, head, events_behind: behind, ms_behind: msBehind });
+      const next = checkpoint < head ? oldestUnapplied.get(checkpoint) : undefined;
+      const recordedAt = next ? Date.parse(next.metadata.recorded_at) : NaN;
+      lags.push({
+        projection: projection.name,
+        checkpoint,
+        head,
+        events_behind: next === undefined ? 0 : store.densePositions ? head - checkpoint : null,
+        ms_behind: Number.isFinite(recordedAt) ? Math.max(0, this.now() - recordedAt) : 0,
+      });
     }
     return lags;
   }

@@ -526,6 +526,9 @@ export class SqliteEventStore implements EventStore {
 
   readonly keepsAnchors = true;
 
+  /** AUTOINCREMENT from 1 in the same transaction as the row; a rolled-back append takes its numbers back. */
+  readonly densePositions = true;
+
   async anchoredHead(stream: string): Promise<StreamHead | undefined> {
     try {
       const row = this.statements.streamHead.get(stream);
