@@ -105,8 +105,8 @@ export class LedgerHealthIndicators {
     const maxLagMs = Math.max(0, ...lags.map((lag) => lag.ms_behind));
     // A count only where every projection's is known: null on a store whose positions count nothing
     // (EventStoreDB) while any projection is behind; 0 there too once all have caught up.
-    const counts = lags.map((lag) => lag.events_behind);
-    const eventsBehind = counts.includes(null) ? null : Math.max(0, ...(counts as number[]));
+    let eventsBehind: number | null = 0;
+    for (const lag of lags) eventsBehind = eventsBehind === null || lag.events_behind === null ? null : Math.max(eventsBehind, lag.events_behind);
     const data = { state, lag_ms: maxLagMs, events_behind: eventsBehind, max_lag_ms: this.settings.maxProjectionLagMs };
     return maxLagMs > this.settings.maxProjectionLagMs ? session.down({ ...data, message: 'projections lag behind the log' }) : session.up(data);
   }
