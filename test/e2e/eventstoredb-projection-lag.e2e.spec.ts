@@ -8,6 +8,7 @@
 import { randomUUID } from 'node:crypto';
 import { NO_STREAM } from '../../src/store/event-store.port';
 import { newEvent } from '../contract/event-store.contract';
+import { startCli } from '../support/cli-harness';
 import { fact, ledgerAt, request } from '../support/http';
 import { startLedger, type LedgerProcess } from '../support/ledger-process';
 import { eventStoreDbStore } from '../support/store-setup';
@@ -59,4 +60,15 @@ test('readiness and the lag metric count events, not positions, once the project
   const lagEvents = [...String(metrics.body).matchAll(/^ledger_projection_lag_events\{[^}]*\} (\S+)$/gm)].map((match) => Number(match[1]));
   expect(lagEvents.length).toBeGreaterThan(0);
   expect(lagEvents.every((value) => value === 0)).toBe(true);
+});
+
+test('`projections rebuild --url` on this store ends once the projections have caught up, lease records after them or not', async () => {
+  await store.store.append(`lease-${randomUUID()}`, NO_STREAM, [newEvent('LeaseChanged')]);
+  // Asynchronous: the double this service writes to runs in this process and must keep answering.
+  const cli = startCli(['projections', 'rebuild', '--progress', 'never', '--url', ledger.baseUrl]);
+  const timer = setTimeout(() => cli.child.kill(), 30_000);
+  const code = await cli.exited;
+  clearTimeout(timer);
+  expect({ code, stderr: cli.stderr() }).toEqual({ code: 0, stderr: '' });
+  expect(cli.stdout()).toMatch(new RegExp(`^rebuilt step_state, evidence_trail, run_summary, trust_metrics on ${ledger.baseUrl} in `));
 });
