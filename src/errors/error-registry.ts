@@ -5,7 +5,10 @@
 export interface ErrorDefinition {
   status: number;
   title: string;
-  /** Whether the answer carries Retry-After. */
+  /**
+   * The answer always carries Retry-After (and `retry_after_seconds`): the delay its cause gave, or
+   * a default when it gave none (src/http/problem-body.ts, retryAfterOf).
+   */
   retryAfter?: boolean;
 }
 
@@ -45,6 +48,11 @@ export const ERROR_REGISTRY = {
 } as const satisfies Record<string, ErrorDefinition>;
 
 export type ErrorCode = keyof typeof ERROR_REGISTRY;
+
+/** A code's definition with every field of the type readable, whichever code it is. */
+export function errorDefinition(code: ErrorCode): ErrorDefinition {
+  return ERROR_REGISTRY[code];
+}
 
 export function isErrorCode(code: string): code is ErrorCode {
   return Object.prototype.hasOwnProperty.call(ERROR_REGISTRY, code);

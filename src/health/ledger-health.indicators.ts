@@ -103,7 +103,10 @@ export class LedgerHealthIndicators {
     }
     if (!lags) return session.down({ state, message: `the projection lag cannot be read within ${this.settings.checkTimeoutMs} ms` });
     const maxLagMs = Math.max(0, ...lags.map((lag) => lag.ms_behind));
-    const eventsBehind = Math.max(0, ...lags.map((lag) => lag.events_behind));
+    // A count only where every projection's is known: null on a store whose positions count nothing
+    // (EventStoreDB) while any projection is behind; 0 there too once all have caught up.
+    let eventsBehind: number | null = 0;
+    for (const lag of lags) eventsBehind = eventsBehind === null || lag.events_behind === null ? null : Math.max(eventsBehind, lag.events_behind);
     const data = { state, lag_ms: maxLagMs, events_behind: eventsBehind, max_lag_ms: this.settings.maxProjectionLagMs };
     return maxLagMs > this.settings.maxProjectionLagMs ? session.down({ ...data, message: 'projections lag behind the log' }) : session.up(data);
   }

@@ -1,6 +1,6 @@
 /** The problem+json body (RFC 9457) and what it may echo of a request; framework-free. */
 import { containsSecret } from '../domain/envelope/redaction';
-import { ERROR_REGISTRY } from '../errors/error-registry';
+import { ERROR_REGISTRY, errorDefinition } from '../errors/error-registry';
 import type { LedgerError } from '../errors/ledger-error';
 
 /**
@@ -48,9 +48,18 @@ export const PROBLEM_CONTENT_TYPE = 'application/problem+json';
  */
 export const MAX_RETRY_AFTER_SECONDS = 86_400;
 
+/** What a code the registry marks `retryAfter` answers when its cause named no delay. */
+export const DEFAULT_RETRY_AFTER_SECONDS = 1;
+
+/** Retry-After in seconds, the same for the header and the body; undefined when the answer has none. */
+export function retryAfterOf(error: LedgerError): number | undefined {
+  const seconds = error.extras.retryAfterSeconds ?? (errorDefinition(error.code).retryAfter ? DEFAULT_RETRY_AFTER_SECONDS : undefined);
+  return seconds === undefined ? undefined : Math.min(seconds, MAX_RETRY_AFTER_SECONDS);
+}
+
 export function problemBody(error: LedgerError, instance?: string): Record<string, unknown> {
   const { directive, state, results } = error.extras;
-  const retryAfterSeconds = error.extras.retryAfterSeconds === undefined ? undefined : Math.min(error.extras.retryAfterSeconds, MAX_RETRY_AFTER_SECONDS);
+  const retryAfterSeconds = retryAfterOf(error);
   // A refusal names the field, never echoes what was in it: a key the client sent (an unknown
   // field named like a token) is named `<key>` when it could be a secret.
   const raw = error.extras.field;

@@ -1,10 +1,10 @@
 import { ArgumentsHost, Catch, HttpException, Logger, type ExceptionFilter } from '@nestjs/common';
 import type { FastifyReply, FastifyRequest } from 'fastify';
-import { ERROR_REGISTRY, isErrorCode, type ErrorCode } from '../errors/error-registry';
+import { ERROR_REGISTRY, type ErrorCode } from '../errors/error-registry';
 import { LedgerError } from '../errors/ledger-error';
 import { StoreIntegrityError, StoreUnavailableError } from '../store/event-store.port';
 import { OPERATION_REF_RULE } from './operation-ref';
-import { MAX_RETRY_AFTER_SECONDS, PROBLEM_CONTENT_TYPE, problemBody } from './problem-body';
+import { PROBLEM_CONTENT_TYPE, problemBody, retryAfterOf } from './problem-body';
 
 export { PROBLEM_CONTENT_TYPE, problemBody };
 
@@ -83,8 +83,8 @@ export function toLedgerError(error: unknown): LedgerError {
 
 
 export function sendProblem(reply: FastifyReply, error: LedgerError, instance?: string): void {
-  const retryAfter = error.extras.retryAfterSeconds;
-  if (retryAfter !== undefined && isErrorCode(error.code)) reply.header('retry-after', String(Math.min(retryAfter, MAX_RETRY_AFTER_SECONDS)));
+  const retryAfter = retryAfterOf(error);
+  if (retryAfter !== undefined) reply.header('retry-after', String(retryAfter));
   reply.status(error.status).header('content-type', PROBLEM_CONTENT_TYPE).send(JSON.stringify(problemBody(error, instance)));
 }
 

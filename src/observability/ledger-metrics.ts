@@ -1,8 +1,17 @@
 import { Counter, Gauge, Histogram, type Registry } from 'prom-client';
-import type { LedgerObserver } from '../ledger/ledger.service';
 import type { StoreHooks } from '../store/store.factory';
 
 export const LEDGER_METRICS = Symbol('LEDGER_METRICS');
+
+/**
+ * What the command path tells these metrics. Defined here, so metrics import no ledger: the ledger
+ * service's observer hook has this shape and is handed these where the application is put together.
+ */
+export interface LedgerActivityObserver {
+  onAppended?(events: number, tenant: string): void;
+  /** `where`: the operation the refused fact was for. */
+  onRefused?(code: string, where: { tenant: string; operationRef: string }): void;
+}
 
 /** What the clock metrics read: the shape of the ledger clock's status, defined here so metrics import no clock. */
 export interface ClockReading {
@@ -11,7 +20,7 @@ export interface ClockReading {
 }
 
 export interface LedgerMetrics {
-  observer: LedgerObserver;
+  observer: LedgerActivityObserver;
   storeHooks: StoreHooks;
   /** Exposes a clock's wall offset and detected steps (docs/reliability.md, "A stepped clock"). */
   watchClock(read: () => ClockReading): void;

@@ -1,12 +1,27 @@
 import { Counter, Gauge, type Registry } from 'prom-client';
 import { percentile } from '../../projections/duration-histogram';
 import type { TrustCounters, TrustMetricsDoc } from '../../projections/trust-metrics.projection';
-import type { EngineState, ProjectionLag } from '../projection-engine/projection-engine';
 import { scrapeTenant } from './metrics';
 
+/**
+ * One projection's distance to the log, as these metrics read it. Defined here, so metrics import
+ * no engine: the projection engine's lag report has this shape and is handed over where the
+ * application is put together.
+ */
+export interface ProjectionLagReading {
+  projection: string;
+  /** The last log position applied. */
+  checkpoint: number;
+  /** Events not applied yet; null where the store cannot count them (positions that are not a count). */
+  events_behind: number | null;
+  /** Age of the oldest event not applied yet (0 when caught up). */
+  ms_behind: number;
+}
+
 export interface ProjectionMetricsSource {
-  lag(): Promise<ProjectionLag[]>;
-  status(): { state: EngineState };
+  lag(): Promise<ProjectionLagReading[]>;
+  /** The engine's state; `failed` while it waits to follow the log again. */
+  status(): { state: string };
   trustDocs(tenant?: string): TrustMetricsDoc[];
 }
 
@@ -43,18 +58,19 @@ const QUANTILES = [0.5, 0.9, 0.99] as const;
  * zero, which Prometheus treats as a counter reset). Lag is in seconds, Prometheus' base unit.
  */
 export function registerProjectionMetrics(registry: Registry, source: ProjectionMetricsSource): void {
-  const lag = perScrape<'all', ProjectionLag[]>(250, () => source.lag());
+  const lag = perScrape<'all', ProjectionLagReading[]>(250, () => source.lag());
   const trust = perScrape<string, TrustMetricsDoc[]>(250, (tenant) => source.trustDocs(tenant === '*' ? undefined : tenant));
   const trustForScrape = () => trust(scrapeTenant() ?? '*');
 
   new Gauge({
     name: 'ledger_projection_lag_events',
-    help: 'Log positions the projection has not applied yet',
+    help: 'Events the projection has not applied yet (absent while behind on a store that cannot count them: EventStoreDB)',
     labelNames: ['projection'],
     registers: [registry],
     async collect() {
       this.reset();
-      for (const entry of await lag('all')) this.set({ projection: entry.projection }, entry.events_behind);
+      // No sample rather than a wrong one: a difference of EventStoreDB positions is bytes, not events.
+      for (const entry of await lag('all')) if (entry.events_behind !== null) this.set({ projection: entry.projection }, entry.events_behind);
     },
   });
   new Gauge({

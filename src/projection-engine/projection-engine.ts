@@ -4,24 +4,6 @@ import { OPERATION_STREAM_PREFIX } from '../store/stream-names';
 import type { SqliteReadModel } from './sqlite-read-model.store';
 import { ProjectionWorkingSet } from './working-set';
 
-export interface BatchInfo {
-  /** Positions of the batch's first and last events. */
-  from: number;
-  to: number;
-  events: number;
-  projections: readonly string[];
-}
-
-/**
- * Fault injection for tests. `beforeCommit` runs inside the batch's transaction (a throw rolls the
- * whole batch back); `afterCommit` runs once it is durable and before the next batch is read (a
- * throw stops the engine there, as a crash would).
- */
-export interface EngineFaults {
-  beforeCommit?(batch: BatchInfo): void;
-  afterCommit?(batch: BatchInfo): void | Promise<void>;
-}
-
 export interface ProjectionEngineOptions {
   store: EventStore;
   readModel: SqliteReadModel;
@@ -44,7 +26,6 @@ export interface ProjectionEngineOptions {
   /** After a failure, follow again from the checkpoints after this long; null stops for good. */
   restartDelayMs?: number | null;
   onError?(error: Error): void;
-  faults?: EngineFaults;
 }
 
 export type EngineState = 'stopped' | 'catching_up' | 'live' | 'failed';
@@ -58,10 +39,15 @@ export interface ProjectionStatus {
 
 export interface ProjectionLag {
   projection: string;
+  /** Positions: the last one applied, and the head of the log. */
   checkpoint: number;
   head: number;
-  /** Log positions not yet applied. Positions in the SQLite store have no gaps, so these are events. */
-  events_behind: number;
+  /**
+   * Events not yet applied: 0 when caught up, on every store. While behind, `head - checkpoint`
+   * where the store's positions are dense (SQLite); null where they are not (EventStoreDB, whose
+   * positions are byte offsets), since counting there would mean reading every event behind.
+   */
+  events_behind: number | null;
   /** Age of the oldest event not yet applied (0 when caught up). */
   ms_behind: number;
 }
@@ -196,23 +182,32 @@ export class ProjectionEngine {
     });
   }
 
+  /**
+   * How far each projection is behind the log: in time on every store, in events only where the
+   * store's positions count them (`densePositions`). A projection with nothing of its streams after
+   * its checkpoint is caught up, whatever else the log holds after it (EventStoreDB's `$all` also
+   * carries the work feed's lease streams).
+   */
   async lag(): Promise<ProjectionLag[]> {
-    const head = await this.options.store.headPosition();
-    const oldestUnapplied = new Map<number, number>();
+    const { store } = this.options;
+    const head = await store.headPosition();
+    const oldestUnapplied = new Map<number, StoredEvent | undefined>();
     const lags: ProjectionLag[] = [];
     for (const projection of this.projections) {
       const checkpoint = this.checkpoint(projection.name);
-      const behind = Math.max(0, head - checkpoint);
-      let msBehind = 0;
-      if (behind > 0) {
-        if (!oldestUnapplied.has(checkpoint)) {
-          const [next] = await this.options.store.readAll({ after: checkpoint, limit: 1, streamPrefix: this.prefix });
-          const recordedAt = next ? Date.parse(next.metadata.recorded_at) : NaN;
-          oldestUnapplied.set(checkpoint, Number.isFinite(recordedAt) ? Math.max(0, this.now() - recordedAt) : 0);
-        }
-        msBehind = oldestUnapplied.get(checkpoint) ?? 0;
+      if (checkpoint < head && !oldestUnapplied.has(checkpoint)) {
+        const [next] = await store.readAll({ after: checkpoint, limit: 1, streamPrefix: this.prefix });
+        oldestUnapplied.set(checkpoint, next);
       }
-      lags.push({ projection: projection.name, checkpoint, head, events_behind: behind, ms_behind: msBehind });
+      const next = checkpoint < head ? oldestUnapplied.get(checkpoint) : undefined;
+      const recordedAt = next ? Date.parse(next.metadata.recorded_at) : NaN;
+      lags.push({
+        projection: projection.name,
+        checkpoint,
+        head,
+        events_behind: next === undefined ? 0 : store.densePositions ? head - checkpoint : null,
+        ms_behind: Number.isFinite(recordedAt) ? Math.max(0, this.now() - recordedAt) : 0,
+      });
     }
     return lags;
   }
@@ -313,10 +308,9 @@ export class ProjectionEngine {
 
   private async applyLive(batch: StoredEvent[]): Promise<void> {
     if (!this.running || batch.length === 0) return;
-    const { readModel, faults } = this.options;
+    const { readModel } = this.options;
     const projections = this.projections.filter((projection) => this.live.has(projection.name));
     const last = batch[batch.length - 1];
-    const info = batchInfo(batch[0], last, batch.length, projections);
     const reached = readModel.transaction(() => {
       const applied = new Map<string, number>();
       for (const projection of projections) {
@@ -332,14 +326,12 @@ export class ProjectionEngine {
         readModel.setCheckpoint(projection.name, last.position, last.metadata.recorded_at);
         applied.set(projection.name, last.position);
       }
-      faults?.beforeCommit?.(info);
       return applied;
     });
     for (const [name, position] of reached) this.checkpoints.set(name, position);
     // Set before anything awaits: a rebuild decides to join by comparing with this position.
     this.livePosition = Math.max(this.livePosition, last.position);
     this.settleWaiters();
-    await faults?.afterCommit?.(info);
   }
 
   /**
@@ -352,12 +344,12 @@ export class ProjectionEngine {
     // They were all reset to zero together.
     let sets = projections.map((projection) => new ProjectionWorkingSet(projection, readModel, 0));
     let position = 0;
-    let folded: { first: StoredEvent; last: StoredEvent; events: number } | undefined;
-    const commit = async () => {
+    let folded: { last: StoredEvent; events: number } | undefined;
+    const commit = () => {
       if (!folded) return;
-      const { first, last, events } = folded;
+      const { last } = folded;
       folded = undefined;
-      ({ sets, position } = await this.commitRebuild(sets, batchInfo(first, last, events, projections), last));
+      ({ sets, position } = this.commitRebuild(sets, last));
     };
     try {
       for (;;) {
@@ -365,7 +357,7 @@ export class ProjectionEngine {
         if (this.running && position >= this.livePosition) {
           // Only what is committed may join: commit, then look again (the live lane may have moved).
           if (!folded) break;
-          await commit();
+          commit();
           continue;
         }
         // The embedded store reads synchronously, so without this the whole rebuild between two
@@ -377,12 +369,12 @@ export class ProjectionEngine {
         if (batch.length === 0) break;
         for (const set of sets) set.fold(batch);
         const last = batch[batch.length - 1];
-        folded = { first: folded?.first ?? batch[0], last, events: (folded?.events ?? 0) + batch.length };
+        folded = { last, events: (folded?.events ?? 0) + batch.length };
         position = last.position;
         const held = sets.reduce((sum, set) => sum + set.size, 0);
-        if (folded.events >= this.rebuildCommitEvents || held >= this.rebuildMaxDocs) await commit();
+        if (folded.events >= this.rebuildCommitEvents || held >= this.rebuildMaxDocs) commit();
       }
-      await commit();
+      commit();
     } finally {
       // Joining is synchronous with the check above: the live lane's next batch starts after
       // livePosition, and these projections skip what they already applied. After a failure they
@@ -396,12 +388,8 @@ export class ProjectionEngine {
    * on the same file moved these projections meanwhile, what was folded here does not sit on what is
    * stored: it is dropped, and the rebuild goes on from the stored checkpoints.
    */
-  private async commitRebuild(
-    sets: ProjectionWorkingSet[],
-    info: BatchInfo,
-    last: StoredEvent,
-  ): Promise<{ sets: ProjectionWorkingSet[]; position: number }> {
-    const { readModel, faults } = this.options;
+  private commitRebuild(sets: ProjectionWorkingSet[], last: StoredEvent): { sets: ProjectionWorkingSet[]; position: number } {
+    const { readModel } = this.options;
     const moved = readModel.transaction(() => {
       const stored = sets.map((set) => readModel.checkpoint(set.projection.name).position);
       if (stored.some((checkpoint, index) => checkpoint !== sets[index].after)) return stored;
@@ -409,7 +397,6 @@ export class ProjectionEngine {
         set.write();
         readModel.setCheckpoint(set.projection.name, last.position, last.metadata.recorded_at);
       }
-      faults?.beforeCommit?.(info);
       return undefined;
     });
     if (moved) {
@@ -421,7 +408,6 @@ export class ProjectionEngine {
     }
     for (const set of sets) this.checkpoints.set(set.projection.name, last.position);
     this.settleWaiters();
-    await faults?.afterCommit?.(info);
     return { sets: sets.map((set) => new ProjectionWorkingSet(set.projection, readModel, last.position)), position: last.position };
   }
 
@@ -438,6 +424,3 @@ export class ProjectionEngine {
 
 const yieldToEventLoop = () => new Promise<void>((resolve) => setImmediate(resolve));
 
-function batchInfo(first: StoredEvent, last: StoredEvent, events: number, projections: readonly AnyProjection[]): BatchInfo {
-  return { from: first.position, to: last.position, events, projections: projections.map((projection) => projection.name) };
-}

@@ -168,6 +168,12 @@ export interface EventStore {
   /** Whether this store keeps stream heads and a log anchor committed with every append. */
   readonly keepsAnchors: boolean;
   /**
+   * Whether the log's n-th event stands at position n (from 1, no gaps), so that `head - position`
+   * counts the events after a position. Only then may a reader subtract positions: EventStoreDB's
+   * are byte offsets into its transaction log, and there the difference is a size, not a count.
+   */
+  readonly densePositions: boolean;
+  /**
    * Streams under a prefix whose index entry has one of these keys, with the entry; undefined
    * when this store keeps no index (readers then use a projection caught up to the head).
    */

@@ -184,6 +184,18 @@ export function testEventStore(name: string, factory: () => Promise<EventStoreUn
       expect(await store.headPosition()).toBeGreaterThanOrEqual(all[3].position);
     });
 
+    it('numbers the log 1, 2, 3… with no gap where it says its positions are dense, refused appends taking no number', async () => {
+      if (!store.densePositions) return;
+      const stream = freshStream('dense');
+      await store.append(stream, NO_STREAM, [newEvent(), newEvent()]);
+      await expect(store.append(stream, NO_STREAM, [newEvent()])).rejects.toBeInstanceOf(RevisionConflictError);
+      await Promise.allSettled(Array.from({ length: 5 }, () => store.append(stream, 1, [newEvent(), newEvent()])));
+      await store.append(freshStream('dense'), NO_STREAM, [newEvent()]);
+      const all = await store.readAll({ after: 0, limit: 100_000 });
+      expect(all.map((event) => event.position)).toEqual(all.map((_, index) => index + 1));
+      expect(await store.headPosition()).toBe(all.length);
+    });
+
     it('subscribes from a position (exclusive): catches up, then follows live, in order', async () => {
       const prefix = `op-contract:sub${randomUUID().slice(0, 6)}`;
       const stream = `${prefix}-x`;

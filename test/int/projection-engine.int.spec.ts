@@ -10,6 +10,7 @@ import type { EventStore } from '../../src/store/event-store.port';
 import { SqliteEventStore } from '../../src/store/sqlite/sqlite-event-store.adapter';
 import { envelopes, LedgerScenario } from '../unit/projections/support/ledger-scenario';
 import { MemoryEventStore } from '../unit/projections/support/memory-event-store';
+import { withEngineFaults } from '../support/engine-faults';
 import { expectedSnapshot, snapshot } from '../unit/projections/support/read-model-snapshot';
 
 /** A few operations through their whole lives: enough events for several batches of 7. */
@@ -166,11 +167,8 @@ describe('projection engine (SQLite event store, SQLite read model)', () => {
     const head = await workload(scenario, 10);
     const commits: Array<{ from: number; to: number; events: number }> = [];
     const readModel = openReadModel();
-    await engineFor(readModel, {
-      batchSize: 7,
-      rebuildCommitEvents: 30,
-      faults: { afterCommit: ({ from, to, events }) => void commits.push({ from, to, events }) },
-    }).rebuild();
+    const faulty = withEngineFaults(store, readModel, { afterCommit: ({ from, to, events }) => void commits.push({ from, to, events }) });
+    await engineFor(faulty.readModel, { batchSize: 7, rebuildCommitEvents: 30 }, faulty.store).rebuild();
 
     const batches = Math.ceil(head / 7);
     expect(commits.length).toBe(Math.ceil(batches / Math.ceil(30 / 7)));
@@ -187,24 +185,21 @@ describe('projection engine (SQLite event store, SQLite read model)', () => {
     const other = openReadModel(file);
     let moved = false;
     const checkpointsAfterTheMove: number[] = [];
-    await engineFor(rebuilding, {
-      batchSize: 7,
-      rebuildCommitEvents: 20,
-      faults: {
-        afterCommit: async () => {
-          if (moved) {
-            checkpointsAfterTheMove.push(...rebuilding.checkpoints().map((checkpoint) => checkpoint.position));
-            return;
-          }
-          moved = true;
-          // Another instance follows the same read model to the head between two of the rebuild's commits.
-          const follower = engineFor(other);
-          follower.start();
-          expect(await follower.waitForPosition(head, 5_000)).toBe(true);
-          await follower.stop();
-        },
+    const faulty = withEngineFaults(store, rebuilding, {
+      afterCommit: async () => {
+        if (moved) {
+          checkpointsAfterTheMove.push(...rebuilding.checkpoints().map((checkpoint) => checkpoint.position));
+          return;
+        }
+        moved = true;
+        // Another instance follows the same read model to the head between two of the rebuild's commits.
+        const follower = engineFor(other);
+        follower.start();
+        expect(await follower.waitForPosition(head, 5_000)).toBe(true);
+        await follower.stop();
       },
-    }).rebuild();
+    });
+    await engineFor(faulty.readModel, { batchSize: 7, rebuildCommitEvents: 20 }, faulty.store).rebuild();
 
     expect(moved).toBe(true);
     // What it had folded since its last commit was not written over the follower's newer work.

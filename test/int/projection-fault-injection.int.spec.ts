@@ -4,9 +4,10 @@ import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { LEDGER_PROJECTIONS } from '../../projections/projection-catalog';
 import { trustReport, type TrustMetricsDoc } from '../../projections/trust-metrics.projection';
-import { ProjectionEngine, type EngineFaults } from '../../src/projection-engine/projection-engine';
+import { ProjectionEngine } from '../../src/projection-engine/projection-engine';
 import { SqliteReadModel } from '../../src/projection-engine/sqlite-read-model.store';
 import { SqliteEventStore } from '../../src/store/sqlite/sqlite-event-store.adapter';
+import { withEngineFaults, type EngineFaults } from '../support/engine-faults';
 import { foldProjection } from '../unit/projections/support/fold-projection';
 import { envelopes, LedgerScenario } from '../unit/projections/support/ledger-scenario';
 import { expectedSnapshot, snapshot } from '../unit/projections/support/read-model-snapshot';
@@ -68,7 +69,7 @@ describe('projection engine under fault injection', () => {
   async function runUntilCrash(readModel: SqliteReadModel, faults: EngineFaults): Promise<ProjectionEngine> {
     let crashed!: (error: Error) => void;
     const failed = new Promise<Error>((resolveError) => (crashed = resolveError));
-    const engine = new ProjectionEngine({ store, readModel, projections: LEDGER_PROJECTIONS, batchSize: BATCH, restartDelayMs: null, faults, onError: crashed });
+    const engine = new ProjectionEngine({ ...withEngineFaults(store, readModel, faults), projections: LEDGER_PROJECTIONS, batchSize: BATCH, restartDelayMs: null, onError: crashed });
     engine.start();
     expect(await failed).toBeInstanceOf(InjectedCrash);
     expect(engine.status().state).toBe('failed');
@@ -131,20 +132,18 @@ describe('projection engine under fault injection', () => {
     let thrown = 0;
     const errors: Error[] = [];
     const engine = new ProjectionEngine({
-      store,
-      readModel,
-      projections: LEDGER_PROJECTIONS,
-      batchSize: BATCH,
-      restartDelayMs: 10,
-      onError: (error) => errors.push(error),
-      faults: {
+      ...withEngineFaults(store, readModel, {
         afterCommit: (batch) => {
           if (batch.to > 25 && thrown < 2) {
             thrown += 1;
             throw new InjectedCrash('transient');
           }
         },
-      },
+      }),
+      projections: LEDGER_PROJECTIONS,
+      batchSize: BATCH,
+      restartDelayMs: 10,
+      onError: (error) => errors.push(error),
     });
     engine.start();
     expect(await engine.waitForPosition(await store.headPosition(), 5_000)).toBe(true);
@@ -180,6 +179,7 @@ const { ProjectionEngine } = require(${JSON.stringify(join(root, 'src/projection
 const { SqliteReadModel } = require(${JSON.stringify(join(root, 'src/projection-engine/sqlite-read-model.store.ts'))});
 const { SqliteEventStore } = require(${JSON.stringify(join(root, 'src/store/sqlite/sqlite-event-store.adapter.ts'))});
 const { LEDGER_PROJECTIONS } = require(${JSON.stringify(join(root, 'projections/projection-catalog.ts'))});
+const { withEngineFaults } = require(${JSON.stringify(join(root, 'test/support/engine-faults.ts'))});
 const store = SqliteEventStore.open({ file: ${JSON.stringify(join(dir, 'events.sqlite'))} });
 const readModel = SqliteReadModel.open({ file: ${JSON.stringify(file)} });
 let batches = 0;
@@ -188,7 +188,7 @@ const kill = (batch) => {
   fs.writeFileSync(${JSON.stringify(reportFile)}, JSON.stringify(batch));
   process.kill(process.pid, 'SIGKILL');
 };
-const engine = new ProjectionEngine({ store, readModel, projections: LEDGER_PROJECTIONS, batchSize: ${BATCH}, restartDelayMs: null, faults: { ${phase}: kill } });
+const engine = new ProjectionEngine({ ...withEngineFaults(store, readModel, { ${phase}: kill }), projections: LEDGER_PROJECTIONS, batchSize: ${BATCH}, restartDelayMs: null });
 engine.start();
 setTimeout(() => process.exit(3), 20000);
 `,

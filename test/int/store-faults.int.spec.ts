@@ -10,9 +10,10 @@
  *   would not do: CI runs as root, for whom file modes do not stop writes, and an open file keeps
  *   the access it was opened with anyway.
  *
- * The first and the last hold per connection, so the service runs in a child process that opens
- * its store with the adapter's `exposePragma` seam and takes PRAGMAs over IPC; everything else is
- * the application exactly as main.js builds it. The lock needs no seam, so it is also shown on the
+ * The first and the last hold per connection, so the service runs in a child process that keeps
+ * hold of the very better-sqlite3 connection its store opens (the driver's constructor is wrapped
+ * there, before the store is loaded) and takes PRAGMAs over IPC; everything else is the
+ * application exactly as main.js builds it. The lock needs no seam, so it is also shown on the
  * served process itself (`node dist/src/main.js`).
  *
  * Each fault must answer 503 STORE_UNAVAILABLE with Retry-After, leave the events table exactly as
@@ -33,20 +34,37 @@ const DIST = resolve(__dirname, '../../dist/src');
 const REF = 'run_faults/step_1';
 const PATH = `/v1/operations/${encodeURIComponent(REF)}`;
 
-/** The child: main.js's wiring, with the store opened by hand so its PRAGMAs can be reached. */
+/**
+ * The child: main.js's wiring, with the store opened by hand so its PRAGMAs can be reached. The
+ * driver module the store loads is swapped in the require cache for a constructor that records
+ * each connection it opens; the connection opened by SqliteEventStore.open is the store's own.
+ */
 const CHILD = `
+const driverPath = require.resolve('better-sqlite3', { paths: [${JSON.stringify(DIST)}] });
+const Database = require(driverPath);
+const opened = [];
+function RecordedDatabase(...args) {
+  const connection = new Database(...args);
+  opened.push(connection);
+  return connection;
+}
+RecordedDatabase.prototype = Database.prototype;
+Object.setPrototypeOf(RecordedDatabase, Database);
+require.cache[driverPath].exports = RecordedDatabase;
 const { createApp } = require(${JSON.stringify(join(DIST, 'app.js'))});
 const { loadConfig } = require(${JSON.stringify(join(DIST, 'config/ledger-config.js'))});
 const { SqliteEventStore } = require(${JSON.stringify(join(DIST, 'store/sqlite/sqlite-event-store.adapter.js'))});
 (async () => {
   const config = loadConfig(process.env);
-  let pragma;
+  const before = opened.length;
   const store = SqliteEventStore.open({
     file: config.eventsFile,
     groupCommit: config.groupCommit,
     busyTimeoutMs: config.sqliteBusyTimeoutMs,
-    exposePragma: (run) => (pragma = run),
   });
+  const connections = opened.slice(before);
+  if (connections.length !== 1) throw new Error('expected the store to open one connection, saw ' + connections.length);
+  const pragma = (statement) => connections[0].pragma(statement);
   const app = await createApp({ config, store });
   await app.listen({ port: 0, host: '127.0.0.1' });
   process.on('message', (message) => {

@@ -1,6 +1,8 @@
 import { readFileSync } from 'node:fs';
 import { resolve } from 'node:path';
-import { ERROR_REGISTRY } from '../../src/errors/error-registry';
+import { ERROR_REGISTRY, errorDefinition, type ErrorCode } from '../../src/errors/error-registry';
+import { LedgerError } from '../../src/errors/ledger-error';
+import { DEFAULT_RETRY_AFTER_SECONDS, problemBody } from '../../src/http/problem-body';
 
 /** The README's error table and the registry say the same, both ways (one registry of codes). */
 function readmeCodes(): Map<string, number> {
@@ -22,6 +24,24 @@ describe('error registry', () => {
 
   it('registers every documented code', () => {
     for (const code of documented.keys()) expect(Object.keys(ERROR_REGISTRY)).toContain(code);
+  });
+
+  it('marks retryAfter exactly the codes the README answers "with `Retry-After`"', () => {
+    const readme = readFileSync(resolve(__dirname, '../../README.md'), 'utf8');
+    const section = readme.slice(readme.indexOf('## Error codes'));
+    const documented = [...section.matchAll(/^\|\s*\d{3}\s*\|\s*`([A-Z_]+)`\s*\|.*with `Retry-After`/gm)].map((match) => match[1]).sort();
+    const marked = Object.keys(ERROR_REGISTRY).filter((code) => errorDefinition(code as ErrorCode).retryAfter).sort();
+    expect(marked).toEqual(documented);
+  });
+
+  it('answers a marked code with Retry-After even when its cause named no delay, and no other code without one', () => {
+    for (const code of Object.keys(ERROR_REGISTRY) as ErrorCode[]) {
+      const body = problemBody(new LedgerError(code, 'no delay named'));
+      expect({ code, retry_after_seconds: body.retry_after_seconds }).toEqual({
+        code,
+        retry_after_seconds: errorDefinition(code).retryAfter ? DEFAULT_RETRY_AFTER_SECONDS : undefined,
+      });
+    }
   });
 
   it('never answers a refusal with a 5xx', () => {

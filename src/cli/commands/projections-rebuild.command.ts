@@ -50,6 +50,9 @@ class ReadProgressStore implements EventStore {
   get keepsAnchors(): boolean {
     return this.store.keepsAnchors;
   }
+  get densePositions(): boolean {
+    return this.store.densePositions;
+  }
   anchoredHead(stream: string): Promise<StreamHead | undefined> {
     return this.store.anchoredHead(stream);
   }
@@ -109,7 +112,8 @@ function progressBar(names: readonly string[], mode: ProgressMode): SingleBar | 
 }
 
 interface Readiness {
-  details?: { projections?: { events_behind?: number; lag_ms?: number; state?: string; message?: string } };
+  /** `events_behind` is null while behind on a store that cannot count events (EventStoreDB). */
+  details?: { projections?: { events_behind?: number | null; lag_ms?: number; state?: string; message?: string } };
 }
 
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
@@ -126,21 +130,25 @@ async function rebuildRemote(remote: RemoteLedger, name: string | undefined, opt
   const names = answer.rebuilding;
   const bar = progressBar(names, options.progress);
   let total: number | undefined;
-  let behind = Number.POSITIVE_INFINITY;
+  let behind: number | null = Number.POSITIVE_INFINITY;
   const deadline = Date.now() + 24 * 3600 * 1000;
-  while (behind > 0) {
+  while (behind !== 0) {
     const { body } = await remote.probe<Readiness>('/health/ready');
     const projections = body?.details?.projections;
     if (projections?.state === 'failed') throw new CliError(`the rebuild on ${remote.origin} failed: ${projections.message ?? 'the projection engine failed'}`);
-    if (typeof projections?.events_behind !== 'number') throw new CliError(`${remote.origin} does not report projection progress on /health/ready`, EXIT.unavailable);
-    behind = projections.events_behind;
-    if (total === undefined) {
-      total = Math.max(behind, 1);
-      bar?.start(total, 0, { events: 0, rate: 0 });
+    const reported = projections?.events_behind;
+    if (reported !== null && typeof reported !== 'number') throw new CliError(`${remote.origin} does not report projection progress on /health/ready`, EXIT.unavailable);
+    behind = reported;
+    // Null: behind by a number of events the store cannot count; the wait goes on without a bar.
+    if (behind !== null) {
+      if (total === undefined) {
+        total = Math.max(behind, 1);
+        bar?.start(total, 0, { events: 0, rate: 0 });
+      }
+      const done = Math.max(0, total - behind);
+      bar?.update(done, { events: done, rate: Math.round(done / Math.max(0.001, (Date.now() - started) / 1000)) });
     }
-    const done = Math.max(0, total - behind);
-    bar?.update(done, { events: done, rate: Math.round(done / Math.max(0.001, (Date.now() - started) / 1000)) });
-    if (behind > 0) {
+    if (behind !== 0) {
       if (Date.now() > deadline) throw new CliError('the rebuild did not finish within a day', EXIT.unavailable);
       await sleep(250);
     }

@@ -335,6 +335,9 @@ export class EventStoreDbEventStore implements EventStore {
    */
   readonly keepsAnchors = false;
 
+  /** Positions are `$all` commit positions: byte offsets, shared with system records and other streams. */
+  readonly densePositions = false;
+
   async anchoredHead(): Promise<undefined> {
     return undefined;
   }

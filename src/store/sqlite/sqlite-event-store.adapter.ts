@@ -48,12 +48,6 @@ export interface SqliteEventStoreOptions {
   indexer?: StreamIndexer;
   /** Called after each commit with the number of appends it carried (for metrics). */
   onGroupCommitted?: (appends: number, events: number) => void;
-  /**
-   * Fault injection for tests: receives a way to run a PRAGMA on this store's own connection.
-   * `max_page_count` (a full disk) and `query_only` (a read-only database) hold per connection,
-   * so a second connection to the same file cannot impose them on this one.
-   */
-  exposePragma?: (pragma: (statement: string) => unknown) => void;
 }
 
 interface EventRow {
@@ -198,7 +192,6 @@ export class SqliteEventStore implements EventStore {
       throw toPortError(error);
     }
     this.appended.setMaxListeners(0);
-    options.exposePragma?.((statement) => this.db.pragma(statement));
   }
 
   /**
@@ -532,6 +525,9 @@ export class SqliteEventStore implements EventStore {
   }
 
   readonly keepsAnchors = true;
+
+  /** AUTOINCREMENT from 1 in the same transaction as the row; a rolled-back append takes its numbers back. */
+  readonly densePositions = true;
 
   async anchoredHead(stream: string): Promise<StreamHead | undefined> {
     try {

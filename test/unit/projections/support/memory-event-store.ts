@@ -13,21 +13,31 @@ import {
 } from '../../../../src/store/event-store.port';
 
 /**
- * An array-backed event store implementing the port, for tests that need no file. Positions can be
- * given a stride so tests see gaps, as the port allows. Subscriptions deliver in batches of at most
- * `batchSize`, like the real adapters.
+ * An array-backed event store implementing the port, for tests that need no file; it passes the
+ * store contract suite (test/unit/projections/memory-event-store.unit.spec.ts). Positions can be
+ * given a stride or a first position so tests see gaps, as the port allows (it then says its
+ * positions are not dense). Subscriptions deliver in batches of at most `batchSize`, like the real
+ * adapters.
  */
 export class MemoryEventStore implements EventStore {
+  readonly densePositions: boolean;
   readonly events: StoredEvent[] = [];
   private readonly listeners = new Set<() => void>();
   private nextPosition: number;
 
   constructor(private readonly options: { positionStride?: number; firstPosition?: number; batchSize?: number } = {}) {
     this.nextPosition = options.firstPosition ?? 1;
+    this.densePositions = this.nextPosition === 1 && (options.positionStride ?? 1) === 1;
   }
 
   async append(stream: string, expectedRevision: number, events: NewEvent[]): Promise<AppendResult> {
     const existing = this.events.filter((event) => event.stream === stream);
+    // The same ids already standing right after the expected revision: the first append's answer.
+    const standing = existing.slice(expectedRevision + 1, expectedRevision + 1 + events.length);
+    if (events.length > 0 && standing.length === events.length && standing.every((event, index) => event.event_id === events[index].event_id)) {
+      const last = standing[standing.length - 1];
+      return { revision: last.revision, position: last.position };
+    }
     const actual = existing.length === 0 ? NO_STREAM : existing[existing.length - 1].revision;
     if (actual !== expectedRevision) throw new RevisionConflictError(stream, expectedRevision, actual);
     let revision = expectedRevision;
