@@ -269,7 +269,14 @@ class Systems {
         const database = `dbos_bench_${++this.databases}`;
         postgres.createDatabase(database);
         const server = await serve(resolve(DIST, 'bench/support/peers/dbos.server.js'), { DBOS_SYSTEM_DATABASE_URL: postgres.url(database) }, tcpReady);
-        return { url: server.baseUrl, kind: 'dbos', pids: [server.pid, postgres.pid], stop: () => server.stop() };
+        return {
+          url: server.baseUrl,
+          kind: 'dbos',
+          pids: [server.pid, postgres.pid],
+          // The label is [a-z0-9_] only: safe inside the literal.
+          stored: () => Number(postgres.query(database, `SELECT count(*) FROM dbos.workflow_status WHERE workflow_uuid LIKE '${name}/%' AND status = 'SUCCESS'`).trim()),
+          stop: () => server.stop(),
+        };
       }
     }
   }

@@ -19,6 +19,8 @@ export interface Postgres {
   /** The postmaster's pid: it and its children are the server. */
   pid: number;
   createDatabase(name: string): void;
+  /** One SQL statement in `database`; its rows as psql's unaligned output. */
+  query(database: string, sql: string): string;
   stop(): void;
 }
 
@@ -76,13 +78,14 @@ export async function startPostgres(bin: string): Promise<Postgres> {
   const options = `-c listen_addresses=127.0.0.1 -c port=${port} -k ${dir} -c fsync=on -c synchronous_commit=on -c full_page_writes=on -c max_connections=200`;
   run('pg_ctl', ['-D', data, '-l', join(dir, 'server.log'), '-o', options, '-w', '-t', '60', 'start']);
   const pid = Number(readFileSync(join(data, 'postmaster.pid'), 'utf8').split('\n')[0]);
-  const psql = (sql: string) => run('psql', ['-h', '127.0.0.1', '-p', String(port), '-U', user, '-d', 'postgres', '-v', 'ON_ERROR_STOP=1', '-qAt', '-c', sql]);
+  const psql = (sql: string, database = 'postgres') => run('psql', ['-h', '127.0.0.1', '-p', String(port), '-U', user, '-d', database, '-v', 'ON_ERROR_STOP=1', '-qAt', '-c', sql]);
   const settings = psql('SHOW fsync').trim() + '/' + psql('SHOW synchronous_commit').trim();
   if (settings !== 'on/on') throw new Error(`PostgreSQL runs with fsync/synchronous_commit ${settings}`);
   return {
     pid,
     url: (database) => `postgres://${user}@127.0.0.1:${port}/${database}`,
     createDatabase: (name) => void psql(`CREATE DATABASE ${name}`),
+    query: (database, sql) => psql(sql, database),
     stop: () => {
       try {
         run('pg_ctl', ['-D', data, '-m', 'fast', '-w', 'stop']);
