@@ -6,10 +6,10 @@
  *   node dist/bench/run.js --events 200000 --seconds 5 --out /tmp/bench.json   # a quick one
  *   node dist/bench/run.js --only http,batch,store,large --profile /tmp/prof  # --cpu-prof of each service
  *   node dist/bench/run.js --only worker --seconds 10 --out /tmp/worker.json   # figure 7 alone
- *   npm run bench -- --only tool-steps                 # figure 8 alone (or BENCH_ONLY=tool-steps)
+ *   npm run bench -- --only tool-steps                 # the tool-step figure alone (or BENCH_ONLY=tool-steps)
  *   node dist/bench/run.js --only tool-steps --rounds 1 --peers restate,sqlite-group --step-warmup 2
  *
- * Figure 8 (tool steps beside Restate, DBOS and three Fastify routes) has its own knobs: --rounds
+ * The tool-step figure (beside Restate, DBOS and three Fastify routes) has its own knobs: --rounds
  * (3), --step-warmup (3 s), --peers (all of restate,dbos,bare,sqlite-txn,sqlite-group); it shares
  * --seconds and --connections. Its peers install on demand into bench/.peers; PostgreSQL for DBOS
  * comes from Debian (BENCH_INSTALL_SYSTEM_PEERS=1 lets the bench apt-get it when missing).
@@ -44,7 +44,7 @@ interface Options {
   only?: Set<string>;
   /** A directory for the service processes' --cpu-prof output. */
   profile?: string;
-  /** Figure 8: rounds per peer, its warm-up, and the peers measured. */
+  /** The tool-step figure: rounds per peer, its warm-up, and the peers measured. */
   rounds: number;
   stepWarmupSeconds: number;
   peers: ToolStepPeer[];
@@ -127,7 +127,7 @@ async function main(): Promise<void> {
   const seconds = (performance.now() - started) / 1000;
   const output = table(rows);
   process.stdout.write(`\n${output}\n\n`);
-  if (toolSteps) process.stdout.write(`figure 8, one tool step recorded durably and idempotently and answered:\n\n${toolSteps.text}\n\n`);
+  if (toolSteps) process.stdout.write(`the tool-step figure: one tool step recorded durably and idempotently and answered:\n\n${toolSteps.text}\n\n`);
   process.stdout.write(`${rows.filter((row) => row.target?.met).length} of ${rows.filter((row) => row.target).length} targets met, in ${seconds.toFixed(0)} s\n`);
   writeJson(settings.out, {
     machine: host,

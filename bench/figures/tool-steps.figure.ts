@@ -1,5 +1,5 @@
 /**
- * Figure 8: one tool step recorded durably and idempotently and answered, the ledger beside the
+ * The tool-step figure: one tool step recorded durably and idempotently and answered, the ledger beside the
  * systems an agent runtime could use instead, each measured in the same run on the same machine:
  *   ledger            the built service (local mode, rate limit raised): [StepPlanned,
  *                     AttemptDispatched] in one request, then the committed EnvelopeRecorded;
@@ -378,13 +378,13 @@ export interface ToolStepsOutput {
 export async function toolStepsFigure(settings: ToolStepSettings, log: (line: string) => void): Promise<ToolStepsOutput> {
   const systems = new Systems(settings, log);
   systems.prepare();
-  for (const [peer, reason] of systems.skipped) log(`  figure 8: ${peer} skipped: ${reason}`);
+  for (const [peer, reason] of systems.skipped) log(`  tool steps: ${peer} skipped: ${reason}`);
   const measurements: Measurement[] = [];
   const pairs = new Map<ToolStepPeer, Measurement[]>();
   try {
     for (const peer of settings.peers) {
       if (systems.skipped.has(peer)) continue;
-      log(`figure 8: the ledger and ${peer}, ${settings.rounds} rounds (A B, then B A), ${settings.connections} connections, ${settings.seconds} s after ${settings.warmupSeconds} s warm-up`);
+      log(`tool steps: the ledger and ${peer}, ${settings.rounds} rounds (A B, then B A), ${settings.connections} connections, ${settings.seconds} s after ${settings.warmupSeconds} s warm-up`);
       const ledgerRuns: Measurement[] = [];
       try {
         for (let round = 0; round < settings.rounds; round++) {
@@ -399,7 +399,7 @@ export async function toolStepsFigure(settings: ToolStepSettings, log: (line: st
         // One peer that fails mid-way is a printed line; its partial rounds are dropped.
         const reason = error instanceof Error ? error.message.split('\n')[0].slice(0, 300) : String(error);
         systems.skipped.set(peer, `failed while measured: ${reason}`);
-        log(`  figure 8: ${peer} failed: ${reason}`);
+        log(`  tool steps: ${peer} failed: ${reason}`);
         for (let i = measurements.length - 1; i >= 0; i--) if (measurements[i].system === peer) measurements.splice(i, 1);
         continue;
       }
@@ -457,7 +457,7 @@ export async function toolStepsFigure(settings: ToolStepSettings, log: (line: st
       if (!s.ratio) continue;
       const targetOf = s.system === 'restate' ? targets[0] : s.system === 'sqlite-group' ? targets[1] : undefined;
       rows.push({
-        id: `8-${s.system}`,
+        id: `ts-${s.system}`,
         name: `tool step (plan + dispatch, then envelope) vs ${s.system}, ${settings.connections} connections`,
         figure: { label: 'ledger', value: median((pairs.get(s.system as ToolStepPeer) ?? []).map((m) => m.result.stepsPerSecond)), unit: 'steps/s' },
         baseline: { label: s.system, value: s.stepsPerSecond, unit: 'steps/s' },
@@ -467,7 +467,7 @@ export async function toolStepsFigure(settings: ToolStepSettings, log: (line: st
       });
     }
     rows.push({
-      id: '8-cpu',
+      id: 'ts-cpu',
       name: 'tool step: ledger CPU per step (median over its rounds)',
       figure: { label: 'ledger', value: ledger.cpuMsPerStep, unit: 'ms/step' },
       target: { text: '≤ 0.5 ms', met: ledger.cpuMsPerStep <= 0.5 },
