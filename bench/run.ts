@@ -2,7 +2,7 @@
  * `npm run bench`: every figure of issue 8 in one run, each beside its baseline measured right
  * before it on the same machine; prints the table and writes bench/results/latest.json.
  *
- *   npm run bench                      # the full run (1 M events; about 5–8 minutes on 2 cores)
+ *   npm run bench                      # the full run (1 M events; about 5–8 minutes on 2 cores, and 8 more for the tool-step figure)
  *   node dist/bench/run.js --events 200000 --seconds 5 --out /tmp/bench.json   # a quick one
  *   node dist/bench/run.js --only http,batch,store,large --profile /tmp/prof  # --cpu-prof of each service
  *   node dist/bench/run.js --only worker --seconds 10 --out /tmp/worker.json   # figure 7 alone

@@ -14,6 +14,8 @@ export interface RestateServer {
   ingressUrl: string;
   adminUrl: string;
   register(deploymentUrl: string): Promise<void>;
+  /** Completed invocations whose idempotency key is LIKE `pattern`, from the admin query API. */
+  completed(pattern: string): Promise<number>;
   stop(): Promise<void>;
 }
 
@@ -72,6 +74,17 @@ export async function startRestateServer(binary: string, baseDir: string): Promi
         body: JSON.stringify({ uri: deploymentUrl, force: true }),
       });
       if (!response.ok) throw new Error(`registering ${deploymentUrl} with restate-server: ${response.status} ${await response.text()}`);
+    },
+    completed: async (pattern) => {
+      // The pattern is built from [a-z0-9_/%] only: safe inside the literal.
+      const response = await fetch(`${adminUrl}/query`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json', accept: 'application/json' },
+        body: JSON.stringify({ query: `SELECT count(*) AS n FROM sys_invocation WHERE idempotency_key LIKE '${pattern}' AND status = 'completed'` }),
+      });
+      if (!response.ok) throw new Error(`restate admin query: ${response.status} ${await response.text()}`);
+      const { rows } = (await response.json()) as { rows: Array<{ n: number }> };
+      return Number(rows[0]?.n ?? 0);
     },
     stop: async () => {
       if (child.exitCode === null && child.signalCode === null) child.kill('SIGTERM');
