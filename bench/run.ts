@@ -2,10 +2,17 @@
  * `npm run bench`: every figure of issue 8 in one run, each beside its baseline measured right
  * before it on the same machine; prints the table and writes bench/results/latest.json.
  *
- *   npm run bench                      # the full run (1 M events; about 5–8 minutes on 2 cores)
+ *   npm run bench                      # the full run (1 M events; about 5–8 minutes on 2 cores, and 8 more for the tool-step figure)
  *   node dist/bench/run.js --events 200000 --seconds 5 --out /tmp/bench.json   # a quick one
  *   node dist/bench/run.js --only http,batch,store,large --profile /tmp/prof  # --cpu-prof of each service
  *   node dist/bench/run.js --only worker --seconds 10 --out /tmp/worker.json   # figure 7 alone
+ *   npm run bench -- --only tool-steps                 # the tool-step figure alone (or BENCH_ONLY=tool-steps)
+ *   node dist/bench/run.js --only tool-steps --rounds 1 --peers restate,sqlite-group --step-warmup 2
+ *
+ * The tool-step figure (beside Restate, DBOS and three Fastify routes) has its own knobs: --rounds
+ * (3), --step-warmup (3 s), --peers (all of restate,dbos,bare,sqlite-txn,sqlite-group); it shares
+ * --seconds and --connections. Its peers install on demand into bench/.peers; PostgreSQL for DBOS
+ * comes from Debian (BENCH_INSTALL_SYSTEM_PEERS=1 lets the bench apt-get it when missing).
  *
  * Each load runs a warm-up first (--warmup, 5 s by default) that is not counted: the service's
  * first seconds are JIT compilation and lazy initialisation, measured at twice the steady-state
@@ -23,6 +30,7 @@ import { batchSubmitFigure, rowsOfOneBatch } from './figures/batch-submit.figure
 import { httpSubmitFigures } from './figures/http-submit.figure';
 import { largeLogFigures } from './figures/large-log.figure';
 import { storeAppendFigure } from './figures/store-append.figure';
+import { TOOL_STEP_PEERS, toolStepsFigure, type ToolStepPeer } from './figures/tool-steps.figure';
 import { workerStepsFigure } from './figures/worker-steps.figure';
 import { machine, table, writeJson, type FigureRow } from './support/report';
 
@@ -36,6 +44,10 @@ interface Options {
   only?: Set<string>;
   /** A directory for the service processes' --cpu-prof output. */
   profile?: string;
+  /** The tool-step figure: rounds per peer, its warm-up, and the peers measured. */
+  rounds: number;
+  stepWarmupSeconds: number;
+  peers: ToolStepPeer[];
 }
 
 function options(argv: string[]): Options {
@@ -49,8 +61,11 @@ function options(argv: string[]): Options {
     if (!Number.isFinite(parsed) || parsed < min || parsed > max) throw new Error(`--${name} must be a number from ${min} to ${max}`);
     return parsed;
   };
-  const only = value('only');
+  const only = value('only') ?? process.env.BENCH_ONLY;
   const profile = value('profile');
+  const peers = (value('peers') ?? TOOL_STEP_PEERS.join(',')).split(',').filter((name) => name.length > 0);
+  const unknown = peers.filter((name) => !(TOOL_STEP_PEERS as readonly string[]).includes(name));
+  if (unknown.length > 0) throw new Error(`--peers takes ${TOOL_STEP_PEERS.join(',')}; unknown: ${unknown.join(',')}`);
   return {
     events: number('events', 1_000_000, 10_000, 5_000_000),
     seconds: number('seconds', 10, 1, 60),
@@ -60,6 +75,9 @@ function options(argv: string[]): Options {
     keep: argv.includes('--keep'),
     ...(only ? { only: new Set(only.split(',')) } : {}),
     ...(profile ? { profile: resolve(profile) } : {}),
+    rounds: number('rounds', 3, 1, 20),
+    stepWarmupSeconds: number('step-warmup', 3, 0, 30),
+    peers: peers as ToolStepPeer[],
   };
 }
 
@@ -84,16 +102,24 @@ async function main(): Promise<void> {
   log(`data in ${dir}`);
   const wanted = (group: string) => !settings.only || settings.only.has(group);
   const rows: FigureRow[] = [];
+  let toolSteps: Awaited<ReturnType<typeof toolStepsFigure>> | undefined;
   try {
     const nodeArgs = settings.profile ? ['--cpu-prof', `--cpu-prof-dir=${settings.profile}`] : [];
     const common = { dir, seconds: settings.seconds, warmupSeconds: settings.warmupSeconds, connections: settings.connections, nodeArgs };
     if (wanted('http')) rows.push(...(await httpSubmitFigures(common, log)));
-    const batchRows = await rowsOfOneBatch(100);
+    const batchRows = wanted('batch') || wanted('store') ? await rowsOfOneBatch(100) : [];
     if (wanted('batch')) rows.push(await batchSubmitFigure({ ...common, size: 100 }, batchRows, log));
     // A plan's StepPlanned row: the most common first event of a stream, of typical size.
     if (wanted('store')) rows.push(...(await storeAppendFigure(dir, batchRows[0], Math.min(settings.seconds, 5), log)));
     if (wanted('large')) rows.push(...(await largeLogFigures({ ...common, events: settings.events }, log)));
     if (wanted('worker')) rows.push(await workerStepsFigure({ ...common, open: 50 }, log));
+    if (wanted('tool-steps')) {
+      toolSteps = await toolStepsFigure(
+        { dir, seconds: settings.seconds, warmupSeconds: settings.stepWarmupSeconds, connections: settings.connections, rounds: settings.rounds, peers: settings.peers },
+        log,
+      );
+      rows.push(...toolSteps.rows);
+    }
   } finally {
     if (!settings.keep) rmSync(dir, { recursive: true, force: true });
   }
@@ -101,6 +127,7 @@ async function main(): Promise<void> {
   const seconds = (performance.now() - started) / 1000;
   const output = table(rows);
   process.stdout.write(`\n${output}\n\n`);
+  if (toolSteps) process.stdout.write(`the tool-step figure: one tool step recorded durably and idempotently and answered:\n\n${toolSteps.text}\n\n`);
   process.stdout.write(`${rows.filter((row) => row.target?.met).length} of ${rows.filter((row) => row.target).length} targets met, in ${seconds.toFixed(0)} s\n`);
   writeJson(settings.out, {
     machine: host,
@@ -109,6 +136,7 @@ async function main(): Promise<void> {
     seconds,
     figures: rows,
     table: output,
+    ...(toolSteps ? { toolSteps: { table: toolSteps.text, systems: toolSteps.summaries, skipped: toolSteps.skipped } } : {}),
   });
   log(`written: ${settings.out}`);
 }

@@ -5,8 +5,8 @@
  * step as each one succeeds. Beside it, the same steps driven by 50 loops of executeWrite (plan,
  * dispatch, call, envelope: the gate without the feed), measured right before on a fresh service.
  *
- * A peer durable-execution engine (Restate) is measured only where `@restatedev/restate-server` is
- * installed; it is never a dependency of the project, so on a fresh clone that row prints a skip.
+ * The peer durable-execution engines (Restate, DBOS) are measured in the tool-step figure
+ * (tool-steps.figure.ts), on the workload both sides can run.
  * The provider is the example invoice provider in this process, without faults.
  */
 import { mkdirSync } from 'node:fs';
@@ -161,12 +161,7 @@ export async function workerStepsFigure(settings: WorkerStepsSettings, log: (lin
   }
 }
 
-/** The peer engine is optional: never installed by `npm ci`, so its absence is said, not hidden. */
+/** Restate is measured beside the ledger in the tool-step figure, on the workload both can run. */
 function restateSkip(): string {
-  try {
-    require.resolve('@restatedev/restate-server');
-    return 'restate: @restatedev/restate-server is installed, but this benchmark has no Restate workload yet; not measured';
-  } catch {
-    return 'restate: skipped (@restatedev/restate-server is not installed; it is an optional peer, never part of npm ci)';
-  }
+  return 'restate: not driven through LedgerWorker; measured beside the ledger in the tool-step figure (--only tool-steps)';
 }

@@ -38,7 +38,7 @@ export interface Served {
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
-async function serve(script: string, env: NodeJS.ProcessEnv, ready: (baseUrl: string) => Promise<boolean>, nodeArgs: string[] = []): Promise<Served> {
+export async function serve(script: string, env: NodeJS.ProcessEnv, ready: (baseUrl: string) => Promise<boolean>, nodeArgs: string[] = []): Promise<Served> {
   const port = await freePort();
   const child = spawn(process.execPath, [...nodeArgs, script], {
     env: { ...process.env, ...env, PORT: String(port) },
