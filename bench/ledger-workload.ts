@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import type { SubmittedEvent } from '../src/contract/ledger-api.types';
 import { DEFAULT_ENVELOPE_LIMITS } from '../src/domain/envelope/envelope.types';
 import { DEFAULT_POLICY } from '../src/domain/events';
-import { LedgerError } from '../src/errors/ledger-error';
+import { LedgerProblem } from '../src/errors/ledger-problem';
 import { systemClock, type Clock } from '../src/ledger/clock';
 import { LedgerService } from '../src/ledger/ledger.service';
 import type { EventStore } from '../src/store/event-store.port';
@@ -128,7 +128,7 @@ export async function runOperation(ledger: LedgerService, n: number, tenant: str
       );
       onAnswer?.(answer.position);
     } catch (error) {
-      if (!(error instanceof LedgerError)) throw error;
+      if (!(error instanceof LedgerProblem)) throw error;
     }
   }
 }

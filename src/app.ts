@@ -9,7 +9,7 @@ import { installEarlyAuth } from './http/security/early-auth';
 import { Logger } from 'nestjs-pino';
 import type { Registry } from 'prom-client';
 import { AppModule, type AppOptions } from './app.module';
-import { sendProblem, toLedgerError } from './http/problem.filter';
+import { sendProblem, toLedgerProblem } from './http/problem.filter';
 import { installSecurity } from './http/security/install-security';
 import { installHttpMetrics } from './observability/http-metrics';
 import { installRequestIdEcho, requestIdOptions } from './logging/request-context';
@@ -33,7 +33,7 @@ export async function createApp(options: AppOptions, { preview = false }: { prev
     // Under routerOptions: Fastify 5 deprecates the top-level option (warning FSTDEP022 at every start).
     routerOptions: { maxParamLength: 2048 },
     // Errors Fastify raises before routing (a malformed percent-encoding) answer as problems too.
-    frameworkErrors: (error: Error, request: FastifyRequest, reply: FastifyReply) => sendProblem(reply, toLedgerError(error), request.url.split('?')[0]),
+    frameworkErrors: (error: Error, request: FastifyRequest, reply: FastifyReply) => sendProblem(reply, toLedgerProblem(error), request.url.split('?')[0]),
     ...requestIdOptions,
     // Node's own timeouts, set on the server Node builds: the request line and headers within
     // LEDGER_HEADERS_TIMEOUT_MS, the whole request within LEDGER_REQUEST_TIMEOUT_MS, checked every

@@ -12,7 +12,7 @@
 import Database from 'better-sqlite3';
 import { createHash, randomUUID } from 'node:crypto';
 import { performance } from 'node:perf_hooks';
-import { LedgerError } from '../../src/errors/ledger-error';
+import { LedgerProblem } from '../../src/errors/ledger-problem';
 import { canonicalJson } from '../../src/shared/canonical-json';
 import { GENESIS_HASH } from '../../src/store/hash-chain';
 import { SqliteEventStore } from '../../src/store/sqlite/sqlite-event-store.adapter';
@@ -133,7 +133,7 @@ export async function writeLongOperation(file: string, ref: string, events: numb
   const context = { tenant: 'default', actor: 'local', operationRef: ref };
   const submit = (type: 'StepPlanned' | 'AttemptDispatched', data: Record<string, unknown>) =>
     ledger.submit(context, { events: [{ event_id: randomUUID(), type, data: data as never }] }).catch((error: unknown) => {
-      if (!(error instanceof LedgerError)) throw error;
+      if (!(error instanceof LedgerProblem)) throw error;
     });
   await submit('StepPlanned', { run_id: 'run_long', tool: 'create_invoice', side_effect: 'write', input_hash: 'h1' });
   let stored = 0;

@@ -1,7 +1,7 @@
 import { Inject, Injectable, type CanActivate, type ExecutionContext } from '@nestjs/common';
 import { Reflector } from '@nestjs/core';
 import type { FastifyRequest } from 'fastify';
-import { LedgerError } from '../errors/ledger-error';
+import { LedgerProblem } from '../errors/ledger-problem';
 import type { Caller, RequestWithCaller } from './caller';
 import { ACCESS_KEY, ROLE_ACCESS, type Access } from './access';
 import { findKey, type ApiKeyEntry } from './api-keys';
@@ -22,7 +22,7 @@ export class AuthGuard implements CanActivate {
   canActivate(context: ExecutionContext): boolean {
     const access = this.reflector.getAllAndOverride<Access | undefined>(ACCESS_KEY, [context.getHandler(), context.getClass()]);
     // Fail closed: a route that forgot to declare its access is nobody's.
-    if (access === undefined) throw new LedgerError('FORBIDDEN', 'this route declares no access rule');
+    if (access === undefined) throw new LedgerProblem('FORBIDDEN', 'this route declares no access rule');
     if (access === 'public') return true;
     const request = context.switchToHttp().getRequest<FastifyRequest & RequestWithCaller>();
     if (this.keys.length === 0) {
@@ -30,11 +30,11 @@ export class AuthGuard implements CanActivate {
       return true;
     }
     const token = bearerToken(request.headers.authorization);
-    if (token === undefined) throw new LedgerError('UNAUTHENTICATED', 'send Authorization: Bearer <key>');
+    if (token === undefined) throw new LedgerProblem('UNAUTHENTICATED', 'send Authorization: Bearer <key>');
     const key = findKey(this.keys, token);
-    if (!key) throw new LedgerError('UNAUTHENTICATED', 'the key is not known');
+    if (!key) throw new LedgerProblem('UNAUTHENTICATED', 'the key is not known');
     if (!ROLE_ACCESS[key.role].includes(access)) {
-      throw new LedgerError('FORBIDDEN', `the ${key.role} role may not ${access === 'write' ? 'submit facts' : access === 'metrics' ? 'read metrics' : 'do this'}`);
+      throw new LedgerProblem('FORBIDDEN', `the ${key.role} role may not ${access === 'write' ? 'submit facts' : access === 'metrics' ? 'read metrics' : 'do this'}`);
     }
     request.caller = { tenant: key.tenant, actor: key.id, role: key.role };
     return true;

@@ -1,4 +1,4 @@
-import { LedgerError } from '../errors/ledger-error';
+import { LedgerProblem } from '../errors/ledger-problem';
 import type { Caller } from './caller';
 import { mayRecord } from './roles';
 
@@ -20,5 +20,5 @@ export function checkFactPermissions(caller: Caller, facts: ReadonlyArray<{ type
     type === 'ApprovalRecorded'
       ? 'only an approver key may record an approval'
       : `the ${caller.role} role may not record ${type}`;
-  throw new LedgerError('FORBIDDEN', detail, { field: `events[${index}].type` });
+  throw new LedgerProblem('FORBIDDEN', detail, { field: `events[${index}].type` });
 }

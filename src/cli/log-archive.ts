@@ -1,7 +1,8 @@
 import { createReadStream } from 'node:fs';
 import { createInterface } from 'node:readline';
 import { isJsonObject } from '../shared/json';
-import type { EventMetadata, StoredEvent } from '../store/event-store.port';
+import type { StoredEvent } from '../store/event-store.port';
+import { isEventMetadata } from '../store/event-metadata';
 import {
   ARCHIVE_FORMAT,
   ARCHIVE_VERSION,
@@ -17,27 +18,6 @@ const isString = (value: unknown): value is string => typeof value === 'string';
 const isInteger = (value: unknown): value is number => Number.isSafeInteger(value);
 const optional = (value: unknown, holds: (value: unknown) => boolean) => value === undefined || holds(value);
 
-const isLease = (value: unknown) =>
-  isObject(value) && isString(value.lease_id) && isString(value.holder) && typeof value.current === 'boolean' && optional(value.took_over_from, isString);
-
-/** The metadata every stored event carries (src/store/event-store.port.ts), checked field by field and kept as it is. */
-function isEventMetadata(value: unknown): value is EventMetadata {
-  return (
-    isObject(value) &&
-    isInteger(value.schema_version) &&
-    isString(value.recorded_at) &&
-    isString(value.actor) &&
-    isString(value.tenant) &&
-    isString(value.operation_ref) &&
-    isString(value.prev_hash) &&
-    isString(value.hash) &&
-    optional(value.causation_event_id, isString) &&
-    optional(value.traceparent, isString) &&
-    optional(value.tracestate, isString) &&
-    optional(value.submitted_hash, isString) &&
-    optional(value.lease, isLease)
-  );
-}
 
 const isHead = (value: unknown) => isObject(value) && isString(value.stream) && isInteger(value.revision) && isString(value.hash);
 const isLogAnchor = (value: unknown) =>

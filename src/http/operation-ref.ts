@@ -1,4 +1,4 @@
-import { LedgerError } from '../errors/ledger-error';
+import { LedgerProblem } from '../errors/ledger-problem';
 
 /**
  * The grammar of an operation_ref, after it arrives percent-decoded (`run_81%2Fstep_4` ->
@@ -15,7 +15,7 @@ export const OPERATION_REF_RULE = 'operation_ref must be 1 to 200 characters, pr
 export function checkOperationRef(ref: unknown): string {
   const normalised = typeof ref === 'string' ? ref.normalize('NFC') : undefined;
   if (normalised === undefined || !OPERATION_REF_PATTERN.test(normalised) || normalised.trim() !== normalised) {
-    throw new LedgerError('BAD_REQUEST', OPERATION_REF_RULE, { field: 'operation_ref' });
+    throw new LedgerProblem('BAD_REQUEST', OPERATION_REF_RULE, { field: 'operation_ref' });
   }
   return normalised;
 }
@@ -24,7 +24,7 @@ export function optionalInteger(raw: unknown, field: string, min: number, max: n
   if (raw === undefined || raw === '') return undefined;
   const value = typeof raw === 'string' && /^-?\d+$/.test(raw) ? Number(raw) : NaN;
   if (!Number.isSafeInteger(value) || value < min || value > max) {
-    throw new LedgerError('BAD_REQUEST', `${field} must be an integer from ${min} to ${max}`, { field });
+    throw new LedgerProblem('BAD_REQUEST', `${field} must be an integer from ${min} to ${max}`, { field });
   }
   return value;
 }

@@ -1,7 +1,7 @@
 /** The problem+json body (RFC 9457) and what it may echo of a request; framework-free. */
 import { containsSecret } from '../domain/envelope/redaction';
 import { ERROR_REGISTRY, errorDefinition } from '../errors/error-registry';
-import type { LedgerError } from '../errors/ledger-error';
+import type { LedgerProblem } from '../errors/ledger-problem';
 
 /**
  * A key the answer may repeat: shaped like a field name (letters, digits, `_` and `-`, at most 40
@@ -52,12 +52,12 @@ export const MAX_RETRY_AFTER_SECONDS = 86_400;
 export const DEFAULT_RETRY_AFTER_SECONDS = 1;
 
 /** Retry-After in seconds, the same for the header and the body; undefined when the answer has none. */
-export function retryAfterOf(error: LedgerError): number | undefined {
+export function retryAfterOf(error: LedgerProblem): number | undefined {
   const seconds = error.extras.retryAfterSeconds ?? (errorDefinition(error.code).retryAfter ? DEFAULT_RETRY_AFTER_SECONDS : undefined);
   return seconds === undefined ? undefined : Math.min(seconds, MAX_RETRY_AFTER_SECONDS);
 }
 
-export function problemBody(error: LedgerError, instance?: string): Record<string, unknown> {
+export function problemBody(error: LedgerProblem, instance?: string): Record<string, unknown> {
   const { directive, state, results } = error.extras;
   const retryAfterSeconds = retryAfterOf(error);
   // A refusal names the field, never echoes what was in it: a key the client sent (an unknown

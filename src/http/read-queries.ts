@@ -1,5 +1,5 @@
 import { STEP_STATUSES, type StepStatus } from '../domain/events';
-import { LedgerError } from '../errors/ledger-error';
+import { LedgerProblem } from '../errors/ledger-problem';
 import { TRIAGE_KINDS } from '../../projections/triage';
 import { decodeCursor } from '../projection-engine/page-cursor';
 import {
@@ -31,14 +31,14 @@ const QUERY_IDENTIFIER_PATTERN = /^[^\u0000-\u001f\u007f]{1,200}$/u;
 
 export function single(params: QueryParams, name: string): string | undefined {
   const value = params[name];
-  if (Array.isArray(value)) throw new LedgerError('BAD_REQUEST', `${name} may be given once`, { field: name });
+  if (Array.isArray(value)) throw new LedgerProblem('BAD_REQUEST', `${name} may be given once`, { field: name });
   return value;
 }
 
 function identifier(raw: string | undefined, field: string): string | undefined {
   if (raw === undefined) return undefined;
   if (!QUERY_IDENTIFIER_PATTERN.test(raw) || raw.trim().length === 0) {
-    throw new LedgerError('BAD_REQUEST', `${field} must be 1 to 200 printable characters`, { field });
+    throw new LedgerProblem('BAD_REQUEST', `${field} must be 1 to 200 printable characters`, { field });
   }
   return raw;
 }
@@ -46,7 +46,7 @@ function identifier(raw: string | undefined, field: string): string | undefined 
 function oneOf<T extends string>(raw: string | undefined, allowed: readonly T[], field: string): T | undefined {
   if (raw === undefined) return undefined;
   if (!(allowed as readonly string[]).includes(raw)) {
-    throw new LedgerError('BAD_REQUEST', `${field} must be one of ${allowed.join(', ')}`, { field });
+    throw new LedgerProblem('BAD_REQUEST', `${field} must be one of ${allowed.join(', ')}`, { field });
   }
   return raw as T;
 }

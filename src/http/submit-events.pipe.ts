@@ -1,6 +1,6 @@
 import { Inject, Injectable, type PipeTransform } from '@nestjs/common';
 import { CONFIG, type LedgerConfig } from '../config/ledger-config';
-import { LedgerError } from '../errors/ledger-error';
+import { LedgerProblem } from '../errors/ledger-problem';
 import type { SubmitRequest } from '../contract/ledger-api.types';
 import { FACT_DATA_DTOS, SubmitEventsDto } from './dto/submit-events.dto';
 import { ledgerValidationPipe, validatePlain } from './validation';
@@ -16,7 +16,7 @@ function refuseInheritedNames(value: unknown, path: string): void {
   for (const [key, member] of Object.entries(value)) {
     const at = Array.isArray(value) ? `${path}[${key}]` : path ? `${path}.${key}` : key;
     if (!Array.isArray(value) && (key in Object.prototype || key === 'prototype')) {
-      throw new LedgerError('BAD_REQUEST', `${at} should not exist`, { field: at });
+      throw new LedgerProblem('BAD_REQUEST', `${at} should not exist`, { field: at });
     }
     refuseInheritedNames(member, at);
   }
@@ -31,7 +31,7 @@ export class SubmitEventsPipe implements PipeTransform<unknown, Promise<SubmitRe
 
   async transform(body: unknown): Promise<SubmitRequest> {
     if (body === null || typeof body !== 'object' || Array.isArray(body)) {
-      throw new LedgerError('BAD_REQUEST', 'the body must be a JSON object', { field: 'body' });
+      throw new LedgerProblem('BAD_REQUEST', 'the body must be a JSON object', { field: 'body' });
     }
     refuseInheritedNames(body, '');
     // class-transformer turns an array where an event should be into something the validator
@@ -40,13 +40,13 @@ export class SubmitEventsPipe implements PipeTransform<unknown, Promise<SubmitRe
     if (Array.isArray(submitted)) {
       submitted.forEach((event, index) => {
         if (event === null || typeof event !== 'object' || Array.isArray(event)) {
-          throw new LedgerError('BAD_REQUEST', `events[${index}] must be an object`, { field: `events[${index}]` });
+          throw new LedgerProblem('BAD_REQUEST', `events[${index}] must be an object`, { field: `events[${index}]` });
         }
       });
     }
     const checked = (await this.outer.transform(body, { type: 'body', metatype: SubmitEventsDto })) as SubmitEventsDto;
     if (checked.events.length > this.config.maxEventsPerSubmit) {
-      throw new LedgerError('BAD_REQUEST', `at most ${this.config.maxEventsPerSubmit} events per submit`, { field: 'events' });
+      throw new LedgerProblem('BAD_REQUEST', `at most ${this.config.maxEventsPerSubmit} events per submit`, { field: 'events' });
     }
     const raw = body as { events: Array<{ data: unknown }> };
     const ids = new Set<string>();
@@ -54,7 +54,7 @@ export class SubmitEventsPipe implements PipeTransform<unknown, Promise<SubmitRe
       // UUIDs compare case-insensitively; the ledger stores them lower-case.
       const eventId = event.event_id.toLowerCase();
       if (ids.has(eventId)) {
-        throw new LedgerError('BAD_REQUEST', 'an event_id appears twice in one submit', { field: `events[${index}].event_id` });
+        throw new LedgerProblem('BAD_REQUEST', 'an event_id appears twice in one submit', { field: `events[${index}].event_id` });
       }
       ids.add(eventId);
       // Validate the raw data (not the transformed instance), so what is stored is what was sent.

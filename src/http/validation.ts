@@ -1,7 +1,7 @@
 import { ValidationPipe, type ValidationError } from '@nestjs/common';
 import { plainToInstance } from 'class-transformer';
 import { validateSync } from 'class-validator';
-import { LedgerError } from '../errors/ledger-error';
+import { LedgerProblem } from '../errors/ledger-problem';
 
 /** The first failing field as a dotted path (`events[0].data.tool`), for a 400 that names it. */
 export function firstViolation(errors: ValidationError[], prefix = ''): { field: string; reason: string } {
@@ -20,9 +20,9 @@ const VALIDATOR_OPTIONS = {
   stopAtFirstError: true,
 } as const;
 
-export function badRequest(errors: ValidationError[], prefix = ''): LedgerError {
+export function badRequest(errors: ValidationError[], prefix = ''): LedgerProblem {
   const { field, reason } = firstViolation(errors, prefix);
-  return new LedgerError('BAD_REQUEST', `${field} ${reason}`, { field });
+  return new LedgerProblem('BAD_REQUEST', `${field} ${reason}`, { field });
 }
 
 /** Whitelisting, no unknown properties, errors as 400 BAD_REQUEST naming the field. */

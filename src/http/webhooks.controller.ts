@@ -1,7 +1,7 @@
 import { Body, Controller, Delete, Get, HttpCode, Inject, Param, Post, Query } from '@nestjs/common';
 import { ApiBody, ApiCreatedResponse, ApiOkResponse, ApiOperation, ApiProperty, ApiPropertyOptional, ApiQuery, ApiTags } from '@nestjs/swagger';
 import { RequireAccess } from '../auth/access';
-import { LedgerError } from '../errors/ledger-error';
+import { LedgerProblem } from '../errors/ledger-problem';
 import { CallerParam, type Caller } from './caller';
 import { optionalInteger } from './operation-ref';
 import { NOTIFICATION_KINDS, type NotificationKind } from '../webhooks/notification-rules';
@@ -63,10 +63,10 @@ function publicView(subscription: Subscription) {
 
 /** The body of a new subscription, checked field by field; a bad one names its field. */
 function parseSubscription(body: unknown): NewSubscription {
-  if (typeof body !== 'object' || body === null || Array.isArray(body)) throw new LedgerError('BAD_REQUEST', 'the body must be a JSON object');
+  if (typeof body !== 'object' || body === null || Array.isArray(body)) throw new LedgerProblem('BAD_REQUEST', 'the body must be a JSON object');
   const { url, kinds, unknown_after_ms, premature_refusals, ...rest } = body as Record<string, unknown>;
   const unknownField = Object.keys(rest)[0];
-  if (unknownField !== undefined) throw new LedgerError('BAD_REQUEST', `${unknownField} is not a field of a subscription`, { field: unknownField });
+  if (unknownField !== undefined) throw new LedgerProblem('BAD_REQUEST', `${unknownField} is not a field of a subscription`, { field: unknownField });
   let parsed: URL | undefined;
   try {
     parsed = typeof url === 'string' && url.length <= URL_MAX ? new URL(url) : undefined;
@@ -74,10 +74,10 @@ function parseSubscription(body: unknown): NewSubscription {
     parsed = undefined;
   }
   if (!parsed || (parsed.protocol !== 'http:' && parsed.protocol !== 'https:') || parsed.username || parsed.password) {
-    throw new LedgerError('BAD_REQUEST', `url must be an http or https URL without credentials, at most ${URL_MAX} characters`, { field: 'url' });
+    throw new LedgerProblem('BAD_REQUEST', `url must be an http or https URL without credentials, at most ${URL_MAX} characters`, { field: 'url' });
   }
   if (kinds !== undefined && (!Array.isArray(kinds) || kinds.some((kind) => !(NOTIFICATION_KINDS as readonly unknown[]).includes(kind)))) {
-    throw new LedgerError('BAD_REQUEST', `kinds must be a list of ${NOTIFICATION_KINDS.join(', ')}`, { field: 'kinds' });
+    throw new LedgerProblem('BAD_REQUEST', `kinds must be a list of ${NOTIFICATION_KINDS.join(', ')}`, { field: 'kinds' });
   }
   const integer = (value: unknown, field: string, min: number, max: number) =>
     value === undefined ? undefined : optionalInteger(typeof value === 'number' ? String(value) : '-', field, min, max);
@@ -125,7 +125,7 @@ export class WebhooksController {
   @ApiOperation({ summary: 'End a subscription: nothing more is delivered to it, pending deliveries included.' })
   @ApiOkResponse({ type: SubscriptionDto })
   remove(@CallerParam() caller: Caller, @Param('id') id: string) {
-    if (!this.store.deactivate(caller.tenant, id)) throw new LedgerError('WEBHOOK_NOT_FOUND', 'no active subscription of this tenant has this id');
+    if (!this.store.deactivate(caller.tenant, id)) throw new LedgerProblem('WEBHOOK_NOT_FOUND', 'no active subscription of this tenant has this id');
     const subscription = this.store.subscriptions(caller.tenant, false).find((candidate) => candidate.id === id) as Subscription;
     return publicView(subscription);
   }
@@ -138,7 +138,7 @@ export class WebhooksController {
   @ApiOkResponse({ type: DeliveryListDto })
   deliveries(@CallerParam() caller: Caller, @Query('status') status?: string, @Query('limit') limitRaw?: string) {
     if (status !== undefined && !['pending', 'delivered', 'failed'].includes(status)) {
-      throw new LedgerError('BAD_REQUEST', 'status must be one of pending, delivered, failed', { field: 'status' });
+      throw new LedgerProblem('BAD_REQUEST', 'status must be one of pending, delivered, failed', { field: 'status' });
     }
     const limit = optionalInteger(limitRaw, 'limit', 1, 500) ?? 50;
     const counts: Record<string, number> = { pending: 0, delivered: 0, failed: 0 };

@@ -1,5 +1,5 @@
 import type { Caller } from '../auth/caller';
-import { LedgerError } from '../errors/ledger-error';
+import { LedgerProblem } from '../errors/ledger-problem';
 import type { ReleaseRequest, RenewRequest, WorkFeedSettings, WorkRequest } from '../work/work-feed';
 import { checkOperationRef, optionalInteger } from './operation-ref';
 import { single, type QueryParams } from './read-queries';
@@ -16,19 +16,19 @@ const MAX_HOLD_MS = 86_400_000;
 
 function identifier(raw: unknown, field: string): string {
   if (typeof raw !== 'string' || !WORK_IDENTIFIER_PATTERN.test(raw)) {
-    throw new LedgerError('BAD_REQUEST', `${field} must be 1 to 200 printable characters without spaces`, { field });
+    throw new LedgerProblem('BAD_REQUEST', `${field} must be 1 to 200 printable characters without spaces`, { field });
   }
   return raw;
 }
 
 function leaseId(raw: unknown, field = 'lease_id'): string {
-  if (typeof raw !== 'string' || !LEASE_ID_PATTERN.test(raw)) throw new LedgerError('BAD_REQUEST', `${field} must be a lease id (a UUID)`, { field });
+  if (typeof raw !== 'string' || !LEASE_ID_PATTERN.test(raw)) throw new LedgerProblem('BAD_REQUEST', `${field} must be a lease id (a UUID)`, { field });
   return raw;
 }
 
 function bodyObject(body: unknown): Record<string, unknown> {
   if (body === null || typeof body !== 'object' || Array.isArray(body)) {
-    throw new LedgerError('BAD_REQUEST', 'the body must be a JSON object', { field: 'body' });
+    throw new LedgerProblem('BAD_REQUEST', 'the body must be a JSON object', { field: 'body' });
   }
   return body as Record<string, unknown>;
 }
@@ -37,14 +37,14 @@ function bodyInteger(body: Record<string, unknown>, field: string, min: number, 
   const value = body[field];
   if (value === undefined) return undefined;
   if (typeof value !== 'number' || !Number.isSafeInteger(value) || value < min || value > max) {
-    throw new LedgerError('BAD_REQUEST', `${field} must be an integer from ${min} to ${max}`, { field });
+    throw new LedgerProblem('BAD_REQUEST', `${field} must be an integer from ${min} to ${max}`, { field });
   }
   return value;
 }
 
 function onlyFields(body: Record<string, unknown>, allowed: readonly string[]): void {
   for (const key of Object.keys(body)) {
-    if (!allowed.includes(key)) throw new LedgerError('BAD_REQUEST', `${key} should not exist`, { field: key });
+    if (!allowed.includes(key)) throw new LedgerProblem('BAD_REQUEST', `${key} should not exist`, { field: key });
   }
 }
 
@@ -55,7 +55,7 @@ function repeated(params: QueryParams, name: string): string[] {
 
 export function workRequest(caller: Caller, params: QueryParams, settings: WorkFeedSettings): WorkRequest {
   const rawTools = repeated(params, 'tool');
-  if (rawTools.length > 50) throw new LedgerError('BAD_REQUEST', 'at most 50 tools', { field: 'tool' });
+  if (rawTools.length > 50) throw new LedgerProblem('BAD_REQUEST', 'at most 50 tools', { field: 'tool' });
   const tools = rawTools.map((tool) => identifier(tool, 'tool'));
   // A worker names itself; without a name its key's id is the holder.
   const worker = identifier(single(params, 'worker') ?? caller.actor, 'worker');
@@ -84,7 +84,7 @@ export function releaseRequest(rawBody: unknown): ReleaseRequest {
 /** The operation_refs of a lease listing: repeated, up to 100. */
 export function leaseListRefs(params: QueryParams): string[] {
   const raw = repeated(params, 'operation_ref');
-  if (raw.length > 100) throw new LedgerError('BAD_REQUEST', 'operation_ref may be given at most 100 times', { field: 'operation_ref' });
+  if (raw.length > 100) throw new LedgerProblem('BAD_REQUEST', 'operation_ref may be given at most 100 times', { field: 'operation_ref' });
   return raw.map((ref) => checkOperationRef(ref));
 }
 

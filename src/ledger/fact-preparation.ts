@@ -3,7 +3,7 @@ import type { EnvelopeLimits } from '../domain/envelope/envelope.types';
 import { redactDeep, type SecretDetector } from '../domain/envelope/redaction';
 import type { StepPolicy, SubmittedFact } from '../domain/events';
 import { isPlanned, type StepState } from '../domain/step-state';
-import { LedgerError } from '../errors/ledger-error';
+import { LedgerProblem } from '../errors/ledger-problem';
 import type { SubmittedEvent } from '../contract/ledger-api.types';
 import { canonicalJson } from '../shared/canonical-json';
 import type { JsonValue } from '../shared/json';
@@ -28,16 +28,16 @@ function checkedInput(input: unknown, hash: string, field: string): JsonValue {
   try {
     canonical = canonicalJson(input);
   } catch {
-    throw new LedgerError('BAD_REQUEST', 'input must be JSON', { field });
+    throw new LedgerProblem('BAD_REQUEST', 'input must be JSON', { field });
   }
   if (Buffer.byteLength(canonical) > MAX_STEP_INPUT_BYTES) {
-    throw new LedgerError('BAD_REQUEST', `input may be at most ${MAX_STEP_INPUT_BYTES} bytes of JSON`, { field });
+    throw new LedgerProblem('BAD_REQUEST', `input may be at most ${MAX_STEP_INPUT_BYTES} bytes of JSON`, { field });
   }
   if (sha256Hex(canonical) !== hash) {
-    throw new LedgerError('BAD_REQUEST', 'input_hash is not the SHA-256 of the canonical input', { field: field.replace(/input$/, 'input_hash') });
+    throw new LedgerProblem('BAD_REQUEST', 'input_hash is not the SHA-256 of the canonical input', { field: field.replace(/input$/, 'input_hash') });
   }
   if (redactDeep(input).redactions.length > 0) {
-    throw new LedgerError('BAD_REQUEST', 'input holds what looks like a secret; tools take credentials from their own configuration', { field });
+    throw new LedgerProblem('BAD_REQUEST', 'input holds what looks like a secret; tools take credentials from their own configuration', { field });
   }
   return JSON.parse(canonical) as JsonValue;
 }
@@ -80,7 +80,7 @@ export function prepareFact(
       const sideEffect = isPlanned(state) ? state.definition.side_effect : 'write';
       const checked = validateEnvelope(data.envelope, { operationRef, sideEffect, detect }, settings.envelopeLimits);
       if (!checked.ok) {
-        throw new LedgerError('ENVELOPE_INVALID', `envelope.${checked.field} ${checked.reason}`, {
+        throw new LedgerProblem('ENVELOPE_INVALID', `envelope.${checked.field} ${checked.reason}`, {
           field: `${fieldPrefix}.data.envelope.${checked.field}`,
         });
       }

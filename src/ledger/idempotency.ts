@@ -1,6 +1,6 @@
 import type { SubmitAnswer, SubmitContext, SubmitRequest, SubmitResult, SubmittedEvent } from '../contract/ledger-api.types';
 import { isErrorCode } from '../errors/error-registry';
-import { LedgerError } from '../errors/ledger-error';
+import { LedgerProblem } from '../errors/ledger-problem';
 import { submittedHash } from './event-ids';
 import { stateAfter, type StreamSnapshot } from './sealed-streams';
 import { directiveOf, stateView, submitAnswer } from './step-views';
@@ -18,7 +18,7 @@ export function freshEvents(request: SubmitRequest, snapshot: StreamSnapshot): {
   const hashes = new Map(snapshot.events.map((event) => [event.event_id, event.metadata.submitted_hash]));
   request.events.forEach((event, index) => {
     if (hashes.has(event.event_id) && hashes.get(event.event_id) !== submittedHash(event)) {
-      throw new LedgerError('EVENT_ID_REUSED', `event_id ${event.event_id} was already used for another fact`, {
+      throw new LedgerProblem('EVENT_ID_REUSED', `event_id ${event.event_id} was already used for another fact`, {
         field: `events[${index}].event_id`,
       });
     }
@@ -43,7 +43,7 @@ export function answerAsFirstTime(context: SubmitContext, request: SubmitRequest
   const code = refusal?.type === 'DispatchRefused' ? refusal.data.code : undefined;
   if (code !== undefined && code !== 'DUPLICATE_PREVENTED') {
     // Only dispatch refusals are recorded, and each bears a registered refusal code.
-    throw new LedgerError(isErrorCode(code) ? code : 'INTERNAL_ERROR', 'this dispatch was refused when first submitted', {
+    throw new LedgerProblem(isErrorCode(code) ? code : 'INTERNAL_ERROR', 'this dispatch was refused when first submitted', {
       directive: directiveOf(state),
       state: stateView(context.operationRef, state, last.revision),
       results,

@@ -1,5 +1,5 @@
 import { containsSecret, type SecretDetector } from '../domain/envelope/redaction';
-import { LedgerError } from '../errors/ledger-error';
+import { LedgerProblem } from '../errors/ledger-problem';
 import type { SubmitContext, SubmitRequest } from '../contract/ledger-api.types';
 
 /**
@@ -30,7 +30,7 @@ export function identifierFields(context: SubmitContext, request: SubmitRequest)
 export function refuseSecretIdentifiers(context: SubmitContext, request: SubmitRequest, detect: SecretDetector): void {
   for (const [field, value] of identifierFields(context, request)) {
     if (typeof value === 'string' && containsSecret(value, { detect })) {
-      throw new LedgerError('SECRET_IN_IDENTIFIER', `${field} looks like a credential; identifiers are stored as sent, so it is refused`, { field });
+      throw new LedgerProblem('SECRET_IN_IDENTIFIER', `${field} looks like a credential; identifiers are stored as sent, so it is refused`, { field });
     }
   }
 }

@@ -1,6 +1,6 @@
 import type { StepView, SubmitAnswer, SubmitContext, SubmitRequest } from '../contract/ledger-api.types';
 import type { StepState } from '../domain/decider';
-import { LedgerError } from '../errors/ledger-error';
+import { LedgerProblem } from '../errors/ledger-problem';
 import { NO_STREAM, type EventStore, type StoredEvent } from '../store/event-store.port';
 import { operationStream } from '../store/stream-names';
 import type { Clock } from './clock';
@@ -41,7 +41,7 @@ export class LedgerService {
   /** The step's view now or, with `asOfRevision`, as it stood then; with the stream's events. */
   async getState(tenant: string, operationRef: string, asOfRevision?: number): Promise<{ view: StepView; events: StoredEvent[] }> {
     const snapshot = await this.streams.read(operationStream(tenant, operationRef));
-    if (snapshot.events.length === 0) throw new LedgerError('OPERATION_NOT_FOUND', 'the operation has no events');
+    if (snapshot.events.length === 0) throw new LedgerProblem('OPERATION_NOT_FOUND', 'the operation has no events');
     // Events stand in revision order, so those up to a revision are a prefix of the stream.
     const upTo = asOfRevision === undefined ? snapshot.events : snapshot.events.filter((event) => event.revision <= asOfRevision);
     const revision = upTo.length === 0 ? NO_STREAM : upTo[upTo.length - 1].revision;

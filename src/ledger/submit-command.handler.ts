@@ -1,7 +1,7 @@
 import type { SubmitAnswer, SubmitContext, SubmitRequest, SubmitResult, SubmittedEvent } from '../contract/ledger-api.types';
 import type { SecretDetector } from '../domain/envelope/redaction';
 import { decide, type Refused, type StepState } from '../domain/decider';
-import { LedgerError } from '../errors/ledger-error';
+import { LedgerProblem } from '../errors/ledger-problem';
 import { RevisionConflictError } from '../store/event-store.port';
 import { operationStream } from '../store/stream-names';
 import { decisionTime, type Clock } from './clock';
@@ -68,7 +68,7 @@ export class SubmitCommandHandler {
       } catch (error) {
         if (!(error instanceof RevisionConflictError)) throw error;
         if (request.expected_revision !== undefined || attempt >= this.settings.maxConflictRetries) {
-          throw new LedgerError('REVISION_CONFLICT', 'the operation changed while this request was decided; read it again', {
+          throw new LedgerProblem('REVISION_CONFLICT', 'the operation changed while this request was decided; read it again', {
             field: 'expected_revision',
           });
         }
@@ -80,7 +80,7 @@ export class SubmitCommandHandler {
     const { fresh, stored } = freshEvents(request, snapshot);
     if (fresh.length === 0) return answerAsFirstTime(context, request, snapshot);
     if (request.expected_revision !== undefined && request.expected_revision !== snapshot.revision) {
-      throw new LedgerError('REVISION_CONFLICT', `expected revision ${request.expected_revision}, the stream is at ${snapshot.revision}`, {
+      throw new LedgerProblem('REVISION_CONFLICT', `expected revision ${request.expected_revision}, the stream is at ${snapshot.revision}`, {
         field: 'expected_revision',
       });
     }
@@ -139,11 +139,11 @@ export class SubmitCommandHandler {
     return { decision, recorded, state: decision.state, revision };
   }
 
-  private refusalError({ decision, state, revision }: Refusal, context: SubmitContext): LedgerError {
+  private refusalError({ decision, state, revision }: Refusal, context: SubmitContext): LedgerProblem {
     const retryAfterSeconds = decision.directive.not_before
       ? Math.max(1, Math.ceil((Date.parse(decision.directive.not_before) - this.clock.now().getTime()) / 1000))
       : undefined;
-    return new LedgerError(decision.code, decision.detail, {
+    return new LedgerProblem(decision.code, decision.detail, {
       directive: decision.directive,
       state: stateView(context.operationRef, state, revision),
       ...(retryAfterSeconds === undefined ? {} : { retryAfterSeconds }),

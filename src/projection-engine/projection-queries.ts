@@ -14,7 +14,7 @@ import {
 import { trustReport, type TrustMetricsDoc, type TrustReport } from '../../projections/trust-metrics.projection';
 import { STEP_STATUSES, type StepStatus } from '../domain/events';
 import type { Caller } from '../auth/caller';
-import { LedgerError } from '../errors/ledger-error';
+import { LedgerProblem } from '../errors/ledger-problem';
 import type { Clock } from '../ledger/clock';
 import type { EventStore, IndexedStream } from '../store/event-store.port';
 import { operationStream, parseOperationStream } from '../store/stream-names';
@@ -235,7 +235,7 @@ export class ProjectionQueries {
     const { operationRef, limit, afterRevision } = query;
     const asOf = await this.waitIfAsked(query, 'evidence_trail');
     const doc = this.readModel.getDoc<EvidenceTrailDoc>('evidence_trail', scopedKey(caller.tenant, operationRef));
-    if (!doc) throw new LedgerError('OPERATION_NOT_FOUND', 'the operation has no events (or they are not projected yet: see wait_for_position)');
+    if (!doc) throw new LedgerProblem('OPERATION_NOT_FOUND', 'the operation has no events (or they are not projected yet: see wait_for_position)');
     const after = doc.entries.filter((entry) => entry.revision > afterRevision);
     const entries = after.slice(0, limit);
     return {
@@ -256,7 +256,7 @@ export class ProjectionQueries {
     const { runId, status, tool, limit, afterPlanned } = query;
     const asOf = await this.waitIfAsked(query, 'run_summary');
     const doc = this.readModel.getDoc<RunSummaryDoc>('run_summary', scopedKey(caller.tenant, runId));
-    if (!doc) throw new LedgerError('RUN_NOT_FOUND', 'no step of this run is planned (or projected yet: see wait_for_position)');
+    if (!doc) throw new LedgerProblem('RUN_NOT_FOUND', 'no step of this run is planned (or projected yet: see wait_for_position)');
     const matching = Object.values(doc.steps)
       .filter((step) => step.planned_position > afterPlanned)
       .filter((step) => (status === undefined || step.status === status) && (tool === undefined || step.tool === tool))
@@ -493,14 +493,14 @@ export class ProjectionQueries {
 
   private async waitIfAsked(asked: ReadPosition, projection: string): Promise<number> {
     if (this.sources.servable && !this.sources.servable()) {
-      throw new LedgerError('PROJECTION_LAGGING', 'the read models are being checked against the log (or rebuilt from it) and are not served until they agree', {
+      throw new LedgerProblem('PROJECTION_LAGGING', 'the read models are being checked against the log (or rebuilt from it) and are not served until they agree', {
         retryAfterSeconds: 1,
       });
     }
     const position = asked.waitForPosition;
     const timeoutMs = asked.waitTimeoutMs ?? this.settings.defaultWaitMs;
     if (position !== undefined && !(await this.engine.waitForPosition(position, timeoutMs, [projection]))) {
-      throw new LedgerError(
+      throw new LedgerProblem(
         'PROJECTION_LAGGING',
         `the ${projection} projection is at position ${this.engine.checkpoint(projection)}, not yet ${position}`,
         { retryAfterSeconds: 1 },

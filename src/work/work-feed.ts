@@ -5,7 +5,7 @@ import { stepDueMs } from '../../projections/step-state.projection';
 import { dispatchTimeoutMs } from '../domain/events';
 import { isPlanned, type PlannedStep } from '../domain/step-state';
 import { dueWork, type WorkKind } from '../domain/work-due';
-import { LedgerError } from '../errors/ledger-error';
+import { LedgerProblem } from '../errors/ledger-problem';
 import type { Caller } from '../auth/caller';
 import type { Clock } from '../ledger/clock';
 import { sha256Hex } from '../ledger/event-ids';
@@ -227,7 +227,7 @@ export class WorkFeed {
     const ttl = request.leaseMs ?? this.settings.defaultLeaseMs;
     const renewed = await this.leases.renew(this.key(caller.tenant, operationRef), request.leaseId, this.clock.now().getTime(), ttl);
     if (!renewed) {
-      throw new LedgerError('LEASE_LOST', 'this lease no longer holds the item: it was released, or it expired and another worker took the item');
+      throw new LedgerProblem('LEASE_LOST', 'this lease no longer holds the item: it was released, or it expired and another worker took the item');
     }
     return { lease: { id: renewed.lease_id, holder: renewed.holder, expires_at: new Date(renewed.expires_at_ms).toISOString() } };
   }
@@ -264,7 +264,7 @@ export class WorkFeed {
    */
   async holderOf(caller: Caller, operationRef: string): Promise<LeaseView> {
     const { revision } = await this.ledger.currentState(caller.tenant, operationRef);
-    if (revision === NO_STREAM) throw new LedgerError('OPERATION_NOT_FOUND', 'the operation has no events');
+    if (revision === NO_STREAM) throw new LedgerProblem('OPERATION_NOT_FOUND', 'the operation has no events');
     const key = this.key(caller.tenant, operationRef);
     return leaseView((await this.leases.getMany([key])).get(key), this.clock.now().getTime());
   }

@@ -13,7 +13,7 @@ import { join } from 'node:path';
 import type { SubmittedEvent } from '../../src/contract/ledger-api.types';
 import { DEFAULT_ENVELOPE_LIMITS } from '../../src/domain/envelope/envelope.types';
 import { DEFAULT_POLICY } from '../../src/domain/events';
-import { LedgerError } from '../../src/errors/ledger-error';
+import { LedgerProblem } from '../../src/errors/ledger-problem';
 import { LedgerService } from '../../src/ledger/ledger.service';
 import { SqliteEventStore } from '../../src/store/sqlite/sqlite-event-store.adapter';
 import {
@@ -73,7 +73,7 @@ describe('the campaign checker', () => {
           sends: 1,
         });
       } catch (error) {
-        if (!(error instanceof LedgerError)) throw error;
+        if (!(error instanceof LedgerProblem)) throw error;
         const revision = (error.extras.state as { revision?: number } | undefined)?.revision;
         records.push({ kind: 'refusal', client: 0, ref, event_id: event.event_id, type: event.type, code: error.code, ...(revision === undefined ? {} : { revision }), sends: 1 });
       }

@@ -6,7 +6,7 @@
 import { randomUUID } from 'node:crypto';
 import { DEFAULT_ENVELOPE_LIMITS } from '../../src/domain/envelope/envelope.types';
 import { DEFAULT_POLICY } from '../../src/domain/events';
-import { LedgerError } from '../../src/errors/ledger-error';
+import { LedgerProblem } from '../../src/errors/ledger-problem';
 import { MonotonicClock } from '../../src/ledger/clock';
 import { LedgerService } from '../../src/ledger/ledger.service';
 import type { SubmittedEvent } from '../../src/contract/ledger-api.types';
@@ -35,7 +35,7 @@ async function refusalCode(promise: Promise<unknown>): Promise<string> {
   try {
     await promise;
   } catch (error) {
-    if (error instanceof LedgerError) return error.code;
+    if (error instanceof LedgerProblem) return error.code;
     throw error;
   }
   return 'ACCEPTED';

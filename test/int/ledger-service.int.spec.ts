@@ -4,7 +4,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { DEFAULT_ENVELOPE_LIMITS } from '../../src/domain/envelope/envelope.types';
 import { DEFAULT_POLICY } from '../../src/domain/events';
-import { LedgerError } from '../../src/errors/ledger-error';
+import { LedgerProblem } from '../../src/errors/ledger-problem';
 import type { Clock } from '../../src/ledger/clock';
 import { LedgerService } from '../../src/ledger/ledger.service';
 import type { SubmittedEvent } from '../../src/contract/ledger-api.types';
@@ -29,11 +29,11 @@ const ev = (type: SubmittedEvent["type"], data: Record<string, unknown>, event_i
 const plan = () => ev('StepPlanned', { run_id: 'run_81', tool: 'create_invoice', side_effect: 'write', input_hash: 'h1' });
 const dispatch = (attempt = 1, id?: string) => ev('AttemptDispatched', { attempt, input_hash: 'h1' }, id);
 
-async function refusalOf(promise: Promise<unknown>): Promise<LedgerError> {
+async function refusalOf(promise: Promise<unknown>): Promise<LedgerProblem> {
   try {
     await promise;
   } catch (error) {
-    if (error instanceof LedgerError) return error;
+    if (error instanceof LedgerProblem) return error;
     throw error;
   }
   throw new Error('expected a refusal');
@@ -107,7 +107,7 @@ describe('LedgerService on the SQLite store', () => {
       const granted = outcomes.filter((o) => o.status === 'fulfilled');
       const refused = outcomes.filter((o) => o.status === 'rejected') as PromiseRejectedResult[];
       expect(granted).toHaveLength(1);
-      expect(refused.map((o) => (o.reason as LedgerError).code)).toEqual(Array(19).fill('ATTEMPT_IN_FLIGHT'));
+      expect(refused.map((o) => (o.reason as LedgerProblem).code)).toEqual(Array(19).fill('ATTEMPT_IN_FLIGHT'));
       const events = await store.readStream(operationStream('acme', REF));
       expect(events.filter((e) => e.type === 'AttemptDispatched')).toHaveLength(1);
       expect(events.filter((e) => e.type === 'DispatchRefused')).toHaveLength(19);

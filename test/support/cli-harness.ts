@@ -10,7 +10,7 @@ import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import type { SubmitAnswer, SubmittedEvent } from '../../src/contract/ledger-api.types';
 import { loadConfig } from '../../src/config/ledger-config';
-import { LedgerError } from '../../src/errors/ledger-error';
+import { LedgerProblem } from '../../src/errors/ledger-problem';
 import { LedgerService } from '../../src/ledger/ledger.service';
 import { SqliteEventStore } from '../../src/store/sqlite/sqlite-event-store.adapter';
 
@@ -80,7 +80,7 @@ export function fixedId(seed: string): string {
 
 export interface SeededLedger {
   dataDir: string;
-  submit(ref: string, type: SubmittedEvent['type'], data: Record<string, unknown>): Promise<SubmitAnswer | LedgerError>;
+  submit(ref: string, type: SubmittedEvent['type'], data: Record<string, unknown>): Promise<SubmitAnswer | LedgerProblem>;
   close(): Promise<void>;
 }
 
@@ -103,7 +103,7 @@ export async function openSeeder(dataDir: string, options: { start?: string; ten
         );
       } catch (error) {
         // A refusal is an outcome the scenarios expect (it is recorded); anything else is a bug.
-        if (error instanceof LedgerError) return error;
+        if (error instanceof LedgerProblem) return error;
         throw error;
       }
     },

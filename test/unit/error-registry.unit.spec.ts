@@ -1,7 +1,7 @@
 import { readFileSync } from 'node:fs';
 import { resolve } from 'node:path';
 import { ERROR_REGISTRY, errorDefinition, type ErrorCode } from '../../src/errors/error-registry';
-import { LedgerError } from '../../src/errors/ledger-error';
+import { LedgerProblem } from '../../src/errors/ledger-problem';
 import { DEFAULT_RETRY_AFTER_SECONDS, problemBody } from '../../src/http/problem-body';
 
 /** The README's error table and the registry say the same, both ways (one registry of codes). */
@@ -36,7 +36,7 @@ describe('error registry', () => {
 
   it('answers a marked code with Retry-After even when its cause named no delay, and no other code without one', () => {
     for (const code of Object.keys(ERROR_REGISTRY) as ErrorCode[]) {
-      const body = problemBody(new LedgerError(code, 'no delay named'));
+      const body = problemBody(new LedgerProblem(code, 'no delay named'));
       expect({ code, retry_after_seconds: body.retry_after_seconds }).toEqual({
         code,
         retry_after_seconds: errorDefinition(code).retryAfter ? DEFAULT_RETRY_AFTER_SECONDS : undefined,

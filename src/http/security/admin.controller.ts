@@ -3,7 +3,7 @@ import { ApiOkResponse, ApiOperation, ApiProduces, ApiQuery, ApiResponse, ApiTag
 import { Readable } from 'node:stream';
 import { RequireAccess } from '../../auth/access';
 import { eventLine, footerLine, headerLine } from '../../store/log-archive-format';
-import { LedgerError } from '../../errors/ledger-error';
+import { LedgerProblem } from '../../errors/ledger-problem';
 import { PROJECTION_ENGINE } from '../../projection-engine/projections.module';
 import type { ProjectionEngine } from '../../projection-engine/projection-engine';
 import { IntegrityMonitor } from '../../ledger/integrity-monitor';
@@ -61,12 +61,12 @@ export class AdminController {
   @ApiQuery({ name: 'projection', required: false, type: String })
   @ApiResponse({ status: 202, description: 'The rebuild has started; the projections and their modes.' })
   rebuild(@CallerParam() caller: Caller, @Query('projection') projection?: string) {
-    if (!this.engine) throw new LedgerError('NOT_FOUND', 'this service runs no projections');
+    if (!this.engine) throw new LedgerProblem('NOT_FOUND', 'this service runs no projections');
     const engine = this.engine;
     const known = engine.status().projections.map((status) => status.name);
     const wanted = projection === undefined ? known : [String(projection).replace(/-/g, '_')];
     if (!wanted.every((name) => known.includes(name))) {
-      throw new LedgerError('BAD_REQUEST', `projection must be one of ${known.join(', ')}`, { field: 'projection' });
+      throw new LedgerProblem('BAD_REQUEST', `projection must be one of ${known.join(', ')}`, { field: 'projection' });
     }
     // Not awaited: a rebuild of a long log outlasts any request; readers see its progress in
     // as_of_position and readiness, and a second request joins the rebuild already running.

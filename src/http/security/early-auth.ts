@@ -3,7 +3,7 @@ import type { IncomingMessage } from 'node:http';
 import type { ThrottlerStorage } from '@nestjs/throttler';
 import { findKey, type ApiKeyEntry } from '../../auth/api-keys';
 import { bearerToken } from '../../auth/bearer';
-import { LedgerError } from '../../errors/ledger-error';
+import { LedgerProblem } from '../../errors/ledger-problem';
 import { sendProblem } from '../problem.filter';
 import { RATE_LIMIT_WINDOW_MS } from './rate-limit.guard';
 
@@ -30,8 +30,8 @@ export function installEarlyAuth(instance: FastifyInstance, keys: readonly ApiKe
     reply.header('connection', 'close');
     const hits = await storage.increment(`default:ip:${request.ip}`, RATE_LIMIT_WINDOW_MS, perMinute, RATE_LIMIT_WINDOW_MS, 'default');
     const error = hits.isBlocked
-      ? new LedgerError('RATE_LIMITED', `more than ${perMinute} requests in a minute; try again later`, { retryAfterSeconds: Math.max(1, Math.ceil(hits.timeToBlockExpire)) })
-      : new LedgerError('UNAUTHENTICATED', token === undefined ? 'send Authorization: Bearer <key>' : 'the key is not known');
+      ? new LedgerProblem('RATE_LIMITED', `more than ${perMinute} requests in a minute; try again later`, { retryAfterSeconds: Math.max(1, Math.ceil(hits.timeToBlockExpire)) })
+      : new LedgerProblem('UNAUTHENTICATED', token === undefined ? 'send Authorization: Bearer <key>' : 'the key is not known');
     sendProblem(reply, error, request.url.split('?')[0]);
     return reply;
   });

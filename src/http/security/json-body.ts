@@ -1,6 +1,6 @@
 import type { NestFastifyApplication } from '@nestjs/platform-fastify';
 import type { FastifyRequest } from 'fastify';
-import { LedgerError } from '../../errors/ledger-error';
+import { LedgerProblem } from '../../errors/ledger-problem';
 import { DEFAULT_BODY_LIMITS, findUnsafeNumber, inspectBody, type BodyLimits } from './body-inspection';
 
 type Done = (error: Error | null, body?: unknown) => void;
@@ -28,7 +28,7 @@ export function installJsonBodyParser(app: NestFastifyApplication, bodyLimitByte
     parse(request, text, (error: Error | null, value?: unknown) => {
       if (error) return done(error);
       const violation = inspectBody(value, limits) ?? findUnsafeNumber(text);
-      if (violation) return done(new LedgerError('BAD_REQUEST', `${violation.field} ${violation.reason}`, { field: violation.field }));
+      if (violation) return done(new LedgerProblem('BAD_REQUEST', `${violation.field} ${violation.reason}`, { field: violation.field }));
       done(null, value);
     });
   });

@@ -11,7 +11,7 @@ import {
 import { findKey, type ApiKeyEntry } from '../../auth/api-keys';
 import { API_KEYS } from '../../auth/auth.guard';
 import { bearerToken } from '../../auth/bearer';
-import { LedgerError } from '../../errors/ledger-error';
+import { LedgerProblem } from '../../errors/ledger-problem';
 import { QueueThrottlerStorage } from './rate-limit.storage';
 
 /** One window of a minute: LEDGER_RATE_LIMIT_PER_MINUTE requests per key in it. */
@@ -52,7 +52,7 @@ export class RateLimitGuard extends ThrottlerGuard {
   }
 
   protected override async throwThrottlingException(_context: ExecutionContext, detail: ThrottlerLimitDetail): Promise<void> {
-    throw new LedgerError('RATE_LIMITED', `more than ${detail.limit} requests in a minute; try again later`, {
+    throw new LedgerProblem('RATE_LIMITED', `more than ${detail.limit} requests in a minute; try again later`, {
       retryAfterSeconds: Math.max(1, Math.ceil(detail.timeToBlockExpire)),
     });
   }

@@ -1,5 +1,6 @@
 import { START, jsonEvent, type EventData, type ReadPosition, type ResolvedEvent } from '@eventstore/db-client';
-import type { EventMetadata, JsonObject, JsonValue, NewEvent, StoredEvent } from '../event-store.port';
+import type { JsonObject, JsonValue, NewEvent, StoredEvent } from '../event-store.port';
+import { isEventMetadata } from '../event-metadata';
 
 /** An event the adapter will not send: it would not come back as it was given, or would not be sent at all. */
 export class InvalidEventError extends TypeError {
@@ -118,6 +119,7 @@ export function toStoredEvent(resolved: ResolvedEvent): StoredEvent {
   const where = `${event.streamId}@${event.revision}`;
   if (!event.isJson || !isPlainObject(event.data)) throw new UnexpectedStoredEventError(`${where}: data is not a JSON object`);
   if (!isPlainObject(event.metadata)) throw new UnexpectedStoredEventError(`${where}: metadata is not a JSON object`);
+  if (!isEventMetadata(event.metadata)) throw new UnexpectedStoredEventError(`${where}: metadata lacks the fields the ledger writes`);
   return {
     stream: event.streamId,
     revision: toPortRevision(event.revision, where),
@@ -125,7 +127,7 @@ export function toStoredEvent(resolved: ResolvedEvent): StoredEvent {
     event_id: event.id,
     type: event.type,
     data: event.data,
-    metadata: event.metadata as unknown as EventMetadata,
+    metadata: event.metadata,
   };
 }
 

@@ -5,6 +5,7 @@ import { dirname } from 'node:path';
 import { GENESIS_HASH, nextLogHash, signAnchor } from '../hash-chain';
 import {
   type AnchoredStream,
+  type EventMetadata,
   NO_STREAM,
   RevisionConflictError,
   StoreIntegrityError,
@@ -25,6 +26,7 @@ import {
   type Subscription,
   type SubscriptionHandlers,
 } from '../event-store.port';
+import { isEventMetadata } from '../event-metadata';
 import { toPortError } from './sqlite-errors';
 
 export interface SqliteEventStoreOptions {
@@ -147,8 +149,16 @@ function toStored(row: EventRow): StoredEvent {
     event_id: row.event_id,
     type: row.type,
     data: decodeJson(row, 'data'),
-    metadata: decodeJson(row, 'metadata') as unknown as StoredEvent['metadata'],
+    metadata: decodeMetadata(row),
   };
+}
+
+function decodeMetadata(row: EventRow): EventMetadata {
+  const metadata = decodeJson(row, 'metadata');
+  if (!isEventMetadata(metadata)) {
+    throw new StoreIntegrityError(row.stream, `the metadata of the event at revision ${row.revision} (position ${row.position}) lacks the fields the ledger writes`, row.position);
+  }
+  return metadata;
 }
 
 function toHead(row: HeadRow): StreamHead {

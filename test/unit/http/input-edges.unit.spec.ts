@@ -1,7 +1,7 @@
 import { findUnsafeNumber } from '../../../src/http/security/body-inspection';
 import { checkOperationRef } from '../../../src/http/operation-ref';
 import { MAX_RETRY_AFTER_SECONDS, problemBody, safeFieldPath } from '../../../src/http/problem-body';
-import { LedgerError } from '../../../src/errors/ledger-error';
+import { LedgerProblem } from '../../../src/errors/ledger-problem';
 import { onlyTenant } from '../../../src/observability/metrics';
 import { isRfc3339Instant } from '../../../src/shared/rfc3339';
 import { loggedPath } from '../../../src/logging/logged-path';
@@ -50,7 +50,7 @@ describe('operation refs', () => {
     ['a control character', 'run\u00071'],
     ['nothing', ''],
   ])('refuse %s', (_what, ref) => {
-    expect(() => checkOperationRef(ref)).toThrow(LedgerError);
+    expect(() => checkOperationRef(ref)).toThrow(LedgerProblem);
   });
   it('accept letters of any script', () => {
     expect(checkOperationRef('заказ-42/шаг_1')).toBe('заказ-42/шаг_1');
@@ -65,11 +65,11 @@ describe('what answers and logs echo', () => {
     expect(safeFieldPath('events[0].data.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')).toBe('events[0].data.<key>');
     expect(safeFieldPath('events[0].data.policy.max_consecutive_dependency_failures')).toBe('events[0].data.policy.max_consecutive_dependency_failures');
     expect(safeFieldPath('events[0].hasOwnProperty')).toBe('events[0].hasOwnProperty');
-    const body = problemBody(new LedgerError('BAD_REQUEST', 'events[0].data.Bearer_XYZ property Bearer_XYZ should not exist', { field: 'events[0].data.Bearer_XYZ' }));
+    const body = problemBody(new LedgerProblem('BAD_REQUEST', 'events[0].data.Bearer_XYZ property Bearer_XYZ should not exist', { field: 'events[0].data.Bearer_XYZ' }));
     expect(JSON.stringify(body)).not.toContain('Bearer_XYZ');
   });
   it('Retry-After is capped', () => {
-    expect(problemBody(new LedgerError('RETRY_NOT_BEFORE', 'later', { retryAfterSeconds: 251606029211 })).retry_after_seconds).toBe(MAX_RETRY_AFTER_SECONDS);
+    expect(problemBody(new LedgerProblem('RETRY_NOT_BEFORE', 'later', { retryAfterSeconds: 251606029211 })).retry_after_seconds).toBe(MAX_RETRY_AFTER_SECONDS);
   });
   it('the log writes route patterns, never the path or the query', () => {
     expect(loggedPath('/v1/operations/ghp_x%2Fy/events?api_key=zzz')).toBe('/v1/operations/:ref/events');

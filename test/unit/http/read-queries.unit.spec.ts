@@ -1,4 +1,4 @@
-import { LedgerError } from '../../../src/errors/ledger-error';
+import { LedgerProblem } from '../../../src/errors/ledger-problem';
 import { encodeCursor } from '../../../src/projection-engine/page-cursor';
 import { evidenceQuery, operationListQuery, recoveryQuery, triageQuery } from '../../../src/http/read-queries';
 import { leaseHeader, releaseRequest, workRequest } from '../../../src/http/work-requests';
@@ -9,7 +9,7 @@ function refusal(run: () => unknown): { code: string; field?: string; message: s
   try {
     run();
   } catch (error) {
-    if (error instanceof LedgerError) return { code: error.code, field: error.extras.field, message: error.detail };
+    if (error instanceof LedgerProblem) return { code: error.code, field: error.extras.field, message: error.detail };
     throw error;
   }
   throw new Error('accepted');

@@ -14,7 +14,7 @@ import { DEFAULT_ENVELOPE_LIMITS } from '../../../../src/domain/envelope/envelop
 import { DEFAULT_POLICY } from '../../../../src/domain/events';
 import { fold, isPlanned } from '../../../../src/domain/decider';
 import { ERROR_REGISTRY } from '../../../../src/errors/error-registry';
-import { LedgerError } from '../../../../src/errors/ledger-error';
+import { LedgerProblem } from '../../../../src/errors/ledger-problem';
 import { LedgerService } from '../../../../src/ledger/ledger.service';
 import { toRecorded } from '../../../../src/ledger/stored-events';
 import { SqliteEventStore } from '../../../../src/store/sqlite/sqlite-event-store.adapter';
@@ -68,7 +68,7 @@ function send(response: ServerResponse, status: number, body: unknown, headers: 
 }
 
 /** docs/contract.md §9's problem+json. (The server's own filter is a NestJS module, which jest cannot load here.) */
-function problemBody(error: LedgerError, instance: string): Record<string, unknown> {
+function problemBody(error: LedgerProblem, instance: string): Record<string, unknown> {
   const { field, directive, state, retryAfterSeconds, results } = error.extras;
   return {
     type: `urn:recovery-ledger:problem:${error.code.toLowerCase().replace(/_/g, '-')}`,
@@ -85,16 +85,16 @@ function problemBody(error: LedgerError, instance: string): Record<string, unkno
   };
 }
 
-function toLedgerError(error: unknown): LedgerError {
-  if (error instanceof LedgerError) return error;
+function toLedgerProblem(error: unknown): LedgerProblem {
+  if (error instanceof LedgerProblem) return error;
   if (error instanceof StoreUnavailableError) {
-    return new LedgerError('STORE_UNAVAILABLE', 'the event store is unavailable', { retryAfterSeconds: error.retryAfterSeconds });
+    return new LedgerProblem('STORE_UNAVAILABLE', 'the event store is unavailable', { retryAfterSeconds: error.retryAfterSeconds });
   }
-  return new LedgerError('INTERNAL_ERROR', 'an unexpected error; nothing was stored');
+  return new LedgerProblem('INTERNAL_ERROR', 'an unexpected error; nothing was stored');
 }
 
 function sendError(response: ServerResponse, error: unknown, path: string): void {
-  const ledgerError = toLedgerError(error);
+  const ledgerError = toLedgerProblem(error);
   const retryAfter = ledgerError.extras.retryAfterSeconds;
   response.writeHead(ledgerError.status, {
     'content-type': 'application/problem+json',
@@ -143,7 +143,7 @@ export async function startLoopbackLedger(options: { start?: Date; apiKey?: stri
     const url = new URL(request.url ?? '/', 'http://ledger');
     const path = url.pathname;
     if (options.apiKey && request.headers.authorization !== `Bearer ${options.apiKey}`) {
-      throw new LedgerError('UNAUTHENTICATED', 'no or unknown API key');
+      throw new LedgerProblem('UNAUTHENTICATED', 'no or unknown API key');
     }
     const operation = /^\/v1\/operations\/([^/]+)(\/events)?$/.exec(path);
     if (operation && request.method === 'POST' && operation[2]) {
@@ -187,7 +187,7 @@ export async function startLoopbackLedger(options: { start?: Date; apiKey?: stri
       const next = offset + RECOVERY_PAGE_SIZE < all.length ? String(offset + RECOVERY_PAGE_SIZE) : undefined;
       return send(response, 200, { items: page, ...(next ? { next_cursor: next } : {}) });
     }
-    throw new LedgerError('NOT_FOUND', 'no such route');
+    throw new LedgerProblem('NOT_FOUND', 'no such route');
   }
 
   const server: Server = createServer(async (request, response) => {
@@ -201,7 +201,7 @@ export async function startLoopbackLedger(options: { start?: Date; apiKey?: stri
     requests.push({ method: request.method ?? '', url: request.url ?? '', headers: request.headers, body });
     const fault = faults.shift();
     if (fault?.kind === 'unavailable') {
-      return sendError(response, new LedgerError('STORE_UNAVAILABLE', 'the store is busy', { retryAfterSeconds: fault.retryAfterSeconds }), request.url ?? '');
+      return sendError(response, new LedgerProblem('STORE_UNAVAILABLE', 'the store is busy', { retryAfterSeconds: fault.retryAfterSeconds }), request.url ?? '');
     }
     if (fault?.kind === 'stall') {
       await new Promise((resolve) => setTimeout(resolve, fault.ms));

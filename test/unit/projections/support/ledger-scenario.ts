@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { seedEnvelopes } from '../../../support/seed-envelopes';
 import { DEFAULT_ENVELOPE_LIMITS } from '../../../../src/domain/envelope/envelope.types';
 import { DEFAULT_POLICY } from '../../../../src/domain/events';
-import { LedgerError } from '../../../../src/errors/ledger-error';
+import { LedgerProblem } from '../../../../src/errors/ledger-problem';
 import type { Clock } from '../../../../src/ledger/clock';
 import { LedgerService } from '../../../../src/ledger/ledger.service';
 import type { SubmitAnswer, SubmittedEvent } from '../../../../src/contract/ledger-api.types';
@@ -49,7 +49,7 @@ export class LedgerScenario {
       );
       return { ok: true, answer };
     } catch (error) {
-      if (error instanceof LedgerError) return { ok: false, code: error.code };
+      if (error instanceof LedgerProblem) return { ok: false, code: error.code };
       throw error;
     }
   }

@@ -1,7 +1,7 @@
 import type { Directive } from '../domain/events';
 import { ERROR_REGISTRY, type ErrorCode } from './error-registry';
 
-export interface LedgerErrorExtras {
+export interface LedgerProblemExtras {
   /** The field at fault, as a dotted path (`events[0].data.envelope.retry.not_before`). */
   field?: string;
   directive?: Directive;
@@ -12,16 +12,16 @@ export interface LedgerErrorExtras {
 }
 
 /** The one error type the application throws; the exception filter renders it as problem+json. */
-export class LedgerError extends Error {
+export class LedgerProblem extends Error {
   readonly status: number;
 
   constructor(
     readonly code: ErrorCode,
     readonly detail: string,
-    readonly extras: LedgerErrorExtras = {},
+    readonly extras: LedgerProblemExtras = {},
   ) {
     super(`${code}: ${detail}`);
-    this.name = 'LedgerError';
+    this.name = 'LedgerProblem';
     this.status = ERROR_REGISTRY[code].status;
   }
 }
