@@ -5,19 +5,19 @@
  * the phone width with no horizontal overflow. Screenshots for the docs are written to docs/.
  */
 import { randomUUID } from 'node:crypto';
-import { existsSync, mkdtempSync, rmSync } from 'node:fs';
+import { mkdtempSync, rmSync } from 'node:fs';
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
-import { join, resolve } from 'node:path';
+import { join } from 'node:path';
 import { chromium, type BrowserContext, type Page } from 'playwright-core';
+import { CHROMIUM, describeInBrowser, screenshotDir } from '../support/browser';
 import { request } from '../support/http';
 import { seedEnvelopes } from '../support/seed-envelopes';
 import { incidentsAt } from '../support/incidents';
 import { startLedger, type LedgerProcess } from '../support/ledger-process';
 
-const CHROMIUM = '/usr/bin/chromium';
-const DOCS = resolve(__dirname, '../../docs');
+const DOCS = screenshotDir();
 /**
  * The role whose keys record approvals, in one place. The page holds whatever key it is given;
  * this is the only line that says which role that key has.
@@ -47,58 +47,6 @@ let receiver: Server;
 const received: string[] = [];
 const problems: string[] = [];
 
-beforeAll(async () => {
-  if (!existsSync(CHROMIUM)) throw new Error(`${CHROMIUM} is missing: apt-get install chromium`);
-  ledger = await startLedger({
-    env: { LEDGER_API_KEYS: `${RUNTIME_KEY}:runtime:acme,${APPROVER_KEY}:${APPROVER_ROLE}:acme,${AUDITOR_KEY}:auditor:acme,${ADMIN_KEY}:admin:acme` },
-  });
-  // A subscriber, so the Webhooks tab has deliveries to show.
-  receiver = createServer((req, res) => {
-    req.on('data', (chunk: Buffer) => received.push(chunk.toString('utf8')));
-    req.on('end', () => res.writeHead(204).end());
-  });
-  await new Promise<void>((resolveListen) => receiver.listen(0, '127.0.0.1', resolveListen));
-  const hook = await request(
-    ledger.baseUrl,
-    'POST',
-    '/v1/admin/webhooks',
-    { url: `http://127.0.0.1:${(receiver.address() as AddressInfo).port}/hooks`, kinds: ['step.escalated', 'approval.requested'] },
-    { authorization: `Bearer ${ADMIN_KEY}` },
-  );
-  if (hook.status !== 201) throw new Error(`subscribe: ${hook.status} ${JSON.stringify(hook.body)}`);
-  const ops = incidentsAt(ledger.baseUrl, RUNTIME_KEY);
-  await ops.escalated(REF.escalated, RUN, 'pay_invoice');
-  await ops.awaitingApproval(REF.approvalGrant, RUN, 'refund');
-  await ops.awaitingApproval(REF.approvalDeny, RUN, 'refund');
-  await ops.verifying(REF.unknown, RUN, 'create_invoice');
-  // Every plan now carries its dispatch timeout (the ledger's default when not given), which the
-  // queue prefers to its query threshold: this one's is the shortest a plan may name.
-  await ops.dispatched(REF.overdue, RUN, 'send_email', { dispatch_timeout_ms: 1000 });
-  await ops.succeeded(REF.settled, RUN, 'send_email');
-  // Past the one-second thresholds the queue is asked with.
-  await new Promise((resolveWait) => setTimeout(resolveWait, 1200));
-
-  profile = mkdtempSync(join(tmpdir(), 'ledger-console-profile-'));
-  context = await chromium.launchPersistentContext(profile, {
-    executablePath: CHROMIUM,
-    headless: true,
-    args: ['--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking', '--disable-component-update', '--disable-sync'],
-    viewport: { width: 1440, height: 900 },
-  });
-  page = context.pages()[0] ?? (await context.newPage());
-  page.on('console', (message) => {
-    if (message.type() === 'error' && !/Failed to load resource: the server responded with a status of 40[13]/.test(message.text())) problems.push(message.text());
-  });
-  page.on('pageerror', (error) => problems.push(error.message));
-}, 120_000);
-
-afterAll(async () => {
-  await context?.close();
-  if (profile) rmSync(profile, { recursive: true, force: true });
-  await ledger?.stop();
-  ledger?.cleanup();
-  await new Promise((resolveClose) => (receiver ? receiver.close(resolveClose) : resolveClose(undefined)));
-});
 
 const rows = () => page.locator('#triage-table tbody tr');
 const refsInQueue = async () => (await rows().evaluateAll((trs) => trs.map((tr) => tr.getAttribute('data-ref'))));
@@ -116,7 +64,59 @@ const queueShows = (count: number) => rowsShown('#triage-table tbody tr', count)
 const markPage = () => page.evaluate("window.marker = 'same page'");
 const pageMark = () => page.evaluate('window.marker');
 
-describe('the incident console', () => {
+describeInBrowser('the incident console', () => {
+  beforeAll(async () => {
+      ledger = await startLedger({
+      env: { LEDGER_API_KEYS: `${RUNTIME_KEY}:runtime:acme,${APPROVER_KEY}:${APPROVER_ROLE}:acme,${AUDITOR_KEY}:auditor:acme,${ADMIN_KEY}:admin:acme` },
+    });
+    // A subscriber, so the Webhooks tab has deliveries to show.
+    receiver = createServer((req, res) => {
+      req.on('data', (chunk: Buffer) => received.push(chunk.toString('utf8')));
+      req.on('end', () => res.writeHead(204).end());
+    });
+    await new Promise<void>((resolveListen) => receiver.listen(0, '127.0.0.1', resolveListen));
+    const hook = await request(
+      ledger.baseUrl,
+      'POST',
+      '/v1/admin/webhooks',
+      { url: `http://127.0.0.1:${(receiver.address() as AddressInfo).port}/hooks`, kinds: ['step.escalated', 'approval.requested'] },
+      { authorization: `Bearer ${ADMIN_KEY}` },
+    );
+    if (hook.status !== 201) throw new Error(`subscribe: ${hook.status} ${JSON.stringify(hook.body)}`);
+    const ops = incidentsAt(ledger.baseUrl, RUNTIME_KEY);
+    await ops.escalated(REF.escalated, RUN, 'pay_invoice');
+    await ops.awaitingApproval(REF.approvalGrant, RUN, 'refund');
+    await ops.awaitingApproval(REF.approvalDeny, RUN, 'refund');
+    await ops.verifying(REF.unknown, RUN, 'create_invoice');
+    // Every plan now carries its dispatch timeout (the ledger's default when not given), which the
+    // queue prefers to its query threshold: this one's is the shortest a plan may name.
+    await ops.dispatched(REF.overdue, RUN, 'send_email', { dispatch_timeout_ms: 1000 });
+    await ops.succeeded(REF.settled, RUN, 'send_email');
+    // Past the one-second thresholds the queue is asked with.
+    await new Promise((resolveWait) => setTimeout(resolveWait, 1200));
+
+    profile = mkdtempSync(join(tmpdir(), 'ledger-console-profile-'));
+    context = await chromium.launchPersistentContext(profile, {
+      executablePath: CHROMIUM,
+      headless: true,
+      args: ['--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking', '--disable-component-update', '--disable-sync'],
+      viewport: { width: 1440, height: 900 },
+    });
+    page = context.pages()[0] ?? (await context.newPage());
+    page.on('console', (message) => {
+      if (message.type() === 'error' && !/Failed to load resource: the server responded with a status of 40[13]/.test(message.text())) problems.push(message.text());
+    });
+    page.on('pageerror', (error) => problems.push(error.message));
+  }, 120_000);
+
+  afterAll(async () => {
+    await context?.close();
+    if (profile) rmSync(profile, { recursive: true, force: true });
+    await ledger?.stop();
+    ledger?.cleanup();
+    await new Promise((resolveClose) => (receiver ? receiver.close(resolveClose) : resolveClose(undefined)));
+  });
+
   it('lands on the triage queue: each kind of item, newest first, with counts per kind, tool and reason', async () => {
     await page.goto(`${ledger.baseUrl}/ui${QUEUE}`);
     await page.fill('#api-key', APPROVER_KEY);

@@ -10,13 +10,13 @@ import { mkdirSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { chromium, type BrowserContext, type Page } from 'playwright-core';
-import { CHROMIUM, describeInBrowser } from '../support/browser';
+import { CHROMIUM, describeInBrowser, screenshotDir } from '../support/browser';
 import { committed, invalidInput, unknownOutcome } from '../support/cli-harness';
 import { fact, request } from '../support/http';
 import { startLedger, type LedgerProcess } from '../support/ledger-process';
 
 const ARTIFACTS = resolve(__dirname, '../../test-artifacts');
-const DOCS = resolve(__dirname, '../../docs');
+const DOCS = screenshotDir();
 const RUNTIME_KEY = 'ui-runtime-key-000000001';
 const AUDITOR_KEY = 'ui-auditor-key-000000001';
 const RUN = `run_${randomUUID().slice(0, 6)}`;

@@ -1,4 +1,6 @@
-import { existsSync } from 'node:fs';
+import { existsSync, mkdirSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join, resolve } from 'node:path';
 
 /** Debian's Chromium (`apt-get install chromium`); LEDGER_CHROMIUM points at another build. */
 export const CHROMIUM = process.env.LEDGER_CHROMIUM ?? '/usr/bin/chromium';
@@ -32,4 +34,16 @@ export function describeInBrowser(name: string, body: () => void): void {
   // Written directly: console.log inside Jest adds a stack frame, and this is meant as one line.
   process.stderr.write(`${BROWSER_SKIP_LINE}\n`);
   describe.skip(name, body);
+}
+
+/**
+ * Where the browser tests write their screenshots: the docs' own copies only when asked
+ * (LEDGER_UPDATE_SCREENSHOTS=1, `npm run screenshots`), otherwise a scratch directory, so a test
+ * run leaves the working tree as it found it.
+ */
+export function screenshotDir(): string {
+  if (process.env.LEDGER_UPDATE_SCREENSHOTS === '1') return resolve(__dirname, '../../docs');
+  const dir = join(tmpdir(), 'recovery-ledger-screenshots');
+  mkdirSync(dir, { recursive: true });
+  return dir;
 }
