@@ -31,9 +31,17 @@ from recovery_ledger import LedgerClient, LedgerWorker, Tool  # noqa: E402
 ENDED = {"succeeded", "escalated", "needs_input", "awaiting_approval"}
 
 
+_LOG_LOCK = threading.RLock()  # re-entrant: the SIGTERM handler may log while the main thread does
+
+
 def log(event: Dict[str, Any]) -> None:
     fields = {key: asdict(value) if is_dataclass(value) and not isinstance(value, type) else value for key, value in event.items()}
-    print(json.dumps({"at": datetime.now(timezone.utc).isoformat(timespec="milliseconds"), **fields}), flush=True)
+    line = json.dumps({"at": datetime.now(timezone.utc).isoformat(timespec="milliseconds"), **fields}) + "\n"
+    # One write per line, under a lock: print() writes the text and its newline apart, so lines
+    # from the worker's threads (and the signal handler) could run together.
+    with _LOG_LOCK:
+        sys.stdout.write(line)
+        sys.stdout.flush()
 
 
 def main() -> None:

@@ -14,6 +14,7 @@ import argparse
 import json
 import os
 import sys
+import threading
 import time
 from dataclasses import asdict, dataclass
 from datetime import datetime, timezone
@@ -50,9 +51,17 @@ class Job:
     final: Optional[str] = None
 
 
+_LOG_LOCK = threading.RLock()  # re-entrant: the SIGTERM handler may log while the main thread does
+
+
 def log(**record: Any) -> None:
     fields = {key: value for key, value in record.items() if value is not None}
-    print(json.dumps({"at": datetime.now(timezone.utc).isoformat(timespec="milliseconds"), **fields}), flush=True)
+    line = json.dumps({"at": datetime.now(timezone.utc).isoformat(timespec="milliseconds"), **fields}) + "\n"
+    # One write per line, under a lock: print() writes the text and its newline apart, so lines
+    # from the worker's threads (and the signal handler) could run together.
+    with _LOG_LOCK:
+        sys.stdout.write(line)
+        sys.stdout.flush()
 
 
 def due_at(not_before: Optional[str]) -> float:
