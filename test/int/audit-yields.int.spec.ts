@@ -42,6 +42,21 @@ describe('checks of a long log leave the event loop turning', () => {
     expect(turns).toBeGreaterThan(2);
   });
 
+  it('a turn at least every 250 events hashed, however the events fall into streams', async () => {
+    const long = SqliteEventStore.open({ file: ':memory:' });
+    try {
+      // 40 streams of 100 events: few streams, many events each.
+      for (let i = 0; i < 40; i++) {
+        const stream = `op-acme:run/long_${i}`;
+        await long.append(stream, NO_STREAM, sealEvents(stream, undefined, Array.from({ length: 100 }, () => newEvent('A'))));
+      }
+      const turns = await turnsDuring(() => auditLog(long));
+      expect(turns).toBeGreaterThanOrEqual(4_000 / 250);
+    } finally {
+      await long.close();
+    }
+  });
+
   it('the read-model check', async () => {
     const readModel = SqliteReadModel.open({ file: ':memory:', readCacheBytes: 0 });
     for (const projection of LEDGER_PROJECTIONS) {
