@@ -42,12 +42,13 @@ export async function verifyReadModels(
 ): Promise<ReadModelReport> {
   const report: ReadModelReport = { ok: true, projections: [], differences: [] };
   const scratch = mkdtempSync(join(scratchDir, 'recovery-ledger-verify-'));
-  const rebuilt = projections.map((projection) => {
-    const fresh = SqliteReadModel.open({ file: join(scratch, `${projection.name}.sqlite`), readCacheBytes: 0 });
-    fresh.register(projection);
-    return { projection, fresh, checkpoint: stored.checkpoint(projection.name).position };
-  });
+  const rebuilt: Array<{ projection: AnyProjection; fresh: SqliteReadModel; checkpoint: number }> = [];
   try {
+    for (const projection of projections) {
+      const fresh = SqliteReadModel.open({ file: join(scratch, `${projection.name}.sqlite`), readCacheBytes: 0 });
+      rebuilt.push({ projection, fresh, checkpoint: stored.checkpoint(projection.name).position });
+      fresh.register(projection);
+    }
     const until = Math.max(0, ...rebuilt.map((entry) => entry.checkpoint));
     for (let after = 0; after < until; ) {
       const batch = await store.readAll({ after, limit: BATCH, streamPrefix: OPERATION_STREAM_PREFIX });
