@@ -81,6 +81,9 @@ async function collect(store: EventStore, after: number, prefix: string, until: 
 }
 
 export function testEventStore(name: string, factory: () => Promise<EventStoreUnderTest>, options: ContractOptions = {}): void {
+  // A fault case (soft delete, truncate, tombstone, outage) runs only on a store whose runner can
+  // cause that fault (EventStoreDB through the protocol double or a real server); SQLite and the
+  // memory store have no such operation, so there the case is skipped rather than faked.
   const withFault = (fault: keyof StoreFaults) => (options.faults?.includes(fault) ? it : it.skip);
   describe(`event store contract: ${name}`, () => {
     let subject: EventStoreUnderTest;
