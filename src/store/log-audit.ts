@@ -239,7 +239,12 @@ export async function auditLog(store: EventStore, options: AuditOptions = {}): P
       heads.delete(stream);
       if (!head || !last || last.revision !== head.revision || last.metadata.hash !== head.hash) {
         // Maybe appended to since the heads were read: the append moves the head with the events.
-        const reread = await store.readStreamAnchored(stream).catch(() => ({ events: stored, head: undefined }));
+        // A stream that no longer reads is judged on the events read above, against its head now;
+        // a head that cannot be read at all is a failed audit, not a missing head.
+        const reread = await store.readStreamAnchored(stream).catch(async (error: unknown) => {
+          if (!(error instanceof StoreIntegrityError)) throw error;
+          return { events: stored, head: await store.anchoredHead(stream) };
+        });
         head = reread.head;
         const now = reread.events;
         const lastNow = now[now.length - 1];

@@ -2,7 +2,7 @@
  * The audit runs while the service appends (at start, on demand): a stream first appended after the
  * audit read the log is not a deleted stream (docs/reliability.md).
  */
-import { NO_STREAM } from '../../src/store/event-store.port';
+import { NO_STREAM, StoreUnavailableError } from '../../src/store/event-store.port';
 import { sealEvents } from '../../src/store/hash-chain';
 import { auditLog } from '../../src/store/log-audit';
 import { SqliteEventStore } from '../../src/store/sqlite/sqlite-event-store.adapter';
@@ -22,6 +22,29 @@ it('a stream appended while the audit runs is not reported deleted', async () =>
     };
     const audit = await auditLog(store);
     expect(audit.findings).toEqual([]);
+  } finally {
+    await store.close();
+  }
+});
+
+it('a stream that cannot be read again while the audit runs fails the audit instead of being reported tampered', async () => {
+  const store = SqliteEventStore.open({ file: ':memory:' });
+  try {
+    const stream = 'op-acme:run/busy';
+    const first = sealEvents(stream, undefined, [newEvent('A')]);
+    await store.append(stream, NO_STREAM, first);
+    const heads = store.anchoredHeads.bind(store);
+    // Appended to right after the audit read the heads, so the stream is longer than its head there
+    // and the audit reads it again; that second read fails.
+    store.anchoredHeads = async (prefix: string) => {
+      const read = await heads(prefix);
+      await store.append(stream, 0, sealEvents(stream, { revision: 0, hash: first[0].metadata.hash }, [newEvent('B')]));
+      return read;
+    };
+    store.readStreamAnchored = async () => {
+      throw new StoreUnavailableError('the store went away');
+    };
+    await expect(auditLog(store)).rejects.toBeInstanceOf(StoreUnavailableError);
   } finally {
     await store.close();
   }
