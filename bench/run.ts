@@ -115,7 +115,7 @@ async function main(): Promise<void> {
     if (wanted('worker')) rows.push(await workerStepsFigure({ ...common, open: 50 }, log));
     if (wanted('tool-steps')) {
       toolSteps = await toolStepsFigure(
-        { dir, seconds: settings.seconds, warmupSeconds: settings.stepWarmupSeconds, connections: settings.connections, rounds: settings.rounds, peers: settings.peers },
+        { dir, seconds: settings.seconds, warmupSeconds: settings.stepWarmupSeconds, connections: settings.connections, rounds: settings.rounds, peers: settings.peers, nodeArgs },
         log,
       );
       rows.push(...toolSteps.rows);

@@ -37,6 +37,8 @@ export interface ToolStepSettings {
   connections: number;
   rounds: number;
   peers: readonly ToolStepPeer[];
+  /** Extra Node arguments for the ledger's process (`--profile` passes --cpu-prof here). */
+  nodeArgs?: string[];
 }
 
 type SystemId = 'ledger' | ToolStepPeer;
@@ -213,7 +215,7 @@ class Systems {
     mkdirSync(dataDir, { recursive: true });
     switch (system) {
       case 'ledger': {
-        const server = await startLedger(dataDir);
+        const server = await startLedger(dataDir, {}, this.settings.nodeArgs ?? []);
         return {
           url: server.baseUrl,
           kind: 'ledger',

@@ -76,16 +76,23 @@ const MAY_HOLD_SECRET = /[A-Za-z0-9_+/=.-]{16,}|:\/\/|PRIVATE KEY|[Aa][Cc][Cc][O
 
 const keyOf = (text: string) => createHash('sha256').update(text).digest('base64');
 
+/** Texts waiting for the next lint, each with the callers that need its findings. */
+interface PendingLint {
+  texts: Map<string, Array<{ resolve(found: readonly DetectedSecret[]): void; reject(error: unknown): void }>>;
+}
+
 /**
  * The asynchronous half of redaction: secretlint's recommended preset run over every string a submit
- * carries, once per submit (one lint of all its strings joined, not one per string: a lint costs
- * about 150 µs whatever its length), with what it found per string cached by the string's hash (the
- * same message, tool name or run id recurs across facts). The domain's redaction then asks the
- * returned detector synchronously.
+ * carries, with what it found per string cached by the string's hash (the same message, tool name or
+ * run id recurs across facts). A lint costs about the same fixed time whatever its length (the preset
+ * is set up again on each call), so the strings of every submit that asks within one turn of the event
+ * loop are joined into one lint (under load, many submits share it). The domain's redaction then asks
+ * the returned detector synchronously.
  */
 export class SecretScanner {
   private secretlint: Promise<Secretlint> | undefined;
   private readonly cache = new LRUCache<string, readonly DetectedSecret[]>({ max: 20_000 });
+  private next: PendingLint | undefined;
 
   /** Loads the rules ahead of the first submit, so its latency does not include that. */
   warmUp(): Promise<void> {
@@ -94,21 +101,40 @@ export class SecretScanner {
 
   async detectorFor(texts: Iterable<string>): Promise<SecretDetector> {
     const found = new Map<string, readonly DetectedSecret[]>();
-    const pending: string[] = [];
+    const waiting: Array<Promise<void>> = [];
     for (const text of texts) {
       if (found.has(text)) continue;
-      if (!MAY_HOLD_SECRET.test(text)) {
-        found.set(text, []);
-        continue;
-      }
+      found.set(text, []);
+      if (!MAY_HOLD_SECRET.test(text)) continue;
       const cached = this.cache.get(keyOf(text));
       if (cached) found.set(text, cached);
-      else {
-        found.set(text, []);
-        pending.push(text);
-      }
+      else waiting.push(this.lintSoon(text).then((secrets) => void found.set(text, secrets)));
     }
-    if (pending.length > 0) {
+    await Promise.all(waiting);
+    return (text) => found.get(text) ?? [];
+  }
+
+  /** The findings in `text`, from the lint that runs at the end of this turn of the event loop. */
+  private lintSoon(text: string): Promise<readonly DetectedSecret[]> {
+    if (!this.next) {
+      const batch: PendingLint = { texts: new Map() };
+      this.next = batch;
+      setImmediate(() => {
+        if (this.next === batch) this.next = undefined;
+        void this.lint(batch);
+      });
+    }
+    const batch = this.next;
+    return new Promise((resolve, reject) => {
+      const callers = batch.texts.get(text);
+      if (callers) callers.push({ resolve, reject });
+      else batch.texts.set(text, [{ resolve, reject }]);
+    });
+  }
+
+  private async lint(batch: PendingLint): Promise<void> {
+    const pending = [...batch.texts.keys()];
+    try {
       const { lintSource, config } = await this.load();
       const starts: number[] = [];
       let offset = 0;
@@ -131,11 +157,12 @@ export class SecretScanner {
         });
       }
       pending.forEach((text, index) => {
-        found.set(text, perText[index]);
         this.cache.set(keyOf(text), perText[index]);
+        for (const caller of batch.texts.get(text) ?? []) caller.resolve(perText[index]);
       });
+    } catch (error) {
+      for (const callers of batch.texts.values()) for (const caller of callers) caller.reject(error);
     }
-    return (text) => found.get(text) ?? [];
   }
 
   private load(): Promise<Secretlint> {

@@ -82,6 +82,22 @@ describe('redaction', () => {
   it('stringsOf gives every string and key of a value', () => {
     expect([...stringsOf({ a: ['x', 1, { b: 'y' }] })].sort()).toEqual(['a', 'b', 'x', 'y']);
   });
+  it('submits scanned in the same turn share a lint, and each is told only of its own texts', async () => {
+    const fresh = new SecretScanner();
+    const shared = (SECRET_CORPUS.find(([name]) => name === 'npm token') as [string, string, string])[1];
+    const detectors = await Promise.all(
+      SECRET_CORPUS.map(([, text], index) => fresh.detectorFor([`plain words of submit ${index}`, text, shared])),
+    );
+    SECRET_CORPUS.forEach(([, text, secret], index) => {
+      const detect = detectors[index];
+      expect(detect(`plain words of submit ${index}`)).toEqual([]);
+      expect(redactText(text, { detect }).text.includes(secret)).toBe(false);
+      expect(detect(shared).length).toBeGreaterThan(0);
+      // A text another submit sent in the same turn is not this submit's: nothing is said of it.
+      const other = SECRET_CORPUS[(index + 1) % SECRET_CORPUS.length][1];
+      if (other !== text && other !== shared) expect(detect(other)).toEqual([]);
+    });
+  });
 });
 
 describe('the secret scanner in a long-running process', () => {
