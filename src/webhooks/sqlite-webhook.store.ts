@@ -83,6 +83,7 @@ function deliveryOf(row: DeliveryRow): Delivery {
 export class SqliteWebhookStore implements WebhookStore {
   private readonly db: Database.Database;
   private seq: number;
+  private readonly prepared = new Map<string, Database.Statement>();
 
   constructor(file: string) {
     if (file !== ':memory:') mkdirSync(dirname(file), { recursive: true });
@@ -90,12 +91,11 @@ export class SqliteWebhookStore implements WebhookStore {
     this.db.pragma('journal_mode = WAL');
     this.db.pragma('synchronous = FULL');
     this.db.exec(SCHEMA);
-    this.seq = (this.db.prepare('SELECT COALESCE(MAX(seq), 0) AS seq FROM webhook_deliveries').get() as { seq: number }).seq;
+    this.seq = (this.statement('SELECT COALESCE(MAX(seq), 0) AS seq FROM webhook_deliveries').get() as { seq: number }).seq;
   }
 
   addSubscription(subscription: Subscription): void {
-    this.db
-      .prepare(
+    this.statement(
         `INSERT INTO webhook_subscriptions (id, tenant, url, secret, kinds, unknown_after_ms, premature_refusals, created_at, created_position, active)
          VALUES (@id, @tenant, @url, @secret, @kinds, @unknown_after_ms, @premature_refusals, @created_at, @created_position, @active)`,
       )
@@ -103,37 +103,40 @@ export class SqliteWebhookStore implements WebhookStore {
   }
 
   deactivate(tenant: string, id: string): boolean {
-    return this.db.prepare('UPDATE webhook_subscriptions SET active = 0 WHERE tenant = ? AND id = ? AND active = 1').run(tenant, id).changes > 0;
+    return this.statement('UPDATE webhook_subscriptions SET active = 0 WHERE tenant = ? AND id = ? AND active = 1').run(tenant, id).changes > 0;
   }
 
   subscriptions(tenant?: string, activeOnly = true): Subscription[] {
     const clauses = [...(tenant === undefined ? [] : ['tenant = @tenant']), ...(activeOnly ? ['active = 1'] : [])];
     const sql = `SELECT * FROM webhook_subscriptions${clauses.length ? ` WHERE ${clauses.join(' AND ')}` : ''} ORDER BY created_at, id`;
-    return (this.db.prepare(sql).all(tenant === undefined ? {} : { tenant }) as SubscriptionRow[]).map(subscriptionOf);
+    return (this.statement(sql).all(tenant === undefined ? {} : { tenant }) as SubscriptionRow[]).map(subscriptionOf);
   }
 
   checkpoint(): number {
-    return (this.db.prepare('SELECT position FROM webhook_checkpoint WHERE id = 1').get() as { position: number }).position;
+    return (this.statement('SELECT position FROM webhook_checkpoint WHERE id = 1').get() as { position: number }).position;
   }
 
-  commitBatch(batch: ConsumedBatch): void {
-    this.db.transaction(() => {
-      this.insertDeliveryRows(batch.deliveries);
-      const watch = this.db.prepare(
-        `INSERT OR IGNORE INTO webhook_watches (subscription_id, tenant, operation_ref, transition_event_id, since, due_ms)
-         VALUES (@subscription_id, @tenant, @operation_ref, @transition_event_id, @since, @due_ms)`,
-      );
-      for (const row of batch.watches) watch.run(row);
-      const reset = this.db.prepare('DELETE FROM webhook_premature WHERE tenant = ? AND operation_ref = ?');
-      for (const row of batch.resetPremature) reset.run(row.tenant, row.operation_ref);
-      this.db.prepare('UPDATE webhook_checkpoint SET position = ? WHERE id = 1 AND position < ?').run(batch.position, batch.position);
-    }).immediate();
+  commitBatch(batch: ConsumedBatch, { checkpointOnlyWithChanges = false } = {}): boolean {
+    return this.db
+      .transaction(() => {
+        let changes = this.insertDeliveryRows(batch.deliveries);
+        const watch = this.statement(
+          `INSERT OR IGNORE INTO webhook_watches (subscription_id, tenant, operation_ref, transition_event_id, since, due_ms)
+           VALUES (@subscription_id, @tenant, @operation_ref, @transition_event_id, @since, @due_ms)`,
+        );
+        for (const row of batch.watches) changes += watch.run(row).changes;
+        const reset = this.statement('DELETE FROM webhook_premature WHERE tenant = ? AND operation_ref = ?');
+        for (const row of batch.resetPremature) changes += reset.run(row.tenant, row.operation_ref).changes;
+        if (changes === 0 && checkpointOnlyWithChanges) return false;
+        this.statement('UPDATE webhook_checkpoint SET position = ? WHERE id = 1 AND position < ?').run(batch.position, batch.position);
+        return true;
+      })
+      .immediate();
   }
 
   countPremature(tenant: string, operationRef: string): number {
     return (
-      this.db
-        .prepare(
+      this.statement(
           `INSERT INTO webhook_premature (tenant, operation_ref, count) VALUES (?, ?, 1)
            ON CONFLICT (tenant, operation_ref) DO UPDATE SET count = count + 1 RETURNING count`,
         )
@@ -145,52 +148,65 @@ export class SqliteWebhookStore implements WebhookStore {
     this.db.transaction(() => this.insertDeliveryRows(deliveries)).immediate();
   }
 
-  private insertDeliveryRows(deliveries: NewDelivery[]): void {
-    const insert = this.db.prepare(
+  /** Answers how many rows were new (a replayed cause's row is already there). */
+  private insertDeliveryRows(deliveries: NewDelivery[]): number {
+    const insert = this.statement(
       `INSERT OR IGNORE INTO webhook_deliveries (id, subscription_id, tenant, kind, operation_ref, body, status, attempts, next_attempt_ms, created_at, seq)
        VALUES (@id, @subscription_id, @tenant, @kind, @operation_ref, @body, 'pending', 0, 0, @created_at, @seq)`,
     );
     // A replayed cause has the same id: INSERT OR IGNORE keeps the first row and its progress.
+    let inserted = 0;
     for (const delivery of deliveries) {
-      if (insert.run({ ...delivery, seq: this.seq + 1 }).changes > 0) this.seq += 1;
+      if (insert.run({ ...delivery, seq: this.seq + 1 }).changes > 0) {
+        this.seq += 1;
+        inserted += 1;
+      }
     }
+    return inserted;
+  }
+
+  /** Each statement is compiled once: the consumer and the dispatcher run the same few all the time. */
+  private statement(sql: string): Database.Statement {
+    let statement = this.prepared.get(sql);
+    if (!statement) {
+      statement = this.db.prepare(sql);
+      this.prepared.set(sql, statement);
+    }
+    return statement;
   }
 
   dueWatches(nowMs: number, limit: number): UnknownWatch[] {
-    return this.db.prepare('SELECT * FROM webhook_watches WHERE due_ms <= ? ORDER BY due_ms, id LIMIT ?').all(nowMs, limit) as UnknownWatch[];
+    return this.statement('SELECT * FROM webhook_watches WHERE due_ms <= ? ORDER BY due_ms, id LIMIT ?').all(nowMs, limit) as UnknownWatch[];
   }
 
   settleWatch(id: number, delivery?: NewDelivery): void {
     this.db.transaction(() => {
       if (delivery) this.insertDeliveryRows([delivery]);
-      this.db.prepare('DELETE FROM webhook_watches WHERE id = ?').run(id);
+      this.statement('DELETE FROM webhook_watches WHERE id = ?').run(id);
     }).immediate();
   }
 
   dueDeliveries(nowMs: number, limit: number): Delivery[] {
     return (
-      this.db
-        .prepare("SELECT * FROM webhook_deliveries WHERE status = 'pending' AND next_attempt_ms <= ? ORDER BY next_attempt_ms, seq LIMIT ?")
+      this.statement("SELECT * FROM webhook_deliveries WHERE status = 'pending' AND next_attempt_ms <= ? ORDER BY next_attempt_ms, seq LIMIT ?")
         .all(nowMs, limit) as DeliveryRow[]
     ).map(deliveryOf);
   }
 
   nextDueMs(): number | undefined {
-    const delivery = this.db.prepare("SELECT MIN(next_attempt_ms) AS at FROM webhook_deliveries WHERE status = 'pending'").get() as { at: number | null };
-    const watch = this.db.prepare('SELECT MIN(due_ms) AS at FROM webhook_watches').get() as { at: number | null };
+    const delivery = this.statement("SELECT MIN(next_attempt_ms) AS at FROM webhook_deliveries WHERE status = 'pending'").get() as { at: number | null };
+    const watch = this.statement('SELECT MIN(due_ms) AS at FROM webhook_watches').get() as { at: number | null };
     const times = [delivery.at, watch.at].filter((at): at is number => at !== null);
     return times.length ? Math.min(...times) : undefined;
   }
 
   markDelivered(id: string, status: number, at: string): void {
-    this.db
-      .prepare("UPDATE webhook_deliveries SET status = 'delivered', attempts = attempts + 1, last_status = ?, last_error = NULL, delivered_at = ? WHERE id = ?")
+    this.statement("UPDATE webhook_deliveries SET status = 'delivered', attempts = attempts + 1, last_status = ?, last_error = NULL, delivered_at = ? WHERE id = ?")
       .run(status, at, id);
   }
 
   markAttemptFailed(id: string, outcome: { status?: number; error: string; nextAttemptMs?: number }): void {
-    this.db
-      .prepare(
+    this.statement(
         `UPDATE webhook_deliveries SET attempts = attempts + 1, last_status = ?, last_error = ?,
          status = CASE WHEN ? IS NULL THEN 'failed' ELSE 'pending' END, next_attempt_ms = COALESCE(?, next_attempt_ms) WHERE id = ?`,
       )
@@ -199,14 +215,14 @@ export class SqliteWebhookStore implements WebhookStore {
 
   deliveries(tenant: string, options: { status?: DeliveryStatus; limit: number }): Delivery[] {
     const rows = options.status
-      ? this.db.prepare('SELECT * FROM webhook_deliveries WHERE tenant = ? AND status = ? ORDER BY seq DESC LIMIT ?').all(tenant, options.status, options.limit)
-      : this.db.prepare('SELECT * FROM webhook_deliveries WHERE tenant = ? ORDER BY seq DESC LIMIT ?').all(tenant, options.limit);
+      ? this.statement('SELECT * FROM webhook_deliveries WHERE tenant = ? AND status = ? ORDER BY seq DESC LIMIT ?').all(tenant, options.status, options.limit)
+      : this.statement('SELECT * FROM webhook_deliveries WHERE tenant = ? ORDER BY seq DESC LIMIT ?').all(tenant, options.limit);
     return (rows as DeliveryRow[]).map(deliveryOf);
   }
 
   counts(tenant?: string): DeliveryCounts[] {
     const sql = `SELECT tenant, kind, status, COUNT(*) AS count FROM webhook_deliveries${tenant === undefined ? '' : ' WHERE tenant = ?'} GROUP BY tenant, kind, status`;
-    return (tenant === undefined ? this.db.prepare(sql).all() : this.db.prepare(sql).all(tenant)) as DeliveryCounts[];
+    return (tenant === undefined ? this.statement(sql).all() : this.statement(sql).all(tenant)) as DeliveryCounts[];
   }
 
   close(): void {

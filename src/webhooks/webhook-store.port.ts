@@ -82,7 +82,12 @@ export interface WebhookStore {
   deactivate(tenant: string, id: string): boolean;
   subscriptions(tenant?: string, activeOnly?: boolean): Subscription[];
   checkpoint(): number;
-  commitBatch(batch: ConsumedBatch): void;
+  /**
+   * Writes the batch's rows and moves the checkpoint to its position, in one transaction. With
+   * `checkpointOnlyWithChanges`, a batch that changed no row leaves the checkpoint where it was
+   * (nothing is written, so the commit costs no sync); answers whether the checkpoint moved.
+   */
+  commitBatch(batch: ConsumedBatch, options?: { checkpointOnlyWithChanges?: boolean }): boolean;
   /** Counts one premature refusal and answers the count since the operation last moved. */
   countPremature(tenant: string, operationRef: string): number;
   insertDeliveries(deliveries: NewDelivery[]): void;

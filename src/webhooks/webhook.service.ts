@@ -71,6 +71,9 @@ function contextOf(events: readonly StoredEvent[]): StepContext {
   return context;
 }
 
+/** How long the checkpoint may trail the consumed log when the batches in between changed nothing. */
+const CHECKPOINT_DELAY_MS = 1000;
+
 /**
  * Webhooks from the log (docs/webhooks.md). A consumer follows the global log from its own
  * checkpoint and turns transitions into outbox rows, committed with the checkpoint in one
@@ -85,6 +88,9 @@ export class WebhookService {
   private wake: (() => void) | undefined;
   private restartTimer: ReturnType<typeof setTimeout> | undefined;
   private readonly inFlight = new Set<string>();
+  /** The log consumed up to here; the durable checkpoint may trail it by batches that changed nothing. */
+  private consumedTo = 0;
+  private checkpointTimer: ReturnType<typeof setTimeout> | undefined;
 
   constructor(
     private readonly log: EventStore,
@@ -131,6 +137,12 @@ export class WebhookService {
     await subscription?.close().catch(() => undefined);
     this.wake?.();
     await this.dispatcher;
+    try {
+      this.writeCheckpoint();
+    } catch (error) {
+      // Not written: the batches since the last checkpoint are consumed again at start, changing nothing.
+      this.observer.onError?.(error instanceof Error ? error : new Error(String(error)), 'checkpoint');
+    }
   }
 
   private follow(): void {
@@ -149,9 +161,15 @@ export class WebhookService {
     );
   }
 
-  /** One batch of the log: its outbox rows and watches, then the checkpoint, in one transaction. */
+  /**
+   * One batch of the log: its outbox rows and watches, then the checkpoint, in one transaction. A
+   * batch that changes no row (most of them: no subscription listens, no counter to reset) leaves
+   * the checkpoint to be written within a second, in a transaction of its own: each commit here is a
+   * sync of the disk on the service's thread, and consuming such a batch again after a crash changes
+   * nothing either.
+   */
   async consume(events: StoredEvent[]): Promise<void> {
-    const checkpoint = this.hooks.checkpoint();
+    const checkpoint = Math.max(this.hooks.checkpoint(), this.consumedTo);
     const fresh = events.filter((event) => event.position > checkpoint);
     if (fresh.length === 0) return;
     const batch: ConsumedBatch = { position: fresh[fresh.length - 1].position, deliveries: [], watches: [], resetPremature: [] };
@@ -191,8 +209,26 @@ export class WebhookService {
         }
       }
     }
-    this.hooks.commitBatch(batch);
+    this.consumedTo = batch.position;
+    if (this.hooks.commitBatch(batch, { checkpointOnlyWithChanges: true })) {
+      if (this.checkpointTimer) clearTimeout(this.checkpointTimer);
+      this.checkpointTimer = undefined;
+    } else {
+      this.checkpointTimer ??= setTimeout(() => {
+        this.checkpointTimer = undefined;
+        this.writeCheckpoint();
+      }, CHECKPOINT_DELAY_MS).unref();
+    }
     if (batch.deliveries.length > 0 || batch.watches.length > 0) this.wake?.();
+  }
+
+  /** Makes the consumed position durable (a batch that changed nothing did not write it). */
+  private writeCheckpoint(): void {
+    if (this.checkpointTimer) clearTimeout(this.checkpointTimer);
+    this.checkpointTimer = undefined;
+    if (this.consumedTo > this.hooks.checkpoint()) {
+      this.hooks.commitBatch({ position: this.consumedTo, deliveries: [], watches: [], resetPremature: [] });
+    }
   }
 
   /**
@@ -203,6 +239,9 @@ export class WebhookService {
     if (code !== 'VERIFICATION_PREMATURE') return;
     const listening = this.hooks.subscriptions(tenant).filter((subscription) => subscription.kinds.includes('verification.premature_repeated'));
     if (listening.length === 0) return;
+    // A batch consumed again after a crash must not reset a count taken after it: the position
+    // consumed so far is made durable before counting.
+    this.writeCheckpoint();
     const count = this.hooks.countPremature(tenant, operationRef);
     const at = this.clock.now().toISOString();
     const due = listening.filter((subscription) => count === subscription.premature_refusals);
