@@ -313,6 +313,9 @@ const CHECKS: Record<string, () => Promise<Record<string, number> | void>> = {
       [['events', '0', 'data', 'reason'], 'r'.repeat(1001), 'events[0].data.reason must be shorter than or equal to 1000 characters'],
       [['events', '0', 'data', 'decision'], 'maybe', 'events[0].data.decision must be one of the following values: granted, denied'],
       [['expected_revision'], 1.5, 'expected_revision must be an integer number'],
+      // The client's own key is taken literally in the message, never as a pattern.
+      [['('], 1, '( property ( should not exist'],
+      [['events', '0', 'data', 'p.*'], 1, 'events[0].data.p.* property p.* should not exist'],
     ];
     for (const [path, value, detail] of cases) {
       const body = mutate(BASE, path, 'set', value);
