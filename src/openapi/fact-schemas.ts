@@ -1,16 +1,19 @@
 import type { OpenAPIObject } from '@nestjs/swagger';
 import { envelopeJsonSchema } from '../domain/envelope/envelope.schema';
-import { IDENTIFIER_PATTERN } from '../domain/identifier-grammar';
+import { APPROVAL_DECISIONS, SIDE_EFFECTS, SUBMITTED_FACT_TYPES, VERIFICATION_OUTCOMES } from '../domain/events';
+import { CLIENT_EVENT_ID_PREFIX, IDENTIFIER_PATTERN } from '../domain/identifier-grammar';
 import { SUBMIT_EXAMPLES } from './submit-examples';
 
 /**
- * The submit body in the OpenAPI document, typed per fact: each submitted event is one of five
- * shapes told apart by `type` (a discriminator), each `data` with the fields and bounds the edge
- * validation (src/http/dto/submit-events.dto.ts) applies, and the envelope as the same schema the
- * service publishes at /v1/schema/envelope, with the examples of ./submit-examples.
+ * The submit body, typed per fact: each submitted event is one of five shapes told apart by `type`
+ * (a discriminator), each `data` with the fields and bounds the edge validation
+ * (src/http/dto/submit-events.dto.ts) applies, and the envelope as the same schema the service
+ * publishes at /v1/schema/envelope, with the examples of ./submit-examples. The OpenAPI document
+ * publishes these schemas and the submit route compiles its validator from them
+ * (src/http/submit-body.validator.ts); a differential test holds them to the DTOs.
  */
 
-type Schema = Record<string, unknown>;
+export type Schema = Record<string, unknown>;
 const ref = (name: string) => ({ $ref: `#/components/schemas/${name}` });
 
 const identifier = (maxLength: number, description?: string): Schema => ({
@@ -39,15 +42,22 @@ function toOpenApi30(schema: unknown): unknown {
   return out;
 }
 
-const factSchemas = (): Record<string, Schema> => {
+/** The schemas of the submit body by name, with `#/components/schemas/<name>` references. */
+export const factSchemas = (): Record<string, Schema> => {
   const envelope = envelopeJsonSchema();
   const defs = (toOpenApi30(envelope) as { $defs: Record<string, Schema> }).$defs;
   const fact = (type: string, data: string, description: string): Schema => ({
     type: 'object',
     description,
+    additionalProperties: false,
     required: ['event_id', 'type', 'data'],
     properties: {
-      event_id: { type: 'string', format: 'uuid', description: 'Chosen by the client before the first send; resubmitting it is a no-op.' },
+      event_id: {
+        type: 'string',
+        format: 'uuid',
+        pattern: CLIENT_EVENT_ID_PREFIX.source,
+        description: 'Chosen by the client before the first send; resubmitting it is a no-op. Not a version 8 UUID: those are the ids the ledger derives.',
+      },
       type: { type: 'string', enum: [type] },
       data: ref(data),
     },
@@ -67,6 +77,12 @@ const factSchemas = (): Record<string, Schema> => {
         consistency_window_ms: { type: 'integer', minimum: 0, maximum: 86400000, description: 'How long after a dispatch not_found is inconclusive (default 30000).' },
         verification_tool: identifier(100, 'The tool that looks the operation up by its operation_ref.'),
         max_consecutive_dependency_failures: { type: 'integer', minimum: 1, maximum: 100, description: 'Consecutive dependency failures before the step escalates (default 3).' },
+        dispatch_timeout_ms: {
+          type: 'integer',
+          minimum: 1000,
+          maximum: 86400000,
+          description: 'With no envelope and no live lease this long after a dispatch, the work feed hands the step out for verification.',
+        },
       },
     },
     StepPlannedData: {
@@ -76,9 +92,10 @@ const factSchemas = (): Record<string, Schema> => {
       properties: {
         run_id: identifier(200),
         tool: identifier(100),
-        side_effect: { type: 'string', enum: ['read', 'write'] },
+        side_effect: { type: 'string', enum: [...SIDE_EFFECTS] },
         input_hash: identifier(200, 'A hash of the canonical input: an unchanged retry after correct_input is refused by it.'),
         policy: ref('StepPolicy'),
+        input: { description: "The tool's input, for the work feed to hand to a worker; its canonical SHA-256 must be input_hash." },
       },
     },
     AttemptDispatchedData: {
@@ -98,7 +115,7 @@ const factSchemas = (): Record<string, Schema> => {
       additionalProperties: false,
       required: ['outcome', 'checked_at'],
       properties: {
-        outcome: { type: 'string', enum: ['found_committed', 'not_found', 'lookup_unavailable'] },
+        outcome: { type: 'string', enum: [...VERIFICATION_OUTCOMES] },
         checked_at: instant,
         evidence_ref: { type: 'string', minLength: 1, maxLength: 200 },
         result: { description: 'What the lookup found; redacted of secrets before it is stored.' },
@@ -109,7 +126,7 @@ const factSchemas = (): Record<string, Schema> => {
       additionalProperties: false,
       required: ['decision', 'approver'],
       properties: {
-        decision: { type: 'string', enum: ['granted', 'denied'] },
+        decision: { type: 'string', enum: [...APPROVAL_DECISIONS] },
         approver: { type: 'string', minLength: 1, maxLength: 200 },
         reason: { type: 'string', maxLength: 1000 },
       },
@@ -119,10 +136,23 @@ const factSchemas = (): Record<string, Schema> => {
     EnvelopeRecordedFact: fact('EnvelopeRecorded', 'EnvelopeRecordedData', "The tool's envelope for the attempt in flight."),
     VerificationRecordedFact: fact('VerificationRecorded', 'VerificationRecordedData', 'The outcome of the lookup by operation_ref.'),
     ApprovalRecordedFact: fact('ApprovalRecorded', 'ApprovalRecordedData', 'An approval granted or denied, by whom.'),
+    SubmittedEventDto: {
+      type: 'object',
+      description: 'One fact, shaped by its type.',
+      oneOf: SUBMITTED_FACT_TYPES.map((type) => ref(`${type}Fact`)),
+      discriminator: { propertyName: 'type', mapping: Object.fromEntries(SUBMITTED_FACT_TYPES.map((type) => [type, `#/components/schemas/${type}Fact`])) },
+    },
+    SubmitEventsDto: {
+      type: 'object',
+      additionalProperties: false,
+      required: ['events'],
+      properties: {
+        expected_revision: { type: 'integer', minimum: -1, description: 'The stream revision the client read; -1 for a new operation.' },
+        events: { type: 'array', minItems: 1, maxItems: 10000, items: ref('SubmittedEventDto') },
+      },
+    },
   };
 };
-
-const FACTS = ['StepPlanned', 'AttemptDispatched', 'EnvelopeRecorded', 'VerificationRecorded', 'ApprovalRecorded'];
 
 /** The groups of operations, in the order a reader meets them. */
 export const TAGS = [
@@ -144,11 +174,6 @@ export const TAGS = [
 export function typeFacts(document: OpenAPIObject): OpenAPIObject {
   const schemas = (document.components ??= {}).schemas ?? {};
   Object.assign(schemas, factSchemas());
-  schemas.SubmittedEventDto = {
-    description: 'One fact, shaped by its type.',
-    oneOf: FACTS.map((type) => ref(`${type}Fact`)),
-    discriminator: { propertyName: 'type', mapping: Object.fromEntries(FACTS.map((type) => [type, `#/components/schemas/${type}Fact`])) },
-  };
   document.components.schemas = schemas;
   const submit = document.paths['/v1/operations/{ref}/events']?.post;
   const media = (submit?.requestBody as { content?: Record<string, { examples?: unknown }> } | undefined)?.content?.['application/json'];

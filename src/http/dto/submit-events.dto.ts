@@ -29,7 +29,7 @@ import {
   type SubmittedFactType,
   type VerificationOutcome,
 } from '../../domain/events';
-import { IDENTIFIER_PATTERN } from '../../domain/identifier-grammar';
+import { CLIENT_EVENT_ID_PREFIX, IDENTIFIER_PATTERN } from '../../domain/identifier-grammar';
 import { isRfc3339Instant } from '../../shared/rfc3339';
 
 const IsRfc3339Instant = () =>
@@ -43,9 +43,7 @@ const IDENTIFIER_MESSAGE = { message: '$property must be ASCII letters, digits a
 export class SubmittedEventDto {
   @ApiProperty({ format: 'uuid', description: 'Chosen by the client before the first send; resubmitting it is a no-op.' })
   @IsUUID('all')
-  // Version 8 is what the ledger derives its own ids as (src/ledger/event-ids.ts): a client id
-  // of that version could be one the ledger will derive, and the two facts would collide.
-  @Matches(/^[0-9a-f]{8}-[0-9a-f]{4}-[^8]/i, { message: '$property must not be a version 8 UUID: those are the ids the ledger derives' })
+  @Matches(CLIENT_EVENT_ID_PREFIX, { message: '$property must not be a version 8 UUID: those are the ids the ledger derives' })
   event_id!: string;
 
   @ApiProperty({ enum: SUBMITTED_FACT_TYPES })
