@@ -153,7 +153,8 @@ const wrongTypes: fc.Arbitrary<Case> = fc.oneof(
   fc.tuple(targetArb(ALL_TARGETS), anyFact, fc.oneof(fc.constant({}), fc.string(), fc.integer(), fc.constant(null))).chain(([t, type, events]) =>
     validBody(type, REFS[t]).map((body) => jsonCase('wrong-type', 'events', t, { ...body, events }, BAD_REQUEST('events'))),
   ),
-  fc.tuple(targetArb(ALL_TARGETS), anyFact, fc.oneof(fc.constant('1'), fc.constant(1.5), fc.boolean(), fc.constant({}), fc.constant([0]))).chain(
+  // null included: an optional field is left out, never sent as null.
+  fc.tuple(targetArb(ALL_TARGETS), anyFact, fc.oneof(fc.constant('1'), fc.constant(1.5), fc.boolean(), fc.constant({}), fc.constant([0]), fc.constant(null))).chain(
     ([t, type, rev]) => validBody(type, REFS[t]).map((body) => jsonCase('wrong-type', 'expected_revision', t, { ...body, expected_revision: rev }, BAD_REQUEST('expected_revision'))),
   ),
   fc.tuple(targetArb(ALL_TARGETS), anyFact, fc.constantFrom('event_id', 'type', 'data'), notAnObject).chain(([t, type, key, value]) =>
@@ -172,14 +173,14 @@ const wrongTypes: fc.Arbitrary<Case> = fc.oneof(
       },
     ),
   ),
-  fc.tuple(targetArb(ALL_TARGETS), notAnObject.filter((v) => !Array.isArray(v) || v.length > 0)).chain(([t, policy]) =>
+  fc.tuple(targetArb(ALL_TARGETS), fc.oneof(notAnObject.filter((v) => !Array.isArray(v) || v.length > 0), fc.constant(null))).chain(([t, policy]) =>
     validBody('StepPlanned', REFS[t]).map((body) => {
       const copy = clone(body);
       copy.events[0].data.policy = policy;
       return jsonCase('wrong-type', 'policy', t, copy, BAD_REQUEST('events[0].data.policy'));
     }),
   ),
-  fc.tuple(targetArb(ALL_TARGETS), fc.constantFrom('max_attempts', 'consistency_window_ms', 'max_consecutive_dependency_failures'), fc.constantFrom('3', 2.5, true, [], {})).chain(
+  fc.tuple(targetArb(ALL_TARGETS), fc.constantFrom('max_attempts', 'consistency_window_ms', 'max_consecutive_dependency_failures'), fc.constantFrom('3', 2.5, true, [], {}, null)).chain(
     ([t, key, value]) =>
       validBody('StepPlanned', REFS[t]).map((body) => {
         const copy = clone(body);

@@ -17,6 +17,7 @@ import {
   Min,
   MinLength,
   ValidateBy,
+  ValidateIf,
   ValidateNested,
 } from 'class-validator';
 import {
@@ -38,6 +39,13 @@ const IsRfc3339Instant = () =>
     validator: { validate: (value) => isRfc3339Instant(value), defaultMessage: () => '$property must be an RFC 3339 instant with a time zone, on a real date' },
   });
 
+/**
+ * An optional typed field may be left out, never sent as null: class-validator's @IsOptional lets
+ * null through, which reached the decider as a value (`expected_revision: null` was answered 409)
+ * and the log as `policy: null`. The published schema offers no null either.
+ */
+const IsAbsentOrValid = () => ValidateIf((_object, value) => value !== undefined);
+
 const IDENTIFIER_MESSAGE = { message: '$property must be ASCII letters, digits and _ . : / @ + = # ~ - (starting with a letter, digit or _)' };
 
 export class SubmittedEventDto {
@@ -57,7 +65,7 @@ export class SubmittedEventDto {
 
 export class SubmitEventsDto {
   @ApiPropertyOptional({ description: 'The stream revision the client read; -1 for a new operation.', minimum: -1 })
-  @IsOptional()
+  @IsAbsentOrValid()
   @IsInt()
   @Min(-1)
   expected_revision?: number;
@@ -74,12 +82,12 @@ export class SubmitEventsDto {
 // ---- data of each submitted type -----------------------------------------------------------------
 
 export class StepPolicyDto {
-  @IsOptional() @IsInt() @Min(1) @Max(100) max_attempts?: number;
-  @IsOptional() @IsInt() @Min(0) @Max(86_400_000) consistency_window_ms?: number;
-  @IsOptional() @IsString() @MinLength(1) @MaxLength(100) @Matches(IDENTIFIER_PATTERN, IDENTIFIER_MESSAGE) verification_tool?: string;
-  @IsOptional() @IsInt() @Min(1) @Max(100) max_consecutive_dependency_failures?: number;
+  @IsAbsentOrValid() @IsInt() @Min(1) @Max(100) max_attempts?: number;
+  @IsAbsentOrValid() @IsInt() @Min(0) @Max(86_400_000) consistency_window_ms?: number;
+  @IsAbsentOrValid() @IsString() @MinLength(1) @MaxLength(100) @Matches(IDENTIFIER_PATTERN, IDENTIFIER_MESSAGE) verification_tool?: string;
+  @IsAbsentOrValid() @IsInt() @Min(1) @Max(100) max_consecutive_dependency_failures?: number;
   /** With no envelope and no live lease this long after a dispatch, the work feed hands the step out for verification. */
-  @IsOptional() @IsInt() @Min(1000) @Max(86_400_000) dispatch_timeout_ms?: number;
+  @IsAbsentOrValid() @IsInt() @Min(1000) @Max(86_400_000) dispatch_timeout_ms?: number;
 }
 
 export class StepPlannedDataDto {
@@ -87,7 +95,7 @@ export class StepPlannedDataDto {
   @IsString() @MinLength(1) @MaxLength(100) @Matches(IDENTIFIER_PATTERN, IDENTIFIER_MESSAGE) tool!: string;
   @IsIn(SIDE_EFFECTS) side_effect!: SideEffect;
   @IsString() @MinLength(1) @MaxLength(200) @Matches(IDENTIFIER_PATTERN, IDENTIFIER_MESSAGE) input_hash!: string;
-  @IsOptional() @IsObject() @ValidateNested() @Type(() => StepPolicyDto) policy?: StepPolicyDto;
+  @IsAbsentOrValid() @IsObject() @ValidateNested() @Type(() => StepPolicyDto) policy?: StepPolicyDto;
   /** The tool's input, for the work feed to hand to a worker; its canonical SHA-256 must be input_hash. */
   @IsOptional() @Allow() input?: unknown;
 }
@@ -107,7 +115,7 @@ export class VerificationRecordedDataDto {
   @IsIn(VERIFICATION_OUTCOMES)
   outcome!: VerificationOutcome;
   @IsRfc3339Instant() checked_at!: string;
-  @IsOptional() @IsString() @MinLength(1) @MaxLength(200) evidence_ref?: string;
+  @IsAbsentOrValid() @IsString() @MinLength(1) @MaxLength(200) evidence_ref?: string;
   /** What the lookup found; free-form, redacted before it is stored. */
   @IsOptional() @Allow() result?: unknown;
 }
@@ -115,7 +123,7 @@ export class VerificationRecordedDataDto {
 export class ApprovalRecordedDataDto {
   @IsIn(APPROVAL_DECISIONS) decision!: ApprovalDecision;
   @IsString() @MinLength(1) @MaxLength(200) approver!: string;
-  @IsOptional() @IsString() @MaxLength(1000) reason?: string;
+  @IsAbsentOrValid() @IsString() @MaxLength(1000) reason?: string;
 }
 
 export const FACT_DATA_DTOS: Record<SubmittedFactType, new () => object> = {
