@@ -32,6 +32,12 @@ export interface LedgerConfig {
    * key cannot rewrite the log and its anchor together unseen (docs/reliability.md).
    */
   anchorKey?: string;
+  /**
+   * Where the projection engine runs on the embedded SQLite store: `worker`, a thread of its own
+   * with its own connections to the same files (default), or `inline`, in the thread that answers
+   * requests. EventStoreDB and a store held in memory always run it inline.
+   */
+  projectionsThread: 'worker' | 'inline';
   /** Run the whole-log audit and the read-model check when the service starts (default on). */
   verifyOnStart: boolean;
   rateLimitPerMinute: number;
@@ -85,6 +91,12 @@ function anchorKey(raw: string | undefined): string | undefined {
   return raw;
 }
 
+function projectionsThread(raw: string | undefined): 'worker' | 'inline' {
+  if (raw === undefined || raw === '' || raw === 'worker') return 'worker';
+  if (raw === 'inline') return 'inline';
+  throw new ConfigError(`LEDGER_PROJECTIONS_THREAD must be worker or inline, got "${raw}"`);
+}
+
 /** Reads the configuration from the environment (docs/contract.md §9); a bad value stops the start, loudly. */
 export function loadConfig(env: NodeJS.ProcessEnv = process.env): LedgerConfig {
   const store = (env.LEDGER_STORE ?? 'sqlite') as StoreKind;
@@ -118,6 +130,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): LedgerConfig {
     maxConflictRetries: integer(env, 'LEDGER_MAX_CONFLICT_RETRIES', 25, 0, 1000),
     anchorKey: anchorKey(env.LEDGER_ANCHOR_KEY),
     verifyOnStart: env.LEDGER_VERIFY_ON_START !== 'off',
+    projectionsThread: projectionsThread(env.LEDGER_PROJECTIONS_THREAD),
     rateLimitPerMinute: integer(env, 'LEDGER_RATE_LIMIT_PER_MINUTE', 6000, 1, 10_000_000),
     logLevel: env.LOG_LEVEL ?? 'info',
     allowSelfApproval: flag(env, 'LEDGER_ALLOW_SELF_APPROVAL'),

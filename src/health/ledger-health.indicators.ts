@@ -1,7 +1,7 @@
 import { Inject, Injectable } from '@nestjs/common';
 import { ModuleRef } from '@nestjs/core';
 import { HealthIndicatorService, type HealthIndicatorResult } from '@nestjs/terminus';
-import type { ProjectionEngine } from '../projection-engine/projection-engine';
+import type { ProjectionRunner } from '../projection-engine/projection-runner';
 import { PROJECTION_ENGINE, ProjectionsLifecycle } from '../projection-engine/projections.module';
 import { EVENT_STORE, type EventStore, type StoreHealth } from '../store/event-store.port';
 import { CLOCK, MonotonicClock, type Clock } from '../ledger/clock';
@@ -19,7 +19,7 @@ function within<T>(promise: Promise<T>, ms: number, onTimeout: () => T): Promise
 /** What readiness checks: the ledger can take a write (store) and answer reads that are fresh enough (projections). */
 @Injectable()
 export class LedgerHealthIndicators {
-  private engine: ProjectionEngine | null | undefined;
+  private engine: ProjectionRunner | null | undefined;
   /** Why a check failed, for the log only: driver messages name hosts and files (docs/contract.md §7). */
   private readonly causes = new Map<string, string>();
 
@@ -88,11 +88,13 @@ export class LedgerHealthIndicators {
     if (check && (check.state === 'verifying' || check.state === 'failed')) {
       return session.down({ read_models: check, message: 'the read models are being checked against the log (or rebuilt), and are not served as true yet' });
     }
-    const { state, error } = engine.status();
+    const { state, error, worker } = engine.status();
+    // Where it runs, and how often its thread ended unasked (each time started again, loudly logged).
+    const thread: { thread: string; worker_restarts?: number } = worker ? { thread: 'worker', worker_restarts: worker.restarts } : { thread: 'inline' };
     this.causes.delete('projections');
     if (state === 'failed') {
       this.causes.set('projections', error ?? 'failed');
-      return session.down({ state, message: 'the projection engine failed; it follows the log again shortly' });
+      return session.down({ state, ...thread, message: 'the projection engine failed; it follows the log again shortly' });
     }
     let lags;
     try {
@@ -107,7 +109,7 @@ export class LedgerHealthIndicators {
     // (EventStoreDB) while any projection is behind; 0 there too once all have caught up.
     let eventsBehind: number | null = 0;
     for (const lag of lags) eventsBehind = eventsBehind === null || lag.events_behind === null ? null : Math.max(eventsBehind, lag.events_behind);
-    const data = { state, lag_ms: maxLagMs, events_behind: eventsBehind, max_lag_ms: this.settings.maxProjectionLagMs };
+    const data = { state, ...thread, lag_ms: maxLagMs, events_behind: eventsBehind, max_lag_ms: this.settings.maxProjectionLagMs };
     return maxLagMs > this.settings.maxProjectionLagMs ? session.down({ ...data, message: 'projections lag behind the log' }) : session.up(data);
   }
 
@@ -119,12 +121,12 @@ export class LedgerHealthIndicators {
     }
   }
 
-  private projectionEngine(): ProjectionEngine | null {
+  private projectionEngine(): ProjectionRunner | null {
     if (this.engine === undefined) {
       // Looked up, not injected: the engine lives in its own module, which the health module must
       // not start (or require) just to report on it.
       try {
-        this.engine = this.moduleRef.get<ProjectionEngine>(PROJECTION_ENGINE, { strict: false });
+        this.engine = this.moduleRef.get<ProjectionRunner>(PROJECTION_ENGINE, { strict: false });
       } catch {
         this.engine = null;
       }

@@ -1,6 +1,7 @@
 import type { AnyProjection } from '../../projections/projection';
 import type { EventStore, StoredEvent, Subscription } from '../store/event-store.port';
 import { OPERATION_STREAM_PREFIX } from '../store/stream-names';
+import { projectionLag, type EngineState, type ProjectionLag, type ProjectionRunner, type RunnerStatus } from './projection-runner';
 import type { SqliteReadModel } from './sqlite-read-model.store';
 import { ProjectionWorkingSet } from './working-set';
 
@@ -26,31 +27,11 @@ export interface ProjectionEngineOptions {
   /** After a failure, follow again from the checkpoints after this long; null stops for good. */
   restartDelayMs?: number | null;
   onError?(error: Error): void;
+  /** Told after each change of what `status()` answers: a commit, a state, a rebuild's mode. */
+  onChange?(): void;
 }
 
-export type EngineState = 'stopped' | 'catching_up' | 'live' | 'failed';
-
-export interface ProjectionStatus {
-  name: string;
-  version: number;
-  checkpoint: number;
-  mode: 'live' | 'rebuilding';
-}
-
-export interface ProjectionLag {
-  projection: string;
-  /** Positions: the last one applied, and the head of the log. */
-  checkpoint: number;
-  head: number;
-  /**
-   * Events not yet applied: 0 when caught up, on every store. While behind, `head - checkpoint`
-   * where the store's positions are dense (SQLite); null where they are not (EventStoreDB, whose
-   * positions are byte offsets), since counting there would mean reading every event behind.
-   */
-  events_behind: number | null;
-  /** Age of the oldest event not yet applied (0 when caught up). */
-  ms_behind: number;
-}
+export type { EngineState, ProjectionLag, ProjectionStatus } from './projection-runner';
 
 interface Waiter {
   position: number;
@@ -69,7 +50,7 @@ interface Waiter {
  * A rebuild reads the log from zero in its own lane for the projections it resets, while the others
  * stay live; it joins the live lane once it has reached the live lane's position.
  */
-export class ProjectionEngine {
+export class ProjectionEngine implements ProjectionRunner {
   private readonly projections: readonly AnyProjection[];
   private readonly byName = new Map<string, AnyProjection>();
   private readonly live = new Set<string>();
@@ -129,6 +110,7 @@ export class ProjectionEngine {
     await this.loop;
     await Promise.allSettled([...this.rebuilds.values()]);
     this.state = 'stopped';
+    this.options.onChange?.();
     for (const waiter of this.waiters) {
       clearTimeout(waiter.timer);
       waiter.resolve(false);
@@ -136,7 +118,7 @@ export class ProjectionEngine {
     this.waiters.clear();
   }
 
-  status(): { state: EngineState; error?: string; projections: ProjectionStatus[] } {
+  status(): RunnerStatus {
     return {
       state: this.state,
       ...(this.lastError ? { error: this.lastError.message } : {}),
@@ -182,34 +164,14 @@ export class ProjectionEngine {
     });
   }
 
-  /**
-   * How far each projection is behind the log: in time on every store, in events only where the
-   * store's positions count them (`densePositions`). A projection with nothing of its streams after
-   * its checkpoint is caught up, whatever else the log holds after it (EventStoreDB's `$all` also
-   * carries the work feed's lease streams).
-   */
-  async lag(): Promise<ProjectionLag[]> {
-    const { store } = this.options;
-    const head = await store.headPosition();
-    const oldestUnapplied = new Map<number, StoredEvent | undefined>();
-    const lags: ProjectionLag[] = [];
-    for (const projection of this.projections) {
-      const checkpoint = this.checkpoint(projection.name);
-      if (checkpoint < head && !oldestUnapplied.has(checkpoint)) {
-        const [next] = await store.readAll({ after: checkpoint, limit: 1, streamPrefix: this.prefix });
-        oldestUnapplied.set(checkpoint, next);
-      }
-      const next = checkpoint < head ? oldestUnapplied.get(checkpoint) : undefined;
-      const recordedAt = next ? Date.parse(next.metadata.recorded_at) : NaN;
-      lags.push({
-        projection: projection.name,
-        checkpoint,
-        head,
-        events_behind: next === undefined ? 0 : store.densePositions ? head - checkpoint : null,
-        ms_behind: Number.isFinite(recordedAt) ? Math.max(0, this.now() - recordedAt) : 0,
-      });
-    }
-    return lags;
+  /** See `projectionLag`. */
+  lag(): Promise<ProjectionLag[]> {
+    return projectionLag(
+      this.options.store,
+      this.prefix,
+      this.projections.map((projection) => ({ name: projection.name, checkpoint: this.checkpoint(projection.name) })),
+      this.now,
+    );
   }
 
   /**
@@ -229,6 +191,7 @@ export class ProjectionEngine {
         this.options.readModel.reset(name);
         this.checkpoints.set(name, 0);
       }
+      this.options.onChange?.();
       const lane = this.runRebuild(fresh).finally(() => {
         for (const name of fresh) this.rebuilds.delete(name);
       });
@@ -276,6 +239,7 @@ export class ProjectionEngine {
     this.lastError = error instanceof Error ? error : new Error(String(error));
     this.state = 'failed';
     this.options.onError?.(this.lastError);
+    this.options.onChange?.();
   }
 
   /** Catch-up with large reads, then the store's live subscription, from the stored checkpoints. */
@@ -286,6 +250,7 @@ export class ProjectionEngine {
     let position = liveNames.length > 0 ? this.position(liveNames) : this.position();
     this.livePosition = position;
     this.state = 'catching_up';
+    this.options.onChange?.();
     for (;;) {
       const batch = await this.options.store.readAll({ after: position, limit: this.batchSize, streamPrefix: this.prefix });
       if (!this.running) return;
@@ -296,6 +261,7 @@ export class ProjectionEngine {
     if (!this.running) return;
     this.state = 'live';
     this.lastError = undefined;
+    this.options.onChange?.();
     await new Promise<void>((resolve, reject) => {
       this.endLive = resolve;
       this.subscription = this.options.store.subscribe(
@@ -380,6 +346,7 @@ export class ProjectionEngine {
       // livePosition, and these projections skip what they already applied. After a failure they
       // join too, behind, and the live lane (restarted from the checkpoints) catches them up.
       for (const name of names) this.live.add(name);
+      this.options.onChange?.();
     }
   }
 
@@ -401,6 +368,7 @@ export class ProjectionEngine {
     });
     if (moved) {
       sets.forEach((set, index) => this.checkpoints.set(set.projection.name, moved[index]));
+      this.options.onChange?.();
       return {
         sets: sets.map((set, index) => new ProjectionWorkingSet(set.projection, readModel, moved[index])),
         position: Math.min(...moved),
@@ -412,6 +380,7 @@ export class ProjectionEngine {
   }
 
   private settleWaiters(): void {
+    this.options.onChange?.();
     for (const waiter of this.waiters) {
       if (this.position(waiter.names) >= waiter.position) {
         clearTimeout(waiter.timer);

@@ -19,7 +19,7 @@ import type { Clock } from '../ledger/clock';
 import type { EventStore, IndexedStream } from '../store/event-store.port';
 import { operationStream, parseOperationStream } from '../store/stream-names';
 import { encodeCursor } from './page-cursor';
-import type { ProjectionEngine } from './projection-engine';
+import type { ProjectionRunner } from './projection-runner';
 import type { Condition, SqliteReadModel } from './sqlite-read-model.store';
 
 export interface ProjectionQuerySettings {
@@ -224,7 +224,7 @@ export interface QuerySources {
 
 export class ProjectionQueries {
   constructor(
-    private readonly engine: ProjectionEngine,
+    private readonly engine: ProjectionRunner,
     private readonly readModel: SqliteReadModel,
     private readonly clock: Clock,
     readonly settings: ProjectionQuerySettings = DEFAULT_QUERY_SETTINGS,

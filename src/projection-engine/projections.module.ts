@@ -15,7 +15,10 @@ import { METRICS_REGISTRY } from '../observability/metrics';
 import { ObservabilityModule } from '../observability/observability.module';
 import { registerProjectionMetrics } from '../observability/projection-metrics';
 import { EVENT_STORE, type EventStore } from '../store/event-store.port';
+import { embeddedLogFile } from '../store/store.factory';
 import { ProjectionEngine } from './projection-engine';
+import type { ProjectionRunner } from './projection-runner';
+import { WorkerProjectionRunner } from './projection-worker-client';
 import { ProjectionQueries } from './projection-queries';
 import { verifyReadModels } from './read-model-verification';
 import { readModelFile, SqliteReadModel } from './sqlite-read-model.store';
@@ -43,7 +46,7 @@ export class ProjectionsLifecycle implements OnApplicationBootstrap, OnModuleDes
   private checking: Promise<void> | undefined;
 
   constructor(
-    @Inject(PROJECTION_ENGINE) private readonly engine: ProjectionEngine,
+    @Inject(PROJECTION_ENGINE) private readonly engine: ProjectionRunner,
     @Inject(READ_MODEL) private readonly readModel: SqliteReadModel,
     @Inject(EVENT_STORE) private readonly store: EventStore,
     @Inject(CONFIG) private readonly config: LedgerConfig,
@@ -109,22 +112,32 @@ export class ProjectionsLifecycle implements OnApplicationBootstrap, OnModuleDes
     },
     {
       provide: PROJECTION_ENGINE,
-      inject: [EVENT_STORE, READ_MODEL],
-      useFactory: (store: EventStore, readModel: SqliteReadModel) => {
+      inject: [EVENT_STORE, READ_MODEL, CONFIG],
+      useFactory: (store: EventStore, readModel: SqliteReadModel, config: LedgerConfig): ProjectionRunner => {
         const logger = new Logger('ProjectionEngine');
-        return new ProjectionEngine({
-          store,
-          readModel,
-          projections: LEDGER_PROJECTIONS,
-          onError: (error) => logger.error({ err: error }, 'projection engine failed; following the log again shortly'),
-        });
+        const onError = (error: Error) => logger.error({ err: error }, 'projection engine failed; following the log again shortly');
+        const eventsFile = embeddedLogFile(store);
+        if (eventsFile !== undefined && config.projectionsThread === 'worker') {
+          return new WorkerProjectionRunner({
+            eventsFile,
+            readModelFile: readModelFile(config.dataDir),
+            busyTimeoutMs: config.sqliteBusyTimeoutMs,
+            store,
+            readModel,
+            projections: LEDGER_PROJECTIONS,
+            onError,
+            onWorkerExit: (error, restarts) =>
+              logger.error({ err: error, restarts }, 'the projection worker thread ended; starting it again from the stored checkpoints'),
+          });
+        }
+        return new ProjectionEngine({ store, readModel, projections: LEDGER_PROJECTIONS, onError });
       },
     },
     { provide: READ_MODEL_CHECK, useFactory: (): ReadModelCheck => ({ state: 'not_checked' }) },
     {
       provide: ProjectionQueries,
       inject: [PROJECTION_ENGINE, READ_MODEL, EVENT_STORE, READ_MODEL_CHECK, { token: CLOCK, optional: true }],
-      useFactory: (engine: ProjectionEngine, readModel: SqliteReadModel, store: EventStore, check: ReadModelCheck, clock?: Clock) =>
+      useFactory: (engine: ProjectionRunner, readModel: SqliteReadModel, store: EventStore, check: ReadModelCheck, clock?: Clock) =>
         new ProjectionQueries(engine, readModel, clock ?? systemClock, undefined, {
           store,
           servable: () => check.state !== 'verifying' && check.state !== 'failed',
@@ -133,7 +146,7 @@ export class ProjectionsLifecycle implements OnApplicationBootstrap, OnModuleDes
     {
       provide: 'PROJECTION_METRICS',
       inject: [METRICS_REGISTRY, PROJECTION_ENGINE, ProjectionQueries],
-      useFactory: (registry: Registry, engine: ProjectionEngine, queries: ProjectionQueries) =>
+      useFactory: (registry: Registry, engine: ProjectionRunner, queries: ProjectionQueries) =>
         registerProjectionMetrics(registry, {
           lag: () => engine.lag(),
           status: () => engine.status(),

@@ -46,3 +46,26 @@ export async function openLeaseStore(config: LedgerConfig, _events: EventStore):
   }
   return SqliteLeaseStore.open({ file: config.eventsFile, busyTimeoutMs: config.sqliteBusyTimeoutMs });
 }
+
+/**
+ * What a thread needs to follow the embedded log itself: the file, when `store` is the SQLite
+ * adapter on a file (undefined for EventStoreDB and for a store held in memory, which only its
+ * own connection can read).
+ */
+export function embeddedLogFile(store: EventStore): string | undefined {
+  return store instanceof SqliteEventStore && store.file !== ':memory:' ? store.file : undefined;
+}
+
+/** Calls `listener` after each commit of this process's embedded store; a no-op elsewhere. */
+export function onEmbeddedAppend(store: EventStore, listener: () => void): () => void {
+  return store instanceof SqliteEventStore ? store.onAppended(listener) : () => undefined;
+}
+
+/**
+ * A second connection to the embedded log, for a thread that only reads and follows it (the
+ * projection worker). `announce` wakes its subscriptions when the writer says it has committed.
+ */
+export function openEmbeddedLogReader(file: string, busyTimeoutMs: number): { store: EventStore; announce(): void } {
+  const store = SqliteEventStore.open({ file, busyTimeoutMs });
+  return { store, announce: () => store.announceAppended() };
+}

@@ -5,7 +5,7 @@ import { RequireAccess } from '../../auth/access';
 import { eventLine, footerLine, headerLine } from '../../store/log-archive-format';
 import { LedgerProblem } from '../../errors/ledger-problem';
 import { PROJECTION_ENGINE } from '../../projection-engine/projections.module';
-import type { ProjectionEngine } from '../../projection-engine/projection-engine';
+import type { ProjectionRunner } from '../../projection-engine/projection-runner';
 import { IntegrityMonitor } from '../../ledger/integrity-monitor';
 import { EVENT_STORE, type EventStore } from '../../store/event-store.port';
 import { operationStream } from '../../store/stream-names';
@@ -26,7 +26,7 @@ export class AdminController {
   constructor(
     @Inject(EVENT_STORE) private readonly store: EventStore,
     @Inject(IntegrityMonitor) private readonly integrity: IntegrityMonitor,
-    @Optional() @Inject(PROJECTION_ENGINE) private readonly engine?: ProjectionEngine,
+    @Optional() @Inject(PROJECTION_ENGINE) private readonly engine?: ProjectionRunner,
   ) {}
 
   @Post('verify')

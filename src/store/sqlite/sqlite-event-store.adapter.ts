@@ -534,6 +534,26 @@ export class SqliteEventStore implements EventStore {
     };
   }
 
+  /** The file this store opened (or ':memory:'). */
+  get file(): string {
+    return this.options.file;
+  }
+
+  /**
+   * Calls `listener` after each commit that added events, in this process; answers how to stop.
+   * What another thread or process appends is seen by the poll of `subscribe` only, unless it is
+   * announced here with `announceAppended`.
+   */
+  onAppended(listener: () => void): () => void {
+    this.appended.on('appended', listener);
+    return () => this.appended.off('appended', listener);
+  }
+
+  /** Wakes this connection's live subscriptions now: another connection has committed events. */
+  announceAppended(): void {
+    if (!this.closed) this.appended.emit('appended');
+  }
+
   readonly keepsAnchors = true;
 
   /** AUTOINCREMENT from 1 in the same transaction as the row; a rolled-back append takes its numbers back. */
