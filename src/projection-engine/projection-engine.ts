@@ -1,7 +1,7 @@
 import type { AnyProjection } from '../../projections/projection';
 import type { EventStore, StoredEvent, Subscription } from '../store/event-store.port';
 import { OPERATION_STREAM_PREFIX } from '../store/stream-names';
-import { projectionLag, type EngineState, type ProjectionLag, type ProjectionRunner, type RunnerStatus } from './projection-runner';
+import { PositionWaiters, projectionLag, type EngineState, type ProjectionLag, type ProjectionRunner, type RunnerStatus } from './projection-runner';
 import type { SqliteReadModel } from './sqlite-read-model.store';
 import { ProjectionWorkingSet } from './working-set';
 
@@ -33,12 +33,6 @@ export interface ProjectionEngineOptions {
 
 export type { EngineState, ProjectionLag, ProjectionStatus } from './projection-runner';
 
-interface Waiter {
-  position: number;
-  names: readonly string[];
-  resolve(reached: boolean): void;
-  timer: ReturnType<typeof setTimeout>;
-}
 
 /**
  * Runs the projections over the global log: catches up from the lowest checkpoint, then follows the
@@ -56,7 +50,7 @@ export class ProjectionEngine implements ProjectionRunner {
   private readonly live = new Set<string>();
   private readonly rebuilds = new Map<string, Promise<void>>();
   private readonly checkpoints = new Map<string, number>();
-  private readonly waiters = new Set<Waiter>();
+  private readonly waiters = new PositionWaiters((names) => this.position(names));
   private readonly prefix: string;
   private readonly batchSize: number;
   private readonly rebuildBatchSize: number;
@@ -111,11 +105,7 @@ export class ProjectionEngine implements ProjectionRunner {
     await Promise.allSettled([...this.rebuilds.values()]);
     this.state = 'stopped';
     this.options.onChange?.();
-    for (const waiter of this.waiters) {
-      clearTimeout(waiter.timer);
-      waiter.resolve(false);
-    }
-    this.waiters.clear();
+    this.waiters.endAll();
   }
 
   status(): RunnerStatus {
@@ -148,20 +138,7 @@ export class ProjectionEngine implements ProjectionRunner {
    */
   waitForPosition(position: number, timeoutMs: number, names: readonly string[] = this.names()): Promise<boolean> {
     for (const name of names) this.checkpoint(name);
-    if (this.position(names) >= position) return Promise.resolve(true);
-    if (timeoutMs <= 0) return Promise.resolve(false);
-    return new Promise((resolve) => {
-      const waiter: Waiter = {
-        position,
-        names,
-        resolve,
-        timer: setTimeout(() => {
-          this.waiters.delete(waiter);
-          resolve(false);
-        }, timeoutMs),
-      };
-      this.waiters.add(waiter);
-    });
+    return this.waiters.wait(position, timeoutMs, names);
   }
 
   /** See `projectionLag`. */
@@ -381,13 +358,7 @@ export class ProjectionEngine implements ProjectionRunner {
 
   private settleWaiters(): void {
     this.options.onChange?.();
-    for (const waiter of this.waiters) {
-      if (this.position(waiter.names) >= waiter.position) {
-        clearTimeout(waiter.timer);
-        this.waiters.delete(waiter);
-        waiter.resolve(true);
-      }
-    }
+    this.waiters.settle();
   }
 }
 

@@ -88,3 +88,50 @@ export async function projectionLag(
   }
   return lags;
 }
+
+/**
+ * Readers waiting for projections to reach a position (`wait_for_position`), as either runner keeps
+ * them: each resolves true once `reached(names)` is at its position, false at its timeout or stop.
+ */
+export class PositionWaiters {
+  private readonly waiting = new Set<{ position: number; names: readonly string[]; resolve(reached: boolean): void; timer: ReturnType<typeof setTimeout> }>();
+
+  constructor(private readonly reached: (names: readonly string[]) => number) {}
+
+  wait(position: number, timeoutMs: number, names: readonly string[]): Promise<boolean> {
+    if (this.reached(names) >= position) return Promise.resolve(true);
+    if (timeoutMs <= 0) return Promise.resolve(false);
+    return new Promise((resolve) => {
+      const waiter = {
+        position,
+        names,
+        resolve,
+        timer: setTimeout(() => {
+          this.waiting.delete(waiter);
+          resolve(false);
+        }, timeoutMs),
+      };
+      this.waiting.add(waiter);
+    });
+  }
+
+  /** Resolves every waiter whose position is now reached. */
+  settle(): void {
+    for (const waiter of this.waiting) {
+      if (this.reached(waiter.names) >= waiter.position) {
+        clearTimeout(waiter.timer);
+        this.waiting.delete(waiter);
+        waiter.resolve(true);
+      }
+    }
+  }
+
+  /** The runner stopped: nobody's position will be reached now. */
+  endAll(): void {
+    for (const waiter of this.waiting) {
+      clearTimeout(waiter.timer);
+      waiter.resolve(false);
+    }
+    this.waiting.clear();
+  }
+}

@@ -4,7 +4,7 @@ import type { AnyProjection } from '../../projections/projection';
 import type { EventStore } from '../store/event-store.port';
 import { onEmbeddedAppend } from '../store/store.factory';
 import { OPERATION_STREAM_PREFIX } from '../store/stream-names';
-import { projectionLag, type ProjectionLag, type ProjectionRunner, type RunnerStatus } from './projection-runner';
+import { PositionWaiters, projectionLag, type ProjectionLag, type ProjectionRunner, type RunnerStatus } from './projection-runner';
 import type { FromWorker, ProjectionWorkerData, ToWorker } from './projection-worker';
 import type { SqliteReadModel } from './sqlite-read-model.store';
 
@@ -28,12 +28,6 @@ export interface WorkerRunnerOptions {
   onWorkerExit?(error: Error, restarts: number): void;
 }
 
-interface Waiter {
-  position: number;
-  names: readonly string[];
-  resolve(reached: boolean): void;
-  timer: ReturnType<typeof setTimeout>;
-}
 
 /**
  * Where the worker's entry is: beside this file, compiled (dist) or not (the tests, which load the
@@ -79,7 +73,7 @@ function spawnWorker(data: ProjectionWorkerData): Worker {
 export class WorkerProjectionRunner implements ProjectionRunner {
   private readonly names: string[];
   private readonly checkpoints = new Map<string, number>();
-  private readonly waiters = new Set<Waiter>();
+  private readonly waiters = new PositionWaiters((names) => this.position(names));
   private readonly rebuilds = new Map<number, { resolve(): void; reject(error: Error): void }>();
   private readonly now: () => number;
   private readonly restartDelayMs: number;
@@ -148,11 +142,7 @@ export class WorkerProjectionRunner implements ProjectionRunner {
     this.worker = undefined;
     this.failRebuilds(new Error('the projection engine stopped'));
     this.current = { ...this.current, state: 'stopped' };
-    for (const waiter of this.waiters) {
-      clearTimeout(waiter.timer);
-      waiter.resolve(false);
-    }
-    this.waiters.clear();
+    this.waiters.endAll();
   }
 
   status(): RunnerStatus {
@@ -175,20 +165,7 @@ export class WorkerProjectionRunner implements ProjectionRunner {
 
   waitForPosition(position: number, timeoutMs: number, names: readonly string[] = this.names): Promise<boolean> {
     for (const name of names) this.checkpoint(name);
-    if (this.position(names) >= position) return Promise.resolve(true);
-    if (timeoutMs <= 0) return Promise.resolve(false);
-    return new Promise((resolve) => {
-      const waiter: Waiter = {
-        position,
-        names,
-        resolve,
-        timer: setTimeout(() => {
-          this.waiters.delete(waiter);
-          resolve(false);
-        }, timeoutMs),
-      };
-      this.waiters.add(waiter);
-    });
+    return this.waiters.wait(position, timeoutMs, names);
   }
 
   lag(): Promise<ProjectionLag[]> {
@@ -257,7 +234,7 @@ export class WorkerProjectionRunner implements ProjectionRunner {
       case 'status':
         this.current = message.status;
         for (const projection of message.status.projections) this.checkpoints.set(projection.name, projection.checkpoint);
-        this.settleWaiters();
+        this.waiters.settle();
         break;
       case 'error': {
         const error = new Error(message.message);
@@ -280,15 +257,5 @@ export class WorkerProjectionRunner implements ProjectionRunner {
   private failRebuilds(error: Error): void {
     for (const pending of this.rebuilds.values()) pending.reject(error);
     this.rebuilds.clear();
-  }
-
-  private settleWaiters(): void {
-    for (const waiter of this.waiters) {
-      if (this.position(waiter.names) >= waiter.position) {
-        clearTimeout(waiter.timer);
-        this.waiters.delete(waiter);
-        waiter.resolve(true);
-      }
-    }
   }
 }
