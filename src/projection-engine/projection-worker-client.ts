@@ -28,7 +28,6 @@ export interface WorkerRunnerOptions {
   onWorkerExit?(error: Error, restarts: number): void;
 }
 
-
 /**
  * Where the worker's entry is: beside this file, compiled (dist) or not (the tests, which load the
  * sources through SWC; a worker thread cannot load TypeScript by itself, so it is given a require
