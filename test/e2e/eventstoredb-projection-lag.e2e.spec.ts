@@ -12,6 +12,7 @@ import { startCli } from '../support/cli-harness';
 import { fact, ledgerAt, request } from '../support/http';
 import { startLedger, type LedgerProcess } from '../support/ledger-process';
 import { eventStoreDbStore } from '../support/store-setup';
+import { until } from '../support/until';
 
 const store = eventStoreDbStore();
 let ledger: LedgerProcess;
@@ -26,16 +27,6 @@ afterAll(async () => {
   ledger?.cleanup();
   await store.stop();
 });
-
-async function until<T>(read: () => Promise<T>, done: (value: T) => boolean, what: string, timeoutMs = 20_000): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const value = await read();
-    if (done(value)) return value;
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}; last: ${JSON.stringify(value)}`);
-    await new Promise((resolve) => setTimeout(resolve, 100));
-  }
-}
 
 test('readiness and the lag metric count events, not positions, once the projections have caught up', async () => {
   const ref = `run_${randomUUID().slice(0, 8)}/step_1`;

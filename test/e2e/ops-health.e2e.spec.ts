@@ -8,21 +8,12 @@ import { randomUUID } from 'node:crypto';
 import { join } from 'node:path';
 import { fact, request } from '../support/http';
 import { freePort, startLedger, type LedgerProcess } from '../support/ledger-process';
+import { until } from '../support/until';
 
 /** The service's read model file (READ_MODEL_FILE of src/projection-engine/projections.module.ts, whose NestJS imports jest cannot load). */
 const READ_MODEL_FILE = 'read-models.sqlite';
 
 const KEY = 'ops-health-runtime-key-01';
-
-async function until<T>(read: () => Promise<T>, done: (value: T) => boolean, what: string, timeoutMs = 30_000): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const value = await read();
-    if (done(value)) return value;
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}; last: ${JSON.stringify(value)}`);
-    await new Promise((resolve) => setTimeout(resolve, 100));
-  }
-}
 
 describe('health on a service with a working store', () => {
   let ledger: LedgerProcess;
@@ -67,6 +58,7 @@ describe('health on a service with a working store', () => {
         () => request(ledger.baseUrl, 'GET', '/health/ready'),
         (answer) => answer.status === 503,
         'readiness to fail',
+        30_000,
       );
       expect(notReady.body.status).toBe('error');
       expect(notReady.body.details.store).toEqual({ status: 'up' });
@@ -83,6 +75,7 @@ describe('health on a service with a working store', () => {
       () => request(ledger.baseUrl, 'GET', '/health/ready'),
       (answer) => answer.status === 200,
       'readiness to come back',
+      30_000,
     );
     expect(ready.body.details.projections).toMatchObject({ status: 'up', events_behind: 0 });
   });
