@@ -86,6 +86,8 @@ export interface EvidenceTrailDoc {
   last_verification?: VerificationFact;
   approval?: { decision: string; approver: string; event_id: string };
   duplicates_prevented: number;
+  /** A success an earlier attempt reported after a later one was granted (docs/contract.md §4.9). */
+  possible_duplicate?: { attempt: number; event_id: string };
   entries: EvidenceEntry[];
   verdict: Verdict;
   revision: number;
@@ -336,6 +338,16 @@ export function evolveEvidenceTrail(current: EvidenceTrailDoc | undefined, event
             ? line`dispatch of attempt ${attempt} answered with the success of attempt ${replayed_attempt ?? '?'}: duplicate write prevented`
             : line`dispatch of attempt ${attempt} refused: ${code}`;
         entry = entryFor(event, 'refusal', summary);
+        break;
+      }
+      case 'LateOutcomeRecorded': {
+        const { attempt, envelope, possible_duplicate } = ledgerEvent.data;
+        const outcome = envelope?.ok ? 'committed' : line`${envelope?.code}, ${envelope?.commit_state}`;
+        if (possible_duplicate) doc.possible_duplicate = { attempt, event_id: event.event_id };
+        const summary = possible_duplicate
+          ? line`late envelope of attempt ${attempt}: ${outcome} after a later attempt was granted: possible duplicate write`
+          : line`late envelope of attempt ${attempt}: ${outcome}`;
+        entry = entryFor(event, 'envelope', summary);
         break;
       }
       case 'TransitionRecorded': {

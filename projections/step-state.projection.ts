@@ -45,6 +45,8 @@ export interface StepStateDoc {
   duplicates_prevented: number;
   identical_retries_blocked: number;
   unverified_dispatches_refused: number;
+  /** Late successes after a later attempt was granted (docs/contract.md §4.9); absent in older documents. */
+  possible_duplicates?: number;
   revision: number;
   position: number;
 }
@@ -127,6 +129,9 @@ export function evolveStepState(current: StepStateDoc | undefined, event: Projec
       if (outcome === 'found_committed' || outcome === 'not_found') doc.resolved_by_lookup = (base.resolved_by_lookup ?? 0) + 1;
       return doc;
     }
+    case 'LateOutcomeRecorded':
+      if (ledgerEvent.data.possible_duplicate === true) doc.possible_duplicates = (base.possible_duplicates ?? 0) + 1;
+      return doc;
     case 'DispatchRefused': {
       const { code } = ledgerEvent.data;
       if (code === 'DUPLICATE_PREVENTED') doc.duplicates_prevented = (base.duplicates_prevented ?? 0) + 1;
@@ -161,7 +166,8 @@ export const stepStateProjection: Projection<StepStateDoc> = {
   name: 'step_state',
   // 2: documents carry the plan's dispatch_timeout_ms and the trust counters of the operation.
   // 3: the work feed's due_ms and revision columns.
-  version: 3,
+  // 4: the possible_duplicates column (triage and `has=` read it).
+  version: 4,
   keyOf: (event) => scopedKey(event.metadata.tenant, event.metadata.operation_ref),
   evolve: evolveStepState,
   columns: {
@@ -176,6 +182,7 @@ export const stepStateProjection: Projection<StepStateDoc> = {
     duplicates_prevented: 'integer',
     identical_retries_blocked: 'integer',
     unverified_dispatches_refused: 'integer',
+    possible_duplicates: 'integer',
     due_ms: 'integer',
     revision: 'integer',
   },
@@ -199,6 +206,7 @@ export const stepStateProjection: Projection<StepStateDoc> = {
     duplicates_prevented: doc.duplicates_prevented ?? 0,
     identical_retries_blocked: doc.identical_retries_blocked ?? 0,
     unverified_dispatches_refused: doc.unverified_dispatches_refused ?? 0,
+    possible_duplicates: doc.possible_duplicates ?? 0,
     due_ms: stepDueMs(doc),
     revision: doc.revision,
   }),

@@ -8,9 +8,9 @@ import { instantMs } from './projection';
  * flight past its timeout. Time is passed in, never read, so the same documents and instant always
  * give the same queue.
  */
-export type TriageKind = 'escalated' | 'awaiting_approval' | 'unknown_outcome' | 'dispatch_overdue';
+export type TriageKind = 'possible_duplicate' | 'escalated' | 'awaiting_approval' | 'unknown_outcome' | 'dispatch_overdue';
 
-export const TRIAGE_KINDS: readonly TriageKind[] = ['escalated', 'awaiting_approval', 'unknown_outcome', 'dispatch_overdue'];
+export const TRIAGE_KINDS: readonly TriageKind[] = ['possible_duplicate', 'escalated', 'awaiting_approval', 'unknown_outcome', 'dispatch_overdue'];
 
 export interface TriageThresholds {
   /** A step in `verifying` at least this long is an unknown outcome a person should resolve. */
@@ -64,6 +64,8 @@ export function triageItemOf(doc: StepStateDoc, nowMs: number, thresholds: Triag
     attempts_used: doc.attempts_used,
     revision: doc.revision,
   };
+  // A provider that may hold two writes needs a person whatever the step's status (docs/contract.md §4.9).
+  if ((doc.possible_duplicates ?? 0) > 0) return { kind: 'possible_duplicate', ...base };
   switch (doc.status) {
     case 'escalated':
       return { kind: 'escalated', ...base };
@@ -104,7 +106,7 @@ export interface TriageCounts {
 export function countTriage(items: readonly TriageItem[]): TriageCounts {
   const counts: TriageCounts = {
     total: items.length,
-    by_kind: { escalated: 0, awaiting_approval: 0, unknown_outcome: 0, dispatch_overdue: 0 },
+    by_kind: { possible_duplicate: 0, escalated: 0, awaiting_approval: 0, unknown_outcome: 0, dispatch_overdue: 0 },
     by_tool: {},
     by_reason: {},
   };

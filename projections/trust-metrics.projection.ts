@@ -32,6 +32,11 @@ export interface TrustCounters {
   unverified_dispatches_refused: number;
   terminal_escalations: number;
   succeeded: number;
+  /**
+   * Successes an attempt reported after a later attempt was granted (docs/contract.md §4.9): the
+   * provider may hold two writes. Documents stored before it existed lack it (read as 0).
+   */
+  possible_duplicates: number;
 }
 
 export interface TrustMetricsDoc extends TrustCounters {
@@ -60,6 +65,7 @@ export const TRUST_COUNTER_NAMES: readonly (keyof TrustCounters)[] = [
   'unverified_dispatches_refused',
   'terminal_escalations',
   'succeeded',
+  'possible_duplicates',
 ];
 
 const UNVERIFIED_REFUSALS: readonly string[] = ['ATTEMPT_IN_FLIGHT', 'VERIFY_BEFORE_RETRY'];
@@ -114,6 +120,9 @@ export function evolveTrustMetrics(current: TrustMetricsDoc | undefined, event: 
       else if (outcome === 'lookup_unavailable') doc.lookup_unavailable = base.lookup_unavailable + 1;
       return doc;
     }
+    case 'LateOutcomeRecorded':
+      if (ledgerEvent.data.possible_duplicate === true) doc.possible_duplicates = (base.possible_duplicates ?? 0) + 1;
+      return doc;
     case 'DispatchRefused': {
       const { code } = ledgerEvent.data;
       doc.dispatch_refusals = increment(base.dispatch_refusals, textOf(code));
@@ -196,7 +205,7 @@ export function trustReport(docs: readonly TrustMetricsDoc[]): TrustReport {
   let escalations: Record<string, number> = {};
   let pendingNow = 0;
   for (const doc of docs) {
-    for (const name of TRUST_COUNTER_NAMES) counters[name] += doc[name];
+    for (const name of TRUST_COUNTER_NAMES) counters[name] += doc[name] ?? 0;
     histogram = merge(histogram, doc.pending_recovery);
     refusals = addCounts(refusals, doc.dispatch_refusals);
     escalations = addCounts(escalations, doc.escalations_by_reason);

@@ -20,8 +20,20 @@ export interface SubmitContext {
   operationRef: string;
   traceparent?: string;
   tracestate?: string;
-  /** The work-feed lease the fact was submitted under, as the ledger resolved it. */
-  lease?: { lease_id: string; holder: string; current: boolean; took_over_from?: string };
+  /** The work-feed lease the fact was submitted under, as the ledger resolved it (stored as evidence). */
+  lease?: LeaseEvidence;
+  /**
+   * When that lease ends (ledger clock), while it still holds the item: a dispatch under it may not
+   * reach the provider after it (docs/contract.md §4.5). Not stored: the dispatch's call deadline is.
+   */
+  leaseExpiresAt?: string;
+}
+
+export interface LeaseEvidence {
+  lease_id: string;
+  holder: string;
+  current: boolean;
+  took_over_from?: string;
 }
 
 export interface StepView {
@@ -39,9 +51,15 @@ export interface StepView {
   approval?: string;
   reason?: string;
   since?: string;
+  /** While dispatched: the last instant the attempt may reach the provider (docs/contract.md §4.5). */
+  call_deadline?: string;
+  /** The input hash the pending (or last) approval request is for (docs/contract.md §4.4). */
+  approval_input_hash?: string;
   last_envelope?: unknown;
   last_verification?: unknown;
   success?: unknown;
+  /** A late success after a later attempt was granted: the provider may hold two writes (§4.9). */
+  possible_duplicate?: { attempt: number; recorded_at: string };
 }
 
 /** `duplicate`: the fact was already recorded (resubmitted under its event id, or a plan repeated as it was). */

@@ -1,6 +1,7 @@
 import type { ToolError } from './envelope/envelope.types';
 import {
   dispatchTimeoutMs,
+  type AttemptDispatchedData,
   type Directive,
   type LedgerEvent,
   type RecordedEvent,
@@ -9,7 +10,7 @@ import {
   type SubmittedFact,
   type TransitionRecordedData,
 } from './events';
-import { evolve, isPlanned, type PlannedStep, type StepState } from './step-state';
+import { evolve, isApproved, isPlanned, lastReachOf, lateSuccessSettles, type PlannedStep, type StepState } from './step-state';
 
 /** Stable codes for the refusals `decide` makes; each is in the error registry with its status. */
 export type RefusalCode =
@@ -31,6 +32,11 @@ export interface Command {
   event_id: string;
   /** The ledger's clock: times are never the client's. */
   now: string;
+  /**
+   * When the work-feed lease the fact was submitted under ends (ledger clock), while it still holds
+   * the item: a dispatch under it may not reach the provider after it (docs/contract.md §4.5).
+   */
+  lease_expires_at?: string;
 }
 
 /**
@@ -59,6 +65,8 @@ export const TRANSITION_REASONS = {
   approvalDenied: 'APPROVAL_DENIED',
   attemptsExhausted: 'ATTEMPTS_EXHAUSTED',
   dependencyFailuresExhausted: 'DEPENDENCY_FAILURES_EXHAUSTED',
+  inputNotApproved: 'INPUT_NOT_APPROVED',
+  lateSuccess: 'LATE_SUCCESS',
 } as const;
 
 /** Escalations caused by a bound: a later dispatch is refused as ATTEMPTS_EXHAUSTED, not STEP_ESCALATED. */
@@ -247,20 +255,70 @@ function decideDispatch(state: PlannedStep, command: Command, attempt: number, i
   if (attempt !== state.attempts_used + 1) {
     return refusal('ATTEMPT_MISMATCH', `the next attempt is ${state.attempts_used + 1}, not ${attempt}`);
   }
-  const after = applyFact(state, command);
-  return accept(after, command, transition(state, after, 'dispatched', TRANSITION_REASONS.dispatched, command.event_id));
+  if (state.approval_required && !isApproved(state, inputHash)) {
+    // An approval binds to the input it was asked for: another input asks for its own (§4.4).
+    const refused: LedgerEvent = { type: 'DispatchRefused', data: { attempt, input_hash: inputHash, code: 'APPROVAL_REQUIRED' } };
+    const asking = evolve(state, recordedAt(command, refused)) as PlannedStep;
+    const events = [refused, transition(state, asking, 'awaiting_approval', TRANSITION_REASONS.inputNotApproved, command.event_id)];
+    return refuse(state, command, 'APPROVAL_REQUIRED', 'no approval was granted for this input; it waits for its own', directiveFor('awaiting_approval', asking), events);
+  }
+  const granted: Command = { ...command, fact: { type: 'AttemptDispatched', data: grantedDispatch(state, command) } };
+  const after = applyFact(state, granted);
+  return accept(after, granted, transition(state, after, 'dispatched', TRANSITION_REASONS.dispatched, command.event_id));
+}
+
+/**
+ * The dispatch as stored: with its call deadline, the last instant it may reach the provider from
+ * the dispatcher's side. The smallest of the window the dispatcher declared, the plan's dispatch
+ * timeout (after which the work feed takes a silent dispatcher for dead) and the lease it was
+ * submitted under (docs/contract.md §4.5).
+ */
+function grantedDispatch(state: PlannedStep, command: Command): AttemptDispatchedData {
+  const data = command.fact.data as AttemptDispatchedData;
+  const nowMs = Date.parse(command.now);
+  const limits = [dispatchTimeoutMs(state.definition.policy)];
+  if (data.call_window_ms !== undefined) limits.push(data.call_window_ms);
+  if (command.lease_expires_at !== undefined) limits.push(Math.max(0, Date.parse(command.lease_expires_at) - nowMs));
+  const { call_deadline: _ignored, ...submitted } = data;
+  return { ...submitted, call_deadline: new Date(nowMs + Math.min(...limits)).toISOString() };
 }
 
 function decideEnvelope(state: PlannedStep, command: Command & { fact: { type: 'EnvelopeRecorded' } }): Decision {
   const { attempt, envelope } = command.fact.data;
   if (state.status !== 'dispatched' || attempt !== state.current_attempt) {
     const inFlight = state.status === 'dispatched' ? `attempt ${state.current_attempt}` : 'no attempt';
-    return refuse(state, command, 'ATTEMPT_MISMATCH', `envelope for attempt ${attempt}, but ${inFlight} is in flight`, state.directive);
+    const detail = `envelope for attempt ${attempt}, but ${inFlight} is in flight`;
+    if (attempt < 1 || attempt > state.attempts_used) return refuse(state, command, 'ATTEMPT_MISMATCH', detail, state.directive);
+    return decideLateOutcome(state, { ...command, fact: command.fact }, detail);
   }
   const after = applyFact(state, command);
   const cause = command.event_id;
   if (envelope.ok) return accept(after, command, transition(state, after, 'succeeded', TRANSITION_REASONS.committed, cause));
   return accept(after, command, envelopeTransition(state, after, envelope, cause));
+}
+
+/**
+ * An envelope of an attempt the ledger granted but no longer has in flight (its dispatcher was
+ * paused, partitioned or slow). What that attempt did is evidence, so it is recorded
+ * (docs/contract.md §4.9):
+ * - a success of the last attempt granted, on a step that is not terminal and has nothing in
+ *   flight: that write committed, so the step succeeds and nothing is dispatched again;
+ * - a success of an attempt after a later one was granted: recorded as a possible duplicate;
+ * - anything else: recorded, refused as ATTEMPT_MISMATCH.
+ */
+function decideLateOutcome(state: PlannedStep, command: Command & { fact: { type: 'EnvelopeRecorded' } }, detail: string): Decision {
+  const { attempt, envelope, redactions } = command.fact.data;
+  const laterGranted = attempt < state.attempts_used;
+  const late: LedgerEvent = {
+    type: 'LateOutcomeRecorded',
+    data: { attempt, envelope, redactions, possible_duplicate: envelope.ok && laterGranted },
+  };
+  if (lateSuccessSettles(state, attempt, envelope.ok)) {
+    const after = evolve(state, recordedAt(command, late)) as PlannedStep;
+    const moved = transition(state, after, 'succeeded', TRANSITION_REASONS.lateSuccess, command.event_id);
+    return { kind: 'accepted', events: [late, moved], state: evolve(after, recordedAt(command, moved)) };
+  }
+  return refuse(state, command, 'ATTEMPT_MISMATCH', detail, state.directive, [late]);
 }
 
 function envelopeTransition(state: PlannedStep, after: PlannedStep, envelope: ToolError, cause: string): LedgerEvent {
@@ -293,7 +351,9 @@ function decideVerification(
   const { outcome } = command.fact.data;
   const cause = command.event_id;
   if (outcome === 'not_found') {
-    const windowEnds = addMs(state.dispatched_at ?? state.since, state.definition.policy.consistency_window_ms);
+    // Measured from the last instant the attempt may have reached the provider, not from its
+    // dispatch: a paused dispatcher or a slow upstream may still send until then (§4.5).
+    const windowEnds = addMs(lastReachOf(state), state.definition.policy.consistency_window_ms);
     if (isBefore(command.now, windowEnds)) {
       return refuse(state, command, 'VERIFICATION_PREMATURE', `not_found is inconclusive before ${windowEnds}`, {
         next_action: 'verify_operation',
@@ -322,13 +382,20 @@ function decideApproval(state: PlannedStep, command: Command & { fact: { type: '
   if (state.status !== 'awaiting_approval') {
     return refuse(state, command, 'FACT_NOT_EXPECTED', `no approval is pending in state ${state.status}`, state.directive);
   }
-  const after = applyFact(state, command);
+  const asked = state.approval_input_hash;
+  const named = command.fact.data.input_hash;
+  if (named !== undefined && asked !== undefined && named !== asked) {
+    return refuse(state, command, 'FACT_NOT_EXPECTED', `the approval pending is for input ${asked}, not ${named}`, state.directive);
+  }
+  // The approval records the input it is for, named or not (§4.4).
+  const bound: Command = asked === undefined ? command : { ...command, fact: { type: 'ApprovalRecorded', data: { ...command.fact.data, input_hash: asked } } };
+  const after = applyFact(state, bound);
   const cause = command.event_id;
   const next =
     command.fact.data.decision === 'granted'
       ? moveOrEscalate(state, after, 'retry_ready', TRANSITION_REASONS.approvalGranted, cause)
       : transition(state, after, 'escalated', TRANSITION_REASONS.approvalDenied, cause);
-  return accept(after, command, next);
+  return accept(after, bound, next);
 }
 
 /** The pure decider: (state, submitted fact, now) -> events to append, or a refusal. */

@@ -46,6 +46,7 @@ type Check = (data: Record<string, unknown>) => string | undefined;
 
 const isObject = (value: unknown): value is Record<string, unknown> => value !== null && typeof value === 'object' && !Array.isArray(value);
 const isString = (value: unknown) => typeof value === 'string';
+const isBoolean = (value: unknown) => typeof value === 'boolean';
 const isCount = (value: unknown) => Number.isSafeInteger(value) && (value as number) >= 0;
 const isInstant = (value: unknown) => typeof value === 'string' && Number.isFinite(Date.parse(value));
 
@@ -77,15 +78,16 @@ const isDirective = (value: unknown) => isObject(value) && isString(value.next_a
 function shapes(policy: (value: unknown) => boolean): Record<LedgerEventType, Check> {
   return {
     StepPlanned: fields({ run_id: isString, tool: isString, side_effect: oneOf(SIDE_EFFECTS), input_hash: isString, policy }),
-    AttemptDispatched: fields({ attempt: isCount, input_hash: isString }),
+    AttemptDispatched: fields({ attempt: isCount, input_hash: isString }, { call_window_ms: isCount, call_deadline: isInstant }),
     EnvelopeRecorded: fields({ attempt: isCount, envelope: isEnvelope, redactions: Array.isArray }),
     VerificationRecorded: fields({ outcome: oneOf(VERIFICATION_OUTCOMES), checked_at: isString, redactions: Array.isArray }),
-    ApprovalRecorded: fields({ decision: oneOf(APPROVAL_DECISIONS), approver: isString }),
+    ApprovalRecorded: fields({ decision: oneOf(APPROVAL_DECISIONS), approver: isString }, { input_hash: isString }),
     TransitionRecorded: fields(
       { from: oneOf(STEP_VIEW_STATUSES), to: oneOf(STEP_STATUSES), reason: isString, caused_by: isString, directive: isDirective },
       { from_since: isInstant },
     ),
     DispatchRefused: fields({ attempt: isCount, input_hash: isString, code: isString }, { replayed_attempt: isCount }),
+    LateOutcomeRecorded: fields({ attempt: isCount, envelope: isEnvelope, redactions: Array.isArray, possible_duplicate: isBoolean }),
   };
 }
 

@@ -57,9 +57,25 @@ export interface StepPlannedData {
   input?: JsonValue;
 }
 
+/** The longest call window a dispatcher may declare: a day, as the plan's dispatch timeout. */
+export const MAX_CALL_WINDOW_MS = 86_400_000;
+
 export interface AttemptDispatchedData {
   attempt: number;
   input_hash: string;
+  /**
+   * The longest the dispatcher's call may stay open, as it declares it (its own call timeout, its
+   * lease): it starts the call within it and aborts it at its end (docs/reliability.md, "When an
+   * attempt may still reach the provider").
+   */
+  call_window_ms?: number;
+  /**
+   * Set by the ledger when it grants the attempt: the last instant (ledger clock) the attempt may
+   * reach the provider from the dispatcher's side. A `not_found` is conclusive only a consistency
+   * window after it (docs/contract.md §4.5). Logs written before it existed lack it: readers use
+   * the dispatch instant plus the plan's dispatch timeout (`callDeadlineOf`).
+   */
+  call_deadline?: string;
 }
 
 export interface EnvelopeRecordedData {
@@ -87,6 +103,11 @@ export interface ApprovalRecordedData {
   decision: ApprovalDecision;
   approver: string;
   reason?: string;
+  /**
+   * The input the approval is for: the hash the step asked approval for (docs/contract.md §4.4).
+   * An approver may name it; the ledger records it either way. Logs written before it existed lack it.
+   */
+  input_hash?: string;
 }
 
 export type SubmittedFact =
@@ -171,13 +192,27 @@ export interface DispatchRefusedData {
   replayed_attempt?: number;
 }
 
+/**
+ * An envelope that came back for an attempt that is no longer the one in flight (its dispatcher was
+ * paused, partitioned or slow, and the step moved on). It is refused as ATTEMPT_MISMATCH, and kept
+ * as evidence: what that attempt did is part of the operation's history (docs/contract.md §4.9).
+ */
+export interface LateOutcomeRecordedData {
+  attempt: number;
+  envelope: ToolEnvelope;
+  redactions: Redaction[];
+  /** A success of an attempt after a later attempt was granted: the provider may hold two writes. */
+  possible_duplicate: boolean;
+}
+
 export type DerivedEvent =
   | { type: 'TransitionRecorded'; data: TransitionRecordedData }
-  | { type: 'DispatchRefused'; data: DispatchRefusedData };
+  | { type: 'DispatchRefused'; data: DispatchRefusedData }
+  | { type: 'LateOutcomeRecorded'; data: LateOutcomeRecordedData };
 
 export type LedgerEvent = SubmittedFact | DerivedEvent;
 
-export const DERIVED_EVENT_TYPES = ['TransitionRecorded', 'DispatchRefused'] as const satisfies readonly DerivedEvent['type'][];
+export const DERIVED_EVENT_TYPES = ['TransitionRecorded', 'DispatchRefused', 'LateOutcomeRecorded'] as const satisfies readonly DerivedEvent['type'][];
 export const LEDGER_EVENT_TYPES = [...SUBMITTED_FACT_TYPES, ...DERIVED_EVENT_TYPES] as const;
 export type LedgerEventType = (typeof LEDGER_EVENT_TYPES)[number];
 

@@ -1,11 +1,12 @@
 import { countDispatch, NO_ATTEMPTS } from './attempts';
 import type { ToolEnvelope } from './envelope/envelope.types';
-import type {
-  Directive,
-  RecordedEvent,
-  StepPlannedData,
-  StepStatus,
-  VerificationOutcome,
+import {
+  dispatchTimeoutMs,
+  type Directive,
+  type RecordedEvent,
+  type StepPlannedData,
+  type StepStatus,
+  type VerificationOutcome,
 } from './events';
 
 export interface EnvelopeSummary {
@@ -39,6 +40,10 @@ export interface PlannedStep {
   current_attempt: number;
   current_input_hash?: string;
   dispatched_at?: string;
+  /** The last instant the attempt in flight may reach the provider from its dispatcher's side. */
+  call_deadline?: string;
+  /** When the current attempt's envelope was recorded: its dispatcher's word that the call is over. */
+  call_ended_at?: string;
   /** After correct_input: the input hash that may not run again. */
   blocked_input_hash?: string;
   not_before?: string;
@@ -46,6 +51,14 @@ export interface PlannedStep {
   envelope_attempts_remaining?: number;
   consecutive_dependency_failures: number;
   approval: 'not_requested' | 'pending' | 'granted' | 'denied';
+  /** Once a step asked for approval, every input it runs needs its own (docs/contract.md §4.4). */
+  approval_required?: boolean;
+  /** The input hash the pending (or last) approval request is for. */
+  approval_input_hash?: string;
+  /** Input hashes an approver granted. */
+  approved_input_hashes?: string[];
+  /** A success reported late by an attempt after a later one was granted (docs/contract.md §4.9). */
+  possible_duplicate?: { attempt: number; recorded_at: string };
   last_envelope?: EnvelopeSummary;
   last_verification?: { outcome: VerificationOutcome; checked_at: string; evidence_ref?: string };
   success?: SuccessRecord;
@@ -62,6 +75,35 @@ export const initialState = (): StepState => ({ status: 'unplanned' });
 
 export function isPlanned(state: StepState): state is PlannedStep {
   return state.status !== 'unplanned';
+}
+
+const addMs = (instant: string, ms: number): string => new Date(Date.parse(instant) + ms).toISOString();
+
+/**
+ * The last instant the attempt in flight may reach the provider from its dispatcher's side: its
+ * call deadline, or earlier, when its envelope came back (docs/contract.md §4.5). A log written
+ * before call deadlines existed reads as the dispatch plus the plan's dispatch timeout.
+ */
+export function lastReachOf(state: PlannedStep): string {
+  const dispatchedAt = state.dispatched_at ?? state.since;
+  const deadline = state.call_deadline ?? addMs(dispatchedAt, dispatchTimeoutMs(state.definition.policy));
+  if (state.call_ended_at !== undefined && Date.parse(state.call_ended_at) < Date.parse(deadline)) return state.call_ended_at;
+  return deadline;
+}
+
+/**
+ * Whether a late success of `attempt` settles the step (docs/contract.md §4.9): it is the last
+ * attempt granted, nothing is in flight and the step is not terminal, so that write committed and
+ * no other may run. Shared by the decider and the fold, so both read a late envelope alike.
+ */
+export function lateSuccessSettles(state: PlannedStep, attempt: number, ok: boolean): boolean {
+  const idle = state.status !== 'dispatched' && state.status !== 'succeeded' && state.status !== 'escalated';
+  return ok && idle && attempt === state.attempts_used;
+}
+
+/** Whether an approver granted this input (an approval binds to the input it was asked for). */
+export function isApproved(state: PlannedStep, inputHash: string): boolean {
+  return state.approved_input_hashes?.includes(inputHash) ?? false;
 }
 
 function summarise(attempt: number, envelope: ToolEnvelope): EnvelopeSummary {
@@ -103,6 +145,8 @@ export function evolve(state: StepState, event: RecordedEvent): StepState {
         ...countDispatch(state, event.data.attempt),
         current_input_hash: event.data.input_hash,
         dispatched_at: event.recorded_at,
+        call_deadline: event.data.call_deadline,
+        call_ended_at: undefined,
         not_before: undefined,
         // The attempt the envelope allowed is used up by this dispatch (the lower bound applies).
         envelope_attempts_remaining:
@@ -115,6 +159,7 @@ export function evolve(state: StepState, event: RecordedEvent): StepState {
       if (envelope.ok) {
         return {
           ...state,
+          call_ended_at: event.recorded_at,
           last_envelope: summarise(attempt, envelope),
           consecutive_dependency_failures: 0,
           success: {
@@ -127,8 +172,11 @@ export function evolve(state: StepState, event: RecordedEvent): StepState {
         };
       }
       const retryable = envelope.next_action === 'correct_input' || envelope.next_action === 'wait_and_retry';
+      const asksApproval = envelope.next_action === 'request_approval';
       return {
         ...state,
+        call_ended_at: event.recorded_at,
+        ...(asksApproval ? { approval_required: true, approval_input_hash: state.current_input_hash } : {}),
         last_envelope: summarise(attempt, envelope),
         consecutive_dependency_failures:
           envelope.category === 'dependency' ? state.consecutive_dependency_failures + 1 : 0,
@@ -146,8 +194,11 @@ export function evolve(state: StepState, event: RecordedEvent): StepState {
       }
       return next;
     }
-    case 'ApprovalRecorded':
-      return { ...state, approval: event.data.decision };
+    case 'ApprovalRecorded': {
+      const approved = event.data.input_hash ?? state.approval_input_hash;
+      if (event.data.decision !== 'granted' || approved === undefined) return { ...state, approval: event.data.decision };
+      return { ...state, approval: 'granted', approved_input_hashes: [...(state.approved_input_hashes ?? []), approved] };
+    }
     case 'TransitionRecorded':
       return {
         ...state,
@@ -157,7 +208,18 @@ export function evolve(state: StepState, event: RecordedEvent): StepState {
         directive: event.data.directive,
       };
     case 'DispatchRefused':
+      // A dispatch of an input no approver granted asks approval for that input (docs/contract.md §4.4).
+      if (event.data.code === 'APPROVAL_REQUIRED' && state.status !== 'awaiting_approval') {
+        return { ...state, approval: 'pending', approval_input_hash: event.data.input_hash };
+      }
       return state;
+    case 'LateOutcomeRecorded': {
+      const { attempt, envelope, possible_duplicate } = event.data;
+      if (possible_duplicate) return { ...state, possible_duplicate: { attempt, recorded_at: event.recorded_at } };
+      if (!envelope?.ok || !lateSuccessSettles(state, attempt, true)) return state;
+      const proof = envelope.verification;
+      return { ...state, success: { attempt, proven_by: 'envelope', checked_at: proof?.checked_at, evidence_ref: proof?.evidence_ref, result: envelope.result } };
+    }
     default:
       return state;
   }

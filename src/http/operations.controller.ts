@@ -1,11 +1,11 @@
 import { Body, Controller, Get, Headers, HttpCode, Inject, Optional, Param, Post, Query } from '@nestjs/common';
 import { ApiBody, ApiHeader, ApiOkResponse, ApiOperation, ApiParam, ApiQuery, ApiTags } from '@nestjs/swagger';
-import { WorkFeed } from '../work/work-feed';
+import { WorkFeed, type LeaseEvidenceAnswer } from '../work/work-feed';
 import { RequireAccess } from '../auth/access';
 import { checkFactPermissions } from '../auth/fact-permissions';
 import { CONFIG, type LedgerConfig } from '../config/ledger-config';
 import { LedgerService } from '../ledger/ledger.service';
-import type { SubmitRequest } from '../contract/ledger-api.types';
+import type { LeaseEvidence, SubmitRequest } from '../contract/ledger-api.types';
 import { CallerParam, type Caller } from './caller';
 import { checkOperationRef } from './operation-ref';
 import { leaseHeader } from './work-requests';
@@ -40,8 +40,8 @@ export class OperationsController {
   ) {
     checkFactPermissions(caller, body.events, { selfApproval: this.config.allowSelfApproval });
     const leaseId = this.work ? leaseHeader(headers['ledger-lease']) : undefined;
-    const lease = leaseId === undefined ? undefined : await this.work?.leaseEvidence(caller, checkOperationRef(ref), leaseId);
-    return this.ledger.submit({ ...submitContext(caller, ref, headers), ...(lease ? { lease } : {}) }, body);
+    const evidence = leaseId === undefined ? undefined : await this.work?.leaseEvidence(caller, checkOperationRef(ref), leaseId);
+    return this.ledger.submit({ ...submitContext(caller, ref, headers), ...leaseContext(evidence) }, body);
   }
 
   @Get(':ref')
@@ -60,4 +60,11 @@ export class OperationsController {
   events(@CallerParam() caller: Caller, @Param('ref') ref: string, @Query('as_of_revision') asOfRevision?: string) {
     return this.queries.events(caller, ref, asOfRevision);
   }
+}
+
+/** The lease a submit came under: its evidence is stored with the facts; its end only bounds a dispatch. */
+function leaseContext(evidence: LeaseEvidenceAnswer | undefined): { lease?: LeaseEvidence; leaseExpiresAt?: string } {
+  if (!evidence) return {};
+  const { expires_at: leaseExpiresAt, ...lease } = evidence;
+  return { lease, ...(leaseExpiresAt === undefined ? {} : { leaseExpiresAt }) };
 }

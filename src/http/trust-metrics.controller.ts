@@ -29,6 +29,8 @@ export class TrustReportDto {
   @ApiProperty() unverified_dispatches_refused!: number;
   @ApiProperty() terminal_escalations!: number;
   @ApiProperty() succeeded!: number;
+  @ApiProperty({ description: 'Successes reported late by an attempt after a later attempt was granted: the provider may hold two writes.' })
+  possible_duplicates!: number;
   @ApiProperty() pending_recovery_now!: number;
   @ApiProperty({ type: PendingRecoveryDto }) pending_recovery!: PendingRecoveryDto;
   @ApiProperty({ type: 'object', additionalProperties: { type: 'integer' } }) dispatch_refusals!: Record<string, number>;

@@ -74,7 +74,10 @@ export function prepareFact(
       };
     }
     case 'AttemptDispatched':
-      return { type: 'AttemptDispatched', data: { attempt: data.attempt, input_hash: data.input_hash } };
+      return {
+        type: 'AttemptDispatched',
+        data: { attempt: data.attempt, input_hash: data.input_hash, ...(data.call_window_ms === undefined ? {} : { call_window_ms: data.call_window_ms }) },
+      };
     case 'EnvelopeRecorded': {
       // Before the plan there is no side effect to judge the envelope by: the decider refuses it.
       const sideEffect = isPlanned(state) ? state.definition.side_effect : 'write';
@@ -112,6 +115,7 @@ export function prepareFact(
           decision: data.decision,
           approver: value.approver,
           ...(value.reason === undefined ? {} : { reason: value.reason }),
+          ...(data.input_hash === undefined ? {} : { input_hash: data.input_hash }),
         },
       };
     }

@@ -40,14 +40,25 @@ export function answerAsFirstTime(context: SubmitContext, request: SubmitRequest
   const last = snapshot.events[end];
   const results: SubmitResult[] = request.events.map((event) => ({ event_id: event.event_id, status: 'duplicate' }));
   const refusal = snapshot.recorded.slice(0, end + 1).find((event) => ids.has(event.event_id) && event.type === 'DispatchRefused');
-  const code = refusal?.type === 'DispatchRefused' ? refusal.data.code : undefined;
+  const code = refusal?.type === 'DispatchRefused' ? refusal.data.code : refusedLateOutcome(snapshot, ids, end) ? 'ATTEMPT_MISMATCH' : undefined;
   if (code !== undefined && code !== 'DUPLICATE_PREVENTED') {
-    // Only dispatch refusals are recorded, and each bears a registered refusal code.
-    throw new LedgerProblem(isErrorCode(code) ? code : 'INTERNAL_ERROR', 'this dispatch was refused when first submitted', {
+    // Only refused dispatches and late envelopes are recorded, and each answers a registered refusal code.
+    throw new LedgerProblem(isErrorCode(code) ? code : 'INTERNAL_ERROR', 'this fact was refused when first submitted', {
       directive: directiveOf(state),
       state: stateView(context.operationRef, state, last.revision),
       results,
     });
   }
   return submitAnswer({ operationRef: context.operationRef, state, revision: last.revision, position: last.position, results, replayed: refusal !== undefined });
+}
+
+/**
+ * Whether one of the facts is a late envelope that was recorded as evidence and refused (nothing
+ * derived from it); a late success that settled the step caused a transition and was accepted.
+ */
+function refusedLateOutcome(snapshot: StreamSnapshot, ids: ReadonlySet<string>, end: number): boolean {
+  const events = snapshot.events.slice(0, end + 1);
+  return events.some(
+    (event) => ids.has(event.event_id) && event.type === 'LateOutcomeRecorded' && !events.some((other) => other.metadata.causation_event_id === event.event_id),
+  );
 }

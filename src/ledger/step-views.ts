@@ -26,9 +26,12 @@ export function stateView(operationRef: string, state: StepState, revision: numb
     approval: state.approval,
     reason: state.reason,
     since: state.since,
+    ...(state.status === 'dispatched' && state.call_deadline !== undefined ? { call_deadline: state.call_deadline } : {}),
+    ...(state.approval_input_hash === undefined ? {} : { approval_input_hash: state.approval_input_hash }),
     ...(state.last_envelope ? { last_envelope: state.last_envelope } : {}),
     ...(state.last_verification ? { last_verification: state.last_verification } : {}),
     ...(state.success ? { success: state.success } : {}),
+    ...(state.possible_duplicate ? { possible_duplicate: state.possible_duplicate } : {}),
   };
 }
 

@@ -95,7 +95,12 @@ export class SubmitCommandHandler {
     for (const submitted of fresh) {
       const index = request.events.indexOf(submitted);
       const fact = prepareFact(submitted, state, context.operationRef, this.settings, `events[${index}]`, detect);
-      const decision = decide(state, { fact, event_id: submitted.event_id, now });
+      const decision = decide(state, {
+        fact,
+        event_id: submitted.event_id,
+        now,
+        ...(context.leaseExpiresAt === undefined ? {} : { lease_expires_at: context.leaseExpiresAt }),
+      });
       if (decision.kind === 'refused') {
         this.observer.onRefused?.(decision.code, { tenant: context.tenant, operationRef: context.operationRef });
         const refusal = await this.recordRefusal(decision, submitted, context, now, snapshot, { state, empty: toAppend.length === 0 });

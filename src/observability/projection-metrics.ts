@@ -45,6 +45,7 @@ const TRUST_COUNTERS: ReadonlyArray<{ name: string; help: string; field: keyof T
   { name: 'ledger_trust_duplicate_writes_prevented_total', help: 'Dispatches on a succeeded step answered with the original success', field: 'duplicate_writes_prevented' },
   { name: 'ledger_trust_identical_retries_blocked_total', help: 'Dispatches refused as UNCHANGED_RETRY after correct_input', field: 'identical_retries_blocked' },
   { name: 'ledger_trust_unverified_dispatches_refused_total', help: 'Dispatches refused while an attempt was in flight or unverified', field: 'unverified_dispatches_refused' },
+  { name: 'ledger_trust_possible_duplicates_total', help: 'Successes reported late by an attempt after a later attempt was granted: the provider may hold two writes', field: 'possible_duplicates' },
   { name: 'ledger_trust_terminal_escalations_total', help: 'Steps that escalated (terminal)', field: 'terminal_escalations' },
   { name: 'ledger_trust_operations_planned_total', help: 'Operations planned', field: 'operations_planned' },
 ];
@@ -110,7 +111,7 @@ export function registerProjectionMetrics(registry: Registry, source: Projection
       registers: [registry],
       async collect() {
         this.reset();
-        for (const doc of await trustForScrape()) this.inc({ tenant: doc.tenant, tool: doc.tool }, doc[field]);
+        for (const doc of await trustForScrape()) this.inc({ tenant: doc.tenant, tool: doc.tool }, doc[field] ?? 0);
       },
     });
   }

@@ -1,6 +1,6 @@
 import type { OpenAPIObject } from '@nestjs/swagger';
 import { envelopeJsonSchema } from '../domain/envelope/envelope.schema';
-import { APPROVAL_DECISIONS, SIDE_EFFECTS, SUBMITTED_FACT_TYPES, VERIFICATION_OUTCOMES } from '../domain/events';
+import { APPROVAL_DECISIONS, MAX_CALL_WINDOW_MS, SIDE_EFFECTS, SUBMITTED_FACT_TYPES, VERIFICATION_OUTCOMES } from '../domain/events';
 import { CLIENT_EVENT_ID_PREFIX, IDENTIFIER_PATTERN } from '../domain/identifier-grammar';
 import { SUBMIT_EXAMPLES } from './submit-examples';
 
@@ -102,7 +102,17 @@ export const factSchemas = (): Record<string, Schema> => {
       type: 'object',
       additionalProperties: false,
       required: ['attempt', 'input_hash'],
-      properties: { attempt: { type: 'integer', minimum: 1, maximum: 1000 }, input_hash: identifier(200) },
+      properties: {
+        attempt: { type: 'integer', minimum: 1, maximum: 1000 },
+        input_hash: identifier(200),
+        call_window_ms: {
+          type: 'integer',
+          minimum: 1,
+          maximum: MAX_CALL_WINDOW_MS,
+          description:
+            'The longest the dispatcher keeps its call open: it starts the call within it and aborts it at its end. The ledger records the call deadline (the smallest of this, the plan\'s dispatch_timeout_ms and the lease it was sent under); a not_found is conclusive only a consistency window after it.',
+        },
+      },
     },
     EnvelopeRecordedData: {
       type: 'object',
@@ -129,6 +139,7 @@ export const factSchemas = (): Record<string, Schema> => {
         decision: { type: 'string', enum: [...APPROVAL_DECISIONS] },
         approver: { type: 'string', minLength: 1, maxLength: 200 },
         reason: { type: 'string', maxLength: 1000 },
+        input_hash: identifier(200, 'The input the approval is for; when given it must be the one the step asks approval for (the ledger records it either way).'),
       },
     },
     StepPlannedFact: fact('StepPlanned', 'StepPlannedData', 'Plan a step (the same definition again is a no-op; another one is refused).'),

@@ -126,6 +126,7 @@ export const TRUST_FLAGS = [
   'duplicates_prevented',
   'identical_retries_blocked',
   'unverified_dispatches_refused',
+  'possible_duplicates',
 ] as const;
 export type TrustFlag = (typeof TRUST_FLAGS)[number];
 
@@ -392,18 +393,20 @@ export class ProjectionQueries {
     };
     const asOf = await this.waitIfAsked(query, 'step_state');
     const now = this.clock.now();
-    const where: Condition[] = [
-      { column: 'tenant', op: '=', value: caller.tenant },
-      { column: 'status', op: 'in', values: TRIAGE_STATUSES },
-    ];
-    if (tool !== undefined) where.push({ column: 'tool', op: '=', value: tool });
-    if (runId !== undefined) where.push({ column: 'run_id', op: '=', value: runId });
-    if (refContains !== undefined) where.push({ column: 'operation_ref', op: 'contains', value: refContains });
-    if (olderThanMs !== undefined) where.push({ column: 'since_ms', op: '<=', value: now.getTime() - olderThanMs });
+    const filters: Condition[] = [];
+    if (tool !== undefined) filters.push({ column: 'tool', op: '=', value: tool });
+    if (runId !== undefined) filters.push({ column: 'run_id', op: '=', value: runId });
+    if (refContains !== undefined) filters.push({ column: 'operation_ref', op: 'contains', value: refContains });
+    if (olderThanMs !== undefined) filters.push({ column: 'since_ms', op: '<=', value: now.getTime() - olderThanMs });
+    const tenant: Condition = { column: 'tenant', op: '=', value: caller.tenant };
     // Every candidate is judged in memory: the timed kinds depend on each step's own timeout. Steps
-    // in these four states are the exceptions of a tenant, not its volume.
-    const matching = this.readModel
-      .select<StepStateDoc>('step_state', { where })
+    // in these four states, and steps that may hold a duplicate write in any state, are the
+    // exceptions of a tenant, not its volume.
+    const inTriageStatus = this.readModel.select<StepStateDoc>('step_state', { where: [tenant, { column: 'status', op: 'in', values: TRIAGE_STATUSES }, ...filters] });
+    const possibleDuplicates = this.readModel
+      .select<StepStateDoc>('step_state', { where: [tenant, { column: 'possible_duplicates', op: '>=', value: 1 }, ...filters] })
+      .filter(({ doc }) => !TRIAGE_STATUSES.includes(doc.status as StepStatus));
+    const matching = [...inTriageStatus, ...possibleDuplicates]
       .map(({ doc }) => triageItemOf(doc, now.getTime(), thresholds))
       .filter((item): item is TriageItem => item !== undefined)
       .filter((item) => (kind === undefined || item.kind === kind) && (reason === undefined || item.reason === reason))

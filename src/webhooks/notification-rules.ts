@@ -8,6 +8,7 @@ export const NOTIFICATION_KINDS = [
   'approval.requested',
   'unknown_outcome.unresolved',
   'verification.premature_repeated',
+  'operation.possible_duplicate',
 ] as const;
 export type NotificationKind = (typeof NOTIFICATION_KINDS)[number];
 
@@ -21,7 +22,7 @@ export interface LogEventView {
 
 export type LogReaction =
   /** Notify now, once per subscription: keyed by the transition that caused it. */
-  | { do: 'notify'; kind: 'step.escalated' | 'approval.requested'; key: string }
+  | { do: 'notify'; kind: 'step.escalated' | 'approval.requested' | 'operation.possible_duplicate'; key: string }
   /** The step began waiting on a lookup: notify if it still waits when the subscription's time is up. */
   | { do: 'watch_unknown'; transition_event_id: string; since: string }
   /** The step moved: repeated premature lookups count again from zero. */
@@ -33,7 +34,13 @@ function transitionTo(event: LogEventView): string | undefined {
   return typeof to === 'string' ? to : undefined;
 }
 
+/** A late success after a later attempt was granted (docs/contract.md §4.9). */
+function isPossibleDuplicate(event: LogEventView): boolean {
+  return event.type === 'LateOutcomeRecorded' && (event.data as { possible_duplicate?: unknown } | null)?.possible_duplicate === true;
+}
+
 export function reactionsTo(event: LogEventView): LogReaction[] {
+  if (isPossibleDuplicate(event)) return [{ do: 'notify', kind: 'operation.possible_duplicate', key: event.event_id }];
   const to = transitionTo(event);
   if (to === undefined) return [];
   const reactions: LogReaction[] = [{ do: 'reset_premature' }];

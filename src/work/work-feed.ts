@@ -14,7 +14,7 @@ import type { SqliteReadModel } from '../projection-engine/sqlite-read-model.sto
 import { canonicalJson } from '../shared/canonical-json';
 import { NO_STREAM } from '../store/event-store.port';
 import { isHeld, type LeaseRecord, type LeaseStore } from '../store/lease-store.port';
-import type { LeaseView, WorkAnswer, WorkItem, WorkLease } from '../contract/ledger-api.types';
+import type { LeaseEvidence, LeaseView, WorkAnswer, WorkItem, WorkLease } from '../contract/ledger-api.types';
 
 export type { LeaseView, WorkAnswer, WorkItem, WorkLease };
 
@@ -251,6 +251,7 @@ export class WorkFeed {
         holder: record.holder,
         current: !record.released,
         ...(record.took_over ? { took_over_from: record.took_over.holder } : {}),
+        ...(record.released ? {} : { expires_at: new Date(record.expires_at_ms).toISOString() }),
       };
     }
     if (record?.previous?.lease_id === id) return { lease_id: id, holder: record.previous.holder, current: false };
@@ -304,11 +305,9 @@ function leaseView(record: LeaseRecord | undefined, nowMs: number): LeaseView {
   };
 }
 
-export interface LeaseEvidenceAnswer {
-  lease_id: string;
-  holder: string;
-  current: boolean;
-  took_over_from?: string;
+export interface LeaseEvidenceAnswer extends LeaseEvidence {
+  /** While the lease is unreleased: when it ends (a dispatch under it may not reach the provider after). */
+  expires_at?: string;
 }
 
 export { stepDueMs };

@@ -269,7 +269,9 @@ function checkRefusal(log: RawLog, refusal: RefusalRecord, report: CheckReport, 
   const stored = log.byId.get(refusal.event_id) ?? [];
   const label = `${refusal.type} ${refusal.event_id} on ${refusal.ref} refused ${refusal.code}`;
   const mustBeRecorded = refusal.type === 'AttemptDispatched' && RECORDED_DISPATCH_REFUSALS.has(refusal.code);
-  if (!mustBeRecorded) {
+  // An envelope of an attempt the ledger granted earlier is kept as evidence (docs/contract.md §4.9).
+  const lateOutcome = refusal.type === 'EnvelopeRecorded' && refusal.code === 'ATTEMPT_MISMATCH' && stored.length === 1 && stored[0].type === 'LateOutcomeRecorded';
+  if (!mustBeRecorded && !lateOutcome) {
     if (stored.length > 0) outcome.failures.push(`${label}, yet stored as ${stored.map((e) => e.type).join(', ')}`);
     return;
   }
@@ -277,6 +279,7 @@ function checkRefusal(log: RawLog, refusal: RefusalRecord, report: CheckReport, 
     outcome.failures.push(`${label}: DispatchRefused stored ${stored.length} times`);
     return;
   }
+  if (lateOutcome) return;
   const [event] = stored;
   const code = (event.data as { code?: string }).code;
   if (event.type !== 'DispatchRefused' || code !== refusal.code || event.stream !== streamOf(tenant, refusal.ref)) {

@@ -20,6 +20,7 @@ export interface TrustCount {
   unverified_dispatches_refused: number;
   terminal_escalations: number;
   succeeded: number;
+  possible_duplicates: number;
   pending_recovery_now: number;
   dispatch_refusals: Record<string, number>;
   escalations_by_reason: Record<string, number>;
@@ -47,6 +48,7 @@ function empty(): TrustCount {
     unverified_dispatches_refused: 0,
     terminal_escalations: 0,
     succeeded: 0,
+    possible_duplicates: 0,
     pending_recovery_now: 0,
     dispatch_refusals: {},
     escalations_by_reason: {},
@@ -74,7 +76,8 @@ export function countTrust(db: Database.Database, tenant: string): TrustCountRes
          SUM(e.type = 'TransitionRecorded' AND json_extract(e.data, '$.to') = 'succeeded') AS succeeded,
          SUM(e.type = 'VerificationRecorded' AND json_extract(e.data, '$.outcome') = 'found_committed') AS found,
          SUM(e.type = 'VerificationRecorded' AND json_extract(e.data, '$.outcome') = 'not_found') AS not_found,
-         SUM(e.type = 'VerificationRecorded' AND json_extract(e.data, '$.outcome') = 'lookup_unavailable') AS unavailable
+         SUM(e.type = 'VerificationRecorded' AND json_extract(e.data, '$.outcome') = 'lookup_unavailable') AS unavailable,
+         SUM(e.type = 'LateOutcomeRecorded' AND json_extract(e.data, '$.possible_duplicate') = 1) AS possible_duplicates
        FROM events e JOIN plans p ON p.stream = e.stream
        GROUP BY p.tool`,
     )
@@ -88,6 +91,7 @@ export function countTrust(db: Database.Database, tenant: string): TrustCountRes
     count.verified_found_committed = row.found;
     count.verified_not_found = row.not_found;
     count.lookup_unavailable = row.unavailable;
+    count.possible_duplicates = row.possible_duplicates;
   }
 
   const refusals = db

@@ -22,6 +22,7 @@ import {
 } from 'class-validator';
 import {
   APPROVAL_DECISIONS,
+  MAX_CALL_WINDOW_MS,
   SIDE_EFFECTS,
   SUBMITTED_FACT_TYPES,
   VERIFICATION_OUTCOMES,
@@ -103,6 +104,7 @@ export class StepPlannedDataDto {
 export class AttemptDispatchedDataDto {
   @IsInt() @Min(1) @Max(1000) attempt!: number;
   @IsString() @MinLength(1) @MaxLength(200) @Matches(IDENTIFIER_PATTERN, IDENTIFIER_MESSAGE) input_hash!: string;
+  @IsAbsentOrValid() @IsInt() @Min(1) @Max(MAX_CALL_WINDOW_MS) call_window_ms?: number;
 }
 
 export class EnvelopeRecordedDataDto {
@@ -124,6 +126,7 @@ export class ApprovalRecordedDataDto {
   @IsIn(APPROVAL_DECISIONS) decision!: ApprovalDecision;
   @IsString() @MinLength(1) @MaxLength(200) approver!: string;
   @IsAbsentOrValid() @IsString() @MaxLength(1000) reason?: string;
+  @IsAbsentOrValid() @IsString() @MinLength(1) @MaxLength(200) @Matches(IDENTIFIER_PATTERN, IDENTIFIER_MESSAGE) input_hash?: string;
 }
 
 export const FACT_DATA_DTOS: Record<SubmittedFactType, new () => object> = {

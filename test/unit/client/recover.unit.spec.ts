@@ -69,7 +69,10 @@ describe('recover', () => {
     expect(early.entries[0]).toMatchObject({ result: 'refused', outcome: 'not_found', code: 'VERIFICATION_PREMATURE' });
     expect(early.nextCheckAt).toBe(early.entries[0].notBefore);
 
-    ledger.advance(WINDOW_MS);
+    // The dead dispatcher declared no call window: its attempt may reach the provider until the
+    // plan's dispatch timeout, and not_found is conclusive a window after that (docs/contract.md §4.5).
+    expect(Date.parse(early.entries[0].notBefore ?? '')).toBe(Date.parse(ledger.now().toISOString()) + 60_000 + WINDOW_MS);
+    ledger.advance(60_000 + WINDOW_MS);
     const late = await recover(client, { create_invoice: provider.lookup }, options());
     expect(late.entries[0]).toMatchObject({ result: 'verified', outcome: 'not_found', status: 'retry_ready' });
 

@@ -93,8 +93,10 @@ describe('decide: dispatch gate', () => {
 
   it('keeps a stale worker from landing a result after its replacement', () => {
     const scenario = inFlight();
-    scenario.submit(verified('not_found'), at(60_000));
-    scenario.submit(dispatched(2), at(61_000));
+    // A silent attempt may reach the provider until its call deadline (the dispatch timeout here):
+    // not_found is conclusive a consistency window after it (docs/contract.md §4.5).
+    scenario.submit(verified('not_found'), at(90_000));
+    scenario.submit(dispatched(2), at(91_000));
     scenario.when(envelope(1, success())).thenRefuses('ATTEMPT_MISMATCH');
     scenario.when(envelope(2, success())).thenMovesTo('succeeded');
   });
@@ -224,7 +226,8 @@ describe('decide: bounds', () => {
     scenario.when(dispatched(2, 'sha256:input-2')).thenMovesTo('dispatched');
     expect(stateOf(scenario).directive.attempts_remaining).toBe(0);
     // The corrected attempt's envelope is lost; a verified not_found may not open a third attempt.
-    scenario.when(verified('not_found')).thenMovesTo('escalated');
+    // (Conclusive once the silent attempt's call deadline, its dispatch timeout, has passed.)
+    scenario.when(verified('not_found'), at(60_000)).thenMovesTo('escalated');
     scenario.when(dispatched(3, 'sha256:input-3')).thenRefuses('ATTEMPTS_EXHAUSTED');
   });
 

@@ -41,6 +41,7 @@ describe('step state projection', () => {
       duplicates_prevented: 0,
       identical_retries_blocked: 0,
       unverified_dispatches_refused: 0,
+      possible_duplicates: 0,
       // Due on the work feed at once, to dispatch (src/domain/work-due.ts).
       due_ms: Date.parse('2026-03-01T09:00:00.000Z'),
       revision: 1,

@@ -49,7 +49,9 @@ describe('trust metrics projection', () => {
   });
 
   it('tells a last attempt verified in flight from one an envelope escalates, though both end ATTEMPTS_EXHAUSTED', async () => {
-    const policy = { max_attempts: 1, consistency_window_ms: 30_000, max_consecutive_dependency_failures: 3 };
+    // A silent attempt may reach the provider until its dispatch timeout: with 30 s and a 30 s window,
+    // not_found is conclusive 60 s after the dispatch (docs/contract.md §4.5).
+    const policy = { max_attempts: 1, consistency_window_ms: 30_000, max_consecutive_dependency_failures: 3, dispatch_timeout_ms: 30_000 };
     const given = new LedgerScenario();
     // op1: the worker died after the only dispatch; not_found leaves no attempt, so it escalates.
     await given.plan('op1', { policy });
@@ -114,7 +116,7 @@ describe('trust metrics projection', () => {
     await given.envelope('op1', 1, envelopes.unknown('op1'));
     given.clock.advance(5_000);
     expectOk(await given.verify('op1', 'found_committed'));
-    await given.plan('op2');
+    await given.plan('op2', { policy: { dispatch_timeout_ms: 10_000 } });
     await given.dispatch('op2', 1);
     given.clock.advance(40_000);
     expectOk(await given.verify('op2', 'not_found'));
