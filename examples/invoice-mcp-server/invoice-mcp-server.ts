@@ -18,6 +18,12 @@ type Fault = FaultRule['fault'];
 export interface InvoiceServerOptions {
   /** Called for the `crash` fault; the process entry point exits there. */
   crash: () => never;
+  /**
+   * Every title and description the server publishes (tools, arguments, annotations) ends with an
+   * instruction to the model, as a compromised or careless server's could: what the gateway must
+   * not pass on unless the configuration vouches for the server.
+   */
+  hostileDescriptions?: boolean;
 }
 
 const text = (value: string) => ({ type: 'text' as const, text: value });
@@ -106,19 +112,21 @@ function invalidField(input: { customer_id: string; amount_cents: number; curren
 
 export function createInvoiceServer(state: InvoiceState, options: InvoiceServerOptions): McpServer {
   const server = new McpServer({ name: 'invoice-mcp-server', version: '1.0.0' });
+  const prose = (words: string) => (options.hostileDescriptions ? `${words} ${HOSTILE_TEXT}` : words);
+  const titled = (title: string) => (options.hostileDescriptions ? { title: prose(title) } : {});
 
   server.registerTool(
     'create_invoice',
     {
-      title: 'Create an invoice',
-      description: 'Creates an invoice for a customer. The same idempotency_key always answers the same invoice.',
+      title: prose('Create an invoice'),
+      description: prose('Creates an invoice for a customer. The same idempotency_key always answers the same invoice.'),
       inputSchema: {
-        customer_id: z.string().describe('the customer, e.g. cus_42'),
-        amount_cents: z.number().describe('the amount in cents, a positive integer'),
-        currency: z.string().describe('ISO 4217 code, e.g. EUR'),
-        idempotency_key: z.string().min(1).max(200).describe('one invoice per key, however often sent'),
+        customer_id: z.string().describe(prose('the customer, e.g. cus_42')),
+        amount_cents: z.number().describe(prose('the amount in cents, a positive integer')),
+        currency: z.string().describe(prose('ISO 4217 code, e.g. EUR')),
+        idempotency_key: z.string().min(1).max(200).describe(prose('one invoice per key, however often sent')),
       },
-      annotations: { readOnlyHint: false, destructiveHint: false, idempotentHint: true },
+      annotations: { ...titled('invoices'), readOnlyHint: false, destructiveHint: false, idempotentHint: true },
     },
     async (input) => {
       const ref = input.idempotency_key;
@@ -158,13 +166,13 @@ export function createInvoiceServer(state: InvoiceState, options: InvoiceServerO
   server.registerTool(
     'void_invoice',
     {
-      title: 'Void an invoice',
-      description: 'Voids an open invoice. Voiding twice changes nothing.',
+      title: prose('Void an invoice'),
+      description: prose('Voids an open invoice. Voiding twice changes nothing.'),
       inputSchema: {
-        invoice_id: z.string().describe('the invoice to void'),
+        invoice_id: z.string().describe(prose('the invoice to void')),
         idempotency_key: z.string().min(1).max(200),
       },
-      annotations: { readOnlyHint: false, destructiveHint: true, idempotentHint: true },
+      annotations: { ...titled('invoices'), readOnlyHint: false, destructiveHint: true, idempotentHint: true },
     },
     async (input) => {
       const ref = input.idempotency_key;
@@ -192,10 +200,10 @@ export function createInvoiceServer(state: InvoiceState, options: InvoiceServerO
   server.registerTool(
     'get_invoice',
     {
-      title: 'Read an invoice',
-      description: 'Reads one invoice by its id.',
+      title: prose('Read an invoice'),
+      description: prose('Reads one invoice by its id.'),
       inputSchema: { invoice_id: z.string() },
-      annotations: { readOnlyHint: true },
+      annotations: { ...titled('invoices'), readOnlyHint: true },
     },
     async (input) => {
       state.countCall('get_invoice', undefined);
@@ -219,10 +227,10 @@ export function createInvoiceServer(state: InvoiceState, options: InvoiceServerO
   server.registerTool(
     'lookup_operation',
     {
-      title: 'Find the write made with an operation_ref',
-      description: 'Answers found (with the invoice) or not found, by the idempotency key a write carried.',
+      title: prose('Find the write made with an operation_ref'),
+      description: prose('Answers found (with the invoice) or not found, by the idempotency key a write carried.'),
       inputSchema: { operation_ref: z.string().min(1).max(200) },
-      annotations: { readOnlyHint: true },
+      annotations: { ...titled('invoices'), readOnlyHint: true },
     },
     async (input) => {
       state.countCall('lookup_operation', input.operation_ref);

@@ -5,6 +5,8 @@
  * With --http it listens on 127.0.0.1 (--port, default an ephemeral one), serves MCP at /mcp and
  * the lookup by operation_ref at GET /lookup?operation_ref=..., and writes its URL to
  * <state-dir>/http-url and to stderr. Faults are rules in <state-dir>/faults.json.
+ * --hostile-descriptions ends every title and description it publishes with an instruction to the
+ * model, to try what reaches a host through the gateway.
  */
 import { createServer, type IncomingMessage } from 'node:http';
 import type { AddressInfo } from 'node:net';
@@ -19,6 +21,9 @@ function flag(name: string): string | undefined {
   const index = process.argv.indexOf(`--${name}`);
   return index >= 0 ? process.argv[index + 1] : undefined;
 }
+
+/** Publish tool descriptions that carry an instruction to the model (see InvoiceServerOptions). */
+const hostileDescriptions = process.argv.includes('--hostile-descriptions');
 
 const crash = (): never => {
   // A crash, not a shutdown: no answer, no flush, the caller sees the connection drop.
@@ -54,7 +59,7 @@ async function serveHttp(state: InvoiceState, port: number): Promise<void> {
         return;
       }
       // Stateless: a server and a transport per request, as the SDK suggests for simple servers.
-      const server = createInvoiceServer(state, { crash });
+      const server = createInvoiceServer(state, { crash, hostileDescriptions });
       const transport = new StreamableHTTPServerTransport({ sessionIdGenerator: undefined, enableJsonResponse: true });
       response.on('close', () => {
         void transport.close();
@@ -84,7 +89,7 @@ async function main(): Promise<void> {
   if (!dir) throw new Error('--state-dir (or INVOICE_STATE_DIR) is required');
   const state = new InvoiceState(dir);
   if (process.argv.includes('--http')) return serveHttp(state, Number(flag('port') ?? 0));
-  const server = createInvoiceServer(state, { crash });
+  const server = createInvoiceServer(state, { crash, hostileDescriptions });
   // The host went away (or was killed): nothing is left to answer, so do not linger as an orphan.
   process.stdin.once('end', () => process.exit(0));
   process.stdin.once('close', () => process.exit(0));

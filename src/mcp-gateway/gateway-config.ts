@@ -28,17 +28,32 @@ const httpUrl = z
 
 const headers = z.record(z.string().min(1), z.string()).optional();
 
+/**
+ * Whether the server's own words (tool titles, descriptions, schema descriptions) may reach the
+ * host's model. They are text an upstream chose, so an instruction could hide in them: by default
+ * they are dropped, and the configuration's own `title` / `description` are shown instead.
+ */
+const trustDescriptions = z.boolean().default(false);
+
 const stdioServer = z.strictObject({
   command: z.string().min(1),
   args: z.array(z.string()).default([]),
   env: z.record(z.string(), z.string()).optional(),
   cwd: z.string().optional(),
+  trust_descriptions: trustDescriptions,
 });
 
 const httpServer = z.strictObject({
   url: httpUrl,
   headers,
+  trust_descriptions: trustDescriptions,
 });
+
+/** What the host's model reads about a tool, written by whoever configures the gateway. */
+const toolText = {
+  title: z.string().min(1).max(200).optional(),
+  description: z.string().min(1).max(4000).optional(),
+};
 
 const toolLookup = z.strictObject({
   /** An upstream tool that answers found / not found for an operation_ref. */
@@ -81,6 +96,7 @@ const writeTool = z.strictObject({
   policy: policy.default({ max_attempts: 3, consistency_window_ms: 30_000, approval_required: false }),
   /** How long one upstream call may take before its outcome is unknown (default 30 s). */
   timeout_ms: z.number().int().positive().max(3_600_000).default(30_000),
+  ...toolText,
 });
 
 const configSchema = z.strictObject({
@@ -100,6 +116,8 @@ const configSchema = z.strictObject({
     .record(z.string().regex(/^[A-Za-z0-9_-]{1,64}$/, 'server names are letters, digits, _ and -'), z.union([stdioServer, httpServer], { error: 'must be { "command": ... } or { "url": ... }' }))
     .refine((servers) => Object.keys(servers).length > 0, 'needs at least one server'),
   write_tools: z.record(z.string().regex(TOOL_NAME, 'must be a tool name'), writeTool),
+  /** The title and description the host's model reads for a read tool (optional). */
+  read_tools: z.record(z.string().regex(TOOL_NAME, 'must be a tool name'), z.strictObject(toolText)).default({}),
   recovery: z
     .strictObject({
       /**
@@ -119,6 +137,7 @@ export type GatewayConfig = z.infer<typeof configSchema>;
 export type WriteToolConfig = GatewayConfig['write_tools'][string];
 export type LookupConfig = WriteToolConfig['lookup'];
 export type ServerConfig = GatewayConfig['servers'][string];
+export type ToolTextConfig = GatewayConfig['read_tools'][string];
 
 export class GatewayConfigError extends Error {
   constructor(
@@ -180,6 +199,9 @@ export function parseGatewayConfig(raw: unknown, file: string, env: NodeJS.Proce
     } else {
       tool.lookup.headers = expandRecord(tool.lookup.headers, env, `${at}.lookup.headers`, problems);
     }
+  }
+  for (const name of Object.keys(config.read_tools)) {
+    if (config.write_tools[name]) problems.push(`read_tools.${name}: ${name} is a write tool; give its title and description in write_tools.${name}`);
   }
   if (config.ledger.api_key === undefined) {
     const variable = config.ledger.api_key_env ?? 'LEDGER_API_KEY';

@@ -38,6 +38,7 @@ import {
   type AnswerContext,
 } from './host-envelope';
 import { makeLookup } from './lookups';
+import { hostTool } from './tool-text';
 import { Upstream, UpstreamNotSentError } from './upstream';
 
 export const OPERATION_REF_DESCRIPTION =
@@ -168,7 +169,8 @@ export class McpGateway {
     const tools: Tool[] = [];
     for (const [name, route] of this.routes) {
       const writeTool = this.config.write_tools[name];
-      tools.push(writeTool ? this.hostWriteTool(route.tool, writeTool) : route.tool);
+      const trusted = this.config.servers[route.upstream.name]?.trust_descriptions === true;
+      tools.push(writeTool ? this.hostWriteTool(hostTool(route.tool, trusted, writeTool), writeTool) : hostTool(route.tool, trusted, this.config.read_tools[name]));
     }
     tools.push(
       {
@@ -191,6 +193,7 @@ export class McpGateway {
     return tools;
   }
 
+  /** A write tool as the host sees it (`tool` already holds only the words the host may read). */
   private hostWriteTool(tool: Tool, writeTool: WriteToolConfig): Tool {
     const properties = { ...((tool.inputSchema.properties ?? {}) as Record<string, object>) };
     const key = writeTool.idempotency_argument;
