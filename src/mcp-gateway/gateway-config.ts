@@ -139,6 +139,17 @@ export type LookupConfig = WriteToolConfig['lookup'];
 export type ServerConfig = GatewayConfig['servers'][string];
 export type ToolTextConfig = GatewayConfig['read_tools'][string];
 
+/** A ledger on this machine: the one a local-mode ledger (no keys) is reached at. */
+export function isLoopbackUrl(value: string): boolean {
+  let host: string;
+  try {
+    host = new URL(value).hostname.replace(/^\[|\]$/g, '');
+  } catch {
+    return false;
+  }
+  return host === 'localhost' || host === '::1' || /^127(?:\.\d{1,3}){3}$/.test(host);
+}
+
 export class GatewayConfigError extends Error {
   constructor(
     readonly file: string,
@@ -166,8 +177,13 @@ function expandRecord(record: Record<string, string> | undefined, env: NodeJS.Pr
   return Object.fromEntries(Object.entries(record).map(([key, value]) => [key, expandEnv(value, env, `${at}.${key}`, problems)]));
 }
 
+/** What the command line overrides (--url / LEDGER_URL): checked as if the file said it. */
+export interface ConfigOverrides {
+  ledgerUrl?: string;
+}
+
 /** Checks a parsed configuration; `file` names it in messages. */
-export function parseGatewayConfig(raw: unknown, file: string, env: NodeJS.ProcessEnv = process.env): GatewayConfig {
+export function parseGatewayConfig(raw: unknown, file: string, env: NodeJS.ProcessEnv = process.env, overrides: ConfigOverrides = {}): GatewayConfig {
   const parsed = configSchema.safeParse(raw);
   if (!parsed.success) {
     throw new GatewayConfigError(
@@ -176,6 +192,7 @@ export function parseGatewayConfig(raw: unknown, file: string, env: NodeJS.Proce
     );
   }
   const config = parsed.data;
+  if (overrides.ledgerUrl) config.ledger.url = overrides.ledgerUrl;
   const problems: string[] = [];
   const servers = Object.keys(config.servers);
   for (const [name, server] of Object.entries(config.servers)) {
@@ -207,14 +224,17 @@ export function parseGatewayConfig(raw: unknown, file: string, env: NodeJS.Proce
     const variable = config.ledger.api_key_env ?? 'LEDGER_API_KEY';
     const key = env[variable];
     if (key) config.ledger.api_key = key;
-    else if (config.ledger.api_key_env) problems.push(`ledger.api_key_env: environment variable ${variable} is not set`);
+    // A ledger on this machine may be in local mode, which takes no key; a remote one never is.
+    else if (config.ledger.api_key_env && !isLoopbackUrl(config.ledger.url)) {
+      problems.push(`ledger.api_key_env: environment variable ${variable} is not set (a ledger that is not on this machine needs a runtime key)`);
+    }
   }
   if (problems.length > 0) throw new GatewayConfigError(file, problems);
   return config;
 }
 
 /** Reads and checks the configuration file. */
-export function loadGatewayConfig(file: string, env: NodeJS.ProcessEnv = process.env): GatewayConfig {
+export function loadGatewayConfig(file: string, env: NodeJS.ProcessEnv = process.env, overrides: ConfigOverrides = {}): GatewayConfig {
   let text: string;
   try {
     text = readFileSync(file, 'utf8');
@@ -227,5 +247,5 @@ export function loadGatewayConfig(file: string, env: NodeJS.ProcessEnv = process
   } catch (error) {
     throw new GatewayConfigError(file, [`not JSON: ${(error as Error).message}`]);
   }
-  return parseGatewayConfig(raw, file, env);
+  return parseGatewayConfig(raw, file, env, overrides);
 }
