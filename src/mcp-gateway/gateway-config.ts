@@ -12,6 +12,8 @@ const ENV_REFERENCE = /\$\{env:([A-Za-z_][A-Za-z0-9_]*)\}/g;
 const TOOL_NAME = /^[A-Za-z0-9_.-]{1,128}$/;
 const CODE = /^[A-Z][A-Z0-9]*(?:_[A-Z0-9]+)*$/;
 const ARGUMENT = /^[A-Za-z_][A-Za-z0-9_]{0,63}$/;
+/** A write's upstream call timeout by default: well inside the default 30 s consistency window. */
+export const DEFAULT_WRITE_TIMEOUT_MS = 10_000;
 /** The tools the gateway adds itself; an upstream tool may not take these names. */
 export const GATEWAY_TOOLS = ['verify_operation', 'operation_status'] as const;
 
@@ -94,8 +96,12 @@ const writeTool = z.strictObject({
   vouched_codes: z.array(z.string().regex(CODE, 'must be an UPPER_SNAKE_CASE code').max(64)).default([]),
   lookup: z.union([toolLookup, httpLookup], { error: 'must be { "tool": ... } or { "url": ... }' }),
   policy: policy.default({ max_attempts: 3, consistency_window_ms: 30_000, approval_required: false }),
-  /** How long one upstream call may take before its outcome is unknown (default 30 s). */
-  timeout_ms: z.number().int().positive().max(3_600_000).default(30_000),
+  /**
+   * How long one upstream call may take before its outcome is unknown (default 10 s). It is the
+   * call window the gateway declares on each dispatch, so it must be shorter than the consistency
+   * window (checked below).
+   */
+  timeout_ms: z.number().int().positive().max(3_600_000).default(DEFAULT_WRITE_TIMEOUT_MS),
   ...toolText,
 });
 
@@ -207,6 +213,14 @@ export function parseGatewayConfig(raw: unknown, file: string, env: NodeJS.Proce
     const at = `write_tools.${name}`;
     if ((GATEWAY_TOOLS as readonly string[]).includes(name)) problems.push(`${at}: ${name} is a tool of the gateway itself`);
     if (tool.server !== undefined && !servers.includes(tool.server)) problems.push(`${at}.server: no server named ${tool.server}`);
+    // A call still open upstream when a not_found is judged could commit after it: the ledger
+    // counts the consistency window from the end of the call window the gateway declares, so that
+    // window must end first (docs/contract.md §4).
+    if (tool.timeout_ms >= tool.policy.consistency_window_ms) {
+      problems.push(
+        `${at}.timeout_ms: ${tool.timeout_ms} must be less than ${at}.policy.consistency_window_ms (${tool.policy.consistency_window_ms}): a call still open when the window ends could commit after a lookup found nothing`,
+      );
+    }
     if ('tool' in tool.lookup) {
       if (tool.lookup.tool === name) problems.push(`${at}.lookup.tool: a write tool cannot verify itself`);
       if (config.write_tools[tool.lookup.tool]) problems.push(`${at}.lookup.tool: ${tool.lookup.tool} is a write tool; a lookup must only read`);

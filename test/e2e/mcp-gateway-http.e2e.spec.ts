@@ -31,7 +31,7 @@ describe('MCP gateway: a streamable HTTP upstream and an HTTP lookup', () => {
       await sleep(25);
     }
     baseUrl = readFileSync(urlFile, 'utf8');
-    const config = invoiceGatewayConfig(space, { ledgerUrl: ledgerProcess.baseUrl, windowMs: 2000, timeoutMs: 800 }) as any;
+    const config = invoiceGatewayConfig(space, { ledgerUrl: ledgerProcess.baseUrl, windowMs: 3000, timeoutMs: 1500 }) as any;
     config.servers = { invoices: { url: `${baseUrl}/mcp` } };
     config.write_tools.create_invoice.lookup = { url: `${baseUrl}/lookup?operation_ref={operation_ref}` };
     space.writeConfig(config);
@@ -94,7 +94,7 @@ describe('MCP gateway: an HTTP upstream that is down', () => {
       await sleep(25);
     }
     const baseUrl = readFileSync(urlFile, 'utf8');
-    const config = invoiceGatewayConfig(space, { ledgerUrl: ledgerProcess.baseUrl, windowMs: 5000, timeoutMs: 800 }) as any;
+    const config = invoiceGatewayConfig(space, { ledgerUrl: ledgerProcess.baseUrl, windowMs: 5000, timeoutMs: 1500 }) as any;
     config.servers = { invoices: { url: `${baseUrl}/mcp` } };
     space.writeConfig(config);
     host = await startHost(space.configFile);

@@ -8,7 +8,9 @@ import { LedgerClient } from '../../src/client';
 import { startLedger, type LedgerProcess } from '../support/ledger-process';
 import { invoiceGatewayConfig, startHost, workspace, type Host, type Workspace } from '../support/mcp-gateway-harness';
 
-const WINDOW_MS = 6000;
+const WINDOW_MS = 12_000;
+// The call is still open upstream when the gateway dies; the window must outlast it (the gateway refuses otherwise).
+const TIMEOUT_MS = 4000;
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
 async function until(what: string, check: () => boolean | Promise<boolean>, timeoutMs = 15_000): Promise<void> {
@@ -29,8 +31,7 @@ describe('MCP gateway: killed mid-call and restarted, it verifies instead of re-
     ledgerProcess = await startLedger();
     ledger = new LedgerClient({ baseUrl: ledgerProcess.baseUrl });
     space = workspace();
-    // A long call timeout: the call is still open upstream when the gateway dies.
-    space.writeConfig(invoiceGatewayConfig(space, { ledgerUrl: ledgerProcess.baseUrl, windowMs: WINDOW_MS, timeoutMs: 20_000 }));
+    space.writeConfig(invoiceGatewayConfig(space, { ledgerUrl: ledgerProcess.baseUrl, windowMs: WINDOW_MS, timeoutMs: TIMEOUT_MS }));
   });
 
   afterAll(async () => {
