@@ -17,6 +17,7 @@ import {
   executeWrite,
   inputHash,
   OutcomeNotRecordedError,
+  runAttempt,
   verify,
   type LedgerApi,
   type Lookup,
@@ -299,11 +300,18 @@ export class McpGateway {
     };
     try {
       for (let round = 0; round < MAX_ROUNDS; round++) {
-        const approved = policy.approval_required ? await this.approvalGranted(ref) : true;
+        const approved = policy.approval_required ? await this.approvalGranted(ref, step.inputHash as string) : true;
         const window: CallWindow = { sentAt: Number.NaN, windowMs: writeTool.timeout_ms };
         const gate = this.windowed(writeTool, window);
         const call = this.toolCall(name, route, writeTool, approved, window);
-        const outcome = await executeWrite(gate, step, call, { now: this.now });
+        let outcome = await executeWrite(gate, step, call, { now: this.now });
+        if (this.isInputAskedForApproval(outcome, step)) {
+          // The plan names the first input, but the ledger asked approval for this one: it is this
+          // step's input now (docs/contract.md §4.4), and the gate decides whether it may run.
+          const state = outcome.state as OperationState;
+          const run = { operationRef: ref, attempt: state.attempts_used + 1, inputHash: step.inputHash as string, input, sideEffect: 'write' as const };
+          outcome = await runAttempt(gate, run, call, { now: this.now });
+        }
         const settled = await this.settle(name, writeTool, outcome);
         if (settled.again) continue;
         return settled.answer;
@@ -356,16 +364,40 @@ export class McpGateway {
     );
   }
 
+  /**
+   * A corrected input refused as another operation's (the plan holds the first input) that is the
+   * very input the step asks approval for, or was approved for: executeWrite knows a corrected
+   * input only by a dispatch of it, and the ledger refused that dispatch until it is approved.
+   */
+  private isInputAskedForApproval(outcome: WriteOutcome, step: WriteStep<Record<string, unknown>>): boolean {
+    const state = outcome.state as (OperationState & { approval_input_hash?: string }) | undefined;
+    return (
+      outcome.kind === 'refused' &&
+      outcome.refusal?.code === 'OPERATION_REF_REUSED' &&
+      state !== undefined &&
+      state.approval_input_hash === step.inputHash &&
+      state.tool === step.tool &&
+      state.run_id === step.runId &&
+      state.side_effect === 'write'
+    );
+  }
+
   /** A step in flight that this process did not send is verified only once it is old enough. */
   private oldEnough(state: OperationState): boolean {
     const since = state.since ? Date.parse(state.since) : NaN;
     return Number.isNaN(since) || this.now().getTime() - since >= this.config.recovery.older_than_ms;
   }
 
-  private async approvalGranted(ref: string): Promise<boolean> {
+  /** An approval is for the input it was asked for (docs/contract.md §4.4); one without a hash predates that. */
+  private async approvalGranted(ref: string, hash: string): Promise<boolean> {
     try {
       const { events } = await this.ledger.getEvents(ref);
-      return events.some((event) => event.type === 'ApprovalRecorded' && event.data.decision === 'granted');
+      return events.some(
+        (event) =>
+          event.type === 'ApprovalRecorded' &&
+          event.data.decision === 'granted' &&
+          (event.data.input_hash === undefined || event.data.input_hash === hash),
+      );
     } catch (error) {
       if (error instanceof LedgerNotFound) return false;
       throw error;

@@ -5,14 +5,14 @@
  * host's client returns; what the upstream saw is counted by the upstream itself.
  */
 import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
-import { LedgerClient } from '../../src/client';
+import { inputHash, LedgerClient } from '../../src/client';
 import { validateEnvelope } from '../../src/domain/envelope/validate-envelope';
 import { startLedger, type LedgerProcess } from '../support/ledger-process';
 import { invoiceGatewayConfig, startHost, workspace, type Host, type Workspace } from '../support/mcp-gateway-harness';
 
 // Longer than the call timeout, so a lookup right after a timeout is inside the window.
 const WINDOW_MS = 4000;
-const TIMEOUT_MS = 1000;
+const TIMEOUT_MS = 2000;
 const HOSTILE = /ignore|admin|password|suspend|SYSTEM|99999999/i;
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 const waitPast = async (instant: string) => sleep(Math.max(0, Date.parse(instant) - Date.now()) + 60);
@@ -237,6 +237,33 @@ describe('MCP gateway: the contract table through a real host, gateway, upstream
     const done = envelopeOf(await host.call('void_invoice', { invoice_id: id, operation_ref: ref }), ref);
     expect(done).toMatchObject({ ok: true, result: { invoice: { id, status: 'void' } } });
     expect(voids()).toBe(1);
+  });
+
+  it('an approval is for the input it was asked for: after a validation error, other arguments need a new approval', async () => {
+    const target = nextRef('to_void');
+    const id = envelopeOf(await create(invoice(target)), target).result.invoice.id;
+    const ref = nextRef('void_bound');
+    const voids = () => space.state.calls().void_invoice?.by_operation_ref[ref] ?? 0;
+    // Approved for an invoice id that does not exist: the upstream refuses it as input to correct.
+    expect(envelopeOf(await host.call('void_invoice', { invoice_id: 'inv_missing', operation_ref: ref }), ref)).toMatchObject({ code: 'POLICY_REQUIRES_APPROVAL' });
+    await ledger.recordApproval(ref, { decision: 'granted', approver: 'alice' });
+    const invalid = envelopeOf(await host.call('void_invoice', { invoice_id: 'inv_missing', operation_ref: ref }), ref);
+    expect(invalid).toMatchObject({ code: 'INVOICE_NOT_FOUND', next_action: 'correct_input', safe_details: { field: 'invoice_id' } });
+    expect(voids()).toBe(1);
+
+    // The corrected call is another input: alice approved the first one, not this one.
+    const corrected = envelopeOf(await host.call('void_invoice', { invoice_id: id, operation_ref: ref }), ref);
+    expect(corrected).toMatchObject({ code: 'APPROVAL_REQUIRED', next_action: 'request_approval', commit_state: 'not_committed' });
+    expect(voids()).toBe(1);
+    const state = await ledger.getOperation(ref);
+    expect(state).toMatchObject({ status: 'awaiting_approval', approval_input_hash: inputHash({ invoice_id: id }) });
+    // Asked again, it is still that approval the call waits for, not another operation's reference.
+    expect(envelopeOf(await host.call('void_invoice', { invoice_id: id, operation_ref: ref }), ref)).toMatchObject({ code: 'APPROVAL_REQUIRED' });
+
+    await ledger.recordApproval(ref, { decision: 'granted', approver: 'alice' });
+    const done = envelopeOf(await host.call('void_invoice', { invoice_id: id, operation_ref: ref }), ref);
+    expect(done).toMatchObject({ ok: true, result: { invoice: { id, status: 'void' } } });
+    expect(voids()).toBe(2);
   });
 
   it('repeated provider outage: bounded dependency errors, then terminal escalation', async () => {
