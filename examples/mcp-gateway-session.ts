@@ -35,6 +35,9 @@ async function main(): Promise<void> {
       servers: { invoices: { command: process.execPath, args: [resolve(__dirname, 'invoice-mcp-server/main.js'), '--state-dir', state.dir] } },
       write_tools: {
         create_invoice: {
+          // What the model reads about the tool: the configuration's words, not the server's.
+          title: 'Create an invoice',
+          description: 'Creates an invoice for a customer: customer_id like cus_42, amount_cents a positive integer, currency an ISO 4217 code like EUR.',
           idempotency_argument: 'idempotency_key',
           vouched_codes: ['INVALID_CUSTOMER', 'RATE_LIMITED'],
           lookup: { tool: 'lookup_operation' },
@@ -78,10 +81,11 @@ async function main(): Promise<void> {
   print('# 3. the provider commits, then the call times out: the gateway verifies by operation_ref');
   await create(2);
   print('# 4. the provider answers an instruction in prose: withheld; the outcome is unknown until verified');
-  await create(3);
+  const unknown = (await create(3)).structuredContent as { retry?: { not_before?: string } } | undefined;
   print('# 5. the model calls again at once: nothing is sent while the outcome is unverified');
   await create(3);
-  await sleep(2100);
+  // A consistency window past the last instant the call could reach the provider (its answer, here).
+  await sleep(Math.max(0, Date.parse(unknown?.retry?.not_before ?? '') - Date.now() || 2100) + 100);
   print('# 6. after the consistency window: verify_operation finds nothing, one attempt with the same key may run');
   await client.callTool({ name: 'verify_operation', arguments: { operation_ref: `${run}/invoice_3` } });
   await create(3);
