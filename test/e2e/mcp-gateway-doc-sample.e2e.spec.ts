@@ -111,8 +111,11 @@ describe('MCP gateway: a gateway that cannot start says why, to the host and on 
   it("the host's initialize is answered with a JSON-RPC error carrying the reason", async () => {
     const client = new Client({ name: 'e2e-host', version: '1.0.0' });
     const transport = new StdioClientTransport({ command: process.execPath, args: [CLI, 'mcp-gateway', '--config', configFile()], env: { PATH: process.env.PATH ?? '' }, stderr: 'ignore' });
-    await expect(client.connect(transport)).rejects.toThrow(reason);
-    await client.close().catch(() => undefined);
+    try {
+      await expect(client.connect(transport)).rejects.toThrow(reason);
+    } finally {
+      await transport.close().catch(() => undefined);
+    }
   });
 
   it('the process prints it on stderr and exits non-zero', () => {

@@ -68,6 +68,14 @@ describe('MCP gateway: a slow upstream that commits after the gateway gave up on
     expect(verified.code).toBe('VERIFICATION_PREMATURE');
     expect(space.createCalls(ref)).toBe(1);
 
+    // After that instant the same call finds the invoice the slow create made, and sends nothing.
+    await waitPast(afterVerify.retry.not_before);
+    const settled = envelope(await create(ref));
+    expect(space.createCalls(ref)).toBe(1);
+    const invoices = space.state.invoices().filter((invoice) => invoice.operation_ref === ref);
+    expect(invoices).toHaveLength(1);
+    expect(settled).toMatchObject({ ok: true, commit_state: 'committed', verification: { evidence_ref: invoices[0].id } });
+
     // The ledger's call deadline is the gateway's own call timeout, and a not_found waits a whole
     // consistency window past the last instant that call could reach the provider.
     const events = (await ledger.getEvents(ref)).events;
@@ -79,15 +87,6 @@ describe('MCP gateway: a slow upstream that commits after the gateway gave up on
     const recorded = events.find((event) => event.type === 'EnvelopeRecorded');
     const lastReach = Math.min(deadline, Date.parse(recorded?.recorded_at as string));
     expect(Date.parse(afterVerify.retry.not_before)).toBeGreaterThanOrEqual(lastReach + WINDOW_MS);
-
-    // After that instant the same call finds the invoice the slow create made, and sends nothing.
-    await waitPast(afterVerify.retry.not_before);
-    const settled = envelope(await create(ref));
-    const invoices = space.state.invoices().filter((invoice) => invoice.operation_ref === ref);
-    expect(invoices).toHaveLength(1);
-    expect(settled).toMatchObject({ ok: true, commit_state: 'committed', verification: { evidence_ref: invoices[0].id } });
-    expect(space.createCalls(ref)).toBe(1);
-    expect((await ledger.getEvents(ref)).events.filter((event) => event.type === 'AttemptDispatched')).toHaveLength(1);
   });
 });
 
@@ -118,7 +117,10 @@ describe('MCP gateway: a call timeout that does not end before the consistency w
   it("the host's initialize is answered with the same reason", async () => {
     const client = new Client({ name: 'e2e-host', version: '1.0.0' });
     const transport = new StdioClientTransport({ command: process.execPath, args: [CLI, 'mcp-gateway', '--config', unsafe()], env: { PATH: process.env.PATH ?? '' }, stderr: 'ignore' });
-    await expect(client.connect(transport)).rejects.toThrow(reason);
-    await client.close().catch(() => undefined);
+    try {
+      await expect(client.connect(transport)).rejects.toThrow(reason);
+    } finally {
+      await transport.close().catch(() => undefined);
+    }
   });
 });

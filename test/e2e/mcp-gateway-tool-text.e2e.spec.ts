@@ -39,8 +39,21 @@ describe('MCP gateway: upstream prose never reaches the host unless the configur
     return { host, tools: (await host.client.listTools()).tools };
   }
 
-  it('not vouched for: no title, description, schema description or annotation title of the upstream; the configured words instead', async () => {
-    const { host, tools } = await toolsWith((config) => {
+  it('not vouched for: no title, description, schema description or annotation title of the upstream reaches the host', async () => {
+    const { host, tools } = await toolsWith(() => undefined);
+    const seen = JSON.stringify(tools);
+    expect(HOSTILE.exec(seen)?.[0]).toBeUndefined();
+    const create = tools.find((tool) => tool.name === 'create_invoice') as Tool;
+    expect(create.title).toBeUndefined();
+    expect(create.description).toMatch(/^Runs through a recovery ledger/);
+
+    // The tools still work.
+    const answer = await host.call('create_invoice', { customer_id: 'cus_text', amount_cents: 100, currency: 'EUR', operation_ref: 'run_text/one' });
+    expect(answer.structuredContent).toMatchObject({ ok: true });
+  });
+
+  it('the configured title and description are what the host reads instead', async () => {
+    const { tools } = await toolsWith((config) => {
       config.write_tools.create_invoice.title = 'Create an invoice';
       config.write_tools.create_invoice.description = 'Creates one invoice for a customer, in cents.';
       config.read_tools = { get_invoice: { description: 'Reads one invoice by its id.' } };
@@ -62,10 +75,6 @@ describe('MCP gateway: upstream prose never reaches the host unless the configur
       annotations: { readOnlyHint: true },
       execution: expect.any(Object),
     });
-
-    // The tools still work.
-    const answer = await host.call('create_invoice', { customer_id: 'cus_text', amount_cents: 100, currency: 'EUR', operation_ref: 'run_text/one' });
-    expect(answer.structuredContent).toMatchObject({ ok: true });
   });
 
   it('vouched for (trust_descriptions): the upstream words pass, so the test above would see them', async () => {
