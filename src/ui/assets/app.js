@@ -281,6 +281,7 @@
   // ---- triage -----------------------------------------------------------------------------------
 
   var KIND_LABEL = {
+    possible_duplicate: 'possible duplicate write',
     escalated: 'escalated',
     awaiting_approval: 'awaiting approval',
     unknown_outcome: 'unknown outcome',
