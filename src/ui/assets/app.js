@@ -518,6 +518,7 @@
     AttemptDispatched: 'attempt',
     EnvelopeRecorded: 'envelope',
     DispatchRefused: 'refusal',
+    LateOutcomeRecorded: 'envelope',
     VerificationRecorded: 'verification',
     ApprovalRecorded: 'approval',
     TransitionRecorded: 'transition',
@@ -536,6 +537,9 @@
     switch (event.type) {
       case 'DispatchRefused':
         return data.code === 'DUPLICATE_PREVENTED' ? ['protection', 'protection'] : ['blocked', 'blocked'];
+      case 'LateOutcomeRecorded':
+        if (data.possible_duplicate) return ['problem', 'possible duplicate write'];
+        return envelope.ok ? ['good', 'committed late'] : ['attention', 'late envelope'];
       case 'EnvelopeRecorded':
         if (envelope.ok) return ['good', 'committed'];
         if (envelope.commit_state === 'unknown') return ['uncertain', 'outcome unknown'];
