@@ -11,6 +11,7 @@ import { until } from '../support/until';
 
 const RUNTIME_KEY = 'reach-runtime-key-000000001';
 const APPROVER_KEY = 'reach-approver-key-00000001';
+const METRICS_KEY = 'reach-metrics-key-000000001';
 const RUN = `run_${randomUUID().slice(0, 6)}`;
 const hash = (value: unknown) => createHash('sha256').update(JSON.stringify(value)).digest('hex');
 const H1 = hash({ customer: 'cus_1', amount_cents: 1000 });
@@ -21,7 +22,7 @@ let runtime: ReturnType<typeof ledgerAt>;
 let approver: ReturnType<typeof ledgerAt>;
 
 beforeAll(async () => {
-  ledger = await startLedger({ env: { LEDGER_API_KEYS: `${RUNTIME_KEY}:runtime:acme,${APPROVER_KEY}:approver:acme` } });
+  ledger = await startLedger({ env: { LEDGER_API_KEYS: `${RUNTIME_KEY}:runtime:acme,${APPROVER_KEY}:approver:acme,${METRICS_KEY}:metrics:*` } });
   runtime = ledgerAt(ledger.baseUrl, { authorization: `Bearer ${RUNTIME_KEY}` });
   approver = ledgerAt(ledger.baseUrl, { authorization: `Bearer ${APPROVER_KEY}` });
 }, 60_000);
@@ -77,7 +78,8 @@ describe('a late envelope is evidence', () => {
 
     // Attempt 1's dispatcher wakes up and reports what it did.
     const lateId = randomUUID();
-    const late = await runtime.submit(ref, [fact('EnvelopeRecorded', { attempt: 1, envelope: seedEnvelopes.success(ref, 'inv_late') }, lateId)]);
+    const lateFact = fact('EnvelopeRecorded', { attempt: 1, envelope: seedEnvelopes.success(ref, 'inv_late') }, lateId);
+    const late = await runtime.submit(ref, [lateFact]);
     expect(late.status).toBe(409);
     expect(late.body).toMatchObject({ code: 'ATTEMPT_MISMATCH', state: { status: 'dispatched', current_attempt: 2, possible_duplicate: { attempt: 1 } } });
 
@@ -86,7 +88,7 @@ describe('a late envelope is evidence', () => {
     expect(recorded).toEqual([expect.objectContaining({ event_id: lateId, data: expect.objectContaining({ attempt: 1, possible_duplicate: true }) })]);
 
     // Sent again under its id: answered as the first time, nothing appended.
-    const again = await runtime.submit(ref, [fact('EnvelopeRecorded', { attempt: 1, envelope: seedEnvelopes.success(ref, 'inv_late') }, lateId)]);
+    const again = await runtime.submit(ref, [lateFact]);
     expect(again.status).toBe(409);
     expect(again.body.code).toBe('ATTEMPT_MISMATCH');
     expect((await runtime.events(ref)).body.events).toHaveLength(events.length);
@@ -104,6 +106,8 @@ describe('a late envelope is evidence', () => {
     expect(listed.body.items.map((item: { operation_ref: string }) => item.operation_ref)).toEqual([ref]);
     const trust = await get(`/v1/metrics/trust?wait_for_position=${position}`);
     expect(trust.body.overall.possible_duplicates).toBe(1);
+    const metrics = await request(ledger.baseUrl, 'GET', '/metrics', undefined, { authorization: `Bearer ${METRICS_KEY}` });
+    expect(String(metrics.body)).toMatch(/^ledger_trust_possible_duplicates_total\{tenant="acme",tool="create_invoice"\} 1$/m);
   });
 
   it('a late success of the last attempt granted settles the step: the next dispatch replays it', async () => {
