@@ -112,6 +112,11 @@ interface ItemInHand {
  * each item. The ledger owns the schedule (when a retry is due, with what jitter, when a silent
  * dispatch is taken to be dead): nothing here waits for not_before or counts attempts.
  *
+ * It is the dispatcher the timing rule counts on (docs/reliability.md "When an attempt may still
+ * reach the provider"): each lease is also counted on its own monotonic clock, a lease a third gone
+ * is renewed before a dispatch, and the call is held to the window runAttempt gets from the grant
+ * and to what is left of the lease, so a worker that stood still does not call late.
+ *
  * Stopping (the signal) takes no new item and lets items in hand finish; an envelope that could
  * not be recorded leaves its step in flight, which the ledger hands out for verification after the
  * step's dispatch timeout, by the same operation_ref. Nothing is abandoned silently: every such
