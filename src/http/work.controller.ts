@@ -5,6 +5,7 @@ import { WorkFeed } from '../work/work-feed';
 import { CallerParam, type Caller } from './caller';
 import { checkOperationRef } from './operation-ref';
 import type { QueryParams } from './read-queries';
+import { LongPoll } from './security/long-poll-limit';
 import { leaseListRefs, refuseSecretWorker, releaseRequest, renewRequest, workRequest } from './work-requests';
 
 export class WorkLeaseDto {
@@ -85,6 +86,7 @@ export class WorkController {
 
   @Get('work')
   @RequireAccess('work')
+  @LongPoll('wait_ms')
   @ApiOperation({ summary: 'Long-poll for due steps (dispatch or verify), each handed out under a lease to one worker at a time.' })
   @ApiQuery({ name: 'worker', required: false, type: String, description: "The name the worker holds leases under (default: the key's id)." })
   @ApiQuery({ name: 'tool', required: false, type: String, isArray: true, description: 'Only these tools (repeat the parameter); all when absent.' })

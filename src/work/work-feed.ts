@@ -87,6 +87,14 @@ export class WorkFeed {
    */
   private readonly notDue = new LRUCache<string, { revision: number; dueMs: number }>({ max: 200_000 });
 
+  /**
+   * When a look for a tenant's tools last handed out nothing, and over how many items (its limit).
+   * Every waiting poll of the same ask skips its own look until `pollMs` has passed since: the
+   * answer does not depend on the worker, and hundreds of polls each querying the read model and
+   * the leases ten times a second (their due steps all held) kept the event loop from everyone else.
+   */
+  private readonly emptyLooks = new LRUCache<string, { atMs: number; limit: number }>({ max: 10_000 });
+
   constructor(
     private readonly ledger: LedgerService,
     private readonly readModel: SqliteReadModel,
@@ -110,9 +118,18 @@ export class WorkFeed {
   async take(caller: Caller, request: WorkRequest, closed?: () => boolean): Promise<WorkAnswer> {
     const { tools, worker, limit, waitMs, leaseMs } = request;
     const deadline = this.clock.now().getTime() + waitMs;
-    for (;;) {
+    const ask = [caller.tenant, ...[...tools].sort()].join('\u0000');
+    // Every request looks once; only a waiting poll's further looks are shared (emptyLooks).
+    for (let first = true; ; first = false) {
       if (closed?.() || this.stopping) return { items: [] };
-      const items = await this.handOut(caller.tenant, tools, worker, limit, leaseMs, caller.actor);
+      const empty = this.emptyLooks.get(ask);
+      const lookedMs = this.clock.now().getTime();
+      let items: WorkItem[] = [];
+      if (first || !empty || empty.limit < limit || lookedMs - empty.atMs >= this.settings.pollMs || lookedMs < empty.atMs) {
+        items = await this.handOut(caller.tenant, tools, worker, limit, leaseMs, caller.actor);
+        if (items.length === 0) this.emptyLooks.set(ask, { atMs: lookedMs, limit });
+        else this.emptyLooks.delete(ask);
+      }
       if (items.length > 0 && closed?.()) {
         // The worker went away (stopped, or cut its poll short): no one will ever get these leases,
         // so give them back now rather than leave the items unattended until they expire.
