@@ -12,7 +12,7 @@ import { single, type QueryParams } from './read-queries';
  * turns into the typed request the feed takes, or a 400 BAD_REQUEST naming the field.
  */
 
-/** A worker or tool name: 1 to 200 printable ASCII characters, no space (it is a lease holder and a label). */
+/** A tool name in a feed's filter: 1 to 200 printable ASCII characters, no space (worker names have the identifier grammar). */
 const WORK_IDENTIFIER_PATTERN = /^[\x21-\x7e]{1,200}$/;
 const LEASE_ID_PATTERN = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 const MAX_HOLD_MS = 86_400_000;
