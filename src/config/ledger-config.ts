@@ -48,6 +48,10 @@ export interface LedgerConfig {
   headersTimeoutMs: number;
   /** Node's requestTimeout: the whole request, body included, must arrive within it. */
   requestTimeoutMs: number;
+  /** Long polls (`wait_ms` above 0 on /v1/work and /v1/changes) one key may hold open at once. */
+  longPollsPerKey: number;
+  /** The same, for all the keys of one tenant together. */
+  longPollsPerTenant: number;
 }
 
 export const CONFIG = Symbol('LEDGER_CONFIG');
@@ -136,5 +140,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): LedgerConfig {
     allowSelfApproval: flag(env, 'LEDGER_ALLOW_SELF_APPROVAL'),
     headersTimeoutMs: integer(env, 'LEDGER_HEADERS_TIMEOUT_MS', 10_000, 100, 600_000),
     requestTimeoutMs: integer(env, 'LEDGER_REQUEST_TIMEOUT_MS', 30_000, 100, 3_600_000),
+    longPollsPerKey: integer(env, 'LEDGER_LONG_POLLS_PER_KEY', 32, 1, 100_000),
+    longPollsPerTenant: integer(env, 'LEDGER_LONG_POLLS_PER_TENANT', 128, 1, 100_000),
   };
 }
