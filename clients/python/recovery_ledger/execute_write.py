@@ -250,6 +250,7 @@ def execute_write(
     Ledger errors other than refusals (unreachable, unauthorized) are raised; before the tool ran
     nothing happened, after it the error is an OutcomeNotRecordedError.
     """
+    _check_call_window(call_window_ms)  # before planning: a bad option leaves nothing behind
     side_effect = step.side_effect
     hash_ = step.input_hash or input_hash(step.input)
     ref = step.operation_ref

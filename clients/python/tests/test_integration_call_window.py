@@ -222,6 +222,54 @@ class CallWindowTest(unittest.TestCase):
         dispatched = [event for event in self.ledger.get_events(ref)["events"] if event["type"] == "AttemptDispatched"]
         self.assertTrue(0 < dispatched[0]["data"]["call_window_ms"] <= 3000, dispatched[0]["data"])
 
+    def test_a_worker_that_stood_still_past_its_lease_while_another_took_the_item_dispatches_nothing(self) -> None:
+        n = uuid.uuid4().hex[:6]
+        ref = f"{self.run_id}/feed_{n}"
+        holding, woken = threading.Event(), threading.Event()
+
+        def stand_still(answer: Any) -> None:
+            if answer.get("items"):
+                holding.set()
+                woken.wait(30)
+
+        # Really standing still, between taking the item and starting on it, until the other worker,
+        # handed the item once the lease ran out, has driven the step to its end.
+        paused = Pausing(self.ledger, "work", stand_still)
+        tool = Tool(call=self.tools.create_invoice, lookup=self.tools.lookup)
+        sleeper_events: List[Dict[str, Any]] = []
+        other_events: List[Dict[str, Any]] = []
+        stops = [threading.Event(), threading.Event()]
+        sleeper = LedgerWorker(paused, tools={"create_invoice": tool}, stop_event=stops[0], worker_id=f"py-sleeper-{n}",
+                               lease_ms=1000, wait_ms=500, on_event=sleeper_events.append)
+        threads = [threading.Thread(target=sleeper.run, daemon=True)]
+        threads[0].start()
+        try:
+            self.ledger.start_step(ref, run_id=self.run_id, tool="create_invoice",
+                                   input={"customer_id": f"cus_{n}", "amount_cents": 88, "currency": "EUR"},
+                                   policy={"max_attempts": 3, "consistency_window_ms": 200})
+            deadline = time.time() + 20
+            self.assertTrue(holding.wait(20), "the sleeper never took the item")
+            other = LedgerWorker(self.ledger, tools={"create_invoice": tool}, stop_event=stops[1], worker_id=f"py-other-{n}",
+                                 lease_ms=1000, wait_ms=500, on_event=other_events.append)
+            threads.append(threading.Thread(target=other.run, daemon=True))
+            threads[1].start()
+            while self.ledger.get_operation(ref)["status"] != "succeeded" and time.time() < deadline:
+                time.sleep(0.05)
+            woken.set()
+            while not [e for e in sleeper_events if e.get("operation_ref") == ref and e["type"] in ("lease_lost", "recorded")] and time.time() < deadline:
+                time.sleep(0.05)
+        finally:
+            woken.set()
+            for stop in stops:
+                stop.set()
+            for thread in threads:
+                thread.join(15)
+        took_over = [e for e in other_events if e["type"] == "item" and e["operation_ref"] == ref]
+        self.assertEqual([e.get("took_over_from") for e in took_over], [f"py-sleeper-{n}"], other_events)
+        self.assertEqual([e["type"] for e in sleeper_events if e.get("operation_ref") == ref], ["item", "lease_lost"], sleeper_events)
+        self.assertNotIn("dispatch_attempt", paused.calls)
+        self.assertEqual(self.provider.create_requests(ref), 1)
+
 
 class HttpToolDeadlineTest(unittest.TestCase):
     """``call_http_tool(deadline=)`` against loopback servers: the request is not sent after the
