@@ -7,8 +7,9 @@ the tool's lookup while it still holds the item, renews each lease every third o
 releases it. It counts each lease on its own monotonic clock: a lease more than a third gone when a
 dispatch is due is renewed first (a process that stood still may have lost it), and what is left of
 it is declared as the attempt's call window, so the call ends before the lease does
-(docs/reliability.md "When an attempt may still reach the provider"). Nothing here waits for not_before, counts attempts or decides that a silent dispatch
-is dead: the ledger hands each step out when it is due.
+(docs/reliability.md "When an attempt may still reach the provider"). Nothing here waits for
+not_before, counts attempts or decides that a silent dispatch is dead: the ledger hands each step
+out when it is due.
 
 Threads, since the client is blocking: one polls, ``concurrency`` work items, and one renewal
 thread per item in hand. Stopping (``stop_event``) takes no new item and lets items in hand finish;
