@@ -124,10 +124,10 @@ export class SqliteWebhookStore implements WebhookStore {
       if (wrapped.length > 0) {
         throw new ConfigError(
           `${this.file} holds ${wrapped.length} webhook signing secret(s) wrapped with LEDGER_WEBHOOK_SECRET_KEY, which is not set: ` +
-            'start with the same key again (secrets are never unwrapped back to plain text)',
+            'start with the same key again; to stop using a key, end those subscriptions (DELETE /v1/admin/webhooks/{id}) while it is set',
         );
       }
-      return { wrapped: false, plain: rows.length };
+      return { wrapped: false, plain: rows.filter((row) => row.secret !== '').length };
     }
     const box = this.box;
     const unopened = wrapped.filter((row) => {
@@ -144,7 +144,7 @@ export class SqliteWebhookStore implements WebhookStore {
           'it is not the key they were wrapped with',
       );
     }
-    const plain = rows.filter((row) => !isWrapped(row.secret));
+    const plain = rows.filter((row) => row.secret !== '' && !isWrapped(row.secret));
     if (plain.length > 0) {
       // secure_delete zeroes what the update frees, and the truncating checkpoint drops the WAL frames
       // that held the old rows, so no plain secret is left in either file.
@@ -177,7 +177,8 @@ export class SqliteWebhookStore implements WebhookStore {
   }
 
   deactivate(tenant: string, id: string): boolean {
-    return this.statement('UPDATE webhook_subscriptions SET active = 0 WHERE tenant = ? AND id = ? AND active = 1').run(tenant, id).changes > 0;
+    // An ended subscription signs nothing more: its secret is not kept (nor a reason to keep the key).
+    return this.statement("UPDATE webhook_subscriptions SET active = 0, secret = '' WHERE tenant = ? AND id = ? AND active = 1").run(tenant, id).changes > 0;
   }
 
   subscriptions(tenant?: string, activeOnly = true): Subscription[] {

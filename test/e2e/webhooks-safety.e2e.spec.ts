@@ -203,5 +203,12 @@ describe('signing secrets at rest', () => {
     await expect(start('')).rejects.toThrow(/holds 2 webhook signing secret\(s\) wrapped with LEDGER_WEBHOOK_SECRET_KEY, which is not set/);
     await expect(start(randomBytes(32).toString('hex'))).rejects.toThrow(/LEDGER_WEBHOOK_SECRET_KEY does not open 2 webhook signing secret\(s\)/);
     await expect(start('not-a-key')).rejects.toThrow(/LEDGER_WEBHOOK_SECRET_KEY must be 32 bytes/);
+
+    // Ending the subscriptions drops their secrets: the key can then be removed.
+    ledger = await start(key);
+    for (const { id } of [before, after]) expect((await request(ledger.baseUrl, 'DELETE', `/v1/admin/webhooks/${id}`, undefined, admin)).status).toBe(200);
+    await ledger.stop();
+    ledger = await start('');
+    expect(ledger.output()).toContain('webhook signing secrets are stored in plain text');
   }, 120_000);
 });
