@@ -194,7 +194,7 @@ const EXCHANGES: Record<string, (side: Side) => Exchange> = {
   'POST /v1/admin/projections/rebuild': () => ({ own: 202 }),
   'POST /v1/admin/verify': () => ({ own: 200 }),
   // A receiver nobody listens on: the matrix appends nothing after it, so nothing is sent.
-  'POST /v1/admin/webhooks': () => ({ body: { url: 'http://127.0.0.1:9/hook' }, own: 201 }),
+  'POST /v1/admin/webhooks': () => ({ body: { url: 'https://hooks.example.com/hook' }, own: 201 }),
   'DELETE /v1/admin/webhooks/:id': () => ({ own: 404 }),
   // Leases are scoped by the caller's tenant: a lease id of no item in it holds nothing, in either.
   'POST /v1/operations/:ref/lease/renew': () => ({
