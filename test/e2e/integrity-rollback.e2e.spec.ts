@@ -176,8 +176,10 @@ describe('a log rolled back to an older copy', () => {
     expect(integrityOf(ready)).toMatchObject({ code: 'HISTORY_ROLLED_BACK', rollback: { state: 'rolled_back' } });
     // Absent from the old log, so planning it again would be the first step to a second write.
     expect(await submit(ledger, 'run_rb/step_2', 'StepPlanned', PLAN)).toMatchObject({ status: 503, body: { code: 'HISTORY_ROLLED_BACK' } });
-    // The read models are kept as the evidence, not rebuilt down to the old log.
+    // The read models are kept as the evidence, not rebuilt down to the old log, even when asked.
     expect(ledger.output()).toMatch(/the read models are kept as they stand/);
+    const rebuild = await fetch(`${ledger.baseUrl}/v1/admin/projections/rebuild`, { method: 'POST' });
+    expect({ status: rebuild.status, code: ((await rebuild.json()) as { code?: string }).code }).toEqual({ status: 503, code: 'HISTORY_ROLLED_BACK' });
     await ledger.stop();
     expect(runCli(['verify', '--data-dir', dataDir]).status).toBe(1);
   });
