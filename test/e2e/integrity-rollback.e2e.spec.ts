@@ -84,6 +84,7 @@ describe('a log rolled back to an older copy', () => {
     for (const dir of dirs) rmSync(dir, { recursive: true, force: true });
   });
 
+  // Four starts and stops of the built service: more than the default minute on a busy machine.
   it('the whole data directory restored: the witness outside it refuses writes, fails readiness and verify, until accepted', async () => {
     const dataDir = temp('data');
     const witness = join(temp('witness'), 'head-witness.json');
@@ -146,7 +147,7 @@ describe('a log rolled back to an older copy', () => {
     await ledger.stop();
     // The witness now follows the accepted log.
     expect(runCli(['verify', '--data-dir', dataDir, '--witness', witness], { LEDGER_ANCHOR_KEY: ANCHOR_KEY }).status).toBe(0);
-  });
+  }, 180_000);
 
   it('the log file alone restored, no witness: read models ahead of the log are the evidence', async () => {
     const dataDir = temp('data');
@@ -182,5 +183,5 @@ describe('a log rolled back to an older copy', () => {
     expect({ status: rebuild.status, code: ((await rebuild.json()) as { code?: string }).code }).toEqual({ status: 503, code: 'HISTORY_ROLLED_BACK' });
     await ledger.stop();
     expect(runCli(['verify', '--data-dir', dataDir]).status).toBe(1);
-  });
+  }, 180_000);
 });
