@@ -183,5 +183,10 @@ describe('a log rolled back to an older copy', () => {
     expect({ status: rebuild.status, code: ((await rebuild.json()) as { code?: string }).code }).toEqual({ status: 503, code: 'HISTORY_ROLLED_BACK' });
     await ledger.stop();
     expect(runCli(['verify', '--data-dir', dataDir]).status).toBe(1);
+    // Nor rebuilt down offline by the CLI.
+    const offline = runCli(['projections', 'rebuild', '--data-dir', dataDir, '--progress', 'never']);
+    expect(offline.status).toBe(1);
+    expect(offline.stderr).toMatch(/^recovery-ledger: HISTORY_ROLLED_BACK: .*read_model_ahead/m);
+    expect(runCli(['verify', '--data-dir', dataDir]).status).toBe(1);
   }, 180_000);
 });
