@@ -36,9 +36,14 @@ export class LedgerService {
 
   submit(context: SubmitContext, request: SubmitRequest): Promise<SubmitAnswer> {
     // Before anything is read or decided: a refusal here stores nothing (docs/security.md, "A log rolled back").
-    const refusal = this.broken.writeRefusal?.();
+    const refusal = this.writeRefusal();
     if (refusal) return Promise.reject(refusal);
     return this.commands.submit(context, request);
+  }
+
+  /** Why no write may be decided now (a log found rolled back), if so: for the work feed's leases too. */
+  writeRefusal(): Error | undefined {
+    return this.broken.writeRefusal?.();
   }
 
   /** The step's view now or, with `asOfRevision`, as it stood then; with the stream's events. */

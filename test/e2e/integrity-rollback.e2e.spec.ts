@@ -127,6 +127,8 @@ describe('a log rolled back to an older copy', () => {
     expect(dispatch).toMatchObject({ status: 503, body: { code: 'HISTORY_ROLLED_BACK' } });
     const replan = await submit(ledger, 'run_rb/step_3', 'StepPlanned', PLAN);
     expect(replan).toMatchObject({ status: 503, body: { code: 'HISTORY_ROLLED_BACK' } });
+    // Nor is any step handed out to a worker under a lease.
+    expect(await get(ledger, '/v1/work?tool=create_invoice')).toMatchObject({ status: 503, body: { code: 'HISTORY_ROLLED_BACK' } });
     expect(ledger.output()).toMatch(/THE LOG WAS ROLLED BACK/);
     expect(ledger.output()).toMatch(/log_behind_witness/);
     await ledger.stop();
