@@ -3,7 +3,7 @@ import { existsSync } from 'node:fs';
 import { readModelFile } from '../projection-engine/sqlite-read-model.store';
 import type { EventStore } from '../store/event-store.port';
 import { checkAgainstWitness, currentHead, readHeadWitness, WitnessError, type HeadWitness, type LogHead, type WitnessFindingKind } from '../store/head-witness';
-import { operationStream, OPERATION_STREAM_PREFIX } from '../store/stream-names';
+import { operationStream } from '../store/stream-names';
 import { webhookFile } from '../webhooks/sqlite-webhook.store';
 
 /**
@@ -43,6 +43,8 @@ function openReadOnly(file: string): Database.Database | undefined {
 
 /** How many operations are named in a finding; the rest are counted. */
 const NAMED = 3;
+/** How many of the read model's newest operations are looked up in the log at start. */
+const OPERATIONS_LOOKED_AT = 10_000;
 
 async function readModelEvidence(store: EventStore, head: LogHead, dataDir: string): Promise<RollbackFinding[]> {
   const db = openReadOnly(readModelFile(dataDir));
@@ -60,11 +62,17 @@ async function readModelEvidence(store: EventStore, head: LogHead, dataDir: stri
       }
     }
     if (store.keepsAnchors && hasTable('rm_step_state')) {
-      const heads = new Map((await store.anchoredHeads(OPERATION_STREAM_PREFIX)).map((entry) => [entry.stream, entry.revision]));
+      // The newest operations (by row order) are the ones a rollback loses; a bounded look keeps
+      // the start quick on a read model of millions of operations.
+      const rows = db.prepare('SELECT tenant, operation_ref, revision FROM rm_step_state ORDER BY rowid DESC LIMIT ?').all(OPERATIONS_LOOKED_AT) as Array<{
+        tenant: string;
+        operation_ref: string;
+        revision: number;
+      }>;
       const missing: string[] = [];
       let count = 0;
-      for (const row of db.prepare('SELECT tenant, operation_ref, revision FROM rm_step_state').iterate() as Iterable<{ tenant: string; operation_ref: string; revision: number }>) {
-        const revision = heads.get(operationStream(row.tenant, row.operation_ref));
+      for (const row of rows) {
+        const revision = (await store.anchoredHead(operationStream(row.tenant, row.operation_ref)))?.revision;
         if (revision !== undefined && revision >= row.revision) continue;
         count += 1;
         if (missing.length < NAMED) {
@@ -74,7 +82,7 @@ async function readModelEvidence(store: EventStore, head: LogHead, dataDir: stri
       if (count > 0) {
         findings.push({
           kind: 'read_model_operation_ahead',
-          detail: `the step-state read model knows ${count} operation${count === 1 ? '' : 's'} further than the log: ${missing.join('; ')}${count > missing.length ? '; …' : ''}: the log was rolled back`,
+          detail: `the step-state read model knows ${count} operation${count === 1 ? '' : 's'} (of its newest ${rows.length}) further than the log: ${missing.join('; ')}${count > missing.length ? '; …' : ''}: the log was rolled back`,
         });
       }
     }
