@@ -54,7 +54,7 @@ export class HeadWitnessWriter {
         const head = await currentHead(this.options.store);
         this.lastWriteMs = Date.now();
         if (this.written && this.written.position === head.position && this.written.log_hash === head.log_hash) return;
-        writeHeadWitness(this.options.file, head, this.options.now().toISOString(), this.options.anchorKey);
+        await writeHeadWitness(this.options.file, head, this.options.now().toISOString(), this.options.anchorKey);
         this.written = head;
       } catch (error) {
         this.options.onError(error as Error);

@@ -1,5 +1,6 @@
 import { createHmac, timingSafeEqual } from 'node:crypto';
-import { closeSync, fsyncSync, openSync, readFileSync, renameSync, writeSync } from 'node:fs';
+import { readFileSync } from 'node:fs';
+import { open, rename } from 'node:fs/promises';
 import { basename, dirname, join } from 'node:path';
 import { canonicalJson } from '../shared/canonical-json';
 import type { EventStore } from './event-store.port';
@@ -96,24 +97,25 @@ export function readHeadWitness(file: string): HeadWitness | undefined {
  * Writes the witness so that a crash leaves the old one or the new one whole, never a torn file:
  * a temporary file beside it, fsync, rename over, fsync of the directory (the rename itself).
  */
-export function writeHeadWitness(file: string, head: LogHead, writtenAt: string, key?: string): HeadWitness {
+export async function writeHeadWitness(file: string, head: LogHead, writtenAt: string, key?: string): Promise<HeadWitness> {
   const body: Omit<HeadWitness, 'signature'> = { format: 'recovery-ledger-head-witness', version: 1, written_at: writtenAt, ...head };
   const witness: HeadWitness = key ? { ...body, signature: signWitness(key, body) } : body;
   const temporary = join(dirname(file), `.${basename(file)}.${process.pid}.tmp`);
-  const fd = openSync(temporary, 'w', 0o600);
+  // Asynchronous: the fsyncs take milliseconds, which the service's requests must not wait for.
+  const handle = await open(temporary, 'w', 0o600);
   try {
-    writeSync(fd, `${JSON.stringify(witness, null, 2)}\n`);
-    fsyncSync(fd);
+    await handle.writeFile(`${JSON.stringify(witness, null, 2)}\n`);
+    await handle.sync();
   } finally {
-    closeSync(fd);
+    await handle.close();
   }
-  renameSync(temporary, file);
+  await rename(temporary, file);
   try {
-    const dir = openSync(dirname(file), 'r');
+    const dir = await open(dirname(file), 'r');
     try {
-      fsyncSync(dir);
+      await dir.sync();
     } finally {
-      closeSync(dir);
+      await dir.close();
     }
   } catch {
     // Some file systems refuse to fsync a directory; the file itself is durable.

@@ -49,7 +49,7 @@ describe('the head witness', () => {
     const store = open('events.sqlite');
     await append(store, 'op-t:a', 3, 'first');
     const file = join(dir, 'witness.json');
-    writeHeadWitness(file, await currentHead(store), '2026-12-04T00:00:00.000Z', KEY);
+    await writeHeadWitness(file, await currentHead(store), '2026-12-04T00:00:00.000Z', KEY);
     const witness = readHeadWitness(file)!;
     expect(witness).toMatchObject({ format: 'recovery-ledger-head-witness', position: 3, events: 3, last: { stream: 'op-t:a', revision: 2 } });
     expect((await checkAgainstWitness(store, witness, KEY)).findings).toEqual([]);
@@ -60,7 +60,7 @@ describe('the head witness', () => {
     await append(grown, 'op-t:b', 2, 'later');
     // A witness behind the log only lags.
     expect((await checkAgainstWitness(grown, witness, KEY)).findings).toEqual([]);
-    writeHeadWitness(file, await currentHead(grown), '2026-12-04T00:01:00.000Z', KEY);
+    await writeHeadWitness(file, await currentHead(grown), '2026-12-04T00:01:00.000Z', KEY);
     const ahead = readHeadWitness(file)!;
 
     const older = open('older.sqlite');
@@ -75,7 +75,7 @@ describe('the head witness', () => {
     const store = open('events.sqlite');
     await append(store, 'op-t:a', 2, 'first');
     const file = join(dir, 'witness.json');
-    writeHeadWitness(file, await currentHead(store), '2026-12-04T00:00:00.000Z', KEY);
+    await writeHeadWitness(file, await currentHead(store), '2026-12-04T00:00:00.000Z', KEY);
     const edited = { ...JSON.parse(readFileSync(file, 'utf8')), position: 1, events: 1 };
     writeFileSync(file, JSON.stringify(edited));
     const findings = (await checkAgainstWitness(store, readHeadWitness(file)!, KEY)).findings.map((finding) => finding.kind);
