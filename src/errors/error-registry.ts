@@ -45,6 +45,7 @@ export const ERROR_REGISTRY = {
   STORE_UNAVAILABLE: { status: 503, title: 'The event store cannot be reached or written now', retryAfter: true },
   PROJECTION_LAGGING: { status: 503, title: 'The projection did not reach the asked position in time', retryAfter: true },
   HISTORY_INTEGRITY_FAILED: { status: 500, title: 'The stored history failed verification; nothing was stored' },
+  HISTORY_ROLLED_BACK: { status: 503, title: 'The log is behind what the ledger recorded before (restored from an older copy); no write is decided' },
   INTERNAL_ERROR: { status: 500, title: 'An unexpected error; nothing was stored' },
 } as const satisfies Record<string, ErrorDefinition>;
 

@@ -116,6 +116,9 @@ export class WorkFeed {
   }
 
   async take(caller: Caller, request: WorkRequest, closed?: () => boolean): Promise<WorkAnswer> {
+    // On a rolled-back log the read model can show work the log has lost track of: no lease is taken.
+    const refusal = this.ledger.writeRefusal();
+    if (refusal) throw refusal;
     const { tools, worker, limit, waitMs, leaseMs } = request;
     const deadline = this.clock.now().getTime() + waitMs;
     const ask = [caller.tenant, ...[...tools].sort()].join('\u0000');
