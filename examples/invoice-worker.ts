@@ -59,7 +59,8 @@ async function main(): Promise<void> {
   const recoverOlderThanMs = integerFlag('recover-older-than-ms', 0);
 
   const ledger = new LedgerClient({ baseUrl: ledgerUrl, apiKey: process.env.LEDGER_API_KEY, timeoutMs: 5000 });
-  const tools = invoiceTools(providerUrl, { timeoutMs: integerFlag('tool-timeout-ms', 2000) });
+  const toolTimeoutMs = integerFlag('tool-timeout-ms', 2000);
+  const tools = invoiceTools(providerUrl, { timeoutMs: toolTimeoutMs });
   const lookups = { [CREATE_INVOICE]: tools.lookup };
 
   // A restarted worker first settles what a previous life left in flight, by the same operation_refs.
@@ -116,7 +117,9 @@ async function main(): Promise<void> {
           schedule(job, checked.status, checked.notBefore);
           continue;
         }
-        const outcome: WriteOutcome = await executeWrite(ledger, job.step, tools.createInvoice);
+        // The call is open at most the tool's timeout: declared, so a worker killed mid-call leaves an
+        // attempt whose not_found is conclusive a window after that (docs/reliability.md).
+        const outcome: WriteOutcome = await executeWrite(ledger, job.step, tools.createInvoice, { callWindowMs: toolTimeoutMs });
         log({
           event: 'executed',
           operation_ref: ref,

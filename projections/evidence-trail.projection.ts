@@ -22,8 +22,11 @@ export interface EvidenceEntry {
   actor: string;
   /** For what the ledger derived: the submitted fact that caused it. */
   caused_by?: string;
-  /** For a fact a worker submitted under a work-feed lease: who it was, and whose lease it took over. */
-  worker?: LeaseEvidence;
+  /**
+   * For a fact a worker submitted under a work-feed lease: who it was, and whose lease it took over.
+   * Not the lease id: while the lease lives it is its holder's capability (docs/work-feed.md).
+   */
+  worker?: Omit<LeaseEvidence, 'lease_id'>;
   /** One line for a person reading the trail. */
   summary: string;
   /** The event's data as stored (secrets were redacted before anything was stored). */
@@ -128,10 +131,14 @@ function entryFor(event: ProjectedEvent, kind: EvidenceKind, summary: string): E
     recorded_at: event.metadata.recorded_at,
     actor: event.metadata.actor,
     ...(event.metadata.causation_event_id ? { caused_by: event.metadata.causation_event_id } : {}),
-    ...(event.metadata.lease ? { worker: event.metadata.lease } : {}),
+    ...(event.metadata.lease ? { worker: workerOf(event.metadata.lease) } : {}),
     summary,
     data: event.data,
   };
+}
+
+function workerOf({ lease_id: _leaseId, ...worker }: LeaseEvidence): Omit<LeaseEvidence, 'lease_id'> {
+  return worker;
 }
 
 /** The verification tool for an unknown outcome: the step's policy, else what the envelope named. */
@@ -373,7 +380,8 @@ export function sealEvidenceTrail(doc: EvidenceTrailDoc): EvidenceTrailDoc {
 
 export const evidenceTrailProjection: Projection<EvidenceTrailDoc> = {
   name: 'evidence_trail',
-  version: 1,
+  // 2: entries no longer carry the lease id; stored trails are rebuilt without it.
+  version: 2,
   keyOf: (event) => scopedKey(event.metadata.tenant, event.metadata.operation_ref),
   evolve: evolveEvidenceTrail,
   seal: sealEvidenceTrail,

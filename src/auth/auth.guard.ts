@@ -12,6 +12,12 @@ export const API_KEYS = Symbol('API_KEYS');
 /** In local mode (no keys configured, loopback only) the one caller may do everything. */
 export const LOCAL_CALLER: Caller = { tenant: 'default', actor: 'local', role: 'admin', local: true };
 
+const FORBIDDEN_ACTION: Partial<Record<Access, string>> = {
+  write: 'submit facts',
+  work: 'take, renew or release work items',
+  metrics: 'read metrics',
+};
+
 @Injectable()
 export class AuthGuard implements CanActivate {
   constructor(
@@ -34,7 +40,7 @@ export class AuthGuard implements CanActivate {
     const key = findKey(this.keys, token);
     if (!key) throw new LedgerProblem('UNAUTHENTICATED', 'the key is not known');
     if (!ROLE_ACCESS[key.role].includes(access)) {
-      throw new LedgerProblem('FORBIDDEN', `the ${key.role} role may not ${access === 'write' ? 'submit facts' : access === 'metrics' ? 'read metrics' : 'do this'}`);
+      throw new LedgerProblem('FORBIDDEN', `the ${key.role} role may not ${FORBIDDEN_ACTION[access] ?? 'do this'}`);
     }
     request.caller = { tenant: key.tenant, actor: key.id, role: key.role };
     return true;

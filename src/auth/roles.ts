@@ -1,17 +1,19 @@
 import type { Role } from './caller';
 
 /** What a route needs. Every route declares one; a route without it is refused by the guard. */
-export type Access = 'public' | 'read' | 'write' | 'admin' | 'metrics';
+export type Access = 'public' | 'read' | 'write' | 'work' | 'admin' | 'metrics';
 
 /**
  * docs/contract.md §8: a runtime submits facts and reads its tenant; an approver reads its tenant
  * and records approvals, nothing else; an auditor reads; an admin reads, rebuilds, exports and
  * scrapes its tenant's metrics; a metrics key scrapes the whole process and reads nothing. Nobody
  * both writes and administers, so a leaked runtime key cannot export the log and an admin key
- * cannot forge facts; which facts a writer may submit is decided by `mayRecord` below.
+ * cannot forge facts; which facts a writer may submit is decided by `mayRecord` below. The work
+ * feed (`work`: take, renew and release items) is the runtime's: an approver that could lease a
+ * step could also hold it away from every worker (docs/security.md, "Roles and tenants").
  */
 export const ROLE_ACCESS: Record<Role, readonly Access[]> = {
-  runtime: ['read', 'write'],
+  runtime: ['read', 'write', 'work'],
   approver: ['read', 'write'],
   auditor: ['read'],
   admin: ['read', 'admin', 'metrics'],

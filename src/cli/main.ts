@@ -108,7 +108,8 @@ export function buildProgram(): Command {
     .option('--since <checkpoint>', 'a checkpoint written earlier by --checkpoint-out: prove the log has only grown since')
     .option('--checkpoint-out <file>', 'after a clean audit, write the checkpoint of the log as it stands (keep it outside the store)')
     .option('--archive <file>', 'check an export file offline: its chains, and the stream heads and log anchor in its footer')
-    .action(async (options: { json?: boolean; readModels?: boolean; since?: string; checkpointOut?: string; archive?: string }, command: Command) =>
+    .option('--witness <file>', 'the head witness the service keeps (default LEDGER_HEAD_WITNESS_FILE): fail if the log was rolled back behind it')
+    .action(async (options: { json?: boolean; readModels?: boolean; since?: string; checkpointOut?: string; archive?: string; witness?: string }, command: Command) =>
       (await commands.verify()).verifyCommand(globals(command), options),
     );
 

@@ -84,6 +84,12 @@ export function describeEvent(type: string, data: Record<string, unknown>): stri
       return data.code === 'DUPLICATE_PREVENTED'
         ? `dispatch of attempt ${text(data.attempt)} answered with the success of attempt ${text(data.replayed_attempt)}: duplicate write prevented`
         : `dispatch of attempt ${text(data.attempt)} refused: ${text(data.code)}`;
+    case 'LateOutcomeRecorded': {
+      const envelope = record(data.envelope);
+      const outcome = envelope.ok === true ? 'committed' : `${text(envelope.code)} (${text(envelope.commit_state)})`;
+      const flag = data.possible_duplicate === true ? ' after a later attempt was granted: possible duplicate write' : '';
+      return `late envelope of attempt ${text(data.attempt)}: ${outcome}${flag}`;
+    }
     case 'TransitionRecorded': {
       const directive = record(data.directive);
       const notBefore = directive.not_before ? ` not before ${text(directive.not_before)}` : '';

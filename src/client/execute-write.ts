@@ -17,7 +17,7 @@ import type {
 } from './ledger-api.types';
 import type { LedgerClient, RequestOptions } from './ledger-client';
 import { LedgerError, LedgerRefusal } from './ledger-errors';
-import { escalate, uncertainOutcome, type NormalizeContext } from './normalizers/envelope-builders';
+import { callWindowPassed, escalate, uncertainOutcome, type NormalizeContext } from './normalizers/envelope-builders';
 import { normalizeNetworkError } from './normalizers/network-error.normalizer';
 
 /** What executeWrite, verify and recover need of the ledger; a LedgerClient is one. */
@@ -47,8 +47,10 @@ export interface ToolCallContext {
   attempt: number;
   sideEffect: SideEffect;
   /**
-   * The runtime's cancellation, for a tool that can stop cleanly. A tool that stops after its
-   * request may have left answers an envelope like any failure; the SDK still records it.
+   * The runtime's cancellation, and the end of the attempt's call window (it aborts with a
+   * TimeoutError when the window minus its margin has passed): give it to the request, so no byte
+   * of this attempt leaves after the ledger's call deadline. A tool that stops after its request
+   * may have left answers an envelope like any failure; the SDK still records it.
    */
   signal?: AbortSignal;
 }
@@ -72,6 +74,49 @@ export interface ExecuteOptions extends Pick<RequestOptions, 'traceparent' | 'tr
   limits?: EnvelopeLimits;
   /** For the envelope a thrown tool call becomes. */
   normalize?: Pick<NormalizeContext, 'maxAttemptsRemaining' | 'defaultRetryDelayMs' | 'verificationTool'>;
+  /**
+   * The longest the tool call may stay open, declared to the ledger with the dispatch
+   * (`call_window_ms`, an integer 1..86_400_000): the attempt's call deadline is at most this long
+   * after the grant. The SDK holds its own call to the same window even when the ledger does not
+   * answer a deadline.
+   */
+  callWindowMs?: number;
+}
+
+/** The longest call window a dispatcher may declare (docs/contract.md §4.5): a day. */
+export const MAX_CALL_WINDOW_MS = 86_400_000;
+/** The dispatcher's margin inside its window: 10 % of it, and never less than this. */
+export const MIN_CALL_MARGIN_MS = 50;
+export const CALL_MARGIN_FRACTION = 0.1;
+
+/**
+ * How long before the end of its call window a dispatcher stops starting (and aborts) its call:
+ * 10 % of the window, at least 50 ms. It covers the rate difference of two monotonic clocks and the
+ * time between the check and the request's bytes leaving (docs/reliability.md "When an attempt
+ * may still reach the provider").
+ */
+export function callMarginMs(windowMs: number): number {
+  return Math.max(MIN_CALL_MARGIN_MS, windowMs * CALL_MARGIN_FRACTION);
+}
+
+/**
+ * The granted attempt's call window, in ms: the ledger's call deadline minus its grant instant
+ * (`since`), bounded by what the dispatcher declared. Undefined when neither is known (a ledger
+ * that answers no call deadline, and no window declared): the call is then not bounded here.
+ */
+export function callWindowOf(state: Pick<OperationState, 'call_deadline' | 'since'>, declaredMs?: number): number | undefined {
+  const deadline = state.call_deadline === undefined ? Number.NaN : Date.parse(state.call_deadline);
+  const since = state.since === undefined ? Number.NaN : Date.parse(state.since);
+  const granted = Number.isFinite(deadline) && Number.isFinite(since) ? Math.max(0, deadline - since) : undefined;
+  if (granted === undefined) return declaredMs;
+  return declaredMs === undefined ? granted : Math.min(granted, declaredMs);
+}
+
+function checkCallWindow(ms: number | undefined): void {
+  if (ms === undefined) return;
+  if (!Number.isInteger(ms) || ms < 1 || ms > MAX_CALL_WINDOW_MS) {
+    throw new RangeError(`callWindowMs must be an integer from 1 to ${MAX_CALL_WINDOW_MS}, got ${ms}`);
+  }
 }
 
 export type WriteOutcomeKind =
@@ -238,6 +283,11 @@ export interface AttemptToRun<Input> {
  * One attempt of a planned step: the gate, the tool with operation_ref as its idempotency key,
  * the envelope recorded. executeWrite runs it after planning; the worker runs it for a dispatch
  * item of the work feed, whose attempt and input hash the ledger gave.
+ *
+ * The dispatcher's duty (docs/reliability.md "When an attempt may still reach the provider"): the
+ * call starts only while less than the granted window minus its margin has passed since the
+ * dispatch request was sent (a monotonic clock), and the tool's signal aborts when it has. A window
+ * found gone is not used: the tool is not called and a CALL_WINDOW_PASSED envelope is recorded.
  */
 export async function runAttempt<Input>(
   ledger: LedgerApi,
@@ -248,11 +298,19 @@ export async function runAttempt<Input>(
   const now = options.now ?? (() => new Date());
   const { operationRef: ref, attempt, sideEffect } = run;
   const trace = { traceparent: options.traceparent, tracestate: options.tracestate, ...(options.lease ? { lease: options.lease } : {}) };
+  checkCallWindow(options.callWindowMs);
   options.signal?.throwIfAborted();
   let granted: SubmitAnswer;
+  // Before the request leaves, so before the ledger's grant: the window is counted from here, on a
+  // clock no wall-clock step moves (docs/reliability.md "When an attempt may still reach the provider").
+  const sentAt = performance.now();
   try {
     // Not aborted half-way: a dispatch granted but never answered would leave the step in flight.
-    granted = await ledger.dispatchAttempt(ref, { attempt, input_hash: run.inputHash }, trace);
+    granted = await ledger.dispatchAttempt(
+      ref,
+      { attempt, input_hash: run.inputHash, ...(options.callWindowMs === undefined ? {} : { call_window_ms: options.callWindowMs }) },
+      trace,
+    );
   } catch (error) {
     if (error instanceof LedgerRefusal) return refusedOutcome(ref, error, { attempt });
     throw error;
@@ -270,6 +328,17 @@ export async function runAttempt<Input>(
   }
 
   const context: NormalizeContext = { operationRef: ref, sideEffect, now: now(), ...options.normalize };
+  const windowMs = callWindowOf(granted.state, options.callWindowMs);
+  const callBy = windowMs === undefined ? undefined : sentAt + windowMs - callMarginMs(windowMs);
+  if (callBy !== undefined && performance.now() >= callBy) {
+    // Paused past the window (GC, a VM stop): the ledger may already take this attempt for one that
+    // never happened, so the tool is not called, and the envelope says so.
+    const envelope = callWindowPassed({ ...context, now: now() });
+    return recordOutcome(ledger, ref, attempt, envelope, { ...context, now: now() }, trace, false);
+  }
+  const window = callBy === undefined ? undefined : windowSignal(callBy - performance.now());
+  const signals = [options.signal, window?.signal].filter((signal): signal is AbortSignal => signal !== undefined);
+  const signal = signals.length > 1 ? AbortSignal.any(signals) : signals[0];
   let raw: unknown;
   try {
     raw = await toolCall(run.input, {
@@ -277,13 +346,25 @@ export async function runAttempt<Input>(
       idempotencyKey: ref,
       attempt,
       sideEffect,
-      ...(options.signal ? { signal: options.signal } : {}),
+      ...(signal ? { signal } : {}),
     });
   } catch (error) {
     raw = normalizeNetworkError(error, { ...context, now: now() });
+  } finally {
+    window?.clear();
   }
   const envelope = checkedEnvelope(raw, { ...context, now: now() }, options.limits);
-  return recordOutcome(ledger, ref, attempt, envelope, { ...context, now: now() }, trace);
+  return recordOutcome(ledger, ref, attempt, envelope, { ...context, now: now() }, trace, true);
+}
+
+/** A signal that aborts, with a TimeoutError, once the call window minus its margin has passed. */
+function windowSignal(ms: number): { signal: AbortSignal; clear: () => void } {
+  const controller = new AbortController();
+  const timer = setTimeout(
+    () => controller.abort(new DOMException('the call window the ledger granted has passed', 'TimeoutError')),
+    Math.max(0, ms),
+  );
+  return { signal: controller.signal, clear: () => clearTimeout(timer) };
 }
 
 /**
@@ -313,22 +394,23 @@ async function recordOutcome(
   envelope: ToolEnvelope,
   context: NormalizeContext,
   trace: RequestOptions,
+  toolCalled: boolean,
 ): Promise<WriteOutcome> {
   try {
     const answer = await ledger.recordEnvelope(ref, { attempt, envelope }, trace);
-    return answeredOutcome(ref, answer, { toolCalled: true, attempt, envelope });
+    return answeredOutcome(ref, answer, { toolCalled, attempt, envelope });
   } catch (error) {
-    if (error instanceof LedgerRefusal) return refusedOutcome(ref, error, { toolCalled: true, attempt, envelope });
+    if (error instanceof LedgerRefusal) return refusedOutcome(ref, error, { toolCalled, attempt, envelope });
     // The ledger's limits may be stricter than ours (its safe_details keys are configurable): record
     // the envelope that claims nothing rather than leave the attempt without an outcome.
     if (error instanceof LedgerError && error.code === 'ENVELOPE_INVALID') {
       const substitute = substituteEnvelope(context);
       try {
         const answer = await ledger.recordEnvelope(ref, { attempt, envelope: substitute }, trace);
-        return answeredOutcome(ref, answer, { toolCalled: true, attempt, envelope: substitute });
+        return answeredOutcome(ref, answer, { toolCalled, attempt, envelope: substitute });
       } catch (second) {
         if (second instanceof LedgerRefusal) {
-          return refusedOutcome(ref, second, { toolCalled: true, attempt, envelope: substitute });
+          return refusedOutcome(ref, second, { toolCalled, attempt, envelope: substitute });
         }
         throw new OutcomeNotRecordedError(ref, attempt, substitute, second);
       }

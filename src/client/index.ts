@@ -29,7 +29,18 @@ export {
 export type { ClientErrorCode, LedgerErrorCode, LedgerErrorInit } from './ledger-errors';
 export type * from './ledger-api.types';
 
-export { executeWrite, inputHash, runAttempt, verify, OutcomeNotRecordedError } from './execute-write';
+export {
+  executeWrite,
+  inputHash,
+  runAttempt,
+  verify,
+  OutcomeNotRecordedError,
+  callMarginMs,
+  callWindowOf,
+  CALL_MARGIN_FRACTION,
+  MIN_CALL_MARGIN_MS,
+  MAX_CALL_WINDOW_MS,
+} from './execute-write';
 export { LedgerWorker } from './ledger-worker';
 export type { LedgerWorkerOptions, WorkerEvent, WorkerReport, WorkerTool } from './ledger-worker';
 export type {

@@ -51,6 +51,11 @@ export interface AttemptDispatchedInput {
   /** The previous attempts plus one; the first is 1. */
   attempt: number;
   input_hash: string;
+  /**
+   * The longest the dispatcher's call may stay open (1..86_400_000 ms); the ledger's call deadline
+   * is at most this long after its grant (docs/contract.md §4.5).
+   */
+  call_window_ms?: number;
 }
 
 export interface EnvelopeRecordedInput {

@@ -5,6 +5,8 @@ import type { WorkItem } from './ledger-api.types';
 import type { LedgerClient } from './ledger-client';
 import { LedgerError } from './ledger-errors';
 import {
+  callMarginMs,
+  MAX_CALL_WINDOW_MS,
   OutcomeNotRecordedError,
   runAttempt,
   verify,
@@ -52,7 +54,10 @@ export interface LedgerWorkerOptions {
   signal?: AbortSignal;
   /** The name leases are held under (default host-pid-random). */
   workerId?: string;
-  /** Lease length; renewed every third of it while an item is in hand (default 30 s). */
+  /**
+   * Lease length; renewed every third of it while an item is in hand (default 30 s). The ledger
+   * caps it at the step's dispatch_timeout_ms, and so does the worker's own count of it.
+   */
   leaseMs?: number;
   /** Long-poll wait per feed request (default 10 s). */
   waitMs?: number;
@@ -65,11 +70,52 @@ export interface LedgerWorkerOptions {
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
 /**
+ * A lease as the worker counts it on its own monotonic clock: it ends no later than the instant
+ * the request that got (or renewed) it was sent plus the length granted, since the ledger started
+ * the lease after that request left. A pause of the process only makes the count more cautious.
+ */
+class HeldLease {
+  private endsAt: number;
+
+  constructor(
+    requestedAt: number,
+    readonly lengthMs: number,
+  ) {
+    this.endsAt = requestedAt + lengthMs;
+  }
+
+  renewed(requestedAt: number): void {
+    this.endsAt = Math.max(this.endsAt, requestedAt + this.lengthMs);
+  }
+
+  remainingMs(): number {
+    return this.endsAt - performance.now();
+  }
+
+  /** More than a third of it gone: the renewals may have stalled with the process. */
+  stale(): boolean {
+    return this.remainingMs() < (this.lengthMs * 2) / 3;
+  }
+}
+
+interface ItemInHand {
+  lease: string;
+  held: HeldLease;
+  lost: boolean;
+  finished: boolean;
+}
+
+/**
  * Drives steps to their end from the ledger's work feed: it polls for due items, dispatches each
  * through the gate and calls the tool with operation_ref as the idempotency key, records the
  * envelope, verifies unknown outcomes with the tool's lookup, and renews and releases the lease of
  * each item. The ledger owns the schedule (when a retry is due, with what jitter, when a silent
  * dispatch is taken to be dead): nothing here waits for not_before or counts attempts.
+ *
+ * It is the dispatcher the timing rule counts on (docs/reliability.md "When an attempt may still
+ * reach the provider"): each lease is also counted on its own monotonic clock, a lease a third gone
+ * is renewed before a dispatch, and the call is held to the window runAttempt gets from the grant
+ * and to what is left of the lease, so a worker that stood still does not call late.
  *
  * Stopping (the signal) takes no new item and lets items in hand finish; an envelope that could
  * not be recorded leaves its step in flight, which the ledger hands out for verification after the
@@ -120,6 +166,8 @@ export class LedgerWorker {
         continue;
       }
       let items: WorkItem[];
+      // The leases start after this request leaves: the worker's count of each starts here.
+      const requestedAt = performance.now();
       try {
         const answer = await this.ledger.work({
           worker: this.id,
@@ -138,7 +186,7 @@ export class LedgerWorker {
         continue;
       }
       for (const item of items) {
-        const work = this.handle(item).finally(() => inHand.delete(work));
+        const work = this.handle(item, requestedAt).finally(() => inHand.delete(work));
         inHand.add(work);
       }
     }
@@ -148,7 +196,7 @@ export class LedgerWorker {
     return report;
   }
 
-  private async handle(item: WorkItem): Promise<void> {
+  private async handle(item: WorkItem, requestedAt: number): Promise<void> {
     this.report.items += 1;
     this.emit({
       type: 'item',
@@ -159,23 +207,14 @@ export class LedgerWorker {
       ...(item.lease.took_over_from ? { took_over_from: item.lease.took_over_from } : {}),
     });
     const ref = item.operation_ref;
-    const lease = item.lease.id;
-    let lost = false;
-    let finished = false;
+    const hand: ItemInHand = { lease: item.lease.id, held: new HeldLease(requestedAt, this.leaseLengthMs(item)), lost: false, finished: false };
     const renewal = setInterval(() => {
-      this.ledger.renewLease(ref, lease, this.leaseMs).catch((error: unknown) => {
-        // A renewal still on its way when the release lands is refused: that lease was not lost.
-        if (error instanceof LedgerError && error.code === 'LEASE_LOST' && !lost && !finished) {
-          lost = true;
-          this.report.leasesLost += 1;
-          this.emit({ type: 'lease_lost', operation_ref: ref });
-        }
-      });
-    }, Math.max(250, Math.floor(this.leaseMs / 3)));
+      this.renew(ref, hand).catch(() => undefined);
+    }, Math.max(250, Math.floor(hand.held.lengthMs / 3)));
     let holdMs: number | undefined;
     let release = true;
     try {
-      holdMs = await this.work(item, lease);
+      holdMs = await this.work(item, hand);
     } catch (error) {
       if (error instanceof OutcomeNotRecordedError) {
         // The ledger still has the attempt in flight: keep the lease to its end, then the feed
@@ -189,19 +228,44 @@ export class LedgerWorker {
       }
     } finally {
       clearInterval(renewal);
-      finished = true;
+      hand.finished = true;
     }
-    if (release && !lost) {
-      await this.ledger.releaseLease(ref, lease, holdMs).catch(() => undefined);
+    if (release && !hand.lost) {
+      await this.ledger.releaseLease(ref, hand.lease, holdMs).catch(() => undefined);
+    }
+  }
+
+  /** The lease length the worker counts with: what it asks for, within the ledger's cap (the step's dispatch timeout). */
+  private leaseLengthMs(item: WorkItem): number {
+    const cap = item.policy?.dispatch_timeout_ms;
+    return typeof cap === 'number' && cap > 0 ? Math.min(this.leaseMs, cap) : this.leaseMs;
+  }
+
+  /** Renews the lease; answers false (and says so once) when the ledger says another holds the item. */
+  private async renew(ref: string, hand: ItemInHand): Promise<boolean> {
+    const requestedAt = performance.now();
+    try {
+      await this.ledger.renewLease(ref, hand.lease, this.leaseMs);
+      hand.held.renewed(requestedAt);
+      return true;
+    } catch (error) {
+      // A renewal still on its way when the release lands is refused: that lease was not lost.
+      if (error instanceof LedgerError && error.code === 'LEASE_LOST' && !hand.lost && !hand.finished) {
+        hand.lost = true;
+        this.report.leasesLost += 1;
+        this.emit({ type: 'lease_lost', operation_ref: ref });
+      }
+      if (error instanceof LedgerError && error.code === 'LEASE_LOST') return false;
+      throw error;
     }
   }
 
   /** One item's work; answers how long to keep it from everyone (a check that must wait for its window). */
-  private async work(item: WorkItem, lease: string): Promise<number | undefined> {
+  private async work(item: WorkItem, hand: ItemInHand): Promise<number | undefined> {
     const tool = this.options.tools[item.tool];
     if (!tool) throw new Error(`no tool ${item.tool} in this worker`);
     const options: ExecuteOptions = {
-      lease,
+      lease: hand.lease,
       ...(this.options.now ? { now: this.options.now } : {}),
       ...(this.options.limits ? { limits: this.options.limits } : {}),
       normalize: { ...(item.verification_tool ? { verificationTool: item.verification_tool } : {}), ...this.options.normalize },
@@ -213,11 +277,24 @@ export class LedgerWorker {
         this.emit({ type: 'error', operation_ref: item.operation_ref, code: 'WORK_ITEM_WITHOUT_INPUT', detail: 'planned without its input; start steps with startStep()' });
         return this.leaseMs;
       }
+      // A third of the lease gone by this worker's clock: the process may have stood still (GC, a
+      // VM stop) while another worker took the item. Ask the ledger before dispatching.
+      if (hand.held.stale() && !(await this.renew(item.operation_ref, hand))) return undefined;
+      if (hand.lost) return undefined;
+      const remaining = Math.floor(hand.held.remainingMs());
+      if (remaining <= callMarginMs(remaining)) {
+        // Too little lease left to start a call in: dispatch nothing; the item goes back.
+        this.report.errors += 1;
+        this.emit({ type: 'error', operation_ref: item.operation_ref, code: 'LEASE_TOO_SHORT', detail: `${remaining} ms of the lease left by this worker's clock` });
+        return undefined;
+      }
+      // The call window declared is what is left of the lease by this worker's clock: runAttempt
+      // holds the call to it (with its margin) even when the ledger answers a longer one.
       const outcome = await runAttempt(
         this.ledger,
         { operationRef: item.operation_ref, attempt: item.attempt, inputHash: item.input_hash, input: item.input, sideEffect: item.side_effect as 'read' | 'write' },
         tool.call,
-        options,
+        { ...options, callWindowMs: Math.min(remaining, MAX_CALL_WINDOW_MS) },
       );
       this.afterWrite(outcome);
       if (outcome.toolCalled) this.report.dispatched += 1;

@@ -1,4 +1,4 @@
-import { join, resolve } from 'node:path';
+import { dirname, isAbsolute, join, relative, resolve } from 'node:path';
 import { DEFAULT_ENVELOPE_LIMITS, DEFAULT_SAFE_DETAIL_KEYS, type EnvelopeLimits } from '../domain/envelope/envelope.types';
 import { DEFAULT_POLICY, type StepPolicy } from '../domain/events';
 
@@ -40,6 +40,15 @@ export interface LedgerConfig {
   projectionsThread: 'worker' | 'inline';
   /** Run the whole-log audit and the read-model check when the service starts (default on). */
   verifyOnStart: boolean;
+  /**
+   * Where the service keeps the log's signed head, outside the data directory, so a restore of
+   * the whole directory from an older copy is seen (docs/security.md, "A log rolled back").
+   */
+  headWitnessFile?: string;
+  /** The head witness is written at most this often while appends come in, and at shutdown. */
+  headWitnessIntervalMs: number;
+  /** An operator's acceptance of a log found rolled back, with the reason logged (LEDGER_ACCEPT_ROLLBACK). */
+  acceptRollback?: { reason: string };
   rateLimitPerMinute: number;
   logLevel: string;
   /** Lets a runtime key record ApprovalRecorded (off: only an approver key may). */
@@ -48,6 +57,10 @@ export interface LedgerConfig {
   headersTimeoutMs: number;
   /** Node's requestTimeout: the whole request, body included, must arrive within it. */
   requestTimeoutMs: number;
+  /** Long polls (`wait_ms` above 0 on /v1/work and /v1/changes) one key may hold open at once. */
+  longPollsPerKey: number;
+  /** The same, for all the keys of one tenant together. */
+  longPollsPerTenant: number;
 }
 
 export const CONFIG = Symbol('LEDGER_CONFIG');
@@ -91,6 +104,30 @@ function anchorKey(raw: string | undefined): string | undefined {
   return raw;
 }
 
+/** Outside the data directory and the log's own directory: a restore of either must not bring it back too. */
+function headWitnessFile(raw: string | undefined, dataDir: string, eventsFile: string): string | undefined {
+  if (raw === undefined || raw === '') return undefined;
+  const file = resolve(raw);
+  const inside = (dir: string) => {
+    const path = relative(dir, file);
+    return path === '' || (!path.startsWith('..') && !isAbsolute(path));
+  };
+  if (inside(dataDir) || inside(dirname(eventsFile))) {
+    throw new ConfigError(`LEDGER_HEAD_WITNESS_FILE must be outside the data directory (${dataDir}) and the log's directory: a restore of the directory would bring an old witness back with the old log`);
+  }
+  return file;
+}
+
+function acceptRollback(env: NodeJS.ProcessEnv): { reason: string } | undefined {
+  const raw = env.LEDGER_ACCEPT_ROLLBACK;
+  if (raw === undefined || raw === '' || raw === '0') return undefined;
+  if (raw !== '1') throw new ConfigError(`LEDGER_ACCEPT_ROLLBACK must be 1 (or unset), got "${raw}"`);
+  const reason = (env.LEDGER_ACCEPT_ROLLBACK_REASON ?? '').trim();
+  // The reason goes to the log beside the evidence: an acceptance nobody can explain later is refused.
+  if (reason === '') throw new ConfigError('LEDGER_ACCEPT_ROLLBACK=1 needs LEDGER_ACCEPT_ROLLBACK_REASON: why the older log is the one to keep');
+  return { reason };
+}
+
 function projectionsThread(raw: string | undefined): 'worker' | 'inline' {
   if (raw === undefined || raw === '' || raw === 'worker') return 'worker';
   if (raw === 'inline') return 'inline';
@@ -107,11 +144,13 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): LedgerConfig {
     throw new ConfigError('LEDGER_STORE=eventstoredb needs EVENTSTORE_CONNECTION_STRING');
   }
   const safeDetailKeys = env.LEDGER_SAFE_DETAIL_KEYS ? list(env.LEDGER_SAFE_DETAIL_KEYS) : [...DEFAULT_SAFE_DETAIL_KEYS];
+  const dataDir = resolve(env.LEDGER_DATA_DIR ?? './data');
+  const eventsFile = resolve(env.LEDGER_EVENTS_FILE || join(env.LEDGER_DATA_DIR ?? './data', 'events.sqlite'));
   return {
     host: env.HOST ?? '127.0.0.1',
     port: integer(env, 'PORT', 3000, 0, 65535),
-    dataDir: resolve(env.LEDGER_DATA_DIR ?? './data'),
-    eventsFile: resolve(env.LEDGER_EVENTS_FILE || join(env.LEDGER_DATA_DIR ?? './data', 'events.sqlite')),
+    dataDir,
+    eventsFile,
     store,
     eventStoreConnectionString: env.EVENTSTORE_CONNECTION_STRING,
     apiKeys: list(env.LEDGER_API_KEYS),
@@ -130,11 +169,16 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): LedgerConfig {
     maxConflictRetries: integer(env, 'LEDGER_MAX_CONFLICT_RETRIES', 25, 0, 1000),
     anchorKey: anchorKey(env.LEDGER_ANCHOR_KEY),
     verifyOnStart: env.LEDGER_VERIFY_ON_START !== 'off',
+    headWitnessFile: headWitnessFile(env.LEDGER_HEAD_WITNESS_FILE, dataDir, eventsFile),
+    headWitnessIntervalMs: integer(env, 'LEDGER_HEAD_WITNESS_INTERVAL_MS', 1000, 10, 3_600_000),
+    acceptRollback: acceptRollback(env),
     projectionsThread: projectionsThread(env.LEDGER_PROJECTIONS_THREAD),
     rateLimitPerMinute: integer(env, 'LEDGER_RATE_LIMIT_PER_MINUTE', 6000, 1, 10_000_000),
     logLevel: env.LOG_LEVEL ?? 'info',
     allowSelfApproval: flag(env, 'LEDGER_ALLOW_SELF_APPROVAL'),
     headersTimeoutMs: integer(env, 'LEDGER_HEADERS_TIMEOUT_MS', 10_000, 100, 600_000),
     requestTimeoutMs: integer(env, 'LEDGER_REQUEST_TIMEOUT_MS', 30_000, 100, 3_600_000),
+    longPollsPerKey: integer(env, 'LEDGER_LONG_POLLS_PER_KEY', 32, 1, 100_000),
+    longPollsPerTenant: integer(env, 'LEDGER_LONG_POLLS_PER_TENANT', 128, 1, 100_000),
   };
 }

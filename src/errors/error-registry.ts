@@ -38,12 +38,14 @@ export const ERROR_REGISTRY = {
   WEBHOOK_NOT_FOUND: { status: 404, title: 'No active webhook subscription of this tenant has this id' },
   NOT_FOUND: { status: 404, title: 'No such route' },
   METHOD_NOT_ALLOWED: { status: 405, title: 'The route does not take this method' },
+  MISDIRECTED_REQUEST: { status: 421, title: 'In local mode, a Host that is not a loopback name or address' },
   PAYLOAD_TOO_LARGE: { status: 413, title: 'The request body is over the configured limit' },
   UNSUPPORTED_MEDIA_TYPE: { status: 415, title: 'The request body is not application/json' },
   RATE_LIMITED: { status: 429, title: 'Too many requests for this key', retryAfter: true },
   STORE_UNAVAILABLE: { status: 503, title: 'The event store cannot be reached or written now', retryAfter: true },
   PROJECTION_LAGGING: { status: 503, title: 'The projection did not reach the asked position in time', retryAfter: true },
   HISTORY_INTEGRITY_FAILED: { status: 500, title: 'The stored history failed verification; nothing was stored' },
+  HISTORY_ROLLED_BACK: { status: 503, title: 'The log is behind what the ledger recorded before (restored from an older copy); no write is decided' },
   INTERNAL_ERROR: { status: 500, title: 'An unexpected error; nothing was stored' },
 } as const satisfies Record<string, ErrorDefinition>;
 

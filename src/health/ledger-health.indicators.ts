@@ -40,8 +40,22 @@ export class LedgerHealthIndicators {
   historyIntact(): HealthIndicatorResult<'integrity'> {
     const session = this.indicators.check('integrity');
     // Public: the state and when, never counts (they would tell anyone the log's activity).
-    const { state, checked_at, anchored } = this.integrity.current();
-    const shown = { state, ...(checked_at ? { checked_at } : {}), ...(anchored === undefined ? {} : { anchored }) };
+    const { state, checked_at, anchored, rollback } = this.integrity.current();
+    const shown = {
+      state,
+      ...(checked_at ? { checked_at } : {}),
+      ...(anchored === undefined ? {} : { anchored }),
+      ...(rollback && rollback.state !== 'not_checked' ? { rollback } : {}),
+    };
+    // A log older than what was recorded before (docs/security.md, "A log rolled back"): down with
+    // the stable code, so a probe and a person read the same reason writes answer with.
+    if (rollback?.state === 'rolled_back') {
+      return session.down({
+        ...shown,
+        code: 'HISTORY_ROLLED_BACK',
+        message: 'the log was rolled back to an older copy: writes are refused; see the service log and `recovery-ledger verify --witness`',
+      });
+    }
     if (state === 'broken') return session.down({ ...shown, message: 'the stored history failed verification: run `recovery-ledger verify`' });
     if (state === 'unverifiable') return session.down({ ...shown, message: 'the log could not be audited' });
     return session.up(shown);

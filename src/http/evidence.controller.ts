@@ -41,6 +41,8 @@ export class EvidenceTrailDto {
   @ApiProperty() status!: string;
   @ApiProperty() revision!: number;
   @ApiProperty({ type: VerdictDto }) verdict!: VerdictDto;
+  @ApiPropertyOptional({ description: 'A success an attempt reported after a later attempt was granted: the provider may hold two writes.' })
+  possible_duplicate?: { attempt: number; event_id: string };
   @ApiProperty({ type: [EvidenceEntryDto] }) entries!: EvidenceEntryDto[];
   @ApiPropertyOptional({ description: 'Pass as ?cursor= for the next entries.' }) next_cursor?: string;
   @ApiProperty({ description: 'The log position the projection had applied when it answered.' }) as_of_position!: number;

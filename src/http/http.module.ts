@@ -15,6 +15,7 @@ import { RecoveryController } from './recovery.controller';
 import { RunsController } from './runs.controller';
 import { SchemaController } from './schema.controller';
 import { AdminController } from './security/admin.controller';
+import { longPollLimiterProvider, LongPollInterceptor } from './security/long-poll-limit';
 import { TriageController } from './triage.controller';
 import { TrustMetricsController } from './trust-metrics.controller';
 import { UiController } from './ui.controller';
@@ -51,7 +52,7 @@ export class HttpModule {
         UiController,
         WebhooksController,
       ],
-      providers: [OperationsQueries],
+      providers: [OperationsQueries, longPollLimiterProvider, LongPollInterceptor],
     };
   }
 }

@@ -2,6 +2,7 @@ import { Controller, Get, Inject, Query } from '@nestjs/common';
 import { ApiOkResponse, ApiOperation, ApiProperty, ApiPropertyOptional, ApiQuery, ApiTags } from '@nestjs/swagger';
 import { DEFAULT_TRIAGE_THRESHOLDS, TRIAGE_KINDS } from '../../projections/triage';
 import { RequireAccess } from '../auth/access';
+import { LongPoll } from './security/long-poll-limit';
 import { ProjectionQueries } from '../projection-engine/projection-queries';
 import { CallerParam, type Caller } from './caller';
 import { changesQuery, triageQuery, type QueryParams } from './read-queries';
@@ -89,6 +90,7 @@ export class TriageController {
 
   @Get('changes')
   @RequireAccess('read')
+  @LongPoll('wait_ms')
   @ApiOperation({ summary: 'Long poll: answers once the projections have applied the log past `after`, or when `wait_ms` runs out.' })
   @ApiQuery({ name: 'after', required: false, type: Number })
   @ApiQuery({ name: 'wait_ms', required: false, type: Number, description: 'At most 30000; 0 answers at once.' })

@@ -42,7 +42,8 @@ export class DeliveryDto {
   @ApiProperty({ enum: ['pending', 'delivered', 'failed'] }) status!: string;
   @ApiProperty() attempts!: number;
   @ApiPropertyOptional() last_status?: number;
-  @ApiPropertyOptional() last_error?: string;
+  @ApiPropertyOptional({ description: "Why the last attempt failed (the receiver's answer, or why it could not be reached): shown to admin keys only." })
+  last_error?: string;
   @ApiPropertyOptional({ format: 'date-time' }) next_attempt_at?: string;
   @ApiProperty({ format: 'date-time' }) created_at!: string;
   @ApiPropertyOptional({ format: 'date-time' }) delivered_at?: string;
@@ -91,7 +92,8 @@ function parseSubscription(body: unknown): NewSubscription {
 
 /**
  * Webhook subscriptions, per tenant, configured by an admin; deliveries readable by any key of the
- * tenant (no secret and no body in them), so the console shows what was sent and what failed.
+ * tenant (no secret and no body in them; why an attempt failed to admins only), so the console shows
+ * what was sent and what failed.
  */
 @ApiTags('webhooks')
 @Controller('v1')
@@ -145,8 +147,9 @@ export class WebhooksController {
     for (const row of this.store.counts(caller.tenant)) counts[row.status] += row.count;
     return {
       deliveries: this.store.deliveries(caller.tenant, { status: status as DeliveryStatus | undefined, limit }).map((delivery) => {
-        const { body: _body, tenant: _tenant, next_attempt_ms, ...rest } = delivery;
-        return { ...rest, ...(delivery.status === 'pending' && next_attempt_ms > 0 ? { next_attempt_at: new Date(next_attempt_ms).toISOString() } : {}) };
+        const { body: _body, tenant: _tenant, next_attempt_ms, last_error, ...rest } = delivery;
+        // Why an attempt failed says what answers at the receiver's address (docs/webhooks.md): admins only.
+        return { ...rest, ...(last_error !== undefined && caller.role === 'admin' ? { last_error } : {}), ...(delivery.status === 'pending' && next_attempt_ms > 0 ? { next_attempt_at: new Date(next_attempt_ms).toISOString() } : {}) };
       }),
       counts,
     };

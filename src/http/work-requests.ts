@@ -1,5 +1,8 @@
 import type { Caller } from '../auth/caller';
+import { IDENTIFIER_PATTERN } from '../domain/identifier-grammar';
+import { containsSecret } from '../domain/envelope/redaction';
 import { LedgerProblem } from '../errors/ledger-problem';
+import { SecretScanner } from '../ledger/secret-scanner';
 import type { ReleaseRequest, RenewRequest, WorkFeedSettings, WorkRequest } from '../work/work-feed';
 import { checkOperationRef, optionalInteger } from './operation-ref';
 import { single, type QueryParams } from './read-queries';
@@ -9,7 +12,7 @@ import { single, type QueryParams } from './read-queries';
  * turns into the typed request the feed takes, or a 400 BAD_REQUEST naming the field.
  */
 
-/** A worker or tool name: 1 to 200 printable ASCII characters, no space (it is a lease holder and a label). */
+/** A tool name in a feed's filter: 1 to 200 printable ASCII characters, no space (worker names have the identifier grammar). */
 const WORK_IDENTIFIER_PATTERN = /^[\x21-\x7e]{1,200}$/;
 const LEASE_ID_PATTERN = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 const MAX_HOLD_MS = 86_400_000;
@@ -19,6 +22,33 @@ function identifier(raw: unknown, field: string): string {
     throw new LedgerProblem('BAD_REQUEST', `${field} must be 1 to 200 printable characters without spaces`, { field });
   }
   return raw;
+}
+
+/**
+ * A worker name is stored as sent in the metadata of every fact submitted under its lease, for ever,
+ * and shown as the holder: an identifier like `run_id` (docs/security.md, "Identifiers"), with its
+ * grammar and length.
+ */
+function workerName(raw: unknown): string {
+  if (typeof raw !== 'string' || raw.length > 200 || !IDENTIFIER_PATTERN.test(raw)) {
+    throw new LedgerProblem('BAD_REQUEST', 'worker must be 1 to 200 ASCII letters, digits or _ . : / @ + = # ~ -, first a letter, a digit or _', { field: 'worker' });
+  }
+  return raw;
+}
+
+/** The detector submits use, over the one string a feed request stores: what it finds is cached per string. */
+const workerScanner = new SecretScanner();
+
+/**
+ * 422 SECRET_IN_IDENTIFIER when a worker name looks like a credential (an access key id, a token):
+ * it would sit in every fact of the lease and in every answer that names the holder. The value is
+ * never echoed. Checked before anything is leased.
+ */
+export async function refuseSecretWorker(worker: string): Promise<void> {
+  const detect = await workerScanner.detectorFor([worker]);
+  if (containsSecret(worker, { detect })) {
+    throw new LedgerProblem('SECRET_IN_IDENTIFIER', 'worker looks like a credential; a worker name is stored as sent, so it is refused', { field: 'worker' });
+  }
 }
 
 function leaseId(raw: unknown, field = 'lease_id'): string {
@@ -58,7 +88,8 @@ export function workRequest(caller: Caller, params: QueryParams, settings: WorkF
   if (rawTools.length > 50) throw new LedgerProblem('BAD_REQUEST', 'at most 50 tools', { field: 'tool' });
   const tools = rawTools.map((tool) => identifier(tool, 'tool'));
   // A worker names itself; without a name its key's id is the holder.
-  const worker = identifier(single(params, 'worker') ?? caller.actor, 'worker');
+  const named = single(params, 'worker');
+  const worker = named === undefined ? caller.actor : workerName(named);
   const limit = optionalInteger(single(params, 'limit'), 'limit', 1, settings.maxLimit) ?? 10;
   const waitMs = optionalInteger(single(params, 'wait_ms'), 'wait_ms', 0, settings.maxWaitMs) ?? 0;
   const leaseMs = optionalInteger(single(params, 'lease_ms'), 'lease_ms', 1000, settings.maxLeaseMs) ?? settings.defaultLeaseMs;

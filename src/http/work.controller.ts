@@ -5,7 +5,8 @@ import { WorkFeed } from '../work/work-feed';
 import { CallerParam, type Caller } from './caller';
 import { checkOperationRef } from './operation-ref';
 import type { QueryParams } from './read-queries';
-import { leaseListRefs, releaseRequest, renewRequest, workRequest } from './work-requests';
+import { LongPoll } from './security/long-poll-limit';
+import { leaseListRefs, refuseSecretWorker, releaseRequest, renewRequest, workRequest } from './work-requests';
 
 export class WorkLeaseDto {
   @ApiProperty({ format: 'uuid' }) id!: string;
@@ -84,7 +85,8 @@ export class WorkController {
   constructor(@Inject(WorkFeed) private readonly feed: WorkFeed) {}
 
   @Get('work')
-  @RequireAccess('write')
+  @RequireAccess('work')
+  @LongPoll('wait_ms')
   @ApiOperation({ summary: 'Long-poll for due steps (dispatch or verify), each handed out under a lease to one worker at a time.' })
   @ApiQuery({ name: 'worker', required: false, type: String, description: "The name the worker holds leases under (default: the key's id)." })
   @ApiQuery({ name: 'tool', required: false, type: String, isArray: true, description: 'Only these tools (repeat the parameter); all when absent.' })
@@ -92,8 +94,10 @@ export class WorkController {
   @ApiQuery({ name: 'wait_ms', required: false, type: Number, description: 'Wait up to this long for an item (0 to 30000, default 0).' })
   @ApiQuery({ name: 'lease_ms', required: false, type: Number, description: 'Lease length, 1000 to 600000 (default 30000).' })
   @ApiOkResponse({ type: WorkAnswerDto })
-  work(@CallerParam() caller: Caller, @Query() query: QueryParams, @Req() request: RequestWithSocket) {
-    return this.feed.take(caller, workRequest(caller, query, this.feed.settings), () => request.raw?.socket?.destroyed === true);
+  async work(@CallerParam() caller: Caller, @Query() query: QueryParams, @Req() request: RequestWithSocket) {
+    const asked = workRequest(caller, query, this.feed.settings);
+    if (asked.worker !== caller.actor) await refuseSecretWorker(asked.worker);
+    return this.feed.take(caller, asked, () => request.raw?.socket?.destroyed === true);
   }
 
   // Any reader of the tenant may see who holds an item; the lease id stays with its holder, since it
@@ -118,7 +122,7 @@ export class WorkController {
 
   @Post('operations/:ref/lease/renew')
   @HttpCode(200)
-  @RequireAccess('write')
+  @RequireAccess('work')
   @ApiParam({ name: 'ref', description: 'The operation_ref, percent-encoded as one path segment.' })
   @ApiOperation({ summary: 'Extend a work-feed lease; 409 LEASE_LOST when it no longer holds the item.' })
   @ApiBody({ type: RenewLeaseDto })
@@ -130,7 +134,7 @@ export class WorkController {
 
   @Post('operations/:ref/lease/release')
   @HttpCode(200)
-  @RequireAccess('write')
+  @RequireAccess('work')
   @ApiParam({ name: 'ref', description: 'The operation_ref, percent-encoded as one path segment.' })
   @ApiOperation({ summary: 'Give a work-feed lease back, optionally keeping the item from everyone for hold_ms.' })
   @ApiBody({ type: ReleaseLeaseDto })

@@ -1,7 +1,9 @@
 import { eventShapeProblem } from '../domain/event-codec';
+import { LedgerProblem } from '../errors/ledger-problem';
 import type { EventStore, StoredEvent } from '../store/event-store.port';
 import { auditLog, type LogAudit } from '../store/log-audit';
 import { OPERATION_STREAM_PREFIX } from '../store/stream-names';
+import type { RollbackFindingKind } from './history-rollback';
 import type { BrokenStreams } from './sealed-streams';
 
 export type IntegrityState = 'not_checked' | 'verifying' | 'verified' | 'broken' | 'unverifiable';
@@ -18,6 +20,20 @@ export interface IntegrityStatus {
   anchored?: boolean;
   /** Why the audit could not run, when it could not. */
   error?: string;
+  /** The start-up check for a log rolled back to an older copy (docs/security.md, "A log rolled back"). */
+  rollback?: RollbackStatus;
+}
+
+export interface RollbackStatus {
+  /**
+   * `checking` until the start-up check has read the store; `rolled_back` refuses every write;
+   * `accepted` is an operator's LEDGER_ACCEPT_ROLLBACK over found evidence.
+   */
+  state: 'not_checked' | 'checking' | 'clear' | 'rolled_back' | 'accepted';
+  /** What was found (kinds only: the details name operations, and go to the log). */
+  evidence?: RollbackFindingKind[];
+  /** Whether a head witness outside the data directory was compared. */
+  witness?: boolean;
 }
 
 /** The ledger's own check of a stored event's shape: the one codec the folds use. */
@@ -37,6 +53,7 @@ export class IntegrityMonitor implements BrokenStreams {
   /** A finding about the log as a whole: no stream's history can then be told true. */
   private logFault: string | undefined;
   private running: Promise<LogAudit> | undefined;
+  private rollback: RollbackStatus = { state: 'not_checked' };
 
   constructor(
     private readonly store: EventStore,
@@ -49,7 +66,29 @@ export class IntegrityMonitor implements BrokenStreams {
   }
 
   current(): IntegrityStatus {
-    return this.status;
+    return { ...this.status, rollback: this.rollback };
+  }
+
+  setRollback(status: RollbackStatus): void {
+    this.rollback = status;
+  }
+
+  /**
+   * Why no write may be decided now, if none may: on a rolled-back log a step that succeeded
+   * after the copy was taken reads as planned (or absent), and deciding on it would grant a
+   * second dispatch of a write that already happened.
+   */
+  writeRefusal(): LedgerProblem | undefined {
+    if (this.rollback.state === 'rolled_back') {
+      return new LedgerProblem(
+        'HISTORY_ROLLED_BACK',
+        'the log was rolled back to an older copy: it is behind what this ledger has already recorded, so no write is decided on it. Nothing was stored; an operator must restore the newer log (or accept the rollback with LEDGER_ACCEPT_ROLLBACK)',
+      );
+    }
+    if (this.rollback.state === 'checking') {
+      return new LedgerProblem('STORE_UNAVAILABLE', 'the start-up check of the log against its witness has not finished; nothing was stored', { retryAfterSeconds: 2 });
+    }
+    return undefined;
   }
 
   /** Audits the whole log; a second call while one runs joins it. */

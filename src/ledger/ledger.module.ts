@@ -1,11 +1,13 @@
-import { Inject, Logger, Module, type DynamicModule, type OnApplicationBootstrap, type OnApplicationShutdown } from '@nestjs/common';
-import type { Registry } from 'prom-client';
+import { Inject, Logger, Module, Optional, type DynamicModule, type OnApplicationBootstrap, type OnApplicationShutdown, type OnModuleInit } from '@nestjs/common';
+import { Counter, Gauge, type Registry } from 'prom-client';
 import { CONFIG, type LedgerConfig } from '../config/ledger-config';
 import { createLedgerMetrics, LEDGER_METRICS, type LedgerMetrics } from '../observability/ledger-metrics';
 import { METRICS_REGISTRY } from '../observability/metrics';
 import { EVENT_STORE, type EventStore } from '../store/event-store.port';
 import { openEventStore } from '../store/store.factory';
 import { CLOCK, MonotonicClock, type Clock } from './clock';
+import { HeadWitnessWriter } from './head-witness-writer';
+import { findRollback, lowerWebhookCheckpoint } from './history-rollback';
 import { IntegrityMonitor } from './integrity-monitor';
 import { LedgerService, type LedgerObserver } from './ledger.service';
 import { stepIndexer } from './step-index';
@@ -25,6 +27,108 @@ export interface LedgerModuleOptions {
   clock?: Clock;
 }
 
+/**
+ * The start-up check for a log rolled back to an older copy (docs/security.md, "A log rolled
+ * back"), awaited before the server listens: it reads a few rows, not the log. Until it has
+ * answered no write is decided; on evidence of a rollback none is until an operator acts.
+ */
+export class HistoryRollbackCheck implements OnModuleInit {
+  private readonly logger = new Logger('Integrity');
+  private writer: HeadWitnessWriter | undefined;
+  private retry: NodeJS.Timeout | undefined;
+  private readonly accepted: Counter | undefined;
+  private readonly rolledBack: Gauge | undefined;
+
+  constructor(
+    @Inject(EVENT_STORE) private readonly store: EventStore,
+    @Inject(IntegrityMonitor) private readonly integrity: IntegrityMonitor,
+    @Inject(CONFIG) private readonly config: LedgerConfig,
+    @Inject(CLOCK) private readonly clock: Clock,
+    @Optional() @Inject(METRICS_REGISTRY) registry?: Registry,
+  ) {
+    if (registry) {
+      this.accepted = new Counter({
+        name: 'ledger_history_rollbacks_accepted_total',
+        help: 'Starts on a log found rolled back that an operator accepted with LEDGER_ACCEPT_ROLLBACK',
+        registers: [registry],
+      });
+      this.rolledBack = new Gauge({
+        name: 'ledger_history_rolled_back',
+        help: '1 while writes are refused because the log was found rolled back to an older copy',
+        registers: [registry],
+      });
+    }
+  }
+
+  async onModuleInit(): Promise<void> {
+    this.integrity.setRollback({ state: 'checking' });
+    await this.check();
+  }
+
+  private async check(): Promise<void> {
+    const { config } = this;
+    let report;
+    try {
+      report = await findRollback(this.store, { dataDir: config.dataDir, witnessFile: config.headWitnessFile, anchorKey: config.anchorKey });
+    } catch (error) {
+      // A store that cannot be read yet (EventStoreDB starting) is asked again; writes wait meanwhile.
+      this.logger.error({ err: error }, 'the log could not be checked for a rollback; writes wait, and the check runs again shortly');
+      this.retry = setTimeout(() => void this.check(), 2000);
+      this.retry.unref();
+      return;
+    }
+    const witness = config.headWitnessFile !== undefined;
+    const evidence = report.findings.map((finding) => finding.kind);
+    const head = { position: report.head.position, events: report.head.events };
+    if (report.findings.length === 0) {
+      this.integrity.setRollback({ state: 'clear', witness });
+      this.rolledBack?.set(0);
+      if (witness && !report.witness) this.logger.warn({ file: config.headWitnessFile, head }, 'no head witness yet: one is started from the log as it stands');
+      if (!witness) this.logger.warn('LEDGER_HEAD_WITNESS_FILE is not set: a restore of the whole data directory from an older copy cannot be seen');
+      await this.startWitness();
+      return;
+    }
+    if (config.acceptRollback) {
+      this.logger.warn(
+        { evidence: report.findings, head, reason: config.acceptRollback.reason },
+        'LOG ROLLBACK ACCEPTED (LEDGER_ACCEPT_ROLLBACK=1): the older log is kept, the read models are rebuilt from it, the head witness is reset to it; what stood after it is lost. Unset LEDGER_ACCEPT_ROLLBACK once started',
+      );
+      this.accepted?.inc();
+      this.rolledBack?.set(0);
+      lowerWebhookCheckpoint(config.dataDir, report.head.position);
+      this.integrity.setRollback({ state: 'accepted', evidence, witness });
+      await this.startWitness();
+      return;
+    }
+    this.rolledBack?.set(1);
+    this.integrity.setRollback({ state: 'rolled_back', evidence, witness });
+    this.logger.error(
+      { evidence: report.findings, head },
+      'THE LOG WAS ROLLED BACK to an older copy: every write is refused (503 HISTORY_ROLLED_BACK) and the read models are kept as they are. Restore the newer log, or start with LEDGER_ACCEPT_ROLLBACK=1 and LEDGER_ACCEPT_ROLLBACK_REASON to keep this one',
+    );
+  }
+
+  private async startWitness(): Promise<void> {
+    const file = this.config.headWitnessFile;
+    if (!file) return;
+    this.writer = new HeadWitnessWriter({
+      store: this.store,
+      file,
+      intervalMs: this.config.headWitnessIntervalMs,
+      anchorKey: this.config.anchorKey,
+      now: () => this.clock.now(),
+      onError: (error) => this.logger.error({ err: error, file }, 'the head witness could not be written: a rollback past this point would not be seen'),
+    });
+    await this.writer.start();
+  }
+
+  /** The last witness write, before the store closes. */
+  async stop(): Promise<void> {
+    if (this.retry) clearTimeout(this.retry);
+    await this.writer?.stop();
+  }
+}
+
 class StoreLifecycle implements OnApplicationBootstrap, OnApplicationShutdown {
   private readonly logger = new Logger('Integrity');
 
@@ -32,6 +136,7 @@ class StoreLifecycle implements OnApplicationBootstrap, OnApplicationShutdown {
     @Inject(EVENT_STORE) private readonly store: EventStore,
     @Inject(IntegrityMonitor) private readonly integrity: IntegrityMonitor,
     @Inject(CONFIG) private readonly config: LedgerConfig,
+    @Inject(HistoryRollbackCheck) private readonly rollback: HistoryRollbackCheck,
   ) {}
 
   onApplicationBootstrap(): void {
@@ -56,6 +161,7 @@ class StoreLifecycle implements OnApplicationBootstrap, OnApplicationShutdown {
 
   async onApplicationShutdown(): Promise<void> {
     // The HTTP server has stopped taking requests; queued appends commit before the file closes.
+    await this.rollback.stop();
     await this.store.close();
   }
 }
@@ -144,6 +250,7 @@ export class LedgerModule {
               integrity,
             ),
         },
+        HistoryRollbackCheck,
         StoreLifecycle,
       ],
       exports: [CONFIG, CLOCK, EVENT_STORE, LedgerService, IntegrityMonitor, REFUSAL_LISTENERS],

@@ -27,7 +27,7 @@ export class LedgerService {
     clock: Clock,
     settings: LedgerSettings,
     observer: LedgerObserver = {},
-    broken: BrokenStreams = { reasonFor: () => undefined },
+    private readonly broken: BrokenStreams = { reasonFor: () => undefined },
     scanner: SecretScanner = new SecretScanner(),
   ) {
     this.streams = new SealedStreams(store, broken);
@@ -35,7 +35,15 @@ export class LedgerService {
   }
 
   submit(context: SubmitContext, request: SubmitRequest): Promise<SubmitAnswer> {
+    // Before anything is read or decided: a refusal here stores nothing (docs/security.md, "A log rolled back").
+    const refusal = this.writeRefusal();
+    if (refusal) return Promise.reject(refusal);
     return this.commands.submit(context, request);
+  }
+
+  /** Why no write may be decided now (a log found rolled back), if so: for the work feed's leases too. */
+  writeRefusal(): Error | undefined {
+    return this.broken.writeRefusal?.();
   }
 
   /** The step's view now or, with `asOfRevision`, as it stood then; with the stream's events. */

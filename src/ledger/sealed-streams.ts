@@ -9,6 +9,8 @@ import { toRecorded, type UnsealedEvent } from './stored-events';
 /** Streams a whole-log audit found broken: refused before the store is even asked. */
 export interface BrokenStreams {
   reasonFor(stream: string): string | undefined;
+  /** Why no write may be decided at all now (a rolled-back log), if so. */
+  writeRefusal?(): Error | undefined;
 }
 
 /** A stream as the ledger believes it: its stored events, the same decoded, and the state they fold to. */

@@ -38,6 +38,8 @@ export interface EvidenceAnswer {
   status: string;
   revision: number;
   verdict: Verdict;
+  /** A success an attempt reported after a later one was granted (docs/contract.md §4.9). */
+  possible_duplicate?: { attempt: number; event_id: string };
   entries: EvidenceEntry[];
   next_cursor?: string;
   as_of_position: number;
@@ -247,6 +249,7 @@ export class ProjectionQueries {
       status: doc.status,
       revision: doc.revision,
       verdict: doc.verdict,
+      ...(doc.possible_duplicate ? { possible_duplicate: doc.possible_duplicate } : {}),
       entries,
       ...(after.length > limit ? { next_cursor: encodeCursor([entries[entries.length - 1].revision]) } : {}),
       as_of_position: asOf,

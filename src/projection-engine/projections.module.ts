@@ -3,6 +3,7 @@ import {
   Injectable,
   Logger,
   Module,
+  Optional,
   type OnApplicationBootstrap,
   type OnApplicationShutdown,
   type OnModuleDestroy,
@@ -11,6 +12,7 @@ import type { Registry } from 'prom-client';
 import { LEDGER_PROJECTIONS } from '../../projections/projection-catalog';
 import { CONFIG, type LedgerConfig } from '../config/ledger-config';
 import { CLOCK, systemClock, type Clock } from '../ledger/clock';
+import { IntegrityMonitor } from '../ledger/integrity-monitor';
 import { METRICS_REGISTRY } from '../observability/metrics';
 import { ObservabilityModule } from '../observability/observability.module';
 import { registerProjectionMetrics } from '../observability/projection-metrics';
@@ -51,6 +53,7 @@ export class ProjectionsLifecycle implements OnApplicationBootstrap, OnModuleDes
     @Inject(EVENT_STORE) private readonly store: EventStore,
     @Inject(CONFIG) private readonly config: LedgerConfig,
     @Inject(READ_MODEL_CHECK) readonly readModelCheck: ReadModelCheck,
+    @Optional() @Inject(IntegrityMonitor) private readonly integrity?: IntegrityMonitor,
   ) {}
 
   private set(check: ReadModelCheck): void {
@@ -60,10 +63,35 @@ export class ProjectionsLifecycle implements OnApplicationBootstrap, OnModuleDes
   }
 
   onApplicationBootstrap(): void {
+    // The rollback check ran in onModuleInit (src/ledger/ledger.module.ts). On a rolled-back log a
+    // read model ahead of it is the evidence: it is neither checked (that would rebuild it down to
+    // the old log) nor followed. Accepted by the operator, every read model is rebuilt from the log.
+    const rollback = this.integrity?.current().rollback?.state;
+    if (rollback === 'rolled_back') {
+      this.logger.error('the log was rolled back: the read models are kept as they stand, neither rebuilt nor followed');
+      return;
+    }
+    if (rollback === 'accepted') {
+      this.checking = this.rebuildAll().then(() => this.engine.start());
+      return;
+    }
     // Not awaited: catching up a long log must not hold the server back; readers who need a
     // position ask for it with wait_for_position. The read models are checked against the log
     // first, and a damaged one is rebuilt instead of served.
     this.checking = (this.config.verifyOnStart ? this.checkReadModels() : Promise.resolve()).then(() => this.engine.start());
+  }
+
+  private async rebuildAll(): Promise<void> {
+    const names = LEDGER_PROJECTIONS.map((projection) => projection.name);
+    this.set({ state: 'verifying', projections_rebuilt: names });
+    try {
+      await this.engine.rebuild(names);
+      this.set({ state: 'rebuilt', projections_rebuilt: names });
+      this.logger.warn({ projections: names }, 'the read models were rebuilt from the accepted (older) log');
+    } catch (error) {
+      this.set({ state: 'failed', error: (error as Error).message });
+      this.logger.error({ err: error }, 'the read models could not be rebuilt from the accepted log');
+    }
   }
 
   private async checkReadModels(): Promise<void> {

@@ -18,6 +18,11 @@ export interface LeaseRecord {
   lease_id: string;
   /** The worker the item is handed to (a name the worker chose). */
   holder: string;
+  /**
+   * The id of the API key the lease was granted to: only that key renews or releases it, so another
+   * key of the tenant that learnt the lease id cannot. Absent on records written before it existed.
+   */
+  granted_to?: string;
   acquired_at_ms: number;
   /** Until when no one else may take the item: the lease's end, or after a release, its hold. */
   expires_at_ms: number;
@@ -36,6 +41,8 @@ export interface AcquireRequest {
   key: string;
   leaseId: string;
   holder: string;
+  /** The key id the lease is granted to (LeaseRecord.granted_to). */
+  grantedTo?: string;
   nowMs: number;
   ttlMs: number;
 }
@@ -65,6 +72,7 @@ export function grantedRecord(request: AcquireRequest, current: LeaseRecord | un
     key: request.key,
     lease_id: request.leaseId,
     holder: request.holder,
+    ...(request.grantedTo === undefined ? {} : { granted_to: request.grantedTo }),
     acquired_at_ms: request.nowMs,
     expires_at_ms: request.nowMs + request.ttlMs,
     released: false,

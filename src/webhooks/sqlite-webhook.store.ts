@@ -2,7 +2,9 @@ import Database from 'better-sqlite3';
 import { createHash } from 'node:crypto';
 import { mkdirSync } from 'node:fs';
 import { dirname, join } from 'node:path';
+import { ConfigError } from '../config/ledger-config';
 import type { NotificationKind } from './notification-rules';
+import { isWrapped, SecretBox } from './webhook-secret-box';
 import type {
   ConsumedBatch,
   Delivery,
@@ -61,9 +63,13 @@ interface DeliveryRow extends Omit<Delivery, 'last_status' | 'last_error' | 'del
   delivered_at: string | null;
 }
 
-function subscriptionOf(row: SubscriptionRow): Subscription {
-  return { ...row, kinds: JSON.parse(row.kinds) as NotificationKind[], active: row.active === 1 };
+export interface SqliteWebhookStoreOptions {
+  /** LEDGER_WEBHOOK_SECRET_KEY: signing secrets are stored wrapped with it (webhook-secret-box.ts). */
+  secretKey?: Buffer;
 }
+
+/** What the store has to say at start about its secrets, for the start-up log. */
+export type SecretsAtRest = { wrapped: true; newlyWrapped: number } | { wrapped: false; plain: number };
 
 function deliveryOf(row: DeliveryRow): Delivery {
   const { last_status, last_error, delivered_at, ...rest } = row;
@@ -84,14 +90,77 @@ export class SqliteWebhookStore implements WebhookStore {
   private readonly db: Database.Database;
   private seq: number;
   private readonly prepared = new Map<string, Database.Statement>();
+  private readonly box: SecretBox | undefined;
+  readonly secretsAtRest: SecretsAtRest;
 
-  constructor(file: string) {
+  constructor(
+    private readonly file: string,
+    options: SqliteWebhookStoreOptions = {},
+  ) {
     if (file !== ':memory:') mkdirSync(dirname(file), { recursive: true });
     this.db = new Database(file, { timeout: 5000 });
     this.db.pragma('journal_mode = WAL');
     this.db.pragma('synchronous = FULL');
     this.db.exec(SCHEMA);
     this.seq = (this.statement('SELECT COALESCE(MAX(seq), 0) AS seq FROM webhook_deliveries').get() as { seq: number }).seq;
+    this.box = options.secretKey ? new SecretBox(options.secretKey) : undefined;
+    try {
+      this.secretsAtRest = this.sealSecrets();
+    } catch (error) {
+      this.db.close();
+      throw error;
+    }
+  }
+
+  /**
+   * At start: with a key, plain secrets (rows made before it was set) are wrapped, and every wrapped
+   * one must open with it; without one, wrapped secrets cannot be used, so the service does not start
+   * (docs/webhooks.md, "Signing secrets at rest").
+   */
+  private sealSecrets(): SecretsAtRest {
+    const rows = this.db.prepare('SELECT id, secret FROM webhook_subscriptions').all() as Array<{ id: string; secret: string }>;
+    const wrapped = rows.filter((row) => isWrapped(row.secret));
+    if (!this.box) {
+      if (wrapped.length > 0) {
+        throw new ConfigError(
+          `${this.file} holds ${wrapped.length} webhook signing secret(s) wrapped with LEDGER_WEBHOOK_SECRET_KEY, which is not set: ` +
+            'start with the same key again; to stop using a key, end those subscriptions (DELETE /v1/admin/webhooks/{id}) while it is set',
+        );
+      }
+      return { wrapped: false, plain: rows.filter((row) => row.secret !== '').length };
+    }
+    const box = this.box;
+    const unopened = wrapped.filter((row) => {
+      try {
+        box.unwrap(row.secret, row.id);
+        return false;
+      } catch {
+        return true;
+      }
+    });
+    if (unopened.length > 0) {
+      throw new ConfigError(
+        `LEDGER_WEBHOOK_SECRET_KEY does not open ${unopened.length} webhook signing secret(s) in ${this.file} (${unopened[0].id}): ` +
+          'it is not the key they were wrapped with',
+      );
+    }
+    const plain = rows.filter((row) => row.secret !== '' && !isWrapped(row.secret));
+    if (plain.length > 0) {
+      // secure_delete zeroes what the update frees, and the truncating checkpoint drops the WAL frames
+      // that held the old rows, so no plain secret is left in either file.
+      this.db.pragma('secure_delete = ON');
+      const update = this.db.prepare('UPDATE webhook_subscriptions SET secret = ? WHERE id = ?');
+      this.db.transaction(() => {
+        for (const row of plain) update.run(box.wrap(row.secret, row.id), row.id);
+      })();
+      this.db.pragma('wal_checkpoint(TRUNCATE)');
+    }
+    return { wrapped: true, newlyWrapped: plain.length };
+  }
+
+  private subscriptionOf(row: SubscriptionRow): Subscription {
+    const secret = this.box && isWrapped(row.secret) ? this.box.unwrap(row.secret, row.id) : row.secret;
+    return { ...row, secret, kinds: JSON.parse(row.kinds) as NotificationKind[], active: row.active === 1 };
   }
 
   addSubscription(subscription: Subscription): void {
@@ -99,17 +168,23 @@ export class SqliteWebhookStore implements WebhookStore {
         `INSERT INTO webhook_subscriptions (id, tenant, url, secret, kinds, unknown_after_ms, premature_refusals, created_at, created_position, active)
          VALUES (@id, @tenant, @url, @secret, @kinds, @unknown_after_ms, @premature_refusals, @created_at, @created_position, @active)`,
       )
-      .run({ ...subscription, kinds: JSON.stringify(subscription.kinds), active: subscription.active ? 1 : 0 });
+      .run({
+        ...subscription,
+        secret: this.box ? this.box.wrap(subscription.secret, subscription.id) : subscription.secret,
+        kinds: JSON.stringify(subscription.kinds),
+        active: subscription.active ? 1 : 0,
+      });
   }
 
   deactivate(tenant: string, id: string): boolean {
-    return this.statement('UPDATE webhook_subscriptions SET active = 0 WHERE tenant = ? AND id = ? AND active = 1').run(tenant, id).changes > 0;
+    // An ended subscription signs nothing more: its secret is not kept (nor a reason to keep the key).
+    return this.statement("UPDATE webhook_subscriptions SET active = 0, secret = '' WHERE tenant = ? AND id = ? AND active = 1").run(tenant, id).changes > 0;
   }
 
   subscriptions(tenant?: string, activeOnly = true): Subscription[] {
     const clauses = [...(tenant === undefined ? [] : ['tenant = @tenant']), ...(activeOnly ? ['active = 1'] : [])];
     const sql = `SELECT * FROM webhook_subscriptions${clauses.length ? ` WHERE ${clauses.join(' AND ')}` : ''} ORDER BY created_at, id`;
-    return (this.statement(sql).all(tenant === undefined ? {} : { tenant }) as SubscriptionRow[]).map(subscriptionOf);
+    return (this.statement(sql).all(tenant === undefined ? {} : { tenant }) as SubscriptionRow[]).map((row) => this.subscriptionOf(row));
   }
 
   checkpoint(): number {

@@ -1,10 +1,14 @@
 import { randomBytes, randomUUID } from 'node:crypto';
+import { LedgerProblem } from '../errors/ledger-problem';
 import type { Clock } from '../ledger/clock';
+import { SecretScanner } from '../ledger/secret-scanner';
 import type { EventStore, StoredEvent, Subscription as LogSubscription } from '../store/event-store.port';
 import { OPERATION_STREAM_PREFIX, operationStream } from '../store/stream-names';
 import { NOTIFICATION_KINDS, reactionsTo, retryDelayMs, type NotificationKind } from './notification-rules';
 import { deliveryId } from './sqlite-webhook.store';
+import { postWebhook } from './webhook-post';
 import { SIGNATURE_HEADER, signatureHeader } from './webhook-signature';
+import { scannedParts, urlRefusal } from './webhook-url';
 import type { ConsumedBatch, Delivery, NewDelivery, Subscription, UnknownWatch, WebhookStore } from './webhook-store.port';
 
 export interface WebhookSettings {
@@ -17,6 +21,8 @@ export interface WebhookSettings {
   timeoutMs: number;
   /** How often the dispatcher looks for due work when nothing wakes it. */
   pollMs: number;
+  /** LEDGER_WEBHOOK_ALLOW_PRIVATE: receivers on loopback, link-local and private addresses (webhook-address.ts). */
+  allowPrivate: boolean;
 }
 
 export const DEFAULT_WEBHOOK_SETTINGS: WebhookSettings = {
@@ -25,6 +31,7 @@ export const DEFAULT_WEBHOOK_SETTINGS: WebhookSettings = {
   maxAttempts: 50,
   timeoutMs: 10_000,
   pollMs: 1000,
+  allowPrivate: false,
 };
 
 export interface WebhookObserver {
@@ -91,6 +98,8 @@ export class WebhookService {
   /** The log consumed up to here; the durable checkpoint may trail it by batches that changed nothing. */
   private consumedTo = 0;
   private checkpointTimer: ReturnType<typeof setTimeout> | undefined;
+  /** Loaded at the first subscription: the rules take a while to set up and are rarely needed here. */
+  private scanner: SecretScanner | undefined;
 
   constructor(
     private readonly log: EventStore,
@@ -103,6 +112,10 @@ export class WebhookService {
   // ---- subscriptions ------------------------------------------------------------------------------
 
   async subscribe(tenant: string, request: NewSubscription): Promise<Subscription> {
+    const url = new URL(request.url);
+    this.scanner ??= new SecretScanner();
+    const refusal = urlRefusal(url, { allowPrivate: this.settings.allowPrivate, detect: await this.scanner.detectorFor(scannedParts(url)) });
+    if (refusal !== undefined) throw new LedgerProblem('BAD_REQUEST', refusal, { field: 'url' });
     const subscription: Subscription = {
       id: `whk_${randomUUID().replace(/-/g, '').slice(0, 20)}`,
       tenant,
@@ -344,22 +357,20 @@ export class WebhookService {
     let status: number | undefined;
     let error: string | undefined;
     try {
-      const response = await fetch(subscription.url, {
-        method: 'POST',
-        body: delivery.body,
-        redirect: 'manual',
-        signal: AbortSignal.timeout(this.settings.timeoutMs),
-        headers: {
+      const answer = await postWebhook(
+        subscription.url,
+        delivery.body,
+        {
           'content-type': 'application/json',
           'user-agent': 'recovery-ledger-webhooks',
           [SIGNATURE_HEADER]: signatureHeader(subscription.secret, delivery.body, Math.floor(this.clock.now().getTime() / 1000)),
           'Recovery-Ledger-Delivery': delivery.id,
           'Recovery-Ledger-Event': delivery.kind,
         },
-      });
-      status = response.status;
-      await response.arrayBuffer().catch(() => undefined);
-      if (status < 200 || status > 299) error = `the receiver answered ${status}`;
+        { timeoutMs: this.settings.timeoutMs, allowPrivate: this.settings.allowPrivate },
+      );
+      status = answer.status;
+      if (status < 200 || status > 299) error = `the receiver answered ${status}${answer.prefix.trim() ? `: ${answer.prefix.trim().slice(0, 200)}` : ''}`;
     } catch (cause) {
       error = cause instanceof Error ? `${cause.name}: ${cause.message}` : String(cause);
     } finally {

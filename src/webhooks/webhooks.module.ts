@@ -7,6 +7,7 @@ import { METRICS_REGISTRY } from '../observability/metrics';
 import { EVENT_STORE, type EventStore } from '../store/event-store.port';
 import { SqliteWebhookStore, webhookFile } from './sqlite-webhook.store';
 import { registerWebhookMetrics } from './webhook-metrics';
+import { parseSecretKey } from './webhook-secret-box';
 import { loadWebhookSettings } from './webhook-settings';
 import { WebhookService } from './webhook.service';
 import { WEBHOOK_STORE, type WebhookStore } from './webhook-store.port';
@@ -37,9 +38,30 @@ class WebhooksLifecycle implements OnApplicationBootstrap, OnModuleDestroy, OnAp
   }
 }
 
+/**
+ * The webhook file, its signing secrets wrapped when LEDGER_WEBHOOK_SECRET_KEY is set; said at start
+ * when they are not, since the file then holds every subscription's secret in plain text
+ * (docs/webhooks.md, "Signing secrets at rest").
+ */
+function openWebhookStore(config: LedgerConfig): SqliteWebhookStore {
+  const logger = new Logger('Webhooks');
+  const file = webhookFile(config.dataDir);
+  const store = new SqliteWebhookStore(file, { secretKey: parseSecretKey(process.env.LEDGER_WEBHOOK_SECRET_KEY) });
+  const atRest = store.secretsAtRest;
+  if (!atRest.wrapped) {
+    logger.warn(
+      { setting: 'LEDGER_WEBHOOK_SECRET_KEY', file, plain_secrets: atRest.plain },
+      'webhook signing secrets are stored in plain text: set LEDGER_WEBHOOK_SECRET_KEY (32 bytes, hex or base64) to wrap them',
+    );
+  } else if (atRest.newlyWrapped > 0) {
+    logger.log({ file, wrapped: atRest.newlyWrapped }, 'wrapped the plain webhook signing secrets with LEDGER_WEBHOOK_SECRET_KEY');
+  }
+  return store;
+}
+
 @Module({
   providers: [
-    { provide: WEBHOOK_STORE, inject: [CONFIG], useFactory: (config: LedgerConfig) => new SqliteWebhookStore(webhookFile(config.dataDir)) },
+    { provide: WEBHOOK_STORE, inject: [CONFIG], useFactory: (config: LedgerConfig) => openWebhookStore(config) },
     {
       provide: WebhookService,
       inject: [EVENT_STORE, WEBHOOK_STORE, CLOCK, { token: METRICS_REGISTRY, optional: true }],

@@ -87,6 +87,14 @@ export class WorkFeed {
    */
   private readonly notDue = new LRUCache<string, { revision: number; dueMs: number }>({ max: 200_000 });
 
+  /**
+   * When a look for a tenant's tools last handed out nothing, and over how many items (its limit).
+   * Every waiting poll of the same ask skips its own look until `pollMs` has passed since: the
+   * answer does not depend on the worker, and hundreds of polls each querying the read model and
+   * the leases ten times a second (their due steps all held) kept the event loop from everyone else.
+   */
+  private readonly emptyLooks = new LRUCache<string, { atMs: number; limit: number }>({ max: 10_000 });
+
   constructor(
     private readonly ledger: LedgerService,
     private readonly readModel: SqliteReadModel,
@@ -108,11 +116,23 @@ export class WorkFeed {
   }
 
   async take(caller: Caller, request: WorkRequest, closed?: () => boolean): Promise<WorkAnswer> {
+    // On a rolled-back log the read model can show work the log has lost track of: no lease is taken.
+    const refusal = this.ledger.writeRefusal();
+    if (refusal) throw refusal;
     const { tools, worker, limit, waitMs, leaseMs } = request;
     const deadline = this.clock.now().getTime() + waitMs;
-    for (;;) {
+    const ask = [caller.tenant, ...[...tools].sort()].join('\u0000');
+    // Every request looks once; only a waiting poll's further looks are shared (emptyLooks).
+    for (let first = true; ; first = false) {
       if (closed?.() || this.stopping) return { items: [] };
-      const items = await this.handOut(caller.tenant, tools, worker, limit, leaseMs);
+      const empty = this.emptyLooks.get(ask);
+      const lookedMs = this.clock.now().getTime();
+      let items: WorkItem[] = [];
+      if (first || !empty || empty.limit < limit || lookedMs - empty.atMs >= this.settings.pollMs || lookedMs < empty.atMs) {
+        items = await this.handOut(caller.tenant, tools, worker, limit, leaseMs, caller.actor);
+        if (items.length === 0) this.emptyLooks.set(ask, { atMs: lookedMs, limit });
+        else this.emptyLooks.delete(ask);
+      }
       if (items.length > 0 && closed?.()) {
         // The worker went away (stopped, or cut its poll short): no one will ever get these leases,
         // so give them back now rather than leave the items unattended until they expire.
@@ -124,7 +144,7 @@ export class WorkFeed {
     }
   }
 
-  private async handOut(tenant: string, tools: readonly string[], worker: string, limit: number, leaseMs: number): Promise<WorkItem[]> {
+  private async handOut(tenant: string, tools: readonly string[], worker: string, limit: number, leaseMs: number, grantedTo: string): Promise<WorkItem[]> {
     const nowMs = this.clock.now().getTime();
     // Held items sit among the due ones until their lease ends: look past them, within reason.
     const rows = this.readModel.selectIndex('step_state', {
@@ -145,14 +165,14 @@ export class WorkFeed {
       if (isHeld(held.get(key), nowMs)) continue;
       const judged = this.notDue.get(key);
       if (judged && judged.revision >= Number(row.revision) && nowMs < judged.dueMs) continue;
-      const item = await this.tryHandOut(tenant, key, String(row.operation_ref), worker, leaseMs);
+      const item = await this.tryHandOut(tenant, key, String(row.operation_ref), worker, leaseMs, grantedTo);
       if (item) items.push(item);
     }
     return items;
   }
 
-  private async tryHandOut(tenant: string, key: string, operationRef: string, worker: string, leaseMs: number): Promise<WorkItem | undefined> {
-    const granted = await this.leases.acquire({ key, leaseId: randomUUID(), holder: worker, nowMs: this.clock.now().getTime(), ttlMs: leaseMs });
+  private async tryHandOut(tenant: string, key: string, operationRef: string, worker: string, leaseMs: number, grantedTo: string): Promise<WorkItem | undefined> {
+    const granted = await this.leases.acquire({ key, leaseId: randomUUID(), holder: worker, grantedTo, nowMs: this.clock.now().getTime(), ttlMs: leaseMs });
     if (!granted.granted) return undefined;
     const lease = granted.lease;
     let item: WorkItem | { notDue: { revision: number; dueMs: number } };
@@ -224,6 +244,7 @@ export class WorkFeed {
   }
 
   async renew(caller: Caller, operationRef: string, request: RenewRequest): Promise<{ lease: WorkLease }> {
+    await this.refuseAnotherKey(caller, operationRef, request.leaseId);
     const ttl = request.leaseMs ?? this.settings.defaultLeaseMs;
     const renewed = await this.leases.renew(this.key(caller.tenant, operationRef), request.leaseId, this.clock.now().getTime(), ttl);
     if (!renewed) {
@@ -233,8 +254,23 @@ export class WorkFeed {
   }
 
   async release(caller: Caller, operationRef: string, request: ReleaseRequest): Promise<{ released: boolean }> {
+    await this.refuseAnotherKey(caller, operationRef, request.leaseId);
     const released = await this.leases.release(this.key(caller.tenant, operationRef), request.leaseId, this.clock.now().getTime(), request.holdMs);
     return { released };
+  }
+
+  /**
+   * A lease renews and releases only for the key it was granted to (docs/work-feed.md, "Lease
+   * rules"): a lease id read by another key of the tenant holds nothing for it. Lease ids are never
+   * reused, so the record read here is the one renew or release would change, or none of theirs.
+   * Records written before keys were recorded (no `granted_to`) stay bound to their id alone.
+   */
+  private async refuseAnotherKey(caller: Caller, operationRef: string, leaseId: string): Promise<void> {
+    const key = this.key(caller.tenant, operationRef);
+    const record = (await this.leases.getMany([key])).get(key);
+    if (record?.lease_id === leaseId && record.granted_to !== undefined && record.granted_to !== caller.actor) {
+      throw new LedgerProblem('LEASE_LOST', 'this lease was granted to another key: it holds nothing for this one');
+    }
   }
 
   /**

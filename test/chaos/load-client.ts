@@ -319,7 +319,14 @@ async function driveOperation(
     runId,
     tool: random.pick(TOOLS),
     input: { item: random.int(1, 1_000_000), version: 0 },
-    policy: { max_attempts: random.int(2, 4), consistency_window_ms: CONSISTENCY_WINDOW_MS, verification_tool: 'lookup_by_operation_ref' },
+    // A dispatch that never answers may reach the provider until its call deadline, at most the
+    // dispatch timeout (docs/contract.md §4.5): 1 s keeps a dead worker's step moving within a cycle.
+    policy: {
+      max_attempts: random.int(2, 4),
+      consistency_window_ms: CONSISTENCY_WINDOW_MS,
+      dispatch_timeout_ms: 1_000,
+      verification_tool: 'lookup_by_operation_ref',
+    },
   };
   const tool = provider.toolFor((_attempt, input) => {
     const behaviour = random.weighted(BEHAVIOURS);

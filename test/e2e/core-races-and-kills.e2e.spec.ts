@@ -207,8 +207,9 @@ function checkLog(dataDir: string, acknowledged: Acknowledged[]): string[] {
     const broken = verifyChain(events);
     if (broken) breaches.push(`${stream}: hash chain breaks at ${broken.revision} (${broken.reason})`);
     // A fact and what it caused were one atomic append: no accepted fact without its transition.
+    // A refused dispatch and a refused late envelope are recorded alone (docs/contract.md §3, §4.9).
     events.forEach((event, index) => {
-      if (event.type === 'DispatchRefused' || event.type === 'TransitionRecorded') return;
+      if (event.type === 'DispatchRefused' || event.type === 'TransitionRecorded' || event.type === 'LateOutcomeRecorded') return;
       const next = events[index + 1];
       if (!next || next.type !== 'TransitionRecorded' || next.metadata.causation_event_id !== event.event_id) {
         breaches.push(`${stream}: ${event.type} at ${event.revision} has no TransitionRecorded after it`);

@@ -95,15 +95,16 @@ function readRouteTable(): { served: ServedRoute[]; declared: DeclaredRoute[] } 
 // ---- the rules, as issue 6 states them -------------------------------------------------------------
 
 type Role = 'runtime' | 'approver' | 'auditor' | 'admin' | 'metrics';
-type Access = 'public' | 'read' | 'write' | 'admin' | 'metrics';
-const ACCESS_LEVELS: readonly Access[] = ['public', 'read', 'write', 'admin', 'metrics'];
+type Access = 'public' | 'read' | 'write' | 'work' | 'admin' | 'metrics';
+const ACCESS_LEVELS: readonly Access[] = ['public', 'read', 'write', 'work', 'admin', 'metrics'];
 
 /**
- * runtime: submit and read its tenant; approver: read it and submit approvals only; auditor: read;
- * admin: read, rebuild projections, export, its tenant's metrics; metrics: the whole scrape only.
+ * runtime: submit and read its tenant, and take, renew and release work items (the feed is the
+ * runtime's); approver: read it and submit approvals only; auditor: read; admin: read, rebuild
+ * projections, export, its tenant's metrics; metrics: the whole scrape only.
  */
 const ALLOWED: Record<Role, readonly Access[]> = {
-  runtime: ['read', 'write'],
+  runtime: ['read', 'write', 'work'],
   approver: ['read', 'write'],
   auditor: ['read'],
   admin: ['read', 'admin', 'metrics'],
@@ -193,7 +194,7 @@ const EXCHANGES: Record<string, (side: Side) => Exchange> = {
   'POST /v1/admin/projections/rebuild': () => ({ own: 202 }),
   'POST /v1/admin/verify': () => ({ own: 200 }),
   // A receiver nobody listens on: the matrix appends nothing after it, so nothing is sent.
-  'POST /v1/admin/webhooks': () => ({ body: { url: 'http://127.0.0.1:9/hook' }, own: 201 }),
+  'POST /v1/admin/webhooks': () => ({ body: { url: 'https://hooks.example.com/hook' }, own: 201 }),
   'DELETE /v1/admin/webhooks/:id': () => ({ own: 404 }),
   // Leases are scoped by the caller's tenant: a lease id of no item in it holds nothing, in either.
   'POST /v1/operations/:ref/lease/renew': () => ({
@@ -347,6 +348,9 @@ describe('the auth matrix over every served route', () => {
     const withoutRule = declared.filter((route) => !ACCESS_LEVELS.includes(route.access as Access));
     expect(withoutRule.map((route) => `${key(route)} (${route.handler})`)).toEqual([]);
     // The table is the real one: the spec's core routes are in it.
+    // The work feed is for runtime keys only: an approver key must not take or renew work items.
+    const feed = declared.filter((route) => ['GET /v1/work', 'POST /v1/operations/:ref/lease/renew', 'POST /v1/operations/:ref/lease/release'].includes(key(route)));
+    expect(feed.map((route) => route.access)).toEqual(['work', 'work', 'work']);
     for (const expected of ['POST /v1/operations/:ref/events', 'GET /v1/operations/:ref', 'GET /v1/operations/:ref/events', 'GET /v1/operations/:ref/lease', 'GET /v1/schema/envelope']) {
       expect(declaredKeys).toContain(expected);
     }

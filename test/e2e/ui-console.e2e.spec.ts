@@ -67,7 +67,11 @@ const pageMark = () => page.evaluate('window.marker');
 describeInBrowser('the incident console', () => {
   beforeAll(async () => {
       ledger = await startLedger({
-      env: { LEDGER_API_KEYS: `${RUNTIME_KEY}:runtime:acme,${APPROVER_KEY}:${APPROVER_ROLE}:acme,${AUDITOR_KEY}:auditor:acme,${ADMIN_KEY}:admin:acme` },
+      env: {
+        LEDGER_API_KEYS: `${RUNTIME_KEY}:runtime:acme,${APPROVER_KEY}:${APPROVER_ROLE}:acme,${AUDITOR_KEY}:auditor:acme,${ADMIN_KEY}:admin:acme`,
+        // The webhook receiver below is on loopback.
+        LEDGER_WEBHOOK_ALLOW_PRIVATE: '1',
+      },
     });
     // A subscriber, so the Webhooks tab has deliveries to show.
     receiver = createServer((req, res) => {

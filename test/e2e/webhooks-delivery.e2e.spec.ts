@@ -3,11 +3,16 @@
  * notification kind arrives signed; a receiver that is down for a while, and a service killed with
  * SIGKILL in the middle, lose nothing; a tampered body fails verification.
  */
+import { execFileSync } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { createServer, type IncomingHttpHeaders, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { verifySignature } from '../../src/webhooks/webhook-signature';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { signatureHeader, verifySignature } from '../../src/webhooks/webhook-signature';
 import { request } from '../support/http';
+import { SECRET_CORPUS } from '../support/secret-corpus';
 import { incidentsAt } from '../support/incidents';
 import { startLedger, type LedgerProcess } from '../support/ledger-process';
 
@@ -16,6 +21,8 @@ const ADMIN_KEY = 'webhook-admin-key-00000001';
 const KEYS = `${RUNTIME_KEY}:runtime:acme,${ADMIN_KEY}:admin:acme`;
 // Short backoff so a test waits seconds, not minutes; the schedule itself is the same.
 const FAST_RETRIES = { LEDGER_WEBHOOK_RETRY_BASE_MS: '100', LEDGER_WEBHOOK_RETRY_MAX_MS: '800' };
+// The receivers of these tests are on loopback, which the service refuses unless told otherwise.
+const LOOPBACK_RECEIVERS = { LEDGER_WEBHOOK_ALLOW_PRIVATE: '1' };
 
 interface Received {
   at: number;
@@ -84,7 +91,7 @@ describe('webhooks, every kind, signed', () => {
 
   beforeAll(async () => {
     await receiver.start();
-    ledger = await startLedger({ env: { LEDGER_API_KEYS: KEYS, ...FAST_RETRIES } });
+    ledger = await startLedger({ env: { LEDGER_API_KEYS: KEYS, ...FAST_RETRIES, ...LOOPBACK_RECEIVERS } });
     ({ secret } = await subscribe(ledger, { url: receiver.url, unknown_after_ms: 1500, premature_refusals: 3 }));
   }, 60_000);
 
@@ -150,6 +157,51 @@ describe('webhooks, every kind, signed', () => {
     expect(verifySignature(header, item.body, secret, { nowSeconds: t + 299 }).ok).toBe(true);
   });
 
+  it('the Node and Python snippets of docs/webhooks.md accept real deliveries and refuse tampered, old and non-ASCII signatures', () => {
+    const doc = readFileSync(join(__dirname, '../../docs/webhooks.md'), 'utf8');
+    const snippet = (language: string) => {
+      const blocks = [...doc.matchAll(new RegExp('```' + language + '\\n([\\s\\S]*?)```', 'g'))].map((match) => match[1]).filter((code) => /verify_?[lL]edger_?[wW]ebhook/.test(code));
+      expect(blocks).toHaveLength(1);
+      return blocks[0];
+    };
+    const item = receiver.received[0];
+    const header = String(item.headers['recovery-ledger-signature']);
+    const t = Number(/t=(\d+)/.exec(header)?.[1]);
+    const hex = /v1=([0-9a-f]{64})/.exec(header)?.[1] as string;
+    const cases: Array<{ what: string; header: string; body: string; secret: string; expected: boolean }> = [
+      ...receiver.received.map((real) => ({ what: `real ${real.json.type}`, header: String(real.headers['recovery-ledger-signature']), body: real.body, secret, expected: true })),
+      { what: 'tampered body', header, body: item.body.replace(item.json.data.operation_ref, `${run}/other`), secret, expected: false },
+      { what: 'wrong secret', header, body: item.body, secret: `${secret}x`, expected: false },
+      { what: 'timestamp 301 s old', header: signatureHeader(secret, item.body, Math.floor(Date.now() / 1000) - 301), body: item.body, secret, expected: false },
+      { what: 'non-ASCII v1', header: `t=${t},v1=é${hex.slice(1)}`, body: item.body, secret, expected: false },
+      { what: 'non-ASCII digits as v1', header: `t=${t},v1=${'٣'.repeat(64)}`, body: item.body, secret, expected: false },
+      { what: 'v1 too short', header: `t=${t},v1=${hex.slice(1)}`, body: item.body, secret, expected: false },
+      { what: 'non-ASCII digits as t', header: `t=${String(t).replace(/\d/g, (digit) => String.fromCharCode(0x660 + Number(digit)))},v1=${hex}`, body: item.body, secret, expected: false },
+      { what: 'a bad v1 before the good one', header: `t=${t},v1=ü${hex.slice(1)},v1=${hex}`, body: item.body, secret, expected: true },
+    ];
+    const dir = mkdtempSync(join(tmpdir(), 'ledger-webhook-snippets-'));
+    try {
+      writeFileSync(join(dir, 'cases.json'), JSON.stringify(cases));
+      writeFileSync(
+        join(dir, 'verify.js'),
+        `${snippet('js')}\nconst cases = JSON.parse(require('node:fs').readFileSync(process.argv[2], 'utf8'));\n` +
+          `console.log(JSON.stringify(cases.map((c) => verifyLedgerWebhook(c.header, Buffer.from(c.body, 'utf8'), c.secret))));\n`,
+      );
+      writeFileSync(
+        join(dir, 'verify.py'),
+        `${snippet('python')}\nimport json, sys\ncases = json.load(open(sys.argv[1], encoding="utf-8"))\n` +
+          `print(json.dumps([verify_ledger_webhook(c["header"], c["body"].encode("utf-8"), c["secret"]) for c in cases]))\n`,
+      );
+      const expected = cases.map((c) => [c.what, c.expected]);
+      for (const [program, file] of [[process.execPath, 'verify.js'], ['python3', 'verify.py']]) {
+        const results = JSON.parse(execFileSync(program, [join(dir, file), join(dir, 'cases.json')], { encoding: 'utf8' })) as boolean[];
+        expect([file, cases.map((c, index) => [c.what, results[index]])]).toEqual([file, expected]);
+      }
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+
   it('shows deliveries per status to the tenant and attempts on /metrics', async () => {
     const answer = await request(ledger.baseUrl, 'GET', '/v1/webhooks/deliveries', undefined, { authorization: `Bearer ${RUNTIME_KEY}` });
     expect(answer.status).toBe(200);
@@ -166,7 +218,8 @@ describe('webhook subscriptions, configured by an admin', () => {
   const admin = { authorization: `Bearer ${ADMIN_KEY}` };
 
   beforeAll(async () => {
-    ledger = await startLedger({ env: { LEDGER_API_KEYS: KEYS } });
+    // The defaults: no private receivers.
+    ledger = await startLedger({ env: { LEDGER_API_KEYS: KEYS, LEDGER_WEBHOOK_ALLOW_PRIVATE: '' } });
   }, 60_000);
 
   afterAll(async () => {
@@ -190,8 +243,50 @@ describe('webhook subscriptions, configured by an admin', () => {
     expect((await request(ledger.baseUrl, 'GET', '/v1/admin/webhooks', undefined, admin)).body).toEqual({ subscriptions: [] });
   });
 
+  it('refuses a URL with a credential in its query, by name or by what the secret scanner finds, and stores nothing', async () => {
+    const huggingFace = (SECRET_CORPUS.find(([what]) => what === 'huggingface token') as [string, string, string])[1];
+    for (const url of [
+      'https://hooks.example.com/ledger?token=7f3a9c2e',
+      'https://hooks.example.com/ledger?key=7f3a9c2e',
+      'https://hooks.example.com/ledger?sig=7f3a9c2e',
+      'https://hooks.example.com/ledger?tenant=acme&api_key=7f3a9c2e',
+      'https://hooks.example.com/ledger?X-Amz-Signature=7f3a9c2e',
+      'https://hooks.example.com/ledger#access_token=7f3a9c2e',
+      // A neutral name, a value only secretlint's rules recognise.
+      `https://hooks.example.com/ledger?x=${huggingFace}`,
+    ]) {
+      const answer = await request(ledger.baseUrl, 'POST', '/v1/admin/webhooks', { url }, admin);
+      expect([url, answer.status, answer.body.code, answer.body.field, answer.body.detail]).toEqual([url, 400, 'BAD_REQUEST', 'url', expect.stringMatching(/must not carry a credential/)]);
+    }
+    expect((await request(ledger.baseUrl, 'GET', '/v1/admin/webhooks', undefined, admin)).body).toEqual({ subscriptions: [] });
+    const plain = await request(ledger.baseUrl, 'POST', '/v1/admin/webhooks', { url: 'https://hooks.example.com/ledger?tenant=acme&v=2' }, admin);
+    expect(plain.status).toBe(201);
+    await request(ledger.baseUrl, 'DELETE', `/v1/admin/webhooks/${plain.body.id}`, undefined, admin);
+  });
+
+  it('refuses loopback, link-local, private and metadata addresses by default, and stores nothing', async () => {
+    for (const url of [
+      'http://127.0.0.1:6379/hook',
+      'http://localhost:3000/hook',
+      'http://[::1]/hook',
+      'http://0.0.0.0/hook',
+      'http://2130706433/hook',
+      'http://10.0.0.5/hook',
+      'http://172.16.4.4/hook',
+      'http://192.168.1.1/hook',
+      'http://169.254.169.254/latest/meta-data/',
+      'http://[fd00:ec2::254]/hook',
+      'http://[fe80::1]/hook',
+      'http://[::ffff:127.0.0.1]/hook',
+    ]) {
+      const answer = await request(ledger.baseUrl, 'POST', '/v1/admin/webhooks', { url }, admin);
+      expect([url, answer.status, answer.body.code, answer.body.field, answer.body.detail]).toEqual([url, 400, 'BAD_REQUEST', 'url', expect.stringMatching(/LEDGER_WEBHOOK_ALLOW_PRIVATE=1/)]);
+    }
+    expect((await request(ledger.baseUrl, 'GET', '/v1/admin/webhooks', undefined, admin)).body).toEqual({ subscriptions: [] });
+  });
+
   it('shows the secret once, lists without it, and ends a subscription', async () => {
-    const made = await request(ledger.baseUrl, 'POST', '/v1/admin/webhooks', { url: 'http://127.0.0.1:9/hook', kinds: ['step.escalated'] }, admin);
+    const made = await request(ledger.baseUrl, 'POST', '/v1/admin/webhooks', { url: 'https://hooks.example.com/ledger', kinds: ['step.escalated'] }, admin);
     expect(made.status).toBe(201);
     expect(made.body).toMatchObject({ id: expect.stringMatching(/^whk_/), secret: expect.stringMatching(/^whsec_/), kinds: ['step.escalated'], unknown_after_ms: 900_000, premature_refusals: 3, active: true });
     const listed = await request(ledger.baseUrl, 'GET', '/v1/admin/webhooks', undefined, admin);
@@ -212,7 +307,7 @@ describe('webhooks when the receiver is down and the service is killed', () => {
 
   beforeAll(async () => {
     await receiver.start();
-    ledger = await startLedger({ env: { LEDGER_API_KEYS: KEYS, ...FAST_RETRIES } });
+    ledger = await startLedger({ env: { LEDGER_API_KEYS: KEYS, ...FAST_RETRIES, ...LOOPBACK_RECEIVERS } });
   }, 60_000);
 
   afterAll(async () => {

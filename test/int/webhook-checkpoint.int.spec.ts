@@ -80,7 +80,7 @@ describe('the webhook consumer checkpoint', () => {
   it('a premature count taken after a consumed transition is not reset by consuming it again after a crash', async () => {
     const hooks = openHooks();
     const service = new WebhookService(log, hooks, systemClock);
-    await service.subscribe(TENANT, { url: 'http://127.0.0.1:9/hooks', kinds: ['verification.premature_repeated'], premature_refusals: 2 });
+    await service.subscribe(TENANT, { url: 'https://hooks.example.com/ledger', kinds: ['verification.premature_repeated'], premature_refusals: 2 });
     await service.consume([transition(1, 'verifying')]);
     service.onRefused('VERIFICATION_PREMATURE', TENANT, REF);
 

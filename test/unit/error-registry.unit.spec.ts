@@ -46,6 +46,6 @@ describe('error registry', () => {
 
   it('never answers a refusal with a 5xx', () => {
     const fiveHundreds = Object.entries(ERROR_REGISTRY).filter(([, d]) => d.status >= 500).map(([code]) => code);
-    expect(fiveHundreds.sort()).toEqual(['HISTORY_INTEGRITY_FAILED', 'INTERNAL_ERROR', 'PROJECTION_LAGGING', 'STORE_UNAVAILABLE']);
+    expect(fiveHundreds.sort()).toEqual(['HISTORY_INTEGRITY_FAILED', 'HISTORY_ROLLED_BACK', 'INTERNAL_ERROR', 'PROJECTION_LAGGING', 'STORE_UNAVAILABLE']);
   });
 });

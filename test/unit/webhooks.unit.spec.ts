@@ -1,5 +1,8 @@
 import { reactionsTo, retryDelayMs } from '../../src/webhooks/notification-rules';
+import { isPrivateAddress, isPrivateHost, PrivateAddressError, publicOnlyLookup } from '../../src/webhooks/webhook-address';
+import { parseSecretKey, SecretBox } from '../../src/webhooks/webhook-secret-box';
 import { signatureHeader, verifySignature } from '../../src/webhooks/webhook-signature';
+import { urlRefusal } from '../../src/webhooks/webhook-url';
 
 const transition = (to: string) => ({
   type: 'TransitionRecorded',
@@ -34,5 +37,66 @@ describe('webhook rules and signatures', () => {
     expect(verifySignature(header, body, 'whsec_test', { nowSeconds: 1_764_756_000 + 301 })).toEqual({ ok: false, reason: 'too_old' });
     expect(verifySignature(`${header},v1=${'0'.repeat(64)}`, body, 'whsec_test', at).ok).toBe(true);
     expect(verifySignature('v1=abc', body, 'whsec_test', at)).toEqual({ ok: false, reason: 'malformed' });
+  });
+});
+
+describe('where a webhook may go', () => {
+  it('knows loopback, link-local, private, unique-local and metadata addresses, in every spelling a URL normalises', () => {
+    for (const address of ['127.0.0.1', '127.9.9.9', '0.0.0.0', '10.1.2.3', '172.16.0.1', '172.31.255.255', '192.168.1.1', '169.254.169.254', '100.100.100.200', '::1', '::', 'fe80::1', 'fd00:ec2::254', 'fc00::1', '::ffff:127.0.0.1', '::ffff:a9fe:a9fe', '64:ff9b::a00:1', '2002:7f00:1::1']) {
+      expect([address, isPrivateAddress(address)]).toEqual([address, true]);
+    }
+    for (const address of ['93.184.216.34', '172.32.0.1', '8.8.8.8', '2606:4700:4700::1111', '::ffff:8.8.8.8']) {
+      expect([address, isPrivateAddress(address)]).toEqual([address, false]);
+    }
+    for (const url of ['http://0x7f.1/h', 'http://2130706433/h', 'http://[::ffff:127.0.0.1]/h', 'http://localhost./h', 'http://api.localhost/h', 'http://[fd00:ec2::254]/h', 'http://0/h']) {
+      expect([url, isPrivateHost(new URL(url).hostname)]).toEqual([url, true]);
+    }
+    expect(isPrivateHost(new URL('https://hooks.example.com/h').hostname)).toBe(false);
+  });
+
+  it('refuses a name that resolves to a private address when it is looked up for a delivery', async () => {
+    const lookedUp = await new Promise<Error | null>((resolve) => publicOnlyLookup('localhost', { all: true }, (error) => resolve(error)));
+    expect(lookedUp).toBeInstanceOf(PrivateAddressError);
+  });
+
+  it('refuses credentials in the query or fragment of a URL, by name and by shape, and private hosts unless allowed', () => {
+    const refused = (url: string, allowPrivate = true) => urlRefusal(new URL(url), { allowPrivate });
+    for (const url of [
+      'https://hooks.example.com/h?token=abc',
+      'https://hooks.example.com/h?key=abc',
+      'https://hooks.example.com/h?sig=abc',
+      'https://hooks.example.com/h?api_key=abc',
+      'https://hooks.example.com/h?X-Amz-Signature=abc',
+      'https://hooks.example.com/h?access_token=abc',
+      'https://hooks.example.com/h?Client-Secret=abc',
+      'https://hooks.example.com/h?password=abc',
+      'https://hooks.example.com/h?x=ghp_0123456789abcdefghijABCDEFGHIJ012345',
+      'https://hooks.example.com/h#token=abc',
+    ]) {
+      expect([url, refused(url)]).toEqual([url, expect.stringMatching(/must not carry a credential/)]);
+    }
+    expect(refused('https://hooks.example.com/h?tenant=acme&event=escalated&v=2')).toBeUndefined();
+    expect(refused('http://127.0.0.1:8080/h', false)).toMatch(/private address/);
+    expect(refused('http://127.0.0.1:8080/h', true)).toBeUndefined();
+  });
+});
+
+describe('signing secrets at rest', () => {
+  const key = parseSecretKey('11'.repeat(32)) as Buffer;
+
+  it('wraps with AES-256-GCM: the secret is not in the stored text, and only the same key and subscription open it', () => {
+    const box = new SecretBox(key);
+    const stored = box.wrap('whsec_abc', 'whk_1');
+    expect(stored).toMatch(/^wrapped:v1:/);
+    expect(stored).not.toContain('whsec_abc');
+    expect(box.unwrap(stored, 'whk_1')).toBe('whsec_abc');
+    expect(() => box.unwrap(stored, 'whk_2')).toThrow();
+    expect(() => new SecretBox(parseSecretKey('22'.repeat(32)) as Buffer).unwrap(stored, 'whk_1')).toThrow();
+  });
+
+  it('reads the key as 64 hex digits or base64 of 32 bytes, and refuses anything else', () => {
+    expect(parseSecretKey(undefined)).toBeUndefined();
+    expect(parseSecretKey(Buffer.alloc(32, 7).toString('base64'))?.equals(Buffer.alloc(32, 7))).toBe(true);
+    expect(() => parseSecretKey('too-short')).toThrow(/LEDGER_WEBHOOK_SECRET_KEY must be 32 bytes/);
   });
 });

@@ -53,7 +53,7 @@ def main() -> None:
     parser.add_argument("--count", type=int, default=3)
     parser.add_argument("--concurrency", type=int, default=4)
     parser.add_argument("--worker-id")
-    parser.add_argument("--tool-timeout", type=float, default=5.0, help="seconds per socket operation of a tool call")
+    parser.add_argument("--tool-timeout", type=float, default=5.0, help="seconds a tool call may stay open: declared as its call window, and the timeout of each socket operation")
     parser.add_argument("--until-done", action="store_true", help="stop once the steps started here have ended")
     args = parser.parse_args()
 
@@ -64,7 +64,9 @@ def main() -> None:
         signal.signal(signum, lambda *_: stop.set())
     worker = LedgerWorker(
         ledger,
-        tools={CREATE_INVOICE: Tool(call=tools.create_invoice, lookup=tools.lookup)},
+        # The tool's timeout declared as its call window: a killed worker's attempt can be verified
+        # that soon after its grant, not only after the step's dispatch timeout.
+        tools={CREATE_INVOICE: Tool(call=tools.create_invoice, lookup=tools.lookup, call_window_ms=max(1, round(args.tool_timeout * 1000)))},
         concurrency=args.concurrency,
         stop_event=stop,
         worker_id=args.worker_id,

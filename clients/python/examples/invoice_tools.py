@@ -25,6 +25,8 @@ class InvoiceTools:
             operation_ref=context.idempotency_key,
             side_effect=context.side_effect,
             timeout=self.timeout,
+            # The end of the call window the ledger granted: the request is cut off there.
+            deadline=context.deadline,
             verification_tool=VERIFICATION_TOOL,
         )
 

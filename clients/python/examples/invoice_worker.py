@@ -78,11 +78,12 @@ def main() -> int:
     parser.add_argument("--window-ms", type=int, default=2000)
     parser.add_argument("--max-attempts", type=int, default=3)
     parser.add_argument("--max-moves", type=int, default=50)
-    parser.add_argument("--tool-timeout", type=float, default=2.0)
+    parser.add_argument("--tool-timeout", type=float, default=2.0, help="seconds a tool call may stay open (its call window)")
     args = parser.parse_args()
 
     ledger = LedgerClient(args.ledger, api_key=os.environ.get("LEDGER_API_KEY"), timeout=5.0)
     tools = InvoiceTools(args.provider, timeout=args.tool_timeout)
+    call_window_ms = max(1, round(args.tool_timeout * 1000))
 
     # A restarted worker first settles what a previous life left in flight, by the same operation_refs.
     report = recover(ledger, {CREATE_INVOICE: tools.lookup})
@@ -136,7 +137,9 @@ def main() -> int:
                     log(event="verified", operation_ref=ref, kind=checked.kind, outcome=checked.outcome, status=checked.status, not_before=checked.not_before)
                     schedule(job, checked.status, checked.not_before)
                 else:
-                    outcome = execute_write(ledger, step, tools.create_invoice)
+                    # The tool's timeout is the longest its call stays open: declared as the call
+                    # window, a killed life's attempt can be verified that soon after its grant.
+                    outcome = execute_write(ledger, step, tools.create_invoice, call_window_ms=call_window_ms)
                     envelope: Dict[str, Any] = dict(outcome.envelope or {})
                     log(
                         event="executed",

@@ -64,7 +64,15 @@ from .execute_write import (
     execute_write,
     verify,
 )
-from .execute_write import AttemptToRun, run_attempt
+from .execute_write import (
+    CALL_MARGIN_FRACTION,
+    MAX_CALL_WINDOW_MS,
+    MIN_CALL_MARGIN_MS,
+    AttemptToRun,
+    call_margin_ms,
+    call_window_of,
+    run_attempt,
+)
 from .http_tool import call_http_tool
 from .normalizers import (
     HttpResponse,
@@ -157,6 +165,11 @@ __all__ = [
     "redact_text",
     "AttemptToRun",
     "run_attempt",
+    "call_margin_ms",
+    "call_window_of",
+    "CALL_MARGIN_FRACTION",
+    "MIN_CALL_MARGIN_MS",
+    "MAX_CALL_WINDOW_MS",
     "LedgerWorker",
     "Tool",
     "WorkerReport",

@@ -74,6 +74,10 @@ class OperationState(_OperationStateRequired, total=False):
     approval: str
     reason: str
     since: str
+    # While dispatched: the instant the attempt's call must be over, on the ledger's clock (§4.5).
+    call_deadline: str
+    approval_input_hash: str
+    possible_duplicate: Dict[str, Any]
     last_envelope: Any
     last_verification: Any
     success: Any
@@ -115,9 +119,15 @@ class StepPlannedData(_StepPlannedRequired, total=False):
     policy: StepPolicy
 
 
-class AttemptDispatchedData(TypedDict):
+class _AttemptDispatchedRequired(TypedDict):
     attempt: int  # the previous attempts plus one; the first is 1
     input_hash: str
+
+
+class AttemptDispatchedData(_AttemptDispatchedRequired, total=False):
+    # The longest the dispatcher's call may stay open (1..86_400_000 ms); the ledger's call deadline
+    # is at most this long after its grant (docs/contract.md §4.5).
+    call_window_ms: int
 
 
 class EnvelopeRecordedData(TypedDict):

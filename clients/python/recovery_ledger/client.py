@@ -168,7 +168,9 @@ class LedgerClient:
         return self._submit_one(operation_ref, "StepPlanned", data, options)
 
     def dispatch_attempt(self, operation_ref: str, data: AttemptDispatchedData, **options: Any) -> SubmitAnswer:
-        """The gate: a ``LedgerRefusal`` means the tool must not be called."""
+        """The gate: a ``LedgerRefusal`` means the tool must not be called. ``data`` may declare
+        ``call_window_ms``; a grant answers the attempt's ``call_deadline`` and ``since`` in its state,
+        the window the call must end in (``run_attempt`` holds it; docs/contract.md §4.5)."""
         return self._submit_one(operation_ref, "AttemptDispatched", data, options)
 
     def record_envelope(self, operation_ref: str, data: EnvelopeRecordedData, **options: Any) -> SubmitAnswer:

@@ -7,6 +7,7 @@ directives, and wait_and_retry comes back with ``not_before`` for the caller's s
 
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from typing import Any, Callable, Dict, Generic, Literal, Mapping, Optional, Protocol, TypeVar, Union
@@ -15,7 +16,8 @@ from .api_types import Directive, OperationState, StepPolicy, SubmitAnswer, Veri
 from .canonical_json import input_hash
 from .envelope import DEFAULT_ENVELOPE_LIMITS, EnvelopeLimits, SideEffect, ToolEnvelope, validate_envelope
 from .errors import LedgerError, LedgerRefusal
-from .normalizers.builders import NormalizeContext, escalate, iso_instant, uncertain_outcome
+from .envelope import parse_iso_instant
+from .normalizers.builders import NormalizeContext, call_window_passed, escalate, iso_instant, uncertain_outcome
 from .normalizers.network_error import normalize_network_error
 
 __all__ = [
@@ -32,6 +34,11 @@ __all__ = [
     "AttemptToRun",
     "run_attempt",
     "verify",
+    "MAX_CALL_WINDOW_MS",
+    "MIN_CALL_MARGIN_MS",
+    "CALL_MARGIN_FRACTION",
+    "call_margin_ms",
+    "call_window_of",
 ]
 
 Input = TypeVar("Input")
@@ -70,6 +77,53 @@ class ToolCallContext:
     # The attempt the ledger granted (1 for the first).
     attempt: int
     side_effect: SideEffect
+    # The end of the attempt's call window (minus its margin), a ``time.monotonic()`` instant, or
+    # None when the call is not bounded. Abort the request by then (``call_http_tool(deadline=)``),
+    # so no byte of this attempt leaves after the ledger's call deadline: a blocking call cannot be
+    # cut from outside. A tool that stops after its request may have left answers an envelope like
+    # any failure; the SDK still records it.
+    deadline: Optional[float] = None
+
+    def time_left(self) -> Optional[float]:
+        """Seconds left before ``deadline`` (0 when it has passed), or None when there is none."""
+        return None if self.deadline is None else max(0.0, self.deadline - time.monotonic())
+
+
+# The longest call window a dispatcher may declare (docs/contract.md §4.5): a day.
+MAX_CALL_WINDOW_MS = 86_400_000
+# The dispatcher's margin inside its window: 10 % of it, and never less than 50 ms.
+MIN_CALL_MARGIN_MS = 50
+CALL_MARGIN_FRACTION = 0.1
+
+
+def call_margin_ms(window_ms: float) -> float:
+    """How long before the end of its call window a dispatcher stops starting (and aborts) its
+    call: 10 % of the window, at least 50 ms. It covers the rate difference of two monotonic clocks
+    and the time between the check and the request's bytes leaving (docs/reliability.md "When an
+    attempt may still reach the provider")."""
+    return max(MIN_CALL_MARGIN_MS, window_ms * CALL_MARGIN_FRACTION)
+
+
+def call_window_of(state: Mapping[str, Any], declared_ms: Optional[float] = None) -> Optional[float]:
+    """The granted attempt's call window in ms: the ledger's ``call_deadline`` minus its grant
+    instant (``since``), bounded by what the dispatcher declared. None when neither is known (a
+    ledger that answers no call deadline, and no window declared): the call is then not bounded."""
+    try:
+        granted: Optional[float] = max(
+            0.0, (parse_iso_instant(state["call_deadline"]) - parse_iso_instant(state["since"])).total_seconds() * 1000
+        )
+    except (KeyError, TypeError, ValueError):
+        granted = None
+    if granted is None:
+        return declared_ms
+    return granted if declared_ms is None else min(granted, declared_ms)
+
+
+def _check_call_window(ms: Optional[int]) -> None:
+    if ms is None:
+        return
+    if isinstance(ms, bool) or not isinstance(ms, int) or ms < 1 or ms > MAX_CALL_WINDOW_MS:
+        raise ValueError(f"call_window_ms must be an integer from 1 to {MAX_CALL_WINDOW_MS}, got {ms!r}")
 
 
 # Calls the tool once and returns its envelope (see the normalizers); an exception is treated as a
@@ -87,7 +141,8 @@ class Refusal:
 
 @dataclass(frozen=True)
 class WriteOutcome:
-    """``kind``: ``recorded`` (the tool ran once, its envelope is recorded), ``refused`` (before a
+    """``kind``: ``recorded`` (the tool ran once, its envelope is recorded; or, with ``tool_called``
+    false, the call window had passed before the call and CALL_WINDOW_PASSED is recorded), ``refused`` (before a
     dispatch the tool was not called; after it, see ``refusal``), ``replayed`` (the step had already
     succeeded: the original success stands). ``directive`` is what the caller's scheduler does next."""
 
@@ -179,6 +234,7 @@ def execute_write(
     verification_tool: Optional[str] = None,
     traceparent: Optional[str] = None,
     tracestate: Optional[str] = None,
+    call_window_ms: Optional[int] = None,
 ) -> WriteOutcome:
     """Plan the step (idempotent), ask the ledger to dispatch (the AttemptDispatched submit is the
     gate), call the tool with operation_ref as its idempotency key, record its envelope, and
@@ -188,10 +244,13 @@ def execute_write(
     - A raised tool call becomes an envelope through the network-error normalizer: after the request
       may have left, a write's outcome is unknown and must be verified.
     - Calling it again for the same step is safe: a succeeded step is replayed, never rerun.
+    - ``call_window_ms`` (an integer 1..86_400_000) is the longest the tool call may stay open,
+      declared to the ledger with the dispatch; see ``run_attempt`` for how the call is held to it.
 
     Ledger errors other than refusals (unreachable, unauthorized) are raised; before the tool ran
     nothing happened, after it the error is an OutcomeNotRecordedError.
     """
+    _check_call_window(call_window_ms)  # before planning: a bad option leaves nothing behind
     side_effect = step.side_effect
     hash_ = step.input_hash or input_hash(step.input)
     ref = step.operation_ref
@@ -219,6 +278,7 @@ def execute_write(
         verification_tool=verification_tool,
         traceparent=traceparent,
         tracestate=tracestate,
+        call_window_ms=call_window_ms,
     )
 
 
@@ -246,17 +306,35 @@ def run_attempt(
     traceparent: Optional[str] = None,
     tracestate: Optional[str] = None,
     lease: Optional[str] = None,
+    call_window_ms: Optional[int] = None,
+    not_after: Optional[float] = None,
 ) -> WriteOutcome:
     """One attempt of a planned step: the gate, the tool with operation_ref as its idempotency key,
     the envelope recorded. execute_write runs it after planning; the worker runs it for a dispatch
     item of the work feed, whose attempt and input hash the ledger gave. ``lease`` is sent with
-    every fact (``Ledger-Lease``)."""
+    every fact (``Ledger-Lease``).
+
+    The dispatcher's duty (docs/reliability.md "When an attempt may still reach the provider"): the
+    call starts only while less than the granted window minus its margin has passed since the
+    dispatch request was sent, on ``time.monotonic()``, and the tool is given that end as
+    ``ToolCallContext.deadline``. A window found gone is not used: the tool is not called and a
+    CALL_WINDOW_PASSED envelope is recorded. ``call_window_ms`` (an integer 1..86_400_000) is
+    declared to the ledger as the attempt's ``call_window_ms``, and the call is held to it even when
+    the ledger answers no call deadline. ``not_after``, a ``time.monotonic()`` instant, bounds the
+    call too (a worker's lease end by its own clock)."""
+    _check_call_window(call_window_ms)
     ref, attempt, side_effect = run.operation_ref, run.attempt, run.side_effect
     trace: Dict[str, Any] = {"traceparent": traceparent, "tracestate": tracestate}
     if lease:
         trace["lease"] = lease
+    dispatch: Dict[str, Any] = {"attempt": attempt, "input_hash": run.input_hash}
+    if call_window_ms is not None:
+        dispatch["call_window_ms"] = call_window_ms
+    # Before the request leaves, so before the ledger's grant: the window is counted from here, on a
+    # clock no wall-clock step moves. A resend of the dispatch after a lost answer only makes it later.
+    sent_at = time.monotonic()
     try:
-        granted = ledger.dispatch_attempt(ref, {"attempt": attempt, "input_hash": run.input_hash}, **trace)
+        granted = ledger.dispatch_attempt(ref, dispatch, **trace)
     except LedgerRefusal as error:
         return _refused(ref, error, attempt=attempt)
     if granted.get("replayed"):
@@ -281,12 +359,27 @@ def run_attempt(
             verification_tool=verification_tool,
         )
 
+    deadline = _call_deadline(sent_at, call_window_of(granted["state"], call_window_ms), not_after)
+    if deadline is not None and time.monotonic() >= deadline:
+        # Paused past the window (GC, a VM stop): the ledger may already take this attempt for one
+        # that never happened, so the tool is not called, and the envelope says so.
+        return _record_outcome(ledger, ref, attempt, call_window_passed(context()), context(), trace, tool_called=False)
     try:
-        raw = tool_call(run.input, ToolCallContext(ref, ref, attempt, side_effect))
+        raw = tool_call(run.input, ToolCallContext(ref, ref, attempt, side_effect, deadline))
     except Exception as error:  # noqa: BLE001 - whatever the tool raised, the request may have left
         raw = normalize_network_error(error, context())
     envelope = _checked_envelope(raw, context(), limits)
     return _record_outcome(ledger, ref, attempt, envelope, context(), trace)
+
+
+def _call_deadline(sent_at: float, window_ms: Optional[float], not_after: Optional[float]) -> Optional[float]:
+    """The monotonic instant the call must neither start after nor stay open past: the end of the
+    window counted from the dispatch's send (or ``not_after``, when earlier), less the margin."""
+    ends = [end for end in (None if window_ms is None else sent_at + window_ms / 1000, not_after) if end is not None]
+    if not ends:
+        return None
+    end = min(ends)
+    return end - call_margin_ms(max(0.0, end - sent_at) * 1000) / 1000
 
 
 def _checked_envelope(raw: Any, context: NormalizeContext, limits: Optional[EnvelopeLimits]) -> ToolEnvelope:
@@ -307,13 +400,20 @@ def _substitute(context: NormalizeContext) -> ToolEnvelope:
 
 
 def _record_outcome(
-    ledger: LedgerApi, ref: str, attempt: int, envelope: ToolEnvelope, context: NormalizeContext, trace: Dict[str, Any]
+    ledger: LedgerApi,
+    ref: str,
+    attempt: int,
+    envelope: ToolEnvelope,
+    context: NormalizeContext,
+    trace: Dict[str, Any],
+    *,
+    tool_called: bool = True,
 ) -> WriteOutcome:
     try:
         answer = ledger.record_envelope(ref, {"attempt": attempt, "envelope": envelope}, **trace)
-        return _answered(ref, answer, tool_called=True, attempt=attempt, envelope=envelope)
+        return _answered(ref, answer, tool_called=tool_called, attempt=attempt, envelope=envelope)
     except LedgerRefusal as error:
-        return _refused(ref, error, tool_called=True, attempt=attempt, envelope=envelope)
+        return _refused(ref, error, tool_called=tool_called, attempt=attempt, envelope=envelope)
     except LedgerError as error:
         # The ledger's limits may be stricter than ours (its safe_details keys are configurable):
         # record the envelope that claims nothing rather than leave the attempt without an outcome.
@@ -322,9 +422,9 @@ def _record_outcome(
     substitute = _substitute(context)
     try:
         answer = ledger.record_envelope(ref, {"attempt": attempt, "envelope": substitute}, **trace)
-        return _answered(ref, answer, tool_called=True, attempt=attempt, envelope=substitute)
+        return _answered(ref, answer, tool_called=tool_called, attempt=attempt, envelope=substitute)
     except LedgerRefusal as error:
-        return _refused(ref, error, tool_called=True, attempt=attempt, envelope=substitute)
+        return _refused(ref, error, tool_called=tool_called, attempt=attempt, envelope=substitute)
     except LedgerError as error:
         raise OutcomeNotRecordedError(ref, attempt, substitute) from error
 

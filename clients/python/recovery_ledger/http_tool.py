@@ -11,14 +11,17 @@ from __future__ import annotations
 
 import http.client
 import json
+import socket
 import ssl
+import threading
+import time
 import urllib.parse
 from datetime import datetime
 from typing import Any, Callable, Mapping, Optional, Sequence
 
 from ._http import read_body
 from .envelope import SideEffect, ToolEnvelope
-from .normalizers.builders import NormalizeContext, _utc_now
+from .normalizers.builders import NormalizeContext, _utc_now, call_window_passed
 from .normalizers.http_response import HttpResponse, normalize_http_response
 from .normalizers.input_fields import input_fields_of
 from .normalizers.network_error import normalize_network_error
@@ -37,6 +40,7 @@ def call_http_tool(
     body: Any = None,
     headers: Optional[Mapping[str, str]] = None,
     timeout: float = 10.0,
+    deadline: Optional[float] = None,
     idempotency_header: Optional[str] = "Idempotency-Key",
     ssl_context: Optional[ssl.SSLContext] = None,
     now: Callable[[], datetime] = _utc_now,
@@ -53,7 +57,12 @@ def call_http_tool(
     """Sends ``body`` as JSON (POST by default when there is one, else GET) with ``operation_ref`` as
     the idempotency key (``idempotency_header=None`` sends none) and returns the envelope.
 
-    ``timeout`` is seconds per socket operation. The normalizer options are those of
+    ``timeout`` is seconds per socket operation. ``deadline`` is a ``time.monotonic()`` instant the
+    whole call ends by: pass ``ToolCallContext.deadline``, the end of the attempt's call window. A
+    request not yet sent by then is not sent (CALL_WINDOW_PASSED, nothing committed); one that is
+    sent is cut off at it (for a write the outcome is then unknown), so no byte of the attempt
+    leaves after the ledger's call deadline (docs/reliability.md "When an attempt may still reach
+    the provider"). The normalizer options are those of
     ``normalize_http_response``; ``input_fields`` defaults to the body's own field names, since a
     provider may name an invalid field only if the request carried it."""
 
@@ -81,25 +90,40 @@ def call_http_tool(
         request_headers[idempotency_header] = operation_ref
     request_headers.update(headers or {})
 
+    def time_left() -> float:
+        return timeout if deadline is None else deadline - time.monotonic()
+
+    if time_left() <= 0:
+        return call_window_passed(context())
+    socket_timeout = min(timeout, time_left())
     if parts.scheme == "https":
         connection: http.client.HTTPConnection = http.client.HTTPSConnection(
-            parts.hostname, parts.port, timeout=timeout, context=ssl_context
+            parts.hostname, parts.port, timeout=socket_timeout, context=ssl_context
         )
     else:
-        connection = http.client.HTTPConnection(parts.hostname, parts.port, timeout=timeout)
+        connection = http.client.HTTPConnection(parts.hostname, parts.port, timeout=socket_timeout)
+    cut = _Cutoff(connection)
     try:
         try:
             connection.connect()
         except Exception as error:  # noqa: BLE001 - nothing of the request was written yet
             return normalize_network_error(error, context(), phase="before_send")
+        if time_left() <= 0:
+            return call_window_passed(context())  # connected, but not one byte of the request written
+        if deadline is not None:
+            cut.at(time_left())
         try:
             connection.request(method or ("POST" if payload is not None else "GET"), target, body=payload, headers=request_headers)
             response = connection.getresponse()
             status, answer_headers = response.status, response.headers
             raw = read_body(response, _MAX_BODY_BYTES)
         except Exception as error:  # noqa: BLE001 - from the first byte on, the request may have left
+            if cut.fired:
+                # Whatever the cut made the read raise, it was the deadline: say timeout, not reset.
+                error = TimeoutError("the call window passed")
             return normalize_network_error(error, context(), phase="after_send")
     finally:
+        cut.cancel()
         connection.close()
 
     text = raw.decode("utf-8", errors="replace")
@@ -118,3 +142,31 @@ def call_http_tool(
         result=result,
         evidence_ref=evidence_ref,
     )
+
+
+class _Cutoff:
+    """Ends a call at its deadline: a blocking socket operation cannot be cancelled from its own
+    thread, so a timer shuts the socket down, which makes the send or read in progress fail."""
+
+    def __init__(self, connection: http.client.HTTPConnection) -> None:
+        self._connection = connection
+        self._timer: Optional[threading.Timer] = None
+        self.fired = False
+
+    def at(self, seconds: float) -> None:
+        self._timer = threading.Timer(max(0.0, seconds), self._fire)
+        self._timer.daemon = True
+        self._timer.start()
+
+    def _fire(self) -> None:
+        self.fired = True
+        sock = self._connection.sock
+        if sock is not None:
+            try:
+                sock.shutdown(socket.SHUT_RDWR)
+            except OSError:
+                pass  # already closed: the call ended on its own
+
+    def cancel(self) -> None:
+        if self._timer is not None:
+            self._timer.cancel()

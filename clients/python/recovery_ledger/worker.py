@@ -4,8 +4,12 @@ plugs in the tools.
 It polls the feed for due items of its tools, runs each dispatch item through the gate and calls the
 tool with operation_ref as the idempotency key, records the envelope, verifies unknown outcomes with
 the tool's lookup while it still holds the item, renews each lease every third of its length and
-releases it. Nothing here waits for not_before, counts attempts or decides that a silent dispatch
-is dead: the ledger hands each step out when it is due.
+releases it. It counts each lease on its own monotonic clock: a lease more than a third gone when a
+dispatch is due is renewed first (a process that stood still may have lost it), and what is left of
+it is declared as the attempt's call window, so the call ends before the lease does
+(docs/reliability.md "When an attempt may still reach the provider"). Nothing here waits for
+not_before, counts attempts or decides that a silent dispatch is dead: the ledger hands each step
+out when it is due.
 
 Threads, since the client is blocking: one polls, ``concurrency`` work items, and one renewal
 thread per item in hand. Stopping (``stop_event``) takes no new item and lets items in hand finish;
@@ -15,6 +19,7 @@ brings back after the stop is released untouched.
 
 from __future__ import annotations
 
+import math
 import os
 import socket
 import threading
@@ -28,6 +33,7 @@ from typing import Any, Callable, Dict, Mapping, Optional
 from .envelope import EnvelopeLimits, parse_iso_instant
 from .errors import LedgerError
 from .execute_write import (
+    MAX_CALL_WINDOW_MS,
     AttemptToRun,
     Lookup,
     OutcomeNotRecordedError,
@@ -35,6 +41,7 @@ from .execute_write import (
     VerifyOutcome,
     WriteOutcome,
     _utc_now,
+    call_margin_ms,
     run_attempt,
     verify,
 )
@@ -47,10 +54,14 @@ WorkerEvent = Dict[str, Any]
 @dataclass(frozen=True)
 class Tool:
     """What a runtime plugs in per tool: the call (given operation_ref as its idempotency key in its
-    ToolCallContext) and the lookup by operation_ref."""
+    ToolCallContext) and the lookup by operation_ref. ``call_window_ms``, when given, is the longest
+    a call of this tool stays open (its timeout): declared with each dispatch when it is shorter than
+    what is left of the lease, so a worker that dies mid-call leaves an attempt that can be verified
+    that much sooner."""
 
     call: ToolCall[Any]
     lookup: Lookup
+    call_window_ms: Optional[int] = None
 
 
 @dataclass(frozen=True)
@@ -71,6 +82,33 @@ class WorkerReport:
 
 def _iso_ms(instant: str) -> float:
     return parse_iso_instant(instant).timestamp() * 1000
+
+
+class _HeldLease:
+    """A lease as the worker counts it on its own monotonic clock: it ends no later than the instant
+    the request that got (or renewed) it was sent plus the length granted, since the ledger started
+    the lease after that request left. A pause of the process only makes the count more cautious."""
+
+    def __init__(self, requested_at: float, length_ms: float) -> None:
+        self.length_ms = length_ms
+        self._ends_at = requested_at + length_ms / 1000
+        self._lock = threading.Lock()
+
+    def renewed(self, requested_at: float) -> None:
+        with self._lock:
+            self._ends_at = max(self._ends_at, requested_at + self.length_ms / 1000)
+
+    @property
+    def ends_at(self) -> float:
+        with self._lock:
+            return self._ends_at
+
+    def remaining_ms(self) -> float:
+        return (self.ends_at - time.monotonic()) * 1000
+
+    def stale(self) -> bool:
+        """More than a third of it gone: the renewals may have stalled with the process."""
+        return self.remaining_ms() < self.length_ms * 2 / 3
 
 
 class LedgerWorker:
@@ -147,6 +185,8 @@ class LedgerWorker:
                 free.release()
                 with self._lock:
                     slots = self.concurrency - in_hand[0]
+                # The leases start after this request leaves: the worker's count of each starts here.
+                requested_at = time.monotonic()
                 try:
                     items = self.ledger.work(worker=self.id, tools=tools, limit=slots, wait_ms=self.wait_ms, lease_ms=self.lease_ms).get("items") or []
                 except Exception as error:  # noqa: BLE001 - the feed is retried after a pause, never given up on
@@ -161,7 +201,7 @@ class LedgerWorker:
                     free.acquire()
                     with self._lock:
                         in_hand[0] += 1
-                    pool.submit(self._handle, item).add_done_callback(done)
+                    pool.submit(self._handle, item, requested_at).add_done_callback(done)
             # Leaving the with-block waits for every item in hand.
         report = self.report
         self._emit({"type": "stopped", "worker": self.id, "report": report})
@@ -175,7 +215,7 @@ class LedgerWorker:
         except Exception:  # noqa: BLE001 - an unreleased lease only expires; the gate judges whoever acts
             pass
 
-    def _handle(self, item: Mapping[str, Any]) -> None:
+    def _handle(self, item: Mapping[str, Any], requested_at: float) -> None:
         self._count(items=1)
         ref = item["operation_ref"]
         lease = item["lease"]["id"]
@@ -183,19 +223,12 @@ class LedgerWorker:
         if item["lease"].get("took_over_from"):
             event["took_over_from"] = item["lease"]["took_over_from"]
         self._emit(event)
-        finished = threading.Event()
-        lost = threading.Event()
+        hand = _ItemInHand(self, ref, lease, _HeldLease(requested_at, self._lease_length_ms(item)))
 
         def renew() -> None:
-            while not finished.wait(max(0.25, self.lease_ms / 3000)):
+            while not hand.finished.wait(max(0.25, hand.held.length_ms / 3000)):
                 try:
-                    self.ledger.renew_lease(ref, lease, self.lease_ms)
-                except LedgerError as error:
-                    # A renewal still on its way when the release lands is refused: that lease was not lost.
-                    if error.code == "LEASE_LOST" and not finished.is_set() and not lost.is_set():
-                        lost.set()
-                        self._count(leases_lost=1)
-                        self._emit({"type": "lease_lost", "operation_ref": ref})
+                    if not hand.renew():
                         return
                 except Exception:  # noqa: BLE001 - a renewal that got no answer is tried again next time
                     pass
@@ -205,7 +238,7 @@ class LedgerWorker:
         hold_ms: Optional[float] = None
         release = True
         try:
-            hold_ms = self._work(item, lease)
+            hold_ms = self._work(item, hand)
         except OutcomeNotRecordedError as error:
             # The ledger still has the attempt in flight: keep the lease to its end, then the feed
             # hands the step out for verification after its dispatch timeout.
@@ -216,26 +249,49 @@ class LedgerWorker:
             self._count(errors=1)
             self._emit({"type": "error", "operation_ref": ref, "code": _code(error), "detail": _detail(error)})
         finally:
-            finished.set()
+            hand.finished.set()
             renewal.join()
-        if release and not lost.is_set():
+        if release and not hand.lost.is_set():
             try:
                 self.ledger.release_lease(ref, lease, hold_ms)
             except Exception:  # noqa: BLE001 - an unreleased lease only expires
                 pass
 
-    def _work(self, item: Mapping[str, Any], lease: str) -> Optional[float]:
+    def _lease_length_ms(self, item: Mapping[str, Any]) -> float:
+        """The lease length the worker counts with: what it asks for, within the ledger's cap (the
+        step's dispatch timeout)."""
+        cap = (item.get("policy") or {}).get("dispatch_timeout_ms")
+        return min(self.lease_ms, cap) if isinstance(cap, (int, float)) and not isinstance(cap, bool) and cap > 0 else self.lease_ms
+
+    def _work(self, item: Mapping[str, Any], hand: "_ItemInHand") -> Optional[float]:
         """One item's work; returns how long to keep it from everyone (a check that must wait for its window)."""
         tool = self.tools.get(item["tool"])
         if tool is None:
             raise LookupError(f"no tool {item['tool']} in this worker")
         ref = item["operation_ref"]
+        lease = hand.lease
         if item["kind"] == "dispatch":
             if "input" not in item:
                 # Nothing to call the tool with: say so, and keep the step from being handed round in a loop.
                 self._count(errors=1)
                 self._emit({"type": "error", "operation_ref": ref, "code": "WORK_ITEM_WITHOUT_INPUT", "detail": "planned without its input; start steps with start_step()"})
                 return self.lease_ms
+            # A third of the lease gone by this worker's clock: the process may have stood still (GC,
+            # a VM stop) while another worker took the item. Ask the ledger before dispatching.
+            if hand.held.stale() and not hand.renew():
+                return None
+            if hand.lost.is_set():
+                return None
+            remaining = math.floor(hand.held.remaining_ms())
+            if remaining <= call_margin_ms(remaining):
+                # Too little lease left to start a call in: dispatch nothing; the item goes back.
+                self._count(errors=1)
+                self._emit({"type": "error", "operation_ref": ref, "code": "LEASE_TOO_SHORT", "detail": f"{remaining} ms of the lease left by this worker's clock"})
+                return None
+            # The call window declared is what is left of the lease by this worker's clock (or the
+            # tool's own, when shorter); run_attempt also holds the call to the lease's end as
+            # counted here, whatever the ledger answers.
+            window = min(remaining, MAX_CALL_WINDOW_MS, tool.call_window_ms or MAX_CALL_WINDOW_MS)
             outcome = run_attempt(
                 self.ledger,
                 AttemptToRun(ref, item["attempt"], item["input_hash"], item["input"], item["side_effect"]),
@@ -244,6 +300,8 @@ class LedgerWorker:
                 limits=self._limits,
                 verification_tool=item.get("verification_tool"),
                 lease=lease,
+                call_window_ms=window,
+                not_after=hand.held.ends_at,
             )
             self._after_write(outcome)
             # An unknown outcome is checked at once, while this worker still holds the item.
@@ -281,6 +339,35 @@ class LedgerWorker:
     @staticmethod
     def _ends(status: str) -> Dict[str, int]:
         return {"succeeded": int(status == "succeeded"), "escalated": int(status == "escalated")}
+
+
+class _ItemInHand:
+    """One leased item while the worker works on it: its lease as counted here, and whether it is lost."""
+
+    def __init__(self, worker: LedgerWorker, ref: str, lease: str, held: _HeldLease) -> None:
+        self._worker = worker
+        self.ref = ref
+        self.lease = lease
+        self.held = held
+        self.finished = threading.Event()
+        self.lost = threading.Event()
+
+    def renew(self) -> bool:
+        """Renews the lease; False (said once) when the ledger says it no longer holds the item."""
+        requested_at = time.monotonic()
+        try:
+            self._worker.ledger.renew_lease(self.ref, self.lease, self._worker.lease_ms)
+        except LedgerError as error:
+            if error.code != "LEASE_LOST":
+                raise
+            # A renewal still on its way when the release lands is refused: that lease was not lost.
+            if not self.finished.is_set() and not self.lost.is_set():
+                self.lost.set()
+                self._worker._count(leases_lost=1)
+                self._worker._emit({"type": "lease_lost", "operation_ref": self.ref})
+            return False
+        self.held.renewed(requested_at)
+        return True
 
 
 def _code(error: BaseException) -> str:

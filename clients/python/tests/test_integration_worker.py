@@ -126,11 +126,13 @@ class WorkerTest(unittest.TestCase):
         self.assertEqual(verification[0]["worker"]["holder"], "py-w-timeout")
 
     def test_two_workers_on_one_feed_never_run_one_attempt_twice(self) -> None:
-        # A lease of 4 s and a dispatch timeout of 1 s: a slow create (5 s) stays with its worker only
-        # because the lease is renewed; were it not, the other worker would be handed it to verify.
-        refs = [self.start(dispatch_timeout_ms=1000) for _ in range(24)]
+        # A lease of 4 s (within the dispatch timeout of 8 s, which caps it) and slow creates of 2.5 s:
+        # a call may stay open only as long as the lease it was dispatched under has left
+        # (docs/reliability.md "When an attempt may still reach the provider"), so each slow create
+        # ends inside its window, while the renewals keep the item from the other worker.
+        refs = [self.start(dispatch_timeout_ms=8000) for _ in range(24)]
         for ref in refs[::4]:
-            self.provider.inject(ref, {"kind": "slow", "delay_ms": 5000})
+            self.provider.inject(ref, {"kind": "slow", "delay_ms": 2500})
         tools = InvoiceTools(self.provider.url, timeout=10)
         first = Running(self.ledger, tools, "py-w-a", concurrency=4, lease_ms=4000)
         second = Running(self.ledger, tools, "py-w-b", concurrency=4, lease_ms=4000)

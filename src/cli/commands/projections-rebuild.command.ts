@@ -1,5 +1,6 @@
 import { SingleBar } from 'cli-progress';
 import { LEDGER_PROJECTIONS } from '../../../projections/projection-catalog';
+import { findRollback } from '../../ledger/history-rollback';
 import { ProjectionEngine } from '../../projection-engine/projection-engine';
 import { readModelFile, SqliteReadModel } from '../../projection-engine/sqlite-read-model.store';
 import type {
@@ -170,6 +171,14 @@ export async function rebuildCommand(global: GlobalOptions, name: string | undef
   }
   const names = projectionNames(name);
   return withLocalStore(global, async ({ store, config }) => {
+    // A read model ahead of the log is the evidence of a rollback (docs/security.md, "A log rolled
+    // back"): rebuilt down to the older log, it would be gone. Only an accepted rollback rebuilds it.
+    const rollback = await findRollback(store, { dataDir: config.dataDir, witnessFile: config.headWitnessFile, anchorKey: config.anchorKey });
+    if (rollback.findings.length > 0 && !config.acceptRollback) {
+      throw new CliError(
+        `HISTORY_ROLLED_BACK: the log is behind what the ledger recorded before (${rollback.findings.map((finding) => finding.kind).join(', ')}); the read models are kept as the evidence. Run \`recovery-ledger verify\`; to rebuild on the older log anyway, set LEDGER_ACCEPT_ROLLBACK=1 and LEDGER_ACCEPT_ROLLBACK_REASON`,
+      );
+    }
     const readModel = SqliteReadModel.open({ file: readModelFile(config.dataDir) });
     try {
       const head = await store.headPosition();

@@ -2,6 +2,7 @@ import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'no
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { LEDGER_PROJECTIONS } from '../../../projections/projection-catalog';
+import { findRollback, type RollbackReport } from '../../ledger/history-rollback';
 import { ledgerEventProblem } from '../../ledger/integrity-monitor';
 import { verifyReadModels, type ReadModelReport } from '../../projection-engine/read-model-verification';
 import { readModelFile, SqliteReadModel } from '../../projection-engine/sqlite-read-model.store';
@@ -99,6 +100,11 @@ export interface VerifyOptions {
   checkpointOut?: string;
   /** Check an export file offline instead of a store: chains, the heads and the anchor in its footer. */
   archive?: string;
+  /**
+   * The head witness the service keeps outside the data directory (default LEDGER_HEAD_WITNESS_FILE):
+   * a log shorter than it, or holding another event at its head, was rolled back.
+   */
+  witness?: string;
 }
 
 export function describeFinding(finding: IntegrityFinding): string {
@@ -129,23 +135,28 @@ function readCheckpoint(file: string): LogCheckpoint {
 interface LocalVerification {
   audit: LogAudit;
   readModels?: ReadModelReport;
+  /** Evidence that the log is an older copy (docs/security.md, "A log rolled back"). */
+  rollback?: RollbackReport;
 }
 
 async function verifyLocal(global: GlobalOptions, options: VerifyOptions): Promise<LocalVerification> {
   const since = options.since ? readCheckpoint(options.since) : undefined;
+  if (options.witness && !existsSync(options.witness)) throw new CliError(`no head witness at ${options.witness}`);
   return withLocalStore(global, async ({ store, config }) => {
     const audit = await auditLog(store, { anchorKey: config.anchorKey, checkEvent: ledgerEventProblem, since });
-    if (options.checkpointOut && audit.ok) {
+    // Every check above passes on an older copy of the whole log: only what has seen more says so.
+    const rollback = await findRollback(store, { dataDir: config.dataDir, witnessFile: options.witness ?? config.headWitnessFile, anchorKey: config.anchorKey });
+    if (options.checkpointOut && audit.ok && rollback.findings.length === 0) {
       const checkpoint = await takeCheckpoint(store, audit, new Date().toISOString());
       writeFileSync(options.checkpointOut, `${JSON.stringify(checkpoint, null, 2)}\n`);
     }
-    if (!options.readModels) return { audit };
+    if (!options.readModels) return { audit, rollback };
     const file = readModelFile(config.dataDir);
     if (!existsSync(file)) throw new CliError(`no read model at ${file}`);
     const readModel = SqliteReadModel.open({ file, readCacheBytes: 0 });
     try {
       for (const projection of LEDGER_PROJECTIONS) readModel.register(projection);
-      return { audit, readModels: await verifyReadModels(store, readModel, LEDGER_PROJECTIONS) };
+      return { audit, rollback, readModels: await verifyReadModels(store, readModel, LEDGER_PROJECTIONS) };
     } finally {
       readModel.close();
     }
@@ -159,20 +170,21 @@ async function auditArchive(file: string): Promise<LogAudit> {
 
 export async function verifyCommand(global: GlobalOptions, options: VerifyOptions): Promise<void> {
   const remote = remoteLedger(global);
-  if (remote && (options.readModels || options.since || options.checkpointOut)) {
-    throw usageError('--read-models, --since and --checkpoint-out work on a data directory (--data-dir)');
+  if (remote && (options.readModels || options.since || options.checkpointOut || options.witness)) {
+    throw usageError('--read-models, --since, --checkpoint-out and --witness work on a data directory (--data-dir)');
   }
-  const { audit, readModels } = options.archive
-    ? { audit: await auditArchive(options.archive), readModels: undefined }
+  const { audit, readModels, rollback }: LocalVerification = options.archive
+    ? { audit: await auditArchive(options.archive) }
     : remote
-      ? { audit: await auditRemote(remote), readModels: undefined }
+      ? { audit: await auditRemote(remote) }
       : await verifyLocal(global, options);
+  const rolledBack = (rollback?.findings.length ?? 0) > 0;
   const broken = audit.broken_streams.length;
   const logFaults = audit.findings.filter((finding) => finding.stream === undefined).length;
   const chainBreaks = audit.findings.filter((finding) => isChainReason(finding.kind));
   if (options.json) {
     writeJson(process.stdout, {
-      ok: audit.ok && (readModels?.ok ?? true),
+      ok: audit.ok && (readModels?.ok ?? true) && !rolledBack,
       events: audit.events,
       streams: audit.streams.length,
       anchored: audit.anchored,
@@ -180,12 +192,17 @@ export async function verifyCommand(global: GlobalOptions, options: VerifyOption
       findings: audit.findings,
       broken_streams: audit.broken_streams,
       ...(readModels ? { read_models: readModels } : {}),
+      ...(rollback ? { rollback: { rolled_back: rolledBack, witness: rollback.witness !== undefined, head: rollback.head, findings: rollback.findings } } : {}),
     });
   } else {
     for (const finding of audit.findings) process.stdout.write(`BROKEN ${describeFinding(finding)}\n`);
     process.stdout.write(
       `verified ${counted(audit.events, 'event')} in ${counted(audit.streams.length, 'stream')}: ${audit.ok ? 'every hash chain holds' : `${broken} broken${logFaults > 0 ? `, and the log anchor does not hold` : ''}`}\n`,
     );
+    for (const finding of rollback?.findings ?? []) process.stdout.write(`ROLLED BACK ${finding.kind}: ${finding.detail}\n`);
+    if (rollback?.witness && !rolledBack) {
+      process.stdout.write(`head witness of ${rollback.witness.written_at} (position ${rollback.witness.position}): the log holds it${rollback.head.position > rollback.witness.position ? ' and has grown since' : ''}\n`);
+    }
     if (readModels) {
       for (const difference of readModels.differences) {
         process.stdout.write(`READ MODEL ${difference.projection} ${difference.key}: ${difference.kind}\n`);
@@ -206,6 +223,9 @@ export async function verifyCommand(global: GlobalOptions, options: VerifyOption
         ? `${broken} of ${streams} ${broken === 1 ? 'fails its' : 'fail their'} hash chain${logFaults > 0 ? ', and the log anchor does not hold' : ''}`
         : 'the log anchor does not hold',
     );
+  }
+  if (rolledBack) {
+    throw new CliError('HISTORY_ROLLED_BACK: the log is behind what the ledger recorded before (it was restored from an older copy); the service refuses writes on it');
   }
   if (readModels && !readModels.ok) throw new CliError('a read model differs from what the log gives');
 }

@@ -34,6 +34,8 @@ export const DEFAULT_MAX_RETRY_DELAY_MS = 24 * 60 * 60 * 1000;
 /** docs/contract.md §2: after correct_input, "one new, validated request with the same operation reference". */
 export const DEFAULT_INPUT_FIX_ATTEMPTS = 1;
 export const DEFAULT_RETRY_ATTEMPTS = 3;
+/** After a call window passed unused: the next attempt is not held back for long, nothing was sent. */
+export const CALL_WINDOW_RETRY_DELAY_MS = 1000;
 
 /**
  * The stable codes the normalizers produce, each with a fixed, factual sentence. Upstream text is
@@ -61,6 +63,7 @@ export const NORMALIZED_CODE_FACTS = {
   TOOL_FAILURE_REPORTED: 'The tool reported a failure.',
   TOOL_RESULT_INVALID: 'The tool returned a result that is not a valid envelope.',
   UNVERIFIED_RESULT: 'The tool reported success without a structured result.',
+  CALL_WINDOW_PASSED: 'The call window the ledger granted had passed before the call; the request was not sent.',
 } as const;
 
 export type NormalizedCode = keyof typeof NORMALIZED_CODE_FACTS;
@@ -164,6 +167,23 @@ export function waitAndRetry(context: NormalizeContext, code: NormalizedCode, de
     notBefore: instantAfter(context.now, wait),
     maxAttemptsRemaining: context.maxAttemptsRemaining ?? DEFAULT_RETRY_ATTEMPTS,
     safeDetails: delayMs === undefined ? undefined : { retry_after: Math.ceil(delayMs / 1000) },
+  });
+}
+
+/**
+ * The dispatcher found its call window gone before the call started (docs/reliability.md "When an
+ * attempt may still reach the provider"): the tool was not called, so nothing committed, and a
+ * later attempt may run after a second.
+ */
+export function callWindowPassed(context: NormalizeContext): ToolError {
+  return toolError(context, {
+    code: 'CALL_WINDOW_PASSED',
+    category: 'internal',
+    commitState: 'not_committed',
+    nextAction: 'wait_and_retry',
+    directive: 'after_delay',
+    notBefore: instantAfter(context.now, CALL_WINDOW_RETRY_DELAY_MS),
+    maxAttemptsRemaining: context.maxAttemptsRemaining ?? DEFAULT_RETRY_ATTEMPTS,
   });
 }
 

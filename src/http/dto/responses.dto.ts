@@ -23,6 +23,14 @@ export class StepViewDto {
   @ApiPropertyOptional({ format: 'date-time' }) not_before?: string;
   @ApiPropertyOptional() reason?: string;
   @ApiPropertyOptional({ format: 'date-time' }) since?: string;
+  @ApiPropertyOptional({
+    format: 'date-time',
+    description: 'While dispatched: the last instant the attempt may reach the provider. The dispatcher starts its call within call_deadline minus since, and aborts it then.',
+  })
+  call_deadline?: string;
+  @ApiPropertyOptional({ description: 'The input hash the pending (or last) approval request is for; an approval binds to it.' }) approval_input_hash?: string;
+  @ApiPropertyOptional({ description: 'A success an attempt reported after a later attempt was granted: the provider may hold two writes.' })
+  possible_duplicate?: { attempt: number; recorded_at: string };
 }
 
 export class SubmitResultDto {

@@ -62,6 +62,9 @@ export class AdminController {
   @ApiResponse({ status: 202, description: 'The rebuild has started; the projections and their modes.' })
   rebuild(@CallerParam() caller: Caller, @Query('projection') projection?: string) {
     if (!this.engine) throw new LedgerProblem('NOT_FOUND', 'this service runs no projections');
+    // On a rolled-back log a read model ahead of it is the evidence: not rebuilt down to the old log.
+    const refusal = this.integrity.writeRefusal();
+    if (refusal) throw refusal;
     const engine = this.engine;
     const known = engine.status().projections.map((status) => status.name);
     const wanted = projection === undefined ? known : [String(projection).replace(/-/g, '_')];

@@ -23,6 +23,11 @@ export function installJsonBodyParser(app: NestFastifyApplication, bodyLimitByte
   // Only JSON is taken: Fastify's text/plain parser would hand a string to the handlers, which
   // then answered 400 where the contract promises 415 UNSUPPORTED_MEDIA_TYPE.
   instance.removeContentTypeParser('text/plain');
+  // A form (urlencoded) is what a page on another site can post without asking: Nest would add a
+  // parser for it, so its place is taken by a refusal, 415 like every type but JSON.
+  app.useBodyParser('application/x-www-form-urlencoded', { bodyLimit: bodyLimitBytes }, (_request: FastifyRequest, _body: Buffer, done: Done) =>
+    done(new LedgerProblem('UNSUPPORTED_MEDIA_TYPE', 'send the body as application/json', { field: 'content-type' })),
+  );
   app.useBodyParser('application/json', { bodyLimit: bodyLimitBytes }, (request: FastifyRequest, body: Buffer, done: Done) => {
     const text = body.toString('utf8');
     parse(request, text, (error: Error | null, value?: unknown) => {

@@ -281,6 +281,7 @@
   // ---- triage -----------------------------------------------------------------------------------
 
   var KIND_LABEL = {
+    possible_duplicate: 'possible duplicate write',
     escalated: 'escalated',
     awaiting_approval: 'awaiting approval',
     unknown_outcome: 'unknown outcome',
@@ -517,6 +518,7 @@
     AttemptDispatched: 'attempt',
     EnvelopeRecorded: 'envelope',
     DispatchRefused: 'refusal',
+    LateOutcomeRecorded: 'envelope',
     VerificationRecorded: 'verification',
     ApprovalRecorded: 'approval',
     TransitionRecorded: 'transition',
@@ -535,6 +537,9 @@
     switch (event.type) {
       case 'DispatchRefused':
         return data.code === 'DUPLICATE_PREVENTED' ? ['protection', 'protection'] : ['blocked', 'blocked'];
+      case 'LateOutcomeRecorded':
+        if (data.possible_duplicate) return ['problem', 'possible duplicate write'];
+        return envelope.ok ? ['good', 'committed late'] : ['attention', 'late envelope'];
       case 'EnvelopeRecorded':
         if (envelope.ok) return ['good', 'committed'];
         if (envelope.commit_state === 'unknown') return ['uncertain', 'outcome unknown'];

@@ -2,9 +2,9 @@ import { mayRecord, ROLE_ACCESS } from '../../../src/auth/roles';
 
 /** The role table, written out: a change to src/auth/roles.ts must change this too. */
 describe('what each role may do', () => {
-  it('runtime and approver: read and submit; auditor: read; admin: read, the admin routes and its metrics; metrics: the scrape only', () => {
+  it('runtime: read, submit and the work feed; approver: read and submit; auditor: read; admin: read, the admin routes and its metrics; metrics: the scrape only', () => {
     expect(ROLE_ACCESS).toEqual({
-      runtime: ['read', 'write'],
+      runtime: ['read', 'write', 'work'],
       approver: ['read', 'write'],
       auditor: ['read'],
       admin: ['read', 'admin', 'metrics'],

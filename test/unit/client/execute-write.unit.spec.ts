@@ -41,12 +41,16 @@ describe('executeWrite', () => {
       envelope: { ok: true, verification: { evidence_ref: 'inv_1' } },
     });
     expect(provider.calls).toHaveLength(1);
-    expect(provider.calls[0].context).toEqual({
+    const { signal, ...context } = provider.calls[0].context;
+    expect(context).toEqual({
       operationRef: 'run_81/step_4',
       idempotencyKey: 'run_81/step_4',
       attempt: 1,
       sideEffect: 'write',
     });
+    // The end of the call window the ledger granted (docs/reliability.md), not yet reached.
+    expect(signal).toBeInstanceOf(AbortSignal);
+    expect(signal!.aborted).toBe(false);
     const types = (await ledger.events(step.operationRef)).map((event) => event.type);
     expect(types).toEqual(['StepPlanned', 'TransitionRecorded', 'AttemptDispatched', 'TransitionRecorded', 'EnvelopeRecorded', 'TransitionRecorded']);
     const plan = (await ledger.events(step.operationRef))[0];
@@ -266,7 +270,9 @@ describe('a caller signal', () => {
       },
       { signal: controller.signal },
     );
-    expect(seen).toEqual([controller.signal]);
+    // The tool's signal follows the caller's (combined with the end of the call window).
+    expect(seen).toHaveLength(1);
+    expect(seen[0]!.aborted).toBe(true);
     expect(outcome).toMatchObject({ kind: 'recorded', status: 'succeeded', toolCalled: true });
   });
 

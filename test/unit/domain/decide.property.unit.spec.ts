@@ -23,8 +23,11 @@ const facts: fc.Arbitrary<SubmittedFact> = fc.oneof(
   {
     weight: 4,
     arbitrary: fc
-      .tuple(fc.integer({ min: 1, max: 6 }), fc.constantFrom('h1', 'h2', 'h3'))
-      .map(([attempt, hash]) => ({ type: 'AttemptDispatched', data: { attempt, input_hash: hash } }) as SubmittedFact),
+      .tuple(fc.integer({ min: 1, max: 6 }), fc.constantFrom('h1', 'h2', 'h3'), fc.option(fc.integer({ min: 1, max: 90_000 }), { nil: undefined }))
+      .map(
+        ([attempt, hash, window]) =>
+          ({ type: 'AttemptDispatched', data: { attempt, input_hash: hash, ...(window === undefined ? {} : { call_window_ms: window }) } }) as SubmittedFact,
+      ),
   },
   {
     weight: 4,
@@ -105,6 +108,63 @@ describe('decide: properties', () => {
         }
       }),
       { numRuns: 2000, seed: 42 },
+    );
+  });
+
+  it('grants a new attempt after an unknown outcome only once the last one could no longer reach the provider', () => {
+    fc.assert(
+      fc.property(histories, (steps) => {
+        const { events } = run(steps);
+        const plan = events.find((e) => e.type === 'StepPlanned');
+        if (!plan || plan.type !== 'StepPlanned') return;
+        const window = plan.data.policy.consistency_window_ms;
+        // The previous attempt: when it may last reach the provider, and whether a not_found cleared it.
+        let lastReach: number | undefined;
+        let knownNotCommitted = true;
+        let clearedByNotFound = false;
+        for (const event of events) {
+          const time = Date.parse(event.recorded_at);
+          if (event.type === 'AttemptDispatched') {
+            if (lastReach !== undefined && !knownNotCommitted) expect(clearedByNotFound).toBe(true);
+            lastReach = Date.parse(event.data.call_deadline ?? '');
+            expect(lastReach).toBeGreaterThanOrEqual(time);
+            knownNotCommitted = false;
+            clearedByNotFound = false;
+          }
+          if (event.type === 'EnvelopeRecorded' && lastReach !== undefined) {
+            lastReach = Math.min(lastReach, time);
+            knownNotCommitted = !event.data.envelope.ok && event.data.envelope.commit_state === 'not_committed';
+          }
+          if (event.type === 'VerificationRecorded' && event.data.outcome === 'not_found' && lastReach !== undefined) {
+            // The one way past an unknown outcome: conclusive only a window after the last reach.
+            expect(time).toBeGreaterThanOrEqual(lastReach + window);
+            clearedByNotFound = true;
+          }
+        }
+      }),
+      { numRuns: 2000, seed: 17 },
+    );
+  });
+
+  it('once a step asked for approval, runs only inputs an approver granted', () => {
+    fc.assert(
+      fc.property(histories, (steps) => {
+        // Every history starts at a request for approval of h1, so the rest works on that.
+        const askedFor: Array<[SubmittedFact, number]> = [
+          [planned({ policy: { max_attempts: 4, consistency_window_ms: 1000 } }), 0],
+          [{ type: 'AttemptDispatched', data: { attempt: 1, input_hash: 'h1' } }, 0],
+          [{ type: 'EnvelopeRecorded', data: { attempt: 1, envelope: missingApproval(), redactions: [] } }, 0],
+        ];
+        const { events } = run([...askedFor, ...steps]);
+        let asked = false;
+        const approved = new Set<string>();
+        for (const event of events) {
+          if (event.type === 'EnvelopeRecorded' && !event.data.envelope.ok && event.data.envelope.next_action === 'request_approval') asked = true;
+          if (event.type === 'ApprovalRecorded' && event.data.decision === 'granted' && event.data.input_hash) approved.add(event.data.input_hash);
+          if (event.type === 'AttemptDispatched' && asked) expect(approved.has(event.data.input_hash)).toBe(true);
+        }
+      }),
+      { numRuns: 2000, seed: 19 },
     );
   });
 

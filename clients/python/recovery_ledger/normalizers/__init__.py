@@ -2,6 +2,7 @@
 envelopes, never passing upstream text on to a model."""
 
 from .builders import (
+    CALL_WINDOW_RETRY_DELAY_MS,
     DEFAULT_INPUT_FIX_ATTEMPTS,
     DEFAULT_MAX_RETRY_DELAY_MS,
     DEFAULT_RETRY_ATTEMPTS,
@@ -10,6 +11,7 @@ from .builders import (
     NormalizeContext,
     NormalizedCode,
     agent_message,
+    call_window_passed,
     user_message,
 )
 from .http_response import HttpResponse, body_says_failure, normalize_http_response
@@ -26,6 +28,8 @@ from .retry_after import header_value, retry_after_ms
 from .upstream_text import SAFE_TOKEN_PATTERN, safe_token, safe_token_list, upstream_error
 
 __all__ = [
+    "CALL_WINDOW_RETRY_DELAY_MS",
+    "call_window_passed",
     "DEFAULT_INPUT_FIX_ATTEMPTS",
     "DEFAULT_MAX_RETRY_DELAY_MS",
     "DEFAULT_RETRY_ATTEMPTS",

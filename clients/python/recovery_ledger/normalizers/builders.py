@@ -30,6 +30,8 @@ __all__ = [
     "correct_input",
     "escalate",
     "request_approval",
+    "call_window_passed",
+    "CALL_WINDOW_RETRY_DELAY_MS",
 ]
 
 DEFAULT_RETRY_DELAY_MS = 1000
@@ -38,6 +40,8 @@ DEFAULT_MAX_RETRY_DELAY_MS = 24 * 60 * 60 * 1000
 # After correct_input, "one new, validated request with the same operation reference".
 DEFAULT_INPUT_FIX_ATTEMPTS = 1
 DEFAULT_RETRY_ATTEMPTS = 3
+# After a call window passed unused: the next attempt is not held back for long, nothing was sent.
+CALL_WINDOW_RETRY_DELAY_MS = 1000
 
 NormalizedCode = Literal[
     "INVALID_INPUT",
@@ -60,6 +64,7 @@ NormalizedCode = Literal[
     "TOOL_FAILURE_REPORTED",
     "TOOL_RESULT_INVALID",
     "UNVERIFIED_RESULT",
+    "CALL_WINDOW_PASSED",
 ]
 
 NORMALIZED_CODE_FACTS: Mapping[str, str] = {
@@ -83,6 +88,7 @@ NORMALIZED_CODE_FACTS: Mapping[str, str] = {
     "TOOL_FAILURE_REPORTED": "The tool reported a failure.",
     "TOOL_RESULT_INVALID": "The tool returned a result that is not a valid envelope.",
     "UNVERIFIED_RESULT": "The tool reported success without a structured result.",
+    "CALL_WINDOW_PASSED": "The call window the ledger granted had passed before the call; the request was not sent.",
 }
 
 _NEXT_ACTION_SENTENCES: Mapping[str, str] = {
@@ -259,4 +265,22 @@ def request_approval(context: NormalizeContext, code: str) -> ToolError:
         next_action="request_approval",
         directive="never",
         max_attempts_remaining=0,
+    )
+
+
+def call_window_passed(context: NormalizeContext) -> ToolError:
+    """The dispatcher found its call window gone before the call started (docs/reliability.md "When
+    an attempt may still reach the provider"): the tool was not called, so nothing committed, and a
+    later attempt may run after a second."""
+    return tool_error(
+        context,
+        code="CALL_WINDOW_PASSED",
+        category="internal",
+        commit_state="not_committed",
+        next_action="wait_and_retry",
+        directive="after_delay",
+        not_before=_instant_after(context.now, CALL_WINDOW_RETRY_DELAY_MS),
+        max_attempts_remaining=(
+            context.max_attempts_remaining if context.max_attempts_remaining is not None else DEFAULT_RETRY_ATTEMPTS
+        ),
     )
