@@ -31,7 +31,6 @@ const GATEWAY_CODE_FACTS: Record<string, string> = {
   LEDGER_UNAUTHORIZED: "The ledger refused the gateway's key; nothing was sent.",
   OUTCOME_NOT_RECORDED: 'The tool ran but its outcome could not be recorded yet.',
   STEP_STATE_UNEXPECTED: 'The operation is in a state this tool cannot act on.',
-  CALL_WINDOW_PASSED: 'The call window the ledger granted ended before the call could start; nothing was sent.',
 };
 
 const NEXT_ACTION_SENTENCES: Record<NextAction, string> = {
@@ -209,20 +208,6 @@ export function ledgerUnauthorizedEnvelope(ref: string): ToolError {
 
 export function notRecordedEnvelope(ref: string): ToolError {
   return error(ref, 'OUTCOME_NOT_RECORDED', { category: 'dependency', commit: 'unknown', action: 'verify_operation', attempts: 0, details: { verification_tool: 'verify_operation' } });
-}
-
-/**
- * The ledger's call window ended before the upstream call could start: the tool was not called,
- * which the envelope says as it is (docs/contract.md §4, the dispatcher's duty).
- */
-export function callWindowPassedEnvelope(ref: string, now: Date): ToolError {
-  return error(ref, 'CALL_WINDOW_PASSED', {
-    category: 'internal',
-    commit: 'not_committed',
-    action: 'wait_and_retry',
-    notBefore: new Date(now.getTime() + 1000).toISOString(),
-    attempts: 1,
-  });
 }
 
 export function approvalGateEnvelope(ref: string): ToolError {

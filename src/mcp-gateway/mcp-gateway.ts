@@ -19,16 +19,15 @@ import {
   OutcomeNotRecordedError,
   runAttempt,
   verify,
-  type LedgerApi,
   type Lookup,
   type ToolCall,
   type WriteOutcome,
   type WriteStep,
 } from '../client/execute-write';
-import type { AttemptDispatchedInput, OperationState } from '../client/ledger-api.types';
+import type { OperationState } from '../client/ledger-api.types';
 import { LedgerClient } from '../client/ledger-client';
 import { LedgerAuthError, LedgerError, LedgerNotFound } from '../client/ledger-errors';
-import { correctInput, escalate, uncertainOutcome, waitAndRetry, type NormalizeContext } from '../client/normalizers/envelope-builders';
+import { callWindowPassed, correctInput, escalate, uncertainOutcome, waitAndRetry, type NormalizeContext } from '../client/normalizers/envelope-builders';
 import { inputFieldsOf } from '../client/normalizers/input-fields';
 import { normalizeMcpToolResult } from '../client/normalizers/mcp-result.normalizer';
 import { normalizeNetworkError } from '../client/normalizers/network-error.normalizer';
@@ -39,7 +38,6 @@ import { GATEWAY_TOOLS, type GatewayConfig, type WriteToolConfig } from './gatew
 import {
   approvalGateEnvelope,
   callError,
-  callWindowPassedEnvelope,
   checked,
   envelopeForState,
   hostAnswer,
@@ -68,28 +66,6 @@ export type GatewayLog = (line: Record<string, unknown>) => void;
 interface Route {
   upstream: Upstream;
   tool: Tool;
-}
-
-/**
- * One dispatch's call window (docs/contract.md §4, the call deadline): when the gateway sent the
- * dispatch request, by its monotonic clock, and how long the ledger granted the call.
- */
-interface CallWindow {
-  sentAt: number;
-  windowMs: number;
-}
-
-/** The part of a window kept back for the clocks and the hops: 10 %, at least 50 ms. */
-export function callWindowMargin(windowMs: number): number {
-  return Math.max(50, Math.ceil(windowMs / 10));
-}
-
-/** The call window the ledger granted: its call deadline less the grant instant. */
-function grantedWindow(state: OperationState): number | undefined {
-  const { call_deadline: deadline, since } = state as OperationState & { call_deadline?: string };
-  if (typeof deadline !== 'string' || typeof since !== 'string') return undefined;
-  const window = Date.parse(deadline) - Date.parse(since);
-  return Number.isFinite(window) ? window : undefined;
 }
 
 /** The envelope's schema as an MCP outputSchema (its root must say type: object). */
@@ -301,16 +277,18 @@ export class McpGateway {
     try {
       for (let round = 0; round < MAX_ROUNDS; round++) {
         const approved = policy.approval_required ? await this.approvalGranted(ref, step.inputHash as string) : true;
-        const window: CallWindow = { sentAt: Number.NaN, windowMs: writeTool.timeout_ms };
-        const gate = this.windowed(writeTool, window);
-        const call = this.toolCall(name, route, writeTool, approved, window);
-        let outcome = await executeWrite(gate, step, call, { now: this.now });
+        const call = this.toolCall(name, route, writeTool, approved);
+        // The call window declared on every dispatch is the upstream call timeout: the ledger's call
+        // deadline is then the gateway's own, and a not_found is conclusive only a consistency
+        // window after it (docs/contract.md §4); the SDK starts and aborts the call within it.
+        const options = { now: this.now, callWindowMs: writeTool.timeout_ms };
+        let outcome = await executeWrite(this.ledger, step, call, options);
         if (this.isInputAskedForApproval(outcome, step)) {
           // The plan names the first input, but the ledger asked approval for this one: it is this
           // step's input now (docs/contract.md §4.4), and the gate decides whether it may run.
           const state = outcome.state as OperationState;
           const run = { operationRef: ref, attempt: state.attempts_used + 1, inputHash: step.inputHash as string, input, sideEffect: 'write' as const };
-          outcome = await runAttempt(gate, run, call, { now: this.now });
+          outcome = await runAttempt(this.ledger, run, call, options);
         }
         const settled = await this.settle(name, writeTool, outcome);
         if (settled.again) continue;
@@ -404,45 +382,18 @@ export class McpGateway {
     }
   }
 
-  /**
-   * The ledger as executeWrite sees it, with every dispatch declaring the gateway's upstream call
-   * timeout as its call window: the ledger's call deadline is then the gateway's own, and a
-   * not_found is conclusive only a consistency window after it (docs/contract.md §4).
-   */
-  private windowed(writeTool: WriteToolConfig, window: CallWindow): LedgerApi {
-    const ledger = this.ledger;
-    return {
-      planStep: (...args) => ledger.planStep(...args),
-      recordEnvelope: (...args) => ledger.recordEnvelope(...args),
-      recordVerification: (...args) => ledger.recordVerification(...args),
-      getEvents: (...args) => ledger.getEvents(...args),
-      recoveryItems: (...args) => ledger.recoveryItems(...args),
-      dispatchAttempt: async (ref, data, options) => {
-        // Before the request leaves, so before the ledger's grant: the window is counted from here.
-        window.sentAt = performance.now();
-        const dispatch = { ...data, call_window_ms: writeTool.timeout_ms } as AttemptDispatchedInput;
-        const answer = await ledger.dispatchAttempt(ref, dispatch, options);
-        window.windowMs = grantedWindow(answer.state) ?? writeTool.timeout_ms;
-        return answer;
-      },
-    };
-  }
-
   /** The call executeWrite makes once the ledger granted the attempt. */
-  private toolCall(name: string, route: Route, writeTool: WriteToolConfig, approved: boolean, window: CallWindow): ToolCall<Record<string, unknown>> {
+  private toolCall(name: string, route: Route, writeTool: WriteToolConfig, approved: boolean): ToolCall<Record<string, unknown>> {
     return async (input, context) => {
       const base: NormalizeContext = { operationRef: context.operationRef, sideEffect: 'write', now: this.now(), verificationTool: 'verify_operation' };
       // The policy's gate: the attempt is recorded as a request for approval, and nothing is sent.
       if (!approved) return approvalGateEnvelope(context.operationRef);
       const key = writeTool.idempotency_argument;
       const args = key ? { ...input, [key]: context.idempotencyKey } : input;
-      // The call starts only inside the granted window and is given up at its end, less a margin
-      // for the clocks: past it the ledger may already judge a not_found conclusive.
-      const deadline = window.sentAt + window.windowMs - callWindowMargin(window.windowMs);
-      if (!(performance.now() < deadline)) return callWindowPassedEnvelope(context.operationRef, this.now());
       this.inFlight.add(context.operationRef);
       try {
-        const result = await route.upstream.callTool(name, args, writeTool.timeout_ms, deadline);
+        // The signal ends with the call window the ledger granted (less a margin): given up then.
+        const result = await route.upstream.callTool(name, args, writeTool.timeout_ms, context.signal);
         return normalizeMcpToolResult(result, {
           ...base,
           now: this.now(),
@@ -451,14 +402,15 @@ export class McpGateway {
         });
       } catch (error) {
         const now = this.now();
-        if (error instanceof CallWindowPassedError) return callWindowPassedEnvelope(context.operationRef, now);
+        if (error instanceof CallWindowPassedError) return callWindowPassed({ ...base, now });
         if (error instanceof UpstreamNotSentError) return waitAndRetry({ ...base, now }, 'DEPENDENCY_UNAVAILABLE', undefined);
         // A JSON-RPC error answer is the server refusing the call itself: the tool did not run.
         if (error instanceof McpError && error.code === ErrorCode.InvalidParams) return correctInput({ ...base, now }, 'INVALID_INPUT', undefined);
         if (error instanceof McpError && error.code === ErrorCode.MethodNotFound) return escalate({ ...base, now }, 'UPSTREAM_REJECTED', 'internal');
         this.log({ event: 'upstream_call_failed', tool: name, operation_ref: context.operationRef, code: error instanceof McpError ? error.code : undefined });
-        // A timeout, a dropped connection, a crashed server, an unreadable answer: it may have run.
-        if (error instanceof McpError) return uncertainOutcome({ ...base, now }, 'OUTCOME_UNKNOWN');
+        // A timeout, the window's end, a dropped connection, a crashed server, an unreadable
+        // answer: it may have run.
+        if (error instanceof McpError || context.signal?.aborted) return uncertainOutcome({ ...base, now }, 'OUTCOME_UNKNOWN');
         // A transport error (streamable HTTP) is judged by its codes: refused before sending, or not.
         return normalizeNetworkError(error, { ...base, now });
       } finally {

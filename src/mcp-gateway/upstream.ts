@@ -101,25 +101,25 @@ export class Upstream {
   }
 
   /**
-   * One tools/call, given up after `timeoutMs` or at `deadline` (a `performance.now()` instant),
-   * whichever comes first. UpstreamNotSentError when the server could not be reached before
-   * sending, CallWindowPassedError when the deadline passed before it could be; any other throw
-   * happened after the request may have left.
+   * One tools/call, given up after `timeoutMs` or when `signal` aborts (the end of the call window
+   * the ledger granted), whichever comes first. UpstreamNotSentError when the server could not be
+   * reached before sending, CallWindowPassedError when the window ended before it could be; any
+   * other throw happened after the request may have left.
    */
-  async callTool(name: string, args: Record<string, unknown>, timeoutMs: number, deadline = Number.POSITIVE_INFINITY): Promise<CallToolResult> {
+  async callTool(name: string, args: Record<string, unknown>, timeoutMs: number, signal?: AbortSignal): Promise<CallToolResult> {
     let client: Client;
     try {
       client = await this.connect();
     } catch (error) {
       throw new UpstreamNotSentError(this.name, error);
     }
-    // Starting or reconnecting the server took time out of the window: what is left is the timeout.
-    const left = Math.min(timeoutMs, Math.floor(deadline - performance.now()));
-    if (left <= 0) throw new CallWindowPassedError(this.name);
+    // Starting or reconnecting the server took time out of the window: it may be over already.
+    if (signal?.aborted) throw new CallWindowPassedError(this.name);
     // The plain request, not client.callTool: its output-schema check would turn an answer that
     // came back (the tool ran) into a thrown protocol error, indistinguishable from a refusal.
     return (await client.request({ method: 'tools/call', params: { name, arguments: args } }, CallToolResultSchema, {
-      timeout: left,
+      timeout: timeoutMs,
+      ...(signal ? { signal } : {}),
     })) as CallToolResult;
   }
 
