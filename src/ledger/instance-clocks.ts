@@ -27,8 +27,9 @@ export const DEFAULT_CLOCK_SETTINGS: ClockSettings = { heartbeatMs: 2_000, skewB
 /** A heartbeat unchanged for this many periods (by the reader's own monotonic clock) is no longer live. */
 export const LIVE_PERIODS = 3;
 /**
- * Changes of a peer's heartbeat to see after this instance's first one before it trusts the peer
- * has judged its clock: the first written after our first read, the second carrying the verdict.
+ * Heartbeats a peer must write after the one this instance first read before this instance trusts
+ * the peer has judged its clock: the first is written after our first heartbeat was in the store,
+ * and the peer reads ours right after writing it; the second carries its verdict.
  */
 export const CHANGES_TO_BE_JUDGED = 2;
 
@@ -65,7 +66,7 @@ export interface PeerView {
   sharesBase: boolean;
   /** When its heartbeat last changed, by the viewer's monotonic clock. */
   changedAtMs: number;
-  /** How many times it changed after the viewer's first heartbeat was written. */
+  /** How many heartbeats it wrote after the one the viewer first read. */
   changesSeen: number;
   /** The largest `its ledger_ms - viewer's ledger time after reading it` seen: a lower bound of its lead. */
   maxLeadMs: number;
@@ -147,7 +148,6 @@ export class InstanceClocks {
   private readonly peers = new Map<string, PeerView>();
   private readonly monotonicNow: () => number;
   private seq = 0;
-  private beaten = false;
   private judgement: SkewJudgement = { livePeers: 0, skewMs: 0, takeOvers: 'allowed' };
   private timer: NodeJS.Timeout | undefined;
   private beating: Promise<void> | undefined;
@@ -246,16 +246,15 @@ export class InstanceClocks {
         this.peers.set(heartbeat.instance_id, { heartbeat, sharesBase: this.sharesBase(heartbeat), changedAtMs: nowMono, changesSeen: 0, maxLeadMs: lead });
         continue;
       }
-      const changed = heartbeat.seq !== known.heartbeat.seq;
       known.maxLeadMs = Math.max(known.maxLeadMs, lead);
-      if (changed) {
+      if (heartbeat.seq > known.heartbeat.seq) {
+        // Counted by its own sequence: two beats between two of our reads are two chances it had to judge us.
+        known.changesSeen += heartbeat.seq - known.heartbeat.seq;
         known.heartbeat = heartbeat;
         known.changedAtMs = nowMono;
-        if (this.beaten) known.changesSeen += 1;
       }
     }
     for (const id of [...this.peers.keys()]) if (!present.has(id)) this.peers.delete(id);
-    this.beaten = true;
     this.judge();
   }
 
