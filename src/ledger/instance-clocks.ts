@@ -20,6 +20,12 @@ export interface ClockSettings {
   heartbeatMs: number;
   /** A clock ahead of another live instance's by more than this holds every take-over back. */
   skewBoundMs: number;
+  /**
+   * Instead of the kernel's boot id: processes given different ids never share a base and are
+   * compared by heartbeats alone (for a host whose processes do not share one monotonic clock, as
+   * in separate time namespaces).
+   */
+  bootId?: string;
 }
 
 export const DEFAULT_CLOCK_SETTINGS: ClockSettings = { heartbeatMs: 2_000, skewBoundMs: 1_000 };
@@ -45,6 +51,7 @@ export function loadClockSettings(env: NodeJS.ProcessEnv = process.env): ClockSe
   return {
     heartbeatMs: integer(env, 'LEDGER_CLOCK_HEARTBEAT_MS', DEFAULT_CLOCK_SETTINGS.heartbeatMs, 100, 60_000),
     skewBoundMs: integer(env, 'LEDGER_CLOCK_SKEW_BOUND_MS', DEFAULT_CLOCK_SETTINGS.skewBoundMs, 0, 3_600_000),
+    ...(env.LEDGER_CLOCK_BOOT_ID ? { bootId: env.LEDGER_CLOCK_BOOT_ID } : {}),
   };
 }
 
@@ -154,7 +161,7 @@ export class InstanceClocks {
 
   static async start(store: TimeBaseStore, options: InstanceClocksOptions = {}): Promise<InstanceClocks> {
     const instanceId = options.instanceId ?? randomUUID();
-    const bootId = options.bootId ?? readBootId();
+    const bootId = options.bootId ?? options.settings?.bootId ?? readBootId();
     const wallNow = options.wallNow ?? Date.now;
     const monotonicNow = options.monotonicNow ?? monotonicMs;
     const proposed: TimeBase = { boot_id: bootId, wall_ms: wallNow(), monotonic_ms: monotonicNow(), instance_id: instanceId };

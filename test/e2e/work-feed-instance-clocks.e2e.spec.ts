@@ -5,13 +5,20 @@
  * the second must not hand that item to another worker while the lease is renewed, because both
  * compute ledger time from the one base the store keeps for this boot (docs/reliability.md,
  * "Instances agree on time"). Fresh items are still handed out by both, and once the worker stops
- * renewing the item is taken over in its time. Where libfaketime is not installed this suite says
- * so and skips; CI sets LEDGER_REQUIRE_FAKETIME=1, so there it cannot be skipped.
+ * renewing the item is taken over in its time.
+ *
+ * Then two processes on one EventStoreDB (the protocol double) given different boot ids, as on two
+ * hosts, the second an hour ahead: they cannot share a base, so their heartbeats show the skew, both
+ * report it, and neither hands an expired lease of another holder over while fresh work still goes
+ * out. (One test machine has one monotonic clock: two real hosts are stood in for, not shown.)
+ * Where libfaketime is not installed this suite says so and skips; CI sets
+ * LEDGER_REQUIRE_FAKETIME=1, so there it cannot be skipped.
  */
 import { createHash, randomUUID } from 'node:crypto';
 import { existsSync } from 'node:fs';
 import { canonicalJson } from '../../src/shared/canonical-json';
 import { startLedger, type LedgerProcess } from '../support/ledger-process';
+import { eventStoreDbStore } from '../support/store-setup';
 import { until } from '../support/until';
 
 const LIBFAKETIME = ['/usr/lib/x86_64-linux-gnu/faketime/libfaketime.so.1', '/usr/lib/aarch64-linux-gnu/faketime/libfaketime.so.1'].find((file) => existsSync(file));
@@ -136,3 +143,60 @@ describeWithFaketime('two instances on one SQLite file, the second with its wall
     expect(metrics).toMatch(/^ledger_clock_take_overs_held 0$/m);
   });
 });
+
+describeWithFaketime('two instances on one EventStoreDB as on two hosts, the second an hour ahead', () => {
+  const store = eventStoreDbStore();
+  let first: LedgerProcess;
+  let second: LedgerProcess;
+  const clocks = { LEDGER_CLOCK_HEARTBEAT_MS: '500' };
+
+  beforeAll(async () => {
+    await store.start();
+    first = await startLedger({ env: { ...ENV, ...store.env(), ...clocks, LEDGER_CLOCK_BOOT_ID: 'host-a' }, timeoutMs: 60_000 });
+    second = await startLedger({
+      env: { ...ENV, ...store.env(), ...clocks, LEDGER_CLOCK_BOOT_ID: 'host-b', LD_PRELOAD: LIBFAKETIME as string, FAKETIME: '+1h', FAKETIME_DONT_FAKE_MONOTONIC: '1' },
+      timeoutMs: 60_000,
+    });
+  });
+  afterAll(async () => {
+    await Promise.all([first?.stop(), second?.stop()]);
+    first?.cleanup();
+    second?.cleanup();
+    await store.stop();
+  });
+
+  it('both see the skew and say so; neither hands an expired lease over; fresh work still goes out', async () => {
+    const clockOf = async (ledger: LedgerProcess) => (await call(ledger, 'GET', '/health/ready')).body.details.clock;
+    for (const ledger of [first, second]) {
+      const clock = await until(() => clockOf(ledger), (seen) => seen?.instances?.reason === 'skew', 'the skew on both instances');
+      expect(clock).toMatchObject({ status: 'up', state: 'degraded', instances: { live_instances: 2, take_overs: 'held', skew_bound_ms: 1000 } });
+      expect(clock.instances.skew_ms).toBeGreaterThan(3_500_000);
+      expect(clock.message).toMatch(/differ by \d+ ms \(bound 1000 ms\)/);
+      const metrics = await (await fetch(`${ledger.baseUrl}/metrics`)).text();
+      expect(Number(/^ledger_clock_instance_skew_seconds (\S+)$/m.exec(metrics)?.[1])).toBeGreaterThan(3_500);
+      expect(metrics).toMatch(/^ledger_clock_take_overs_held 1$/m);
+    }
+
+    // A worker takes an item through the first instance, dispatches, and stops renewing.
+    const ref = `run_clocks/hosts-${randomUUID().slice(0, 8)}`;
+    await plan(first, ref);
+    const [held] = (await until(() => poll(first, 'w-holder', 1_000), (items) => items.some((item) => item.operation_ref === ref), 'the item on the first instance')).filter(
+      (item) => item.operation_ref === ref,
+    );
+    const inputHash = createHash('sha256').update(canonicalJson(INPUT)).digest('hex');
+    expect((await call(first, 'POST', `${path(ref)}/events`, { events: [{ event_id: randomUUID(), type: 'AttemptDispatched', data: { attempt: 1, input_hash: inputHash } }] }, { 'ledger-lease': held.lease.id })).status).toBe(200);
+    // By the second instance's clock the lease ended an hour ago; by the first's, once its length has passed.
+    await until(() => call(first, 'GET', `${path(ref)}/lease`), (answer) => answer.body.held === false, 'the lease to end on the first instance');
+    for (let round = 0; round < 3; round++) {
+      for (const ledger of [second, first]) expect((await poll(ledger, 'w-other', 500)).filter((item) => item.operation_ref === ref)).toEqual([]);
+    }
+
+    const fresh = `run_clocks/hosts-fresh-${randomUUID().slice(0, 8)}`;
+    await plan(first, fresh);
+    const items = await until(() => poll(second, 'w-other', 1_000), (found) => found.some((item) => item.operation_ref === fresh), 'the fresh item on the second instance');
+    expect(items.find((item) => item.operation_ref === fresh)).toMatchObject({ kind: 'dispatch', lease: { holder: 'w-other' } });
+    const events = (await call<{ events: Array<{ type: string }> }>(first, 'GET', `${path(ref)}/events`)).body.events;
+    expect(events.filter((event) => event.type === 'AttemptDispatched')).toHaveLength(1);
+  });
+});
+
