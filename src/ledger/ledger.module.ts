@@ -92,7 +92,7 @@ async function instanceClocks(config: LedgerConfig, metrics: LedgerMetrics): Pro
       else if (judgement.reason === 'skew')
         logger.error(
           { skew_ms: judgement.skewMs, ahead: judgement.ahead?.instance_id },
-          'the clocks of two instances sharing this store differ by more than the bound: no expired lease of another holder is handed over until they agree (fix the clocks and restart the instance that is off)',
+          'the clocks of two instances sharing this store differ by more than the bound: no expired lease of another holder is handed over until they agree (docs/reliability.md, "Instances agree on time")',
         );
     },
     onStoreError: (what, error) => {

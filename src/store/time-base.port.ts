@@ -7,7 +7,7 @@
  *   the kernel's monotonic clock at the same moment. Every instance of the boot computes ledger
  *   time as `wall_ms + (monotonic_now - monotonic_ms)`, so their clocks agree to the microsecond
  *   whenever each started. The first instance of a boot writes it (a compare-and-set decides a race
- *   of two); a new boot's base is never earlier than the latest time the store has recorded.
+ *   of two); a new boot's base never starts before an earlier boot's did.
  * - A **heartbeat** per instance, written every few seconds with the instance's ledger time:
  *   instances of other boots (other hosts) cannot share a monotonic clock, so they compare their
  *   clocks through these instead (src/ledger/instance-clocks.ts).
@@ -41,8 +41,8 @@ export interface InstanceHeartbeat {
 export interface TimeBaseStore {
   /**
    * The stored base of `proposed.boot_id`; when there is none, `proposed` is written, raised first
-   * to the latest time the store holds (a heartbeat's ledger time or another base's start), so that
-   * ledger time never runs back across a reboot. Two instances racing here both answer one base.
+   * to the latest start of another boot's base, so that a clock set far back at boot (a lost RTC)
+   * does not take ledger time back past it. Two instances racing here both answer one base.
    */
   adoptBase(proposed: TimeBase): Promise<TimeBase>;
   /** Writes this instance's heartbeat (replacing its last) and answers every stored one, its own too. */
@@ -57,11 +57,14 @@ export const HEARTBEAT_RETENTION_MS = 24 * 3_600_000;
 /** Bases kept: the latest boots' (an old boot's base is only a floor for the next). */
 export const BASES_KEPT = 16;
 
-/** The latest time a store's bases and heartbeats show: the floor of a new base. */
-export function latestRecordedMs(bases: readonly TimeBase[], heartbeats: readonly InstanceHeartbeat[]): number {
+/**
+ * The floor of a new base: the latest start of a stored one. Not the latest heartbeat: a host whose
+ * clock ran ahead would then pass its error on to every later boot, however its clock is fixed;
+ * within a stream `decisionTime` already keeps time from running back.
+ */
+export function latestBaseMs(bases: readonly TimeBase[]): number {
   let latest = Number.NEGATIVE_INFINITY;
   for (const base of bases) latest = Math.max(latest, base.wall_ms);
-  for (const heartbeat of heartbeats) latest = Math.max(latest, heartbeat.ledger_ms);
   return latest;
 }
 
@@ -69,5 +72,3 @@ export function latestRecordedMs(bases: readonly TimeBase[], heartbeats: readonl
 export function raisedBase(proposed: TimeBase, floorMs: number): TimeBase {
   return Number.isFinite(floorMs) && floorMs > proposed.wall_ms ? { ...proposed, wall_ms: floorMs } : proposed;
 }
-
-export const TIME_BASE_STORE = Symbol('TIME_BASE_STORE');

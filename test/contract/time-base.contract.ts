@@ -1,6 +1,6 @@
 /**
  * The one contract every time base adapter passes (src/store/time-base.port.ts): one base per
- * boot shared by every instance of that store, never earlier than what the store has recorded,
+ * boot shared by every instance of that store, never starting before an earlier boot's,
  * and heartbeats every instance reads; then the instances' clocks over it (src/ledger/instance-
  * clocks.ts): agreeing on one boot, and comparing through heartbeats across boots (other hosts),
  * take-overs held while they disagree (docs/reliability.md, "Instances agree on time").
@@ -60,14 +60,14 @@ export function testTimeBaseStore(name: string, factory: () => Promise<TimeBaseS
       expect(new Set(answers.map((answer) => JSON.stringify(answer))).size).toBe(1);
     });
 
-    it('a new boot starts no earlier than the latest time recorded, by a heartbeat or another base', async () => {
-      const old = `boot-${randomUUID()}`;
-      await a.adoptBase(base(old, T0));
-      await a.beat(heartbeat(randomUUID(), T0 + HOUR));
-      // After a reboot whose wall clock was set back: time does not run back.
-      expect((await b.adoptBase(base(`boot-${randomUUID()}`, T0 - HOUR))).wall_ms).toBe(T0 + HOUR);
-      // One whose wall clock is ahead of everything recorded keeps it.
-      expect((await a.adoptBase(base(`boot-${randomUUID()}`, T0 + 2 * HOUR))).wall_ms).toBe(T0 + 2 * HOUR);
+    it('a new boot starts no earlier than the base of an earlier boot; heartbeats do not raise it', async () => {
+      await a.adoptBase(base(`boot-${randomUUID()}`, T0));
+      // A host whose clock ran an hour ahead recorded that time; it must not be passed on.
+      await a.beat(heartbeat(randomUUID(), T0 + 2 * HOUR));
+      // After a reboot whose wall clock was lost (set far back): no earlier than the last base.
+      expect((await b.adoptBase(base(`boot-${randomUUID()}`, T0 - 24 * HOUR))).wall_ms).toBe(T0);
+      // One read from a sound clock keeps it.
+      expect((await a.adoptBase(base(`boot-${randomUUID()}`, T0 + HOUR))).wall_ms).toBe(T0 + HOUR);
     });
 
     it('every instance reads every heartbeat, each its latest; one that leaves is gone', async () => {

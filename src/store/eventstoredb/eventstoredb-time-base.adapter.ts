@@ -4,7 +4,7 @@ import { RevisionConflictError, StoreUnavailableError } from '../event-store.por
 import {
   BASES_KEPT,
   HEARTBEAT_RETENTION_MS,
-  latestRecordedMs,
+  latestBaseMs,
   raisedBase,
   type InstanceHeartbeat,
   type TimeBase,
@@ -120,8 +120,7 @@ export class EventStoreDbTimeBaseStore implements TimeBaseStore {
       const bases = events.filter((event) => event.type === BASE_EVENT).map((event) => event.data as TimeBase);
       const stored = bases.find((base) => base.boot_id === proposed.boot_id);
       if (stored) return stored;
-      const heartbeats = this.latestHeartbeats((await this.readBack(HEARTBEAT_STREAM, this.heartbeatsRead)).events);
-      const base = raisedBase(proposed, latestRecordedMs(bases, heartbeats));
+      const base = raisedBase(proposed, latestBaseMs(bases));
       try {
         await this.append(TIME_BASE_STREAM, BASE_EVENT, base, revision === undefined ? ESDB_NO_STREAM : revision);
         if (revision === undefined) await this.cap(TIME_BASE_STREAM, BASES_KEPT);

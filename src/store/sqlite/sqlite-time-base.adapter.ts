@@ -5,7 +5,7 @@ import { StoreUnavailableError } from '../event-store.port';
 import {
   BASES_KEPT,
   HEARTBEAT_RETENTION_MS,
-  latestRecordedMs,
+  latestBaseMs,
   raisedBase,
   type InstanceHeartbeat,
   type TimeBase,
@@ -80,7 +80,7 @@ export class SqliteTimeBaseStore implements TimeBaseStore {
         .prepare<[], { record: string }>('SELECT record FROM clock_bases')
         .all()
         .map((stored) => JSON.parse(stored.record) as TimeBase);
-      const base = raisedBase(proposed, latestRecordedMs(bases, this.heartbeats()));
+      const base = raisedBase(proposed, latestBaseMs(bases));
       this.db.prepare('INSERT INTO clock_bases (boot_id, wall_ms, record) VALUES (?, ?, ?)').run(base.boot_id, base.wall_ms, JSON.stringify(base));
       this.db
         .prepare('DELETE FROM clock_bases WHERE boot_id NOT IN (SELECT boot_id FROM clock_bases ORDER BY wall_ms DESC LIMIT ?)')
