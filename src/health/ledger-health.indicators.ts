@@ -5,6 +5,7 @@ import type { ProjectionRunner } from '../projection-engine/projection-runner';
 import { PROJECTION_ENGINE, ProjectionsLifecycle } from '../projection-engine/projections.module';
 import { EVENT_STORE, type EventStore, type StoreHealth } from '../store/event-store.port';
 import { CLOCK, MonotonicClock, type Clock } from '../ledger/clock';
+import { INSTANCE_CLOCKS, type InstanceClocks } from '../ledger/instance-clocks';
 import { IntegrityMonitor } from '../ledger/integrity-monitor';
 import { HEALTH_SETTINGS, type HealthSettings } from './health-settings';
 
@@ -30,6 +31,7 @@ export class LedgerHealthIndicators {
     @Inject(HEALTH_SETTINGS) private readonly settings: HealthSettings,
     @Inject(IntegrityMonitor) private readonly integrity: IntegrityMonitor,
     @Inject(CLOCK) private readonly clock: Clock,
+    @Inject(INSTANCE_CLOCKS) private readonly instanceClocks: InstanceClocks | null,
   ) {}
 
   /**
@@ -61,15 +63,27 @@ export class LedgerHealthIndicators {
     return session.up(shown);
   }
 
-  /** Always up: a wall clock step is handled (decisions follow monotonic time), and shown here. */
+  /**
+   * Always up: a wall clock step is handled (decisions follow monotonic time), and shown here. So is
+   * the agreement of the instances sharing the store (docs/reliability.md, "Instances agree on
+   * time"): `degraded` while one clock is ahead of another beyond the bound, since expired leases
+   * are then not handed over; fresh work is, so the instance stays ready.
+   */
   clockSteps(): HealthIndicatorResult<'clock'> {
     const session = this.indicators.check('clock');
     if (!(this.clock instanceof MonotonicClock)) return session.up({ source: 'injected' });
     const status = this.clock.status();
+    const instances = this.instanceClocks?.status();
+    const skewed = instances?.reason === 'skew';
+    const messages = [
+      ...(status.steps_detected > 0 ? ['the wall clock stepped; decisions follow elapsed time, not the wall clock'] : []),
+      ...(skewed ? [`the clocks of two instances sharing the store differ by ${instances.skew_ms} ms (bound ${instances.skew_bound_ms} ms): expired leases are not handed over until they agree`] : []),
+    ];
     return session.up({
       source: 'monotonic',
       ...status,
-      ...(status.steps_detected > 0 ? { message: 'the wall clock stepped; decisions follow elapsed time, not the wall clock' } : {}),
+      ...(instances ? { state: skewed ? 'degraded' : 'ok', instances } : {}),
+      ...(messages.length > 0 ? { message: messages.join('; ') } : {}),
     });
   }
 

@@ -2,10 +2,12 @@
  * The ledger's clock. Decisions get `now` from here, never from the client (docs/contract.md §4).
  *
  * Windows (a consistency window, a `not_before`) are judged on time that actually elapsed, so the
- * production clock is not the wall clock: it reads the wall clock once, at start, and from then on
- * advances by the kernel's monotonic clock, which a step of the wall clock (an operator's `date -s`,
- * an NTP step, a VM resumed from a snapshot) does not move. A step is only observed: logged, counted
- * in /metrics and shown by /health/ready (docs/reliability.md, "A stepped clock").
+ * production clock is not the wall clock: it starts from a base (the wall clock read once, with the
+ * monotonic clock at that moment) and advances by the kernel's monotonic clock, which a step of the
+ * wall clock (an operator's `date -s`, an NTP step, a VM resumed from a snapshot) does not move. A
+ * step is only observed: logged, counted in /metrics and shown by /health/ready (docs/reliability.md,
+ * "A stepped clock"). The base is the one the instances of this boot share in the store, so every
+ * instance judges a lease on the same time (src/ledger/instance-clocks.ts).
  */
 export interface Clock {
   now(): Date;
@@ -34,16 +36,25 @@ export interface ClockStatus {
 export interface MonotonicClockOptions {
   /** A wall clock offset beyond this (from the last one observed) counts as a step. */
   stepToleranceMs?: number;
+  /**
+   * Where ledger time starts: a wall clock reading and the monotonic clock at that moment. Without
+   * one, this process's own start. Instances of one boot share one from the store, so their ledger
+   * clocks agree (docs/reliability.md, "Instances agree on time").
+   */
+  base?: { wallMs: number; monotonicMs: number };
   wallNow?: () => number;
   /** Milliseconds from an arbitrary origin that only moves forward (process.hrtime). */
   monotonicNow?: () => number;
   onStep?: (step: ClockStep) => void;
 }
 
-const monotonicMs = () => Number(process.hrtime.bigint()) / 1e6;
+/** CLOCK_MONOTONIC on Linux (libuv's uv_hrtime): one clock for every process of one boot. */
+export const monotonicMs = (): number => Number(process.hrtime.bigint()) / 1e6;
 
 /**
- * Ledger time = the wall clock read at start + monotonic time elapsed since. It never goes back
+ * Ledger time = the wall clock read at start (the base) + monotonic time elapsed since. A base
+ * adopted from the store makes a wall clock that differs from it count as a step at the first
+ * reading: this process's wall clock disagrees with the time its instances share. It never goes back
  * and a wall clock step neither shortens nor stretches a window; NTP's gradual slewing (at most
  * 500 ppm) moves the monotonic clock too, so that is the tolerance: 15 ms over a 30 s window.
  */
@@ -60,8 +71,8 @@ export class MonotonicClock implements Clock {
   constructor(private readonly options: MonotonicClockOptions = {}) {
     this.wallNow = options.wallNow ?? Date.now;
     this.monotonicNow = options.monotonicNow ?? monotonicMs;
-    this.startWall = this.wallNow();
-    this.startMonotonic = this.monotonicNow();
+    this.startWall = options.base?.wallMs ?? this.wallNow();
+    this.startMonotonic = options.base?.monotonicMs ?? this.monotonicNow();
     this.toleranceMs = options.stepToleranceMs ?? 1000;
   }
 

@@ -4,10 +4,11 @@ import { CONFIG, type LedgerConfig } from '../config/ledger-config';
 import { createLedgerMetrics, LEDGER_METRICS, type LedgerMetrics } from '../observability/ledger-metrics';
 import { METRICS_REGISTRY } from '../observability/metrics';
 import { EVENT_STORE, type EventStore } from '../store/event-store.port';
-import { openEventStore } from '../store/store.factory';
-import { CLOCK, MonotonicClock, type Clock } from './clock';
+import { openEventStore, openTimeBaseStore } from '../store/store.factory';
+import { CLOCK, type Clock } from './clock';
 import { HeadWitnessWriter } from './head-witness-writer';
 import { findRollback, lowerWebhookCheckpoint } from './history-rollback';
+import { INSTANCE_CLOCKS, InstanceClocks, loadClockSettings } from './instance-clocks';
 import { IntegrityMonitor } from './integrity-monitor';
 import { LedgerService, type LedgerObserver } from './ledger.service';
 import { stepIndexer } from './step-index';
@@ -176,18 +177,49 @@ function adoptionHooks() {
   };
 }
 
-/** The production clock: monotonic ledger time; a wall clock step is logged loudly and counted. */
-function ledgerClock(metrics: LedgerMetrics): MonotonicClock {
+/**
+ * The production clock: ledger time on the base this boot's instances share in the store, its
+ * agreement with other hosts' instances judged by heartbeats (docs/reliability.md, "Instances
+ * agree on time"). A wall clock step is logged loudly and counted.
+ */
+async function instanceClocks(config: LedgerConfig, metrics: LedgerMetrics): Promise<InstanceClocks> {
   const logger = new Logger('LedgerClock');
-  const clock = new MonotonicClock({
+  const store = await openTimeBaseStore(config);
+  let storeFailing = false;
+  const clocks = await InstanceClocks.start(store, {
+    settings: loadClockSettings(),
     onStep: (step) =>
       logger.warn(
         { offset_ms: step.offset_ms },
-        'the wall clock stepped; decisions keep following elapsed (monotonic) time, so no window opens early or late',
+        'the wall clock stepped, or differs from the time base the instances of this host share; decisions keep following elapsed (monotonic) time, so no window opens early or late',
       ),
+    onAgreementChange: (judgement) => {
+      if (judgement.takeOvers === 'allowed') logger.log({ skew_ms: judgement.skewMs }, 'the clocks of the instances agree: expired leases are handed over again');
+      else if (judgement.reason === 'skew')
+        logger.error(
+          { skew_ms: judgement.skewMs, ahead: judgement.ahead?.instance_id },
+          'the clocks of two instances sharing this store differ by more than the bound: no expired lease of another holder is handed over until they agree (docs/reliability.md, "Instances agree on time")',
+        );
+    },
+    onStoreError: (what, error) => {
+      if (what === 'base') logger.error({ err: error }, 'the time base could not be read from the store: this instance keeps its own clock, judged against the others by heartbeats');
+      else if (!storeFailing) logger.warn({ err: error }, 'a clock heartbeat could not be written');
+      storeFailing = what === 'heartbeat';
+    },
   });
-  metrics.watchClock(() => clock.status());
-  return clock;
+  metrics.watchClock(() => {
+    const status = clocks.status();
+    return { ...clocks.clock.status(), instance_skew_ms: status.skew_ms, take_overs_held: status.take_overs === 'held' };
+  });
+  return clocks;
+}
+
+class InstanceClocksLifecycle implements OnApplicationShutdown {
+  constructor(@Inject(INSTANCE_CLOCKS) private readonly clocks: InstanceClocks | null) {}
+
+  async onApplicationShutdown(): Promise<void> {
+    await this.clocks?.stop();
+  }
 }
 
 @Module({})
@@ -200,7 +232,13 @@ export class LedgerModule {
         { provide: CONFIG, useValue: options.config },
         // Optional: without the observability module (a module test) the hooks count nothing.
         { provide: LEDGER_METRICS, inject: [{ token: METRICS_REGISTRY, optional: true }], useFactory: (registry?: Registry) => createLedgerMetrics(registry) },
-        { provide: CLOCK, inject: [LEDGER_METRICS], useFactory: (metrics: LedgerMetrics) => options.clock ?? ledgerClock(metrics) },
+        // Null when a test injects its clock: there is then no shared time to agree on.
+        {
+          provide: INSTANCE_CLOCKS,
+          inject: [LEDGER_METRICS],
+          useFactory: (metrics: LedgerMetrics) => (options.clock ? null : instanceClocks(options.config, metrics)),
+        },
+        { provide: CLOCK, inject: [INSTANCE_CLOCKS], useFactory: (clocks: InstanceClocks | null) => options.clock ?? (clocks as InstanceClocks).clock },
         options.store
           ? { provide: EVENT_STORE, useValue: options.store }
           : {
@@ -252,8 +290,9 @@ export class LedgerModule {
         },
         HistoryRollbackCheck,
         StoreLifecycle,
+        InstanceClocksLifecycle,
       ],
-      exports: [CONFIG, CLOCK, EVENT_STORE, LedgerService, IntegrityMonitor, REFUSAL_LISTENERS],
+      exports: [CONFIG, CLOCK, INSTANCE_CLOCKS, EVENT_STORE, LedgerService, IntegrityMonitor, REFUSAL_LISTENERS],
     };
   }
 }

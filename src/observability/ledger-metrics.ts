@@ -17,6 +17,9 @@ export interface LedgerActivityObserver {
 export interface ClockReading {
   offset_ms: number;
   steps_detected: number;
+  /** The largest lead of one live instance's clock over another's seen (docs/reliability.md, "Instances agree on time"). */
+  instance_skew_ms?: number;
+  take_overs_held?: boolean;
 }
 
 export interface LedgerMetrics {
@@ -80,6 +83,24 @@ export function createLedgerMetrics(registry: Registry | undefined): LedgerMetri
     registers: [registry],
     collect() {
       if (readClock) this.set(readClock().steps_detected);
+    },
+  });
+  new Gauge({
+    name: 'ledger_clock_instance_skew_seconds',
+    help: 'Largest lead of one live instance clock over another sharing the store, as seen through heartbeats (0 on one base)',
+    registers: [registry],
+    collect() {
+      const reading = readClock?.();
+      if (reading?.instance_skew_ms !== undefined) this.set(reading.instance_skew_ms / 1000);
+    },
+  });
+  new Gauge({
+    name: 'ledger_clock_take_overs_held',
+    help: '1 while expired leases of another holder are not handed over: instance clocks disagree, or peers have not judged this clock yet',
+    registers: [registry],
+    collect() {
+      const reading = readClock?.();
+      if (reading?.take_overs_held !== undefined) this.set(reading.take_overs_held ? 1 : 0);
     },
   });
   return {

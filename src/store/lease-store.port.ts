@@ -6,7 +6,10 @@
  *
  * Rules, judged on the `now` the caller passes (the ledger's clock, never a worker's):
  * - An item is free when it has no record, or its record's `expires_at` is not after `now`.
- * - `acquire` on a free item writes a new lease; on a held item it changes nothing.
+ * - `acquire` on a free item writes a new lease; on a held item it changes nothing. With
+ *   `takeOver: false` it also leaves alone an expired lease of another holder that was never
+ *   released: while the instances' clocks disagree, an expiry judged here may be early
+ *   (docs/reliability.md, "Instances agree on time"). A fresh or released item is still granted.
  * - `renew` extends a lease only for its own id while it is unreleased and nobody took the item
  *   over: a lease past its expiry that no one has taken yet may still be renewed.
  * - `release` ends a lease; with `holdMs` the item stays unavailable that long (a check that must
@@ -45,6 +48,8 @@ export interface AcquireRequest {
   grantedTo?: string;
   nowMs: number;
   ttlMs: number;
+  /** False: do not hand over an unreleased lease of another holder, even expired (default true). */
+  takeOver?: boolean;
 }
 
 export interface LeaseStore {
@@ -61,6 +66,33 @@ export interface LeaseStore {
 /** Whether the record keeps the item from being handed out at `nowMs`. */
 export function isHeld(record: LeaseRecord | undefined, nowMs: number): boolean {
   return record !== undefined && record.expires_at_ms > nowMs;
+}
+
+/** Whether `request` may replace `current`: it is free, and not a take-over that is held back. */
+function mayAcquire(request: AcquireRequest, current: LeaseRecord | undefined): boolean {
+  if (isHeld(current, request.nowMs)) return false;
+  return !(request.takeOver === false && current && !current.released && current.holder !== request.holder);
+}
+
+/** The whole acquire rule over the record read: what to write (nothing when refused) and what to answer. */
+export function acquireDecision(request: AcquireRequest, current: LeaseRecord | undefined): { write?: LeaseRecord; answer: AcquireResult } {
+  if (!mayAcquire(request, current)) return { answer: { granted: false, current: current as LeaseRecord } };
+  const lease = grantedRecord(request, current);
+  return { write: lease, answer: { granted: true, lease, ...(current ? { replaced: current } : {}) } };
+}
+
+/**
+ * Every acquire through the returned store asks `takeOversAllowed()` first and passes the answer as
+ * `takeOver`: how the instance's clock agreement reaches the leases without the feed knowing.
+ */
+export function withTakeOverGate(store: LeaseStore, takeOversAllowed: () => boolean): LeaseStore {
+  return {
+    acquire: (request) => store.acquire(takeOversAllowed() ? request : { ...request, takeOver: false }),
+    renew: (key, leaseId, nowMs, ttlMs) => store.renew(key, leaseId, nowMs, ttlMs),
+    release: (key, leaseId, nowMs, holdMs) => store.release(key, leaseId, nowMs, holdMs),
+    getMany: (keys) => store.getMany(keys),
+    close: () => store.close(),
+  };
 }
 
 /**

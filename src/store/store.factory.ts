@@ -3,6 +3,8 @@ import type { EventStore, StreamIndexer } from './event-store.port';
 import type { LeaseStore } from './lease-store.port';
 import { SqliteEventStore } from './sqlite/sqlite-event-store.adapter';
 import { SqliteLeaseStore } from './sqlite/sqlite-lease-store.adapter';
+import { SqliteTimeBaseStore } from './sqlite/sqlite-time-base.adapter';
+import type { TimeBaseStore } from './time-base.port';
 
 export interface StoreHooks {
   /** A log written before anchors existed was anchored as it stands (said loudly by the caller). */
@@ -45,6 +47,18 @@ export async function openLeaseStore(config: LedgerConfig, _events: EventStore):
     return new EventStoreDbLeaseStore({ connectionString: config.eventStoreConnectionString as string });
   }
   return SqliteLeaseStore.open({ file: config.eventsFile, busyTimeoutMs: config.sqliteBusyTimeoutMs });
+}
+
+/**
+ * The ledger clock's shared base and the instances' heartbeats, in the same store as the log, so
+ * every instance sharing the log reads one (docs/reliability.md, "Instances agree on time").
+ */
+export async function openTimeBaseStore(config: LedgerConfig): Promise<TimeBaseStore> {
+  if (config.store === 'eventstoredb') {
+    const { EventStoreDbTimeBaseStore } = await import('./eventstoredb/eventstoredb-time-base.adapter');
+    return new EventStoreDbTimeBaseStore({ connectionString: config.eventStoreConnectionString as string });
+  }
+  return SqliteTimeBaseStore.open({ file: config.eventsFile, busyTimeoutMs: config.sqliteBusyTimeoutMs });
 }
 
 /**

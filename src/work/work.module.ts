@@ -2,6 +2,7 @@ import { Inject, Module, type OnApplicationShutdown, type OnModuleDestroy } from
 import type { Registry } from 'prom-client';
 import { CONFIG, type LedgerConfig } from '../config/ledger-config';
 import { CLOCK, type Clock } from '../ledger/clock';
+import { INSTANCE_CLOCKS, type InstanceClocks } from '../ledger/instance-clocks';
 import { LedgerService } from '../ledger/ledger.service';
 import { METRICS_REGISTRY } from '../observability/metrics';
 import { registerWorkMetrics } from '../observability/work-metrics';
@@ -9,7 +10,7 @@ import { READ_MODEL } from '../projection-engine/projections.module';
 import { ProjectionsModule } from '../projection-engine/projections.module';
 import type { SqliteReadModel } from '../projection-engine/sqlite-read-model.store';
 import { EVENT_STORE, type EventStore } from '../store/event-store.port';
-import { LEASE_STORE, type LeaseStore } from '../store/lease-store.port';
+import { LEASE_STORE, withTakeOverGate, type LeaseStore } from '../store/lease-store.port';
 import { openLeaseStore } from '../store/store.factory';
 import { WorkFeed } from './work-feed';
 
@@ -35,8 +36,12 @@ class LeaseStoreLifecycle implements OnModuleDestroy, OnApplicationShutdown {
   providers: [
     {
       provide: LEASE_STORE,
-      inject: [CONFIG, EVENT_STORE],
-      useFactory: (config: LedgerConfig, store: EventStore) => openLeaseStore(config, store),
+      inject: [CONFIG, EVENT_STORE, { token: INSTANCE_CLOCKS, optional: true }],
+      // While the instances' clocks disagree, no expired lease is handed over (docs/reliability.md).
+      useFactory: async (config: LedgerConfig, store: EventStore, clocks?: InstanceClocks | null) => {
+        const leases = await openLeaseStore(config, store);
+        return clocks ? withTakeOverGate(leases, () => clocks.takeOversAllowed()) : leases;
+      },
     },
     {
       provide: WorkFeed,

@@ -3,7 +3,7 @@
  * src/store/lease-store.port.ts, on one instance and across two instances sharing a store.
  */
 import { randomUUID } from 'node:crypto';
-import type { LeaseStore } from '../../src/store/lease-store.port';
+import { withTakeOverGate, type LeaseStore } from '../../src/store/lease-store.port';
 
 export interface LeaseStoresUnderTest {
   /** Two instances over one store (two connections to one file, two clients of one server). */
@@ -57,6 +57,31 @@ export function testLeaseStore(name: string, factory: () => Promise<LeaseStoresU
       expect(await a.renew(key, 'l1', T0 + 2000, 1000)).toMatchObject({ expires_at_ms: T0 + 3000 });
       expect(await b.acquire({ key, leaseId: 'l2', holder: 'w2', nowMs: T0 + 2999, ttlMs: 1000 })).toMatchObject({ granted: false });
       expect(await a.renew(key, 'other', T0 + 2000, 1000)).toBeUndefined();
+    });
+
+    it('with take-overs held back, leaves an expired lease of another holder alone, and still grants fresh, released and its own', async () => {
+      const [expired, fresh, released] = [freshKey(), freshKey(), freshKey()];
+      await a.acquire({ key: expired, leaseId: 'l1', holder: 'w1', nowMs: T0, ttlMs: 1000 });
+      const held = await b.acquire({ key: expired, leaseId: 'l2', holder: 'w2', nowMs: T0 + 5000, ttlMs: 1000, takeOver: false });
+      expect(held).toMatchObject({ granted: false, current: { lease_id: 'l1', holder: 'w1' } });
+      // Nothing was written: its holder may still renew it.
+      expect(await a.renew(expired, 'l1', T0 + 5001, 1000)).toMatchObject({ expires_at_ms: T0 + 6001 });
+      // The same worker asking again is not a hand-over to someone else.
+      expect(await a.acquire({ key: expired, leaseId: 'l3', holder: 'w1', nowMs: T0 + 7000, ttlMs: 1000, takeOver: false })).toMatchObject({ granted: true });
+      expect(await b.acquire({ key: fresh, leaseId: 'f1', holder: 'w2', nowMs: T0, ttlMs: 1000, takeOver: false })).toMatchObject({ granted: true });
+      await a.acquire({ key: released, leaseId: 'r1', holder: 'w1', nowMs: T0, ttlMs: 1000 });
+      await a.release(released, 'r1', T0 + 10);
+      expect(await b.acquire({ key: released, leaseId: 'r2', holder: 'w2', nowMs: T0 + 20, ttlMs: 1000, takeOver: false })).toMatchObject({ granted: true });
+    });
+
+    it('through the take-over gate, hands an expired lease over only while the gate allows it', async () => {
+      const key = freshKey();
+      let allowed = false;
+      const gated = withTakeOverGate(b, () => allowed);
+      await a.acquire({ key, leaseId: 'l1', holder: 'w1', nowMs: T0, ttlMs: 1000 });
+      expect(await gated.acquire({ key, leaseId: 'l2', holder: 'w2', nowMs: T0 + 2000, ttlMs: 1000 })).toMatchObject({ granted: false });
+      allowed = true;
+      expect(await gated.acquire({ key, leaseId: 'l2', holder: 'w2', nowMs: T0 + 2000, ttlMs: 1000 })).toMatchObject({ granted: true, lease: { took_over: { holder: 'w1' } } });
     });
 
     it('frees a released item at once, or after the hold it was released with', async () => {

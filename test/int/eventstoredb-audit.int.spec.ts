@@ -6,6 +6,8 @@
 import { EventStoreDBClient } from '@eventstore/db-client';
 import { randomUUID } from 'node:crypto';
 import { EventStoreDbEventStore } from '../../src/store/eventstoredb/eventstoredb-event-store.adapter';
+import { EventStoreDbLeaseStore } from '../../src/store/eventstoredb/eventstoredb-lease-store.adapter';
+import { EventStoreDbTimeBaseStore } from '../../src/store/eventstoredb/eventstoredb-time-base.adapter';
 import { NO_STREAM } from '../../src/store/event-store.port';
 import { sealEvents } from '../../src/store/hash-chain';
 import { auditLog } from '../../src/store/log-audit';
@@ -42,5 +44,22 @@ describe('the log audit on EventStoreDB', () => {
     expect(audit.ok).toBe(false);
     expect(audit.broken_streams).toEqual([names[0], names[1]]);
     expect(audit.findings.map((finding) => finding.kind)).toEqual(['unreadable_stream', 'unreadable_stream']);
+  });
+
+  it('reads past the streams the adapters keep beside the log (leases, the clock time base): they are not the log', async () => {
+    const prefix = `op-beside${randomUUID().slice(0, 6)}:`;
+    const leases = new EventStoreDbLeaseStore({ connectionString: double.connectionString });
+    const clock = new EventStoreDbTimeBaseStore({ connectionString: double.connectionString });
+    try {
+      await leases.acquire({ key: `default:${randomUUID()}`, leaseId: 'l1', holder: 'w1', nowMs: Date.now(), ttlMs: 1000 });
+      await clock.adoptBase({ boot_id: randomUUID(), wall_ms: Date.now(), monotonic_ms: 1, instance_id: 'i1' });
+      await clock.beat({ instance_id: 'i1', boot_id: 'b', ledger_ms: Date.now(), monotonic_ms: 1, seq: 1 });
+    } finally {
+      await Promise.all([leases.close(), clock.close()]);
+    }
+    const stream = `${prefix}a`;
+    await store.append(stream, NO_STREAM, sealEvents(stream, undefined, [newEvent('A')]));
+    expect(await auditLog(store, { streamPrefix: prefix })).toMatchObject({ ok: true, events: expect.any(Number) });
+    expect((await store.readAll({ after: 0, limit: 10_000 })).map((event) => event.stream).filter((name) => !name.startsWith('op-'))).toEqual([]);
   });
 });

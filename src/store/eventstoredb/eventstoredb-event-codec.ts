@@ -1,6 +1,7 @@
 import { START, jsonEvent, type EventData, type ReadPosition, type ResolvedEvent } from '@eventstore/db-client';
 import type { JsonObject, JsonValue, NewEvent, StoredEvent } from '../event-store.port';
 import { isEventMetadata } from '../event-metadata';
+import { BESIDE_THE_LOG_PREFIXES } from '../stream-names';
 
 /** An event the adapter will not send: it would not come back as it was given, or would not be sent at all. */
 export class InvalidEventError extends TypeError {
@@ -102,13 +103,15 @@ function isPlainObject(value: unknown): value is JsonObject {
 
 /**
  * Whether an event of `$all` belongs to the log the port serves: not a system stream or system
- * event (`$`-prefixed, which includes metadata streams and `$>` links), a JSON object like every
+ * event (`$`-prefixed, which includes metadata streams and `$>` links), not one of the streams the
+ * adapters keep beside the log (leases, the clock's time base), a JSON object like every
  * event the port appends (another application's binary event may share the database), and under
  * the prefix when one is asked for.
  */
 export function isLedgerEvent(resolved: ResolvedEvent, streamPrefix?: string): boolean {
   const event = resolved.event;
   if (!event || event.streamId.startsWith('$') || event.type.startsWith('$')) return false;
+  if (BESIDE_THE_LOG_PREFIXES.some((prefix) => event.streamId.startsWith(prefix))) return false;
   if (!event.isJson || !isPlainObject(event.data)) return false;
   return streamPrefix === undefined || event.streamId.startsWith(streamPrefix);
 }

@@ -2,8 +2,7 @@ import { BACKWARDS, END, EventStoreDBClient, NO_STREAM as ESDB_NO_STREAM, jsonEv
 import { randomUUID } from 'node:crypto';
 import { RevisionConflictError, StoreUnavailableError } from '../event-store.port';
 import {
-  grantedRecord,
-  isHeld,
+  acquireDecision,
   releasedRecord,
   renewedRecord,
   type AcquireRequest,
@@ -124,11 +123,7 @@ export class EventStoreDbLeaseStore implements LeaseStore {
   }
 
   acquire(request: AcquireRequest): Promise<AcquireResult> {
-    return this.change<AcquireResult>(request.key, (current) => {
-      if (isHeld(current, request.nowMs)) return { answer: { granted: false, current: current as LeaseRecord } };
-      const lease = grantedRecord(request, current);
-      return { write: lease, answer: { granted: true, lease, ...(current ? { replaced: current } : {}) } };
-    });
+    return this.change<AcquireResult>(request.key, (current) => acquireDecision(request, current));
   }
 
   renew(key: string, leaseId: string, nowMs: number, ttlMs: number): Promise<LeaseRecord | undefined> {

@@ -3,8 +3,7 @@ import { mkdirSync } from 'node:fs';
 import { dirname } from 'node:path';
 import { StoreUnavailableError } from '../event-store.port';
 import {
-  grantedRecord,
-  isHeld,
+  acquireDecision,
   releasedRecord,
   renewedRecord,
   type AcquireRequest,
@@ -87,11 +86,7 @@ export class SqliteLeaseStore implements LeaseStore {
   }
 
   async acquire(request: AcquireRequest): Promise<AcquireResult> {
-    return this.change<AcquireResult>(request.key, (current) => {
-      if (isHeld(current, request.nowMs)) return { answer: { granted: false, current: current as LeaseRecord } };
-      const lease = grantedRecord(request, current);
-      return { write: lease, answer: { granted: true, lease, ...(current ? { replaced: current } : {}) } };
-    });
+    return this.change<AcquireResult>(request.key, (current) => acquireDecision(request, current));
   }
 
   async renew(key: string, leaseId: string, nowMs: number, ttlMs: number): Promise<LeaseRecord | undefined> {

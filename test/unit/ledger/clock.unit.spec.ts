@@ -84,3 +84,17 @@ describe('decisionTime', () => {
     expect(decisionTime(fixed, '2026-05-01T11:00:00.000Z')).toBe('2026-05-01T11:00:00.000Z');
   });
 });
+
+describe('MonotonicClock on a shared base', () => {
+  it('reads the base plus monotonic time since it, and counts a wall clock off the base as a step at once', () => {
+    const steps: ClockStep[] = [];
+    const base = { wallMs: Date.parse('2026-05-01T10:00:00.000Z'), monotonicMs: 1_000 };
+    // This process started 10 s after the base was written, its wall clock an hour ahead.
+    let monotonic = 11_000;
+    const clock = new MonotonicClock({ base, monotonicNow: () => monotonic, wallNow: () => base.wallMs + 10_000 + HOUR + (monotonic - 11_000), onStep: (step) => steps.push(step) });
+    expect(clock.now().toISOString()).toBe('2026-05-01T10:00:10.000Z');
+    monotonic += 500;
+    expect(clock.now().toISOString()).toBe('2026-05-01T10:00:10.500Z');
+    expect(steps).toEqual([{ detected_at: '2026-05-01T10:00:10.000Z', offset_ms: HOUR }]);
+  });
+});

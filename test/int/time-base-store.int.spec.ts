@@ -1,0 +1,57 @@
+/**
+ * The time base contract on both adapters: SQLite with connections to one file (as service
+ * processes sharing it), and EventStoreDB with clients of the in-process protocol double. Instances
+ * "on other hosts" are instances given other boot ids and wall clocks: one test process has one
+ * monotonic clock, so what two real hosts' clocks do is stood in for, not shown (docs/eventstoredb.md).
+ */
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { EventStoreDbTimeBaseStore } from '../../src/store/eventstoredb/eventstoredb-time-base.adapter';
+import { SqliteEventStore } from '../../src/store/sqlite/sqlite-event-store.adapter';
+import { SqliteTimeBaseStore } from '../../src/store/sqlite/sqlite-time-base.adapter';
+import type { TimeBaseStore } from '../../src/store/time-base.port';
+import { testTimeBaseStore } from '../contract/time-base.contract';
+import { EventStoreDbProtocolDouble } from '../support/eventstoredb-protocol-double';
+
+testTimeBaseStore('sqlite (connections to one file, beside the log)', async () => {
+  const dir = mkdtempSync(join(tmpdir(), 'ledger-time-base-'));
+  const file = join(dir, 'events.sqlite');
+  const events = SqliteEventStore.open({ file });
+  const opened: TimeBaseStore[] = [];
+  const open = () => {
+    const store = SqliteTimeBaseStore.open({ file });
+    opened.push(store);
+    return store;
+  };
+  return {
+    stores: [open(), open()],
+    open,
+    cleanup: async () => {
+      await Promise.all(opened.map((store) => store.close()));
+      await events.close();
+      rmSync(dir, { recursive: true, force: true });
+    },
+  };
+});
+
+describe('EventStoreDB time base on the protocol double', () => {
+  let double: EventStoreDbProtocolDouble;
+  // One server per test: the base and heartbeat streams are the store's, so tests must not share them.
+  beforeEach(async () => {
+    double = await EventStoreDbProtocolDouble.start();
+  });
+  afterEach(async () => {
+    await double.stop();
+  });
+
+  testTimeBaseStore('eventstoredb (clients of one server, optimistic concurrency on the base stream)', async () => {
+    const opened: TimeBaseStore[] = [];
+    const open = () => {
+      const store = new EventStoreDbTimeBaseStore({ connectionString: double.connectionString });
+      opened.push(store);
+      return store;
+    };
+    return { stores: [open(), open()], open, cleanup: async () => void (await Promise.all(opened.map((store) => store.close()))) };
+  });
+});
