@@ -198,8 +198,9 @@ function answeredOutcome(operationRef: string, answer: SubmitAnswer, extra: Part
 /**
  * The same operation_ref planned with another input is refused (OPERATION_REF_REUSED), except in
  * the one case it is the contract's flow: the step asked for corrected input and this is it. That is
- * so while the step is in needs_input, or when the ledger already granted a dispatch with this
- * input hash (the correction was accepted earlier, and a later failure brought the caller back).
+ * so while the step is in needs_input, when the step asks approval for this input (a corrected
+ * input refused until approved), or when the ledger already granted a dispatch with this input
+ * hash (the correction was accepted earlier, and a later failure brought the caller back).
  */
 async function isCorrectedInput(
   ledger: LedgerApi,
@@ -212,6 +213,8 @@ async function isCorrectedInput(
   const state = refusal.state;
   if (!state || state.run_id !== step.runId || state.tool !== step.tool || state.side_effect !== sideEffect) return false;
   if (state.status === 'needs_input') return true;
+  // The ledger asked approval for this very input (docs/contract.md §4.4): the gate decides on it.
+  if (state.approval_input_hash === hash) return true;
   const { events } = await ledger.getEvents(step.operationRef, options);
   return events.some((event) => event.type === 'AttemptDispatched' && event.data.input_hash === hash);
 }

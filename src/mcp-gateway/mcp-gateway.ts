@@ -17,7 +17,6 @@ import {
   executeWrite,
   inputHash,
   OutcomeNotRecordedError,
-  runAttempt,
   verify,
   type Lookup,
   type ToolCall,
@@ -282,14 +281,7 @@ export class McpGateway {
         // deadline is then the gateway's own, and a not_found is conclusive only a consistency
         // window after it (docs/contract.md §4); the SDK starts and aborts the call within it.
         const options = { now: this.now, callWindowMs: writeTool.timeout_ms };
-        let outcome = await executeWrite(this.ledger, step, call, options);
-        if (this.isInputAskedForApproval(outcome, step)) {
-          // The plan names the first input, but the ledger asked approval for this one: it is this
-          // step's input now (docs/contract.md §4.4), and the gate decides whether it may run.
-          const state = outcome.state as OperationState;
-          const run = { operationRef: ref, attempt: state.attempts_used + 1, inputHash: step.inputHash as string, input, sideEffect: 'write' as const };
-          outcome = await runAttempt(this.ledger, run, call, options);
-        }
+        const outcome = await executeWrite(this.ledger, step, call, options);
         const settled = await this.settle(name, writeTool, outcome);
         if (settled.again) continue;
         return settled.answer;
@@ -339,24 +331,6 @@ export class McpGateway {
     }
     return done(
       envelopeForState(state, this.answerContext(writeTool, { refusal: outcome.kind === 'refused' ? outcome.refusal?.code : undefined, recorded: outcome.envelope, directive: outcome.kind === 'refused' ? outcome.directive : undefined })),
-    );
-  }
-
-  /**
-   * A corrected input refused as another operation's (the plan holds the first input) that is the
-   * very input the step asks approval for, or was approved for: executeWrite knows a corrected
-   * input only by a dispatch of it, and the ledger refused that dispatch until it is approved.
-   */
-  private isInputAskedForApproval(outcome: WriteOutcome, step: WriteStep<Record<string, unknown>>): boolean {
-    const state = outcome.state as (OperationState & { approval_input_hash?: string }) | undefined;
-    return (
-      outcome.kind === 'refused' &&
-      outcome.refusal?.code === 'OPERATION_REF_REUSED' &&
-      state !== undefined &&
-      state.approval_input_hash === step.inputHash &&
-      state.tool === step.tool &&
-      state.run_id === step.runId &&
-      state.side_effect === 'write'
     );
   }
 
