@@ -20,6 +20,7 @@ import type {
 } from '../../store/event-store.port';
 import { CliError, EXIT, usageError } from '../cli-errors';
 import { remoteLedger, withLocalStore, type GlobalOptions, type RemoteLedger } from '../ledger-source';
+import { readModelInUse } from '../read-model-in-use';
 import { formatDuration, renderTable } from '../text-format';
 
 export type ProgressMode = 'auto' | 'always' | 'never';
@@ -170,7 +171,14 @@ export async function rebuildCommand(global: GlobalOptions, name: string | undef
   }
   const names = projectionNames(name);
   return withLocalStore(global, async ({ store, config }) => {
-    const readModel = SqliteReadModel.open({ file: readModelFile(config.dataDir) });
+    const file = readModelFile(config.dataDir);
+    if (readModelInUse(file)) {
+      throw new CliError(
+        `the read model at ${file} is open in another process (a running service?): stop it first, or rebuild through it with --url and an admin --key`,
+        EXIT.unavailable,
+      );
+    }
+    const readModel = SqliteReadModel.open({ file });
     try {
       const head = await store.headPosition();
       const started = Date.now();

@@ -129,6 +129,29 @@ function readCheckpoint(file: string): LogCheckpoint {
 interface LocalVerification {
   audit: LogAudit;
   readModels?: ReadModelReport;
+  since?: LogCheckpoint;
+}
+
+/** What `--since` proved, in the checkpoint's own terms (docs/reliability.md, "verify --since"). */
+function sinceReport(since: LogCheckpoint, audit: LogAudit) {
+  return {
+    checkpoint_taken_at: since.taken_at,
+    only_grew: audit.ok,
+    events_then: since.anchor.events,
+    position_then: since.anchor.position,
+    events_now: audit.recomputed.events,
+    heads_then: since.heads.length,
+  };
+}
+
+function describeSince(since: LogCheckpoint, audit: LogAudit): string {
+  const added = audit.recomputed.events - since.anchor.events;
+  return (
+    `since the checkpoint of ${since.taken_at}: the log only grew. Its first ${counted(since.anchor.events, 'event')} ` +
+    `(up to position ${since.anchor.position}) are the ones the checkpoint recorded, in the same order (they hash to its log hash), ` +
+    `and each of its ${counted(since.heads.length, 'stream head')} is still there at the same revision with the same hash; ` +
+    `${counted(added, 'event')} appended since\n`
+  );
 }
 
 async function verifyLocal(global: GlobalOptions, options: VerifyOptions): Promise<LocalVerification> {
@@ -139,13 +162,13 @@ async function verifyLocal(global: GlobalOptions, options: VerifyOptions): Promi
       const checkpoint = await takeCheckpoint(store, audit, new Date().toISOString());
       writeFileSync(options.checkpointOut, `${JSON.stringify(checkpoint, null, 2)}\n`);
     }
-    if (!options.readModels) return { audit };
+    if (!options.readModels) return { audit, since };
     const file = readModelFile(config.dataDir);
     if (!existsSync(file)) throw new CliError(`no read model at ${file}`);
     const readModel = SqliteReadModel.open({ file, readCacheBytes: 0 });
     try {
       for (const projection of LEDGER_PROJECTIONS) readModel.register(projection);
-      return { audit, readModels: await verifyReadModels(store, readModel, LEDGER_PROJECTIONS) };
+      return { audit, since, readModels: await verifyReadModels(store, readModel, LEDGER_PROJECTIONS) };
     } finally {
       readModel.close();
     }
@@ -162,10 +185,13 @@ export async function verifyCommand(global: GlobalOptions, options: VerifyOption
   if (remote && (options.readModels || options.since || options.checkpointOut)) {
     throw usageError('--read-models, --since and --checkpoint-out work on a data directory (--data-dir)');
   }
-  const { audit, readModels } = options.archive
-    ? { audit: await auditArchive(options.archive), readModels: undefined }
+  if (options.archive && (options.readModels || options.since || options.checkpointOut)) {
+    throw usageError('--read-models, --since and --checkpoint-out work on a data directory, not on --archive');
+  }
+  const { audit, readModels, since }: LocalVerification = options.archive
+    ? { audit: await auditArchive(options.archive) }
     : remote
-      ? { audit: await auditRemote(remote), readModels: undefined }
+      ? { audit: await auditRemote(remote) }
       : await verifyLocal(global, options);
   const broken = audit.broken_streams.length;
   const logFaults = audit.findings.filter((finding) => finding.stream === undefined).length;
@@ -179,6 +205,7 @@ export async function verifyCommand(global: GlobalOptions, options: VerifyOption
       breaks: chainBreaks.map(({ stream, revision, event_id, kind }) => ({ stream, revision, event_id, reason: kind })),
       findings: audit.findings,
       broken_streams: audit.broken_streams,
+      ...(since ? { since: sinceReport(since, audit) } : {}),
       ...(readModels ? { read_models: readModels } : {}),
     });
   } else {
@@ -186,6 +213,7 @@ export async function verifyCommand(global: GlobalOptions, options: VerifyOption
     process.stdout.write(
       `verified ${counted(audit.events, 'event')} in ${counted(audit.streams.length, 'stream')}: ${audit.ok ? 'every hash chain holds' : `${broken} broken${logFaults > 0 ? `, and the log anchor does not hold` : ''}`}\n`,
     );
+    if (since && audit.ok) process.stdout.write(describeSince(since, audit));
     if (readModels) {
       for (const difference of readModels.differences) {
         process.stdout.write(`READ MODEL ${difference.projection} ${difference.key}: ${difference.kind}\n`);
