@@ -185,7 +185,8 @@ describe('the Docker image, built from the Dockerfile and started with docker-co
 
     afterAll(async () => {
       await ledger?.stop();
-      ledger?.cleanup();
+      // The data directory, also when the service never started.
+      if (dataDir) rmSync(dataDir, { recursive: true, force: true });
       await double?.stop();
     });
 
