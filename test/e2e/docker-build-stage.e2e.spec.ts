@@ -52,10 +52,10 @@ function dockerignore(): (relativePath: string) => boolean {
   return (relativePath) => expressions.some((expression) => expression.test(relativePath));
 }
 
-/** Only what the RUN lines need from the host: the tools on PATH, npm's cache, a proxy if one is set. */
+/** Only what the RUN lines need from the host: the tools on PATH, npm's cache, a proxy, and the Node headers node-gyp builds against when npm is set to another Node's (README, "Node versions"). */
 function runEnvironment(stageEnv: Record<string, string>): Record<string, string> {
   const env: Record<string, string> = { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? tmpdir(), npm_config_prefer_offline: 'true', npm_config_update_notifier: 'false' };
-  for (const [name, value] of Object.entries(process.env)) if (/^(https?_proxy|no_proxy|npm_config_cache)$/i.test(name) && value) env[name] = value;
+  for (const [name, value] of Object.entries(process.env)) if (/^(https?_proxy|no_proxy|npm_config_cache|npm_config_nodedir)$/i.test(name) && value) env[name] = value;
   return { ...env, ...stageEnv };
 }
 
