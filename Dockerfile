@@ -6,14 +6,18 @@
 # The runtime stage's COPY lines are the whole file set the service reads at run time; a test
 # (test/e2e/runtime-image-layout.e2e.spec.ts) assembles exactly those paths, with production
 # dependencies only, and starts the service from them on both stores. Add a line here whenever
-# the service starts reading another file.
+# the service starts reading another file. Another (test/e2e/docker-build-stage.e2e.spec.ts)
+# assembles the build stage from its own COPY lines, runs its RUN lines, and starts the runtime
+# stage made from that output with docker-compose.yml's environment.
 
 FROM node:24-bookworm AS build
 WORKDIR /app
 COPY package.json package-lock.json ./
 RUN npm ci
 # Only what the build reads: copying the whole context would also copy a host node_modules.
+# scripts/: `npm run build` is `node scripts/build.cjs`.
 COPY tsconfig.json tsconfig.build.json nest-cli.json ./
+COPY scripts ./scripts
 COPY src ./src
 COPY projections ./projections
 COPY schema ./schema

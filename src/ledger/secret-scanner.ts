@@ -24,7 +24,7 @@ interface Secretlint {
 async function loadSecretlint(): Promise<Secretlint> {
   let core: { lintSource: LintSource };
   let preset: { creator: unknown };
-  let profiler: { secretLintProfiler: { setEnabled(enabled: boolean): void } };
+  let profiler: { secretLintProfiler: { setEnabled?(enabled: boolean): void; mark(marker: unknown): void } };
   try {
     core = require('@secretlint/core');
     preset = require('@secretlint/secretlint-rule-preset-recommend');
@@ -38,7 +38,10 @@ async function loadSecretlint(): Promise<Secretlint> {
   // On by default, the profiler marks every rule of every lint in the process's performance
   // timeline and keeps every entry: in a long-running service, memory without bound (it reached
   // the timeline's million-entry warning within 66,000 submits) and time on every scan.
-  profiler.secretLintProfiler.setEnabled(false);
+  // secretlint 12 (the last whose engines include Node 20) has no switch: its mark() is the one
+  // entry point that records, so making it a no-op has the same effect.
+  if (typeof profiler.secretLintProfiler.setEnabled === 'function') profiler.secretLintProfiler.setEnabled(false);
+  else profiler.secretLintProfiler.mark = () => undefined;
   // Built once: the preset's rules are compiled when the config is, not on every scan.
   return {
     lintSource: core.lintSource,

@@ -110,6 +110,19 @@ async function sendToProvider(call: ShellCall): Promise<void> {
 const workers = (calls: ShellCall[]) => calls.filter((call) => call.command === 'node' && call.args[0] === WORKER);
 
 describe('docs/sdk.md, run', () => {
+  it("starts its ledger on a data directory of its own, emptied first: recover() sees only the walkthrough's steps, not the README's", () => {
+    const start = SDK_DOC.indexOf('## From a fresh clone to a working worker');
+    const shell = fencedBlocks(SDK_DOC.slice(start)).find((block) => block.lang === 'sh');
+    const lines = (shell?.text ?? '').split('\n').map((line) => line.trim());
+    const startAt = lines.findIndex((line) => /\bnpm start\b/.test(line));
+    const dataDir = /^LEDGER_DATA_DIR=(\S+) npm start$/.exec(lines[startAt] ?? '')?.[1];
+    expect(dataDir).toBeDefined();
+    // ./data is where the README's first operation (run_81/step_4, left verifying) is kept.
+    expect(resolve(ROOT, dataDir as string)).not.toBe(resolve(ROOT, 'data'));
+    expect(lines.indexOf(`rm -rf ${dataDir}`)).toBeGreaterThanOrEqual(0);
+    expect(lines.indexOf(`rm -rf ${dataDir}`)).toBeLessThan(startAt);
+  });
+
   it('from a fresh clone to a working worker: three invoices', async () => {
     const { calls, expected } = section('## From a fresh clone to a working worker');
     const [worker] = workers(calls);

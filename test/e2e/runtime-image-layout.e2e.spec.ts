@@ -15,76 +15,11 @@ import { dirname, join, relative, resolve } from 'node:path';
 import { promisify } from 'node:util';
 import { EventStoreDbProtocolDouble } from '../support/eventstoredb-protocol-double';
 import { fact, request } from '../support/http';
+import { copiesOf, execForm, parseDockerfile, type Instruction, type Stage } from '../support/dockerfile';
 import { startLedger, type LedgerProcess } from '../support/ledger-process';
 
 const run = promisify(execFile);
 const REPO = resolve(__dirname, '../..');
-
-interface Instruction {
-  keyword: string;
-  args: string;
-}
-
-interface Stage {
-  from: string;
-  name?: string;
-  instructions: Instruction[];
-}
-
-/** Enough of the Dockerfile grammar for this file: comments, line continuations, one stage per FROM. */
-function parseDockerfile(text: string): Stage[] {
-  const logical: string[] = [];
-  let current = '';
-  for (const raw of text.split('\n')) {
-    const line = raw.trimEnd();
-    if (current === '' && (line.trim().startsWith('#') || line.trim() === '')) continue;
-    if (line.trim().startsWith('#')) continue;
-    if (line.endsWith('\\')) {
-      current += `${line.slice(0, -1)} `;
-      continue;
-    }
-    logical.push((current + line).trim());
-    current = '';
-  }
-  const stages: Stage[] = [];
-  for (const line of logical) {
-    const [keyword, ...rest] = line.split(/\s+/);
-    const args = rest.join(' ');
-    if (keyword.toUpperCase() === 'FROM') {
-      const [image, as, name] = rest;
-      stages.push({ from: image, name: as?.toUpperCase() === 'AS' ? name : undefined, instructions: [] });
-      continue;
-    }
-    stages[stages.length - 1].instructions.push({ keyword: keyword.toUpperCase(), args });
-  }
-  return stages;
-}
-
-interface Copy {
-  from?: string;
-  sources: string[];
-  destination: string;
-}
-
-function copiesOf(stage: Stage): Copy[] {
-  return stage.instructions
-    .filter((instruction) => instruction.keyword === 'COPY')
-    .map((instruction) => {
-      const words = instruction.args.split(/\s+/);
-      const flags = words.filter((word) => word.startsWith('--'));
-      const paths = words.filter((word) => !word.startsWith('--'));
-      const from = flags.find((flag) => flag.startsWith('--from='))?.slice('--from='.length);
-      return { from, sources: paths.slice(0, -1), destination: paths[paths.length - 1] };
-    });
-}
-
-/** The command of an exec-form instruction (`CMD ["node", ...]`), as its argument list. */
-function execForm(args: string): string[] {
-  const json = args.slice(args.indexOf('['));
-  const parsed: unknown = JSON.parse(json);
-  if (!Array.isArray(parsed) || !parsed.every((word) => typeof word === 'string')) throw new Error(`not an exec form: ${args}`);
-  return parsed as string[];
-}
 
 /** A copy of node_modules that shares file contents with the checkout's (hard links), pruned in place. */
 function hardLinkTree(source: string, target: string): void {

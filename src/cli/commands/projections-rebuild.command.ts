@@ -21,6 +21,7 @@ import type {
 } from '../../store/event-store.port';
 import { CliError, EXIT, usageError } from '../cli-errors';
 import { remoteLedger, withLocalStore, type GlobalOptions, type RemoteLedger } from '../ledger-source';
+import { readModelInUse } from '../read-model-in-use';
 import { formatDuration, renderTable } from '../text-format';
 
 export type ProgressMode = 'auto' | 'always' | 'never';
@@ -171,6 +172,13 @@ export async function rebuildCommand(global: GlobalOptions, name: string | undef
   }
   const names = projectionNames(name);
   return withLocalStore(global, async ({ store, config }) => {
+    const file = readModelFile(config.dataDir);
+    if (readModelInUse(file)) {
+      throw new CliError(
+        `the read model at ${file} is open in another process (a running service?): stop it first, or rebuild through it with --url and an admin --key`,
+        EXIT.unavailable,
+      );
+    }
     // A read model ahead of the log is the evidence of a rollback (docs/security.md, "A log rolled
     // back"): rebuilt down to the older log, it would be gone. Only an accepted rollback rebuilds it.
     const rollback = await findRollback(store, { dataDir: config.dataDir, witnessFile: config.headWitnessFile, anchorKey: config.anchorKey });
@@ -179,7 +187,7 @@ export async function rebuildCommand(global: GlobalOptions, name: string | undef
         `HISTORY_ROLLED_BACK: the log is behind what the ledger recorded before (${rollback.findings.map((finding) => finding.kind).join(', ')}); the read models are kept as the evidence. Run \`recovery-ledger verify\`; to rebuild on the older log anyway, set LEDGER_ACCEPT_ROLLBACK=1 and LEDGER_ACCEPT_ROLLBACK_REASON`,
       );
     }
-    const readModel = SqliteReadModel.open({ file: readModelFile(config.dataDir) });
+    const readModel = SqliteReadModel.open({ file });
     try {
       const head = await store.headPosition();
       const started = Date.now();

@@ -137,6 +137,29 @@ interface LocalVerification {
   readModels?: ReadModelReport;
   /** Evidence that the log is an older copy (docs/security.md, "A log rolled back"). */
   rollback?: RollbackReport;
+  since?: LogCheckpoint;
+}
+
+/** What `--since` proved, in the checkpoint's own terms (docs/reliability.md, "verify --since"). */
+function sinceReport(since: LogCheckpoint, audit: LogAudit) {
+  return {
+    checkpoint_taken_at: since.taken_at,
+    only_grew: audit.ok,
+    events_then: since.anchor.events,
+    position_then: since.anchor.position,
+    events_now: audit.recomputed.events,
+    heads_then: since.heads.length,
+  };
+}
+
+function describeSince(since: LogCheckpoint, audit: LogAudit): string {
+  const added = audit.recomputed.events - since.anchor.events;
+  return (
+    `since the checkpoint of ${since.taken_at}: the log only grew. Its first ${counted(since.anchor.events, 'event')} ` +
+    `(up to position ${since.anchor.position}) are the ones the checkpoint recorded, in the same order (they hash to its log hash), ` +
+    `and each of its ${counted(since.heads.length, 'stream head')} is still there at the same revision with the same hash; ` +
+    `${counted(added, 'event')} appended since\n`
+  );
 }
 
 async function verifyLocal(global: GlobalOptions, options: VerifyOptions): Promise<LocalVerification> {
@@ -150,13 +173,13 @@ async function verifyLocal(global: GlobalOptions, options: VerifyOptions): Promi
       const checkpoint = await takeCheckpoint(store, audit, new Date().toISOString());
       writeFileSync(options.checkpointOut, `${JSON.stringify(checkpoint, null, 2)}\n`);
     }
-    if (!options.readModels) return { audit, rollback };
+    if (!options.readModels) return { audit, rollback, since };
     const file = readModelFile(config.dataDir);
     if (!existsSync(file)) throw new CliError(`no read model at ${file}`);
     const readModel = SqliteReadModel.open({ file, readCacheBytes: 0 });
     try {
       for (const projection of LEDGER_PROJECTIONS) readModel.register(projection);
-      return { audit, rollback, readModels: await verifyReadModels(store, readModel, LEDGER_PROJECTIONS) };
+      return { audit, rollback, since, readModels: await verifyReadModels(store, readModel, LEDGER_PROJECTIONS) };
     } finally {
       readModel.close();
     }
@@ -173,7 +196,10 @@ export async function verifyCommand(global: GlobalOptions, options: VerifyOption
   if (remote && (options.readModels || options.since || options.checkpointOut || options.witness)) {
     throw usageError('--read-models, --since, --checkpoint-out and --witness work on a data directory (--data-dir)');
   }
-  const { audit, readModels, rollback }: LocalVerification = options.archive
+  if (options.archive && (options.readModels || options.since || options.checkpointOut || options.witness)) {
+    throw usageError('--read-models, --since, --checkpoint-out and --witness work on a data directory, not on --archive');
+  }
+  const { audit, readModels, rollback, since }: LocalVerification = options.archive
     ? { audit: await auditArchive(options.archive) }
     : remote
       ? { audit: await auditRemote(remote) }
@@ -191,6 +217,7 @@ export async function verifyCommand(global: GlobalOptions, options: VerifyOption
       breaks: chainBreaks.map(({ stream, revision, event_id, kind }) => ({ stream, revision, event_id, reason: kind })),
       findings: audit.findings,
       broken_streams: audit.broken_streams,
+      ...(since ? { since: sinceReport(since, audit) } : {}),
       ...(readModels ? { read_models: readModels } : {}),
       ...(rollback ? { rollback: { rolled_back: rolledBack, witness: rollback.witness !== undefined, head: rollback.head, findings: rollback.findings } } : {}),
     });
@@ -203,6 +230,7 @@ export async function verifyCommand(global: GlobalOptions, options: VerifyOption
     if (rollback?.witness && !rolledBack) {
       process.stdout.write(`head witness of ${rollback.witness.written_at} (position ${rollback.witness.position}): the log holds it${rollback.head.position > rollback.witness.position ? ' and has grown since' : ''}\n`);
     }
+    if (since && audit.ok) process.stdout.write(describeSince(since, audit));
     if (readModels) {
       for (const difference of readModels.differences) {
         process.stdout.write(`READ MODEL ${difference.projection} ${difference.key}: ${difference.kind}\n`);
