@@ -153,8 +153,10 @@ describe('decisions follow the ledger clock, whatever the runtime clock says', (
     const ref = await dispatchedStep({ consistency_window_ms: windowMs });
     await client.recordEnvelope(ref, { attempt: 1, envelope: outcomeUnknown(ref) });
     const { events } = await client.getEvents(ref);
-    const dispatchedAt = Date.parse(events.find((event) => event.type === 'AttemptDispatched')!.recorded_at);
-    const windowEnds = iso(dispatchedAt + windowMs);
+    // The window runs from the attempt's last reach: here its envelope, the dispatcher's word that
+    // the call is over (docs/contract.md §4.5).
+    const callEndedAt = Date.parse(events.find((event) => event.type === 'EnvelopeRecorded')!.recorded_at);
+    const windowEnds = iso(callEndedAt + windowMs);
 
     for (const skew of [TEN_MINUTES, -TEN_MINUTES]) {
       const premature = await refusalOf(client.recordVerification(ref, { outcome: 'not_found', checked_at: iso(Date.now() + skew) }));

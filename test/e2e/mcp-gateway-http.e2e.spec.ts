@@ -26,7 +26,8 @@ describe('MCP gateway: a streamable HTTP upstream and an HTTP lookup', () => {
     space = workspace();
     upstream = spawn(process.execPath, [INVOICE_SERVER, '--state-dir', space.stateDir, '--http'], { stdio: ['ignore', 'ignore', 'inherit'] });
     const urlFile = join(space.stateDir, 'http-url');
-    for (let waited = 0; !existsSync(urlFile); waited += 25) {
+    // The server writes the file once it listens; it may be seen empty for an instant before its content lands.
+    for (let waited = 0; !existsSync(urlFile) || readFileSync(urlFile, 'utf8') === ''; waited += 25) {
       if (waited > 15_000) throw new Error('the invoice server did not start');
       await sleep(25);
     }
@@ -89,7 +90,8 @@ describe('MCP gateway: an HTTP upstream that is down', () => {
     space = workspace();
     upstream = spawn(process.execPath, [INVOICE_SERVER, '--state-dir', space.stateDir, '--http'], { stdio: ['ignore', 'ignore', 'inherit'] });
     const urlFile = join(space.stateDir, 'http-url');
-    for (let waited = 0; !existsSync(urlFile); waited += 25) {
+    // The server writes the file once it listens; it may be seen empty for an instant before its content lands.
+    for (let waited = 0; !existsSync(urlFile) || readFileSync(urlFile, 'utf8') === ''; waited += 25) {
       if (waited > 15_000) throw new Error('the invoice server did not start');
       await sleep(25);
     }
