@@ -429,12 +429,13 @@ describe('secrets and the schema', () => {
 
     const recorded = (await op.events()).find((event) => event.type === 'EnvelopeRecorded');
     const kinds = recorded?.data.redactions.map((redaction: { kind: string }) => redaction.kind).sort();
-    // The Stripe key is found by the secret detector (secretlint's stripe rule) before the shapes known here.
-    expect(kinds).toEqual(expect.arrayContaining(['detected_stripe', 'bearer_token', 'card_number', 'jwt', 'private_key']));
+    // The Stripe key is found by the shapes known here: secretlint 12 (the last release whose engines
+    // include Node 20) has no Stripe rule.
+    expect(kinds).toEqual(expect.arrayContaining(['api_key', 'bearer_token', 'card_number', 'jwt', 'private_key']));
     expect(recorded?.data.envelope.agent_message).toContain('[REDACTED:');
     const verification = (await op.events()).find((event) => event.type === 'VerificationRecorded');
     expect(verification?.data.redactions.map((redaction: { kind: string }) => redaction.kind)).toEqual(
-      expect.arrayContaining(['card_number', 'detected_stripe']),
+      expect.arrayContaining(['card_number', 'api_key']),
     );
     // The secret-free log is really the one written: the check above read the events this test wrote.
     expect((await store.log(ledger)).some((event) => event.event_id === id)).toBe(true);

@@ -107,6 +107,8 @@ const SECRET_PATTERNS: readonly SecretPattern[] = [
   { kind: 'sendgrid_key', pattern: /\bSG\.[A-Za-z0-9_-]{16,32}\.[A-Za-z0-9_-]{16,64}/g },
   { kind: 'api_key', pattern: /\b(?:sk|pk|rk)_(?:live|test)_[A-Za-z0-9]{8,}/g },
   { kind: 'api_key', pattern: /\bsk-(?:proj-|ant-)?[A-Za-z0-9_-]{16,}/g },
+  // Tailscale keys: secretlint 12, the last release whose engines include Node 20, has no rule for them.
+  { kind: 'api_key', pattern: /\btskey-[a-z]+-[A-Za-z0-9]{6,}-[A-Za-z0-9]{16,}/g },
   { kind: 'aws_access_key', pattern: /\b(?:AKIA|ASIA|ABIA|ACCA)[A-Z0-9]{16}\b/g },
   { kind: 'github_token', pattern: /\b(?:gh[pousr]_[A-Za-z0-9]{20,}|github_pat_[A-Za-z0-9_]{20,})\b/g },
   { kind: 'slack_token', pattern: /\bx(?:ox[abposre]|app)-[A-Za-z0-9-]{10,}/g },
