@@ -1,3 +1,4 @@
+import { adapterClient } from './eventstoredb-client';
 import { BACKWARDS, END, EventStoreDBClient, NO_STREAM as ESDB_NO_STREAM, jsonEvent, type ResolvedEvent } from '@eventstore/db-client';
 import { randomUUID } from 'node:crypto';
 import { RevisionConflictError, StoreUnavailableError } from '../event-store.port';
@@ -46,15 +47,7 @@ export class EventStoreDbLeaseStore implements LeaseStore {
   private closed = false;
 
   constructor(options: EventStoreDbLeaseStoreOptions) {
-    if (options.client) {
-      this.client = options.client;
-      this.ownsClient = false;
-    } else if (options.connectionString) {
-      this.client = EventStoreDBClient.connectionString(options.connectionString);
-      this.ownsClient = true;
-    } else {
-      throw new Error('EventStoreDbLeaseStore needs a client or a connection string');
-    }
+    ({ client: this.client, ownsClient: this.ownsClient } = adapterClient(options, 'EventStoreDbLeaseStore'));
     this.timeoutMs = options.timeoutMs ?? 5_000;
     this.maxConflictRetries = options.maxConflictRetries ?? 10;
   }

@@ -1,3 +1,4 @@
+import { adapterClient } from './eventstoredb-client';
 import { ANY, BACKWARDS, END, EventStoreDBClient, NO_STREAM as ESDB_NO_STREAM, jsonEvent, type ResolvedEvent } from '@eventstore/db-client';
 import { randomUUID } from 'node:crypto';
 import { RevisionConflictError, StoreUnavailableError } from '../event-store.port';
@@ -43,15 +44,7 @@ export class EventStoreDbTimeBaseStore implements TimeBaseStore {
   private closed = false;
 
   constructor(options: EventStoreDbTimeBaseStoreOptions) {
-    if (options.client) {
-      this.client = options.client;
-      this.ownsClient = false;
-    } else if (options.connectionString) {
-      this.client = EventStoreDBClient.connectionString(options.connectionString);
-      this.ownsClient = true;
-    } else {
-      throw new Error('EventStoreDbTimeBaseStore needs a client or a connection string');
-    }
+    ({ client: this.client, ownsClient: this.ownsClient } = adapterClient(options, 'EventStoreDbTimeBaseStore'));
     this.timeoutMs = options.timeoutMs ?? 5_000;
     this.heartbeatsRead = options.heartbeatsRead ?? 256;
   }
