@@ -216,6 +216,8 @@ _PATTERNS: tuple[tuple[SecretKind, re.Pattern[str], Optional[Callable[[str], boo
     ("sendgrid_key", re.compile(r"\bSG\.[A-Za-z0-9_-]{16,32}\.[A-Za-z0-9_-]{16,64}", _FLAGS), None),
     ("api_key", re.compile(r"\b(?:sk|pk|rk)_(?:live|test)_[A-Za-z0-9]{8,}", _FLAGS), None),
     ("api_key", re.compile(r"\bsk-(?:proj-|ant-)?[A-Za-z0-9_-]{16,}", _FLAGS), None),
+    # Tailscale keys (the service's secretlint release has no rule for them).
+    ("api_key", re.compile(r"\btskey-[a-z]+-[A-Za-z0-9]{6,}-[A-Za-z0-9]{16,}", _FLAGS), None),
     ("aws_access_key", re.compile(r"\b(?:AKIA|ASIA|ABIA|ACCA)[A-Z0-9]{16}\b", _FLAGS), None),
     ("github_token", re.compile(r"\b(?:gh[pousr]_[A-Za-z0-9]{20,}|github_pat_[A-Za-z0-9_]{20,})\b", _FLAGS), None),
     ("slack_token", re.compile(r"\bx(?:ox[abposre]|app)-[A-Za-z0-9-]{10,}", _FLAGS), None),
