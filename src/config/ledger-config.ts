@@ -72,7 +72,8 @@ export class ConfigError extends Error {
   }
 }
 
-function integer(env: NodeJS.ProcessEnv, name: string, fallback: number, min: number, max: number): number {
+/** An integer setting from the environment, bounded; the fallback when unset; a ConfigError otherwise. */
+export function integerSetting(env: NodeJS.ProcessEnv, name: string, fallback: number, min: number, max: number): number {
   const raw = env[name];
   if (raw === undefined || raw === '') return fallback;
   const value = Number(raw);
@@ -148,37 +149,37 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): LedgerConfig {
   const eventsFile = resolve(env.LEDGER_EVENTS_FILE || join(env.LEDGER_DATA_DIR ?? './data', 'events.sqlite'));
   return {
     host: env.HOST ?? '127.0.0.1',
-    port: integer(env, 'PORT', 3000, 0, 65535),
+    port: integerSetting(env, 'PORT', 3000, 0, 65535),
     dataDir,
     eventsFile,
     store,
     eventStoreConnectionString: env.EVENTSTORE_CONNECTION_STRING,
     apiKeys: list(env.LEDGER_API_KEYS),
     apiKeysFile: env.LEDGER_API_KEYS_FILE || undefined,
-    bodyLimitBytes: integer(env, 'LEDGER_BODY_LIMIT_BYTES', 256 * 1024, 1024, 64 * 1024 * 1024),
-    maxEventsPerSubmit: integer(env, 'LEDGER_MAX_EVENTS_PER_SUBMIT', 100, 1, 10_000),
+    bodyLimitBytes: integerSetting(env, 'LEDGER_BODY_LIMIT_BYTES', 256 * 1024, 1024, 64 * 1024 * 1024),
+    maxEventsPerSubmit: integerSetting(env, 'LEDGER_MAX_EVENTS_PER_SUBMIT', 100, 1, 10_000),
     envelopeLimits: { ...DEFAULT_ENVELOPE_LIMITS, safeDetailKeys },
     defaultPolicy: {
       ...DEFAULT_POLICY,
-      max_attempts: integer(env, 'LEDGER_DEFAULT_MAX_ATTEMPTS', DEFAULT_POLICY.max_attempts, 1, 100),
-      consistency_window_ms: integer(env, 'LEDGER_DEFAULT_CONSISTENCY_WINDOW_MS', DEFAULT_POLICY.consistency_window_ms, 0, 86_400_000),
-      dispatch_timeout_ms: integer(env, 'LEDGER_DEFAULT_DISPATCH_TIMEOUT_MS', DEFAULT_POLICY.dispatch_timeout_ms, 1000, 86_400_000),
+      max_attempts: integerSetting(env, 'LEDGER_DEFAULT_MAX_ATTEMPTS', DEFAULT_POLICY.max_attempts, 1, 100),
+      consistency_window_ms: integerSetting(env, 'LEDGER_DEFAULT_CONSISTENCY_WINDOW_MS', DEFAULT_POLICY.consistency_window_ms, 0, 86_400_000),
+      dispatch_timeout_ms: integerSetting(env, 'LEDGER_DEFAULT_DISPATCH_TIMEOUT_MS', DEFAULT_POLICY.dispatch_timeout_ms, 1000, 86_400_000),
     },
     groupCommit: env.LEDGER_GROUP_COMMIT !== 'off',
-    sqliteBusyTimeoutMs: integer(env, 'LEDGER_SQLITE_BUSY_TIMEOUT_MS', 5000, 0, 600_000),
-    maxConflictRetries: integer(env, 'LEDGER_MAX_CONFLICT_RETRIES', 25, 0, 1000),
+    sqliteBusyTimeoutMs: integerSetting(env, 'LEDGER_SQLITE_BUSY_TIMEOUT_MS', 5000, 0, 600_000),
+    maxConflictRetries: integerSetting(env, 'LEDGER_MAX_CONFLICT_RETRIES', 25, 0, 1000),
     anchorKey: anchorKey(env.LEDGER_ANCHOR_KEY),
     verifyOnStart: env.LEDGER_VERIFY_ON_START !== 'off',
     headWitnessFile: headWitnessFile(env.LEDGER_HEAD_WITNESS_FILE, dataDir, eventsFile),
-    headWitnessIntervalMs: integer(env, 'LEDGER_HEAD_WITNESS_INTERVAL_MS', 1000, 10, 3_600_000),
+    headWitnessIntervalMs: integerSetting(env, 'LEDGER_HEAD_WITNESS_INTERVAL_MS', 1000, 10, 3_600_000),
     acceptRollback: acceptRollback(env),
     projectionsThread: projectionsThread(env.LEDGER_PROJECTIONS_THREAD),
-    rateLimitPerMinute: integer(env, 'LEDGER_RATE_LIMIT_PER_MINUTE', 6000, 1, 10_000_000),
+    rateLimitPerMinute: integerSetting(env, 'LEDGER_RATE_LIMIT_PER_MINUTE', 6000, 1, 10_000_000),
     logLevel: env.LOG_LEVEL ?? 'info',
     allowSelfApproval: flag(env, 'LEDGER_ALLOW_SELF_APPROVAL'),
-    headersTimeoutMs: integer(env, 'LEDGER_HEADERS_TIMEOUT_MS', 10_000, 100, 600_000),
-    requestTimeoutMs: integer(env, 'LEDGER_REQUEST_TIMEOUT_MS', 30_000, 100, 3_600_000),
-    longPollsPerKey: integer(env, 'LEDGER_LONG_POLLS_PER_KEY', 32, 1, 100_000),
-    longPollsPerTenant: integer(env, 'LEDGER_LONG_POLLS_PER_TENANT', 128, 1, 100_000),
+    headersTimeoutMs: integerSetting(env, 'LEDGER_HEADERS_TIMEOUT_MS', 10_000, 100, 600_000),
+    requestTimeoutMs: integerSetting(env, 'LEDGER_REQUEST_TIMEOUT_MS', 30_000, 100, 3_600_000),
+    longPollsPerKey: integerSetting(env, 'LEDGER_LONG_POLLS_PER_KEY', 32, 1, 100_000),
+    longPollsPerTenant: integerSetting(env, 'LEDGER_LONG_POLLS_PER_TENANT', 128, 1, 100_000),
   };
 }

@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { readFileSync } from 'node:fs';
-import { ConfigError } from '../config/ledger-config';
+import { integerSetting } from '../config/ledger-config';
 import type { InstanceHeartbeat, TimeBase, TimeBaseStore } from '../store/time-base.port';
 import { monotonicMs, MonotonicClock, type ClockStep } from './clock';
 
@@ -39,18 +39,10 @@ export const LIVE_PERIODS = 3;
  */
 export const CHANGES_TO_BE_JUDGED = 2;
 
-function integer(env: NodeJS.ProcessEnv, name: string, fallback: number, min: number, max: number): number {
-  const raw = env[name];
-  if (raw === undefined || raw === '') return fallback;
-  const value = Number(raw);
-  if (!Number.isInteger(value) || value < min || value > max) throw new ConfigError(`${name} must be an integer from ${min} to ${max}, got "${raw}"`);
-  return value;
-}
-
 export function loadClockSettings(env: NodeJS.ProcessEnv = process.env): ClockSettings {
   return {
-    heartbeatMs: integer(env, 'LEDGER_CLOCK_HEARTBEAT_MS', DEFAULT_CLOCK_SETTINGS.heartbeatMs, 100, 60_000),
-    skewBoundMs: integer(env, 'LEDGER_CLOCK_SKEW_BOUND_MS', DEFAULT_CLOCK_SETTINGS.skewBoundMs, 0, 3_600_000),
+    heartbeatMs: integerSetting(env, 'LEDGER_CLOCK_HEARTBEAT_MS', DEFAULT_CLOCK_SETTINGS.heartbeatMs, 100, 60_000),
+    skewBoundMs: integerSetting(env, 'LEDGER_CLOCK_SKEW_BOUND_MS', DEFAULT_CLOCK_SETTINGS.skewBoundMs, 0, 3_600_000),
     ...(env.LEDGER_CLOCK_BOOT_ID ? { bootId: env.LEDGER_CLOCK_BOOT_ID } : {}),
   };
 }

@@ -1,21 +1,13 @@
-import { ConfigError } from '../config/ledger-config';
+import { ConfigError, integerSetting } from '../config/ledger-config';
 import { DEFAULT_WEBHOOK_SETTINGS, type WebhookSettings } from './webhook.service';
-
-function integer(env: NodeJS.ProcessEnv, name: string, fallback: number, min: number, max: number): number {
-  const raw = env[name];
-  if (raw === undefined || raw === '') return fallback;
-  const value = Number(raw);
-  if (!Number.isInteger(value) || value < min || value > max) throw new ConfigError(`${name} must be an integer from ${min} to ${max}, got "${raw}"`);
-  return value;
-}
 
 /** Webhook delivery settings from the environment (README, "Webhooks"). */
 export function loadWebhookSettings(env: NodeJS.ProcessEnv): WebhookSettings {
   return {
-    retryBaseMs: integer(env, 'LEDGER_WEBHOOK_RETRY_BASE_MS', DEFAULT_WEBHOOK_SETTINGS.retryBaseMs, 10, 3_600_000),
-    retryMaxMs: integer(env, 'LEDGER_WEBHOOK_RETRY_MAX_MS', DEFAULT_WEBHOOK_SETTINGS.retryMaxMs, 10, 86_400_000),
-    maxAttempts: integer(env, 'LEDGER_WEBHOOK_MAX_ATTEMPTS', DEFAULT_WEBHOOK_SETTINGS.maxAttempts, 1, 10_000),
-    timeoutMs: integer(env, 'LEDGER_WEBHOOK_TIMEOUT_MS', DEFAULT_WEBHOOK_SETTINGS.timeoutMs, 100, 120_000),
+    retryBaseMs: integerSetting(env, 'LEDGER_WEBHOOK_RETRY_BASE_MS', DEFAULT_WEBHOOK_SETTINGS.retryBaseMs, 10, 3_600_000),
+    retryMaxMs: integerSetting(env, 'LEDGER_WEBHOOK_RETRY_MAX_MS', DEFAULT_WEBHOOK_SETTINGS.retryMaxMs, 10, 86_400_000),
+    maxAttempts: integerSetting(env, 'LEDGER_WEBHOOK_MAX_ATTEMPTS', DEFAULT_WEBHOOK_SETTINGS.maxAttempts, 1, 10_000),
+    timeoutMs: integerSetting(env, 'LEDGER_WEBHOOK_TIMEOUT_MS', DEFAULT_WEBHOOK_SETTINGS.timeoutMs, 100, 120_000),
     pollMs: DEFAULT_WEBHOOK_SETTINGS.pollMs,
     allowPrivate: flag(env, 'LEDGER_WEBHOOK_ALLOW_PRIVATE'),
   };
