@@ -129,6 +129,7 @@
     var headers = { accept: 'application/json' };
     if (apiKey) headers.authorization = 'Bearer ' + apiKey;
     var init = { headers: headers, cache: 'no-store', credentials: 'omit', referrerPolicy: 'no-referrer' };
+    if (options && options.signal) init.signal = options.signal;
     if (options && options.body !== undefined) {
       init.method = 'POST';
       headers['content-type'] = 'application/json';
@@ -1103,12 +1104,18 @@
   // ---- live: follow the log and redraw what is shown --------------------------------------------------
 
   var following = 0;
+  var followed;
 
   function follow() {
     var generation = ++following;
+    // A new key starts a new follow: the old long poll is given up, not left holding one of the
+    // browser's few connections to the ledger until its wait ends (the page's own reads queue behind them).
+    if (followed) followed.abort();
+    followed = new AbortController();
+    var signal = followed.signal;
     function poll() {
       if (generation !== following) return;
-      api('/v1/changes', { after: fresh.position || 0, wait_ms: LIVE_WAIT_MS }).then(
+      api('/v1/changes', { after: fresh.position || 0, wait_ms: LIVE_WAIT_MS }, { signal: signal }).then(
         function (answer) {
           if (generation !== following) return;
           fresh.live = true;
