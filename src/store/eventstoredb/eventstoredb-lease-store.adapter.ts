@@ -1,5 +1,5 @@
-import { adapterClient } from './eventstoredb-client';
-import { BACKWARDS, END, EventStoreDBClient, NO_STREAM as ESDB_NO_STREAM, jsonEvent, type ResolvedEvent } from '@eventstore/db-client';
+import { adapterClient, readLatest } from './eventstoredb-client';
+import { EventStoreDBClient, NO_STREAM as ESDB_NO_STREAM, jsonEvent } from '@eventstore/db-client';
 import { randomUUID } from 'node:crypto';
 import { RevisionConflictError, StoreUnavailableError } from '../event-store.port';
 import {
@@ -59,17 +59,7 @@ export class EventStoreDbLeaseStore implements LeaseStore {
   private async read(key: string): Promise<{ record?: LeaseRecord; revision?: bigint }> {
     const stream = this.stream(key);
     try {
-      const events: ResolvedEvent[] = [];
-      const read = this.client.readStream(stream, { fromRevision: END, direction: BACKWARDS, maxCount: 1 });
-      const drained = new Promise<void>((resolve, reject) => {
-        read.on('data', (event: ResolvedEvent) => events.push(event));
-        read.on('end', () => resolve());
-        read.on('error', reject);
-      });
-      await withDeadline(drained, this.timeoutMs, `read of ${stream}`, () => {
-        read.cancel().catch(() => undefined);
-      });
-      const last = events[0]?.event;
+      const [last] = await readLatest(this.client, stream, 1, this.timeoutMs);
       if (!last) return {};
       return { record: last.data as unknown as LeaseRecord, revision: last.revision };
     } catch (error) {

@@ -1,5 +1,5 @@
-import { adapterClient } from './eventstoredb-client';
-import { ANY, BACKWARDS, END, EventStoreDBClient, NO_STREAM as ESDB_NO_STREAM, jsonEvent, type ResolvedEvent } from '@eventstore/db-client';
+import { adapterClient, readLatest } from './eventstoredb-client';
+import { ANY, EventStoreDBClient, NO_STREAM as ESDB_NO_STREAM, jsonEvent } from '@eventstore/db-client';
 import { randomUUID } from 'node:crypto';
 import { RevisionConflictError, StoreUnavailableError } from '../event-store.port';
 import {
@@ -53,17 +53,7 @@ export class EventStoreDbTimeBaseStore implements TimeBaseStore {
   private async readBack(stream: string, count: number): Promise<{ events: Array<{ type: string; data: unknown }>; revision?: bigint }> {
     if (this.closed) throw new StoreUnavailableError('time base store closed');
     try {
-      const events: ResolvedEvent[] = [];
-      const read = this.client.readStream(stream, { fromRevision: END, direction: BACKWARDS, maxCount: count });
-      const drained = new Promise<void>((resolve, reject) => {
-        read.on('data', (event: ResolvedEvent) => events.push(event));
-        read.on('end', () => resolve());
-        read.on('error', reject);
-      });
-      await withDeadline(drained, this.timeoutMs, `read of ${stream}`, () => {
-        read.cancel().catch(() => undefined);
-      });
-      const recorded = events.flatMap((resolved) => (resolved.event ? [resolved.event] : []));
+      const recorded = await readLatest(this.client, stream, count, this.timeoutMs);
       return { events: recorded.map((event) => ({ type: event.type, data: event.data })), revision: recorded[0]?.revision };
     } catch (error) {
       if (isStreamNotFound(error)) return { events: [] };
