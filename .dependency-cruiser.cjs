@@ -1,11 +1,12 @@
 /**
- * The architecture, checked (docs/architecture.md): the pure core (decider, envelope rules,
- * projections) imports no framework and no I/O; the layers import one way, HTTP -> application ->
- * domain and ports <- adapters; the runtime client imports no part of the server framework.
+ * The architecture, checked (docs/architecture.md): the pure core (packages/core: decider, envelope
+ * rules, projections) imports no framework and no I/O; the layers import one way, HTTP ->
+ * application -> domain and ports <- adapters; the client (packages/client) imports nothing but the
+ * core and Node; the MCP gateway reaches the ledger through the client; packages meet by name only.
  */
-const PURE = '^(src/domain|projections)/';
-/** Every folder below the HTTP edge: application services, ports, adapters, the core, cross-cutting parts. */
-const BELOW_HTTP = '^src/(auth|ledger|store|projection-engine|work|webhooks|observability|health|openapi|domain|config|errors|shared|logging)/';
+const PURE = '^packages/core/src/';
+/** Every server folder below the HTTP edge: application services, ports, adapters, cross-cutting parts. */
+const BELOW_HTTP = '^src/(auth|ledger|store|projection-engine|work|webhooks|observability|health|openapi|config|logging)/';
 /** The store adapters: drivers and their translation to the port. */
 const ADAPTERS = '^src/store/(sqlite|eventstoredb)/';
 const CORE_NODE = ['fs', 'path', 'crypto', 'http', 'https', 'net', 'os', 'child_process', 'worker_threads', 'events', 'stream', 'timers', 'process'];
@@ -15,10 +16,10 @@ module.exports = {
     {
       name: 'pure-core-imports-only-pure-core',
       comment:
-        'The decider, envelope rules and projections are pure: they import each other and src/shared, never NestJS, a driver, a node:* module or an adapter.',
+        'The decider, envelope rules and projections are pure: they import each other, never NestJS, a driver, a node:* module, a package or the server.',
       severity: 'error',
       from: { path: PURE },
-      to: { pathNot: '^(src/domain|src/shared|projections)/' },
+      to: { pathNot: PURE },
     },
     {
       name: 'pure-core-resolves-everything',
@@ -30,22 +31,39 @@ module.exports = {
     {
       name: 'shared-is-pure',
       severity: 'error',
-      from: { path: '^src/shared/' },
-      to: { pathNot: '^src/shared/' },
+      from: { path: '^packages/core/src/shared/' },
+      to: { pathNot: '^packages/core/src/shared/' },
     },
     {
       name: 'client-without-server-framework',
-      comment: 'A runtime imports the client alone: no NestJS, no server internals.',
+      comment:
+        'A runtime installs the client alone: it imports the core (bundled into its build) and Node, never a package, NestJS or the server.',
       severity: 'error',
-      from: { path: '^src/client/' },
-      to: { path: '(^node_modules/@nestjs/|^src/(http|ledger|store|auth|projection-engine|observability|cli|config)/)' },
+      from: { path: '^packages/client/src/' },
+      to: { path: '(^node_modules/|^src/|^packages/mcp-gateway/)' },
     },
     {
       name: 'mcp-gateway-through-the-client',
-      comment: 'The MCP gateway is a runtime of the ledger: it reaches it through the client SDK only, like any other.',
+      comment:
+        'The MCP gateway is a runtime of the ledger: it reaches it through the client package only, like any other, and never the core or the server directly.',
       severity: 'error',
-      from: { path: '^src/mcp-gateway/' },
-      to: { path: '(^node_modules/@nestjs/|^src/(http|ledger|store|auth|projection-engine|observability|cli|config)/)' },
+      from: { path: '^packages/mcp-gateway/src/' },
+      to: { path: '(^node_modules/@nestjs/|^src/|^packages/core/)' },
+    },
+    {
+      name: 'packages-never-import-the-server',
+      comment: 'The packages stand below the server: nothing under packages/ reaches into src/, tools/ or the tests.',
+      severity: 'error',
+      from: { path: '^packages/' },
+      to: { path: '^(src|tools|test|bench|examples)/' },
+    },
+    {
+      name: 'packages-meet-by-name',
+      comment:
+        'A package is imported by its name (@recovery-ledger/...), as an installed one would be; a relative path into another package (or from the server into one) would not survive packing.',
+      severity: 'error',
+      from: { path: '^(packages/[^/]+|src)/' },
+      to: { path: '^packages/', pathNot: '^$1/', dependencyTypesNot: ['aliased'] },
     },
     {
       name: 'store-below-http',
@@ -82,7 +100,7 @@ module.exports = {
       name: 'tools-outside-the-runtime',
       comment: 'Build-time tools (tools/: the artefact generator) may load the application; the runtime never loads them.',
       severity: 'error',
-      from: { path: '^(src|projections)/' },
+      from: { path: '^(src|packages)/' },
       to: { path: '^tools/' },
     },
     {
@@ -109,7 +127,7 @@ module.exports = {
   ],
   options: {
     doNotFollow: { path: 'node_modules' },
-    exclude: { path: '(^dist/|^node_modules/)' },
+    exclude: { path: '(^|/)dist/' },
     tsPreCompilationDeps: true,
     tsConfig: { fileName: 'tsconfig.json' },
     builtInModules: { add: CORE_NODE },

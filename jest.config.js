@@ -1,25 +1,53 @@
-/** Test tiers live in their file names: *.unit.spec.ts, *.int.spec.ts, *.e2e.spec.ts. */
-module.exports = {
-  testEnvironment: 'node',
-  roots: ['<rootDir>/test'],
-  testMatch: ['**/*.spec.ts'],
-  transform: {
-    '/node_modules/.+\\.js$': ['@swc/jest', { jsc: { target: 'es2022' }, module: { type: 'commonjs' } }],
-    '^.+\\.ts$': [
-      '@swc/jest',
-      {
-        jsc: {
-          target: 'es2022',
-          parser: { syntax: 'typescript', decorators: true },
-          transform: { legacyDecorator: true, decoratorMetadata: true },
-        },
-        module: { type: 'commonjs' },
-      },
-    ],
+/**
+ * Two projects. `core` is the pure core's unit tier, run from packages/core with nothing of the
+ * server loaded. `server` is everything else: test tiers live in their file names there
+ * (*.unit.spec.ts, *.int.spec.ts, *.e2e.spec.ts), and the workspaces are read from their sources.
+ */
+const swcTypeScript = [
+  '@swc/jest',
+  {
+    jsc: {
+      target: 'es2022',
+      parser: { syntax: 'typescript', decorators: true },
+      transform: { legacyDecorator: true, decoratorMetadata: true },
+    },
+    module: { type: 'commonjs' },
   },
-  // secretlint ships ES modules only; Jest on Node 20 cannot require them, so they are compiled
-  // to CommonJS like the sources (the service itself loads them with Node's require of ESM).
-  transformIgnorePatterns: ['/node_modules/(?!(@secretlint|structured-source|boundary)/)'],
-  testTimeout: 60000,
+];
+
+/** The workspaces by name, from source, as tsconfig.json's paths read them. */
+const workspaceSources = {
+  '^@recovery-ledger/core/(.*)$': '<rootDir>/packages/core/src/$1',
+  '^@recovery-ledger/client$': '<rootDir>/packages/client/src/index.ts',
+  '^@recovery-ledger/mcp-gateway$': '<rootDir>/packages/mcp-gateway/src/index.ts',
+};
+
+module.exports = {
   maxWorkers: 2,
+  projects: [
+    {
+      displayName: 'core',
+      testEnvironment: 'node',
+      rootDir: '<rootDir>/packages/core',
+      roots: ['<rootDir>/test'],
+      testMatch: ['**/*.spec.ts'],
+      transform: { '^.+\\.ts$': swcTypeScript },
+      testTimeout: 60000,
+    },
+    {
+      displayName: 'server',
+      testEnvironment: 'node',
+      roots: ['<rootDir>/test'],
+      testMatch: ['**/*.spec.ts'],
+      moduleNameMapper: workspaceSources,
+      transform: {
+        '/node_modules/.+\\.js$': ['@swc/jest', { jsc: { target: 'es2022' }, module: { type: 'commonjs' } }],
+        '^.+\\.ts$': swcTypeScript,
+      },
+      // secretlint ships ES modules only; Jest on Node 20 cannot require them, so they are compiled
+      // to CommonJS like the sources (the service itself loads them with Node's require of ESM).
+      transformIgnorePatterns: ['/node_modules/(?!(@secretlint|structured-source|boundary)/)'],
+      testTimeout: 60000,
+    },
+  ],
 };

@@ -1,8 +1,8 @@
 import { randomUUID } from 'node:crypto';
-import type { SubmittedEvent } from '../src/contract/ledger-api.types';
-import { DEFAULT_ENVELOPE_LIMITS } from '../src/domain/envelope/envelope.types';
-import { DEFAULT_POLICY } from '../src/domain/events';
-import { LedgerProblem } from '../src/errors/ledger-problem';
+import type { SubmittedEvent } from '@recovery-ledger/core/contract/ledger-api.types';
+import { DEFAULT_ENVELOPE_LIMITS } from '@recovery-ledger/core/domain/envelope/envelope.types';
+import { DEFAULT_POLICY } from '@recovery-ledger/core/domain/events';
+import { LedgerProblem } from '@recovery-ledger/core/errors/ledger-problem';
 import { systemClock, type Clock } from '../src/ledger/clock';
 import { LedgerService } from '../src/ledger/ledger.service';
 import type { EventStore } from '../src/store/event-store.port';

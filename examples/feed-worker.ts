@@ -9,7 +9,7 @@
  * Steps are started elsewhere with one call each (examples/start-invoices.ts, or
  * `ledger.startStep(...)` in a runtime). Each line of output is one JSON object.
  */
-import { LedgerClient, LedgerWorker } from '../src/client';
+import { LedgerClient, LedgerWorker } from '@recovery-ledger/client';
 import { CREATE_INVOICE, invoiceTools } from './invoice-tools';
 import { flag, integerFlag, log } from './example-cli';
 

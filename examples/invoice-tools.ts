@@ -2,7 +2,7 @@
  * The adapter a runtime writes once per provider: the write tool, answering envelopes, and the
  * lookup by operation_ref that verification and recovery use. Everything else is the SDK's.
  */
-import { callHttpTool, type Lookup, type ToolCall } from '../src/client';
+import { callHttpTool, type Lookup, type ToolCall } from '@recovery-ledger/client';
 
 export interface InvoiceInput {
   customer_id: string;

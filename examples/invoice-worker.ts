@@ -19,7 +19,7 @@ import {
   verify,
   type WriteOutcome,
   type WriteStep,
-} from '../src/client';
+} from '@recovery-ledger/client';
 import { CREATE_INVOICE, invoiceTools, VERIFICATION_TOOL, type InvoiceInput } from './invoice-tools';
 import { flag, integerFlag, log } from './example-cli';
 

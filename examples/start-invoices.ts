@@ -5,7 +5,7 @@
  *   node dist/examples/start-invoices.js --run run_feed --count 3 [--ledger http://127.0.0.1:3000]
  *     [--dispatch-timeout-ms 60000] [--window-ms 30000]
  */
-import { LedgerClient } from '../src/client';
+import { LedgerClient } from '@recovery-ledger/client';
 import { CREATE_INVOICE, VERIFICATION_TOOL } from './invoice-tools';
 
 function flag(name: string, fallback?: string): string | undefined {

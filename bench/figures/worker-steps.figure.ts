@@ -12,7 +12,7 @@
 import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
-import { executeWrite, LedgerClient, LedgerWorker } from '../../src/client';
+import { executeWrite, LedgerClient, LedgerWorker } from '@recovery-ledger/client';
 import { startInvoiceProvider } from '../../examples/invoice-provider/invoice-provider';
 import { CREATE_INVOICE, invoiceTools, VERIFICATION_TOOL } from '../../examples/invoice-tools';
 import { cpuSecondsOf, startLedger } from '../support/processes';

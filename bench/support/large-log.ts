@@ -12,8 +12,8 @@
 import Database from 'better-sqlite3';
 import { createHash, randomUUID } from 'node:crypto';
 import { performance } from 'node:perf_hooks';
-import { LedgerProblem } from '../../src/errors/ledger-problem';
-import { canonicalJson } from '../../src/shared/canonical-json';
+import { LedgerProblem } from '@recovery-ledger/core/errors/ledger-problem';
+import { canonicalJson } from '@recovery-ledger/core/shared/canonical-json';
 import { GENESIS_HASH } from '../../src/store/hash-chain';
 import { SqliteEventStore } from '../../src/store/sqlite/sqlite-event-store.adapter';
 import { operationStream } from '../../src/store/stream-names';

@@ -1,4 +1,4 @@
-import { LedgerProblem } from '../errors/ledger-problem';
+import { LedgerProblem } from '@recovery-ledger/core/errors/ledger-problem';
 import type { Caller } from './caller';
 import { mayRecord } from './roles';
 

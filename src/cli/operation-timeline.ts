@@ -1,7 +1,7 @@
-import type { StepView } from '../contract/ledger-api.types';
-import { decodeRecordedEvent, EventShapeError } from '../domain/event-codec';
-import { isTerminalStatus, type RecordedEvent } from '../domain/events';
-import { evolve, initialState, type StepState } from '../domain/step-state';
+import type { StepView } from '@recovery-ledger/core/contract/ledger-api.types';
+import { decodeRecordedEvent, EventShapeError } from '@recovery-ledger/core/domain/event-codec';
+import { isTerminalStatus, type RecordedEvent } from '@recovery-ledger/core/domain/events';
+import { evolve, initialState, type StepState } from '@recovery-ledger/core/domain/step-state';
 import { stateView } from '../ledger/step-views';
 import type { StoredEvent } from '../store/event-store.port';
 

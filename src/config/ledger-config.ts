@@ -1,6 +1,6 @@
 import { dirname, isAbsolute, join, relative, resolve } from 'node:path';
-import { DEFAULT_ENVELOPE_LIMITS, DEFAULT_SAFE_DETAIL_KEYS, type EnvelopeLimits } from '../domain/envelope/envelope.types';
-import { DEFAULT_POLICY, type StepPolicy } from '../domain/events';
+import { DEFAULT_ENVELOPE_LIMITS, DEFAULT_SAFE_DETAIL_KEYS, type EnvelopeLimits } from '@recovery-ledger/core/domain/envelope/envelope.types';
+import { DEFAULT_POLICY, type StepPolicy } from '@recovery-ledger/core/domain/events';
 
 export type StoreKind = 'sqlite' | 'eventstoredb';
 

@@ -1,7 +1,7 @@
 import { Controller, Get, Inject, Query } from '@nestjs/common';
 import { ApiOkResponse, ApiOperation, ApiQuery, ApiTags } from '@nestjs/swagger';
 import { RequireAccess } from '../auth/access';
-import { STEP_STATUSES } from '../domain/events';
+import { STEP_STATUSES } from '@recovery-ledger/core/domain/events';
 import { ProjectionQueries, TRUST_FLAGS } from '../projection-engine/projection-queries';
 import { CallerParam, type Caller } from './caller';
 import { operationListQuery, type QueryParams } from './read-queries';

@@ -5,7 +5,7 @@ import { RequireAccess } from '../auth/access';
 import { checkFactPermissions } from '../auth/fact-permissions';
 import { CONFIG, type LedgerConfig } from '../config/ledger-config';
 import { LedgerService } from '../ledger/ledger.service';
-import type { LeaseEvidence, SubmitRequest } from '../contract/ledger-api.types';
+import type { LeaseEvidence, SubmitRequest } from '@recovery-ledger/core/contract/ledger-api.types';
 import { CallerParam, type Caller } from './caller';
 import { checkOperationRef } from './operation-ref';
 import { leaseHeader } from './work-requests';

@@ -1,6 +1,6 @@
 import { Inject, Injectable } from '@nestjs/common';
 import { LedgerService } from '../ledger/ledger.service';
-import type { SubmitContext } from '../contract/ledger-api.types';
+import type { SubmitContext } from '@recovery-ledger/core/contract/ledger-api.types';
 import type { Caller } from './caller';
 import { checkOperationRef, optionalInteger } from './operation-ref';
 

@@ -1,6 +1,6 @@
-import { STEP_STATUSES, type StepStatus } from '../domain/events';
-import { LedgerProblem } from '../errors/ledger-problem';
-import { TRIAGE_KINDS } from '../../projections/triage';
+import { STEP_STATUSES, type StepStatus } from '@recovery-ledger/core/domain/events';
+import { LedgerProblem } from '@recovery-ledger/core/errors/ledger-problem';
+import { TRIAGE_KINDS } from '@recovery-ledger/core/projections/triage';
 import { decodeCursor } from '../projection-engine/page-cursor';
 import {
   RECOVERY_STATUSES,

@@ -1,7 +1,7 @@
 import Ajv from 'ajv';
 import { isUUID } from 'class-validator';
 import { factSchemas, type Schema } from '../openapi/fact-schemas';
-import { isRfc3339Instant } from '../shared/rfc3339';
+import { isRfc3339Instant } from '@recovery-ledger/core/shared/rfc3339';
 
 /**
  * The submit body's schemas (src/openapi/fact-schemas.ts, the ones the OpenAPI document

@@ -1,7 +1,7 @@
 import { Inject, Injectable, type PipeTransform } from '@nestjs/common';
 import { CONFIG, type LedgerConfig } from '../config/ledger-config';
-import { LedgerProblem } from '../errors/ledger-problem';
-import type { SubmitRequest } from '../contract/ledger-api.types';
+import { LedgerProblem } from '@recovery-ledger/core/errors/ledger-problem';
+import type { SubmitRequest } from '@recovery-ledger/core/contract/ledger-api.types';
 import { FACT_DATA_DTOS, SubmitEventsDto } from './dto/submit-events.dto';
 import { compileSubmitBody } from './submit-body.validator';
 import { ledgerValidationPipe, validatePlain } from './validation';

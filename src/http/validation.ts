@@ -1,7 +1,7 @@
 import { ValidationPipe, type ValidationError } from '@nestjs/common';
 import { plainToInstance } from 'class-transformer';
 import { validateSync } from 'class-validator';
-import { LedgerProblem } from '../errors/ledger-problem';
+import { LedgerProblem } from '@recovery-ledger/core/errors/ledger-problem';
 
 /** The first failing field as a dotted path (`events[0].data.tool`), for a 400 that names it. */
 export function firstViolation(errors: ValidationError[], prefix = ''): { field: string; reason: string } {

@@ -1,7 +1,7 @@
 import { Body, Controller, Delete, Get, HttpCode, Inject, Param, Post, Query } from '@nestjs/common';
 import { ApiBody, ApiCreatedResponse, ApiOkResponse, ApiOperation, ApiProperty, ApiPropertyOptional, ApiQuery, ApiTags } from '@nestjs/swagger';
 import { RequireAccess } from '../auth/access';
-import { LedgerProblem } from '../errors/ledger-problem';
+import { LedgerProblem } from '@recovery-ledger/core/errors/ledger-problem';
 import { CallerParam, type Caller } from './caller';
 import { optionalInteger } from './operation-ref';
 import { NOTIFICATION_KINDS, type NotificationKind } from '../webhooks/notification-rules';

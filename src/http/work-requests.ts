@@ -1,7 +1,7 @@
 import type { Caller } from '../auth/caller';
-import { IDENTIFIER_PATTERN } from '../domain/identifier-grammar';
-import { containsSecret } from '../domain/envelope/redaction';
-import { LedgerProblem } from '../errors/ledger-problem';
+import { IDENTIFIER_PATTERN } from '@recovery-ledger/core/domain/identifier-grammar';
+import { containsSecret } from '@recovery-ledger/core/domain/envelope/redaction';
+import { LedgerProblem } from '@recovery-ledger/core/errors/ledger-problem';
 import { SecretScanner } from '../ledger/secret-scanner';
 import type { ReleaseRequest, RenewRequest, WorkFeedSettings, WorkRequest } from '../work/work-feed';
 import { checkOperationRef, optionalInteger } from './operation-ref';

@@ -1,12 +1,12 @@
-import { validateEnvelope } from '../domain/envelope/validate-envelope';
-import type { EnvelopeLimits } from '../domain/envelope/envelope.types';
-import { redactDeep, type SecretDetector } from '../domain/envelope/redaction';
-import type { StepPolicy, SubmittedFact } from '../domain/events';
-import { isPlanned, type StepState } from '../domain/step-state';
-import { LedgerProblem } from '../errors/ledger-problem';
-import type { SubmittedEvent } from '../contract/ledger-api.types';
-import { canonicalJson } from '../shared/canonical-json';
-import type { JsonValue } from '../shared/json';
+import { validateEnvelope } from '@recovery-ledger/core/domain/envelope/validate-envelope';
+import type { EnvelopeLimits } from '@recovery-ledger/core/domain/envelope/envelope.types';
+import { redactDeep, type SecretDetector } from '@recovery-ledger/core/domain/envelope/redaction';
+import type { StepPolicy, SubmittedFact } from '@recovery-ledger/core/domain/events';
+import { isPlanned, type StepState } from '@recovery-ledger/core/domain/step-state';
+import { LedgerProblem } from '@recovery-ledger/core/errors/ledger-problem';
+import type { SubmittedEvent } from '@recovery-ledger/core/contract/ledger-api.types';
+import { canonicalJson } from '@recovery-ledger/core/shared/canonical-json';
+import type { JsonValue } from '@recovery-ledger/core/shared/json';
 import { sha256Hex } from './event-ids';
 
 export interface PreparationSettings {

@@ -1,6 +1,6 @@
-import type { SubmitAnswer, SubmitContext, SubmitRequest, SubmitResult, SubmittedEvent } from '../contract/ledger-api.types';
-import { isErrorCode } from '../errors/error-registry';
-import { LedgerProblem } from '../errors/ledger-problem';
+import type { SubmitAnswer, SubmitContext, SubmitRequest, SubmitResult, SubmittedEvent } from '@recovery-ledger/core/contract/ledger-api.types';
+import { isErrorCode } from '@recovery-ledger/core/errors/error-registry';
+import { LedgerProblem } from '@recovery-ledger/core/errors/ledger-problem';
 import { submittedHash } from './event-ids';
 import { stateAfter, type StreamSnapshot } from './sealed-streams';
 import { directiveOf, stateView, submitAnswer } from './step-views';

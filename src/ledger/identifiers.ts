@@ -1,6 +1,6 @@
-import { containsSecret, type SecretDetector } from '../domain/envelope/redaction';
-import { LedgerProblem } from '../errors/ledger-problem';
-import type { SubmitContext, SubmitRequest } from '../contract/ledger-api.types';
+import { containsSecret, type SecretDetector } from '@recovery-ledger/core/domain/envelope/redaction';
+import { LedgerProblem } from '@recovery-ledger/core/errors/ledger-problem';
+import type { SubmitContext, SubmitRequest } from '@recovery-ledger/core/contract/ledger-api.types';
 
 /**
  * The identifier fields of a submit: stored verbatim (stream names, indexes, projections, the

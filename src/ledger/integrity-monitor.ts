@@ -1,5 +1,5 @@
-import { eventShapeProblem } from '../domain/event-codec';
-import { LedgerProblem } from '../errors/ledger-problem';
+import { eventShapeProblem } from '@recovery-ledger/core/domain/event-codec';
+import { LedgerProblem } from '@recovery-ledger/core/errors/ledger-problem';
 import type { EventStore, StoredEvent } from '../store/event-store.port';
 import { auditLog, type LogAudit } from '../store/log-audit';
 import { OPERATION_STREAM_PREFIX } from '../store/stream-names';

@@ -1,6 +1,6 @@
-import type { StepView, SubmitAnswer, SubmitContext, SubmitRequest } from '../contract/ledger-api.types';
-import type { StepState } from '../domain/decider';
-import { LedgerProblem } from '../errors/ledger-problem';
+import type { StepView, SubmitAnswer, SubmitContext, SubmitRequest } from '@recovery-ledger/core/contract/ledger-api.types';
+import type { StepState } from '@recovery-ledger/core/domain/decider';
+import { LedgerProblem } from '@recovery-ledger/core/errors/ledger-problem';
 import { NO_STREAM, type EventStore, type StoredEvent } from '../store/event-store.port';
 import { operationStream } from '../store/stream-names';
 import type { Clock } from './clock';

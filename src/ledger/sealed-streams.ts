@@ -1,6 +1,6 @@
 import { LRUCache } from 'lru-cache';
-import { fold, type StepState } from '../domain/decider';
-import type { RecordedEvent } from '../domain/events';
+import { fold, type StepState } from '@recovery-ledger/core/domain/decider';
+import type { RecordedEvent } from '@recovery-ledger/core/domain/events';
 import { NO_STREAM, StoreIntegrityError, type AppendResult, type EventStore, type StoredEvent } from '../store/event-store.port';
 import { sealEvents, verifyChain } from '../store/hash-chain';
 import { stepIndexEntry } from './step-index';

@@ -1,6 +1,6 @@
 import { createHash } from 'node:crypto';
 import { LRUCache } from 'lru-cache';
-import type { DetectedSecret, SecretDetector, SecretKind } from '../domain/envelope/redaction';
+import type { DetectedSecret, SecretDetector, SecretKind } from '@recovery-ledger/core/domain/envelope/redaction';
 
 interface SecretlintMessage {
   ruleId: string;

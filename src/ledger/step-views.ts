@@ -1,6 +1,6 @@
-import type { StepView, SubmitAnswer, SubmitResult } from '../contract/ledger-api.types';
-import { isPlanned, type StepState } from '../domain/decider';
-import type { Directive } from '../domain/events';
+import type { StepView, SubmitAnswer, SubmitResult } from '@recovery-ledger/core/contract/ledger-api.types';
+import { isPlanned, type StepState } from '@recovery-ledger/core/domain/decider';
+import type { Directive } from '@recovery-ledger/core/domain/events';
 
 /**
  * How a step is shown: the view of its state at a revision, and the answer to a submit. Pure

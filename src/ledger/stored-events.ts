@@ -1,6 +1,6 @@
-import type { SubmitContext, SubmittedEvent } from '../contract/ledger-api.types';
-import { decodeRecordedEvent, encodeLedgerEvent, EventShapeError } from '../domain/event-codec';
-import { EVENT_SCHEMA_VERSION, type LedgerEvent, type RecordedEvent } from '../domain/events';
+import type { SubmitContext, SubmittedEvent } from '@recovery-ledger/core/contract/ledger-api.types';
+import { decodeRecordedEvent, encodeLedgerEvent, EventShapeError } from '@recovery-ledger/core/domain/event-codec';
+import { EVENT_SCHEMA_VERSION, type LedgerEvent, type RecordedEvent } from '@recovery-ledger/core/domain/events';
 import { StoreIntegrityError, type EventMetadata, type NewEvent } from '../store/event-store.port';
 import { derivedEventId, submittedHash } from './event-ids';
 

@@ -1,7 +1,7 @@
-import type { SubmitAnswer, SubmitContext, SubmitRequest, SubmitResult, SubmittedEvent } from '../contract/ledger-api.types';
-import type { SecretDetector } from '../domain/envelope/redaction';
-import { decide, type Refused, type StepState } from '../domain/decider';
-import { LedgerProblem } from '../errors/ledger-problem';
+import type { SubmitAnswer, SubmitContext, SubmitRequest, SubmitResult, SubmittedEvent } from '@recovery-ledger/core/contract/ledger-api.types';
+import type { SecretDetector } from '@recovery-ledger/core/domain/envelope/redaction';
+import { decide, type Refused, type StepState } from '@recovery-ledger/core/domain/decider';
+import { LedgerProblem } from '@recovery-ledger/core/errors/ledger-problem';
 import { RevisionConflictError } from '../store/event-store.port';
 import { operationStream } from '../store/stream-names';
 import { decisionTime, type Clock } from './clock';

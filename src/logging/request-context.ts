@@ -1,7 +1,7 @@
 import type { NestFastifyApplication } from '@nestjs/platform-fastify';
 import { randomUUID } from 'node:crypto';
 import type { IncomingHttpHeaders } from 'node:http';
-import { containsSecret } from '../domain/envelope/redaction';
+import { containsSecret } from '@recovery-ledger/core/domain/envelope/redaction';
 
 /** An inbound X-Request-Id is kept when it is a plain token, so a proxy's id follows the request. */
 const REQUEST_ID_PATTERN = /^[A-Za-z0-9._:-]{1,128}$/;

@@ -1,6 +1,6 @@
 import { Counter, Gauge, type Registry } from 'prom-client';
-import { percentile } from '../../projections/duration-histogram';
-import type { TrustCounters, TrustMetricsDoc } from '../../projections/trust-metrics.projection';
+import { percentile } from '@recovery-ledger/core/projections/duration-histogram';
+import type { TrustCounters, TrustMetricsDoc } from '@recovery-ledger/core/projections/trust-metrics.projection';
 import { scrapeTenant } from './metrics';
 
 /**

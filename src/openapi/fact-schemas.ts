@@ -1,7 +1,7 @@
 import type { OpenAPIObject } from '@nestjs/swagger';
-import { envelopeJsonSchema } from '../domain/envelope/envelope.schema';
-import { APPROVAL_DECISIONS, MAX_CALL_WINDOW_MS, SIDE_EFFECTS, SUBMITTED_FACT_TYPES, VERIFICATION_OUTCOMES } from '../domain/events';
-import { CLIENT_EVENT_ID_PREFIX, IDENTIFIER_PATTERN } from '../domain/identifier-grammar';
+import { envelopeJsonSchema } from '@recovery-ledger/core/domain/envelope/envelope.schema';
+import { APPROVAL_DECISIONS, MAX_CALL_WINDOW_MS, SIDE_EFFECTS, SUBMITTED_FACT_TYPES, VERIFICATION_OUTCOMES } from '@recovery-ledger/core/domain/events';
+import { CLIENT_EVENT_ID_PREFIX, IDENTIFIER_PATTERN } from '@recovery-ledger/core/domain/identifier-grammar';
 import { SUBMIT_EXAMPLES } from './submit-examples';
 
 /**

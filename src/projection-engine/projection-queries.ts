@@ -1,7 +1,7 @@
-import type { EvidenceEntry, EvidenceTrailDoc, Verdict } from '../../projections/evidence-trail.projection';
-import { instantMs, scopedKey } from '../../projections/projection';
-import type { RunStep, RunSummaryDoc } from '../../projections/run-summary.projection';
-import type { StepStateDoc } from '../../projections/step-state.projection';
+import type { EvidenceEntry, EvidenceTrailDoc, Verdict } from '@recovery-ledger/core/projections/evidence-trail.projection';
+import { instantMs, scopedKey } from '@recovery-ledger/core/projections/projection';
+import type { RunStep, RunSummaryDoc } from '@recovery-ledger/core/projections/run-summary.projection';
+import type { StepStateDoc } from '@recovery-ledger/core/projections/step-state.projection';
 import {
   compareTriage,
   countTriage,
@@ -10,11 +10,11 @@ import {
   type TriageCounts,
   type TriageItem,
   type TriageKind,
-} from '../../projections/triage';
-import { trustReport, type TrustMetricsDoc, type TrustReport } from '../../projections/trust-metrics.projection';
-import { STEP_STATUSES, type StepStatus } from '../domain/events';
+} from '@recovery-ledger/core/projections/triage';
+import { trustReport, type TrustMetricsDoc, type TrustReport } from '@recovery-ledger/core/projections/trust-metrics.projection';
+import { STEP_STATUSES, type StepStatus } from '@recovery-ledger/core/domain/events';
 import type { Caller } from '../auth/caller';
-import { LedgerProblem } from '../errors/ledger-problem';
+import { LedgerProblem } from '@recovery-ledger/core/errors/ledger-problem';
 import type { Clock } from '../ledger/clock';
 import type { EventStore, IndexedStream } from '../store/event-store.port';
 import { operationStream, parseOperationStream } from '../store/stream-names';

@@ -5,7 +5,7 @@
  * messages only.
  */
 import { parentPort, workerData } from 'node:worker_threads';
-import { LEDGER_PROJECTIONS } from '../../projections/projection-catalog';
+import { LEDGER_PROJECTIONS } from '@recovery-ledger/core/projections/projection-catalog';
 import { openEmbeddedLogReader } from '../store/store.factory';
 import { ProjectionEngine } from './projection-engine';
 import type { RunnerStatus } from './projection-runner';

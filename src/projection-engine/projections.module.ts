@@ -9,7 +9,7 @@ import {
   type OnModuleDestroy,
 } from '@nestjs/common';
 import type { Registry } from 'prom-client';
-import { LEDGER_PROJECTIONS } from '../../projections/projection-catalog';
+import { LEDGER_PROJECTIONS } from '@recovery-ledger/core/projections/projection-catalog';
 import { CONFIG, type LedgerConfig } from '../config/ledger-config';
 import { CLOCK, systemClock, type Clock } from '../ledger/clock';
 import { IntegrityMonitor } from '../ledger/integrity-monitor';

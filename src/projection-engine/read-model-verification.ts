@@ -1,7 +1,7 @@
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import type { AnyProjection } from '../../projections/projection';
+import type { AnyProjection } from '@recovery-ledger/core/projections/projection';
 import type { EventStore } from '../store/event-store.port';
 import { yieldToEventLoop } from '../store/log-audit';
 import { OPERATION_STREAM_PREFIX } from '../store/stream-names';

@@ -2,7 +2,7 @@ import Database from 'better-sqlite3';
 import { LRUCache } from 'lru-cache';
 import { mkdirSync } from 'node:fs';
 import { dirname, join } from 'node:path';
-import type { AnyProjection, ColumnType, IndexValue } from '../../projections/projection';
+import type { AnyProjection, ColumnType, IndexValue } from '@recovery-ledger/core/projections/projection';
 
 /** Where an instance keeps its read models: a disposable cache beside its data, rebuilt from the log. */
 export function readModelFile(dataDir: string): string {

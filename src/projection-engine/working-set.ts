@@ -1,4 +1,4 @@
-import type { AnyProjection } from '../../projections/projection';
+import type { AnyProjection } from '@recovery-ledger/core/projections/projection';
 import type { StoredEvent } from '../store/event-store.port';
 import type { SqliteReadModel } from './sqlite-read-model.store';
 

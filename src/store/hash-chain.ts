@@ -1,5 +1,5 @@
 import { createHash, createHmac, timingSafeEqual } from 'node:crypto';
-import { canonicalJson } from '../shared/canonical-json';
+import { canonicalJson } from '@recovery-ledger/core/shared/canonical-json';
 import type { EventMetadata, NewEvent, StoredEvent } from './event-store.port';
 
 /**

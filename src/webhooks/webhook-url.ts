@@ -1,4 +1,4 @@
-import { containsSecret, isSecretKeyName, type SecretDetector } from '../domain/envelope/redaction';
+import { containsSecret, isSecretKeyName, type SecretDetector } from '@recovery-ledger/core/domain/envelope/redaction';
 import { isPrivateHost } from './webhook-address';
 
 /**

@@ -1,20 +1,20 @@
 import { LRUCache } from 'lru-cache';
 import { randomUUID } from 'node:crypto';
-import { scopedKey } from '../../projections/projection';
-import { stepDueMs } from '../../projections/step-state.projection';
-import { dispatchTimeoutMs } from '../domain/events';
-import { isPlanned, type PlannedStep } from '../domain/step-state';
-import { dueWork, type WorkKind } from '../domain/work-due';
-import { LedgerProblem } from '../errors/ledger-problem';
+import { scopedKey } from '@recovery-ledger/core/projections/projection';
+import { stepDueMs } from '@recovery-ledger/core/projections/step-state.projection';
+import { dispatchTimeoutMs } from '@recovery-ledger/core/domain/events';
+import { isPlanned, type PlannedStep } from '@recovery-ledger/core/domain/step-state';
+import { dueWork, type WorkKind } from '@recovery-ledger/core/domain/work-due';
+import { LedgerProblem } from '@recovery-ledger/core/errors/ledger-problem';
 import type { Caller } from '../auth/caller';
 import type { Clock } from '../ledger/clock';
 import { sha256Hex } from '../ledger/event-ids';
 import type { LedgerService } from '../ledger/ledger.service';
 import type { SqliteReadModel } from '../projection-engine/sqlite-read-model.store';
-import { canonicalJson } from '../shared/canonical-json';
+import { canonicalJson } from '@recovery-ledger/core/shared/canonical-json';
 import { NO_STREAM } from '../store/event-store.port';
 import { isHeld, type LeaseRecord, type LeaseStore } from '../store/lease-store.port';
-import type { LeaseEvidence, LeaseView, WorkAnswer, WorkItem, WorkLease } from '../contract/ledger-api.types';
+import type { LeaseEvidence, LeaseView, WorkAnswer, WorkItem, WorkLease } from '@recovery-ledger/core/contract/ledger-api.types';
 
 export type { LeaseView, WorkAnswer, WorkItem, WorkLease };
 

@@ -10,10 +10,10 @@ import { randomUUID } from 'node:crypto';
 import { copyFileSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import type { SubmittedEvent } from '../../src/contract/ledger-api.types';
-import { DEFAULT_ENVELOPE_LIMITS } from '../../src/domain/envelope/envelope.types';
-import { DEFAULT_POLICY } from '../../src/domain/events';
-import { LedgerProblem } from '../../src/errors/ledger-problem';
+import type { SubmittedEvent } from '@recovery-ledger/core/contract/ledger-api.types';
+import { DEFAULT_ENVELOPE_LIMITS } from '@recovery-ledger/core/domain/envelope/envelope.types';
+import { DEFAULT_POLICY } from '@recovery-ledger/core/domain/events';
+import { LedgerProblem } from '@recovery-ledger/core/errors/ledger-problem';
 import { LedgerService } from '../../src/ledger/ledger.service';
 import { SqliteEventStore } from '../../src/store/sqlite/sqlite-event-store.adapter';
 import {

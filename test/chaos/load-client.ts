@@ -28,7 +28,7 @@ import {
   type ToolEnvelope,
   type WriteOutcome,
   type WriteStep,
-} from '../../src/client';
+} from '@recovery-ledger/client';
 import { seededRandom, type Random } from './prng';
 import type { ChildMessage, ClientConfig, ClientStats, LoadRecord, ParentMessage } from './records';
 

@@ -6,7 +6,7 @@
  */
 import Database from 'better-sqlite3';
 import { join } from 'node:path';
-import { LedgerClient, executeWrite, type ToolCall, type WriteStep } from '../../src/client';
+import { LedgerClient, executeWrite, type ToolCall, type WriteStep } from '@recovery-ledger/client';
 import { startLedger, type LedgerProcess } from '../support/ledger-process';
 
 describe('a result marked appended is in the log', () => {

@@ -11,7 +11,7 @@ import { existsSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { startLedger, type LedgerProcess } from '../support/ledger-process';
-import { seedEnvelopes } from '../support/seed-envelopes';
+import { seedEnvelopes } from '../../packages/core/test/support/seed-envelopes';
 
 const LIBFAKETIME = ['/usr/lib/x86_64-linux-gnu/faketime/libfaketime.so.1', '/usr/lib/aarch64-linux-gnu/faketime/libfaketime.so.1'].find((file) => existsSync(file));
 const HOUR_AHEAD = '+1h';

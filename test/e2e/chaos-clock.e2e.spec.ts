@@ -6,7 +6,7 @@
  * process's clock is the service's: recorded_at is bracketed by it, and each accepted decision is
  * checked to have been taken at or after its threshold by the time the ledger itself recorded.
  */
-import { LedgerClient, LedgerRefusal, type ToolEnvelope } from '../../src/client';
+import { LedgerClient, LedgerRefusal, type ToolEnvelope } from '@recovery-ledger/client';
 import { startLedger, type LedgerProcess } from '../support/ledger-process';
 
 const TEN_MINUTES = 10 * 60_000;

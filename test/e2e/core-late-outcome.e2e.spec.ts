@@ -6,7 +6,7 @@
 import { createHash, randomUUID } from 'node:crypto';
 import { fact, ledgerAt, request } from '../support/http';
 import { startLedger, type LedgerProcess } from '../support/ledger-process';
-import { seedEnvelopes } from '../support/seed-envelopes';
+import { seedEnvelopes } from '../../packages/core/test/support/seed-envelopes';
 import { until } from '../support/until';
 
 const RUNTIME_KEY = 'reach-runtime-key-000000001';

@@ -14,7 +14,7 @@
 import fc from 'fast-check';
 import { randomUUID } from 'node:crypto';
 import { connect } from 'node:net';
-import { ERROR_REGISTRY } from '../../src/errors/error-registry';
+import { ERROR_REGISTRY } from '@recovery-ledger/core/errors/error-registry';
 import { ledgerAt, opPath } from '../support/http';
 import { startLedger, type LedgerProcess } from '../support/ledger-process';
 import { PROBLEM, dumpEvents, envelopes, inMs, ok, operation } from '../support/scenario';

@@ -9,7 +9,7 @@ import { randomUUID } from 'node:crypto';
 import { join } from 'node:path';
 import { runCli } from '../support/cli-harness';
 import { startLedger, type LedgerProcess } from '../support/ledger-process';
-import { seedEnvelopes } from '../support/seed-envelopes';
+import { seedEnvelopes } from '../../packages/core/test/support/seed-envelopes';
 
 const REF = 'run_rm/step_1';
 const DONE = 'run_rm/step_2';

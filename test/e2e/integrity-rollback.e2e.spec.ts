@@ -13,7 +13,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { runCli } from '../support/cli-harness';
 import { startLedger, type LedgerProcess } from '../support/ledger-process';
-import { seedEnvelopes } from '../support/seed-envelopes';
+import { seedEnvelopes } from '../../packages/core/test/support/seed-envelopes';
 import { until } from '../support/until';
 
 const ANCHOR_KEY = 'k'.repeat(16) + randomUUID().replace(/-/g, '');

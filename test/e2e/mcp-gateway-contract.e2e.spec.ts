@@ -5,8 +5,8 @@
  * host's client returns; what the upstream saw is counted by the upstream itself.
  */
 import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
-import { inputHash, LedgerClient } from '../../src/client';
-import { validateEnvelope } from '../../src/domain/envelope/validate-envelope';
+import { inputHash, LedgerClient } from '@recovery-ledger/client';
+import { validateEnvelope } from '@recovery-ledger/core/domain/envelope/validate-envelope';
 import { startLedger, type LedgerProcess } from '../support/ledger-process';
 import { invoiceGatewayConfig, startHost, workspace, type Host, type Workspace } from '../support/mcp-gateway-harness';
 

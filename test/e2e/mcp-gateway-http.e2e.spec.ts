@@ -6,7 +6,7 @@
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { LedgerClient } from '../../src/client';
+import { LedgerClient } from '@recovery-ledger/client';
 import { startLedger, type LedgerProcess } from '../support/ledger-process';
 import { CLI, INVOICE_SERVER, invoiceGatewayConfig, startHost, workspace, type Host, type Workspace } from '../support/mcp-gateway-harness';
 

@@ -4,7 +4,7 @@
  * before anything is sent again. Real processes throughout: host client, gateway CLI, invoice MCP
  * server, ledger.
  */
-import { LedgerClient } from '../../src/client';
+import { LedgerClient } from '@recovery-ledger/client';
 import { startLedger, type LedgerProcess } from '../support/ledger-process';
 import { invoiceGatewayConfig, startHost, workspace, type Host, type Workspace } from '../support/mcp-gateway-harness';
 

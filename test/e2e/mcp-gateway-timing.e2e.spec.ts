@@ -12,7 +12,7 @@ import { join } from 'node:path';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
 import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
-import { LedgerClient } from '../../src/client';
+import { LedgerClient } from '@recovery-ledger/client';
 import { startLedger, type LedgerProcess } from '../support/ledger-process';
 import { CLI, invoiceGatewayConfig, startHost, workspace, type Host, type Workspace } from '../support/mcp-gateway-harness';
 

@@ -7,7 +7,7 @@
 import Database from 'better-sqlite3';
 import { randomUUID } from 'node:crypto';
 import { join } from 'node:path';
-import { LEDGER_PROJECTIONS } from '../../projections/projection-catalog';
+import { LEDGER_PROJECTIONS } from '@recovery-ledger/core/projections/projection-catalog';
 import { SqliteReadModel } from '../../src/projection-engine/sqlite-read-model.store';
 import { runCli } from '../support/cli-harness';
 import { fact, request } from '../support/http';

@@ -9,7 +9,7 @@
 import { spawn, spawnSync } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { resolve } from 'node:path';
-import { executeWrite, LedgerClient } from '../../src/client';
+import { executeWrite, LedgerClient } from '@recovery-ledger/client';
 import { invoiceTools } from '../../examples/invoice-tools';
 import { startLedger, type LedgerProcess } from '../support/ledger-process';
 import { startProviderProcess, type ProviderProcess } from '../support/provider-process';

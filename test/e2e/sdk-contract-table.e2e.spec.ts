@@ -2,7 +2,7 @@
  * The contract's contract table, row by row, driven through executeWrite against the built ledger
  * (a real process) and the example invoice provider (a real HTTP server on loopback).
  */
-import { callHttpTool, executeWrite, LedgerClient, verify, type ToolCall, type WriteStep } from '../../src/client';
+import { callHttpTool, executeWrite, LedgerClient, verify, type ToolCall, type WriteStep } from '@recovery-ledger/client';
 import { invoiceTools, type InvoiceInput } from '../../examples/invoice-tools';
 import { startInvoiceProvider, type InvoiceProvider } from '../../examples/invoice-provider/invoice-provider';
 import { startLedger, type LedgerProcess } from '../support/ledger-process';

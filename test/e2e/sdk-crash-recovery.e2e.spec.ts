@@ -10,7 +10,7 @@
 import { spawn } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import { resolve } from 'node:path';
-import { LedgerClient, type StoredEventView } from '../../src/client';
+import { LedgerClient, type StoredEventView } from '@recovery-ledger/client';
 import { startInvoiceProvider, type Fault, type InvoiceProvider } from '../../examples/invoice-provider/invoice-provider';
 import { startLedger, type LedgerProcess } from '../support/ledger-process';
 

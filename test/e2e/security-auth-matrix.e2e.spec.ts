@@ -16,7 +16,7 @@ import Database from 'better-sqlite3';
 import { execFileSync } from 'node:child_process';
 import { createHash, randomUUID } from 'node:crypto';
 import { join, resolve } from 'node:path';
-import { ERROR_REGISTRY } from '../../src/errors/error-registry';
+import { ERROR_REGISTRY } from '@recovery-ledger/core/errors/error-registry';
 import { opPath } from '../support/http';
 import { startLedger, type LedgerProcess } from '../support/ledger-process';
 

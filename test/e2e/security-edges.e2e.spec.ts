@@ -16,7 +16,7 @@ import { join } from 'node:path';
 import { derivedEventId } from '../../src/ledger/event-ids';
 import { fact, opPath, request } from '../support/http';
 import { startLedger, type LedgerProcess } from '../support/ledger-process';
-import { seedEnvelopes as ENVELOPES } from '../support/seed-envelopes';
+import { seedEnvelopes as ENVELOPES } from '../../packages/core/test/support/seed-envelopes';
 
 const RUNTIME_KEY = 'edges-runtime-key-5b7d9f1a3c5e7092';
 const auth = { authorization: `Bearer ${RUNTIME_KEY}` };

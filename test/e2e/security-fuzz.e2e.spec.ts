@@ -25,7 +25,7 @@ import fc from 'fast-check';
 import { randomUUID } from 'node:crypto';
 import { Agent, request as httpRequest } from 'node:http';
 import { join } from 'node:path';
-import { ERROR_REGISTRY } from '../../src/errors/error-registry';
+import { ERROR_REGISTRY } from '@recovery-ledger/core/errors/error-registry';
 import { opPath } from '../support/http';
 import { startLedger, type LedgerProcess } from '../support/ledger-process';
 

@@ -13,7 +13,7 @@ import { join } from 'node:path';
 import { chromium, type BrowserContext, type Page } from 'playwright-core';
 import { CHROMIUM, describeInBrowser, screenshotDir } from '../support/browser';
 import { request } from '../support/http';
-import { seedEnvelopes } from '../support/seed-envelopes';
+import { seedEnvelopes } from '../../packages/core/test/support/seed-envelopes';
 import { incidentsAt } from '../support/incidents';
 import { startLedger, type LedgerProcess } from '../support/ledger-process';
 

@@ -9,7 +9,7 @@ import type { AddressInfo } from 'node:net';
 import { verifySignature } from '../../src/webhooks/webhook-signature';
 import { fact, ledgerAt, request } from '../support/http';
 import { startLedger, type LedgerProcess } from '../support/ledger-process';
-import { seedEnvelopes } from '../support/seed-envelopes';
+import { seedEnvelopes } from '../../packages/core/test/support/seed-envelopes';
 import { until } from '../support/until';
 
 const RUNTIME_KEY = 'dupe-hook-runtime-key-00001';

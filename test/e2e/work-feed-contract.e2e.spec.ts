@@ -5,7 +5,7 @@
  * ledger's work feed decides what is due and the worker does it.
  */
 import { randomUUID } from 'node:crypto';
-import { executeWrite, LedgerClient, recover, verify } from '../../src/client';
+import { executeWrite, LedgerClient, recover, verify } from '@recovery-ledger/client';
 import { VERIFICATION_TOOL } from '../../examples/invoice-tools';
 import { startLedger, type LedgerProcess } from '../support/ledger-process';
 import {

@@ -10,7 +10,7 @@
  */
 import Database from 'better-sqlite3';
 import { join } from 'node:path';
-import { LedgerClient } from '../../src/client';
+import { LedgerClient } from '@recovery-ledger/client';
 import { VERIFICATION_TOOL } from '../../examples/invoice-tools';
 import { startLedger, type LedgerProcess } from '../support/ledger-process';
 import {

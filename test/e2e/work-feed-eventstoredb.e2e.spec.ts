@@ -4,7 +4,7 @@
  * streams on the same server, so the instances share them: every step is executed once.
  */
 import { randomUUID } from 'node:crypto';
-import { LedgerClient } from '../../src/client';
+import { LedgerClient } from '@recovery-ledger/client';
 import { VERIFICATION_TOOL } from '../../examples/invoice-tools';
 import { startLedger, type LedgerProcess } from '../support/ledger-process';
 import { eventStoreDbStore } from '../support/store-setup';

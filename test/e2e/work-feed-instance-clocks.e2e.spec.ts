@@ -16,7 +16,7 @@
  */
 import { createHash, randomUUID } from 'node:crypto';
 import { existsSync } from 'node:fs';
-import { canonicalJson } from '../../src/shared/canonical-json';
+import { canonicalJson } from '@recovery-ledger/core/shared/canonical-json';
 import { startLedger, type LedgerProcess } from '../support/ledger-process';
 import { eventStoreDbStore } from '../support/store-setup';
 import { until } from '../support/until';

@@ -10,7 +10,7 @@ import { randomUUID } from 'node:crypto';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
-import { LedgerClient, LedgerWorker, type WorkerEvent } from '../../src/client';
+import { LedgerClient, LedgerWorker, type WorkerEvent } from '@recovery-ledger/client';
 import { VERIFICATION_TOOL, invoiceTools } from '../../examples/invoice-tools';
 import { startLedger, type LedgerProcess } from '../support/ledger-process';
 import { until } from '../support/until';

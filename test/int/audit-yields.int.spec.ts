@@ -2,7 +2,7 @@
  * A whole-log audit and the read-model check on a synchronous store give the event loop turns while
  * they run, so a service checking a long log at start still answers requests (docs/reliability.md).
  */
-import { LEDGER_PROJECTIONS } from '../../projections/projection-catalog';
+import { LEDGER_PROJECTIONS } from '@recovery-ledger/core/projections/projection-catalog';
 import { verifyReadModels } from '../../src/projection-engine/read-model-verification';
 import { SqliteReadModel } from '../../src/projection-engine/sqlite-read-model.store';
 import { NO_STREAM } from '../../src/store/event-store.port';

@@ -2,7 +2,7 @@
  * `recovery-ledger projections rebuild` gives, from zero, byte for byte the read model the built
  * service produced live while the events were being submitted to it over HTTP.
  */
-import { LEDGER_PROJECTIONS } from '../../projections/projection-catalog';
+import { LEDGER_PROJECTIONS } from '@recovery-ledger/core/projections/projection-catalog';
 import { readModelFile, SqliteReadModel } from '../../src/projection-engine/sqlite-read-model.store';
 import { committed, invalidInput, runCli, unknownOutcome } from '../support/cli-harness';
 import { fact, request } from '../support/http';

@@ -1,8 +1,9 @@
 /**
- * `recovery-ledger/client` as another project sees it: a consumer that depends on this package
- * (linked into its node_modules, as `npm install ../recovery-ledger` does) imports the client and
- * is type-checked under each TypeScript moduleResolution. node10 does not read `exports`, which
- * is what package.json's `typesVersions` is for. Needs the build (npm test builds first).
+ * `@recovery-ledger/client` as another project sees it: a consumer that depends on the package
+ * (linked into its node_modules, as `npm install ./packages/client` does) imports the client and
+ * is type-checked under each TypeScript moduleResolution: node10 reads `types`, the others the
+ * `exports` conditions (require → index.d.ts, import → index.d.mts). Needs the build (npm test
+ * builds first).
  */
 import { existsSync, mkdirSync, mkdtempSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -12,7 +13,7 @@ import ts from 'typescript';
 const ROOT = resolve(__dirname, '../..');
 
 const CONSUMER = `
-import { LedgerClient, executeWrite, normalizeMcpToolResult, type ToolCall } from 'recovery-ledger/client';
+import { LedgerClient, executeWrite, normalizeMcpToolResult, type ToolCall } from '@recovery-ledger/client';
 
 const ledger: LedgerClient = new LedgerClient({ baseUrl: 'http://127.0.0.1:3000' });
 const call: ToolCall<{ amount: number }> = async () => ({
@@ -32,10 +33,10 @@ const SETTINGS: Array<[string, ts.CompilerOptions]> = [
 let consumer: string;
 
 beforeAll(() => {
-  if (!existsSync(join(ROOT, 'dist/src/client/index.d.ts'))) throw new Error('dist/ is missing: npm run build first');
+  if (!existsSync(join(ROOT, 'packages/client/dist/index.d.ts'))) throw new Error('dist/ is missing: npm run build first');
   consumer = mkdtempSync(join(tmpdir(), 'ledger-client-consumer-'));
-  mkdirSync(join(consumer, 'node_modules'));
-  symlinkSync(ROOT, join(consumer, 'node_modules', 'recovery-ledger'), 'dir');
+  mkdirSync(join(consumer, 'node_modules', '@recovery-ledger'), { recursive: true });
+  symlinkSync(join(ROOT, 'packages/client'), join(consumer, 'node_modules', '@recovery-ledger', 'client'), 'dir');
   writeFileSync(join(consumer, 'package.json'), JSON.stringify({ name: 'consumer', private: true }));
   writeFileSync(join(consumer, 'index.ts'), CONSUMER);
 });
@@ -44,7 +45,7 @@ afterAll(() => {
   if (consumer) rmSync(consumer, { recursive: true, force: true });
 });
 
-describe('recovery-ledger/client from another project', () => {
+describe('@recovery-ledger/client from another project', () => {
   it.each(SETTINGS)('type-checks under moduleResolution %s', (_name, options) => {
     const program = ts.createProgram([join(consumer, 'index.ts')], {
       ...options,
@@ -59,7 +60,7 @@ describe('recovery-ledger/client from another project', () => {
     });
     const diagnostics = ts.getPreEmitDiagnostics(program).map((d) => ts.flattenDiagnosticMessageText(d.messageText, '\n'));
     expect(diagnostics).toEqual([]);
-    const resolved = program.getSourceFiles().map((file) => file.fileName).filter((name) => name.includes('/dist/src/client/index.d.ts'));
+    const resolved = program.getSourceFiles().map((file) => file.fileName).filter((name) => /\/packages\/client\/dist\/index\.d\.m?ts$/.test(name));
     expect(resolved).toHaveLength(1);
   });
 });

@@ -4,15 +4,15 @@
  * and a restart on a clock set behind what was recorded only waits, never reopens a window.
  */
 import { randomUUID } from 'node:crypto';
-import { DEFAULT_ENVELOPE_LIMITS } from '../../src/domain/envelope/envelope.types';
-import { DEFAULT_POLICY } from '../../src/domain/events';
-import { LedgerProblem } from '../../src/errors/ledger-problem';
+import { DEFAULT_ENVELOPE_LIMITS } from '@recovery-ledger/core/domain/envelope/envelope.types';
+import { DEFAULT_POLICY } from '@recovery-ledger/core/domain/events';
+import { LedgerProblem } from '@recovery-ledger/core/errors/ledger-problem';
 import { MonotonicClock } from '../../src/ledger/clock';
 import { LedgerService } from '../../src/ledger/ledger.service';
-import type { SubmittedEvent } from '../../src/contract/ledger-api.types';
+import type { SubmittedEvent } from '@recovery-ledger/core/contract/ledger-api.types';
 import { SqliteEventStore } from '../../src/store/sqlite/sqlite-event-store.adapter';
 import { operationStream } from '../../src/store/stream-names';
-import { seedEnvelopes } from '../support/seed-envelopes';
+import { seedEnvelopes } from '../../packages/core/test/support/seed-envelopes';
 
 const HOUR = 3_600_000;
 const settings = { envelopeLimits: DEFAULT_ENVELOPE_LIMITS, defaultPolicy: DEFAULT_POLICY, maxConflictRetries: 5 };

@@ -2,13 +2,13 @@ import { spawn } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
-import { LEDGER_PROJECTIONS } from '../../projections/projection-catalog';
-import { trustReport, type TrustMetricsDoc } from '../../projections/trust-metrics.projection';
+import { LEDGER_PROJECTIONS } from '@recovery-ledger/core/projections/projection-catalog';
+import { trustReport, type TrustMetricsDoc } from '@recovery-ledger/core/projections/trust-metrics.projection';
 import { ProjectionEngine } from '../../src/projection-engine/projection-engine';
 import { SqliteReadModel } from '../../src/projection-engine/sqlite-read-model.store';
 import { SqliteEventStore } from '../../src/store/sqlite/sqlite-event-store.adapter';
 import { withEngineFaults, type EngineFaults } from '../support/engine-faults';
-import { foldProjection } from '../unit/projections/support/fold-projection';
+import { foldProjection } from '../../packages/core/test/projections/support/fold-projection';
 import { envelopes, LedgerScenario } from '../unit/projections/support/ledger-scenario';
 import { expectedSnapshot, snapshot } from '../unit/projections/support/read-model-snapshot';
 
@@ -166,19 +166,11 @@ describe('projection engine under fault injection', () => {
       script,
       `
 const fs = require('node:fs');
-const swc = require(${JSON.stringify(require.resolve('@swc/core'))});
-require.extensions['.ts'] = (module, filename) => {
-  const { code } = swc.transformSync(fs.readFileSync(filename, 'utf8'), {
-    filename,
-    jsc: { target: 'es2022', parser: { syntax: 'typescript', decorators: true }, transform: { legacyDecorator: true, decoratorMetadata: true } },
-    module: { type: 'commonjs' },
-  });
-  module._compile(code, filename);
-};
+require(${JSON.stringify(join(root, 'test/chaos/swc-register.cjs'))});
 const { ProjectionEngine } = require(${JSON.stringify(join(root, 'src/projection-engine/projection-engine.ts'))});
 const { SqliteReadModel } = require(${JSON.stringify(join(root, 'src/projection-engine/sqlite-read-model.store.ts'))});
 const { SqliteEventStore } = require(${JSON.stringify(join(root, 'src/store/sqlite/sqlite-event-store.adapter.ts'))});
-const { LEDGER_PROJECTIONS } = require(${JSON.stringify(join(root, 'projections/projection-catalog.ts'))});
+const { LEDGER_PROJECTIONS } = require(${JSON.stringify(join(root, 'packages/core/src/projections/projection-catalog.ts'))});
 const { withEngineFaults } = require(${JSON.stringify(join(root, 'test/support/engine-faults.ts'))});
 const store = SqliteEventStore.open({ file: ${JSON.stringify(join(dir, 'events.sqlite'))} });
 const readModel = SqliteReadModel.open({ file: ${JSON.stringify(file)} });

@@ -1,7 +1,7 @@
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import type { Projection } from '../../projections/projection';
+import type { Projection } from '@recovery-ledger/core/projections/projection';
 import { SqliteReadModel } from '../../src/projection-engine/sqlite-read-model.store';
 
 interface CounterDoc {

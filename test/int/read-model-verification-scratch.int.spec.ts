@@ -6,7 +6,7 @@
 import { mkdtempSync, readdirSync, rmSync, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { LEDGER_PROJECTIONS } from '../../projections/projection-catalog';
+import { LEDGER_PROJECTIONS } from '@recovery-ledger/core/projections/projection-catalog';
 import { ProjectionEngine } from '../../src/projection-engine/projection-engine';
 import { verifyReadModels } from '../../src/projection-engine/read-model-verification';
 import { SqliteReadModel } from '../../src/projection-engine/sqlite-read-model.store';

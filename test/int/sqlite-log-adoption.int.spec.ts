@@ -8,13 +8,13 @@ import { randomUUID } from 'node:crypto';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { DEFAULT_ENVELOPE_LIMITS } from '../../src/domain/envelope/envelope.types';
-import { DEFAULT_POLICY } from '../../src/domain/events';
+import { DEFAULT_ENVELOPE_LIMITS } from '@recovery-ledger/core/domain/envelope/envelope.types';
+import { DEFAULT_POLICY } from '@recovery-ledger/core/domain/events';
 import { LedgerService } from '../../src/ledger/ledger.service';
 import { stepIndexer } from '../../src/ledger/step-index';
 import { auditLog } from '../../src/store/log-audit';
 import { SqliteEventStore } from '../../src/store/sqlite/sqlite-event-store.adapter';
-import { seedEnvelopes } from '../support/seed-envelopes';
+import { seedEnvelopes } from '../../packages/core/test/support/seed-envelopes';
 
 const settings = { envelopeLimits: DEFAULT_ENVELOPE_LIMITS, defaultPolicy: DEFAULT_POLICY, maxConflictRetries: 5 };
 const ev = (type: string, data: Record<string, unknown>) => ({ event_id: randomUUID(), type, data }) as never;

@@ -3,14 +3,14 @@
  * path on a temporary data directory, with a clock that moves a fixed step per submit so that the
  * output is the same on every run, and the built binary run as a user runs it.
  */
-import { seedEnvelopes } from './seed-envelopes';
+import { seedEnvelopes } from '../../packages/core/test/support/seed-envelopes';
 import { spawn, spawnSync } from 'node:child_process';
 import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
-import type { SubmitAnswer, SubmittedEvent } from '../../src/contract/ledger-api.types';
+import type { SubmitAnswer, SubmittedEvent } from '@recovery-ledger/core/contract/ledger-api.types';
 import { loadConfig } from '../../src/config/ledger-config';
-import { LedgerProblem } from '../../src/errors/ledger-problem';
+import { LedgerProblem } from '@recovery-ledger/core/errors/ledger-problem';
 import { LedgerService } from '../../src/ledger/ledger.service';
 import { SqliteEventStore } from '../../src/store/sqlite/sqlite-event-store.adapter';
 

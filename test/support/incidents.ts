@@ -3,7 +3,7 @@
  * service: the fixtures of the triage, console and webhook tests.
  */
 import { fact, request } from './http';
-import { seedEnvelopes } from './seed-envelopes';
+import { seedEnvelopes } from '../../packages/core/test/support/seed-envelopes';
 
 export function incidentsAt(baseUrl: string, key: string) {
   async function submit(ref: string, type: string, data: Record<string, unknown>, allow: number[] = [200]): Promise<{ status: number; body: any }> {

@@ -10,7 +10,7 @@
  * call, at the worst moment, with no hook in the SDK. Each line of output is one JSON object.
  */
 import { existsSync } from 'node:fs';
-import { LedgerClient, LedgerWorker } from '../../src/client';
+import { LedgerClient, LedgerWorker } from '@recovery-ledger/client';
 import { CREATE_INVOICE, invoiceTools } from '../../examples/invoice-tools';
 import { flag, integerFlag, log } from '../../examples/example-cli';
 

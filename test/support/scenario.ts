@@ -4,11 +4,11 @@
  * problem answers, and a read-only look at the events table the server writes. Nothing here
  * stands in for a part of the ledger: every request goes to the built server over loopback.
  */
-import { seedEnvelopes } from './seed-envelopes';
+import { seedEnvelopes } from '../../packages/core/test/support/seed-envelopes';
 import Database from 'better-sqlite3';
 import { randomUUID } from 'node:crypto';
 import { join } from 'node:path';
-import { ERROR_REGISTRY } from '../../src/errors/error-registry';
+import { ERROR_REGISTRY } from '@recovery-ledger/core/errors/error-registry';
 import type { StoredEvent } from '../../src/store/event-store.port';
 import { fact, ledgerAt, type HttpAnswer } from './http';
 

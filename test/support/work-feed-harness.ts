@@ -4,7 +4,7 @@
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import { resolve } from 'node:path';
-import { LedgerClient, LedgerWorker, type WorkerEvent, type WorkerReport } from '../../src/client';
+import { LedgerClient, LedgerWorker, type WorkerEvent, type WorkerReport } from '@recovery-ledger/client';
 import { CREATE_INVOICE, invoiceTools } from '../../examples/invoice-tools';
 
 export const PROVIDER_MAIN = resolve(__dirname, '../../dist/examples/invoice-provider/main.js');

@@ -1,4 +1,4 @@
-import { evolveEvidenceTrail, sealEvidenceTrail, type EvidenceEntry, type EvidenceTrailDoc, type Verdict } from '../../../projections/evidence-trail.projection';
+import { evolveEvidenceTrail, sealEvidenceTrail, type EvidenceEntry, type EvidenceTrailDoc, type Verdict } from '@recovery-ledger/core/projections/evidence-trail.projection';
 import { operationStream } from '../../store/stream-names';
 import { CliError } from '../cli-errors';
 import { encodeRef, remoteLedger, withLocalStore, type GlobalOptions } from '../ledger-source';

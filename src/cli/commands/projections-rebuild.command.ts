@@ -1,5 +1,5 @@
 import { SingleBar } from 'cli-progress';
-import { LEDGER_PROJECTIONS } from '../../../projections/projection-catalog';
+import { LEDGER_PROJECTIONS } from '@recovery-ledger/core/projections/projection-catalog';
 import { findRollback } from '../../ledger/history-rollback';
 import { ProjectionEngine } from '../../projection-engine/projection-engine';
 import { readModelFile, SqliteReadModel } from '../../projection-engine/sqlite-read-model.store';

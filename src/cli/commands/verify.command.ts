@@ -1,7 +1,7 @@
 import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { LEDGER_PROJECTIONS } from '../../../projections/projection-catalog';
+import { LEDGER_PROJECTIONS } from '@recovery-ledger/core/projections/projection-catalog';
 import { findRollback, type RollbackReport } from '../../ledger/history-rollback';
 import { ledgerEventProblem } from '../../ledger/integrity-monitor';
 import { verifyReadModels, type ReadModelReport } from '../../projection-engine/read-model-verification';

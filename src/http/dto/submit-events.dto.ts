@@ -30,9 +30,9 @@ import {
   type SideEffect,
   type SubmittedFactType,
   type VerificationOutcome,
-} from '../../domain/events';
-import { CLIENT_EVENT_ID_PREFIX, IDENTIFIER_PATTERN } from '../../domain/identifier-grammar';
-import { isRfc3339Instant } from '../../shared/rfc3339';
+} from '@recovery-ledger/core/domain/events';
+import { CLIENT_EVENT_ID_PREFIX, IDENTIFIER_PATTERN } from '@recovery-ledger/core/domain/identifier-grammar';
+import { isRfc3339Instant } from '@recovery-ledger/core/shared/rfc3339';
 
 const IsRfc3339Instant = () =>
   ValidateBy({

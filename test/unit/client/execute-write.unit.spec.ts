@@ -1,5 +1,5 @@
-import { executeWrite, inputHash, OutcomeNotRecordedError, verify, type WriteStep } from '../../../src/client/execute-write';
-import { LedgerClient } from '../../../src/client/ledger-client';
+import { executeWrite, inputHash, OutcomeNotRecordedError, verify, type WriteStep } from '../../../packages/client/src/execute-write';
+import { LedgerClient } from '../../../packages/client/src/ledger-client';
 import { KeyedInvoiceProvider, type InvoiceInput } from './support/keyed-provider';
 import { startLoopbackLedger, type LoopbackLedger } from './support/loopback-ledger';
 

@@ -1,6 +1,6 @@
 import fc from 'fast-check';
-import { bodySaysFailure, normalizeHttpResponse } from '../../../src/client/normalizers/http-response.normalizer';
-import type { HttpNormalizeOptions } from '../../../src/client/normalizers/http-response.normalizer';
+import { bodySaysFailure, normalizeHttpResponse } from '../../../packages/client/src/normalizers/http-response.normalizer';
+import type { HttpNormalizeOptions } from '../../../packages/client/src/normalizers/http-response.normalizer';
 import { expectError, expectValid, FIXED_AGENT_MESSAGES, NOW, REF, shape } from './support/envelope-assertions';
 
 const write: HttpNormalizeOptions = { operationRef: REF, sideEffect: 'write', now: NOW };

@@ -1,6 +1,6 @@
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { callHttpTool } from '../../../src/client/http-tool';
+import { callHttpTool } from '../../../packages/client/src/http-tool';
 
 describe('callHttpTool and a caller signal', () => {
   let server: Server;

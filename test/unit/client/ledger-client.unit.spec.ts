@@ -1,4 +1,4 @@
-import { LedgerClient } from '../../../src/client/ledger-client';
+import { LedgerClient } from '../../../packages/client/src/ledger-client';
 import {
   LedgerAuthError,
   LedgerError,
@@ -6,7 +6,7 @@ import {
   LedgerNotFound,
   LedgerRefusal,
   LedgerUnavailable,
-} from '../../../src/client/ledger-errors';
+} from '../../../packages/client/src/ledger-errors';
 import { startLoopbackLedger, type LoopbackLedger } from './support/loopback-ledger';
 
 const REF = 'run_81/step_4';

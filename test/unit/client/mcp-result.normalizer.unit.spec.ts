@@ -1,4 +1,4 @@
-import { normalizeMcpToolResult, type McpNormalizeOptions } from '../../../src/client/normalizers/mcp-result.normalizer';
+import { normalizeMcpToolResult, type McpNormalizeOptions } from '../../../packages/client/src/normalizers/mcp-result.normalizer';
 import { expectError, expectValid, FIXED_AGENT_MESSAGES, NOW, REF, shape } from './support/envelope-assertions';
 
 const write: McpNormalizeOptions = {

@@ -4,7 +4,7 @@ import {
   classifyNetworkError,
   normalizeNetworkError,
   type NetworkErrorOptions,
-} from '../../../src/client/normalizers/network-error.normalizer';
+} from '../../../packages/client/src/normalizers/network-error.normalizer';
 import { expectError, expectValid, NOW, REF, shape } from './support/envelope-assertions';
 
 const write: NetworkErrorOptions = { operationRef: REF, sideEffect: 'write', now: NOW };

@@ -1,6 +1,6 @@
-import { executeWrite, inputHash, type Lookup } from '../../../src/client/execute-write';
-import { LedgerClient } from '../../../src/client/ledger-client';
-import { recover } from '../../../src/client/recover';
+import { executeWrite, inputHash, type Lookup } from '../../../packages/client/src/execute-write';
+import { LedgerClient } from '../../../packages/client/src/ledger-client';
+import { recover } from '../../../packages/client/src/recover';
 import { KeyedInvoiceProvider, type InvoiceInput } from './support/keyed-provider';
 import { startLoopbackLedger, type LoopbackLedger } from './support/loopback-ledger';
 

@@ -6,12 +6,12 @@
  */
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { inputHash } from '../../../src/client/execute-write';
-import { normalizeHttpResponse } from '../../../src/client/normalizers/http-response.normalizer';
-import { normalizeMcpToolResult } from '../../../src/client/normalizers/mcp-result.normalizer';
-import { retryAfterMs } from '../../../src/client/normalizers/retry-after';
-import { redactText } from '../../../src/domain/envelope/redaction';
-import { canonicalJson } from '../../../src/shared/canonical-json';
+import { inputHash } from '../../../packages/client/src/execute-write';
+import { normalizeHttpResponse } from '../../../packages/client/src/normalizers/http-response.normalizer';
+import { normalizeMcpToolResult } from '../../../packages/client/src/normalizers/mcp-result.normalizer';
+import { retryAfterMs } from '../../../packages/client/src/normalizers/retry-after';
+import { redactText } from '@recovery-ledger/core/domain/envelope/redaction';
+import { canonicalJson } from '@recovery-ledger/core/shared/canonical-json';
 import { SECRET_CORPUS } from '../../support/secret-corpus';
 import { normalizerVectors } from '../../vectors/normalizer-vectors';
 import { CANONICAL_INPUTS, HTTP_CASES, MCP_CASES, NORMALIZER_NOW, RETRY_AFTER_NOW, RETRY_AFTER_VALUES } from '../../vectors/vector-inputs';

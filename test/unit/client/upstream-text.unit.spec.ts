@@ -1,9 +1,9 @@
-import type { ToolEnvelope } from '../../../src/domain/envelope/envelope.types';
-import { normalizeHttpResponse } from '../../../src/client/normalizers/http-response.normalizer';
-import { normalizeMcpToolResult } from '../../../src/client/normalizers/mcp-result.normalizer';
-import { normalizeNetworkError } from '../../../src/client/normalizers/network-error.normalizer';
-import { inputFieldsOf } from '../../../src/client/normalizers/input-fields';
-import { safeToken, safeTokenList, upstreamError } from '../../../src/client/normalizers/upstream-text';
+import type { ToolEnvelope } from '@recovery-ledger/core/domain/envelope/envelope.types';
+import { normalizeHttpResponse } from '../../../packages/client/src/normalizers/http-response.normalizer';
+import { normalizeMcpToolResult } from '../../../packages/client/src/normalizers/mcp-result.normalizer';
+import { normalizeNetworkError } from '../../../packages/client/src/normalizers/network-error.normalizer';
+import { inputFieldsOf } from '../../../packages/client/src/normalizers/input-fields';
+import { safeToken, safeTokenList, upstreamError } from '../../../packages/client/src/normalizers/upstream-text';
 import { expectError, expectValid, FIXED_AGENT_MESSAGES, FIXED_USER_MESSAGES, NOW, REF } from './support/envelope-assertions';
 import { HOSTILE_UPSTREAM_TEXTS, TELLTALES } from './support/hostile-upstream-texts';
 

@@ -1,4 +1,4 @@
-import { isCardNumber, isSecretKeyName, passesLuhn, redactDeep, redactText } from '../../../src/domain/envelope/redaction';
+import { isCardNumber, isSecretKeyName, passesLuhn, redactDeep, redactText } from '@recovery-ledger/core/domain/envelope/redaction';
 import { SecretScanner, stringsOf } from '../../../src/ledger/secret-scanner';
 import { SECRET_CORPUS } from '../../support/secret-corpus';
 

@@ -1,4 +1,4 @@
-import { LedgerProblem } from '../../../src/errors/ledger-problem';
+import { LedgerProblem } from '@recovery-ledger/core/errors/ledger-problem';
 import { encodeCursor } from '../../../src/projection-engine/page-cursor';
 import { evidenceQuery, operationListQuery, recoveryQuery, triageQuery } from '../../../src/http/read-queries';
 import { leaseHeader, releaseRequest, workRequest } from '../../../src/http/work-requests';

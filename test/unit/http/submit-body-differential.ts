@@ -3,7 +3,7 @@ import { deepStrictEqual, ok, strictEqual } from 'node:assert/strict';
 import { ValidationPipe } from '@nestjs/common';
 import fc from 'fast-check';
 import type { LedgerConfig } from '../../../src/config/ledger-config';
-import { LedgerProblem } from '../../../src/errors/ledger-problem';
+import { LedgerProblem } from '@recovery-ledger/core/errors/ledger-problem';
 import { compileSubmitBody, type BodyCheck } from '../../../src/http/submit-body.validator';
 import { SubmitEventsPipe } from '../../../src/http/submit-events.pipe';
 

@@ -2,10 +2,10 @@
  * Every answer the gateway can build from a ledger state is an envelope the ledger itself would
  * accept, says what the state says, and shows only codes it may show.
  */
-import { envelopeForState, refReusedEnvelope, approvalGateEnvelope, ledgerUnavailableEnvelope, ledgerUnauthorizedEnvelope, notRecordedEnvelope } from '../../../src/mcp-gateway/host-envelope';
-import { validateEnvelope } from '../../../src/domain/envelope/validate-envelope';
-import { STEP_STATUSES } from '../../../src/domain/events';
-import type { OperationState } from '../../../src/client';
+import { envelopeForState, refReusedEnvelope, approvalGateEnvelope, ledgerUnavailableEnvelope, ledgerUnauthorizedEnvelope, notRecordedEnvelope } from '../../../packages/mcp-gateway/src/host-envelope';
+import { validateEnvelope } from '@recovery-ledger/core/domain/envelope/validate-envelope';
+import { STEP_STATUSES } from '@recovery-ledger/core/domain/events';
+import type { OperationState } from '@recovery-ledger/client';
 
 const now = new Date('2026-12-03T07:00:00.000Z');
 const REF = 'run_1/step_1';

@@ -1,4 +1,4 @@
-import { canonicalJson } from '../../../src/shared/canonical-json';
+import { canonicalJson } from '@recovery-ledger/core/shared/canonical-json';
 import { GENESIS_HASH, sealEvents, verifyChain } from '../../../src/store/hash-chain';
 import type { StoredEvent } from '../../../src/store/event-store.port';
 

@@ -1,12 +1,12 @@
-import type { NextAction, ToolEnvelope, ToolError } from '../../../../src/domain/envelope/envelope.types';
-import { NEXT_ACTIONS } from '../../../../src/domain/envelope/envelope.types';
-import { validateEnvelope } from '../../../../src/domain/envelope/validate-envelope';
+import type { NextAction, ToolEnvelope, ToolError } from '@recovery-ledger/core/domain/envelope/envelope.types';
+import { NEXT_ACTIONS } from '@recovery-ledger/core/domain/envelope/envelope.types';
+import { validateEnvelope } from '@recovery-ledger/core/domain/envelope/validate-envelope';
 import {
   agentMessage,
   NORMALIZED_CODE_FACTS,
   userMessage,
   type NormalizedCode,
-} from '../../../../src/client/normalizers/envelope-builders';
+} from '../../../../packages/client/src/normalizers/envelope-builders';
 
 export const NOW = new Date('2030-03-04T05:06:07.000Z');
 export const REF = 'run_81/step_4';

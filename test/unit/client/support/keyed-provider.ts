@@ -1,7 +1,7 @@
-import type { ToolEnvelope } from '../../../../src/domain/envelope/envelope.types';
-import type { Lookup, ToolCall, ToolCallContext } from '../../../../src/client/execute-write';
-import { normalizeHttpResponse } from '../../../../src/client/normalizers/http-response.normalizer';
-import { inputFieldsOf } from '../../../../src/client/normalizers/input-fields';
+import type { ToolEnvelope } from '@recovery-ledger/core/domain/envelope/envelope.types';
+import type { Lookup, ToolCall, ToolCallContext } from '../../../../packages/client/src/execute-write';
+import { normalizeHttpResponse } from '../../../../packages/client/src/normalizers/http-response.normalizer';
+import { inputFieldsOf } from '../../../../packages/client/src/normalizers/input-fields';
 
 export interface InvoiceInput {
   customer_id: string;

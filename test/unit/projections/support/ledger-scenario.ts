@@ -1,11 +1,11 @@
 import { randomUUID } from 'node:crypto';
-import { seedEnvelopes } from '../../../support/seed-envelopes';
-import { DEFAULT_ENVELOPE_LIMITS } from '../../../../src/domain/envelope/envelope.types';
-import { DEFAULT_POLICY } from '../../../../src/domain/events';
-import { LedgerProblem } from '../../../../src/errors/ledger-problem';
+import { seedEnvelopes } from '../../../../packages/core/test/support/seed-envelopes';
+import { DEFAULT_ENVELOPE_LIMITS } from '@recovery-ledger/core/domain/envelope/envelope.types';
+import { DEFAULT_POLICY } from '@recovery-ledger/core/domain/events';
+import { LedgerProblem } from '@recovery-ledger/core/errors/ledger-problem';
 import type { Clock } from '../../../../src/ledger/clock';
 import { LedgerService } from '../../../../src/ledger/ledger.service';
-import type { SubmitAnswer, SubmittedEvent } from '../../../../src/contract/ledger-api.types';
+import type { SubmitAnswer, SubmittedEvent } from '@recovery-ledger/core/contract/ledger-api.types';
 import type { EventStore, StoredEvent } from '../../../../src/store/event-store.port';
 import { MemoryEventStore } from './memory-event-store';
 

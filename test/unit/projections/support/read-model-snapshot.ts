@@ -1,6 +1,6 @@
-import type { AnyProjection, ProjectedEvent } from '../../../../projections/projection';
+import type { AnyProjection, ProjectedEvent } from '@recovery-ledger/core/projections/projection';
 import type { SqliteReadModel } from '../../../../src/projection-engine/sqlite-read-model.store';
-import { foldProjection } from './fold-projection';
+import { foldProjection } from '../../../../packages/core/test/projections/support/fold-projection';
 
 export type Snapshot = Record<string, { docs: Array<{ key: string; doc: string }>; links: Array<{ stream: string; link: string }> }>;
 

@@ -1,0 +1,172 @@
+/**
+ * The wire shapes of docs/contract.md §9, typed from the same source as the server: the domain's vocabularies
+ * and the ledger service's answer types. Type-only imports, so nothing of the server is loaded at
+ * run time by a runtime that imports the client.
+ */
+import type { ToolEnvelope } from '@recovery-ledger/core/domain/envelope/envelope.types';
+import type {
+  Directive,
+  DirectiveAction,
+  SideEffect,
+  StepStatus,
+  SubmittedFactType,
+  VerificationOutcome,
+} from '@recovery-ledger/core/domain/events';
+import type { StepView, SubmitAnswer as ServerSubmitAnswer, SubmitResult, LeaseView, WorkAnswer, WorkItem, WorkLease } from '@recovery-ledger/core/contract/ledger-api.types';
+
+export type { LeaseView, WorkAnswer, WorkItem, WorkLease };
+
+export type { Directive, DirectiveAction, SideEffect, StepStatus, SubmitResult, SubmittedFactType, VerificationOutcome };
+
+/** The state of one operation as the ledger answers it; `unplanned` only before its first fact. */
+export interface OperationState extends StepView {
+  status: StepStatus | 'unplanned';
+}
+
+export interface SubmitAnswer extends Omit<ServerSubmitAnswer, 'state'> {
+  state: OperationState;
+}
+
+/** `StepPlanned` data as submitted; the ledger fills the policy's defaults and stores them. */
+export interface StepPlannedInput {
+  run_id: string;
+  tool: string;
+  side_effect: SideEffect;
+  input_hash: string;
+  policy?: StepPolicyInput;
+  /** The input itself, for the work feed's workers (its canonical SHA-256 is input_hash). */
+  input?: unknown;
+}
+
+export interface StepPolicyInput {
+  max_attempts?: number;
+  consistency_window_ms?: number;
+  verification_tool?: string;
+  max_consecutive_dependency_failures?: number;
+  /** No envelope and no live lease this long after a dispatch: the feed hands the step out for verification. */
+  dispatch_timeout_ms?: number;
+}
+
+export interface AttemptDispatchedInput {
+  /** The previous attempts plus one; the first is 1. */
+  attempt: number;
+  input_hash: string;
+  /**
+   * The longest the dispatcher's call may stay open (1..86_400_000 ms); the ledger's call deadline
+   * is at most this long after its grant (docs/contract.md §4.5).
+   */
+  call_window_ms?: number;
+}
+
+export interface EnvelopeRecordedInput {
+  attempt: number;
+  envelope: ToolEnvelope;
+}
+
+export interface VerificationRecordedInput {
+  outcome: VerificationOutcome;
+  /** When the lookup ran (evidence only: the ledger judges windows by its own clock). */
+  checked_at: string;
+  evidence_ref?: string;
+  result?: unknown;
+}
+
+export interface ApprovalRecordedInput {
+  decision: 'granted' | 'denied';
+  approver: string;
+  reason?: string;
+}
+
+export interface FactInputs {
+  StepPlanned: StepPlannedInput;
+  AttemptDispatched: AttemptDispatchedInput;
+  EnvelopeRecorded: EnvelopeRecordedInput;
+  VerificationRecorded: VerificationRecordedInput;
+  ApprovalRecorded: ApprovalRecordedInput;
+}
+
+/** One fact to submit. Without an `event_id` the client chooses one before the first send. */
+export type SubmittedEventInput = {
+  [Type in SubmittedFactType]: { event_id?: string; type: Type; data: FactInputs[Type] };
+}[SubmittedFactType];
+
+/** One fact as sent: its id is fixed, so any resend of it is the same fact (and a no-op). */
+export type SubmittedEvent = SubmittedEventInput & { event_id: string };
+
+export interface StoredEventView {
+  revision: number;
+  position: number;
+  event_id: string;
+  type: string;
+  recorded_at: string;
+  actor: string;
+  causation_event_id?: string;
+  traceparent?: string;
+  schema_version: number;
+  data: Record<string, unknown>;
+  prev_hash: string;
+  hash: string;
+}
+
+export interface OperationEvents {
+  operation_ref: string;
+  revision: number;
+  events: StoredEventView[];
+  /** With `as_of_revision`: the state folded up to that revision. */
+  as_of_revision?: number;
+  state?: OperationState;
+}
+
+/** One operation a restarted worker must verify: in flight (`dispatched`) or `verifying`. */
+export interface RecoveryItem {
+  operation_ref: string;
+  tool: string;
+  run_id: string;
+  status: 'dispatched' | 'verifying';
+  /** When the step entered this status (ledger clock). */
+  since: string;
+  /** The attempt in flight or to verify. */
+  attempt: number;
+  attempts_used?: number;
+  side_effect?: SideEffect;
+  reason?: string;
+  verification_tool?: string;
+  revision?: number;
+}
+
+export interface RecoveryPage {
+  items: RecoveryItem[];
+  next_cursor?: string;
+  /** The log position the projection had applied when it answered. */
+  as_of_position?: number;
+}
+
+/** Projections (docs/contract.md §5): their fields are the server's to grow; the client passes them through. */
+export interface EvidenceTrail {
+  operation_ref: string;
+  [field: string]: unknown;
+}
+
+export interface RunSummary {
+  run_id: string;
+  [field: string]: unknown;
+}
+
+export interface TrustMetrics {
+  [field: string]: unknown;
+}
+
+/** The problem+json body of every error answer (RFC 9457 plus the ledger's fields). */
+export interface ProblemDetails {
+  type: string;
+  title: string;
+  status: number;
+  code: string;
+  detail: string;
+  instance?: string;
+  field?: string;
+  directive?: Directive;
+  state?: OperationState;
+  results?: SubmitResult[];
+  retry_after_seconds?: number;
+}

@@ -1,0 +1,18 @@
+import { defineConfig } from 'tsup';
+
+/**
+ * One self-contained file per module format: the core's parts the client uses (envelope rules,
+ * canonical JSON, contract types) are bundled in, so the installed package needs nothing else.
+ */
+export default defineConfig({
+  entry: ['src/index.ts'],
+  format: ['cjs', 'esm'],
+  platform: 'node',
+  target: 'node20',
+  dts: { resolve: [/^@recovery-ledger\/core/] },
+  noExternal: [/^@recovery-ledger\/core/],
+  sourcemap: true,
+  clean: true,
+  splitting: false,
+  treeshake: true,
+});

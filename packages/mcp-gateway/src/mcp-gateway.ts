@@ -1,0 +1,528 @@
+/**
+ * The MCP gateway: an MCP server to the host, an MCP client to the upstream servers, and a
+ * runtime of the ledger in between. Read tools pass through; every call of a write tool is planned,
+ * gated, recorded and answered through the SDK's executeWrite, and an unknown outcome is verified
+ * by the gateway itself, by operation_ref, before anything is sent again (docs/contract.md §4).
+ */
+import { Server } from '@modelcontextprotocol/sdk/server/index.js';
+import {
+  CallToolRequestSchema,
+  ErrorCode,
+  ListToolsRequestSchema,
+  McpError,
+  type CallToolResult,
+  type Tool,
+} from '@modelcontextprotocol/sdk/types.js';
+import {
+  executeWrite,
+  inputHash,
+  OutcomeNotRecordedError,
+  verify,
+  type Lookup,
+  type ToolCall,
+  type WriteOutcome,
+  type WriteStep,
+} from '@recovery-ledger/client';
+import type { OperationState } from '@recovery-ledger/client';
+import { LedgerClient } from '@recovery-ledger/client';
+import { LedgerAuthError, LedgerError, LedgerNotFound } from '@recovery-ledger/client';
+import { callWindowPassed, correctInput, escalate, uncertainOutcome, waitAndRetry, type NormalizeContext } from '@recovery-ledger/client';
+import { inputFieldsOf } from '@recovery-ledger/client';
+import { normalizeMcpToolResult } from '@recovery-ledger/client';
+import { normalizeNetworkError } from '@recovery-ledger/client';
+import { recover, type RecoveryReport } from '@recovery-ledger/client';
+import { envelopeJsonSchema } from '@recovery-ledger/client';
+import type { ToolEnvelope } from '@recovery-ledger/client';
+import { GATEWAY_TOOLS, type GatewayConfig, type WriteToolConfig } from './gateway-config';
+import {
+  approvalGateEnvelope,
+  callError,
+  checked,
+  envelopeForState,
+  hostAnswer,
+  ledgerUnavailableEnvelope,
+  ledgerUnauthorizedEnvelope,
+  notRecordedEnvelope,
+  refReusedEnvelope,
+  type AnswerContext,
+} from './host-envelope';
+import { makeLookup } from './lookups';
+import { hostTool } from './tool-text';
+import { CallWindowPassedError, Upstream, UpstreamNotSentError } from './upstream';
+
+export const OPERATION_REF_DESCRIPTION =
+  'A durable reference for this one operation, chosen once before the first attempt (for example "<task>/<step>"). ' +
+  'Reuse exactly the same operation_ref whenever you retry, correct or check this operation; ' +
+  'use a new one only for a new, different operation. The gateway uses it as the idempotency key.';
+
+const MAX_REF_LENGTH = 200;
+const REF_PATTERN = /^[^\u0000-\u001f\u007f]{1,200}$/;
+/** Rounds of verify-then-dispatch one call may take; each is a ledger decision, so it is small. */
+const MAX_ROUNDS = 3;
+
+export type GatewayLog = (line: Record<string, unknown>) => void;
+
+interface Route {
+  upstream: Upstream;
+  tool: Tool;
+}
+
+/** The envelope's schema as an MCP outputSchema (its root must say type: object). */
+function envelopeOutputSchema(): Tool['outputSchema'] {
+  const { $schema: _schema, $id: _id, ...schema } = envelopeJsonSchema();
+  return { type: 'object', ...schema } as Tool['outputSchema'];
+}
+
+const OPERATION_REF_INPUT = {
+  type: 'object' as const,
+  properties: { operation_ref: { type: 'string', minLength: 1, maxLength: MAX_REF_LENGTH, description: 'the operation_ref the write tool was called with' } },
+  required: ['operation_ref'],
+};
+
+const sideEffectFree = { readOnlyHint: true, destructiveHint: false, openWorldHint: false };
+
+export class McpGateway {
+  readonly ledger: LedgerClient;
+  private readonly upstreams = new Map<string, Upstream>();
+  private routes = new Map<string, Route>();
+  private readonly lookups: Record<string, Lookup> = {};
+  /** Operations this process has an upstream call open for: their in-flight state is its own. */
+  private readonly inFlight = new Set<string>();
+  /** A read tool told to wait: no call reaches it before this instant. */
+  private readonly readHolds = new Map<string, { until: number; envelope: Record<string, unknown> }>();
+  private recovery: Promise<RecoveryReport | undefined> = Promise.resolve(undefined);
+
+  constructor(
+    readonly config: GatewayConfig,
+    private readonly log: GatewayLog = () => undefined,
+    private readonly now: () => Date = () => new Date(),
+  ) {
+    this.ledger = new LedgerClient({ baseUrl: config.ledger.url, apiKey: config.ledger.api_key, timeoutMs: config.ledger.timeout_ms });
+    for (const [name, server] of Object.entries(config.servers)) this.upstreams.set(name, new Upstream(name, server, log));
+    for (const [tool, writeTool] of Object.entries(config.write_tools)) {
+      this.lookups[tool] = makeLookup(writeTool.lookup, (server) => this.upstreamFor(server ?? writeTool.server, tool));
+    }
+  }
+
+  private upstreamFor(server: string | undefined, tool: string): Upstream {
+    if (server) return this.upstreams.get(server) as Upstream;
+    const route = this.routes.get(tool);
+    if (!route) throw new Error(`no upstream lists ${tool}`);
+    return route.upstream;
+  }
+
+  /** Connects every upstream and learns its tools; a configured write tool nobody lists is an error. */
+  async start(): Promise<void> {
+    this.routes = await this.discover();
+    const problems: string[] = [];
+    for (const [name, writeTool] of Object.entries(this.config.write_tools)) {
+      const route = this.routes.get(name);
+      if (!route) problems.push(`write tool ${name} is listed by no upstream server`);
+      else if (writeTool.server && route.upstream.name !== writeTool.server) problems.push(`write tool ${name} is not listed by server ${writeTool.server}`);
+      if ('tool' in writeTool.lookup && !writeTool.lookup.server && !this.routes.has(writeTool.lookup.tool)) {
+        problems.push(`lookup tool ${writeTool.lookup.tool} (for ${name}) is listed by no upstream server`);
+      }
+    }
+    if (problems.length > 0) throw new Error(problems.join('; '));
+    for (const [name, route] of this.routes) {
+      if (!this.config.write_tools[name] && route.tool.annotations?.readOnlyHint !== true) {
+        this.log({ event: 'unprotected_tool', tool: name, server: route.upstream.name, note: 'not read-only by its annotations and not a configured write tool: it passes through without the ledger' });
+      }
+    }
+    this.recovery = this.recoverInFlight();
+  }
+
+  private async discover(): Promise<Map<string, Route>> {
+    const routes = new Map<string, Route>();
+    for (const upstream of this.upstreams.values()) {
+      for (const tool of await upstream.listTools()) {
+        if ((GATEWAY_TOOLS as readonly string[]).includes(tool.name)) {
+          throw new Error(`server ${upstream.name} has a tool named ${tool.name}, which the gateway adds itself`);
+        }
+        const pinned = this.config.write_tools[tool.name]?.server;
+        const existing = routes.get(tool.name);
+        if (existing && !pinned) throw new Error(`tool ${tool.name} is listed by servers ${existing.upstream.name} and ${upstream.name}; pin it with write_tools.${tool.name}.server`);
+        if (existing && pinned !== upstream.name) continue;
+        routes.set(tool.name, { upstream, tool });
+      }
+    }
+    return routes;
+  }
+
+  /**
+   * After a restart: every operation the ledger has in flight or verifying for one of our write
+   * tools is verified by its own operation_ref (the SDK's recover()); nothing is sent.
+   */
+  private async recoverInFlight(): Promise<RecoveryReport | undefined> {
+    try {
+      const report = await recover(this.ledger, this.lookups, { olderThanMs: this.config.recovery.older_than_ms });
+      const entries = report.entries.filter((entry) => entry.result !== 'no_lookup');
+      this.log({ event: 'recovered', entries: entries.map(({ operationRef, tool, listedStatus, result, outcome, status }) => ({ operationRef, tool, listedStatus, result, outcome, status })) });
+      return report;
+    } catch (error) {
+      // A call on one of them verifies it anyway (it is refused as in flight or unverified).
+      this.log({ event: 'recovery_failed', code: error instanceof LedgerError ? error.code : 'ERROR' });
+      return undefined;
+    }
+  }
+
+  // ---- tools/list ------------------------------------------------------------------------------------
+
+  async listTools(): Promise<Tool[]> {
+    try {
+      this.routes = await this.discover();
+    } catch (error) {
+      // An upstream that went away keeps its last known tools: a call reconnects it.
+      this.log({ event: 'list_tools_failed', message: error instanceof Error ? error.message : String(error) });
+    }
+    const tools: Tool[] = [];
+    for (const [name, route] of this.routes) {
+      const writeTool = this.config.write_tools[name];
+      const trusted = this.config.servers[route.upstream.name]?.trust_descriptions === true;
+      tools.push(writeTool ? this.hostWriteTool(hostTool(route.tool, trusted, writeTool), writeTool) : hostTool(route.tool, trusted, this.config.read_tools[name]));
+    }
+    tools.push(
+      {
+        name: 'verify_operation',
+        title: 'Verify a write by its operation_ref',
+        description:
+          'Checks with the provider whether the write made with this operation_ref happened, records the proof in the ledger, and answers the envelope of the outcome. Use it when a write answered next_action verify_operation.',
+        inputSchema: OPERATION_REF_INPUT,
+        outputSchema: envelopeOutputSchema(),
+        annotations: { readOnlyHint: false, destructiveHint: false, idempotentHint: true, openWorldHint: false },
+      },
+      {
+        name: 'operation_status',
+        title: 'Where an operation stands',
+        description: 'Answers what the ledger knows of an operation_ref: its state, the next action, and the envelope for it. Changes nothing.',
+        inputSchema: OPERATION_REF_INPUT,
+        annotations: sideEffectFree,
+      },
+    );
+    return tools;
+  }
+
+  /** A write tool as the host sees it (`tool` already holds only the words the host may read). */
+  private hostWriteTool(tool: Tool, writeTool: WriteToolConfig): Tool {
+    const properties = { ...((tool.inputSchema.properties ?? {}) as Record<string, object>) };
+    const key = writeTool.idempotency_argument;
+    if (key) delete properties[key];
+    properties.operation_ref = { type: 'string', minLength: 1, maxLength: MAX_REF_LENGTH, description: OPERATION_REF_DESCRIPTION };
+    const required = [...new Set([...(tool.inputSchema.required ?? []).filter((name) => name !== key), 'operation_ref'])];
+    const { outputSchema: _upstreamOutput, ...rest } = tool;
+    return {
+      ...rest,
+      description: `${tool.description ?? ''}${tool.description ? '\n\n' : ''}Runs through a recovery ledger: give an operation_ref. The answer's structuredContent is a typed envelope; follow its next_action (never retry on your own after an unknown outcome).`,
+      inputSchema: { ...tool.inputSchema, properties, required },
+      // The host gets the envelope, which carries the upstream's result inside it on success.
+      outputSchema: envelopeOutputSchema(),
+    };
+  }
+
+  // ---- tools/call ------------------------------------------------------------------------------------
+
+  async callTool(name: string, args: Record<string, unknown>): Promise<CallToolResult> {
+    if (name === 'verify_operation') return this.verifyOperation(args);
+    if (name === 'operation_status') return this.operationStatus(args);
+    const route = this.routes.get(name);
+    if (!route) throw new McpError(ErrorCode.InvalidParams, `unknown tool ${name}`);
+    const writeTool = this.config.write_tools[name];
+    return writeTool ? this.callWrite(name, route, writeTool, args) : this.callRead(name, route, args);
+  }
+
+  private operationRefOf(args: Record<string, unknown>): string | undefined {
+    const ref = args.operation_ref;
+    return typeof ref === 'string' && REF_PATTERN.test(ref) ? ref : undefined;
+  }
+
+  private runIdOf(ref: string): string {
+    const slash = ref.indexOf('/');
+    return slash > 0 ? ref.slice(0, slash) : this.config.run_id;
+  }
+
+  private answerContext(writeTool: WriteToolConfig | undefined, extra: Partial<AnswerContext> = {}): AnswerContext {
+    return { vouched: writeTool?.vouched_codes ?? [], now: this.now(), ...extra };
+  }
+
+  private answer(tool: string, envelope: ToolEnvelope): CallToolResult {
+    return hostAnswer(tool, checked(envelope));
+  }
+
+  private async callWrite(name: string, route: Route, writeTool: WriteToolConfig, args: Record<string, unknown>): Promise<CallToolResult> {
+    const ref = this.operationRefOf(args);
+    if (!ref) {
+      return callError(
+        `${name} needs operation_ref: a durable reference (1 to ${MAX_REF_LENGTH} characters) chosen once for this operation and reused on every retry. Nothing was sent.`,
+      );
+    }
+    await this.recovery;
+    const { operation_ref: _ref, ...input } = args;
+    const key = writeTool.idempotency_argument;
+    if (key && key !== 'operation_ref') delete input[key];
+    const policy = writeTool.policy;
+    const step: WriteStep<Record<string, unknown>> = {
+      operationRef: ref,
+      runId: this.runIdOf(ref),
+      tool: name,
+      input,
+      inputHash: inputHash(input),
+      policy: {
+        // The approval request is attempt 1 when the policy asks for one: it needs an attempt of its own.
+        max_attempts: policy.max_attempts + (policy.approval_required ? 1 : 0),
+        consistency_window_ms: policy.consistency_window_ms,
+        verification_tool: 'verify_operation',
+      },
+    };
+    try {
+      for (let round = 0; round < MAX_ROUNDS; round++) {
+        const approved = policy.approval_required ? await this.approvalGranted(ref, step.inputHash as string) : true;
+        const call = this.toolCall(name, route, writeTool, approved);
+        // The call window declared on every dispatch is the upstream call timeout: the ledger's call
+        // deadline is then the gateway's own, and a not_found is conclusive only a consistency
+        // window after it (docs/contract.md §4); the SDK starts and aborts the call within it.
+        const options = { now: this.now, callWindowMs: writeTool.timeout_ms };
+        const outcome = await executeWrite(this.ledger, step, call, options);
+        const settled = await this.settle(name, writeTool, outcome);
+        if (settled.again) continue;
+        return settled.answer;
+      }
+      const state = await this.ledger.getOperation(ref);
+      return this.answer(name, envelopeForState(state, this.answerContext(writeTool)));
+    } catch (error) {
+      if (error instanceof OutcomeNotRecordedError) return this.answer(name, notRecordedEnvelope(ref));
+      if (error instanceof LedgerAuthError) return this.answer(name, ledgerUnauthorizedEnvelope(ref));
+      if (error instanceof LedgerError) return this.answer(name, ledgerUnavailableEnvelope(ref, this.now(), error.retryAfterSeconds));
+      throw error;
+    }
+  }
+
+  /**
+   * What executeWrite's outcome becomes for the host. An unknown outcome, or a step left in doubt
+   * by an earlier call or an earlier life, is verified here first; `again` asks for one more
+   * round when the verification proved nothing was written and the ledger allows a new attempt.
+   */
+  private async settle(
+    name: string,
+    writeTool: WriteToolConfig,
+    outcome: WriteOutcome,
+  ): Promise<{ again: true } | { again: false; answer: CallToolResult }> {
+    const ref = outcome.operationRef;
+    const done = (envelope: ToolEnvelope) => ({ again: false as const, answer: this.answer(name, envelope) });
+    if (outcome.kind === 'refused' && outcome.refusal?.code === 'OPERATION_REF_REUSED') return done(refReusedEnvelope(ref));
+    if (!outcome.state) return done(notRecordedEnvelope(ref));
+    const state = outcome.state;
+    const inDoubt = state.status === 'verifying' || state.status === 'dispatched';
+    const justUnknown = outcome.kind === 'recorded' && state.status === 'verifying';
+    const leftInDoubt =
+      outcome.kind === 'refused' && !outcome.toolCalled && inDoubt && !this.inFlight.has(ref) && this.oldEnough(state);
+    if (justUnknown || leftInDoubt) {
+      const verified = await verify(this.ledger, { operationRef: ref, tool: name }, this.lookups[name], { now: this.now });
+      this.log({ event: 'verified', operation_ref: ref, outcome: verified.outcome, status: verified.status, refusal: verified.refusal?.code });
+      // Proven not written, found by a check the model asked for by calling again: send it again.
+      if (verified.status === 'retry_ready' && leftInDoubt) return { again: true };
+      const after = verified.state ?? state;
+      return done(
+        envelopeForState(after, this.answerContext(writeTool, { refusal: verified.refusal?.code, directive: verified.refusal ? verified.directive : undefined })),
+      );
+    }
+    if (outcome.kind === 'refused' && outcome.toolCalled) {
+      // The tool ran but the ledger would not take its envelope: only a lookup can say what happened.
+      return done(notRecordedEnvelope(ref));
+    }
+    return done(
+      envelopeForState(state, this.answerContext(writeTool, { refusal: outcome.kind === 'refused' ? outcome.refusal?.code : undefined, recorded: outcome.envelope, directive: outcome.kind === 'refused' ? outcome.directive : undefined })),
+    );
+  }
+
+  /** A step in flight that this process did not send is verified only once it is old enough. */
+  private oldEnough(state: OperationState): boolean {
+    const since = state.since ? Date.parse(state.since) : NaN;
+    return Number.isNaN(since) || this.now().getTime() - since >= this.config.recovery.older_than_ms;
+  }
+
+  /** An approval is for the input it was asked for (docs/contract.md §4.4); one without a hash predates that. */
+  private async approvalGranted(ref: string, hash: string): Promise<boolean> {
+    try {
+      const { events } = await this.ledger.getEvents(ref);
+      return events.some(
+        (event) =>
+          event.type === 'ApprovalRecorded' &&
+          event.data.decision === 'granted' &&
+          (event.data.input_hash === undefined || event.data.input_hash === hash),
+      );
+    } catch (error) {
+      if (error instanceof LedgerNotFound) return false;
+      throw error;
+    }
+  }
+
+  /** The call executeWrite makes once the ledger granted the attempt. */
+  private toolCall(name: string, route: Route, writeTool: WriteToolConfig, approved: boolean): ToolCall<Record<string, unknown>> {
+    return async (input, context) => {
+      const base: NormalizeContext = { operationRef: context.operationRef, sideEffect: 'write', now: this.now(), verificationTool: 'verify_operation' };
+      // The policy's gate: the attempt is recorded as a request for approval, and nothing is sent.
+      if (!approved) return approvalGateEnvelope(context.operationRef);
+      const key = writeTool.idempotency_argument;
+      const args = key ? { ...input, [key]: context.idempotencyKey } : input;
+      this.inFlight.add(context.operationRef);
+      try {
+        // The signal ends with the call window the ledger granted (less a margin): given up then.
+        const result = await route.upstream.callTool(name, args, writeTool.timeout_ms, context.signal);
+        return normalizeMcpToolResult(result, {
+          ...base,
+          now: this.now(),
+          allowedCodes: writeTool.vouched_codes,
+          inputFields: inputFieldsOf(input),
+        });
+      } catch (error) {
+        const now = this.now();
+        if (error instanceof CallWindowPassedError) return callWindowPassed({ ...base, now });
+        if (error instanceof UpstreamNotSentError) return waitAndRetry({ ...base, now }, 'DEPENDENCY_UNAVAILABLE', undefined);
+        // A JSON-RPC error answer is the server refusing the call itself: the tool did not run.
+        if (error instanceof McpError && error.code === ErrorCode.InvalidParams) return correctInput({ ...base, now }, 'INVALID_INPUT', undefined);
+        if (error instanceof McpError && error.code === ErrorCode.MethodNotFound) return escalate({ ...base, now }, 'UPSTREAM_REJECTED', 'internal');
+        this.log({ event: 'upstream_call_failed', tool: name, operation_ref: context.operationRef, code: error instanceof McpError ? error.code : undefined });
+        // A timeout, the window's end, a dropped connection, a crashed server, an unreadable
+        // answer: it may have run.
+        if (error instanceof McpError || context.signal?.aborted) return uncertainOutcome({ ...base, now }, 'OUTCOME_UNKNOWN');
+        // A transport error (streamable HTTP) is judged by its codes: refused before sending, or not.
+        return normalizeNetworkError(error, { ...base, now });
+      } finally {
+        this.inFlight.delete(context.operationRef);
+      }
+    };
+  }
+
+  // ---- read tools --------------------------------------------------------------------------------------
+
+  private async callRead(name: string, route: Route, args: Record<string, unknown>): Promise<CallToolResult> {
+    const hold = this.readHolds.get(name);
+    const now = this.now();
+    if (hold && now.getTime() < hold.until) {
+      const envelope = { ...hold.envelope, code: 'RETRY_NOT_BEFORE', agent_message: `It is too early to call ${name} again; nothing was sent. Call it again after not_before.` };
+      return this.readError(route, envelope);
+    }
+    const base = { sideEffect: 'read' as const, now, operationRef: `read:${name}` };
+    let result: CallToolResult;
+    try {
+      result = await route.upstream.callTool(name, args, this.config.read_timeout_ms);
+    } catch (error) {
+      const envelope = waitAndRetry(base, error instanceof UpstreamNotSentError ? 'DEPENDENCY_UNAVAILABLE' : 'REQUEST_INTERRUPTED', undefined);
+      return this.readError(route, this.small(envelope));
+    }
+    if (!result.isError) return result;
+    const structured = result.structuredContent as Record<string, unknown> | undefined;
+    const upstreamRef = structured && typeof structured.operation_ref === 'string' ? structured.operation_ref : undefined;
+    const envelope = normalizeMcpToolResult(result, { ...base, operationRef: upstreamRef ?? base.operationRef, now: this.now(), allowedCodes: this.config.read_vouched_codes, inputFields: inputFieldsOf(args) });
+    const small = this.small(envelope);
+    if (!envelope.ok && envelope.next_action === 'wait_and_retry' && envelope.retry.not_before) {
+      this.readHolds.set(name, { until: Date.parse(envelope.retry.not_before), envelope: small });
+    }
+    return this.readError(route, small);
+  }
+
+  /** The small envelope of a read (a stable code and the retry direction): a read commits nothing. */
+  private small(envelope: ToolEnvelope): Record<string, unknown> {
+    if (envelope.ok) return { ok: true };
+    const { commit_state: _commit, operation_ref: _ref, ...rest } = envelope;
+    return rest;
+  }
+
+  private readError(route: Route, envelope: Record<string, unknown>): CallToolResult {
+    const retry = envelope.retry as { not_before?: string } | undefined;
+    const text = `${route.tool.name} failed: ${String(envelope.code)}. ${String(envelope.agent_message)} next_action=${String(envelope.next_action)}${retry?.not_before ? ` not_before=${retry.not_before}` : ''}`;
+    // A tool with its own output schema cannot carry the envelope as structuredContent; its text does.
+    const structured = route.tool.outputSchema ? {} : { structuredContent: envelope };
+    return { isError: true, content: [{ type: 'text', text: `${text}\n${JSON.stringify(envelope)}` }], ...structured };
+  }
+
+  // ---- the gateway's own tools -----------------------------------------------------------------------
+
+  private async stateOf(ref: string): Promise<OperationState | undefined> {
+    try {
+      return await this.ledger.getOperation(ref);
+    } catch (error) {
+      if (error instanceof LedgerNotFound) return undefined;
+      throw error;
+    }
+  }
+
+  private async verifyOperation(args: Record<string, unknown>): Promise<CallToolResult> {
+    const ref = this.operationRefOf(args);
+    if (!ref) return callError('verify_operation needs the operation_ref the write was called with.');
+    await this.recovery;
+    try {
+      const state = await this.stateOf(ref);
+      if (!state) return callError(`No operation with operation_ref ${JSON.stringify(ref)} is recorded: nothing was ever sent for it.`);
+      const tool = state.tool ?? '';
+      const writeTool = this.config.write_tools[tool];
+      if (!writeTool) return callError(`operation_ref ${JSON.stringify(ref)} is not a write of this gateway's tools.`);
+      if (state.status === 'dispatched' && (this.inFlight.has(ref) || !this.oldEnough(state))) {
+        return this.answer(tool, envelopeForState(state, this.answerContext(writeTool, { refusal: 'ATTEMPT_IN_FLIGHT' })));
+      }
+      if (state.status === 'dispatched' || state.status === 'verifying') {
+        const verified = await verify(this.ledger, { operationRef: ref, tool }, this.lookups[tool], { now: this.now });
+        this.log({ event: 'verified', operation_ref: ref, outcome: verified.outcome, status: verified.status, refusal: verified.refusal?.code });
+        return this.answer(
+          tool,
+          envelopeForState(verified.state ?? state, this.answerContext(writeTool, { refusal: verified.refusal?.code, directive: verified.refusal ? verified.directive : undefined })),
+        );
+      }
+      return this.answer(tool, envelopeForState(state, this.answerContext(writeTool)));
+    } catch (error) {
+      if (error instanceof LedgerAuthError) return this.answer('verify_operation', ledgerUnauthorizedEnvelope(ref));
+      if (error instanceof LedgerError) return this.answer('verify_operation', ledgerUnavailableEnvelope(ref, this.now(), error.retryAfterSeconds));
+      throw error;
+    }
+  }
+
+  private async operationStatus(args: Record<string, unknown>): Promise<CallToolResult> {
+    const ref = this.operationRefOf(args);
+    if (!ref) return callError('operation_status needs an operation_ref.');
+    let state: OperationState | undefined;
+    try {
+      state = await this.stateOf(ref);
+    } catch (error) {
+      if (error instanceof LedgerError) return callError(`The ledger could not be reached (${error.code}); try again later.`);
+      throw error;
+    }
+    if (!state) {
+      const status = { operation_ref: ref, status: 'unplanned' };
+      return { content: [{ type: 'text', text: `No operation with this operation_ref is recorded: nothing was ever sent for it.\n${JSON.stringify(status)}` }], structuredContent: status };
+    }
+    const writeTool = this.config.write_tools[state.tool ?? ''];
+    const envelope = checked(envelopeForState(state, this.answerContext(writeTool)));
+    const status = {
+      operation_ref: ref,
+      tool: state.tool,
+      status: state.status,
+      attempts_used: state.attempts_used,
+      attempts_remaining: state.attempts_remaining,
+      ...(state.not_before ? { not_before: state.not_before } : {}),
+      next_action: envelope.ok ? 'none' : envelope.next_action,
+      envelope,
+    };
+    return { content: [{ type: 'text', text: `${ref} is ${state.status}; next_action ${status.next_action}.\n${JSON.stringify(status)}` }], structuredContent: status };
+  }
+
+  // ---- serving ---------------------------------------------------------------------------------------
+
+  /** The MCP server the host talks to (connect it to a transport). */
+  server(): Server {
+    const server = new Server(
+      { name: 'recovery-ledger-mcp-gateway', version: '1.0.0' },
+      {
+        capabilities: { tools: {} },
+        instructions:
+          'Write tools run through a recovery ledger. Give each operation an operation_ref and reuse it on every retry of that operation. Follow the next_action of each answer; after verify_operation, never send the write again on your own.',
+      },
+    );
+    server.setRequestHandler(ListToolsRequestSchema, async () => ({ tools: await this.listTools() }));
+    server.setRequestHandler(CallToolRequestSchema, async (request) => this.callTool(request.params.name, request.params.arguments ?? {}));
+    return server;
+  }
+
+  async close(): Promise<void> {
+    await Promise.all([...this.upstreams.values()].map((upstream) => upstream.close()));
+  }
+}
