@@ -12,14 +12,18 @@
 
 FROM node:24-bookworm AS build
 WORKDIR /app
+# npm ci installs the workspaces too, so each one's package.json comes before it.
 COPY package.json package-lock.json ./
+COPY packages/core/package.json ./packages/core/
+COPY packages/client/package.json ./packages/client/
+COPY packages/mcp-gateway/package.json ./packages/mcp-gateway/
 RUN npm ci
 # Only what the build reads: copying the whole context would also copy a host node_modules.
-# scripts/: `npm run build` is `node scripts/build.cjs`.
-COPY tsconfig.json tsconfig.build.json nest-cli.json ./
+# scripts/: `npm run build` is `node scripts/build.cjs`, which builds packages/ first, then src/.
+COPY tsconfig.base.json tsconfig.json tsconfig.build.json nest-cli.json ./
 COPY scripts ./scripts
+COPY packages ./packages
 COPY src ./src
-COPY projections ./projections
 COPY schema ./schema
 RUN npm run build && npm prune --omit=dev
 
@@ -32,6 +36,9 @@ WORKDIR /app
 COPY --from=build /app/package.json ./package.json
 COPY --from=build /app/node_modules ./node_modules
 COPY --from=build /app/dist ./dist
+# The workspaces the service loads (the core, and the MCP gateway with the client for the CLI):
+# node_modules/@recovery-ledger/* are links into this folder.
+COPY --from=build /app/packages ./packages
 # The incident page's files, read from the source folder at start-up (src/ui/ui-assets.ts).
 COPY --from=build /app/src/ui/assets ./src/ui/assets
 COPY --from=build /app/schema ./schema

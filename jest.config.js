@@ -24,6 +24,7 @@ const workspaceSources = {
 
 module.exports = {
   maxWorkers: 2,
+  testTimeout: 60000,
   projects: [
     {
       displayName: 'core',
@@ -32,7 +33,6 @@ module.exports = {
       roots: ['<rootDir>/test'],
       testMatch: ['**/*.spec.ts'],
       transform: { '^.+\\.ts$': swcTypeScript },
-      testTimeout: 60000,
     },
     {
       displayName: 'server',
@@ -47,7 +47,6 @@ module.exports = {
       // secretlint ships ES modules only; Jest on Node 20 cannot require them, so they are compiled
       // to CommonJS like the sources (the service itself loads them with Node's require of ESM).
       transformIgnorePatterns: ['/node_modules/(?!(@secretlint|structured-source|boundary)/)'],
-      testTimeout: 60000,
     },
   ],
 };
