@@ -18,11 +18,12 @@ const STAMP = join(root, 'dist', '.build-stamp');
 // What tsconfig.build.json compiles, and the settings that shape the output.
 const INPUTS = ['src', 'examples', 'bench', 'tools', 'packages', 'tsconfig.base.json', 'tsconfig.json', 'tsconfig.build.json'];
 /** The workspaces, in the order they depend on each other, and how each is compiled. */
-const PACKAGES = [
+const WORKSPACES = [
   { dir: 'packages/core', tool: 'typescript/bin/tsc', args: ['-p', 'tsconfig.json'] },
   { dir: 'packages/client', tool: 'tsup/dist/cli-default.js', args: ['--silent'] },
   { dir: 'packages/mcp-gateway', tool: 'typescript/bin/tsc', args: ['-p', 'tsconfig.json'] },
 ];
+const PACKAGES = WORKSPACES.filter(({ dir }) => existsSync(join(root, dir, 'package.json')));
 const SKIP = new Set(['node_modules', 'results', 'figures', '.peers', 'dist']);
 
 function newestMtime(path) {

@@ -91,11 +91,17 @@ export interface Host {
   close(): Promise<void>;
 }
 
-/** The host: the SDK's Client spawning the gateway CLI over stdio. */
-export async function startHost(configFile: string, env: Record<string, string> = {}): Promise<Host> {
+/** How the host starts the gateway: by default the server CLI's `mcp-gateway` command. */
+export interface GatewayLauncher {
+  command: string;
+  args: string[];
+}
+
+/** The host: the SDK's Client spawning the gateway over stdio. */
+export async function startHost(configFile: string, env: Record<string, string> = {}, launcher?: GatewayLauncher): Promise<Host> {
   const transport = new StdioClientTransport({
-    command: process.execPath,
-    args: [CLI, 'mcp-gateway', '--config', configFile],
+    command: launcher?.command ?? process.execPath,
+    args: launcher?.args ?? [CLI, 'mcp-gateway', '--config', configFile],
     env: { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? '', ...env },
     stderr: 'pipe',
   });

@@ -13,8 +13,9 @@ export interface ProviderProcess {
   stop(): Promise<void>;
 }
 
-export async function startProviderProcess(timeoutMs = 15_000): Promise<ProviderProcess> {
-  const child = spawn(process.execPath, [PROVIDER_MAIN, '--port', '0'], { stdio: ['ignore', 'pipe', 'pipe'] });
+/** `args`: more of main.ts's flags, e.g. `--no-idempotency`. */
+export async function startProviderProcess(timeoutMs = 15_000, args: string[] = []): Promise<ProviderProcess> {
+  const child = spawn(process.execPath, [PROVIDER_MAIN, '--port', '0', ...args], { stdio: ['ignore', 'pipe', 'pipe'] });
   const exited = new Promise<void>((resolveExit) => child.once('exit', () => resolveExit()));
   let output = '';
   const url = await new Promise<string>((resolveUrl, reject) => {

@@ -9,7 +9,7 @@ import { join, relative, resolve } from 'node:path';
 const ROOT = resolve(__dirname, '../..');
 
 /** The folders and files scanned: every place a comment or a document can cite something. */
-export const CITATION_SCANNED_PATHS: readonly string[] = ['docs', 'src', 'projections', 'test', 'README.md', 'clients', 'examples', 'bench', '.dependency-cruiser.cjs'];
+export const CITATION_SCANNED_PATHS: readonly string[] = ['docs', 'src', 'packages', 'test', 'README.md', 'clients', 'examples', 'bench', '.dependency-cruiser.cjs'];
 
 /**
  * Citations of documents that are not in the repository. "The seed" as the source article, not

@@ -1,0 +1,263 @@
+/**
+ * The workspaces as a runtime gets them: each package is packed with `npm pack` (the tarball a
+ * registry would serve), installed into an empty project outside this checkout, and used there
+ * against the built service over real HTTP, with the example invoice provider as a real process.
+ *
+ * - the client installs with nothing else (no dependency at all) and drives executeWrite, verify
+ *   and LedgerWorker, from CommonJS and from an ES module;
+ * - the MCP gateway installs with the client's tarball and its declared dependencies, and its own
+ *   `recovery-ledger-mcp-gateway` bin serves a real MCP client;
+ * - the core installs alone and decides.
+ *
+ * Needs the build (npm test builds first). Installs are offline-first from npm's cache, which the
+ * checkout's own `npm ci` filled.
+ */
+import { execFile } from 'node:child_process';
+import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join, resolve } from 'node:path';
+import { promisify } from 'node:util';
+import { startLedger, type LedgerProcess } from '../support/ledger-process';
+import { invoiceGatewayConfig, startHost, workspace, type Host, type Workspace } from '../support/mcp-gateway-harness';
+import { startProviderProcess, type ProviderProcess } from '../support/provider-process';
+
+const run = promisify(execFile);
+const REPO = resolve(__dirname, '../..');
+const PACKAGES = ['core', 'client', 'mcp-gateway'] as const;
+type PackageDir = (typeof PACKAGES)[number];
+
+let scratch: string;
+const tarballs = {} as Record<PackageDir, string>;
+
+/** An empty project that depends on the given tarballs only. */
+async function projectWith(name: string, ...packages: PackageDir[]): Promise<string> {
+  const dir = join(scratch, name);
+  mkdirSync(dir);
+  writeFileSync(join(dir, 'package.json'), JSON.stringify({ name: `scratch-${name}`, private: true, version: '1.0.0' }));
+  await run('npm', ['install', '--prefer-offline', '--no-audit', '--no-fund', '--no-package-lock', ...packages.map((dir) => tarballs[dir])], {
+    cwd: dir,
+    timeout: 240_000,
+    env: { ...process.env, npm_config_update_notifier: 'false' },
+  });
+  return dir;
+}
+
+/** Every package folder under node_modules (scoped ones counted one by one). */
+function installedModules(project: string): string[] {
+  const found: string[] = [];
+  const walk = (modules: string, prefix: string) => {
+    if (!existsSync(modules)) return;
+    for (const entry of readdirSync(modules)) {
+      if (entry.startsWith('.')) continue;
+      if (entry.startsWith('@')) walk(join(modules, entry), `${entry}/`);
+      else {
+        found.push(`${prefix}${entry}`);
+        walk(join(modules, entry, 'node_modules'), '');
+      }
+    }
+  };
+  walk(join(project, 'node_modules'), '');
+  return found.sort();
+}
+
+beforeAll(async () => {
+  for (const dir of PACKAGES) {
+    if (!existsSync(join(REPO, 'packages', dir, 'dist'))) throw new Error(`packages/${dir}/dist is missing: npm run build first (npm test does)`);
+  }
+  // Under the system temp directory: module resolution from here never reaches the checkout.
+  scratch = mkdtempSync(join(tmpdir(), 'ledger-packages-'));
+  for (const dir of PACKAGES) {
+    const { stdout } = await run('npm', ['pack', '--json', '--pack-destination', scratch, '--workspace', `packages/${dir}`], { cwd: REPO, timeout: 120_000 });
+    const [packed] = JSON.parse(stdout) as Array<{ filename: string; files: Array<{ path: string }> }>;
+    tarballs[dir] = join(scratch, packed.filename.replace(/^@/, '').replace('/', '-'));
+    if (!existsSync(tarballs[dir])) tarballs[dir] = join(scratch, packed.filename);
+    // What a registry would serve: the build, the manifest and the README, never the sources or tests.
+    const paths = packed.files.map((file) => file.path);
+    expect(paths).toEqual(expect.arrayContaining(['package.json', 'README.md']));
+    expect(paths.filter((path) => !/^(dist\/|package\.json$|README\.md$|LICENSE$)/.test(path))).toEqual([]);
+  }
+}, 300_000);
+
+afterAll(() => {
+  if (scratch) rmSync(scratch, { recursive: true, force: true });
+});
+
+describe('@recovery-ledger/core, installed alone', () => {
+  it('installs nothing else, and decides', async () => {
+    const project = await projectWith('core', 'core');
+    expect(installedModules(project)).toEqual(['@recovery-ledger/core']);
+    const script = `
+      const { decide, initialState } = require('@recovery-ledger/core/domain/decider');
+      const now = new Date().toISOString();
+      const fact = { type: 'AttemptDispatched', data: { attempt: 1, input_hash: 'sha256:aa' } };
+      const decision = decide(initialState(), { fact, event_id: 'e1', now });
+      console.log(JSON.stringify({ kind: decision.kind, code: decision.code }));
+    `;
+    const { stdout } = await run(process.execPath, ['-e', script], { cwd: project });
+    // A dispatch before any plan is refused by the rules themselves, with its stable code.
+    expect(JSON.parse(stdout)).toEqual({ kind: 'refused', code: 'STEP_NOT_PLANNED' });
+  });
+});
+
+describe('@recovery-ledger/client, installed alone', () => {
+  let project: string;
+  let ledger: LedgerProcess;
+  let provider: ProviderProcess;
+
+  beforeAll(async () => {
+    [project, ledger, provider] = await Promise.all([projectWith('client', 'client'), startLedger(), startProviderProcess(15_000, ['--no-idempotency'])]);
+  }, 300_000);
+
+  afterAll(async () => {
+    await provider?.stop();
+    await ledger?.stop();
+    ledger?.cleanup();
+  });
+
+  it('installs with no other module', () => {
+    expect(installedModules(project)).toEqual(['@recovery-ledger/client']);
+  });
+
+  it('loads from an ES module and from CommonJS, with its types beside each', async () => {
+    const esm = `import { LedgerClient, executeWrite, LedgerWorker } from '@recovery-ledger/client';
+      console.log([LedgerClient, executeWrite, LedgerWorker].map((value) => typeof value).join(','));`;
+    const { stdout } = await run(process.execPath, ['--input-type=module', '-e', esm], { cwd: project });
+    expect(stdout.trim()).toBe('function,function,function');
+    const root = join(project, 'node_modules/@recovery-ledger/client');
+    const manifest = JSON.parse(readFileSync(join(root, 'package.json'), 'utf8')) as { dependencies?: object; exports: Record<string, any> };
+    expect(manifest.dependencies).toBeUndefined();
+    for (const condition of ['import', 'require'] as const) {
+      const target = manifest.exports['.'][condition];
+      expect(existsSync(join(root, target.types))).toBe(true);
+      expect(existsSync(join(root, target.default))).toBe(true);
+    }
+  });
+
+  it('drives executeWrite, verify and LedgerWorker against the service: one invoice per step, even after a timeout that committed', async () => {
+    // The provider's idempotency is off: a second create for a step would be a second invoice.
+    const fault = await fetch(`${provider.url}/__faults`, {
+      method: 'POST',
+      body: JSON.stringify({ fault: { kind: 'accept-then-timeout' }, operation_ref: 'pack/timed-out', times: 1 }),
+    });
+    expect(fault.ok).toBe(true);
+    writeFileSync(join(project, 'drive.cjs'), DRIVER);
+    const { stdout } = await run(process.execPath, ['drive.cjs', ledger.baseUrl, provider.url], { cwd: project, timeout: 120_000 });
+    const report = JSON.parse(stdout.trim().split('\n').pop() as string);
+
+    expect(report.first).toMatchObject({ kind: 'recorded', toolCalled: true, status: 'succeeded' });
+    // The same step again: the ledger answers the proven success; the tool is not called.
+    expect(report.again).toMatchObject({ toolCalled: false, status: 'succeeded' });
+    // The provider committed but never answered: unknown, then verified by operation_ref.
+    expect(report.timedOut).toMatchObject({ toolCalled: true, status: 'verifying', directive: { next_action: 'verify_operation' } });
+    expect(report.verified).toMatchObject({ kind: 'recorded', outcome: 'found_committed' });
+    // The feed's steps, run by LedgerWorker.
+    expect(report.workerStates).toEqual(['succeeded', 'succeeded', 'succeeded']);
+
+    const stats = (await (await fetch(`${provider.url}/__stats`)).json()) as { created: Record<string, number> };
+    expect(stats.created).toEqual({ 'pack/one': 1, 'pack/timed-out': 1, 'pack/feed-1': 1, 'pack/feed-2': 1, 'pack/feed-3': 1 });
+  }, 180_000);
+});
+
+describe('@recovery-ledger/mcp-gateway, installed with the client', () => {
+  let project: string;
+  let ledger: LedgerProcess;
+  let space: Workspace;
+  let host: Host | undefined;
+
+  beforeAll(async () => {
+    [project, ledger] = await Promise.all([projectWith('gateway', 'client', 'mcp-gateway'), startLedger()]);
+    space = workspace();
+  }, 300_000);
+
+  afterAll(async () => {
+    await host?.close();
+    await ledger?.stop();
+    ledger?.cleanup();
+    space?.cleanup();
+  });
+
+  it('installs the client, the MCP SDK and the configuration validator, and none of the server', () => {
+    const modules = installedModules(project);
+    expect(modules).toEqual(expect.arrayContaining(['@recovery-ledger/mcp-gateway', '@recovery-ledger/client', '@modelcontextprotocol/sdk', 'zod']));
+    expect(modules.filter((name) => /^(@nestjs\/|better-sqlite3$|@eventstore\/|@secretlint\/|pino$|@recovery-ledger\/core$)/.test(name))).toEqual([]);
+  });
+
+  it('serves a real MCP client from its own bin: a write runs through the ledger, once', async () => {
+    space.writeConfig(invoiceGatewayConfig(space, { ledgerUrl: ledger.baseUrl }));
+    const bin = join(project, 'node_modules/.bin/recovery-ledger-mcp-gateway');
+    host = await startHost(space.configFile, {}, { command: bin, args: ['--config', space.configFile] });
+    const tools = await host.client.listTools();
+    expect(tools.tools.map((tool) => tool.name)).toEqual(expect.arrayContaining(['create_invoice', 'verify_operation', 'operation_status']));
+
+    const ref = 'pack-gateway/invoice-1';
+    const args = { operation_ref: ref, customer_id: 'cus_1', amount_cents: 1200, currency: 'EUR' };
+    const first = await host.call('create_invoice', args);
+    expect(first.structuredContent).toMatchObject({ ok: true, commit_state: 'committed', operation_ref: ref });
+    const again = await host.call('create_invoice', args);
+    expect(again.structuredContent).toMatchObject({ ok: true, operation_ref: ref });
+    expect(space.createCalls(ref)).toBe(1);
+    expect(space.invoicesFor(ref)).toBe(1);
+  }, 120_000);
+
+  it('refuses to start without a configuration, with the usage exit code', async () => {
+    const bin = join(project, 'node_modules/.bin/recovery-ledger-mcp-gateway');
+    const failed = await run(bin, [], { cwd: project }).then(
+      () => ({ code: 0, stderr: '' }),
+      (error: { code: number; stderr: string }) => ({ code: error.code, stderr: error.stderr }),
+    );
+    expect(failed).toEqual({ code: 2, stderr: expect.stringContaining('--config is required') });
+  });
+});
+
+/**
+ * The runtime's own script, in plain JavaScript against the installed package: the invoice tool
+ * and its lookup written once, then executeWrite, verify and a LedgerWorker on the feed.
+ */
+const DRIVER = String.raw`
+const { LedgerClient, LedgerWorker, callHttpTool, executeWrite, verify } = require('@recovery-ledger/client');
+const [ledgerUrl, providerUrl] = process.argv.slice(2);
+const ledger = new LedgerClient({ baseUrl: ledgerUrl, timeoutMs: 10000 });
+const input = { customer_id: 'cus_1', amount_cents: 1200, currency: 'EUR' };
+
+const createInvoice = (body, context) =>
+  callHttpTool(
+    { url: providerUrl + '/invoices', method: 'POST', body, timeoutMs: 1500, idempotencyHeader: 'Idempotency-Key', signal: context.signal },
+    { operationRef: context.idempotencyKey, sideEffect: context.sideEffect, verificationTool: 'get_invoice_by_operation_ref', evidenceRef: (answer) => answer && answer.id },
+  );
+const lookup = async (ref) => {
+  const response = await fetch(providerUrl + '/invoices?operation_ref=' + encodeURIComponent(ref));
+  if (!response.ok) throw new Error('lookup answered ' + response.status);
+  const invoice = (await response.json()).items.find((item) => item.operation_ref === ref);
+  return invoice ? { found: true, evidenceRef: invoice.id } : { found: false };
+};
+const step = (operationRef) => ({ operationRef, runId: 'pack', tool: 'create_invoice', input });
+const summary = (outcome) => ({ kind: outcome.kind, toolCalled: outcome.toolCalled, status: outcome.status, directive: outcome.directive });
+
+async function main() {
+  const first = summary(await executeWrite(ledger, step('pack/one'), createInvoice));
+  const again = summary(await executeWrite(ledger, step('pack/one'), createInvoice));
+  const timedOut = summary(await executeWrite(ledger, step('pack/timed-out'), createInvoice));
+  const checked = await verify(ledger, { operationRef: 'pack/timed-out', tool: 'create_invoice' }, lookup);
+  const verified = { kind: checked.kind, outcome: checked.outcome };
+
+  const feed = ['pack/feed-1', 'pack/feed-2', 'pack/feed-3'];
+  for (const ref of feed) await ledger.startStep(step(ref));
+  const stop = new AbortController();
+  const worker = new LedgerWorker(ledger, { tools: { create_invoice: { call: createInvoice, lookup } }, concurrency: 2, waitMs: 500, signal: stop.signal });
+  const running = worker.run();
+  let workerStates = [];
+  for (let round = 0; round < 200; round++) {
+    workerStates = await Promise.all(feed.map(async (ref) => (await ledger.getOperation(ref)).status));
+    if (workerStates.every((status) => status === 'succeeded')) break;
+    await new Promise((resolve) => setTimeout(resolve, 100));
+  }
+  stop.abort();
+  await running;
+  console.log(JSON.stringify({ first, again, timedOut, verified, workerStates }));
+}
+
+main().catch((error) => {
+  console.error(error && error.stack ? error.stack : String(error));
+  process.exit(1);
+});
+`;
