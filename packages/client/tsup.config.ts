@@ -11,7 +11,8 @@ export default defineConfig({
   target: 'node20',
   dts: { resolve: [/^@recovery-ledger\/core/] },
   noExternal: [/^@recovery-ledger\/core/],
-  sourcemap: true,
+  // Not minified, so a stack trace into the bundle reads as the source does; no maps to ship.
+  sourcemap: false,
   clean: true,
   splitting: false,
   treeshake: true,
