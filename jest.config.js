@@ -1,7 +1,8 @@
 /**
- * Two projects. `core` is the pure core's unit tier, run from packages/core with nothing of the
- * server loaded. `server` is everything else: test tiers live in their file names there
- * (*.unit.spec.ts, *.int.spec.ts, *.e2e.spec.ts), and the workspaces are read from their sources.
+ * Three projects. `core` is the pure core's unit tier, run from packages/core with nothing of the
+ * server loaded. `server` is everything else but the Docker build stage: test tiers live in their
+ * file names there (*.unit.spec.ts, *.int.spec.ts, *.e2e.spec.ts), and the workspaces are read from
+ * their sources. `docker` is the build stage's real `npm ci` and build, which npm test runs alone.
  */
 const swcTypeScript = [
   '@swc/jest',
@@ -39,6 +40,8 @@ module.exports = {
       testEnvironment: 'node',
       roots: ['<rootDir>/test'],
       testMatch: ['**/*.spec.ts'],
+      // Its own project, run alone after the rest (npm test): it runs a real npm ci that takes both cores.
+      testPathIgnorePatterns: ['/node_modules/', 'docker-build-stage'],
       moduleNameMapper: workspaceSources,
       transform: {
         '/node_modules/.+\\.js$': ['@swc/jest', { jsc: { target: 'es2022' }, module: { type: 'commonjs' } }],
@@ -47,6 +50,14 @@ module.exports = {
       // secretlint ships ES modules only; Jest on Node 20 cannot require them, so they are compiled
       // to CommonJS like the sources (the service itself loads them with Node's require of ESM).
       transformIgnorePatterns: ['/node_modules/(?!(@secretlint|structured-source|boundary)/)'],
+    },
+    {
+      displayName: 'docker',
+      testEnvironment: 'node',
+      roots: ['<rootDir>/test'],
+      testMatch: ['**/docker-build-stage.e2e.spec.ts'],
+      moduleNameMapper: workspaceSources,
+      transform: { '^.+\\.ts$': swcTypeScript },
     },
   ],
 };

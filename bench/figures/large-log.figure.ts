@@ -132,10 +132,10 @@ export async function largeLogFigures(settings: LargeLogSettings, log: (line: st
   let evidence;
   let evidenceAll;
   let load;
-  let lags: number[] = [];
-  let serverIdleMb = 0;
-  let serverPeakMb = 0;
-  let startupChecksSeconds = 0;
+  let lags: number[];
+  let serverIdleMb: number;
+  let serverPeakMb: number;
+  let startupChecksSeconds: number;
   try {
     // The service answers at once, but serves read models only once the start-up checks (the
     // whole-log audit and the read-model comparison, docs/reliability.md) are done: wait for them.

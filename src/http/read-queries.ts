@@ -27,6 +27,7 @@ export type QueryParams = Record<string, string | string[] | undefined>;
 const MAX_AGE_MS = 10 * 365 * 86_400_000;
 const MAX_THRESHOLD_MS = 30 * 86_400_000;
 /** run_id, tool, reason and search text in a query: any 1 to 200 characters but control characters, not only spaces. */
+// eslint-disable-next-line no-control-regex -- control characters are exactly what an identifier may not hold
 const QUERY_IDENTIFIER_PATTERN = /^[^\u0000-\u001f\u007f]{1,200}$/u;
 
 export function single(params: QueryParams, name: string): string | undefined {

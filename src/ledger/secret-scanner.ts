@@ -26,8 +26,12 @@ async function loadSecretlint(): Promise<Secretlint> {
   let preset: { creator: unknown };
   let profiler: { secretLintProfiler: { setEnabled?(enabled: boolean): void; mark(marker: unknown): void } };
   try {
+    // secretlint ships ES modules only: Node's require of ESM where it has it, import() below where not.
+    // eslint-disable-next-line @typescript-eslint/no-require-imports
     core = require('@secretlint/core');
+    // eslint-disable-next-line @typescript-eslint/no-require-imports
     preset = require('@secretlint/secretlint-rule-preset-recommend');
+    // eslint-disable-next-line @typescript-eslint/no-require-imports
     profiler = require('@secretlint/profiler');
   } catch {
     const importModule = new Function('specifier', 'return import(specifier)') as (specifier: string) => Promise<any>;

@@ -106,7 +106,7 @@ describe('the Docker image, built from the Dockerfile and started with docker-co
           ran.push({ line: instruction.args, output: stdout + stderr });
         } catch (error) {
           const failed = error as { stdout?: string; stderr?: string; message: string };
-          throw new Error(`RUN ${instruction.args} failed in the build stage:\n${failed.stderr ?? ''}${failed.stdout ?? ''}\n${failed.message}`);
+          throw new Error(`RUN ${instruction.args} failed in the build stage:\n${failed.stderr ?? ''}${failed.stdout ?? ''}\n${failed.message}`, { cause: error });
         }
       } else {
         throw new Error(`build stage: ${instruction.keyword} is not assembled here; extend this test`);

@@ -119,7 +119,7 @@ describe('two service instances on one EventStoreDB', () => {
     let turn = 0;
     const next = () => apis[turn++ % 2];
     const refs = [`${run}/step_1`, `${run}/step_2`, `${run}/step_3`];
-    let last = 0;
+    let last: number;
     const step = async (ref: string, act: (op: ReturnType<typeof operation>) => Promise<HttpAnswer>) => {
       last = ok(await act(operation(next(), ref))).position;
     };

@@ -14,10 +14,17 @@ export async function request<T = any>(
   body?: unknown,
   headers: Record<string, string> = {},
 ): Promise<HttpAnswer<T>> {
-  const response = await fetch(`${baseUrl}${path}`, {
-    method,
-    headers: body === undefined ? headers : { 'content-type': 'application/json', ...headers },
-    body: body === undefined ? undefined : typeof body === 'string' ? body : JSON.stringify(body),
+  const send = () =>
+    fetch(`${baseUrl}${path}`, {
+      method,
+      headers: body === undefined ? headers : { 'content-type': 'application/json', ...headers },
+      body: body === undefined ? undefined : typeof body === 'string' ? body : JSON.stringify(body),
+    });
+  // A kept-alive socket the server closed while it sat idle in fetch's pool fails the next request
+  // before it is sent ("other side closed"); a read is safe to send again on a new one.
+  const response = await send().catch((error: { cause?: { code?: string } }) => {
+    if (method === 'GET' && error.cause?.code === 'UND_ERR_SOCKET') return send();
+    throw error;
   });
   const text = await response.text();
   let parsed: unknown = text;

@@ -4,6 +4,8 @@
  * the ledger server's CLI (docs/mcp-gateway.md). Exit codes as the server CLI's: 2 a configuration
  * or usage error, 3 upstream servers that did not start, 1 anything else.
  */
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 import { GatewayStartError, serveGatewayOnStdio } from './serve-stdio';
 
@@ -36,7 +38,7 @@ async function main(argv: string[]): Promise<number> {
   if (values.help) return void process.stdout.write(USAGE), EXIT.ok;
   if (values.version) {
     // Read at run time from the installed package, so the answer is the version installed.
-    const { version } = require('../package.json') as { version: string };
+    const { version } = JSON.parse(readFileSync(join(__dirname, '..', 'package.json'), 'utf8')) as { version: string };
     return void process.stdout.write(`${version}\n`), EXIT.ok;
   }
   if (!values.config) {

@@ -56,6 +56,7 @@ export const OPERATION_REF_DESCRIPTION =
   'use a new one only for a new, different operation. The gateway uses it as the idempotency key.';
 
 const MAX_REF_LENGTH = 200;
+// eslint-disable-next-line no-control-regex -- control characters are exactly what a ref may not hold
 const REF_PATTERN = /^[^\u0000-\u001f\u007f]{1,200}$/;
 /** Rounds of verify-then-dispatch one call may take; each is a ledger decision, so it is small. */
 const MAX_ROUNDS = 3;

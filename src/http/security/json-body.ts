@@ -30,7 +30,8 @@ export function installJsonBodyParser(app: NestFastifyApplication, bodyLimitByte
   );
   app.useBodyParser('application/json', { bodyLimit: bodyLimitBytes }, (request: FastifyRequest, body: Buffer, done: Done) => {
     const text = body.toString('utf8');
-    parse(request, text, (error: Error | null, value?: unknown) => {
+    // Fastify's default JSON parser answers through the callback; its type also allows a promise.
+    void parse(request, text, (error: Error | null, value?: unknown) => {
       if (error) return done(error);
       const violation = inspectBody(value, limits) ?? findUnsafeNumber(text);
       if (violation) return done(new LedgerProblem('BAD_REQUEST', `${violation.field} ${violation.reason}`, { field: violation.field }));

@@ -75,7 +75,7 @@ export class ResilientAllSubscription implements Subscription {
   private async run(): Promise<void> {
     while (!this.closed) {
       let subscription: AllStreamSubscription | undefined;
-      let delay = 0;
+      let delay: number;
       try {
         subscription = this.options.client().subscribeToAll(
           {

@@ -67,7 +67,6 @@ export interface Projection<Doc> {
 }
 
 // `any` here only erases the document type so projections of different documents share a list.
-// eslint-disable-next-line @typescript-eslint/no-explicit-any
 export type AnyProjection = Projection<any>;
 
 /** Every document remembers the last position it applied, so a redelivered event changes nothing. */

@@ -1,0 +1,39 @@
+// One linter for the whole tree (npm run lint, part of npm test). typescript-eslint's recommended
+// rules everywhere; the type-aware promise rules only where the code runs in production (the
+// server and the packages), where a promise nobody awaits is a lost write or an unhandled failure.
+import js from '@eslint/js';
+import tseslint from 'typescript-eslint';
+
+export default tseslint.config(
+  { ignores: ['**/dist/**', '**/node_modules/**', 'bench/.peers/**', 'bench/results/**', 'clients/**', 'coverage/**', 'data/**'] },
+  js.configs.recommended,
+  ...tseslint.configs.recommended,
+  {
+    languageOptions: { ecmaVersion: 2022, sourceType: 'module', globals: { console: 'readonly', process: 'readonly' } },
+    linterOptions: { reportUnusedDisableDirectives: 'error' },
+    rules: {
+      // The compiler already refuses unused names (tsconfig noUnusedLocals/Parameters); `_`-prefixed ones are deliberate.
+      '@typescript-eslint/no-unused-vars': ['error', { argsIgnorePattern: '^_', varsIgnorePattern: '^_', caughtErrors: 'none', ignoreRestSiblings: true }],
+      // Tests and fixtures read untyped JSON answers; the type check covers the rest.
+      '@typescript-eslint/no-explicit-any': 'off',
+      'no-undef': 'off',
+      // A variable a closure reads before its one assignment cannot be a const.
+      'prefer-const': ['error', { ignoreReadBeforeAssign: true }],
+      // package.json is read where the running build finds it (dist/ sits beside it), not bundled.
+      '@typescript-eslint/no-require-imports': ['error', { allow: ['/package\\.json$'] }],
+    },
+  },
+  {
+    files: ['src/**/*.ts', 'packages/*/src/**/*.ts'],
+    languageOptions: { parserOptions: { projectService: true, tsconfigRootDir: import.meta.dirname } },
+    rules: {
+      '@typescript-eslint/no-floating-promises': 'error',
+      '@typescript-eslint/no-misused-promises': ['error', { checksVoidReturn: { arguments: false, attributes: false } }],
+    },
+  },
+  {
+    files: ['**/*.cjs', '**/*.js'],
+    languageOptions: { sourceType: 'commonjs' },
+    rules: { '@typescript-eslint/no-require-imports': 'off' },
+  },
+);
