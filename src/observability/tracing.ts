@@ -7,7 +7,7 @@
  */
 import type { NestFastifyApplication } from '@nestjs/platform-fastify';
 import { context, propagation, ROOT_CONTEXT, SpanKind, SpanStatusCode, trace, type Context, type Span } from '@opentelemetry/api';
-import { NodeSDK } from '@opentelemetry/sdk-node';
+import type { NodeSDK } from '@opentelemetry/sdk-node';
 import type { FastifyRequest } from 'fastify';
 
 const EXPORTER_VARIABLES = ['OTEL_EXPORTER_OTLP_ENDPOINT', 'OTEL_EXPORTER_OTLP_TRACES_ENDPOINT', 'OTEL_TRACES_EXPORTER'];
@@ -24,7 +24,10 @@ export function tracingConfigured(env: NodeJS.ProcessEnv = process.env): boolean
 /** Starts the SDK when configured; before NestJS and Fastify load, so their first request is traced. */
 export function startTracing(env: NodeJS.ProcessEnv = process.env): boolean {
   if (sdk || !tracingConfigured(env)) return sdk !== undefined;
-  sdk = new NodeSDK({
+  // Loaded only when configured: the SDK and its exporters cost about a second of CPU at every start.
+  // eslint-disable-next-line @typescript-eslint/no-require-imports
+  const { NodeSDK: Sdk } = require('@opentelemetry/sdk-node') as typeof import('@opentelemetry/sdk-node');
+  sdk = new Sdk({
     serviceName: env.OTEL_SERVICE_NAME ?? 'recovery-ledger',
     // No instrumentation packages: the spans are the service's own (installTracing, ledger-spans).
     instrumentations: [],

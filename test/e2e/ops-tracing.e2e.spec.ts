@@ -36,6 +36,8 @@ describe('OpenTelemetry traces across runtime, ledger and provider', () => {
           OTEL_SERVICE_NAME: 'ledger-under-test',
           OTEL_BSP_SCHEDULE_DELAY: '100',
         },
+        // Loading the SDK and its exporters adds CPU to the start; a loaded machine needs the margin.
+        timeoutMs: 50_000,
       }),
       startProviderProcess(),
     ]);
