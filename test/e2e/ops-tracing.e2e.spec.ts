@@ -10,6 +10,7 @@ import { NodeTracerProvider } from '@opentelemetry/sdk-trace-node';
 import { executeWrite } from '../../packages/client/src/execute-write';
 import { callHttpTool } from '../../packages/client/src/http-tool';
 import { LedgerClient } from '../../packages/client/src/ledger-client';
+import { LedgerWorker } from '../../packages/client/src/ledger-worker';
 import { startLedger, type LedgerProcess } from '../support/ledger-process';
 import { startOtlpReceiver, type OtlpReceiver } from '../support/otlp-receiver';
 import { startProviderProcess, type ProviderProcess } from '../support/provider-process';
@@ -105,6 +106,43 @@ describe('OpenTelemetry traces across runtime, ledger and provider', () => {
     // The runtime's traceparent is kept in the event metadata as the ledger received it.
     const events = await client.getEvents(ref);
     expect(events.events[0].traceparent).toMatch(new RegExp(`^00-${traceId}-`));
+  });
+
+  it('the worker: an execute_tool span per dispatch, the ledger and the provider under it', async () => {
+    const ref = 'run_trace/worker_1';
+    runtimeSpans.reset();
+    const stop = new AbortController();
+    const worker = new LedgerWorker(client, {
+      tools: {
+        create_invoice: {
+          call: (input, call) =>
+            callHttpTool({ url: `${provider.url}/invoices`, body: input, ...(call.signal ? { signal: call.signal } : {}) }, { operationRef: call.operationRef, sideEffect: 'write' }),
+          lookup: async () => ({ found: false }),
+        },
+      },
+      concurrency: 1,
+      waitMs: 200,
+      signal: stop.signal,
+    });
+    const running = worker.run();
+    try {
+      await client.startStep({ operationRef: ref, runId: 'run_trace', tool: 'create_invoice', input: { customer_id: 'cus_42', amount_cents: 900, currency: 'EUR' } });
+      await until(() => client.getOperation(ref), (state) => state.status === 'succeeded', 'the worker to finish the step');
+    } finally {
+      stop.abort();
+      await running;
+    }
+    const tool = runtimeSpans.getFinishedSpans().find((span) => span.name === 'execute_tool create_invoice')!;
+    expect(tool.attributes).toMatchObject({ 'gen_ai.operation.name': 'execute_tool', 'recovery_ledger.attempt': 1, 'recovery_ledger.commit_state': 'committed' });
+    const traceId = tool.spanContext().traceId;
+    const servers = await until(
+      async () => receiver.spans.filter((span) => span.traceId === traceId && span.kind === SERVER),
+      (found) => found.length >= 2,
+      'the server spans of the dispatch and the envelope',
+    );
+    for (const server of servers) expect(server.parentSpanId).toBe(tool.spanContext().spanId);
+    const seen = (await (await fetch(`${provider.url}/__requests`)).json()) as { traceparents: Record<string, string[]> };
+    expect(seen.traceparents[ref]).toEqual([`00-${traceId}-${tool.spanContext().spanId}-01`]);
   });
 
   it('a refusal: the decide span carries the refusal code, under the caller trace', async () => {
