@@ -6,6 +6,7 @@
  *   node dist/bench/run.js --events 200000 --seconds 5 --out /tmp/bench.json   # a quick one
  *   node dist/bench/run.js --only http,batch,store,large --profile /tmp/prof  # --cpu-prof of each service
  *   node dist/bench/run.js --only worker --seconds 10 --out /tmp/worker.json   # figure 7 alone
+ *   node dist/bench/run.js --only tracing --out /tmp/tracing.json   # OpenTelemetry on / off, same load
  *   npm run bench -- --only tool-steps                 # the tool-step figure alone (or BENCH_ONLY=tool-steps)
  *   node dist/bench/run.js --only tool-steps --rounds 1 --peers restate,sqlite-group --step-warmup 2
  *
@@ -31,6 +32,7 @@ import { httpSubmitFigures } from './figures/http-submit.figure';
 import { largeLogFigures } from './figures/large-log.figure';
 import { storeAppendFigure } from './figures/store-append.figure';
 import { TOOL_STEP_PEERS, toolStepsFigure, type ToolStepPeer } from './figures/tool-steps.figure';
+import { tracingOverheadFigure } from './figures/tracing-overhead.figure';
 import { workerStepsFigure } from './figures/worker-steps.figure';
 import { machine, table, writeJson, type FigureRow } from './support/report';
 
@@ -113,6 +115,7 @@ async function main(): Promise<void> {
     if (wanted('store')) rows.push(...(await storeAppendFigure(dir, batchRows[0], Math.min(settings.seconds, 5), log)));
     if (wanted('large')) rows.push(...(await largeLogFigures({ ...common, events: settings.events }, log)));
     if (wanted('worker')) rows.push(await workerStepsFigure({ ...common, open: 50 }, log));
+    if (wanted('tracing')) rows.push(...(await tracingOverheadFigure(common, log)));
     if (wanted('tool-steps')) {
       toolSteps = await toolStepsFigure(
         { dir, seconds: settings.seconds, warmupSeconds: settings.stepWarmupSeconds, connections: settings.connections, rounds: settings.rounds, peers: settings.peers, nodeArgs },

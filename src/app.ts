@@ -14,6 +14,7 @@ import { installSecurity } from './http/security/install-security';
 import { installHttpMetrics } from './observability/http-metrics';
 import { installRequestIdEcho, requestIdOptions } from './logging/request-context';
 import { METRICS_REGISTRY } from './observability/metrics';
+import { installTracing } from './observability/tracing';
 import { mountOpenApi } from './openapi/openapi.module';
 
 /**
@@ -67,6 +68,7 @@ export async function createApp(options: AppOptions, { preview = false }: { prev
     options.config.rateLimitPerMinute,
   );
   installHttpMetrics(app, app.get<Registry>(METRICS_REGISTRY));
+  installTracing(app);
   mountOpenApi(app);
   app.enableShutdownHooks();
   return app;

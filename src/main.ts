@@ -1,4 +1,6 @@
 import 'reflect-metadata';
+// First: the OpenTelemetry SDK (when an OTEL_* exporter variable is set) starts before NestJS and Fastify load.
+import './observability/tracing-start';
 import { Logger } from '@nestjs/common';
 import { createApp } from './app';
 import { parseApiKeys } from './auth/api-keys';

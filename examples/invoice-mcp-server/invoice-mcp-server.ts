@@ -128,9 +128,9 @@ export function createInvoiceServer(state: InvoiceState, options: InvoiceServerO
       },
       annotations: { ...titled('invoices'), readOnlyHint: false, destructiveHint: false, idempotentHint: true },
     },
-    async (input) => {
+    async (input, extra) => {
       const ref = input.idempotency_key;
-      state.countCall('create_invoice', ref);
+      state.countCall('create_invoice', ref, extra._meta);
       const fault = state.takeFault('create', ref);
       const invalid = invalidField(input);
       const commit = () => state.create(ref, input).invoice;
@@ -174,9 +174,9 @@ export function createInvoiceServer(state: InvoiceState, options: InvoiceServerO
       },
       annotations: { ...titled('invoices'), readOnlyHint: false, destructiveHint: true, idempotentHint: true },
     },
-    async (input) => {
+    async (input, extra) => {
       const ref = input.idempotency_key;
-      state.countCall('void_invoice', ref);
+      state.countCall('void_invoice', ref, extra._meta);
       const fault = state.takeFault('void', ref);
       if (fault) {
         const answer = faultAnswer(fault, ref);
@@ -205,8 +205,8 @@ export function createInvoiceServer(state: InvoiceState, options: InvoiceServerO
       inputSchema: { invoice_id: z.string() },
       annotations: { ...titled('invoices'), readOnlyHint: true },
     },
-    async (input) => {
-      state.countCall('get_invoice', undefined);
+    async (input, extra) => {
+      state.countCall('get_invoice', undefined, extra._meta);
       const fault = state.takeFault('read', undefined);
       if (fault?.kind === 'rate-limit') {
         return errorEnvelope(undefined, {
@@ -232,8 +232,8 @@ export function createInvoiceServer(state: InvoiceState, options: InvoiceServerO
       inputSchema: { operation_ref: z.string().min(1).max(200) },
       annotations: { ...titled('invoices'), readOnlyHint: true },
     },
-    async (input) => {
-      state.countCall('lookup_operation', input.operation_ref);
+    async (input, extra) => {
+      state.countCall('lookup_operation', input.operation_ref, extra._meta);
       const fault = state.takeFault('lookup', input.operation_ref);
       if (fault) {
         const answer = faultAnswer(fault, input.operation_ref);

@@ -146,6 +146,8 @@ function parseFault(value: unknown): Fault | undefined {
 export async function startInvoiceProvider(options: InvoiceProviderOptions = {}): Promise<InvoiceProvider> {
   const byKey = new Map<string, Invoice>();
   const requestCounts = new Map<string, number>();
+  /** The W3C traceparent each create request carried, per idempotency key (the caller's trace). */
+  const traceparents = new Map<string, string[]>();
   const createdCounts = new Map<string, number>();
   const idempotent = options.idempotency !== false;
   const random = seeded(options.flaky?.seed ?? 1);
@@ -205,6 +207,8 @@ export async function startInvoiceProvider(options: InvoiceProviderOptions = {})
       return send(response, 400, { error: { code: 'idempotency_key_required', field: 'Idempotency-Key' } });
     }
     requestCounts.set(key, (requestCounts.get(key) ?? 0) + 1);
+    const traceparent = request.headers.traceparent;
+    if (typeof traceparent === 'string') traceparents.set(key, [...(traceparents.get(key) ?? []), traceparent]);
     let input: Record<string, unknown>;
     try {
       input = JSON.parse(await readBody(request)) as Record<string, unknown>;
@@ -284,7 +288,9 @@ export async function startInvoiceProvider(options: InvoiceProviderOptions = {})
       if (route === 'POST /__faults') return control(request, response);
       if (route === 'GET /__health') return send(response, 200, { ok: true, invoices: byKey.size });
       // What createRequests() tells an in-process test, for a test in another process (or language).
-      if (route === 'GET /__requests') return send(response, 200, { create_requests: Object.fromEntries(requestCounts) });
+      if (route === 'GET /__requests') {
+        return send(response, 200, { create_requests: Object.fromEntries(requestCounts), traceparents: Object.fromEntries(traceparents) });
+      }
       if (route === 'GET /__stats') {
         return send(response, 200, {
           created: Object.fromEntries(createdCounts),

@@ -16,4 +16,6 @@ export default defineConfig({
   clean: true,
   splitting: false,
   treeshake: true,
+  // __filename in the ESM build too: the optional OpenTelemetry API is required from there (src/telemetry.ts).
+  shims: true,
 });

@@ -2,6 +2,7 @@ import type { SubmitAnswer, SubmitContext, SubmitRequest, SubmitResult, Submitte
 import type { SecretDetector } from '@recovery-ledger/core/domain/envelope/redaction';
 import { decide, type Refused, type StepState } from '@recovery-ledger/core/domain/decider';
 import { LedgerProblem } from '@recovery-ledger/core/errors/ledger-problem';
+import { DecisionSpan, tracedAppend } from '../observability/ledger-spans';
 import { RevisionConflictError } from '../store/event-store.port';
 import { operationStream } from '../store/stream-names';
 import { decisionTime, type Clock } from './clock';
@@ -63,9 +64,11 @@ export class SubmitCommandHandler {
   private async submitOnce(stream: string, context: SubmitContext, request: SubmitRequest, detect: SecretDetector): Promise<SubmitAnswer> {
     for (let attempt = 0; ; attempt++) {
       const snapshot = await this.streams.read(stream);
+      const span = new DecisionSpan(request.events.map((event) => event.type), snapshot.revision);
       try {
-        return await this.decideAndAppend(context, request, snapshot, detect);
+        return await this.decideAndAppend(context, request, snapshot, detect, span);
       } catch (error) {
+        span.fail(error);
         if (!(error instanceof RevisionConflictError)) throw error;
         if (request.expected_revision !== undefined || attempt >= this.settings.maxConflictRetries) {
           throw new LedgerProblem('REVISION_CONFLICT', 'the operation changed while this request was decided; read it again', {
@@ -76,9 +79,18 @@ export class SubmitCommandHandler {
     }
   }
 
-  private async decideAndAppend(context: SubmitContext, request: SubmitRequest, snapshot: StreamSnapshot, detect: SecretDetector): Promise<SubmitAnswer> {
+  private async decideAndAppend(
+    context: SubmitContext,
+    request: SubmitRequest,
+    snapshot: StreamSnapshot,
+    detect: SecretDetector,
+    span: DecisionSpan,
+  ): Promise<SubmitAnswer> {
     const { fresh, stored } = freshEvents(request, snapshot);
-    if (fresh.length === 0) return answerAsFirstTime(context, request, snapshot);
+    if (fresh.length === 0) {
+      span.end('duplicate');
+      return answerAsFirstTime(context, request, snapshot);
+    }
     if (request.expected_revision !== undefined && request.expected_revision !== snapshot.revision) {
       throw new LedgerProblem('REVISION_CONFLICT', `expected revision ${request.expected_revision}, the stream is at ${snapshot.revision}`, {
         field: 'expected_revision',
@@ -103,6 +115,7 @@ export class SubmitCommandHandler {
       });
       if (decision.kind === 'refused') {
         this.observer.onRefused?.(decision.code, { tenant: context.tenant, operationRef: context.operationRef });
+        span.end('refused', decision.code);
         const refusal = await this.recordRefusal(decision, submitted, context, now, snapshot, { state, empty: toAppend.length === 0 });
         throw this.refusalError(refusal, context);
       }
@@ -111,6 +124,7 @@ export class SubmitCommandHandler {
       toAppend.push(...toNewEvents(decision.events, submitted, context, now));
       state = decision.state;
     }
+    span.end(replayed ? 'replayed' : 'accepted');
     const results: SubmitResult[] = request.events.map((event) => ({
       event_id: event.event_id,
       status: stored.has(event.event_id) || alreadyRecorded.has(event.event_id) ? 'duplicate' : 'appended',
@@ -121,7 +135,7 @@ export class SubmitCommandHandler {
       const last = snapshot.events[snapshot.events.length - 1];
       return submitAnswer({ ...outcome, revision: snapshot.revision, position: last?.position ?? 0, replayed: false });
     }
-    const { revision, position } = await this.streams.append(snapshot, toAppend, state);
+    const { revision, position } = await tracedAppend(toAppend.length, () => this.streams.append(snapshot, toAppend, state));
     this.observer.onAppended?.(toAppend.length, context.tenant);
     return submitAnswer({ ...outcome, revision, position, replayed });
   }
@@ -140,7 +154,7 @@ export class SubmitCommandHandler {
   ): Promise<Refusal> {
     if (decision.events.length === 0 || !batch.empty) return { decision, recorded: [], state: batch.state, revision: snapshot.revision };
     const recorded = toNewEvents(decision.events, submitted, context, now);
-    const { revision } = await this.streams.append(snapshot, recorded, decision.state);
+    const { revision } = await tracedAppend(recorded.length, () => this.streams.append(snapshot, recorded, decision.state));
     return { decision, recorded, state: decision.state, revision };
   }
 

@@ -1,5 +1,6 @@
-import { Global, Module } from '@nestjs/common';
+import { Global, Module, type OnApplicationShutdown } from '@nestjs/common';
 import { createMetricsRegistry, METRICS_REGISTRY } from './metrics';
+import { stopTracing } from './tracing';
 
 /** Global, so any module can inject METRICS_REGISTRY and add its metrics without importing this. */
 @Global()
@@ -7,4 +8,9 @@ import { createMetricsRegistry, METRICS_REGISTRY } from './metrics';
   providers: [{ provide: METRICS_REGISTRY, useFactory: createMetricsRegistry }],
   exports: [METRICS_REGISTRY],
 })
-export class ObservabilityModule {}
+export class ObservabilityModule implements OnApplicationShutdown {
+  /** The spans of the last requests are exported before the process ends (graceful shutdown). */
+  async onApplicationShutdown(): Promise<void> {
+    await stopTracing();
+  }
+}

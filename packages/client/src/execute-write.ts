@@ -19,6 +19,7 @@ import type { LedgerClient, RequestOptions } from './ledger-client';
 import { LedgerError, LedgerRefusal } from './ledger-errors';
 import { callWindowPassed, escalate, uncertainOutcome, type NormalizeContext } from './normalizers/envelope-builders';
 import { normalizeNetworkError } from './normalizers/network-error.normalizer';
+import { inToolSpan, keyedHash } from './telemetry';
 
 /** What executeWrite, verify and recover need of the ledger; a LedgerClient is one. */
 export type LedgerApi = Pick<
@@ -240,6 +241,38 @@ export async function executeWrite<Input>(
   toolCall: ToolCall<Input>,
   options: ExecuteOptions = {},
 ): Promise<WriteOutcome> {
+  return inToolSpan(step.tool, options, spanAttributes(step.operationRef, step.sideEffect ?? 'write'), {
+    run: (trace) => planAndRun(ledger, step, toolCall, { ...options, ...trace }),
+    describe: describeWrite,
+  });
+}
+
+/** The span attributes of a tool call that tell what happened; never the operation_ref itself. */
+function spanAttributes(ref: string, sideEffect: SideEffect): Record<string, string> {
+  return { 'recovery_ledger.operation_ref_hash': keyedHash(ref), 'recovery_ledger.side_effect': sideEffect };
+}
+
+function describeWrite(outcome: WriteOutcome): Record<string, string | number | boolean | undefined> {
+  const envelope = outcome.envelope;
+  const failed = outcome.refusal?.code ?? (envelope && !envelope.ok ? envelope.code : undefined);
+  return {
+    'recovery_ledger.outcome': outcome.kind,
+    'recovery_ledger.status': outcome.status,
+    'recovery_ledger.next_action': outcome.directive.next_action,
+    'recovery_ledger.tool_called': outcome.toolCalled,
+    ...(outcome.attempt === undefined ? {} : { 'recovery_ledger.attempt': outcome.attempt }),
+    ...(envelope ? { 'recovery_ledger.commit_state': envelope.commit_state } : {}),
+    ...(outcome.refusal ? { 'recovery_ledger.refusal_code': outcome.refusal.code } : {}),
+    ...(failed === undefined ? {} : { 'error.type': failed }),
+  };
+}
+
+async function planAndRun<Input>(
+  ledger: LedgerApi,
+  step: WriteStep<Input>,
+  toolCall: ToolCall<Input>,
+  options: ExecuteOptions,
+): Promise<WriteOutcome> {
   const sideEffect = step.sideEffect ?? 'write';
   const hash = step.inputHash ?? inputHash(step.input);
   const ref = step.operationRef;
@@ -270,7 +303,7 @@ export async function executeWrite<Input>(
     planned = error.state;
   }
 
-  return runAttempt(ledger, { operationRef: ref, attempt: planned.attempts_used + 1, inputHash: hash, input: step.input, sideEffect }, toolCall, options);
+  return attemptOnce(ledger, { operationRef: ref, attempt: planned.attempts_used + 1, inputHash: hash, input: step.input, sideEffect }, toolCall, options);
 }
 
 export interface AttemptToRun<Input> {
@@ -280,6 +313,8 @@ export interface AttemptToRun<Input> {
   inputHash: string;
   input: Input;
   sideEffect: SideEffect;
+  /** The tool's name, for the `execute_tool {tool}` span. */
+  tool?: string;
 }
 
 /**
@@ -297,6 +332,18 @@ export async function runAttempt<Input>(
   run: AttemptToRun<Input>,
   toolCall: ToolCall<Input>,
   options: ExecuteOptions = {},
+): Promise<WriteOutcome> {
+  return inToolSpan(run.tool ?? 'unnamed', options, spanAttributes(run.operationRef, run.sideEffect), {
+    run: (trace) => attemptOnce(ledger, run, toolCall, { ...options, ...trace }),
+    describe: describeWrite,
+  });
+}
+
+async function attemptOnce<Input>(
+  ledger: LedgerApi,
+  run: AttemptToRun<Input>,
+  toolCall: ToolCall<Input>,
+  options: ExecuteOptions,
 ): Promise<WriteOutcome> {
   const now = options.now ?? (() => new Date());
   const { operationRef: ref, attempt, sideEffect } = run;
@@ -473,8 +520,23 @@ export async function verify(
   ledger: LedgerApi,
   step: VerifyStep,
   lookup: Lookup,
-  options: Pick<ExecuteOptions, 'now' | 'traceparent' | 'tracestate' | 'lease' | 'signal'> = {},
+  options: VerifyOptions = {},
 ): Promise<VerifyOutcome> {
+  return inToolSpan(step.tool ?? 'unnamed', options, { ...spanAttributes(step.operationRef, 'read'), 'recovery_ledger.phase': 'verify' }, {
+    run: (trace) => verifyOnce(ledger, step, lookup, { ...options, ...trace }),
+    describe: (verified) => ({
+      'recovery_ledger.verification': verified.outcome,
+      'recovery_ledger.status': verified.status,
+      'recovery_ledger.next_action': verified.directive.next_action,
+      ...(verified.refusal ? { 'recovery_ledger.refusal_code': verified.refusal.code } : {}),
+      ...(verified.outcome === 'lookup_unavailable' ? { 'error.type': 'lookup_unavailable' } : verified.refusal ? { 'error.type': verified.refusal.code } : {}),
+    }),
+  });
+}
+
+type VerifyOptions = Pick<ExecuteOptions, 'now' | 'traceparent' | 'tracestate' | 'lease' | 'signal'>;
+
+async function verifyOnce(ledger: LedgerApi, step: VerifyStep, lookup: Lookup, options: VerifyOptions): Promise<VerifyOutcome> {
   const now = options.now ?? (() => new Date());
   const ref = step.operationRef;
   // An abort stops a check that has not started; a lookup that answered is always recorded.

@@ -3,6 +3,7 @@ import type { NormalizeContext } from './normalizers/envelope-builders';
 import { normalizeHttpResponse, type HttpNormalizeOptions } from './normalizers/http-response.normalizer';
 import { inputFieldsOf } from './normalizers/input-fields';
 import { normalizeNetworkError } from './normalizers/network-error.normalizer';
+import { traceHeaders } from './telemetry';
 
 export interface HttpToolRequest {
   url: string;
@@ -37,6 +38,8 @@ export async function callHttpTool(request: HttpToolRequest, options: HttpToolOp
     accept: 'application/json',
     ...(request.body === undefined ? {} : { 'content-type': 'application/json' }),
     ...(headerName ? { [headerName]: options.operationRef } : {}),
+    // The tool call's trace goes on to the provider (W3C Trace Context), when OpenTelemetry is installed.
+    ...traceHeaders(),
     ...request.headers,
   };
   // A provider may name an invalid field only if the request carried it.

@@ -292,7 +292,7 @@ export class LedgerWorker {
       // holds the call to it (with its margin) even when the ledger answers a longer one.
       const outcome = await runAttempt(
         this.ledger,
-        { operationRef: item.operation_ref, attempt: item.attempt, inputHash: item.input_hash, input: item.input, sideEffect: item.side_effect as 'read' | 'write' },
+        { operationRef: item.operation_ref, attempt: item.attempt, inputHash: item.input_hash, input: item.input, sideEffect: item.side_effect as 'read' | 'write', tool: item.tool },
         tool.call,
         { ...options, callWindowMs: Math.min(remaining, MAX_CALL_WINDOW_MS) },
       );

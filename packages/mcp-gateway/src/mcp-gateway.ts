@@ -49,6 +49,14 @@ import {
 import { makeLookup } from './lookups';
 import { hostTool } from './tool-text';
 import { CallWindowPassedError, Upstream, UpstreamNotSentError } from './upstream';
+import { inHostTrace, inToolSpan } from './telemetry';
+
+/** A host answer's span attributes: an error answer's type is its envelope code. */
+function describeAnswer(result: CallToolResult): Record<string, string> {
+  if (!result.isError) return {};
+  const code = (result.structuredContent as { code?: unknown } | undefined)?.code;
+  return { 'error.type': typeof code === 'string' ? code : 'tool_error' };
+}
 
 export const OPERATION_REF_DESCRIPTION =
   'A durable reference for this one operation, chosen once before the first attempt (for example "<task>/<step>"). ' +
@@ -223,6 +231,12 @@ export class McpGateway {
   // ---- tools/call ------------------------------------------------------------------------------------
 
   async callTool(name: string, args: Record<string, unknown>): Promise<CallToolResult> {
+    // A write's execute_tool span is executeWrite's (the client's); the calls the ledger does not see get theirs here.
+    if (this.config.write_tools[name] && this.routes.has(name)) return this.routeCall(name, args);
+    return inToolSpan(name, () => this.routeCall(name, args), describeAnswer);
+  }
+
+  private async routeCall(name: string, args: Record<string, unknown>): Promise<CallToolResult> {
     if (name === 'verify_operation') return this.verifyOperation(args);
     if (name === 'operation_status') return this.operationStatus(args);
     const route = this.routes.get(name);
@@ -519,7 +533,9 @@ export class McpGateway {
       },
     );
     server.setRequestHandler(ListToolsRequestSchema, async () => ({ tools: await this.listTools() }));
-    server.setRequestHandler(CallToolRequestSchema, async (request) => this.callTool(request.params.name, request.params.arguments ?? {}));
+    server.setRequestHandler(CallToolRequestSchema, async (request) =>
+      inHostTrace(request.params._meta, () => this.callTool(request.params.name, request.params.arguments ?? {})),
+    );
     return server;
   }
 

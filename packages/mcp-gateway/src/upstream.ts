@@ -10,6 +10,7 @@ import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/
 import type { Transport } from '@modelcontextprotocol/sdk/shared/transport.js';
 import { CallToolResultSchema, type CallToolResult, type Tool } from '@modelcontextprotocol/sdk/types.js';
 import type { ServerConfig } from './gateway-config';
+import { traceMeta } from './telemetry';
 
 /** The request never left the gateway: nothing can have run upstream. */
 export class UpstreamNotSentError extends Error {
@@ -117,7 +118,10 @@ export class Upstream {
     if (signal?.aborted) throw new CallWindowPassedError(this.name);
     // The plain request, not client.callTool: its output-schema check would turn an answer that
     // came back (the tool ran) into a thrown protocol error, indistinguishable from a refusal.
-    return (await client.request({ method: 'tools/call', params: { name, arguments: args } }, CallToolResultSchema, {
+    // The call's trace goes on to the upstream server in `params._meta` (MCP's place for it).
+    const meta = traceMeta();
+    const params = Object.keys(meta).length > 0 ? { name, arguments: args, _meta: meta } : { name, arguments: args };
+    return (await client.request({ method: 'tools/call', params }, CallToolResultSchema, {
       timeout: timeoutMs,
       ...(signal ? { signal } : {}),
     })) as CallToolResult;

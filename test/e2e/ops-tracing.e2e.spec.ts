@@ -1,0 +1,165 @@
+/**
+ * One trace, runtime → ledger → provider, with the real OpenTelemetry SDK on both sides: the
+ * runtime (this process, an in-memory exporter) calls executeWrite; the built service exports its
+ * spans by OTLP/HTTP to a receiver on loopback; the example invoice provider (a process of its
+ * own) reports the traceparent it was sent.
+ */
+import { context, propagation, trace } from '@opentelemetry/api';
+import { InMemorySpanExporter, SimpleSpanProcessor } from '@opentelemetry/sdk-trace-base';
+import { NodeTracerProvider } from '@opentelemetry/sdk-trace-node';
+import { executeWrite } from '../../packages/client/src/execute-write';
+import { callHttpTool } from '../../packages/client/src/http-tool';
+import { LedgerClient } from '../../packages/client/src/ledger-client';
+import { LedgerWorker } from '../../packages/client/src/ledger-worker';
+import { startLedger, type LedgerProcess } from '../support/ledger-process';
+import { startOtlpReceiver, type OtlpReceiver } from '../support/otlp-receiver';
+import { startProviderProcess, type ProviderProcess } from '../support/provider-process';
+import { until } from '../support/until';
+
+const runtimeSpans = new InMemorySpanExporter();
+const runtime = new NodeTracerProvider({ spanProcessors: [new SimpleSpanProcessor(runtimeSpans)] });
+const SERVER = 2;
+
+describe('OpenTelemetry traces across runtime, ledger and provider', () => {
+  let receiver: OtlpReceiver;
+  let ledger: LedgerProcess;
+  let provider: ProviderProcess;
+  let client: LedgerClient;
+
+  beforeAll(async () => {
+    runtime.register();
+    receiver = await startOtlpReceiver();
+    [ledger, provider] = await Promise.all([
+      startLedger({
+        env: {
+          OTEL_EXPORTER_OTLP_TRACES_ENDPOINT: receiver.endpoint,
+          OTEL_EXPORTER_OTLP_TRACES_PROTOCOL: 'http/json',
+          OTEL_SERVICE_NAME: 'ledger-under-test',
+          OTEL_BSP_SCHEDULE_DELAY: '100',
+        },
+        // Loading the SDK and its exporters adds CPU to the start; a loaded machine needs the margin.
+        timeoutMs: 50_000,
+      }),
+      startProviderProcess(),
+    ]);
+    client = new LedgerClient({ baseUrl: ledger.baseUrl });
+  }, 60_000);
+  afterAll(async () => {
+    await Promise.all([ledger?.stop(), provider?.stop()]);
+    await receiver?.close();
+    await runtime.shutdown();
+    trace.disable();
+    context.disable();
+    propagation.disable();
+  });
+
+  it('the ledger continues the runtime trace: server spans under execute_tool, decide and append under them, the provider in it too', async () => {
+    const ref = 'run_trace/step_1';
+    const turn = runtime.getTracer('agent').startSpan('agent turn');
+    const outcome = await context.with(trace.setSpan(context.active(), turn), () =>
+      executeWrite(
+        client,
+        { operationRef: ref, runId: 'run_trace', tool: 'create_invoice', input: { customer_id: 'cus_42', amount_cents: 1200, currency: 'EUR' } },
+        (input, call) => callHttpTool({ url: `${provider.url}/invoices`, body: input, ...(call.signal ? { signal: call.signal } : {}) }, { operationRef: call.operationRef, sideEffect: 'write' }),
+      ),
+    );
+    turn.end();
+    expect(outcome).toMatchObject({ kind: 'recorded', status: 'succeeded' });
+    const tool = runtimeSpans.getFinishedSpans().find((span) => span.name === 'execute_tool create_invoice')!;
+    const traceId = turn.spanContext().traceId;
+    expect(tool.spanContext().traceId).toBe(traceId);
+
+    // The ledger's spans arrive by OTLP: plan, dispatch and envelope are three submits.
+    const inTrace = () => receiver.spans.filter((span) => span.traceId === traceId);
+    const spans = await until(
+      async () => inTrace(),
+      (found) => found.filter((span) => span.name === 'recovery_ledger.append').length >= 3,
+      'the ledger spans of the trace',
+    );
+    const servers = spans.filter((span) => span.kind === SERVER);
+    expect(servers.length).toBeGreaterThanOrEqual(3);
+    for (const server of servers) {
+      expect(server.service).toBe('ledger-under-test');
+      expect(server.parentSpanId).toBe(tool.spanContext().spanId);
+      expect(server.name).toBe('POST /v1/operations/:ref/events');
+      expect(server.attributes).toMatchObject({ 'http.request.method': 'POST', 'http.route': '/v1/operations/:ref/events', 'http.response.status_code': 200 });
+    }
+    const serverIds = new Set(servers.map((span) => span.spanId));
+    const decides = spans.filter((span) => span.name === 'recovery_ledger.decide');
+    const appends = spans.filter((span) => span.name === 'recovery_ledger.append');
+    for (const child of [...decides, ...appends]) expect(serverIds.has(child.parentSpanId)).toBe(true);
+    const facts = decides.map((span) => span.attributes['recovery_ledger.fact_type']);
+    expect(facts).toEqual(expect.arrayContaining([['StepPlanned'], ['AttemptDispatched'], ['EnvelopeRecorded']]));
+    expect(decides.every((span) => span.attributes['recovery_ledger.decision'] === 'accepted')).toBe(true);
+    for (const append of appends) {
+      expect(append.attributes['recovery_ledger.revision']).toEqual(expect.any(Number));
+      expect(append.attributes['recovery_ledger.store_commit_ms']).toEqual(expect.any(Number));
+    }
+    // Never the operation_ref: the server span is named by the route pattern.
+    expect(JSON.stringify(spans)).not.toContain('run_trace/step_1');
+    expect(JSON.stringify(spans)).not.toContain('run_trace%2Fstep_1');
+
+    // The provider was sent the runtime's tool span as the parent: the same trace.
+    const seen = (await (await fetch(`${provider.url}/__requests`)).json()) as { traceparents: Record<string, string[]> };
+    expect(seen.traceparents[ref]).toEqual([`00-${traceId}-${tool.spanContext().spanId}-01`]);
+
+    // The runtime's traceparent is kept in the event metadata as the ledger received it.
+    const events = await client.getEvents(ref);
+    expect(events.events[0].traceparent).toMatch(new RegExp(`^00-${traceId}-`));
+  });
+
+  it('the worker: an execute_tool span per dispatch, the ledger and the provider under it', async () => {
+    const ref = 'run_trace/worker_1';
+    runtimeSpans.reset();
+    const stop = new AbortController();
+    const worker = new LedgerWorker(client, {
+      tools: {
+        create_invoice: {
+          call: (input, call) =>
+            callHttpTool({ url: `${provider.url}/invoices`, body: input, ...(call.signal ? { signal: call.signal } : {}) }, { operationRef: call.operationRef, sideEffect: 'write' }),
+          lookup: async () => ({ found: false }),
+        },
+      },
+      concurrency: 1,
+      waitMs: 200,
+      signal: stop.signal,
+    });
+    const running = worker.run();
+    try {
+      await client.startStep({ operationRef: ref, runId: 'run_trace', tool: 'create_invoice', input: { customer_id: 'cus_42', amount_cents: 900, currency: 'EUR' } });
+      await until(() => client.getOperation(ref), (state) => state.status === 'succeeded', 'the worker to finish the step');
+    } finally {
+      stop.abort();
+      await running;
+    }
+    const tool = runtimeSpans.getFinishedSpans().find((span) => span.name === 'execute_tool create_invoice')!;
+    expect(tool.attributes).toMatchObject({ 'gen_ai.operation.name': 'execute_tool', 'recovery_ledger.attempt': 1, 'recovery_ledger.commit_state': 'committed' });
+    const traceId = tool.spanContext().traceId;
+    const servers = await until(
+      async () => receiver.spans.filter((span) => span.traceId === traceId && span.kind === SERVER),
+      (found) => found.length >= 2,
+      'the server spans of the dispatch and the envelope',
+    );
+    for (const server of servers) expect(server.parentSpanId).toBe(tool.spanContext().spanId);
+    const seen = (await (await fetch(`${provider.url}/__requests`)).json()) as { traceparents: Record<string, string[]> };
+    expect(seen.traceparents[ref]).toEqual([`00-${traceId}-${tool.spanContext().spanId}-01`]);
+  });
+
+  it('a refusal: the decide span carries the refusal code, under the caller trace', async () => {
+    const traceparent = '00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01';
+    const ref = 'run_trace/step_2';
+    await client.planStep(ref, { run_id: 'run_trace', tool: 'create_invoice', side_effect: 'write', input_hash: 'a'.repeat(64) });
+    // Attempt 2 asked for before attempt 1: the decider refuses it.
+    const refused = await client.dispatchAttempt(ref, { attempt: 2, input_hash: 'a'.repeat(64) }, { traceparent }).catch((error: unknown) => error);
+    const problem = refused as { code: string };
+    expect(problem.code).toEqual(expect.stringMatching(/^[A-Z_]+$/));
+    const [decide] = await until(
+      async () => receiver.spans.filter((span) => span.traceId === '0af7651916cd43dd8448eb211c80319c' && span.name === 'recovery_ledger.decide'),
+      (found) => found.length > 0,
+      'the refused decision span',
+    );
+    expect(decide.attributes).toMatchObject({ 'recovery_ledger.decision': 'refused', 'recovery_ledger.refusal_code': problem.code });
+    const server = receiver.spans.find((span) => span.spanId === decide.parentSpanId)!;
+    expect(server.parentSpanId).toBe('b7ad6b7169203331');
+  });
+});
