@@ -8,9 +8,15 @@ import { instantMs } from './projection';
  * flight past its timeout. Time is passed in, never read, so the same documents and instant always
  * give the same queue.
  */
-export type TriageKind = 'possible_duplicate' | 'escalated' | 'awaiting_approval' | 'unknown_outcome' | 'dispatch_overdue';
+export type TriageKind = 'possible_duplicate' | 'escalated' | 'awaiting_approval' | 'unknown_outcome' | 'dispatch_overdue' | 'acknowledged';
 
-export const TRIAGE_KINDS: readonly TriageKind[] = ['possible_duplicate', 'escalated', 'awaiting_approval', 'unknown_outcome', 'dispatch_overdue'];
+export const TRIAGE_KINDS: readonly TriageKind[] = ['possible_duplicate', 'escalated', 'awaiting_approval', 'unknown_outcome', 'dispatch_overdue', 'acknowledged'];
+
+/**
+ * An escalation an operator acknowledged (docs/contract.md §4.10) is still escalated, but someone
+ * has it: it is listed only when asked for (`kind=acknowledged`), not in "Needs a person".
+ */
+export const ON_REQUEST_KINDS: readonly TriageKind[] = ['acknowledged'];
 
 export interface TriageThresholds {
   /** A step in `verifying` at least this long is an unknown outcome a person should resolve. */
@@ -41,6 +47,8 @@ export interface TriageItem {
   attempt: number;
   attempts_used: number;
   revision: number;
+  /** For `acknowledged`: who took it, for whom, when. */
+  acknowledged?: { assignee: string; by: string; at: string; note?: string };
 }
 
 /** The step's own dispatch timeout, when its plan carried one. */
@@ -68,7 +76,7 @@ export function triageItemOf(doc: StepStateDoc, nowMs: number, thresholds: Triag
   if ((doc.possible_duplicates ?? 0) > 0) return { kind: 'possible_duplicate', ...base };
   switch (doc.status) {
     case 'escalated':
-      return { kind: 'escalated', ...base };
+      return doc.acknowledged ? { kind: 'acknowledged', ...base, acknowledged: doc.acknowledged } : { kind: 'escalated', ...base };
     case 'awaiting_approval':
       return { kind: 'awaiting_approval', ...base };
     case 'verifying':
@@ -106,7 +114,7 @@ export interface TriageCounts {
 export function countTriage(items: readonly TriageItem[]): TriageCounts {
   const counts: TriageCounts = {
     total: items.length,
-    by_kind: { possible_duplicate: 0, escalated: 0, awaiting_approval: 0, unknown_outcome: 0, dispatch_overdue: 0 },
+    by_kind: { possible_duplicate: 0, escalated: 0, awaiting_approval: 0, unknown_outcome: 0, dispatch_overdue: 0, acknowledged: 0 },
     by_tool: {},
     by_reason: {},
   };

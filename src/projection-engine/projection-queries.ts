@@ -7,6 +7,7 @@ import {
   countTriage,
   DEFAULT_TRIAGE_THRESHOLDS,
   triageItemOf,
+  ON_REQUEST_KINDS,
   type TriageCounts,
   type TriageItem,
   type TriageKind,
@@ -409,11 +410,13 @@ export class ProjectionQueries {
     const possibleDuplicates = this.readModel
       .select<StepStateDoc>('step_state', { where: [tenant, { column: 'possible_duplicates', op: '>=', value: 1 }, ...filters] })
       .filter(({ doc }) => !TRIAGE_STATUSES.includes(doc.status as StepStatus));
-    const matching = [...inTriageStatus, ...possibleDuplicates]
+    const judged = [...inTriageStatus, ...possibleDuplicates]
       .map(({ doc }) => triageItemOf(doc, now.getTime(), thresholds))
       .filter((item): item is TriageItem => item !== undefined)
-      .filter((item) => (kind === undefined || item.kind === kind) && (reason === undefined || item.reason === reason))
+      .filter((item) => reason === undefined || item.reason === reason)
       .sort(compareTriage);
+    const acknowledged = judged.filter((item) => item.kind === 'acknowledged').length;
+    const matching = judged.filter((item) => (kind === undefined ? !ON_REQUEST_KINDS.includes(item.kind) : item.kind === kind));
     const after = cursor
       ? matching.filter((item) => {
           const since = instantMs(item.since);
@@ -424,7 +427,8 @@ export class ProjectionQueries {
     const last = items[items.length - 1];
     return {
       items,
-      counts: countTriage(matching),
+      // The acknowledged count stands beside "Needs a person" whatever the list shows.
+      counts: { ...countTriage(matching), by_kind: { ...countTriage(matching).by_kind, acknowledged } },
       thresholds: { unknown_after_ms: thresholds.unknown_after_ms, dispatch_timeout_ms: thresholds.dispatch_timeout_ms },
       ...(after.length > limit ? { next_cursor: encodeCursor([instantMs(last.since), last.operation_ref]) } : {}),
       as_of: now.toISOString(),

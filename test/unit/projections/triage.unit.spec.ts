@@ -64,7 +64,7 @@ describe('the triage queue, judged at an instant', () => {
     expect(items.sort(compareTriage).map((item) => item.operation_ref)).toEqual(['new', 'old']);
     expect(countTriage(items)).toEqual({
       total: 2,
-      by_kind: { possible_duplicate: 0, escalated: 1, awaiting_approval: 1, unknown_outcome: 0, dispatch_overdue: 0 },
+      by_kind: { possible_duplicate: 0, escalated: 1, awaiting_approval: 1, unknown_outcome: 0, dispatch_overdue: 0, acknowledged: 0 },
       by_tool: { pay: 1, create_invoice: 1 },
       by_reason: { R: 1, MISSING_APPROVAL: 1 },
     });
