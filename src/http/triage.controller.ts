@@ -21,6 +21,8 @@ export class TriageItemDto {
   @ApiProperty() attempt!: number;
   @ApiProperty() attempts_used!: number;
   @ApiProperty() revision!: number;
+  @ApiPropertyOptional({ description: 'For acknowledged: who took the escalation (assignee, by key id, at, note).' })
+  acknowledged?: { assignee: string; by: string; at: string; note?: string };
 }
 
 export class TriageCountsDto {
