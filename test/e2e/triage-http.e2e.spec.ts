@@ -48,7 +48,7 @@ describe('GET /v1/triage', () => {
     ]);
     expect(short.body.counts).toEqual({
       total: 4,
-      by_kind: { possible_duplicate: 0, escalated: 1, awaiting_approval: 1, unknown_outcome: 1, dispatch_overdue: 1 },
+      by_kind: { possible_duplicate: 0, escalated: 1, awaiting_approval: 1, unknown_outcome: 1, dispatch_overdue: 1, acknowledged: 0 },
       by_tool: { send_email: 1, create_invoice: 1, refund: 1, pay_invoice: 1 },
       by_reason: { ATTEMPT_DISPATCHED: 1, OUTCOME_UNKNOWN: 1, MISSING_APPROVAL: 1, INVOICE_ALREADY_PAID: 1 },
     });
