@@ -9,6 +9,7 @@ import { runCli } from '../support/cli-harness';
 import { fact, ledgerAt } from '../support/http';
 import { startLedger, type LedgerProcess } from '../support/ledger-process';
 import { seedEnvelopes } from '../support/seed-envelopes';
+import { until } from '../support/until';
 
 const RUNTIME_KEY = 'cli-operator-runtime-key-01';
 const OPERATOR_KEY = 'cli-operator-operator-key-1';
@@ -50,7 +51,12 @@ describe('recovery-ledger operator commands', () => {
     const resolved = cli(['resolve', ref, '--found', 'inv_9', '--note', 'checked the provider: invoice inv_9 exists']);
     expect(resolved).toMatchObject({ status: 0, stderr: '' });
     expect(resolved.stdout).toContain(`${ref}: OutcomeVerifiedManually recorded; status succeeded (MANUALLY_VERIFIED_COMMITTED), next none`);
-    const evidence = runCli(['evidence', ref], { LEDGER_URL: ledger.baseUrl, LEDGER_API_KEY: AUDITOR_KEY });
+    // The trail is a read model: it may lag the append by a moment.
+    const evidence = await until(
+      async () => runCli(['evidence', ref], { LEDGER_URL: ledger.baseUrl, LEDGER_API_KEY: AUDITOR_KEY }),
+      (run) => run.stdout.includes('succeeded'),
+      'the evidence trail to show the resolution',
+    );
     expect(evidence.stdout).toContain('verdict:   committed — verified by a person (key_');
     expect(evidence.stdout).toContain('evidence:  inv_9');
   });
