@@ -131,3 +131,61 @@ describeInBrowser('the console: operator actions', () => {
     expect(problems).toEqual([]);
   });
 });
+
+describeInBrowser('the console: bulk acknowledge and cancel from the queue', () => {
+  // Runs after the block above in the same file: its own ledger and browser.
+  beforeAll(async () => {
+    ledger = await startLedger({ env: { LEDGER_API_KEYS: `${RUNTIME_KEY}:runtime:acme,${OPERATOR_KEY}:operator:acme,${AUDITOR_KEY}:auditor:acme` } });
+    profile = mkdtempSync(join(tmpdir(), 'ledger-operator-bulk-'));
+    context = await chromium.launchPersistentContext(profile, {
+      executablePath: CHROMIUM,
+      headless: true,
+      args: ['--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking', '--disable-component-update', '--disable-sync'],
+      viewport: { width: 1440, height: 900 },
+    });
+    page = context.pages()[0] ?? (await context.newPage());
+  }, 120_000);
+
+  afterAll(async () => {
+    await context?.close();
+    if (profile) rmSync(profile, { recursive: true, force: true });
+    await ledger?.stop();
+    ledger?.cleanup();
+  });
+
+  it('cancels what may be cancelled and says, per item, what was refused and why', async () => {
+    const known = `${RUN}/bulk_known`;
+    const unknown = `${RUN}/bulk_unknown`;
+    const runtime = ledgerAt(ledger.baseUrl, { authorization: `Bearer ${RUNTIME_KEY}` });
+    for (const event of [
+      fact('StepPlanned', { run_id: RUN, tool: 'pay_invoice', side_effect: 'write', input_hash: 'sha256:in-1' }),
+      fact('AttemptDispatched', { attempt: 1, input_hash: 'sha256:in-1' }),
+      fact('EnvelopeRecorded', { attempt: 1, envelope: seedEnvelopes.alreadyPaid(known) }),
+    ]) {
+      expect((await runtime.submit(known, [event])).status).toBe(200);
+    }
+    await escalatedUnknown(unknown);
+    await page.goto(`${ledger.baseUrl}/ui#/triage?q=${encodeURIComponent(`${RUN}/bulk_`)}`);
+    await useKey(OPERATOR_KEY);
+    await page.locator('#triage-table input.bulk-pick').nth(1).waitFor();
+    await page.check(`#triage-table input.bulk-pick[data-ref="${known}"]`);
+    await page.check(`#triage-table input.bulk-pick[data-ref="${unknown}"]`);
+    await page.fill('#bulk-form input[name=reason]', 'the customer withdrew both');
+    await page.click('#bulk-cancel');
+    await page.locator('#bulk-results li').nth(1).waitFor();
+    const lines = await page.locator('#bulk-results li').evaluateAll((items) => items.map((item) => [item.getAttribute('data-ref'), item.className, item.textContent]));
+    expect(lines).toEqual(
+      expect.arrayContaining([
+        [known, 'ok', `${known}: StepCancelled recorded, now cancelled`],
+        [unknown, 'error', expect.stringContaining(`${unknown}: refused OUTCOME_UNVERIFIED`)],
+      ]),
+    );
+    // The queue redraws: the cancelled step has left it, the other is still there to acknowledge.
+    await page.waitForFunction((ref) => !(globalThis as unknown as { document: { querySelector(s: string): unknown } }).document.querySelector(`#triage-table tr[data-ref="${ref}"]`), known);
+    await page.check(`#triage-table input.bulk-pick[data-ref="${unknown}"]`);
+    await page.fill('#bulk-form input[name=assignee]', 'ana');
+    await page.click('#bulk-ack');
+    await page.locator('#bulk-results li.ok', { hasText: `${unknown}: EscalationAcknowledged recorded, now escalated` }).waitFor();
+    await page.screenshot({ path: join(DOCS, 'ui-operator-bulk.png'), fullPage: true });
+  });
+});

@@ -287,6 +287,9 @@
     awaiting_approval: 'awaiting approval',
     unknown_outcome: 'unknown outcome',
     dispatch_overdue: 'dispatched past timeout',
+    retry_overdue: 'retry overdue',
+    input_awaited: 'input awaited',
+    acknowledged: 'acknowledged',
   };
 
   function chipLink(label, count, hash, current) {
@@ -359,7 +362,10 @@
         }),
     );
     items.forEach(function (item) {
-      var why = h('span', {}, badge(KIND_LABEL[item.kind], 'kind-' + item.kind));
+      var why = h('span', {});
+      // Escalations may be acknowledged or cancelled in bulk (docs/contract.md §4.10).
+      if (item.status === 'escalated') why.appendChild(h('input', { type: 'checkbox', className: 'bulk-pick', 'data-ref': item.operation_ref, 'aria-label': 'select ' + item.operation_ref }));
+      why.appendChild(badge(KIND_LABEL[item.kind], 'kind-' + item.kind));
       if (item.threshold_ms !== undefined) why.appendChild(h('span', { className: 'muted small block', text: 'for ' + duration(item.age_ms) + ' (over ' + duration(item.threshold_ms) + (item.threshold_from === 'policy' ? ', from its plan' : '') + ')' }));
       why.appendChild(h('span', { className: 'holder small block', 'data-holder': '' }));
       body.appendChild(
@@ -375,6 +381,44 @@
         ),
       );
     });
+  }
+
+  /** The refs picked in the queue. */
+  function pickedRefs() {
+    return Array.prototype.map.call(document.querySelectorAll('#triage-table input.bulk-pick:checked'), function (box) {
+      return box.getAttribute('data-ref');
+    });
+  }
+
+  /**
+   * One operator fact per picked escalation, one after another, each answered on its own line: a
+   * refusal of one (another person resolved it meanwhile) leaves the others as they went.
+   */
+  function bulkAct(kind) {
+    var form = $('bulk-form');
+    var refs = pickedRefs();
+    var reason = form.elements.reason.value.trim();
+    var assignee = form.elements.assignee.value.trim();
+    var results = clear($('bulk-results'));
+    if (!refs.length) return results.appendChild(h('li', { className: 'error', text: 'Select escalations in the queue first.' }));
+    if (!reason || (kind === 'ack' && !assignee)) return results.appendChild(h('li', { className: 'error', text: kind === 'ack' ? 'Say who takes them and why.' : 'Say why.' }));
+    var fact = kind === 'ack' ? { type: 'EscalationAcknowledged', data: { assignee: assignee, note: reason } } : { type: 'StepCancelled', data: { reason: reason } };
+    return refs
+      .reduce(function (done, ref) {
+        return done.then(function () {
+          return api('/v1/operations/' + segment(ref) + '/events', undefined, { body: { events: [Object.assign({ event_id: uuid() }, fact)] } }).then(
+            function (answer) {
+              results.appendChild(h('li', { className: 'ok', 'data-ref': ref, text: ref + ': ' + fact.type + ' recorded, now ' + answer.state.status.replace(/_/g, ' ') }));
+            },
+            function (error) {
+              results.appendChild(h('li', { className: 'error', 'data-ref': ref, text: ref + ': refused ' + (error instanceof ApiError ? error.code + ' \u2014 ' + error.detail : String(error)) }));
+            },
+          );
+        });
+      }, Promise.resolve())
+      .then(function () {
+        return openTriage(current().filters, true);
+      });
   }
 
   /**
@@ -1343,6 +1387,12 @@
       $('toggle-raw').setAttribute('aria-pressed', String(!raw.hidden));
     });
     $('approval-form').addEventListener('submit', submitApproval);
+    $('bulk-ack').addEventListener('click', function () {
+      bulkAct('ack');
+    });
+    $('bulk-cancel').addEventListener('click', function () {
+      bulkAct('cancel');
+    });
     bindFilters('triage-filters', 'triage');
     bindFilters('operations-filters', 'operations');
     bindFilters('runs-filters', 'runs');
