@@ -180,12 +180,12 @@ describeInBrowser('the console: bulk acknowledge and cancel from the queue', () 
         [unknown, 'error', expect.stringContaining(`${unknown}: refused OUTCOME_UNVERIFIED`)],
       ]),
     );
+    await page.screenshot({ path: join(DOCS, 'ui-operator-bulk.png'), fullPage: true });
     // The queue redraws: the cancelled step has left it, the other is still there to acknowledge.
     await page.waitForFunction((ref) => !(globalThis as unknown as { document: { querySelector(s: string): unknown } }).document.querySelector(`#triage-table tr[data-ref="${ref}"]`), known);
     await page.check(`#triage-table input.bulk-pick[data-ref="${unknown}"]`);
     await page.fill('#bulk-form input[name=assignee]', 'ana');
     await page.click('#bulk-ack');
     await page.locator('#bulk-results li.ok', { hasText: `${unknown}: EscalationAcknowledged recorded, now escalated` }).waitFor();
-    await page.screenshot({ path: join(DOCS, 'ui-operator-bulk.png'), fullPage: true });
   });
 });
