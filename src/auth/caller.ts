@@ -1,4 +1,4 @@
-export type Role = 'runtime' | 'auditor' | 'admin' | 'approver' | 'metrics';
+export type Role = 'runtime' | 'auditor' | 'admin' | 'approver' | 'operator' | 'metrics';
 
 /** Who is calling: resolved once per request by the auth guard, read by handlers. */
 export interface Caller {

@@ -1,5 +1,6 @@
 import { LedgerProblem } from '@recovery-ledger/core/errors/ledger-problem';
 import type { Caller } from './caller';
+import { isOperatorFactType } from '@recovery-ledger/core/domain/events';
 import { mayRecord } from './roles';
 
 export interface ApprovalSettings {
@@ -19,6 +20,8 @@ export function checkFactPermissions(caller: Caller, facts: ReadonlyArray<{ type
   const detail =
     type === 'ApprovalRecorded'
       ? 'only an approver key may record an approval'
-      : `the ${caller.role} role may not record ${type}`;
+      : isOperatorFactType(type)
+        ? `only an operator key may record ${type}`
+        : `the ${caller.role} role may not record ${type}`;
   throw new LedgerProblem('FORBIDDEN', detail, { field: `events[${index}].type` });
 }

@@ -1,3 +1,4 @@
+import { isOperatorFactType } from '@recovery-ledger/core/domain/events';
 import type { Role } from './caller';
 
 /** What a route needs. Every route declares one; a route without it is refused by the guard. */
@@ -5,7 +6,8 @@ export type Access = 'public' | 'read' | 'write' | 'work' | 'admin' | 'metrics';
 
 /**
  * docs/contract.md §8: a runtime submits facts and reads its tenant; an approver reads its tenant
- * and records approvals, nothing else; an auditor reads; an admin reads, rebuilds, exports and
+ * and records approvals, nothing else; an operator reads its tenant and records operator facts
+ * (manual verification, cancel, reopen, acknowledge), nothing else; an auditor reads; an admin reads, rebuilds, exports and
  * scrapes its tenant's metrics; a metrics key scrapes the whole process and reads nothing. Nobody
  * both writes and administers, so a leaked runtime key cannot export the log and an admin key
  * cannot forge facts; which facts a writer may submit is decided by `mayRecord` below. The work
@@ -15,12 +17,13 @@ export type Access = 'public' | 'read' | 'write' | 'work' | 'admin' | 'metrics';
 export const ROLE_ACCESS: Record<Role, readonly Access[]> = {
   runtime: ['read', 'write', 'work'],
   approver: ['read', 'write'],
+  operator: ['read', 'write'],
   auditor: ['read'],
   admin: ['read', 'admin', 'metrics'],
   metrics: ['metrics'],
 };
 
-export const ROLES: readonly Role[] = ['runtime', 'approver', 'auditor', 'admin', 'metrics'];
+export const ROLES: readonly Role[] = ['runtime', 'approver', 'operator', 'auditor', 'admin', 'metrics'];
 
 /** The tenant field of a metrics key: it belongs to no tenant and reads no stream. */
 export const NO_TENANT = '*';
@@ -32,6 +35,10 @@ export const NO_TENANT = '*';
  */
 export function mayRecord(role: Role, factType: string, options: { selfApproval: boolean; localMode: boolean }): boolean {
   if (options.localMode) return true;
+  // A person's actions on an escalation (docs/contract.md §4.10) are the operator's alone: the
+  // runtime that escalated may not settle or reopen its own step, and an operator records nothing else.
+  if (isOperatorFactType(factType)) return role === 'operator';
+  if (role === 'operator') return false;
   if (factType === 'ApprovalRecorded') return role === 'approver' || (role === 'runtime' && options.selfApproval);
   return role === 'runtime';
 }

@@ -98,11 +98,16 @@ export class RemoteLedger {
   }
 
   /** One request; a network failure is exit 3, the answer is the caller's to read. */
-  async send(method: 'GET' | 'POST', path: string, query: Record<string, string | number | undefined> = {}): Promise<Response> {
+  async send(method: 'GET' | 'POST', path: string, query: Record<string, string | number | undefined> = {}, body?: unknown): Promise<Response> {
     try {
       return await fetch(this.url(path, query), {
         method,
-        headers: { accept: 'application/json, application/x-ndjson', ...(this.key ? { authorization: `Bearer ${this.key}` } : {}) },
+        headers: {
+          accept: 'application/json, application/x-ndjson',
+          ...(body === undefined ? {} : { 'content-type': 'application/json' }),
+          ...(this.key ? { authorization: `Bearer ${this.key}` } : {}),
+        },
+        ...(body === undefined ? {} : { body: JSON.stringify(body) }),
       });
     } catch (error) {
       const cause = (error as { cause?: { code?: string; message?: string } }).cause;
@@ -131,6 +136,13 @@ export class RemoteLedger {
 
   async post<T>(path: string, query: Record<string, string | number | undefined> = {}): Promise<T> {
     const response = await this.send('POST', path, query);
+    if (!response.ok) throw await this.failure(response);
+    return (await response.json()) as T;
+  }
+
+  /** A POST with a JSON body (a submit of facts); a refusal is the problem's code, exit 1. */
+  async postJson<T>(path: string, body: unknown): Promise<T> {
+    const response = await this.send('POST', path, {}, body);
     if (!response.ok) throw await this.failure(response);
     return (await response.json()) as T;
   }

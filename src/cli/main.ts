@@ -16,6 +16,7 @@ const commands = {
   import: () => import('./commands/import.command'),
   verify: () => import('./commands/verify.command'),
   mcpGateway: () => import('./commands/mcp-gateway.command'),
+  operator: () => import('./commands/operator.command'),
 };
 
 function nonNegativeInteger(name: string) {
@@ -111,6 +112,57 @@ export function buildProgram(): Command {
     .option('--witness <file>', 'the head witness the service keeps (default LEDGER_HEAD_WITNESS_FILE): fail if the log was rolled back behind it')
     .action(async (options: { json?: boolean; readModels?: boolean; since?: string; checkpointOut?: string; archive?: string; witness?: string }, command: Command) =>
       (await commands.verify()).verifyCommand(globals(command), options),
+    );
+
+  // The operator's actions (docs/contract.md §4.10), through a running service with an operator key.
+  program
+    .command('resolve')
+    .description('record what you found for an unknown outcome: --found <evidence_ref> or --not-found (operator key, --url)')
+    .argument('<ref>', 'the operation_ref')
+    .option('--found <evidence_ref>', 'the write committed: what you saw (the provider\'s id of it)')
+    .option('--not-found', 'the write is not at the provider')
+    .requiredOption('--note <text>', 'what you checked, for the evidence trail')
+    .option('--json', 'machine-readable output')
+    .action(async (ref: string, options: { found?: string; notFound?: boolean; note: string; json?: boolean }, command: Command) => {
+      const operator = await commands.operator();
+      await operator.operatorCommand(globals(command), ref, operator.resolveFact(options), options);
+    });
+
+  program
+    .command('cancel')
+    .description('cancel a step: terminal, and every later dispatch is refused (operator key, --url)')
+    .argument('<ref>', 'the operation_ref')
+    .requiredOption('--reason <text>', 'why')
+    .option('--json', 'machine-readable output')
+    .action(async (ref: string, options: { reason: string; json?: boolean }, command: Command) =>
+      (await commands.operator()).operatorCommand(globals(command), ref, { type: 'StepCancelled', data: { reason: options.reason } }, options),
+    );
+
+  program
+    .command('reopen')
+    .description('give an escalated step a new, bounded attempt budget (operator key, --url)')
+    .argument('<ref>', 'the operation_ref')
+    .addOption(new Option('--attempts <n>', 'attempts beyond those used, 1 to 10').argParser(nonNegativeInteger('--attempts')).makeOptionMandatory())
+    .requiredOption('--reason <text>', 'why')
+    .option('--json', 'machine-readable output')
+    .action(async (ref: string, options: { attempts: number; reason: string; json?: boolean }, command: Command) =>
+      (await commands.operator()).operatorCommand(globals(command), ref, { type: 'StepReopened', data: { attempts: options.attempts, reason: options.reason } }, options),
+    );
+
+  program
+    .command('ack')
+    .description('acknowledge an escalation: it leaves "Needs a person" and stays escalated (operator key, --url)')
+    .argument('<ref>', 'the operation_ref')
+    .requiredOption('--assignee <name>', 'who has it')
+    .option('--note <text>', 'a note for the evidence trail')
+    .option('--json', 'machine-readable output')
+    .action(async (ref: string, options: { assignee: string; note?: string; json?: boolean }, command: Command) =>
+      (await commands.operator()).operatorCommand(
+        globals(command),
+        ref,
+        { type: 'EscalationAcknowledged', data: { assignee: options.assignee, ...(options.note === undefined ? {} : { note: options.note }) } },
+        options,
+      ),
     );
 
   program

@@ -80,6 +80,14 @@ export function describeEvent(type: string, data: Record<string, unknown>): stri
       return `lookup by operation_ref: ${text(data.outcome)}${data.evidence_ref ? `, evidence ${text(data.evidence_ref)}` : ''}`;
     case 'ApprovalRecorded':
       return `approval ${text(data.decision)} by ${text(data.approver)}${data.reason ? `: ${text(data.reason)}` : ''}`;
+    case 'OutcomeVerifiedManually':
+      return `a person looked the operation up: ${text(data.outcome)}${data.evidence_ref ? `, evidence ${text(data.evidence_ref)}` : ''} (${text(data.note)})`;
+    case 'StepCancelled':
+      return `cancelled by a person: ${text(data.reason)}`;
+    case 'StepReopened':
+      return `reopened by a person with ${text(data.attempts)} more attempt(s): ${text(data.reason)}`;
+    case 'EscalationAcknowledged':
+      return `escalation acknowledged, assigned to ${text(data.assignee)}${data.note ? `: ${text(data.note)}` : ''}`;
     case 'DispatchRefused':
       return data.code === 'DUPLICATE_PREVENTED'
         ? `dispatch of attempt ${text(data.attempt)} answered with the success of attempt ${text(data.replayed_attempt)}: duplicate write prevented`

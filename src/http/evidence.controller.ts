@@ -23,7 +23,7 @@ export class VerdictDto {
   @ApiProperty() status!: string;
   @ApiProperty() terminal!: boolean;
   @ApiProperty({ enum: ['committed', 'not_committed', 'unknown'] }) commit_state!: string;
-  @ApiProperty({ enum: ['envelope', 'verification', 'none'] }) proven_by!: string;
+  @ApiProperty({ enum: ['envelope', 'verification', 'manual_verification', 'none'] }) proven_by!: string;
   @ApiPropertyOptional({ description: 'The trail entry that proves the commit state.' }) proof_event_id?: string;
   @ApiPropertyOptional() attempt?: number;
   @ApiPropertyOptional() verification_tool?: string;

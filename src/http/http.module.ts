@@ -19,6 +19,7 @@ import { longPollLimiterProvider, LongPollInterceptor } from './security/long-po
 import { TriageController } from './triage.controller';
 import { TrustMetricsController } from './trust-metrics.controller';
 import { UiController } from './ui.controller';
+import { WhoAmIController } from './whoami.controller';
 import { WebhooksController } from './webhooks.controller';
 import { WorkController } from './work.controller';
 
@@ -51,6 +52,7 @@ export class HttpModule {
         DocsController,
         UiController,
         WebhooksController,
+        WhoAmIController,
       ],
       providers: [OperationsQueries, longPollLimiterProvider, LongPollInterceptor],
     };

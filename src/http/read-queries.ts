@@ -126,9 +126,11 @@ export function triageQuery(params: QueryParams, maxWaitMs: number): TriageQuery
   const olderThanMs = olderThan(params);
   const dispatchTimeoutMs = integer(params, 'dispatch_timeout_ms', 0, MAX_THRESHOLD_MS);
   const unknownAfterMs = integer(params, 'unknown_after_ms', 0, MAX_THRESHOLD_MS);
+  const retryGraceMs = integer(params, 'retry_grace_ms', 0, MAX_THRESHOLD_MS);
+  const inputAfterMs = integer(params, 'input_after_ms', 0, MAX_THRESHOLD_MS);
   const limit = pageLimit(params, 50, 500);
   const cursor = timeKeyCursor(params);
-  return { kind, tool, runId, reason, refContains, olderThanMs, dispatchTimeoutMs, unknownAfterMs, limit, cursor, ...readPosition(params, maxWaitMs) };
+  return { kind, tool, runId, reason, refContains, olderThanMs, dispatchTimeoutMs, unknownAfterMs, retryGraceMs, inputAfterMs, limit, cursor, ...readPosition(params, maxWaitMs) };
 }
 
 export function runListQuery(params: QueryParams, maxWaitMs: number): RunListQuery {

@@ -4,6 +4,7 @@ import { DEFAULT_TRIAGE_THRESHOLDS, TRIAGE_KINDS } from '@recovery-ledger/core/p
 import { RequireAccess } from '../auth/access';
 import { LongPoll } from './security/long-poll-limit';
 import { ProjectionQueries } from '../projection-engine/projection-queries';
+import { WorkFeed } from '../work/work-feed';
 import { CallerParam, type Caller } from './caller';
 import { changesQuery, triageQuery, type QueryParams } from './read-queries';
 
@@ -12,15 +13,17 @@ export class TriageItemDto {
   @ApiProperty() operation_ref!: string;
   @ApiProperty() run_id!: string;
   @ApiProperty() tool!: string;
-  @ApiProperty({ enum: ['escalated', 'awaiting_approval', 'verifying', 'dispatched'] }) status!: string;
+  @ApiProperty({ enum: ['escalated', 'awaiting_approval', 'verifying', 'dispatched', 'retry_scheduled', 'needs_input'] }) status!: string;
   @ApiProperty({ description: 'Reason code of the transition that put the step in its status.' }) reason!: string;
   @ApiProperty({ format: 'date-time' }) since!: string;
   @ApiProperty({ description: 'Time in its status at as_of (ledger clock).' }) age_ms!: number;
-  @ApiPropertyOptional({ description: 'For unknown_outcome and dispatch_overdue: the threshold it passed.' }) threshold_ms?: number;
+  @ApiPropertyOptional({ description: 'For unknown_outcome, dispatch_overdue, retry_overdue and input_awaited: the threshold it passed.' }) threshold_ms?: number;
   @ApiPropertyOptional({ enum: ['policy', 'query'] }) threshold_from?: string;
   @ApiProperty() attempt!: number;
   @ApiProperty() attempts_used!: number;
   @ApiProperty() revision!: number;
+  @ApiPropertyOptional({ description: 'For acknowledged: who took the escalation (assignee, by key id, at, note).' })
+  acknowledged?: { assignee: string; by: string; at: string; note?: string };
 }
 
 export class TriageCountsDto {
@@ -33,6 +36,8 @@ export class TriageCountsDto {
 export class TriageThresholdsDto {
   @ApiProperty() unknown_after_ms!: number;
   @ApiProperty() dispatch_timeout_ms!: number;
+  @ApiProperty() retry_grace_ms!: number;
+  @ApiProperty() input_after_ms!: number;
 }
 
 export class TriageDto {
@@ -53,7 +58,10 @@ export class ChangesDto {
 @ApiTags('triage')
 @Controller('v1')
 export class TriageController {
-  constructor(@Inject(ProjectionQueries) private readonly queries: ProjectionQueries) {}
+  constructor(
+    @Inject(ProjectionQueries) private readonly queries: ProjectionQueries,
+    @Inject(WorkFeed) private readonly feed: WorkFeed,
+  ) {}
 
   @Get('triage')
   @RequireAccess('read')
@@ -79,13 +87,27 @@ export class TriageController {
     type: Number,
     description: `A step dispatched at least this long is listed, unless its plan names policy.dispatch_timeout_ms (default ${DEFAULT_TRIAGE_THRESHOLDS.dispatch_timeout_ms}).`,
   })
+  @ApiQuery({
+    name: 'retry_grace_ms',
+    required: false,
+    type: Number,
+    description: `A scheduled retry this long past its not_before that no worker's lease holds is listed as retry_overdue (default ${DEFAULT_TRIAGE_THRESHOLDS.retry_grace_ms}).`,
+  })
+  @ApiQuery({
+    name: 'input_after_ms',
+    required: false,
+    type: Number,
+    description: `A step waiting for a corrected input at least this long is listed as input_awaited (default ${DEFAULT_TRIAGE_THRESHOLDS.input_after_ms}).`,
+  })
   @ApiQuery({ name: 'limit', required: false, type: Number })
   @ApiQuery({ name: 'cursor', required: false, type: String })
   @ApiQuery({ name: 'wait_for_position', required: false, type: Number })
   @ApiQuery({ name: 'wait_timeout_ms', required: false, type: Number })
   @ApiOkResponse({ type: TriageDto })
   triage(@CallerParam() caller: Caller, @Query() query: QueryParams) {
-    return this.queries.triage(caller, triageQuery(query, this.queries.settings.maxWaitMs));
+    // The work feed knows which steps a worker's lease holds: a held retry is being run, not overdue.
+    const held = async (refs: string[]) => new Set((await this.feed.holdersOf(caller, refs)).items.filter((item) => item.held).map((item) => item.operation_ref));
+    return this.queries.triage(caller, triageQuery(query, this.queries.settings.maxWaitMs), held);
   }
 
   @Get('changes')

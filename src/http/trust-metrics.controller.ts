@@ -24,6 +24,11 @@ export class TrustReportDto {
   @ApiProperty() verified_not_found!: number;
   @ApiProperty() resolved_by_verification!: number;
   @ApiProperty() lookup_unavailable!: number;
+  @ApiProperty({ description: 'Unknown outcomes a person settled as committed (OutcomeVerifiedManually), counted apart from lookups.' })
+  manually_verified_found_committed!: number;
+  @ApiProperty({ description: 'Unknown outcomes a person settled as not committed.' }) manually_verified_not_found!: number;
+  @ApiProperty({ description: 'Steps an operator cancelled.' }) cancelled!: number;
+  @ApiProperty({ description: 'Escalations an operator reopened with a new attempt budget.' }) reopened!: number;
   @ApiProperty() duplicate_writes_prevented!: number;
   @ApiProperty() identical_retries_blocked!: number;
   @ApiProperty() unverified_dispatches_refused!: number;

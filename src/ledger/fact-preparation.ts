@@ -119,5 +119,24 @@ export function prepareFact(
         },
       };
     }
+    case 'OutcomeVerifiedManually': {
+      // A person's word that the write committed is evidence only with what they saw (§4.10).
+      if (data.outcome === 'found_committed' && data.evidence_ref === undefined) {
+        throw new LedgerProblem('BAD_REQUEST', 'found_committed needs the evidence_ref the person saw', { field: `${fieldPrefix}.data.evidence_ref` });
+      }
+      const { value } = redactDeep({ note: data.note, evidence_ref: data.evidence_ref }, '', { detect });
+      return {
+        type: 'OutcomeVerifiedManually',
+        data: { outcome: data.outcome, note: value.note, ...(value.evidence_ref === undefined ? {} : { evidence_ref: value.evidence_ref }) },
+      };
+    }
+    case 'StepCancelled':
+      return { type: 'StepCancelled', data: { reason: redactDeep({ reason: data.reason }, '', { detect }).value.reason } };
+    case 'StepReopened':
+      return { type: 'StepReopened', data: { attempts: data.attempts, reason: redactDeep({ reason: data.reason }, '', { detect }).value.reason } };
+    case 'EscalationAcknowledged': {
+      const { value } = redactDeep({ assignee: data.assignee, note: data.note }, '', { detect });
+      return { type: 'EscalationAcknowledged', data: { assignee: value.assignee, ...(value.note === undefined ? {} : { note: value.note }) } };
+    }
   }
 }

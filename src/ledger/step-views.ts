@@ -32,6 +32,8 @@ export function stateView(operationRef: string, state: StepState, revision: numb
     ...(state.last_verification ? { last_verification: state.last_verification } : {}),
     ...(state.success ? { success: state.success } : {}),
     ...(state.possible_duplicate ? { possible_duplicate: state.possible_duplicate } : {}),
+    ...(state.acknowledged ? { acknowledged: state.acknowledged } : {}),
+    ...(state.cancel_reason === undefined ? {} : { cancel_reason: state.cancel_reason }),
   };
 }
 

@@ -46,6 +46,8 @@ const TRUST_COUNTERS: ReadonlyArray<{ name: string; help: string; field: keyof T
   { name: 'ledger_trust_identical_retries_blocked_total', help: 'Dispatches refused as UNCHANGED_RETRY after correct_input', field: 'identical_retries_blocked' },
   { name: 'ledger_trust_unverified_dispatches_refused_total', help: 'Dispatches refused while an attempt was in flight or unverified', field: 'unverified_dispatches_refused' },
   { name: 'ledger_trust_possible_duplicates_total', help: 'Successes reported late by an attempt after a later attempt was granted: the provider may hold two writes', field: 'possible_duplicates' },
+  { name: 'ledger_trust_manually_verified_found_committed_total', help: 'Unknown outcomes a person settled as committed (OutcomeVerifiedManually)', field: 'manually_verified_found_committed' },
+  { name: 'ledger_trust_manually_verified_not_found_total', help: 'Unknown outcomes a person settled as not committed (OutcomeVerifiedManually)', field: 'manually_verified_not_found' },
   { name: 'ledger_trust_terminal_escalations_total', help: 'Steps that escalated (terminal)', field: 'terminal_escalations' },
   { name: 'ledger_trust_operations_planned_total', help: 'Operations planned', field: 'operations_planned' },
 ];

@@ -1,11 +1,19 @@
 import type { OpenAPIObject } from '@nestjs/swagger';
 import { envelopeJsonSchema } from '@recovery-ledger/core/domain/envelope/envelope.schema';
-import { APPROVAL_DECISIONS, MAX_CALL_WINDOW_MS, SIDE_EFFECTS, SUBMITTED_FACT_TYPES, VERIFICATION_OUTCOMES } from '@recovery-ledger/core/domain/events';
+import {
+  APPROVAL_DECISIONS,
+  MANUAL_OUTCOMES,
+  MAX_CALL_WINDOW_MS,
+  MAX_REOPEN_ATTEMPTS,
+  SIDE_EFFECTS,
+  SUBMITTED_FACT_TYPES,
+  VERIFICATION_OUTCOMES,
+} from '@recovery-ledger/core/domain/events';
 import { CLIENT_EVENT_ID_PREFIX, IDENTIFIER_PATTERN } from '@recovery-ledger/core/domain/identifier-grammar';
 import { SUBMIT_EXAMPLES } from './submit-examples';
 
 /**
- * The submit body, typed per fact: each submitted event is one of five shapes told apart by `type`
+ * The submit body, typed per fact: each submitted event is one of nine shapes told apart by `type`
  * (a discriminator), each `data` with the fields and bounds the edge validation
  * (src/http/dto/submit-events.dto.ts) applies, and the envelope as the same schema the service
  * publishes at /v1/schema/envelope, with the examples of ./submit-examples. The OpenAPI document
@@ -142,6 +150,44 @@ export const factSchemas = (): Record<string, Schema> => {
         input_hash: identifier(200, 'The input the approval is for; when given it must be the one the step asks approval for (the ledger records it either way).'),
       },
     },
+    OutcomeVerifiedManuallyData: {
+      type: 'object',
+      additionalProperties: false,
+      required: ['outcome', 'note'],
+      properties: {
+        outcome: { type: 'string', enum: [...MANUAL_OUTCOMES] },
+        note: { type: 'string', minLength: 1, maxLength: 1000, description: 'What the person checked, for the evidence trail.' },
+        evidence_ref: { type: 'string', minLength: 1, maxLength: 200, description: 'Required with found_committed: what the person saw (such as the provider\'s invoice id).' },
+      },
+    },
+    StepCancelledData: {
+      type: 'object',
+      additionalProperties: false,
+      required: ['reason'],
+      properties: { reason: { type: 'string', minLength: 1, maxLength: 1000 } },
+    },
+    StepReopenedData: {
+      type: 'object',
+      additionalProperties: false,
+      required: ['attempts', 'reason'],
+      properties: {
+        attempts: { type: 'integer', minimum: 1, maximum: MAX_REOPEN_ATTEMPTS, description: 'Attempts the step may make from now on, beyond those already used.' },
+        reason: { type: 'string', minLength: 1, maxLength: 1000 },
+      },
+    },
+    EscalationAcknowledgedData: {
+      type: 'object',
+      additionalProperties: false,
+      required: ['assignee'],
+      properties: {
+        assignee: { type: 'string', minLength: 1, maxLength: 200 },
+        note: { type: 'string', maxLength: 1000 },
+      },
+    },
+    OutcomeVerifiedManuallyFact: fact('OutcomeVerifiedManually', 'OutcomeVerifiedManuallyData', "A person's lookup of an unknown outcome (operator keys)."),
+    StepCancelledFact: fact('StepCancelled', 'StepCancelledData', 'A person ends the step; later dispatches are refused (operator keys).'),
+    StepReopenedFact: fact('StepReopened', 'StepReopenedData', 'A new, bounded attempt budget for an escalated step whose outcomes are known (operator keys).'),
+    EscalationAcknowledgedFact: fact('EscalationAcknowledged', 'EscalationAcknowledgedData', 'A person takes an escalation; it stays escalated until resolved (operator keys).'),
     StepPlannedFact: fact('StepPlanned', 'StepPlannedData', 'Plan a step (the same definition again is a no-op; another one is refused).'),
     AttemptDispatchedFact: fact('AttemptDispatched', 'AttemptDispatchedData', 'Ask to dispatch an attempt: the gate.'),
     EnvelopeRecordedFact: fact('EnvelopeRecorded', 'EnvelopeRecordedData', "The tool's envelope for the attempt in flight."),

@@ -7,6 +7,7 @@ import {
   countTriage,
   DEFAULT_TRIAGE_THRESHOLDS,
   triageItemOf,
+  ON_REQUEST_KINDS,
   type TriageCounts,
   type TriageItem,
   type TriageKind,
@@ -88,7 +89,7 @@ export interface TriageAnswer {
   items: TriageItem[];
   /** Over every item that matches the filters, whatever page is asked. */
   counts: TriageCounts;
-  thresholds: { unknown_after_ms: number; dispatch_timeout_ms: number };
+  thresholds: { unknown_after_ms: number; dispatch_timeout_ms: number; retry_grace_ms: number; input_after_ms: number };
   next_cursor?: string;
   /** The ledger's clock when the queue was judged. */
   as_of: string;
@@ -119,7 +120,7 @@ export interface ChangesAnswer {
 }
 
 /** Statuses a triage item can stand in (see projections/triage.ts). */
-const TRIAGE_STATUSES: readonly StepStatus[] = ['escalated', 'awaiting_approval', 'verifying', 'dispatched'];
+const TRIAGE_STATUSES: readonly StepStatus[] = ['escalated', 'awaiting_approval', 'verifying', 'dispatched', 'retry_scheduled', 'needs_input'];
 export const RECOVERY_STATUSES: readonly StepStatus[] = ['dispatched', 'verifying'];
 /** `has=` on the operations list: the operations a trust figure counts (a step_state column each). */
 export const TRUST_FLAGS = [
@@ -188,6 +189,8 @@ export interface TriageQuery extends ReadPosition {
   unknownAfterMs?: number;
   /** Judge every dispatch by this timeout instead of its plan's own. */
   dispatchTimeoutMs?: number;
+  retryGraceMs?: number;
+  inputAfterMs?: number;
   limit: number;
   cursor?: [number, string];
 }
@@ -224,6 +227,9 @@ export interface QuerySources {
   /** False while the read models are being checked against the log or rebuilt: nothing is served from them then. */
   servable?: () => boolean;
 }
+
+/** Which of these operation_refs of the caller's tenant a worker's lease holds now (the work feed knows). */
+export type HeldRefs = (operationRefs: string[]) => Promise<Set<string>>;
 
 export class ProjectionQueries {
   constructor(
@@ -387,12 +393,14 @@ export class ProjectionQueries {
    * kinds use the query's thresholds; a dispatch is judged by its plan's own `dispatch_timeout_ms`
    * unless the query names one.
    */
-  async triage(caller: Caller, query: TriageQuery): Promise<TriageAnswer> {
+  async triage(caller: Caller, query: TriageQuery, held: HeldRefs = async () => new Set()): Promise<TriageAnswer> {
     const { kind, tool, runId, reason, refContains, olderThanMs, limit, cursor } = query;
     const thresholds = {
       unknown_after_ms: query.unknownAfterMs ?? DEFAULT_TRIAGE_THRESHOLDS.unknown_after_ms,
       dispatch_timeout_ms: query.dispatchTimeoutMs ?? DEFAULT_TRIAGE_THRESHOLDS.dispatch_timeout_ms,
       dispatch_timeout_asked: query.dispatchTimeoutMs !== undefined,
+      retry_grace_ms: query.retryGraceMs ?? DEFAULT_TRIAGE_THRESHOLDS.retry_grace_ms,
+      input_after_ms: query.inputAfterMs ?? DEFAULT_TRIAGE_THRESHOLDS.input_after_ms,
     };
     const asOf = await this.waitIfAsked(query, 'step_state');
     const now = this.clock.now();
@@ -409,11 +417,17 @@ export class ProjectionQueries {
     const possibleDuplicates = this.readModel
       .select<StepStateDoc>('step_state', { where: [tenant, { column: 'possible_duplicates', op: '>=', value: 1 }, ...filters] })
       .filter(({ doc }) => !TRIAGE_STATUSES.includes(doc.status as StepStatus));
-    const matching = [...inTriageStatus, ...possibleDuplicates]
+    const judged = [...inTriageStatus, ...possibleDuplicates]
       .map(({ doc }) => triageItemOf(doc, now.getTime(), thresholds))
       .filter((item): item is TriageItem => item !== undefined)
-      .filter((item) => (kind === undefined || item.kind === kind) && (reason === undefined || item.reason === reason))
+      .filter((item) => reason === undefined || item.reason === reason)
       .sort(compareTriage);
+    // A retry past its time that a worker's lease holds is being run, not overdue.
+    const overdueRetries = judged.filter((item) => item.kind === 'retry_overdue').map((item) => item.operation_ref);
+    const heldNow = overdueRetries.length === 0 ? new Set<string>() : await held(overdueRetries);
+    const unheld = judged.filter((item) => item.kind !== 'retry_overdue' || !heldNow.has(item.operation_ref));
+    const acknowledged = unheld.filter((item) => item.kind === 'acknowledged').length;
+    const matching = unheld.filter((item) => (kind === undefined ? !ON_REQUEST_KINDS.includes(item.kind) : item.kind === kind));
     const after = cursor
       ? matching.filter((item) => {
           const since = instantMs(item.since);
@@ -424,8 +438,14 @@ export class ProjectionQueries {
     const last = items[items.length - 1];
     return {
       items,
-      counts: countTriage(matching),
-      thresholds: { unknown_after_ms: thresholds.unknown_after_ms, dispatch_timeout_ms: thresholds.dispatch_timeout_ms },
+      // The acknowledged count stands beside "Needs a person" whatever the list shows.
+      counts: { ...countTriage(matching), by_kind: { ...countTriage(matching).by_kind, acknowledged } },
+      thresholds: {
+        unknown_after_ms: thresholds.unknown_after_ms,
+        dispatch_timeout_ms: thresholds.dispatch_timeout_ms,
+        retry_grace_ms: thresholds.retry_grace_ms,
+        input_after_ms: thresholds.input_after_ms,
+      },
       ...(after.length > limit ? { next_cursor: encodeCursor([instantMs(last.since), last.operation_ref]) } : {}),
       as_of: now.toISOString(),
       as_of_position: asOf,

@@ -9,6 +9,10 @@ export const NOTIFICATION_KINDS = [
   'unknown_outcome.unresolved',
   'verification.premature_repeated',
   'operation.possible_duplicate',
+  'operation.verified_manually',
+  'operation.cancelled',
+  'operation.reopened',
+  'escalation.acknowledged',
 ] as const;
 export type NotificationKind = (typeof NOTIFICATION_KINDS)[number];
 
@@ -22,7 +26,7 @@ export interface LogEventView {
 
 export type LogReaction =
   /** Notify now, once per subscription: keyed by the transition that caused it. */
-  | { do: 'notify'; kind: 'step.escalated' | 'approval.requested' | 'operation.possible_duplicate'; key: string }
+  | { do: 'notify'; kind: Exclude<NotificationKind, 'unknown_outcome.unresolved' | 'verification.premature_repeated'>; key: string }
   /** The step began waiting on a lookup: notify if it still waits when the subscription's time is up. */
   | { do: 'watch_unknown'; transition_event_id: string; since: string }
   /** The step moved: repeated premature lookups count again from zero. */
@@ -39,7 +43,17 @@ function isPossibleDuplicate(event: LogEventView): boolean {
   return event.type === 'LateOutcomeRecorded' && (event.data as { possible_duplicate?: unknown } | null)?.possible_duplicate === true;
 }
 
+/** What a person did (docs/contract.md §4.10), by the fact they recorded. */
+const OPERATOR_NOTIFICATIONS: Readonly<Record<string, Extract<LogReaction, { do: 'notify' }>['kind']>> = {
+  OutcomeVerifiedManually: 'operation.verified_manually',
+  StepCancelled: 'operation.cancelled',
+  StepReopened: 'operation.reopened',
+  EscalationAcknowledged: 'escalation.acknowledged',
+};
+
 export function reactionsTo(event: LogEventView): LogReaction[] {
+  const operatorKind = Object.prototype.hasOwnProperty.call(OPERATOR_NOTIFICATIONS, event.type) ? OPERATOR_NOTIFICATIONS[event.type] : undefined;
+  if (operatorKind !== undefined) return [{ do: 'notify', kind: operatorKind, key: event.event_id }];
   if (isPossibleDuplicate(event)) return [{ do: 'notify', kind: 'operation.possible_duplicate', key: event.event_id }];
   const to = transitionTo(event);
   if (to === undefined) return [];

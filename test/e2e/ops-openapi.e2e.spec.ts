@@ -56,9 +56,9 @@ describe('the OpenAPI document', () => {
     expect(document.components.securitySchemes.api_key).toMatchObject({ type: 'http', scheme: 'bearer' });
     const submit = document.paths['/v1/operations/{ref}/events'].post;
     expect(submit.security).toEqual([{ api_key: [] }]);
-    expect(submit.description).toContain('Needs a key with the role runtime or approver (access `write`).');
+    expect(submit.description).toContain('Needs a key with the role runtime or approver or operator (access `write`).');
     expect(Object.keys(submit.responses)).toEqual(expect.arrayContaining(['200', '401', '403']));
-    expect(document.paths['/v1/operations/{ref}'].get.description).toContain('runtime or approver or auditor or admin');
+    expect(document.paths['/v1/operations/{ref}'].get.description).toContain('runtime or approver or operator or auditor or admin');
     for (const open of ['/health/live', '/health/ready', '/v1/schema/envelope']) expect(document.paths[open].get.security).toEqual([]);
     // And the guard agrees: a public route answers without a key, a read route does not.
     expect((await request(ledger.baseUrl, 'GET', '/v1/schema/envelope')).status).toBe(200);

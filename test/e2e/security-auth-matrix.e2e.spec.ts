@@ -1,6 +1,6 @@
 /**
  * The auth matrix, generated from the route table of the built application: every route Fastify
- * serves × (no key, a wrong key, runtime, auditor, admin) × (the caller's own tenant, another
+ * serves × (no key, a wrong key, runtime, approver, operator, auditor, admin, metrics) × (the caller's own tenant, another
  * tenant's), each with the status the rules of issue 6 / docs/contract.md §8 give it.
  *
  * The route table is read from the built app itself (a child process builds it with createApp,
@@ -94,18 +94,20 @@ function readRouteTable(): { served: ServedRoute[]; declared: DeclaredRoute[] } 
 
 // ---- the rules, as issue 6 states them -------------------------------------------------------------
 
-type Role = 'runtime' | 'approver' | 'auditor' | 'admin' | 'metrics';
+type Role = 'runtime' | 'approver' | 'operator' | 'auditor' | 'admin' | 'metrics';
 type Access = 'public' | 'read' | 'write' | 'work' | 'admin' | 'metrics';
 const ACCESS_LEVELS: readonly Access[] = ['public', 'read', 'write', 'work', 'admin', 'metrics'];
 
 /**
  * runtime: submit and read its tenant, and take, renew and release work items (the feed is the
- * runtime's); approver: read it and submit approvals only; auditor: read; admin: read, rebuild
+ * runtime's); approver: read it and submit approvals only; operator: read it and submit operator
+ * facts only (docs/contract.md §4.10); auditor: read; admin: read, rebuild
  * projections, export, its tenant's metrics; metrics: the whole scrape only.
  */
 const ALLOWED: Record<Role, readonly Access[]> = {
   runtime: ['read', 'write', 'work'],
   approver: ['read', 'write'],
+  operator: ['read', 'write'],
   auditor: ['read'],
   admin: ['read', 'admin', 'metrics'],
   metrics: ['metrics'],
@@ -117,6 +119,7 @@ const KEYS = {
   acmeAuditor: key('acme-auditor'),
   acmeAdmin: key('acme-admin'),
   acmeApprover: key('acme-approver'),
+  acmeOperator: key('acme-operator'),
   metrics: key('metrics'),
   globexRuntime: key('globex-runtime'),
   globexAdmin: key('globex-admin'),
@@ -128,13 +131,14 @@ const API_KEYS = [
   `sha256:${sha256Hex(KEYS.acmeAuditor)}:auditor:acme`,
   `${KEYS.acmeAdmin}:admin:acme`,
   `${KEYS.acmeApprover}:approver:acme`,
+  `${KEYS.acmeOperator}:operator:acme`,
   `${KEYS.metrics}:metrics:*`,
   `${KEYS.globexRuntime}:runtime:globex`,
   `${KEYS.globexAdmin}:admin:globex`,
 ].join(',');
 
 type Credential = 'none' | 'wrong' | Role;
-const CREDENTIALS: readonly Credential[] = ['none', 'wrong', 'runtime', 'approver', 'auditor', 'admin', 'metrics'];
+const CREDENTIALS: readonly Credential[] = ['none', 'wrong', 'runtime', 'approver', 'operator', 'auditor', 'admin', 'metrics'];
 const AUTHORIZATION: Record<Credential, Record<string, string>> = {
   none: {},
   wrong: { authorization: `Bearer ${key('nobody')}` },
@@ -142,6 +146,7 @@ const AUTHORIZATION: Record<Credential, Record<string, string>> = {
   auditor: { authorization: `Bearer ${KEYS.acmeAuditor}` },
   admin: { authorization: `Bearer ${KEYS.acmeAdmin}` },
   approver: { authorization: `Bearer ${KEYS.acmeApprover}` },
+  operator: { authorization: `Bearer ${KEYS.acmeOperator}` },
   metrics: { authorization: `Bearer ${KEYS.metrics}` },
 };
 
@@ -188,8 +193,9 @@ const EXCHANGES: Record<string, (side: Side) => Exchange> = {
     body: side === 'own' ? { events: [ACME_PLAN] } : { events: [{ event_id: randomUUID(), type: 'AttemptDispatched', data: { attempt: 1, input_hash: GLOBEX_INPUT } }] },
     own: 200,
     other: { status: 409, code: 'STEP_NOT_PLANNED' },
-    // A plan and a dispatch are the runtime's facts: an approver records approvals only.
-    byRole: { approver: { status: 403, code: 'FORBIDDEN' } },
+    // A plan and a dispatch are the runtime's facts: an approver records approvals only, an
+    // operator operator facts only.
+    byRole: { approver: { status: 403, code: 'FORBIDDEN' }, operator: { status: 403, code: 'FORBIDDEN' } },
   }),
   'POST /v1/admin/projections/rebuild': () => ({ own: 202 }),
   'POST /v1/admin/verify': () => ({ own: 200 }),
@@ -361,8 +367,8 @@ describe('the auth matrix over every served route', () => {
       .filter(({ status, expect: e }) => (e.status === 'success' ? status < 200 || status > 299 : status !== e.status))
       .map((o) => `${o.label}: expected ${o.expect.status}${o.expect.code ? ` ${o.expect.code}` : ''}, got ${o.status} ${o.text.slice(0, 200)}`);
     expect(wrong).toEqual([]);
-    // The matrix is as wide as promised: every route × 7 credentials × 2 tenants (and HEAD for GET).
-    expect(outcomes.length).toBe(routes.reduce((sum, route) => sum + (route.method === 'GET' ? 28 : 14), 0));
+    // The matrix is as wide as promised: every route × 8 credentials × 2 tenants (and HEAD for GET).
+    expect(outcomes.length).toBe(routes.reduce((sum, route) => sum + (route.method === 'GET' ? 32 : 16), 0));
   });
 
   test('every refusal is a problem+json with its registered code', () => {

@@ -37,7 +37,7 @@ describe('GET /v1/triage', () => {
     const byDefault = await get(`/v1/triage?wait_for_position=${head}`);
     expect(byDefault.status).toBe(200);
     expect(byDefault.body.items.map((item: { kind: string }) => item.kind)).toEqual(['awaiting_approval', 'escalated']);
-    expect(byDefault.body.thresholds).toEqual({ unknown_after_ms: 900_000, dispatch_timeout_ms: 300_000 });
+    expect(byDefault.body.thresholds).toEqual({ unknown_after_ms: 900_000, dispatch_timeout_ms: 300_000, retry_grace_ms: 60_000, input_after_ms: 1_800_000 });
 
     const short = await get('/v1/triage?unknown_after_ms=0&dispatch_timeout_ms=0');
     expect(short.body.items.map((item: { operation_ref: string; kind: string }) => `${item.kind} ${item.operation_ref}`)).toEqual([
@@ -48,7 +48,7 @@ describe('GET /v1/triage', () => {
     ]);
     expect(short.body.counts).toEqual({
       total: 4,
-      by_kind: { possible_duplicate: 0, escalated: 1, awaiting_approval: 1, unknown_outcome: 1, dispatch_overdue: 1 },
+      by_kind: { possible_duplicate: 0, escalated: 1, awaiting_approval: 1, unknown_outcome: 1, dispatch_overdue: 1, retry_overdue: 0, input_awaited: 0, acknowledged: 0 },
       by_tool: { send_email: 1, create_invoice: 1, refund: 1, pay_invoice: 1 },
       by_reason: { ATTEMPT_DISPATCHED: 1, OUTCOME_UNKNOWN: 1, MISSING_APPROVAL: 1, INVOICE_ALREADY_PAID: 1 },
     });

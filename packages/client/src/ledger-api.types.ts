@@ -77,7 +77,33 @@ export interface ApprovalRecordedInput {
   reason?: string;
 }
 
+/** Operator facts (docs/contract.md §4.10): an operator key records them, with its reason. */
+export interface OutcomeVerifiedManuallyInput {
+  outcome: 'found_committed' | 'not_found';
+  note: string;
+  /** Required with found_committed: what the person saw (the provider's id of the write). */
+  evidence_ref?: string;
+}
+
+export interface StepCancelledInput {
+  reason: string;
+}
+
+export interface StepReopenedInput {
+  attempts: number;
+  reason: string;
+}
+
+export interface EscalationAcknowledgedInput {
+  assignee: string;
+  note?: string;
+}
+
 export interface FactInputs {
+  OutcomeVerifiedManually: OutcomeVerifiedManuallyInput;
+  StepCancelled: StepCancelledInput;
+  StepReopened: StepReopenedInput;
+  EscalationAcknowledged: EscalationAcknowledgedInput;
   StepPlanned: StepPlannedInput;
   AttemptDispatched: AttemptDispatchedInput;
   EnvelopeRecorded: EnvelopeRecordedInput;

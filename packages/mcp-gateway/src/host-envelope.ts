@@ -19,6 +19,7 @@ const GATEWAY_CODE_FACTS: Record<string, string> = {
   APPROVAL_REQUIRED: 'The operation waits for a person to approve it; nothing was sent.',
   ATTEMPTS_EXHAUSTED: 'The attempts allowed for this operation are used up.',
   STEP_ESCALATED: 'The operation was escalated to a person.',
+  STEP_CANCELLED: 'A person cancelled this operation; nothing was sent, and nothing will be.',
   OPERATION_REF_REUSED: 'This operation_ref already belongs to a different operation (another tool or input); nothing was sent.',
   VERIFICATION_PREMATURE: 'Nothing was found yet, and the consistency window has not ended.',
   LOOKUP_UNAVAILABLE: 'The outcome could not be verified because the lookup was unavailable; the operation is escalated to a person.',
@@ -175,6 +176,9 @@ export function envelopeForState(state: OperationState, context: AnswerContext):
         return error(ref, 'LOOKUP_UNAVAILABLE', { category: 'dependency', commit: 'unknown', action: 'verify_operation', attempts: 0, details: verifyDetails });
       }
       return error(ref, code ?? 'STEP_ESCALATED', { category: last?.category ?? 'dependency', commit: 'not_committed', action: 'escalate', attempts: 0 });
+    case 'cancelled':
+      // A person ended it (docs/contract.md §4.10): the model may only hand it back to a person.
+      return error(ref, 'STEP_CANCELLED', { category: 'conflict', commit: 'not_committed', action: 'escalate', attempts: 0 });
     default:
       return error(ref, 'STEP_STATE_UNEXPECTED', { category: 'internal', commit: 'not_committed', action: 'escalate', attempts: 0 });
   }

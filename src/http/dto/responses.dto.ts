@@ -31,6 +31,9 @@ export class StepViewDto {
   @ApiPropertyOptional({ description: 'The input hash the pending (or last) approval request is for; an approval binds to it.' }) approval_input_hash?: string;
   @ApiPropertyOptional({ description: 'A success an attempt reported after a later attempt was granted: the provider may hold two writes.' })
   possible_duplicate?: { attempt: number; recorded_at: string };
+  @ApiPropertyOptional({ description: 'An operator took the escalation (assignee, note, at); it stays escalated until resolved.' })
+  acknowledged?: { assignee: string; note?: string; at: string };
+  @ApiPropertyOptional({ description: 'Why an operator cancelled the step.' }) cancel_reason?: string;
 }
 
 export class SubmitResultDto {

@@ -22,7 +22,10 @@ import {
 } from 'class-validator';
 import {
   APPROVAL_DECISIONS,
+  MANUAL_OUTCOMES,
   MAX_CALL_WINDOW_MS,
+  MAX_REOPEN_ATTEMPTS,
+  type ManualOutcome,
   SIDE_EFFECTS,
   SUBMITTED_FACT_TYPES,
   VERIFICATION_OUTCOMES,
@@ -129,7 +132,31 @@ export class ApprovalRecordedDataDto {
   @IsAbsentOrValid() @IsString() @MinLength(1) @MaxLength(200) @Matches(IDENTIFIER_PATTERN, IDENTIFIER_MESSAGE) input_hash?: string;
 }
 
+export class OutcomeVerifiedManuallyDataDto {
+  @IsIn(MANUAL_OUTCOMES) outcome!: ManualOutcome;
+  @IsString() @MinLength(1) @MaxLength(1000) note!: string;
+  @IsAbsentOrValid() @IsString() @MinLength(1) @MaxLength(200) evidence_ref?: string;
+}
+
+export class StepCancelledDataDto {
+  @IsString() @MinLength(1) @MaxLength(1000) reason!: string;
+}
+
+export class StepReopenedDataDto {
+  @IsInt() @Min(1) @Max(MAX_REOPEN_ATTEMPTS) attempts!: number;
+  @IsString() @MinLength(1) @MaxLength(1000) reason!: string;
+}
+
+export class EscalationAcknowledgedDataDto {
+  @IsString() @MinLength(1) @MaxLength(200) assignee!: string;
+  @IsAbsentOrValid() @IsString() @MaxLength(1000) note?: string;
+}
+
 export const FACT_DATA_DTOS: Record<SubmittedFactType, new () => object> = {
+  OutcomeVerifiedManually: OutcomeVerifiedManuallyDataDto,
+  StepCancelled: StepCancelledDataDto,
+  StepReopened: StepReopenedDataDto,
+  EscalationAcknowledged: EscalationAcknowledgedDataDto,
   StepPlanned: StepPlannedDataDto,
   AttemptDispatched: AttemptDispatchedDataDto,
   EnvelopeRecorded: EnvelopeRecordedDataDto,

@@ -287,6 +287,9 @@
     awaiting_approval: 'awaiting approval',
     unknown_outcome: 'unknown outcome',
     dispatch_overdue: 'dispatched past timeout',
+    retry_overdue: 'retry overdue',
+    input_awaited: 'input awaited',
+    acknowledged: 'acknowledged',
   };
 
   function chipLink(label, count, hash, current) {
@@ -359,7 +362,10 @@
         }),
     );
     items.forEach(function (item) {
-      var why = h('span', {}, badge(KIND_LABEL[item.kind], 'kind-' + item.kind));
+      var why = h('span', {});
+      // Escalations may be acknowledged or cancelled in bulk (docs/contract.md §4.10).
+      if (item.status === 'escalated') why.appendChild(h('input', { type: 'checkbox', className: 'bulk-pick', 'data-ref': item.operation_ref, 'aria-label': 'select ' + item.operation_ref }));
+      why.appendChild(badge(KIND_LABEL[item.kind], 'kind-' + item.kind));
       if (item.threshold_ms !== undefined) why.appendChild(h('span', { className: 'muted small block', text: 'for ' + duration(item.age_ms) + ' (over ' + duration(item.threshold_ms) + (item.threshold_from === 'policy' ? ', from its plan' : '') + ')' }));
       why.appendChild(h('span', { className: 'holder small block', 'data-holder': '' }));
       body.appendChild(
@@ -375,6 +381,44 @@
         ),
       );
     });
+  }
+
+  /** The refs picked in the queue. */
+  function pickedRefs() {
+    return Array.prototype.map.call(document.querySelectorAll('#triage-table input.bulk-pick:checked'), function (box) {
+      return box.getAttribute('data-ref');
+    });
+  }
+
+  /**
+   * One operator fact per picked escalation, one after another, each answered on its own line: a
+   * refusal of one (another person resolved it meanwhile) leaves the others as they went.
+   */
+  function bulkAct(kind) {
+    var form = $('bulk-form');
+    var refs = pickedRefs();
+    var reason = form.elements.reason.value.trim();
+    var assignee = form.elements.assignee.value.trim();
+    var results = clear($('bulk-results'));
+    if (!refs.length) return results.appendChild(h('li', { className: 'error', text: 'Select escalations in the queue first.' }));
+    if (!reason || (kind === 'ack' && !assignee)) return results.appendChild(h('li', { className: 'error', text: kind === 'ack' ? 'Say who takes them and why.' : 'Say why.' }));
+    var fact = kind === 'ack' ? { type: 'EscalationAcknowledged', data: { assignee: assignee, note: reason } } : { type: 'StepCancelled', data: { reason: reason } };
+    return refs
+      .reduce(function (done, ref) {
+        return done.then(function () {
+          return api('/v1/operations/' + segment(ref) + '/events', undefined, { body: { events: [Object.assign({ event_id: uuid() }, fact)] } }).then(
+            function (answer) {
+              results.appendChild(h('li', { className: 'ok', 'data-ref': ref, text: ref + ': ' + fact.type + ' recorded, now ' + answer.state.status.replace(/_/g, ' ') }));
+            },
+            function (error) {
+              results.appendChild(h('li', { className: 'error', 'data-ref': ref, text: ref + ': refused ' + (error instanceof ApiError ? error.code + ' \u2014 ' + error.detail : String(error)) }));
+            },
+          );
+        });
+      }, Promise.resolve())
+      .then(function () {
+        return openTriage(current().filters, true);
+      });
   }
 
   /**
@@ -862,7 +906,154 @@
     });
     renderVerdict(evidence, rowsByEventId);
     renderStateTimes(stateSpans(rows));
+    renderContext(state, events);
+    renderOperatorActions(ref, state, sameOp);
     renderApproval(ref, state, sameOp);
+  }
+
+  // ---- what is being decided, and what a person may do (docs/contract.md §4.10) ---------------------
+
+  /** The role of the key in use, from GET /v1/whoami; undefined until known. */
+  var caller;
+
+  function readCaller() {
+    return api('/v1/whoami').then(
+      function (me) {
+        caller = me;
+        showKeyStatus();
+        if (openRef && current().view === 'operation') openOperation(openRef, true);
+      },
+      function () {
+        caller = undefined;
+        showKeyStatus();
+      },
+    );
+  }
+
+  function lastOf(events, type) {
+    for (var index = events.length - 1; index >= 0; index--) if (events[index].type === type) return events[index];
+    return undefined;
+  }
+
+  function renderContext(state, events) {
+    var plan = lastOf(events, 'StepPlanned');
+    var envelope = lastOf(events, 'EnvelopeRecorded');
+    var said = envelope && envelope.data && envelope.data.envelope;
+    var input = plan && plan.data && plan.data.input;
+    var show = state.status !== 'succeeded' || Boolean(said);
+    $('context-card').hidden = !show;
+    facts($('context-facts'), [
+      ['Tool', state.tool + (state.side_effect ? ' (' + state.side_effect + ')' : '')],
+      ['Planned input', input === undefined ? 'not stored (input ' + (plan ? plan.data.input_hash : '?') + ')' : h('pre', { className: 'small wrap', text: JSON.stringify(input, null, 2) })],
+      ['User message', said && said.user_message],
+      ['Agent message', said && said.agent_message],
+      ['Safe details', said && said.safe_details && Object.keys(said.safe_details).length ? h('pre', { className: 'small wrap', text: JSON.stringify(said.safe_details, null, 2) }) : undefined],
+      ['Attempts', state.attempts_used + ' used, ' + state.attempts_remaining + ' left'],
+    ]);
+  }
+
+  /** Whether an attempt's outcome is unknown and unverified, as the decider judges it (step-state.ts, outcomeUnknown). */
+  function outcomeUnknown(state) {
+    if (!state.attempts_used || state.success) return false;
+    if (state.status === 'dispatched' || state.status === 'verifying') return true;
+    if (state.last_verification && (state.last_verification.outcome === 'found_committed' || state.last_verification.outcome === 'not_found')) return false;
+    var last = state.last_envelope;
+    return !last || last.attempt !== state.current_attempt || last.commit_state === 'unknown';
+  }
+
+  /** The actions the step's state allows, each with the fact it records. */
+  function actionsFor(state) {
+    if (state.status === 'succeeded' || state.status === 'cancelled' || state.status === 'unplanned') return [];
+    var unknown = outcomeUnknown(state);
+    var actions = [];
+    if (unknown) {
+      actions.push({ id: 'found', label: 'Found: it committed', fact: 'OutcomeVerifiedManually' });
+      actions.push({ id: 'not-found', label: 'Not found', fact: 'OutcomeVerifiedManually' });
+    } else {
+      actions.push({ id: 'cancel', label: 'Cancel the step', fact: 'StepCancelled' });
+    }
+    if (state.status === 'escalated') {
+      if (!unknown) actions.push({ id: 'reopen', label: 'Reopen with new attempts', fact: 'StepReopened' });
+      if (!state.acknowledged) actions.push({ id: 'ack', label: 'Acknowledge', fact: 'EscalationAcknowledged' });
+    }
+    return actions;
+  }
+
+  function renderOperatorActions(ref, state, sameOp) {
+    var card = $('operator-card');
+    var actions = actionsFor(state);
+    if (!sameOp) {
+      $('operator-form').reset();
+      $('operator-result').textContent = '';
+    }
+    card.hidden = actions.length === 0 && !$('operator-result').textContent;
+    card.dataset.ref = ref;
+    var has = function (id) {
+      return actions.some(function (action) {
+        return action.id === id;
+      });
+    };
+    $('evidence-label').hidden = !has('found');
+    $('assignee-label').hidden = !has('ack');
+    $('attempts-label').hidden = !has('reopen');
+    var denied = caller && caller.role !== 'operator' && !caller.local ? 'A ' + caller.role + ' key may not record operator facts: use a key with the operator role.' : '';
+    var buttons = clear($('operator-buttons'));
+    actions.forEach(function (action) {
+      var button = h('button', { type: 'button', id: 'op-action-' + action.id, text: action.label, 'data-fact': action.fact });
+      if (denied) {
+        button.disabled = true;
+        button.title = denied;
+      }
+      button.addEventListener('click', function () {
+        submitOperatorAction(action.id);
+      });
+      buttons.appendChild(button);
+    });
+    if (denied && actions.length) buttons.appendChild(h('p', { className: 'small muted disabled-reason', text: denied }));
+    if (state.acknowledged) buttons.appendChild(h('p', { className: 'small', text: 'Acknowledged: ' + state.acknowledged.assignee + ' has it since ' + time(state.acknowledged.at) + '.' }));
+  }
+
+  function operatorFact(id, form) {
+    var reason = form.elements.reason.value.trim();
+    switch (id) {
+      case 'found':
+        return { type: 'OutcomeVerifiedManually', data: { outcome: 'found_committed', note: reason, evidence_ref: form.elements.evidence.value.trim() } };
+      case 'not-found':
+        return { type: 'OutcomeVerifiedManually', data: { outcome: 'not_found', note: reason } };
+      case 'cancel':
+        return { type: 'StepCancelled', data: { reason: reason } };
+      case 'reopen':
+        return { type: 'StepReopened', data: { attempts: Number(form.elements.attempts.value), reason: reason } };
+      case 'ack':
+        return { type: 'EscalationAcknowledged', data: { assignee: form.elements.assignee.value.trim(), note: reason } };
+    }
+  }
+
+  function submitOperatorAction(id) {
+    var form = $('operator-form');
+    var ref = $('operator-card').dataset.ref;
+    var result = $('operator-result');
+    var fact = operatorFact(id, form);
+    var missing = !form.elements.reason.value.trim() ? 'a reason' : id === 'found' && !fact.data.evidence_ref ? 'the evidence ref you saw' : id === 'ack' && !fact.data.assignee ? 'an assignee' : '';
+    if (missing) {
+      result.textContent = 'Say ' + missing + ' first.';
+      result.className = 'small error';
+      return;
+    }
+    result.textContent = 'Recording ' + fact.type + '\u2026';
+    result.className = 'small';
+    api('/v1/operations/' + segment(ref) + '/events', undefined, { body: { events: [Object.assign({ event_id: uuid() }, fact)] } }).then(
+      function (answer) {
+        result.textContent = fact.type + ' recorded: the step is now ' + answer.state.status.replace(/_/g, ' ') + ' (next: ' + answer.directive.next_action + ').';
+        result.className = 'small ok';
+        form.reset();
+        return openOperation(ref, true);
+      },
+      function (error) {
+        result.textContent = error instanceof ApiError ? 'Refused: ' + error.code + ' \u2014 ' + error.detail : 'Could not reach the ledger: ' + String(error);
+        result.className = 'small error';
+      },
+    );
   }
 
   // ---- approvals --------------------------------------------------------------------------------
@@ -1144,6 +1335,9 @@
 
   function showKeyStatus() {
     $('key-status').textContent = apiKey ? 'key set for this tab' : 'no key';
+    var role = $('key-role');
+    role.hidden = !caller;
+    if (caller) role.textContent = caller.local ? 'local mode: every role' : 'role ' + caller.role + ', tenant ' + caller.tenant;
   }
 
   document.addEventListener('DOMContentLoaded', function () {
@@ -1154,7 +1348,9 @@
       input.value = '';
       if (apiKey) sessionStorage.setItem(KEY_STORAGE, apiKey);
       else sessionStorage.removeItem(KEY_STORAGE);
+      caller = undefined;
       showKeyStatus();
+      readCaller();
       route();
       follow();
     });
@@ -1191,6 +1387,12 @@
       $('toggle-raw').setAttribute('aria-pressed', String(!raw.hidden));
     });
     $('approval-form').addEventListener('submit', submitApproval);
+    $('bulk-ack').addEventListener('click', function () {
+      bulkAct('ack');
+    });
+    $('bulk-cancel').addEventListener('click', function () {
+      bulkAct('cancel');
+    });
     bindFilters('triage-filters', 'triage');
     bindFilters('operations-filters', 'operations');
     bindFilters('runs-filters', 'runs');
@@ -1198,6 +1400,7 @@
       route();
     });
     showKeyStatus();
+    readCaller();
     route();
     follow();
   });

@@ -29,7 +29,7 @@ describe('API key entries', () => {
     ['not key:role:tenant', 'no-separators-here-at-all', /is not key:role:tenant/],
     ['too many parts', `${RUNTIME}:runtime:acme:extra`, /is not key:role:tenant/],
     ['a short key', 'short:runtime:acme', /at least 16 characters/],
-    ['an unknown role', `${RUNTIME}:root:acme`, /role must be one of runtime, approver, auditor, admin, metrics/],
+    ['an unknown role', `${RUNTIME}:root:acme`, /role must be one of runtime, approver, operator, auditor, admin, metrics/],
     ['a metrics key with a tenant', `${RUNTIME}:metrics:acme`, /a metrics key's tenant is \*/],
     ['a tenant key with the metrics tenant', `${RUNTIME}:admin:*`, /tenant must match/],
     ['a tenant with a colon-free but invalid name', `${RUNTIME}:runtime:Acme`, /tenant must match/],

@@ -46,6 +46,7 @@ describe('the gateway answers for every ledger state', () => {
         planned: 'wait_and_retry',
         retry_ready: 'wait_and_retry',
         escalated: reason === 'LOOKUP_UNAVAILABLE' ? 'verify_operation' : 'escalate',
+        cancelled: 'escalate',
       };
       expect(envelope).toMatchObject({ ok: false, next_action: expected[status] });
     },

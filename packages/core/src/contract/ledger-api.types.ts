@@ -60,6 +60,10 @@ export interface StepView {
   success?: unknown;
   /** A late success after a later attempt was granted: the provider may hold two writes (§4.9). */
   possible_duplicate?: { attempt: number; recorded_at: string };
+  /** An operator took the escalation (docs/contract.md §4.10). */
+  acknowledged?: { assignee: string; note?: string; at: string };
+  /** Why an operator cancelled the step. */
+  cancel_reason?: string;
 }
 
 /** `duplicate`: the fact was already recorded (resubmitted under its event id, or a plan repeated as it was). */

@@ -10,7 +10,7 @@ import {
   type SubmittedFact,
   type TransitionRecordedData,
 } from './events';
-import { evolve, isApproved, isPlanned, lastReachOf, lateSuccessSettles, type PlannedStep, type StepState } from './step-state';
+import { evolve, isApproved, isPlanned, lastReachOf, lateSuccessSettles, outcomeUnknown, type PlannedStep, type StepState } from './step-state';
 
 /** Stable codes for the refusals `decide` makes; each is in the error registry with its status. */
 export type RefusalCode =
@@ -25,7 +25,12 @@ export type RefusalCode =
   | 'OPERATION_REF_REUSED'
   | 'STEP_NOT_PLANNED'
   | 'ATTEMPT_MISMATCH'
-  | 'FACT_NOT_EXPECTED';
+  | 'FACT_NOT_EXPECTED'
+  | 'STEP_CANCELLED'
+  | 'STEP_SUCCEEDED'
+  | 'STEP_NOT_ESCALATED'
+  | 'OUTCOME_UNVERIFIED'
+  | 'OUTCOME_KNOWN';
 
 export interface Command {
   fact: SubmittedFact;
@@ -67,6 +72,10 @@ export const TRANSITION_REASONS = {
   dependencyFailuresExhausted: 'DEPENDENCY_FAILURES_EXHAUSTED',
   inputNotApproved: 'INPUT_NOT_APPROVED',
   lateSuccess: 'LATE_SUCCESS',
+  manuallyVerifiedCommitted: 'MANUALLY_VERIFIED_COMMITTED',
+  manuallyVerifiedNotFound: 'MANUALLY_VERIFIED_NOT_FOUND',
+  cancelled: 'STEP_CANCELLED',
+  reopened: 'STEP_REOPENED',
 } as const;
 
 /** Escalations caused by a bound: a later dispatch is refused as ATTEMPTS_EXHAUSTED, not STEP_ESCALATED. */
@@ -84,7 +93,8 @@ const isBefore = (a: string, b: string): boolean => Date.parse(a) < Date.parse(b
  * a verified not_found allows one new attempt, so only correct_input / wait_and_retry bound it.
  */
 export function attemptsRemaining(state: PlannedStep): number {
-  const byPolicy = Math.max(0, state.definition.policy.max_attempts - state.attempts_used);
+  const maxAttempts = state.max_attempts ?? state.definition.policy.max_attempts;
+  const byPolicy = Math.max(0, maxAttempts - state.attempts_used);
   const byEnvelope = state.envelope_attempts_remaining;
   return byEnvelope === undefined ? byPolicy : Math.min(byPolicy, byEnvelope);
 }
@@ -107,6 +117,7 @@ export function directiveFor(status: StepStatus, state: PlannedStep): Directive 
       return { next_action: 'request_approval', attempts_remaining };
     case 'succeeded':
     case 'escalated':
+    case 'cancelled':
       return { next_action: 'none', attempts_remaining: 0 };
   }
 }
@@ -222,6 +233,8 @@ function decideDispatch(state: PlannedStep, command: Command, attempt: number, i
       };
       return { kind: 'replayed', events: [duplicate], state: evolve(state, recordedAt(command, duplicate)) };
     }
+    case 'cancelled':
+      return refusal('STEP_CANCELLED', `the step was cancelled (${state.cancel_reason ?? 'no reason given'})`);
     case 'escalated':
       return BOUND_REASONS.includes(state.reason)
         ? refusal('ATTEMPTS_EXHAUSTED', 'the step escalated when its attempts ran out')
@@ -398,6 +411,88 @@ function decideApproval(state: PlannedStep, command: Command & { fact: { type: '
   return accept(after, bound, next);
 }
 
+/**
+ * What an operator fact may never act on: a succeeded or cancelled step (docs/contract.md §4.10).
+ * The code names the state, so a console or a script can say why without parsing the detail.
+ */
+function refuseTerminal(state: PlannedStep, command: Command): Decision | undefined {
+  if (state.status === 'succeeded') return refuse(state, command, 'STEP_SUCCEEDED', `${command.fact.type}: the step already succeeded`, state.directive);
+  if (state.status === 'cancelled') return refuse(state, command, 'STEP_CANCELLED', `${command.fact.type}: the step was cancelled`, state.directive);
+  return undefined;
+}
+
+/**
+ * A person's lookup settles an unknown outcome as an automated one would (§4.5), under the same
+ * timing: a dispatch still inside its dispatch timeout may be running, and a `not_found` is
+ * conclusive only a consistency window after the attempt's last reach.
+ */
+function decideManualVerification(state: PlannedStep, command: Command & { fact: { type: 'OutcomeVerifiedManually' } }): Decision {
+  const terminal = refuseTerminal(state, command);
+  if (terminal) return terminal;
+  if (!outcomeUnknown(state)) {
+    return refuse(state, command, 'OUTCOME_KNOWN', `no attempt's outcome is unknown in state ${state.status}`, state.directive);
+  }
+  if (state.status === 'dispatched') {
+    const timesOut = addMs(state.dispatched_at ?? state.since, dispatchTimeoutMs(state.definition.policy));
+    if (isBefore(command.now, timesOut)) {
+      return refuse(state, command, 'ATTEMPT_IN_FLIGHT', `attempt ${state.current_attempt} may still be running until ${timesOut}`, directiveFor('dispatched', state));
+    }
+  }
+  const { outcome } = command.fact.data;
+  if (outcome === 'not_found') {
+    const windowEnds = addMs(lastReachOf(state), state.definition.policy.consistency_window_ms);
+    if (isBefore(command.now, windowEnds)) {
+      return refuse(state, command, 'VERIFICATION_PREMATURE', `not_found is inconclusive before ${windowEnds}`, {
+        next_action: 'verify_operation',
+        not_before: windowEnds,
+        attempts_remaining: attemptsRemaining(state),
+      });
+    }
+  }
+  const after = applyFact(state, command);
+  const cause = command.event_id;
+  return outcome === 'found_committed'
+    ? accept(after, command, transition(state, after, 'succeeded', TRANSITION_REASONS.manuallyVerifiedCommitted, cause))
+    : accept(after, command, moveOrEscalate(state, after, 'retry_ready', TRANSITION_REASONS.manuallyVerifiedNotFound, cause));
+}
+
+/** Cancelling ends the step; it may not hide a write whose outcome nobody knows (verify it first). */
+function decideCancel(state: PlannedStep, command: Command & { fact: { type: 'StepCancelled' } }): Decision {
+  const terminal = refuseTerminal(state, command);
+  if (terminal) return terminal;
+  if (outcomeUnknown(state)) {
+    return refuse(state, command, 'OUTCOME_UNVERIFIED', `attempt ${state.current_attempt}'s outcome is unknown (state ${state.status}): verify it first`, state.directive);
+  }
+  const after = applyFact(state, command);
+  return accept(after, command, transition(state, after, 'cancelled', TRANSITION_REASONS.cancelled, command.event_id));
+}
+
+/**
+ * A new, bounded budget for an escalated step whose every outcome is known. It goes back to where a
+ * new attempt may run: `needs_input` when its last envelope asked for a corrected input (that input
+ * stays refused, §4.2), `retry_ready` otherwise; an approval it needs is still needed (§4.4).
+ */
+function decideReopen(state: PlannedStep, command: Command & { fact: { type: 'StepReopened' } }): Decision {
+  const terminal = refuseTerminal(state, command);
+  if (terminal) return terminal;
+  if (state.status !== 'escalated') return refuse(state, command, 'STEP_NOT_ESCALATED', `only an escalated step may be reopened, not one in state ${state.status}`, state.directive);
+  if (outcomeUnknown(state)) {
+    return refuse(state, command, 'OUTCOME_UNVERIFIED', `attempt ${state.current_attempt}'s outcome is unknown and unverified: resolve it first`, state.directive);
+  }
+  const after = applyFact(state, command);
+  const last = state.last_envelope;
+  const correcting = last !== undefined && last.attempt === state.current_attempt && last.next_action === 'correct_input';
+  return accept(after, command, transition(state, after, correcting ? 'needs_input' : 'retry_ready', TRANSITION_REASONS.reopened, command.event_id));
+}
+
+/** Taking an escalation changes no status: the step waits, escalated, for a person's resolution. */
+function decideAcknowledge(state: PlannedStep, command: Command & { fact: { type: 'EscalationAcknowledged' } }): Decision {
+  const terminal = refuseTerminal(state, command);
+  if (terminal) return terminal;
+  if (state.status !== 'escalated') return refuse(state, command, 'STEP_NOT_ESCALATED', `only an escalation may be acknowledged, not a step in state ${state.status}`, state.directive);
+  return { kind: 'accepted', events: [command.fact], state: applyFact(state, command) };
+}
+
 /** The pure decider: (state, submitted fact, now) -> events to append, or a refusal. */
 export function decide(state: StepState, command: Command): Decision {
   const { fact } = command;
@@ -421,6 +516,14 @@ export function decide(state: StepState, command: Command): Decision {
       return decideVerification(state, { ...command, fact });
     case 'ApprovalRecorded':
       return decideApproval(state, { ...command, fact });
+    case 'OutcomeVerifiedManually':
+      return decideManualVerification(state, { ...command, fact });
+    case 'StepCancelled':
+      return decideCancel(state, { ...command, fact });
+    case 'StepReopened':
+      return decideReopen(state, { ...command, fact });
+    case 'EscalationAcknowledged':
+      return decideAcknowledge(state, { ...command, fact });
     default: {
       const unhandled: never = fact;
       throw new Error(`unhandled fact ${JSON.stringify(unhandled)}`);

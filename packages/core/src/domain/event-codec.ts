@@ -2,6 +2,7 @@ import { isJsonObject, type JsonObject } from '../shared/json';
 import {
   APPROVAL_DECISIONS,
   LEDGER_EVENT_TYPES,
+  MANUAL_OUTCOMES,
   SIDE_EFFECTS,
   STEP_STATUSES,
   STEP_VIEW_STATUSES,
@@ -82,6 +83,10 @@ function shapes(policy: (value: unknown) => boolean): Record<LedgerEventType, Ch
     EnvelopeRecorded: fields({ attempt: isCount, envelope: isEnvelope, redactions: Array.isArray }),
     VerificationRecorded: fields({ outcome: oneOf(VERIFICATION_OUTCOMES), checked_at: isString, redactions: Array.isArray }),
     ApprovalRecorded: fields({ decision: oneOf(APPROVAL_DECISIONS), approver: isString }, { input_hash: isString }),
+    OutcomeVerifiedManually: fields({ outcome: oneOf(MANUAL_OUTCOMES), note: isString }, { evidence_ref: isString }),
+    StepCancelled: fields({ reason: isString }),
+    StepReopened: fields({ attempts: isCount, reason: isString }),
+    EscalationAcknowledged: fields({ assignee: isString }, { note: isString }),
     TransitionRecorded: fields(
       { from: oneOf(STEP_VIEW_STATUSES), to: oneOf(STEP_STATUSES), reason: isString, caused_by: isString, directive: isDirective },
       { from_since: isInstant },

@@ -110,7 +110,64 @@ export interface ApprovalRecordedData {
   input_hash?: string;
 }
 
+// ---- Facts an operator records (docs/contract.md §4.10) -------------------------------------------
+
+/** What a person found when they looked the operation up themselves. */
+export const MANUAL_OUTCOMES = ['found_committed', 'not_found'] as const;
+export type ManualOutcome = (typeof MANUAL_OUTCOMES)[number];
+
+/**
+ * A person's lookup of an attempt whose outcome is unknown: it resolves the step as a verified
+ * lookup would, and is counted apart from automated verifications. `found_committed` carries the
+ * evidence the person saw (`evidence_ref`, such as the provider's invoice id).
+ */
+export interface OutcomeVerifiedManuallyData {
+  outcome: ManualOutcome;
+  note: string;
+  evidence_ref?: string;
+}
+
+/** A person ends the step: terminal, and every later dispatch is refused STEP_CANCELLED. */
+export interface StepCancelledData {
+  reason: string;
+}
+
+/** The most attempts one reopen may grant: a person gives a bounded budget, never an open one. */
+export const MAX_REOPEN_ATTEMPTS = 10;
+
+/** A person gives an escalated step whose every outcome is known a new, bounded attempt budget. */
+export interface StepReopenedData {
+  /** Attempts the step may make from now on, beyond those already used. */
+  attempts: number;
+  reason: string;
+}
+
+/** A person takes an escalation: it leaves "Needs a person" and stays escalated until resolved. */
+export interface EscalationAcknowledgedData {
+  assignee: string;
+  note?: string;
+}
+
+export type OperatorFact =
+  | { type: 'OutcomeVerifiedManually'; data: OutcomeVerifiedManuallyData }
+  | { type: 'StepCancelled'; data: StepCancelledData }
+  | { type: 'StepReopened'; data: StepReopenedData }
+  | { type: 'EscalationAcknowledged'; data: EscalationAcknowledgedData };
+
+export const OPERATOR_FACT_TYPES = [
+  'OutcomeVerifiedManually',
+  'StepCancelled',
+  'StepReopened',
+  'EscalationAcknowledged',
+] as const satisfies readonly OperatorFact['type'][];
+export type OperatorFactType = (typeof OPERATOR_FACT_TYPES)[number];
+
+export function isOperatorFactType(type: string): type is OperatorFactType {
+  return OPERATOR_FACT_TYPES.some((known) => known === type);
+}
+
 export type SubmittedFact =
+  | OperatorFact
   | { type: 'StepPlanned'; data: StepPlannedData }
   | { type: 'AttemptDispatched'; data: AttemptDispatchedData }
   | { type: 'EnvelopeRecorded'; data: EnvelopeRecordedData }
@@ -123,6 +180,7 @@ export const SUBMITTED_FACT_TYPES = [
   'EnvelopeRecorded',
   'VerificationRecorded',
   'ApprovalRecorded',
+  ...OPERATOR_FACT_TYPES,
 ] as const satisfies readonly SubmittedFact['type'][];
 export type SubmittedFactType = (typeof SUBMITTED_FACT_TYPES)[number];
 
@@ -138,6 +196,7 @@ export const STEP_STATUSES = [
   'retry_ready',
   'succeeded',
   'escalated',
+  'cancelled',
 ] as const;
 export type StepStatus = (typeof STEP_STATUSES)[number];
 
@@ -145,7 +204,7 @@ export type StepStatus = (typeof STEP_STATUSES)[number];
 export const STEP_VIEW_STATUSES = ['unplanned', ...STEP_STATUSES] as const;
 export type StepViewStatus = (typeof STEP_VIEW_STATUSES)[number];
 
-export const TERMINAL_STATUSES = ['succeeded', 'escalated'] as const satisfies readonly StepStatus[];
+export const TERMINAL_STATUSES = ['succeeded', 'escalated', 'cancelled'] as const satisfies readonly StepStatus[];
 
 /** Whether a status (of any origin: a view, a query, a stored document) is a terminal step status. */
 export function isTerminalStatus(status: string): boolean {

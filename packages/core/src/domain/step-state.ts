@@ -20,8 +20,8 @@ export interface EnvelopeSummary {
 
 export interface SuccessRecord {
   attempt: number;
-  /** How the success was proven: by the tool's own envelope, or by a verification lookup. */
-  proven_by: 'envelope' | 'verification';
+  /** How the success was proven: by the tool's own envelope, a verification lookup, or a person's lookup. */
+  proven_by: 'envelope' | 'verification' | 'manual_verification';
   checked_at: string;
   evidence_ref?: string;
   result?: unknown;
@@ -60,7 +60,18 @@ export interface PlannedStep {
   /** A success reported late by an attempt after a later one was granted (docs/contract.md §4.9). */
   possible_duplicate?: { attempt: number; recorded_at: string };
   last_envelope?: EnvelopeSummary;
-  last_verification?: { outcome: VerificationOutcome; checked_at: string; evidence_ref?: string };
+  last_verification?: { outcome: VerificationOutcome; checked_at: string; evidence_ref?: string; manual?: true };
+  /** The attempt whose outcome a verification (automated or a person's) settled as committed or not. */
+  verified_attempt?: number;
+  /**
+   * After a reopen: the attempts the step may make in all, replacing the plan's max_attempts (the
+   * attempts used so far plus the new budget; docs/contract.md §4.10).
+   */
+  max_attempts?: number;
+  /** A person took the escalation (it stays escalated until resolved). Cleared when the step moves. */
+  acknowledged?: { assignee: string; note?: string; at: string };
+  /** Why a person cancelled the step. */
+  cancel_reason?: string;
   success?: SuccessRecord;
   /** The reason code of the last transition. */
   reason: string;
@@ -97,8 +108,21 @@ export function lastReachOf(state: PlannedStep): string {
  * no other may run. Shared by the decider and the fold, so both read a late envelope alike.
  */
 export function lateSuccessSettles(state: PlannedStep, attempt: number, ok: boolean): boolean {
-  const idle = state.status !== 'dispatched' && state.status !== 'succeeded' && state.status !== 'escalated';
+  const idle = state.status !== 'dispatched' && state.status !== 'succeeded' && state.status !== 'escalated' && state.status !== 'cancelled';
   return ok && idle && attempt === state.attempts_used;
+}
+
+/**
+ * Whether an attempt's outcome is unknown and unverified: an attempt was granted and neither its
+ * envelope nor a verification (automated or a person's) settled whether it committed. While it is,
+ * no new attempt may be granted, whatever a person records (docs/contract.md §4.1, §4.10).
+ */
+export function outcomeUnknown(state: PlannedStep): boolean {
+  if (state.attempts_used === 0 || state.success !== undefined) return false;
+  if (state.verified_attempt === state.current_attempt) return false;
+  const envelope = state.last_envelope;
+  if (envelope === undefined || envelope.attempt !== state.current_attempt) return true;
+  return envelope.commit_state === 'unknown';
 }
 
 /** Whether an approver granted this input (an approval binds to the input it was asked for). */
@@ -189,6 +213,7 @@ export function evolve(state: StepState, event: RecordedEvent): StepState {
     case 'VerificationRecorded': {
       const { outcome, checked_at, evidence_ref, result } = event.data;
       const next: PlannedStep = { ...state, last_verification: { outcome, checked_at, evidence_ref } };
+      if (outcome !== 'lookup_unavailable') next.verified_attempt = state.current_attempt;
       if (outcome === 'found_committed') {
         next.success = { attempt: state.current_attempt, proven_by: 'verification', checked_at, evidence_ref, result };
       }
@@ -199,9 +224,35 @@ export function evolve(state: StepState, event: RecordedEvent): StepState {
       if (event.data.decision !== 'granted' || approved === undefined) return { ...state, approval: event.data.decision };
       return { ...state, approval: 'granted', approved_input_hashes: [...(state.approved_input_hashes ?? []), approved] };
     }
+    case 'OutcomeVerifiedManually': {
+      const { outcome, evidence_ref } = event.data;
+      const next: PlannedStep = {
+        ...state,
+        verified_attempt: state.current_attempt,
+        last_verification: { outcome, checked_at: event.recorded_at, evidence_ref, manual: true },
+      };
+      if (outcome === 'found_committed') {
+        next.success = { attempt: state.current_attempt, proven_by: 'manual_verification', checked_at: event.recorded_at, evidence_ref };
+      }
+      return next;
+    }
+    case 'StepCancelled':
+      return { ...state, cancel_reason: event.data.reason };
+    case 'StepReopened':
+      // A new budget from here: earlier bounds (the envelope's, the failure streak, a wait) are spent.
+      return {
+        ...state,
+        max_attempts: state.attempts_used + event.data.attempts,
+        envelope_attempts_remaining: undefined,
+        consecutive_dependency_failures: 0,
+        not_before: undefined,
+      };
+    case 'EscalationAcknowledged':
+      return { ...state, acknowledged: { assignee: event.data.assignee, note: event.data.note, at: event.recorded_at } };
     case 'TransitionRecorded':
       return {
         ...state,
+        acknowledged: undefined,
         status: event.data.to,
         reason: event.data.reason,
         since: event.recorded_at,

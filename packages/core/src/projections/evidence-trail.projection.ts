@@ -10,7 +10,7 @@ import { alreadyApplied, isRecord, scopedKey, stringField, textOf, type LeaseEvi
  * know?". Entries are only ever appended, so the trail of a prefix of the log is a prefix of the
  * trail of the whole (a property test holds it to that).
  */
-export type EvidenceKind = 'plan' | 'attempt' | 'envelope' | 'refusal' | 'verification' | 'approval' | 'transition' | 'other';
+export type EvidenceKind = 'plan' | 'attempt' | 'envelope' | 'refusal' | 'verification' | 'approval' | 'operator' | 'transition' | 'other';
 
 export interface EvidenceEntry {
   revision: number;
@@ -40,8 +40,11 @@ export interface Verdict {
   terminal: boolean;
   /** What the evidence proves about the side effect, as far as it goes. */
   commit_state: ProvenCommitState;
-  /** How the commit state is known: the tool's envelope, a lookup by operation_ref, or nothing yet. */
-  proven_by: 'envelope' | 'verification' | 'none';
+  /**
+   * How the commit state is known: the tool's envelope, a lookup by operation_ref, a person's
+   * lookup (OutcomeVerifiedManually, docs/contract.md §4.10), or nothing yet.
+   */
+  proven_by: 'envelope' | 'verification' | 'manual_verification' | 'none';
   /** The trail entry that proves it. */
   proof_event_id?: string;
   attempt?: number;
@@ -70,6 +73,8 @@ interface VerificationFact {
   outcome: VerificationOutcome;
   evidence_ref?: string;
   attempt: number;
+  /** A person's lookup: the key id that recorded it. */
+  operator?: string;
 }
 
 export interface EvidenceTrailDoc {
@@ -88,6 +93,8 @@ export interface EvidenceTrailDoc {
   last_envelope?: EnvelopeFact;
   last_verification?: VerificationFact;
   approval?: { decision: string; approver: string; event_id: string };
+  /** The last operator action (cancel, reopen, acknowledge), by key id, with its reason or note. */
+  operator_action?: { type: string; actor: string; reason?: string; event_id: string };
   duplicates_prevented: number;
   /** A success an earlier attempt reported after a later one was granted (docs/contract.md §4.9). */
   possible_duplicate?: { attempt: number; event_id: string };
@@ -166,7 +173,7 @@ function uncommittedProof(doc: TrailFacts): Pick<Verdict, 'commit_state' | 'prov
   // A verification is later evidence than the envelope it resolves, for the same attempt.
   if (verification && verification.attempt === doc.current_attempt && (!envelope || envelope.attempt <= verification.attempt)) {
     const state: ProvenCommitState = verification.outcome === 'not_found' ? 'not_committed' : 'unknown';
-    return { commit_state: state, proven_by: 'verification', proof_event_id: verification.event_id, attempt: verification.attempt };
+    return { commit_state: state, proven_by: verification.operator ? 'manual_verification' : 'verification', proof_event_id: verification.event_id, attempt: verification.attempt };
   }
   if (envelope && envelope.attempt === doc.current_attempt) {
     const state: ProvenCommitState = envelope.commit_state === 'not_committed' ? 'not_committed' : 'unknown';
@@ -231,6 +238,17 @@ export function verdictOf(doc: TrailFacts): Verdict {
   const tool = verificationToolOf(doc);
   if (doc.status === 'succeeded') {
     const verification = doc.last_verification;
+    if (verification?.outcome === 'found_committed' && verification.operator) {
+      return {
+        ...base,
+        commit_state: 'committed',
+        proven_by: 'manual_verification',
+        proof_event_id: verification.event_id,
+        attempt: verification.attempt,
+        ...(verification.evidence_ref ? { evidence_ref: verification.evidence_ref } : {}),
+        statement: line`committed — verified by a person (${verification.operator})${evidence(verification.evidence_ref)}${duplicates(doc.duplicates_prevented)}`,
+      };
+    }
     if (verification?.outcome === 'found_committed') {
       return {
         ...base,
@@ -261,7 +279,12 @@ export function verdictOf(doc: TrailFacts): Verdict {
     ...proof,
     ...withTool,
     ...(ref ? { evidence_ref: ref } : {}),
-    statement: doc.status === 'escalated' ? escalationStatement(doc, proof) : pendingStatement(doc),
+    statement:
+      doc.status === 'escalated'
+        ? escalationStatement(doc, proof)
+        : doc.status === 'cancelled'
+          ? line`cancelled — by ${doc.operator_action?.actor ?? 'an operator'}: ${doc.operator_action?.reason ?? doc.reason}`
+          : pendingStatement(doc),
   };
 }
 
@@ -337,6 +360,33 @@ export function evolveEvidenceTrail(current: EvidenceTrailDoc | undefined, event
         doc.approval = { decision: ledgerEvent.data.decision, approver: ledgerEvent.data.approver, event_id: event.event_id };
         entry = entryFor(event, 'approval', line`approval ${ledgerEvent.data.decision} by ${ledgerEvent.data.approver}`);
         break;
+      case 'OutcomeVerifiedManually': {
+        const { outcome, evidence_ref, note } = ledgerEvent.data;
+        doc.last_verification = {
+          event_id: event.event_id,
+          outcome,
+          attempt: base.current_attempt,
+          ...(evidence_ref ? { evidence_ref } : {}),
+          operator: event.metadata.actor,
+        };
+        entry = entryFor(event, 'verification', line`verification of attempt ${base.current_attempt} by a person: ${outcome}${evidence(evidence_ref)} (${note})`);
+        break;
+      }
+      case 'StepCancelled':
+        doc.operator_action = { type: ledgerEvent.type, actor: event.metadata.actor, reason: ledgerEvent.data.reason, event_id: event.event_id };
+        entry = entryFor(event, 'operator', line`cancelled by ${event.metadata.actor}: ${ledgerEvent.data.reason}`);
+        break;
+      case 'StepReopened':
+        doc.operator_action = { type: ledgerEvent.type, actor: event.metadata.actor, reason: ledgerEvent.data.reason, event_id: event.event_id };
+        doc.max_attempts = base.attempts_used + ledgerEvent.data.attempts;
+        entry = entryFor(event, 'operator', line`reopened by ${event.metadata.actor} with ${ledgerEvent.data.attempts} more attempt(s): ${ledgerEvent.data.reason}`);
+        break;
+      case 'EscalationAcknowledged': {
+        const { assignee, note } = ledgerEvent.data;
+        doc.operator_action = { type: ledgerEvent.type, actor: event.metadata.actor, ...(note ? { reason: note } : {}), event_id: event.event_id };
+        entry = entryFor(event, 'operator', line`escalation acknowledged by ${event.metadata.actor}, assigned to ${assignee}${note ? line`: ${note}` : ''}`);
+        break;
+      }
       case 'DispatchRefused': {
         const { code, attempt, replayed_attempt } = ledgerEvent.data;
         if (code === 'DUPLICATE_PREVENTED') doc.duplicates_prevented = base.duplicates_prevented + 1;

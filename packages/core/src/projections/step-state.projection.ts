@@ -45,6 +45,11 @@ export interface StepStateDoc {
   duplicates_prevented: number;
   identical_retries_blocked: number;
   unverified_dispatches_refused: number;
+  /**
+   * An operator took the escalation (EscalationAcknowledged, docs/contract.md §4.10): who, for whom,
+   * when. It leaves "Needs a person" for "Acknowledged"; the next transition clears it.
+   */
+  acknowledged?: { assignee: string; by: string; at: string; note?: string };
   /** Late successes after a later attempt was granted (docs/contract.md §4.9); absent in older documents. */
   possible_duplicates?: number;
   revision: number;
@@ -109,6 +114,7 @@ export function evolveStepState(current: StepStateDoc | undefined, event: Projec
       return { ...doc, ...countDispatch(base, ledgerEvent.data.attempt) };
     case 'TransitionRecorded': {
       const { to, reason, directive } = ledgerEvent.data;
+      delete doc.acknowledged;
       // An envelope whose outcome is unknown is what sends a step to verifying.
       if (to === 'verifying' && base.status !== 'verifying') doc.unknown_outcomes = (base.unknown_outcomes ?? 0) + 1;
       doc.status = to;
@@ -127,6 +133,15 @@ export function evolveStepState(current: StepStateDoc | undefined, event: Projec
       if (base.status === 'dispatched') doc.unknown_outcomes = (base.unknown_outcomes ?? 0) + 1;
       const { outcome } = ledgerEvent.data;
       if (outcome === 'found_committed' || outcome === 'not_found') doc.resolved_by_lookup = (base.resolved_by_lookup ?? 0) + 1;
+      return doc;
+    }
+    case 'OutcomeVerifiedManually':
+      // A person's lookup resolves an unknown outcome as an automated one does; metrics tell them apart.
+      if (base.status === 'dispatched') doc.unknown_outcomes = (base.unknown_outcomes ?? 0) + 1;
+      return doc;
+    case 'EscalationAcknowledged': {
+      const { assignee, note } = ledgerEvent.data;
+      doc.acknowledged = { assignee: textOf(assignee), by: event.metadata.actor, at: event.metadata.recorded_at, ...(typeof note === 'string' && note !== '' ? { note } : {}) };
       return doc;
     }
     case 'LateOutcomeRecorded':
@@ -167,7 +182,8 @@ export const stepStateProjection: Projection<StepStateDoc> = {
   // 2: documents carry the plan's dispatch_timeout_ms and the trust counters of the operation.
   // 3: the work feed's due_ms and revision columns.
   // 4: the possible_duplicates column (triage and `has=` read it).
-  version: 4,
+  // 5: operator facts (acknowledged escalations, cancelled steps).
+  version: 5,
   keyOf: (event) => scopedKey(event.metadata.tenant, event.metadata.operation_ref),
   evolve: evolveStepState,
   columns: {

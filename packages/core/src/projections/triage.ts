@@ -8,9 +8,32 @@ import { instantMs } from './projection';
  * flight past its timeout. Time is passed in, never read, so the same documents and instant always
  * give the same queue.
  */
-export type TriageKind = 'possible_duplicate' | 'escalated' | 'awaiting_approval' | 'unknown_outcome' | 'dispatch_overdue';
+export type TriageKind =
+  | 'possible_duplicate'
+  | 'escalated'
+  | 'awaiting_approval'
+  | 'unknown_outcome'
+  | 'dispatch_overdue'
+  | 'retry_overdue'
+  | 'input_awaited'
+  | 'acknowledged';
 
-export const TRIAGE_KINDS: readonly TriageKind[] = ['possible_duplicate', 'escalated', 'awaiting_approval', 'unknown_outcome', 'dispatch_overdue'];
+export const TRIAGE_KINDS: readonly TriageKind[] = [
+  'possible_duplicate',
+  'escalated',
+  'awaiting_approval',
+  'unknown_outcome',
+  'dispatch_overdue',
+  'retry_overdue',
+  'input_awaited',
+  'acknowledged',
+];
+
+/**
+ * An escalation an operator acknowledged (docs/contract.md §4.10) is still escalated, but someone
+ * has it: it is listed only when asked for (`kind=acknowledged`), not in "Needs a person".
+ */
+export const ON_REQUEST_KINDS: readonly TriageKind[] = ['acknowledged'];
 
 export interface TriageThresholds {
   /** A step in `verifying` at least this long is an unknown outcome a person should resolve. */
@@ -19,10 +42,26 @@ export interface TriageThresholds {
   dispatch_timeout_ms: number;
   /** The query named a dispatch timeout: it then applies to every step, over the plans' own. */
   dispatch_timeout_asked?: boolean;
+  /**
+   * A scheduled retry still waiting this long past its not_before is overdue: no worker took it
+   * (the work feed hands it out at not_before plus a jitter of at most 5 s). The caller drops the
+   * ones a worker's lease holds, which this pure reading cannot see.
+   */
+  retry_grace_ms: number;
+  /** A step waiting for a corrected input at least this long: the model or its user went away. */
+  input_after_ms: number;
 }
 
-/** 15 minutes unresolved, 5 minutes in flight: defaults a query may override. */
-export const DEFAULT_TRIAGE_THRESHOLDS: TriageThresholds = { unknown_after_ms: 15 * 60_000, dispatch_timeout_ms: 5 * 60_000 };
+/**
+ * 15 minutes unresolved, 5 minutes in flight, a retry 1 minute past its time, an input awaited 30
+ * minutes: defaults a query may override (README.md, "Incident console").
+ */
+export const DEFAULT_TRIAGE_THRESHOLDS: TriageThresholds = {
+  unknown_after_ms: 15 * 60_000,
+  dispatch_timeout_ms: 5 * 60_000,
+  retry_grace_ms: 60_000,
+  input_after_ms: 30 * 60_000,
+};
 
 export interface TriageItem {
   kind: TriageKind;
@@ -41,6 +80,8 @@ export interface TriageItem {
   attempt: number;
   attempts_used: number;
   revision: number;
+  /** For `acknowledged`: who took it, for whom, when. */
+  acknowledged?: { assignee: string; by: string; at: string; note?: string };
 }
 
 /** The step's own dispatch timeout, when its plan carried one. */
@@ -68,7 +109,7 @@ export function triageItemOf(doc: StepStateDoc, nowMs: number, thresholds: Triag
   if ((doc.possible_duplicates ?? 0) > 0) return { kind: 'possible_duplicate', ...base };
   switch (doc.status) {
     case 'escalated':
-      return { kind: 'escalated', ...base };
+      return doc.acknowledged ? { kind: 'acknowledged', ...base, acknowledged: doc.acknowledged } : { kind: 'escalated', ...base };
     case 'awaiting_approval':
       return { kind: 'awaiting_approval', ...base };
     case 'verifying':
@@ -84,6 +125,16 @@ export function triageItemOf(doc: StepStateDoc, nowMs: number, thresholds: Triag
         ? { kind: 'dispatch_overdue', ...base, threshold_ms: timeout, threshold_from: own === undefined ? 'query' : 'policy' }
         : undefined;
     }
+    case 'retry_scheduled': {
+      const notBefore = doc.not_before === undefined ? instantMs(doc.since) : instantMs(doc.not_before);
+      return nowMs >= notBefore + thresholds.retry_grace_ms
+        ? { kind: 'retry_overdue', ...base, threshold_ms: thresholds.retry_grace_ms, threshold_from: 'query' }
+        : undefined;
+    }
+    case 'needs_input':
+      return ageMs >= thresholds.input_after_ms
+        ? { kind: 'input_awaited', ...base, threshold_ms: thresholds.input_after_ms, threshold_from: 'query' }
+        : undefined;
     default:
       return undefined;
   }
@@ -106,7 +157,7 @@ export interface TriageCounts {
 export function countTriage(items: readonly TriageItem[]): TriageCounts {
   const counts: TriageCounts = {
     total: items.length,
-    by_kind: { possible_duplicate: 0, escalated: 0, awaiting_approval: 0, unknown_outcome: 0, dispatch_overdue: 0 },
+    by_kind: { possible_duplicate: 0, escalated: 0, awaiting_approval: 0, unknown_outcome: 0, dispatch_overdue: 0, retry_overdue: 0, input_awaited: 0, acknowledged: 0 },
     by_tool: {},
     by_reason: {},
   };

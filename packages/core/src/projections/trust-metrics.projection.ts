@@ -24,6 +24,16 @@ export interface TrustCounters {
   verified_found_committed: number;
   verified_not_found: number;
   lookup_unavailable: number;
+  /**
+   * Unknown outcomes a person settled (OutcomeVerifiedManually, docs/contract.md §4.10), counted
+   * apart from automated lookups: a tool whose outcomes people keep resolving by hand lacks a
+   * working verification. Documents stored before they existed lack them (read as 0).
+   */
+  manually_verified_found_committed: number;
+  manually_verified_not_found: number;
+  /** Steps an operator cancelled, and escalations an operator reopened with a new budget. */
+  cancelled: number;
+  reopened: number;
   /** Dispatches on a succeeded step, answered with the original success (docs/contract.md §4.7). */
   duplicate_writes_prevented: number;
   /** Dispatches with the same input hash after correct_input (docs/contract.md §4.2). */
@@ -60,6 +70,10 @@ export const TRUST_COUNTER_NAMES: readonly (keyof TrustCounters)[] = [
   'verified_found_committed',
   'verified_not_found',
   'lookup_unavailable',
+  'manually_verified_found_committed',
+  'manually_verified_not_found',
+  'cancelled',
+  'reopened',
   'duplicate_writes_prevented',
   'identical_retries_blocked',
   'unverified_dispatches_refused',
@@ -75,6 +89,8 @@ const VERIFICATION_REASONS: readonly string[] = [
   TRANSITION_REASONS.verifiedCommitted,
   TRANSITION_REASONS.verifiedNotFound,
   TRANSITION_REASONS.lookupUnavailable,
+  TRANSITION_REASONS.manuallyVerifiedCommitted,
+  TRANSITION_REASONS.manuallyVerifiedNotFound,
 ];
 
 export function emptyCounters(): TrustCounters {
@@ -120,6 +136,18 @@ export function evolveTrustMetrics(current: TrustMetricsDoc | undefined, event: 
       else if (outcome === 'lookup_unavailable') doc.lookup_unavailable = base.lookup_unavailable + 1;
       return doc;
     }
+    case 'OutcomeVerifiedManually': {
+      doc.last_verification_id = event.event_id;
+      if (ledgerEvent.data.outcome === 'found_committed') doc.manually_verified_found_committed = (base.manually_verified_found_committed ?? 0) + 1;
+      else doc.manually_verified_not_found = (base.manually_verified_not_found ?? 0) + 1;
+      return doc;
+    }
+    case 'StepCancelled':
+      doc.cancelled = (base.cancelled ?? 0) + 1;
+      return doc;
+    case 'StepReopened':
+      doc.reopened = (base.reopened ?? 0) + 1;
+      return doc;
     case 'LateOutcomeRecorded':
       if (ledgerEvent.data.possible_duplicate === true) doc.possible_duplicates = (base.possible_duplicates ?? 0) + 1;
       return doc;

@@ -42,9 +42,25 @@ describe('the triage queue, judged at an instant', () => {
     expect(triageItemOf(step('c', 'verifying', minutesAgo(15)), NOW, t)).toMatchObject({ kind: 'unknown_outcome', age_ms: 900_000, threshold_ms: 900_000 });
     expect(triageItemOf(step('d', 'dispatched', minutesAgo(4)), NOW, t)).toBeUndefined();
     expect(triageItemOf(step('d', 'dispatched', minutesAgo(5)), NOW, t)).toMatchObject({ kind: 'dispatch_overdue', threshold_from: 'query' });
-    for (const status of ['planned', 'needs_input', 'retry_scheduled', 'retry_ready', 'succeeded'] as const) {
+    for (const status of ['planned', 'retry_ready', 'succeeded', 'cancelled'] as const) {
       expect(triageItemOf(step('e', status, minutesAgo(600)), NOW, t)).toBeUndefined();
     }
+  });
+
+  it('lists a scheduled retry once it is a grace past its not_before, and an input awaited past its threshold', () => {
+    const t = DEFAULT_TRIAGE_THRESHOLDS;
+    const waiting = (notBeforeMinutesAgo: number) => step('r', 'retry_scheduled', minutesAgo(10), { not_before: minutesAgo(notBeforeMinutesAgo) });
+    expect(triageItemOf(waiting(-5), NOW, t)).toBeUndefined();
+    expect(triageItemOf(step('r', 'retry_scheduled', minutesAgo(10), { not_before: new Date(NOW - 59_999).toISOString() }), NOW, t)).toBeUndefined();
+    expect(triageItemOf(waiting(1), NOW, t)).toMatchObject({ kind: 'retry_overdue', threshold_ms: 60_000, status: 'retry_scheduled' });
+    expect(triageItemOf(step('i', 'needs_input', minutesAgo(29)), NOW, t)).toBeUndefined();
+    expect(triageItemOf(step('i', 'needs_input', minutesAgo(30)), NOW, t)).toMatchObject({ kind: 'input_awaited', threshold_ms: 1_800_000 });
+    expect(triageItemOf(step('i', 'needs_input', minutesAgo(1)), NOW, { ...t, input_after_ms: 0 })).toMatchObject({ kind: 'input_awaited' });
+  });
+
+  it('an acknowledged escalation is its own kind, with who has it', () => {
+    const acknowledged = { assignee: 'ana', by: 'key_1', at: minutesAgo(1) };
+    expect(triageItemOf(step('a', 'escalated', minutesAgo(3), { acknowledged }), NOW, DEFAULT_TRIAGE_THRESHOLDS)).toMatchObject({ kind: 'acknowledged', acknowledged });
   });
 
   it("uses a plan's own dispatch_timeout_ms, unless the query names one", () => {
@@ -64,7 +80,7 @@ describe('the triage queue, judged at an instant', () => {
     expect(items.sort(compareTriage).map((item) => item.operation_ref)).toEqual(['new', 'old']);
     expect(countTriage(items)).toEqual({
       total: 2,
-      by_kind: { possible_duplicate: 0, escalated: 1, awaiting_approval: 1, unknown_outcome: 0, dispatch_overdue: 0 },
+      by_kind: { possible_duplicate: 0, escalated: 1, awaiting_approval: 1, unknown_outcome: 0, dispatch_overdue: 0, retry_overdue: 0, input_awaited: 0, acknowledged: 0 },
       by_tool: { pay: 1, create_invoice: 1 },
       by_reason: { R: 1, MISSING_APPROVAL: 1 },
     });

@@ -1,0 +1,191 @@
+/**
+ * The console's operator actions in Debian's Chromium against the built service (docs/contract.md
+ * §4.10), at 1,440 and 390 px: after "Use key" the header shows the key's role; the step's context
+ * (tool, planned input as recorded, the last envelope's messages and safe details, attempts) is
+ * shown before any action; only the actions the state allows are offered, disabled with the reason
+ * for a role that may not use them; an escalated unknown outcome is driven to a terminal state with
+ * its evidence on record. Screenshots for the docs are written by `npm run screenshots`.
+ */
+import { createHash, randomUUID } from 'node:crypto';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { chromium, type BrowserContext, type Page } from 'playwright-core';
+import { canonicalJson } from '@recovery-ledger/core/shared/canonical-json';
+import { CHROMIUM, describeInBrowser, screenshotDir } from '../support/browser';
+import { fact, ledgerAt, request } from '../support/http';
+import { startLedger, type LedgerProcess } from '../support/ledger-process';
+import { seedEnvelopes } from '../../packages/core/test/support/seed-envelopes';
+
+const DOCS = screenshotDir();
+const RUNTIME_KEY = 'ui-operator-runtime-key-0001';
+const OPERATOR_KEY = 'ui-operator-operator-key-001';
+const AUDITOR_KEY = 'ui-operator-auditor-key-0001';
+const RUN = `run_${randomUUID().slice(0, 6)}`;
+const INPUT = { customer: 'cus_42', amount_cents: 12_500, currency: 'EUR' };
+const INPUT_HASH = `${createHash('sha256').update(canonicalJson(INPUT)).digest('hex')}`;
+
+let ledger: LedgerProcess;
+let context: BrowserContext;
+let page: Page;
+let profile: string;
+const problems: string[] = [];
+
+/** A refund whose write timed out and whose lookup was unavailable: escalated, outcome unknown. */
+async function escalatedUnknown(ref: string): Promise<void> {
+  const runtime = ledgerAt(ledger.baseUrl, { authorization: `Bearer ${RUNTIME_KEY}` });
+  for (const event of [
+    fact('StepPlanned', { run_id: RUN, tool: 'refund_payment', side_effect: 'write', input_hash: INPUT_HASH, input: INPUT, policy: { consistency_window_ms: 0 } }),
+    fact('AttemptDispatched', { attempt: 1, input_hash: INPUT_HASH }),
+    fact('EnvelopeRecorded', { attempt: 1, envelope: seedEnvelopes.outcomeUnknown(ref, 'get_refund_by_operation_ref') }),
+    fact('VerificationRecorded', { outcome: 'lookup_unavailable', checked_at: new Date().toISOString() }),
+  ]) {
+    const answer = await runtime.submit(ref, [event]);
+    if (answer.status !== 200) throw new Error(`${event.type}: ${answer.status} ${JSON.stringify(answer.body)}`);
+  }
+}
+
+async function useKey(key: string): Promise<void> {
+  await page.fill('#api-key', key);
+  await page.click('#key-form button[type=submit]');
+}
+
+describeInBrowser('the console: operator actions', () => {
+  const REF = `${RUN}/refund_1`;
+  beforeAll(async () => {
+    ledger = await startLedger({ env: { LEDGER_API_KEYS: `${RUNTIME_KEY}:runtime:acme,${OPERATOR_KEY}:operator:acme,${AUDITOR_KEY}:auditor:acme` } });
+    await escalatedUnknown(REF);
+    profile = mkdtempSync(join(tmpdir(), 'ledger-operator-profile-'));
+    context = await chromium.launchPersistentContext(profile, {
+      executablePath: CHROMIUM,
+      headless: true,
+      args: ['--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking', '--disable-component-update', '--disable-sync'],
+      viewport: { width: 1440, height: 900 },
+    });
+    page = context.pages()[0] ?? (await context.newPage());
+    page.on('pageerror', (error) => problems.push(error.message));
+  }, 120_000);
+
+  afterAll(async () => {
+    await context?.close();
+    if (profile) rmSync(profile, { recursive: true, force: true });
+    await ledger?.stop();
+    ledger?.cleanup();
+  });
+
+  it('shows the role after "Use key", the step context, and the actions disabled with the reason for an auditor', async () => {
+    await page.goto(`${ledger.baseUrl}/ui#/operation/${encodeURIComponent(REF)}`);
+    await useKey(AUDITOR_KEY);
+    await page.locator('#key-role', { hasText: 'role auditor, tenant acme' }).waitFor();
+    await page.locator('#operator-card button#op-action-found').waitFor();
+    // Unknown outcome, escalated: a person may record what they found, or acknowledge; not cancel or reopen.
+    const offered = await page.locator('#operator-buttons button').evaluateAll((buttons) => buttons.map((button) => button.id));
+    expect(offered).toEqual(['op-action-found', 'op-action-not-found', 'op-action-ack']);
+    expect(await page.locator('#op-action-found').isDisabled()).toBe(true);
+    expect(await page.innerText('#operator-buttons .disabled-reason')).toBe('A auditor key may not record operator facts: use a key with the operator role.');
+    const contextText = await page.innerText('#context-facts');
+    expect(contextText).toContain('refund_payment (write)');
+    expect(contextText).toContain('"customer": "cus_42"');
+    expect(contextText).toContain('"amount_cents": 12500');
+    expect(contextText).toContain('The request is being checked before anything is sent again.');
+    expect(contextText).toContain('Verify operation_ref before any new write.');
+    expect(contextText).toContain('get_refund_by_operation_ref');
+    expect(contextText).toContain('1 used, 0 left');
+  });
+
+  it('an operator records what they found, with its evidence, and the step succeeds on the page (1,440 px)', async () => {
+    await useKey(OPERATOR_KEY);
+    await page.locator('#key-role', { hasText: 'role operator, tenant acme' }).waitFor();
+    await page.locator('#op-action-found:not([disabled])').waitFor();
+    await page.fill('#operator-form textarea[name=reason]', 'checked the provider: refund re_9 exists');
+    await page.click('#op-action-found');
+    expect(await page.innerText('#operator-result')).toBe('Say the evidence ref you saw first.');
+    await page.screenshot({ path: join(DOCS, 'ui-operator-actions.png'), fullPage: true });
+    await page.fill('#operator-form input[name=evidence]', 're_9');
+    await page.click('#op-action-found');
+    await page.locator('#operator-result', { hasText: 'OutcomeVerifiedManually recorded: the step is now succeeded' }).waitFor();
+    await page.locator('#op-status', { hasText: 'succeeded' }).waitFor();
+    await page.locator('#verdict-statement', { hasText: 'verified by a person' }).waitFor();
+    const events = await request(ledger.baseUrl, 'GET', `/v1/operations/${encodeURIComponent(REF)}/events`, undefined, { authorization: `Bearer ${AUDITOR_KEY}` });
+    const recorded = events.body.events.find((event: { type: string }) => event.type === 'OutcomeVerifiedManually');
+    expect(recorded.data).toEqual({ outcome: 'found_committed', note: 'checked the provider: refund re_9 exists', evidence_ref: 're_9' });
+    expect(recorded.actor).toMatch(/^key_/);
+    expect(await page.locator('#operator-buttons button').count()).toBe(0);
+  });
+
+  it('at 390 px: acknowledge an escalation; it stays escalated, the page says who has it, and nothing overflows', async () => {
+    const ref = `${RUN}/refund_2`;
+    await escalatedUnknown(ref);
+    await page.setViewportSize({ width: 390, height: 844 });
+    await page.goto(`${ledger.baseUrl}/ui#/operation/${encodeURIComponent(ref)}`);
+    await page.locator('#op-action-ack:not([disabled])').waitFor();
+    await page.fill('#operator-form textarea[name=reason]', 'taking it');
+    await page.fill('#operator-form input[name=assignee]', 'ana');
+    await page.click('#op-action-ack');
+    await page.locator('#operator-result', { hasText: 'EscalationAcknowledged recorded: the step is now escalated' }).waitFor();
+    await page.locator('#operator-buttons', { hasText: 'Acknowledged: ana has it' }).waitFor();
+    expect(await page.locator('#op-action-ack').count()).toBe(0);
+    await page.screenshot({ path: join(DOCS, 'ui-operator-actions-390.png'), fullPage: true });
+    const width = await page.evaluate(() => (globalThis as unknown as { document: { documentElement: { scrollWidth: number } } }).document.documentElement.scrollWidth);
+    expect(width).toBe(390);
+    expect(problems).toEqual([]);
+  });
+});
+
+describeInBrowser('the console: bulk acknowledge and cancel from the queue', () => {
+  // Runs after the block above in the same file: its own ledger and browser.
+  beforeAll(async () => {
+    ledger = await startLedger({ env: { LEDGER_API_KEYS: `${RUNTIME_KEY}:runtime:acme,${OPERATOR_KEY}:operator:acme,${AUDITOR_KEY}:auditor:acme` } });
+    profile = mkdtempSync(join(tmpdir(), 'ledger-operator-bulk-'));
+    context = await chromium.launchPersistentContext(profile, {
+      executablePath: CHROMIUM,
+      headless: true,
+      args: ['--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking', '--disable-component-update', '--disable-sync'],
+      viewport: { width: 1440, height: 900 },
+    });
+    page = context.pages()[0] ?? (await context.newPage());
+  }, 120_000);
+
+  afterAll(async () => {
+    await context?.close();
+    if (profile) rmSync(profile, { recursive: true, force: true });
+    await ledger?.stop();
+    ledger?.cleanup();
+  });
+
+  it('cancels what may be cancelled and says, per item, what was refused and why', async () => {
+    const known = `${RUN}/bulk_known`;
+    const unknown = `${RUN}/bulk_unknown`;
+    const runtime = ledgerAt(ledger.baseUrl, { authorization: `Bearer ${RUNTIME_KEY}` });
+    for (const event of [
+      fact('StepPlanned', { run_id: RUN, tool: 'pay_invoice', side_effect: 'write', input_hash: 'sha256:in-1' }),
+      fact('AttemptDispatched', { attempt: 1, input_hash: 'sha256:in-1' }),
+      fact('EnvelopeRecorded', { attempt: 1, envelope: seedEnvelopes.alreadyPaid(known) }),
+    ]) {
+      expect((await runtime.submit(known, [event])).status).toBe(200);
+    }
+    await escalatedUnknown(unknown);
+    await page.goto(`${ledger.baseUrl}/ui#/triage?q=${encodeURIComponent(`${RUN}/bulk_`)}`);
+    await useKey(OPERATOR_KEY);
+    await page.locator('#triage-table input.bulk-pick').nth(1).waitFor();
+    await page.check(`#triage-table input.bulk-pick[data-ref="${known}"]`);
+    await page.check(`#triage-table input.bulk-pick[data-ref="${unknown}"]`);
+    await page.fill('#bulk-form input[name=reason]', 'the customer withdrew both');
+    await page.click('#bulk-cancel');
+    await page.locator('#bulk-results li').nth(1).waitFor();
+    const lines = await page.locator('#bulk-results li').evaluateAll((items) => items.map((item) => [item.getAttribute('data-ref'), item.className, item.textContent]));
+    expect(lines).toEqual(
+      expect.arrayContaining([
+        [known, 'ok', `${known}: StepCancelled recorded, now cancelled`],
+        [unknown, 'error', expect.stringContaining(`${unknown}: refused OUTCOME_UNVERIFIED`)],
+      ]),
+    );
+    await page.screenshot({ path: join(DOCS, 'ui-operator-bulk.png'), fullPage: true });
+    // The queue redraws: the cancelled step has left it, the other is still there to acknowledge.
+    await page.waitForFunction((ref) => !(globalThis as unknown as { document: { querySelector(s: string): unknown } }).document.querySelector(`#triage-table tr[data-ref="${ref}"]`), known);
+    await page.check(`#triage-table input.bulk-pick[data-ref="${unknown}"]`);
+    await page.fill('#bulk-form input[name=assignee]', 'ana');
+    await page.click('#bulk-ack');
+    await page.locator('#bulk-results li.ok', { hasText: `${unknown}: EscalationAcknowledged recorded, now escalated` }).waitFor();
+  });
+});
