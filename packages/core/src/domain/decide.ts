@@ -364,16 +364,8 @@ function decideVerification(
   const { outcome } = command.fact.data;
   const cause = command.event_id;
   if (outcome === 'not_found') {
-    // Measured from the last instant the attempt may have reached the provider, not from its
-    // dispatch: a paused dispatcher or a slow upstream may still send until then (§4.5).
-    const windowEnds = addMs(lastReachOf(state), state.definition.policy.consistency_window_ms);
-    if (isBefore(command.now, windowEnds)) {
-      return refuse(state, command, 'VERIFICATION_PREMATURE', `not_found is inconclusive before ${windowEnds}`, {
-        next_action: 'verify_operation',
-        not_before: windowEnds,
-        attempts_remaining: attemptsRemaining(state),
-      });
-    }
+    const premature = refuseInconclusiveNotFound(state, command);
+    if (premature) return premature;
   }
   const after = applyFact(state, command);
   switch (outcome) {
@@ -440,14 +432,8 @@ function decideManualVerification(state: PlannedStep, command: Command & { fact:
   }
   const { outcome } = command.fact.data;
   if (outcome === 'not_found') {
-    const windowEnds = addMs(lastReachOf(state), state.definition.policy.consistency_window_ms);
-    if (isBefore(command.now, windowEnds)) {
-      return refuse(state, command, 'VERIFICATION_PREMATURE', `not_found is inconclusive before ${windowEnds}`, {
-        next_action: 'verify_operation',
-        not_before: windowEnds,
-        attempts_remaining: attemptsRemaining(state),
-      });
-    }
+    const premature = refuseInconclusiveNotFound(state, command);
+    if (premature) return premature;
   }
   const after = applyFact(state, command);
   const cause = command.event_id;
@@ -491,6 +477,21 @@ function decideAcknowledge(state: PlannedStep, command: Command & { fact: { type
   if (terminal) return terminal;
   if (state.status !== 'escalated') return refuse(state, command, 'STEP_NOT_ESCALATED', `only an escalation may be acknowledged, not a step in state ${state.status}`, state.directive);
   return { kind: 'accepted', events: [command.fact], state: applyFact(state, command) };
+}
+
+/**
+ * A `not_found`, automated or recorded by a person, is conclusive only once the consistency window
+ * has passed since the last instant the attempt may have reached the provider, not since its
+ * dispatch: a paused dispatcher or a slow upstream may still send until then (§4.5).
+ */
+function refuseInconclusiveNotFound(state: PlannedStep, command: Command): Decision | undefined {
+  const windowEnds = addMs(lastReachOf(state), state.definition.policy.consistency_window_ms);
+  if (!isBefore(command.now, windowEnds)) return undefined;
+  return refuse(state, command, 'VERIFICATION_PREMATURE', `not_found is inconclusive before ${windowEnds}`, {
+    next_action: 'verify_operation',
+    not_before: windowEnds,
+    attempts_remaining: attemptsRemaining(state),
+  });
 }
 
 /** The pure decider: (state, submitted fact, now) -> events to append, or a refusal. */
