@@ -89,7 +89,8 @@ export function buildProgram(): Command {
     .command('export')
     .description('write the log as NDJSON, every event with its hash chain (with --url: the key\'s tenant, admin key)')
     .option('-o, --out <file>', 'write to a file instead of stdout')
-    .action(async (options: { out?: string }, command: Command) => (await commands.export()).exportCommand(globals(command), options));
+    .addOption(new Option('--format <format>', 'ndjson (the archive import reads) or cloudevents (CloudEvents 1.0, one JSON event per line)').choices(['ndjson', 'cloudevents']).default('ndjson'))
+    .action(async (options: { out?: string; format?: 'ndjson' | 'cloudevents' }, command: Command) => (await commands.export()).exportCommand(globals(command), options));
 
   program
     .command('import')

@@ -3,10 +3,12 @@ import { HealthModule } from '../health/health.module';
 import { OpenApiModule } from '../openapi/openapi.module';
 import { ProjectionsModule } from '../projection-engine/projections.module';
 import { WebhooksModule } from '../webhooks/webhooks.module';
+import { CONFIG, type LedgerConfig } from '../config/ledger-config';
 import { WorkModule } from '../work/work.module';
 import { DocsController } from './docs.controller';
 import { EvidenceController } from './evidence.controller';
 import { HealthController } from './health.controller';
+import { IdempotencyKeys } from './idempotency-keys';
 import { MetricsController } from './metrics.controller';
 import { OperationListController } from './operation-list.controller';
 import { OperationsController } from './operations.controller';
@@ -54,7 +56,12 @@ export class HttpModule {
         WebhooksController,
         WhoAmIController,
       ],
-      providers: [OperationsQueries, longPollLimiterProvider, LongPollInterceptor],
+      providers: [
+        OperationsQueries,
+        longPollLimiterProvider,
+        LongPollInterceptor,
+        { provide: IdempotencyKeys, inject: [CONFIG], useFactory: (config: LedgerConfig) => new IdempotencyKeys(config.dataDir) },
+      ],
     };
   }
 }

@@ -1,4 +1,5 @@
-import { Body, Controller, Get, Headers, HttpCode, Inject, Optional, Param, Post, Query } from '@nestjs/common';
+import { Body, Controller, Get, Headers, HttpCode, Inject, Optional, Param, Post, Query, Res } from '@nestjs/common';
+import type { FastifyReply } from 'fastify';
 import { ApiBody, ApiHeader, ApiOkResponse, ApiOperation, ApiParam, ApiQuery, ApiTags } from '@nestjs/swagger';
 import { WorkFeed, type LeaseEvidenceAnswer } from '../work/work-feed';
 import { RequireAccess } from '../auth/access';
@@ -7,6 +8,7 @@ import { CONFIG, type LedgerConfig } from '../config/ledger-config';
 import { LedgerService } from '../ledger/ledger.service';
 import type { LeaseEvidence, SubmitRequest } from '@recovery-ledger/core/contract/ledger-api.types';
 import { CallerParam, type Caller } from './caller';
+import { IdempotencyKeys, parseIdempotencyKey } from './idempotency-keys';
 import { checkOperationRef } from './operation-ref';
 import { leaseHeader } from './work-requests';
 import { SubmitEventsDto } from './dto/submit-events.dto';
@@ -22,6 +24,7 @@ export class OperationsController {
     @Inject(LedgerService) private readonly ledger: LedgerService,
     @Inject(OperationsQueries) private readonly queries: OperationsQueries,
     @Inject(CONFIG) private readonly config: LedgerConfig,
+    @Inject(IdempotencyKeys) private readonly idempotencyKeys: IdempotencyKeys,
     @Optional() @Inject(WorkFeed) private readonly work?: WorkFeed,
   ) {}
 
@@ -31,17 +34,32 @@ export class OperationsController {
   @ApiOperation({ summary: 'Submit facts; the ledger decides and records what they cause, or refuses them.' })
   @ApiBody({ type: SubmitEventsDto })
   @ApiHeader({ name: 'Ledger-Lease', required: false, description: 'The work-feed lease the facts are submitted under: recorded as evidence of which worker acted.' })
+  @ApiHeader({
+    name: 'Idempotency-Key',
+    required: false,
+    description:
+      'draft-ietf-httpapi-idempotency-key-header: the same key and body answer the first 2xx answer again (Idempotent-Replayed: true); ' +
+      'the same key with another body is 422 IDEMPOTENCY_KEY_REUSED; while the first is processed, 409 IDEMPOTENCY_KEY_IN_FLIGHT. Kept 24 hours, per tenant and API key.',
+  })
   @ApiOkResponse({ type: SubmitAnswerDto })
   async submit(
     @CallerParam() caller: Caller,
     @Param('ref') ref: string,
     @Body(SubmitEventsPipe) body: SubmitRequest,
     @Headers() headers: Record<string, string | undefined>,
+    @Res({ passthrough: true }) reply: FastifyReply,
   ) {
-    checkFactPermissions(caller, body.events, { selfApproval: this.config.allowSelfApproval });
-    const leaseId = this.work ? leaseHeader(headers['ledger-lease']) : undefined;
-    const evidence = leaseId === undefined ? undefined : await this.work?.leaseEvidence(caller, checkOperationRef(ref), leaseId);
-    return this.ledger.submit({ ...submitContext(caller, ref, headers), ...leaseContext(evidence) }, body);
+    const decide = async () => {
+      checkFactPermissions(caller, body.events, { selfApproval: this.config.allowSelfApproval });
+      const leaseId = this.work ? leaseHeader(headers['ledger-lease']) : undefined;
+      const evidence = leaseId === undefined ? undefined : await this.work?.leaseEvidence(caller, checkOperationRef(ref), leaseId);
+      return this.ledger.submit({ ...submitContext(caller, ref, headers), ...leaseContext(evidence) }, body);
+    };
+    const key = parseIdempotencyKey(headers['idempotency-key']);
+    if (key === undefined) return decide();
+    const { answer, replayed } = await this.idempotencyKeys.run(caller, key, { method: 'POST', route: `/v1/operations/${checkOperationRef(ref)}/events`, body }, decide);
+    if (replayed) reply.header('idempotent-replayed', 'true');
+    return answer;
   }
 
   @Get(':ref')

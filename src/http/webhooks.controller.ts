@@ -24,6 +24,21 @@ export class SubscriptionDto {
   @ApiProperty() premature_refusals!: number;
   @ApiProperty({ format: 'date-time' }) created_at!: string;
   @ApiProperty() active!: boolean;
+  @ApiPropertyOptional({ format: 'date-time', description: 'During a rotation: the replaced secret signs beside the new one until then.' })
+  previous_secret_until?: string;
+  @ApiPropertyOptional({ description: 'Why the subscription was disabled without an admin ending it (the receiver answered 410 Gone).' })
+  disabled_reason?: string;
+  @ApiPropertyOptional({ format: 'date-time' }) disabled_at?: string;
+}
+
+export class RotateSecretDto {
+  @ApiPropertyOptional({ description: 'How long the replaced secret keeps signing beside the new one (default 86400, at most 604800).' })
+  overlap_seconds?: number;
+}
+
+export class RotatedSecretDto {
+  @ApiProperty({ description: 'The new signing secret, shown this once.' }) secret!: string;
+  @ApiProperty({ format: 'date-time' }) previous_secret_until!: string;
 }
 
 export class CreatedSubscriptionDto extends SubscriptionDto {
@@ -58,8 +73,18 @@ export class DeliveryListDto {
 const URL_MAX = 2048;
 
 function publicView(subscription: Subscription) {
-  const { id, url, kinds, unknown_after_ms, premature_refusals, created_at, active } = subscription;
-  return { id, url, kinds, unknown_after_ms, premature_refusals, created_at, active };
+  const { id, url, kinds, unknown_after_ms, premature_refusals, created_at, active, previous_secret_until, disabled_reason, disabled_at } = subscription;
+  return {
+    id,
+    url,
+    kinds,
+    unknown_after_ms,
+    premature_refusals,
+    created_at,
+    active,
+    ...(active && previous_secret_until && Date.parse(previous_secret_until) > Date.now() ? { previous_secret_until } : {}),
+    ...(disabled_reason ? { disabled_reason, disabled_at } : {}),
+  };
 }
 
 /** The body of a new subscription, checked field by field; a bad one names its field. */
@@ -120,6 +145,33 @@ export class WebhooksController {
   @ApiOkResponse({ type: SubscriptionListDto })
   list(@CallerParam() caller: Caller) {
     return { subscriptions: this.store.subscriptions(caller.tenant).map(publicView) };
+  }
+
+  @Get('admin/webhooks/:id')
+  @RequireAccess('admin')
+  @ApiOperation({ summary: 'One subscription of the tenant, active or not; a disabled one says why (secrets are never shown).' })
+  @ApiOkResponse({ type: SubscriptionDto })
+  one(@CallerParam() caller: Caller, @Param('id') id: string) {
+    const subscription = this.store.subscriptions(caller.tenant, false).find((candidate) => candidate.id === id);
+    if (!subscription) throw new LedgerProblem('WEBHOOK_NOT_FOUND', 'no subscription of this tenant has this id');
+    return publicView(subscription);
+  }
+
+  @Post('admin/webhooks/:id/rotate-secret')
+  @HttpCode(200)
+  @RequireAccess('admin')
+  @ApiOperation({ summary: 'A new signing secret, shown once; the replaced one keeps signing beside it for the overlap.' })
+  @ApiBody({ type: RotateSecretDto, required: false })
+  @ApiOkResponse({ type: RotatedSecretDto })
+  rotate(@CallerParam() caller: Caller, @Param('id') id: string, @Body() body: unknown) {
+    const fields = body === undefined || body === null ? {} : body;
+    if (typeof fields !== 'object' || Array.isArray(fields)) throw new LedgerProblem('BAD_REQUEST', 'the body must be a JSON object');
+    const { overlap_seconds, ...rest } = fields as Record<string, unknown>;
+    const unknownField = Object.keys(rest)[0];
+    if (unknownField !== undefined) throw new LedgerProblem('BAD_REQUEST', `${unknownField} is not a field of a rotation`, { field: unknownField });
+    const overlap =
+      overlap_seconds === undefined ? undefined : optionalInteger(typeof overlap_seconds === 'number' ? String(overlap_seconds) : '-', 'overlap_seconds', 0, 7 * 86_400);
+    return this.webhooks.rotateSecret(caller.tenant, id, overlap);
   }
 
   @Delete('admin/webhooks/:id')

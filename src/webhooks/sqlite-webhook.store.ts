@@ -47,14 +47,21 @@ CREATE TABLE IF NOT EXISTS webhook_checkpoint (id INTEGER PRIMARY KEY CHECK (id 
 INSERT OR IGNORE INTO webhook_checkpoint (id, position) VALUES (1, 0);
 `;
 
+/** Columns added after the first release of the file: added in place at start when missing. */
+const ADDED_SUBSCRIPTION_COLUMNS = ['previous_secret TEXT', 'previous_secret_until TEXT', 'disabled_reason TEXT', 'disabled_at TEXT'];
+
 /** The same delivery (subscription, cause) always has the same id, so a receiver can drop a repeat. */
 export function deliveryId(subscriptionId: string, dedupe: string): string {
   return `dlv_${createHash('sha256').update(`${subscriptionId}\n${dedupe}`).digest('hex').slice(0, 32)}`;
 }
 
-interface SubscriptionRow extends Omit<Subscription, 'kinds' | 'active'> {
+interface SubscriptionRow extends Omit<Subscription, 'kinds' | 'active' | 'previous_secret' | 'previous_secret_until' | 'disabled_reason' | 'disabled_at'> {
   kinds: string;
   active: number;
+  previous_secret: string | null;
+  previous_secret_until: string | null;
+  disabled_reason: string | null;
+  disabled_at: string | null;
 }
 
 interface DeliveryRow extends Omit<Delivery, 'last_status' | 'last_error' | 'delivered_at'> {
@@ -102,6 +109,10 @@ export class SqliteWebhookStore implements WebhookStore {
     this.db.pragma('journal_mode = WAL');
     this.db.pragma('synchronous = FULL');
     this.db.exec(SCHEMA);
+    const columns = new Set((this.db.prepare('PRAGMA table_info(webhook_subscriptions)').all() as Array<{ name: string }>).map((column) => column.name));
+    for (const column of ADDED_SUBSCRIPTION_COLUMNS) {
+      if (!columns.has(column.split(' ')[0])) this.db.exec(`ALTER TABLE webhook_subscriptions ADD COLUMN ${column}`);
+    }
     this.seq = (this.statement('SELECT COALESCE(MAX(seq), 0) AS seq FROM webhook_deliveries').get() as { seq: number }).seq;
     this.box = options.secretKey ? new SecretBox(options.secretKey) : undefined;
     try {
@@ -118,7 +129,9 @@ export class SqliteWebhookStore implements WebhookStore {
    * (docs/webhooks.md, "Signing secrets at rest").
    */
   private sealSecrets(): SecretsAtRest {
-    const rows = this.db.prepare('SELECT id, secret FROM webhook_subscriptions').all() as Array<{ id: string; secret: string }>;
+    // A rotation's previous secret is sealed like the current one (same row, same additional data).
+    const rows = (this.db.prepare('SELECT id, secret, previous_secret FROM webhook_subscriptions').all() as Array<{ id: string; secret: string; previous_secret: string | null }>)
+      .flatMap((row) => [{ id: row.id, secret: row.secret, column: 'secret' }, ...(row.previous_secret ? [{ id: row.id, secret: row.previous_secret, column: 'previous_secret' }] : [])]);
     const wrapped = rows.filter((row) => isWrapped(row.secret));
     if (!this.box) {
       if (wrapped.length > 0) {
@@ -149,9 +162,12 @@ export class SqliteWebhookStore implements WebhookStore {
       // secure_delete zeroes what the update frees, and the truncating checkpoint drops the WAL frames
       // that held the old rows, so no plain secret is left in either file.
       this.db.pragma('secure_delete = ON');
-      const update = this.db.prepare('UPDATE webhook_subscriptions SET secret = ? WHERE id = ?');
+      const update = {
+        secret: this.db.prepare('UPDATE webhook_subscriptions SET secret = ? WHERE id = ?'),
+        previous_secret: this.db.prepare('UPDATE webhook_subscriptions SET previous_secret = ? WHERE id = ?'),
+      };
       this.db.transaction(() => {
-        for (const row of plain) update.run(box.wrap(row.secret, row.id), row.id);
+        for (const row of plain) update[row.column as keyof typeof update].run(box.wrap(row.secret, row.id), row.id);
       })();
       this.db.pragma('wal_checkpoint(TRUNCATE)');
     }
@@ -159,17 +175,26 @@ export class SqliteWebhookStore implements WebhookStore {
   }
 
   private subscriptionOf(row: SubscriptionRow): Subscription {
-    const secret = this.box && isWrapped(row.secret) ? this.box.unwrap(row.secret, row.id) : row.secret;
-    return { ...row, secret, kinds: JSON.parse(row.kinds) as NotificationKind[], active: row.active === 1 };
+    const open = (stored: string) => (this.box && isWrapped(stored) ? this.box.unwrap(stored, row.id) : stored);
+    const { previous_secret, previous_secret_until, disabled_reason, disabled_at, ...rest } = row;
+    return {
+      ...rest,
+      secret: open(row.secret),
+      kinds: JSON.parse(row.kinds) as NotificationKind[],
+      active: row.active === 1,
+      ...(previous_secret && previous_secret_until ? { previous_secret: open(previous_secret), previous_secret_until } : {}),
+      ...(disabled_reason && disabled_at ? { disabled_reason, disabled_at } : {}),
+    };
   }
 
   addSubscription(subscription: Subscription): void {
+    const { previous_secret: _previous, previous_secret_until: _until, disabled_reason: _reason, disabled_at: _at, ...row } = subscription;
     this.statement(
         `INSERT INTO webhook_subscriptions (id, tenant, url, secret, kinds, unknown_after_ms, premature_refusals, created_at, created_position, active)
          VALUES (@id, @tenant, @url, @secret, @kinds, @unknown_after_ms, @premature_refusals, @created_at, @created_position, @active)`,
       )
       .run({
-        ...subscription,
+        ...row,
         secret: this.box ? this.box.wrap(subscription.secret, subscription.id) : subscription.secret,
         kinds: JSON.stringify(subscription.kinds),
         active: subscription.active ? 1 : 0,
@@ -178,7 +203,24 @@ export class SqliteWebhookStore implements WebhookStore {
 
   deactivate(tenant: string, id: string): boolean {
     // An ended subscription signs nothing more: its secret is not kept (nor a reason to keep the key).
-    return this.statement("UPDATE webhook_subscriptions SET active = 0, secret = '' WHERE tenant = ? AND id = ? AND active = 1").run(tenant, id).changes > 0;
+    return this.statement("UPDATE webhook_subscriptions SET active = 0, secret = '', previous_secret = NULL WHERE tenant = ? AND id = ? AND active = 1").run(tenant, id).changes > 0;
+  }
+
+  disable(id: string, reason: string, at: string): boolean {
+    return (
+      this.statement(
+        "UPDATE webhook_subscriptions SET active = 0, secret = '', previous_secret = NULL, disabled_reason = ?, disabled_at = ? WHERE id = ? AND active = 1",
+      ).run(reason, at, id).changes > 0
+    );
+  }
+
+  rotateSecret(tenant: string, id: string, secret: string, previousUntil: string): boolean {
+    // The current secret, as stored (wrapped or not), becomes the previous one in the same statement.
+    return (
+      this.statement(
+        'UPDATE webhook_subscriptions SET previous_secret = secret, previous_secret_until = ?, secret = ? WHERE tenant = ? AND id = ? AND active = 1',
+      ).run(previousUntil, this.box ? this.box.wrap(secret, id) : secret, tenant, id).changes > 0
+    );
   }
 
   subscriptions(tenant?: string, activeOnly = true): Subscription[] {

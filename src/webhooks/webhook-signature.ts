@@ -42,3 +42,31 @@ export function verifySignature(
   if (Math.abs(nowSeconds - timestamp) > toleranceSeconds) return { ok: false, reason: 'too_old' };
   return { ok: true, timestamp };
 }
+
+/**
+ * Standard Webhooks (https://www.standardwebhooks.com, spec "Signature scheme"), sent beside the
+ * header above: `webhook-id` (the delivery's id, the same on every retry), `webhook-timestamp` (unix
+ * seconds) and `webhook-signature`, `v1,<base64 HMAC-SHA256 of "<id>.<timestamp>.<body>">` keyed with
+ * the base64 part of the `whsec_` secret. Several signatures are separated by spaces (a rotation's
+ * overlap, docs/webhooks.md "Rotating a secret"); a receiver accepts when one matches.
+ */
+export const STANDARD_SECRET_PREFIX = 'whsec_';
+
+/** The HMAC key of a `whsec_` secret: its base64 part, decoded (base64url as well, for older secrets). */
+export function standardKey(secret: string): Buffer {
+  return Buffer.from(secret.startsWith(STANDARD_SECRET_PREFIX) ? secret.slice(STANDARD_SECRET_PREFIX.length) : secret, 'base64');
+}
+
+export function standardSignature(secret: string, id: string, timestamp: number, body: string): string {
+  return `v1,${createHmac('sha256', standardKey(secret)).update(`${id}.${timestamp}.${body}`, 'utf8').digest('base64')}`;
+}
+
+/** Every header a delivery carries to prove it: both schemes, each signed with every secret given. */
+export function signedHeaders(secrets: readonly string[], id: string, body: string, timestamp: number): Record<string, string> {
+  return {
+    [SIGNATURE_HEADER]: [`t=${timestamp}`, ...secrets.map((secret) => `v1=${signPayload(secret, timestamp, body)}`)].join(','),
+    'webhook-id': id,
+    'webhook-timestamp': String(timestamp),
+    'webhook-signature': secrets.map((secret) => standardSignature(secret, id, timestamp, body)).join(' '),
+  };
+}

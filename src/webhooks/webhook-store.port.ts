@@ -21,6 +21,12 @@ export interface Subscription {
   /** The log position when it was made: it is told about what happens after. */
   created_position: number;
   active: boolean;
+  /** During a rotation's overlap the secret it replaced signs too, until previous_secret_until. */
+  previous_secret?: string;
+  previous_secret_until?: string;
+  /** Why the subscription stopped without being ended by an admin (a receiver's `410 Gone`), and when. */
+  disabled_reason?: string;
+  disabled_at?: string;
 }
 
 export type DeliveryStatus = 'pending' | 'delivered' | 'failed';
@@ -80,6 +86,10 @@ export interface DeliveryCounts {
 export interface WebhookStore {
   addSubscription(subscription: Subscription): void;
   deactivate(tenant: string, id: string): boolean;
+  /** Ends a subscription because of what its receiver answered, keeping why; false when it was not active. */
+  disable(id: string, reason: string, at: string): boolean;
+  /** A new secret for an active subscription; the one it replaces keeps signing until previousUntil. */
+  rotateSecret(tenant: string, id: string, secret: string, previousUntil: string): boolean;
   subscriptions(tenant?: string, activeOnly?: boolean): Subscription[];
   checkpoint(): number;
   /**

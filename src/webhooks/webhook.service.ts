@@ -7,7 +7,7 @@ import { OPERATION_STREAM_PREFIX, operationStream } from '../store/stream-names'
 import { NOTIFICATION_KINDS, reactionsTo, retryDelayMs, type NotificationKind } from './notification-rules';
 import { deliveryId } from './sqlite-webhook.store';
 import { postWebhook } from './webhook-post';
-import { SIGNATURE_HEADER, signatureHeader } from './webhook-signature';
+import { signedHeaders } from './webhook-signature';
 import { scannedParts, urlRefusal } from './webhook-url';
 import type { ConsumedBatch, Delivery, NewDelivery, Subscription, UnknownWatch, WebhookStore } from './webhook-store.port';
 
@@ -45,6 +45,17 @@ export interface NewSubscription {
   unknown_after_ms?: number;
   premature_refusals?: number;
 }
+
+/**
+ * A `whsec_` secret as Standard Webhooks has it: 24 random bytes in standard base64 (no `-`, `_` or
+ * padding), which the spec's reference libraries decode as the HMAC key.
+ */
+export function newSecret(): string {
+  return `whsec_${randomBytes(24).toString('base64')}`;
+}
+
+/** How long a rotated-out secret keeps signing by default: a day, as Standard Webhooks suggests for an overlap. */
+export const DEFAULT_ROTATION_OVERLAP_SECONDS = 86_400;
 
 /** 15 minutes unresolved, three premature lookups in a row: the defaults a subscription may change. */
 export const DEFAULT_UNKNOWN_AFTER_MS = 15 * 60_000;
@@ -120,7 +131,7 @@ export class WebhookService {
       id: `whk_${randomUUID().replace(/-/g, '').slice(0, 20)}`,
       tenant,
       url: request.url,
-      secret: `whsec_${randomBytes(24).toString('base64url')}`,
+      secret: newSecret(),
       kinds: request.kinds && request.kinds.length > 0 ? [...new Set(request.kinds)] : [...NOTIFICATION_KINDS],
       unknown_after_ms: request.unknown_after_ms ?? DEFAULT_UNKNOWN_AFTER_MS,
       premature_refusals: request.premature_refusals ?? DEFAULT_PREMATURE_REFUSALS,
@@ -131,6 +142,19 @@ export class WebhookService {
     };
     this.hooks.addSubscription(subscription);
     return subscription;
+  }
+
+  /**
+   * A new secret; the one it replaces keeps signing beside it for `overlapSeconds`, so receivers can
+   * move to the new one without missing a delivery (docs/webhooks.md, "Rotating a secret").
+   */
+  rotateSecret(tenant: string, id: string, overlapSeconds = DEFAULT_ROTATION_OVERLAP_SECONDS): { secret: string; previous_secret_until: string } {
+    const secret = newSecret();
+    const previousSecretUntil = new Date(this.clock.now().getTime() + overlapSeconds * 1000).toISOString();
+    if (!this.hooks.rotateSecret(tenant, id, secret, previousSecretUntil)) {
+      throw new LedgerProblem('WEBHOOK_NOT_FOUND', 'no active subscription of this tenant has this id');
+    }
+    return { secret, previous_secret_until: previousSecretUntil };
   }
 
   // ---- the consumer -----------------------------------------------------------------------------
@@ -349,13 +373,20 @@ export class WebhookService {
 
   private async attempt(delivery: Delivery, subscription: Subscription | undefined): Promise<void> {
     if (!subscription || !subscription.active) {
-      this.hooks.markAttemptFailed(delivery.id, { error: 'the subscription was removed' });
+      this.hooks.markAttemptFailed(delivery.id, { error: subscription?.disabled_reason ? `the subscription was disabled: ${subscription.disabled_reason}` : 'the subscription was removed' });
       this.observer.onAttempt?.(delivery.tenant, delivery.kind, 'gave_up');
       return;
     }
     this.inFlight.add(delivery.id);
     let status: number | undefined;
     let error: string | undefined;
+    const now = this.clock.now();
+    const secrets = [
+      subscription.secret,
+      ...(subscription.previous_secret && subscription.previous_secret_until && Date.parse(subscription.previous_secret_until) > now.getTime()
+        ? [subscription.previous_secret]
+        : []),
+    ];
     try {
       const answer = await postWebhook(
         subscription.url,
@@ -363,7 +394,7 @@ export class WebhookService {
         {
           'content-type': 'application/json',
           'user-agent': 'recovery-ledger-webhooks',
-          [SIGNATURE_HEADER]: signatureHeader(subscription.secret, delivery.body, Math.floor(this.clock.now().getTime() / 1000)),
+          ...signedHeaders(secrets, delivery.id, delivery.body, Math.floor(now.getTime() / 1000)),
           'Recovery-Ledger-Delivery': delivery.id,
           'Recovery-Ledger-Event': delivery.kind,
         },
@@ -382,6 +413,14 @@ export class WebhookService {
       return;
     }
     const attempts = delivery.attempts + 1;
+    if (status === 410) {
+      // Standard Webhooks: a receiver answering 410 Gone wants nothing more. The subscription is
+      // disabled, why is kept for the admin API, and this delivery is not retried.
+      this.hooks.disable(subscription.id, 'the receiver answered 410 Gone', this.clock.now().toISOString());
+      this.hooks.markAttemptFailed(delivery.id, { status, error });
+      this.observer.onAttempt?.(delivery.tenant, delivery.kind, 'gave_up');
+      return;
+    }
     const giveUp = attempts >= this.settings.maxAttempts;
     this.hooks.markAttemptFailed(delivery.id, {
       status,

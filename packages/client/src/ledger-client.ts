@@ -59,6 +59,11 @@ export interface RequestOptions {
   timeoutMs?: number;
   /** The work-feed lease the facts are submitted under (sent as `Ledger-Lease`; recorded as evidence). */
   lease?: string;
+  /**
+   * Sent as `Idempotency-Key` (draft-ietf-httpapi-idempotency-key-header); submits make one per call
+   * when it is absent, so every resend of that call carries the same key.
+   */
+  idempotencyKey?: string;
 }
 
 export interface WorkQuery extends RequestOptions {
@@ -194,7 +199,10 @@ export class LedgerClient {
       ...(options.expectedRevision === undefined ? {} : { expected_revision: options.expectedRevision }),
       events: withIds,
     };
-    return (await this.request('POST', `${operationPath(operationRef)}/events`, options, body)) as SubmitAnswer;
+    // One key per call, fixed before the first send like the body: a resend whose first answer was
+    // lost gets that answer replayed, and the key can never travel with another body.
+    const idempotencyKey = options.idempotencyKey ?? randomUUID();
+    return (await this.request('POST', `${operationPath(operationRef)}/events`, { ...options, idempotencyKey }, body)) as SubmitAnswer;
   }
 
   planStep(operationRef: string, data: StepPlannedInput, options: SingleFactOptions = {}): Promise<SubmitAnswer> {
@@ -366,6 +374,8 @@ export class LedgerClient {
       ...(traceparent ? { traceparent } : {}),
       ...(tracestate ? { tracestate } : {}),
       ...(options.lease ? { 'ledger-lease': options.lease } : {}),
+      // An sf-string (RFC 8941), as the draft defines the field.
+      ...(options.idempotencyKey ? { 'idempotency-key': `"${options.idempotencyKey.replace(/(["\\])/g, '\\$1')}"` } : {}),
     };
   }
 

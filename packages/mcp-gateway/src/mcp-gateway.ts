@@ -90,6 +90,17 @@ const OPERATION_REF_INPUT = {
 
 const sideEffectFree = { readOnlyHint: true, destructiveHint: false, openWorldHint: false };
 
+/**
+ * The class an upstream's annotations claim: `readOnlyHint: true` is a read; `readOnlyHint: false`
+ * or `destructiveHint: true` a write; otherwise it says nothing (the MCP defaults are no evidence).
+ * `idempotentHint` alone changes no class: the ledger's operation_ref makes a write safe to retry.
+ */
+export function annotatedClass(hints: { readOnlyHint?: boolean; destructiveHint?: boolean }): 'read' | 'write' | undefined {
+  if (hints.readOnlyHint === true) return 'read';
+  if (hints.readOnlyHint === false || hints.destructiveHint === true) return 'write';
+  return undefined;
+}
+
 export class McpGateway {
   readonly ledger: LedgerClient;
   private readonly upstreams = new Map<string, Upstream>();
@@ -134,11 +145,37 @@ export class McpGateway {
     }
     if (problems.length > 0) throw new Error(problems.join('; '));
     for (const [name, route] of this.routes) {
+      this.reconcileAnnotations(name, route);
       if (!this.config.write_tools[name] && route.tool.annotations?.readOnlyHint !== true) {
         this.log({ event: 'unprotected_tool', tool: name, server: route.upstream.name, note: 'not read-only by its annotations and not a configured write tool: it passes through without the ledger' });
       }
     }
     this.recovery = this.recoverInFlight();
+  }
+
+  /**
+   * An upstream's MCP tool annotations are its own claims (docs/mcp-gateway.md, "Tool annotations"):
+   * when the configuration is silent they propose the tool's class, logged for whoever configures
+   * the gateway; when it is not, the configuration wins and a disagreement is logged. They never
+   * take a configured write tool past the ledger: callTool routes by the configuration alone.
+   */
+  private reconcileAnnotations(name: string, route: Route): void {
+    const hints = route.tool.annotations ?? {};
+    const proposed = annotatedClass(hints);
+    const configured = this.config.write_tools[name] ? 'write' : this.config.read_tools[name] ? 'read' : undefined;
+    const said = { readOnlyHint: hints.readOnlyHint, destructiveHint: hints.destructiveHint, idempotentHint: hints.idempotentHint };
+    if (configured === undefined) {
+      if (proposed !== undefined) this.log({ event: 'tool_class_proposed', tool: name, server: route.upstream.name, class: proposed, annotations: said, note: proposed === 'write' ? `configure write_tools.${name} with a lookup to run it through the ledger` : 'read-only by its annotations' });
+    } else if (proposed !== undefined && proposed !== configured) {
+      this.log({
+        event: 'annotation_disagreement',
+        tool: name,
+        server: route.upstream.name,
+        configured,
+        annotations: said,
+        note: configured === 'write' ? 'the configuration wins: every call goes through the ledger' : 'the configuration wins: calls pass through without the ledger',
+      });
+    }
   }
 
   private async discover(): Promise<Map<string, Route>> {

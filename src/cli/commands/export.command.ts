@@ -4,6 +4,7 @@ import { basename, dirname, join } from 'node:path';
 import { Readable } from 'node:stream';
 import type { ReadableStream as WebReadableStream } from 'node:stream/web';
 import { CliError } from '../cli-errors';
+import { cloudEventLine } from '../cloudevents-format';
 import { remoteLedger, withLocalStore, type GlobalOptions, type RemoteLedger } from '../ledger-source';
 import { eventLine, footerLine, headerLine, type ArchiveFooter } from '../../store/log-archive-format';
 import { scanLog } from '../log-scan';
@@ -12,6 +13,8 @@ import { counted } from '../text-format';
 
 export interface ExportOptions {
   out?: string;
+  /** `ndjson` (the archive `import` reads, the default) or `cloudevents` (src/cli/cloudevents-format.ts). */
+  format?: 'ndjson' | 'cloudevents';
 }
 
 export interface Sink {
@@ -114,8 +117,26 @@ export async function exportRemote(remote: RemoteLedger, sink: Sink): Promise<Om
   return { events: footer.events, streams: footer.streams, last_position: footer.last_position };
 }
 
+/** A sink that writes each whole archive line as a CloudEvent (lines may arrive split across writes). */
+function cloudEventsSink(inner: Sink): Sink {
+  let pending = '';
+  return {
+    write: async (text) => {
+      pending += text;
+      const end = pending.lastIndexOf('\n');
+      if (end < 0) return;
+      const lines = pending.slice(0, end).split('\n').filter((line) => line.trim() !== '');
+      pending = pending.slice(end + 1);
+      const converted = lines.map(cloudEventLine).join('');
+      if (converted) await inner.write(converted);
+    },
+    commit: () => inner.commit(),
+    abandon: () => inner.abandon(),
+  };
+}
+
 export async function exportCommand(global: GlobalOptions, options: ExportOptions): Promise<void> {
-  const sink = openSink(options.out);
+  const sink = options.format === 'cloudevents' ? cloudEventsSink(openSink(options.out)) : openSink(options.out);
   const remote = remoteLedger(global);
   let footer: Omit<ArchiveFooter, 'kind'>;
   try {

@@ -1,0 +1,98 @@
+import Database from 'better-sqlite3';
+import { createHash } from 'node:crypto';
+import { mkdirSync } from 'node:fs';
+import { join } from 'node:path';
+import { canonicalJson } from '@recovery-ledger/core/shared/canonical-json';
+import { LedgerProblem } from '@recovery-ledger/core/errors/ledger-problem';
+import type { Caller } from './caller';
+
+/**
+ * The Idempotency-Key header (draft-ietf-httpapi-idempotency-key-header, docs/contract.md §4 for the
+ * ledger's own idempotency it sits on). A key is scoped to the tenant and the API key that sent it.
+ * Its fingerprint is the method, the route and the body, canonical: the same key with the same
+ * fingerprint is answered with the first 2xx answer, replayed; with another fingerprint, 422
+ * IDEMPOTENCY_KEY_REUSED; while the first request with it is still being processed, 409
+ * IDEMPOTENCY_KEY_IN_FLIGHT. Only 2xx answers are kept: a refused request is decided again on a
+ * retry, and the ledger's event ids answer a resubmitted fact as the first time anyway, so the
+ * header never changes what is written, only what a reused key is told.
+ */
+export const IDEMPOTENCY_KEY_HEADER = 'idempotency-key';
+/** Published expiry (the draft asks for one): a key is remembered this long after its first answer. */
+export const IDEMPOTENCY_KEY_TTL_MS = 24 * 3_600_000;
+const KEY_MAX = 255;
+
+/**
+ * The key of the header: an sf-string (`"…"`, RFC 8941 §3.3.3) as the draft defines it, or, as
+ * Stripe-style clients send it, the bare text; 1 to 255 printable ASCII characters either way.
+ */
+export function parseIdempotencyKey(raw: string | string[] | undefined): string | undefined {
+  if (raw === undefined) return undefined;
+  if (Array.isArray(raw)) throw badKey('Idempotency-Key must be sent once');
+  const text = raw.trim();
+  const quoted = /^"((?:[\x20\x21\x23-\x5b\x5d-\x7e]|\\["\\])*)"$/.exec(text);
+  if (!quoted && text.startsWith('"')) throw badKey('Idempotency-Key starts as an sf-string ("…") and is not one');
+  const key = quoted ? quoted[1].replace(/\\(["\\])/g, '$1') : text;
+  if (key.length === 0 || key.length > KEY_MAX || !/^[\x20-\x7e]+$/.test(key)) {
+    throw badKey(`Idempotency-Key must be a string of 1 to ${KEY_MAX} printable ASCII characters, as "…" (an sf-string) or bare`);
+  }
+  return key;
+}
+
+function badKey(detail: string): LedgerProblem {
+  return new LedgerProblem('BAD_REQUEST', detail, { field: 'Idempotency-Key' });
+}
+
+/** Provided by the HTTP module from LEDGER_DATA_DIR; closed with it (onModuleDestroy). */
+export class IdempotencyKeys {
+  private readonly db: Database.Database;
+  /** Keys being processed by this instance now. */
+  private readonly inFlight = new Set<string>();
+  private stored = 0;
+
+  constructor(dataDir: string) {
+    mkdirSync(dataDir, { recursive: true });
+    this.db = new Database(join(dataDir, 'idempotency-keys.sqlite'), { timeout: 5000 });
+    this.db.pragma('journal_mode = WAL');
+    this.db.exec(`CREATE TABLE IF NOT EXISTS idempotency_keys (
+      scope TEXT PRIMARY KEY, fingerprint TEXT NOT NULL, status INTEGER NOT NULL, body TEXT NOT NULL, expires_ms INTEGER NOT NULL
+    )`);
+  }
+
+  /**
+   * Runs `handle` once per key: a kept answer is replayed (`replayed` true), another body under the
+   * key or a request already running with it is refused.
+   */
+  async run(caller: Caller, key: string, request: { method: string; route: string; body: unknown }, handle: () => Promise<unknown>): Promise<{ answer: unknown; replayed: boolean }> {
+    // Hashed: the table holds no client key as sent, and the scope cannot be forged across tenants.
+    const scope = createHash('sha256').update(`${caller.tenant}\n${caller.actor}\n${key}`).digest('hex');
+    const fingerprint = createHash('sha256').update(`${request.method} ${request.route}\n${canonicalJson(request.body ?? null)}`).digest('hex');
+    const now = Date.now();
+    const kept = this.db.prepare('SELECT fingerprint, status, body FROM idempotency_keys WHERE scope = ? AND expires_ms > ?').get(scope, now) as
+      | { fingerprint: string; status: number; body: string }
+      | undefined;
+    if (kept) {
+      if (kept.fingerprint !== fingerprint) {
+        throw new LedgerProblem('IDEMPOTENCY_KEY_REUSED', 'this Idempotency-Key was used for another request: send a new key for a new request');
+      }
+      return { answer: JSON.parse(kept.body) as unknown, replayed: true };
+    }
+    if (this.inFlight.has(scope)) {
+      throw new LedgerProblem('IDEMPOTENCY_KEY_IN_FLIGHT', 'a request with this Idempotency-Key is still being processed: retry once it is answered');
+    }
+    this.inFlight.add(scope);
+    try {
+      const answer = await handle();
+      this.db
+        .prepare('INSERT OR REPLACE INTO idempotency_keys (scope, fingerprint, status, body, expires_ms) VALUES (?, ?, 200, ?, ?)')
+        .run(scope, fingerprint, JSON.stringify(answer), Date.now() + IDEMPOTENCY_KEY_TTL_MS);
+      if (++this.stored % 1000 === 0) this.db.prepare('DELETE FROM idempotency_keys WHERE expires_ms <= ?').run(Date.now());
+      return { answer, replayed: false };
+    } finally {
+      this.inFlight.delete(scope);
+    }
+  }
+
+  onModuleDestroy(): void {
+    if (this.db.open) this.db.close();
+  }
+}
