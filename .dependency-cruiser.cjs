@@ -6,10 +6,25 @@
  */
 const PURE = '^packages/core/src/';
 /** Every server folder below the HTTP edge: application services, ports, adapters, cross-cutting parts. */
-const BELOW_HTTP = '^src/(auth|ledger|store|projection-engine|work|webhooks|observability|health|openapi|config|logging)/';
+const BELOW_HTTP =
+  '^src/(auth|ledger|store|projection-engine|work|webhooks|observability|health|openapi|config|logging)/';
 /** The store adapters: drivers and their translation to the port. */
 const ADAPTERS = '^src/store/(sqlite|eventstoredb)/';
-const CORE_NODE = ['fs', 'path', 'crypto', 'http', 'https', 'net', 'os', 'child_process', 'worker_threads', 'events', 'stream', 'timers', 'process'];
+const CORE_NODE = [
+  'fs',
+  'path',
+  'crypto',
+  'http',
+  'https',
+  'net',
+  'os',
+  'child_process',
+  'worker_threads',
+  'events',
+  'stream',
+  'timers',
+  'process',
+];
 
 module.exports = {
   forbidden: [
@@ -98,7 +113,8 @@ module.exports = {
     },
     {
       name: 'tools-outside-the-runtime',
-      comment: 'Build-time tools (tools/: the artefact generator) may load the application; the runtime never loads them.',
+      comment:
+        'Build-time tools (tools/: the artefact generator) may load the application; the runtime never loads them.',
       severity: 'error',
       from: { path: '^(src|packages)/' },
       to: { path: '^tools/' },

@@ -117,7 +117,18 @@ function planRequest(label: string) {
       path: `/v1/operations/${encodeURIComponent(ref)}/events`,
       headers: { 'content-type': 'application/json' },
       body: JSON.stringify({
-        events: [{ event_id: id, type: 'StepPlanned', data: { run_id: `bench_${label}`, tool: 'create_invoice', side_effect: 'write', input_hash: `sha256:${id}` } }],
+        events: [
+          {
+            event_id: id,
+            type: 'StepPlanned',
+            data: {
+              run_id: `bench_${label}`,
+              tool: 'create_invoice',
+              side_effect: 'write',
+              input_hash: `sha256:${id}`,
+            },
+          },
+        ],
       }),
     };
   };
@@ -128,11 +139,21 @@ async function runRound(mode: Mode, index: number): Promise<Round> {
   const { child, baseUrl } = await startServer(mode, dataDir);
   try {
     const common = { url: baseUrl, connections, pipelining: 1 };
-    await autocannon({ ...common, duration: WARMUP_SECONDS, requests: [{ setupRequest: planRequest(`warm${index}`) }] });
-    const result = await autocannon({ ...common, duration: seconds, requests: [{ setupRequest: planRequest(`run${index}`) }] });
+    await autocannon({
+      ...common,
+      duration: WARMUP_SECONDS,
+      requests: [{ setupRequest: planRequest(`warm${index}`) }],
+    });
+    const result = await autocannon({
+      ...common,
+      duration: seconds,
+      requests: [{ setupRequest: planRequest(`run${index}`) }],
+    });
     await stop(child);
     const db = new Database(join(dataDir, 'events.sqlite'), { readonly: true });
-    const stored = db.prepare("SELECT COUNT(*) AS n FROM events WHERE type = 'StepPlanned' AND stream LIKE ?").get(`%bench_run${index}/%`) as { n: number };
+    const stored = db
+      .prepare("SELECT COUNT(*) AS n FROM events WHERE type = 'StepPlanned' AND stream LIKE ?")
+      .get(`%bench_run${index}/%`) as { n: number };
     db.close();
     return {
       mode,
@@ -152,7 +173,9 @@ async function runRound(mode: Mode, index: number): Promise<Round> {
 const mean = (values: number[]) => values.reduce((sum, value) => sum + value, 0) / values.length;
 
 async function main(): Promise<void> {
-  console.log(`group commit bench: HTTP submit path, ${connections} connections, ${seconds}s per round (+${WARMUP_SECONDS}s warm-up), ${roundsPerMode} rounds per mode, data in ${tmpdir()}`);
+  console.log(
+    `group commit bench: HTTP submit path, ${connections} connections, ${seconds}s per round (+${WARMUP_SECONDS}s warm-up), ${roundsPerMode} rounds per mode, data in ${tmpdir()}`,
+  );
   const rounds: Round[] = [];
   for (let index = 0; index < roundsPerMode * 2; index++) {
     const mode: Mode = index % 2 === 0 ? 'on' : 'off';
@@ -162,7 +185,8 @@ async function main(): Promise<void> {
       `  round ${index + 1} group commit ${mode.padEnd(3)}: ${round.appendsPerSecond.toFixed(0).padStart(6)} appends/s ` +
         `(${round.ok} acknowledged, ${round.storedAppends} stored, ${round.errors} errors; latency p50 ${round.p50} ms, p99 ${round.p99} ms)`,
     );
-    if (round.storedAppends < round.ok) throw new Error(`round ${index + 1}: ${round.ok} acknowledged but only ${round.storedAppends} stored`);
+    if (round.storedAppends < round.ok)
+      throw new Error(`round ${index + 1}: ${round.ok} acknowledged but only ${round.storedAppends} stored`);
   }
   const on = mean(rounds.filter((r) => r.mode === 'on').map((r) => r.appendsPerSecond));
   const off = mean(rounds.filter((r) => r.mode === 'off').map((r) => r.appendsPerSecond));

@@ -78,16 +78,29 @@ const envelope = {
 const plan = (n: number): Fact => ({
   type: 'StepPlanned',
   // A zero consistency window lets not_found be accepted at once, whatever the wall clock does.
-  data: () => ({ run_id: `run_${Math.floor(n / 8)}`, tool: TOOLS[n % TOOLS.length], side_effect: 'write', input_hash: 'h1', policy: { consistency_window_ms: 0 } }),
+  data: () => ({
+    run_id: `run_${Math.floor(n / 8)}`,
+    tool: TOOLS[n % TOOLS.length],
+    side_effect: 'write',
+    input_hash: 'h1',
+    policy: { consistency_window_ms: 0 },
+  }),
 });
-const dispatch = (attempt: number, hash = 'h1'): Fact => ({ type: 'AttemptDispatched', data: () => ({ attempt, input_hash: hash }) });
+const dispatch = (attempt: number, hash = 'h1'): Fact => ({
+  type: 'AttemptDispatched',
+  data: () => ({ attempt, input_hash: hash }),
+});
 const record = (attempt: number, make: (ref: string, now: string) => Record<string, unknown>): Fact => ({
   type: 'EnvelopeRecorded',
   data: (ref, now) => ({ attempt, envelope: make(ref, now) }),
 });
 const verify = (outcome: string): Fact => ({
   type: 'VerificationRecorded',
-  data: (ref, now) => ({ outcome, checked_at: now, ...(outcome === 'found_committed' ? { evidence_ref: `ev_${ref}` } : {}) }),
+  data: (ref, now) => ({
+    outcome,
+    checked_at: now,
+    ...(outcome === 'found_committed' ? { evidence_ref: `ev_${ref}` } : {}),
+  }),
 });
 const approve: Fact = { type: 'ApprovalRecorded', data: () => ({ decision: 'granted', approver: 'ops-lead' }) };
 
@@ -97,15 +110,21 @@ export function lifecycle(n: number): Fact[] {
   const start = [plan(n), dispatch(1)];
   if (path < 8) return [...start, record(1, envelope.committed)];
   if (path < 12) return [...start, record(1, envelope.unknown), dispatch(2), verify('found_committed'), dispatch(2)];
-  if (path < 14) return [...start, record(1, envelope.unknown), verify('not_found'), dispatch(2), record(2, envelope.committed)];
-  if (path < 16) return [...start, record(1, envelope.invalid), dispatch(2, 'h1'), dispatch(2, 'h2'), record(2, envelope.committed)];
+  if (path < 14)
+    return [...start, record(1, envelope.unknown), verify('not_found'), dispatch(2), record(2, envelope.committed)];
+  if (path < 16)
+    return [...start, record(1, envelope.invalid), dispatch(2, 'h1'), dispatch(2, 'h2'), record(2, envelope.committed)];
   if (path < 18) return [...start, record(1, envelope.rateLimited), dispatch(2), record(2, envelope.committed)];
   if (path < 19) return [...start, record(1, envelope.approval), approve, dispatch(2), record(2, envelope.committed)];
   return [...start, record(1, envelope.unknown), verify('lookup_unavailable')];
 }
 
 export function ledgerOver(store: EventStore, clock: Clock = systemClock): LedgerService {
-  return new LedgerService(store, clock, { envelopeLimits: DEFAULT_ENVELOPE_LIMITS, defaultPolicy: DEFAULT_POLICY, maxConflictRetries: 5 });
+  return new LedgerService(store, clock, {
+    envelopeLimits: DEFAULT_ENVELOPE_LIMITS,
+    defaultPolicy: DEFAULT_POLICY,
+    maxConflictRetries: 5,
+  });
 }
 
 export interface SubmitTiming {
@@ -117,7 +136,12 @@ export interface SubmitTiming {
  * Runs operation n's lifecycle; refusals are part of the paths (an identical retry, a dispatch
  * while verifying) and are recorded by the ledger. Calls `onAnswer` after each submit that stored.
  */
-export async function runOperation(ledger: LedgerService, n: number, tenant: string, onAnswer?: (position: number) => void): Promise<void> {
+export async function runOperation(
+  ledger: LedgerService,
+  n: number,
+  tenant: string,
+  onAnswer?: (position: number) => void,
+): Promise<void> {
   const ref = `run_${Math.floor(n / 8)}/step_${n}`;
   for (const fact of lifecycle(n)) {
     const now = new Date().toISOString();

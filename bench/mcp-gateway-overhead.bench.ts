@@ -67,7 +67,9 @@ async function main(): Promise<void> {
     config,
     JSON.stringify({
       ledger: { url: ledger.baseUrl },
-      servers: { invoices: { command: process.execPath, args: [INVOICE_SERVER, '--state-dir', join(dir, 'via-gateway')] } },
+      servers: {
+        invoices: { command: process.execPath, args: [INVOICE_SERVER, '--state-dir', join(dir, 'via-gateway')] },
+      },
       write_tools: {
         create_invoice: { idempotency_argument: 'idempotency_key', lookup: { tool: 'lookup_operation' } },
       },
@@ -78,8 +80,10 @@ async function main(): Promise<void> {
   const series = { direct: { write: [], read: [] } as Series, gateway: { write: [], read: [] } as Series };
   let n = 0;
   const invoice = { customer_id: 'cus_bench', amount_cents: 100, currency: 'EUR' };
-  const writeDirect = () => direct.callTool({ name: 'create_invoice', arguments: { ...invoice, idempotency_key: `bench/direct_${++n}` } });
-  const writeGateway = () => gateway.callTool({ name: 'create_invoice', arguments: { ...invoice, operation_ref: `bench/gateway_${++n}` } });
+  const writeDirect = () =>
+    direct.callTool({ name: 'create_invoice', arguments: { ...invoice, idempotency_key: `bench/direct_${++n}` } });
+  const writeGateway = () =>
+    gateway.callTool({ name: 'create_invoice', arguments: { ...invoice, operation_ref: `bench/gateway_${++n}` } });
   const firstDirect = (await writeDirect()) as { structuredContent?: { invoice?: { id: string } } };
   const firstGateway = (await writeGateway()) as { structuredContent?: { result?: { invoice?: { id: string } } } };
   const directId = firstDirect.structuredContent?.invoice?.id as string;
@@ -103,7 +107,12 @@ async function main(): Promise<void> {
   }
   const report = {
     measured_at: new Date().toISOString(),
-    machine: { cpus: cpus().length, model: cpus()[0]?.model, node: process.version, load_average: [startedLoad, loadavg()[0]].map((value) => Number(value.toFixed(2))) },
+    machine: {
+      cpus: cpus().length,
+      model: cpus()[0]?.model,
+      node: process.version,
+      load_average: [startedLoad, loadavg()[0]].map((value) => Number(value.toFixed(2))),
+    },
     write: { direct: summary(series.direct.write), gateway: summary(series.gateway.write) },
     read: { direct: summary(series.direct.read), gateway: summary(series.gateway.read) },
   };

@@ -52,7 +52,10 @@ async function main(): Promise<void> {
     while (sampling) {
       const lag = await engine.lag();
       // The embedded store counts events behind (dense positions), so none is null here.
-      samples.push({ events: Math.max(...lag.map((l) => l.events_behind ?? 0)), ms: Math.max(...lag.map((l) => l.ms_behind)) });
+      samples.push({
+        events: Math.max(...lag.map((l) => l.events_behind ?? 0)),
+        ms: Math.max(...lag.map((l) => l.ms_behind)),
+      });
       await sleep(100);
     }
   })();
@@ -86,9 +89,15 @@ async function main(): Promise<void> {
   const behind = samples.map((s) => s.events).sort((a, b) => a - b);
   const behindMs = samples.map((s) => s.ms).sort((a, b) => a - b);
   const fmt = (ms: number) => `${ms.toFixed(1)} ms`;
-  console.log(`target ${targetRate || 'max'} events/s for ${seconds} s: appended ${head} events in ${appendSeconds.toFixed(1)} s = ${Math.round(head / appendSeconds)} events/s (${n} operations, ${lags.length} stored submits)`);
-  console.log(`read-your-writes lag (answer -> projected): p50 ${fmt(percentileOf(lags, 0.5))}, p95 ${fmt(percentileOf(lags, 0.95))}, p99 ${fmt(percentileOf(lags, 0.99))}, max ${fmt(lags[lags.length - 1] ?? 0)}`);
-  console.log(`engine lag samples (${samples.length}, every 100 ms when the loop is free): events behind p50 ${percentileOf(behind, 0.5)}, p99 ${percentileOf(behind, 0.99)}, max ${behind[behind.length - 1] ?? 0}; ms behind p50 ${percentileOf(behindMs, 0.5)}, p99 ${percentileOf(behindMs, 0.99)}, max ${behindMs[behindMs.length - 1] ?? 0}`);
+  console.log(
+    `target ${targetRate || 'max'} events/s for ${seconds} s: appended ${head} events in ${appendSeconds.toFixed(1)} s = ${Math.round(head / appendSeconds)} events/s (${n} operations, ${lags.length} stored submits)`,
+  );
+  console.log(
+    `read-your-writes lag (answer -> projected): p50 ${fmt(percentileOf(lags, 0.5))}, p95 ${fmt(percentileOf(lags, 0.95))}, p99 ${fmt(percentileOf(lags, 0.99))}, max ${fmt(lags[lags.length - 1] ?? 0)}`,
+  );
+  console.log(
+    `engine lag samples (${samples.length}, every 100 ms when the loop is free): events behind p50 ${percentileOf(behind, 0.5)}, p99 ${percentileOf(behind, 0.99)}, max ${behind[behind.length - 1] ?? 0}; ms behind p50 ${percentileOf(behindMs, 0.5)}, p99 ${percentileOf(behindMs, 0.99)}, max ${behindMs[behindMs.length - 1] ?? 0}`,
+  );
   await engine.stop();
   readModel.close();
   await store.close();

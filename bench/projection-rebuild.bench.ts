@@ -47,7 +47,9 @@ async function writeLog(store: SqliteEventStore): Promise<void> {
   };
   await Promise.all(Array.from({ length: inFlight }, worker));
   const head = await store.headPosition();
-  console.log(`log written: ${head} events, ${next} operations, ${rate(head, performance.now() - started)} events/s through LedgerService`);
+  console.log(
+    `log written: ${head} events, ${next} operations, ${rate(head, performance.now() - started)} events/s through LedgerService`,
+  );
 }
 
 async function main(): Promise<void> {
@@ -60,7 +62,10 @@ async function main(): Promise<void> {
   let t = performance.now();
   let rows = 0;
   let bytes = 0;
-  for (const row of raw.prepare('SELECT * FROM events ORDER BY position').iterate() as Iterable<{ data: string; metadata: string }>) {
+  for (const row of raw.prepare('SELECT * FROM events ORDER BY position').iterate() as Iterable<{
+    data: string;
+    metadata: string;
+  }>) {
     rows += 1;
     bytes += row.data.length + row.metadata.length;
   }
@@ -70,7 +75,7 @@ async function main(): Promise<void> {
   // 2. The same scan through the port (batches of 1000, JSON parsed): what the engine reads.
   t = performance.now();
   let portRows = 0;
-  for (let after = 0; ; ) {
+  for (let after = 0; ;) {
     const batch = await store.readAll({ after, limit: 1000, streamPrefix: 'op-' });
     if (batch.length === 0) break;
     portRows += batch.length;
@@ -91,7 +96,12 @@ async function main(): Promise<void> {
   // the server's catch-up uses 1000 and this is what an offline rebuild can afford.
   const bigBatches = SqliteReadModel.open({ file: join(dir, `read-models-big-${Date.now()}.sqlite`) });
   t = performance.now();
-  await new ProjectionEngine({ store, readModel: bigBatches, projections: LEDGER_PROJECTIONS, batchSize: 10_000 }).rebuild();
+  await new ProjectionEngine({
+    store,
+    readModel: bigBatches,
+    projections: LEDGER_PROJECTIONS,
+    batchSize: 10_000,
+  }).rebuild();
   const bigMs = performance.now() - t;
   bigBatches.close();
 
@@ -110,10 +120,14 @@ async function main(): Promise<void> {
   const rebuildRate = rate(head, rebuildMs);
   console.log(`events in log:            ${head} (${(bytes / 1e6).toFixed(0)} MB of data+metadata JSON)`);
   console.log(`plain ordered scan:       ${scanRate} events/s (${(scanMs / 1000).toFixed(2)} s)`);
-  console.log(`scan through the port:    ${rate(portRows, portMs)} events/s (${(portMs / 1000).toFixed(2)} s, JSON parsed)`);
+  console.log(
+    `scan through the port:    ${rate(portRows, portMs)} events/s (${(portMs / 1000).toFixed(2)} s, JSON parsed)`,
+  );
   console.log(`rebuild, 4 projections:   ${rebuildRate} events/s (${(rebuildMs / 1000).toFixed(2)} s)`);
   console.log(`rebuild / plain scan:     ${(rebuildRate / scanRate).toFixed(3)}`);
-  console.log(`rebuild, batches of 10k:  ${rate(head, bigMs)} events/s (${(bigMs / 1000).toFixed(2)} s), ratio ${(rate(head, bigMs) / scanRate).toFixed(3)}`);
+  console.log(
+    `rebuild, batches of 10k:  ${rate(head, bigMs)} events/s (${(bigMs / 1000).toFixed(2)} s), ratio ${(rate(head, bigMs) / scanRate).toFixed(3)}`,
+  );
   console.log(`each projection alone:    ${alone.join(', ')}`);
   readModel.close();
   await store.close();

@@ -37,7 +37,9 @@ async function readLoop(baseUrl: string, ref: string, until: () => boolean): Pro
   const latencies: number[] = [];
   while (!until()) {
     const started = performance.now();
-    const response = await fetch(`${baseUrl}/v1/operations/${encodeURIComponent(ref)}`, { headers: { authorization: `Bearer ${RUNTIME_B}` } });
+    const response = await fetch(`${baseUrl}/v1/operations/${encodeURIComponent(ref)}`, {
+      headers: { authorization: `Bearer ${RUNTIME_B}` },
+    });
     await response.arrayBuffer();
     if (response.status !== 200) throw new Error(`tenant B's read answered ${response.status}`);
     latencies.push(performance.now() - started);
@@ -56,7 +58,15 @@ async function main(): Promise<void> {
     const service = await startLedger(dir, { LEDGER_API_KEYS: `${ADMIN_A}:admin:acme,${RUNTIME_B}:runtime:globex` });
     try {
       const ref = 'run_b/step_1';
-      const plan = { events: [{ event_id: randomUUID(), type: 'StepPlanned', data: { run_id: 'run_b', tool: 'create_invoice', side_effect: 'write', input_hash: 'h1' } }] };
+      const plan = {
+        events: [
+          {
+            event_id: randomUUID(),
+            type: 'StepPlanned',
+            data: { run_id: 'run_b', tool: 'create_invoice', side_effect: 'write', input_hash: 'h1' },
+          },
+        ],
+      };
       const planned = await fetch(`${service.baseUrl}/v1/operations/${encodeURIComponent(ref)}/events`, {
         method: 'POST',
         headers: { 'content-type': 'application/json', authorization: `Bearer ${RUNTIME_B}` },
@@ -66,7 +76,10 @@ async function main(): Promise<void> {
       // Waits in steps the service allows (wait_timeout_ms is bounded), until the read models are at `position`.
       const caughtUp = async () => {
         for (;;) {
-          const answer = await fetch(`${service.baseUrl}/v1/recovery?wait_for_position=${position}&wait_timeout_ms=5000`, { headers: { authorization: `Bearer ${ADMIN_A}` } });
+          const answer = await fetch(
+            `${service.baseUrl}/v1/recovery?wait_for_position=${position}&wait_timeout_ms=5000`,
+            { headers: { authorization: `Bearer ${ADMIN_A}` } },
+          );
           await answer.arrayBuffer();
           if (answer.status === 200) return;
           if (answer.status !== 503) throw new Error(`waiting for the projections answered ${answer.status}`);
@@ -80,13 +93,18 @@ async function main(): Promise<void> {
 
       let rebuilding = true;
       const started = performance.now();
-      const rebuild = await fetch(`${service.baseUrl}/v1/admin/projections/rebuild`, { method: 'POST', headers: { authorization: `Bearer ${ADMIN_A}` } });
+      const rebuild = await fetch(`${service.baseUrl}/v1/admin/projections/rebuild`, {
+        method: 'POST',
+        headers: { authorization: `Bearer ${ADMIN_A}` },
+      });
       if (rebuild.status !== 202) throw new Error(`rebuild answered ${rebuild.status}`);
       // The reset happens between two live batches: wait until the read models show it, then
       // until they are back at the head.
       const done = (async () => {
         for (let tries = 0; tries < 200; tries++) {
-          const answer = await fetch(`${service.baseUrl}/v1/recovery`, { headers: { authorization: `Bearer ${ADMIN_A}` } });
+          const answer = await fetch(`${service.baseUrl}/v1/recovery`, {
+            headers: { authorization: `Bearer ${ADMIN_A}` },
+          });
           const seen = ((await answer.json()) as { as_of_position: number }).as_of_position;
           if (seen < position) break;
           await new Promise((resolve) => setTimeout(resolve, 10));
@@ -96,7 +114,9 @@ async function main(): Promise<void> {
       })();
       const during = await readLoop(service.baseUrl, ref, () => !rebuilding);
       await done;
-      console.log(`tenant B, during rebuild:  ${summary(during)} (rebuild of ${head} events took ${((performance.now() - started) / 1000).toFixed(1)} s)`);
+      console.log(
+        `tenant B, during rebuild:  ${summary(during)} (rebuild of ${head} events took ${((performance.now() - started) / 1000).toFixed(1)} s)`,
+      );
     } finally {
       await service.stop();
     }

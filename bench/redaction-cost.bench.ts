@@ -62,17 +62,27 @@ async function measure(linted: boolean): Promise<void> {
     scanCached.push(((performance.now() - t) * 1000) / count);
     t = performance.now();
     batch.forEach((fact, index) => {
-      validateEnvelope(fact.envelope, { operationRef: `run_${round}/step_${index}`, sideEffect: 'write', detect: detectors[index] });
+      validateEnvelope(fact.envelope, {
+        operationRef: `run_${round}/step_${index}`,
+        sideEffect: 'write',
+        detect: detectors[index],
+      });
       redactDeep({ result: fact.result }, '', { detect: detectors[index] });
     });
     domain.push(((performance.now() - t) * 1000) / count);
     // The same without redaction at all, to separate it from validation.
     t = performance.now();
-    batch.forEach((fact, index) => validateEnvelope(fact.envelope, { operationRef: `run_${round}/step_${index}`, sideEffect: 'write' }));
+    batch.forEach((fact, index) =>
+      validateEnvelope(fact.envelope, { operationRef: `run_${round}/step_${index}`, sideEffect: 'write' }),
+    );
     domainWithout.push(((performance.now() - t) * 1000) / count);
   }
   void redactText;
-  console.log(linted ? `facts with a unique token-like string (each scan lints):` : `facts whose strings need no lint (plain messages, names, numbers):`);
+  console.log(
+    linted
+      ? `facts with a unique token-like string (each scan lints):`
+      : `facts whose strings need no lint (plain messages, names, numbers):`,
+  );
   console.log(`  secret scan, new strings (secretlint, one lint per submit): ${median(scanFresh).toFixed(0)} µs`);
   console.log(`  secret scan, strings seen before (cache):                 ${median(scanCached).toFixed(0)} µs`);
   console.log(`  envelope check + redaction of envelope and result:         ${median(domain).toFixed(0)} µs`);

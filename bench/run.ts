@@ -60,7 +60,8 @@ function options(argv: string[]): Options {
   const number = (name: string, fallback: number, min: number, max: number) => {
     const raw = value(name);
     const parsed = raw === undefined ? fallback : Number(raw);
-    if (!Number.isFinite(parsed) || parsed < min || parsed > max) throw new Error(`--${name} must be a number from ${min} to ${max}`);
+    if (!Number.isFinite(parsed) || parsed < min || parsed > max)
+      throw new Error(`--${name} must be a number from ${min} to ${max}`);
     return parsed;
   };
   const only = value('only') ?? process.env.BENCH_ONLY;
@@ -87,7 +88,8 @@ function options(argv: string[]): Options {
 function revision(): { commit: string; dirty: boolean } | undefined {
   try {
     const commit = execFileSync('git', ['rev-parse', 'HEAD'], { encoding: 'utf8' }).trim();
-    const dirty = execFileSync('git', ['status', '--porcelain', '--untracked-files=no'], { encoding: 'utf8' }).trim().length > 0;
+    const dirty =
+      execFileSync('git', ['status', '--porcelain', '--untracked-files=no'], { encoding: 'utf8' }).trim().length > 0;
     return { commit, dirty };
   } catch {
     return undefined;
@@ -100,14 +102,22 @@ async function main(): Promise<void> {
   const log = (line: string) => process.stderr.write(`${line}\n`);
   const started = performance.now();
   const host = machine();
-  log(`recovery-ledger bench: ${host.nproc} cores, ${host.memory}, node ${host.node}, load average ${host.loadAverageAtStart.join(' ')}`);
+  log(
+    `recovery-ledger bench: ${host.nproc} cores, ${host.memory}, node ${host.node}, load average ${host.loadAverageAtStart.join(' ')}`,
+  );
   log(`data in ${dir}`);
   const wanted = (group: string) => !settings.only || settings.only.has(group);
   const rows: FigureRow[] = [];
   let toolSteps: Awaited<ReturnType<typeof toolStepsFigure>> | undefined;
   try {
     const nodeArgs = settings.profile ? ['--cpu-prof', `--cpu-prof-dir=${settings.profile}`] : [];
-    const common = { dir, seconds: settings.seconds, warmupSeconds: settings.warmupSeconds, connections: settings.connections, nodeArgs };
+    const common = {
+      dir,
+      seconds: settings.seconds,
+      warmupSeconds: settings.warmupSeconds,
+      connections: settings.connections,
+      nodeArgs,
+    };
     if (wanted('http')) rows.push(...(await httpSubmitFigures(common, log)));
     const batchRows = wanted('batch') || wanted('store') ? await rowsOfOneBatch(100) : [];
     if (wanted('batch')) rows.push(await batchSubmitFigure({ ...common, size: 100 }, batchRows, log));
@@ -118,7 +128,15 @@ async function main(): Promise<void> {
     if (wanted('tracing')) rows.push(...(await tracingOverheadFigure(common, log)));
     if (wanted('tool-steps')) {
       toolSteps = await toolStepsFigure(
-        { dir, seconds: settings.seconds, warmupSeconds: settings.stepWarmupSeconds, connections: settings.connections, rounds: settings.rounds, peers: settings.peers, nodeArgs },
+        {
+          dir,
+          seconds: settings.seconds,
+          warmupSeconds: settings.stepWarmupSeconds,
+          connections: settings.connections,
+          rounds: settings.rounds,
+          peers: settings.peers,
+          nodeArgs,
+        },
         log,
       );
       rows.push(...toolSteps.rows);
@@ -130,8 +148,13 @@ async function main(): Promise<void> {
   const seconds = (performance.now() - started) / 1000;
   const output = table(rows);
   process.stdout.write(`\n${output}\n\n`);
-  if (toolSteps) process.stdout.write(`the tool-step figure: one tool step recorded durably and idempotently and answered:\n\n${toolSteps.text}\n\n`);
-  process.stdout.write(`${rows.filter((row) => row.target?.met).length} of ${rows.filter((row) => row.target).length} targets met, in ${seconds.toFixed(0)} s\n`);
+  if (toolSteps)
+    process.stdout.write(
+      `the tool-step figure: one tool step recorded durably and idempotently and answered:\n\n${toolSteps.text}\n\n`,
+    );
+  process.stdout.write(
+    `${rows.filter((row) => row.target?.met).length} of ${rows.filter((row) => row.target).length} targets met, in ${seconds.toFixed(0)} s\n`,
+  );
   writeJson(settings.out, {
     machine: host,
     revision: revision(),
@@ -139,7 +162,9 @@ async function main(): Promise<void> {
     seconds,
     figures: rows,
     table: output,
-    ...(toolSteps ? { toolSteps: { table: toolSteps.text, systems: toolSteps.summaries, skipped: toolSteps.skipped } } : {}),
+    ...(toolSteps
+      ? { toolSteps: { table: toolSteps.text, systems: toolSteps.summaries, skipped: toolSteps.skipped } }
+      : {}),
   });
   log(`written: ${settings.out}`);
 }

@@ -9,8 +9,10 @@ export function integerFlag(name: string, fallback: number): number {
   const raw = flag(name);
   if (raw === undefined) return fallback;
   const value = Number(raw);
-  if (!Number.isSafeInteger(value) || value < 0) throw new Error(`--${name} must be a non-negative integer, got "${raw}"`);
+  if (!Number.isSafeInteger(value) || value < 0)
+    throw new Error(`--${name} must be a non-negative integer, got "${raw}"`);
   return value;
 }
 
-export const log = (record: Record<string, unknown>) => process.stdout.write(`${JSON.stringify({ at: new Date().toISOString(), ...record })}\n`);
+export const log = (record: Record<string, unknown>) =>
+  process.stdout.write(`${JSON.stringify({ at: new Date().toISOString(), ...record })}\n`);

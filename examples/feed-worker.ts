@@ -13,9 +13,12 @@ import { LedgerClient, LedgerWorker } from '@recovery-ledger/client';
 import { CREATE_INVOICE, invoiceTools } from './invoice-tools';
 import { flag, integerFlag, log } from './example-cli';
 
-
 async function main(): Promise<void> {
-  const ledger = new LedgerClient({ baseUrl: flag('ledger', 'http://127.0.0.1:3000') as string, apiKey: process.env.LEDGER_API_KEY, timeoutMs: 10_000 });
+  const ledger = new LedgerClient({
+    baseUrl: flag('ledger', 'http://127.0.0.1:3000') as string,
+    apiKey: process.env.LEDGER_API_KEY,
+    timeoutMs: 10_000,
+  });
   const { createInvoice, lookup } = invoiceTools(flag('provider', 'http://127.0.0.1:4010') as string, {
     timeoutMs: integerFlag('tool-timeout-ms', 5000),
   });

@@ -25,7 +25,14 @@ export function invoiceTools(providerUrl: string, options: InvoiceToolsOptions =
   /** POST /invoices with the operation_ref as Idempotency-Key: one invoice per step, however often it is sent. */
   const createInvoice: ToolCall<InvoiceInput> = (input, context) =>
     callHttpTool(
-      { url: `${base}/invoices`, method: 'POST', body: input, timeoutMs, idempotencyHeader: 'Idempotency-Key', signal: context.signal },
+      {
+        url: `${base}/invoices`,
+        method: 'POST',
+        body: input,
+        timeoutMs,
+        idempotencyHeader: 'Idempotency-Key',
+        signal: context.signal,
+      },
       {
         operationRef: context.idempotencyKey,
         sideEffect: context.sideEffect,

@@ -112,14 +112,23 @@ async function main(): Promise<void> {
         }
         if (job.next === 'verify') {
           const checked = await verify(ledger, { operationRef: ref, tool: CREATE_INVOICE }, tools.lookup);
-          log({ event: 'verified', operation_ref: ref, kind: checked.kind, outcome: checked.outcome, status: checked.status, not_before: checked.notBefore });
+          log({
+            event: 'verified',
+            operation_ref: ref,
+            kind: checked.kind,
+            outcome: checked.outcome,
+            status: checked.status,
+            not_before: checked.notBefore,
+          });
           // A premature not_found keeps the step verifying until the window has passed.
           schedule(job, checked.status, checked.notBefore);
           continue;
         }
         // The call is open at most the tool's timeout: declared, so a worker killed mid-call leaves an
         // attempt whose not_found is conclusive a window after that (docs/reliability.md).
-        const outcome: WriteOutcome = await executeWrite(ledger, job.step, tools.createInvoice, { callWindowMs: toolTimeoutMs });
+        const outcome: WriteOutcome = await executeWrite(ledger, job.step, tools.createInvoice, {
+          callWindowMs: toolTimeoutMs,
+        });
         log({
           event: 'executed',
           operation_ref: ref,
@@ -154,6 +163,8 @@ async function main(): Promise<void> {
 }
 
 main().catch((error: unknown) => {
-  process.stderr.write(`invoice worker failed: ${error instanceof Error ? (error.stack ?? error.message) : String(error)}\n`);
+  process.stderr.write(
+    `invoice worker failed: ${error instanceof Error ? (error.stack ?? error.message) : String(error)}\n`,
+  );
   process.exit(1);
 });

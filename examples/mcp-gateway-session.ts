@@ -32,12 +32,18 @@ async function main(): Promise<void> {
     config,
     JSON.stringify({
       ledger: { url: ledgerUrl },
-      servers: { invoices: { command: process.execPath, args: [resolve(__dirname, 'invoice-mcp-server/main.js'), '--state-dir', state.dir] } },
+      servers: {
+        invoices: {
+          command: process.execPath,
+          args: [resolve(__dirname, 'invoice-mcp-server/main.js'), '--state-dir', state.dir],
+        },
+      },
       write_tools: {
         create_invoice: {
           // What the model reads about the tool: the configuration's words, not the server's.
           title: 'Create an invoice',
-          description: 'Creates an invoice for a customer: customer_id like cus_42, amount_cents a positive integer, currency an ISO 4217 code like EUR.',
+          description:
+            'Creates an invoice for a customer: customer_id like cus_42, amount_cents a positive integer, currency an ISO 4217 code like EUR.',
           idempotency_argument: 'idempotency_key',
           vouched_codes: ['INVALID_CUSTOMER', 'RATE_LIMITED'],
           lookup: { tool: 'lookup_operation' },
@@ -72,7 +78,16 @@ async function main(): Promise<void> {
   const { tools } = await client.listTools();
   print(`# tools: ${tools.map((tool) => tool.name).join(', ')}`);
   const create = (n: number, extra: Record<string, unknown> = {}) =>
-    client.callTool({ name: 'create_invoice', arguments: { customer_id: 'cus_42', amount_cents: 1250, currency: 'EUR', operation_ref: `${run}/invoice_${n}`, ...extra } });
+    client.callTool({
+      name: 'create_invoice',
+      arguments: {
+        customer_id: 'cus_42',
+        amount_cents: 1250,
+        currency: 'EUR',
+        operation_ref: `${run}/invoice_${n}`,
+        ...extra,
+      },
+    });
 
   print('# 1. a write that succeeds');
   await create(1);

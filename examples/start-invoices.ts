@@ -14,7 +14,10 @@ function flag(name: string, fallback?: string): string | undefined {
 }
 
 async function main(): Promise<void> {
-  const ledger = new LedgerClient({ baseUrl: flag('ledger', 'http://127.0.0.1:3000') as string, apiKey: process.env.LEDGER_API_KEY });
+  const ledger = new LedgerClient({
+    baseUrl: flag('ledger', 'http://127.0.0.1:3000') as string,
+    apiKey: process.env.LEDGER_API_KEY,
+  });
   const run = flag('run', 'run_feed') as string;
   const count = Number(flag('count', '3'));
   for (let index = 1; index <= count; index++) {
@@ -29,7 +32,9 @@ async function main(): Promise<void> {
         consistency_window_ms: Number(flag('window-ms', '30000')),
       },
     });
-    process.stdout.write(`${JSON.stringify({ started: answer.state.operation_ref, status: answer.state.status, directive: answer.directive })}\n`);
+    process.stdout.write(
+      `${JSON.stringify({ started: answer.state.operation_ref, status: answer.state.status, directive: answer.directive })}\n`,
+    );
   }
 }
 

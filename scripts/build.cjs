@@ -16,7 +16,16 @@ const { join } = require('node:path');
 const root = join(__dirname, '..');
 const STAMP = join(root, 'dist', '.build-stamp');
 // What tsconfig.build.json compiles, and the settings that shape the output.
-const INPUTS = ['src', 'examples', 'bench', 'tools', 'packages', 'tsconfig.base.json', 'tsconfig.json', 'tsconfig.build.json'];
+const INPUTS = [
+  'src',
+  'examples',
+  'bench',
+  'tools',
+  'packages',
+  'tsconfig.base.json',
+  'tsconfig.json',
+  'tsconfig.build.json',
+];
 /** The workspaces, in the order they depend on each other, and how each is compiled. */
 const WORKSPACES = [
   { dir: 'packages/core', tool: 'typescript/bin/tsc', args: ['-p', 'tsconfig.json'] },

@@ -22,7 +22,10 @@ import { mountOpenApi } from './openapi/openapi.module';
  * scans the modules without creating a provider (no store is opened, nothing is listened on): the
  * OpenAPI generator builds its document from such an application.
  */
-export async function createApp(options: AppOptions, { preview = false }: { preview?: boolean } = {}): Promise<NestFastifyApplication> {
+export async function createApp(
+  options: AppOptions,
+  { preview = false }: { preview?: boolean } = {},
+): Promise<NestFastifyApplication> {
   const adapter = new FastifyAdapter({
     bodyLimit: options.config.bodyLimitBytes,
     // Prototype pollution through JSON keys is refused at the parser, before any code sees the body.
@@ -34,7 +37,8 @@ export async function createApp(options: AppOptions, { preview = false }: { prev
     // Under routerOptions: Fastify 5 deprecates the top-level option (warning FSTDEP022 at every start).
     routerOptions: { maxParamLength: 2048 },
     // Errors Fastify raises before routing (a malformed percent-encoding) answer as problems too.
-    frameworkErrors: (error: Error, request: FastifyRequest, reply: FastifyReply) => sendProblem(reply, toLedgerProblem(error), request.url.split('?')[0]),
+    frameworkErrors: (error: Error, request: FastifyRequest, reply: FastifyReply) =>
+      sendProblem(reply, toLedgerProblem(error), request.url.split('?')[0]),
     ...requestIdOptions,
     // Node's own timeouts, set on the server Node builds: the request line and headers within
     // LEDGER_HEADERS_TIMEOUT_MS, the whole request within LEDGER_REQUEST_TIMEOUT_MS, checked every

@@ -42,7 +42,10 @@ async function main(): Promise<void> {
 function announceApprovals(selfApproval: boolean, localMode: boolean, keys: ReturnType<typeof parseApiKeys>): void {
   const logger = new Logger('Approvals');
   if (localMode) {
-    logger.warn({ local_mode: true }, 'LOCAL MODE: the one local caller records approvals itself; there is no separate approver');
+    logger.warn(
+      { local_mode: true },
+      'LOCAL MODE: the one local caller records approvals itself; there is no separate approver',
+    );
     return;
   }
   if (selfApproval) {
@@ -54,12 +57,20 @@ function announceApprovals(selfApproval: boolean, localMode: boolean, keys: Retu
   const tenants = new Set(keys.filter((key) => key.role === 'runtime').map((key) => key.tenant));
   for (const key of keys) if (key.role === 'approver') tenants.delete(key.tenant);
   if (!selfApproval && tenants.size > 0) {
-    logger.warn({ tenants: [...tenants].sort() }, 'no approver key for these tenants: their steps awaiting approval cannot be approved');
+    logger.warn(
+      { tenants: [...tenants].sort() },
+      'no approver key for these tenants: their steps awaiting approval cannot be approved',
+    );
   }
 }
 
 main().catch((error: unknown) => {
-  const message = error instanceof ConfigError ? error.message : error instanceof Error ? error.stack ?? error.message : String(error);
+  const message =
+    error instanceof ConfigError
+      ? error.message
+      : error instanceof Error
+        ? (error.stack ?? error.message)
+        : String(error);
   process.stderr.write(`recovery-ledger failed to start: ${message}\n`);
   process.exit(1);
 });

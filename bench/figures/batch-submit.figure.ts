@@ -38,20 +38,34 @@ export async function rowsOfOneBatch(size: number): Promise<StoredRow[]> {
   const store = SqliteEventStore.open({ file: ':memory:' });
   const ledger = ledgerOver(store);
   const ref = operationRef('template', 0);
-  await ledger.submit({ tenant: 'default', actor: 'local', operationRef: ref }, { events: batchFacts('template', 0, size) as never });
+  await ledger.submit(
+    { tenant: 'default', actor: 'local', operationRef: ref },
+    { events: batchFacts('template', 0, size) as never },
+  );
   const events = await store.readAll({ after: 0, limit: 10_000 });
   await store.close();
-  return events.map((event) => ({ type: event.type, event_id: event.event_id, data: JSON.stringify(event.data), metadata: JSON.stringify(event.metadata) }));
+  return events.map((event) => ({
+    type: event.type,
+    event_id: event.event_id,
+    data: JSON.stringify(event.data),
+    metadata: JSON.stringify(event.metadata),
+  }));
 }
 
 /** The raw baseline: one BEGIN IMMEDIATE … COMMIT per batch, prepared insert, nothing else. */
-async function rawBatchedInserts(file: string, rows: readonly StoredRow[], seconds: number): Promise<{ eventsPerSecond: number; batches: number; ms: number }> {
+async function rawBatchedInserts(
+  file: string,
+  rows: readonly StoredRow[],
+  seconds: number,
+): Promise<{ eventsPerSecond: number; batches: number; ms: number }> {
   // The service's own schema (table, unique indexes), created by the store itself.
   await SqliteEventStore.open({ file, groupCommit: false }).close();
   const db = new Database(file);
   db.pragma('journal_mode = WAL');
   db.pragma('synchronous = FULL');
-  const insert = db.prepare('INSERT INTO events (stream, revision, event_id, type, data, metadata) VALUES (?, ?, ?, ?, ?, ?)');
+  const insert = db.prepare(
+    'INSERT INTO events (stream, revision, event_id, type, data, metadata) VALUES (?, ?, ?, ?, ?, ?)',
+  );
   const batch = db.transaction((stream: string) => {
     rows.forEach((row, revision) => insert.run(stream, revision, row.event_id, row.type, row.data, row.metadata));
   });
@@ -67,21 +81,31 @@ async function rawBatchedInserts(file: string, rows: readonly StoredRow[], secon
   return { eventsPerSecond: (batches * rows.length) / (ms / 1000), batches, ms };
 }
 
-export async function batchSubmitFigure(settings: BatchSettings, rows: readonly StoredRow[], log: (line: string) => void): Promise<FigureRow> {
-  log(`  figure 3: raw better-sqlite3 batched inserts (${rows.length} rows per transaction), then the ledger (${settings.size} facts per request)`);
+export async function batchSubmitFigure(
+  settings: BatchSettings,
+  rows: readonly StoredRow[],
+  log: (line: string) => void,
+): Promise<FigureRow> {
+  log(
+    `  figure 3: raw better-sqlite3 batched inserts (${rows.length} rows per transaction), then the ledger (${settings.size} facts per request)`,
+  );
   const raw = await rawBatchedInserts(join(settings.dir, 'raw-inserts.sqlite'), rows, Math.min(settings.seconds, 5));
   const dataDir = join(settings.dir, 'batch');
   const label = 'fig3';
   const ledger = await startLedger(dataDir, {}, settings.nodeArgs);
   let run: Measured;
   try {
-    run = await measured(ledger, {
-      url: ledger.baseUrl,
-      connections: settings.connections,
-      seconds: settings.seconds,
-      warmupSeconds: settings.warmupSeconds,
-      scenario: { kind: 'batch', label, size: settings.size },
-    }, true);
+    run = await measured(
+      ledger,
+      {
+        url: ledger.baseUrl,
+        connections: settings.connections,
+        seconds: settings.seconds,
+        warmupSeconds: settings.warmupSeconds,
+        scenario: { kind: 'batch', label, size: settings.size },
+      },
+      true,
+    );
   } finally {
     await ledger.stop();
   }
@@ -89,7 +113,8 @@ export async function batchSubmitFigure(settings: BatchSettings, rows: readonly 
   const db = new Database(join(dataDir, 'events.sqlite'), { readonly: true });
   const stored = (db.prepare('SELECT COUNT(*) AS n FROM events').get() as { n: number }).n;
   db.close();
-  if (stored < result.ok * rows.length) throw new Error(`figure 3: ${result.ok} batches acknowledged, only ${stored} rows stored`);
+  if (stored < result.ok * rows.length)
+    throw new Error(`figure 3: ${result.ok} batches acknowledged, only ${stored} rows stored`);
   const eventsPerSecond = (result.ok * rows.length) / result.seconds;
   return {
     id: '3',

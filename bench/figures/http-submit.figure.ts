@@ -85,20 +85,30 @@ export async function httpSubmitFigures(settings: HttpSettings, log: (line: stri
     planm = await measured(ledger, { ...job(settings, ledger.baseUrl), scenario: { kind: 'plan', label } }, true);
     log('  figure 2: bare Fastify route, then the ledger (one AttemptDispatched per request on those operations)');
     bare2m = await bare(settings, 'bare2');
-    dispatchm = await measured(ledger, { ...job(settings, ledger.baseUrl), scenario: { kind: 'dispatch', label, count: planm.result.nextRequest } }, true);
+    dispatchm = await measured(
+      ledger,
+      { ...job(settings, ledger.baseUrl), scenario: { kind: 'dispatch', label, count: planm.result.nextRequest } },
+      true,
+    );
   } finally {
     await ledger.stop();
   }
   const [plan, dispatch, bare1, bare2] = [planm.result, dispatchm.result, bare1m.result, bare2m.result];
   const db = new Database(join(dataDir, 'events.sqlite'), { readonly: true });
   const count = (type: string) =>
-    (db.prepare('SELECT COUNT(*) AS n FROM events WHERE type = ? AND stream LIKE ?').get(type, `op-default:${label}/%`) as { n: number }).n;
+    (
+      db
+        .prepare('SELECT COUNT(*) AS n FROM events WHERE type = ? AND stream LIKE ?')
+        .get(type, `op-default:${label}/%`) as { n: number }
+    ).n;
   const storedPlans = count('StepPlanned');
   const storedDispatches = count('AttemptDispatched');
   db.close();
   // Acknowledged means durable: every 2xx must be a stored row (warm-up answers are stored too).
   if (storedPlans < plan.ok || storedDispatches < dispatch.ok) {
-    throw new Error(`acknowledged but not stored: plans ${plan.ok}/${storedPlans}, dispatches ${dispatch.ok}/${storedDispatches}`);
+    throw new Error(
+      `acknowledged but not stored: plans ${plan.ok}/${storedPlans}, dispatches ${dispatch.ok}/${storedDispatches}`,
+    );
   }
   const rows: FigureRow[] = [
     {
@@ -114,7 +124,11 @@ export async function httpSubmitFigures(settings: HttpSettings, log: (line: stri
       id: '1b',
       name: 'HTTP submit latency (figure 1)',
       figure: { label: 'ledger', value: plan.latencyMs.p99, unit: `ms p99, p50 ${plan.latencyMs.p50} ms` },
-      baseline: { label: 'bare Fastify route', value: bare1.latencyMs.p99, unit: `ms p99, p50 ${bare1.latencyMs.p50} ms` },
+      baseline: {
+        label: 'bare Fastify route',
+        value: bare1.latencyMs.p99,
+        unit: `ms p99, p50 ${bare1.latencyMs.p50} ms`,
+      },
       target: { text: 'p99 < 20 ms', met: plan.latencyMs.p99 < 20 },
       details: {},
     },

@@ -40,9 +40,14 @@ interface Sample {
 }
 
 /** Runs the rebuild child, sampling its resident set until it exits. */
-function rebuildInChild(dataDir: string, nodeArgs: string[] = []): Promise<{ result: RebuildChildResult; samples: Sample[]; peakMb: number }> {
+function rebuildInChild(
+  dataDir: string,
+  nodeArgs: string[] = [],
+): Promise<{ result: RebuildChildResult; samples: Sample[]; peakMb: number }> {
   return new Promise((resolveRun, reject) => {
-    const child = spawn(process.execPath, [...nodeArgs, resolve(DIST, 'bench/support/rebuild.child.js'), dataDir], { stdio: ['ignore', 'pipe', 'pipe'] });
+    const child = spawn(process.execPath, [...nodeArgs, resolve(DIST, 'bench/support/rebuild.child.js'), dataDir], {
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
     let stdout = '';
     let stderr = '';
     child.stdout?.on('data', (chunk) => (stdout += chunk));
@@ -58,7 +63,11 @@ function rebuildInChild(dataDir: string, nodeArgs: string[] = []): Promise<{ res
       clearInterval(timer);
       if (code !== 0) return reject(new Error(`rebuild child exited ${code}: ${stderr}`));
       try {
-        resolveRun({ result: JSON.parse(stdout.trim().split('\n').pop() ?? '') as RebuildChildResult, samples, peakMb });
+        resolveRun({
+          result: JSON.parse(stdout.trim().split('\n').pop() ?? '') as RebuildChildResult,
+          samples,
+          peakMb,
+        });
       } catch (error) {
         reject(new Error(`rebuild child printed no result: ${stdout} ${stderr} (${String(error)})`));
       }
@@ -81,7 +90,9 @@ async function submitProbe(baseUrl: string, n: number): Promise<number> {
 }
 
 async function waitProjected(baseUrl: string, n: number, position: number): Promise<void> {
-  const response = await fetch(`${baseUrl}${submitPath(`probe/op_${n}`).replace(/\/events$/, '/evidence')}?wait_for_position=${position}&wait_timeout_ms=30000`);
+  const response = await fetch(
+    `${baseUrl}${submitPath(`probe/op_${n}`).replace(/\/events$/, '/evidence')}?wait_for_position=${position}&wait_timeout_ms=30000`,
+  );
   await response.arrayBuffer();
   if (!response.ok) throw new Error(`evidence read answered ${response.status}`);
 }
@@ -112,7 +123,9 @@ export async function largeLogFigures(settings: LargeLogSettings, log: (line: st
   log(`  figures 5–7: writing a log of ${settings.events.toLocaleString('en-US')} events`);
   const written = await writeLargeLog(eventsFile, settings.events - LONG_EVENTS);
   const longEvents = await writeLongOperation(eventsFile, LONG_REF, LONG_EVENTS);
-  log(`    ${written.events + longEvents} events in ${written.seconds.toFixed(1)} s (+ an operation of ${longEvents} events)`);
+  log(
+    `    ${written.events + longEvents} events in ${written.seconds.toFixed(1)} s (+ an operation of ${longEvents} events)`,
+  );
 
   log('  figure 5: plain ordered scan, then the projection rebuild (child process)');
   const { result, samples, peakMb } = await rebuildInChild(dataDir, settings.nodeArgs);
@@ -127,7 +140,9 @@ export async function largeLogFigures(settings: LargeLogSettings, log: (line: st
   const scanRate = result.scan.rows / (result.scan.ms / 1000);
   const rebuildRate = result.rebuild.events / (result.rebuild.ms / 1000);
 
-  log('  figure 6: the service on that log — evidence trail of a 1,000-event operation, then projection lag under load');
+  log(
+    '  figure 6: the service on that log — evidence trail of a 1,000-event operation, then projection lag under load',
+  );
   const server = await startLedger(dataDir, {}, settings.nodeArgs);
   let evidence;
   let evidenceAll;
@@ -144,7 +159,10 @@ export async function largeLogFigures(settings: LargeLogSettings, log: (line: st
       const ready = await fetch(`${server.baseUrl}/health/ready`).catch(() => undefined);
       // Ready (the read models checked) is not enough: the whole-log audit goes on after it, and
       // figure 6 measures the service once both are done.
-      const integrity = ready?.status === 200 ? ((await ready.json()) as { details?: { integrity?: { state?: string } } }).details?.integrity?.state : undefined;
+      const integrity =
+        ready?.status === 200
+          ? ((await ready.json()) as { details?: { integrity?: { state?: string } } }).details?.integrity?.state
+          : undefined;
       if (ready?.status === 200 && integrity !== 'verifying') break;
     }
     startupChecksSeconds = (performance.now() - checksFrom) / 1000;
@@ -153,7 +171,14 @@ export async function largeLogFigures(settings: LargeLogSettings, log: (line: st
     serverIdleMb = rssOf(server.pid).rssMb;
     const evidencePath = submitPath(LONG_REF).replace(/\/events$/, '/evidence');
     const trail = (query: string) =>
-      runLoad({ url: server.baseUrl, connections: 1, seconds: 0, amount: 2_000, warmupSeconds: 1, scenario: { kind: 'get', path: `${evidencePath}${query}` } });
+      runLoad({
+        url: server.baseUrl,
+        connections: 1,
+        seconds: 0,
+        amount: 2_000,
+        warmupSeconds: 1,
+        scenario: { kind: 'get', path: `${evidencePath}${query}` },
+      });
     // The default page (500 entries and a cursor), then the whole trail in one answer.
     evidence = await trail('');
     evidenceAll = await trail('?limit=1000');
@@ -196,14 +221,26 @@ export async function largeLogFigures(settings: LargeLogSettings, log: (line: st
       name: `evidence trail query, operation of ${longEvents} events (default page: 500 entries), 1 client`,
       figure: { label: 'p99', value: evidence.latencyMs.p99, unit: `ms (p50 ${evidence.latencyMs.p50} ms)` },
       target: { text: 'p99 < 5 ms', met: evidence.latencyMs.p99 < 5 },
-      details: { p50_ms: evidence.latencyMs.p50, p90_ms: evidence.latencyMs.p90, max_ms: evidence.latencyMs.max, rps: evidence.rps, non2xx: evidence.non2xx },
+      details: {
+        p50_ms: evidence.latencyMs.p50,
+        p90_ms: evidence.latencyMs.p90,
+        max_ms: evidence.latencyMs.max,
+        rps: evidence.rps,
+        non2xx: evidence.non2xx,
+      },
     },
     {
       id: '6a',
       name: `evidence trail query, the same operation, whole trail (?limit=1000), 1 client`,
       figure: { label: 'p99', value: evidenceAll.latencyMs.p99, unit: `ms (p50 ${evidenceAll.latencyMs.p50} ms)` },
       target: { text: 'p99 < 5 ms', met: evidenceAll.latencyMs.p99 < 5 },
-      details: { p50_ms: evidenceAll.latencyMs.p50, p90_ms: evidenceAll.latencyMs.p90, max_ms: evidenceAll.latencyMs.max, rps: evidenceAll.rps, non2xx: evidenceAll.non2xx },
+      details: {
+        p50_ms: evidenceAll.latencyMs.p50,
+        p90_ms: evidenceAll.latencyMs.p90,
+        max_ms: evidenceAll.latencyMs.max,
+        rps: evidenceAll.rps,
+        non2xx: evidenceAll.non2xx,
+      },
     },
     {
       id: '6b',
@@ -226,7 +263,13 @@ export async function largeLogFigures(settings: LargeLogSettings, log: (line: st
       figure: { label: 'rebuild peak', value: Math.max(peakMb, rebuildPeak), unit: 'MB' },
       baseline: { label: 'log open, before the scan', value: Math.max(0, ...opened), unit: 'MB' },
       target: { text: '< 300 MB and flat', met: Math.max(peakMb, rebuildPeak) < 300 && flat },
-      details: { early_rebuild_mb: early, late_rebuild_mb: late, flat, samples: during.length, rss_after_rebuild_mb: result.rssAfterMb },
+      details: {
+        early_rebuild_mb: early,
+        late_rebuild_mb: late,
+        flat,
+        samples: during.length,
+        rss_after_rebuild_mb: result.rssAfterMb,
+      },
     },
     {
       id: '7b',

@@ -22,7 +22,11 @@ import { benchUuid } from '../support/submit-bodies';
 import type { StoredRow } from './batch-submit.figure';
 
 interface EmmettStore {
-  appendToStream(stream: string, events: Array<{ type: string; data: unknown; metadata?: unknown }>, options: { expectedStreamVersion: bigint }): Promise<unknown>;
+  appendToStream(
+    stream: string,
+    events: Array<{ type: string; data: unknown; metadata?: unknown }>,
+    options: { expectedStreamVersion: bigint },
+  ): Promise<unknown>;
 }
 type GetEmmettStore = (options: { fileName: string }) => EmmettStore;
 
@@ -66,7 +70,12 @@ async function timed(
   return { appendsPerSecond: done / (ms / 1000), appends: done, ms };
 }
 
-export async function storeAppendFigure(dir: string, template: StoredRow, seconds: number, log: (line: string) => void): Promise<FigureRow[]> {
+export async function storeAppendFigure(
+  dir: string,
+  template: StoredRow,
+  seconds: number,
+  log: (line: string) => void,
+): Promise<FigureRow[]> {
   const data = JSON.parse(template.data) as NewEvent['data'];
   const metadata = JSON.parse(template.metadata) as NewEvent['metadata'];
 
@@ -90,9 +99,13 @@ export async function storeAppendFigure(dir: string, template: StoredRow, second
   try {
     emmettRate = await timed(seconds, 50_000, 1, async () => {
       try {
-        await emmettStore.appendToStream(`op-default:emmett/op_${emmettStreams.next++}`, [{ type: template.type, data, metadata }], {
-          expectedStreamVersion: 0n,
-        });
+        await emmettStore.appendToStream(
+          `op-default:emmett/op_${emmettStreams.next++}`,
+          [{ type: template.type, data, metadata }],
+          {
+            expectedStreamVersion: 0n,
+          },
+        );
       } catch (error) {
         emmettErrors += 1;
         if (emmettErrors > 1_000) throw error;
@@ -126,13 +139,22 @@ export async function storeAppendFigure(dir: string, template: StoredRow, second
       baseline: { label: 'emmett-sqlite appendToStream', value: emmettRate.appendsPerSecond, unit: 'appends/s' },
       ratio: single.appendsPerSecond / emmettRate.appendsPerSecond,
       target: { text: '≥ 2×', met: single.appendsPerSecond / emmettRate.appendsPerSecond >= 2 },
-      details: { ledger: single, emmett: { ...emmettRate, failed_appends: emmettErrors }, streams: 'a new stream per append', durability: 'both WAL + synchronous=FULL (Emmett: SQLite default FULL, checked with PRAGMA synchronous)' },
+      details: {
+        ledger: single,
+        emmett: { ...emmettRate, failed_appends: emmettErrors },
+        streams: 'a new stream per append',
+        durability: 'both WAL + synchronous=FULL (Emmett: SQLite default FULL, checked with PRAGMA synchronous)',
+      },
     },
     {
       id: '4b',
       name: 'store-level append, 50 appends in flight (group commit)',
       figure: { label: 'ledger SqliteEventStore', value: concurrent.appendsPerSecond, unit: 'appends/s' },
-      baseline: { label: 'emmett-sqlite, one writer (fails concurrently)', value: emmettRate.appendsPerSecond, unit: 'appends/s' },
+      baseline: {
+        label: 'emmett-sqlite, one writer (fails concurrently)',
+        value: emmettRate.appendsPerSecond,
+        unit: 'appends/s',
+      },
       ratio: concurrent.appendsPerSecond / emmettRate.appendsPerSecond,
       details: { ledger: concurrent },
     },

@@ -93,7 +93,7 @@ function processTree(roots: number[]): number[] {
     }
   }
   const wanted = new Set(roots.filter((pid) => parent.has(pid)));
-  for (let grew = true; grew; ) {
+  for (let grew = true; grew;) {
     grew = false;
     for (const [pid, ppid] of parent) {
       if (!wanted.has(pid) && wanted.has(ppid)) {
@@ -133,9 +133,14 @@ function pssOfTreeMb(roots: number[]): number {
 }
 
 /** Runs the load process against `running`, with CPU over the measured window and peak memory. */
-function drive(running: Running, job: StepJob): Promise<{ result: StepResult; cpuMsPerStep: number; peakPssMb: number }> {
+function drive(
+  running: Running,
+  job: StepJob,
+): Promise<{ result: StepResult; cpuMsPerStep: number; peakPssMb: number }> {
   return new Promise((resolveRun, reject) => {
-    const child = spawn(process.execPath, [resolve(DIST, 'bench/support/tool-steps.load.js'), JSON.stringify(job)], { stdio: ['ignore', 'pipe', 'pipe'] });
+    const child = spawn(process.execPath, [resolve(DIST, 'bench/support/tool-steps.load.js'), JSON.stringify(job)], {
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
     let stdout = '';
     let stderr = '';
     let cpuAtStart: Map<number, number> | undefined;
@@ -195,13 +200,20 @@ class Systems {
     const have = wanted.length > 0 ? ensurePeers(this.log, wanted) : new Set<BenchPeer>();
     if (this.settings.peers.includes('restate')) {
       if (!have.has('@restatedev/restate-server') || !have.has('@restatedev/restate-sdk')) {
-        this.skipped.set('restate', `@restatedev/restate-server and @restatedev/restate-sdk could not be installed into ${PEER_PREFIX}`);
+        this.skipped.set(
+          'restate',
+          `@restatedev/restate-server and @restatedev/restate-sdk could not be installed into ${PEER_PREFIX}`,
+        );
       } else if (!restateBinary()) {
-        this.skipped.set('restate', `no restate-server binary for ${process.platform}-${process.arch} in ${PEER_PREFIX}`);
+        this.skipped.set(
+          'restate',
+          `no restate-server binary for ${process.platform}-${process.arch} in ${PEER_PREFIX}`,
+        );
       }
     }
     if (this.settings.peers.includes('dbos')) {
-      if (!have.has('@dbos-inc/dbos-sdk')) this.skipped.set('dbos', `@dbos-inc/dbos-sdk could not be installed into ${PEER_PREFIX}`);
+      if (!have.has('@dbos-inc/dbos-sdk'))
+        this.skipped.set('dbos', `@dbos-inc/dbos-sdk could not be installed into ${PEER_PREFIX}`);
       else {
         const found = postgresBinaries(this.log);
         if ('skip' in found) this.skipped.set('dbos', found.skip);
@@ -220,7 +232,12 @@ class Systems {
           url: server.baseUrl,
           kind: 'ledger',
           pids: [server.pid],
-          stored: () => storedRows(join(dataDir, 'events.sqlite'), "SELECT COUNT(*) AS n FROM events WHERE type = 'EnvelopeRecorded' AND stream LIKE ?", `op-default:${name}/%`),
+          stored: () =>
+            storedRows(
+              join(dataDir, 'events.sqlite'),
+              "SELECT COUNT(*) AS n FROM events WHERE type = 'EnvelopeRecorded' AND stream LIKE ?",
+              `op-default:${name}/%`,
+            ),
           stop: () => server.stop(),
         };
       }
@@ -234,13 +251,25 @@ class Systems {
         const server = await serve(
           resolve(DIST, 'bench/support/peers/sqlite-route.server.js'),
           { MODE: system === 'sqlite-txn' ? 'txn' : 'group', DB: file },
-          async (baseUrl) => (await fetch(`${baseUrl}/v1/operations/x/events`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{"events":[]}' })).ok,
+          async (baseUrl) =>
+            (
+              await fetch(`${baseUrl}/v1/operations/x/events`, {
+                method: 'POST',
+                headers: { 'content-type': 'application/json' },
+                body: '{"events":[]}',
+              })
+            ).ok,
         );
         return {
           url: server.baseUrl,
           kind: 'fastify',
           pids: [server.pid],
-          stored: () => storedRows(file, "SELECT COUNT(*) AS n FROM events WHERE type = 'EnvelopeRecorded' AND stream LIKE ?", `${name}/%`),
+          stored: () =>
+            storedRows(
+              file,
+              "SELECT COUNT(*) AS n FROM events WHERE type = 'EnvelopeRecorded' AND stream LIKE ?",
+              `${name}/%`,
+            ),
           stop: () => server.stop(),
         };
       }
@@ -248,7 +277,11 @@ class Systems {
         const restate = await startRestateServer(restateBinary() ?? '', join(dataDir, 'restate'));
         try {
           // Logs at warn, as the ledger runs: the SDK would otherwise log two lines per invocation.
-          const service = await serve(resolve(DIST, 'bench/support/peers/restate.service.js'), { RESTATE_LOGGING: 'WARN' }, tcpReady);
+          const service = await serve(
+            resolve(DIST, 'bench/support/peers/restate.service.js'),
+            { RESTATE_LOGGING: 'WARN' },
+            tcpReady,
+          );
           await restate.register(service.baseUrl);
           return {
             url: restate.ingressUrl,
@@ -273,13 +306,25 @@ class Systems {
         const postgres = this.postgres;
         const database = `dbos_bench_${++this.databases}`;
         postgres.createDatabase(database);
-        const server = await serve(resolve(DIST, 'bench/support/peers/dbos.server.js'), { DBOS_SYSTEM_DATABASE_URL: postgres.url(database) }, tcpReady);
+        const server = await serve(
+          resolve(DIST, 'bench/support/peers/dbos.server.js'),
+          { DBOS_SYSTEM_DATABASE_URL: postgres.url(database) },
+          tcpReady,
+        );
         return {
           url: server.baseUrl,
           kind: 'dbos',
           pids: [server.pid, postgres.pid],
           // The label is [a-z0-9_] only: safe inside the literal.
-          stored: () => Number(postgres.query(database, `SELECT count(*) FROM dbos.workflow_status WHERE workflow_uuid LIKE '${name}/%' AND status = 'SUCCESS'`).trim()),
+          stored: () =>
+            Number(
+              postgres
+                .query(
+                  database,
+                  `SELECT count(*) FROM dbos.workflow_status WHERE workflow_uuid LIKE '${name}/%' AND status = 'SUCCESS'`,
+                )
+                .trim(),
+            ),
           stop: () => server.stop(),
         };
       }
@@ -301,7 +346,13 @@ function storedRows(file: string, sql: string, pattern: string): number {
   }
 }
 
-async function measure(systems: Systems, settings: ToolStepSettings, system: SystemId, round: number, log: (line: string) => void): Promise<Measurement> {
+async function measure(
+  systems: Systems,
+  settings: ToolStepSettings,
+  system: SystemId,
+  round: number,
+  log: (line: string) => void,
+): Promise<Measurement> {
   const label = `ts_${system.replace('-', '_')}_${round}_${Date.now().toString(36)}`;
   const running = await systems.start(system, label);
   let driven: Awaited<ReturnType<typeof drive>>;
@@ -321,15 +372,21 @@ async function measure(systems: Systems, settings: ToolStepSettings, system: Sys
     await running.stop();
   }
   const { result } = driven;
-  if (result.steps === 0) throw new Error(`${system}: no step answered in ${result.seconds} s (${result.failedSteps} failed, ${result.errors} errors, ${JSON.stringify(result.statusCodes)})`);
+  if (result.steps === 0)
+    throw new Error(
+      `${system}: no step answered in ${result.seconds} s (${result.failedSteps} failed, ${result.errors} errors, ${JSON.stringify(result.statusCodes)})`,
+    );
   // Acknowledged means stored: every step answered 2xx must be a row once the server has stopped.
   const stored = running.stored ? running.stored() : storedLive;
-  if (stored !== undefined && stored < result.steps) throw new Error(`${system}: ${result.steps} steps acknowledged but ${stored} stored`);
+  if (stored !== undefined && stored < result.steps)
+    throw new Error(`${system}: ${result.steps} steps acknowledged but ${stored} stored`);
   log(
     `  ${system.padEnd(12)} round ${round + 1}: ${result.stepsPerSecond.toFixed(0).padStart(6)} steps/s, p50 ${result.p50Ms.toFixed(1)} ms, p99 ${result.p99Ms.toFixed(1)} ms, ` +
       `${driven.cpuMsPerStep.toFixed(2)} CPU ms/step, ${driven.peakPssMb.toFixed(0)} MB` +
       (stored !== undefined ? `, ${result.steps} acknowledged, ${stored} stored` : '') +
-      (result.failedSteps + result.errors > 0 ? `, ${result.failedSteps} failed steps, ${result.errors} errors ${JSON.stringify(result.statusCodes)}` : ''),
+      (result.failedSteps + result.errors > 0
+        ? `, ${result.failedSteps} failed steps, ${result.errors} errors ${JSON.stringify(result.statusCodes)}`
+        : ''),
   );
   return { system, round, result, cpuMsPerStep: driven.cpuMsPerStep, peakPssMb: driven.peakPssMb };
 }
@@ -370,7 +427,8 @@ function summarise(system: SystemId, own: Measurement[], pairedLedger: Measureme
   return summary;
 }
 
-const fmt = (value: number) => (value >= 100 ? Math.round(value).toLocaleString('en-US') : value >= 10 ? value.toFixed(1) : value.toFixed(2));
+const fmt = (value: number) =>
+  value >= 100 ? Math.round(value).toLocaleString('en-US') : value >= 10 ? value.toFixed(1) : value.toFixed(2);
 const pct = (value: number) => (value >= 1 ? `${value.toFixed(2)}×` : `${(value * 100).toFixed(1)} %`);
 
 export interface ToolStepsOutput {
@@ -381,7 +439,10 @@ export interface ToolStepsOutput {
   skipped: Record<string, string>;
 }
 
-export async function toolStepsFigure(settings: ToolStepSettings, log: (line: string) => void): Promise<ToolStepsOutput> {
+export async function toolStepsFigure(
+  settings: ToolStepSettings,
+  log: (line: string) => void,
+): Promise<ToolStepsOutput> {
   const systems = new Systems(settings, log);
   systems.prepare();
   for (const [peer, reason] of systems.skipped) log(`  tool steps: ${peer} skipped: ${reason}`);
@@ -390,7 +451,9 @@ export async function toolStepsFigure(settings: ToolStepSettings, log: (line: st
   try {
     for (const peer of settings.peers) {
       if (systems.skipped.has(peer)) continue;
-      log(`tool steps: the ledger and ${peer}, ${settings.rounds} rounds (A B, then B A), ${settings.connections} connections, ${settings.seconds} s after ${settings.warmupSeconds} s warm-up`);
+      log(
+        `tool steps: the ledger and ${peer}, ${settings.rounds} rounds (A B, then B A), ${settings.connections} connections, ${settings.seconds} s after ${settings.warmupSeconds} s warm-up`,
+      );
       const ledgerRuns: Measurement[] = [];
       try {
         for (let round = 0; round < settings.rounds; round++) {
@@ -406,7 +469,8 @@ export async function toolStepsFigure(settings: ToolStepSettings, log: (line: st
         const reason = error instanceof Error ? error.message.split('\n')[0].slice(0, 300) : String(error);
         systems.skipped.set(peer, `failed while measured: ${reason}`);
         log(`  tool steps: ${peer} failed: ${reason}`);
-        for (let i = measurements.length - 1; i >= 0; i--) if (measurements[i].system === peer) measurements.splice(i, 1);
+        for (let i = measurements.length - 1; i >= 0; i--)
+          if (measurements[i].system === peer) measurements.splice(i, 1);
         continue;
       }
       pairs.set(peer, ledgerRuns);
@@ -430,7 +494,9 @@ export async function toolStepsFigure(settings: ToolStepSettings, log: (line: st
   ];
   for (const s of summaries) {
     const ratio = s.ratio ? `${pct(s.ratio.value)} (${pct(s.ratio.min)}–${pct(s.ratio.max)})` : '—';
-    lines.push(`| ${NAMES[s.system]} | ${fmt(s.stepsPerSecond)} | ${fmt(s.p50Ms)} / ${fmt(s.p99Ms)} | ${s.cpuMsPerStep.toFixed(2)} | ${s.peakMb.toFixed(0)} MB | ${ratio} |`);
+    lines.push(
+      `| ${NAMES[s.system]} | ${fmt(s.stepsPerSecond)} | ${fmt(s.p50Ms)} / ${fmt(s.p99Ms)} | ${s.cpuMsPerStep.toFixed(2)} | ${s.peakMb.toFixed(0)} MB | ${ratio} |`,
+    );
   }
   for (const peer of settings.peers) {
     const reason = systems.skipped.get(peer);
@@ -443,18 +509,26 @@ export async function toolStepsFigure(settings: ToolStepSettings, log: (line: st
   const targets: Array<{ text: string; met?: boolean; measured: string }> = [
     {
       text: 'ledger steps/s ≥ 2× Restate’s',
-      ...(restate?.ratio ? { met: restate.ratio.value >= 2, measured: pct(restate.ratio.value) } : { measured: 'Restate not measured' }),
+      ...(restate?.ratio
+        ? { met: restate.ratio.value >= 2, measured: pct(restate.ratio.value) }
+        : { measured: 'Restate not measured' }),
     },
     {
       text: 'ledger steps/s ≥ 50 % of the group-commit route',
-      ...(group?.ratio ? { met: group.ratio.value >= 0.5, measured: pct(group.ratio.value) } : { measured: 'group-commit route not measured' }),
+      ...(group?.ratio
+        ? { met: group.ratio.value >= 0.5, measured: pct(group.ratio.value) }
+        : { measured: 'group-commit route not measured' }),
     },
     {
       text: 'ledger CPU per step ≤ 0.5 ms',
-      ...(ledger ? { met: ledger.cpuMsPerStep <= 0.5, measured: `${ledger.cpuMsPerStep.toFixed(2)} ms` } : { measured: 'ledger not measured' }),
+      ...(ledger
+        ? { met: ledger.cpuMsPerStep <= 0.5, measured: `${ledger.cpuMsPerStep.toFixed(2)} ms` }
+        : { measured: 'ledger not measured' }),
     },
   ];
-  const targetLines = targets.map((t) => `target: ${t.text}: ${t.measured}: ${t.met === undefined ? 'not measured' : t.met ? 'met' : 'not met'}`);
+  const targetLines = targets.map(
+    (t) => `target: ${t.text}: ${t.measured}: ${t.met === undefined ? 'not measured' : t.met ? 'met' : 'not met'}`,
+  );
   const text = [...lines, '', ...targetLines].join('\n');
 
   const rows: FigureRow[] = [];
@@ -465,11 +539,22 @@ export async function toolStepsFigure(settings: ToolStepSettings, log: (line: st
       rows.push({
         id: `ts-${s.system}`,
         name: `tool step (plan + dispatch, then envelope) vs ${s.system}, ${settings.connections} connections`,
-        figure: { label: 'ledger', value: median((pairs.get(s.system as ToolStepPeer) ?? []).map((m) => m.result.stepsPerSecond)), unit: 'steps/s' },
+        figure: {
+          label: 'ledger',
+          value: median((pairs.get(s.system as ToolStepPeer) ?? []).map((m) => m.result.stepsPerSecond)),
+          unit: 'steps/s',
+        },
         baseline: { label: s.system, value: s.stepsPerSecond, unit: 'steps/s' },
         ratio: s.ratio.value,
-        ...(targetOf?.met !== undefined ? { target: { text: s.system === 'restate' ? '≥ 2×' : '≥ 50 %', met: targetOf.met } } : {}),
-        details: { peer: s, rounds: measurements.filter((m) => m.system === s.system).map((m) => ({ round: m.round, ...m.result, cpuMsPerStep: m.cpuMsPerStep, peakPssMb: m.peakPssMb })) },
+        ...(targetOf?.met !== undefined
+          ? { target: { text: s.system === 'restate' ? '≥ 2×' : '≥ 50 %', met: targetOf.met } }
+          : {}),
+        details: {
+          peer: s,
+          rounds: measurements
+            .filter((m) => m.system === s.system)
+            .map((m) => ({ round: m.round, ...m.result, cpuMsPerStep: m.cpuMsPerStep, peakPssMb: m.peakPssMb })),
+        },
       });
     }
     rows.push({
@@ -477,7 +562,15 @@ export async function toolStepsFigure(settings: ToolStepSettings, log: (line: st
       name: 'tool step: ledger CPU per step (median over its rounds)',
       figure: { label: 'ledger', value: ledger.cpuMsPerStep, unit: 'ms/step' },
       target: { text: '≤ 0.5 ms', met: ledger.cpuMsPerStep <= 0.5 },
-      details: { ledger, rounds: ledgerAll.map((m) => ({ round: m.round, ...m.result, cpuMsPerStep: m.cpuMsPerStep, peakPssMb: m.peakPssMb })) },
+      details: {
+        ledger,
+        rounds: ledgerAll.map((m) => ({
+          round: m.round,
+          ...m.result,
+          cpuMsPerStep: m.cpuMsPerStep,
+          peakPssMb: m.peakPssMb,
+        })),
+      },
     });
   }
   return { rows, text, summaries, skipped: Object.fromEntries(systems.skipped) };

@@ -13,7 +13,12 @@ import { startLedger } from '../support/processes';
 import type { FigureRow } from '../support/report';
 
 /** Answers every OTLP export 200 after reading it, counting the bytes (the collector's side is not measured). */
-async function startSink(): Promise<{ endpoint: string; posts: () => number; bytes: () => number; close: () => Promise<void> }> {
+async function startSink(): Promise<{
+  endpoint: string;
+  posts: () => number;
+  bytes: () => number;
+  close: () => Promise<void>;
+}> {
   let posts = 0;
   let bytes = 0;
   const server = createServer((request, response) => {

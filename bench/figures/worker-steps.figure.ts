@@ -80,7 +80,11 @@ async function window(
   return result;
 }
 
-async function withLedger<T>(settings: WorkerStepsSettings, name: string, run: (client: LedgerClient, pid: number) => Promise<T>): Promise<T> {
+async function withLedger<T>(
+  settings: WorkerStepsSettings,
+  name: string,
+  run: (client: LedgerClient, pid: number) => Promise<T>,
+): Promise<T> {
   const dataDir = join(settings.dir, name);
   mkdirSync(dataDir, { recursive: true });
   const server = await startLedger(dataDir, {}, settings.nodeArgs);
@@ -91,7 +95,10 @@ async function withLedger<T>(settings: WorkerStepsSettings, name: string, run: (
   }
 }
 
-export async function workerStepsFigure(settings: WorkerStepsSettings, log: (line: string) => void): Promise<FigureRow> {
+export async function workerStepsFigure(
+  settings: WorkerStepsSettings,
+  log: (line: string) => void,
+): Promise<FigureRow> {
   const open = settings.open ?? 50;
   const provider = await startInvoiceProvider();
   const { createInvoice, lookup } = invoiceTools(provider.url, { timeoutMs: 10_000 });
@@ -108,7 +115,13 @@ export async function workerStepsFigure(settings: WorkerStepsSettings, log: (lin
               const startedAt = performance.now();
               const outcome = await executeWrite(
                 client,
-                { operationRef: nextRef('bench_direct'), runId: 'bench_direct', tool: CREATE_INVOICE, input: INPUT, policy },
+                {
+                  operationRef: nextRef('bench_direct'),
+                  runId: 'bench_direct',
+                  tool: CREATE_INVOICE,
+                  input: INPUT,
+                  policy,
+                },
                 createInvoice,
               );
               if (outcome.status === 'succeeded') onDone(startedAt);
@@ -133,7 +146,10 @@ export async function workerStepsFigure(settings: WorkerStepsSettings, log: (lin
           waitMs: 1000,
           signal: stop,
           onEvent: (event) => {
-            if ((event.type === 'recorded' || event.type === 'verified') && (event.status === 'succeeded' || event.status === 'escalated')) {
+            if (
+              (event.type === 'recorded' || event.type === 'verified') &&
+              (event.status === 'succeeded' || event.status === 'escalated')
+            ) {
               const began = startedAt.get(event.operation_ref);
               startedAt.delete(event.operation_ref);
               if (began !== undefined && event.status === 'succeeded') onDone(began);

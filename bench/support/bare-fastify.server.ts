@@ -8,14 +8,24 @@
 import Fastify from 'fastify';
 
 async function main(): Promise<void> {
-  const app = Fastify({ bodyLimit: 256 * 1024, onProtoPoisoning: 'error', onConstructorPoisoning: 'error', logger: false });
+  const app = Fastify({
+    bodyLimit: 256 * 1024,
+    onProtoPoisoning: 'error',
+    onConstructorPoisoning: 'error',
+    logger: false,
+  });
   let n = 0;
   app.post('/v1/operations/:ref/events', async (request) => {
     const body = request.body as { events?: unknown[] };
     // Touch the parsed body so the parse cannot be skipped, and answer about as much as the ledger's
     // answer carries in its envelope.
     n += 1;
-    return { revision: 0, position: n, events: Array.isArray(body.events) ? body.events.length : 0, status: 'appended' };
+    return {
+      revision: 0,
+      position: n,
+      events: Array.isArray(body.events) ? body.events.length : 0,
+      status: 'appended',
+    };
   });
   await app.listen({ port: Number(process.env.PORT ?? 3100), host: '127.0.0.1' });
   const close = () => void app.close().then(() => process.exit(0));

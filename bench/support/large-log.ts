@@ -51,7 +51,9 @@ async function writeTemplate(file: string, templateEvents: number): Promise<numb
 }
 
 function readTemplate(db: Database.Database): TemplateRow[] {
-  const rows = db.prepare('SELECT stream, revision, event_id, type, data, metadata FROM events ORDER BY position').all() as Array<{
+  const rows = db
+    .prepare('SELECT stream, revision, event_id, type, data, metadata FROM events ORDER BY position')
+    .all() as Array<{
     stream: string;
     revision: number;
     event_id: string;
@@ -69,7 +71,14 @@ function readTemplate(db: Database.Database): TemplateRow[] {
       type: row.type,
       data: row.data,
       metadata: JSON.stringify({ ...chained, hash: HASH }),
-      body: canonicalJson({ stream: row.stream, revision: row.revision, event_id: row.event_id, type: row.type, data, metadata: chained }),
+      body: canonicalJson({
+        stream: row.stream,
+        revision: row.revision,
+        event_id: row.event_id,
+        type: row.type,
+        data,
+        metadata: chained,
+      }),
     };
   });
 }
@@ -90,7 +99,9 @@ export async function writeLargeLog(file: string, target: number, templateEvents
   db.pragma('journal_mode = WAL');
   db.pragma('synchronous = FULL');
   const template = readTemplate(db);
-  const insert = db.prepare('INSERT INTO events (stream, revision, event_id, type, data, metadata) VALUES (?, ?, ?, ?, ?, ?)');
+  const insert = db.prepare(
+    'INSERT INTO events (stream, revision, event_id, type, data, metadata) VALUES (?, ?, ?, ?, ?, ?)',
+  );
   const count = () => (db.prepare('SELECT COUNT(*) AS n FROM events').get() as { n: number }).n;
   let events = count();
   let copies = 0;
@@ -107,7 +118,14 @@ export async function writeLargeLog(file: string, target: number, templateEvents
           const revision = head.revision + 1;
           const body = rename(row.body).replace(PREV, head.hash);
           const hash = createHash('sha256').update(`${head.hash}\n${body}`).digest('hex');
-          insert.run(stream, revision, row.event_id, row.type, rename(row.data), rename(row.metadata).replace(PREV, head.hash).replace(HASH, hash));
+          insert.run(
+            stream,
+            revision,
+            row.event_id,
+            row.type,
+            rename(row.data),
+            rename(row.metadata).replace(PREV, head.hash).replace(HASH, hash),
+          );
           heads.set(stream, { revision, hash });
         }
       }).immediate();
@@ -119,7 +137,13 @@ export async function writeLargeLog(file: string, target: number, templateEvents
   // it stands, in one pass, as it does for a log written before anchors existed.
   db.exec('DROP TABLE IF EXISTS stream_heads; DROP TABLE IF EXISTS log_anchor; PRAGMA user_version = 0;');
   db.close();
-  return { events, templateEvents: template.length, templateOperations, copies, seconds: (performance.now() - started) / 1000 };
+  return {
+    events,
+    templateEvents: template.length,
+    templateOperations,
+    copies,
+    seconds: (performance.now() - started) / 1000,
+  };
 }
 
 /**
@@ -132,14 +156,17 @@ export async function writeLongOperation(file: string, ref: string, events: numb
   const ledger = ledgerOver(store);
   const context = { tenant: 'default', actor: 'local', operationRef: ref };
   const submit = (type: 'StepPlanned' | 'AttemptDispatched', data: Record<string, unknown>) =>
-    ledger.submit(context, { events: [{ event_id: randomUUID(), type, data: data as never }] }).catch((error: unknown) => {
-      if (!(error instanceof LedgerProblem)) throw error;
-    });
+    ledger
+      .submit(context, { events: [{ event_id: randomUUID(), type, data: data as never }] })
+      .catch((error: unknown) => {
+        if (!(error instanceof LedgerProblem)) throw error;
+      });
   await submit('StepPlanned', { run_id: 'run_long', tool: 'create_invoice', side_effect: 'write', input_hash: 'h1' });
   let stored = 0;
   for (let round = 0; stored < events; round++) {
     await submit('AttemptDispatched', { attempt: 1, input_hash: 'h1' });
-    if (round % 50 === 0 || stored > events - 60) stored = (await store.readStream(operationStream('default', ref))).length;
+    if (round % 50 === 0 || stored > events - 60)
+      stored = (await store.readStream(operationStream('default', ref))).length;
   }
   await store.close();
   return stored;

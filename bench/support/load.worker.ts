@@ -70,7 +70,9 @@ async function main(): Promise<void> {
   ];
   const common = { url: job.url, connections: job.connections, pipelining: 1, timeout: 30, requests };
   if (job.warmupSeconds > 0) await autocannon({ ...common, duration: job.warmupSeconds });
-  const result = await autocannon(job.amount ? { ...common, amount: job.amount } : { ...common, duration: job.seconds });
+  const result = await autocannon(
+    job.amount ? { ...common, amount: job.amount } : { ...common, duration: job.seconds },
+  );
   const statusCodes: Record<string, number> = {};
   for (const [code, stats] of Object.entries(result.statusCodeStats ?? {})) statusCodes[code] = stats.count;
   const answer: LoadResult = {
@@ -81,7 +83,13 @@ async function main(): Promise<void> {
     timeouts: result.timeouts,
     statusCodes,
     seconds: result.duration,
-    latencyMs: { p50: result.latency.p50, p90: result.latency.p90, p99: result.latency.p99, max: result.latency.max, mean: result.latency.average },
+    latencyMs: {
+      p50: result.latency.p50,
+      p90: result.latency.p90,
+      p99: result.latency.p99,
+      max: result.latency.max,
+      mean: result.latency.average,
+    },
     nextRequest: next,
   };
   process.stdout.write(`${JSON.stringify(answer)}\n`);

@@ -33,7 +33,9 @@ const peerRequire = () => createRequire(join(PEER_PREFIX, 'package.json'));
 /** Installed at the pinned version (some peers export no entry point to resolve: read the manifest). */
 function installed(name: BenchPeer): boolean {
   try {
-    const manifest = JSON.parse(readFileSync(join(PEER_PREFIX, 'node_modules', name, 'package.json'), 'utf8')) as { version?: string };
+    const manifest = JSON.parse(readFileSync(join(PEER_PREFIX, 'node_modules', name, 'package.json'), 'utf8')) as {
+      version?: string;
+    };
     return manifest.version === BENCH_PEERS[name];
   } catch {
     return false;
@@ -47,7 +49,9 @@ function installed(name: BenchPeer): boolean {
 export function ensurePeers(log: (line: string) => void, names: readonly BenchPeer[] = EMMETT): Set<BenchPeer> {
   const missing = names.filter((name) => !installed(name));
   if (missing.length > 0) {
-    log(`  installing benchmark peers into ${PEER_PREFIX}: ${missing.map((name) => `${name}@${BENCH_PEERS[name]}`).join(' ')}`);
+    log(
+      `  installing benchmark peers into ${PEER_PREFIX}: ${missing.map((name) => `${name}@${BENCH_PEERS[name]}`).join(' ')}`,
+    );
     mkdirSync(PEER_PREFIX, { recursive: true });
     const manifest = join(PEER_PREFIX, 'package.json');
     if (!existsSync(manifest)) {
@@ -55,10 +59,15 @@ export function ensurePeers(log: (line: string) => void, names: readonly BenchPe
     }
     const npm = process.platform === 'win32' ? 'npm.cmd' : 'npm';
     const specs = missing.map((name) => `${name}@${BENCH_PEERS[name]}`);
-    const result = spawnSync(npm, ['install', '--prefix', PEER_PREFIX, '--save-exact', '--no-audit', '--no-fund', '--loglevel=error', ...specs], {
-      stdio: ['ignore', 'inherit', 'inherit'],
-    });
-    if (result.error || result.status !== 0) log(`  npm install of the benchmark peers failed (${result.error?.message ?? `exit ${result.status}`})`);
+    const result = spawnSync(
+      npm,
+      ['install', '--prefix', PEER_PREFIX, '--save-exact', '--no-audit', '--no-fund', '--loglevel=error', ...specs],
+      {
+        stdio: ['ignore', 'inherit', 'inherit'],
+      },
+    );
+    if (result.error || result.status !== 0)
+      log(`  npm install of the benchmark peers failed (${result.error?.message ?? `exit ${result.status}`})`);
   }
   return new Set(names.filter(installed));
 }

@@ -38,7 +38,12 @@ export interface Served {
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
-export async function serve(script: string, env: NodeJS.ProcessEnv, ready: (baseUrl: string) => Promise<boolean>, nodeArgs: string[] = []): Promise<Served> {
+export async function serve(
+  script: string,
+  env: NodeJS.ProcessEnv,
+  ready: (baseUrl: string) => Promise<boolean>,
+  nodeArgs: string[] = [],
+): Promise<Served> {
   const port = await freePort();
   const child = spawn(process.execPath, [...nodeArgs, script], {
     env: { ...process.env, ...env, PORT: String(port) },
@@ -51,7 +56,8 @@ export async function serve(script: string, env: NodeJS.ProcessEnv, ready: (base
   const baseUrl = `http://127.0.0.1:${port}`;
   const deadline = Date.now() + 60_000;
   for (;;) {
-    if (child.exitCode !== null || child.signalCode !== null) throw new Error(`${script} exited (${child.exitCode}):\n${output}`);
+    if (child.exitCode !== null || child.signalCode !== null)
+      throw new Error(`${script} exited (${child.exitCode}):\n${output}`);
     if (await ready(baseUrl).catch(() => false)) break;
     if (Date.now() > deadline) {
       child.kill('SIGKILL');
@@ -87,7 +93,11 @@ export function startLedger(dataDir: string, env: NodeJS.ProcessEnv = {}, nodeAr
 
 export function startBareFastify(): Promise<Served> {
   return serve(BARE_FASTIFY, {}, async (baseUrl) => {
-    const response = await fetch(`${baseUrl}/v1/operations/x/events`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{"events":[]}' });
+    const response = await fetch(`${baseUrl}/v1/operations/x/events`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: '{"events":[]}',
+    });
     return response.ok;
   });
 }
@@ -138,7 +148,10 @@ export async function groupCommits(baseUrl: string): Promise<{ commits: number; 
   try {
     const text = await (await fetch(`${baseUrl}/metrics`)).text();
     const read = (name: string) => Number(new RegExp(`^${name} (\\S+)$`, 'm').exec(text)?.[1] ?? 0);
-    return { commits: read('ledger_store_group_commit_appends_count'), appends: read('ledger_store_group_commit_appends_sum') };
+    return {
+      commits: read('ledger_store_group_commit_appends_count'),
+      appends: read('ledger_store_group_commit_appends_sum'),
+    };
   } catch {
     return { commits: 0, appends: 0 };
   }

@@ -41,7 +41,10 @@ async function main(): Promise<void> {
   let t = performance.now();
   let rows = 0;
   let bytes = 0;
-  for (const row of raw.prepare('SELECT * FROM events ORDER BY position').iterate() as Iterable<{ data: string; metadata: string }>) {
+  for (const row of raw.prepare('SELECT * FROM events ORDER BY position').iterate() as Iterable<{
+    data: string;
+    metadata: string;
+  }>) {
     rows += 1;
     bytes += row.data.length + row.metadata.length;
   }
@@ -58,7 +61,8 @@ async function main(): Promise<void> {
   await engine.rebuild();
   const rebuildMs = performance.now() - t;
   const rebuildTo = Date.now();
-  if (engine.position() !== events) throw new Error(`rebuild stopped at ${engine.position()}, the log ends at ${events}`);
+  if (engine.position() !== events)
+    throw new Error(`rebuild stopped at ${engine.position()}, the log ends at ${events}`);
   const rssAfterMb = process.memoryUsage().rss / 1024 / 1024;
   readModel.close();
   await store.close();

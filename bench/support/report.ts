@@ -44,7 +44,9 @@ export function machine(): Machine {
   let memory = `${(totalmem() / 2 ** 30).toFixed(1)} GiB total, ${(freemem() / 2 ** 30).toFixed(1)} GiB free`;
   try {
     nproc = Number(execFileSync('nproc', { encoding: 'utf8' }).trim());
-    const mem = execFileSync('free', ['-h'], { encoding: 'utf8' }).split('\n').find((line) => line.startsWith('Mem:'));
+    const mem = execFileSync('free', ['-h'], { encoding: 'utf8' })
+      .split('\n')
+      .find((line) => line.startsWith('Mem:'));
     if (mem) {
       const [, total, used, free] = mem.split(/\s+/);
       memory = `${total} total, ${used} used, ${free} free (free -h)`;
@@ -75,7 +77,8 @@ const format = (value: number): string => {
   return value.toFixed(2);
 };
 
-export const show = (measure: Measure | undefined): string => (measure ? `${format(measure.value)} ${measure.unit}` : '—');
+export const show = (measure: Measure | undefined): string =>
+  measure ? `${format(measure.value)} ${measure.unit}` : '—';
 
 /** A Markdown table (it reads in a terminal and pastes into docs/performance.md as it is). */
 export function table(rows: readonly FigureRow[]): string {
@@ -85,9 +88,12 @@ export function table(rows: readonly FigureRow[]): string {
   ];
   for (const row of rows) {
     const baseline = row.baseline ? `${show(row.baseline)} (${row.baseline.label})` : '—';
-    const ratio = row.ratio === undefined ? '—' : row.ratio >= 1 ? `${row.ratio.toFixed(2)}×` : `${(row.ratio * 100).toFixed(1)} %`;
+    const ratio =
+      row.ratio === undefined ? '—' : row.ratio >= 1 ? `${row.ratio.toFixed(2)}×` : `${(row.ratio * 100).toFixed(1)} %`;
     const met = row.target ? (row.target.met ? 'yes' : '**no**') : '—';
-    lines.push(`| ${row.id} | ${row.name} | ${show(row.figure)} (${row.figure.label}) | ${baseline} | ${ratio} | ${row.target?.text ?? '—'} | ${met} |`);
+    lines.push(
+      `| ${row.id} | ${row.name} | ${show(row.figure)} (${row.figure.label}) | ${baseline} | ${ratio} | ${row.target?.text ?? '—'} | ${met} |`,
+    );
   }
   return lines.join('\n');
 }

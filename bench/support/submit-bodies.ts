@@ -31,7 +31,12 @@ export function planFact(label: string, n: number) {
   return {
     event_id: benchUuid(label, n),
     type: 'StepPlanned',
-    data: { run_id: `${label}_run_${Math.floor(n / 8)}`, tool: TOOLS[n % TOOLS.length], side_effect: 'write', input_hash: INPUT_HASH },
+    data: {
+      run_id: `${label}_run_${Math.floor(n / 8)}`,
+      tool: TOOLS[n % TOOLS.length],
+      side_effect: 'write',
+      input_hash: INPUT_HASH,
+    },
   };
 }
 
@@ -47,13 +52,22 @@ export function dispatchFact(label: string, n: number, attempt = 1, k = 1) {
 export function batchFacts(label: string, n: number, size: number) {
   const ref = operationRef(label, n);
   const checkedAt = '2026-01-01T00:00:00.000Z';
-  const facts: Array<{ event_id: string; type: string; data: Record<string, unknown> }> = [planFact(label, n), dispatchFact(label, n)];
+  const facts: Array<{ event_id: string; type: string; data: Record<string, unknown> }> = [
+    planFact(label, n),
+    dispatchFact(label, n),
+  ];
   facts.push({
     event_id: benchUuid(label, n, 2),
     type: 'EnvelopeRecorded',
     data: {
       attempt: 1,
-      envelope: { ok: true, operation_ref: ref, commit_state: 'committed', result: { id: `inv_${n}` }, verification: { checked_at: checkedAt, evidence_ref: `ev_${n}` } },
+      envelope: {
+        ok: true,
+        operation_ref: ref,
+        commit_state: 'committed',
+        result: { id: `inv_${n}` },
+        verification: { checked_at: checkedAt, evidence_ref: `ev_${n}` },
+      },
     },
   });
   for (let k = 3; facts.length < size; k++) facts.push(dispatchFact(label, n, 1, k));
@@ -64,7 +78,11 @@ export function batchFacts(label: string, n: number, size: number) {
 export function requestOf(scenario: Scenario, n: number): { method: 'GET' | 'POST'; path: string; body?: string } {
   switch (scenario.kind) {
     case 'plan':
-      return { method: 'POST', path: submitPath(operationRef(scenario.label, n)), body: JSON.stringify({ events: [planFact(scenario.label, n)] }) };
+      return {
+        method: 'POST',
+        path: submitPath(operationRef(scenario.label, n)),
+        body: JSON.stringify({ events: [planFact(scenario.label, n)] }),
+      };
     case 'dispatch': {
       // Past `count` the dispatches repeat on operations already in flight: the ledger refuses them
       // (ATTEMPT_IN_FLIGHT, recorded); the load process counts them apart from the 2xx.

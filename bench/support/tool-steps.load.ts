@@ -67,13 +67,25 @@ function envelopeFact(label: string, n: number) {
     type: 'EnvelopeRecorded',
     data: {
       attempt: 1,
-      envelope: { ok: true, operation_ref: ref, commit_state: 'committed', result: { id: `inv_${n}` }, verification: { checked_at: new Date().toISOString(), evidence_ref: `ev_${n}` } },
+      envelope: {
+        ok: true,
+        operation_ref: ref,
+        commit_state: 'committed',
+        result: { id: `inv_${n}` },
+        verification: { checked_at: new Date().toISOString(), evidence_ref: `ev_${n}` },
+      },
     },
   };
 }
 
 /** The requests of one step of `kind`, as autocannon request builders sharing the connection's context. */
-function stepRequests(kind: StepKind, label: string, next: () => number, measuring: () => boolean, tally: (latency: number | undefined) => void) {
+function stepRequests(
+  kind: StepKind,
+  label: string,
+  next: () => number,
+  measuring: () => boolean,
+  tally: (latency: number | undefined) => void,
+) {
   const begin = (context: Context) => {
     const n = next();
     context.n = n;
@@ -99,7 +111,13 @@ function stepRequests(kind: StepKind, label: string, next: () => number, measuri
           setupRequest: (request: Request, context: Context): Request => {
             const n = begin(context);
             const events = [planFact(label, n), dispatchFact(label, n)];
-            return { ...request, method: 'POST', path: submitPath(context.ref ?? ''), headers: JSON_HEADERS, body: JSON.stringify({ events }) };
+            return {
+              ...request,
+              method: 'POST',
+              path: submitPath(context.ref ?? ''),
+              headers: JSON_HEADERS,
+              body: JSON.stringify({ events }),
+            };
           },
           onResponse: (status: number, _body: string, context: Context) => check(status, context),
         },
@@ -120,7 +138,13 @@ function stepRequests(kind: StepKind, label: string, next: () => number, measuri
           setupRequest: (request: Request, context: Context): Request => {
             begin(context);
             const ref = context.ref ?? '';
-            return { ...request, method: 'POST', path: '/toolStep/record', headers: { ...JSON_HEADERS, 'idempotency-key': ref }, body: body(ref) };
+            return {
+              ...request,
+              method: 'POST',
+              path: '/toolStep/record',
+              headers: { ...JSON_HEADERS, 'idempotency-key': ref },
+              body: body(ref),
+            };
           },
           onResponse: (status: number, _body: string, context: Context) => end(status, context),
         },
@@ -131,7 +155,13 @@ function stepRequests(kind: StepKind, label: string, next: () => number, measuri
           setupRequest: (request: Request, context: Context): Request => {
             begin(context);
             const ref = context.ref ?? '';
-            return { ...request, method: 'POST', path: `/steps/${encodeURIComponent(ref)}`, headers: JSON_HEADERS, body: body(ref) };
+            return {
+              ...request,
+              method: 'POST',
+              path: `/steps/${encodeURIComponent(ref)}`,
+              headers: JSON_HEADERS,
+              body: body(ref),
+            };
           },
           onResponse: (status: number, _body: string, context: Context) => end(status, context),
         },
@@ -139,7 +169,8 @@ function stepRequests(kind: StepKind, label: string, next: () => number, measuri
   }
 }
 
-const quantile = (sorted: number[], q: number) => (sorted.length === 0 ? 0 : sorted[Math.min(sorted.length - 1, Math.max(0, Math.ceil(q * sorted.length) - 1))]);
+const quantile = (sorted: number[], q: number) =>
+  sorted.length === 0 ? 0 : sorted[Math.min(sorted.length - 1, Math.max(0, Math.ceil(q * sorted.length) - 1))];
 
 async function main(): Promise<void> {
   const job = JSON.parse(process.argv[2] ?? '{}') as StepJob;
@@ -150,11 +181,31 @@ async function main(): Promise<void> {
   const tally = (latency: number | undefined) => (latency === undefined ? (failedSteps += 1) : latencies.push(latency));
   const common = { url: job.url, connections: job.connections, pipelining: 1, timeout: 30 };
   if (job.warmupSeconds > 0) {
-    await autocannon({ ...common, duration: job.warmupSeconds, requests: stepRequests(job.kind, `${job.label}_warm`, () => n++, () => false, tally) });
+    await autocannon({
+      ...common,
+      duration: job.warmupSeconds,
+      requests: stepRequests(
+        job.kind,
+        `${job.label}_warm`,
+        () => n++,
+        () => false,
+        tally,
+      ),
+    });
   }
   process.stdout.write('measuring\n');
   measuring = true;
-  const result = await autocannon({ ...common, duration: job.seconds, requests: stepRequests(job.kind, job.label, () => n++, () => measuring, tally) });
+  const result = await autocannon({
+    ...common,
+    duration: job.seconds,
+    requests: stepRequests(
+      job.kind,
+      job.label,
+      () => n++,
+      () => measuring,
+      tally,
+    ),
+  });
   measuring = false;
   const statusCodes: Record<string, number> = {};
   for (const [code, stats] of Object.entries(result.statusCodeStats ?? {})) statusCodes[code] = stats.count;

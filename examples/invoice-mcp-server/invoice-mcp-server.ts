@@ -53,7 +53,11 @@ function faultAnswer(fault: Fault, ref: string | undefined): CallToolResult | un
         code: 'RATE_LIMITED',
         category: 'dependency',
         commit_state: 'not_committed',
-        retry: { directive: 'after_delay', not_before: inAWhile(fault.retry_after_ms ?? 1000), max_attempts_remaining: 3 },
+        retry: {
+          directive: 'after_delay',
+          not_before: inAWhile(fault.retry_after_ms ?? 1000),
+          max_attempts_remaining: 3,
+        },
         next_action: 'wait_and_retry',
         safe_details: { retry_after: Math.ceil((fault.retry_after_ms ?? 1000) / 1000) },
       });
@@ -79,7 +83,11 @@ function faultAnswer(fault: Fault, ref: string | undefined): CallToolResult | un
         code: 'PROVIDER_OUTAGE',
         category: 'dependency',
         commit_state: 'not_committed',
-        retry: { directive: 'after_delay', not_before: inAWhile(fault.retry_after_ms ?? 200), max_attempts_remaining: 3 },
+        retry: {
+          directive: 'after_delay',
+          not_before: inAWhile(fault.retry_after_ms ?? 200),
+          max_attempts_remaining: 3,
+        },
         next_action: 'wait_and_retry',
       });
     case 'hostile-text':
@@ -119,7 +127,9 @@ export function createInvoiceServer(state: InvoiceState, options: InvoiceServerO
     'create_invoice',
     {
       title: prose('Create an invoice'),
-      description: prose('Creates an invoice for a customer. The same idempotency_key always answers the same invoice.'),
+      description: prose(
+        'Creates an invoice for a customer. The same idempotency_key always answers the same invoice.',
+      ),
       inputSchema: {
         customer_id: z.string().describe(prose('the customer, e.g. cus_42')),
         amount_cents: z.number().describe(prose('the amount in cents, a positive integer')),
@@ -213,7 +223,11 @@ export function createInvoiceServer(state: InvoiceState, options: InvoiceServerO
           code: 'RATE_LIMITED',
           category: 'dependency',
           commit_state: 'not_committed',
-          retry: { directive: 'after_delay', not_before: inAWhile(fault.retry_after_ms ?? 1000), max_attempts_remaining: 3 },
+          retry: {
+            directive: 'after_delay',
+            not_before: inAWhile(fault.retry_after_ms ?? 1000),
+            max_attempts_remaining: 3,
+          },
           next_action: 'wait_and_retry',
         });
       }

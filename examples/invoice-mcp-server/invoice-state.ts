@@ -135,7 +135,10 @@ export class InvoiceState {
   }
 
   /** One invoice per key, checked and written in one synchronous step. */
-  create(ref: string, input: { customer_id: string; amount_cents: number; currency: string }): { invoice: Invoice; replayed: boolean } {
+  create(
+    ref: string,
+    input: { customer_id: string; amount_cents: number; currency: string },
+  ): { invoice: Invoice; replayed: boolean } {
     const invoices = this.invoices();
     const existing = invoices.find((invoice) => invoice.operation_ref === ref);
     if (existing) return { invoice: existing, replayed: true };

@@ -69,7 +69,8 @@ async function serveHttp(state: InvoiceState, port: number): Promise<void> {
       await transport.handleRequest(request, response, await readBody(request));
     };
     handle().catch(() => {
-      if (!response.headersSent) response.writeHead(500, { 'content-type': 'application/json' }).end('{"error":"internal"}');
+      if (!response.headersSent)
+        response.writeHead(500, { 'content-type': 'application/json' }).end('{"error":"internal"}');
     });
   });
   await new Promise<void>((resolve, reject) => {

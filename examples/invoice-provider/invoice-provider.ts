@@ -166,7 +166,9 @@ export async function startInvoiceProvider(options: InvoiceProviderOptions = {})
       });
       if (fault) return fault;
     }
-    const index = rules.findIndex((rule) => (rule.on ?? 'create') === on && (!rule.operation_ref || rule.operation_ref === key));
+    const index = rules.findIndex(
+      (rule) => (rule.on ?? 'create') === on && (!rule.operation_ref || rule.operation_ref === key),
+    );
     if (index < 0) return on === 'create' ? randomFault() : undefined;
     const rule = rules[index];
     rule.times = (rule.times ?? 1) - 1;
@@ -180,7 +182,8 @@ export async function startInvoiceProvider(options: InvoiceProviderOptions = {})
     const draw = random();
     const timeout = flaky.timeoutAfterCommit ?? 0;
     if (draw < timeout) return { kind: 'accept-then-timeout' };
-    if (draw < timeout + (flaky.rateLimit ?? 0)) return { kind: 'rate-limit', retry_after_s: flaky.retryAfterSeconds ?? 1 };
+    if (draw < timeout + (flaky.rateLimit ?? 0))
+      return { kind: 'rate-limit', retry_after_s: flaky.retryAfterSeconds ?? 1 };
     return undefined;
   }
 
@@ -225,13 +228,19 @@ export async function startInvoiceProvider(options: InvoiceProviderOptions = {})
           { 'retry-after': String(fault.retry_after_s ?? 2) },
         );
       case 'bad-request':
-        return send(response, 400, { error: { code: 'invalid_request', field: fault.field ?? 'customer_id', message: fault.message ?? 'invalid' } });
+        return send(response, 400, {
+          error: { code: 'invalid_request', field: fault.field ?? 'customer_id', message: fault.message ?? 'invalid' },
+        });
       case 'forbidden':
-        return send(response, 403, { error: { code: 'not_permitted', message: fault.message ?? 'this key may not create invoices' } });
+        return send(response, 403, {
+          error: { code: 'not_permitted', message: fault.message ?? 'this key may not create invoices' },
+        });
       case 'bad-gateway':
         if (fault.commit && !invalidField(input)) commit(key, input);
         response.writeHead(502, { 'content-type': 'text/html' });
-        return void response.end(`<html><body>502 Bad Gateway${fault.message ? ` ${fault.message}` : ''}</body></html>`);
+        return void response.end(
+          `<html><body>502 Bad Gateway${fault.message ? ` ${fault.message}` : ''}</body></html>`,
+        );
       case 'slow':
         await new Promise((resolve) => setTimeout(resolve, fault.delay_ms ?? 1500));
         break;
@@ -239,11 +248,19 @@ export async function startInvoiceProvider(options: InvoiceProviderOptions = {})
         break;
     }
     const field = invalidField(input);
-    if (field) return send(response, 422, { error: { code: 'invalid_request', field, message: `${field} is invalid` } });
+    if (field)
+      return send(response, 422, { error: { code: 'invalid_request', field, message: `${field} is invalid` } });
     const existing = idempotent ? byKey.get(key) : undefined;
-    if (existing && (existing.customer_id !== input.customer_id || existing.amount_cents !== input.amount_cents || existing.currency !== input.currency)) {
+    if (
+      existing &&
+      (existing.customer_id !== input.customer_id ||
+        existing.amount_cents !== input.amount_cents ||
+        existing.currency !== input.currency)
+    ) {
       // The key was used for another invoice: refuse rather than answer an invoice the caller did not ask for.
-      return send(response, 409, { error: { code: 'idempotency_key_reused', message: 'this key was used with other parameters' } });
+      return send(response, 409, {
+        error: { code: 'idempotency_key_reused', message: 'this key was used with other parameters' },
+      });
     }
     const { invoice, replayed } = commit(key, input);
     if (fault?.kind === 'accept-then-timeout') return; // committed; the answer never comes
@@ -256,7 +273,12 @@ export async function startInvoiceProvider(options: InvoiceProviderOptions = {})
     const fault = key === null ? undefined : takeFault(request, 'lookup', key);
     if (fault?.kind === 'lookup-unavailable') return send(response, 503, { error: { code: 'unavailable' } });
     if (fault?.kind === 'rate-limit') {
-      return send(response, 429, { error: { code: 'rate_limited' } }, { 'retry-after': String(fault.retry_after_s ?? 2) });
+      return send(
+        response,
+        429,
+        { error: { code: 'rate_limited' } },
+        { 'retry-after': String(fault.retry_after_s ?? 2) },
+      );
     }
     const items = key === null ? [...byKey.values()] : byKey.has(key) ? [byKey.get(key)] : [];
     send(response, 200, { items });
@@ -289,7 +311,10 @@ export async function startInvoiceProvider(options: InvoiceProviderOptions = {})
       if (route === 'GET /__health') return send(response, 200, { ok: true, invoices: byKey.size });
       // What createRequests() tells an in-process test, for a test in another process (or language).
       if (route === 'GET /__requests') {
-        return send(response, 200, { create_requests: Object.fromEntries(requestCounts), traceparents: Object.fromEntries(traceparents) });
+        return send(response, 200, {
+          create_requests: Object.fromEntries(requestCounts),
+          traceparents: Object.fromEntries(traceparents),
+        });
       }
       if (route === 'GET /__stats') {
         return send(response, 200, {

@@ -26,12 +26,17 @@ export function parseApiKeys(entries: readonly string[]): ApiKeyEntry[] {
     const hashed = parts[0] === 'sha256' && parts.length === 4;
     if (!hashed && parts.length !== 3) throw new ConfigError(`API key entry ${index + 1} is not key:role:tenant`);
     const [secret, role, tenant] = hashed ? parts.slice(1) : parts;
-    if (hashed && !/^[0-9a-f]{64}$/i.test(secret)) throw new ConfigError(`API key entry ${index + 1}: sha256 needs 64 hex digits`);
-    if (!hashed && secret.length < 16) throw new ConfigError(`API key entry ${index + 1}: a key needs at least 16 characters`);
-    if (!ROLES.includes(role as Role)) throw new ConfigError(`API key entry ${index + 1}: role must be one of ${ROLES.join(', ')}`);
+    if (hashed && !/^[0-9a-f]{64}$/i.test(secret))
+      throw new ConfigError(`API key entry ${index + 1}: sha256 needs 64 hex digits`);
+    if (!hashed && secret.length < 16)
+      throw new ConfigError(`API key entry ${index + 1}: a key needs at least 16 characters`);
+    if (!ROLES.includes(role as Role))
+      throw new ConfigError(`API key entry ${index + 1}: role must be one of ${ROLES.join(', ')}`);
     // A metrics key sees the whole process and no tenant's data: its tenant is `*`, and only its.
     if (role === 'metrics' ? tenant !== NO_TENANT : !TENANT_ID_PATTERN.test(tenant)) {
-      throw new ConfigError(`API key entry ${index + 1}: ${role === 'metrics' ? `a metrics key's tenant is ${NO_TENANT}` : `tenant must match ${TENANT_ID_PATTERN}`}`);
+      throw new ConfigError(
+        `API key entry ${index + 1}: ${role === 'metrics' ? `a metrics key's tenant is ${NO_TENANT}` : `tenant must match ${TENANT_ID_PATTERN}`}`,
+      );
     }
     const digest = hashed ? Buffer.from(secret, 'hex') : sha256(secret);
     return { id: `key_${digest.toString('hex').slice(0, 12)}`, role: role as Role, tenant, sha256: digest };

@@ -26,7 +26,10 @@ export class AuthGuard implements CanActivate {
   ) {}
 
   canActivate(context: ExecutionContext): boolean {
-    const access = this.reflector.getAllAndOverride<Access | undefined>(ACCESS_KEY, [context.getHandler(), context.getClass()]);
+    const access = this.reflector.getAllAndOverride<Access | undefined>(ACCESS_KEY, [
+      context.getHandler(),
+      context.getClass(),
+    ]);
     // Fail closed: a route that forgot to declare its access is nobody's.
     if (access === undefined) throw new LedgerProblem('FORBIDDEN', 'this route declares no access rule');
     if (access === 'public') return true;

@@ -12,7 +12,11 @@ export interface ApprovalSettings {
  * Refuses (403) a submit that holds a fact the caller's role may not record, naming the first such
  * fact; the whole submit is refused, nothing of it is stored (docs/contract.md §8).
  */
-export function checkFactPermissions(caller: Caller, facts: ReadonlyArray<{ type: string }>, settings: ApprovalSettings): void {
+export function checkFactPermissions(
+  caller: Caller,
+  facts: ReadonlyArray<{ type: string }>,
+  settings: ApprovalSettings,
+): void {
   const options = { selfApproval: settings.selfApproval, localMode: caller.local === true };
   const index = facts.findIndex((fact) => !mayRecord(caller.role, fact.type, options));
   if (index < 0) return;

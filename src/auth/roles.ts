@@ -33,7 +33,11 @@ export const NO_TENANT = '*';
  * asked to be approved (docs/contract.md §4): if the runtime that asked could answer, the gate
  * would protect nothing. `selfApproval` is the explicit setting that lets a runtime key approve.
  */
-export function mayRecord(role: Role, factType: string, options: { selfApproval: boolean; localMode: boolean }): boolean {
+export function mayRecord(
+  role: Role,
+  factType: string,
+  options: { selfApproval: boolean; localMode: boolean },
+): boolean {
   if (options.localMode) return true;
   // A person's actions on an escalation (docs/contract.md §4.10) are the operator's alone: the
   // runtime that escalated may not settle or reopen its own step, and an operator records nothing else.

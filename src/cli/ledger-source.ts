@@ -34,23 +34,31 @@ export async function openLocalStore(options: GlobalOptions, { create = false } 
   }
   const location = config.store === 'sqlite' ? config.eventsFile : 'EventStoreDB (EVENTSTORE_CONNECTION_STRING)';
   if (config.store === 'sqlite' && !create && !existsSync(location)) {
-    throw new CliError(`no event store at ${location} (point --data-dir or LEDGER_DATA_DIR at the service's data directory)`);
+    throw new CliError(
+      `no event store at ${location} (point --data-dir or LEDGER_DATA_DIR at the service's data directory)`,
+    );
   }
   try {
     return { store: await openEventStore(config), config, location };
   } catch (error) {
-    if (error instanceof StoreUnavailableError) throw new CliError(`cannot open the event store at ${location}: ${error.reason}`, EXIT.unavailable);
+    if (error instanceof StoreUnavailableError)
+      throw new CliError(`cannot open the event store at ${location}: ${error.reason}`, EXIT.unavailable);
     throw error;
   }
 }
 
 /** Runs `work` on the local store and always closes it, so a failed command never leaves a lock. */
-export async function withLocalStore<T>(options: GlobalOptions, work: (local: LocalStore) => Promise<T>, open = {}): Promise<T> {
+export async function withLocalStore<T>(
+  options: GlobalOptions,
+  work: (local: LocalStore) => Promise<T>,
+  open = {},
+): Promise<T> {
   const local = await openLocalStore(options, open);
   try {
     return await work(local);
   } catch (error) {
-    if (error instanceof StoreUnavailableError) throw new CliError(`the event store is unavailable: ${error.reason}`, EXIT.unavailable);
+    if (error instanceof StoreUnavailableError)
+      throw new CliError(`the event store is unavailable: ${error.reason}`, EXIT.unavailable);
     throw error;
   } finally {
     await local.store.close();
@@ -87,18 +95,25 @@ export class RemoteLedger {
     } catch {
       throw usageError(`--url must be an http(s) URL, got "${url}"`);
     }
-    if (parsed.protocol !== 'http:' && parsed.protocol !== 'https:') throw usageError(`--url must be an http(s) URL, got "${url}"`);
+    if (parsed.protocol !== 'http:' && parsed.protocol !== 'https:')
+      throw usageError(`--url must be an http(s) URL, got "${url}"`);
     this.base = parsed;
   }
 
   private url(path: string, query: Record<string, string | number | undefined>): URL {
     const url = new URL(path.replace(/^\//, ''), this.base.href.endsWith('/') ? this.base.href : `${this.base.href}/`);
-    for (const [name, value] of Object.entries(query)) if (value !== undefined) url.searchParams.set(name, String(value));
+    for (const [name, value] of Object.entries(query))
+      if (value !== undefined) url.searchParams.set(name, String(value));
     return url;
   }
 
   /** One request; a network failure is exit 3, the answer is the caller's to read. */
-  async send(method: 'GET' | 'POST', path: string, query: Record<string, string | number | undefined> = {}, body?: unknown): Promise<Response> {
+  async send(
+    method: 'GET' | 'POST',
+    path: string,
+    query: Record<string, string | number | undefined> = {},
+    body?: unknown,
+  ): Promise<Response> {
     try {
       return await fetch(this.url(path, query), {
         method,
@@ -111,7 +126,10 @@ export class RemoteLedger {
       });
     } catch (error) {
       const cause = (error as { cause?: { code?: string; message?: string } }).cause;
-      throw new CliError(`cannot reach ${this.base.origin}: ${cause?.code ?? cause?.message ?? (error as Error).message}`, EXIT.unavailable);
+      throw new CliError(
+        `cannot reach ${this.base.origin}: ${cause?.code ?? cause?.message ?? (error as Error).message}`,
+        EXIT.unavailable,
+      );
     }
   }
 
@@ -125,7 +143,10 @@ export class RemoteLedger {
     }
     const code = problem.code ?? `HTTP_${response.status}`;
     const detail = problem.detail ?? problem.title ?? response.statusText;
-    return new CliError(`${response.status} ${code}: ${detail}`, response.status === 503 ? EXIT.unavailable : EXIT.failure);
+    return new CliError(
+      `${response.status} ${code}: ${detail}`,
+      response.status === 503 ? EXIT.unavailable : EXIT.failure,
+    );
   }
 
   async get<T>(path: string, query: Record<string, string | number | undefined> = {}): Promise<T> {

@@ -12,19 +12,30 @@ import {
 } from '../store/log-archive-format';
 import { CliError } from './cli-errors';
 
-const isObject = (value: unknown): value is Record<string, unknown> => typeof value === 'object' && value !== null && !Array.isArray(value);
+const isObject = (value: unknown): value is Record<string, unknown> =>
+  typeof value === 'object' && value !== null && !Array.isArray(value);
 
 const isString = (value: unknown): value is string => typeof value === 'string';
 const isInteger = (value: unknown): value is number => Number.isSafeInteger(value);
 const optional = (value: unknown, holds: (value: unknown) => boolean) => value === undefined || holds(value);
 
-
-const isHead = (value: unknown) => isObject(value) && isString(value.stream) && isInteger(value.revision) && isString(value.hash);
+const isHead = (value: unknown) =>
+  isObject(value) && isString(value.stream) && isInteger(value.revision) && isString(value.hash);
 const isLogAnchor = (value: unknown) =>
-  isObject(value) && isInteger(value.position) && isInteger(value.events) && isString(value.log_hash) && optional(value.signature, isString);
+  isObject(value) &&
+  isInteger(value.position) &&
+  isInteger(value.events) &&
+  isString(value.log_hash) &&
+  optional(value.signature, isString);
 
 function isArchiveHeader(value: Record<string, unknown>): value is Record<string, unknown> & ArchiveHeader {
-  return value.kind === 'header' && value.format === ARCHIVE_FORMAT && isInteger(value.version) && isString(value.exported_at) && isInteger(value.head_position);
+  return (
+    value.kind === 'header' &&
+    value.format === ARCHIVE_FORMAT &&
+    isInteger(value.version) &&
+    isString(value.exported_at) &&
+    isInteger(value.head_position)
+  );
 }
 
 /** Heads and the log anchor are optional: files written before anchors, or by a store that keeps none, lack them. */
@@ -41,10 +52,20 @@ function isArchiveFooter(value: Record<string, unknown>): value is Record<string
 
 function checkEvent(value: Record<string, unknown>, at: string): StoredEvent {
   const { stream, revision, position, event_id, type, data, metadata } = value;
-  if (isString(stream) && isInteger(revision) && isInteger(position) && isString(event_id) && isString(type) && isJsonObject(data) && isEventMetadata(metadata)) {
+  if (
+    isString(stream) &&
+    isInteger(revision) &&
+    isInteger(position) &&
+    isString(event_id) &&
+    isString(type) &&
+    isJsonObject(data) &&
+    isEventMetadata(metadata)
+  ) {
     return { stream, revision, position, event_id, type, data, metadata };
   }
-  throw new CliError(`${at}: not an event of this format (stream, revision, position, event_id, type, data, metadata with hashes)`);
+  throw new CliError(
+    `${at}: not an event of this format (stream, revision, position, event_id, type, data, metadata with hashes)`,
+  );
 }
 
 /** Reads and checks the file's framing (header, events, footer, counts); chains are checked by the caller. */
@@ -69,17 +90,22 @@ export async function readArchive(file: string): Promise<Archive> {
       }
       if (!isObject(value)) throw new CliError(`${at}: not a JSON object`);
       if (!header) {
-        if (value.kind !== 'header' || value.format !== ARCHIVE_FORMAT) throw new CliError(`${at}: not a ${ARCHIVE_FORMAT} file (no header)`);
-        if (value.version !== ARCHIVE_VERSION) throw new CliError(`${at}: format version ${String(value.version)} is not ${ARCHIVE_VERSION}`);
-        if (!isArchiveHeader(value)) throw new CliError(`${at}: not a header of this format (exported_at, head_position)`);
+        if (value.kind !== 'header' || value.format !== ARCHIVE_FORMAT)
+          throw new CliError(`${at}: not a ${ARCHIVE_FORMAT} file (no header)`);
+        if (value.version !== ARCHIVE_VERSION)
+          throw new CliError(`${at}: format version ${String(value.version)} is not ${ARCHIVE_VERSION}`);
+        if (!isArchiveHeader(value))
+          throw new CliError(`${at}: not a header of this format (exported_at, head_position)`);
         header = value;
       } else if (value.kind === 'event') {
         const event = checkEvent(value, at);
         const previous = events[events.length - 1];
-        if (previous && event.position <= previous.position) throw new CliError(`${at}: positions are not in log order`);
+        if (previous && event.position <= previous.position)
+          throw new CliError(`${at}: positions are not in log order`);
         events.push(event);
       } else if (value.kind === 'footer') {
-        if (!isArchiveFooter(value)) throw new CliError(`${at}: not a footer of this format (events, streams, last_position, heads, log_anchor)`);
+        if (!isArchiveFooter(value))
+          throw new CliError(`${at}: not a footer of this format (events, streams, last_position, heads, log_anchor)`);
         footer = value;
       } else {
         throw new CliError(`${at}: unknown line kind ${JSON.stringify(value.kind)}`);
@@ -95,6 +121,7 @@ export async function readArchive(file: string): Promise<Archive> {
     throw new CliError(`${file}: the footer counts ${footer.events} events, the file holds ${events.length}`);
   }
   const streams = new Set(events.map((event) => event.stream)).size;
-  if (footer.streams !== streams) throw new CliError(`${file}: the footer counts ${footer.streams} streams, the file holds ${streams}`);
+  if (footer.streams !== streams)
+    throw new CliError(`${file}: the footer counts ${footer.streams} streams, the file holds ${streams}`);
   return { header, events, footer };
 }

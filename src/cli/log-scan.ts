@@ -18,4 +18,3 @@ export async function scanLog(
     position = page[page.length - 1].position;
   }
 }
-

@@ -21,7 +21,8 @@ const commands = {
 
 function nonNegativeInteger(name: string) {
   return (raw: string): number => {
-    if (!/^\d+$/.test(raw) || !Number.isSafeInteger(Number(raw))) throw new InvalidArgumentError(`${name} must be a non-negative integer.`);
+    if (!/^\d+$/.test(raw) || !Number.isSafeInteger(Number(raw)))
+      throw new InvalidArgumentError(`${name} must be a non-negative integer.`);
     return Number(raw);
   };
 }
@@ -44,9 +45,17 @@ export function buildProgram(): Command {
     .description('Replay, inspect, export and verify a Recovery Ledger, on its data directory or through its HTTP API.')
     .version(require('../../../package.json').version as string, '-V, --version')
     .addOption(new Option('-d, --data-dir <dir>', 'the service data directory (local commands)').env('LEDGER_DATA_DIR'))
-    .addOption(new Option('-u, --url <url>', 'a running service, e.g. http://127.0.0.1:3000 (all but tail and import)').env('LEDGER_URL'))
+    .addOption(
+      new Option('-u, --url <url>', 'a running service, e.g. http://127.0.0.1:3000 (all but tail and import)').env(
+        'LEDGER_URL',
+      ),
+    )
     .addOption(new Option('-k, --key <key>', 'API key for --url').env('LEDGER_API_KEY'))
-    .addOption(new Option('-t, --tenant <tenant>', 'tenant of the operations (local commands; a key fixes its own)').default('default'))
+    .addOption(
+      new Option('-t, --tenant <tenant>', 'tenant of the operations (local commands; a key fixes its own)').default(
+        'default',
+      ),
+    )
     .showHelpAfterError('(run with --help for usage)')
     .addHelpText('after', EXIT_CODES_HELP)
     .exitOverride();
@@ -56,41 +65,69 @@ export function buildProgram(): Command {
     .command('replay')
     .description("print an operation's timeline: every event, the state after it, and why")
     .argument('<ref>', 'the operation_ref, e.g. run_81/step_4')
-    .addOption(new Option('--as-of <revision>', 'stop at this revision (the state as it stood then)').argParser(nonNegativeInteger('--as-of')))
+    .addOption(
+      new Option('--as-of <revision>', 'stop at this revision (the state as it stood then)').argParser(
+        nonNegativeInteger('--as-of'),
+      ),
+    )
     .option('--json', 'machine-readable output')
-    .action(async (ref: string, options: { asOf?: number; json?: boolean }, command: Command) => (await commands.replay()).replayCommand(globals(command), ref, options));
+    .action(async (ref: string, options: { asOf?: number; json?: boolean }, command: Command) =>
+      (await commands.replay()).replayCommand(globals(command), ref, options),
+    );
 
   program
     .command('evidence')
-    .description("print an operation's evidence trail and verdict: what was tried, what came back, how the outcome is proven")
+    .description(
+      "print an operation's evidence trail and verdict: what was tried, what came back, how the outcome is proven",
+    )
     .argument('<ref>', 'the operation_ref')
     .option('--json', 'machine-readable output')
-    .action(async (ref: string, options: { json?: boolean }, command: Command) => (await commands.evidence()).evidenceCommand(globals(command), ref, options));
+    .action(async (ref: string, options: { json?: boolean }, command: Command) =>
+      (await commands.evidence()).evidenceCommand(globals(command), ref, options),
+    );
 
   program
     .command('tail')
     .description('follow the global log as events are appended (Ctrl-C to stop)')
-    .addOption(new Option('--from <position>', 'start after this global position (0: from the beginning); default: now').argParser(nonNegativeInteger('--from')))
+    .addOption(
+      new Option(
+        '--from <position>',
+        'start after this global position (0: from the beginning); default: now',
+      ).argParser(nonNegativeInteger('--from')),
+    )
     .option('--no-follow', 'print what is there and exit')
     .option('--json', 'one NDJSON event a line, as export writes them')
-    .action(async (options: { from?: number; follow: boolean; json?: boolean }, command: Command) => (await commands.tail()).tailCommand(globals(command), options));
+    .action(async (options: { from?: number; follow: boolean; json?: boolean }, command: Command) =>
+      (await commands.tail()).tailCommand(globals(command), options),
+    );
 
   const projections = program.command('projections').description('manage the read models');
   projections
     .command('rebuild')
     .description('rebuild projections from the log, from zero (on a data directory: stop the service first; or --url)')
     .argument('[name]', 'one projection (step_state, evidence_trail, run_summary, trust_metrics); default: all')
-    .addOption(new Option('--progress <mode>', 'progress bar on stderr').choices(['auto', 'always', 'never']).default('auto'))
+    .addOption(
+      new Option('--progress <mode>', 'progress bar on stderr').choices(['auto', 'always', 'never']).default('auto'),
+    )
     .action(async (name: string | undefined, options: { progress: ProgressMode }, command: Command) => {
       await (await commands.rebuild()).rebuildCommand(globals(command), name, options);
     });
 
   program
     .command('export')
-    .description('write the log as NDJSON, every event with its hash chain (with --url: the key\'s tenant, admin key)')
+    .description("write the log as NDJSON, every event with its hash chain (with --url: the key's tenant, admin key)")
     .option('-o, --out <file>', 'write to a file instead of stdout')
-    .addOption(new Option('--format <format>', 'ndjson (the archive import reads) or cloudevents (CloudEvents 1.0, one JSON event per line)').choices(['ndjson', 'cloudevents']).default('ndjson'))
-    .action(async (options: { out?: string; format?: 'ndjson' | 'cloudevents' }, command: Command) => (await commands.export()).exportCommand(globals(command), options));
+    .addOption(
+      new Option(
+        '--format <format>',
+        'ndjson (the archive import reads) or cloudevents (CloudEvents 1.0, one JSON event per line)',
+      )
+        .choices(['ndjson', 'cloudevents'])
+        .default('ndjson'),
+    )
+    .action(async (options: { out?: string; format?: 'ndjson' | 'cloudevents' }, command: Command) =>
+      (await commands.export()).exportCommand(globals(command), options),
+    );
 
   program
     .command('import')
@@ -107,27 +144,57 @@ export function buildProgram(): Command {
     )
     .option('--json', 'machine-readable output')
     .option('--read-models', 'also rebuild the projections in memory and compare them with the stored read model')
-    .option('--since <checkpoint>', 'a checkpoint written earlier by --checkpoint-out: prove the log has only grown since')
-    .option('--checkpoint-out <file>', 'after a clean audit, write the checkpoint of the log as it stands (keep it outside the store)')
-    .option('--archive <file>', 'check an export file offline: its chains, and the stream heads and log anchor in its footer')
-    .option('--witness <file>', 'the head witness the service keeps (default LEDGER_HEAD_WITNESS_FILE): fail if the log was rolled back behind it')
-    .action(async (options: { json?: boolean; readModels?: boolean; since?: string; checkpointOut?: string; archive?: string; witness?: string }, command: Command) =>
-      (await commands.verify()).verifyCommand(globals(command), options),
+    .option(
+      '--since <checkpoint>',
+      'a checkpoint written earlier by --checkpoint-out: prove the log has only grown since',
+    )
+    .option(
+      '--checkpoint-out <file>',
+      'after a clean audit, write the checkpoint of the log as it stands (keep it outside the store)',
+    )
+    .option(
+      '--archive <file>',
+      'check an export file offline: its chains, and the stream heads and log anchor in its footer',
+    )
+    .option(
+      '--witness <file>',
+      'the head witness the service keeps (default LEDGER_HEAD_WITNESS_FILE): fail if the log was rolled back behind it',
+    )
+    .action(
+      async (
+        options: {
+          json?: boolean;
+          readModels?: boolean;
+          since?: string;
+          checkpointOut?: string;
+          archive?: string;
+          witness?: string;
+        },
+        command: Command,
+      ) => (await commands.verify()).verifyCommand(globals(command), options),
     );
 
   // The operator's actions (docs/contract.md §4.10), through a running service with an operator key.
   program
     .command('resolve')
-    .description('record what you found for an unknown outcome: --found <evidence_ref> or --not-found (operator key, --url)')
+    .description(
+      'record what you found for an unknown outcome: --found <evidence_ref> or --not-found (operator key, --url)',
+    )
     .argument('<ref>', 'the operation_ref')
-    .option('--found <evidence_ref>', 'the write committed: what you saw (the provider\'s id of it)')
+    .option('--found <evidence_ref>', "the write committed: what you saw (the provider's id of it)")
     .option('--not-found', 'the write is not at the provider')
     .requiredOption('--note <text>', 'what you checked, for the evidence trail')
     .option('--json', 'machine-readable output')
-    .action(async (ref: string, options: { found?: string; notFound?: boolean; note: string; json?: boolean }, command: Command) => {
-      const operator = await commands.operator();
-      await operator.operatorCommand(globals(command), ref, operator.resolveFact(options), options);
-    });
+    .action(
+      async (
+        ref: string,
+        options: { found?: string; notFound?: boolean; note: string; json?: boolean },
+        command: Command,
+      ) => {
+        const operator = await commands.operator();
+        await operator.operatorCommand(globals(command), ref, operator.resolveFact(options), options);
+      },
+    );
 
   program
     .command('cancel')
@@ -136,18 +203,32 @@ export function buildProgram(): Command {
     .requiredOption('--reason <text>', 'why')
     .option('--json', 'machine-readable output')
     .action(async (ref: string, options: { reason: string; json?: boolean }, command: Command) =>
-      (await commands.operator()).operatorCommand(globals(command), ref, { type: 'StepCancelled', data: { reason: options.reason } }, options),
+      (await commands.operator()).operatorCommand(
+        globals(command),
+        ref,
+        { type: 'StepCancelled', data: { reason: options.reason } },
+        options,
+      ),
     );
 
   program
     .command('reopen')
     .description('give an escalated step a new, bounded attempt budget (operator key, --url)')
     .argument('<ref>', 'the operation_ref')
-    .addOption(new Option('--attempts <n>', 'attempts beyond those used, 1 to 10').argParser(nonNegativeInteger('--attempts')).makeOptionMandatory())
+    .addOption(
+      new Option('--attempts <n>', 'attempts beyond those used, 1 to 10')
+        .argParser(nonNegativeInteger('--attempts'))
+        .makeOptionMandatory(),
+    )
     .requiredOption('--reason <text>', 'why')
     .option('--json', 'machine-readable output')
     .action(async (ref: string, options: { attempts: number; reason: string; json?: boolean }, command: Command) =>
-      (await commands.operator()).operatorCommand(globals(command), ref, { type: 'StepReopened', data: { attempts: options.attempts, reason: options.reason } }, options),
+      (await commands.operator()).operatorCommand(
+        globals(command),
+        ref,
+        { type: 'StepReopened', data: { attempts: options.attempts, reason: options.reason } },
+        options,
+      ),
     );
 
   program
@@ -161,16 +242,23 @@ export function buildProgram(): Command {
       (await commands.operator()).operatorCommand(
         globals(command),
         ref,
-        { type: 'EscalationAcknowledged', data: { assignee: options.assignee, ...(options.note === undefined ? {} : { note: options.note }) } },
+        {
+          type: 'EscalationAcknowledged',
+          data: { assignee: options.assignee, ...(options.note === undefined ? {} : { note: options.note }) },
+        },
         options,
       ),
     );
 
   program
     .command('mcp-gateway')
-    .description('serve an MCP gateway on stdio: upstream MCP tools pass through, write tools run through the ledger (docs/mcp-gateway.md)')
+    .description(
+      'serve an MCP gateway on stdio: upstream MCP tools pass through, write tools run through the ledger (docs/mcp-gateway.md)',
+    )
     .requiredOption('-c, --config <file>', 'the gateway configuration (JSON)')
-    .action(async (options: { config: string }, command: Command) => (await commands.mcpGateway()).mcpGatewayCommand(globals(command), options));
+    .action(async (options: { config: string }, command: Command) =>
+      (await commands.mcpGateway()).mcpGatewayCommand(globals(command), options),
+    );
 
   return program;
 }
@@ -183,13 +271,19 @@ export async function run(argv: readonly string[]): Promise<number> {
   } catch (error) {
     if (error instanceof CommanderError) {
       // Help and version are successes; every other commander error is a usage error, already printed.
-      return error.code === 'commander.helpDisplayed' || error.code === 'commander.version' || error.code === 'commander.help' ? EXIT.ok : EXIT.usage;
+      return error.code === 'commander.helpDisplayed' ||
+        error.code === 'commander.version' ||
+        error.code === 'commander.help'
+        ? EXIT.ok
+        : EXIT.usage;
     }
     if (error instanceof CliError) {
       process.stderr.write(`recovery-ledger: ${error.message}\n`);
       return error.exitCode;
     }
-    process.stderr.write(`recovery-ledger: unexpected error: ${error instanceof Error ? (error.stack ?? error.message) : String(error)}\n`);
+    process.stderr.write(
+      `recovery-ledger: unexpected error: ${error instanceof Error ? (error.stack ?? error.message) : String(error)}\n`,
+    );
     return EXIT.failure;
   }
 }

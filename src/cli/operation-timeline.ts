@@ -95,7 +95,8 @@ export function describeEvent(type: string, data: Record<string, unknown>): stri
     case 'LateOutcomeRecorded': {
       const envelope = record(data.envelope);
       const outcome = envelope.ok === true ? 'committed' : `${text(envelope.code)} (${text(envelope.commit_state)})`;
-      const flag = data.possible_duplicate === true ? ' after a later attempt was granted: possible duplicate write' : '';
+      const flag =
+        data.possible_duplicate === true ? ' after a later attempt was granted: possible duplicate write' : '';
       return `late envelope of attempt ${text(data.attempt)}: ${outcome}${flag}`;
     }
     case 'TransitionRecorded': {
@@ -133,7 +134,11 @@ export function buildTimeline(operationRef: string, events: readonly TimelineEve
   const rows = shown.map((event): TimelineRow => {
     const recorded = asRecorded(event);
     if (recorded) state = evolve(state, recorded);
-    return { ...event, why: describeEvent(event.type, event.data), state: stateView(operationRef, state, event.revision) };
+    return {
+      ...event,
+      why: describeEvent(event.type, event.data),
+      state: stateView(operationRef, state, event.revision),
+    };
   });
   const spans: StateSpan[] = [];
   for (const row of rows) {

@@ -1,5 +1,9 @@
 import { dirname, isAbsolute, join, relative, resolve } from 'node:path';
-import { DEFAULT_ENVELOPE_LIMITS, DEFAULT_SAFE_DETAIL_KEYS, type EnvelopeLimits } from '@recovery-ledger/core/domain/envelope/envelope.types';
+import {
+  DEFAULT_ENVELOPE_LIMITS,
+  DEFAULT_SAFE_DETAIL_KEYS,
+  type EnvelopeLimits,
+} from '@recovery-ledger/core/domain/envelope/envelope.types';
 import { DEFAULT_POLICY, type StepPolicy } from '@recovery-ledger/core/domain/events';
 
 export type StoreKind = 'sqlite' | 'eventstoredb';
@@ -73,7 +77,13 @@ export class ConfigError extends Error {
 }
 
 /** An integer setting from the environment, bounded; the fallback when unset; a ConfigError otherwise. */
-export function integerSetting(env: NodeJS.ProcessEnv, name: string, fallback: number, min: number, max: number): number {
+export function integerSetting(
+  env: NodeJS.ProcessEnv,
+  name: string,
+  fallback: number,
+  min: number,
+  max: number,
+): number {
   const raw = env[name];
   if (raw === undefined || raw === '') return fallback;
   const value = Number(raw);
@@ -101,7 +111,8 @@ function list(raw: string | undefined): string[] {
 function anchorKey(raw: string | undefined): string | undefined {
   if (raw === undefined || raw === '') return undefined;
   // A short key is guessable, and a guessed key lets a forger sign a rewritten log.
-  if (raw.length < 32) throw new ConfigError('LEDGER_ANCHOR_KEY must be at least 32 characters (for example `openssl rand -hex 32`)');
+  if (raw.length < 32)
+    throw new ConfigError('LEDGER_ANCHOR_KEY must be at least 32 characters (for example `openssl rand -hex 32`)');
   return raw;
 }
 
@@ -114,7 +125,9 @@ function headWitnessFile(raw: string | undefined, dataDir: string, eventsFile: s
     return path === '' || (!path.startsWith('..') && !isAbsolute(path));
   };
   if (inside(dataDir) || inside(dirname(eventsFile))) {
-    throw new ConfigError(`LEDGER_HEAD_WITNESS_FILE must be outside the data directory (${dataDir}) and the log's directory: a restore of the directory would bring an old witness back with the old log`);
+    throw new ConfigError(
+      `LEDGER_HEAD_WITNESS_FILE must be outside the data directory (${dataDir}) and the log's directory: a restore of the directory would bring an old witness back with the old log`,
+    );
   }
   return file;
 }
@@ -125,7 +138,10 @@ function acceptRollback(env: NodeJS.ProcessEnv): { reason: string } | undefined 
   if (raw !== '1') throw new ConfigError(`LEDGER_ACCEPT_ROLLBACK must be 1 (or unset), got "${raw}"`);
   const reason = (env.LEDGER_ACCEPT_ROLLBACK_REASON ?? '').trim();
   // The reason goes to the log beside the evidence: an acceptance nobody can explain later is refused.
-  if (reason === '') throw new ConfigError('LEDGER_ACCEPT_ROLLBACK=1 needs LEDGER_ACCEPT_ROLLBACK_REASON: why the older log is the one to keep');
+  if (reason === '')
+    throw new ConfigError(
+      'LEDGER_ACCEPT_ROLLBACK=1 needs LEDGER_ACCEPT_ROLLBACK_REASON: why the older log is the one to keep',
+    );
   return { reason };
 }
 
@@ -144,7 +160,9 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): LedgerConfig {
   if (store === 'eventstoredb' && !env.EVENTSTORE_CONNECTION_STRING) {
     throw new ConfigError('LEDGER_STORE=eventstoredb needs EVENTSTORE_CONNECTION_STRING');
   }
-  const safeDetailKeys = env.LEDGER_SAFE_DETAIL_KEYS ? list(env.LEDGER_SAFE_DETAIL_KEYS) : [...DEFAULT_SAFE_DETAIL_KEYS];
+  const safeDetailKeys = env.LEDGER_SAFE_DETAIL_KEYS
+    ? list(env.LEDGER_SAFE_DETAIL_KEYS)
+    : [...DEFAULT_SAFE_DETAIL_KEYS];
   const dataDir = resolve(env.LEDGER_DATA_DIR ?? './data');
   const eventsFile = resolve(env.LEDGER_EVENTS_FILE || join(env.LEDGER_DATA_DIR ?? './data', 'events.sqlite'));
   return {
@@ -162,8 +180,20 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): LedgerConfig {
     defaultPolicy: {
       ...DEFAULT_POLICY,
       max_attempts: integerSetting(env, 'LEDGER_DEFAULT_MAX_ATTEMPTS', DEFAULT_POLICY.max_attempts, 1, 100),
-      consistency_window_ms: integerSetting(env, 'LEDGER_DEFAULT_CONSISTENCY_WINDOW_MS', DEFAULT_POLICY.consistency_window_ms, 0, 86_400_000),
-      dispatch_timeout_ms: integerSetting(env, 'LEDGER_DEFAULT_DISPATCH_TIMEOUT_MS', DEFAULT_POLICY.dispatch_timeout_ms, 1000, 86_400_000),
+      consistency_window_ms: integerSetting(
+        env,
+        'LEDGER_DEFAULT_CONSISTENCY_WINDOW_MS',
+        DEFAULT_POLICY.consistency_window_ms,
+        0,
+        86_400_000,
+      ),
+      dispatch_timeout_ms: integerSetting(
+        env,
+        'LEDGER_DEFAULT_DISPATCH_TIMEOUT_MS',
+        DEFAULT_POLICY.dispatch_timeout_ms,
+        1000,
+        86_400_000,
+      ),
     },
     groupCommit: env.LEDGER_GROUP_COMMIT !== 'off',
     sqliteBusyTimeoutMs: integerSetting(env, 'LEDGER_SQLITE_BUSY_TIMEOUT_MS', 5000, 0, 600_000),

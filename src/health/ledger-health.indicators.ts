@@ -55,10 +55,15 @@ export class LedgerHealthIndicators {
       return session.down({
         ...shown,
         code: 'HISTORY_ROLLED_BACK',
-        message: 'the log was rolled back to an older copy: writes are refused; see the service log and `recovery-ledger verify --witness`',
+        message:
+          'the log was rolled back to an older copy: writes are refused; see the service log and `recovery-ledger verify --witness`',
       });
     }
-    if (state === 'broken') return session.down({ ...shown, message: 'the stored history failed verification: run `recovery-ledger verify`' });
+    if (state === 'broken')
+      return session.down({
+        ...shown,
+        message: 'the stored history failed verification: run `recovery-ledger verify`',
+      });
     if (state === 'unverifiable') return session.down({ ...shown, message: 'the log could not be audited' });
     return session.up(shown);
   }
@@ -76,8 +81,14 @@ export class LedgerHealthIndicators {
     const instances = this.instanceClocks?.status();
     const skewed = instances?.reason === 'skew';
     const messages = [
-      ...(status.steps_detected > 0 ? ['the wall clock stepped; decisions follow elapsed time, not the wall clock'] : []),
-      ...(skewed ? [`the clocks of two instances sharing the store differ by ${instances.skew_ms} ms (bound ${instances.skew_bound_ms} ms): expired leases are not handed over until they agree`] : []),
+      ...(status.steps_detected > 0
+        ? ['the wall clock stepped; decisions follow elapsed time, not the wall clock']
+        : []),
+      ...(skewed
+        ? [
+            `the clocks of two instances sharing the store differ by ${instances.skew_ms} ms (bound ${instances.skew_bound_ms} ms): expired leases are not handed over until they agree`,
+          ]
+        : []),
     ];
     return session.up({
       source: 'monotonic',
@@ -114,15 +125,24 @@ export class LedgerHealthIndicators {
     if (!engine) return session.up({ engine: 'not running in this process' });
     const check = this.readModelCheck();
     if (check && (check.state === 'verifying' || check.state === 'failed')) {
-      return session.down({ read_models: check, message: 'the read models are being checked against the log (or rebuilt), and are not served as true yet' });
+      return session.down({
+        read_models: check,
+        message: 'the read models are being checked against the log (or rebuilt), and are not served as true yet',
+      });
     }
     const { state, error, worker } = engine.status();
     // Where it runs, and how often its thread ended unasked (each time started again, loudly logged).
-    const thread: { thread: string; worker_restarts?: number } = worker ? { thread: 'worker', worker_restarts: worker.restarts } : { thread: 'inline' };
+    const thread: { thread: string; worker_restarts?: number } = worker
+      ? { thread: 'worker', worker_restarts: worker.restarts }
+      : { thread: 'inline' };
     this.causes.delete('projections');
     if (state === 'failed') {
       this.causes.set('projections', error ?? 'failed');
-      return session.down({ state, ...thread, message: 'the projection engine failed; it follows the log again shortly' });
+      return session.down({
+        state,
+        ...thread,
+        message: 'the projection engine failed; it follows the log again shortly',
+      });
     }
     let lags;
     try {
@@ -131,14 +151,28 @@ export class LedgerHealthIndicators {
       this.causes.set('projections', (failure as Error).message);
       return session.down({ state, message: 'the projection lag cannot be read' });
     }
-    if (!lags) return session.down({ state, message: `the projection lag cannot be read within ${this.settings.checkTimeoutMs} ms` });
+    if (!lags)
+      return session.down({
+        state,
+        message: `the projection lag cannot be read within ${this.settings.checkTimeoutMs} ms`,
+      });
     const maxLagMs = Math.max(0, ...lags.map((lag) => lag.ms_behind));
     // A count only where every projection's is known: null on a store whose positions count nothing
     // (EventStoreDB) while any projection is behind; 0 there too once all have caught up.
     let eventsBehind: number | null = 0;
-    for (const lag of lags) eventsBehind = eventsBehind === null || lag.events_behind === null ? null : Math.max(eventsBehind, lag.events_behind);
-    const data = { state, ...thread, lag_ms: maxLagMs, events_behind: eventsBehind, max_lag_ms: this.settings.maxProjectionLagMs };
-    return maxLagMs > this.settings.maxProjectionLagMs ? session.down({ ...data, message: 'projections lag behind the log' }) : session.up(data);
+    for (const lag of lags)
+      eventsBehind =
+        eventsBehind === null || lag.events_behind === null ? null : Math.max(eventsBehind, lag.events_behind);
+    const data = {
+      state,
+      ...thread,
+      lag_ms: maxLagMs,
+      events_behind: eventsBehind,
+      max_lag_ms: this.settings.maxProjectionLagMs,
+    };
+    return maxLagMs > this.settings.maxProjectionLagMs
+      ? session.down({ ...data, message: 'projections lag behind the log' })
+      : session.up(data);
   }
 
   private readModelCheck() {

@@ -1,5 +1,14 @@
 import { Controller, Get, Inject, Param, Query } from '@nestjs/common';
-import { ApiExtraModels, ApiOkResponse, ApiOperation, ApiParam, ApiProperty, ApiPropertyOptional, ApiQuery, ApiTags } from '@nestjs/swagger';
+import {
+  ApiExtraModels,
+  ApiOkResponse,
+  ApiOperation,
+  ApiParam,
+  ApiProperty,
+  ApiPropertyOptional,
+  ApiQuery,
+  ApiTags,
+} from '@nestjs/swagger';
 import { RequireAccess } from '../auth/access';
 import { ProjectionQueries } from '../projection-engine/projection-queries';
 import { CallerParam, type Caller } from './caller';
@@ -10,12 +19,18 @@ export class EvidenceEntryDto {
   @ApiProperty() position!: number;
   @ApiProperty() event_id!: string;
   @ApiProperty() type!: string;
-  @ApiProperty({ enum: ['plan', 'attempt', 'envelope', 'refusal', 'verification', 'approval', 'transition', 'other'] }) kind!: string;
+  @ApiProperty({ enum: ['plan', 'attempt', 'envelope', 'refusal', 'verification', 'approval', 'transition', 'other'] })
+  kind!: string;
   @ApiProperty({ format: 'date-time' }) recorded_at!: string;
   @ApiProperty({ description: 'The id of the key that submitted it (never the key itself).' }) actor!: string;
-  @ApiPropertyOptional({ description: 'For what the ledger derived: the submitted fact that caused it.' }) caused_by?: string;
+  @ApiPropertyOptional({ description: 'For what the ledger derived: the submitted fact that caused it.' })
+  caused_by?: string;
   @ApiProperty() summary!: string;
-  @ApiProperty({ type: 'object', additionalProperties: true, description: 'The event data as stored (secrets redacted).' })
+  @ApiProperty({
+    type: 'object',
+    additionalProperties: true,
+    description: 'The event data as stored (secrets redacted).',
+  })
   data!: Record<string, unknown>;
 }
 
@@ -30,7 +45,8 @@ export class VerdictDto {
   @ApiPropertyOptional() evidence_ref?: string;
   @ApiProperty() reason!: string;
   @ApiProperty() duplicates_prevented!: number;
-  @ApiProperty({ example: 'committed — verified via get_invoice_by_operation_ref, evidence inv_123' }) statement!: string;
+  @ApiProperty({ example: 'committed — verified via get_invoice_by_operation_ref, evidence inv_123' })
+  statement!: string;
 }
 
 export class EvidenceTrailDto {
@@ -41,11 +57,14 @@ export class EvidenceTrailDto {
   @ApiProperty() status!: string;
   @ApiProperty() revision!: number;
   @ApiProperty({ type: VerdictDto }) verdict!: VerdictDto;
-  @ApiPropertyOptional({ description: 'A success an attempt reported after a later attempt was granted: the provider may hold two writes.' })
+  @ApiPropertyOptional({
+    description: 'A success an attempt reported after a later attempt was granted: the provider may hold two writes.',
+  })
   possible_duplicate?: { attempt: number; event_id: string };
   @ApiProperty({ type: [EvidenceEntryDto] }) entries!: EvidenceEntryDto[];
   @ApiPropertyOptional({ description: 'Pass as ?cursor= for the next entries.' }) next_cursor?: string;
-  @ApiProperty({ description: 'The log position the projection had applied when it answered.' }) as_of_position!: number;
+  @ApiProperty({ description: 'The log position the projection had applied when it answered.' })
+  as_of_position!: number;
 }
 
 @ApiTags('evidence')
@@ -56,9 +75,16 @@ export class EvidenceController {
 
   @Get(':ref/evidence')
   @RequireAccess('read')
-  @ApiOperation({ summary: 'The evidence trail: every attempt, envelope, refusal, verification and transition, and the verdict.' })
+  @ApiOperation({
+    summary: 'The evidence trail: every attempt, envelope, refusal, verification and transition, and the verdict.',
+  })
   @ApiParam({ name: 'ref', description: 'The operation_ref, percent-encoded as one path segment (run_81%2Fstep_4).' })
-  @ApiQuery({ name: 'wait_for_position', required: false, type: Number, description: 'Answer only once the log is projected this far (503 PROJECTION_LAGGING otherwise).' })
+  @ApiQuery({
+    name: 'wait_for_position',
+    required: false,
+    type: Number,
+    description: 'Answer only once the log is projected this far (503 PROJECTION_LAGGING otherwise).',
+  })
   @ApiQuery({ name: 'wait_timeout_ms', required: false, type: Number })
   @ApiQuery({ name: 'limit', required: false, type: Number })
   @ApiQuery({ name: 'cursor', required: false, type: String })

@@ -26,7 +26,8 @@ export class HealthController {
   @HealthCheck()
   @ApiOperation({
     summary: 'Liveness: the process is up and answering.',
-    description: 'Does not touch the store: an outage of the store must not make an orchestrator restart a healthy process.',
+    description:
+      'Does not touch the store: an outage of the store must not make an orchestrator restart a healthy process.',
   })
   live(): Promise<HealthCheckResult> {
     return this.health.check([]);
@@ -38,7 +39,8 @@ export class HealthController {
   @ApiOperation({
     summary:
       'Readiness: the store is reachable, the projections are within the configured lag and verified, and the log has not failed verification (503 otherwise); wall clock steps are shown.',
-    description: 'LEDGER_READY_MAX_LAG_MS sets the lag allowed, LEDGER_HEALTH_TIMEOUT_MS how long the store check waits.',
+    description:
+      'LEDGER_READY_MAX_LAG_MS sets the lag allowed, LEDGER_HEALTH_TIMEOUT_MS how long the store check waits.',
   })
   async ready(@Res({ passthrough: true }) reply: FastifyReply): Promise<HealthCheckResult> {
     try {

@@ -60,7 +60,11 @@ export class HttpModule {
         OperationsQueries,
         longPollLimiterProvider,
         LongPollInterceptor,
-        { provide: IdempotencyKeys, inject: [CONFIG], useFactory: (config: LedgerConfig) => new IdempotencyKeys(config.dataDir) },
+        {
+          provide: IdempotencyKeys,
+          inject: [CONFIG],
+          useFactory: (config: LedgerConfig) => new IdempotencyKeys(config.dataDir),
+        },
       ],
     };
   }

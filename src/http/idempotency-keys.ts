@@ -33,7 +33,9 @@ export function parseIdempotencyKey(raw: string | string[] | undefined): string 
   if (!quoted && text.startsWith('"')) throw badKey('Idempotency-Key starts as an sf-string ("…") and is not one');
   const key = quoted ? quoted[1].replace(/\\(["\\])/g, '$1') : text;
   if (key.length === 0 || key.length > KEY_MAX || !/^[\x20-\x7e]+$/.test(key)) {
-    throw badKey(`Idempotency-Key must be a string of 1 to ${KEY_MAX} printable ASCII characters, as "…" (an sf-string) or bare`);
+    throw badKey(
+      `Idempotency-Key must be a string of 1 to ${KEY_MAX} printable ASCII characters, as "…" (an sf-string) or bare`,
+    );
   }
   return key;
 }
@@ -62,30 +64,46 @@ export class IdempotencyKeys {
    * Runs `handle` once per key: a kept answer is replayed (`replayed` true), another body under the
    * key or a request already running with it is refused.
    */
-  async run(caller: Caller, key: string, request: { method: string; route: string; body: unknown }, handle: () => Promise<unknown>): Promise<{ answer: unknown; replayed: boolean }> {
+  async run(
+    caller: Caller,
+    key: string,
+    request: { method: string; route: string; body: unknown },
+    handle: () => Promise<unknown>,
+  ): Promise<{ answer: unknown; replayed: boolean }> {
     // Hashed: the table holds no client key as sent, and the scope cannot be forged across tenants.
     const scope = createHash('sha256').update(`${caller.tenant}\n${caller.actor}\n${key}`).digest('hex');
-    const fingerprint = createHash('sha256').update(`${request.method} ${request.route}\n${canonicalJson(request.body ?? null)}`).digest('hex');
+    const fingerprint = createHash('sha256')
+      .update(`${request.method} ${request.route}\n${canonicalJson(request.body ?? null)}`)
+      .digest('hex');
     const now = Date.now();
-    const kept = this.db.prepare('SELECT fingerprint, status, body FROM idempotency_keys WHERE scope = ? AND expires_ms > ?').get(scope, now) as
-      | { fingerprint: string; status: number; body: string }
-      | undefined;
+    const kept = this.db
+      .prepare('SELECT fingerprint, status, body FROM idempotency_keys WHERE scope = ? AND expires_ms > ?')
+      .get(scope, now) as { fingerprint: string; status: number; body: string } | undefined;
     if (kept) {
       if (kept.fingerprint !== fingerprint) {
-        throw new LedgerProblem('IDEMPOTENCY_KEY_REUSED', 'this Idempotency-Key was used for another request: send a new key for a new request');
+        throw new LedgerProblem(
+          'IDEMPOTENCY_KEY_REUSED',
+          'this Idempotency-Key was used for another request: send a new key for a new request',
+        );
       }
       return { answer: JSON.parse(kept.body) as unknown, replayed: true };
     }
     if (this.inFlight.has(scope)) {
-      throw new LedgerProblem('IDEMPOTENCY_KEY_IN_FLIGHT', 'a request with this Idempotency-Key is still being processed: retry once it is answered');
+      throw new LedgerProblem(
+        'IDEMPOTENCY_KEY_IN_FLIGHT',
+        'a request with this Idempotency-Key is still being processed: retry once it is answered',
+      );
     }
     this.inFlight.add(scope);
     try {
       const answer = await handle();
       this.db
-        .prepare('INSERT OR REPLACE INTO idempotency_keys (scope, fingerprint, status, body, expires_ms) VALUES (?, ?, 200, ?, ?)')
+        .prepare(
+          'INSERT OR REPLACE INTO idempotency_keys (scope, fingerprint, status, body, expires_ms) VALUES (?, ?, 200, ?, ?)',
+        )
         .run(scope, fingerprint, JSON.stringify(answer), Date.now() + IDEMPOTENCY_KEY_TTL_MS);
-      if (++this.stored % 1000 === 0) this.db.prepare('DELETE FROM idempotency_keys WHERE expires_ms <= ?').run(Date.now());
+      if (++this.stored % 1000 === 0)
+        this.db.prepare('DELETE FROM idempotency_keys WHERE expires_ms <= ?').run(Date.now());
       return { answer, replayed: false };
     } finally {
       this.inFlight.delete(scope);

@@ -13,12 +13,17 @@ export class MetricsController {
   @Get('metrics')
   @RequireAccess('metrics')
   @Header('content-type', Registry.PROMETHEUS_CONTENT_TYPE)
-  @ApiOperation({ summary: "Prometheus exposition: to a tenant's admin, that tenant's series only; to a metrics key, the whole process's." })
+  @ApiOperation({
+    summary:
+      "Prometheus exposition: to a tenant's admin, that tenant's series only; to a metrics key, the whole process's.",
+  })
   @ApiProduces(Registry.PROMETHEUS_CONTENT_TYPE)
   @ApiOkResponse({ description: 'Prometheus text format 0.0.4', schema: { type: 'string' } })
   metrics(@CallerParam() caller: Caller): Promise<string> {
     // A metrics key belongs to no tenant: it sees every series, process-wide ones included; so does
     // local mode's one caller, the only user of its process.
-    return caller.role === 'metrics' || caller.local ? this.registry.metrics() : tenantExposition(this.registry, caller.tenant);
+    return caller.role === 'metrics' || caller.local
+      ? this.registry.metrics()
+      : tenantExposition(this.registry, caller.tenant);
   }
 }

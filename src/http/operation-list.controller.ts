@@ -14,14 +14,37 @@ export class OperationListController {
 
   @Get()
   @RequireAccess('read')
-  @ApiOperation({ summary: 'Every operation of the tenant (projection), oldest in its status first (or newest); by state, tool, run, age and text on the ref.' })
+  @ApiOperation({
+    summary:
+      'Every operation of the tenant (projection), oldest in its status first (or newest); by state, tool, run, age and text on the ref.',
+  })
   @ApiQuery({ name: 'status', required: false, enum: STEP_STATUSES })
   @ApiQuery({ name: 'tool', required: false, type: String })
   @ApiQuery({ name: 'run_id', required: false, type: String })
-  @ApiQuery({ name: 'older_than_ms', required: false, type: Number, description: 'Only steps in their status at least this long (ledger clock).' })
-  @ApiQuery({ name: 'q', required: false, type: String, description: 'Text the operation_ref contains (case-insensitive).' })
-  @ApiQuery({ name: 'has', required: false, enum: TRUST_FLAGS, description: 'Only operations counted by this trust metric.' })
-  @ApiQuery({ name: 'order', required: false, enum: ['oldest', 'newest'], description: 'By time in status; oldest first by default.' })
+  @ApiQuery({
+    name: 'older_than_ms',
+    required: false,
+    type: Number,
+    description: 'Only steps in their status at least this long (ledger clock).',
+  })
+  @ApiQuery({
+    name: 'q',
+    required: false,
+    type: String,
+    description: 'Text the operation_ref contains (case-insensitive).',
+  })
+  @ApiQuery({
+    name: 'has',
+    required: false,
+    enum: TRUST_FLAGS,
+    description: 'Only operations counted by this trust metric.',
+  })
+  @ApiQuery({
+    name: 'order',
+    required: false,
+    enum: ['oldest', 'newest'],
+    description: 'By time in status; oldest first by default.',
+  })
   @ApiQuery({ name: 'limit', required: false, type: Number })
   @ApiQuery({ name: 'cursor', required: false, type: String })
   @ApiQuery({ name: 'wait_for_position', required: false, type: Number })

@@ -10,7 +10,8 @@ import { LedgerProblem } from '@recovery-ledger/core/errors/ledger-problem';
  * make text in the page read in another order.
  */
 const OPERATION_REF_PATTERN = /^[\x20-\x7e\p{L}\p{M}\p{N}]{1,200}$/u;
-export const OPERATION_REF_RULE = 'operation_ref must be 1 to 200 characters, printable ASCII or letters, marks and digits (no control, bidi, invisible or look-alike characters, no leading or trailing space)';
+export const OPERATION_REF_RULE =
+  'operation_ref must be 1 to 200 characters, printable ASCII or letters, marks and digits (no control, bidi, invisible or look-alike characters, no leading or trailing space)';
 
 export function checkOperationRef(ref: unknown): string {
   const normalised = typeof ref === 'string' ? ref.normalize('NFC') : undefined;

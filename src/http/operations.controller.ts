@@ -33,7 +33,11 @@ export class OperationsController {
   @RequireAccess('write')
   @ApiOperation({ summary: 'Submit facts; the ledger decides and records what they cause, or refuses them.' })
   @ApiBody({ type: SubmitEventsDto })
-  @ApiHeader({ name: 'Ledger-Lease', required: false, description: 'The work-feed lease the facts are submitted under: recorded as evidence of which worker acted.' })
+  @ApiHeader({
+    name: 'Ledger-Lease',
+    required: false,
+    description: 'The work-feed lease the facts are submitted under: recorded as evidence of which worker acted.',
+  })
   @ApiHeader({
     name: 'Idempotency-Key',
     required: false,
@@ -52,12 +56,18 @@ export class OperationsController {
     const decide = async () => {
       checkFactPermissions(caller, body.events, { selfApproval: this.config.allowSelfApproval });
       const leaseId = this.work ? leaseHeader(headers['ledger-lease']) : undefined;
-      const evidence = leaseId === undefined ? undefined : await this.work?.leaseEvidence(caller, checkOperationRef(ref), leaseId);
+      const evidence =
+        leaseId === undefined ? undefined : await this.work?.leaseEvidence(caller, checkOperationRef(ref), leaseId);
       return this.ledger.submit({ ...submitContext(caller, ref, headers), ...leaseContext(evidence) }, body);
     };
     const key = parseIdempotencyKey(headers['idempotency-key']);
     if (key === undefined) return decide();
-    const { answer, replayed } = await this.idempotencyKeys.run(caller, key, { method: 'POST', route: `/v1/operations/${checkOperationRef(ref)}/events`, body }, decide);
+    const { answer, replayed } = await this.idempotencyKeys.run(
+      caller,
+      key,
+      { method: 'POST', route: `/v1/operations/${checkOperationRef(ref)}/events`, body },
+      decide,
+    );
     if (replayed) reply.header('idempotent-replayed', 'true');
     return answer;
   }

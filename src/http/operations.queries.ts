@@ -11,7 +11,8 @@ const TRACEPARENT_PATTERN = /^[0-9a-f]{2}-[0-9a-f]{32}-[0-9a-f]{16}-[0-9a-f]{2}$
  * 32; a key is `[a-z0-9][a-z0-9_*\/-]{0,255}` or `tenant@system`; a value is up to 256 printable
  * ASCII characters but `,` and `=`, not ending in a space; the whole header at most 512 here.
  */
-const TRACESTATE_MEMBER = /^(?:[a-z0-9][a-z0-9_*/-]{0,255}|[a-z0-9][a-z0-9_*/-]{0,240}@[a-z][a-z0-9_*/-]{0,13})=[\x20-\x2b\x2d-\x3c\x3e-\x7e]{0,255}[\x21-\x2b\x2d-\x3c\x3e-\x7e]$/;
+const TRACESTATE_MEMBER =
+  /^(?:[a-z0-9][a-z0-9_*/-]{0,255}|[a-z0-9][a-z0-9_*/-]{0,240}@[a-z][a-z0-9_*/-]{0,13})=[\x20-\x2b\x2d-\x3c\x3e-\x7e]{0,255}[\x21-\x2b\x2d-\x3c\x3e-\x7e]$/;
 
 export function isTracestate(value: string): boolean {
   if (value.length > 512) return false;

@@ -40,7 +40,6 @@ export function isSafeInstance(instance: string): boolean {
 
 export const PROBLEM_CONTENT_TYPE = 'application/problem+json';
 
-
 /**
  * `Retry-After` never promises more than a day: a `not_before` years ahead (a tool's mistake or a
  * hostile envelope) must not tell a client to sleep for centuries. The directive in the body still
@@ -53,7 +52,9 @@ export const DEFAULT_RETRY_AFTER_SECONDS = 1;
 
 /** Retry-After in seconds, the same for the header and the body; undefined when the answer has none. */
 export function retryAfterOf(error: LedgerProblem): number | undefined {
-  const seconds = error.extras.retryAfterSeconds ?? (errorDefinition(error.code).retryAfter ? DEFAULT_RETRY_AFTER_SECONDS : undefined);
+  const seconds =
+    error.extras.retryAfterSeconds ??
+    (errorDefinition(error.code).retryAfter ? DEFAULT_RETRY_AFTER_SECONDS : undefined);
   return seconds === undefined ? undefined : Math.min(seconds, MAX_RETRY_AFTER_SECONDS);
 }
 
@@ -68,7 +69,8 @@ export function problemBody(error: LedgerProblem, instance?: string): Record<str
   if (raw !== undefined && field !== raw) {
     detail = detail.split(raw).join(field as string);
     // Validators also quote the key on its own ("property <key> should not exist").
-    for (const segment of raw.split(/[.[\]]/)) if (segment !== '' && safeFieldPath(segment) !== segment) detail = detail.split(segment).join('<key>');
+    for (const segment of raw.split(/[.[\]]/))
+      if (segment !== '' && safeFieldPath(segment) !== segment) detail = detail.split(segment).join('<key>');
   }
   return {
     type: `urn:recovery-ledger:problem:${error.code.toLowerCase().replace(/_/g, '-')}`,
@@ -84,4 +86,3 @@ export function problemBody(error: LedgerProblem, instance?: string): Record<str
     ...(retryAfterSeconds !== undefined ? { retry_after_seconds: retryAfterSeconds } : {}),
   };
 }
-

@@ -37,9 +37,13 @@ export function toLedgerProblem(error: unknown): LedgerProblem {
   if (error instanceof StoreUnavailableError) {
     // Not "nothing was stored": an append whose answer was lost (a dropped connection, a deadline)
     // may stand in the log whole. Never half: resubmitting the same events tells which.
-    return new LedgerProblem('STORE_UNAVAILABLE', 'the event store is unavailable; a submitted write is whole or absent: resubmit the same events (same event_ids) to learn which', {
-      retryAfterSeconds: error.retryAfterSeconds,
-    });
+    return new LedgerProblem(
+      'STORE_UNAVAILABLE',
+      'the event store is unavailable; a submitted write is whole or absent: resubmit the same events (same event_ids) to learn which',
+      {
+        retryAfterSeconds: error.retryAfterSeconds,
+      },
+    );
   }
   if (error instanceof StoreIntegrityError) {
     // The stream (or log) is not the history the ledger wrote; the detail names no internals
@@ -53,9 +57,12 @@ export function toLedgerProblem(error: unknown): LedgerProblem {
   const fastifyCode = (error as { code?: unknown })?.code ?? (error as { cause?: { code?: unknown } })?.cause?.code;
   if (typeof fastifyCode === 'string' && FASTIFY_CODES[fastifyCode]) {
     const code = FASTIFY_CODES[fastifyCode];
-    if (code === 'PAYLOAD_TOO_LARGE') return new LedgerProblem(code, 'the request body is over the limit', { field: 'body' });
-    if (code === 'UNSUPPORTED_MEDIA_TYPE') return new LedgerProblem(code, 'send the body as application/json', { field: 'content-type' });
-    if (fastifyCode === 'FST_ERR_BAD_URL') return new LedgerProblem(code, 'the path is not valid percent-encoding', { field: 'path' });
+    if (code === 'PAYLOAD_TOO_LARGE')
+      return new LedgerProblem(code, 'the request body is over the limit', { field: 'body' });
+    if (code === 'UNSUPPORTED_MEDIA_TYPE')
+      return new LedgerProblem(code, 'send the body as application/json', { field: 'content-type' });
+    if (fastifyCode === 'FST_ERR_BAD_URL')
+      return new LedgerProblem(code, 'the path is not valid percent-encoding', { field: 'path' });
     if (fastifyCode === 'FST_ERR_MAX_PARAM_LENGTH') {
       return new LedgerProblem(code, OPERATION_REF_RULE, { field: 'operation_ref' });
     }
@@ -67,10 +74,12 @@ export function toLedgerProblem(error: unknown): LedgerProblem {
   if (error instanceof HttpException) {
     const status = error.getStatus();
     const code = STATUS_CODES[status];
-    if (code === 'RATE_LIMITED') return new LedgerProblem(code, 'too many requests for this key', { retryAfterSeconds: 60 });
+    if (code === 'RATE_LIMITED')
+      return new LedgerProblem(code, 'too many requests for this key', { retryAfterSeconds: 60 });
     if (code === 'NOT_FOUND') return new LedgerProblem(code, 'no such route');
     // A 400 that is not ours comes from parsing the body (forbidden prototype keys, broken JSON).
-    if (code === 'BAD_REQUEST') return new LedgerProblem(code, 'the request body is not acceptable JSON', { field: 'body' });
+    if (code === 'BAD_REQUEST')
+      return new LedgerProblem(code, 'the request body is not acceptable JSON', { field: 'body' });
     if (code) return new LedgerProblem(code, ERROR_REGISTRY[code].title);
   }
   const status = (error as { statusCode?: unknown })?.statusCode;
@@ -81,11 +90,13 @@ export function toLedgerProblem(error: unknown): LedgerProblem {
   return new LedgerProblem('INTERNAL_ERROR', 'an unexpected error; nothing was stored');
 }
 
-
 export function sendProblem(reply: FastifyReply, error: LedgerProblem, instance?: string): void {
   const retryAfter = retryAfterOf(error);
   if (retryAfter !== undefined) reply.header('retry-after', String(retryAfter));
-  reply.status(error.status).header('content-type', PROBLEM_CONTENT_TYPE).send(JSON.stringify(problemBody(error, instance)));
+  reply
+    .status(error.status)
+    .header('content-type', PROBLEM_CONTENT_TYPE)
+    .send(JSON.stringify(problemBody(error, instance)));
 }
 
 /** The single place errors become responses (RFC 9457 problem details with the stable code). */
@@ -102,7 +113,10 @@ export class ProblemFilter implements ExceptionFilter {
       // The route's pattern, never the URL: it carries the operation_ref and the query string.
       this.logger.error({ err: exception, route: request?.routeOptions?.url ?? 'unmatched' }, 'unexpected error');
     } else if (error.code === 'HISTORY_INTEGRITY_FAILED') {
-      this.logger.error({ integrity: (exception as StoreIntegrityError).reason }, 'refused: the stored history failed verification');
+      this.logger.error(
+        { integrity: (exception as StoreIntegrityError).reason },
+        'refused: the stored history failed verification',
+      );
     }
     sendProblem(reply, error, request?.url?.split('?')[0]);
   }

@@ -69,7 +69,10 @@ function olderThan(params: QueryParams): number | undefined {
 function readPosition(params: QueryParams, maxWaitMs: number): ReadPosition {
   const waitForPosition = integer(params, 'wait_for_position', 0, Number.MAX_SAFE_INTEGER);
   const waitTimeoutMs = integer(params, 'wait_timeout_ms', 0, maxWaitMs);
-  return { ...(waitForPosition === undefined ? {} : { waitForPosition }), ...(waitTimeoutMs === undefined ? {} : { waitTimeoutMs }) };
+  return {
+    ...(waitForPosition === undefined ? {} : { waitForPosition }),
+    ...(waitTimeoutMs === undefined ? {} : { waitTimeoutMs }),
+  };
 }
 
 /** A keyset cursor of `(instant, key)`, as the lists ordered by time hand out. */
@@ -130,7 +133,21 @@ export function triageQuery(params: QueryParams, maxWaitMs: number): TriageQuery
   const inputAfterMs = integer(params, 'input_after_ms', 0, MAX_THRESHOLD_MS);
   const limit = pageLimit(params, 50, 500);
   const cursor = timeKeyCursor(params);
-  return { kind, tool, runId, reason, refContains, olderThanMs, dispatchTimeoutMs, unknownAfterMs, retryGraceMs, inputAfterMs, limit, cursor, ...readPosition(params, maxWaitMs) };
+  return {
+    kind,
+    tool,
+    runId,
+    reason,
+    refContains,
+    olderThanMs,
+    dispatchTimeoutMs,
+    unknownAfterMs,
+    retryGraceMs,
+    inputAfterMs,
+    limit,
+    cursor,
+    ...readPosition(params, maxWaitMs),
+  };
 }
 
 export function runListQuery(params: QueryParams, maxWaitMs: number): RunListQuery {

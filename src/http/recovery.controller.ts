@@ -10,12 +10,14 @@ export class RecoveryItemDto {
   @ApiProperty() tool!: string;
   @ApiProperty() run_id!: string;
   @ApiProperty({ enum: ['dispatched', 'verifying'] }) status!: string;
-  @ApiProperty({ format: 'date-time', description: 'When the step entered this status (ledger clock).' }) since!: string;
+  @ApiProperty({ format: 'date-time', description: 'When the step entered this status (ledger clock).' })
+  since!: string;
   @ApiProperty({ description: 'The attempt in flight or to verify.' }) attempt!: number;
   @ApiProperty() attempts_used!: number;
   @ApiProperty({ enum: ['read', 'write'] }) side_effect!: string;
   @ApiProperty() reason!: string;
-  @ApiPropertyOptional({ description: "From the step's policy: the lookup to verify with." }) verification_tool?: string;
+  @ApiPropertyOptional({ description: "From the step's policy: the lookup to verify with." })
+  verification_tool?: string;
   @ApiProperty() revision!: number;
 }
 
@@ -32,8 +34,16 @@ export class RecoveryController {
 
   @Get()
   @RequireAccess('read')
-  @ApiOperation({ summary: 'Operations dispatched or verifying, oldest first: what a restarted worker verifies by the same operation_ref.' })
-  @ApiQuery({ name: 'older_than_ms', required: false, type: Number, description: 'Only steps in their status at least this long (ledger clock).' })
+  @ApiOperation({
+    summary:
+      'Operations dispatched or verifying, oldest first: what a restarted worker verifies by the same operation_ref.',
+  })
+  @ApiQuery({
+    name: 'older_than_ms',
+    required: false,
+    type: Number,
+    description: 'Only steps in their status at least this long (ledger clock).',
+  })
   @ApiQuery({ name: 'tool', required: false, type: String })
   @ApiQuery({ name: 'status', required: false, enum: ['dispatched', 'verifying'] })
   @ApiQuery({ name: 'limit', required: false, type: Number })

@@ -1,5 +1,13 @@
 import { Controller, Get, Inject, Param, Query } from '@nestjs/common';
-import { ApiOkResponse, ApiOperation, ApiParam, ApiProperty, ApiPropertyOptional, ApiQuery, ApiTags } from '@nestjs/swagger';
+import {
+  ApiOkResponse,
+  ApiOperation,
+  ApiParam,
+  ApiProperty,
+  ApiPropertyOptional,
+  ApiQuery,
+  ApiTags,
+} from '@nestjs/swagger';
 import { RequireAccess } from '../auth/access';
 import { STEP_STATUSES } from '@recovery-ledger/core/domain/events';
 import { ProjectionQueries } from '../projection-engine/projection-queries';
@@ -57,7 +65,12 @@ export class RunsController {
   @RequireAccess('read')
   @ApiOperation({ summary: "The tenant's runs, most recently changed first." })
   @ApiQuery({ name: 'q', required: false, type: String, description: 'Text the run id contains (case-insensitive).' })
-  @ApiQuery({ name: 'open', required: false, enum: ['true', 'false'], description: 'true: only runs with a step neither succeeded nor escalated.' })
+  @ApiQuery({
+    name: 'open',
+    required: false,
+    enum: ['true', 'false'],
+    description: 'true: only runs with a step neither succeeded nor escalated.',
+  })
   @ApiQuery({ name: 'limit', required: false, type: Number })
   @ApiQuery({ name: 'cursor', required: false, type: String })
   @ApiQuery({ name: 'wait_for_position', required: false, type: Number })

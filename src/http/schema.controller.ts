@@ -18,7 +18,8 @@ export class SchemaController {
   @Header('content-type', 'application/schema+json')
   @ApiOperation({
     summary: "The envelope's JSON Schema, for runtimes in any language.",
-    description: 'Generated from the vocabularies and limits the ledger validates with (safe_details keys as configured), so a tool validated by it is accepted.',
+    description:
+      'Generated from the vocabularies and limits the ledger validates with (safe_details keys as configured), so a tool validated by it is accepted.',
   })
   @ApiOkResponse({ description: 'A JSON Schema (draft 2020-12).' })
   envelope() {

@@ -30,7 +30,8 @@ function forRuntime(schema: unknown): unknown {
   for (const [key, value] of Object.entries(schema as Schema)) {
     // Ajv reads the discriminator from the oneOf branches themselves and refuses a mapping.
     if (key === 'discriminator') out[key] = { propertyName: (value as { propertyName: string }).propertyName };
-    else if (key === '$ref' && typeof value === 'string' && value.startsWith(FROM)) out[key] = `#/$defs/${value.slice(FROM.length)}`;
+    else if (key === '$ref' && typeof value === 'string' && value.startsWith(FROM))
+      out[key] = `#/$defs/${value.slice(FROM.length)}`;
     else out[key] = forRuntime(value);
   }
   const bounded = out.type === 'string' && (out.minLength !== undefined || out.maxLength !== undefined);

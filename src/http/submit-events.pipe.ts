@@ -9,7 +9,11 @@ import { ledgerValidationPipe, validatePlain } from './validation';
 /** The keys Nest's ValidationPipe deletes from a body before validating it (its stripProtoKeys). */
 function holdsStrippedKey(value: unknown): boolean {
   if (value === null || typeof value !== 'object') return false;
-  if (!Array.isArray(value) && (Object.hasOwn(value, '__proto__') || Object.hasOwn(value, 'prototype') || Object.hasOwn(value, 'constructor'))) return true;
+  if (
+    !Array.isArray(value) &&
+    (Object.hasOwn(value, '__proto__') || Object.hasOwn(value, 'prototype') || Object.hasOwn(value, 'constructor'))
+  )
+    return true;
   return Object.values(value).some(holdsStrippedKey);
 }
 
@@ -61,9 +65,13 @@ export class SubmitEventsPipe implements PipeTransform<unknown, Promise<SubmitRe
       });
     }
     const valid = !stripped && this.compiled(body);
-    const checked = valid ? (body as SubmitEventsDto) : ((await this.outer.transform(body, { type: 'body', metatype: SubmitEventsDto })) as SubmitEventsDto);
+    const checked = valid
+      ? (body as SubmitEventsDto)
+      : ((await this.outer.transform(body, { type: 'body', metatype: SubmitEventsDto })) as SubmitEventsDto);
     if (checked.events.length > this.config.maxEventsPerSubmit) {
-      throw new LedgerProblem('BAD_REQUEST', `at most ${this.config.maxEventsPerSubmit} events per submit`, { field: 'events' });
+      throw new LedgerProblem('BAD_REQUEST', `at most ${this.config.maxEventsPerSubmit} events per submit`, {
+        field: 'events',
+      });
     }
     const raw = body as { events: Array<{ data: unknown }> };
     const ids = new Set<string>();
@@ -71,13 +79,20 @@ export class SubmitEventsPipe implements PipeTransform<unknown, Promise<SubmitRe
       // UUIDs compare case-insensitively; the ledger stores them lower-case.
       const eventId = event.event_id.toLowerCase();
       if (ids.has(eventId)) {
-        throw new LedgerProblem('BAD_REQUEST', 'an event_id appears twice in one submit', { field: `events[${index}].event_id` });
+        throw new LedgerProblem('BAD_REQUEST', 'an event_id appears twice in one submit', {
+          field: `events[${index}].event_id`,
+        });
       }
       ids.add(eventId);
       // Validate the raw data (not the transformed instance), so what is stored is what was sent.
-      const data = valid ? raw.events[index].data : validatePlain(FACT_DATA_DTOS[event.type], raw.events[index].data, `events[${index}].data`);
+      const data = valid
+        ? raw.events[index].data
+        : validatePlain(FACT_DATA_DTOS[event.type], raw.events[index].data, `events[${index}].data`);
       return { event_id: eventId, type: event.type, data: data as SubmitRequest['events'][number]['data'] };
     });
-    return { ...(checked.expected_revision === undefined ? {} : { expected_revision: checked.expected_revision }), events };
+    return {
+      ...(checked.expected_revision === undefined ? {} : { expected_revision: checked.expected_revision }),
+      events,
+    };
   }
 }

@@ -13,11 +13,17 @@ export class TriageItemDto {
   @ApiProperty() operation_ref!: string;
   @ApiProperty() run_id!: string;
   @ApiProperty() tool!: string;
-  @ApiProperty({ enum: ['escalated', 'awaiting_approval', 'verifying', 'dispatched', 'retry_scheduled', 'needs_input'] }) status!: string;
+  @ApiProperty({
+    enum: ['escalated', 'awaiting_approval', 'verifying', 'dispatched', 'retry_scheduled', 'needs_input'],
+  })
+  status!: string;
   @ApiProperty({ description: 'Reason code of the transition that put the step in its status.' }) reason!: string;
   @ApiProperty({ format: 'date-time' }) since!: string;
   @ApiProperty({ description: 'Time in its status at as_of (ledger clock).' }) age_ms!: number;
-  @ApiPropertyOptional({ description: 'For unknown_outcome, dispatch_overdue, retry_overdue and input_awaited: the threshold it passed.' }) threshold_ms?: number;
+  @ApiPropertyOptional({
+    description: 'For unknown_outcome, dispatch_overdue, retry_overdue and input_awaited: the threshold it passed.',
+  })
+  threshold_ms?: number;
   @ApiPropertyOptional({ enum: ['policy', 'query'] }) threshold_from?: string;
   @ApiProperty() attempt!: number;
   @ApiProperty() attempts_used!: number;
@@ -42,7 +48,8 @@ export class TriageThresholdsDto {
 
 export class TriageDto {
   @ApiProperty({ type: [TriageItemDto] }) items!: TriageItemDto[];
-  @ApiProperty({ type: TriageCountsDto, description: 'Over every item matching the filters, whatever the page.' }) counts!: TriageCountsDto;
+  @ApiProperty({ type: TriageCountsDto, description: 'Over every item matching the filters, whatever the page.' })
+  counts!: TriageCountsDto;
   @ApiProperty({ type: TriageThresholdsDto }) thresholds!: TriageThresholdsDto;
   @ApiPropertyOptional() next_cursor?: string;
   @ApiProperty({ format: 'date-time', description: 'The ledger clock the queue was judged at.' }) as_of!: string;
@@ -73,7 +80,12 @@ export class TriageController {
   @ApiQuery({ name: 'tool', required: false, type: String })
   @ApiQuery({ name: 'run_id', required: false, type: String })
   @ApiQuery({ name: 'reason', required: false, type: String })
-  @ApiQuery({ name: 'q', required: false, type: String, description: 'Text the operation_ref contains (case-insensitive).' })
+  @ApiQuery({
+    name: 'q',
+    required: false,
+    type: String,
+    description: 'Text the operation_ref contains (case-insensitive).',
+  })
   @ApiQuery({ name: 'older_than_ms', required: false, type: Number })
   @ApiQuery({
     name: 'unknown_after_ms',
@@ -106,14 +118,19 @@ export class TriageController {
   @ApiOkResponse({ type: TriageDto })
   triage(@CallerParam() caller: Caller, @Query() query: QueryParams) {
     // The work feed knows which steps a worker's lease holds: a held retry is being run, not overdue.
-    const held = async (refs: string[]) => new Set((await this.feed.holdersOf(caller, refs)).items.filter((item) => item.held).map((item) => item.operation_ref));
+    const held = async (refs: string[]) =>
+      new Set(
+        (await this.feed.holdersOf(caller, refs)).items.filter((item) => item.held).map((item) => item.operation_ref),
+      );
     return this.queries.triage(caller, triageQuery(query, this.queries.settings.maxWaitMs), held);
   }
 
   @Get('changes')
   @RequireAccess('read')
   @LongPoll('wait_ms')
-  @ApiOperation({ summary: 'Long poll: answers once the projections have applied the log past `after`, or when `wait_ms` runs out.' })
+  @ApiOperation({
+    summary: 'Long poll: answers once the projections have applied the log past `after`, or when `wait_ms` runs out.',
+  })
   @ApiQuery({ name: 'after', required: false, type: Number })
   @ApiQuery({ name: 'wait_ms', required: false, type: Number, description: 'At most 30000; 0 answers at once.' })
   @ApiOkResponse({ type: ChangesDto })

@@ -10,23 +10,30 @@ export class PendingRecoveryDto {
   @ApiProperty() mean_ms!: number;
   @ApiProperty() min_ms!: number;
   @ApiProperty() max_ms!: number;
-  @ApiProperty({ description: 'Percentiles are within about 9% (log buckets); min and max are exact.' }) p50_ms!: number;
+  @ApiProperty({ description: 'Percentiles are within about 9% (log buckets); min and max are exact.' })
+  p50_ms!: number;
   @ApiProperty() p90_ms!: number;
   @ApiProperty() p99_ms!: number;
 }
 
 export class TrustReportDto {
   @ApiProperty() operations_planned!: number;
-  @ApiProperty({ description: 'Outcomes that had to be verified: unknown envelopes plus in-flight attempts verified.' }) unknown_outcomes!: number;
+  @ApiProperty({ description: 'Outcomes that had to be verified: unknown envelopes plus in-flight attempts verified.' })
+  unknown_outcomes!: number;
   @ApiProperty() unknown_via_envelope!: number;
-  @ApiProperty({ description: 'Attempts verified while still dispatched (no envelope ever came back).' }) unknown_in_flight!: number;
+  @ApiProperty({ description: 'Attempts verified while still dispatched (no envelope ever came back).' })
+  unknown_in_flight!: number;
   @ApiProperty() verified_found_committed!: number;
   @ApiProperty() verified_not_found!: number;
   @ApiProperty() resolved_by_verification!: number;
   @ApiProperty() lookup_unavailable!: number;
-  @ApiProperty({ description: 'Unknown outcomes a person settled as committed (OutcomeVerifiedManually), counted apart from lookups.' })
+  @ApiProperty({
+    description:
+      'Unknown outcomes a person settled as committed (OutcomeVerifiedManually), counted apart from lookups.',
+  })
   manually_verified_found_committed!: number;
-  @ApiProperty({ description: 'Unknown outcomes a person settled as not committed.' }) manually_verified_not_found!: number;
+  @ApiProperty({ description: 'Unknown outcomes a person settled as not committed.' })
+  manually_verified_not_found!: number;
   @ApiProperty({ description: 'Steps an operator cancelled.' }) cancelled!: number;
   @ApiProperty({ description: 'Escalations an operator reopened with a new attempt budget.' }) reopened!: number;
   @ApiProperty() duplicate_writes_prevented!: number;
@@ -34,12 +41,21 @@ export class TrustReportDto {
   @ApiProperty() unverified_dispatches_refused!: number;
   @ApiProperty() terminal_escalations!: number;
   @ApiProperty() succeeded!: number;
-  @ApiProperty({ description: 'Successes reported late by an attempt after a later attempt was granted: the provider may hold two writes.' })
+  @ApiProperty({
+    description:
+      'Successes reported late by an attempt after a later attempt was granted: the provider may hold two writes.',
+  })
   possible_duplicates!: number;
   @ApiProperty() pending_recovery_now!: number;
   @ApiProperty({ type: PendingRecoveryDto }) pending_recovery!: PendingRecoveryDto;
-  @ApiProperty({ type: 'object', additionalProperties: { type: 'integer' } }) dispatch_refusals!: Record<string, number>;
-  @ApiProperty({ type: 'object', additionalProperties: { type: 'integer' } }) escalations_by_reason!: Record<string, number>;
+  @ApiProperty({ type: 'object', additionalProperties: { type: 'integer' } }) dispatch_refusals!: Record<
+    string,
+    number
+  >;
+  @ApiProperty({ type: 'object', additionalProperties: { type: 'integer' } }) escalations_by_reason!: Record<
+    string,
+    number
+  >;
 }
 
 export class ToolTrustReportDto extends TrustReportDto {
@@ -64,7 +80,10 @@ export class TrustMetricsController {
 
   @Get('trust')
   @RequireAccess('read')
-  @ApiOperation({ summary: 'Trust metrics, overall and per tool: unknown outcomes and their resolution, duplicates prevented, recovery time, escalations.' })
+  @ApiOperation({
+    summary:
+      'Trust metrics, overall and per tool: unknown outcomes and their resolution, duplicates prevented, recovery time, escalations.',
+  })
   @ApiQuery({ name: 'tool', required: false, type: String })
   @ApiQuery({ name: 'limit', required: false, type: Number })
   @ApiQuery({ name: 'cursor', required: false, type: String })

@@ -11,7 +11,10 @@ export function firstViolation(errors: ValidationError[], prefix = ''): { field:
   if (error.children && error.children.length > 0) return firstViolation(error.children, field);
   const reason = Object.values(error.constraints ?? {})[0] ?? 'is invalid';
   // The property is the client's own key: taken literally (as a pattern, `(` threw and `.*` ate the reason).
-  return { field, reason: reason.startsWith(error.property) ? reason.slice(error.property.length).trimStart() : reason };
+  return {
+    field,
+    reason: reason.startsWith(error.property) ? reason.slice(error.property.length).trimStart() : reason,
+  };
 }
 
 const VALIDATOR_OPTIONS = {

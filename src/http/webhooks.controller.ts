@@ -1,18 +1,38 @@
 import { Body, Controller, Delete, Get, HttpCode, Inject, Param, Post, Query } from '@nestjs/common';
-import { ApiBody, ApiCreatedResponse, ApiOkResponse, ApiOperation, ApiProperty, ApiPropertyOptional, ApiQuery, ApiTags } from '@nestjs/swagger';
+import {
+  ApiBody,
+  ApiCreatedResponse,
+  ApiOkResponse,
+  ApiOperation,
+  ApiProperty,
+  ApiPropertyOptional,
+  ApiQuery,
+  ApiTags,
+} from '@nestjs/swagger';
 import { RequireAccess } from '../auth/access';
 import { LedgerProblem } from '@recovery-ledger/core/errors/ledger-problem';
 import { CallerParam, type Caller } from './caller';
 import { optionalInteger } from './operation-ref';
 import { NOTIFICATION_KINDS, type NotificationKind } from '../webhooks/notification-rules';
 import { WebhookService, type NewSubscription } from '../webhooks/webhook.service';
-import { WEBHOOK_STORE, type DeliveryStatus, type Subscription, type WebhookStore } from '../webhooks/webhook-store.port';
+import {
+  WEBHOOK_STORE,
+  type DeliveryStatus,
+  type Subscription,
+  type WebhookStore,
+} from '../webhooks/webhook-store.port';
 
 export class NewSubscriptionDto {
   @ApiProperty({ description: 'Where deliveries are POSTed (http or https).' }) url!: string;
-  @ApiPropertyOptional({ enum: NOTIFICATION_KINDS, isArray: true, description: 'Default: every kind.' }) kinds?: string[];
-  @ApiPropertyOptional({ description: 'An unknown outcome unresolved this long is notified (default 900000, 15 minutes).' }) unknown_after_ms?: number;
-  @ApiPropertyOptional({ description: 'Premature not_found lookups on one operation, in a row, that are notified (default 3).' })
+  @ApiPropertyOptional({ enum: NOTIFICATION_KINDS, isArray: true, description: 'Default: every kind.' })
+  kinds?: string[];
+  @ApiPropertyOptional({
+    description: 'An unknown outcome unresolved this long is notified (default 900000, 15 minutes).',
+  })
+  unknown_after_ms?: number;
+  @ApiPropertyOptional({
+    description: 'Premature not_found lookups on one operation, in a row, that are notified (default 3).',
+  })
   premature_refusals?: number;
 }
 
@@ -24,15 +44,22 @@ export class SubscriptionDto {
   @ApiProperty() premature_refusals!: number;
   @ApiProperty({ format: 'date-time' }) created_at!: string;
   @ApiProperty() active!: boolean;
-  @ApiPropertyOptional({ format: 'date-time', description: 'During a rotation: the replaced secret signs beside the new one until then.' })
+  @ApiPropertyOptional({
+    format: 'date-time',
+    description: 'During a rotation: the replaced secret signs beside the new one until then.',
+  })
   previous_secret_until?: string;
-  @ApiPropertyOptional({ description: 'Why the subscription was disabled without an admin ending it (the receiver answered 410 Gone).' })
+  @ApiPropertyOptional({
+    description: 'Why the subscription was disabled without an admin ending it (the receiver answered 410 Gone).',
+  })
   disabled_reason?: string;
   @ApiPropertyOptional({ format: 'date-time' }) disabled_at?: string;
 }
 
 export class RotateSecretDto {
-  @ApiPropertyOptional({ description: 'How long the replaced secret keeps signing beside the new one (default 86400, at most 604800).' })
+  @ApiPropertyOptional({
+    description: 'How long the replaced secret keeps signing beside the new one (default 86400, at most 604800).',
+  })
   overlap_seconds?: number;
 }
 
@@ -57,7 +84,10 @@ export class DeliveryDto {
   @ApiProperty({ enum: ['pending', 'delivered', 'failed'] }) status!: string;
   @ApiProperty() attempts!: number;
   @ApiPropertyOptional() last_status?: number;
-  @ApiPropertyOptional({ description: "Why the last attempt failed (the receiver's answer, or why it could not be reached): shown to admin keys only." })
+  @ApiPropertyOptional({
+    description:
+      "Why the last attempt failed (the receiver's answer, or why it could not be reached): shown to admin keys only.",
+  })
   last_error?: string;
   @ApiPropertyOptional({ format: 'date-time' }) next_attempt_at?: string;
   @ApiProperty({ format: 'date-time' }) created_at!: string;
@@ -66,14 +96,29 @@ export class DeliveryDto {
 
 export class DeliveryListDto {
   @ApiProperty({ type: [DeliveryDto] }) deliveries!: DeliveryDto[];
-  @ApiProperty({ type: 'object', additionalProperties: { type: 'integer' }, description: 'Deliveries of the tenant per status.' })
+  @ApiProperty({
+    type: 'object',
+    additionalProperties: { type: 'integer' },
+    description: 'Deliveries of the tenant per status.',
+  })
   counts!: Record<string, number>;
 }
 
 const URL_MAX = 2048;
 
 function publicView(subscription: Subscription) {
-  const { id, url, kinds, unknown_after_ms, premature_refusals, created_at, active, previous_secret_until, disabled_reason, disabled_at } = subscription;
+  const {
+    id,
+    url,
+    kinds,
+    unknown_after_ms,
+    premature_refusals,
+    created_at,
+    active,
+    previous_secret_until,
+    disabled_reason,
+    disabled_at,
+  } = subscription;
   return {
     id,
     url,
@@ -82,17 +127,21 @@ function publicView(subscription: Subscription) {
     premature_refusals,
     created_at,
     active,
-    ...(active && previous_secret_until && Date.parse(previous_secret_until) > Date.now() ? { previous_secret_until } : {}),
+    ...(active && previous_secret_until && Date.parse(previous_secret_until) > Date.now()
+      ? { previous_secret_until }
+      : {}),
     ...(disabled_reason ? { disabled_reason, disabled_at } : {}),
   };
 }
 
 /** The body of a new subscription, checked field by field; a bad one names its field. */
 function parseSubscription(body: unknown): NewSubscription {
-  if (typeof body !== 'object' || body === null || Array.isArray(body)) throw new LedgerProblem('BAD_REQUEST', 'the body must be a JSON object');
+  if (typeof body !== 'object' || body === null || Array.isArray(body))
+    throw new LedgerProblem('BAD_REQUEST', 'the body must be a JSON object');
   const { url, kinds, unknown_after_ms, premature_refusals, ...rest } = body as Record<string, unknown>;
   const unknownField = Object.keys(rest)[0];
-  if (unknownField !== undefined) throw new LedgerProblem('BAD_REQUEST', `${unknownField} is not a field of a subscription`, { field: unknownField });
+  if (unknownField !== undefined)
+    throw new LedgerProblem('BAD_REQUEST', `${unknownField} is not a field of a subscription`, { field: unknownField });
   let parsed: URL | undefined;
   try {
     parsed = typeof url === 'string' && url.length <= URL_MAX ? new URL(url) : undefined;
@@ -100,18 +149,31 @@ function parseSubscription(body: unknown): NewSubscription {
     parsed = undefined;
   }
   if (!parsed || (parsed.protocol !== 'http:' && parsed.protocol !== 'https:') || parsed.username || parsed.password) {
-    throw new LedgerProblem('BAD_REQUEST', `url must be an http or https URL without credentials, at most ${URL_MAX} characters`, { field: 'url' });
+    throw new LedgerProblem(
+      'BAD_REQUEST',
+      `url must be an http or https URL without credentials, at most ${URL_MAX} characters`,
+      { field: 'url' },
+    );
   }
-  if (kinds !== undefined && (!Array.isArray(kinds) || kinds.some((kind) => !(NOTIFICATION_KINDS as readonly unknown[]).includes(kind)))) {
-    throw new LedgerProblem('BAD_REQUEST', `kinds must be a list of ${NOTIFICATION_KINDS.join(', ')}`, { field: 'kinds' });
+  if (
+    kinds !== undefined &&
+    (!Array.isArray(kinds) || kinds.some((kind) => !(NOTIFICATION_KINDS as readonly unknown[]).includes(kind)))
+  ) {
+    throw new LedgerProblem('BAD_REQUEST', `kinds must be a list of ${NOTIFICATION_KINDS.join(', ')}`, {
+      field: 'kinds',
+    });
   }
   const integer = (value: unknown, field: string, min: number, max: number) =>
     value === undefined ? undefined : optionalInteger(typeof value === 'number' ? String(value) : '-', field, min, max);
   return {
     url: parsed.toString(),
     ...(kinds === undefined ? {} : { kinds: kinds as NotificationKind[] }),
-    ...(unknown_after_ms === undefined ? {} : { unknown_after_ms: integer(unknown_after_ms, 'unknown_after_ms', 0, 30 * 86_400_000) }),
-    ...(premature_refusals === undefined ? {} : { premature_refusals: integer(premature_refusals, 'premature_refusals', 1, 1000) }),
+    ...(unknown_after_ms === undefined
+      ? {}
+      : { unknown_after_ms: integer(unknown_after_ms, 'unknown_after_ms', 0, 30 * 86_400_000) }),
+    ...(premature_refusals === undefined
+      ? {}
+      : { premature_refusals: integer(premature_refusals, 'premature_refusals', 1, 1000) }),
   };
 }
 
@@ -131,7 +193,9 @@ export class WebhooksController {
   @Post('admin/webhooks')
   @HttpCode(201)
   @RequireAccess('admin')
-  @ApiOperation({ summary: "Subscribe a URL to the tenant's notifications; the answer carries the signing secret, once." })
+  @ApiOperation({
+    summary: "Subscribe a URL to the tenant's notifications; the answer carries the signing secret, once.",
+  })
   @ApiBody({ type: NewSubscriptionDto })
   @ApiCreatedResponse({ type: CreatedSubscriptionDto })
   async create(@CallerParam() caller: Caller, @Body() body: unknown) {
@@ -149,7 +213,9 @@ export class WebhooksController {
 
   @Get('admin/webhooks/:id')
   @RequireAccess('admin')
-  @ApiOperation({ summary: 'One subscription of the tenant, active or not; a disabled one says why (secrets are never shown).' })
+  @ApiOperation({
+    summary: 'One subscription of the tenant, active or not; a disabled one says why (secrets are never shown).',
+  })
   @ApiOkResponse({ type: SubscriptionDto })
   one(@CallerParam() caller: Caller, @Param('id') id: string) {
     const subscription = this.store.subscriptions(caller.tenant, false).find((candidate) => candidate.id === id);
@@ -160,17 +226,28 @@ export class WebhooksController {
   @Post('admin/webhooks/:id/rotate-secret')
   @HttpCode(200)
   @RequireAccess('admin')
-  @ApiOperation({ summary: 'A new signing secret, shown once; the replaced one keeps signing beside it for the overlap.' })
+  @ApiOperation({
+    summary: 'A new signing secret, shown once; the replaced one keeps signing beside it for the overlap.',
+  })
   @ApiBody({ type: RotateSecretDto, required: false })
   @ApiOkResponse({ type: RotatedSecretDto })
   rotate(@CallerParam() caller: Caller, @Param('id') id: string, @Body() body: unknown) {
     const fields = body === undefined || body === null ? {} : body;
-    if (typeof fields !== 'object' || Array.isArray(fields)) throw new LedgerProblem('BAD_REQUEST', 'the body must be a JSON object');
+    if (typeof fields !== 'object' || Array.isArray(fields))
+      throw new LedgerProblem('BAD_REQUEST', 'the body must be a JSON object');
     const { overlap_seconds, ...rest } = fields as Record<string, unknown>;
     const unknownField = Object.keys(rest)[0];
-    if (unknownField !== undefined) throw new LedgerProblem('BAD_REQUEST', `${unknownField} is not a field of a rotation`, { field: unknownField });
+    if (unknownField !== undefined)
+      throw new LedgerProblem('BAD_REQUEST', `${unknownField} is not a field of a rotation`, { field: unknownField });
     const overlap =
-      overlap_seconds === undefined ? undefined : optionalInteger(typeof overlap_seconds === 'number' ? String(overlap_seconds) : '-', 'overlap_seconds', 0, 7 * 86_400);
+      overlap_seconds === undefined
+        ? undefined
+        : optionalInteger(
+            typeof overlap_seconds === 'number' ? String(overlap_seconds) : '-',
+            'overlap_seconds',
+            0,
+            7 * 86_400,
+          );
     return this.webhooks.rotateSecret(caller.tenant, id, overlap);
   }
 
@@ -179,8 +256,11 @@ export class WebhooksController {
   @ApiOperation({ summary: 'End a subscription: nothing more is delivered to it, pending deliveries included.' })
   @ApiOkResponse({ type: SubscriptionDto })
   remove(@CallerParam() caller: Caller, @Param('id') id: string) {
-    if (!this.store.deactivate(caller.tenant, id)) throw new LedgerProblem('WEBHOOK_NOT_FOUND', 'no active subscription of this tenant has this id');
-    const subscription = this.store.subscriptions(caller.tenant, false).find((candidate) => candidate.id === id) as Subscription;
+    if (!this.store.deactivate(caller.tenant, id))
+      throw new LedgerProblem('WEBHOOK_NOT_FOUND', 'no active subscription of this tenant has this id');
+    const subscription = this.store
+      .subscriptions(caller.tenant, false)
+      .find((candidate) => candidate.id === id) as Subscription;
     return publicView(subscription);
   }
 
@@ -198,11 +278,19 @@ export class WebhooksController {
     const counts: Record<string, number> = { pending: 0, delivered: 0, failed: 0 };
     for (const row of this.store.counts(caller.tenant)) counts[row.status] += row.count;
     return {
-      deliveries: this.store.deliveries(caller.tenant, { status: status as DeliveryStatus | undefined, limit }).map((delivery) => {
-        const { body: _body, tenant: _tenant, next_attempt_ms, last_error, ...rest } = delivery;
-        // Why an attempt failed says what answers at the receiver's address (docs/webhooks.md): admins only.
-        return { ...rest, ...(last_error !== undefined && caller.role === 'admin' ? { last_error } : {}), ...(delivery.status === 'pending' && next_attempt_ms > 0 ? { next_attempt_at: new Date(next_attempt_ms).toISOString() } : {}) };
-      }),
+      deliveries: this.store
+        .deliveries(caller.tenant, { status: status as DeliveryStatus | undefined, limit })
+        .map((delivery) => {
+          const { body: _body, tenant: _tenant, next_attempt_ms, last_error, ...rest } = delivery;
+          // Why an attempt failed says what answers at the receiver's address (docs/webhooks.md): admins only.
+          return {
+            ...rest,
+            ...(last_error !== undefined && caller.role === 'admin' ? { last_error } : {}),
+            ...(delivery.status === 'pending' && next_attempt_ms > 0
+              ? { next_attempt_at: new Date(next_attempt_ms).toISOString() }
+              : {}),
+          };
+        }),
       counts,
     };
   }

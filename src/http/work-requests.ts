@@ -31,7 +31,11 @@ function identifier(raw: unknown, field: string): string {
  */
 function workerName(raw: unknown): string {
   if (typeof raw !== 'string' || raw.length > 200 || !IDENTIFIER_PATTERN.test(raw)) {
-    throw new LedgerProblem('BAD_REQUEST', 'worker must be 1 to 200 ASCII letters, digits or _ . : / @ + = # ~ -, first a letter, a digit or _', { field: 'worker' });
+    throw new LedgerProblem(
+      'BAD_REQUEST',
+      'worker must be 1 to 200 ASCII letters, digits or _ . : / @ + = # ~ -, first a letter, a digit or _',
+      { field: 'worker' },
+    );
   }
   return raw;
 }
@@ -47,12 +51,17 @@ const workerScanner = new SecretScanner();
 export async function refuseSecretWorker(worker: string): Promise<void> {
   const detect = await workerScanner.detectorFor([worker]);
   if (containsSecret(worker, { detect })) {
-    throw new LedgerProblem('SECRET_IN_IDENTIFIER', 'worker looks like a credential; a worker name is stored as sent, so it is refused', { field: 'worker' });
+    throw new LedgerProblem(
+      'SECRET_IN_IDENTIFIER',
+      'worker looks like a credential; a worker name is stored as sent, so it is refused',
+      { field: 'worker' },
+    );
   }
 }
 
 function leaseId(raw: unknown, field = 'lease_id'): string {
-  if (typeof raw !== 'string' || !LEASE_ID_PATTERN.test(raw)) throw new LedgerProblem('BAD_REQUEST', `${field} must be a lease id (a UUID)`, { field });
+  if (typeof raw !== 'string' || !LEASE_ID_PATTERN.test(raw))
+    throw new LedgerProblem('BAD_REQUEST', `${field} must be a lease id (a UUID)`, { field });
   return raw;
 }
 
@@ -92,7 +101,8 @@ export function workRequest(caller: Caller, params: QueryParams, settings: WorkF
   const worker = named === undefined ? caller.actor : workerName(named);
   const limit = optionalInteger(single(params, 'limit'), 'limit', 1, settings.maxLimit) ?? 10;
   const waitMs = optionalInteger(single(params, 'wait_ms'), 'wait_ms', 0, settings.maxWaitMs) ?? 0;
-  const leaseMs = optionalInteger(single(params, 'lease_ms'), 'lease_ms', 1000, settings.maxLeaseMs) ?? settings.defaultLeaseMs;
+  const leaseMs =
+    optionalInteger(single(params, 'lease_ms'), 'lease_ms', 1000, settings.maxLeaseMs) ?? settings.defaultLeaseMs;
   return { tools, worker, limit, waitMs, leaseMs };
 }
 
@@ -115,7 +125,8 @@ export function releaseRequest(rawBody: unknown): ReleaseRequest {
 /** The operation_refs of a lease listing: repeated, up to 100. */
 export function leaseListRefs(params: QueryParams): string[] {
   const raw = repeated(params, 'operation_ref');
-  if (raw.length > 100) throw new LedgerProblem('BAD_REQUEST', 'operation_ref may be given at most 100 times', { field: 'operation_ref' });
+  if (raw.length > 100)
+    throw new LedgerProblem('BAD_REQUEST', 'operation_ref may be given at most 100 times', { field: 'operation_ref' });
   return raw.map((ref) => checkOperationRef(ref));
 }
 

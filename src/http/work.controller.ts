@@ -1,5 +1,14 @@
 import { Body, Controller, Get, HttpCode, Inject, Param, Post, Query, Req } from '@nestjs/common';
-import { ApiBody, ApiOkResponse, ApiOperation, ApiParam, ApiProperty, ApiPropertyOptional, ApiQuery, ApiTags } from '@nestjs/swagger';
+import {
+  ApiBody,
+  ApiOkResponse,
+  ApiOperation,
+  ApiParam,
+  ApiProperty,
+  ApiPropertyOptional,
+  ApiQuery,
+  ApiTags,
+} from '@nestjs/swagger';
 import { RequireAccess } from '../auth/access';
 import { WorkFeed } from '../work/work-feed';
 import { CallerParam, type Caller } from './caller';
@@ -11,14 +20,22 @@ import { leaseListRefs, refuseSecretWorker, releaseRequest, renewRequest, workRe
 export class WorkLeaseDto {
   @ApiProperty({ format: 'uuid' }) id!: string;
   @ApiProperty({ description: 'The worker the item is handed to.' }) holder!: string;
-  @ApiProperty({ format: 'date-time', description: 'Until when no one else is handed the item (ledger clock); renew before it.' }) expires_at!: string;
+  @ApiProperty({
+    format: 'date-time',
+    description: 'Until when no one else is handed the item (ledger clock); renew before it.',
+  })
+  expires_at!: string;
   @ApiPropertyOptional({ description: 'The worker whose expired lease this one took over.' }) took_over_from?: string;
 }
 
 export class LeaseViewDto {
-  @ApiProperty({ description: 'Whether a worker holds the operation now (an unreleased lease, not expired by the ledger clock).' }) held!: boolean;
+  @ApiProperty({
+    description: 'Whether a worker holds the operation now (an unreleased lease, not expired by the ledger clock).',
+  })
+  held!: boolean;
   @ApiPropertyOptional({ description: 'The worker that holds it.' }) holder?: string;
-  @ApiPropertyOptional({ format: 'date-time', description: 'Until when, unless renewed (ledger clock).' }) expires_at?: string;
+  @ApiPropertyOptional({ format: 'date-time', description: 'Until when, unless renewed (ledger clock).' })
+  expires_at?: string;
   @ApiPropertyOptional({ description: 'The worker whose expired lease this one took over.' }) took_over_from?: string;
 }
 
@@ -40,12 +57,19 @@ export class WorkItemDto {
   @ApiProperty() run_id!: string;
   @ApiProperty() tool!: string;
   @ApiProperty({ enum: ['read', 'write'] }) side_effect!: string;
-  @ApiProperty({ enum: ['dispatch', 'verify'], description: 'dispatch: ask the gate for `attempt`, then call the tool; verify: look the operation_ref up.' }) kind!: string;
+  @ApiProperty({
+    enum: ['dispatch', 'verify'],
+    description: 'dispatch: ask the gate for `attempt`, then call the tool; verify: look the operation_ref up.',
+  })
+  kind!: string;
   @ApiProperty({ description: 'The step status the item was judged on.' }) status!: string;
   @ApiProperty({ type: WorkDirectiveDto }) directive!: WorkDirectiveDto;
   @ApiProperty({ description: 'The attempt to dispatch, or the attempt in flight to verify.' }) attempt!: number;
   @ApiProperty() input_hash!: string;
-  @ApiPropertyOptional({ description: 'The input the step was planned with (dispatch items of steps planned with one).' }) input?: unknown;
+  @ApiPropertyOptional({
+    description: 'The input the step was planned with (dispatch items of steps planned with one).',
+  })
+  input?: unknown;
   @ApiPropertyOptional() verification_tool?: string;
   @ApiProperty({ type: 'object', additionalProperties: true }) policy!: Record<string, unknown>;
   @ApiProperty() revision!: number;
@@ -68,7 +92,12 @@ export class RenewAnswerDto {
 
 export class ReleaseLeaseDto {
   @ApiProperty({ format: 'uuid' }) lease_id!: string;
-  @ApiPropertyOptional({ minimum: 0, maximum: 86_400_000, description: 'Keep the item from everyone this long (a check that must wait for a window).' }) hold_ms?: number;
+  @ApiPropertyOptional({
+    minimum: 0,
+    maximum: 86_400_000,
+    description: 'Keep the item from everyone this long (a check that must wait for a window).',
+  })
+  hold_ms?: number;
 }
 
 export class ReleaseAnswerDto {
@@ -87,12 +116,35 @@ export class WorkController {
   @Get('work')
   @RequireAccess('work')
   @LongPoll('wait_ms')
-  @ApiOperation({ summary: 'Long-poll for due steps (dispatch or verify), each handed out under a lease to one worker at a time.' })
-  @ApiQuery({ name: 'worker', required: false, type: String, description: "The name the worker holds leases under (default: the key's id)." })
-  @ApiQuery({ name: 'tool', required: false, type: String, isArray: true, description: 'Only these tools (repeat the parameter); all when absent.' })
+  @ApiOperation({
+    summary: 'Long-poll for due steps (dispatch or verify), each handed out under a lease to one worker at a time.',
+  })
+  @ApiQuery({
+    name: 'worker',
+    required: false,
+    type: String,
+    description: "The name the worker holds leases under (default: the key's id).",
+  })
+  @ApiQuery({
+    name: 'tool',
+    required: false,
+    type: String,
+    isArray: true,
+    description: 'Only these tools (repeat the parameter); all when absent.',
+  })
   @ApiQuery({ name: 'limit', required: false, type: Number, description: '1 to 100 (default 10).' })
-  @ApiQuery({ name: 'wait_ms', required: false, type: Number, description: 'Wait up to this long for an item (0 to 30000, default 0).' })
-  @ApiQuery({ name: 'lease_ms', required: false, type: Number, description: 'Lease length, 1000 to 600000 (default 30000).' })
+  @ApiQuery({
+    name: 'wait_ms',
+    required: false,
+    type: Number,
+    description: 'Wait up to this long for an item (0 to 30000, default 0).',
+  })
+  @ApiQuery({
+    name: 'lease_ms',
+    required: false,
+    type: Number,
+    description: 'Lease length, 1000 to 600000 (default 30000).',
+  })
   @ApiOkResponse({ type: WorkAnswerDto })
   async work(@CallerParam() caller: Caller, @Query() query: QueryParams, @Req() request: RequestWithSocket) {
     const asked = workRequest(caller, query, this.feed.settings);
@@ -105,7 +157,10 @@ export class WorkController {
   @Get('operations/:ref/lease')
   @RequireAccess('read')
   @ApiParam({ name: 'ref', description: 'The operation_ref, percent-encoded as one path segment.' })
-  @ApiOperation({ summary: 'Which worker holds the operation now under a work-feed lease, and until when (the lease id is not shown).' })
+  @ApiOperation({
+    summary:
+      'Which worker holds the operation now under a work-feed lease, and until when (the lease id is not shown).',
+  })
   @ApiOkResponse({ type: LeaseViewDto })
   lease(@CallerParam() caller: Caller, @Param('ref') ref: string) {
     return this.feed.holderOf(caller, checkOperationRef(ref));
@@ -113,8 +168,17 @@ export class WorkController {
 
   @Get('leases')
   @RequireAccess('read')
-  @ApiOperation({ summary: 'Who holds each of up to 100 operations of the tenant now, in one read (for a list page); unknown refs read as not held.' })
-  @ApiQuery({ name: 'operation_ref', required: true, type: String, isArray: true, description: 'Repeat the parameter, up to 100 times.' })
+  @ApiOperation({
+    summary:
+      'Who holds each of up to 100 operations of the tenant now, in one read (for a list page); unknown refs read as not held.',
+  })
+  @ApiQuery({
+    name: 'operation_ref',
+    required: true,
+    type: String,
+    isArray: true,
+    description: 'Repeat the parameter, up to 100 times.',
+  })
   @ApiOkResponse({ type: LeaseListDto })
   leases(@CallerParam() caller: Caller, @Query() query: QueryParams) {
     return this.feed.holdersOf(caller, leaseListRefs(query));

@@ -34,10 +34,16 @@ function checkedInput(input: unknown, hash: string, field: string): JsonValue {
     throw new LedgerProblem('BAD_REQUEST', `input may be at most ${MAX_STEP_INPUT_BYTES} bytes of JSON`, { field });
   }
   if (sha256Hex(canonical) !== hash) {
-    throw new LedgerProblem('BAD_REQUEST', 'input_hash is not the SHA-256 of the canonical input', { field: field.replace(/input$/, 'input_hash') });
+    throw new LedgerProblem('BAD_REQUEST', 'input_hash is not the SHA-256 of the canonical input', {
+      field: field.replace(/input$/, 'input_hash'),
+    });
   }
   if (redactDeep(input).redactions.length > 0) {
-    throw new LedgerProblem('BAD_REQUEST', 'input holds what looks like a secret; tools take credentials from their own configuration', { field });
+    throw new LedgerProblem(
+      'BAD_REQUEST',
+      'input holds what looks like a secret; tools take credentials from their own configuration',
+      { field },
+    );
   }
   return JSON.parse(canonical) as JsonValue;
 }
@@ -60,7 +66,8 @@ export function prepareFact(
     case 'StepPlanned': {
       const policy = { ...settings.defaultPolicy, ...(data.policy ?? {}) } as StepPolicy;
       if (policy.verification_tool === undefined) delete policy.verification_tool;
-      const input = data.input === undefined ? undefined : checkedInput(data.input, data.input_hash, `${fieldPrefix}.data.input`);
+      const input =
+        data.input === undefined ? undefined : checkedInput(data.input, data.input_hash, `${fieldPrefix}.data.input`);
       return {
         type: 'StepPlanned',
         data: {
@@ -76,7 +83,11 @@ export function prepareFact(
     case 'AttemptDispatched':
       return {
         type: 'AttemptDispatched',
-        data: { attempt: data.attempt, input_hash: data.input_hash, ...(data.call_window_ms === undefined ? {} : { call_window_ms: data.call_window_ms }) },
+        data: {
+          attempt: data.attempt,
+          input_hash: data.input_hash,
+          ...(data.call_window_ms === undefined ? {} : { call_window_ms: data.call_window_ms }),
+        },
       };
     case 'EnvelopeRecorded': {
       // Before the plan there is no side effect to judge the envelope by: the decider refuses it.
@@ -93,7 +104,9 @@ export function prepareFact(
       };
     }
     case 'VerificationRecorded': {
-      const { value, redactions } = redactDeep({ evidence_ref: data.evidence_ref, result: data.result }, '', { detect });
+      const { value, redactions } = redactDeep({ evidence_ref: data.evidence_ref, result: data.result }, '', {
+        detect,
+      });
       return {
         type: 'VerificationRecorded',
         data: {
@@ -122,21 +135,36 @@ export function prepareFact(
     case 'OutcomeVerifiedManually': {
       // A person's word that the write committed is evidence only with what they saw (§4.10).
       if (data.outcome === 'found_committed' && data.evidence_ref === undefined) {
-        throw new LedgerProblem('BAD_REQUEST', 'found_committed needs the evidence_ref the person saw', { field: `${fieldPrefix}.data.evidence_ref` });
+        throw new LedgerProblem('BAD_REQUEST', 'found_committed needs the evidence_ref the person saw', {
+          field: `${fieldPrefix}.data.evidence_ref`,
+        });
       }
       const { value } = redactDeep({ note: data.note, evidence_ref: data.evidence_ref }, '', { detect });
       return {
         type: 'OutcomeVerifiedManually',
-        data: { outcome: data.outcome, note: value.note, ...(value.evidence_ref === undefined ? {} : { evidence_ref: value.evidence_ref }) },
+        data: {
+          outcome: data.outcome,
+          note: value.note,
+          ...(value.evidence_ref === undefined ? {} : { evidence_ref: value.evidence_ref }),
+        },
       };
     }
     case 'StepCancelled':
-      return { type: 'StepCancelled', data: { reason: redactDeep({ reason: data.reason }, '', { detect }).value.reason } };
+      return {
+        type: 'StepCancelled',
+        data: { reason: redactDeep({ reason: data.reason }, '', { detect }).value.reason },
+      };
     case 'StepReopened':
-      return { type: 'StepReopened', data: { attempts: data.attempts, reason: redactDeep({ reason: data.reason }, '', { detect }).value.reason } };
+      return {
+        type: 'StepReopened',
+        data: { attempts: data.attempts, reason: redactDeep({ reason: data.reason }, '', { detect }).value.reason },
+      };
     case 'EscalationAcknowledged': {
       const { value } = redactDeep({ assignee: data.assignee, note: data.note }, '', { detect });
-      return { type: 'EscalationAcknowledged', data: { assignee: value.assignee, ...(value.note === undefined ? {} : { note: value.note }) } };
+      return {
+        type: 'EscalationAcknowledged',
+        data: { assignee: value.assignee, ...(value.note === undefined ? {} : { note: value.note }) },
+      };
     }
   }
 }

@@ -2,7 +2,15 @@ import Database from 'better-sqlite3';
 import { existsSync } from 'node:fs';
 import { readModelFile } from '../projection-engine/sqlite-read-model.store';
 import type { EventStore } from '../store/event-store.port';
-import { checkAgainstWitness, currentHead, readHeadWitness, WitnessError, type HeadWitness, type LogHead, type WitnessFindingKind } from '../store/head-witness';
+import {
+  checkAgainstWitness,
+  currentHead,
+  readHeadWitness,
+  WitnessError,
+  type HeadWitness,
+  type LogHead,
+  type WitnessFindingKind,
+} from '../store/head-witness';
 import { operationStream } from '../store/stream-names';
 import { webhookFile } from '../webhooks/sqlite-webhook.store';
 
@@ -16,7 +24,8 @@ import { webhookFile } from '../webhooks/sqlite-webhook.store';
  * Leases live in the log's own file (SQLite) or store (EventStoreDB), so they go back with it and
  * witness nothing.
  */
-export type RollbackFindingKind = WitnessFindingKind | 'read_model_ahead' | 'read_model_operation_ahead' | 'webhook_checkpoint_ahead';
+export type RollbackFindingKind =
+  WitnessFindingKind | 'read_model_ahead' | 'read_model_operation_ahead' | 'webhook_checkpoint_ahead';
 
 export interface RollbackFinding {
   kind: RollbackFindingKind;
@@ -51,9 +60,12 @@ async function readModelEvidence(store: EventStore, head: LogHead, dataDir: stri
   if (!db) return [];
   try {
     const findings: RollbackFinding[] = [];
-    const hasTable = (name: string) => db.prepare("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?").get(name) !== undefined;
+    const hasTable = (name: string) =>
+      db.prepare("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?").get(name) !== undefined;
     if (hasTable('projection_checkpoints')) {
-      const ahead = db.prepare('SELECT projection, position FROM projection_checkpoints WHERE position > ? ORDER BY projection').all(head.position) as Array<{ projection: string; position: number }>;
+      const ahead = db
+        .prepare('SELECT projection, position FROM projection_checkpoints WHERE position > ? ORDER BY projection')
+        .all(head.position) as Array<{ projection: string; position: number }>;
       if (ahead.length > 0) {
         findings.push({
           kind: 'read_model_ahead',
@@ -64,7 +76,9 @@ async function readModelEvidence(store: EventStore, head: LogHead, dataDir: stri
     if (store.keepsAnchors && hasTable('rm_step_state')) {
       // The newest operations (by row order) are the ones a rollback loses; a bounded look keeps
       // the start quick on a read model of millions of operations.
-      const rows = db.prepare('SELECT tenant, operation_ref, revision FROM rm_step_state ORDER BY rowid DESC LIMIT ?').all(OPERATIONS_LOOKED_AT) as Array<{
+      const rows = db
+        .prepare('SELECT tenant, operation_ref, revision FROM rm_step_state ORDER BY rowid DESC LIMIT ?')
+        .all(OPERATIONS_LOOKED_AT) as Array<{
         tenant: string;
         operation_ref: string;
         revision: number;
@@ -76,7 +90,9 @@ async function readModelEvidence(store: EventStore, head: LogHead, dataDir: stri
         if (revision !== undefined && revision >= row.revision) continue;
         count += 1;
         if (missing.length < NAMED) {
-          missing.push(`${row.operation_ref} (tenant ${row.tenant}) at revision ${row.revision}, ${revision === undefined ? 'absent from the log' : `the log only to ${revision}`}`);
+          missing.push(
+            `${row.operation_ref} (tenant ${row.tenant}) at revision ${row.revision}, ${revision === undefined ? 'absent from the log' : `the log only to ${revision}`}`,
+          );
         }
       }
       if (count > 0) {
@@ -96,8 +112,10 @@ function webhookEvidence(head: LogHead, dataDir: string): RollbackFinding[] {
   const db = openReadOnly(webhookFile(dataDir));
   if (!db) return [];
   try {
-    if (!db.prepare("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'webhook_checkpoint'").get()) return [];
-    const row = db.prepare('SELECT position FROM webhook_checkpoint WHERE id = 1').get() as { position: number } | undefined;
+    if (!db.prepare("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'webhook_checkpoint'").get())
+      return [];
+    const row = db.prepare('SELECT position FROM webhook_checkpoint WHERE id = 1').get() as
+      { position: number } | undefined;
     if (!row || row.position <= head.position) return [];
     return [
       {

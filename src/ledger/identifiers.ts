@@ -8,7 +8,10 @@ import type { SubmitContext, SubmitRequest } from '@recovery-ledger/core/contrac
  * Their grammar is checked at the edge (docs/security.md, "Identifiers"); here, one that a secret
  * detector flags is refused whole.
  */
-export function identifierFields(context: SubmitContext, request: SubmitRequest): Array<[field: string, value: unknown]> {
+export function identifierFields(
+  context: SubmitContext,
+  request: SubmitRequest,
+): Array<[field: string, value: unknown]> {
   const fields: Array<[string, unknown]> = [['operation_ref', context.operationRef]];
   if (context.tracestate !== undefined) fields.push(['tracestate', context.tracestate]);
   request.events.forEach((event, index) => {
@@ -20,7 +23,8 @@ export function identifierFields(context: SubmitContext, request: SubmitRequest)
     if (envelope !== null && typeof envelope === 'object' && !Array.isArray(envelope)) {
       fields.push([`${at}.envelope.code`, envelope.code], [`${at}.envelope.operation_ref`, envelope.operation_ref]);
       const details = envelope.safe_details;
-      if (details !== null && typeof details === 'object') fields.push([`${at}.envelope.safe_details.verification_tool`, details.verification_tool]);
+      if (details !== null && typeof details === 'object')
+        fields.push([`${at}.envelope.safe_details.verification_tool`, details.verification_tool]);
     }
   });
   return fields;
@@ -30,7 +34,11 @@ export function identifierFields(context: SubmitContext, request: SubmitRequest)
 export function refuseSecretIdentifiers(context: SubmitContext, request: SubmitRequest, detect: SecretDetector): void {
   for (const [field, value] of identifierFields(context, request)) {
     if (typeof value === 'string' && containsSecret(value, { detect })) {
-      throw new LedgerProblem('SECRET_IN_IDENTIFIER', `${field} looks like a credential; identifiers are stored as sent, so it is refused`, { field });
+      throw new LedgerProblem(
+        'SECRET_IN_IDENTIFIER',
+        `${field} looks like a credential; identifiers are stored as sent, so it is refused`,
+        { field },
+      );
     }
   }
 }

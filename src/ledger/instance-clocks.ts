@@ -92,13 +92,19 @@ export interface SkewJudgement {
  * lead, seen by itself or reported by a live peer, is beyond the bound; and, after start, until every
  * live peer that does not share this instance's base has had the time to judge it.
  */
-export function judgeSkew(input: { selfId: string; peers: readonly PeerView[]; nowMonotonicMs: number; settings: ClockSettings }): SkewJudgement {
+export function judgeSkew(input: {
+  selfId: string;
+  peers: readonly PeerView[];
+  nowMonotonicMs: number;
+  settings: ClockSettings;
+}): SkewJudgement {
   const { selfId, nowMonotonicMs, settings } = input;
   const live = input.peers.filter((peer) => nowMonotonicMs - peer.changedAtMs <= LIVE_PERIODS * settings.heartbeatMs);
   const liveIds = new Set([selfId, ...live.map((peer) => peer.heartbeat.instance_id)]);
   let ahead: SkewJudgement['ahead'];
   for (const peer of live) {
-    if (peer.maxLeadMs > 0 && (!ahead || peer.maxLeadMs > ahead.ms)) ahead = { instance_id: peer.heartbeat.instance_id, ms: Math.round(peer.maxLeadMs) };
+    if (peer.maxLeadMs > 0 && (!ahead || peer.maxLeadMs > ahead.ms))
+      ahead = { instance_id: peer.heartbeat.instance_id, ms: Math.round(peer.maxLeadMs) };
   }
   let skewMs = ahead?.ms ?? 0;
   for (const peer of live) {
@@ -107,7 +113,8 @@ export function judgeSkew(input: { selfId: string; peers: readonly PeerView[]; n
   }
   const base = { livePeers: live.length, skewMs, ...(ahead ? { ahead } : {}) };
   if (skewMs > settings.skewBoundMs) return { ...base, takeOvers: 'held', reason: 'skew' };
-  if (live.some((peer) => !peer.sharesBase && peer.changesSeen < CHANGES_TO_BE_JUDGED)) return { ...base, takeOvers: 'held', reason: 'unjudged' };
+  if (live.some((peer) => !peer.sharesBase && peer.changesSeen < CHANGES_TO_BE_JUDGED))
+    return { ...base, takeOvers: 'held', reason: 'unjudged' };
   return { ...base, takeOvers: 'allowed' };
 }
 
@@ -156,7 +163,12 @@ export class InstanceClocks {
     const bootId = options.bootId ?? options.settings?.bootId ?? readBootId();
     const wallNow = options.wallNow ?? Date.now;
     const monotonicNow = options.monotonicNow ?? monotonicMs;
-    const proposed: TimeBase = { boot_id: bootId, wall_ms: wallNow(), monotonic_ms: monotonicNow(), instance_id: instanceId };
+    const proposed: TimeBase = {
+      boot_id: bootId,
+      wall_ms: wallNow(),
+      monotonic_ms: monotonicNow(),
+      instance_id: instanceId,
+    };
     let base: TimeBase;
     let shared = true;
     try {
@@ -202,7 +214,12 @@ export class InstanceClocks {
 
   /** Whether a peer's heartbeat says it computes ledger time from this instance's base. */
   private sharesBase(heartbeat: InstanceHeartbeat): boolean {
-    return this.shared && heartbeat.boot_id === this.bootId && heartbeat.base_wall_ms === this.base.wall_ms && heartbeat.base_monotonic_ms === this.base.monotonic_ms;
+    return (
+      this.shared &&
+      heartbeat.boot_id === this.bootId &&
+      heartbeat.base_wall_ms === this.base.wall_ms &&
+      heartbeat.base_monotonic_ms === this.base.monotonic_ms
+    );
   }
 
   /** Writes this instance's heartbeat, reads the others', and judges the clocks again. */
@@ -242,7 +259,13 @@ export class InstanceClocks {
       const lead = heartbeat.ledger_ms - readAtMs;
       const known = this.peers.get(heartbeat.instance_id);
       if (!known) {
-        this.peers.set(heartbeat.instance_id, { heartbeat, sharesBase: this.sharesBase(heartbeat), changedAtMs: nowMono, changesSeen: 0, maxLeadMs: lead });
+        this.peers.set(heartbeat.instance_id, {
+          heartbeat,
+          sharesBase: this.sharesBase(heartbeat),
+          changedAtMs: nowMono,
+          changesSeen: 0,
+          maxLeadMs: lead,
+        });
         continue;
       }
       known.maxLeadMs = Math.max(known.maxLeadMs, lead);
@@ -259,7 +282,12 @@ export class InstanceClocks {
 
   private judge(): void {
     const before = this.judgement.takeOvers;
-    this.judgement = judgeSkew({ selfId: this.instanceId, peers: [...this.peers.values()], nowMonotonicMs: this.monotonicNow(), settings: this.settings });
+    this.judgement = judgeSkew({
+      selfId: this.instanceId,
+      peers: [...this.peers.values()],
+      nowMonotonicMs: this.monotonicNow(),
+      settings: this.settings,
+    });
     if (this.judgement.takeOvers !== before) this.options.onAgreementChange?.(this.judgement);
   }
 

@@ -38,7 +38,9 @@ export interface RollbackStatus {
 
 /** The ledger's own check of a stored event's shape: the one codec the folds use. */
 export function ledgerEventProblem(event: StoredEvent): string | undefined {
-  return event.stream.startsWith(OPERATION_STREAM_PREFIX) ? eventShapeProblem({ ...event, recorded_at: event.metadata.recorded_at }) : undefined;
+  return event.stream.startsWith(OPERATION_STREAM_PREFIX)
+    ? eventShapeProblem({ ...event, recorded_at: event.metadata.recorded_at })
+    : undefined;
 }
 
 /**
@@ -86,7 +88,11 @@ export class IntegrityMonitor implements BrokenStreams {
       );
     }
     if (this.rollback.state === 'checking') {
-      return new LedgerProblem('STORE_UNAVAILABLE', 'the start-up check of the log against its witness has not finished; nothing was stored', { retryAfterSeconds: 2 });
+      return new LedgerProblem(
+        'STORE_UNAVAILABLE',
+        'the start-up check of the log against its witness has not finished; nothing was stored',
+        { retryAfterSeconds: 2 },
+      );
     }
     return undefined;
   }
@@ -99,7 +105,8 @@ export class IntegrityMonitor implements BrokenStreams {
       .then(
         (audit) => {
           const broken = new Map<string, string>();
-          for (const finding of audit.findings) if (finding.stream && !broken.has(finding.stream)) broken.set(finding.stream, finding.detail);
+          for (const finding of audit.findings)
+            if (finding.stream && !broken.has(finding.stream)) broken.set(finding.stream, finding.detail);
           this.broken = broken;
           this.logFault = audit.findings.find((finding) => finding.stream === undefined)?.detail;
           this.status = {

@@ -1,4 +1,13 @@
-import { Inject, Logger, Module, Optional, type DynamicModule, type OnApplicationBootstrap, type OnApplicationShutdown, type OnModuleInit } from '@nestjs/common';
+import {
+  Inject,
+  Logger,
+  Module,
+  Optional,
+  type DynamicModule,
+  type OnApplicationBootstrap,
+  type OnApplicationShutdown,
+  type OnModuleInit,
+} from '@nestjs/common';
 import { Counter, Gauge, type Registry } from 'prom-client';
 import { CONFIG, type LedgerConfig } from '../config/ledger-config';
 import { createLedgerMetrics, LEDGER_METRICS, type LedgerMetrics } from '../observability/ledger-metrics';
@@ -70,10 +79,17 @@ export class HistoryRollbackCheck implements OnModuleInit {
     const { config } = this;
     let report;
     try {
-      report = await findRollback(this.store, { dataDir: config.dataDir, witnessFile: config.headWitnessFile, anchorKey: config.anchorKey });
+      report = await findRollback(this.store, {
+        dataDir: config.dataDir,
+        witnessFile: config.headWitnessFile,
+        anchorKey: config.anchorKey,
+      });
     } catch (error) {
       // A store that cannot be read yet (EventStoreDB starting) is asked again; writes wait meanwhile.
-      this.logger.error({ err: error }, 'the log could not be checked for a rollback; writes wait, and the check runs again shortly');
+      this.logger.error(
+        { err: error },
+        'the log could not be checked for a rollback; writes wait, and the check runs again shortly',
+      );
       this.retry = setTimeout(() => void this.check(), 2000);
       this.retry.unref();
       return;
@@ -84,8 +100,15 @@ export class HistoryRollbackCheck implements OnModuleInit {
     if (report.findings.length === 0) {
       this.integrity.setRollback({ state: 'clear', witness });
       this.rolledBack?.set(0);
-      if (witness && !report.witness) this.logger.warn({ file: config.headWitnessFile, head }, 'no head witness yet: one is started from the log as it stands');
-      if (!witness) this.logger.warn('LEDGER_HEAD_WITNESS_FILE is not set: a restore of the whole data directory from an older copy cannot be seen');
+      if (witness && !report.witness)
+        this.logger.warn(
+          { file: config.headWitnessFile, head },
+          'no head witness yet: one is started from the log as it stands',
+        );
+      if (!witness)
+        this.logger.warn(
+          'LEDGER_HEAD_WITNESS_FILE is not set: a restore of the whole data directory from an older copy cannot be seen',
+        );
       await this.startWitness();
       return;
     }
@@ -118,7 +141,11 @@ export class HistoryRollbackCheck implements OnModuleInit {
       intervalMs: this.config.headWitnessIntervalMs,
       anchorKey: this.config.anchorKey,
       now: () => this.clock.now(),
-      onError: (error) => this.logger.error({ err: error, file }, 'the head witness could not be written: a rollback past this point would not be seen'),
+      onError: (error) =>
+        this.logger.error(
+          { err: error, file },
+          'the head witness could not be written: a rollback past this point would not be seen',
+        ),
     });
     await this.writer.start();
   }
@@ -142,17 +169,27 @@ class StoreLifecycle implements OnApplicationBootstrap, OnApplicationShutdown {
 
   onApplicationBootstrap(): void {
     if (!this.config.verifyOnStart) {
-      this.logger.warn('LEDGER_VERIFY_ON_START=off: the log is not audited at start; each decision still checks its own stream');
+      this.logger.warn(
+        'LEDGER_VERIFY_ON_START=off: the log is not audited at start; each decision still checks its own stream',
+      );
       return;
     }
     // Not awaited: a long log must not hold the server back. Each decision checks its own stream's
     // chain and anchored head meanwhile; the audit adds what only the whole log shows.
     this.integrity.verify().then(
       (audit) => {
-        if (audit.ok) this.logger.log({ events: audit.events, streams: audit.streams.length, anchored: audit.anchored }, 'the log verified');
+        if (audit.ok)
+          this.logger.log(
+            { events: audit.events, streams: audit.streams.length, anchored: audit.anchored },
+            'the log verified',
+          );
         else
           this.logger.error(
-            { findings: audit.findings.length, broken_streams: audit.broken_streams.length, kinds: [...new Set(audit.findings.map((finding) => finding.kind))] },
+            {
+              findings: audit.findings.length,
+              broken_streams: audit.broken_streams.length,
+              kinds: [...new Set(audit.findings.map((finding) => finding.kind))],
+            },
             'THE LOG FAILED VERIFICATION: appends to the broken streams are refused; run `recovery-ledger verify` for the details',
           );
       },
@@ -172,7 +209,10 @@ function adoptionHooks() {
   const logger = new Logger('Integrity');
   return {
     onLogAdopted: (events: number) =>
-      logger.warn({ events }, 'this log was written before anchors were kept: it is anchored as it stands now, and its past is trusted from here on'),
+      logger.warn(
+        { events },
+        'this log was written before anchors were kept: it is anchored as it stands now, and its past is trusted from here on',
+      ),
     indexer: stepIndexer,
   };
 }
@@ -194,7 +234,11 @@ async function instanceClocks(config: LedgerConfig, metrics: LedgerMetrics): Pro
         'the wall clock stepped, or differs from the time base the instances of this host share; decisions keep following elapsed (monotonic) time, so no window opens early or late',
       ),
     onAgreementChange: (judgement) => {
-      if (judgement.takeOvers === 'allowed') logger.log({ skew_ms: judgement.skewMs }, 'the clocks of the instances agree: expired leases are handed over again');
+      if (judgement.takeOvers === 'allowed')
+        logger.log(
+          { skew_ms: judgement.skewMs },
+          'the clocks of the instances agree: expired leases are handed over again',
+        );
       else if (judgement.reason === 'skew')
         logger.error(
           { skew_ms: judgement.skewMs, ahead: judgement.ahead?.instance_id },
@@ -202,14 +246,22 @@ async function instanceClocks(config: LedgerConfig, metrics: LedgerMetrics): Pro
         );
     },
     onStoreError: (what, error) => {
-      if (what === 'base') logger.error({ err: error }, 'the time base could not be read from the store: this instance keeps its own clock, judged against the others by heartbeats');
+      if (what === 'base')
+        logger.error(
+          { err: error },
+          'the time base could not be read from the store: this instance keeps its own clock, judged against the others by heartbeats',
+        );
       else if (!storeFailing) logger.warn({ err: error }, 'a clock heartbeat could not be written');
       storeFailing = what === 'heartbeat';
     },
   });
   metrics.watchClock(() => {
     const status = clocks.status();
-    return { ...clocks.clock.status(), instance_skew_ms: status.skew_ms, take_overs_held: status.take_overs === 'held' };
+    return {
+      ...clocks.clock.status(),
+      instance_skew_ms: status.skew_ms,
+      take_overs_held: status.take_overs === 'held',
+    };
   });
   return clocks;
 }
@@ -231,26 +283,36 @@ export class LedgerModule {
       providers: [
         { provide: CONFIG, useValue: options.config },
         // Optional: without the observability module (a module test) the hooks count nothing.
-        { provide: LEDGER_METRICS, inject: [{ token: METRICS_REGISTRY, optional: true }], useFactory: (registry?: Registry) => createLedgerMetrics(registry) },
+        {
+          provide: LEDGER_METRICS,
+          inject: [{ token: METRICS_REGISTRY, optional: true }],
+          useFactory: (registry?: Registry) => createLedgerMetrics(registry),
+        },
         // Null when a test injects its clock: there is then no shared time to agree on.
         {
           provide: INSTANCE_CLOCKS,
           inject: [LEDGER_METRICS],
           useFactory: (metrics: LedgerMetrics) => (options.clock ? null : instanceClocks(options.config, metrics)),
         },
-        { provide: CLOCK, inject: [INSTANCE_CLOCKS], useFactory: (clocks: InstanceClocks | null) => options.clock ?? (clocks as InstanceClocks).clock },
+        {
+          provide: CLOCK,
+          inject: [INSTANCE_CLOCKS],
+          useFactory: (clocks: InstanceClocks | null) => options.clock ?? (clocks as InstanceClocks).clock,
+        },
         options.store
           ? { provide: EVENT_STORE, useValue: options.store }
           : {
               provide: EVENT_STORE,
               inject: [LEDGER_METRICS],
-              useFactory: (metrics: LedgerMetrics) => openEventStore(options.config, { ...metrics.storeHooks, ...adoptionHooks() }),
+              useFactory: (metrics: LedgerMetrics) =>
+                openEventStore(options.config, { ...metrics.storeHooks, ...adoptionHooks() }),
             },
         { provide: REFUSAL_LISTENERS, useFactory: () => new Set<RefusalListener>() },
         {
           provide: IntegrityMonitor,
           inject: [EVENT_STORE, CLOCK, CONFIG],
-          useFactory: (store: EventStore, clock: Clock, config: LedgerConfig) => new IntegrityMonitor(store, () => clock.now(), config.anchorKey),
+          useFactory: (store: EventStore, clock: Clock, config: LedgerConfig) =>
+            new IntegrityMonitor(store, () => clock.now(), config.anchorKey),
         },
         {
           provide: LedgerService,

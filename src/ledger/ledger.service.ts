@@ -1,4 +1,9 @@
-import type { StepView, SubmitAnswer, SubmitContext, SubmitRequest } from '@recovery-ledger/core/contract/ledger-api.types';
+import type {
+  StepView,
+  SubmitAnswer,
+  SubmitContext,
+  SubmitRequest,
+} from '@recovery-ledger/core/contract/ledger-api.types';
 import type { StepState } from '@recovery-ledger/core/domain/decider';
 import { LedgerProblem } from '@recovery-ledger/core/errors/ledger-problem';
 import { NO_STREAM, type EventStore, type StoredEvent } from '../store/event-store.port';
@@ -47,11 +52,16 @@ export class LedgerService {
   }
 
   /** The step's view now or, with `asOfRevision`, as it stood then; with the stream's events. */
-  async getState(tenant: string, operationRef: string, asOfRevision?: number): Promise<{ view: StepView; events: StoredEvent[] }> {
+  async getState(
+    tenant: string,
+    operationRef: string,
+    asOfRevision?: number,
+  ): Promise<{ view: StepView; events: StoredEvent[] }> {
     const snapshot = await this.streams.read(operationStream(tenant, operationRef));
     if (snapshot.events.length === 0) throw new LedgerProblem('OPERATION_NOT_FOUND', 'the operation has no events');
     // Events stand in revision order, so those up to a revision are a prefix of the stream.
-    const upTo = asOfRevision === undefined ? snapshot.events : snapshot.events.filter((event) => event.revision <= asOfRevision);
+    const upTo =
+      asOfRevision === undefined ? snapshot.events : snapshot.events.filter((event) => event.revision <= asOfRevision);
     const revision = upTo.length === 0 ? NO_STREAM : upTo[upTo.length - 1].revision;
     return { view: stateView(operationRef, stateAfter(snapshot, upTo.length), revision), events: snapshot.events };
   }

@@ -1,7 +1,13 @@
 import { LRUCache } from 'lru-cache';
 import { fold, type StepState } from '@recovery-ledger/core/domain/decider';
 import type { RecordedEvent } from '@recovery-ledger/core/domain/events';
-import { NO_STREAM, StoreIntegrityError, type AppendResult, type EventStore, type StoredEvent } from '../store/event-store.port';
+import {
+  NO_STREAM,
+  StoreIntegrityError,
+  type AppendResult,
+  type EventStore,
+  type StoredEvent,
+} from '../store/event-store.port';
 import { sealEvents, verifyChain } from '../store/hash-chain';
 import { stepIndexEntry } from './step-index';
 import { toRecorded, type UnsealedEvent } from './stored-events';
@@ -50,20 +56,34 @@ export class SealedStreams {
     if (known) throw new StoreIntegrityError(stream, known);
     const { events, head } = await this.store.readStreamAnchored(stream);
     const found = verifyChain(events, this.verifiedHeads.get(stream));
-    if (found) throw new StoreIntegrityError(stream, `the hash chain breaks at revision ${found.revision} (${found.reason})`);
+    if (found)
+      throw new StoreIntegrityError(stream, `the hash chain breaks at revision ${found.revision} (${found.reason})`);
     const last = events[events.length - 1];
     if (this.store.keepsAnchors && (head?.revision !== last?.revision || head?.hash !== last?.metadata.hash)) {
-      throw new StoreIntegrityError(stream, `the stream ends at revision ${last?.revision ?? 'none'}, its anchored head is ${head?.revision ?? 'none'}`);
+      throw new StoreIntegrityError(
+        stream,
+        `the stream ends at revision ${last?.revision ?? 'none'}, its anchored head is ${head?.revision ?? 'none'}`,
+      );
     }
     if (last) this.verifiedHeads.set(stream, { revision: last.revision, hash: last.metadata.hash });
     const recorded = events.map(toRecorded);
-    return { stream, events, recorded, state: fold(recorded), revision: last === undefined ? NO_STREAM : last.revision };
+    return {
+      stream,
+      events,
+      recorded,
+      state: fold(recorded),
+      revision: last === undefined ? NO_STREAM : last.revision,
+    };
   }
 
   /** Seals `events` after the snapshot's last event and appends them at its revision, filed as `after`. */
   append(snapshot: StreamSnapshot, events: UnsealedEvent[], after: StepState): Promise<AppendResult> {
     const last = snapshot.events[snapshot.events.length - 1];
-    const sealed = sealEvents(snapshot.stream, last ? { revision: last.revision, hash: last.metadata.hash } : undefined, events);
+    const sealed = sealEvents(
+      snapshot.stream,
+      last ? { revision: last.revision, hash: last.metadata.hash } : undefined,
+      events,
+    );
     const index = stepIndexEntry(after);
     return this.store.append(snapshot.stream, snapshot.revision, sealed, index ? { index } : {});
   }

@@ -79,7 +79,10 @@ export function withoutDirectives(text: string): string {
 
 /** `@secretlint/secretlint-rule-slack` -> `detected_slack`. */
 function kindOf(ruleId: string): SecretKind {
-  const name = ruleId.replace(/^@secretlint\/secretlint-rule-/, '').replace(/[^a-z0-9]+/gi, '_').toLowerCase();
+  const name = ruleId
+    .replace(/^@secretlint\/secretlint-rule-/, '')
+    .replace(/[^a-z0-9]+/gi, '_')
+    .toLowerCase();
   return `detected_${name || 'secret'}`;
 }
 
@@ -161,7 +164,12 @@ export class SecretScanner {
         offset += text.length + SEPARATOR.length;
       }
       const result = await lintSource({
-        source: { filePath: 'submit.txt', content: withoutDirectives(pending.join(SEPARATOR)), ext: '.txt', contentType: 'text' },
+        source: {
+          filePath: 'submit.txt',
+          content: withoutDirectives(pending.join(SEPARATOR)),
+          ext: '.txt',
+          contentType: 'text',
+        },
         options: { config },
       });
       const perText = pending.map<DetectedSecret[]>(() => []);
@@ -171,7 +179,8 @@ export class SecretScanner {
         pending.forEach((text, index) => {
           const from = Math.max(start, starts[index]);
           const to = Math.min(end, starts[index] + text.length);
-          if (from < to) perText[index].push({ start: from - starts[index], end: to - starts[index], kind: kindOf(message.ruleId) });
+          if (from < to)
+            perText[index].push({ start: from - starts[index], end: to - starts[index], kind: kindOf(message.ruleId) });
         });
       }
       pending.forEach((text, index) => {

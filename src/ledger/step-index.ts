@@ -19,7 +19,9 @@ export function stepIndexEntry(state: StepState): StreamIndexEntry | undefined {
       attempt: state.current_attempt,
       attempts_used: state.attempts_used,
       reason: state.reason,
-      ...(state.definition.policy.verification_tool ? { verification_tool: state.definition.policy.verification_tool } : {}),
+      ...(state.definition.policy.verification_tool
+        ? { verification_tool: state.definition.policy.verification_tool }
+        : {}),
     },
   };
 }

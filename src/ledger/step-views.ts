@@ -9,7 +9,14 @@ import type { Directive } from '@recovery-ledger/core/domain/events';
  */
 export function stateView(operationRef: string, state: StepState, revision: number): StepView {
   if (!isPlanned(state)) {
-    return { operation_ref: operationRef, status: 'unplanned', revision, attempts_used: 0, current_attempt: 0, attempts_remaining: 0 };
+    return {
+      operation_ref: operationRef,
+      status: 'unplanned',
+      revision,
+      attempts_used: 0,
+      current_attempt: 0,
+      attempts_remaining: 0,
+    };
   }
   return {
     operation_ref: operationRef,
@@ -26,7 +33,9 @@ export function stateView(operationRef: string, state: StepState, revision: numb
     approval: state.approval,
     reason: state.reason,
     since: state.since,
-    ...(state.status === 'dispatched' && state.call_deadline !== undefined ? { call_deadline: state.call_deadline } : {}),
+    ...(state.status === 'dispatched' && state.call_deadline !== undefined
+      ? { call_deadline: state.call_deadline }
+      : {}),
     ...(state.approval_input_hash === undefined ? {} : { approval_input_hash: state.approval_input_hash }),
     ...(state.last_envelope ? { last_envelope: state.last_envelope } : {}),
     ...(state.last_verification ? { last_verification: state.last_verification } : {}),
@@ -53,7 +62,14 @@ export interface SubmitOutcome {
   replayed: boolean;
 }
 
-export function submitAnswer({ operationRef, state, revision, position, results, replayed }: SubmitOutcome): SubmitAnswer {
+export function submitAnswer({
+  operationRef,
+  state,
+  revision,
+  position,
+  results,
+  replayed,
+}: SubmitOutcome): SubmitAnswer {
   return {
     revision,
     position,

@@ -20,7 +20,8 @@ export function toRecorded(event: NewEvent & { revision?: number; stream?: strin
   try {
     return decodeRecordedEvent({ ...event, recorded_at: event.metadata.recorded_at });
   } catch (error) {
-    if (error instanceof EventShapeError) throw new StoreIntegrityError(event.stream, `an event of a shape the ledger never writes: ${error.message}`);
+    if (error instanceof EventShapeError)
+      throw new StoreIntegrityError(event.stream, `an event of a shape the ledger never writes: ${error.message}`);
     throw error;
   }
 }
@@ -30,7 +31,12 @@ export function toRecorded(event: NewEvent & { revision?: number; stream?: strin
  * causes gets ids derived from it. An event the codec refuses is never written: the ledger would
  * refuse its own stream when it next read it.
  */
-export function toNewEvents(events: readonly LedgerEvent[], submitted: SubmittedEvent, context: SubmitContext, now: string): UnsealedEvent[] {
+export function toNewEvents(
+  events: readonly LedgerEvent[],
+  submitted: SubmittedEvent,
+  context: SubmitContext,
+  now: string,
+): UnsealedEvent[] {
   const base: Omit<EventMetadata, 'hash' | 'prev_hash'> = {
     schema_version: EVENT_SCHEMA_VERSION,
     recorded_at: now,
@@ -57,7 +63,8 @@ function encoded(event: LedgerEvent, eventId: string) {
   try {
     return encodeLedgerEvent(event, eventId);
   } catch (error) {
-    if (error instanceof EventShapeError) throw new StoreIntegrityError(undefined, `an event of a shape the ledger never writes: ${error.message}`);
+    if (error instanceof EventShapeError)
+      throw new StoreIntegrityError(undefined, `an event of a shape the ledger never writes: ${error.message}`);
     throw error;
   }
 }

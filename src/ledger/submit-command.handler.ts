@@ -1,4 +1,10 @@
-import type { SubmitAnswer, SubmitContext, SubmitRequest, SubmitResult, SubmittedEvent } from '@recovery-ledger/core/contract/ledger-api.types';
+import type {
+  SubmitAnswer,
+  SubmitContext,
+  SubmitRequest,
+  SubmitResult,
+  SubmittedEvent,
+} from '@recovery-ledger/core/contract/ledger-api.types';
 import type { SecretDetector } from '@recovery-ledger/core/domain/envelope/redaction';
 import { decide, type Refused, type StepState } from '@recovery-ledger/core/domain/decider';
 import { LedgerProblem } from '@recovery-ledger/core/errors/ledger-problem';
@@ -55,25 +61,39 @@ export class SubmitCommandHandler {
 
   async submit(context: SubmitContext, request: SubmitRequest): Promise<SubmitAnswer> {
     // Scanned once, before the stream is read: the detector answers for every string of the submit.
-    const detect = await this.scanner.detectorFor(stringsOf([context.operationRef, context.tracestate ?? '', request.events.map((event) => event.data)]));
+    const detect = await this.scanner.detectorFor(
+      stringsOf([context.operationRef, context.tracestate ?? '', request.events.map((event) => event.data)]),
+    );
     refuseSecretIdentifiers(context, request, detect);
     const stream = operationStream(context.tenant, context.operationRef);
     return this.perStream.run(stream, () => this.submitOnce(stream, context, request, detect));
   }
 
-  private async submitOnce(stream: string, context: SubmitContext, request: SubmitRequest, detect: SecretDetector): Promise<SubmitAnswer> {
+  private async submitOnce(
+    stream: string,
+    context: SubmitContext,
+    request: SubmitRequest,
+    detect: SecretDetector,
+  ): Promise<SubmitAnswer> {
     for (let attempt = 0; ; attempt++) {
       const snapshot = await this.streams.read(stream);
-      const span = new DecisionSpan(request.events.map((event) => event.type), snapshot.revision);
+      const span = new DecisionSpan(
+        request.events.map((event) => event.type),
+        snapshot.revision,
+      );
       try {
         return await this.decideAndAppend(context, request, snapshot, detect, span);
       } catch (error) {
         span.fail(error);
         if (!(error instanceof RevisionConflictError)) throw error;
         if (request.expected_revision !== undefined || attempt >= this.settings.maxConflictRetries) {
-          throw new LedgerProblem('REVISION_CONFLICT', 'the operation changed while this request was decided; read it again', {
-            field: 'expected_revision',
-          });
+          throw new LedgerProblem(
+            'REVISION_CONFLICT',
+            'the operation changed while this request was decided; read it again',
+            {
+              field: 'expected_revision',
+            },
+          );
         }
       }
     }
@@ -92,9 +112,13 @@ export class SubmitCommandHandler {
       return answerAsFirstTime(context, request, snapshot);
     }
     if (request.expected_revision !== undefined && request.expected_revision !== snapshot.revision) {
-      throw new LedgerProblem('REVISION_CONFLICT', `expected revision ${request.expected_revision}, the stream is at ${snapshot.revision}`, {
-        field: 'expected_revision',
-      });
+      throw new LedgerProblem(
+        'REVISION_CONFLICT',
+        `expected revision ${request.expected_revision}, the stream is at ${snapshot.revision}`,
+        {
+          field: 'expected_revision',
+        },
+      );
     }
 
     const now = decisionTime(this.clock, snapshot.events[snapshot.events.length - 1]?.metadata.recorded_at);
@@ -116,7 +140,10 @@ export class SubmitCommandHandler {
       if (decision.kind === 'refused') {
         this.observer.onRefused?.(decision.code, { tenant: context.tenant, operationRef: context.operationRef });
         span.end('refused', decision.code);
-        const refusal = await this.recordRefusal(decision, submitted, context, now, snapshot, { state, empty: toAppend.length === 0 });
+        const refusal = await this.recordRefusal(decision, submitted, context, now, snapshot, {
+          state,
+          empty: toAppend.length === 0,
+        });
         throw this.refusalError(refusal, context);
       }
       if (decision.kind === 'replayed') replayed = true;
@@ -135,7 +162,9 @@ export class SubmitCommandHandler {
       const last = snapshot.events[snapshot.events.length - 1];
       return submitAnswer({ ...outcome, revision: snapshot.revision, position: last?.position ?? 0, replayed: false });
     }
-    const { revision, position } = await tracedAppend(toAppend.length, () => this.streams.append(snapshot, toAppend, state));
+    const { revision, position } = await tracedAppend(toAppend.length, () =>
+      this.streams.append(snapshot, toAppend, state),
+    );
     this.observer.onAppended?.(toAppend.length, context.tenant);
     return submitAnswer({ ...outcome, revision, position, replayed });
   }
@@ -152,9 +181,12 @@ export class SubmitCommandHandler {
     snapshot: StreamSnapshot,
     batch: { state: StepState; empty: boolean },
   ): Promise<Refusal> {
-    if (decision.events.length === 0 || !batch.empty) return { decision, recorded: [], state: batch.state, revision: snapshot.revision };
+    if (decision.events.length === 0 || !batch.empty)
+      return { decision, recorded: [], state: batch.state, revision: snapshot.revision };
     const recorded = toNewEvents(decision.events, submitted, context, now);
-    const { revision } = await tracedAppend(recorded.length, () => this.streams.append(snapshot, recorded, decision.state));
+    const { revision } = await tracedAppend(recorded.length, () =>
+      this.streams.append(snapshot, recorded, decision.state),
+    );
     return { decision, recorded, state: decision.state, revision };
   }
 

@@ -11,7 +11,10 @@ const ROUTE_SHAPES: ReadonlyArray<[RegExp, string]> = [
   [/^\/v1\/runs\/[^/]+\/?$/, '/v1/runs/:run_id'],
   [/^\/ui\/[^/]+$/, '/ui/:file'],
   [/^\/docs\/.+$/, '/docs/:asset'],
-  [/^\/(?:v1\/(?:operations|recovery|metrics\/trust|schema\/envelope|admin\/export|admin\/projections\/rebuild)|metrics|health\/(?:live|ready)|ui|docs|docs\/openapi\.json)?\/?$/, ''],
+  [
+    /^\/(?:v1\/(?:operations|recovery|metrics\/trust|schema\/envelope|admin\/export|admin\/projections\/rebuild)|metrics|health\/(?:live|ready)|ui|docs|docs\/openapi\.json)?\/?$/,
+    '',
+  ],
 ];
 
 export function loggedPath(url: string | undefined): string {

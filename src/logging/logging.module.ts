@@ -9,8 +9,8 @@ import { traceFieldsOf } from './request-context';
 export { loggedPath };
 import { ShutdownLog } from './shutdown-log';
 
-const pathOf = (req: IncomingMessage) => ((req as IncomingMessage & { originalUrl?: string }).originalUrl ?? req.url ?? '').split('?')[0];
-
+const pathOf = (req: IncomingMessage) =>
+  ((req as IncomingMessage & { originalUrl?: string }).originalUrl ?? req.url ?? '').split('?')[0];
 
 /** Probes and scrapes every few seconds would drown the requests people read logs for. */
 const QUIET_PATHS = [/^\/health\//, /^\/metrics$/];
@@ -39,8 +39,14 @@ export function httpLogOptions(level: string): Options<IncomingMessage, ServerRe
     autoLogging: {
       ignore: (req) => QUIET_PATHS.some((pattern) => pattern.test(pathOf(req))),
     },
-    customLogLevel: (_req, res, error) => (error || res.statusCode >= 500 ? 'error' : res.statusCode === 401 || res.statusCode === 403 || res.statusCode === 429 ? 'warn' : 'info'),
-    customSuccessMessage: (req, res, responseTime) => `${req.method} ${loggedPath(pathOf(req))} ${res.statusCode} in ${Math.round(responseTime)} ms`,
+    customLogLevel: (_req, res, error) =>
+      error || res.statusCode >= 500
+        ? 'error'
+        : res.statusCode === 401 || res.statusCode === 403 || res.statusCode === 429
+          ? 'warn'
+          : 'info',
+    customSuccessMessage: (req, res, responseTime) =>
+      `${req.method} ${loggedPath(pathOf(req))} ${res.statusCode} in ${Math.round(responseTime)} ms`,
     customErrorMessage: (req, res) => `${req.method} ${loggedPath(pathOf(req))} ${res.statusCode} failed`,
   };
 }

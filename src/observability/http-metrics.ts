@@ -24,7 +24,10 @@ export function installHttpMetrics(app: NestFastifyApplication, registry: Regist
     .addHook('onResponse', (request, reply, done) => {
       const route = request.routeOptions?.url ?? 'unmatched';
       const tenant = (request as { caller?: { tenant?: string } }).caller?.tenant ?? '';
-      histogram.observe({ tenant, method: request.method, route, status_code: String(reply.statusCode) }, reply.elapsedTime / 1000);
+      histogram.observe(
+        { tenant, method: request.method, route, status_code: String(reply.statusCode) },
+        reply.elapsedTime / 1000,
+      );
       done();
     });
 }

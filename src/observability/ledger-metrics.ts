@@ -45,7 +45,12 @@ export function createLedgerMetrics(registry: Registry | undefined): LedgerMetri
     labelNames: ['tenant'],
     registers: [registry],
   });
-  const events = new Counter({ name: 'ledger_events_appended_total', help: 'Events appended (facts and the decisions they caused)', labelNames: ['tenant'], registers: [registry] });
+  const events = new Counter({
+    name: 'ledger_events_appended_total',
+    help: 'Events appended (facts and the decisions they caused)',
+    labelNames: ['tenant'],
+    registers: [registry],
+  });
   const refusals = new Counter({
     name: 'ledger_refusals_total',
     help: 'Facts the decider refused, by tenant and stable refusal code',
@@ -65,8 +70,16 @@ export function createLedgerMetrics(registry: Registry | undefined): LedgerMetri
     registers: [registry],
   });
   // The client never re-subscribes by itself: the adapter does, and an outage shows here and on readiness.
-  const subscriptionsDown = new Gauge({ name: 'ledger_store_subscriptions_down', help: 'Log subscriptions currently down', registers: [registry] });
-  const resubscriptions = new Counter({ name: 'ledger_store_resubscriptions_total', help: 'Re-subscriptions to the log after a drop', registers: [registry] });
+  const subscriptionsDown = new Gauge({
+    name: 'ledger_store_subscriptions_down',
+    help: 'Log subscriptions currently down',
+    registers: [registry],
+  });
+  const resubscriptions = new Counter({
+    name: 'ledger_store_resubscriptions_total',
+    help: 'Re-subscriptions to the log after a drop',
+    registers: [registry],
+  });
   const down = new Set<number>();
   let readClock: (() => ClockReading) | undefined;
   new Gauge({

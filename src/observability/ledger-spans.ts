@@ -45,15 +45,24 @@ function errorType(error: unknown): string {
 }
 
 /** The append as a span: how many events, the revision it made, and the store's commit time. */
-export async function tracedAppend<T extends { revision: number }>(events: number, append: () => Promise<T>): Promise<T> {
+export async function tracedAppend<T extends { revision: number }>(
+  events: number,
+  append: () => Promise<T>,
+): Promise<T> {
   const span = tracer().startSpan('recovery_ledger.append', { attributes: { 'recovery_ledger.events': events } });
   const started = performance.now();
   try {
     const result = await append();
-    span.setAttributes({ 'recovery_ledger.revision': result.revision, 'recovery_ledger.store_commit_ms': performance.now() - started });
+    span.setAttributes({
+      'recovery_ledger.revision': result.revision,
+      'recovery_ledger.store_commit_ms': performance.now() - started,
+    });
     return result;
   } catch (error) {
-    span.setAttributes({ 'error.type': errorType(error), 'recovery_ledger.store_commit_ms': performance.now() - started });
+    span.setAttributes({
+      'error.type': errorType(error),
+      'recovery_ledger.store_commit_ms': performance.now() - started,
+    });
     span.setStatus({ code: SpanStatusCode.ERROR });
     throw error;
   } finally {

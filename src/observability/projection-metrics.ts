@@ -41,14 +41,46 @@ function perScrape<K, T>(ttlMs: number, read: (key: K) => Promise<T> | T): (key:
 }
 
 const TRUST_COUNTERS: ReadonlyArray<{ name: string; help: string; field: keyof TrustCounters }> = [
-  { name: 'ledger_trust_unknown_outcomes_total', help: 'Outcomes that had to be verified (unknown envelope or in-flight attempt verified)', field: 'unknown_outcomes' },
-  { name: 'ledger_trust_duplicate_writes_prevented_total', help: 'Dispatches on a succeeded step answered with the original success', field: 'duplicate_writes_prevented' },
-  { name: 'ledger_trust_identical_retries_blocked_total', help: 'Dispatches refused as UNCHANGED_RETRY after correct_input', field: 'identical_retries_blocked' },
-  { name: 'ledger_trust_unverified_dispatches_refused_total', help: 'Dispatches refused while an attempt was in flight or unverified', field: 'unverified_dispatches_refused' },
-  { name: 'ledger_trust_possible_duplicates_total', help: 'Successes reported late by an attempt after a later attempt was granted: the provider may hold two writes', field: 'possible_duplicates' },
-  { name: 'ledger_trust_manually_verified_found_committed_total', help: 'Unknown outcomes a person settled as committed (OutcomeVerifiedManually)', field: 'manually_verified_found_committed' },
-  { name: 'ledger_trust_manually_verified_not_found_total', help: 'Unknown outcomes a person settled as not committed (OutcomeVerifiedManually)', field: 'manually_verified_not_found' },
-  { name: 'ledger_trust_terminal_escalations_total', help: 'Steps that escalated (terminal)', field: 'terminal_escalations' },
+  {
+    name: 'ledger_trust_unknown_outcomes_total',
+    help: 'Outcomes that had to be verified (unknown envelope or in-flight attempt verified)',
+    field: 'unknown_outcomes',
+  },
+  {
+    name: 'ledger_trust_duplicate_writes_prevented_total',
+    help: 'Dispatches on a succeeded step answered with the original success',
+    field: 'duplicate_writes_prevented',
+  },
+  {
+    name: 'ledger_trust_identical_retries_blocked_total',
+    help: 'Dispatches refused as UNCHANGED_RETRY after correct_input',
+    field: 'identical_retries_blocked',
+  },
+  {
+    name: 'ledger_trust_unverified_dispatches_refused_total',
+    help: 'Dispatches refused while an attempt was in flight or unverified',
+    field: 'unverified_dispatches_refused',
+  },
+  {
+    name: 'ledger_trust_possible_duplicates_total',
+    help: 'Successes reported late by an attempt after a later attempt was granted: the provider may hold two writes',
+    field: 'possible_duplicates',
+  },
+  {
+    name: 'ledger_trust_manually_verified_found_committed_total',
+    help: 'Unknown outcomes a person settled as committed (OutcomeVerifiedManually)',
+    field: 'manually_verified_found_committed',
+  },
+  {
+    name: 'ledger_trust_manually_verified_not_found_total',
+    help: 'Unknown outcomes a person settled as not committed (OutcomeVerifiedManually)',
+    field: 'manually_verified_not_found',
+  },
+  {
+    name: 'ledger_trust_terminal_escalations_total',
+    help: 'Steps that escalated (terminal)',
+    field: 'terminal_escalations',
+  },
   { name: 'ledger_trust_operations_planned_total', help: 'Operations planned', field: 'operations_planned' },
 ];
 
@@ -62,7 +94,9 @@ const QUANTILES = [0.5, 0.9, 0.99] as const;
  */
 export function registerProjectionMetrics(registry: Registry, source: ProjectionMetricsSource): void {
   const lag = perScrape<'all', ProjectionLagReading[]>(250, () => source.lag());
-  const trust = perScrape<string, TrustMetricsDoc[]>(250, (tenant) => source.trustDocs(tenant === '*' ? undefined : tenant));
+  const trust = perScrape<string, TrustMetricsDoc[]>(250, (tenant) =>
+    source.trustDocs(tenant === '*' ? undefined : tenant),
+  );
   const trustForScrape = () => trust(scrapeTenant() ?? '*');
 
   new Gauge({
@@ -73,7 +107,8 @@ export function registerProjectionMetrics(registry: Registry, source: Projection
     async collect() {
       this.reset();
       // No sample rather than a wrong one: a difference of EventStoreDB positions is bytes, not events.
-      for (const entry of await lag('all')) if (entry.events_behind !== null) this.set({ projection: entry.projection }, entry.events_behind);
+      for (const entry of await lag('all'))
+        if (entry.events_behind !== null) this.set({ projection: entry.projection }, entry.events_behind);
     },
   });
   new Gauge({
@@ -139,7 +174,8 @@ export function registerProjectionMetrics(registry: Registry, source: Projection
     registers: [registry],
     async collect() {
       this.reset();
-      for (const doc of await trustForScrape()) this.set({ tenant: doc.tenant, tool: doc.tool }, doc.pending_recovery_now);
+      for (const doc of await trustForScrape())
+        this.set({ tenant: doc.tenant, tool: doc.tool }, doc.pending_recovery_now);
     },
   });
   new Gauge({
@@ -152,7 +188,10 @@ export function registerProjectionMetrics(registry: Registry, source: Projection
       for (const doc of await trustForScrape()) {
         if (doc.pending_recovery.count === 0) continue;
         for (const q of QUANTILES) {
-          this.set({ tenant: doc.tenant, tool: doc.tool, quantile: String(q) }, percentile(doc.pending_recovery, q) / 1000);
+          this.set(
+            { tenant: doc.tenant, tool: doc.tool, quantile: String(q) },
+            percentile(doc.pending_recovery, q) / 1000,
+          );
         }
       }
     },
@@ -164,7 +203,8 @@ export function registerProjectionMetrics(registry: Registry, source: Projection
     registers: [registry],
     async collect() {
       this.reset();
-      for (const doc of await trustForScrape()) this.inc({ tenant: doc.tenant, tool: doc.tool }, doc.pending_recovery.sum_ms / 1000);
+      for (const doc of await trustForScrape())
+        this.inc({ tenant: doc.tenant, tool: doc.tool }, doc.pending_recovery.sum_ms / 1000);
     },
   });
   new Counter({
@@ -174,7 +214,8 @@ export function registerProjectionMetrics(registry: Registry, source: Projection
     registers: [registry],
     async collect() {
       this.reset();
-      for (const doc of await trustForScrape()) this.inc({ tenant: doc.tenant, tool: doc.tool }, doc.pending_recovery.count);
+      for (const doc of await trustForScrape())
+        this.inc({ tenant: doc.tenant, tool: doc.tool }, doc.pending_recovery.count);
     },
   });
 }

@@ -6,11 +6,24 @@
  * decision and the append under it.
  */
 import type { NestFastifyApplication } from '@nestjs/platform-fastify';
-import { context, propagation, ROOT_CONTEXT, SpanKind, SpanStatusCode, trace, type Context, type Span } from '@opentelemetry/api';
+import {
+  context,
+  propagation,
+  ROOT_CONTEXT,
+  SpanKind,
+  SpanStatusCode,
+  trace,
+  type Context,
+  type Span,
+} from '@opentelemetry/api';
 import type { NodeSDK } from '@opentelemetry/sdk-node';
 import type { FastifyRequest } from 'fastify';
 
-const EXPORTER_VARIABLES = ['OTEL_EXPORTER_OTLP_ENDPOINT', 'OTEL_EXPORTER_OTLP_TRACES_ENDPOINT', 'OTEL_TRACES_EXPORTER'];
+const EXPORTER_VARIABLES = [
+  'OTEL_EXPORTER_OTLP_ENDPOINT',
+  'OTEL_EXPORTER_OTLP_TRACES_ENDPOINT',
+  'OTEL_TRACES_EXPORTER',
+];
 
 let sdk: NodeSDK | undefined;
 
@@ -68,7 +81,11 @@ export function installTracing(app: NestFastifyApplication): void {
       route ? `${request.method} ${route}` : request.method,
       {
         kind: SpanKind.SERVER,
-        attributes: { 'http.request.method': request.method, ...(route ? { 'http.route': route } : {}), 'url.scheme': 'http' },
+        attributes: {
+          'http.request.method': request.method,
+          ...(route ? { 'http.route': route } : {}),
+          'url.scheme': 'http',
+        },
       },
       parent,
     );

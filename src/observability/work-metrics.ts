@@ -52,7 +52,7 @@ export function registerWorkMetrics(registry: Registry, source: WorkMetricsSourc
   });
   const expired = new Counter({
     name: 'ledger_work_lease_expiries_total',
-    help: 'Leases that ended by expiry in a worker\'s hands (neither released nor renewed) and were taken over',
+    help: "Leases that ended by expiry in a worker's hands (neither released nor renewed) and were taken over",
     labelNames: ['tool'],
     registers: [registry],
   });

@@ -64,7 +64,8 @@ export const factSchemas = (): Record<string, Schema> => {
         type: 'string',
         format: 'uuid',
         pattern: CLIENT_EVENT_ID_PREFIX.source,
-        description: 'Chosen by the client before the first send; resubmitting it is a no-op. Not a version 8 UUID: those are the ids the ledger derives.',
+        description:
+          'Chosen by the client before the first send; resubmitting it is a no-op. Not a version 8 UUID: those are the ids the ledger derives.',
       },
       type: { type: 'string', enum: [type] },
       data: ref(data),
@@ -81,15 +82,31 @@ export const factSchemas = (): Record<string, Schema> => {
       type: 'object',
       additionalProperties: false,
       properties: {
-        max_attempts: { type: 'integer', minimum: 1, maximum: 100, description: 'Attempts in all, the first included (default 3).' },
-        consistency_window_ms: { type: 'integer', minimum: 0, maximum: 86400000, description: 'How long after a dispatch not_found is inconclusive (default 30000).' },
+        max_attempts: {
+          type: 'integer',
+          minimum: 1,
+          maximum: 100,
+          description: 'Attempts in all, the first included (default 3).',
+        },
+        consistency_window_ms: {
+          type: 'integer',
+          minimum: 0,
+          maximum: 86400000,
+          description: 'How long after a dispatch not_found is inconclusive (default 30000).',
+        },
         verification_tool: identifier(100, 'The tool that looks the operation up by its operation_ref.'),
-        max_consecutive_dependency_failures: { type: 'integer', minimum: 1, maximum: 100, description: 'Consecutive dependency failures before the step escalates (default 3).' },
+        max_consecutive_dependency_failures: {
+          type: 'integer',
+          minimum: 1,
+          maximum: 100,
+          description: 'Consecutive dependency failures before the step escalates (default 3).',
+        },
         dispatch_timeout_ms: {
           type: 'integer',
           minimum: 1000,
           maximum: 86400000,
-          description: 'With no envelope and no live lease this long after a dispatch, the work feed hands the step out for verification.',
+          description:
+            'With no envelope and no live lease this long after a dispatch, the work feed hands the step out for verification.',
         },
       },
     },
@@ -101,9 +118,15 @@ export const factSchemas = (): Record<string, Schema> => {
         run_id: identifier(200),
         tool: identifier(100),
         side_effect: { type: 'string', enum: [...SIDE_EFFECTS] },
-        input_hash: identifier(200, 'A hash of the canonical input: an unchanged retry after correct_input is refused by it.'),
+        input_hash: identifier(
+          200,
+          'A hash of the canonical input: an unchanged retry after correct_input is refused by it.',
+        ),
         policy: ref('StepPolicy'),
-        input: { description: "The tool's input, for the work feed to hand to a worker; its canonical SHA-256 must be input_hash." },
+        input: {
+          description:
+            "The tool's input, for the work feed to hand to a worker; its canonical SHA-256 must be input_hash.",
+        },
       },
     },
     AttemptDispatchedData: {
@@ -118,7 +141,7 @@ export const factSchemas = (): Record<string, Schema> => {
           minimum: 1,
           maximum: MAX_CALL_WINDOW_MS,
           description:
-            'The longest the dispatcher keeps its call open: it starts the call within it and aborts it at its end. The ledger records the call deadline (the smallest of this, the plan\'s dispatch_timeout_ms and the lease it was sent under); a not_found is conclusive only a consistency window after it.',
+            "The longest the dispatcher keeps its call open: it starts the call within it and aborts it at its end. The ledger records the call deadline (the smallest of this, the plan's dispatch_timeout_ms and the lease it was sent under); a not_found is conclusive only a consistency window after it.",
         },
       },
     },
@@ -147,7 +170,10 @@ export const factSchemas = (): Record<string, Schema> => {
         decision: { type: 'string', enum: [...APPROVAL_DECISIONS] },
         approver: { type: 'string', minLength: 1, maxLength: 200 },
         reason: { type: 'string', maxLength: 1000 },
-        input_hash: identifier(200, 'The input the approval is for; when given it must be the one the step asks approval for (the ledger records it either way).'),
+        input_hash: identifier(
+          200,
+          'The input the approval is for; when given it must be the one the step asks approval for (the ledger records it either way).',
+        ),
       },
     },
     OutcomeVerifiedManuallyData: {
@@ -156,8 +182,18 @@ export const factSchemas = (): Record<string, Schema> => {
       required: ['outcome', 'note'],
       properties: {
         outcome: { type: 'string', enum: [...MANUAL_OUTCOMES] },
-        note: { type: 'string', minLength: 1, maxLength: 1000, description: 'What the person checked, for the evidence trail.' },
-        evidence_ref: { type: 'string', minLength: 1, maxLength: 200, description: 'Required with found_committed: what the person saw (such as the provider\'s invoice id).' },
+        note: {
+          type: 'string',
+          minLength: 1,
+          maxLength: 1000,
+          description: 'What the person checked, for the evidence trail.',
+        },
+        evidence_ref: {
+          type: 'string',
+          minLength: 1,
+          maxLength: 200,
+          description: "Required with found_committed: what the person saw (such as the provider's invoice id).",
+        },
       },
     },
     StepCancelledData: {
@@ -171,7 +207,12 @@ export const factSchemas = (): Record<string, Schema> => {
       additionalProperties: false,
       required: ['attempts', 'reason'],
       properties: {
-        attempts: { type: 'integer', minimum: 1, maximum: MAX_REOPEN_ATTEMPTS, description: 'Attempts the step may make from now on, beyond those already used.' },
+        attempts: {
+          type: 'integer',
+          minimum: 1,
+          maximum: MAX_REOPEN_ATTEMPTS,
+          description: 'Attempts the step may make from now on, beyond those already used.',
+        },
         reason: { type: 'string', minLength: 1, maxLength: 1000 },
       },
     },
@@ -184,27 +225,62 @@ export const factSchemas = (): Record<string, Schema> => {
         note: { type: 'string', maxLength: 1000 },
       },
     },
-    OutcomeVerifiedManuallyFact: fact('OutcomeVerifiedManually', 'OutcomeVerifiedManuallyData', "A person's lookup of an unknown outcome (operator keys)."),
-    StepCancelledFact: fact('StepCancelled', 'StepCancelledData', 'A person ends the step; later dispatches are refused (operator keys).'),
-    StepReopenedFact: fact('StepReopened', 'StepReopenedData', 'A new, bounded attempt budget for an escalated step whose outcomes are known (operator keys).'),
-    EscalationAcknowledgedFact: fact('EscalationAcknowledged', 'EscalationAcknowledgedData', 'A person takes an escalation; it stays escalated until resolved (operator keys).'),
-    StepPlannedFact: fact('StepPlanned', 'StepPlannedData', 'Plan a step (the same definition again is a no-op; another one is refused).'),
+    OutcomeVerifiedManuallyFact: fact(
+      'OutcomeVerifiedManually',
+      'OutcomeVerifiedManuallyData',
+      "A person's lookup of an unknown outcome (operator keys).",
+    ),
+    StepCancelledFact: fact(
+      'StepCancelled',
+      'StepCancelledData',
+      'A person ends the step; later dispatches are refused (operator keys).',
+    ),
+    StepReopenedFact: fact(
+      'StepReopened',
+      'StepReopenedData',
+      'A new, bounded attempt budget for an escalated step whose outcomes are known (operator keys).',
+    ),
+    EscalationAcknowledgedFact: fact(
+      'EscalationAcknowledged',
+      'EscalationAcknowledgedData',
+      'A person takes an escalation; it stays escalated until resolved (operator keys).',
+    ),
+    StepPlannedFact: fact(
+      'StepPlanned',
+      'StepPlannedData',
+      'Plan a step (the same definition again is a no-op; another one is refused).',
+    ),
     AttemptDispatchedFact: fact('AttemptDispatched', 'AttemptDispatchedData', 'Ask to dispatch an attempt: the gate.'),
-    EnvelopeRecordedFact: fact('EnvelopeRecorded', 'EnvelopeRecordedData', "The tool's envelope for the attempt in flight."),
-    VerificationRecordedFact: fact('VerificationRecorded', 'VerificationRecordedData', 'The outcome of the lookup by operation_ref.'),
+    EnvelopeRecordedFact: fact(
+      'EnvelopeRecorded',
+      'EnvelopeRecordedData',
+      "The tool's envelope for the attempt in flight.",
+    ),
+    VerificationRecordedFact: fact(
+      'VerificationRecorded',
+      'VerificationRecordedData',
+      'The outcome of the lookup by operation_ref.',
+    ),
     ApprovalRecordedFact: fact('ApprovalRecorded', 'ApprovalRecordedData', 'An approval granted or denied, by whom.'),
     SubmittedEventDto: {
       type: 'object',
       description: 'One fact, shaped by its type.',
       oneOf: SUBMITTED_FACT_TYPES.map((type) => ref(`${type}Fact`)),
-      discriminator: { propertyName: 'type', mapping: Object.fromEntries(SUBMITTED_FACT_TYPES.map((type) => [type, `#/components/schemas/${type}Fact`])) },
+      discriminator: {
+        propertyName: 'type',
+        mapping: Object.fromEntries(SUBMITTED_FACT_TYPES.map((type) => [type, `#/components/schemas/${type}Fact`])),
+      },
     },
     SubmitEventsDto: {
       type: 'object',
       additionalProperties: false,
       required: ['events'],
       properties: {
-        expected_revision: { type: 'integer', minimum: -1, description: 'The stream revision the client read; -1 for a new operation.' },
+        expected_revision: {
+          type: 'integer',
+          minimum: -1,
+          description: 'The stream revision the client read; -1 for a new operation.',
+        },
         events: { type: 'array', minItems: 1, maxItems: 10000, items: ref('SubmittedEventDto') },
       },
     },
@@ -214,14 +290,26 @@ export const factSchemas = (): Record<string, Schema> => {
 /** The groups of operations, in the order a reader meets them. */
 export const TAGS = [
   { name: 'operations', description: 'Submit facts about one operation and read its state and events.' },
-  { name: 'evidence', description: 'The evidence trail of an operation: what was tried, what came back, how the outcome was proven.' },
+  {
+    name: 'evidence',
+    description: 'The evidence trail of an operation: what was tried, what came back, how the outcome was proven.',
+  },
   { name: 'runs', description: 'The steps of a run and where each stands.' },
   { name: 'recovery', description: 'Operations in flight or being verified, for a restarted worker.' },
-  { name: 'triage', description: 'What needs a person now, the lists behind the console, and the change feed it follows.' },
+  {
+    name: 'triage',
+    description: 'What needs a person now, the lists behind the console, and the change feed it follows.',
+  },
   { name: 'work', description: 'The work feed: due steps handed to workers under leases.' },
-  { name: 'metrics', description: 'Trust metrics: unknown outcomes and how they were resolved, duplicates prevented, escalations.' },
+  {
+    name: 'metrics',
+    description: 'Trust metrics: unknown outcomes and how they were resolved, duplicates prevented, escalations.',
+  },
   { name: 'schema', description: "The envelope's JSON Schema." },
-  { name: 'admin', description: 'Projection rebuild, log export and verification, webhook subscriptions (admin keys).' },
+  {
+    name: 'admin',
+    description: 'Projection rebuild, log export and verification, webhook subscriptions (admin keys).',
+  },
   { name: 'webhooks', description: 'Signed notifications of what needs a person, and their deliveries.' },
   { name: 'health', description: 'Liveness and readiness probes.' },
   { name: 'observability', description: 'Prometheus metrics.' },
@@ -233,11 +321,20 @@ export function typeFacts(document: OpenAPIObject): OpenAPIObject {
   Object.assign(schemas, factSchemas());
   document.components.schemas = schemas;
   const submit = document.paths['/v1/operations/{ref}/events']?.post;
-  const media = (submit?.requestBody as { content?: Record<string, { examples?: unknown }> } | undefined)?.content?.['application/json'];
+  const media = (submit?.requestBody as { content?: Record<string, { examples?: unknown }> } | undefined)?.content?.[
+    'application/json'
+  ];
   if (media) {
-    media.examples = Object.fromEntries(Object.entries(SUBMIT_EXAMPLES).map(([name, example]) => [name, { summary: `${example.summary} (${example.ref})`, value: example.value }]));
+    media.examples = Object.fromEntries(
+      Object.entries(SUBMIT_EXAMPLES).map(([name, example]) => [
+        name,
+        { summary: `${example.summary} (${example.ref})`, value: example.value },
+      ]),
+    );
   }
   document.tags = TAGS;
-  document.servers = [{ url: 'http://127.0.0.1:3000', description: 'Local mode: loopback only, no key (PORT changes the port).' }];
+  document.servers = [
+    { url: 'http://127.0.0.1:3000', description: 'Local mode: loopback only, no key (PORT changes the port).' },
+  ];
   return document;
 }

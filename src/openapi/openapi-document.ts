@@ -9,7 +9,12 @@ import { typeFacts } from './fact-schemas';
 export const BEARER_SCHEME = 'api_key';
 const PACKAGE_VERSION = (require('../../../package.json') as { version: string }).version;
 
-type Operation = { operationId?: string; security?: Array<Record<string, string[]>>; description?: string; responses?: Record<string, unknown> };
+type Operation = {
+  operationId?: string;
+  security?: Array<Record<string, string[]>>;
+  description?: string;
+  responses?: Record<string, unknown>;
+};
 
 /** `${Controller}_${method}` → the access the route declares with @RequireAccess (src/auth/access.ts). */
 function declaredAccess(app: INestApplication): Map<string, Access | undefined> {
@@ -22,15 +27,23 @@ function declaredAccess(app: INestApplication): Map<string, Access | undefined> 
       for (const name of Object.getOwnPropertyNames(controller.prototype)) {
         const handler = (controller.prototype as Record<string, unknown>)[name];
         if (name === 'constructor' || typeof handler !== 'function') continue;
-        if (Reflect.getMetadata(PATH_METADATA, handler) === undefined && Reflect.getMetadata(METHOD_METADATA, handler) === undefined) continue;
-        access.set(`${controller.name}_${name}`, (Reflect.getMetadata(ACCESS_KEY, handler) as Access | undefined) ?? classAccess);
+        if (
+          Reflect.getMetadata(PATH_METADATA, handler) === undefined &&
+          Reflect.getMetadata(METHOD_METADATA, handler) === undefined
+        )
+          continue;
+        access.set(
+          `${controller.name}_${name}`,
+          (Reflect.getMetadata(ACCESS_KEY, handler) as Access | undefined) ?? classAccess,
+        );
       }
     }
   }
   return access;
 }
 
-const rolesFor = (access: Access): Role[] => (Object.keys(ROLE_ACCESS) as Role[]).filter((role) => ROLE_ACCESS[role].includes(access));
+const rolesFor = (access: Access): Role[] =>
+  (Object.keys(ROLE_ACCESS) as Role[]).filter((role) => ROLE_ACCESS[role].includes(access));
 
 /**
  * The OpenAPI document, generated from the controllers' decorators. The served document
@@ -49,7 +62,10 @@ export function buildOpenApiDocument(app: INestApplication): OpenAPIObject {
         'refusals carry the `directive`. With no API keys configured the service runs in local mode (loopback only, no key).',
     )
     .setVersion(PACKAGE_VERSION)
-    .addBearerAuth({ type: 'http', scheme: 'bearer', description: 'An API key from LEDGER_API_KEYS (`key:role:tenant`).' }, BEARER_SCHEME)
+    .addBearerAuth(
+      { type: 'http', scheme: 'bearer', description: 'An API key from LEDGER_API_KEYS (`key:role:tenant`).' },
+      BEARER_SCHEME,
+    )
     .build();
   const document = SwaggerModule.createDocument(app, config, {
     operationIdFactory: (controllerKey, methodKey) => `${controllerKey}_${methodKey}`,
@@ -70,8 +86,12 @@ export function buildOpenApiDocument(app: INestApplication): OpenAPIObject {
       operation.description = operation.description ? `${operation.description}\n\n${note}` : note;
       operation.responses = {
         ...operation.responses,
-        401: operation.responses?.['401'] ?? { description: 'UNAUTHENTICATED: no key, or a key that is not known (application/problem+json).' },
-        403: operation.responses?.['403'] ?? { description: "FORBIDDEN: the key's role does not allow this (application/problem+json)." },
+        401: operation.responses?.['401'] ?? {
+          description: 'UNAUTHENTICATED: no key, or a key that is not known (application/problem+json).',
+        },
+        403: operation.responses?.['403'] ?? {
+          description: "FORBIDDEN: the key's role does not allow this (application/problem+json).",
+        },
       };
     }
   }

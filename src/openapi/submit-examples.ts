@@ -18,7 +18,11 @@ const planInvoice = {
     policy: { max_attempts: 3, consistency_window_ms: 30000, verification_tool: 'get_invoice_by_operation_ref' },
   },
 };
-const dispatchInvoice = { event_id: '5a7b2d3f-1e8c-4b63-8b54-2d9f3c8e0a21', type: 'AttemptDispatched', data: { attempt: 1, input_hash: 'sha256:9c1f' } };
+const dispatchInvoice = {
+  event_id: '5a7b2d3f-1e8c-4b63-8b54-2d9f3c8e0a21',
+  type: 'AttemptDispatched',
+  data: { attempt: 1, input_hash: 'sha256:9c1f' },
+};
 const outcomeUnknown = {
   ok: false,
   code: 'OUTCOME_UNKNOWN',
@@ -53,7 +57,15 @@ export const SUBMIT_EXAMPLES: Record<string, { summary: string; ref: string; aft
     summary: 'Write socket timeout: unknown outcome, verify before any new write',
     ref: INVOICE_REF,
     after: ['plan_write', 'dispatch'],
-    value: { events: [{ event_id: '6b8c3e4a-2f9d-4c74-9c65-3e0a4d9f1b32', type: 'EnvelopeRecorded', data: { attempt: 1, envelope: outcomeUnknown } }] },
+    value: {
+      events: [
+        {
+          event_id: '6b8c3e4a-2f9d-4c74-9c65-3e0a4d9f1b32',
+          type: 'EnvelopeRecorded',
+          data: { attempt: 1, envelope: outcomeUnknown },
+        },
+      ],
+    },
   },
   verified_committed: {
     summary: 'The lookup by operation_ref found the invoice: the original step becomes a success',
@@ -75,8 +87,16 @@ export const SUBMIT_EXAMPLES: Record<string, { summary: string; ref: string; aft
     after: [],
     value: {
       events: [
-        { event_id: '8d0e5a6c-4b1f-4e96-9e87-5a2c6f1b3d54', type: 'StepPlanned', data: { run_id: 'run_81', tool: 'send_email', side_effect: 'write', input_hash: 'sha256:51aa' } },
-        { event_id: '9e1f6b7d-5c2a-4fa7-8f98-6b3d7a2c4e65', type: 'AttemptDispatched', data: { attempt: 1, input_hash: 'sha256:51aa' } },
+        {
+          event_id: '8d0e5a6c-4b1f-4e96-9e87-5a2c6f1b3d54',
+          type: 'StepPlanned',
+          data: { run_id: 'run_81', tool: 'send_email', side_effect: 'write', input_hash: 'sha256:51aa' },
+        },
+        {
+          event_id: '9e1f6b7d-5c2a-4fa7-8f98-6b3d7a2c4e65',
+          type: 'AttemptDispatched',
+          data: { attempt: 1, input_hash: 'sha256:51aa' },
+        },
         {
           event_id: 'af2a7c8e-6d3b-4ab8-9a09-7c4e8b3d5f76',
           type: 'EnvelopeRecorded',
@@ -105,8 +125,16 @@ export const SUBMIT_EXAMPLES: Record<string, { summary: string; ref: string; aft
     after: [],
     value: {
       events: [
-        { event_id: 'b03b8d9f-7e4c-4bc9-8b1a-8d5f9c4e6a87', type: 'StepPlanned', data: { run_id: 'run_81', tool: 'issue_refund', side_effect: 'write', input_hash: 'sha256:77be' } },
-        { event_id: 'c14c9e0a-8f5d-4cda-9c2b-9e6a0d5f7b98', type: 'AttemptDispatched', data: { attempt: 1, input_hash: 'sha256:77be' } },
+        {
+          event_id: 'b03b8d9f-7e4c-4bc9-8b1a-8d5f9c4e6a87',
+          type: 'StepPlanned',
+          data: { run_id: 'run_81', tool: 'issue_refund', side_effect: 'write', input_hash: 'sha256:77be' },
+        },
+        {
+          event_id: 'c14c9e0a-8f5d-4cda-9c2b-9e6a0d5f7b98',
+          type: 'AttemptDispatched',
+          data: { attempt: 1, input_hash: 'sha256:77be' },
+        },
         {
           event_id: 'd25d0f1b-9a6e-4deb-8d3c-0f7b1e6a8ca9',
           type: 'EnvelopeRecorded',
@@ -135,7 +163,11 @@ export const SUBMIT_EXAMPLES: Record<string, { summary: string; ref: string; aft
     after: ['lost_approval'],
     value: {
       events: [
-        { event_id: 'e36e1a2c-0b7f-4efc-9e4d-1a8c2f7b9dba', type: 'ApprovalRecorded', data: { decision: 'granted', approver: 'finance-lead@example.com', reason: 'refund under the monthly limit' } },
+        {
+          event_id: 'e36e1a2c-0b7f-4efc-9e4d-1a8c2f7b9dba',
+          type: 'ApprovalRecorded',
+          data: { decision: 'granted', approver: 'finance-lead@example.com', reason: 'refund under the monthly limit' },
+        },
       ],
     },
   },

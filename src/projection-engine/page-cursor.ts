@@ -13,7 +13,8 @@ export function encodeCursor(values: readonly (string | number)[]): string {
 /** The cursor's values, checked against the kinds the list expects; a bad cursor is a 400 naming it. */
 export function decodeCursor(raw: unknown, kinds: readonly ('string' | 'number')[]): (string | number)[] | undefined {
   if (raw === undefined || raw === '') return undefined;
-  const invalid = () => new LedgerProblem('BAD_REQUEST', 'cursor is not a cursor this list returned', { field: 'cursor' });
+  const invalid = () =>
+    new LedgerProblem('BAD_REQUEST', 'cursor is not a cursor this list returned', { field: 'cursor' });
   if (typeof raw !== 'string' || raw.length > 1024 || !/^[A-Za-z0-9_-]+$/.test(raw)) throw invalid();
   let parsed: unknown;
   try {

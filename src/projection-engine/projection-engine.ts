@@ -1,7 +1,14 @@
 import type { AnyProjection } from '@recovery-ledger/core/projections/projection';
 import type { EventStore, StoredEvent, Subscription } from '../store/event-store.port';
 import { OPERATION_STREAM_PREFIX } from '../store/stream-names';
-import { PositionWaiters, projectionLag, type EngineState, type ProjectionLag, type ProjectionRunner, type RunnerStatus } from './projection-runner';
+import {
+  PositionWaiters,
+  projectionLag,
+  type EngineState,
+  type ProjectionLag,
+  type ProjectionRunner,
+  type RunnerStatus,
+} from './projection-runner';
 import type { SqliteReadModel } from './sqlite-read-model.store';
 import { ProjectionWorkingSet } from './working-set';
 
@@ -32,7 +39,6 @@ export interface ProjectionEngineOptions {
 }
 
 export type { EngineState, ProjectionLag, ProjectionStatus } from './projection-runner';
-
 
 /**
  * Runs the projections over the global log: catches up from the lowest checkpoint, then follows the
@@ -160,7 +166,9 @@ export class ProjectionEngine implements ProjectionRunner {
       if (!this.byName.has(name)) throw new Error(`no projection ${name}`);
       return !this.rebuilds.has(name);
     });
-    const pending = names.filter((name) => this.rebuilds.has(name)).map((name) => this.rebuilds.get(name) as Promise<void>);
+    const pending = names
+      .filter((name) => this.rebuilds.has(name))
+      .map((name) => this.rebuilds.get(name) as Promise<void>);
     if (fresh.length > 0) {
       // Leaving the live lane and emptying happen in one synchronous step, between two batches.
       for (const name of fresh) {
@@ -229,7 +237,11 @@ export class ProjectionEngine implements ProjectionRunner {
     this.state = 'catching_up';
     this.options.onChange?.();
     for (;;) {
-      const batch = await this.options.store.readAll({ after: position, limit: this.batchSize, streamPrefix: this.prefix });
+      const batch = await this.options.store.readAll({
+        after: position,
+        limit: this.batchSize,
+        streamPrefix: this.prefix,
+      });
       if (!this.running) return;
       if (batch.length === 0) break;
       await this.applyLive(batch);
@@ -308,7 +320,11 @@ export class ProjectionEngine implements ProjectionRunner {
         // for it: 2.9 s at 64k events. Yielding after each batch bounds that wait by one batch's
         // fold (docs/security.md, "Rebuilds").
         await yieldToEventLoop();
-        const batch = await this.options.store.readAll({ after: position, limit: this.rebuildBatchSize, streamPrefix: this.prefix });
+        const batch = await this.options.store.readAll({
+          after: position,
+          limit: this.rebuildBatchSize,
+          streamPrefix: this.prefix,
+        });
         if (batch.length === 0) break;
         for (const set of sets) set.fold(batch);
         const last = batch[batch.length - 1];
@@ -332,7 +348,10 @@ export class ProjectionEngine implements ProjectionRunner {
    * on the same file moved these projections meanwhile, what was folded here does not sit on what is
    * stored: it is dropped, and the rebuild goes on from the stored checkpoints.
    */
-  private commitRebuild(sets: ProjectionWorkingSet[], last: StoredEvent): { sets: ProjectionWorkingSet[]; position: number } {
+  private commitRebuild(
+    sets: ProjectionWorkingSet[],
+    last: StoredEvent,
+  ): { sets: ProjectionWorkingSet[]; position: number } {
     const { readModel } = this.options;
     const moved = readModel.transaction(() => {
       const stored = sets.map((set) => readModel.checkpoint(set.projection.name).position);
@@ -353,7 +372,10 @@ export class ProjectionEngine implements ProjectionRunner {
     }
     for (const set of sets) this.checkpoints.set(set.projection.name, last.position);
     this.settleWaiters();
-    return { sets: sets.map((set) => new ProjectionWorkingSet(set.projection, readModel, last.position)), position: last.position };
+    return {
+      sets: sets.map((set) => new ProjectionWorkingSet(set.projection, readModel, last.position)),
+      position: last.position,
+    };
   }
 
   private settleWaiters(): void {
@@ -363,4 +385,3 @@ export class ProjectionEngine implements ProjectionRunner {
 }
 
 const yieldToEventLoop = () => new Promise<void>((resolve) => setImmediate(resolve));
-

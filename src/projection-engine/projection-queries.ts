@@ -1,4 +1,8 @@
-import type { EvidenceEntry, EvidenceTrailDoc, Verdict } from '@recovery-ledger/core/projections/evidence-trail.projection';
+import type {
+  EvidenceEntry,
+  EvidenceTrailDoc,
+  Verdict,
+} from '@recovery-ledger/core/projections/evidence-trail.projection';
 import { instantMs, scopedKey } from '@recovery-ledger/core/projections/projection';
 import type { RunStep, RunSummaryDoc } from '@recovery-ledger/core/projections/run-summary.projection';
 import type { StepStateDoc } from '@recovery-ledger/core/projections/step-state.projection';
@@ -12,7 +16,11 @@ import {
   type TriageItem,
   type TriageKind,
 } from '@recovery-ledger/core/projections/triage';
-import { trustReport, type TrustMetricsDoc, type TrustReport } from '@recovery-ledger/core/projections/trust-metrics.projection';
+import {
+  trustReport,
+  type TrustMetricsDoc,
+  type TrustReport,
+} from '@recovery-ledger/core/projections/trust-metrics.projection';
 import { STEP_STATUSES, type StepStatus } from '@recovery-ledger/core/domain/events';
 import type { Caller } from '../auth/caller';
 import { LedgerProblem } from '@recovery-ledger/core/errors/ledger-problem';
@@ -120,7 +128,14 @@ export interface ChangesAnswer {
 }
 
 /** Statuses a triage item can stand in (see projections/triage.ts). */
-const TRIAGE_STATUSES: readonly StepStatus[] = ['escalated', 'awaiting_approval', 'verifying', 'dispatched', 'retry_scheduled', 'needs_input'];
+const TRIAGE_STATUSES: readonly StepStatus[] = [
+  'escalated',
+  'awaiting_approval',
+  'verifying',
+  'dispatched',
+  'retry_scheduled',
+  'needs_input',
+];
 export const RECOVERY_STATUSES: readonly StepStatus[] = ['dispatched', 'verifying'];
 /** `has=` on the operations list: the operations a trust figure counts (a step_state column each). */
 export const TRUST_FLAGS = [
@@ -244,7 +259,11 @@ export class ProjectionQueries {
     const { operationRef, limit, afterRevision } = query;
     const asOf = await this.waitIfAsked(query, 'evidence_trail');
     const doc = this.readModel.getDoc<EvidenceTrailDoc>('evidence_trail', scopedKey(caller.tenant, operationRef));
-    if (!doc) throw new LedgerProblem('OPERATION_NOT_FOUND', 'the operation has no events (or they are not projected yet: see wait_for_position)');
+    if (!doc)
+      throw new LedgerProblem(
+        'OPERATION_NOT_FOUND',
+        'the operation has no events (or they are not projected yet: see wait_for_position)',
+      );
     const after = doc.entries.filter((entry) => entry.revision > afterRevision);
     const entries = after.slice(0, limit);
     return {
@@ -266,7 +285,11 @@ export class ProjectionQueries {
     const { runId, status, tool, limit, afterPlanned } = query;
     const asOf = await this.waitIfAsked(query, 'run_summary');
     const doc = this.readModel.getDoc<RunSummaryDoc>('run_summary', scopedKey(caller.tenant, runId));
-    if (!doc) throw new LedgerProblem('RUN_NOT_FOUND', 'no step of this run is planned (or projected yet: see wait_for_position)');
+    if (!doc)
+      throw new LedgerProblem(
+        'RUN_NOT_FOUND',
+        'no step of this run is planned (or projected yet: see wait_for_position)',
+      );
     const matching = Object.values(doc.steps)
       .filter((step) => step.planned_position > afterPlanned)
       .filter((step) => (status === undefined || step.status === status) && (tool === undefined || step.tool === tool))
@@ -303,7 +326,11 @@ export class ProjectionQueries {
     const { olderThanMs, tool, runId, status, limit, cursor } = query;
     const cutoff = olderThanMs === undefined ? undefined : this.clock.now().getTime() - olderThanMs;
     const items = indexed
-      .map((entry) => ({ entry, ref: parseOperationStream(entry.stream)?.operationRef ?? '', sinceMs: instantMs(String(entry.data.since)) }))
+      .map((entry) => ({
+        entry,
+        ref: parseOperationStream(entry.stream)?.operationRef ?? '',
+        sinceMs: instantMs(String(entry.data.since)),
+      }))
       .filter(({ entry, sinceMs }) => {
         const data = entry.data;
         return (
@@ -344,7 +371,11 @@ export class ProjectionQueries {
     return this.listSteps(caller, query, STEP_STATUSES);
   }
 
-  private async listSteps(caller: Caller, query: StepListQuery, statuses: readonly StepStatus[]): Promise<RecoveryAnswer> {
+  private async listSteps(
+    caller: Caller,
+    query: StepListQuery,
+    statuses: readonly StepStatus[],
+  ): Promise<RecoveryAnswer> {
     const { olderThanMs, tool, runId, status, limit, cursor, refContains, has, newest = false } = query;
     const asOf = await this.waitIfAsked(query, 'step_state');
     const where: Condition[] = [
@@ -354,7 +385,8 @@ export class ProjectionQueries {
     if (tool !== undefined) where.push({ column: 'tool', op: '=', value: tool });
     if (runId !== undefined) where.push({ column: 'run_id', op: '=', value: runId });
     // Age is judged by the ledger's clock, never the client's (docs/contract.md §4).
-    if (olderThanMs !== undefined) where.push({ column: 'since_ms', op: '<=', value: this.clock.now().getTime() - olderThanMs });
+    if (olderThanMs !== undefined)
+      where.push({ column: 'since_ms', op: '<=', value: this.clock.now().getTime() - olderThanMs });
     if (refContains !== undefined) where.push({ column: 'operation_ref', op: 'contains', value: refContains });
     if (has !== undefined) where.push({ column: has, op: '>', value: 0 });
     if (cursor) where.push({ columns: ['since_ms', 'key'], op: newest ? '<' : '>', values: cursor });
@@ -413,9 +445,13 @@ export class ProjectionQueries {
     // Every candidate is judged in memory: the timed kinds depend on each step's own timeout. Steps
     // in these four states, and steps that may hold a duplicate write in any state, are the
     // exceptions of a tenant, not its volume.
-    const inTriageStatus = this.readModel.select<StepStateDoc>('step_state', { where: [tenant, { column: 'status', op: 'in', values: TRIAGE_STATUSES }, ...filters] });
+    const inTriageStatus = this.readModel.select<StepStateDoc>('step_state', {
+      where: [tenant, { column: 'status', op: 'in', values: TRIAGE_STATUSES }, ...filters],
+    });
     const possibleDuplicates = this.readModel
-      .select<StepStateDoc>('step_state', { where: [tenant, { column: 'possible_duplicates', op: '>=', value: 1 }, ...filters] })
+      .select<StepStateDoc>('step_state', {
+        where: [tenant, { column: 'possible_duplicates', op: '>=', value: 1 }, ...filters],
+      })
       .filter(({ doc }) => !TRIAGE_STATUSES.includes(doc.status as StepStatus));
     const judged = [...inTriageStatus, ...possibleDuplicates]
       .map(({ doc }) => triageItemOf(doc, now.getTime(), thresholds))
@@ -427,7 +463,9 @@ export class ProjectionQueries {
     const heldNow = overdueRetries.length === 0 ? new Set<string>() : await held(overdueRetries);
     const unheld = judged.filter((item) => item.kind !== 'retry_overdue' || !heldNow.has(item.operation_ref));
     const acknowledged = unheld.filter((item) => item.kind === 'acknowledged').length;
-    const matching = unheld.filter((item) => (kind === undefined ? !ON_REQUEST_KINDS.includes(item.kind) : item.kind === kind));
+    const matching = unheld.filter((item) =>
+      kind === undefined ? !ON_REQUEST_KINDS.includes(item.kind) : item.kind === kind,
+    );
     const after = cursor
       ? matching.filter((item) => {
           const since = instantMs(item.since);
@@ -514,14 +552,20 @@ export class ProjectionQueries {
   /** Every tool's trust document, of one tenant or of all (the Prometheus collector's view). */
   trustDocs(tenant?: string): TrustMetricsDoc[] {
     const where: Condition[] = tenant === undefined ? [] : [{ column: 'tenant', op: '=', value: tenant }];
-    return this.readModel.select<TrustMetricsDoc>('trust_metrics', { where, orderBy: [{ column: 'key' }] }).map((row) => row.doc);
+    return this.readModel
+      .select<TrustMetricsDoc>('trust_metrics', { where, orderBy: [{ column: 'key' }] })
+      .map((row) => row.doc);
   }
 
   private async waitIfAsked(asked: ReadPosition, projection: string): Promise<number> {
     if (this.sources.servable && !this.sources.servable()) {
-      throw new LedgerProblem('PROJECTION_LAGGING', 'the read models are being checked against the log (or rebuilt from it) and are not served until they agree', {
-        retryAfterSeconds: 1,
-      });
+      throw new LedgerProblem(
+        'PROJECTION_LAGGING',
+        'the read models are being checked against the log (or rebuilt from it) and are not served until they agree',
+        {
+          retryAfterSeconds: 1,
+        },
+      );
     }
     const position = asked.waitForPosition;
     const timeoutMs = asked.waitTimeoutMs ?? this.settings.defaultWaitMs;

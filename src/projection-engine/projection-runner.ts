@@ -94,7 +94,12 @@ export async function projectionLag(
  * them: each resolves true once `reached(names)` is at its position, false at its timeout or stop.
  */
 export class PositionWaiters {
-  private readonly waiting = new Set<{ position: number; names: readonly string[]; resolve(reached: boolean): void; timer: ReturnType<typeof setTimeout> }>();
+  private readonly waiting = new Set<{
+    position: number;
+    names: readonly string[];
+    resolve(reached: boolean): void;
+    timer: ReturnType<typeof setTimeout>;
+  }>();
 
   constructor(private readonly reached: (names: readonly string[]) => number) {}
 

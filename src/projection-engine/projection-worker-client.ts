@@ -4,7 +4,13 @@ import type { AnyProjection } from '@recovery-ledger/core/projections/projection
 import type { EventStore } from '../store/event-store.port';
 import { onEmbeddedAppend } from '../store/store.factory';
 import { OPERATION_STREAM_PREFIX } from '../store/stream-names';
-import { PositionWaiters, projectionLag, type ProjectionLag, type ProjectionRunner, type RunnerStatus } from './projection-runner';
+import {
+  PositionWaiters,
+  projectionLag,
+  type ProjectionLag,
+  type ProjectionRunner,
+  type RunnerStatus,
+} from './projection-runner';
 import type { FromWorker, ProjectionWorkerData, ToWorker } from './projection-worker';
 import type { SqliteReadModel } from './sqlite-read-model.store';
 
@@ -232,7 +238,8 @@ export class WorkerProjectionRunner implements ProjectionRunner {
     switch (message.type) {
       case 'status':
         this.current = message.status;
-        for (const projection of message.status.projections) this.checkpoints.set(projection.name, projection.checkpoint);
+        for (const projection of message.status.projections)
+          this.checkpoints.set(projection.name, projection.checkpoint);
         this.waiters.settle();
         break;
       case 'error': {

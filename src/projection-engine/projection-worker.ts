@@ -19,10 +19,7 @@ export interface ProjectionWorkerData {
 }
 
 export type ToWorker =
-  | { type: 'start' }
-  | { type: 'stop' }
-  | { type: 'appended' }
-  | { type: 'rebuild'; id: number; names: string[] };
+  { type: 'start' } | { type: 'stop' } | { type: 'appended' } | { type: 'rebuild'; id: number; names: string[] };
 
 export type FromWorker =
   | { type: 'status'; status: RunnerStatus }
@@ -33,7 +30,11 @@ export type FromWorker =
 function main(port: NonNullable<typeof parentPort>, data: ProjectionWorkerData): void {
   const post = (message: FromWorker) => port.postMessage(message);
   const log = openEmbeddedLogReader(data.eventsFile, data.busyTimeoutMs);
-  const readModel = SqliteReadModel.open({ file: data.readModelFile, busyTimeoutMs: data.busyTimeoutMs, readCacheBytes: 0 });
+  const readModel = SqliteReadModel.open({
+    file: data.readModelFile,
+    busyTimeoutMs: data.busyTimeoutMs,
+    readCacheBytes: 0,
+  });
   // Status goes out at most once per turn of this thread's loop, after the commit it reports:
   // the runner settles a reader's wait_for_position on it, and the commit is then visible to the
   // reader's own connection.
@@ -66,7 +67,8 @@ function main(port: NonNullable<typeof parentPort>, data: ProjectionWorkerData):
       case 'rebuild':
         engine.rebuild(message.names).then(
           () => post({ type: 'rebuilt', id: message.id }),
-          (error: unknown) => post({ type: 'rebuilt', id: message.id, error: error instanceof Error ? error.message : String(error) }),
+          (error: unknown) =>
+            post({ type: 'rebuilt', id: message.id, error: error instanceof Error ? error.message : String(error) }),
         );
         break;
       case 'stop':

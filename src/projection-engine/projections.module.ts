@@ -68,7 +68,9 @@ export class ProjectionsLifecycle implements OnApplicationBootstrap, OnModuleDes
     // the old log) nor followed. Accepted by the operator, every read model is rebuilt from the log.
     const rollback = this.integrity?.current().rollback?.state;
     if (rollback === 'rolled_back') {
-      this.logger.error('the log was rolled back: the read models are kept as they stand, neither rebuilt nor followed');
+      this.logger.error(
+        'the log was rolled back: the read models are kept as they stand, neither rebuilt nor followed',
+      );
       return;
     }
     if (rollback === 'accepted') {
@@ -78,7 +80,9 @@ export class ProjectionsLifecycle implements OnApplicationBootstrap, OnModuleDes
     // Not awaited: catching up a long log must not hold the server back; readers who need a
     // position ask for it with wait_for_position. The read models are checked against the log
     // first, and a damaged one is rebuilt instead of served.
-    this.checking = (this.config.verifyOnStart ? this.checkReadModels() : Promise.resolve()).then(() => this.engine.start());
+    this.checking = (this.config.verifyOnStart ? this.checkReadModels() : Promise.resolve()).then(() =>
+      this.engine.start(),
+    );
   }
 
   private async rebuildAll(): Promise<void> {
@@ -102,9 +106,14 @@ export class ProjectionsLifecycle implements OnApplicationBootstrap, OnModuleDes
         this.set({ state: 'verified', differences: 0 });
         return;
       }
-      const damaged = report.projections.filter((projection) => projection.differences > 0).map((projection) => projection.name);
+      const damaged = report.projections
+        .filter((projection) => projection.differences > 0)
+        .map((projection) => projection.name);
       this.logger.error(
-        { projections: damaged, differences: report.projections.reduce((sum, projection) => sum + projection.differences, 0) },
+        {
+          projections: damaged,
+          differences: report.projections.reduce((sum, projection) => sum + projection.differences, 0),
+        },
         'a read model differs from what the log gives: it is rebuilt from the log instead of served',
       );
       this.set({ state: 'verifying', projections_rebuilt: damaged });
@@ -143,7 +152,8 @@ export class ProjectionsLifecycle implements OnApplicationBootstrap, OnModuleDes
       inject: [EVENT_STORE, READ_MODEL, CONFIG],
       useFactory: (store: EventStore, readModel: SqliteReadModel, config: LedgerConfig): ProjectionRunner => {
         const logger = new Logger('ProjectionEngine');
-        const onError = (error: Error) => logger.error({ err: error }, 'projection engine failed; following the log again shortly');
+        const onError = (error: Error) =>
+          logger.error({ err: error }, 'projection engine failed; following the log again shortly');
         const eventsFile = embeddedLogFile(store);
         if (eventsFile !== undefined && config.projectionsThread === 'worker') {
           return new WorkerProjectionRunner({
@@ -155,7 +165,10 @@ export class ProjectionsLifecycle implements OnApplicationBootstrap, OnModuleDes
             projections: LEDGER_PROJECTIONS,
             onError,
             onWorkerExit: (error, restarts) =>
-              logger.error({ err: error, restarts }, 'the projection worker thread ended; starting it again from the stored checkpoints'),
+              logger.error(
+                { err: error, restarts },
+                'the projection worker thread ended; starting it again from the stored checkpoints',
+              ),
           });
         }
         return new ProjectionEngine({ store, readModel, projections: LEDGER_PROJECTIONS, onError });
@@ -165,7 +178,13 @@ export class ProjectionsLifecycle implements OnApplicationBootstrap, OnModuleDes
     {
       provide: ProjectionQueries,
       inject: [PROJECTION_ENGINE, READ_MODEL, EVENT_STORE, READ_MODEL_CHECK, { token: CLOCK, optional: true }],
-      useFactory: (engine: ProjectionRunner, readModel: SqliteReadModel, store: EventStore, check: ReadModelCheck, clock?: Clock) =>
+      useFactory: (
+        engine: ProjectionRunner,
+        readModel: SqliteReadModel,
+        store: EventStore,
+        check: ReadModelCheck,
+        clock?: Clock,
+      ) =>
         new ProjectionQueries(engine, readModel, clock ?? systemClock, undefined, {
           store,
           servable: () => check.state !== 'verifying' && check.state !== 'failed',

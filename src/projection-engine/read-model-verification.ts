@@ -50,7 +50,7 @@ export async function verifyReadModels(
       fresh.register(projection);
     }
     const until = Math.max(0, ...rebuilt.map((entry) => entry.checkpoint));
-    for (let after = 0; after < until; ) {
+    for (let after = 0; after < until;) {
       const batch = await store.readAll({ after, limit: BATCH, streamPrefix: OPERATION_STREAM_PREFIX });
       if (batch.length === 0) break;
       // A turn for the event loop between batches: the service answers while it checks.
@@ -65,7 +65,12 @@ export async function verifyReadModels(
       after = batch[batch.length - 1].position;
     }
     for (const { projection, fresh, checkpoint } of rebuilt) {
-      const { count, documents, listed } = compare(projection.name, stored.rowsInKeyOrder(projection.name), fresh.rowsInKeyOrder(projection.name), maxListed - report.differences.length);
+      const { count, documents, listed } = compare(
+        projection.name,
+        stored.rowsInKeyOrder(projection.name),
+        fresh.rowsInKeyOrder(projection.name),
+        maxListed - report.differences.length,
+      );
       report.projections.push({ name: projection.name, checkpoint, documents, differences: count });
       if (count > 0) report.ok = false;
       report.differences.push(...listed);

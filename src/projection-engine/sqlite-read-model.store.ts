@@ -128,8 +128,12 @@ export class SqliteReadModel {
     this.parsed =
       readCacheBytes > 0 ? new LRUCache({ maxSize: readCacheBytes, maxEntrySize: readCacheBytes / 4 }) : undefined;
     this.checkpointStatements = {
-      get: this.db.prepare('SELECT projection, version, position, recorded_at FROM projection_checkpoints WHERE projection = ?'),
-      all: this.db.prepare('SELECT projection, version, position, recorded_at FROM projection_checkpoints ORDER BY projection'),
+      get: this.db.prepare(
+        'SELECT projection, version, position, recorded_at FROM projection_checkpoints WHERE projection = ?',
+      ),
+      all: this.db.prepare(
+        'SELECT projection, version, position, recorded_at FROM projection_checkpoints ORDER BY projection',
+      ),
       upsert: this.db.prepare(
         `INSERT INTO projection_checkpoints (projection, version, position, recorded_at) VALUES (?, ?, ?, ?)
          ON CONFLICT (projection) DO UPDATE SET version = excluded.version, position = excluded.position, recorded_at = excluded.recorded_at`,
@@ -143,10 +147,12 @@ export class SqliteReadModel {
    * Answers whether it was reset.
    */
   register(projection: AnyProjection): { reset: boolean } {
-    if (!NAME_PATTERN.test(projection.name)) throw new Error(`projection name ${projection.name} must match ${NAME_PATTERN}`);
+    if (!NAME_PATTERN.test(projection.name))
+      throw new Error(`projection name ${projection.name} must match ${NAME_PATTERN}`);
     const columns = Object.keys(projection.columns ?? {});
     for (const column of columns) {
-      if (!NAME_PATTERN.test(column) || column === 'key' || column === 'doc') throw new Error(`column ${column} is not allowed`);
+      if (!NAME_PATTERN.test(column) || column === 'key' || column === 'doc')
+        throw new Error(`column ${column} is not allowed`);
     }
     const docsTable = `rm_${projection.name}`;
     const linksTable = `rm_${projection.name}_links`;
@@ -162,7 +168,9 @@ export class SqliteReadModel {
     this.db.transaction(() => {
       if (reset) this.db.exec(`DROP TABLE IF EXISTS ${docsTable}; DROP TABLE IF EXISTS ${linksTable};`);
       const columnDefs = Object.entries(projection.columns ?? {}).map(([name, type]) => `, ${name} ${sqlType(type)}`);
-      this.db.exec(`CREATE TABLE IF NOT EXISTS ${docsTable} (key TEXT PRIMARY KEY, doc TEXT NOT NULL${columnDefs.join('')})`);
+      this.db.exec(
+        `CREATE TABLE IF NOT EXISTS ${docsTable} (key TEXT PRIMARY KEY, doc TEXT NOT NULL${columnDefs.join('')})`,
+      );
       this.db.exec(`CREATE TABLE IF NOT EXISTS ${linksTable} (stream TEXT PRIMARY KEY, link TEXT NOT NULL)`);
       (projection.indexes ?? []).forEach((indexColumns, index) => {
         for (const column of indexColumns) {
@@ -170,7 +178,8 @@ export class SqliteReadModel {
         }
         this.db.exec(`CREATE INDEX IF NOT EXISTS ${docsTable}_i${index} ON ${docsTable} (${indexColumns.join(', ')})`);
       });
-      if (stored === undefined || reset) this.checkpointStatements.upsert.run(projection.name, projection.version, 0, null);
+      if (stored === undefined || reset)
+        this.checkpointStatements.upsert.run(projection.name, projection.version, 0, null);
     })();
     const placeholders = columns.map(() => ', ?').join('');
     const updates = ['doc = excluded.doc', ...columns.map((column) => `${column} = excluded.${column}`)].join(', ');
@@ -273,7 +282,10 @@ export class SqliteReadModel {
 
   /** Documents filtered and ordered by the projection's declared columns only. */
   select<Doc>(name: string, options: SelectOptions = {}): DocRow<Doc>[] {
-    return this.selectRows(name, 'doc', options).map((row) => ({ key: row.key as string, doc: JSON.parse(row.doc as string) as Doc }));
+    return this.selectRows(name, 'doc', options).map((row) => ({
+      key: row.key as string,
+      doc: JSON.parse(row.doc as string) as Doc,
+    }));
   }
 
   /** Keys and indexed columns only, no document parsed: for scans that need just those. */
@@ -295,7 +307,9 @@ export class SqliteReadModel {
         if (condition.columns.length !== condition.values.length || condition.columns.length === 0) {
           throw new Error('a row-value condition needs as many values as columns');
         }
-        clauses.push(`(${condition.columns.map(check).join(', ')}) ${condition.op} (${condition.values.map(() => '?').join(', ')})`);
+        clauses.push(
+          `(${condition.columns.map(check).join(', ')}) ${condition.op} (${condition.values.map(() => '?').join(', ')})`,
+        );
         params.push(...condition.values);
       } else if (condition.op === 'contains') {
         clauses.push(`instr(lower(${check(condition.column)}), lower(?)) > 0`);
@@ -309,7 +323,9 @@ export class SqliteReadModel {
         params.push(condition.value);
       }
     }
-    const order = (options.orderBy ?? [{ column: 'key' }]).map(({ column, descending }) => `${check(column)}${descending ? ' DESC' : ''}`);
+    const order = (options.orderBy ?? [{ column: 'key' }]).map(
+      ({ column, descending }) => `${check(column)}${descending ? ' DESC' : ''}`,
+    );
     const limit = options.limit === undefined ? '' : ` LIMIT ${Math.max(0, Math.floor(options.limit))}`;
     const sql = `SELECT key, ${what} FROM ${docsTable}${clauses.length ? ` WHERE ${clauses.join(' AND ')}` : ''} ORDER BY ${order.join(', ')}${limit}`;
     let statement = this.selectCache.get(sql);
@@ -341,7 +357,13 @@ export class SqliteReadModel {
       statement = this.db.prepare(sql);
       this.selectCache.set(sql, statement);
     }
-    return (statement.all(...where.map((condition) => condition.value)) as Array<{ grp: IndexValue; count: number; min: number | null }>).map((row) => ({
+    return (
+      statement.all(...where.map((condition) => condition.value)) as Array<{
+        grp: IndexValue;
+        count: number;
+        min: number | null;
+      }>
+    ).map((row) => ({
       group: row.grp,
       count: row.count,
       min: row.min,
@@ -352,8 +374,14 @@ export class SqliteReadModel {
   dump(name: string): { docs: Array<{ key: string; doc: string }>; links: Array<{ stream: string; link: string }> } {
     const { docsTable, linksTable } = this.entry(name);
     return {
-      docs: this.db.prepare(`SELECT key, doc FROM ${docsTable} ORDER BY key`).all() as Array<{ key: string; doc: string }>,
-      links: this.db.prepare(`SELECT stream, link FROM ${linksTable} ORDER BY stream`).all() as Array<{ stream: string; link: string }>,
+      docs: this.db.prepare(`SELECT key, doc FROM ${docsTable} ORDER BY key`).all() as Array<{
+        key: string;
+        doc: string;
+      }>,
+      links: this.db.prepare(`SELECT stream, link FROM ${linksTable} ORDER BY stream`).all() as Array<{
+        stream: string;
+        link: string;
+      }>,
     };
   }
 
@@ -364,10 +392,15 @@ export class SqliteReadModel {
    */
   *rowsInKeyOrder(name: string): Generator<[string, string]> {
     const { docsTable, linksTable } = this.entry(name);
-    for (const row of this.db.prepare(`SELECT * FROM ${docsTable} ORDER BY key`).iterate() as Iterable<Record<string, unknown>>) {
+    for (const row of this.db.prepare(`SELECT * FROM ${docsTable} ORDER BY key`).iterate() as Iterable<
+      Record<string, unknown>
+    >) {
       yield [`doc:${String(row.key)}`, JSON.stringify(row)];
     }
-    for (const row of this.db.prepare(`SELECT stream, link FROM ${linksTable} ORDER BY stream`).iterate() as Iterable<{ stream: string; link: string }>) {
+    for (const row of this.db.prepare(`SELECT stream, link FROM ${linksTable} ORDER BY stream`).iterate() as Iterable<{
+      stream: string;
+      link: string;
+    }>) {
       yield [`link:${row.stream}`, row.link];
     }
   }

@@ -1,12 +1,17 @@
 import type { EventMetadata } from './event-store.port';
 
-const isObject = (value: unknown): value is Record<string, unknown> => typeof value === 'object' && value !== null && !Array.isArray(value);
+const isObject = (value: unknown): value is Record<string, unknown> =>
+  typeof value === 'object' && value !== null && !Array.isArray(value);
 const isString = (value: unknown): value is string => typeof value === 'string';
 const isInteger = (value: unknown): value is number => Number.isSafeInteger(value);
 const optional = (value: unknown, holds: (value: unknown) => boolean) => value === undefined || holds(value);
 
 const isLease = (value: unknown) =>
-  isObject(value) && isString(value.lease_id) && isString(value.holder) && typeof value.current === 'boolean' && optional(value.took_over_from, isString);
+  isObject(value) &&
+  isString(value.lease_id) &&
+  isString(value.holder) &&
+  typeof value.current === 'boolean' &&
+  optional(value.took_over_from, isString);
 
 /**
  * The metadata every stored event carries (event-store.port.ts), checked field by field and kept as

@@ -46,7 +46,14 @@ export function sealEvents(
   return events.map((event) => {
     revision += 1;
     const metadata = { ...event.metadata, prev_hash: prevHash };
-    const hash = computeEventHash({ stream, revision, event_id: event.event_id, type: event.type, data: event.data, metadata });
+    const hash = computeEventHash({
+      stream,
+      revision,
+      event_id: event.event_id,
+      type: event.type,
+      data: event.data,
+      metadata,
+    });
     prevHash = hash;
     return { ...event, metadata: { ...metadata, hash } };
   });
@@ -64,13 +71,21 @@ export interface ChainBreak {
  * `verified` (a prefix already re-hashed, up to and including that revision) only the events after
  * it are re-hashed; the prefix is still checked for its length, order and last hash.
  */
-export function verifyChain(events: readonly StoredEvent[], verified?: { revision: number; hash: string }): ChainBreak | undefined {
+export function verifyChain(
+  events: readonly StoredEvent[],
+  verified?: { revision: number; hash: string },
+): ChainBreak | undefined {
   let prevHash = GENESIS_HASH;
   let expectedRevision = 0;
   let prevPosition = 0;
   const skipUpTo = verified && events[verified.revision]?.metadata.hash === verified.hash ? verified.revision : -1;
   for (const event of events) {
-    if (event.revision <= skipUpTo && event.revision === expectedRevision && event.position > prevPosition && event.metadata.prev_hash === prevHash) {
+    if (
+      event.revision <= skipUpTo &&
+      event.revision === expectedRevision &&
+      event.position > prevPosition &&
+      event.metadata.prev_hash === prevHash
+    ) {
       prevHash = event.metadata.hash;
       prevPosition = event.position;
       expectedRevision += 1;
@@ -100,7 +115,9 @@ export function verifyChain(events: readonly StoredEvent[], verified?: { revisio
  */
 export function nextLogHash(previous: string, event: { stream: string; revision: number; hash: string }): string {
   // An array of a string, a number and a string serialises one way only: no key order to fix.
-  return createHash('sha256').update(`${previous}\n${JSON.stringify([event.stream, event.revision, event.hash])}`).digest('hex');
+  return createHash('sha256')
+    .update(`${previous}\n${JSON.stringify([event.stream, event.revision, event.hash])}`)
+    .digest('hex');
 }
 
 /** The anchor's signature under a key kept outside the store: only its holder can make one. */
@@ -108,7 +125,10 @@ export function signAnchor(key: string, anchor: { position: number; events: numb
   return createHmac('sha256', key).update(`${anchor.position}\n${anchor.events}\n${anchor.log_hash}`).digest('hex');
 }
 
-export function anchorSignatureHolds(key: string, anchor: { position: number; events: number; log_hash: string; signature?: string }): boolean {
+export function anchorSignatureHolds(
+  key: string,
+  anchor: { position: number; events: number; log_hash: string; signature?: string },
+): boolean {
   if (!anchor.signature || !/^[0-9a-f]{64}$/.test(anchor.signature)) return false;
   return timingSafeEqual(Buffer.from(signAnchor(key, anchor), 'hex'), Buffer.from(anchor.signature, 'hex'));
 }

@@ -29,7 +29,8 @@ export interface HeadWitness extends LogHead {
   signature?: string;
 }
 
-export type WitnessFindingKind = 'log_behind_witness' | 'witness_entry_differs' | 'witness_signature_invalid' | 'witness_unreadable';
+export type WitnessFindingKind =
+  'log_behind_witness' | 'witness_entry_differs' | 'witness_signature_invalid' | 'witness_unreadable';
 
 export interface WitnessFinding {
   kind: WitnessFindingKind;
@@ -41,7 +42,14 @@ export class WitnessError extends Error {}
 function signed(witness: Omit<HeadWitness, 'signature'>): string {
   const { format, version, position, events, log_hash, last } = witness;
   // written_at is left out: the same head written again signs the same.
-  return canonicalJson({ format, version, position, events: events ?? null, log_hash: log_hash ?? null, last: last ?? null });
+  return canonicalJson({
+    format,
+    version,
+    position,
+    events: events ?? null,
+    log_hash: log_hash ?? null,
+    last: last ?? null,
+  });
 }
 
 export function signWitness(key: string, witness: Omit<HeadWitness, 'signature'>): string {
@@ -97,8 +105,18 @@ export function readHeadWitness(file: string): HeadWitness | undefined {
  * Writes the witness so that a crash leaves the old one or the new one whole, never a torn file:
  * a temporary file beside it, fsync, rename over, fsync of the directory (the rename itself).
  */
-export async function writeHeadWitness(file: string, head: LogHead, writtenAt: string, key?: string): Promise<HeadWitness> {
-  const body: Omit<HeadWitness, 'signature'> = { format: 'recovery-ledger-head-witness', version: 1, written_at: writtenAt, ...head };
+export async function writeHeadWitness(
+  file: string,
+  head: LogHead,
+  writtenAt: string,
+  key?: string,
+): Promise<HeadWitness> {
+  const body: Omit<HeadWitness, 'signature'> = {
+    format: 'recovery-ledger-head-witness',
+    version: 1,
+    written_at: writtenAt,
+    ...head,
+  };
   const witness: HeadWitness = key ? { ...body, signature: signWitness(key, body) } : body;
   const temporary = join(dirname(file), `.${basename(file)}.${process.pid}.tmp`);
   // Asynchronous: the fsyncs take milliseconds, which the service's requests must not wait for.
@@ -127,23 +145,41 @@ export async function writeHeadWitness(file: string, head: LogHead, writtenAt: s
  * The log against the witness: a log that ends before the witness's head, or that holds another
  * event there, is an older copy (or a rewrite). A witness behind the log only lags.
  */
-export async function checkAgainstWitness(store: EventStore, witness: HeadWitness, key?: string): Promise<{ head: LogHead; findings: WitnessFinding[] }> {
+export async function checkAgainstWitness(
+  store: EventStore,
+  witness: HeadWitness,
+  key?: string,
+): Promise<{ head: LogHead; findings: WitnessFinding[] }> {
   const head = await currentHead(store);
   const findings: WitnessFinding[] = [];
   if (key !== undefined && !signatureHolds(key, witness)) {
-    findings.push({ kind: 'witness_signature_invalid', detail: 'the head witness is not signed with the configured anchor key: it was written by someone without the key' });
+    findings.push({
+      kind: 'witness_signature_invalid',
+      detail:
+        'the head witness is not signed with the configured anchor key: it was written by someone without the key',
+    });
   }
   const recorded = `the witness written at ${witness.written_at} records ${witness.events === undefined ? '' : `${witness.events} events up to `}position ${witness.position}`;
   const now = `the log holds ${head.events === undefined ? '' : `${head.events} events up to `}position ${head.position}`;
-  if (head.position < witness.position || (head.events !== undefined && witness.events !== undefined && head.events < witness.events)) {
-    findings.push({ kind: 'log_behind_witness', detail: `${now}; ${recorded}: the log was rolled back to an older copy` });
+  if (
+    head.position < witness.position ||
+    (head.events !== undefined && witness.events !== undefined && head.events < witness.events)
+  ) {
+    findings.push({
+      kind: 'log_behind_witness',
+      detail: `${now}; ${recorded}: the log was rolled back to an older copy`,
+    });
     return { head, findings };
   }
   if (witness.position > 0) {
     const there = await eventAt(store, witness.position);
     const expected = witness.last;
     const differs =
-      !there || !expected || there.stream !== expected.stream || there.revision !== expected.revision || there.hash !== expected.hash;
+      !there ||
+      !expected ||
+      there.stream !== expected.stream ||
+      there.revision !== expected.revision ||
+      there.hash !== expected.hash;
     const rehashed = head.events !== undefined && head.events === witness.events && head.log_hash !== witness.log_hash;
     if (differs || rehashed) {
       findings.push({

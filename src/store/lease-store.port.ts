@@ -37,8 +37,7 @@ export interface LeaseRecord {
 }
 
 export type AcquireResult =
-  | { granted: true; lease: LeaseRecord; replaced?: LeaseRecord }
-  | { granted: false; current: LeaseRecord };
+  { granted: true; lease: LeaseRecord; replaced?: LeaseRecord } | { granted: false; current: LeaseRecord };
 
 export interface AcquireRequest {
   key: string;
@@ -75,7 +74,10 @@ function mayAcquire(request: AcquireRequest, current: LeaseRecord | undefined): 
 }
 
 /** The whole acquire rule over the record read: what to write (nothing when refused) and what to answer. */
-export function acquireDecision(request: AcquireRequest, current: LeaseRecord | undefined): { write?: LeaseRecord; answer: AcquireResult } {
+export function acquireDecision(
+  request: AcquireRequest,
+  current: LeaseRecord | undefined,
+): { write?: LeaseRecord; answer: AcquireResult } {
   if (!mayAcquire(request, current)) return { answer: { granted: false, current: current as LeaseRecord } };
   const lease = grantedRecord(request, current);
   return { write: lease, answer: { granted: true, lease, ...(current ? { replaced: current } : {}) } };
@@ -119,12 +121,22 @@ export function grantedRecord(request: AcquireRequest, current: LeaseRecord | un
 }
 
 /** A renewal of `current` by `leaseId`, or undefined when that id does not hold the item. */
-export function renewedRecord(current: LeaseRecord | undefined, leaseId: string, nowMs: number, ttlMs: number): LeaseRecord | undefined {
+export function renewedRecord(
+  current: LeaseRecord | undefined,
+  leaseId: string,
+  nowMs: number,
+  ttlMs: number,
+): LeaseRecord | undefined {
   if (!current || current.lease_id !== leaseId || current.released) return undefined;
   return { ...current, expires_at_ms: Math.max(current.expires_at_ms, nowMs + ttlMs) };
 }
 
-export function releasedRecord(current: LeaseRecord | undefined, leaseId: string, nowMs: number, holdMs = 0): LeaseRecord | undefined {
+export function releasedRecord(
+  current: LeaseRecord | undefined,
+  leaseId: string,
+  nowMs: number,
+  holdMs = 0,
+): LeaseRecord | undefined {
   if (!current || current.lease_id !== leaseId || current.released) return undefined;
   return { ...current, released: true, expires_at_ms: nowMs + Math.max(0, holdMs) };
 }

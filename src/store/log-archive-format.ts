@@ -46,7 +46,13 @@ export interface Archive {
 }
 
 export function headerLine(exportedAt: string, headPosition: number): string {
-  const header: ArchiveHeader = { kind: 'header', format: ARCHIVE_FORMAT, version: ARCHIVE_VERSION, exported_at: exportedAt, head_position: headPosition };
+  const header: ArchiveHeader = {
+    kind: 'header',
+    format: ARCHIVE_FORMAT,
+    version: ARCHIVE_VERSION,
+    exported_at: exportedAt,
+    head_position: headPosition,
+  };
   return `${JSON.stringify(header)}\n`;
 }
 

@@ -1,4 +1,10 @@
-import { StoreIntegrityError, type EventStore, type LogAnchor, type StoredEvent, type StreamHead } from './event-store.port';
+import {
+  StoreIntegrityError,
+  type EventStore,
+  type LogAnchor,
+  type StoredEvent,
+  type StreamHead,
+} from './event-store.port';
 import { anchorSignatureHolds, GENESIS_HASH, nextLogHash, verifyChain, type ChainBreak } from './hash-chain';
 
 /**
@@ -95,7 +101,8 @@ export const yieldToEventLoop = () => new Promise<void>((resolve) => setImmediat
 
 const explain: Record<ChainBreak['reason'], string> = {
   hash_mismatch: 'its content no longer hashes to its recorded hash: the event was changed after it was written',
-  prev_hash_mismatch: 'its prev_hash is not the hash of the event before it: an earlier event was replaced, removed or inserted',
+  prev_hash_mismatch:
+    'its prev_hash is not the hash of the event before it: an earlier event was replaced, removed or inserted',
   revision_gap: 'its revision does not follow the one before it: an event is missing',
   position_order: 'it stands in the log before an earlier event of its stream: events were moved',
 };
@@ -122,7 +129,12 @@ async function passOverLog(store: EventStore, checkpointEvents: number | undefin
       if (!(error instanceof StoreIntegrityError) || error.position === undefined) throw error;
       // Read up to the bad row, note it, and go on past it: one bad row must not hide the rest.
       page = error.position - 1 > after ? await readUpTo(store, after, error.position - 1) : [];
-      pass.undecodable.push({ kind: 'undecodable_row', stream: error.stream, position: error.position, detail: error.reason });
+      pass.undecodable.push({
+        kind: 'undecodable_row',
+        stream: error.stream,
+        position: error.position,
+        detail: error.reason,
+      });
       if (error.stream) pass.streams.add(error.stream);
       for (const event of page) {
         if (event.position <= until) fold(pass, event, checkpointEvents);
@@ -151,7 +163,7 @@ async function passOverLog(store: EventStore, checkpointEvents: number | undefin
 /** The rows between `after` and a bad row, one at a time (a page read would meet the bad row again). */
 async function readUpTo(store: EventStore, after: number, until: number): Promise<StoredEvent[]> {
   const events: StoredEvent[] = [];
-  for (let from = after; from < until; ) {
+  for (let from = after; from < until;) {
     let next: StoredEvent[];
     try {
       next = await store.readAll({ after: from, limit: 1 });
@@ -169,7 +181,11 @@ async function readUpTo(store: EventStore, after: number, until: number): Promis
 function fold(pass: LogPass, event: StoredEvent, checkpointEvents: number | undefined): void {
   pass.streams.add(event.stream);
   if (pass.logHash !== 'unreadable') {
-    pass.logHash = nextLogHash(pass.logHash, { stream: event.stream, revision: event.revision, hash: String(event.metadata.hash) });
+    pass.logHash = nextLogHash(pass.logHash, {
+      stream: event.stream,
+      revision: event.revision,
+      hash: String(event.metadata.hash),
+    });
   }
   pass.events += 1;
   pass.position = event.position;
@@ -184,9 +200,15 @@ export async function auditLog(store: EventStore, options: AuditOptions = {}): P
   const anchor = store.keepsAnchors ? await store.logAnchor() : undefined;
   const until = anchor?.position ?? (store.keepsAnchors ? 0 : Number.MAX_SAFE_INTEGER);
   const anchorPosition = anchor?.position ?? 0;
-  const pass = await passOverLog(store, options.since?.anchor.events, store.keepsAnchors && !anchor ? Number.MAX_SAFE_INTEGER : until);
+  const pass = await passOverLog(
+    store,
+    options.since?.anchor.events,
+    store.keepsAnchors && !anchor ? Number.MAX_SAFE_INTEGER : until,
+  );
   findings.push(...pass.undecodable.filter((finding) => (finding.stream ?? '').startsWith(prefix)));
-  const heads = store.keepsAnchors ? new Map((await store.anchoredHeads(prefix)).map((head) => [head.stream, head])) : new Map<string, StreamHead>();
+  const heads = store.keepsAnchors
+    ? new Map((await store.anchoredHeads(prefix)).map((head) => [head.stream, head]))
+    : new Map<string, StreamHead>();
 
   const sinceHeads = new Map((options.since?.heads ?? []).map((head) => [head.stream, head]));
   const streams: StreamAudit[] = [];
@@ -207,7 +229,11 @@ export async function auditLog(store: EventStore, options: AuditOptions = {}): P
       // A row that does not decode was reported by the pass over the log; anything else the store
       // refuses to read (a deleted or truncated stream on EventStoreDB) is reported here.
       if (!findings.some((finding) => finding.kind === 'undecodable_row' && finding.stream === stream)) {
-        findings.push({ kind: 'unreadable_stream', stream, detail: `the store refuses to read the stream: ${error.reason}` });
+        findings.push({
+          kind: 'unreadable_stream',
+          stream,
+          detail: `the store refuses to read the stream: ${error.reason}`,
+        });
       }
       continue;
     }
@@ -218,11 +244,25 @@ export async function auditLog(store: EventStore, options: AuditOptions = {}): P
     streams.push(audit);
     options.onStream?.(audit);
     const found = verifyChain(stored);
-    if (found) findings.push({ kind: found.reason, stream, revision: found.revision, event_id: found.event_id, detail: explain[found.reason] });
+    if (found)
+      findings.push({
+        kind: found.reason,
+        stream,
+        revision: found.revision,
+        event_id: found.event_id,
+        detail: explain[found.reason],
+      });
     if (options.checkEvent) {
       for (const event of stored) {
         const problem = options.checkEvent(event);
-        if (problem) findings.push({ kind: 'unexpected_shape', stream, revision: event.revision, event_id: event.event_id, detail: `not an event the ledger writes: ${problem}` });
+        if (problem)
+          findings.push({
+            kind: 'unexpected_shape',
+            stream,
+            revision: event.revision,
+            event_id: event.event_id,
+            detail: `not an event the ledger writes: ${problem}`,
+          });
       }
     }
     const earlier = sinceHeads.get(stream);
@@ -248,10 +288,22 @@ export async function auditLog(store: EventStore, options: AuditOptions = {}): P
         head = reread.head;
         const now = reread.events;
         const lastNow = now[now.length - 1];
-        if (head && lastNow && lastNow.revision === head.revision && lastNow.metadata.hash === head.hash && lastNow.revision > (last?.revision ?? -1) && !verifyChain(now)) continue;
+        if (
+          head &&
+          lastNow &&
+          lastNow.revision === head.revision &&
+          lastNow.metadata.hash === head.hash &&
+          lastNow.revision > (last?.revision ?? -1) &&
+          !verifyChain(now)
+        )
+          continue;
       }
       if (!head) {
-        findings.push({ kind: 'missing_head', stream, detail: 'the stream has events but no anchored head: it was added, or renamed here, outside the ledger' });
+        findings.push({
+          kind: 'missing_head',
+          stream,
+          detail: 'the stream has events but no anchored head: it was added, or renamed here, outside the ledger',
+        });
       } else if (!last || last.revision !== head.revision || last.metadata.hash !== head.hash) {
         const cut = last && last.revision < head.revision;
         findings.push({
@@ -281,7 +333,15 @@ export async function auditLog(store: EventStore, options: AuditOptions = {}): P
   if (options.since) findings.push(...checkSince(options.since, pass, streams, findings));
 
   const broken = new Set(findings.flatMap((finding) => (finding.stream ? [finding.stream] : [])));
-  return { ok: findings.length === 0, events, streams, anchored: store.keepsAnchors, recomputed, findings, broken_streams: [...broken].sort() };
+  return {
+    ok: findings.length === 0,
+    events,
+    streams,
+    anchored: store.keepsAnchors,
+    recomputed,
+    findings,
+    broken_streams: [...broken].sort(),
+  };
 }
 
 function checkLogAnchor(
@@ -290,23 +350,38 @@ function checkLogAnchor(
   anchorKey: string | undefined,
 ): IntegrityFinding[] {
   if (!anchor) {
-    return recomputed.events === 0 ? [] : [{ kind: 'log_anchor_missing', detail: 'the log has events but no anchor: the anchor was removed' }];
+    return recomputed.events === 0
+      ? []
+      : [{ kind: 'log_anchor_missing', detail: 'the log has events but no anchor: the anchor was removed' }];
   }
   const findings: IntegrityFinding[] = [];
-  if (anchor.events !== recomputed.events || anchor.log_hash !== recomputed.log_hash || anchor.position !== recomputed.position) {
+  if (
+    anchor.events !== recomputed.events ||
+    anchor.log_hash !== recomputed.log_hash ||
+    anchor.position !== recomputed.position
+  ) {
     findings.push({
       kind: 'log_anchor_mismatch',
       detail: `the log anchor records ${anchor.events} events up to position ${anchor.position}; the log now holds ${recomputed.events} up to ${recomputed.position}${anchor.log_hash === recomputed.log_hash ? '' : ', and its chain differs'}: events were removed, added or re-hashed outside the ledger`,
     });
   }
   if (anchorKey !== undefined && !anchorSignatureHolds(anchorKey, anchor)) {
-    findings.push({ kind: 'anchor_signature_invalid', detail: 'the log anchor is not signed with the configured anchor key: it was rewritten by someone without the key' });
+    findings.push({
+      kind: 'anchor_signature_invalid',
+      detail:
+        'the log anchor is not signed with the configured anchor key: it was rewritten by someone without the key',
+    });
   }
   return findings;
 }
 
 /** The log only grew since the checkpoint: the same first events in the same order, every head still there. */
-function checkSince(since: LogCheckpoint, pass: LogPass, streams: StreamAudit[], findings: IntegrityFinding[]): IntegrityFinding[] {
+function checkSince(
+  since: LogCheckpoint,
+  pass: LogPass,
+  streams: StreamAudit[],
+  findings: IntegrityFinding[],
+): IntegrityFinding[] {
   const out: IntegrityFinding[] = [];
   if (pass.events < since.anchor.events || pass.hashAtCheckpoint !== since.anchor.log_hash) {
     out.push({
@@ -318,7 +393,12 @@ function checkSince(since: LogCheckpoint, pass: LogPass, streams: StreamAudit[],
   const broken = new Set(findings.flatMap((finding) => (finding.stream ? [finding.stream] : [])));
   for (const head of since.heads) {
     if (!known.has(head.stream) && !broken.has(head.stream)) {
-      out.push({ kind: 'checkpoint_mismatch', stream: head.stream, revision: head.revision, detail: `the stream stood at revision ${head.revision} at the checkpoint and is gone now` });
+      out.push({
+        kind: 'checkpoint_mismatch',
+        stream: head.stream,
+        revision: head.revision,
+        detail: `the stream stood at revision ${head.revision} at the checkpoint and is gone now`,
+      });
     }
   }
   return out;

@@ -33,7 +33,10 @@ export function loadUiAssets(root: string = packageRoot()): Map<UiFile, UiAsset>
   const assets = new Map<UiFile, UiAsset>();
   for (const file of UI_FILES) {
     const extension = file.slice(file.lastIndexOf('.'));
-    assets.set(file, { body: readFileSync(join(root, 'src', 'ui', 'assets', file)), contentType: CONTENT_TYPES[extension] });
+    assets.set(file, {
+      body: readFileSync(join(root, 'src', 'ui', 'assets', file)),
+      contentType: CONTENT_TYPES[extension],
+    });
   }
   return assets;
 }

@@ -26,7 +26,11 @@ export interface LogEventView {
 
 export type LogReaction =
   /** Notify now, once per subscription: keyed by the transition that caused it. */
-  | { do: 'notify'; kind: Exclude<NotificationKind, 'unknown_outcome.unresolved' | 'verification.premature_repeated'>; key: string }
+  | {
+      do: 'notify';
+      kind: Exclude<NotificationKind, 'unknown_outcome.unresolved' | 'verification.premature_repeated'>;
+      key: string;
+    }
   /** The step began waiting on a lookup: notify if it still waits when the subscription's time is up. */
   | { do: 'watch_unknown'; transition_event_id: string; since: string }
   /** The step moved: repeated premature lookups count again from zero. */
@@ -40,7 +44,10 @@ function transitionTo(event: LogEventView): string | undefined {
 
 /** A late success after a later attempt was granted (docs/contract.md §4.9). */
 function isPossibleDuplicate(event: LogEventView): boolean {
-  return event.type === 'LateOutcomeRecorded' && (event.data as { possible_duplicate?: unknown } | null)?.possible_duplicate === true;
+  return (
+    event.type === 'LateOutcomeRecorded' &&
+    (event.data as { possible_duplicate?: unknown } | null)?.possible_duplicate === true
+  );
 }
 
 /** What a person did (docs/contract.md §4.10), by the fact they recorded. */
@@ -52,7 +59,9 @@ const OPERATOR_NOTIFICATIONS: Readonly<Record<string, Extract<LogReaction, { do:
 };
 
 export function reactionsTo(event: LogEventView): LogReaction[] {
-  const operatorKind = Object.prototype.hasOwnProperty.call(OPERATOR_NOTIFICATIONS, event.type) ? OPERATOR_NOTIFICATIONS[event.type] : undefined;
+  const operatorKind = Object.prototype.hasOwnProperty.call(OPERATOR_NOTIFICATIONS, event.type)
+    ? OPERATOR_NOTIFICATIONS[event.type]
+    : undefined;
   if (operatorKind !== undefined) return [{ do: 'notify', kind: operatorKind, key: event.event_id }];
   if (isPossibleDuplicate(event)) return [{ do: 'notify', kind: 'operation.possible_duplicate', key: event.event_id }];
   const to = transitionTo(event);
@@ -60,7 +69,8 @@ export function reactionsTo(event: LogEventView): LogReaction[] {
   const reactions: LogReaction[] = [{ do: 'reset_premature' }];
   if (to === 'escalated') reactions.push({ do: 'notify', kind: 'step.escalated', key: event.event_id });
   if (to === 'awaiting_approval') reactions.push({ do: 'notify', kind: 'approval.requested', key: event.event_id });
-  if (to === 'verifying') reactions.push({ do: 'watch_unknown', transition_event_id: event.event_id, since: event.metadata.recorded_at });
+  if (to === 'verifying')
+    reactions.push({ do: 'watch_unknown', transition_event_id: event.event_id, since: event.metadata.recorded_at });
   return reactions;
 }
 

@@ -48,14 +48,22 @@ INSERT OR IGNORE INTO webhook_checkpoint (id, position) VALUES (1, 0);
 `;
 
 /** Columns added after the first release of the file: added in place at start when missing. */
-const ADDED_SUBSCRIPTION_COLUMNS = ['previous_secret TEXT', 'previous_secret_until TEXT', 'disabled_reason TEXT', 'disabled_at TEXT'];
+const ADDED_SUBSCRIPTION_COLUMNS = [
+  'previous_secret TEXT',
+  'previous_secret_until TEXT',
+  'disabled_reason TEXT',
+  'disabled_at TEXT',
+];
 
 /** The same delivery (subscription, cause) always has the same id, so a receiver can drop a repeat. */
 export function deliveryId(subscriptionId: string, dedupe: string): string {
   return `dlv_${createHash('sha256').update(`${subscriptionId}\n${dedupe}`).digest('hex').slice(0, 32)}`;
 }
 
-interface SubscriptionRow extends Omit<Subscription, 'kinds' | 'active' | 'previous_secret' | 'previous_secret_until' | 'disabled_reason' | 'disabled_at'> {
+interface SubscriptionRow extends Omit<
+  Subscription,
+  'kinds' | 'active' | 'previous_secret' | 'previous_secret_until' | 'disabled_reason' | 'disabled_at'
+> {
   kinds: string;
   active: number;
   previous_secret: string | null;
@@ -109,11 +117,17 @@ export class SqliteWebhookStore implements WebhookStore {
     this.db.pragma('journal_mode = WAL');
     this.db.pragma('synchronous = FULL');
     this.db.exec(SCHEMA);
-    const columns = new Set((this.db.prepare('PRAGMA table_info(webhook_subscriptions)').all() as Array<{ name: string }>).map((column) => column.name));
+    const columns = new Set(
+      (this.db.prepare('PRAGMA table_info(webhook_subscriptions)').all() as Array<{ name: string }>).map(
+        (column) => column.name,
+      ),
+    );
     for (const column of ADDED_SUBSCRIPTION_COLUMNS) {
       if (!columns.has(column.split(' ')[0])) this.db.exec(`ALTER TABLE webhook_subscriptions ADD COLUMN ${column}`);
     }
-    this.seq = (this.statement('SELECT COALESCE(MAX(seq), 0) AS seq FROM webhook_deliveries').get() as { seq: number }).seq;
+    this.seq = (
+      this.statement('SELECT COALESCE(MAX(seq), 0) AS seq FROM webhook_deliveries').get() as { seq: number }
+    ).seq;
     this.box = options.secretKey ? new SecretBox(options.secretKey) : undefined;
     try {
       this.secretsAtRest = this.sealSecrets();
@@ -130,8 +144,16 @@ export class SqliteWebhookStore implements WebhookStore {
    */
   private sealSecrets(): SecretsAtRest {
     // A rotation's previous secret is sealed like the current one (same row, same additional data).
-    const rows = (this.db.prepare('SELECT id, secret, previous_secret FROM webhook_subscriptions').all() as Array<{ id: string; secret: string; previous_secret: string | null }>)
-      .flatMap((row) => [{ id: row.id, secret: row.secret, column: 'secret' }, ...(row.previous_secret ? [{ id: row.id, secret: row.previous_secret, column: 'previous_secret' }] : [])]);
+    const rows = (
+      this.db.prepare('SELECT id, secret, previous_secret FROM webhook_subscriptions').all() as Array<{
+        id: string;
+        secret: string;
+        previous_secret: string | null;
+      }>
+    ).flatMap((row) => [
+      { id: row.id, secret: row.secret, column: 'secret' },
+      ...(row.previous_secret ? [{ id: row.id, secret: row.previous_secret, column: 'previous_secret' }] : []),
+    ]);
     const wrapped = rows.filter((row) => isWrapped(row.secret));
     if (!this.box) {
       if (wrapped.length > 0) {
@@ -182,28 +204,39 @@ export class SqliteWebhookStore implements WebhookStore {
       secret: open(row.secret),
       kinds: JSON.parse(row.kinds) as NotificationKind[],
       active: row.active === 1,
-      ...(previous_secret && previous_secret_until ? { previous_secret: open(previous_secret), previous_secret_until } : {}),
+      ...(previous_secret && previous_secret_until
+        ? { previous_secret: open(previous_secret), previous_secret_until }
+        : {}),
       ...(disabled_reason && disabled_at ? { disabled_reason, disabled_at } : {}),
     };
   }
 
   addSubscription(subscription: Subscription): void {
-    const { previous_secret: _previous, previous_secret_until: _until, disabled_reason: _reason, disabled_at: _at, ...row } = subscription;
+    const {
+      previous_secret: _previous,
+      previous_secret_until: _until,
+      disabled_reason: _reason,
+      disabled_at: _at,
+      ...row
+    } = subscription;
     this.statement(
-        `INSERT INTO webhook_subscriptions (id, tenant, url, secret, kinds, unknown_after_ms, premature_refusals, created_at, created_position, active)
+      `INSERT INTO webhook_subscriptions (id, tenant, url, secret, kinds, unknown_after_ms, premature_refusals, created_at, created_position, active)
          VALUES (@id, @tenant, @url, @secret, @kinds, @unknown_after_ms, @premature_refusals, @created_at, @created_position, @active)`,
-      )
-      .run({
-        ...row,
-        secret: this.box ? this.box.wrap(subscription.secret, subscription.id) : subscription.secret,
-        kinds: JSON.stringify(subscription.kinds),
-        active: subscription.active ? 1 : 0,
-      });
+    ).run({
+      ...row,
+      secret: this.box ? this.box.wrap(subscription.secret, subscription.id) : subscription.secret,
+      kinds: JSON.stringify(subscription.kinds),
+      active: subscription.active ? 1 : 0,
+    });
   }
 
   deactivate(tenant: string, id: string): boolean {
     // An ended subscription signs nothing more: its secret is not kept (nor a reason to keep the key).
-    return this.statement("UPDATE webhook_subscriptions SET active = 0, secret = '', previous_secret = NULL WHERE tenant = ? AND id = ? AND active = 1").run(tenant, id).changes > 0;
+    return (
+      this.statement(
+        "UPDATE webhook_subscriptions SET active = 0, secret = '', previous_secret = NULL WHERE tenant = ? AND id = ? AND active = 1",
+      ).run(tenant, id).changes > 0
+    );
   }
 
   disable(id: string, reason: string, at: string): boolean {
@@ -226,11 +259,14 @@ export class SqliteWebhookStore implements WebhookStore {
   subscriptions(tenant?: string, activeOnly = true): Subscription[] {
     const clauses = [...(tenant === undefined ? [] : ['tenant = @tenant']), ...(activeOnly ? ['active = 1'] : [])];
     const sql = `SELECT * FROM webhook_subscriptions${clauses.length ? ` WHERE ${clauses.join(' AND ')}` : ''} ORDER BY created_at, id`;
-    return (this.statement(sql).all(tenant === undefined ? {} : { tenant }) as SubscriptionRow[]).map((row) => this.subscriptionOf(row));
+    return (this.statement(sql).all(tenant === undefined ? {} : { tenant }) as SubscriptionRow[]).map((row) =>
+      this.subscriptionOf(row),
+    );
   }
 
   checkpoint(): number {
-    return (this.statement('SELECT position FROM webhook_checkpoint WHERE id = 1').get() as { position: number }).position;
+    return (this.statement('SELECT position FROM webhook_checkpoint WHERE id = 1').get() as { position: number })
+      .position;
   }
 
   commitBatch(batch: ConsumedBatch, { checkpointOnlyWithChanges = false } = {}): boolean {
@@ -245,7 +281,10 @@ export class SqliteWebhookStore implements WebhookStore {
         const reset = this.statement('DELETE FROM webhook_premature WHERE tenant = ? AND operation_ref = ?');
         for (const row of batch.resetPremature) changes += reset.run(row.tenant, row.operation_ref).changes;
         if (changes === 0 && checkpointOnlyWithChanges) return false;
-        this.statement('UPDATE webhook_checkpoint SET position = ? WHERE id = 1 AND position < ?').run(batch.position, batch.position);
+        this.statement('UPDATE webhook_checkpoint SET position = ? WHERE id = 1 AND position < ?').run(
+          batch.position,
+          batch.position,
+        );
         return true;
       })
       .immediate();
@@ -254,10 +293,9 @@ export class SqliteWebhookStore implements WebhookStore {
   countPremature(tenant: string, operationRef: string): number {
     return (
       this.statement(
-          `INSERT INTO webhook_premature (tenant, operation_ref, count) VALUES (?, ?, 1)
+        `INSERT INTO webhook_premature (tenant, operation_ref, count) VALUES (?, ?, 1)
            ON CONFLICT (tenant, operation_ref) DO UPDATE SET count = count + 1 RETURNING count`,
-        )
-        .get(tenant, operationRef) as { count: number }
+      ).get(tenant, operationRef) as { count: number }
     ).count;
   }
 
@@ -293,47 +331,66 @@ export class SqliteWebhookStore implements WebhookStore {
   }
 
   dueWatches(nowMs: number, limit: number): UnknownWatch[] {
-    return this.statement('SELECT * FROM webhook_watches WHERE due_ms <= ? ORDER BY due_ms, id LIMIT ?').all(nowMs, limit) as UnknownWatch[];
+    return this.statement('SELECT * FROM webhook_watches WHERE due_ms <= ? ORDER BY due_ms, id LIMIT ?').all(
+      nowMs,
+      limit,
+    ) as UnknownWatch[];
   }
 
   settleWatch(id: number, delivery?: NewDelivery): void {
-    this.db.transaction(() => {
-      if (delivery) this.insertDeliveryRows([delivery]);
-      this.statement('DELETE FROM webhook_watches WHERE id = ?').run(id);
-    }).immediate();
+    this.db
+      .transaction(() => {
+        if (delivery) this.insertDeliveryRows([delivery]);
+        this.statement('DELETE FROM webhook_watches WHERE id = ?').run(id);
+      })
+      .immediate();
   }
 
   dueDeliveries(nowMs: number, limit: number): Delivery[] {
     return (
-      this.statement("SELECT * FROM webhook_deliveries WHERE status = 'pending' AND next_attempt_ms <= ? ORDER BY next_attempt_ms, seq LIMIT ?")
-        .all(nowMs, limit) as DeliveryRow[]
+      this.statement(
+        "SELECT * FROM webhook_deliveries WHERE status = 'pending' AND next_attempt_ms <= ? ORDER BY next_attempt_ms, seq LIMIT ?",
+      ).all(nowMs, limit) as DeliveryRow[]
     ).map(deliveryOf);
   }
 
   nextDueMs(): number | undefined {
-    const delivery = this.statement("SELECT MIN(next_attempt_ms) AS at FROM webhook_deliveries WHERE status = 'pending'").get() as { at: number | null };
+    const delivery = this.statement(
+      "SELECT MIN(next_attempt_ms) AS at FROM webhook_deliveries WHERE status = 'pending'",
+    ).get() as { at: number | null };
     const watch = this.statement('SELECT MIN(due_ms) AS at FROM webhook_watches').get() as { at: number | null };
     const times = [delivery.at, watch.at].filter((at): at is number => at !== null);
     return times.length ? Math.min(...times) : undefined;
   }
 
   markDelivered(id: string, status: number, at: string): void {
-    this.statement("UPDATE webhook_deliveries SET status = 'delivered', attempts = attempts + 1, last_status = ?, last_error = NULL, delivered_at = ? WHERE id = ?")
-      .run(status, at, id);
+    this.statement(
+      "UPDATE webhook_deliveries SET status = 'delivered', attempts = attempts + 1, last_status = ?, last_error = NULL, delivered_at = ? WHERE id = ?",
+    ).run(status, at, id);
   }
 
   markAttemptFailed(id: string, outcome: { status?: number; error: string; nextAttemptMs?: number }): void {
     this.statement(
-        `UPDATE webhook_deliveries SET attempts = attempts + 1, last_status = ?, last_error = ?,
+      `UPDATE webhook_deliveries SET attempts = attempts + 1, last_status = ?, last_error = ?,
          status = CASE WHEN ? IS NULL THEN 'failed' ELSE 'pending' END, next_attempt_ms = COALESCE(?, next_attempt_ms) WHERE id = ?`,
-      )
-      .run(outcome.status ?? null, outcome.error.slice(0, 300), outcome.nextAttemptMs ?? null, outcome.nextAttemptMs ?? null, id);
+    ).run(
+      outcome.status ?? null,
+      outcome.error.slice(0, 300),
+      outcome.nextAttemptMs ?? null,
+      outcome.nextAttemptMs ?? null,
+      id,
+    );
   }
 
   deliveries(tenant: string, options: { status?: DeliveryStatus; limit: number }): Delivery[] {
     const rows = options.status
-      ? this.statement('SELECT * FROM webhook_deliveries WHERE tenant = ? AND status = ? ORDER BY seq DESC LIMIT ?').all(tenant, options.status, options.limit)
-      : this.statement('SELECT * FROM webhook_deliveries WHERE tenant = ? ORDER BY seq DESC LIMIT ?').all(tenant, options.limit);
+      ? this.statement(
+          'SELECT * FROM webhook_deliveries WHERE tenant = ? AND status = ? ORDER BY seq DESC LIMIT ?',
+        ).all(tenant, options.status, options.limit)
+      : this.statement('SELECT * FROM webhook_deliveries WHERE tenant = ? ORDER BY seq DESC LIMIT ?').all(
+          tenant,
+          options.limit,
+        );
     return (rows as DeliveryRow[]).map(deliveryOf);
   }
 

@@ -27,7 +27,9 @@ function v4ToInt(address: string): number {
 
 function privateV4(address: string): boolean {
   const value = v4ToInt(address);
-  return PRIVATE_V4.some(([base, bits]) => Math.floor(value / 2 ** (32 - bits)) === Math.floor(v4ToInt(base) / 2 ** (32 - bits)));
+  return PRIVATE_V4.some(
+    ([base, bits]) => Math.floor(value / 2 ** (32 - bits)) === Math.floor(v4ToInt(base) / 2 ** (32 - bits)),
+  );
 }
 
 /** The eight 16-bit groups of an IPv6 address (an embedded dotted IPv4 tail included). */
@@ -72,7 +74,10 @@ export function isPrivateAddress(address: string): boolean {
  * resolved, at each delivery.
  */
 export function isPrivateHost(hostname: string): boolean {
-  const host = hostname.replace(/^\[|\]$/g, '').replace(/\.$/, '').toLowerCase();
+  const host = hostname
+    .replace(/^\[|\]$/g, '')
+    .replace(/\.$/, '')
+    .toLowerCase();
   if (isIP(host)) return isPrivateAddress(host);
   return host === 'localhost' || host.endsWith('.localhost');
 }
@@ -80,7 +85,9 @@ export function isPrivateHost(hostname: string): boolean {
 export class PrivateAddressError extends Error {
   readonly code = 'WEBHOOK_PRIVATE_ADDRESS';
   constructor(host: string, address: string) {
-    super(`${host} resolves to ${address}, a loopback, link-local or private address (LEDGER_WEBHOOK_ALLOW_PRIVATE=1 allows it)`);
+    super(
+      `${host} resolves to ${address}, a loopback, link-local or private address (LEDGER_WEBHOOK_ALLOW_PRIVATE=1 allows it)`,
+    );
     this.name = 'PrivateAddressError';
   }
 }
@@ -92,9 +99,17 @@ type LookupCallback = (error: NodeJS.ErrnoException | null, address: string | Lo
  * is made to the address checked here (no second resolution a rebinding DNS server could answer
  * differently).
  */
-export function publicOnlyLookup(hostname: string, options: { family?: number | string; hints?: number; all?: boolean }, callback: LookupCallback): void {
+export function publicOnlyLookup(
+  hostname: string,
+  options: { family?: number | string; hints?: number; all?: boolean },
+  callback: LookupCallback,
+): void {
   const family = options.family === 'IPv4' ? 4 : options.family === 'IPv6' ? 6 : Number(options.family ?? 0);
-  const query: LookupAllOptions = { all: true, family, ...(options.hints === undefined ? {} : { hints: options.hints }) };
+  const query: LookupAllOptions = {
+    all: true,
+    family,
+    ...(options.hints === undefined ? {} : { hints: options.hints }),
+  };
   dnsLookup(hostname, query, (error, addresses) => {
     if (error) return callback(error, []);
     const refused = addresses.find((entry) => isPrivateAddress(entry.address));

@@ -23,7 +23,8 @@ export function registerWebhookMetrics(registry: Registry | undefined, store: We
     registers: [registry],
     collect() {
       this.reset();
-      for (const row of store.counts(scrapeTenant())) this.inc({ tenant: row.tenant, kind: row.kind, status: row.status }, row.count);
+      for (const row of store.counts(scrapeTenant()))
+        this.inc({ tenant: row.tenant, kind: row.kind, status: row.status }, row.count);
     },
   });
   return { onAttempt: (tenant, kind, outcome) => attempts.inc({ tenant, kind, outcome }) };

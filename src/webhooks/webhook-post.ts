@@ -23,9 +23,15 @@ export interface PostOptions {
  * that is not 2xx), and unless private addresses are allowed the host is refused when it is, or
  * resolves to, one (webhook-address.ts).
  */
-export function postWebhook(target: string, body: string, headers: Record<string, string>, options: PostOptions): Promise<WebhookAnswer> {
+export function postWebhook(
+  target: string,
+  body: string,
+  headers: Record<string, string>,
+  options: PostOptions,
+): Promise<WebhookAnswer> {
   const url = new URL(target);
-  if (!options.allowPrivate && isPrivateHost(url.hostname)) return Promise.reject(new PrivateAddressError(url.hostname, url.hostname));
+  if (!options.allowPrivate && isPrivateHost(url.hostname))
+    return Promise.reject(new PrivateAddressError(url.hostname, url.hostname));
   const request = url.protocol === 'https:' ? httpsRequest : httpRequest;
   return new Promise<WebhookAnswer>((resolve, reject) => {
     let settled = false;
@@ -43,7 +49,10 @@ export function postWebhook(target: string, body: string, headers: Record<string
       // Closes the connection whatever is left of the answer: nothing more of it is read.
       answer.destroy();
       outgoing.destroy();
-      resolve({ status: answer.statusCode ?? 0, prefix: Buffer.concat(chunks).subarray(0, ANSWER_PREFIX_BYTES).toString('utf8') });
+      resolve({
+        status: answer.statusCode ?? 0,
+        prefix: Buffer.concat(chunks).subarray(0, ANSWER_PREFIX_BYTES).toString('utf8'),
+      });
     };
     const outgoing = request(
       url,
@@ -64,7 +73,9 @@ export function postWebhook(target: string, body: string, headers: Record<string
         answer.once('error', fail);
       },
     );
-    outgoing.once('error', (error: Error) => fail(error.name === 'AbortError' ? new Error(`no answer within ${options.timeoutMs} ms`) : error));
+    outgoing.once('error', (error: Error) =>
+      fail(error.name === 'AbortError' ? new Error(`no answer within ${options.timeoutMs} ms`) : error),
+    );
     outgoing.end(body);
   });
 }

@@ -17,9 +17,15 @@ export function isWrapped(stored: string): boolean {
 export function parseSecretKey(raw: string | undefined): Buffer | undefined {
   if (raw === undefined || raw === '') return undefined;
   const text = raw.trim();
-  const key = /^[0-9a-fA-F]{64}$/.test(text) ? Buffer.from(text, 'hex') : /^[A-Za-z0-9+/_-]{43}=?$/.test(text) ? Buffer.from(text, 'base64') : undefined;
+  const key = /^[0-9a-fA-F]{64}$/.test(text)
+    ? Buffer.from(text, 'hex')
+    : /^[A-Za-z0-9+/_-]{43}=?$/.test(text)
+      ? Buffer.from(text, 'base64')
+      : undefined;
   if (key?.length !== 32) {
-    throw new ConfigError('LEDGER_WEBHOOK_SECRET_KEY must be 32 bytes as 64 hex digits or base64 (for example `openssl rand -hex 32`)');
+    throw new ConfigError(
+      'LEDGER_WEBHOOK_SECRET_KEY must be 32 bytes as 64 hex digits or base64 (for example `openssl rand -hex 32`)',
+    );
   }
   return key;
 }
@@ -36,7 +42,10 @@ export class SecretBox {
 
   /** Throws when the stored text was not wrapped with this key for this subscription. */
   unwrap(stored: string, subscriptionId: string): string {
-    const [nonce, sealed, tag] = stored.slice(WRAPPED.length).split('.').map((part) => Buffer.from(part, 'base64url'));
+    const [nonce, sealed, tag] = stored
+      .slice(WRAPPED.length)
+      .split('.')
+      .map((part) => Buffer.from(part, 'base64url'));
     const decipher = createDecipheriv('aes-256-gcm', this.key, nonce).setAAD(Buffer.from(subscriptionId, 'utf8'));
     decipher.setAuthTag(tag);
     return Buffer.concat([decipher.update(sealed), decipher.final()]).toString('utf8');

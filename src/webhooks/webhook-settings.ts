@@ -4,7 +4,13 @@ import { DEFAULT_WEBHOOK_SETTINGS, type WebhookSettings } from './webhook.servic
 /** Webhook delivery settings from the environment (README, "Webhooks"). */
 export function loadWebhookSettings(env: NodeJS.ProcessEnv): WebhookSettings {
   return {
-    retryBaseMs: integerSetting(env, 'LEDGER_WEBHOOK_RETRY_BASE_MS', DEFAULT_WEBHOOK_SETTINGS.retryBaseMs, 10, 3_600_000),
+    retryBaseMs: integerSetting(
+      env,
+      'LEDGER_WEBHOOK_RETRY_BASE_MS',
+      DEFAULT_WEBHOOK_SETTINGS.retryBaseMs,
+      10,
+      3_600_000,
+    ),
     retryMaxMs: integerSetting(env, 'LEDGER_WEBHOOK_RETRY_MAX_MS', DEFAULT_WEBHOOK_SETTINGS.retryMaxMs, 10, 86_400_000),
     maxAttempts: integerSetting(env, 'LEDGER_WEBHOOK_MAX_ATTEMPTS', DEFAULT_WEBHOOK_SETTINGS.maxAttempts, 1, 10_000),
     timeoutMs: integerSetting(env, 'LEDGER_WEBHOOK_TIMEOUT_MS', DEFAULT_WEBHOOK_SETTINGS.timeoutMs, 100, 120_000),

@@ -18,7 +18,8 @@ export function signatureHeader(secret: string, body: string, timestamp: number)
   return `t=${timestamp},v1=${signPayload(secret, timestamp, body)}`;
 }
 
-export type VerifyResult = { ok: true; timestamp: number } | { ok: false; reason: 'malformed' | 'no_match' | 'too_old' };
+export type VerifyResult =
+  { ok: true; timestamp: number } | { ok: false; reason: 'malformed' | 'no_match' | 'too_old' };
 
 /** What a receiver does (docs/webhooks.md carries the same steps for receivers in other languages). */
 export function verifySignature(
@@ -54,7 +55,10 @@ export const STANDARD_SECRET_PREFIX = 'whsec_';
 
 /** The HMAC key of a `whsec_` secret: its base64 part, decoded (base64url as well, for older secrets). */
 export function standardKey(secret: string): Buffer {
-  return Buffer.from(secret.startsWith(STANDARD_SECRET_PREFIX) ? secret.slice(STANDARD_SECRET_PREFIX.length) : secret, 'base64');
+  return Buffer.from(
+    secret.startsWith(STANDARD_SECRET_PREFIX) ? secret.slice(STANDARD_SECRET_PREFIX.length) : secret,
+    'base64',
+  );
 }
 
 export function standardSignature(secret: string, id: string, timestamp: number, body: string): string {
@@ -62,9 +66,17 @@ export function standardSignature(secret: string, id: string, timestamp: number,
 }
 
 /** Every header a delivery carries to prove it: both schemes, each signed with every secret given. */
-export function signedHeaders(secrets: readonly string[], id: string, body: string, timestamp: number): Record<string, string> {
+export function signedHeaders(
+  secrets: readonly string[],
+  id: string,
+  body: string,
+  timestamp: number,
+): Record<string, string> {
   return {
-    [SIGNATURE_HEADER]: [`t=${timestamp}`, ...secrets.map((secret) => `v1=${signPayload(secret, timestamp, body)}`)].join(','),
+    [SIGNATURE_HEADER]: [
+      `t=${timestamp}`,
+      ...secrets.map((secret) => `v1=${signPayload(secret, timestamp, body)}`),
+    ].join(','),
     'webhook-id': id,
     'webhook-timestamp': String(timestamp),
     'webhook-signature': secrets.map((secret) => standardSignature(secret, id, timestamp, body)).join(' '),

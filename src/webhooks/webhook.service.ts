@@ -9,7 +9,14 @@ import { deliveryId } from './sqlite-webhook.store';
 import { postWebhook } from './webhook-post';
 import { signedHeaders } from './webhook-signature';
 import { scannedParts, urlRefusal } from './webhook-url';
-import type { ConsumedBatch, Delivery, NewDelivery, Subscription, UnknownWatch, WebhookStore } from './webhook-store.port';
+import type {
+  ConsumedBatch,
+  Delivery,
+  NewDelivery,
+  Subscription,
+  UnknownWatch,
+  WebhookStore,
+} from './webhook-store.port';
 
 export interface WebhookSettings {
   /** First retry after this long; each later one waits twice as long, up to retryMaxMs. */
@@ -125,7 +132,10 @@ export class WebhookService {
   async subscribe(tenant: string, request: NewSubscription): Promise<Subscription> {
     const url = new URL(request.url);
     this.scanner ??= new SecretScanner();
-    const refusal = urlRefusal(url, { allowPrivate: this.settings.allowPrivate, detect: await this.scanner.detectorFor(scannedParts(url)) });
+    const refusal = urlRefusal(url, {
+      allowPrivate: this.settings.allowPrivate,
+      detect: await this.scanner.detectorFor(scannedParts(url)),
+    });
     if (refusal !== undefined) throw new LedgerProblem('BAD_REQUEST', refusal, { field: 'url' });
     const subscription: Subscription = {
       id: `whk_${randomUUID().replace(/-/g, '').slice(0, 20)}`,
@@ -148,7 +158,11 @@ export class WebhookService {
    * A new secret; the one it replaces keeps signing beside it for `overlapSeconds`, so receivers can
    * move to the new one without missing a delivery (docs/webhooks.md, "Rotating a secret").
    */
-  rotateSecret(tenant: string, id: string, overlapSeconds = DEFAULT_ROTATION_OVERLAP_SECONDS): { secret: string; previous_secret_until: string } {
+  rotateSecret(
+    tenant: string,
+    id: string,
+    overlapSeconds = DEFAULT_ROTATION_OVERLAP_SECONDS,
+  ): { secret: string; previous_secret_until: string } {
     const secret = newSecret();
     const previousSecretUntil = new Date(this.clock.now().getTime() + overlapSeconds * 1000).toISOString();
     if (!this.hooks.rotateSecret(tenant, id, secret, previousSecretUntil)) {
@@ -209,19 +223,28 @@ export class WebhookService {
     const checkpoint = Math.max(this.hooks.checkpoint(), this.consumedTo);
     const fresh = events.filter((event) => event.position > checkpoint);
     if (fresh.length === 0) return;
-    const batch: ConsumedBatch = { position: fresh[fresh.length - 1].position, deliveries: [], watches: [], resetPremature: [] };
+    const batch: ConsumedBatch = {
+      position: fresh[fresh.length - 1].position,
+      deliveries: [],
+      watches: [],
+      resetPremature: [],
+    };
     const subscriptionsOf = new Map<string, Subscription[]>();
     for (const event of fresh) {
       const { tenant, operation_ref } = event.metadata;
       const reactions = reactionsTo(event);
       if (reactions.length === 0) continue;
       if (!subscriptionsOf.has(tenant)) subscriptionsOf.set(tenant, this.hooks.subscriptions(tenant));
-      const subscriptions = (subscriptionsOf.get(tenant) ?? []).filter((subscription) => subscription.created_position < event.position);
+      const subscriptions = (subscriptionsOf.get(tenant) ?? []).filter(
+        (subscription) => subscription.created_position < event.position,
+      );
       for (const reaction of reactions) {
         if (reaction.do === 'reset_premature') {
           batch.resetPremature.push({ tenant, operation_ref });
         } else if (reaction.do === 'watch_unknown') {
-          for (const subscription of subscriptions.filter((candidate) => candidate.kinds.includes('unknown_outcome.unresolved'))) {
+          for (const subscription of subscriptions.filter((candidate) =>
+            candidate.kinds.includes('unknown_outcome.unresolved'),
+          )) {
             batch.watches.push({
               subscription_id: subscription.id,
               tenant,
@@ -237,11 +260,20 @@ export class WebhookService {
           const stream = await this.log.readStream(operationStream(tenant, operation_ref));
           const context = contextOf(stream.filter((stored) => stored.position <= event.position));
           for (const subscription of listening) {
-            batch.deliveries.push(this.delivery(subscription, reaction.kind, `${reaction.kind}:${reaction.key}`, operation_ref, event.metadata.recorded_at, {
-              ...context,
-              event_id: event.event_id,
-              position: event.position,
-            }));
+            batch.deliveries.push(
+              this.delivery(
+                subscription,
+                reaction.kind,
+                `${reaction.kind}:${reaction.key}`,
+                operation_ref,
+                event.metadata.recorded_at,
+                {
+                  ...context,
+                  event_id: event.event_id,
+                  position: event.position,
+                },
+              ),
+            );
           }
         }
       }
@@ -274,7 +306,9 @@ export class WebhookService {
    */
   onRefused(code: string, tenant: string, operationRef: string): void {
     if (code !== 'VERIFICATION_PREMATURE') return;
-    const listening = this.hooks.subscriptions(tenant).filter((subscription) => subscription.kinds.includes('verification.premature_repeated'));
+    const listening = this.hooks
+      .subscriptions(tenant)
+      .filter((subscription) => subscription.kinds.includes('verification.premature_repeated'));
     if (listening.length === 0) return;
     // A batch consumed again after a crash must not reset a count taken after it: the position
     // consumed so far is made durable before counting.
@@ -285,10 +319,17 @@ export class WebhookService {
     if (due.length === 0) return;
     this.hooks.insertDeliveries(
       due.map((subscription) =>
-        this.delivery(subscription, 'verification.premature_repeated', `premature:${operationRef}:${randomUUID()}`, operationRef, at, {
-          refusals: count,
-          code,
-        }),
+        this.delivery(
+          subscription,
+          'verification.premature_repeated',
+          `premature:${operationRef}:${randomUUID()}`,
+          operationRef,
+          at,
+          {
+            refusals: count,
+            code,
+          },
+        ),
       ),
     );
     this.wake?.();
@@ -311,9 +352,21 @@ export class WebhookService {
       tenant: subscription.tenant,
       subscription_id: subscription.id,
       data: { operation_ref: operationRef, ...data },
-      links: { operation: `/v1/operations/${encoded}`, evidence: `/v1/operations/${encoded}/evidence`, console: `/ui#/operation/${encoded}` },
+      links: {
+        operation: `/v1/operations/${encoded}`,
+        evidence: `/v1/operations/${encoded}/evidence`,
+        console: `/ui#/operation/${encoded}`,
+      },
     });
-    return { id, subscription_id: subscription.id, tenant: subscription.tenant, kind, operation_ref: operationRef, body, created_at: createdAt };
+    return {
+      id,
+      subscription_id: subscription.id,
+      tenant: subscription.tenant,
+      kind,
+      operation_ref: operationRef,
+      body,
+      created_at: createdAt,
+    };
   }
 
   // ---- the dispatcher -----------------------------------------------------------------------------
@@ -329,7 +382,10 @@ export class WebhookService {
       if (!this.running) break;
       const next = this.hooks.nextDueMs();
       const now = this.clock.now().getTime();
-      const waitMs = Math.max(10, Math.min(this.settings.pollMs, next === undefined ? this.settings.pollMs : next - now));
+      const waitMs = Math.max(
+        10,
+        Math.min(this.settings.pollMs, next === undefined ? this.settings.pollMs : next - now),
+      );
       await new Promise<void>((resolve) => {
         const timer = setTimeout(resolve, waitMs);
         this.wake = () => {
@@ -345,35 +401,67 @@ export class WebhookService {
   private async settleWatches(): Promise<void> {
     const now = this.clock.now();
     for (const watch of this.hooks.dueWatches(now.getTime(), 100)) {
-      const subscription = this.hooks.subscriptions(watch.tenant).find((candidate) => candidate.id === watch.subscription_id);
+      const subscription = this.hooks
+        .subscriptions(watch.tenant)
+        .find((candidate) => candidate.id === watch.subscription_id);
       const stream = await this.log.readStream(operationStream(watch.tenant, watch.operation_ref));
       const context = contextOf(stream);
-      const stillWaiting = subscription !== undefined && context.last_transition_id === watch.transition_event_id && context.status === 'verifying';
-      this.hooks.settleWatch(watch.id, stillWaiting ? this.unknownDelivery(subscription, watch, context, now) : undefined);
+      const stillWaiting =
+        subscription !== undefined &&
+        context.last_transition_id === watch.transition_event_id &&
+        context.status === 'verifying';
+      this.hooks.settleWatch(
+        watch.id,
+        stillWaiting ? this.unknownDelivery(subscription, watch, context, now) : undefined,
+      );
     }
   }
 
-  private unknownDelivery(subscription: Subscription, watch: UnknownWatch, context: StepContext, now: Date): NewDelivery {
-    return this.delivery(subscription, 'unknown_outcome.unresolved', `unknown:${watch.transition_event_id}`, watch.operation_ref, now.toISOString(), {
-      ...context,
-      event_id: watch.transition_event_id,
-      unresolved_ms: now.getTime() - Date.parse(watch.since),
-    });
+  private unknownDelivery(
+    subscription: Subscription,
+    watch: UnknownWatch,
+    context: StepContext,
+    now: Date,
+  ): NewDelivery {
+    return this.delivery(
+      subscription,
+      'unknown_outcome.unresolved',
+      `unknown:${watch.transition_event_id}`,
+      watch.operation_ref,
+      now.toISOString(),
+      {
+        ...context,
+        event_id: watch.transition_event_id,
+        unresolved_ms: now.getTime() - Date.parse(watch.since),
+      },
+    );
   }
 
   private async deliverDue(): Promise<void> {
-    const due = this.hooks.dueDeliveries(this.clock.now().getTime(), 50).filter((delivery) => !this.inFlight.has(delivery.id));
+    const due = this.hooks
+      .dueDeliveries(this.clock.now().getTime(), 50)
+      .filter((delivery) => !this.inFlight.has(delivery.id));
     if (due.length === 0) return;
-    const subscriptions = new Map(this.hooks.subscriptions(undefined, false).map((subscription) => [subscription.id, subscription]));
+    const subscriptions = new Map(
+      this.hooks.subscriptions(undefined, false).map((subscription) => [subscription.id, subscription]),
+    );
     // A few at a time, so one slow receiver does not hold the others back for long.
     for (let index = 0; index < due.length && this.running; index += 4) {
-      await Promise.all(due.slice(index, index + 4).map((delivery) => this.attempt(delivery, subscriptions.get(delivery.subscription_id))));
+      await Promise.all(
+        due
+          .slice(index, index + 4)
+          .map((delivery) => this.attempt(delivery, subscriptions.get(delivery.subscription_id))),
+      );
     }
   }
 
   private async attempt(delivery: Delivery, subscription: Subscription | undefined): Promise<void> {
     if (!subscription || !subscription.active) {
-      this.hooks.markAttemptFailed(delivery.id, { error: subscription?.disabled_reason ? `the subscription was disabled: ${subscription.disabled_reason}` : 'the subscription was removed' });
+      this.hooks.markAttemptFailed(delivery.id, {
+        error: subscription?.disabled_reason
+          ? `the subscription was disabled: ${subscription.disabled_reason}`
+          : 'the subscription was removed',
+      });
       this.observer.onAttempt?.(delivery.tenant, delivery.kind, 'gave_up');
       return;
     }
@@ -383,7 +471,9 @@ export class WebhookService {
     const now = this.clock.now();
     const secrets = [
       subscription.secret,
-      ...(subscription.previous_secret && subscription.previous_secret_until && Date.parse(subscription.previous_secret_until) > now.getTime()
+      ...(subscription.previous_secret &&
+      subscription.previous_secret_until &&
+      Date.parse(subscription.previous_secret_until) > now.getTime()
         ? [subscription.previous_secret]
         : []),
     ];
@@ -401,7 +491,8 @@ export class WebhookService {
         { timeoutMs: this.settings.timeoutMs, allowPrivate: this.settings.allowPrivate },
       );
       status = answer.status;
-      if (status < 200 || status > 299) error = `the receiver answered ${status}${answer.prefix.trim() ? `: ${answer.prefix.trim().slice(0, 200)}` : ''}`;
+      if (status < 200 || status > 299)
+        error = `the receiver answered ${status}${answer.prefix.trim() ? `: ${answer.prefix.trim().slice(0, 200)}` : ''}`;
     } catch (cause) {
       error = cause instanceof Error ? `${cause.name}: ${cause.message}` : String(cause);
     } finally {
@@ -425,7 +516,9 @@ export class WebhookService {
     this.hooks.markAttemptFailed(delivery.id, {
       status,
       error,
-      nextAttemptMs: giveUp ? undefined : this.clock.now().getTime() + retryDelayMs(attempts, this.settings.retryBaseMs, this.settings.retryMaxMs),
+      nextAttemptMs: giveUp
+        ? undefined
+        : this.clock.now().getTime() + retryDelayMs(attempts, this.settings.retryBaseMs, this.settings.retryMaxMs),
     });
     this.observer.onAttempt?.(delivery.tenant, delivery.kind, giveUp ? 'gave_up' : 'failed');
   }

@@ -1,4 +1,12 @@
-import { Inject, Injectable, Logger, Module, type OnApplicationBootstrap, type OnApplicationShutdown, type OnModuleDestroy } from '@nestjs/common';
+import {
+  Inject,
+  Injectable,
+  Logger,
+  Module,
+  type OnApplicationBootstrap,
+  type OnApplicationShutdown,
+  type OnModuleDestroy,
+} from '@nestjs/common';
 import type { Registry } from 'prom-client';
 import { CONFIG, type LedgerConfig } from '../config/ledger-config';
 import { CLOCK, type Clock } from '../ledger/clock';
@@ -21,7 +29,8 @@ class WebhooksLifecycle implements OnApplicationBootstrap, OnModuleDestroy, OnAp
     @Inject(REFUSAL_LISTENERS) private readonly listeners: Set<RefusalListener>,
   ) {}
 
-  private readonly listener: RefusalListener = (code, where) => this.service.onRefused(code, where.tenant, where.operationRef);
+  private readonly listener: RefusalListener = (code, where) =>
+    this.service.onRefused(code, where.tenant, where.operationRef);
 
   onApplicationBootstrap(): void {
     this.listeners.add(this.listener);
@@ -54,7 +63,10 @@ function openWebhookStore(config: LedgerConfig): SqliteWebhookStore {
       'webhook signing secrets are stored in plain text: set LEDGER_WEBHOOK_SECRET_KEY (32 bytes, hex or base64) to wrap them',
     );
   } else if (atRest.newlyWrapped > 0) {
-    logger.log({ file, wrapped: atRest.newlyWrapped }, 'wrapped the plain webhook signing secrets with LEDGER_WEBHOOK_SECRET_KEY');
+    logger.log(
+      { file, wrapped: atRest.newlyWrapped },
+      'wrapped the plain webhook signing secrets with LEDGER_WEBHOOK_SECRET_KEY',
+    );
   }
   return store;
 }

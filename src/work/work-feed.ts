@@ -14,7 +14,13 @@ import type { SqliteReadModel } from '../projection-engine/sqlite-read-model.sto
 import { canonicalJson } from '@recovery-ledger/core/shared/canonical-json';
 import { NO_STREAM } from '../store/event-store.port';
 import { isHeld, type LeaseRecord, type LeaseStore } from '../store/lease-store.port';
-import type { LeaseEvidence, LeaseView, WorkAnswer, WorkItem, WorkLease } from '@recovery-ledger/core/contract/ledger-api.types';
+import type {
+  LeaseEvidence,
+  LeaseView,
+  WorkAnswer,
+  WorkItem,
+  WorkLease,
+} from '@recovery-ledger/core/contract/ledger-api.types';
 
 export type { LeaseView, WorkAnswer, WorkItem, WorkLease };
 
@@ -42,7 +48,6 @@ export interface WorkObserver {
   onHandover?(tool: string): void;
   onGranted?(tool: string, kind: WorkKind): void;
 }
-
 
 /** A worker's ask for work, checked at the HTTP edge (src/http/work-requests.ts). */
 export interface WorkRequest {
@@ -128,7 +133,13 @@ export class WorkFeed {
       const empty = this.emptyLooks.get(ask);
       const lookedMs = this.clock.now().getTime();
       let items: WorkItem[] = [];
-      if (first || !empty || empty.limit < limit || lookedMs - empty.atMs >= this.settings.pollMs || lookedMs < empty.atMs) {
+      if (
+        first ||
+        !empty ||
+        empty.limit < limit ||
+        lookedMs - empty.atMs >= this.settings.pollMs ||
+        lookedMs < empty.atMs
+      ) {
         items = await this.handOut(caller.tenant, tools, worker, limit, leaseMs, caller.actor);
         if (items.length === 0) this.emptyLooks.set(ask, { atMs: lookedMs, limit });
         else this.emptyLooks.delete(ask);
@@ -136,7 +147,11 @@ export class WorkFeed {
       if (items.length > 0 && closed?.()) {
         // The worker went away (stopped, or cut its poll short): no one will ever get these leases,
         // so give them back now rather than leave the items unattended until they expire.
-        await Promise.all(items.map((item) => this.leases.release(this.key(caller.tenant, item.operation_ref), item.lease.id, this.clock.now().getTime())));
+        await Promise.all(
+          items.map((item) =>
+            this.leases.release(this.key(caller.tenant, item.operation_ref), item.lease.id, this.clock.now().getTime()),
+          ),
+        );
         return { items: [] };
       }
       if (items.length > 0 || this.clock.now().getTime() >= deadline || this.stopping) return { items };
@@ -144,7 +159,14 @@ export class WorkFeed {
     }
   }
 
-  private async handOut(tenant: string, tools: readonly string[], worker: string, limit: number, leaseMs: number, grantedTo: string): Promise<WorkItem[]> {
+  private async handOut(
+    tenant: string,
+    tools: readonly string[],
+    worker: string,
+    limit: number,
+    leaseMs: number,
+    grantedTo: string,
+  ): Promise<WorkItem[]> {
     const nowMs = this.clock.now().getTime();
     // Held items sit among the due ones until their lease ends: look past them, within reason.
     const rows = this.readModel.selectIndex('step_state', {
@@ -171,8 +193,22 @@ export class WorkFeed {
     return items;
   }
 
-  private async tryHandOut(tenant: string, key: string, operationRef: string, worker: string, leaseMs: number, grantedTo: string): Promise<WorkItem | undefined> {
-    const granted = await this.leases.acquire({ key, leaseId: randomUUID(), holder: worker, grantedTo, nowMs: this.clock.now().getTime(), ttlMs: leaseMs });
+  private async tryHandOut(
+    tenant: string,
+    key: string,
+    operationRef: string,
+    worker: string,
+    leaseMs: number,
+    grantedTo: string,
+  ): Promise<WorkItem | undefined> {
+    const granted = await this.leases.acquire({
+      key,
+      leaseId: randomUUID(),
+      holder: worker,
+      grantedTo,
+      nowMs: this.clock.now().getTime(),
+      ttlMs: leaseMs,
+    });
     if (!granted.granted) return undefined;
     const lease = granted.lease;
     let item: WorkItem | { notDue: { revision: number; dueMs: number } };
@@ -196,7 +232,11 @@ export class WorkFeed {
   }
 
   /** The item as the step's own stream has it now, or at which revision it is not due, until when. */
-  private async judge(tenant: string, operationRef: string, lease: LeaseRecord): Promise<WorkItem | { notDue: { revision: number; dueMs: number } }> {
+  private async judge(
+    tenant: string,
+    operationRef: string,
+    lease: LeaseRecord,
+  ): Promise<WorkItem | { notDue: { revision: number; dueMs: number } }> {
     const { state: folded, revision } = await this.ledger.currentState(tenant, operationRef);
     if (!isPlanned(folded)) return { notDue: { revision, dueMs: Infinity } };
     const state: PlannedStep = folded;
@@ -215,7 +255,9 @@ export class WorkFeed {
     // A retry runs the input last dispatched (a corrected one, after correct_input), else the plan's.
     const inputHash = state.current_input_hash ?? state.definition.input_hash;
     const input = state.definition.input;
-    const inputMatches = input !== undefined && (inputHash === state.definition.input_hash || sha256Hex(canonicalJson(input)) === inputHash);
+    const inputMatches =
+      input !== undefined &&
+      (inputHash === state.definition.input_hash || sha256Hex(canonicalJson(input)) === inputHash);
     return {
       operation_ref: operationRef,
       run_id: state.definition.run_id,
@@ -246,16 +288,35 @@ export class WorkFeed {
   async renew(caller: Caller, operationRef: string, request: RenewRequest): Promise<{ lease: WorkLease }> {
     await this.refuseAnotherKey(caller, operationRef, request.leaseId);
     const ttl = request.leaseMs ?? this.settings.defaultLeaseMs;
-    const renewed = await this.leases.renew(this.key(caller.tenant, operationRef), request.leaseId, this.clock.now().getTime(), ttl);
+    const renewed = await this.leases.renew(
+      this.key(caller.tenant, operationRef),
+      request.leaseId,
+      this.clock.now().getTime(),
+      ttl,
+    );
     if (!renewed) {
-      throw new LedgerProblem('LEASE_LOST', 'this lease no longer holds the item: it was released, or it expired and another worker took the item');
+      throw new LedgerProblem(
+        'LEASE_LOST',
+        'this lease no longer holds the item: it was released, or it expired and another worker took the item',
+      );
     }
-    return { lease: { id: renewed.lease_id, holder: renewed.holder, expires_at: new Date(renewed.expires_at_ms).toISOString() } };
+    return {
+      lease: {
+        id: renewed.lease_id,
+        holder: renewed.holder,
+        expires_at: new Date(renewed.expires_at_ms).toISOString(),
+      },
+    };
   }
 
   async release(caller: Caller, operationRef: string, request: ReleaseRequest): Promise<{ released: boolean }> {
     await this.refuseAnotherKey(caller, operationRef, request.leaseId);
-    const released = await this.leases.release(this.key(caller.tenant, operationRef), request.leaseId, this.clock.now().getTime(), request.holdMs);
+    const released = await this.leases.release(
+      this.key(caller.tenant, operationRef),
+      request.leaseId,
+      this.clock.now().getTime(),
+      request.holdMs,
+    );
     return { released };
   }
 
@@ -311,11 +372,19 @@ export class WorkFeed {
    * so it needs no request per row. Refs the tenant has no lease on (or no such operation) read as
    * not held, which says nothing about whether they exist.
    */
-  async holdersOf(caller: Caller, operationRefs: readonly string[]): Promise<{ items: Array<LeaseView & { operation_ref: string }> }> {
+  async holdersOf(
+    caller: Caller,
+    operationRefs: readonly string[],
+  ): Promise<{ items: Array<LeaseView & { operation_ref: string }> }> {
     const refs = [...new Set(operationRefs)];
     const records = await this.leases.getMany(refs.map((ref) => this.key(caller.tenant, ref)));
     const nowMs = this.clock.now().getTime();
-    return { items: refs.map((ref) => ({ operation_ref: ref, ...leaseView(records.get(this.key(caller.tenant, ref)), nowMs) })) };
+    return {
+      items: refs.map((ref) => ({
+        operation_ref: ref,
+        ...leaseView(records.get(this.key(caller.tenant, ref)), nowMs),
+      })),
+    };
   }
 
   /** Due items per tool and the oldest due instant, of one tenant or of all: for /metrics. */

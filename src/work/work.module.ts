@@ -46,11 +46,20 @@ class LeaseStoreLifecycle implements OnModuleDestroy, OnApplicationShutdown {
     {
       provide: WorkFeed,
       inject: [LedgerService, READ_MODEL, LEASE_STORE, CLOCK, { token: METRICS_REGISTRY, optional: true }],
-      useFactory: (ledger: LedgerService, readModel: SqliteReadModel, leases: LeaseStore, clock: Clock, registry?: Registry) => {
+      useFactory: (
+        ledger: LedgerService,
+        readModel: SqliteReadModel,
+        leases: LeaseStore,
+        clock: Clock,
+        registry?: Registry,
+      ) => {
         // The metrics read the feed once it exists; it is made below, with the observer they return.
         let feed: WorkFeed | undefined;
         const observer = registry
-          ? registerWorkMetrics(registry, { depth: (tenant) => (feed ? feed.depth(tenant) : []), now: () => clock.now().getTime() })
+          ? registerWorkMetrics(registry, {
+              depth: (tenant) => (feed ? feed.depth(tenant) : []),
+              now: () => clock.now().getTime(),
+            })
           : {};
         feed = new WorkFeed(ledger, readModel, leases, clock, observer);
         return feed;

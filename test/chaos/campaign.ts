@@ -93,7 +93,10 @@ const sleep = (ms: number) => new Promise<void>((resolveSleep) => setTimeout(res
 async function within<T>(promise: Promise<T>, ms: number): Promise<T | undefined> {
   let timer: NodeJS.Timeout | undefined;
   try {
-    return await Promise.race([promise, new Promise<undefined>((resolveLate) => (timer = setTimeout(() => resolveLate(undefined), ms)))]);
+    return await Promise.race([
+      promise,
+      new Promise<undefined>((resolveLate) => (timer = setTimeout(() => resolveLate(undefined), ms))),
+    ]);
   } finally {
     clearTimeout(timer);
   }
@@ -142,7 +145,9 @@ function projectionCheckpoint(file: string): number | undefined {
   let db: Database.Database | undefined;
   try {
     db = new Database(file, { readonly: true, fileMustExist: true });
-    const row = db.prepare('SELECT MAX(position) AS position FROM projection_checkpoints').get() as { position: number | null };
+    const row = db.prepare('SELECT MAX(position) AS position FROM projection_checkpoints').get() as {
+      position: number | null;
+    };
     return row.position ?? undefined;
   } catch {
     // Not created yet, or busy for a moment: the next poll reads it.
@@ -188,7 +193,10 @@ export async function runCampaign(options: CampaignOptions): Promise<CampaignRes
   const instanceCount = Math.max(1, options.instances ?? 1);
   // One instance runs the default layout (the log and the read model under its data directory);
   // several share the log through LEDGER_EVENTS_FILE and keep their read models apart.
-  const instanceDirs = instanceCount === 1 ? [dataDir] : Array.from({ length: instanceCount }, (_, index) => join(dataDir, `instance-${index}`));
+  const instanceDirs =
+    instanceCount === 1
+      ? [dataDir]
+      : Array.from({ length: instanceCount }, (_, index) => join(dataDir, `instance-${index}`));
   const readModelFiles = instanceDirs.map((dir) => readModelFile(dir));
   const env = instanceCount === 1 ? serviceEnv() : { ...serviceEnv(), LEDGER_EVENTS_FILE: eventsFile };
   say(`chaos: seed ${seed} (CHAOS_SEED=${seed} replays the schedule), ${instanceCount} instance(s), data ${dataDir}`);
@@ -233,14 +241,25 @@ export async function runCampaign(options: CampaignOptions): Promise<CampaignRes
       // or applied, so the restart must resume from the checkpoint without a gap or a repeat. Only
       // counted as such when the checkpoint was seen to move (a build without the engine has none).
       const readModelFile = readModelFiles[victim];
-      if (aimAtBatch && existsSync(readModelFile) && (await untilCheckpointMoves(readModelFile, projectionCheckpoint(readModelFile), 2_000))) {
+      if (
+        aimAtBatch &&
+        existsSync(readModelFile) &&
+        (await untilCheckpointMoves(readModelFile, projectionCheckpoint(readModelFile), 2_000))
+      ) {
         kind = 'after_projection_batch';
       }
       const stopStart = Date.now();
       if (graceful) {
         shutdowns.checked += 1;
-        if ((await within(ledgers[victim].stop().then(() => true), GRACEFUL_STOP_MS)) === undefined) {
-          shutdowns.failures.push(`cycle ${cycle + 1}: SIGTERM under load did not end the service within ${GRACEFUL_STOP_MS} ms`);
+        if (
+          (await within(
+            ledgers[victim].stop().then(() => true),
+            GRACEFUL_STOP_MS,
+          )) === undefined
+        ) {
+          shutdowns.failures.push(
+            `cycle ${cycle + 1}: SIGTERM under load did not end the service within ${GRACEFUL_STOP_MS} ms`,
+          );
           await ledgers[victim].kill();
         }
       } else {
@@ -290,7 +309,9 @@ export async function runCampaign(options: CampaignOptions): Promise<CampaignRes
       instances: instanceCount,
       cycles,
       clients: stats.filter((s): s is ClientStats => s !== undefined),
-      anomalies: records.filter((record): record is Extract<LoadRecord, { kind: 'anomaly' }> => record.kind === 'anomaly'),
+      anomalies: records.filter(
+        (record): record is Extract<LoadRecord, { kind: 'anomaly' }> => record.kind === 'anomaly',
+      ),
       report,
       figures: figures(log, records, report),
       durationMs: Date.now() - started,
@@ -309,7 +330,9 @@ export function summarise(result: CampaignResult): string {
   const requests = result.clients.reduce((sum, client) => sum + client.requests, 0);
   const resends = result.clients.reduce((sum, client) => sum + client.resends, 0);
   const operations = result.clients.reduce((sum, client) => sum + client.operations, 0);
-  lines.push(`seed ${result.seed}, ${result.instances} service process(es) on one log, ${(result.durationMs / 1000).toFixed(1)} s`);
+  lines.push(
+    `seed ${result.seed}, ${result.instances} service process(es) on one log, ${(result.durationMs / 1000).toFixed(1)} s`,
+  );
   lines.push(
     `cycles ${result.cycles.length}: SIGKILL ${byKind('random') + byKind('after_projection_batch')} (right after a projection batch ${byKind('after_projection_batch')}), ` +
       `SIGTERM ${byKind('sigterm')}; ` +
@@ -321,12 +344,19 @@ export function summarise(result: CampaignResult): string {
       `(${f.resent_answered_duplicate} of them stored, their answer lost, and answered duplicate when resent), ` +
       `refusals ${f.refusals_acknowledged}, provider writes ${f.tool_writes}`,
   );
-  lines.push(`lost ${f.lost}, duplicated ${f.duplicated}, mismatches ${f.mismatches}, anomalies ${result.anomalies.length}`);
+  lines.push(
+    `lost ${f.lost}, duplicated ${f.duplicated}, mismatches ${f.mismatches}, anomalies ${result.anomalies.length}`,
+  );
   for (const [name, outcome] of Object.entries(result.report)) {
-    const verdict = outcome.notRun ? `NOT RUN (${outcome.notRun})` : outcome.failures.length === 0 ? 'ok' : `${outcome.failures.length} FAILED`;
+    const verdict = outcome.notRun
+      ? `NOT RUN (${outcome.notRun})`
+      : outcome.failures.length === 0
+        ? 'ok'
+        : `${outcome.failures.length} FAILED`;
     lines.push(`  ${name.padEnd(28)} ${String(outcome.checked).padStart(7)} checked  ${verdict}`);
     for (const failure of outcome.failures.slice(0, 5)) lines.push(`      ${failure}`);
   }
-  for (const anomaly of result.anomalies.slice(0, 10)) lines.push(`  anomaly ${anomaly.what} ${anomaly.ref}: ${anomaly.detail}`);
+  for (const anomaly of result.anomalies.slice(0, 10))
+    lines.push(`  anomaly ${anomaly.what} ${anomaly.ref}: ${anomaly.detail}`);
   return lines.join('\n');
 }

@@ -35,7 +35,9 @@ async function main(): Promise<void> {
   process.stdout.write(`\n${summarise(result)}\n`);
   if (process.env.CHAOS_KEEP === '1') process.stdout.write(`data kept in ${result.dataDir}\n`);
   const failed = Object.values(result.report).some((outcome) => outcome.failures.length > 0);
-  process.stdout.write(`\n${JSON.stringify({ seed: result.seed, cycles: result.cycles.length, ...result.figures, anomalies: result.anomalies.length })}\n`);
+  process.stdout.write(
+    `\n${JSON.stringify({ seed: result.seed, cycles: result.cycles.length, ...result.figures, anomalies: result.anomalies.length })}\n`,
+  );
   process.exitCode = failed || result.anomalies.length > 0 ? 1 : 0;
 }
 

@@ -58,7 +58,10 @@ describe('the campaign checker', () => {
     const ledger = new LedgerService(store, { now: () => new Date() }, settings);
     const submit = async (ref: string, event: SubmittedEvent) => {
       try {
-        const answer = await ledger.submit({ tenant: 'default', actor: 'local', operationRef: ref }, { events: [event] });
+        const answer = await ledger.submit(
+          { tenant: 'default', actor: 'local', operationRef: ref },
+          { events: [event] },
+        );
         records.push({
           kind: 'ack',
           client: 0,
@@ -75,11 +78,23 @@ describe('the campaign checker', () => {
       } catch (error) {
         if (!(error instanceof LedgerProblem)) throw error;
         const revision = (error.extras.state as { revision?: number } | undefined)?.revision;
-        records.push({ kind: 'refusal', client: 0, ref, event_id: event.event_id, type: event.type, code: error.code, ...(revision === undefined ? {} : { revision }), sends: 1 });
+        records.push({
+          kind: 'refusal',
+          client: 0,
+          ref,
+          event_id: event.event_id,
+          type: event.type,
+          code: error.code,
+          ...(revision === undefined ? {} : { revision }),
+          sends: 1,
+        });
       }
     };
     for (const ref of REFS) {
-      await submit(ref, submitted('StepPlanned', { run_id: 'run_chk', tool: 'create_invoice', side_effect: 'write', input_hash: 'h1' }));
+      await submit(
+        ref,
+        submitted('StepPlanned', { run_id: 'run_chk', tool: 'create_invoice', side_effect: 'write', input_hash: 'h1' }),
+      );
       await submit(ref, submitted('AttemptDispatched', { attempt: 1, input_hash: 'h1' }));
       records.push({ kind: 'tool_write', client: 0, ref, attempt: 1 });
       await submit(ref, submitted('AttemptDispatched', { attempt: 2, input_hash: 'h1' }));
@@ -104,7 +119,9 @@ describe('the campaign checker', () => {
   }
 
   const failing = (report: CheckReport) =>
-    (Object.entries(report) as Array<[CheckName, { failures: string[] }]>).filter(([, outcome]) => outcome.failures.length > 0).map(([name]) => name);
+    (Object.entries(report) as Array<[CheckName, { failures: string[] }]>)
+      .filter(([, outcome]) => outcome.failures.length > 0)
+      .map(([name]) => name);
 
   test('passes the log as written, having checked every record', () => {
     const report = checkDamaged(() => undefined);
@@ -128,7 +145,9 @@ describe('the campaign checker', () => {
 
   test('flags an event id stored twice', () => {
     const report = checkDamaged((db) => {
-      const row = db.prepare("SELECT * FROM events WHERE stream = 'op-default:run_chk/step_1' AND revision = 0").get() as Record<string, unknown>;
+      const row = db
+        .prepare("SELECT * FROM events WHERE stream = 'op-default:run_chk/step_1' AND revision = 0")
+        .get() as Record<string, unknown>;
       db.prepare('INSERT INTO events (stream, revision, event_id, type, data, metadata) VALUES (?, 0, ?, ?, ?, ?)').run(
         'op-default:run_chk/step_9',
         row.event_id,
@@ -149,7 +168,7 @@ describe('the campaign checker', () => {
     expect(failing(report)).toContain('hash_chain');
   });
 
-  test('flags a gap in a stream\'s revisions', () => {
+  test("flags a gap in a stream's revisions", () => {
     const report = checkDamaged((db) => {
       db.prepare("DELETE FROM events WHERE stream = 'op-default:run_chk/step_3' AND revision = 2").run();
     });
@@ -173,10 +192,13 @@ describe('the campaign checker', () => {
   });
 
   test('flags a provider that wrote twice for one operation, or wrote an attempt never granted', () => {
-    const report = checkDamaged(() => undefined, [
-      { kind: 'tool_write', client: 0, ref: REFS[0], attempt: 2 },
-      { kind: 'tool_write', client: 0, ref: REFS[1], attempt: 7 },
-    ]);
+    const report = checkDamaged(
+      () => undefined,
+      [
+        { kind: 'tool_write', client: 0, ref: REFS[0], attempt: 2 },
+        { kind: 'tool_write', client: 0, ref: REFS[1], attempt: 7 },
+      ],
+    );
     expect(failing(report)).toEqual(['tool_writes']);
     expect(report.tool_writes.failures).toHaveLength(4);
   });
@@ -195,13 +217,17 @@ describe('the campaign checker', () => {
 
       // One duplicate prevented too many in the live model: both comparisons must see it.
       const db = new Database(live);
-      db.prepare("UPDATE rm_trust_metrics SET doc = json_set(doc, '$.duplicate_writes_prevented', json_extract(doc, '$.duplicate_writes_prevented') + 1)").run();
+      db.prepare(
+        "UPDATE rm_trust_metrics SET doc = json_set(doc, '$.duplicate_writes_prevented', json_extract(doc, '$.duplicate_writes_prevented') + 1)",
+      ).run();
       db.close();
       const drifted = emptyReport();
       checkTrustReadModel(live, file, drifted);
       checkRebuild(rebuilt.file, live, drifted);
       expect(failing(drifted)).toEqual(['trust_read_model_equals_count', 'rebuild_equals_live']);
-      expect(drifted.trust_read_model_equals_count.failures.join('\n')).toContain('duplicate_writes_prevented: served 4, counted 3');
+      expect(drifted.trust_read_model_equals_count.failures.join('\n')).toContain(
+        'duplicate_writes_prevented: served 4, counted 3',
+      );
     } finally {
       rebuilt.dispose();
     }

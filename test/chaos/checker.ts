@@ -141,7 +141,9 @@ export function readRawLog(eventsFile: string): RawLog {
   const db = openLog(eventsFile);
   let rows: EventRow[];
   try {
-    rows = db.prepare('SELECT position, stream, revision, event_id, type, data, metadata FROM events ORDER BY position').all() as EventRow[];
+    rows = db
+      .prepare('SELECT position, stream, revision, event_id, type, data, metadata FROM events ORDER BY position')
+      .all() as EventRow[];
   } finally {
     db.close();
   }
@@ -181,28 +183,40 @@ export function checkLog(log: RawLog, records: readonly LoadRecord[], report: Ch
     if (record.kind === 'ack') checkAck(log, record, report, tenant);
     else if (record.kind === 'refusal') checkRefusal(log, record, report, tenant);
   }
-  checkToolWrites(log, records.filter((record): record is ToolWriteRecord => record.kind === 'tool_write'), report, tenant);
+  checkToolWrites(
+    log,
+    records.filter((record): record is ToolWriteRecord => record.kind === 'tool_write'),
+    report,
+    tenant,
+  );
 }
 
 function checkUniqueIds(log: RawLog, report: CheckReport): void {
   const outcome = report.unique_event_ids;
   for (const [id, events] of log.byId) {
     outcome.checked += 1;
-    if (events.length > 1) outcome.failures.push(`event id ${id} stored ${events.length} times (${events.map((e) => `${e.stream}@${e.revision}`).join(', ')})`);
+    if (events.length > 1)
+      outcome.failures.push(
+        `event id ${id} stored ${events.length} times (${events.map((e) => `${e.stream}@${e.revision}`).join(', ')})`,
+      );
   }
 }
 
 function checkStream(stream: string, events: StoredEvent[], report: CheckReport): void {
   report.contiguous_revisions.checked += 1;
   events.forEach((event, index) => {
-    if (event.revision !== index) report.contiguous_revisions.failures.push(`${stream}: revision ${event.revision} at index ${index}`);
+    if (event.revision !== index)
+      report.contiguous_revisions.failures.push(`${stream}: revision ${event.revision} at index ${index}`);
     if (index > 0 && event.position <= events[index - 1].position) {
-      report.contiguous_revisions.failures.push(`${stream}: position ${event.position} of revision ${event.revision} is not after the previous one`);
+      report.contiguous_revisions.failures.push(
+        `${stream}: position ${event.position} of revision ${event.revision} is not after the previous one`,
+      );
     }
   });
   report.hash_chain.checked += 1;
   const broken = verifyChain(events);
-  if (broken) report.hash_chain.failures.push(`${stream}: ${broken.reason} at revision ${broken.revision} (${broken.event_id})`);
+  if (broken)
+    report.hash_chain.failures.push(`${stream}: ${broken.reason} at revision ${broken.revision} (${broken.event_id})`);
 
   // The transitions alone must read as one walk through section 4's state machine.
   const machine = report.state_machine;
@@ -211,13 +225,17 @@ function checkStream(stream: string, events: StoredEvent[], report: CheckReport)
   const seen = new Set<string>();
   for (const event of events) {
     const cause = event.metadata.causation_event_id;
-    if (cause !== undefined && !seen.has(cause)) machine.failures.push(`${stream}@${event.revision}: caused by ${cause}, which is not earlier in the stream`);
+    if (cause !== undefined && !seen.has(cause))
+      machine.failures.push(`${stream}@${event.revision}: caused by ${cause}, which is not earlier in the stream`);
     seen.add(event.event_id);
     if (event.type !== 'TransitionRecorded') continue;
     const data = event.data as { from: string; to: string; caused_by: string };
-    if (data.caused_by !== cause) machine.failures.push(`${stream}@${event.revision}: caused_by ${data.caused_by} but causation ${cause}`);
-    if (data.from !== status) machine.failures.push(`${stream}@${event.revision}: transition from ${data.from} while the stream was ${status}`);
-    if (TERMINAL.has(status)) machine.failures.push(`${stream}@${event.revision}: transition after the terminal ${status}`);
+    if (data.caused_by !== cause)
+      machine.failures.push(`${stream}@${event.revision}: caused_by ${data.caused_by} but causation ${cause}`);
+    if (data.from !== status)
+      machine.failures.push(`${stream}@${event.revision}: transition from ${data.from} while the stream was ${status}`);
+    if (TERMINAL.has(status))
+      machine.failures.push(`${stream}@${event.revision}: transition after the terminal ${status}`);
     if (data.to === 'dispatched' && !DISPATCHABLE_FROM.has(status)) {
       machine.failures.push(`${stream}@${event.revision}: a dispatch was granted in ${status}`);
     }
@@ -242,7 +260,9 @@ function checkAck(log: RawLog, ack: AckRecord, report: CheckReport, tenant: stri
     // (docs/contract.md §3: the same key with the same parameters is the same step); the answer must say so.
     const plans = (log.streams.get(stream) ?? []).filter((event) => event.type === 'StepPlanned');
     if (ack.type === 'StepPlanned' && ack.status === 'duplicate' && plans.length === 1) return;
-    present.failures.push(`${ack.type} ${ack.event_id} on ${ack.ref} acknowledged ${ack.status} at revision ${ack.revision}, not in the log`);
+    present.failures.push(
+      `${ack.type} ${ack.event_id} on ${ack.ref} acknowledged ${ack.status} at revision ${ack.revision}, not in the log`,
+    );
     return;
   }
   if (stored.length > 1) return; // counted by unique_event_ids
@@ -251,15 +271,20 @@ function checkAck(log: RawLog, ack: AckRecord, report: CheckReport, tenant: stri
   const problems: string[] = [];
   if (event.stream !== stream) problems.push(`stored in ${event.stream}`);
   const expectedType = ack.replayed ? 'DispatchRefused' : ack.type;
-  if (event.type !== expectedType) problems.push(`stored as ${event.type}, answered as ${ack.replayed ? 'a replay' : ack.type}`);
-  if (ack.replayed && (event.data as { code?: string }).code !== 'DUPLICATE_PREVENTED') problems.push('a replay not recorded as DUPLICATE_PREVENTED');
+  if (event.type !== expectedType)
+    problems.push(`stored as ${event.type}, answered as ${ack.replayed ? 'a replay' : ack.type}`);
+  if (ack.replayed && (event.data as { code?: string }).code !== 'DUPLICATE_PREVENTED')
+    problems.push('a replay not recorded as DUPLICATE_PREVENTED');
   const last = lastCausedBy(log, ack.event_id);
   if (last && (last.revision !== ack.revision || last.position !== ack.position)) {
-    problems.push(`answered revision ${ack.revision} position ${ack.position}, the log has ${last.revision} / ${last.position}`);
+    problems.push(
+      `answered revision ${ack.revision} position ${ack.position}, the log has ${last.revision} / ${last.position}`,
+    );
   }
   const upTo = (log.streams.get(event.stream) ?? []).filter((e) => e.revision <= ack.revision);
   const folded = fold(upTo.map(toRecorded)).status;
-  if (folded !== ack.state_status) problems.push(`answered state ${ack.state_status}, the log folds to ${folded} at revision ${ack.revision}`);
+  if (folded !== ack.state_status)
+    problems.push(`answered state ${ack.state_status}, the log folds to ${folded} at revision ${ack.revision}`);
   if (problems.length > 0) answer.failures.push(`${ack.type} ${ack.event_id} on ${ack.ref}: ${problems.join('; ')}`);
 }
 
@@ -270,7 +295,11 @@ function checkRefusal(log: RawLog, refusal: RefusalRecord, report: CheckReport, 
   const label = `${refusal.type} ${refusal.event_id} on ${refusal.ref} refused ${refusal.code}`;
   const mustBeRecorded = refusal.type === 'AttemptDispatched' && RECORDED_DISPATCH_REFUSALS.has(refusal.code);
   // An envelope of an attempt the ledger granted earlier is kept as evidence (docs/contract.md §4.9).
-  const lateOutcome = refusal.type === 'EnvelopeRecorded' && refusal.code === 'ATTEMPT_MISMATCH' && stored.length === 1 && stored[0].type === 'LateOutcomeRecorded';
+  const lateOutcome =
+    refusal.type === 'EnvelopeRecorded' &&
+    refusal.code === 'ATTEMPT_MISMATCH' &&
+    stored.length === 1 &&
+    stored[0].type === 'LateOutcomeRecorded';
   if (!mustBeRecorded && !lateOutcome) {
     if (stored.length > 0) outcome.failures.push(`${label}, yet stored as ${stored.map((e) => e.type).join(', ')}`);
     return;
@@ -299,11 +328,17 @@ function checkToolWrites(log: RawLog, writes: readonly ToolWriteRecord[], report
   for (const write of writes) perRef.set(write.ref, [...(perRef.get(write.ref) ?? []), write]);
   for (const [ref, list] of perRef) {
     outcome.checked += 1;
-    if (list.length > 1) outcome.failures.push(`${ref}: the provider wrote ${list.length} times (attempts ${list.map((w) => w.attempt).join(', ')})`);
+    if (list.length > 1)
+      outcome.failures.push(
+        `${ref}: the provider wrote ${list.length} times (attempts ${list.map((w) => w.attempt).join(', ')})`,
+      );
     const events = log.streams.get(streamOf(tenant, ref)) ?? [];
     for (const write of list) {
-      const granted = events.some((event) => event.type === 'AttemptDispatched' && (event.data as { attempt?: number }).attempt === write.attempt);
-      if (!granted) outcome.failures.push(`${ref}: the provider wrote attempt ${write.attempt}, which the log never granted`);
+      const granted = events.some(
+        (event) => event.type === 'AttemptDispatched' && (event.data as { attempt?: number }).attempt === write.attempt,
+      );
+      if (!granted)
+        outcome.failures.push(`${ref}: the provider wrote attempt ${write.attempt}, which the log never granted`);
     }
   }
 }
@@ -315,7 +350,12 @@ async function getJson(url: string): Promise<{ status: number; body: any }> {
 }
 
 /** GET /v1/operations/:ref for every stream, against the fold of the stream as stored. */
-export async function checkServedState(baseUrl: string, log: RawLog, report: CheckReport, concurrency = 8): Promise<void> {
+export async function checkServedState(
+  baseUrl: string,
+  log: RawLog,
+  report: CheckReport,
+  concurrency = 8,
+): Promise<void> {
   const outcome = report.served_state_equals_fold;
   const streams = [...log.streams.entries()];
   let next = 0;
@@ -332,12 +372,15 @@ export async function checkServedState(baseUrl: string, log: RawLog, report: Che
       const last = events[events.length - 1];
       const expected = JSON.parse(JSON.stringify(stateView(ref, fold(events.map(toRecorded)), last.revision)));
       if (canonicalJson(served.body) !== canonicalJson(expected)) {
-        outcome.failures.push(`${stream}: served ${canonicalJson(served.body)} but the log folds to ${canonicalJson(expected)}`);
+        outcome.failures.push(
+          `${stream}: served ${canonicalJson(served.body)} but the log folds to ${canonicalJson(expected)}`,
+        );
       }
       // And without the fold: the status is the last transition's target.
       const lastTransition = [...events].reverse().find((event) => event.type === 'TransitionRecorded');
       const to = (lastTransition?.data as { to?: string } | undefined)?.to;
-      if (served.body.status !== to) outcome.failures.push(`${stream}: served status ${served.body.status}, last transition to ${to}`);
+      if (served.body.status !== to)
+        outcome.failures.push(`${stream}: served status ${served.body.status}, last transition to ${to}`);
     }
   };
   await Promise.all(Array.from({ length: concurrency }, worker));
@@ -347,7 +390,11 @@ const lastTransitionTo = (events: readonly StoredEvent[]) =>
   ([...events].reverse().find((event) => event.type === 'TransitionRecorded')?.data as { to?: string } | undefined)?.to;
 
 /** Every page of a cursor-paged list (bounded: a cursor that repeats ends it, as a failure). */
-async function allPages<T>(url: (cursor: string | undefined) => string, itemsOf: (body: any) => T[], failures: string[]): Promise<T[] | undefined> {
+async function allPages<T>(
+  url: (cursor: string | undefined) => string,
+  itemsOf: (body: any) => T[],
+  failures: string[],
+): Promise<T[] | undefined> {
   const items: T[] = [];
   const seen = new Set<string>();
   let cursor: string | undefined;
@@ -374,7 +421,12 @@ async function allPages<T>(url: (cursor: string | undefined) => string, itemsOf:
  * every event of a stream in its trail, in order; every planned step in its run with the state its
  * transitions reached; exactly the in-flight and verifying streams in the recovery list, oldest first.
  */
-export async function checkServedProjections(baseUrl: string, log: RawLog, report: CheckReport, concurrency = 8): Promise<void> {
+export async function checkServedProjections(
+  baseUrl: string,
+  log: RawLog,
+  report: CheckReport,
+  concurrency = 8,
+): Promise<void> {
   const outcome = report.projections_served_equal_log;
   const head = log.events.length === 0 ? 0 : log.events[log.events.length - 1].position;
   const wait = `wait_for_position=${head}&wait_timeout_ms=30000`;
@@ -400,7 +452,11 @@ export async function checkServedProjections(baseUrl: string, log: RawLog, repor
       const ref = events[0].metadata.operation_ref;
       outcome.checked += 1;
       const path = `${baseUrl}/v1/operations/${encodeURIComponent(ref)}/evidence?${wait}&limit=1000`;
-      const entries = await allPages((cursor) => `${path}${cursor ? `&cursor=${encodeURIComponent(cursor)}` : ''}`, (body) => body.entries ?? [], outcome.failures);
+      const entries = await allPages(
+        (cursor) => `${path}${cursor ? `&cursor=${encodeURIComponent(cursor)}` : ''}`,
+        (body) => body.entries ?? [],
+        outcome.failures,
+      );
       if (!entries) continue;
       const served = entries.map((entry: any) => `${entry.revision}:${entry.event_id}`).join(',');
       const stored = events.map((event) => `${event.revision}:${event.event_id}`).join(',');
@@ -412,10 +468,15 @@ export async function checkServedProjections(baseUrl: string, log: RawLog, repor
   for (const [runId, steps] of runs) {
     outcome.checked += 1;
     const path = `${baseUrl}/v1/runs/${encodeURIComponent(runId)}?${wait}&limit=1000`;
-    const served = await allPages((cursor) => `${path}${cursor ? `&cursor=${encodeURIComponent(cursor)}` : ''}`, (body) => body.steps ?? [], outcome.failures);
+    const served = await allPages(
+      (cursor) => `${path}${cursor ? `&cursor=${encodeURIComponent(cursor)}` : ''}`,
+      (body) => body.steps ?? [],
+      outcome.failures,
+    );
     if (!served) continue;
     const servedRefs = new Set(served.map((step: any) => step.operation_ref));
-    for (const ref of steps.keys()) if (!servedRefs.has(ref)) outcome.failures.push(`run ${runId}: step ${ref} is missing`);
+    for (const ref of steps.keys())
+      if (!servedRefs.has(ref)) outcome.failures.push(`run ${runId}: step ${ref} is missing`);
     for (const step of served as any[]) {
       const events = steps.get(step.operation_ref);
       if (!events) {
@@ -426,7 +487,10 @@ export async function checkServedProjections(baseUrl: string, log: RawLog, repor
       const last = events[events.length - 1];
       const want = { status: lastTransitionTo(events), attempts_used: dispatched, revision: last.revision };
       const got = { status: step.status, attempts_used: step.attempts_used, revision: step.revision };
-      if (canonicalJson(want) !== canonicalJson(got)) outcome.failures.push(`run ${runId} ${step.operation_ref}: served ${canonicalJson(got)}, log ${canonicalJson(want)}`);
+      if (canonicalJson(want) !== canonicalJson(got))
+        outcome.failures.push(
+          `run ${runId} ${step.operation_ref}: served ${canonicalJson(got)}, log ${canonicalJson(want)}`,
+        );
     }
   }
 
@@ -443,22 +507,32 @@ export async function checkServedProjections(baseUrl: string, log: RawLog, repor
     .sort();
   const listed = recovery.map((item: any) => String(item.operation_ref));
   if (canonicalJson([...listed].sort()) !== canonicalJson(pending)) {
-    outcome.failures.push(`recovery lists ${listed.join(',') || 'nothing'}, the log has ${pending.join(',') || 'nothing'} in flight or verifying`);
+    outcome.failures.push(
+      `recovery lists ${listed.join(',') || 'nothing'}, the log has ${pending.join(',') || 'nothing'} in flight or verifying`,
+    );
   }
   const since = recovery.map((item: any) => Date.parse(item.since));
-  if (since.some((value, index) => index > 0 && value < since[index - 1])) outcome.failures.push('recovery is not oldest first');
+  if (since.some((value, index) => index > 0 && value < since[index - 1]))
+    outcome.failures.push('recovery is not oldest first');
 }
 
 /**
  * GET /v1/metrics/trust, once the projection has applied the whole log, against the SQL count.
  * Answers whether the endpoint was there.
  */
-export async function checkTrustMetrics(baseUrl: string, eventsFile: string, report: CheckReport, tenant = 'default'): Promise<void> {
+export async function checkTrustMetrics(
+  baseUrl: string,
+  eventsFile: string,
+  report: CheckReport,
+  tenant = 'default',
+): Promise<void> {
   const outcome = report.trust_metrics_equal_count;
   const db = openLog(eventsFile);
   try {
     const head = (db.prepare('SELECT MAX(position) AS head FROM events').get() as { head: number | null }).head ?? 0;
-    const served = await getJson(`${baseUrl}/v1/metrics/trust?wait_for_position=${head}&wait_timeout_ms=30000&limit=1000`);
+    const served = await getJson(
+      `${baseUrl}/v1/metrics/trust?wait_for_position=${head}&wait_timeout_ms=30000&limit=1000`,
+    );
     if (served.status === 404 && served.body?.code !== 'OPERATION_NOT_FOUND') {
       outcome.notRun = 'GET /v1/metrics/trust is not served by this build';
       return;
@@ -470,7 +544,9 @@ export async function checkTrustMetrics(baseUrl: string, eventsFile: string, rep
     const counted = countTrust(db, tenant);
     outcome.checked += 1;
     outcome.failures.push(...compareTrust('overall', served.body.overall, counted.overall));
-    const servedTools = new Map<string, Record<string, unknown>>((served.body.tools ?? []).map((tool: any) => [tool.tool, tool]));
+    const servedTools = new Map<string, Record<string, unknown>>(
+      (served.body.tools ?? []).map((tool: any) => [tool.tool, tool]),
+    );
     for (const [tool, count] of Object.entries(counted.tools)) {
       outcome.checked += 1;
       outcome.failures.push(...compareTrust(tool, servedTools.get(tool), count));
@@ -518,26 +594,32 @@ export function checkRebuild(rebuiltFile: string, liveReadModelFile: string, rep
   const rebuilt = new Database(rebuiltFile, { readonly: true, fileMustExist: true });
   try {
     const tables = (db: Database.Database) =>
-      (db.prepare("SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%' ORDER BY name").all() as { name: string }[]).map(
-        (row) => row.name,
-      );
+      (
+        db
+          .prepare("SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%' ORDER BY name")
+          .all() as { name: string }[]
+      ).map((row) => row.name);
     const liveTables = tables(live);
     const rebuiltTables = tables(rebuilt);
     if (canonicalJson(liveTables) !== canonicalJson(rebuiltTables)) {
       outcome.failures.push(`tables differ: live ${liveTables.join(',')} / rebuilt ${rebuiltTables.join(',')}`);
     }
     for (const table of rebuiltTables.filter((name) => liveTables.includes(name))) {
-      const rows = (db: Database.Database) => db.prepare(`SELECT * FROM "${table}" ORDER BY 1`).all() as Record<string, unknown>[];
-      const byKey = (list: Record<string, unknown>[]) => new Map(list.map((row) => [String(Object.values(row)[0]), JSON.stringify(row)]));
+      const rows = (db: Database.Database) =>
+        db.prepare(`SELECT * FROM "${table}" ORDER BY 1`).all() as Record<string, unknown>[];
+      const byKey = (list: Record<string, unknown>[]) =>
+        new Map(list.map((row) => [String(Object.values(row)[0]), JSON.stringify(row)]));
       const liveByKey = byKey(rows(live));
       const rebuiltByKey = byKey(rows(rebuilt));
       outcome.checked += rebuiltByKey.size;
       for (const [key, row] of rebuiltByKey) {
         const other = liveByKey.get(key);
         if (other === undefined) outcome.failures.push(`${table} ${key}: in the rebuild only`);
-        else if (other !== row) outcome.failures.push(`${table} ${key}: live ${other.slice(0, 400)} / rebuilt ${row.slice(0, 400)}`);
+        else if (other !== row)
+          outcome.failures.push(`${table} ${key}: live ${other.slice(0, 400)} / rebuilt ${row.slice(0, 400)}`);
       }
-      for (const key of liveByKey.keys()) if (!rebuiltByKey.has(key)) outcome.failures.push(`${table} ${key}: in the live read model only`);
+      for (const key of liveByKey.keys())
+        if (!rebuiltByKey.has(key)) outcome.failures.push(`${table} ${key}: in the live read model only`);
     }
   } finally {
     live.close();
@@ -550,14 +632,21 @@ export function checkRebuild(rebuiltFile: string, liveReadModelFile: string, rep
  * function, as the endpoint does) against the SQL count: the fold itself is held to the count
  * even where no service serves it.
  */
-export function checkTrustReadModel(readModelFile: string, eventsFile: string, report: CheckReport, tenant = 'default'): void {
+export function checkTrustReadModel(
+  readModelFile: string,
+  eventsFile: string,
+  report: CheckReport,
+  tenant = 'default',
+): void {
   const outcome = report.trust_read_model_equals_count;
   const readModel = new Database(readModelFile, { readonly: true, fileMustExist: true });
   const db = openLog(eventsFile);
   try {
-    const docs = (readModel.prepare('SELECT doc FROM rm_trust_metrics WHERE tenant = ? ORDER BY key').all(tenant) as { doc: string }[]).map(
-      (row) => JSON.parse(row.doc) as TrustMetricsDoc,
-    );
+    const docs = (
+      readModel.prepare('SELECT doc FROM rm_trust_metrics WHERE tenant = ? ORDER BY key').all(tenant) as {
+        doc: string;
+      }[]
+    ).map((row) => JSON.parse(row.doc) as TrustMetricsDoc);
     const counted = countTrust(db, tenant);
     outcome.checked += 1;
     outcome.failures.push(...compareTrust('overall', { ...trustReport(docs) }, counted.overall));
@@ -574,7 +663,9 @@ export function checkTrustReadModel(readModelFile: string, eventsFile: string, r
 
 export function figures(log: RawLog, records: readonly LoadRecord[], report: CheckReport): Figures {
   const duplicatedIds = report.unique_event_ids.failures.length;
-  const duplicateWrites = report.tool_writes.failures.filter((line) => line.includes('wrote') && line.includes('times')).length;
+  const duplicateWrites = report.tool_writes.failures.filter(
+    (line) => line.includes('wrote') && line.includes('times'),
+  ).length;
   const lost = report.acknowledged_in_log.failures.length;
   const counted = new Set<CheckName>(['acknowledged_in_log', 'unique_event_ids']);
   let mismatches = 0;
@@ -587,7 +678,8 @@ export function figures(log: RawLog, records: readonly LoadRecord[], report: Che
     facts_acknowledged: records.filter((record) => record.kind === 'ack').length,
     refusals_acknowledged: records.filter((record) => record.kind === 'refusal').length,
     resent_answered_duplicate: records.filter(
-      (record) => record.kind === 'ack' && record.sends > 1 && record.status === 'duplicate' && log.byId.has(record.event_id),
+      (record) =>
+        record.kind === 'ack' && record.sends > 1 && record.status === 'duplicate' && log.byId.has(record.event_id),
     ).length,
     tool_writes: records.filter((record) => record.kind === 'tool_write').length,
     lost,

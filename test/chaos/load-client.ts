@@ -50,7 +50,14 @@ interface Input {
   version: number;
 }
 
-type Behaviour = 'commit' | 'commit_then_lose_answer' | 'lose_before_commit' | 'invalid_input' | 'rate_limited' | 'needs_approval' | 'rejected';
+type Behaviour =
+  | 'commit'
+  | 'commit_then_lose_answer'
+  | 'lose_before_commit'
+  | 'invalid_input'
+  | 'rate_limited'
+  | 'needs_approval'
+  | 'rejected';
 
 const BEHAVIOURS: Record<Behaviour, number> = {
   commit: 40,
@@ -73,7 +80,14 @@ class Recorder {
   }
 
   anomaly(ref: string, what: string, detail: string, status?: number): void {
-    this.write({ kind: 'anomaly', client: this.client, ref, what, detail: detail.slice(0, 500), ...(status === undefined ? {} : { status }) });
+    this.write({
+      kind: 'anomaly',
+      client: this.client,
+      ref,
+      what,
+      detail: detail.slice(0, 500),
+      ...(status === undefined ? {} : { status }),
+    });
   }
 }
 
@@ -167,11 +181,17 @@ class RecordingLedger implements LedgerApi {
           throw error;
         }
         if (!(error instanceof LedgerUnavailable)) {
-          this.recorder.anomaly(ref, 'unexpected_answer', `${type}: ${String((error as Error).message)}`, (error as { status?: number }).status);
+          this.recorder.anomaly(
+            ref,
+            'unexpected_answer',
+            `${type}: ${String((error as Error).message)}`,
+            (error as { status?: number }).status,
+          );
           throw error;
         }
         // 503 is the store saying "not now"; any other 5xx is the service failing a request.
-        if (error.status >= 500 && error.status !== 503) this.recorder.anomaly(ref, 'server_error', `${type}: ${error.message}`, error.status);
+        if (error.status >= 500 && error.status !== 503)
+          this.recorder.anomaly(ref, 'server_error', `${type}: ${error.message}`, error.status);
         await sleep(150 + this.random.int(0, 150));
       }
     }
@@ -267,7 +287,11 @@ class SimulatedProvider {
             code: 'PROVIDER_UNAVAILABLE',
             category: 'dependency',
             commit_state: 'not_committed',
-            retry: { directive: 'after_delay', not_before: new Date(now + this.random.int(100, 400)).toISOString(), max_attempts_remaining: 3 },
+            retry: {
+              directive: 'after_delay',
+              not_before: new Date(now + this.random.int(100, 400)).toISOString(),
+              max_attempts_remaining: 3,
+            },
             next_action: 'wait_and_retry',
             ...base,
             safe_details: { retry_after: 1 },
@@ -375,7 +399,9 @@ async function driveOperation(
       case 'dispatched': {
         const state = await ledger.getOperation(ref);
         if (random.chance(0.5)) {
-          await ledger.dispatchAttempt(ref, { attempt: state.attempts_used + 1, input_hash: inputHash(step.input) }).catch(refusalOnly);
+          await ledger
+            .dispatchAttempt(ref, { attempt: state.attempts_used + 1, input_hash: inputHash(step.input) })
+            .catch(refusalOnly);
         }
         const verified = await verify(ledger, { operationRef: ref, tool: step.tool }, provider.lookup);
         if (verified.kind === 'refused') await waitFor(verified.notBefore);
@@ -402,7 +428,9 @@ async function driveOperation(
       }
       case 'awaiting_approval':
         if (random.chance(0.3)) await write();
-        await ledger.recordApproval(ref, { decision: random.chance(0.8) ? 'granted' : 'denied', approver: 'ops@example.com' }).catch(refusalOnly);
+        await ledger
+          .recordApproval(ref, { decision: random.chance(0.8) ? 'granted' : 'denied', approver: 'ops@example.com' })
+          .catch(refusalOnly);
         status = (await ledger.getOperation(ref)).status;
         break;
       case 'succeeded':
@@ -424,7 +452,8 @@ async function main(): Promise<void> {
   const random = seededRandom(config.seed);
   const recorder = new Recorder(config.recordFile, config.client);
   const clients = config.baseUrls.map(
-    (baseUrl) => new LedgerClient({ baseUrl, timeoutMs: 3_000, maxRetries: 2, retryBaseDelayMs: 100, maxRetryDelayMs: 1_000 }),
+    (baseUrl) =>
+      new LedgerClient({ baseUrl, timeoutMs: 3_000, maxRetries: 2, retryBaseDelayMs: 100, maxRetryDelayMs: 1_000 }),
   );
   const ledger = new RecordingLedger(clients, recorder, config.client, random.fork(1));
   const provider = new SimulatedProvider(recorder, config.client, random.fork(2));

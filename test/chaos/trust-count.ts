@@ -107,7 +107,8 @@ export function countTrust(db: Database.Database, tenant: string): TrustCountRes
     count.dispatch_refusals[row.code] = row.n;
     if (row.code === 'DUPLICATE_PREVENTED') count.duplicate_writes_prevented += row.n;
     if (row.code === 'UNCHANGED_RETRY') count.identical_retries_blocked += row.n;
-    if (row.code === 'ATTEMPT_IN_FLIGHT' || row.code === 'VERIFY_BEFORE_RETRY') count.unverified_dispatches_refused += row.n;
+    if (row.code === 'ATTEMPT_IN_FLIGHT' || row.code === 'VERIFY_BEFORE_RETRY')
+      count.unverified_dispatches_refused += row.n;
   }
 
   const escalations = db
@@ -174,7 +175,8 @@ function sum(counts: TrustCount[]): TrustCount {
       const value = count[key];
       if (typeof value === 'number') (total[key] as number) += value;
     }
-    for (const [code, n] of Object.entries(count.dispatch_refusals)) total.dispatch_refusals[code] = (total.dispatch_refusals[code] ?? 0) + n;
+    for (const [code, n] of Object.entries(count.dispatch_refusals))
+      total.dispatch_refusals[code] = (total.dispatch_refusals[code] ?? 0) + n;
     for (const [reason, n] of Object.entries(count.escalations_by_reason)) {
       total.escalations_by_reason[reason] = (total.escalations_by_reason[reason] ?? 0) + n;
     }
@@ -190,7 +192,11 @@ function sum(counts: TrustCount[]): TrustCount {
 }
 
 /** The fields of a served report that must equal the count; answers a line per difference. */
-export function compareTrust(label: string, served: Record<string, unknown> | undefined, counted: TrustCount): string[] {
+export function compareTrust(
+  label: string,
+  served: Record<string, unknown> | undefined,
+  counted: TrustCount,
+): string[] {
   if (!served) return [`${label}: not served at all`];
   const differences: string[] = [];
   for (const key of Object.keys(counted) as Array<keyof TrustCount>) {
@@ -199,7 +205,9 @@ export function compareTrust(label: string, served: Record<string, unknown> | un
       const got = (served.pending_recovery ?? {}) as Record<string, unknown>;
       for (const field of ['count', 'min_ms', 'max_ms'] as const) {
         if (got[field] !== want[field as keyof typeof want]) {
-          differences.push(`${label}.pending_recovery.${field}: served ${String(got[field])}, counted ${String((want as Record<string, number>)[field])}`);
+          differences.push(
+            `${label}.pending_recovery.${field}: served ${String(got[field])}, counted ${String((want as Record<string, number>)[field])}`,
+          );
         }
       }
       continue;

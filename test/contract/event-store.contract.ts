@@ -45,7 +45,8 @@ export interface ContractOptions {
 
 let streamCounter = 0;
 /** Unique per test run, so the suite also runs against a long-lived real server. */
-const freshStream = (label = 's') => `op-contract:${label}-${Date.now().toString(36)}-${++streamCounter}-${randomUUID().slice(0, 8)}`;
+const freshStream = (label = 's') =>
+  `op-contract:${label}-${Date.now().toString(36)}-${++streamCounter}-${randomUUID().slice(0, 8)}`;
 
 export function newEvent(type = 'TestHappened', data: Record<string, unknown> = {}): NewEvent {
   return {
@@ -80,7 +81,11 @@ async function collect(store: EventStore, after: number, prefix: string, until: 
   return { seen, done, subscription };
 }
 
-export function testEventStore(name: string, factory: () => Promise<EventStoreUnderTest>, options: ContractOptions = {}): void {
+export function testEventStore(
+  name: string,
+  factory: () => Promise<EventStoreUnderTest>,
+  options: ContractOptions = {},
+): void {
   // A fault case (soft delete, truncate, tombstone, outage) runs only on a store whose runner can
   // cause that fault (EventStoreDB through the protocol double or a real server); SQLite and the
   // memory store have no such operation, so there the case is skipped rather than faked.
@@ -118,7 +123,11 @@ export function testEventStore(name: string, factory: () => Promise<EventStoreUn
 
     it('round-trips data and metadata exactly', async () => {
       const stream = freshStream();
-      const data = { text: 'ünïcødé ✓ "quoted" \n line', nested: { list: [1, 'two', null, true], empty: {} }, amount: '12.50' };
+      const data = {
+        text: 'ünïcødé ✓ "quoted" \n line',
+        nested: { list: [1, 'two', null, true], empty: {} },
+        amount: '12.50',
+      };
       const event = newEvent('Rich', data);
       event.metadata.traceparent = '00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01';
       await store.append(stream, NO_STREAM, [event]);
@@ -212,7 +221,7 @@ export function testEventStore(name: string, factory: () => Promise<EventStoreUn
       expect(seen.map((e) => e.type)).toEqual(['E1', 'E2', 'E3']);
     });
 
-    it('keeps each stream\'s anchored head and the log anchor with every append (where the store keeps anchors)', async () => {
+    it("keeps each stream's anchored head and the log anchor with every append (where the store keeps anchors)", async () => {
       const stream = freshStream('anchor');
       const first = sealEvents(stream, undefined, [newEvent('A'), newEvent('B')]);
       await store.append(stream, NO_STREAM, first);
@@ -223,13 +232,19 @@ export function testEventStore(name: string, factory: () => Promise<EventStoreUn
         expect(await store.logAnchor()).toBeUndefined();
         return;
       }
-      expect(await store.anchoredHead(stream)).toEqual({ stream, revision: 2, hash: second[0].metadata.hash, position: result.position });
+      expect(await store.anchoredHead(stream)).toEqual({
+        stream,
+        revision: 2,
+        hash: second[0].metadata.hash,
+        position: result.position,
+      });
       expect((await store.anchoredHeads(stream)).map((head) => head.stream)).toEqual([stream]);
       const anchor = await store.logAnchor();
       expect(anchor?.position).toBe(await store.headPosition());
       let logHash = GENESIS_HASH;
       const all = await store.readAll({ after: 0, limit: 100_000 });
-      for (const event of all) logHash = nextLogHash(logHash, { stream: event.stream, revision: event.revision, hash: event.metadata.hash });
+      for (const event of all)
+        logHash = nextLogHash(logHash, { stream: event.stream, revision: event.revision, hash: event.metadata.hash });
       expect(anchor).toMatchObject({ events: all.length, log_hash: logHash });
     });
 
@@ -258,12 +273,18 @@ export function testEventStore(name: string, factory: () => Promise<EventStoreUn
       const prefix = `op-contract:idx${randomUUID().slice(0, 6)}-`;
       const a = `${prefix}a`;
       const b = `${prefix}b`;
-      await store.append(a, NO_STREAM, sealEvents(a, undefined, [newEvent('A')]), { index: { key: 'verifying', data: { tool: 't1' } } });
-      await store.append(b, NO_STREAM, sealEvents(b, undefined, [newEvent('B')]), { index: { key: 'succeeded', data: { tool: 't2' } } });
+      await store.append(a, NO_STREAM, sealEvents(a, undefined, [newEvent('A')]), {
+        index: { key: 'verifying', data: { tool: 't1' } },
+      });
+      await store.append(b, NO_STREAM, sealEvents(b, undefined, [newEvent('B')]), {
+        index: { key: 'succeeded', data: { tool: 't2' } },
+      });
       const found = await store.indexedStreams(prefix, ['verifying', 'dispatched']);
       if (found === undefined) return;
       expect(found.map((entry) => [entry.stream, entry.key, entry.data])).toEqual([[a, 'verifying', { tool: 't1' }]]);
-      const refused = store.append(a, 5, sealEvents(a, { revision: 5, hash: GENESIS_HASH }, [newEvent('X')]), { index: { key: 'dispatched', data: {} } });
+      const refused = store.append(a, 5, sealEvents(a, { revision: 5, hash: GENESIS_HASH }, [newEvent('X')]), {
+        index: { key: 'dispatched', data: {} },
+      });
       await expect(refused).rejects.toBeInstanceOf(RevisionConflictError);
       expect((await store.indexedStreams(prefix, ['dispatched'])) ?? []).toEqual([]);
     });
@@ -273,26 +294,32 @@ export function testEventStore(name: string, factory: () => Promise<EventStoreUn
       return subject.faults;
     };
 
-    withFault('softDelete')('refuses a soft-deleted stream: neither read as new nor continued at its old revision', async () => {
-      const stream = freshStream('deleted');
-      await store.append(stream, NO_STREAM, [newEvent('A'), newEvent('B')]);
-      await faults().softDelete(stream);
-      await expect(store.readStream(stream)).rejects.toBeInstanceOf(StoreIntegrityError);
-      // What a ledger that believed the stream new would send; the store takes it at revision 2.
-      await expect(store.append(stream, NO_STREAM, [newEvent('C')])).rejects.toBeInstanceOf(StoreIntegrityError);
-      await expect(store.readStream(stream)).rejects.toBeInstanceOf(StoreIntegrityError);
-    });
+    withFault('softDelete')(
+      'refuses a soft-deleted stream: neither read as new nor continued at its old revision',
+      async () => {
+        const stream = freshStream('deleted');
+        await store.append(stream, NO_STREAM, [newEvent('A'), newEvent('B')]);
+        await faults().softDelete(stream);
+        await expect(store.readStream(stream)).rejects.toBeInstanceOf(StoreIntegrityError);
+        // What a ledger that believed the stream new would send; the store takes it at revision 2.
+        await expect(store.append(stream, NO_STREAM, [newEvent('C')])).rejects.toBeInstanceOf(StoreIntegrityError);
+        await expect(store.readStream(stream)).rejects.toBeInstanceOf(StoreIntegrityError);
+      },
+    );
 
-    withFault('truncateBefore')('refuses a stream whose first events are gone, and one that reads empty because all are', async () => {
-      const partly = freshStream('truncated');
-      await store.append(partly, NO_STREAM, [newEvent('A'), newEvent('B'), newEvent('C')]);
-      await faults().truncateBefore(partly, 2);
-      await expect(store.readStream(partly)).rejects.toMatchObject({ name: 'StoreIntegrityError', stream: partly });
-      const wholly = freshStream('truncated');
-      await store.append(wholly, NO_STREAM, [newEvent('A'), newEvent('B')]);
-      await faults().truncateBefore(wholly, 5);
-      await expect(store.readStream(wholly)).rejects.toMatchObject({ name: 'StoreIntegrityError', stream: wholly });
-    });
+    withFault('truncateBefore')(
+      'refuses a stream whose first events are gone, and one that reads empty because all are',
+      async () => {
+        const partly = freshStream('truncated');
+        await store.append(partly, NO_STREAM, [newEvent('A'), newEvent('B'), newEvent('C')]);
+        await faults().truncateBefore(partly, 2);
+        await expect(store.readStream(partly)).rejects.toMatchObject({ name: 'StoreIntegrityError', stream: partly });
+        const wholly = freshStream('truncated');
+        await store.append(wholly, NO_STREAM, [newEvent('A'), newEvent('B')]);
+        await faults().truncateBefore(wholly, 5);
+        await expect(store.readStream(wholly)).rejects.toMatchObject({ name: 'StoreIntegrityError', stream: wholly });
+      },
+    );
 
     withFault('tombstone')('refuses a hard-deleted stream on read and on append', async () => {
       const stream = freshStream('tombstoned');
@@ -302,25 +329,28 @@ export function testEventStore(name: string, factory: () => Promise<EventStoreUn
       await expect(store.append(stream, 0, [newEvent('B')])).rejects.toBeInstanceOf(StoreIntegrityError);
     });
 
-    withFault('outage')('answers an outage with StoreUnavailableError and a retry delay, then works again', async () => {
-      const stream = freshStream('outage');
-      await store.append(stream, NO_STREAM, [newEvent('A')]);
-      const restore = await faults().outage();
-      try {
-        for (let attempt = 0; attempt < 2; attempt++) {
-          const refused = await store.append(stream, 0, [newEvent('B')]).catch((error: unknown) => error);
-          expect(refused).toBeInstanceOf(StoreUnavailableError);
-          expect((refused as StoreUnavailableError).retryAfterSeconds).toBeGreaterThan(0);
-          await expect(store.readStream(stream)).rejects.toBeInstanceOf(StoreUnavailableError);
+    withFault('outage')(
+      'answers an outage with StoreUnavailableError and a retry delay, then works again',
+      async () => {
+        const stream = freshStream('outage');
+        await store.append(stream, NO_STREAM, [newEvent('A')]);
+        const restore = await faults().outage();
+        try {
+          for (let attempt = 0; attempt < 2; attempt++) {
+            const refused = await store.append(stream, 0, [newEvent('B')]).catch((error: unknown) => error);
+            expect(refused).toBeInstanceOf(StoreUnavailableError);
+            expect((refused as StoreUnavailableError).retryAfterSeconds).toBeGreaterThan(0);
+            await expect(store.readStream(stream)).rejects.toBeInstanceOf(StoreUnavailableError);
+          }
+        } finally {
+          await restore();
         }
-      } finally {
-        await restore();
-      }
-      const batch = [newEvent('B')];
-      // An append refused in the outage may still have landed: the same ids at the same revision tell.
-      await expect(store.append(stream, 0, batch)).resolves.toMatchObject({ revision: 1 });
-      expect((await store.readStream(stream)).map((e) => e.type)).toEqual(['A', 'B']);
-    });
+        const batch = [newEvent('B')];
+        // An append refused in the outage may still have landed: the same ids at the same revision tell.
+        await expect(store.append(stream, 0, batch)).resolves.toMatchObject({ revision: 1 });
+        expect((await store.readStream(stream)).map((e) => e.type)).toEqual(['A', 'B']);
+      },
+    );
 
     it('behaves like a simple model under random appends and reads', async () => {
       type Model = Map<string, string[]>;
@@ -367,7 +397,10 @@ export function testEventStore(name: string, factory: () => Promise<EventStoreUn
           const model: Model = new Map();
           for (const stream of streams) {
             const existing = await store.readStream(stream);
-            model.set(stream, existing.map((e) => e.event_id));
+            model.set(
+              stream,
+              existing.map((e) => e.event_id),
+            );
           }
           await fc.asyncModelRun(() => ({ model, real: store }), cmds);
         }),

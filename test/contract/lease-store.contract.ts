@@ -31,7 +31,10 @@ export function testLeaseStore(name: string, factory: () => Promise<LeaseStoresU
     it('grants a free item and refuses it to anyone else while the lease lasts', async () => {
       const key = freshKey();
       const first = await a.acquire({ key, leaseId: 'l1', holder: 'w1', nowMs: T0, ttlMs: 1000 });
-      expect(first).toMatchObject({ granted: true, lease: { lease_id: 'l1', holder: 'w1', expires_at_ms: T0 + 1000, released: false } });
+      expect(first).toMatchObject({
+        granted: true,
+        lease: { lease_id: 'l1', holder: 'w1', expires_at_ms: T0 + 1000, released: false },
+      });
       const second = await b.acquire({ key, leaseId: 'l2', holder: 'w2', nowMs: T0 + 999, ttlMs: 1000 });
       expect(second).toMatchObject({ granted: false, current: { lease_id: 'l1', holder: 'w1' } });
     });
@@ -42,7 +45,12 @@ export function testLeaseStore(name: string, factory: () => Promise<LeaseStoresU
       const taken = await b.acquire({ key, leaseId: 'l2', holder: 'w2', nowMs: T0 + 1000, ttlMs: 1000 });
       expect(taken).toMatchObject({
         granted: true,
-        lease: { lease_id: 'l2', holder: 'w2', took_over: { lease_id: 'l1', holder: 'w1', expired_at_ms: T0 + 1000 }, previous: { lease_id: 'l1' } },
+        lease: {
+          lease_id: 'l2',
+          holder: 'w2',
+          took_over: { lease_id: 'l1', holder: 'w1', expired_at_ms: T0 + 1000 },
+          previous: { lease_id: 'l1' },
+        },
       });
       // The old holder can neither renew nor release what it no longer holds.
       expect(await a.renew(key, 'l1', T0 + 1001, 1000)).toBeUndefined();
@@ -55,23 +63,38 @@ export function testLeaseStore(name: string, factory: () => Promise<LeaseStoresU
       await a.acquire({ key, leaseId: 'l1', holder: 'w1', nowMs: T0, ttlMs: 1000 });
       expect(await b.renew(key, 'l1', T0 + 500, 1000)).toMatchObject({ expires_at_ms: T0 + 1500 });
       expect(await a.renew(key, 'l1', T0 + 2000, 1000)).toMatchObject({ expires_at_ms: T0 + 3000 });
-      expect(await b.acquire({ key, leaseId: 'l2', holder: 'w2', nowMs: T0 + 2999, ttlMs: 1000 })).toMatchObject({ granted: false });
+      expect(await b.acquire({ key, leaseId: 'l2', holder: 'w2', nowMs: T0 + 2999, ttlMs: 1000 })).toMatchObject({
+        granted: false,
+      });
       expect(await a.renew(key, 'other', T0 + 2000, 1000)).toBeUndefined();
     });
 
     it('with take-overs held back, leaves an expired lease of another holder alone, and still grants fresh, released and its own', async () => {
       const [expired, fresh, released] = [freshKey(), freshKey(), freshKey()];
       await a.acquire({ key: expired, leaseId: 'l1', holder: 'w1', nowMs: T0, ttlMs: 1000 });
-      const held = await b.acquire({ key: expired, leaseId: 'l2', holder: 'w2', nowMs: T0 + 5000, ttlMs: 1000, takeOver: false });
+      const held = await b.acquire({
+        key: expired,
+        leaseId: 'l2',
+        holder: 'w2',
+        nowMs: T0 + 5000,
+        ttlMs: 1000,
+        takeOver: false,
+      });
       expect(held).toMatchObject({ granted: false, current: { lease_id: 'l1', holder: 'w1' } });
       // Nothing was written: its holder may still renew it.
       expect(await a.renew(expired, 'l1', T0 + 5001, 1000)).toMatchObject({ expires_at_ms: T0 + 6001 });
       // The same worker asking again is not a hand-over to someone else.
-      expect(await a.acquire({ key: expired, leaseId: 'l3', holder: 'w1', nowMs: T0 + 7000, ttlMs: 1000, takeOver: false })).toMatchObject({ granted: true });
-      expect(await b.acquire({ key: fresh, leaseId: 'f1', holder: 'w2', nowMs: T0, ttlMs: 1000, takeOver: false })).toMatchObject({ granted: true });
+      expect(
+        await a.acquire({ key: expired, leaseId: 'l3', holder: 'w1', nowMs: T0 + 7000, ttlMs: 1000, takeOver: false }),
+      ).toMatchObject({ granted: true });
+      expect(
+        await b.acquire({ key: fresh, leaseId: 'f1', holder: 'w2', nowMs: T0, ttlMs: 1000, takeOver: false }),
+      ).toMatchObject({ granted: true });
       await a.acquire({ key: released, leaseId: 'r1', holder: 'w1', nowMs: T0, ttlMs: 1000 });
       await a.release(released, 'r1', T0 + 10);
-      expect(await b.acquire({ key: released, leaseId: 'r2', holder: 'w2', nowMs: T0 + 20, ttlMs: 1000, takeOver: false })).toMatchObject({ granted: true });
+      expect(
+        await b.acquire({ key: released, leaseId: 'r2', holder: 'w2', nowMs: T0 + 20, ttlMs: 1000, takeOver: false }),
+      ).toMatchObject({ granted: true });
     });
 
     it('through the take-over gate, hands an expired lease over only while the gate allows it', async () => {
@@ -79,9 +102,14 @@ export function testLeaseStore(name: string, factory: () => Promise<LeaseStoresU
       let allowed = false;
       const gated = withTakeOverGate(b, () => allowed);
       await a.acquire({ key, leaseId: 'l1', holder: 'w1', nowMs: T0, ttlMs: 1000 });
-      expect(await gated.acquire({ key, leaseId: 'l2', holder: 'w2', nowMs: T0 + 2000, ttlMs: 1000 })).toMatchObject({ granted: false });
+      expect(await gated.acquire({ key, leaseId: 'l2', holder: 'w2', nowMs: T0 + 2000, ttlMs: 1000 })).toMatchObject({
+        granted: false,
+      });
       allowed = true;
-      expect(await gated.acquire({ key, leaseId: 'l2', holder: 'w2', nowMs: T0 + 2000, ttlMs: 1000 })).toMatchObject({ granted: true, lease: { took_over: { holder: 'w1' } } });
+      expect(await gated.acquire({ key, leaseId: 'l2', holder: 'w2', nowMs: T0 + 2000, ttlMs: 1000 })).toMatchObject({
+        granted: true,
+        lease: { took_over: { holder: 'w1' } },
+      });
     });
 
     it('frees a released item at once, or after the hold it was released with', async () => {
@@ -93,8 +121,12 @@ export function testLeaseStore(name: string, factory: () => Promise<LeaseStoresU
       expect(next).toMatchObject({ granted: true, lease: { previous: { lease_id: 'l1', holder: 'w1' } } });
       expect(next.granted && next.lease.took_over).toBeUndefined();
       expect(await b.release(key, 'l2', T0 + 20, 5000)).toBe(true);
-      expect(await a.acquire({ key, leaseId: 'l3', holder: 'w1', nowMs: T0 + 5019, ttlMs: 1000 })).toMatchObject({ granted: false });
-      expect(await a.acquire({ key, leaseId: 'l3', holder: 'w1', nowMs: T0 + 5020, ttlMs: 1000 })).toMatchObject({ granted: true });
+      expect(await a.acquire({ key, leaseId: 'l3', holder: 'w1', nowMs: T0 + 5019, ttlMs: 1000 })).toMatchObject({
+        granted: false,
+      });
+      expect(await a.acquire({ key, leaseId: 'l3', holder: 'w1', nowMs: T0 + 5020, ttlMs: 1000 })).toMatchObject({
+        granted: true,
+      });
       expect(await a.release(key, 'l2', T0 + 5021)).toBe(false);
     });
 
@@ -121,7 +153,13 @@ export function testLeaseStore(name: string, factory: () => Promise<LeaseStoresU
         // And once it expires, again exactly one.
         const later = await Promise.all(
           Array.from({ length: 8 }, (_, index) =>
-            (index % 2 === 0 ? b : a).acquire({ key, leaseId: `m${index}`, holder: `v${index}`, nowMs: T0 + 1000, ttlMs: 1000 }),
+            (index % 2 === 0 ? b : a).acquire({
+              key,
+              leaseId: `m${index}`,
+              holder: `v${index}`,
+              nowMs: T0 + 1000,
+              ttlMs: 1000,
+            }),
           ),
         );
         expect(later.filter((result) => result.granted)).toHaveLength(1);

@@ -21,7 +21,12 @@ const T0 = 1_800_000_000_000;
 const HOUR = 3_600_000;
 const SETTINGS = { heartbeatMs: 2_000, skewBoundMs: 1_000 };
 
-const base = (bootId: string, wallMs: number, monotonicMs = 50_000): TimeBase => ({ boot_id: bootId, wall_ms: wallMs, monotonic_ms: monotonicMs, instance_id: randomUUID() });
+const base = (bootId: string, wallMs: number, monotonicMs = 50_000): TimeBase => ({
+  boot_id: bootId,
+  wall_ms: wallMs,
+  monotonic_ms: monotonicMs,
+  instance_id: randomUUID(),
+});
 const heartbeat = (instanceId: string, ledgerMs: number, seq = 1): InstanceHeartbeat => ({
   instance_id: instanceId,
   boot_id: 'boot-x',
@@ -56,7 +61,11 @@ export function testTimeBaseStore(name: string, factory: () => Promise<TimeBaseS
 
     it('instances of one boot racing to write its base all answer the same one', async () => {
       const boot = `boot-${randomUUID()}`;
-      const answers = await Promise.all(Array.from({ length: 8 }, (_, index) => (index % 2 === 0 ? a : b).adoptBase(base(boot, T0 + index * 1_000, index))));
+      const answers = await Promise.all(
+        Array.from({ length: 8 }, (_, index) =>
+          (index % 2 === 0 ? a : b).adoptBase(base(boot, T0 + index * 1_000, index)),
+        ),
+      );
       expect(new Set(answers.map((answer) => JSON.stringify(answer))).size).toBe(1);
     });
 
@@ -74,14 +83,20 @@ export function testTimeBaseStore(name: string, factory: () => Promise<TimeBaseS
       const [one, two]: string[] = [randomUUID(), randomUUID()];
       await a.beat(heartbeat(one, T0, 1));
       const seen = await b.beat(heartbeat(two, T0 + 10, 1));
-      expect(seen.filter((beat) => [one, two].includes(beat.instance_id)).map((beat) => [beat.instance_id, beat.seq])).toEqual(
+      expect(
+        seen.filter((beat) => [one, two].includes(beat.instance_id)).map((beat) => [beat.instance_id, beat.seq]),
+      ).toEqual(
         [
           [one, 1],
           [two, 1],
         ].sort((x, y) => String(x[0]).localeCompare(String(y[0]))),
       );
       const again = await a.beat({ ...heartbeat(one, T0 + 2_000, 2), ahead: { instance_id: two, ms: 1_500 } });
-      expect(again.find((beat) => beat.instance_id === one)).toMatchObject({ seq: 2, ledger_ms: T0 + 2_000, ahead: { instance_id: two, ms: 1_500 } });
+      expect(again.find((beat) => beat.instance_id === one)).toMatchObject({
+        seq: 2,
+        ledger_ms: T0 + 2_000,
+        ahead: { instance_id: two, ms: 1_500 },
+      });
       expect(again.filter((beat) => beat.instance_id === one)).toHaveLength(1);
       await a.leave(one);
       const after = await b.beat(heartbeat(two, T0 + 2_010, 2));
@@ -92,7 +107,12 @@ export function testTimeBaseStore(name: string, factory: () => Promise<TimeBaseS
     describe('instance clocks over the store', () => {
       let monotonic: number;
       const start = async (options: InstanceClocksOptions) => {
-        const clocks = await InstanceClocks.start(subject.open(), { settings: SETTINGS, timer: false, monotonicNow: () => monotonic, ...options });
+        const clocks = await InstanceClocks.start(subject.open(), {
+          settings: SETTINGS,
+          timer: false,
+          monotonicNow: () => monotonic,
+          ...options,
+        });
         started.push(clocks);
         return clocks;
       };
@@ -120,7 +140,12 @@ export function testTimeBaseStore(name: string, factory: () => Promise<TimeBaseS
         await period(first, second);
         await period(first, second);
         for (const clocks of [first, second]) {
-          expect(clocks.status()).toMatchObject({ time_base: 'shared', live_instances: 2, skew_ms: 0, take_overs: 'allowed' });
+          expect(clocks.status()).toMatchObject({
+            time_base: 'shared',
+            live_instances: 2,
+            skew_ms: 0,
+            take_overs: 'allowed',
+          });
           expect(clocks.takeOversAllowed()).toBe(true);
         }
         // The second's wall clock disagrees with the shared base: seen as a step, and followed not.
@@ -156,7 +181,8 @@ export function testTimeBaseStore(name: string, factory: () => Promise<TimeBaseS
         await period(two, one);
         await period(one, two);
         await period(two, one);
-        for (const clocks of [one, two]) expect(clocks.status()).toMatchObject({ take_overs: 'allowed', live_instances: 2 });
+        for (const clocks of [one, two])
+          expect(clocks.status()).toMatchObject({ take_overs: 'allowed', live_instances: 2 });
         expect(one.status().skew_ms).toBe(400);
         // A peer far ahead that stops beating (it crashed, its heartbeat left behind) holds take-overs only while it looks live.
         const crashed = await start({ bootId: `boot-${randomUUID()}`, wallNow: () => T0 + HOUR + monotonic });

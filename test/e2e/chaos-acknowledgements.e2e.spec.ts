@@ -26,7 +26,9 @@ describe('a result marked appended is in the log', () => {
   function storedIds(ref: string): Map<string, number> {
     const db = new Database(join(ledger.dataDir, 'events.sqlite'), { readonly: true, fileMustExist: true });
     try {
-      const rows = db.prepare('SELECT event_id, COUNT(*) AS n FROM events WHERE stream = ? GROUP BY event_id').all(`op-default:${ref}`) as Array<{
+      const rows = db
+        .prepare('SELECT event_id, COUNT(*) AS n FROM events WHERE stream = ? GROUP BY event_id')
+        .all(`op-default:${ref}`) as Array<{
         event_id: string;
         n: number;
       }>;
@@ -38,7 +40,12 @@ describe('a result marked appended is in the log', () => {
 
   test('the same plan under a new event id is answered duplicate, and nothing is stored for it', async () => {
     const ref = 'run_ack/step_plan';
-    const definition = { run_id: 'run_ack', tool: 'create_invoice', side_effect: 'write' as const, input_hash: 'sha256:ack' };
+    const definition = {
+      run_id: 'run_ack',
+      tool: 'create_invoice',
+      side_effect: 'write' as const,
+      input_hash: 'sha256:ack',
+    };
     const first = await client.planStep(ref, definition, { eventId: client.newEventId() });
     const secondId = client.newEventId();
     const second = await client.planStep(ref, definition, { eventId: secondId });
@@ -58,7 +65,12 @@ describe('a result marked appended is in the log', () => {
       return response;
     };
     const sdk = new LedgerClient({ baseUrl: ledger.baseUrl, maxRetries: 0, fetch: recording });
-    const step: WriteStep<{ to: string }> = { operationRef: 'run_ack/step_write', runId: 'run_ack', tool: 'send_email', input: { to: 'a@example.com' } };
+    const step: WriteStep<{ to: string }> = {
+      operationRef: 'run_ack/step_write',
+      runId: 'run_ack',
+      tool: 'send_email',
+      input: { to: 'a@example.com' },
+    };
     const tool: ToolCall<{ to: string }> = async (_input, context) => ({
       ok: true,
       operation_ref: context.operationRef,

@@ -13,7 +13,14 @@ describe('fault campaign, short: acknowledged means durable across SIGKILLs', ()
   let result: CampaignResult;
 
   beforeAll(async () => {
-    result = await runCampaign({ seed: SEED, cycles: 3, seconds: 40, clients: 3, workersPerClient: 4, gracefulShare: 0 });
+    result = await runCampaign({
+      seed: SEED,
+      cycles: 3,
+      seconds: 40,
+      clients: 3,
+      workersPerClient: 4,
+      gracefulShare: 0,
+    });
   }, 85_000);
 
   test('ran three SIGKILL cycles under load, with resends of the same ids across them', () => {
@@ -50,7 +57,12 @@ describe('fault campaign, short: acknowledged means durable across SIGKILLs', ()
       });
     }
     // These need no projection engine in the service, so they always run.
-    for (const name of ['acknowledged_in_log', 'hash_chain', 'served_state_equals_fold', 'trust_read_model_equals_count'] as const) {
+    for (const name of [
+      'acknowledged_in_log',
+      'hash_chain',
+      'served_state_equals_fold',
+      'trust_read_model_equals_count',
+    ] as const) {
       expect({ check: name, notRun: result.report[name].notRun }).toEqual({ check: name, notRun: undefined });
     }
   });

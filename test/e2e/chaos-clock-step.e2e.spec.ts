@@ -13,19 +13,28 @@ import { join } from 'node:path';
 import { startLedger, type LedgerProcess } from '../support/ledger-process';
 import { seedEnvelopes } from '../../packages/core/test/support/seed-envelopes';
 
-const LIBFAKETIME = ['/usr/lib/x86_64-linux-gnu/faketime/libfaketime.so.1', '/usr/lib/aarch64-linux-gnu/faketime/libfaketime.so.1'].find((file) => existsSync(file));
+const LIBFAKETIME = [
+  '/usr/lib/x86_64-linux-gnu/faketime/libfaketime.so.1',
+  '/usr/lib/aarch64-linux-gnu/faketime/libfaketime.so.1',
+].find((file) => existsSync(file));
 const HOUR_AHEAD = '+1h';
 const HOUR_BEHIND = '-1h';
 
 if (!LIBFAKETIME) {
-  if (process.env.LEDGER_REQUIRE_FAKETIME === '1') throw new Error('LEDGER_REQUIRE_FAKETIME=1 but libfaketime is not installed (apt-get install faketime)');
+  if (process.env.LEDGER_REQUIRE_FAKETIME === '1')
+    throw new Error('LEDGER_REQUIRE_FAKETIME=1 but libfaketime is not installed (apt-get install faketime)');
   console.log('clock-step tests skipped: libfaketime is not installed (apt-get install faketime to run them)');
 }
 const describeWithFaketime = LIBFAKETIME ? describe : describe.skip;
 
 interface Answer {
   status: number;
-  body: { code?: string; state?: { status?: string }; items?: Array<{ operation_ref: string }>; events?: Array<{ recorded_at: string }> };
+  body: {
+    code?: string;
+    state?: { status?: string };
+    items?: Array<{ operation_ref: string }>;
+    events?: Array<{ recorded_at: string }>;
+  };
 }
 
 async function send(ledger: LedgerProcess, method: string, path: string, body?: unknown): Promise<Answer> {
@@ -38,7 +47,9 @@ async function send(ledger: LedgerProcess, method: string, path: string, body?: 
 }
 
 const submit = (ledger: LedgerProcess, ref: string, type: string, data: Record<string, unknown>) =>
-  send(ledger, 'POST', `/v1/operations/${encodeURIComponent(ref)}/events`, { events: [{ event_id: randomUUID(), type, data }] });
+  send(ledger, 'POST', `/v1/operations/${encodeURIComponent(ref)}/events`, {
+    events: [{ event_id: randomUUID(), type, data }],
+  });
 
 describeWithFaketime('the served process under a wall clock stepped by an hour', () => {
   let dir: string;
@@ -74,8 +85,13 @@ describeWithFaketime('the served process under a wall clock stepped by an hour',
       policy: { consistency_window_ms: windowMs, max_attempts: 5 },
     });
     expect(plan.status).toBe(200);
-    expect((await submit(ledger, ref, 'AttemptDispatched', { attempt: 1, input_hash: 'sha256:clock' })).status).toBe(200);
-    const envelope = await submit(ledger, ref, 'EnvelopeRecorded', { attempt: 1, envelope: seedEnvelopes.outcomeUnknown(ref) });
+    expect((await submit(ledger, ref, 'AttemptDispatched', { attempt: 1, input_hash: 'sha256:clock' })).status).toBe(
+      200,
+    );
+    const envelope = await submit(ledger, ref, 'EnvelopeRecorded', {
+      attempt: 1,
+      envelope: seedEnvelopes.outcomeUnknown(ref),
+    });
     expect(envelope.body.state?.status).toBe('verifying');
   }
 
@@ -88,18 +104,32 @@ describeWithFaketime('the served process under a wall clock stepped by an hour',
   it('forward: a not_found one second after an unknown outcome is refused, no second dispatch, a not_before holds', async () => {
     await inDoubt('clock/forward', 30_000);
     const limited = 'clock/limited';
-    await submit(ledger, limited, 'StepPlanned', { run_id: 'run_clock', tool: 'create_invoice', side_effect: 'write', input_hash: 'sha256:clock' });
+    await submit(ledger, limited, 'StepPlanned', {
+      run_id: 'run_clock',
+      tool: 'create_invoice',
+      side_effect: 'write',
+      input_hash: 'sha256:clock',
+    });
     await submit(ledger, limited, 'AttemptDispatched', { attempt: 1, input_hash: 'sha256:clock' });
     const notBefore = new Date(Date.now() + 10 * 60_000).toISOString();
-    await submit(ledger, limited, 'EnvelopeRecorded', { attempt: 1, envelope: seedEnvelopes.rateLimited(limited, notBefore) });
+    await submit(ledger, limited, 'EnvelopeRecorded', {
+      attempt: 1,
+      envelope: seedEnvelopes.rateLimited(limited, notBefore),
+    });
 
     writeFileSync(clockFile, HOUR_AHEAD);
     await new Promise((resolve) => setTimeout(resolve, 1_000));
 
-    const notFound = await submit(ledger, 'clock/forward', 'VerificationRecorded', { outcome: 'not_found', checked_at: new Date().toISOString() });
+    const notFound = await submit(ledger, 'clock/forward', 'VerificationRecorded', {
+      outcome: 'not_found',
+      checked_at: new Date().toISOString(),
+    });
     expect(notFound.status).toBe(409);
     expect(notFound.body.code).toBe('VERIFICATION_PREMATURE');
-    const again = await submit(ledger, 'clock/forward', 'AttemptDispatched', { attempt: 2, input_hash: 'sha256:clock' });
+    const again = await submit(ledger, 'clock/forward', 'AttemptDispatched', {
+      attempt: 2,
+      input_hash: 'sha256:clock',
+    });
     expect(again.body.code).toBe('VERIFY_BEFORE_RETRY');
     const early = await submit(ledger, limited, 'AttemptDispatched', { attempt: 2, input_hash: 'sha256:clock' });
     expect(early.status).toBe(409);
@@ -110,7 +140,9 @@ describeWithFaketime('the served process under a wall clock stepped by an hour',
     await recordedAtNeverDecreases('clock/forward');
     await recordedAtNeverDecreases(limited);
 
-    const ready = (await send(ledger, 'GET', '/health/ready')).body as unknown as { details: { clock: { steps_detected: number; offset_ms: number } } };
+    const ready = (await send(ledger, 'GET', '/health/ready')).body as unknown as {
+      details: { clock: { steps_detected: number; offset_ms: number } };
+    };
     expect(ready.details.clock.steps_detected).toBeGreaterThanOrEqual(1);
     expect(ready.details.clock.offset_ms).toBeGreaterThan(3_000_000);
     const metrics = await (await fetch(`${ledger.baseUrl}/metrics`)).text();
@@ -126,7 +158,10 @@ describeWithFaketime('the served process under a wall clock stepped by an hour',
     expect(listed.body.items?.map((item) => item.operation_ref).sort()).toEqual(refs);
 
     await new Promise((resolve) => setTimeout(resolve, 1_700));
-    const notFound = await submit(ledger, refs[0], 'VerificationRecorded', { outcome: 'not_found', checked_at: new Date().toISOString() });
+    const notFound = await submit(ledger, refs[0], 'VerificationRecorded', {
+      outcome: 'not_found',
+      checked_at: new Date().toISOString(),
+    });
     expect(notFound.status).toBe(200);
     expect(notFound.body.state?.status).toBe('retry_ready');
     for (const ref of refs) await recordedAtNeverDecreases(ref);

@@ -75,7 +75,13 @@ describe('decisions follow the ledger clock, whatever the runtime clock says', (
   async function dispatchedStep(policy: Record<string, number> = {}) {
     counter += 1;
     const ref = `run_clock/step_${counter}`;
-    await client.planStep(ref, { run_id: 'run_clock', tool: 'create_invoice', side_effect: 'write', input_hash: INPUT, policy: { max_attempts: 5, ...policy } });
+    await client.planStep(ref, {
+      run_id: 'run_clock',
+      tool: 'create_invoice',
+      side_effect: 'write',
+      input_hash: INPUT,
+      policy: { max_attempts: 5, ...policy },
+    });
     await client.dispatchAttempt(ref, { attempt: 1, input_hash: INPUT });
     return ref;
   }
@@ -104,7 +110,7 @@ describe('decisions follow the ledger clock, whatever the runtime clock says', (
     throw new Error(`no dispatch of ${ref} was granted in ${MAX_POLLS} tries`);
   }
 
-  test('a runtime ten minutes ahead cannot dispatch before the provider\'s not_before', async () => {
+  test("a runtime ten minutes ahead cannot dispatch before the provider's not_before", async () => {
     const ref = await dispatchedStep();
     // The provider (right clock) asks for 1.2 s; the runtime's clock says that moment passed long ago.
     const notBefore = iso(Date.now() + 1_200);
@@ -159,7 +165,9 @@ describe('decisions follow the ledger clock, whatever the runtime clock says', (
     const windowEnds = iso(callEndedAt + windowMs);
 
     for (const skew of [TEN_MINUTES, -TEN_MINUTES]) {
-      const premature = await refusalOf(client.recordVerification(ref, { outcome: 'not_found', checked_at: iso(Date.now() + skew) }));
+      const premature = await refusalOf(
+        client.recordVerification(ref, { outcome: 'not_found', checked_at: iso(Date.now() + skew) }),
+      );
       expect(premature.code).toBe('VERIFICATION_PREMATURE');
       expect(premature.directive?.not_before).toBe(windowEnds);
       expect(premature.state?.status).toBe('verifying');
@@ -170,7 +178,11 @@ describe('decisions follow the ledger clock, whatever the runtime clock says', (
     for (let poll = 0; poll < MAX_POLLS && acceptedId === undefined; poll++) {
       const eventId = client.newEventId();
       try {
-        const answer = await client.recordVerification(ref, { outcome: 'not_found', checked_at: checkedAt }, { eventId });
+        const answer = await client.recordVerification(
+          ref,
+          { outcome: 'not_found', checked_at: checkedAt },
+          { eventId },
+        );
         expect(answer.state.status).toBe('retry_ready');
         acceptedId = eventId;
       } catch (error) {
@@ -185,13 +197,19 @@ describe('decisions follow the ledger clock, whatever the runtime clock says', (
     expect(stored?.data.checked_at).toBe(checkedAt);
   });
 
-  test('a success whose checked_at is minutes off is recorded with the ledger\'s own time', async () => {
+  test("a success whose checked_at is minutes off is recorded with the ledger's own time", async () => {
     const ref = await dispatchedStep();
     const before = Date.now();
     const skewedCheckedAt = iso(Date.now() - TEN_MINUTES);
     const answer = await client.recordEnvelope(ref, {
       attempt: 1,
-      envelope: { ok: true, operation_ref: ref, commit_state: 'committed', result: { id: 'inv_1' }, verification: { checked_at: skewedCheckedAt, evidence_ref: 'inv_1' } },
+      envelope: {
+        ok: true,
+        operation_ref: ref,
+        commit_state: 'committed',
+        result: { id: 'inv_1' },
+        verification: { checked_at: skewedCheckedAt, evidence_ref: 'inv_1' },
+      },
     });
     const after = Date.now();
     expect(answer.state.status).toBe('succeeded');

@@ -22,7 +22,13 @@ const INPUT = 'sha256:race-input';
 
 async function plan(baseUrl: string, ref: string): Promise<void> {
   const answer = await ledgerAt(baseUrl).submit(ref, [
-    fact('StepPlanned', { run_id: ref.split('/')[0], tool: 'create_invoice', side_effect: 'write', input_hash: INPUT, policy: { max_attempts: 3 } }),
+    fact('StepPlanned', {
+      run_id: ref.split('/')[0],
+      tool: 'create_invoice',
+      side_effect: 'write',
+      input_hash: INPUT,
+      policy: { max_attempts: 3 },
+    }),
   ]);
   expect(answer.status).toBe(200);
 }
@@ -53,7 +59,9 @@ function expectOneGrant(answers: ReadonlyArray<HttpAnswer & { eventId: string }>
   const refusals = stream.filter((event) => event.type === 'DispatchRefused');
   expect(refusals.map((event) => event.event_id).sort()).toEqual(refused.map((answer) => answer.eventId).sort());
   expect(refusals.every((event) => (event.data as { code: string }).code === 'ATTEMPT_IN_FLIGHT')).toBe(true);
-  const toDispatched = stream.filter((event) => event.type === 'TransitionRecorded' && (event.data as { to: string }).to === 'dispatched');
+  const toDispatched = stream.filter(
+    (event) => event.type === 'TransitionRecorded' && (event.data as { to: string }).to === 'dispatched',
+  );
   expect(toDispatched).toHaveLength(1);
   expect(stream.map((event) => event.revision)).toEqual(stream.map((_, index) => index));
   expect(verifyChain(stream)).toBeUndefined();
@@ -62,8 +70,12 @@ function expectOneGrant(answers: ReadonlyArray<HttpAnswer & { eventId: string }>
 function sqliteStream(file: string, stream: string): StoredEvent[] {
   const db = new Database(file, { readonly: true, fileMustExist: true });
   try {
-    const rows = db.prepare('SELECT * FROM events WHERE stream = ? ORDER BY revision').all(stream) as Array<Record<string, any>>;
-    return rows.map((row) => ({ ...row, data: JSON.parse(row.data), metadata: JSON.parse(row.metadata) }) as StoredEvent);
+    const rows = db.prepare('SELECT * FROM events WHERE stream = ? ORDER BY revision').all(stream) as Array<
+      Record<string, any>
+    >;
+    return rows.map(
+      (row) => ({ ...row, data: JSON.parse(row.data), metadata: JSON.parse(row.metadata) }) as StoredEvent,
+    );
   } finally {
     db.close();
   }
@@ -98,13 +110,18 @@ describe('20 simultaneous dispatches on one operation grant exactly one', () => 
       for (let round = 0; round < ROUNDS; round++) {
         const ref = `run_race2/step_${round}`;
         await plan(instances[round % 2].baseUrl, ref);
-        const answers = await race(instances.map((instance) => instance.baseUrl), ref);
+        const answers = await race(
+          instances.map((instance) => instance.baseUrl),
+          ref,
+        );
         expectOneGrant(answers, sqliteStream(eventsFile, streamName(ref)));
         // Both processes decide from the same log: each answers the state the other wrote.
         const states = await Promise.all(instances.map((instance) => ledgerAt(instance.baseUrl).state(ref)));
         expect(states[0].body).toEqual(states[1].body);
       }
-      const journal = (new Database(eventsFile, { readonly: true }).pragma('journal_mode', { simple: true }) as string).toLowerCase();
+      const journal = (
+        new Database(eventsFile, { readonly: true }).pragma('journal_mode', { simple: true }) as string
+      ).toLowerCase();
       expect(journal).toBe('wal');
       // The log is the shared file only; nothing was written beside each instance's own data.
       for (const instance of instances) expect(existsSync(join(instance.dataDir, 'events.sqlite'))).toBe(false);
@@ -127,7 +144,10 @@ describe('20 simultaneous dispatches on one operation grant exactly one', () => 
       for (let round = 0; round < ROUNDS; round++) {
         const ref = `run_race3/step_${round}`;
         await plan(instances[round % 2].baseUrl, ref);
-        const answers = await race(instances.map((instance) => instance.baseUrl), ref);
+        const answers = await race(
+          instances.map((instance) => instance.baseUrl),
+          ref,
+        );
         const decode = (bytes: Uint8Array) => JSON.parse(Buffer.from(bytes).toString('utf8'));
         const stream = double.log.events
           .filter((event) => event.stream === streamName(ref))

@@ -17,7 +17,9 @@ const AUDITOR_KEY = 'cli-operator-auditor-key-01';
 
 let ledger: LedgerProcess;
 beforeAll(async () => {
-  ledger = await startLedger({ env: { LEDGER_API_KEYS: `${RUNTIME_KEY}:runtime:acme,${OPERATOR_KEY}:operator:acme,${AUDITOR_KEY}:auditor:acme` } });
+  ledger = await startLedger({
+    env: { LEDGER_API_KEYS: `${RUNTIME_KEY}:runtime:acme,${OPERATOR_KEY}:operator:acme,${AUDITOR_KEY}:auditor:acme` },
+  });
 }, 60_000);
 afterAll(async () => {
   await ledger?.stop();
@@ -39,7 +41,13 @@ const cli = (args: string[], key = OPERATOR_KEY) => run(args, { LEDGER_URL: ledg
 async function escalatedUnknown(): Promise<string> {
   const ref = `run_cli/${randomUUID().slice(0, 8)}`;
   const runtime = ledgerAt(ledger.baseUrl, { authorization: `Bearer ${RUNTIME_KEY}` });
-  const plan = { run_id: 'run_cli', tool: 'refund_payment', side_effect: 'write', input_hash: 'sha256:in-1', policy: { consistency_window_ms: 0 } };
+  const plan = {
+    run_id: 'run_cli',
+    tool: 'refund_payment',
+    side_effect: 'write',
+    input_hash: 'sha256:in-1',
+    policy: { consistency_window_ms: 0 },
+  };
   for (const event of [
     fact('StepPlanned', plan),
     fact('AttemptDispatched', { attempt: 1, input_hash: 'sha256:in-1' }),
@@ -56,10 +64,21 @@ describe('recovery-ledger operator commands', () => {
     const ref = await escalatedUnknown();
     const acked = await cli(['ack', ref, '--assignee', 'ana', '--note', 'looking at it']);
     expect(acked).toMatchObject({ status: 0, stderr: '' });
-    expect(acked.stdout).toBe(`${ref}: EscalationAcknowledged recorded; status escalated (LOOKUP_UNAVAILABLE), next none, revision 8\n`);
-    const resolved = await cli(['resolve', ref, '--found', 'inv_9', '--note', 'checked the provider: invoice inv_9 exists']);
+    expect(acked.stdout).toBe(
+      `${ref}: EscalationAcknowledged recorded; status escalated (LOOKUP_UNAVAILABLE), next none, revision 8\n`,
+    );
+    const resolved = await cli([
+      'resolve',
+      ref,
+      '--found',
+      'inv_9',
+      '--note',
+      'checked the provider: invoice inv_9 exists',
+    ]);
     expect(resolved).toMatchObject({ status: 0, stderr: '' });
-    expect(resolved.stdout).toContain(`${ref}: OutcomeVerifiedManually recorded; status succeeded (MANUALLY_VERIFIED_COMMITTED), next none`);
+    expect(resolved.stdout).toContain(
+      `${ref}: OutcomeVerifiedManually recorded; status succeeded (MANUALLY_VERIFIED_COMMITTED), next none`,
+    );
     // The trail is a read model: it may lag the append by a moment.
     const evidence = await until(
       () => run(['evidence', ref], { LEDGER_URL: ledger.baseUrl, LEDGER_API_KEY: AUDITOR_KEY }),
@@ -79,18 +98,31 @@ describe('recovery-ledger operator commands', () => {
     expect(cancel.status).toBe(1);
     expect(cancel.stderr).toMatch(/^recovery-ledger: 409 OUTCOME_UNVERIFIED: /);
     // resolve --not-found, then reopen with a budget, then the next dispatch is granted; then cancel.
-    expect((await cli(['resolve', ref, '--not-found', '--note', 'nothing at the provider'])).stdout).toContain('status retry_ready (MANUALLY_VERIFIED_NOT_FOUND)');
+    expect((await cli(['resolve', ref, '--not-found', '--note', 'nothing at the provider'])).stdout).toContain(
+      'status retry_ready (MANUALLY_VERIFIED_NOT_FOUND)',
+    );
     const notEscalated = await cli(['reopen', ref, '--attempts', '1', '--reason', 'again']);
-    expect({ status: notEscalated.status, stderr: notEscalated.stderr.split(':').slice(0, 2).join(':') }).toEqual({ status: 1, stderr: 'recovery-ledger: 409 STEP_NOT_ESCALATED' });
-    expect((await cli(['cancel', ref, '--reason', 'the customer withdrew'])).stdout).toContain('status cancelled (STEP_CANCELLED), next none');
+    expect({ status: notEscalated.status, stderr: notEscalated.stderr.split(':').slice(0, 2).join(':') }).toEqual({
+      status: 1,
+      stderr: 'recovery-ledger: 409 STEP_NOT_ESCALATED',
+    });
+    expect((await cli(['cancel', ref, '--reason', 'the customer withdrew'])).stdout).toContain(
+      'status cancelled (STEP_CANCELLED), next none',
+    );
     const again = await cli(['ack', ref, '--assignee', 'ana']);
-    expect({ status: again.status, code: /409 (\w+)/.exec(again.stderr)?.[1] }).toEqual({ status: 1, code: 'STEP_CANCELLED' });
+    expect({ status: again.status, code: /409 (\w+)/.exec(again.stderr)?.[1] }).toEqual({
+      status: 1,
+      code: 'STEP_CANCELLED',
+    });
   });
 
   it('a key that is not an operator key is refused 403; no --url is a usage error; a wrong flag set too', async () => {
     const ref = await escalatedUnknown();
     const runtime = await cli(['ack', ref, '--assignee', 'ana'], RUNTIME_KEY);
-    expect({ status: runtime.status, code: /^recovery-ledger: (\d+ \w+)/.exec(runtime.stderr)?.[1] }).toEqual({ status: 1, code: '403 FORBIDDEN' });
+    expect({ status: runtime.status, code: /^recovery-ledger: (\d+ \w+)/.exec(runtime.stderr)?.[1] }).toEqual({
+      status: 1,
+      code: '403 FORBIDDEN',
+    });
     const local = await run(['cancel', ref, '--reason', 'x'], {});
     expect(local.status).toBe(2);
     expect(local.stderr).toContain('give --url');

@@ -14,7 +14,17 @@ import { operationStream } from '../../src/store/stream-names';
 import { verifyChain } from '../../src/store/hash-chain';
 import { fact, ledgerAt, type HttpAnswer } from '../support/http';
 import { startLedger, type LedgerProcess } from '../support/ledger-process';
-import { envelopes, ok, operation, problem, readEventRows, refusal, streamsOf, uniqueRef, type Ledger } from '../support/scenario';
+import {
+  envelopes,
+  ok,
+  operation,
+  problem,
+  readEventRows,
+  refusal,
+  streamsOf,
+  uniqueRef,
+  type Ledger,
+} from '../support/scenario';
 
 const SEED = 20261202;
 const TENANT = 'default'; // local mode
@@ -59,7 +69,9 @@ describe('racing requests on one operation', () => {
     const events = await op.events();
     expect(events.filter((event) => event.type === 'AttemptDispatched')).toHaveLength(1);
     // Each refused dispatch is evidence of a duplicate write prevented, recorded once.
-    expect(events.filter((event) => event.type === 'DispatchRefused').map((event) => event.data.code)).toEqual(Array(19).fill('ATTEMPT_IN_FLIGHT'));
+    expect(events.filter((event) => event.type === 'DispatchRefused').map((event) => event.data.code)).toEqual(
+      Array(19).fill('ATTEMPT_IN_FLIGHT'),
+    );
     const stream = streamsOf(readEventRows(ledger.dataDir)).get(operationStream(TENANT, op.ref)) ?? [];
     expect(verifyChain(stream)).toBeUndefined();
   });
@@ -67,10 +79,17 @@ describe('racing requests on one operation', () => {
   test('20 simultaneous dispatches at one expected_revision: one 200, nineteen REVISION_CONFLICT, nothing else stored', async () => {
     const op = operation(api, uniqueRef('charge'));
     const planned = ok(await op.plan());
-    const answers = await Promise.all(Array.from({ length: 20 }, () => op.dispatch(1, undefined, randomUUID(), planned.revision)));
+    const answers = await Promise.all(
+      Array.from({ length: 20 }, () => op.dispatch(1, undefined, randomUUID(), planned.revision)),
+    );
     expect(answers.filter((answer) => answer.status === 200)).toHaveLength(1);
     for (const answer of answers.filter((a) => a.status !== 200)) problem(answer, 409, 'REVISION_CONFLICT');
-    expect((await op.events()).map((event) => event.type)).toEqual(['StepPlanned', 'TransitionRecorded', 'AttemptDispatched', 'TransitionRecorded']);
+    expect((await op.events()).map((event) => event.type)).toEqual([
+      'StepPlanned',
+      'TransitionRecorded',
+      'AttemptDispatched',
+      'TransitionRecorded',
+    ]);
   });
 
   test('20 simultaneous envelopes for the one attempt in flight: exactly one is recorded', async () => {
@@ -145,27 +164,54 @@ class Load {
     // counts, so acknowledgements are taken from dispatches, envelopes and verifications, and plans
     // are only ever submitted once per ref here.
     if (answer.status === 200 && results.length === submission.events.length) {
-      for (const event of submission.events) this.acknowledged.push({ stream, event_id: event.event_id, types: [event.type, 'DispatchRefused'] });
-    } else if (answer.status === 409 && submission.events[0].type === 'AttemptDispatched' && RECORDED_REFUSALS.has(answer.body?.code)) {
+      for (const event of submission.events)
+        this.acknowledged.push({ stream, event_id: event.event_id, types: [event.type, 'DispatchRefused'] });
+    } else if (
+      answer.status === 409 &&
+      submission.events[0].type === 'AttemptDispatched' &&
+      RECORDED_REFUSALS.has(answer.body?.code)
+    ) {
       this.acknowledged.push({ stream, event_id: submission.events[0].event_id, types: ['DispatchRefused'] });
     }
   }
 }
 
 const planFact = (ref: string, policy?: Record<string, unknown>) =>
-  fact('StepPlanned', { run_id: ref.split('/')[0], tool: 'create_invoice', side_effect: 'write', input_hash: 'sha256:input-1', ...(policy ? { policy } : {}) });
+  fact('StepPlanned', {
+    run_id: ref.split('/')[0],
+    tool: 'create_invoice',
+    side_effect: 'write',
+    input_hash: 'sha256:input-1',
+    ...(policy ? { policy } : {}),
+  });
 
 /** A runtime working through its own operations: plan, dispatch, then success or verify. */
 async function worker(load: Load, prefix: string, random: () => number): Promise<void> {
   for (let index = 0; !load.stopped; index++) {
     const ref = `${prefix}/op_${index}`;
     if (!(await load.submit(ref, [planFact(ref)], true))) return;
-    if (!(await load.submit(ref, [fact('AttemptDispatched', { attempt: 1, input_hash: 'sha256:input-1' })], true))) return;
+    if (!(await load.submit(ref, [fact('AttemptDispatched', { attempt: 1, input_hash: 'sha256:input-1' })], true)))
+      return;
     if (random() < 0.5) {
-      if (!(await load.submit(ref, [fact('EnvelopeRecorded', { attempt: 1, envelope: envelopes.success(ref) })], true))) return;
+      if (!(await load.submit(ref, [fact('EnvelopeRecorded', { attempt: 1, envelope: envelopes.success(ref) })], true)))
+        return;
     } else {
-      if (!(await load.submit(ref, [fact('EnvelopeRecorded', { attempt: 1, envelope: envelopes.outcomeUnknown(ref) })], true))) return;
-      if (!(await load.submit(ref, [fact('VerificationRecorded', { outcome: 'found_committed', checked_at: new Date().toISOString() })], true))) return;
+      if (
+        !(await load.submit(
+          ref,
+          [fact('EnvelopeRecorded', { attempt: 1, envelope: envelopes.outcomeUnknown(ref) })],
+          true,
+        ))
+      )
+        return;
+      if (
+        !(await load.submit(
+          ref,
+          [fact('VerificationRecorded', { outcome: 'found_committed', checked_at: new Date().toISOString() })],
+          true,
+        ))
+      )
+        return;
     }
   }
 }
@@ -182,9 +228,12 @@ async function contender(load: Load, api: Ledger, refs: string[], random: () => 
     }
     const { status, attempts_used: used, current_attempt: current } = state.body ?? {};
     let events: Submission['events'];
-    if (status === 'planned' || status === 'retry_ready') events = [fact('AttemptDispatched', { attempt: used + 1, input_hash: 'sha256:input-1' })];
-    else if (status === 'dispatched') events = [fact('EnvelopeRecorded', { attempt: current, envelope: envelopes.outcomeUnknown(ref) })];
-    else if (status === 'verifying') events = [fact('VerificationRecorded', { outcome: 'not_found', checked_at: new Date().toISOString() })];
+    if (status === 'planned' || status === 'retry_ready')
+      events = [fact('AttemptDispatched', { attempt: used + 1, input_hash: 'sha256:input-1' })];
+    else if (status === 'dispatched')
+      events = [fact('EnvelopeRecorded', { attempt: current, envelope: envelopes.outcomeUnknown(ref) })];
+    else if (status === 'verifying')
+      events = [fact('VerificationRecorded', { outcome: 'not_found', checked_at: new Date().toISOString() })];
     else continue;
     if (!(await load.submit(ref, events, false))) return;
   }
@@ -198,18 +247,26 @@ function checkLog(dataDir: string, acknowledged: Acknowledged[]): string[] {
   for (const row of rows) byId.set(row.event_id, [...(byId.get(row.event_id) ?? []), row]);
   for (const ack of acknowledged) {
     const found = byId.get(ack.event_id) ?? [];
-    if (found.length !== 1) breaches.push(`acknowledged ${ack.event_id} (${ack.types[0]}) is in the log ${found.length} times`);
-    else if (found[0].stream !== ack.stream || !ack.types.includes(found[0].type)) breaches.push(`acknowledged ${ack.event_id} stored as ${found[0].stream} ${found[0].type}`);
+    if (found.length !== 1)
+      breaches.push(`acknowledged ${ack.event_id} (${ack.types[0]}) is in the log ${found.length} times`);
+    else if (found[0].stream !== ack.stream || !ack.types.includes(found[0].type))
+      breaches.push(`acknowledged ${ack.event_id} stored as ${found[0].stream} ${found[0].type}`);
   }
   for (const [stream, events] of streamsOf(rows)) {
     const revisions = events.map((event) => event.revision);
-    if (revisions.some((revision, index) => revision !== index)) breaches.push(`${stream}: revisions not contiguous: ${revisions.join(',')}`);
+    if (revisions.some((revision, index) => revision !== index))
+      breaches.push(`${stream}: revisions not contiguous: ${revisions.join(',')}`);
     const broken = verifyChain(events);
     if (broken) breaches.push(`${stream}: hash chain breaks at ${broken.revision} (${broken.reason})`);
     // A fact and what it caused were one atomic append: no accepted fact without its transition.
     // A refused dispatch and a refused late envelope are recorded alone (docs/contract.md §3, §4.9).
     events.forEach((event, index) => {
-      if (event.type === 'DispatchRefused' || event.type === 'TransitionRecorded' || event.type === 'LateOutcomeRecorded') return;
+      if (
+        event.type === 'DispatchRefused' ||
+        event.type === 'TransitionRecorded' ||
+        event.type === 'LateOutcomeRecorded'
+      )
+        return;
       const next = events[index + 1];
       if (!next || next.type !== 'TransitionRecorded' || next.metadata.causation_event_id !== event.event_id) {
         breaches.push(`${stream}: ${event.type} at ${event.revision} has no TransitionRecorded after it`);
@@ -230,7 +287,12 @@ describe('SIGKILL under concurrent load', () => {
         const api = ledgerAt(ledger.baseUrl);
         const load = new Load(api);
         const shared = Array.from({ length: 3 }, (_, i) => `run_c${cycle}/shared_${i}`);
-        for (const ref of shared) ok(await api.submit(ref, [planFact(ref, { max_attempts: 100, consistency_window_ms: 0, max_consecutive_dependency_failures: 100 })]));
+        for (const ref of shared)
+          ok(
+            await api.submit(ref, [
+              planFact(ref, { max_attempts: 100, consistency_window_ms: 0, max_consecutive_dependency_failures: 100 }),
+            ]),
+          );
 
         const threshold = 60 + Math.floor(random() * 200);
         const running = [
@@ -256,7 +318,10 @@ describe('SIGKILL under concurrent load', () => {
         const resubmitter = new Load(after);
         for (const submission of load.inFlight) {
           const answer = await after.submit(submission.ref, submission.events);
-          expect({ status: answer.status < 500, typed: answer.status === 200 || typeof answer.body?.code === 'string' }).toEqual({ status: true, typed: true });
+          expect({
+            status: answer.status < 500,
+            typed: answer.status === 200 || typeof answer.body?.code === 'string',
+          }).toEqual({ status: true, typed: true });
           resubmitter.book(submission, answer);
         }
         acknowledged.push(...resubmitter.acknowledged);

@@ -46,10 +46,12 @@ afterAll(async () => {
   await store.stop();
 });
 
-const typesOf = <E extends { type: string }>(events: E[], type: string) => events.filter((event) => event.type === type);
-const refusalCodes = (events: Array<{ type: string; data: any }>) => typesOf(events, 'DispatchRefused').map((event) => event.data.code);
+const typesOf = <E extends { type: string }>(events: E[], type: string) =>
+  events.filter((event) => event.type === type);
+const refusalCodes = (events: Array<{ type: string; data: any }>) =>
+  typesOf(events, 'DispatchRefused').map((event) => event.data.code);
 
-describe("the contract table (docs/contract.md §4)", () => {
+describe('the contract table (docs/contract.md §4)', () => {
   test('invalid address: correct_input -> needs_input; no unchanged retry; a changed input may run, within the remaining attempts', async () => {
     const op = operation(api, uniqueRef('send_email'));
     ok(await op.plan({ policy: { max_attempts: 3 } }));
@@ -91,7 +93,11 @@ describe("the contract table (docs/contract.md §4)", () => {
     const notBefore = inMs(1500);
     const scheduled = ok(await op.record(1, envelopes.readRateLimited(notBefore, 2)));
     expect(scheduled.state.status).toBe('retry_scheduled');
-    expect(scheduled.directive).toEqual({ next_action: 'wait_and_retry', not_before: notBefore, attempts_remaining: 2 });
+    expect(scheduled.directive).toEqual({
+      next_action: 'wait_and_retry',
+      not_before: notBefore,
+      attempts_remaining: 2,
+    });
 
     const early = await op.dispatch(2);
     const body = refusal(early, 'RETRY_NOT_BEFORE');
@@ -124,7 +130,9 @@ describe("the contract table (docs/contract.md §4)", () => {
     expect(Number(premature.headers.get('retry-after'))).toBeGreaterThanOrEqual(1);
     expect(await store.dumpLog(ledger)).toBe(before);
 
-    const found = ok(await op.verify('found_committed', { evidence_ref: 'inv_123', result: { invoice_id: 'inv_123' } }));
+    const found = ok(
+      await op.verify('found_committed', { evidence_ref: 'inv_123', result: { invoice_id: 'inv_123' } }),
+    );
     expect(found.state).toMatchObject({ status: 'succeeded', reason: 'VERIFIED_COMMITTED' });
     expect(found.state.success).toMatchObject({ attempt: 1, proven_by: 'verification', evidence_ref: 'inv_123' });
     expect(found.directive.next_action).toBe('none');
@@ -214,7 +222,13 @@ describe('bounds the table implies', () => {
     const corrected = ok(await op.dispatch(2, INPUT_2));
     expect(corrected.directive.attempts_remaining).toBe(0);
     // The worker lost attempt 2's envelope and verified: nothing committed, but nothing remains either.
-    const verified = ok(await until(() => op.verify('not_found'), (answer) => answer.status !== 409, 'the call deadline of attempt 2'));
+    const verified = ok(
+      await until(
+        () => op.verify('not_found'),
+        (answer) => answer.status !== 409,
+        'the call deadline of attempt 2',
+      ),
+    );
     expect(verified.state.status).toBe('escalated');
     refusal(await op.dispatch(3, 'sha256:input-3'), 'ATTEMPTS_EXHAUSTED');
   });
@@ -244,12 +258,18 @@ describe('crash recovery and verification', () => {
       // VerificationRecorded is accepted straight from `dispatched`.
       const found = ok(await operation(after, committed.ref).verify('found_committed', { evidence_ref: 'ch_1' }));
       expect(found.state).toMatchObject({ status: 'succeeded', success: { attempt: 1, proven_by: 'verification' } });
-      const transitions = (await operation(after, committed.ref).events()).filter((event) => event.type === 'TransitionRecorded');
+      const transitions = (await operation(after, committed.ref).events()).filter(
+        (event) => event.type === 'TransitionRecorded',
+      );
       expect(transitions[transitions.length - 1].data).toMatchObject({ from: 'dispatched', to: 'succeeded' });
 
       // Verified not committed: a new attempt of the same operation, numbered after the lost one.
       const lostAfter = operation(after, lost.ref);
-      const conclusive = await until(() => lostAfter.verify('not_found'), (answer) => answer.status !== 409, 'the call deadline of attempt 1');
+      const conclusive = await until(
+        () => lostAfter.verify('not_found'),
+        (answer) => answer.status !== 409,
+        'the call deadline of attempt 1',
+      );
       expect(ok(conclusive).state.status).toBe('retry_ready');
       refusal(await lostAfter.dispatch(1), 'ATTEMPT_MISMATCH');
       expect(ok(await lostAfter.dispatch(2)).state).toMatchObject({ status: 'dispatched', current_attempt: 2 });
@@ -282,8 +302,13 @@ describe('crash recovery and verification', () => {
     expect(stale.state).toMatchObject({ status: 'dispatched', current_attempt: 2, possible_duplicate: { attempt: 1 } });
     // Recorded as evidence of what attempt 1 did (docs/contract.md §4.9), and nothing else.
     const after = await op.events();
-    expect(after.slice(before).map((event) => [event.type, event.data.possible_duplicate])).toEqual([['LateOutcomeRecorded', true]]);
-    expect(ok(await op.record(2, envelopes.success(op.ref))).state).toMatchObject({ status: 'succeeded', success: { attempt: 2 } });
+    expect(after.slice(before).map((event) => [event.type, event.data.possible_duplicate])).toEqual([
+      ['LateOutcomeRecorded', true],
+    ]);
+    expect(ok(await op.record(2, envelopes.success(op.ref))).state).toMatchObject({
+      status: 'succeeded',
+      success: { attempt: 2 },
+    });
   });
 });
 
@@ -392,7 +417,10 @@ describe('the stream as the source of truth', () => {
       expect(body.events).toHaveLength(8);
     }
     // Between a fact and its transition: the fact is folded, the status has not changed yet.
-    expect(ok(await api.events(op.ref, '?as_of_revision=2')).state).toMatchObject({ status: 'planned', attempts_used: 1 });
+    expect(ok(await api.events(op.ref, '?as_of_revision=2')).state).toMatchObject({
+      status: 'planned',
+      attempts_used: 1,
+    });
     expect(problem(await api.events(op.ref, '?as_of_revision=x'), 400, 'BAD_REQUEST').field).toBe('as_of_revision');
   });
 });
@@ -402,9 +430,17 @@ describe('secrets and the schema', () => {
   const STRIPE = 'sk_live_4eC39HqLyjWDarjtT1zdp7dc';
   const JWT =
     'eyJhbGciOiJIUzI1NiIsInR5cCI6IkpXVCJ9.eyJzdWIiOiIxMjM0NTY3ODkwIiwibmFtZSI6IkphbmUifQ.SflKxwRJSMeKKF2QT4fwpMeJf36POk6yJV_adQssw5c';
-  const PEM = '-----BEGIN PRIVATE KEY-----\nMIIBVQIBADANBgkqhkiG9w0BAQEFAASCAT8wggE7AgEAAkEAq7BFUpkGp3\n-----END PRIVATE KEY-----';
+  const PEM =
+    '-----BEGIN PRIVATE KEY-----\nMIIBVQIBADANBgkqhkiG9w0BAQEFAASCAT8wggE7AgEAAkEAq7BFUpkGp3\n-----END PRIVATE KEY-----';
   const CARD = '4111 1111 1111 1111';
-  const secretFragments = ['abcDEF1234567890ghiJKL', STRIPE, JWT.split('.')[2], 'MIIBVQIBADANBgkqhkiG9w0BAQEFAASCAT8wggE7AgEAAkEAq7BFUpkGp3', CARD, CARD.replace(/ /g, '')];
+  const secretFragments = [
+    'abcDEF1234567890ghiJKL',
+    STRIPE,
+    JWT.split('.')[2],
+    'MIIBVQIBADANBgkqhkiG9w0BAQEFAASCAT8wggE7AgEAAkEAq7BFUpkGp3',
+    CARD,
+    CARD.replace(/ /g, ''),
+  ];
 
   test('secrets in an envelope never reach a response or the events table, and the redaction is recorded', async () => {
     const op = operation(api, uniqueRef('create_invoice'));
@@ -420,7 +456,12 @@ describe('secrets and the schema', () => {
     // The same submission again is recognised as a resubmission, not as a reused id.
     answers.push(await op.record(1, envelope, id));
     expect(ok(answers[1]).results).toEqual([{ event_id: id, status: 'duplicate' }]);
-    answers.push(await op.verify('found_committed', { evidence_ref: 'inv_5', result: { note: `paid with ${CARD}, key ${STRIPE}` } }));
+    answers.push(
+      await op.verify('found_committed', {
+        evidence_ref: 'inv_5',
+        result: { note: `paid with ${CARD}, key ${STRIPE}` },
+      }),
+    );
     answers.push(await op.state(), await api.events(op.ref), await api.events(op.ref, '?as_of_revision=5'));
     for (const answer of answers) ok(answer);
 
@@ -449,10 +490,16 @@ describe('secrets and the schema', () => {
     addFormats(ajv);
     const validate = ajv.compile(answer.body);
     const ref = 'run_81/step_4';
-    for (const envelope of [envelopes.success(ref), envelopes.invalidRecipient(ref), envelopes.outcomeUnknown(ref), envelopes.missingApproval(ref)]) {
-      expect({ envelope: envelope.ok ? 'success' : (envelope as { code: string }).code, valid: validate(envelope) }).toEqual(
-        expect.objectContaining({ valid: true }),
-      );
+    for (const envelope of [
+      envelopes.success(ref),
+      envelopes.invalidRecipient(ref),
+      envelopes.outcomeUnknown(ref),
+      envelopes.missingApproval(ref),
+    ]) {
+      expect({
+        envelope: envelope.ok ? 'success' : (envelope as { code: string }).code,
+        valid: validate(envelope),
+      }).toEqual(expect.objectContaining({ valid: true }));
     }
     const broken = [
       { ...envelopes.outcomeUnknown(ref), code: 'outcome unknown' },

@@ -44,9 +44,18 @@ function dockerignore(): (relativePath: string) => boolean {
     .split('\n')
     .map((line) => line.trim().replace(/^\/|\/$/g, ''))
     .filter((line) => line !== '' && !line.startsWith('#'));
-  if (patterns.some((pattern) => pattern.startsWith('!'))) throw new Error('.dockerignore exceptions (!) are not read here: extend dockerignore()');
+  if (patterns.some((pattern) => pattern.startsWith('!')))
+    throw new Error('.dockerignore exceptions (!) are not read here: extend dockerignore()');
   const expressions = patterns.map((pattern) => {
-    const body = pattern.split('**').map((part) => part.replace(/[.+^${}()|[\]\\]/g, '\\$&').replace(/\*/g, '[^/]*').replace(/\?/g, '[^/]')).join('.*');
+    const body = pattern
+      .split('**')
+      .map((part) =>
+        part
+          .replace(/[.+^${}()|[\]\\]/g, '\\$&')
+          .replace(/\*/g, '[^/]*')
+          .replace(/\?/g, '[^/]'),
+      )
+      .join('.*');
     return new RegExp(`^${body}(/|$)`); // a matched folder excludes everything under it
   });
   return (relativePath) => expressions.some((expression) => expression.test(relativePath));
@@ -54,8 +63,14 @@ function dockerignore(): (relativePath: string) => boolean {
 
 /** Only what the RUN lines need from the host: the tools on PATH, npm's cache, a proxy, and the Node headers node-gyp builds against when npm is set to another Node's (README, "Node versions"). */
 function runEnvironment(stageEnv: Record<string, string>): Record<string, string> {
-  const env: Record<string, string> = { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? tmpdir(), npm_config_prefer_offline: 'true', npm_config_update_notifier: 'false' };
-  for (const [name, value] of Object.entries(process.env)) if (/^(https?_proxy|no_proxy|npm_config_cache|npm_config_nodedir)$/i.test(name) && value) env[name] = value;
+  const env: Record<string, string> = {
+    PATH: process.env.PATH ?? '',
+    HOME: process.env.HOME ?? tmpdir(),
+    npm_config_prefer_offline: 'true',
+    npm_config_update_notifier: 'false',
+  };
+  for (const [name, value] of Object.entries(process.env))
+    if (/^(https?_proxy|no_proxy|npm_config_cache|npm_config_nodedir)$/i.test(name) && value) env[name] = value;
   return { ...env, ...stageEnv };
 }
 
@@ -102,11 +117,19 @@ describe('the Docker image, built from the Dockerfile and started with docker-co
       } else if (instruction.keyword === 'RUN') {
         // The shell form, as Docker runs it: /bin/sh -c.
         try {
-          const { stdout, stderr } = await run('/bin/sh', ['-c', instruction.args], { cwd: buildRoot, env: runEnvironment(buildEnv), timeout: 900_000, maxBuffer: 64 * 1024 * 1024 });
+          const { stdout, stderr } = await run('/bin/sh', ['-c', instruction.args], {
+            cwd: buildRoot,
+            env: runEnvironment(buildEnv),
+            timeout: 900_000,
+            maxBuffer: 64 * 1024 * 1024,
+          });
           ran.push({ line: instruction.args, output: stdout + stderr });
         } catch (error) {
           const failed = error as { stdout?: string; stderr?: string; message: string };
-          throw new Error(`RUN ${instruction.args} failed in the build stage:\n${failed.stderr ?? ''}${failed.stdout ?? ''}\n${failed.message}`, { cause: error });
+          throw new Error(
+            `RUN ${instruction.args} failed in the build stage:\n${failed.stderr ?? ''}${failed.stdout ?? ''}\n${failed.message}`,
+            { cause: error },
+          );
         }
       } else {
         throw new Error(`build stage: ${instruction.keyword} is not assembled here; extend this test`);
@@ -124,7 +147,10 @@ describe('the Docker image, built from the Dockerfile and started with docker-co
           if (!source.startsWith(`${WORKDIR}/`)) throw new Error(`COPY --from=build ${source}: not under ${WORKDIR}`);
           const from = join(buildRoot, source.slice(WORKDIR.length + 1));
           if (!existsSync(from)) throw new Error(`COPY --from=build ${source}: the build stage did not make it`);
-          cpSync(from, targetOf(runtimeRoot, copy.destination, source, copy.sources.length), { recursive: true, verbatimSymlinks: true });
+          cpSync(from, targetOf(runtimeRoot, copy.destination, source, copy.sources.length), {
+            recursive: true,
+            verbatimSymlinks: true,
+          });
         }
       } else if (instruction.keyword === 'RUN' && !RUNTIME_RUN_STANDS_IN.has(instruction.args)) {
         throw new Error(`runtime stage: RUN ${instruction.args} is not reproduced here; extend this test`);
@@ -149,12 +175,14 @@ describe('the Docker image, built from the Dockerfile and started with docker-co
     expect(npmCi).not.toMatch(/allowScripts|install scripts?/i);
   });
 
-  describe('the runtime stage, with the compose file\'s environment', () => {
+  describe("the runtime stage, with the compose file's environment", () => {
     let double: EventStoreDbProtocolDouble;
     let ledger: LedgerProcess;
     let dataDir: string;
     const service = compose.services.ledger;
-    const composeEnv = Object.fromEntries(Object.entries(service?.environment ?? {}).map(([name, value]) => [name, String(value)]));
+    const composeEnv = Object.fromEntries(
+      Object.entries(service?.environment ?? {}).map(([name, value]) => [name, String(value)]),
+    );
     const keys = (composeEnv.LEDGER_API_KEYS ?? '').split(',').map((entry) => entry.split(':'));
 
     beforeAll(async () => {
@@ -195,10 +223,14 @@ describe('the Docker image, built from the Dockerfile and started with docker-co
       expect({ status: ready.status, body: ready.body }).toEqual({ status: 200, body: expect.anything() });
       const healthcheck = runtimeStage.instructions.find((i) => i.keyword === 'HEALTHCHECK') as Instruction;
       const [command, ...args] = execForm(healthcheck.args.slice(healthcheck.args.indexOf('CMD')));
-      await run(command === 'node' ? process.execPath : command, args, { cwd: runtimeRoot, env: { ...process.env, PORT: String(ledger.port) }, timeout: 10_000 });
+      await run(command === 'node' ? process.execPath : command, args, {
+        cwd: runtimeRoot,
+        env: { ...process.env, PORT: String(ledger.port) },
+        timeout: 10_000,
+      });
     });
 
-    it('takes the compose file\'s example keys, and refuses a request without one', async () => {
+    it("takes the compose file's example keys, and refuses a request without one", async () => {
       expect(keys.length).toBeGreaterThan(0);
       const path = `/v1/operations/${encodeURIComponent('run_compose/step_1')}`;
       expect((await request(ledger.baseUrl, 'GET', path)).status).toBe(401);
@@ -209,20 +241,27 @@ describe('the Docker image, built from the Dockerfile and started with docker-co
       }
     });
   });
-
 });
 
 describe('docker-compose.yml', () => {
   it('is a file `docker compose config` accepts (where docker compose is installed)', async () => {
     const probe = await run('docker', ['compose', 'version'], { timeout: 30_000 }).then(
       () => undefined,
-      (error: { code?: string; stderr?: string; message: string }) => (error.code === 'ENOENT' ? 'no docker command on PATH' : (error.stderr || error.message).trim()),
+      (error: { code?: string; stderr?: string; message: string }) =>
+        error.code === 'ENOENT' ? 'no docker command on PATH' : (error.stderr || error.message).trim(),
     );
     if (probe !== undefined) {
       console.log(`docker compose config skipped: \`docker compose version\` failed here (${probe})`);
       return;
     }
-    await run('docker', ['compose', '-f', join(REPO, 'docker-compose.yml'), 'config', '--quiet'], { cwd: REPO, timeout: 60_000 });
-    await run('docker', ['compose', '-f', join(REPO, 'docker-compose.yml'), '--profile', 'cluster', 'config', '--quiet'], { cwd: REPO, timeout: 60_000 });
+    await run('docker', ['compose', '-f', join(REPO, 'docker-compose.yml'), 'config', '--quiet'], {
+      cwd: REPO,
+      timeout: 60_000,
+    });
+    await run(
+      'docker',
+      ['compose', '-f', join(REPO, 'docker-compose.yml'), '--profile', 'cluster', 'config', '--quiet'],
+      { cwd: REPO, timeout: 60_000 },
+    );
   });
 });

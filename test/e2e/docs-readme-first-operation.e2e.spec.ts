@@ -27,7 +27,10 @@ interface Curl extends CurlCall {
 
 /** The block's curl calls (nothing else in it runs), each with the comment on its line. */
 function curlCalls(script: string): Curl[] {
-  const comments = script.split('\n').filter((line) => line.startsWith('curl ')).map((line) => /#\s*(.*)$/.exec(line)?.[1] ?? '');
+  const comments = script
+    .split('\n')
+    .filter((line) => line.startsWith('curl '))
+    .map((line) => /#\s*(.*)$/.exec(line)?.[1] ?? '');
   return recordedCalls(script)
     .filter((call) => call.command === 'curl')
     .map((call, index) => ({ ...asCurl(call), comment: comments[index] ?? '' }));
@@ -50,7 +53,7 @@ const send = async (call: Curl, baseUrl: string) => {
   return { status: response.status, body: (await response.json()) as Record<string, any> };
 };
 
-describe("README: A first operation", () => {
+describe('README: A first operation', () => {
   it('runs as written, and every comment in it is true', async () => {
     const calls = curlCalls(block('A first operation'));
     expect(calls.map((call) => call.method)).toEqual(['POST', 'POST', 'POST', 'GET']);
@@ -66,17 +69,27 @@ describe("README: A first operation", () => {
     const second = await send(
       {
         ...calls[1],
-        body: JSON.stringify({ events: [{ event_id: randomUUID(), type: 'AttemptDispatched', data: { attempt: 2, input_hash: 'sha256:9c1f' } }] }),
+        body: JSON.stringify({
+          events: [
+            { event_id: randomUUID(), type: 'AttemptDispatched', data: { attempt: 2, input_hash: 'sha256:9c1f' } },
+          ],
+        }),
       },
       ledger.baseUrl,
     );
-    expect({ status: second.status, code: second.body.code }).toEqual({ status: Number(promised![1]), code: promised![2] });
+    expect({ status: second.status, code: second.body.code }).toEqual({
+      status: Number(promised![1]),
+      code: promised![2],
+    });
 
     // The final GET's comment: "key: value, key: value (...)".
     const get = calls[3];
     const state = await send(get, ledger.baseUrl);
     expect(state.status).toBe(200);
-    const fields = get.comment.replace(/\(.*\)/, '').split(',').map((pair) => pair.split(':').map((part) => part.trim()));
+    const fields = get.comment
+      .replace(/\(.*\)/, '')
+      .split(',')
+      .map((pair) => pair.split(':').map((part) => part.trim()));
     expect(fields.length).toBeGreaterThan(0);
     for (const [key, value] of fields) expect({ [key]: state.body[key] }).toEqual({ [key]: value });
     if (/no directive/.test(get.comment)) expect(state.body.directive).toBeUndefined();

@@ -40,7 +40,8 @@ const normal = (line: string) => line.replace(INSTANT, '<instant>');
  */
 let recorded = 0;
 function expectOutput(actual: string[], expected: string[]): void {
-  if (process.env.DOCS_RECORD_DIR) writeFileSync(join(process.env.DOCS_RECORD_DIR, `sdk-walkthrough-${++recorded}.txt`), `${actual.join('\n')}\n`);
+  if (process.env.DOCS_RECORD_DIR)
+    writeFileSync(join(process.env.DOCS_RECORD_DIR, `sdk-walkthrough-${++recorded}.txt`), `${actual.join('\n')}\n`);
   const gap = expected.indexOf('...');
   const got = actual.map(normal);
   const want = expected.map(normal);
@@ -103,7 +104,11 @@ async function until(what: string, condition: () => boolean, timeoutMs = 20_000)
 async function sendToProvider(call: ShellCall): Promise<void> {
   const curl = asCurl(call);
   const url = curl.url.replace(/^(http:\/\/)?localhost:4010/, provider.url);
-  const response = await fetch(url, { method: curl.method, headers: { 'content-type': 'application/json', ...curl.headers }, body: curl.body });
+  const response = await fetch(url, {
+    method: curl.method,
+    headers: { 'content-type': 'application/json', ...curl.headers },
+    body: curl.body,
+  });
   expect(response.status).toBeLessThan(300);
 }
 
@@ -145,7 +150,9 @@ describe('docs/sdk.md, run', () => {
     await until('the create request to reach the provider', () => (provider.createRequests().get(ref) ?? 0) > 0);
     life.child.kill('SIGKILL');
     await life.exited;
-    await until('the provider to hold the invoice', () => provider.invoices().some((invoice) => invoice.operation_ref === ref));
+    await until('the provider to hold the invoice', () =>
+      provider.invoices().some((invoice) => invoice.operation_ref === ref),
+    );
     expectOutput(await runWorker(second.args), expected);
     expect(provider.invoices().filter((invoice) => invoice.operation_ref === ref)).toHaveLength(1);
   });

@@ -17,12 +17,15 @@ let cluster: EventStoreDbProtocolCluster;
 let ledger: LedgerProcess;
 let api: ReturnType<typeof ledgerAt>;
 
-const planned = () => fact('StepPlanned', { run_id: 'run_c', tool: 'create_invoice', side_effect: 'write', input_hash: 'h1' });
+const planned = () =>
+  fact('StepPlanned', { run_id: 'run_c', tool: 'create_invoice', side_effect: 'write', input_hash: 'h1' });
 const newRef = () => `run_${randomUUID().slice(0, 8)}/step_1`;
 
 beforeAll(async () => {
   cluster = await EventStoreDbProtocolCluster.start();
-  ledger = await startLedger({ env: { LEDGER_STORE: 'eventstoredb', EVENTSTORE_CONNECTION_STRING: cluster.connectionString } });
+  ledger = await startLedger({
+    env: { LEDGER_STORE: 'eventstoredb', EVENTSTORE_CONNECTION_STRING: cluster.connectionString },
+  });
   api = ledgerAt(ledger.baseUrl);
 });
 
@@ -76,7 +79,10 @@ test('an operation whose stream was soft-deleted answers HISTORY_INTEGRITY_FAILE
     await client.dispose();
   }
   const refused = await api.submit(ref, [planned()]);
-  expect({ status: refused.status, code: refused.body?.code }).toEqual({ status: 500, code: 'HISTORY_INTEGRITY_FAILED' });
+  expect({ status: refused.status, code: refused.body?.code }).toEqual({
+    status: 500,
+    code: 'HISTORY_INTEGRITY_FAILED',
+  });
   // Nothing was appended after the deletion.
   expect(stored()).toBe(before);
   expect((await api.state(ref)).body?.code).toBe('HISTORY_INTEGRITY_FAILED');

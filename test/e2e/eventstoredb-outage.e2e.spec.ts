@@ -56,7 +56,12 @@ function expectStoreUnavailable(answer: HttpAnswer): void {
  * very same events again (same ids) after a short wait, until another answer comes. Answers it and
  * every 503 seen on the way.
  */
-async function submitThrough(target: Ledger, ref: string, events: unknown[], deadlineMs = 15_000): Promise<{ answer: HttpAnswer; unavailable: HttpAnswer[] }> {
+async function submitThrough(
+  target: Ledger,
+  ref: string,
+  events: unknown[],
+  deadlineMs = 15_000,
+): Promise<{ answer: HttpAnswer; unavailable: HttpAnswer[] }> {
   const unavailable: HttpAnswer[] = [];
   const deadline = Date.now() + deadlineMs;
   for (;;) {
@@ -88,7 +93,11 @@ function expectWhole(events: StoredEvent[]): void {
   expect(verifyChain(events)).toBeUndefined();
   events.forEach((event, index) => {
     if (event.type === 'TransitionRecorded' || event.type === 'DispatchRefused') return;
-    expect({ fact: event.type, next: events[index + 1]?.type, causedBy: events[index + 1]?.metadata.causation_event_id }).toEqual({
+    expect({
+      fact: event.type,
+      next: events[index + 1]?.type,
+      causedBy: events[index + 1]?.metadata.causation_event_id,
+    }).toEqual({
       fact: event.type,
       next: 'TransitionRecorded',
       causedBy: event.event_id,
@@ -98,8 +107,12 @@ function expectWhole(events: StoredEvent[]): void {
 
 /** Each projection of `ref` agrees with the stream: the evidence trail lists exactly its events. */
 async function expectEvidenceExact(target: LedgerProcess, ref: string, position: number): Promise<any> {
-  const evidence = ok(await request(target.baseUrl, 'GET', `${opPath(ref)}/evidence?wait_timeout_ms=20000&wait_for_position=${position}`));
-  expect(evidence.entries.map((entry: { event_id: string }) => entry.event_id)).toEqual((await streamOf(ref)).map((event) => event.event_id));
+  const evidence = ok(
+    await request(target.baseUrl, 'GET', `${opPath(ref)}/evidence?wait_timeout_ms=20000&wait_for_position=${position}`),
+  );
+  expect(evidence.entries.map((entry: { event_id: string }) => entry.event_id)).toEqual(
+    (await streamOf(ref)).map((event) => event.event_id),
+  );
   return evidence;
 }
 
@@ -150,14 +163,28 @@ describe('connections dropped mid-subscription and mid-append, under concurrent 
           }
           return body;
         };
-        await through([fact('StepPlanned', { run_id: run, tool, side_effect: 'write', input_hash: 'sha256:input-1', policy: { consistency_window_ms: 0 } })]);
+        await through([
+          fact('StepPlanned', {
+            run_id: run,
+            tool,
+            side_effect: 'write',
+            input_hash: 'sha256:input-1',
+            policy: { consistency_window_ms: 0 },
+          }),
+        ]);
         await through([fact('AttemptDispatched', { attempt: 1, input_hash: 'sha256:input-1' })]);
         if ((w + index) % 2 === 0) {
           await through([fact('EnvelopeRecorded', { attempt: 1, envelope: envelopes.success(ref) })]);
         } else {
           unknownOutcomes.add(ref);
           await through([fact('EnvelopeRecorded', { attempt: 1, envelope: envelopes.outcomeUnknown(ref) })]);
-          await through([fact('VerificationRecorded', { outcome: 'found_committed', checked_at: new Date().toISOString(), evidence_ref: `inv_${w}_${index}` })]);
+          await through([
+            fact('VerificationRecorded', {
+              outcome: 'found_committed',
+              checked_at: new Date().toISOString(),
+              evidence_ref: `inv_${w}_${index}`,
+            }),
+          ]);
         }
       }
     };
@@ -192,9 +219,21 @@ describe('connections dropped mid-subscription and mid-append, under concurrent 
 
     // The projections of the instance that lived through it all, against the log ...
     for (const ref of refs) await expectEvidenceExact(ledger, ref, last);
-    const runSummary = ok(await request(ledger.baseUrl, 'GET', `/v1/runs/${encodeURIComponent(run)}?wait_timeout_ms=20000&wait_for_position=${last}`));
+    const runSummary = ok(
+      await request(
+        ledger.baseUrl,
+        'GET',
+        `/v1/runs/${encodeURIComponent(run)}?wait_timeout_ms=20000&wait_for_position=${last}`,
+      ),
+    );
     expect(runSummary).toMatchObject({ run_id: run, total: refs.length, open: 0, counts: { succeeded: refs.length } });
-    const trust = ok(await request(ledger.baseUrl, 'GET', `/v1/metrics/trust?tool=${tool}&wait_timeout_ms=20000&wait_for_position=${last}`));
+    const trust = ok(
+      await request(
+        ledger.baseUrl,
+        'GET',
+        `/v1/metrics/trust?tool=${tool}&wait_timeout_ms=20000&wait_for_position=${last}`,
+      ),
+    );
     expect(trust.tools).toEqual([
       expect.objectContaining({
         tool,
@@ -206,9 +245,19 @@ describe('connections dropped mid-subscription and mid-append, under concurrent 
         pending_recovery_now: 0,
       }),
     ]);
-    expect((await request(ledger.baseUrl, 'GET', `/v1/recovery?tool=${tool}&wait_timeout_ms=20000&wait_for_position=${last}`)).body.items).toEqual([]);
+    expect(
+      (
+        await request(
+          ledger.baseUrl,
+          'GET',
+          `/v1/recovery?tool=${tool}&wait_timeout_ms=20000&wait_for_position=${last}`,
+        )
+      ).body.items,
+    ).toEqual([]);
     // The adapter subscribed again after every cut, and readiness is back.
-    await waitFor('a subscription after the last cut', async () => (double.callCounts.Subscribe - subscribesBefore >= CUTS ? true : undefined));
+    await waitFor('a subscription after the last cut', async () =>
+      double.callCounts.Subscribe - subscribesBefore >= CUTS ? true : undefined,
+    );
     await waitFor('readiness', async () => ((await readiness()) === 200 ? true : undefined));
     // ... and the outage is counted in the metrics, with nothing left down.
     const metrics = (await request(ledger.baseUrl, 'GET', '/metrics')).body as string;
@@ -220,13 +269,27 @@ describe('connections dropped mid-subscription and mid-append, under concurrent 
     try {
       for (const ref of refs) {
         const path = `${opPath(ref)}/evidence?wait_timeout_ms=20000&wait_for_position=${last}`;
-        const [survivor, rebuilt] = await Promise.all([ledger, fresh].map((target) => request(target.baseUrl, 'GET', path)));
+        const [survivor, rebuilt] = await Promise.all(
+          [ledger, fresh].map((target) => request(target.baseUrl, 'GET', path)),
+        );
         expect(ok(rebuilt).entries).toEqual(ok(survivor).entries);
         expect(rebuilt.body.verdict).toEqual(survivor.body.verdict);
       }
-      const rebuiltRun = ok(await request(fresh.baseUrl, 'GET', `/v1/runs/${encodeURIComponent(run)}?wait_timeout_ms=20000&wait_for_position=${last}`));
+      const rebuiltRun = ok(
+        await request(
+          fresh.baseUrl,
+          'GET',
+          `/v1/runs/${encodeURIComponent(run)}?wait_timeout_ms=20000&wait_for_position=${last}`,
+        ),
+      );
       expect(rebuiltRun.steps).toEqual(runSummary.steps);
-      const rebuiltTrust = ok(await request(fresh.baseUrl, 'GET', `/v1/metrics/trust?tool=${tool}&wait_timeout_ms=20000&wait_for_position=${last}`));
+      const rebuiltTrust = ok(
+        await request(
+          fresh.baseUrl,
+          'GET',
+          `/v1/metrics/trust?tool=${tool}&wait_timeout_ms=20000&wait_for_position=${last}`,
+        ),
+      );
       expect(rebuiltTrust.tools).toEqual(trust.tools);
     } finally {
       await fresh.stop();
@@ -262,7 +325,12 @@ describe.each([
     expect(answer.body.state).toMatchObject({ status: 'dispatched', current_attempt: 1 });
     const log = await streamOf(ref);
     expectWhole(log);
-    expect(log.map((event) => event.type)).toEqual(['StepPlanned', 'TransitionRecorded', 'AttemptDispatched', 'TransitionRecorded']);
+    expect(log.map((event) => event.type)).toEqual([
+      'StepPlanned',
+      'TransitionRecorded',
+      'AttemptDispatched',
+      'TransitionRecorded',
+    ]);
     expect(JSON.parse(before).length + 2).toBe(JSON.parse(await store.dumpLog(ledger)).length);
     await waitFor('readiness', async () => ((await readiness()) === 200 ? true : undefined));
     await expectEvidenceExact(ledger, ref, answer.body.position);
@@ -300,7 +368,9 @@ describe('connections dropped mid-append', () => {
     expect(ok(answer).results).toEqual([{ event_id: dispatch[0].event_id, status: 'appended' }]);
     const log = await streamOf(ref);
     expectWhole(log);
-    expect(log.filter((event) => event.type === 'AttemptDispatched').map((event) => event.event_id)).toEqual([dispatch[0].event_id]);
+    expect(log.filter((event) => event.type === 'AttemptDispatched').map((event) => event.event_id)).toEqual([
+      dispatch[0].event_id,
+    ]);
     await expectEvidenceExact(ledger, ref, answer.body.position);
   });
 

@@ -30,7 +30,9 @@ afterAll(async () => {
 
 test('readiness and the lag metric count events, not positions, once the projections have caught up', async () => {
   const ref = `run_${randomUUID().slice(0, 8)}/step_1`;
-  const planned = await ledgerAt(ledger.baseUrl).submit(ref, [fact('StepPlanned', { run_id: 'run_lag', tool: 'create_invoice', side_effect: 'write', input_hash: 'h1' })]);
+  const planned = await ledgerAt(ledger.baseUrl).submit(ref, [
+    fact('StepPlanned', { run_id: 'run_lag', tool: 'create_invoice', side_effect: 'write', input_hash: 'h1' }),
+  ]);
   expect(planned.status).toBe(200);
   const position = planned.body.position as number;
 
@@ -49,7 +51,9 @@ test('readiness and the lag metric count events, not positions, once the project
 
   const metrics = await request(ledger.baseUrl, 'GET', '/metrics');
   expect(metrics.status).toBe(200);
-  const lagEvents = [...String(metrics.body).matchAll(/^ledger_projection_lag_events\{[^}]*\} (\S+)$/gm)].map((match) => Number(match[1]));
+  const lagEvents = [...String(metrics.body).matchAll(/^ledger_projection_lag_events\{[^}]*\} (\S+)$/gm)].map((match) =>
+    Number(match[1]),
+  );
   expect(lagEvents.length).toBeGreaterThan(0);
   expect(lagEvents.every((value) => value === 0)).toBe(true);
 });
@@ -62,5 +66,7 @@ test('`projections rebuild --url` on this store ends once the projections have c
   const code = await cli.exited;
   clearTimeout(timer);
   expect({ code, stderr: cli.stderr() }).toEqual({ code: 0, stderr: '' });
-  expect(cli.stdout()).toMatch(new RegExp(`^rebuilt step_state, evidence_trail, run_summary, trust_metrics on ${ledger.baseUrl} in `));
+  expect(cli.stdout()).toMatch(
+    new RegExp(`^rebuilt step_state, evidence_trail, run_summary, trust_metrics on ${ledger.baseUrl} in `),
+  );
 });

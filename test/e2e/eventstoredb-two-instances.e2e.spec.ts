@@ -39,7 +39,11 @@ afterAll(async () => {
 /** A GET on both instances, asked to wait until `position` is projected; answers both bodies. */
 async function onBoth(path: string, position: number): Promise<[any, any]> {
   const separator = path.includes('?') ? '&' : '?';
-  const answers = await Promise.all([a, b].map((ledger) => request(ledger.baseUrl, 'GET', `${path}${separator}wait_timeout_ms=20000&wait_for_position=${position}`)));
+  const answers = await Promise.all(
+    [a, b].map((ledger) =>
+      request(ledger.baseUrl, 'GET', `${path}${separator}wait_timeout_ms=20000&wait_for_position=${position}`),
+    ),
+  );
   return [ok(answers[0]), ok(answers[1])];
 }
 
@@ -80,23 +84,42 @@ describe('two service instances on one EventStoreDB', () => {
     const log = await streamOf(ref);
     expectWhole(log);
     expect(log.filter((event) => event.type === 'AttemptDispatched')).toHaveLength(1);
-    expect(log.filter((event) => event.type === 'DispatchRefused').map((event) => event.data.code)).toEqual(Array(19).fill('ATTEMPT_IN_FLIGHT'));
+    expect(log.filter((event) => event.type === 'DispatchRefused').map((event) => event.data.code)).toEqual(
+      Array(19).fill('ATTEMPT_IN_FLIGHT'),
+    );
     // Both instances read the stream from the server, strongly consistent, the same as the log.
     for (const op of ops) {
       expect((await op.events()).map((event) => event.event_id)).toEqual(log.map((event) => event.event_id));
-      expect(ok(await op.state())).toMatchObject({ status: 'dispatched', current_attempt: 1, revision: log.length - 1 });
+      expect(ok(await op.state())).toMatchObject({
+        status: 'dispatched',
+        current_attempt: 1,
+        revision: log.length - 1,
+      });
     }
 
     // And each instance's own projections saw all of it, whichever instance wrote it.
     const last = log[log.length - 1].position;
     const [evidenceA, evidenceB] = await onBoth(`${opPath(ref)}/evidence`, last);
     expect(evidenceA).toEqual(evidenceB);
-    expect(evidenceA.entries.map((entry: { kind: string }) => entry.kind)).toEqual(['plan', 'transition', 'attempt', 'transition', ...Array(19).fill('refusal')]);
-    expect(evidenceA.entries.map((entry: { event_id: string }) => entry.event_id)).toEqual(log.map((event) => event.event_id));
+    expect(evidenceA.entries.map((entry: { kind: string }) => entry.kind)).toEqual([
+      'plan',
+      'transition',
+      'attempt',
+      'transition',
+      ...Array(19).fill('refusal'),
+    ]);
+    expect(evidenceA.entries.map((entry: { event_id: string }) => entry.event_id)).toEqual(
+      log.map((event) => event.event_id),
+    );
     const [trustA, trustB] = await onBoth(`/v1/metrics/trust?tool=${tool}`, last);
     expect(trustA).toEqual(trustB);
     expect(trustA.tools).toEqual([
-      expect.objectContaining({ tool, operations_planned: 1, unverified_dispatches_refused: 19, dispatch_refusals: { ATTEMPT_IN_FLIGHT: 19 } }),
+      expect.objectContaining({
+        tool,
+        operations_planned: 1,
+        unverified_dispatches_refused: 19,
+        dispatch_refusals: { ATTEMPT_IN_FLIGHT: 19 },
+      }),
     ]);
   });
 
@@ -104,12 +127,19 @@ describe('two service instances on one EventStoreDB', () => {
     const ref = `${uniqueRun()}/charge`;
     const planned = ok(await operation(apiB, ref).plan());
     const ops = [operation(apiA, ref), operation(apiB, ref)];
-    const answers = await Promise.all(Array.from({ length: 20 }, (_, index) => ops[index % 2].dispatch(1, undefined, randomUUID(), planned.revision)));
+    const answers = await Promise.all(
+      Array.from({ length: 20 }, (_, index) => ops[index % 2].dispatch(1, undefined, randomUUID(), planned.revision)),
+    );
     expect(answers.filter((answer) => answer.status === 200)).toHaveLength(1);
     for (const answer of answers.filter((other) => other.status !== 200)) problem(answer, 409, 'REVISION_CONFLICT');
     const log = await streamOf(ref);
     expectWhole(log);
-    expect(log.map((event) => event.type)).toEqual(['StepPlanned', 'TransitionRecorded', 'AttemptDispatched', 'TransitionRecorded']);
+    expect(log.map((event) => event.type)).toEqual([
+      'StepPlanned',
+      'TransitionRecorded',
+      'AttemptDispatched',
+      'TransitionRecorded',
+    ]);
   });
 
   test('a run driven through both instances, fact by fact alternately, reads the same and right on each', async () => {
@@ -137,8 +167,15 @@ describe('two service instances on one EventStoreDB', () => {
 
     const [runA, runB] = await onBoth(`/v1/runs/${run}`, last);
     expect(runA).toEqual(runB);
-    expect(runA).toMatchObject({ run_id: run, total: 3, open: 2, counts: { succeeded: 1, verifying: 1, dispatched: 1 } });
-    expect(runA.steps.map((entry: { operation_ref: string; status: string }) => [entry.operation_ref, entry.status])).toEqual([
+    expect(runA).toMatchObject({
+      run_id: run,
+      total: 3,
+      open: 2,
+      counts: { succeeded: 1, verifying: 1, dispatched: 1 },
+    });
+    expect(
+      runA.steps.map((entry: { operation_ref: string; status: string }) => [entry.operation_ref, entry.status]),
+    ).toEqual([
       [refs[0], 'succeeded'],
       [refs[1], 'verifying'],
       [refs[2], 'dispatched'],
@@ -146,7 +183,9 @@ describe('two service instances on one EventStoreDB', () => {
 
     const [recoveryA, recoveryB] = await onBoth(`/v1/recovery?tool=${tool}`, last);
     expect(recoveryA).toEqual(recoveryB);
-    expect(recoveryA.items.map((item: { operation_ref: string; status: string }) => [item.operation_ref, item.status])).toEqual([
+    expect(
+      recoveryA.items.map((item: { operation_ref: string; status: string }) => [item.operation_ref, item.status]),
+    ).toEqual([
       [refs[1], 'verifying'],
       [refs[2], 'dispatched'],
     ]);
@@ -154,7 +193,9 @@ describe('two service instances on one EventStoreDB', () => {
     for (const ref of refs) {
       const [evidenceA, evidenceB] = await onBoth(`${opPath(ref)}/evidence`, last);
       expect(evidenceA).toEqual(evidenceB);
-      expect(evidenceA.entries.map((entry: { event_id: string }) => entry.event_id)).toEqual((await streamOf(ref)).map((event) => event.event_id));
+      expect(evidenceA.entries.map((entry: { event_id: string }) => entry.event_id)).toEqual(
+        (await streamOf(ref)).map((event) => event.event_id),
+      );
     }
 
     // The verification lands through the instance that did not record the unknown outcome.

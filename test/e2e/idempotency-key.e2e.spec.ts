@@ -14,7 +14,13 @@ const KEY_B = 'idem-runtime-key-b-0000001';
 const KEYS = `${KEY_A}:runtime:acme,${KEY_B}:runtime:acme`;
 
 const planned = (ref: string) =>
-  fact('StepPlanned', { run_id: 'run_idem', tool: 'create_invoice', side_effect: 'write', input_hash: `sha256:${ref}`, policy: {} });
+  fact('StepPlanned', {
+    run_id: 'run_idem',
+    tool: 'create_invoice',
+    side_effect: 'write',
+    input_hash: `sha256:${ref}`,
+    policy: {},
+  });
 
 describe('Idempotency-Key on submits', () => {
   let ledger: LedgerProcess;
@@ -32,7 +38,11 @@ describe('Idempotency-Key on submits', () => {
       ...(key === undefined ? {} : { 'idempotency-key': key }),
     });
   const eventCount = async (ref: string) =>
-    (await request(ledger.baseUrl, 'GET', `/v1/operations/${encodeURIComponent(ref)}/events`, undefined, { authorization: `Bearer ${KEY_A}` })).body.events.length;
+    (
+      await request(ledger.baseUrl, 'GET', `/v1/operations/${encodeURIComponent(ref)}/events`, undefined, {
+        authorization: `Bearer ${KEY_A}`,
+      })
+    ).body.events.length;
 
   it('answers the same key and body with the first answer, replayed, and appends nothing more', async () => {
     const ref = `run_idem/${randomUUID().slice(0, 8)}`;
@@ -48,21 +58,35 @@ describe('Idempotency-Key on submits', () => {
     expect(again.body).toEqual(first.body);
     expect(await eventCount(ref)).toBe(2); // StepPlanned and the transition it caused
     // Without the header the ledger's own event ids still answer as the first time (results duplicate).
-    expect((await submit(ref, body, undefined)).body.results).toEqual([{ event_id: body.events[0].event_id, status: 'duplicate' }]);
+    expect((await submit(ref, body, undefined)).body.results).toEqual([
+      { event_id: body.events[0].event_id, status: 'duplicate' },
+    ]);
   });
 
   it('refuses the same key with another body or route as 422 IDEMPOTENCY_KEY_REUSED, writing nothing', async () => {
     const ref = `run_idem/${randomUUID().slice(0, 8)}`;
     const key = randomUUID();
     expect((await submit(ref, { events: [planned(ref)] }, key)).status).toBe(200);
-    const other = await submit(ref, { events: [fact('AttemptDispatched', { attempt: 1, input_hash: `sha256:${ref}` })] }, key);
+    const other = await submit(
+      ref,
+      { events: [fact('AttemptDispatched', { attempt: 1, input_hash: `sha256:${ref}` })] },
+      key,
+    );
     expect(other.status).toBe(422);
     expect(other.contentType).toMatch(/^application\/problem\+json/);
     expect(other.body).toMatchObject({ code: 'IDEMPOTENCY_KEY_REUSED', status: 422 });
     const elsewhere = `${ref}-b`;
-    expect((await submit(elsewhere, { events: [planned(elsewhere)] }, key)).body).toMatchObject({ code: 'IDEMPOTENCY_KEY_REUSED' });
+    expect((await submit(elsewhere, { events: [planned(elsewhere)] }, key)).body).toMatchObject({
+      code: 'IDEMPOTENCY_KEY_REUSED',
+    });
     expect(await eventCount(ref)).toBe(2); // StepPlanned and the transition it caused
-    expect((await request(ledger.baseUrl, 'GET', `/v1/operations/${encodeURIComponent(elsewhere)}`, undefined, { authorization: `Bearer ${KEY_A}` })).status).toBe(404);
+    expect(
+      (
+        await request(ledger.baseUrl, 'GET', `/v1/operations/${encodeURIComponent(elsewhere)}`, undefined, {
+          authorization: `Bearer ${KEY_A}`,
+        })
+      ).status,
+    ).toBe(404);
     // Scoped per API key: another key of the tenant may use the same text for its own request.
     const mine = `${ref}-c`;
     expect((await submit(mine, { events: [planned(mine)] }, key, KEY_B)).status).toBe(200);
@@ -74,7 +98,13 @@ describe('Idempotency-Key on submits', () => {
       const answer = await submit(ref, { events: [planned(ref)] }, bad);
       expect(answer.body).toMatchObject({ status: 400, code: 'BAD_REQUEST', field: 'Idempotency-Key' });
     }
-    expect((await request(ledger.baseUrl, 'GET', `/v1/operations/${encodeURIComponent(ref)}`, undefined, { authorization: `Bearer ${KEY_A}` })).status).toBe(404);
+    expect(
+      (
+        await request(ledger.baseUrl, 'GET', `/v1/operations/${encodeURIComponent(ref)}`, undefined, {
+          authorization: `Bearer ${KEY_A}`,
+        })
+      ).status,
+    ).toBe(404);
   });
 
   it('the SDK sends one key per call as an sf-string; resending that request is answered as the first time', async () => {
@@ -89,8 +119,18 @@ describe('Idempotency-Key on submits', () => {
       },
     });
     const ref = `run_idem/${randomUUID().slice(0, 8)}`;
-    const first = await client.startStep({ operationRef: ref, runId: 'run_idem', tool: 'create_invoice', input: { amount: 10 } });
-    await client.planStep(`${ref}-2`, { run_id: 'run_idem', tool: 'create_invoice', side_effect: 'write', input_hash: 'sha256:other' });
+    const first = await client.startStep({
+      operationRef: ref,
+      runId: 'run_idem',
+      tool: 'create_invoice',
+      input: { amount: 10 },
+    });
+    await client.planStep(`${ref}-2`, {
+      run_id: 'run_idem',
+      tool: 'create_invoice',
+      side_effect: 'write',
+      input_hash: 'sha256:other',
+    });
     const keys = sent.map((item) => (item.init.headers as Record<string, string>)['idempotency-key']);
     expect(keys).toHaveLength(2);
     for (const key of keys) expect(key).toMatch(/^"[0-9a-f-]{36}"$/);

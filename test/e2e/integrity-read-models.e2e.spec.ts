@@ -45,20 +45,31 @@ describe('a read model edited behind the service', () => {
     await submit(ledger, REF, 'EnvelopeRecorded', { attempt: 1, envelope: seedEnvelopes.outcomeUnknown(REF) });
     await submit(ledger, DONE, 'StepPlanned', plan);
     await submit(ledger, DONE, 'AttemptDispatched', { attempt: 1, input_hash: 'sha256:rm' });
-    const last = await submit(ledger, DONE, 'EnvelopeRecorded', { attempt: 1, envelope: seedEnvelopes.success(DONE, 'inv_9') });
-    const evidence = await get<{ status: string }>(ledger, `/v1/operations/${encodeURIComponent(REF)}/evidence?wait_for_position=${last.position}`);
+    const last = await submit(ledger, DONE, 'EnvelopeRecorded', {
+      attempt: 1,
+      envelope: seedEnvelopes.success(DONE, 'inv_9'),
+    });
+    const evidence = await get<{ status: string }>(
+      ledger,
+      `/v1/operations/${encodeURIComponent(REF)}/evidence?wait_for_position=${last.position}`,
+    );
     expect(evidence.body.status).toBe('verifying');
     await ledger.stop();
 
     // The operator's bad day: the evidence says succeeded, the in-doubt step is gone from the state index.
     const db = new Database(join(ledger.dataDir, 'read-models.sqlite'));
-    db.prepare("UPDATE rm_evidence_trail SET doc = json_set(doc, '$.status', 'succeeded') WHERE key LIKE ?").run(`%${REF}`);
+    db.prepare("UPDATE rm_evidence_trail SET doc = json_set(doc, '$.status', 'succeeded') WHERE key LIKE ?").run(
+      `%${REF}`,
+    );
     db.prepare('DELETE FROM rm_step_state WHERE key LIKE ?').run(`%${REF}`);
     db.close();
 
     const verify = runCli(['verify', '--data-dir', ledger.dataDir, '--read-models', '--json']);
     expect(verify.status).toBe(1);
-    const report = JSON.parse(verify.stdout) as { ok: boolean; read_models: { ok: boolean; differences: Array<{ projection: string; kind: string }> } };
+    const report = JSON.parse(verify.stdout) as {
+      ok: boolean;
+      read_models: { ok: boolean; differences: Array<{ projection: string; kind: string }> };
+    };
     expect(report.ok).toBe(false);
     expect(report.read_models.differences).toEqual(
       expect.arrayContaining([

@@ -24,7 +24,12 @@ interface Answer {
   body: { code?: string; position?: number; [key: string]: unknown };
 }
 
-async function submit(ledger: LedgerProcess, ref: string, type: string, data: Record<string, unknown>): Promise<Answer> {
+async function submit(
+  ledger: LedgerProcess,
+  ref: string,
+  type: string,
+  data: Record<string, unknown>,
+): Promise<Answer> {
   const response = await fetch(`${ledger.baseUrl}/v1/operations/${encodeURIComponent(ref)}/events`, {
     method: 'POST',
     headers: { 'content-type': 'application/json' },
@@ -59,11 +64,19 @@ async function projected(ledger: LedgerProcess, ref: string, position: number): 
 
 const readiness = (ledger: LedgerProcess) => get(ledger, '/health/ready');
 const integrityOf = (answer: Answer) =>
-  ((answer.body.details ?? answer.body.error ?? {}) as Record<string, { code?: string; rollback?: { state: string; evidence?: string[] } }>).integrity;
+  (
+    (answer.body.details ?? answer.body.error ?? {}) as Record<
+      string,
+      { code?: string; rollback?: { state: string; evidence?: string[] } }
+    >
+  ).integrity;
 
 /** Copies the files of the data directory whose names start with `prefix` (all: ''). */
 function copyFiles(from: string, to: string, prefix = ''): void {
-  cpSync(from, to, { recursive: true, filter: (source) => source === from || source.slice(from.length + 1).startsWith(prefix) });
+  cpSync(from, to, {
+    recursive: true,
+    filter: (source) => source === from || source.slice(from.length + 1).startsWith(prefix),
+  });
 }
 
 describe('a log rolled back to an older copy', () => {
@@ -88,7 +101,11 @@ describe('a log rolled back to an older copy', () => {
   it('the whole data directory restored: the witness outside it refuses writes, fails readiness and verify, until accepted', async () => {
     const dataDir = temp('data');
     const witness = join(temp('witness'), 'head-witness.json');
-    const env = { LEDGER_ANCHOR_KEY: ANCHOR_KEY, LEDGER_HEAD_WITNESS_FILE: witness, LEDGER_HEAD_WITNESS_INTERVAL_MS: '20' };
+    const env = {
+      LEDGER_ANCHOR_KEY: ANCHOR_KEY,
+      LEDGER_HEAD_WITNESS_FILE: witness,
+      LEDGER_HEAD_WITNESS_INTERVAL_MS: '20',
+    };
 
     ledger = await startLedger({ dataDir, env });
     await succeed(ledger, 'run_rb/step_1');
@@ -100,11 +117,17 @@ describe('a log rolled back to an older copy', () => {
 
     ledger = await ledger.restart();
     await ok(ledger, 'run_rb/step_2', 'AttemptDispatched', { attempt: 1, input_hash: PLAN.input_hash });
-    await ok(ledger, 'run_rb/step_2', 'EnvelopeRecorded', { attempt: 1, envelope: seedEnvelopes.success('run_rb/step_2', 'inv_2') });
+    await ok(ledger, 'run_rb/step_2', 'EnvelopeRecorded', {
+      attempt: 1,
+      envelope: seedEnvelopes.success('run_rb/step_2', 'inv_2'),
+    });
     const last = await succeed(ledger, 'run_rb/step_3');
     await ledger.stop();
     // Written at shutdown at the latest: the head the log reached.
-    expect(JSON.parse(readFileSync(witness, 'utf8'))).toMatchObject({ format: 'recovery-ledger-head-witness', position: last });
+    expect(JSON.parse(readFileSync(witness, 'utf8'))).toMatchObject({
+      format: 'recovery-ledger-head-witness',
+      position: last,
+    });
 
     rmSync(dataDir, { recursive: true, force: true });
     copyFiles(backup, dataDir);
@@ -113,22 +136,37 @@ describe('a log rolled back to an older copy', () => {
     expect(runCli(['verify', '--data-dir', dataDir], { LEDGER_ANCHOR_KEY: ANCHOR_KEY }).status).toBe(0);
     const verify = runCli(['verify', '--data-dir', dataDir, '--witness', witness], { LEDGER_ANCHOR_KEY: ANCHOR_KEY });
     expect(verify.status).toBe(1);
-    expect(verify.stdout).toMatch(/^ROLLED BACK log_behind_witness: the log holds \d+ events up to position \d+; the witness written at .* records \d+ events up to position \d+: the log was rolled back to an older copy$/m);
+    expect(verify.stdout).toMatch(
+      /^ROLLED BACK log_behind_witness: the log holds \d+ events up to position \d+; the witness written at .* records \d+ events up to position \d+: the log was rolled back to an older copy$/m,
+    );
     expect(verify.stderr).toMatch(/^recovery-ledger: HISTORY_ROLLED_BACK: /m);
     // The setting the service reads is read by verify too.
-    expect(runCli(['verify', '--data-dir', dataDir], { LEDGER_ANCHOR_KEY: ANCHOR_KEY, LEDGER_HEAD_WITNESS_FILE: witness }).status).toBe(1);
+    expect(
+      runCli(['verify', '--data-dir', dataDir], { LEDGER_ANCHOR_KEY: ANCHOR_KEY, LEDGER_HEAD_WITNESS_FILE: witness })
+        .status,
+    ).toBe(1);
 
     ledger = await ledger.restart();
     const ready = await readiness(ledger);
     expect(ready.status).toBe(503);
-    expect(integrityOf(ready)).toMatchObject({ status: 'down', code: 'HISTORY_ROLLED_BACK', rollback: { state: 'rolled_back', evidence: ['log_behind_witness'] } });
+    expect(integrityOf(ready)).toMatchObject({
+      status: 'down',
+      code: 'HISTORY_ROLLED_BACK',
+      rollback: { state: 'rolled_back', evidence: ['log_behind_witness'] },
+    });
     // The step that succeeded after the copy reads as planned only: its dispatch is refused, not granted.
-    const dispatch = await submit(ledger, 'run_rb/step_2', 'AttemptDispatched', { attempt: 1, input_hash: PLAN.input_hash });
+    const dispatch = await submit(ledger, 'run_rb/step_2', 'AttemptDispatched', {
+      attempt: 1,
+      input_hash: PLAN.input_hash,
+    });
     expect(dispatch).toMatchObject({ status: 503, body: { code: 'HISTORY_ROLLED_BACK' } });
     const replan = await submit(ledger, 'run_rb/step_3', 'StepPlanned', PLAN);
     expect(replan).toMatchObject({ status: 503, body: { code: 'HISTORY_ROLLED_BACK' } });
     // Nor is any step handed out to a worker under a lease.
-    expect(await get(ledger, '/v1/work?tool=create_invoice')).toMatchObject({ status: 503, body: { code: 'HISTORY_ROLLED_BACK' } });
+    expect(await get(ledger, '/v1/work?tool=create_invoice')).toMatchObject({
+      status: 503,
+      body: { code: 'HISTORY_ROLLED_BACK' },
+    });
     expect(ledger.output()).toMatch(/THE LOG WAS ROLLED BACK/);
     expect(ledger.output()).toMatch(/log_behind_witness/);
     await ledger.stop();
@@ -139,16 +177,26 @@ describe('a log rolled back to an older copy', () => {
     ledger = await startLedger({
       dataDir,
       port: ledger.port,
-      env: { ...env, LEDGER_ACCEPT_ROLLBACK: '1', LEDGER_ACCEPT_ROLLBACK_REASON: 'the newer disk is lost; keeping the nightly copy' },
+      env: {
+        ...env,
+        LEDGER_ACCEPT_ROLLBACK: '1',
+        LEDGER_ACCEPT_ROLLBACK_REASON: 'the newer disk is lost; keeping the nightly copy',
+      },
     });
-    const accepted = await until(() => readiness(ledger as LedgerProcess), (answer) => answer.status === 200, 'readiness after accepting the rollback');
+    const accepted = await until(
+      () => readiness(ledger as LedgerProcess),
+      (answer) => answer.status === 200,
+      'readiness after accepting the rollback',
+    );
     expect(integrityOf(accepted)).toMatchObject({ rollback: { state: 'accepted', evidence: ['log_behind_witness'] } });
     expect(ledger.output()).toMatch(/LOG ROLLBACK ACCEPTED/);
     expect(ledger.output()).toMatch(/the newer disk is lost; keeping the nightly copy/);
     await ok(ledger, 'run_rb/step_4', 'StepPlanned', PLAN);
     await ledger.stop();
     // The witness now follows the accepted log.
-    expect(runCli(['verify', '--data-dir', dataDir, '--witness', witness], { LEDGER_ANCHOR_KEY: ANCHOR_KEY }).status).toBe(0);
+    expect(
+      runCli(['verify', '--data-dir', dataDir, '--witness', witness], { LEDGER_ANCHOR_KEY: ANCHOR_KEY }).status,
+    ).toBe(0);
   }, 180_000);
 
   it('the log file alone restored, no witness: read models ahead of the log are the evidence', async () => {
@@ -163,26 +211,39 @@ describe('a log rolled back to an older copy', () => {
     await projected(ledger, 'run_rb/step_2', await succeed(ledger, 'run_rb/step_2'));
     await ledger.stop();
 
-    for (const file of ['events.sqlite', 'events.sqlite-wal', 'events.sqlite-shm']) rmSync(join(dataDir, file), { force: true });
+    for (const file of ['events.sqlite', 'events.sqlite-wal', 'events.sqlite-shm'])
+      rmSync(join(dataDir, file), { force: true });
     copyFiles(backup, dataDir);
     expect(existsSync(join(dataDir, 'read-models.sqlite'))).toBe(true);
 
     const verify = runCli(['verify', '--data-dir', dataDir, '--json']);
     expect(verify.status).toBe(1);
-    const report = JSON.parse(verify.stdout) as { ok: boolean; findings: unknown[]; rollback: { rolled_back: boolean; findings: Array<{ kind: string }> } };
+    const report = JSON.parse(verify.stdout) as {
+      ok: boolean;
+      findings: unknown[];
+      rollback: { rolled_back: boolean; findings: Array<{ kind: string }> };
+    };
     expect(report).toMatchObject({ ok: false, findings: [], rollback: { rolled_back: true } });
-    expect(report.rollback.findings.map((finding) => finding.kind)).toEqual(expect.arrayContaining(['read_model_ahead', 'read_model_operation_ahead']));
+    expect(report.rollback.findings.map((finding) => finding.kind)).toEqual(
+      expect.arrayContaining(['read_model_ahead', 'read_model_operation_ahead']),
+    );
 
     ledger = await ledger.restart();
     const ready = await readiness(ledger);
     expect(ready.status).toBe(503);
     expect(integrityOf(ready)).toMatchObject({ code: 'HISTORY_ROLLED_BACK', rollback: { state: 'rolled_back' } });
     // Absent from the old log, so planning it again would be the first step to a second write.
-    expect(await submit(ledger, 'run_rb/step_2', 'StepPlanned', PLAN)).toMatchObject({ status: 503, body: { code: 'HISTORY_ROLLED_BACK' } });
+    expect(await submit(ledger, 'run_rb/step_2', 'StepPlanned', PLAN)).toMatchObject({
+      status: 503,
+      body: { code: 'HISTORY_ROLLED_BACK' },
+    });
     // The read models are kept as the evidence, not rebuilt down to the old log, even when asked.
     expect(ledger.output()).toMatch(/the read models are kept as they stand/);
     const rebuild = await fetch(`${ledger.baseUrl}/v1/admin/projections/rebuild`, { method: 'POST' });
-    expect({ status: rebuild.status, code: ((await rebuild.json()) as { code?: string }).code }).toEqual({ status: 503, code: 'HISTORY_ROLLED_BACK' });
+    expect({ status: rebuild.status, code: ((await rebuild.json()) as { code?: string }).code }).toEqual({
+      status: 503,
+      code: 'HISTORY_ROLLED_BACK',
+    });
     await ledger.stop();
     expect(runCli(['verify', '--data-dir', dataDir]).status).toBe(1);
     // Nor rebuilt down offline by the CLI.

@@ -87,7 +87,11 @@ describe('verify on a log damaged behind the ledger', () => {
     });
     try {
       const report = JSON.parse(runCli(['verify', '--data-dir', dir, '--json']).stdout) as { broken_streams: string[] };
-      expect(report.broken_streams).toEqual(['op-default:run_81/step_4', 'op-default:run_81/step_5', 'op-default:run_82/step_1']);
+      expect(report.broken_streams).toEqual([
+        'op-default:run_81/step_4',
+        'op-default:run_81/step_5',
+        'op-default:run_82/step_1',
+      ]);
     } finally {
       rmSync(dir, { recursive: true, force: true });
     }
@@ -102,7 +106,9 @@ describe('verify on a log damaged behind the ledger', () => {
       expect(runCli(['verify', '--data-dir', dir]).status).toBe(0);
       const since = runCli(['verify', '--data-dir', dir, '--since', checkpoint, '--json']);
       expect(since.status).toBe(1);
-      expect(JSON.parse(since.stdout).findings.map((finding: { kind: string }) => finding.kind)).toContain('checkpoint_mismatch');
+      expect(JSON.parse(since.stdout).findings.map((finding: { kind: string }) => finding.kind)).toContain(
+        'checkpoint_mismatch',
+      );
       // The untouched log has only grown since its own checkpoint.
       expect(runCli(['verify', '--data-dir', seeded, '--since', checkpoint]).status).toBe(0);
     } finally {
@@ -113,55 +119,77 @@ describe('verify on a log damaged behind the ledger', () => {
 });
 
 describe('the service started on a damaged log', () => {
-  it.each(TAMPER_CASES.map((tamper) => [tamper.name, tamper] as const))('after %s: not ready, and refuses to read or append the damaged history', async (_name, tamper: TamperCase) => {
-    const env: Record<string, string> = tamper.needsAnchorKey ? { LEDGER_ANCHOR_KEY: ANCHOR_KEY } : {};
-    const dir = tampered(tamper.needsAnchorKey ? seededWithKey : seeded, tamper.apply);
-    const ledger = await startLedger({ dataDir: dir, env });
-    try {
-      let ready: Response | undefined;
-      for (let polls = 0; polls < 200; polls++) {
-        ready = await fetch(`${ledger.baseUrl}/health/ready`);
-        const body = (await ready.clone().json()) as { details?: { integrity?: { state?: string } } };
-        if (['broken', 'unverifiable'].includes(body.details?.integrity?.state ?? '')) break;
-        await new Promise((resolve) => setTimeout(resolve, 50));
+  it.each(TAMPER_CASES.map((tamper) => [tamper.name, tamper] as const))(
+    'after %s: not ready, and refuses to read or append the damaged history',
+    async (_name, tamper: TamperCase) => {
+      const env: Record<string, string> = tamper.needsAnchorKey ? { LEDGER_ANCHOR_KEY: ANCHOR_KEY } : {};
+      const dir = tampered(tamper.needsAnchorKey ? seededWithKey : seeded, tamper.apply);
+      const ledger = await startLedger({ dataDir: dir, env });
+      try {
+        let ready: Response | undefined;
+        for (let polls = 0; polls < 200; polls++) {
+          ready = await fetch(`${ledger.baseUrl}/health/ready`);
+          const body = (await ready.clone().json()) as { details?: { integrity?: { state?: string } } };
+          if (['broken', 'unverifiable'].includes(body.details?.integrity?.state ?? '')) break;
+          await new Promise((resolve) => setTimeout(resolve, 50));
+        }
+        expect(ready?.status).toBe(503);
+        expect(((await ready?.json()) as { details: { integrity: { state: string } } }).details.integrity.state).toBe(
+          'broken',
+        );
+
+        const path = `${ledger.baseUrl}/v1/operations/${encodeURIComponent(tamper.ref)}`;
+        const read = await fetch(path);
+        expect(read.status).toBe(500);
+        expect(((await read.json()) as { code: string }).code).toBe('HISTORY_INTEGRITY_FAILED');
+
+        const before = eventCount(dir);
+        const submit = await fetch(`${path}/events`, {
+          method: 'POST',
+          headers: { 'content-type': 'application/json' },
+          body: JSON.stringify({
+            events: [
+              { event_id: randomUUID(), type: 'AttemptDispatched', data: { attempt: 3, input_hash: 'sha256:9c1f' } },
+            ],
+          }),
+        });
+        const problem = (await submit.json()) as { code: string; detail: string };
+        expect(submit.status).toBe(500);
+        expect(problem.code).toBe('HISTORY_INTEGRITY_FAILED');
+        expect(problem.detail).not.toMatch(/\n\s+at /);
+        expect(eventCount(dir)).toBe(before);
+      } finally {
+        await ledger.stop();
+        rmSync(dir, { recursive: true, force: true });
       }
-      expect(ready?.status).toBe(503);
-      expect(((await ready?.json()) as { details: { integrity: { state: string } } }).details.integrity.state).toBe('broken');
-
-      const path = `${ledger.baseUrl}/v1/operations/${encodeURIComponent(tamper.ref)}`;
-      const read = await fetch(path);
-      expect(read.status).toBe(500);
-      expect(((await read.json()) as { code: string }).code).toBe('HISTORY_INTEGRITY_FAILED');
-
-      const before = eventCount(dir);
-      const submit = await fetch(`${path}/events`, {
-        method: 'POST',
-        headers: { 'content-type': 'application/json' },
-        body: JSON.stringify({ events: [{ event_id: randomUUID(), type: 'AttemptDispatched', data: { attempt: 3, input_hash: 'sha256:9c1f' } }] }),
-      });
-      const problem = (await submit.json()) as { code: string; detail: string };
-      expect(submit.status).toBe(500);
-      expect(problem.code).toBe('HISTORY_INTEGRITY_FAILED');
-      expect(problem.detail).not.toMatch(/\n\s+at /);
-      expect(eventCount(dir)).toBe(before);
-    } finally {
-      await ledger.stop();
-      rmSync(dir, { recursive: true, force: true });
-    }
-  });
+    },
+  );
 });
 
 describe('an export checked offline against the heads and anchor in its footer', () => {
   function exported(): { file: string; lines: Array<Record<string, unknown>> } {
     const file = join(seeded, '..', `export-${randomUUID()}.ndjson`);
     expect(runCli(['export', '--data-dir', seeded, '--out', file]).status).toBe(0);
-    return { file, lines: readFileSync(file, 'utf8').trimEnd().split('\n').map((line) => JSON.parse(line)) };
+    return {
+      file,
+      lines: readFileSync(file, 'utf8')
+        .trimEnd()
+        .split('\n')
+        .map((line) => JSON.parse(line)),
+    };
   }
 
   /** Drops events from the file and fixes the footer's counts, as someone hiding the cut would. */
-  function without(lines: Array<Record<string, unknown>>, drop: (event: Record<string, unknown>, index: number) => boolean): string {
+  function without(
+    lines: Array<Record<string, unknown>>,
+    drop: (event: Record<string, unknown>, index: number) => boolean,
+  ): string {
     const events = lines.slice(1, -1).filter((event, index) => !drop(event, index));
-    const footer = { ...lines[lines.length - 1], events: events.length, streams: new Set(events.map((event) => event.stream)).size };
+    const footer = {
+      ...lines[lines.length - 1],
+      events: events.length,
+      streams: new Set(events.map((event) => event.stream)).size,
+    };
     return [lines[0], ...events, footer].map((line) => JSON.stringify(line)).join('\n') + '\n';
   }
 
@@ -169,16 +197,24 @@ describe('an export checked offline against the heads and anchor in its footer',
     const { file, lines } = exported();
     try {
       expect(runCli(['verify', '--archive', file]).status).toBe(0);
-      const lastOfTarget = Math.max(...lines.slice(1, -1).flatMap((event, index) => (event.stream === 'op-default:run_81/step_4' ? [index] : [])));
+      const lastOfTarget = Math.max(
+        ...lines.slice(1, -1).flatMap((event, index) => (event.stream === 'op-default:run_81/step_4' ? [index] : [])),
+      );
       const cases: Array<[string, (event: Record<string, unknown>, index: number) => boolean, string[]]> = [
         ['a cut tail', (_event, index) => index === lastOfTarget, ['head_mismatch', 'log_anchor_mismatch']],
-        ['a dropped stream', (event) => event.stream === 'op-default:run_81/step_5', ['stream_deleted', 'log_anchor_mismatch']],
+        [
+          'a dropped stream',
+          (event) => event.stream === 'op-default:run_81/step_5',
+          ['stream_deleted', 'log_anchor_mismatch'],
+        ],
       ];
       for (const [, drop, kinds] of cases) {
         writeFileSync(file, without(lines, drop));
         const run = runCli(['verify', '--archive', file, '--json']);
         expect(run.status).toBe(1);
-        const found = (JSON.parse(run.stdout) as { findings: Array<{ kind: string }> }).findings.map((finding) => finding.kind);
+        const found = (JSON.parse(run.stdout) as { findings: Array<{ kind: string }> }).findings.map(
+          (finding) => finding.kind,
+        );
         for (const kind of kinds) expect(found).toContain(kind);
         // And import refuses such a file before writing anything.
         const target = tempDataDir('import-cut');

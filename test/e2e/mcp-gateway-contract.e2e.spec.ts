@@ -28,7 +28,9 @@ describe('MCP gateway: the contract table through a real host, gateway, upstream
     ledgerProcess = await startLedger();
     ledger = new LedgerClient({ baseUrl: ledgerProcess.baseUrl });
     space = workspace();
-    space.writeConfig(invoiceGatewayConfig(space, { ledgerUrl: ledgerProcess.baseUrl, windowMs: WINDOW_MS, timeoutMs: TIMEOUT_MS }));
+    space.writeConfig(
+      invoiceGatewayConfig(space, { ledgerUrl: ledgerProcess.baseUrl, windowMs: WINDOW_MS, timeoutMs: TIMEOUT_MS }),
+    );
     host = await startHost(space.configFile);
   });
 
@@ -65,11 +67,20 @@ describe('MCP gateway: the contract table through a real host, gateway, upstream
     const { tools } = await host.client.listTools();
     const byName = Object.fromEntries(tools.map((tool) => [tool.name, tool]));
     const createTool = byName.create_invoice;
-    expect(createTool.inputSchema.required).toEqual(expect.arrayContaining(['customer_id', 'amount_cents', 'currency', 'operation_ref']));
+    expect(createTool.inputSchema.required).toEqual(
+      expect.arrayContaining(['customer_id', 'amount_cents', 'currency', 'operation_ref']),
+    );
     expect(Object.keys(createTool.inputSchema.properties ?? {})).not.toContain('idempotency_key');
-    expect((createTool.inputSchema.properties as any).operation_ref.description).toMatch(/Reuse exactly the same operation_ref/);
+    expect((createTool.inputSchema.properties as any).operation_ref.description).toMatch(
+      /Reuse exactly the same operation_ref/,
+    );
     expect(createTool.outputSchema).toMatchObject({ type: 'object' });
-    expect(byName.get_invoice.inputSchema).toEqual({ type: 'object', properties: { invoice_id: { type: 'string' } }, required: ['invoice_id'], $schema: expect.any(String) });
+    expect(byName.get_invoice.inputSchema).toEqual({
+      type: 'object',
+      properties: { invoice_id: { type: 'string' } },
+      required: ['invoice_id'],
+      $schema: expect.any(String),
+    });
     expect(byName.verify_operation.inputSchema.required).toEqual(['operation_ref']);
     expect(byName.operation_status).toBeDefined();
   });
@@ -85,14 +96,28 @@ describe('MCP gateway: the contract table through a real host, gateway, upstream
   it('invalid input: not_committed, correct_input naming the field; no unchanged retry', async () => {
     const ref = nextRef('invalid');
     const first = envelopeOf(await create(invoice(ref, { customer_id: 'not a customer' })), ref);
-    expect(first).toMatchObject({ ok: false, code: 'INVALID_CUSTOMER', commit_state: 'not_committed', next_action: 'correct_input', safe_details: { field: 'customer_id' } });
+    expect(first).toMatchObject({
+      ok: false,
+      code: 'INVALID_CUSTOMER',
+      commit_state: 'not_committed',
+      next_action: 'correct_input',
+      safe_details: { field: 'customer_id' },
+    });
 
     const unchanged = envelopeOf(await create(invoice(ref, { customer_id: 'not a customer' })), ref);
-    expect(unchanged).toMatchObject({ code: 'UNCHANGED_RETRY', next_action: 'correct_input', commit_state: 'not_committed' });
+    expect(unchanged).toMatchObject({
+      code: 'UNCHANGED_RETRY',
+      next_action: 'correct_input',
+      commit_state: 'not_committed',
+    });
     expect(space.createCalls(ref)).toBe(1);
 
     const fixed = envelopeOf(await create(invoice(ref, { customer_id: 'cus_fixed' })), ref);
-    expect(fixed).toMatchObject({ ok: true, commit_state: 'committed', result: { invoice: { customer_id: 'cus_fixed' } } });
+    expect(fixed).toMatchObject({
+      ok: true,
+      commit_state: 'committed',
+      result: { invoice: { customer_id: 'cus_fixed' } },
+    });
     expect(space.createCalls(ref)).toBe(2);
     expect(space.invoicesFor(ref)).toBe(1);
   });
@@ -108,7 +133,12 @@ describe('MCP gateway: the contract table through a real host, gateway, upstream
     const limited = await host.call('get_invoice', { invoice_id: id });
     expect(limited.isError).toBe(true);
     const small = limited.structuredContent as any;
-    expect(small).toMatchObject({ ok: false, code: 'RATE_LIMITED', next_action: 'wait_and_retry', retry: { directive: 'after_delay' } });
+    expect(small).toMatchObject({
+      ok: false,
+      code: 'RATE_LIMITED',
+      next_action: 'wait_and_retry',
+      retry: { directive: 'after_delay' },
+    });
     expect(small.commit_state).toBeUndefined();
 
     const early = await host.call('get_invoice', { invoice_id: id });
@@ -126,9 +156,17 @@ describe('MCP gateway: the contract table through a real host, gateway, upstream
     const ref = nextRef('write_limited');
     space.fault({ on: 'create', operation_ref: ref, fault: { kind: 'rate-limit', retry_after_ms: 700 } });
     const limited = envelopeOf(await create(invoice(ref)), ref);
-    expect(limited).toMatchObject({ code: 'RATE_LIMITED', commit_state: 'not_committed', next_action: 'wait_and_retry' });
+    expect(limited).toMatchObject({
+      code: 'RATE_LIMITED',
+      commit_state: 'not_committed',
+      next_action: 'wait_and_retry',
+    });
     const early = envelopeOf(await create(invoice(ref)), ref);
-    expect(early).toMatchObject({ code: 'RETRY_NOT_BEFORE', next_action: 'wait_and_retry', retry: { not_before: limited.retry.not_before } });
+    expect(early).toMatchObject({
+      code: 'RETRY_NOT_BEFORE',
+      next_action: 'wait_and_retry',
+      retry: { not_before: limited.retry.not_before },
+    });
     expect(space.createCalls(ref)).toBe(1);
     await waitPast(limited.retry.not_before);
     expect(envelopeOf(await create(invoice(ref)), ref)).toMatchObject({ ok: true });
@@ -144,8 +182,15 @@ describe('MCP gateway: the contract table through a real host, gateway, upstream
     expect(space.createCalls(ref)).toBe(1);
     const events = await eventsOf(ref);
     const envelope = events.find((event) => event.type === 'EnvelopeRecorded')?.data.envelope as any;
-    expect(envelope).toMatchObject({ code: 'OUTCOME_UNKNOWN', commit_state: 'unknown', next_action: 'verify_operation' });
-    expect(events.find((event) => event.type === 'VerificationRecorded')?.data).toMatchObject({ outcome: 'found_committed', evidence_ref: stored.id });
+    expect(envelope).toMatchObject({
+      code: 'OUTCOME_UNKNOWN',
+      commit_state: 'unknown',
+      next_action: 'verify_operation',
+    });
+    expect(events.find((event) => event.type === 'VerificationRecorded')?.data).toMatchObject({
+      outcome: 'found_committed',
+      evidence_ref: stored.id,
+    });
 
     // The model calling again gets the same success: the step is settled, nothing is sent.
     expect(envelopeOf(await create(invoice(ref)), ref)).toMatchObject({ ok: true });
@@ -156,7 +201,12 @@ describe('MCP gateway: the contract table through a real host, gateway, upstream
     const ref = nextRef('timeout_lost');
     space.fault({ on: 'create', operation_ref: ref, fault: { kind: 'hang' } });
     const unknown = envelopeOf(await create(invoice(ref)), ref);
-    expect(unknown).toMatchObject({ ok: false, commit_state: 'unknown', next_action: 'verify_operation', retry: { directive: 'never' } });
+    expect(unknown).toMatchObject({
+      ok: false,
+      commit_state: 'unknown',
+      next_action: 'verify_operation',
+      retry: { directive: 'never' },
+    });
     expect(unknown.retry.not_before).toBeDefined();
 
     const again = envelopeOf(await create(invoice(ref)), ref);
@@ -166,7 +216,12 @@ describe('MCP gateway: the contract table through a real host, gateway, upstream
     expect(space.createCalls(ref)).toBe(1);
 
     const status = await host.call('operation_status', { operation_ref: ref });
-    expect(status.structuredContent).toMatchObject({ operation_ref: ref, tool: 'create_invoice', status: 'verifying', next_action: 'verify_operation' });
+    expect(status.structuredContent).toMatchObject({
+      operation_ref: ref,
+      tool: 'create_invoice',
+      status: 'verifying',
+      next_action: 'verify_operation',
+    });
 
     await waitPast(unknown.retry.not_before);
     const retried = envelopeOf(await create(invoice(ref)), ref);
@@ -175,8 +230,12 @@ describe('MCP gateway: the contract table through a real host, gateway, upstream
     expect(space.invoicesFor(ref)).toBe(1);
     const types = (await eventsOf(ref)).map((event) => event.type);
     // The second dispatch came only after a not_found was recorded past the window.
-    const notFound = (await eventsOf(ref)).findIndex((event) => event.type === 'VerificationRecorded' && event.data.outcome === 'not_found');
-    const dispatches = types.map((type, index) => (type === 'AttemptDispatched' ? index : -1)).filter((index) => index >= 0);
+    const notFound = (await eventsOf(ref)).findIndex(
+      (event) => event.type === 'VerificationRecorded' && event.data.outcome === 'not_found',
+    );
+    const dispatches = types
+      .map((type, index) => (type === 'AttemptDispatched' ? index : -1))
+      .filter((index) => index >= 0);
     expect(dispatches).toHaveLength(2);
     expect(notFound).toBeGreaterThan(dispatches[0]);
     expect(notFound).toBeLessThan(dispatches[1]);
@@ -188,12 +247,18 @@ describe('MCP gateway: the contract table through a real host, gateway, upstream
     const second = envelopeOf(await create(invoice(ref)), ref);
     expect(second).toMatchObject({ ok: true, result: first.result });
     expect(space.createCalls(ref)).toBe(1);
-    const refused = (await eventsOf(ref)).filter((event) => event.type === 'DispatchRefused').map((event) => event.data.code);
+    const refused = (await eventsOf(ref))
+      .filter((event) => event.type === 'DispatchRefused')
+      .map((event) => event.data.code);
     expect(refused).toEqual(['DUPLICATE_PREVENTED']);
 
     // The same ref for another input is another operation: the model is told to pick a new ref.
     const other = envelopeOf(await create(invoice(ref, { amount_cents: 999 })), ref);
-    expect(other).toMatchObject({ code: 'OPERATION_REF_REUSED', next_action: 'correct_input', safe_details: { field: 'operation_ref' } });
+    expect(other).toMatchObject({
+      code: 'OPERATION_REF_REUSED',
+      next_action: 'correct_input',
+      safe_details: { field: 'operation_ref' },
+    });
     expect(space.createCalls(ref)).toBe(1);
   });
 
@@ -203,7 +268,11 @@ describe('MCP gateway: the contract table through a real host, gateway, upstream
     const [a, b] = await Promise.all([create(invoice(ref)), create(invoice(ref))]);
     const answers = [envelopeOf(a, ref), envelopeOf(b, ref)];
     expect(answers.filter((answer) => answer.ok)).toHaveLength(1);
-    expect(answers.find((answer) => !answer.ok)).toMatchObject({ code: 'ATTEMPT_IN_FLIGHT', commit_state: 'unknown', next_action: 'verify_operation' });
+    expect(answers.find((answer) => !answer.ok)).toMatchObject({
+      code: 'ATTEMPT_IN_FLIGHT',
+      commit_state: 'unknown',
+      next_action: 'verify_operation',
+    });
     expect(space.createCalls(ref)).toBe(1);
     expect(envelopeOf(await create(invoice(ref)), ref)).toMatchObject({ ok: true });
     expect(space.createCalls(ref)).toBe(1);
@@ -213,7 +282,12 @@ describe('MCP gateway: the contract table through a real host, gateway, upstream
     const ref = nextRef('approval');
     space.fault({ on: 'create', operation_ref: ref, fault: { kind: 'forbidden' } });
     const asked = envelopeOf(await create(invoice(ref)), ref);
-    expect(asked).toMatchObject({ code: 'MISSING_APPROVAL', category: 'authorization', commit_state: 'not_committed', next_action: 'request_approval' });
+    expect(asked).toMatchObject({
+      code: 'MISSING_APPROVAL',
+      category: 'authorization',
+      commit_state: 'not_committed',
+      next_action: 'request_approval',
+    });
     const again = envelopeOf(await create(invoice(ref)), ref);
     expect(again).toMatchObject({ code: 'APPROVAL_REQUIRED', next_action: 'request_approval' });
     expect(space.createCalls(ref)).toBe(1);
@@ -229,8 +303,14 @@ describe('MCP gateway: the contract table through a real host, gateway, upstream
     const ref = nextRef('void');
     const voids = () => space.state.calls().void_invoice?.by_operation_ref[ref] ?? 0;
     const asked = envelopeOf(await host.call('void_invoice', { invoice_id: id, operation_ref: ref }), ref);
-    expect(asked).toMatchObject({ code: 'POLICY_REQUIRES_APPROVAL', next_action: 'request_approval', commit_state: 'not_committed' });
-    expect(envelopeOf(await host.call('void_invoice', { invoice_id: id, operation_ref: ref }), ref)).toMatchObject({ code: 'APPROVAL_REQUIRED' });
+    expect(asked).toMatchObject({
+      code: 'POLICY_REQUIRES_APPROVAL',
+      next_action: 'request_approval',
+      commit_state: 'not_committed',
+    });
+    expect(envelopeOf(await host.call('void_invoice', { invoice_id: id, operation_ref: ref }), ref)).toMatchObject({
+      code: 'APPROVAL_REQUIRED',
+    });
     expect(voids()).toBe(0);
 
     await ledger.recordApproval(ref, { decision: 'granted', approver: 'alice' });
@@ -245,20 +325,32 @@ describe('MCP gateway: the contract table through a real host, gateway, upstream
     const ref = nextRef('void_bound');
     const voids = () => space.state.calls().void_invoice?.by_operation_ref[ref] ?? 0;
     // Approved for an invoice id that does not exist: the upstream refuses it as input to correct.
-    expect(envelopeOf(await host.call('void_invoice', { invoice_id: 'inv_missing', operation_ref: ref }), ref)).toMatchObject({ code: 'POLICY_REQUIRES_APPROVAL' });
+    expect(
+      envelopeOf(await host.call('void_invoice', { invoice_id: 'inv_missing', operation_ref: ref }), ref),
+    ).toMatchObject({ code: 'POLICY_REQUIRES_APPROVAL' });
     await ledger.recordApproval(ref, { decision: 'granted', approver: 'alice' });
     const invalid = envelopeOf(await host.call('void_invoice', { invoice_id: 'inv_missing', operation_ref: ref }), ref);
-    expect(invalid).toMatchObject({ code: 'INVOICE_NOT_FOUND', next_action: 'correct_input', safe_details: { field: 'invoice_id' } });
+    expect(invalid).toMatchObject({
+      code: 'INVOICE_NOT_FOUND',
+      next_action: 'correct_input',
+      safe_details: { field: 'invoice_id' },
+    });
     expect(voids()).toBe(1);
 
     // The corrected call is another input: alice approved the first one, not this one.
     const corrected = envelopeOf(await host.call('void_invoice', { invoice_id: id, operation_ref: ref }), ref);
-    expect(corrected).toMatchObject({ code: 'APPROVAL_REQUIRED', next_action: 'request_approval', commit_state: 'not_committed' });
+    expect(corrected).toMatchObject({
+      code: 'APPROVAL_REQUIRED',
+      next_action: 'request_approval',
+      commit_state: 'not_committed',
+    });
     expect(voids()).toBe(1);
     const state = await ledger.getOperation(ref);
     expect(state).toMatchObject({ status: 'awaiting_approval', approval_input_hash: inputHash({ invoice_id: id }) });
     // Asked again, it is still that approval the call waits for, not another operation's reference.
-    expect(envelopeOf(await host.call('void_invoice', { invoice_id: id, operation_ref: ref }), ref)).toMatchObject({ code: 'APPROVAL_REQUIRED' });
+    expect(envelopeOf(await host.call('void_invoice', { invoice_id: id, operation_ref: ref }), ref)).toMatchObject({
+      code: 'APPROVAL_REQUIRED',
+    });
 
     await ledger.recordApproval(ref, { decision: 'granted', approver: 'alice' });
     const done = envelopeOf(await host.call('void_invoice', { invoice_id: id, operation_ref: ref }), ref);
@@ -275,7 +367,12 @@ describe('MCP gateway: the contract table through a real host, gateway, upstream
       answers.push(answer);
       if (answer.retry.not_before) await waitPast(answer.retry.not_before);
     }
-    expect(answers[0]).toMatchObject({ code: 'PROVIDER_OUTAGE', category: 'dependency', commit_state: 'not_committed', next_action: 'wait_and_retry' });
+    expect(answers[0]).toMatchObject({
+      code: 'PROVIDER_OUTAGE',
+      category: 'dependency',
+      commit_state: 'not_committed',
+      next_action: 'wait_and_retry',
+    });
     expect(answers[2]).toMatchObject({ next_action: 'escalate', commit_state: 'not_committed' });
     expect(['ATTEMPTS_EXHAUSTED', 'DEPENDENCY_FAILURES_EXHAUSTED']).toContain(answers[2].code);
     const after = envelopeOf(await create(invoice(ref)), ref);

@@ -42,9 +42,16 @@ describe('MCP gateway: the configuration in docs/mcp-gateway.md, run as printed 
     state = new InvoiceState(join(dir, 'invoices'));
     const configFile = join(dir, 'gateway.json');
     const place = (text: string) =>
-      text.replaceAll('/home/me/recovery-ledger/gateway.json', configFile).replaceAll('/home/me/recovery-ledger', ROOT).replaceAll('/home/me/invoices', state.dir);
+      text
+        .replaceAll('/home/me/recovery-ledger/gateway.json', configFile)
+        .replaceAll('/home/me/recovery-ledger', ROOT)
+        .replaceAll('/home/me/invoices', state.dir);
     writeFileSync(configFile, place(jsonAfter('## The configuration file')));
-    const server = JSON.parse(place(jsonAfter('## Host configuration'))).mcpServers.invoices as { command: string; args: string[]; env?: Record<string, string> };
+    const server = JSON.parse(place(jsonAfter('## Host configuration'))).mcpServers.invoices as {
+      command: string;
+      args: string[];
+      env?: Record<string, string>;
+    };
     expect(server.env).toBeUndefined();
 
     const transport = new StdioClientTransport({
@@ -66,25 +73,61 @@ describe('MCP gateway: the configuration in docs/mcp-gateway.md, run as printed 
     if (dir) rmSync(dir, { recursive: true, force: true });
   });
 
-  const call = async (name: string, args: Record<string, unknown>) => (await client.callTool({ name, arguments: args })) as CallToolResult;
+  const call = async (name: string, args: Record<string, unknown>) =>
+    (await client.callTool({ name, arguments: args })) as CallToolResult;
 
   it('starts without a key, lists the tools with the words the configuration gives, and a write succeeds', async () => {
     expect(stderr).toContain('"ledger_key":"none"');
     const { tools } = await client.listTools();
     const byName = Object.fromEntries(tools.map((tool) => [tool.name, tool]));
-    expect(Object.keys(byName)).toEqual(expect.arrayContaining(['create_invoice', 'void_invoice', 'get_invoice', 'lookup_operation', 'verify_operation', 'operation_status']));
-    expect(byName.create_invoice).toMatchObject({ title: 'Create an invoice', description: expect.stringMatching(/^Creates an invoice for a customer: customer_id like cus_42/) });
-    expect(byName.get_invoice).toMatchObject({ title: 'Read an invoice', description: 'Reads one invoice by its id (inv_…).' });
+    expect(Object.keys(byName)).toEqual(
+      expect.arrayContaining([
+        'create_invoice',
+        'void_invoice',
+        'get_invoice',
+        'lookup_operation',
+        'verify_operation',
+        'operation_status',
+      ]),
+    );
+    expect(byName.create_invoice).toMatchObject({
+      title: 'Create an invoice',
+      description: expect.stringMatching(/^Creates an invoice for a customer: customer_id like cus_42/),
+    });
+    expect(byName.get_invoice).toMatchObject({
+      title: 'Read an invoice',
+      description: 'Reads one invoice by its id (inv_…).',
+    });
 
-    const answer = await call('create_invoice', { customer_id: 'cus_42', amount_cents: 1250, currency: 'EUR', operation_ref: 'task_1/invoice_1' });
-    expect(answer.structuredContent).toMatchObject({ ok: true, commit_state: 'committed', result: { invoice: { operation_ref: 'task_1/invoice_1' } } });
+    const answer = await call('create_invoice', {
+      customer_id: 'cus_42',
+      amount_cents: 1250,
+      currency: 'EUR',
+      operation_ref: 'task_1/invoice_1',
+    });
+    expect(answer.structuredContent).toMatchObject({
+      ok: true,
+      commit_state: 'committed',
+      result: { invoice: { operation_ref: 'task_1/invoice_1' } },
+    });
     expect(state.invoices()).toHaveLength(1);
   });
 
-  it("a provider outage reaches the model as the page says: the sample vouches for PROVIDER_OUTAGE", async () => {
+  it('a provider outage reaches the model as the page says: the sample vouches for PROVIDER_OUTAGE', async () => {
     state.addFault({ on: 'create', operation_ref: 'task_1/invoice_2', fault: { kind: 'outage', retry_after_ms: 200 } });
-    const answer = await call('create_invoice', { customer_id: 'cus_42', amount_cents: 1250, currency: 'EUR', operation_ref: 'task_1/invoice_2' });
-    expect(answer.structuredContent).toMatchObject({ ok: false, code: 'PROVIDER_OUTAGE', category: 'dependency', commit_state: 'not_committed', next_action: 'wait_and_retry' });
+    const answer = await call('create_invoice', {
+      customer_id: 'cus_42',
+      amount_cents: 1250,
+      currency: 'EUR',
+      operation_ref: 'task_1/invoice_2',
+    });
+    expect(answer.structuredContent).toMatchObject({
+      ok: false,
+      code: 'PROVIDER_OUTAGE',
+      category: 'dependency',
+      commit_state: 'not_committed',
+      next_action: 'wait_and_retry',
+    });
     // The page shows this answer's first line, from a real run: the same words, up to the instant.
     const line = (answer.content as Array<{ text: string }>)[0].text.split('\n')[0];
     expect(DOC).toContain(line.slice(0, line.indexOf(' not_before=')));
@@ -110,7 +153,12 @@ describe('MCP gateway: a gateway that cannot start says why, to the host and on 
 
   it("the host's initialize is answered with a JSON-RPC error carrying the reason", async () => {
     const client = new Client({ name: 'e2e-host', version: '1.0.0' });
-    const transport = new StdioClientTransport({ command: process.execPath, args: [CLI, 'mcp-gateway', '--config', configFile()], env: { PATH: process.env.PATH ?? '' }, stderr: 'ignore' });
+    const transport = new StdioClientTransport({
+      command: process.execPath,
+      args: [CLI, 'mcp-gateway', '--config', configFile()],
+      env: { PATH: process.env.PATH ?? '' },
+      stderr: 'ignore',
+    });
     try {
       await expect(client.connect(transport)).rejects.toThrow(reason);
     } finally {
@@ -119,10 +167,24 @@ describe('MCP gateway: a gateway that cannot start says why, to the host and on 
   });
 
   it('the process prints it on stderr and exits non-zero', () => {
-    const initialize = { jsonrpc: '2.0', id: 0, method: 'initialize', params: { protocolVersion: '2025-06-18', capabilities: {}, clientInfo: { name: 'x', version: '1' } } };
-    const result = spawnSync(process.execPath, [CLI, 'mcp-gateway', '--config', configFile()], { encoding: 'utf8', input: `${JSON.stringify(initialize)}\n`, timeout: 20_000, env: { PATH: process.env.PATH ?? '' } });
+    const initialize = {
+      jsonrpc: '2.0',
+      id: 0,
+      method: 'initialize',
+      params: { protocolVersion: '2025-06-18', capabilities: {}, clientInfo: { name: 'x', version: '1' } },
+    };
+    const result = spawnSync(process.execPath, [CLI, 'mcp-gateway', '--config', configFile()], {
+      encoding: 'utf8',
+      input: `${JSON.stringify(initialize)}\n`,
+      timeout: 20_000,
+      env: { PATH: process.env.PATH ?? '' },
+    });
     expect(result.status).toBe(2);
     expect(result.stderr).toContain(reason);
-    expect(JSON.parse(result.stdout.trim())).toMatchObject({ jsonrpc: '2.0', id: 0, error: { code: -32603, message: expect.stringContaining(reason) } });
+    expect(JSON.parse(result.stdout.trim())).toMatchObject({
+      jsonrpc: '2.0',
+      id: 0,
+      error: { code: -32603, message: expect.stringContaining(reason) },
+    });
   });
 });

@@ -8,7 +8,15 @@ import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { LedgerClient } from '@recovery-ledger/client';
 import { startLedger, type LedgerProcess } from '../support/ledger-process';
-import { CLI, INVOICE_SERVER, invoiceGatewayConfig, startHost, workspace, type Host, type Workspace } from '../support/mcp-gateway-harness';
+import {
+  CLI,
+  INVOICE_SERVER,
+  invoiceGatewayConfig,
+  startHost,
+  workspace,
+  type Host,
+  type Workspace,
+} from '../support/mcp-gateway-harness';
 
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
@@ -24,7 +32,9 @@ describe('MCP gateway: a streamable HTTP upstream and an HTTP lookup', () => {
     ledgerProcess = await startLedger();
     ledger = new LedgerClient({ baseUrl: ledgerProcess.baseUrl });
     space = workspace();
-    upstream = spawn(process.execPath, [INVOICE_SERVER, '--state-dir', space.stateDir, '--http'], { stdio: ['ignore', 'ignore', 'inherit'] });
+    upstream = spawn(process.execPath, [INVOICE_SERVER, '--state-dir', space.stateDir, '--http'], {
+      stdio: ['ignore', 'ignore', 'inherit'],
+    });
     const urlFile = join(space.stateDir, 'http-url');
     // The server writes the file once it listens; it may be seen empty for an instant before its content lands.
     for (let waited = 0; !existsSync(urlFile) || readFileSync(urlFile, 'utf8') === ''; waited += 25) {
@@ -32,7 +42,11 @@ describe('MCP gateway: a streamable HTTP upstream and an HTTP lookup', () => {
       await sleep(25);
     }
     baseUrl = readFileSync(urlFile, 'utf8');
-    const config = invoiceGatewayConfig(space, { ledgerUrl: ledgerProcess.baseUrl, windowMs: 3000, timeoutMs: 1500 }) as any;
+    const config = invoiceGatewayConfig(space, {
+      ledgerUrl: ledgerProcess.baseUrl,
+      windowMs: 3000,
+      timeoutMs: 1500,
+    }) as any;
     config.servers = { invoices: { url: `${baseUrl}/mcp` } };
     config.write_tools.create_invoice.lookup = { url: `${baseUrl}/lookup?operation_ref={operation_ref}` };
     space.writeConfig(config);
@@ -47,7 +61,8 @@ describe('MCP gateway: a streamable HTTP upstream and an HTTP lookup', () => {
     space?.cleanup();
   });
 
-  const create = (ref: string) => host.call('create_invoice', { customer_id: 'cus_9', amount_cents: 900, currency: 'EUR', operation_ref: ref });
+  const create = (ref: string) =>
+    host.call('create_invoice', { customer_id: 'cus_9', amount_cents: 900, currency: 'EUR', operation_ref: ref });
   const httpLookups = (ref: string) => space.state.calls().http_lookup?.by_operation_ref[ref] ?? 0;
 
   it('a write succeeds through the HTTP upstream', async () => {
@@ -71,7 +86,12 @@ describe('MCP gateway: a streamable HTTP upstream and an HTTP lookup', () => {
     space.fault({ on: 'create', operation_ref: ref, fault: { kind: 'timeout-after-commit' } });
     space.fault({ on: 'lookup', operation_ref: ref, fault: { kind: 'lookup-unavailable' } });
     const answer = await create(ref);
-    expect(answer.structuredContent).toMatchObject({ ok: false, code: 'LOOKUP_UNAVAILABLE', commit_state: 'unknown', next_action: 'verify_operation' });
+    expect(answer.structuredContent).toMatchObject({
+      ok: false,
+      code: 'LOOKUP_UNAVAILABLE',
+      commit_state: 'unknown',
+      next_action: 'verify_operation',
+    });
     expect((await ledger.getOperation(ref)).status).toBe('escalated');
     const again = await create(ref);
     expect(again.structuredContent).toMatchObject({ code: 'LOOKUP_UNAVAILABLE', commit_state: 'unknown' });
@@ -88,7 +108,9 @@ describe('MCP gateway: an HTTP upstream that is down', () => {
   beforeAll(async () => {
     ledgerProcess = await startLedger();
     space = workspace();
-    upstream = spawn(process.execPath, [INVOICE_SERVER, '--state-dir', space.stateDir, '--http'], { stdio: ['ignore', 'ignore', 'inherit'] });
+    upstream = spawn(process.execPath, [INVOICE_SERVER, '--state-dir', space.stateDir, '--http'], {
+      stdio: ['ignore', 'ignore', 'inherit'],
+    });
     const urlFile = join(space.stateDir, 'http-url');
     // The server writes the file once it listens; it may be seen empty for an instant before its content lands.
     for (let waited = 0; !existsSync(urlFile) || readFileSync(urlFile, 'utf8') === ''; waited += 25) {
@@ -96,7 +118,11 @@ describe('MCP gateway: an HTTP upstream that is down', () => {
       await sleep(25);
     }
     const baseUrl = readFileSync(urlFile, 'utf8');
-    const config = invoiceGatewayConfig(space, { ledgerUrl: ledgerProcess.baseUrl, windowMs: 5000, timeoutMs: 1500 }) as any;
+    const config = invoiceGatewayConfig(space, {
+      ledgerUrl: ledgerProcess.baseUrl,
+      windowMs: 5000,
+      timeoutMs: 1500,
+    }) as any;
     config.servers = { invoices: { url: `${baseUrl}/mcp` } };
     space.writeConfig(config);
     host = await startHost(space.configFile);
@@ -114,8 +140,18 @@ describe('MCP gateway: an HTTP upstream that is down', () => {
     upstream.kill('SIGTERM');
     await new Promise((resolve) => upstream.once('exit', resolve));
     const ref = 'run_down/one';
-    const answer = await host.call('create_invoice', { customer_id: 'cus_1', amount_cents: 100, currency: 'EUR', operation_ref: ref });
-    expect(answer.structuredContent).toMatchObject({ ok: false, code: 'NETWORK_UNREACHABLE', commit_state: 'not_committed', next_action: 'wait_and_retry' });
+    const answer = await host.call('create_invoice', {
+      customer_id: 'cus_1',
+      amount_cents: 100,
+      currency: 'EUR',
+      operation_ref: ref,
+    });
+    expect(answer.structuredContent).toMatchObject({
+      ok: false,
+      code: 'NETWORK_UNREACHABLE',
+      commit_state: 'not_committed',
+      next_action: 'wait_and_retry',
+    });
     expect(space.createCalls(ref)).toBe(0);
   });
 });
@@ -141,10 +177,15 @@ describe('MCP gateway: a ledger that requires keys', () => {
     space?.cleanup();
   });
 
-  it('with its key from the environment, writes are recorded in the key\'s tenant', async () => {
+  it("with its key from the environment, writes are recorded in the key's tenant", async () => {
     const host = await startHost(space.configFile, { INVOICES_LEDGER_KEY: RUNTIME_KEY });
     hosts.push(host);
-    const answer = await host.call('create_invoice', { customer_id: 'cus_1', amount_cents: 100, currency: 'EUR', operation_ref: 'run_keys/one' });
+    const answer = await host.call('create_invoice', {
+      customer_id: 'cus_1',
+      amount_cents: 100,
+      currency: 'EUR',
+      operation_ref: 'run_keys/one',
+    });
     expect(answer.structuredContent).toMatchObject({ ok: true });
     const ledger = new LedgerClient({ baseUrl: ledgerProcess.baseUrl, apiKey: RUNTIME_KEY });
     expect((await ledger.getOperation('run_keys/one')).status).toBe('succeeded');
@@ -153,8 +194,18 @@ describe('MCP gateway: a ledger that requires keys', () => {
   it('with a wrong key nothing is sent, and the model is told to stop, not to retry', async () => {
     const host = await startHost(space.configFile, { INVOICES_LEDGER_KEY: 'rk_wrong_key_000000000000' });
     hosts.push(host);
-    const answer = await host.call('create_invoice', { customer_id: 'cus_1', amount_cents: 100, currency: 'EUR', operation_ref: 'run_keys/two' });
-    expect(answer.structuredContent).toMatchObject({ ok: false, code: 'LEDGER_UNAUTHORIZED', next_action: 'escalate', commit_state: 'not_committed' });
+    const answer = await host.call('create_invoice', {
+      customer_id: 'cus_1',
+      amount_cents: 100,
+      currency: 'EUR',
+      operation_ref: 'run_keys/two',
+    });
+    expect(answer.structuredContent).toMatchObject({
+      ok: false,
+      code: 'LEDGER_UNAUTHORIZED',
+      next_action: 'escalate',
+      commit_state: 'not_committed',
+    });
     expect(space.createCalls('run_keys/two')).toBe(0);
   });
 });
@@ -169,7 +220,11 @@ describe('MCP gateway: the configuration file', () => {
   const runGateway = (config: unknown) => {
     const file = join(space.dir, 'bad.json');
     writeFileSync(file, typeof config === 'string' ? config : JSON.stringify(config));
-    return spawnSync(process.execPath, [CLI, 'mcp-gateway', '--config', file], { encoding: 'utf8', input: '', timeout: 20_000 });
+    return spawnSync(process.execPath, [CLI, 'mcp-gateway', '--config', file], {
+      encoding: 'utf8',
+      input: '',
+      timeout: 20_000,
+    });
   };
 
   it('a broken file exits 2 naming every field that is wrong, and starts nothing', () => {
@@ -177,7 +232,11 @@ describe('MCP gateway: the configuration file', () => {
       ledger: { url: 'ftp://ledger' },
       servers: { invoices: { command: process.execPath, args: [INVOICE_SERVER, '--state-dir', space.stateDir] } },
       write_tools: {
-        create_invoice: { lookup: { url: 'http://127.0.0.1:1/lookup' }, vouched_codes: ['not a code'], policy: { max_attempts: 0 } },
+        create_invoice: {
+          lookup: { url: 'http://127.0.0.1:1/lookup' },
+          vouched_codes: ['not a code'],
+          policy: { max_attempts: 0 },
+        },
         verify_operation: { lookup: { tool: 'x' } },
       },
       surprise: true,
@@ -207,7 +266,9 @@ describe('MCP gateway: the configuration file', () => {
     expect(result.status).toBe(2);
     expect(result.stderr).toContain('write_tools.verify_operation: verify_operation is a tool of the gateway itself');
     expect(result.stderr).toContain('write_tools.create_invoice.server: no server named elsewhere');
-    expect(result.stderr).toContain('write_tools.create_invoice.lookup.tool: void_invoice is a write tool; a lookup must only read');
+    expect(result.stderr).toContain(
+      'write_tools.create_invoice.lookup.tool: void_invoice is a write tool; a lookup must only read',
+    );
   });
 
   it('not JSON, or a write tool no upstream has: a clear one-line reason', () => {

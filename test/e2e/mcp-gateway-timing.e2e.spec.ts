@@ -14,7 +14,14 @@ import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js'
 import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
 import { LedgerClient } from '@recovery-ledger/client';
 import { startLedger, type LedgerProcess } from '../support/ledger-process';
-import { CLI, invoiceGatewayConfig, startHost, workspace, type Host, type Workspace } from '../support/mcp-gateway-harness';
+import {
+  CLI,
+  invoiceGatewayConfig,
+  startHost,
+  workspace,
+  type Host,
+  type Workspace,
+} from '../support/mcp-gateway-harness';
 
 // The upstream commits DELAY_MS after the create arrives: after the gateway's timeout and after a
 // consistency window counted from the dispatch (where a not_found used to become conclusive), but
@@ -36,7 +43,9 @@ describe('MCP gateway: a slow upstream that commits after the gateway gave up on
     ledgerProcess = await startLedger();
     ledger = new LedgerClient({ baseUrl: ledgerProcess.baseUrl });
     space = workspace();
-    space.writeConfig(invoiceGatewayConfig(space, { ledgerUrl: ledgerProcess.baseUrl, windowMs: WINDOW_MS, timeoutMs: TIMEOUT_MS }));
+    space.writeConfig(
+      invoiceGatewayConfig(space, { ledgerUrl: ledgerProcess.baseUrl, windowMs: WINDOW_MS, timeoutMs: TIMEOUT_MS }),
+    );
     host = await startHost(space.configFile);
   });
 
@@ -47,7 +56,8 @@ describe('MCP gateway: a slow upstream that commits after the gateway gave up on
     space?.cleanup();
   });
 
-  const create = (ref: string) => host.call('create_invoice', { customer_id: 'cus_slow', amount_cents: 4200, currency: 'EUR', operation_ref: ref });
+  const create = (ref: string) =>
+    host.call('create_invoice', { customer_id: 'cus_slow', amount_cents: 4200, currency: 'EUR', operation_ref: ref });
   const envelope = (result: CallToolResult) => result.structuredContent as any;
 
   it('the model calling again at once, verifying, and calling again gets verify_operation; one create reaches the upstream, one invoice', async () => {
@@ -63,7 +73,12 @@ describe('MCP gateway: a slow upstream that commits after the gateway gave up on
     const verified = envelope(await host.call('verify_operation', { operation_ref: ref }));
     const afterVerify = envelope(await create(ref));
     for (const answer of [again, verified, afterVerify]) {
-      expect(answer).toMatchObject({ ok: false, commit_state: 'unknown', next_action: 'verify_operation', retry: { directive: 'never' } });
+      expect(answer).toMatchObject({
+        ok: false,
+        commit_state: 'unknown',
+        next_action: 'verify_operation',
+        retry: { directive: 'never' },
+      });
     }
     expect(verified.code).toBe('VERIFICATION_PREMATURE');
     expect(space.createCalls(ref)).toBe(1);
@@ -74,7 +89,11 @@ describe('MCP gateway: a slow upstream that commits after the gateway gave up on
     expect(space.createCalls(ref)).toBe(1);
     const invoices = space.state.invoices().filter((invoice) => invoice.operation_ref === ref);
     expect(invoices).toHaveLength(1);
-    expect(settled).toMatchObject({ ok: true, commit_state: 'committed', verification: { evidence_ref: invoices[0].id } });
+    expect(settled).toMatchObject({
+      ok: true,
+      commit_state: 'committed',
+      verification: { evidence_ref: invoices[0].id },
+    });
 
     // The ledger's call deadline is the gateway's own call timeout, and a not_found waits a whole
     // consistency window past the last instant that call could reach the provider.
@@ -105,10 +124,15 @@ describe('MCP gateway: a call timeout that does not end before the consistency w
     writeFileSync(file, JSON.stringify(config));
     return file;
   };
-  const reason = 'write_tools.create_invoice.timeout_ms: 30000 must be less than write_tools.create_invoice.policy.consistency_window_ms (30000)';
+  const reason =
+    'write_tools.create_invoice.timeout_ms: 30000 must be less than write_tools.create_invoice.policy.consistency_window_ms (30000)';
 
   it('the command exits 2 naming the field, and starts nothing', () => {
-    const result = spawnSync(process.execPath, [CLI, 'mcp-gateway', '--config', unsafe()], { encoding: 'utf8', input: '', timeout: 20_000 });
+    const result = spawnSync(process.execPath, [CLI, 'mcp-gateway', '--config', unsafe()], {
+      encoding: 'utf8',
+      input: '',
+      timeout: 20_000,
+    });
     expect(result.status).toBe(2);
     expect(result.stderr).toContain(reason);
     expect(space.state.calls()).toEqual({});
@@ -116,7 +140,12 @@ describe('MCP gateway: a call timeout that does not end before the consistency w
 
   it("the host's initialize is answered with the same reason", async () => {
     const client = new Client({ name: 'e2e-host', version: '1.0.0' });
-    const transport = new StdioClientTransport({ command: process.execPath, args: [CLI, 'mcp-gateway', '--config', unsafe()], env: { PATH: process.env.PATH ?? '' }, stderr: 'ignore' });
+    const transport = new StdioClientTransport({
+      command: process.execPath,
+      args: [CLI, 'mcp-gateway', '--config', unsafe()],
+      env: { PATH: process.env.PATH ?? '' },
+      stderr: 'ignore',
+    });
     try {
       await expect(client.connect(transport)).rejects.toThrow(reason);
     } finally {

@@ -8,7 +8,14 @@
 import type { Tool } from '@modelcontextprotocol/sdk/types.js';
 import { HOSTILE_TEXT } from '../../examples/invoice-mcp-server/invoice-state';
 import { startLedger, type LedgerProcess } from '../support/ledger-process';
-import { INVOICE_SERVER, invoiceGatewayConfig, startHost, workspace, type Host, type Workspace } from '../support/mcp-gateway-harness';
+import {
+  INVOICE_SERVER,
+  invoiceGatewayConfig,
+  startHost,
+  workspace,
+  type Host,
+  type Workspace,
+} from '../support/mcp-gateway-harness';
 
 const HOSTILE = /ignore|admin|SYSTEM|99999999/i;
 
@@ -48,7 +55,12 @@ describe('MCP gateway: upstream prose never reaches the host unless the configur
     expect(create.description).toMatch(/^Runs through a recovery ledger/);
 
     // The tools still work.
-    const answer = await host.call('create_invoice', { customer_id: 'cus_text', amount_cents: 100, currency: 'EUR', operation_ref: 'run_text/one' });
+    const answer = await host.call('create_invoice', {
+      customer_id: 'cus_text',
+      amount_cents: 100,
+      currency: 'EUR',
+      operation_ref: 'run_text/one',
+    });
     expect(answer.structuredContent).toMatchObject({ ok: true });
   });
 
@@ -60,18 +72,41 @@ describe('MCP gateway: upstream prose never reaches the host unless the configur
     });
     expect(HOSTILE.test(JSON.stringify(tools))).toBe(false);
     const byName = Object.fromEntries(tools.map((tool) => [tool.name, tool]));
-    expect(Object.keys(byName)).toEqual(expect.arrayContaining(['create_invoice', 'void_invoice', 'get_invoice', 'lookup_operation', 'verify_operation', 'operation_status']));
+    expect(Object.keys(byName)).toEqual(
+      expect.arrayContaining([
+        'create_invoice',
+        'void_invoice',
+        'get_invoice',
+        'lookup_operation',
+        'verify_operation',
+        'operation_status',
+      ]),
+    );
     expect(byName.create_invoice.title).toBe('Create an invoice');
-    expect(byName.create_invoice.description).toMatch(/^Creates one invoice for a customer, in cents\.\n\nRuns through a recovery ledger/);
-    expect(byName.create_invoice.annotations).toEqual({ readOnlyHint: false, destructiveHint: false, idempotentHint: true });
-    expect(byName.create_invoice.inputSchema.properties).toMatchObject({ customer_id: { type: 'string' }, amount_cents: { type: 'number' } });
+    expect(byName.create_invoice.description).toMatch(
+      /^Creates one invoice for a customer, in cents\.\n\nRuns through a recovery ledger/,
+    );
+    expect(byName.create_invoice.annotations).toEqual({
+      readOnlyHint: false,
+      destructiveHint: false,
+      idempotentHint: true,
+    });
+    expect(byName.create_invoice.inputSchema.properties).toMatchObject({
+      customer_id: { type: 'string' },
+      amount_cents: { type: 'number' },
+    });
     expect((byName.create_invoice.inputSchema.properties as any).customer_id.description).toBeUndefined();
     expect(byName.get_invoice).toMatchObject({ description: 'Reads one invoice by its id.' });
     expect(byName.get_invoice.title).toBeUndefined();
     // A tool nothing was configured for keeps its name, its schema's structure and its hints.
     expect(byName.lookup_operation).toEqual({
       name: 'lookup_operation',
-      inputSchema: { type: 'object', properties: { operation_ref: { type: 'string', minLength: 1, maxLength: 200 } }, required: ['operation_ref'], $schema: expect.any(String) },
+      inputSchema: {
+        type: 'object',
+        properties: { operation_ref: { type: 'string', minLength: 1, maxLength: 200 } },
+        required: ['operation_ref'],
+        $schema: expect.any(String),
+      },
       annotations: { readOnlyHint: true },
       execution: expect.any(Object),
     });

@@ -32,7 +32,9 @@ describe('MCP gateway tracing', () => {
     provider.register();
     ledger = await startLedger();
     space = workspace();
-    gateway = new McpGateway(parseGatewayConfig(invoiceGatewayConfig(space, { ledgerUrl: ledger.baseUrl }), 'gateway.json'));
+    gateway = new McpGateway(
+      parseGatewayConfig(invoiceGatewayConfig(space, { ledgerUrl: ledger.baseUrl }), 'gateway.json'),
+    );
     await gateway.start();
     const [hostSide, gatewaySide] = InMemoryTransport.createLinkedPair();
     await gateway.server().connect(gatewaySide);
@@ -55,7 +57,12 @@ describe('MCP gateway tracing', () => {
     host.callTool({ name, arguments: args, _meta: { traceparent: `00-${HOST_TRACE}-${HOST_SPAN}-01` } });
 
   it('a write: the host trace continued, one execute_tool span, its context passed to the upstream server', async () => {
-    const result = await call('create_invoice', { operation_ref: 'traced/create-1', customer_id: 'cus_42', amount_cents: 1200, currency: 'EUR' });
+    const result = await call('create_invoice', {
+      operation_ref: 'traced/create-1',
+      customer_id: 'cus_42',
+      amount_cents: 1200,
+      currency: 'EUR',
+    });
     expect(result.isError).toBeFalsy();
     const tools = exporter.getFinishedSpans().filter((span) => span.name.startsWith('execute_tool'));
     expect(tools.map((span) => span.name)).toEqual(['execute_tool create_invoice']);
@@ -79,7 +86,11 @@ describe('MCP gateway tracing', () => {
     expect(result.isError).toBe(true);
     const [read] = exporter.getFinishedSpans().filter((span) => span.name === 'execute_tool get_invoice');
     expect(read.spanContext().traceId).toBe(HOST_TRACE);
-    expect(read.attributes).toMatchObject({ 'gen_ai.operation.name': 'execute_tool', 'gen_ai.tool.name': 'get_invoice', 'error.type': expect.any(String) });
+    expect(read.attributes).toMatchObject({
+      'gen_ai.operation.name': 'execute_tool',
+      'gen_ai.tool.name': 'get_invoice',
+      'error.type': expect.any(String),
+    });
     expect(space.state.calls().get_invoice.traceparents).toEqual([traceparentOf(read)]);
   });
 });

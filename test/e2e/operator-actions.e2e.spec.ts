@@ -24,16 +24,27 @@ const invalidInput = (ref: string) => seedEnvelopes.invalidRecipient(ref, 1);
 const escalate = (ref: string) => seedEnvelopes.alreadyPaid(ref);
 const success = (ref: string) => seedEnvelopes.success(ref, 're_1');
 
-const manualFound = () => fact('OutcomeVerifiedManually', { outcome: 'found_committed', evidence_ref: 'inv_9', note: 'checked the provider: invoice inv_9 exists' });
-const manualNotFound = () => fact('OutcomeVerifiedManually', { outcome: 'not_found', note: 'no refund in the provider dashboard' });
+const manualFound = () =>
+  fact('OutcomeVerifiedManually', {
+    outcome: 'found_committed',
+    evidence_ref: 'inv_9',
+    note: 'checked the provider: invoice inv_9 exists',
+  });
+const manualNotFound = () =>
+  fact('OutcomeVerifiedManually', { outcome: 'not_found', note: 'no refund in the provider dashboard' });
 const cancel = () => fact('StepCancelled', { reason: 'the customer withdrew the request' });
 const reopen = () => fact('StepReopened', { attempts: 2, reason: 'the provider fixed the account' });
 const ack = () => fact('EscalationAcknowledged', { assignee: 'ana', note: 'looking at it' });
 
 describe('operator facts over HTTP', () => {
   let ledger: LedgerProcess;
-  const submit = (ref: string, role: Role, ...events: unknown[]) => request(ledger.baseUrl, 'POST', `${opPath(ref)}/events`, { events }, auth(role));
-  const eventsOf = async (ref: string) => (await request(ledger.baseUrl, 'GET', `${opPath(ref)}/events`, undefined, auth('auditor'))).body.events as Array<{ type: string; actor: string }>;
+  const submit = (ref: string, role: Role, ...events: unknown[]) =>
+    request(ledger.baseUrl, 'POST', `${opPath(ref)}/events`, { events }, auth(role));
+  const eventsOf = async (ref: string) =>
+    (await request(ledger.baseUrl, 'GET', `${opPath(ref)}/events`, undefined, auth('auditor'))).body.events as Array<{
+      type: string;
+      actor: string;
+    }>;
 
   /** Builds a step in the named state with the runtime key (window 0, dispatch timeout as asked). */
   async function stepIn(state: string, timeoutMs = 600_000): Promise<string> {
@@ -43,17 +54,31 @@ describe('operator facts over HTTP', () => {
       expect(answer.status).toBe(200);
       if (expected) expect(answer.body.state.status).toBe(expected);
     };
-    const policy = { max_attempts: state === 'escalated_known' ? 1 : 3, consistency_window_ms: 0, dispatch_timeout_ms: timeoutMs };
-    await runtime(fact('StepPlanned', { run_id: 'run_ops', tool: TOOL, side_effect: 'write', input_hash: 'sha256:in-1', policy }), 'planned');
+    const policy = {
+      max_attempts: state === 'escalated_known' ? 1 : 3,
+      consistency_window_ms: 0,
+      dispatch_timeout_ms: timeoutMs,
+    };
+    await runtime(
+      fact('StepPlanned', { run_id: 'run_ops', tool: TOOL, side_effect: 'write', input_hash: 'sha256:in-1', policy }),
+      'planned',
+    );
     if (state === 'planned') return ref;
     await runtime(fact('AttemptDispatched', { attempt: 1, input_hash: 'sha256:in-1' }), 'dispatched');
     if (state === 'dispatched') return ref;
-    if (state === 'succeeded') await runtime(fact('EnvelopeRecorded', { attempt: 1, envelope: success(ref) }), 'succeeded');
-    if (state === 'needs_input') await runtime(fact('EnvelopeRecorded', { attempt: 1, envelope: invalidInput(ref) }), 'needs_input');
-    if (state === 'escalated_known') await runtime(fact('EnvelopeRecorded', { attempt: 1, envelope: escalate(ref) }), 'escalated');
-    if (state === 'verifying' || state === 'escalated_unknown') await runtime(fact('EnvelopeRecorded', { attempt: 1, envelope: unknownOutcome(ref) }), 'verifying');
+    if (state === 'succeeded')
+      await runtime(fact('EnvelopeRecorded', { attempt: 1, envelope: success(ref) }), 'succeeded');
+    if (state === 'needs_input')
+      await runtime(fact('EnvelopeRecorded', { attempt: 1, envelope: invalidInput(ref) }), 'needs_input');
+    if (state === 'escalated_known')
+      await runtime(fact('EnvelopeRecorded', { attempt: 1, envelope: escalate(ref) }), 'escalated');
+    if (state === 'verifying' || state === 'escalated_unknown')
+      await runtime(fact('EnvelopeRecorded', { attempt: 1, envelope: unknownOutcome(ref) }), 'verifying');
     if (state === 'escalated_unknown') {
-      await runtime(fact('VerificationRecorded', { outcome: 'lookup_unavailable', checked_at: new Date().toISOString() }), 'escalated');
+      await runtime(
+        fact('VerificationRecorded', { outcome: 'lookup_unavailable', checked_at: new Date().toISOString() }),
+        'escalated',
+      );
     }
     if (state === 'cancelled') {
       await runtime(fact('EnvelopeRecorded', { attempt: 1, envelope: invalidInput(ref) }), 'needs_input');
@@ -139,30 +164,48 @@ describe('operator facts over HTTP', () => {
       'the dispatch timeout to pass',
     );
     expect(answer.status).toBe(200);
-    expect(answer.body.state).toMatchObject({ status: 'succeeded', success: { proven_by: 'manual_verification', evidence_ref: 'inv_9' } });
+    expect(answer.body.state).toMatchObject({
+      status: 'succeeded',
+      success: { proven_by: 'manual_verification', evidence_ref: 'inv_9' },
+    });
   });
 
   test('found_committed without evidence_ref is a 400 naming the field, and nothing is stored', async () => {
     const ref = await stepIn('verifying');
     const before = await eventsOf(ref);
-    const answer = await submit(ref, 'operator', fact('OutcomeVerifiedManually', { outcome: 'found_committed', note: 'trust me' }));
-    expect({ status: answer.status, code: answer.body.code, field: answer.body.field }).toEqual({ status: 400, code: 'BAD_REQUEST', field: 'events[0].data.evidence_ref' });
+    const answer = await submit(
+      ref,
+      'operator',
+      fact('OutcomeVerifiedManually', { outcome: 'found_committed', note: 'trust me' }),
+    );
+    expect({ status: answer.status, code: answer.body.code, field: answer.body.field }).toEqual({
+      status: 400,
+      code: 'BAD_REQUEST',
+      field: 'events[0].data.evidence_ref',
+    });
     expect((await eventsOf(ref)).length).toBe(before.length);
   });
 
-  test.each(ROLES.filter((role) => role !== 'operator'))('the %s key may not record any operator fact (403, nothing stored)', async (role) => {
-    const ref = await stepIn('escalated_known');
-    const before = await eventsOf(ref);
-    for (const make of Object.values(ACTIONS)) {
-      const answer = await submit(ref, role, make());
-      expect({ status: answer.status, code: answer.body.code }).toEqual({ status: 403, code: 'FORBIDDEN' });
-    }
-    expect((await eventsOf(ref)).length).toBe(before.length);
-  });
+  test.each(ROLES.filter((role) => role !== 'operator'))(
+    'the %s key may not record any operator fact (403, nothing stored)',
+    async (role) => {
+      const ref = await stepIn('escalated_known');
+      const before = await eventsOf(ref);
+      for (const make of Object.values(ACTIONS)) {
+        const answer = await submit(ref, role, make());
+        expect({ status: answer.status, code: answer.body.code }).toEqual({ status: 403, code: 'FORBIDDEN' });
+      }
+      expect((await eventsOf(ref)).length).toBe(before.length);
+    },
+  );
 
   test('the operator key records nothing but operator facts', async () => {
     const ref = await stepIn('needs_input');
-    const dispatch = await submit(ref, 'operator', fact('AttemptDispatched', { attempt: 2, input_hash: 'sha256:in-2' }));
+    const dispatch = await submit(
+      ref,
+      'operator',
+      fact('AttemptDispatched', { attempt: 2, input_hash: 'sha256:in-2' }),
+    );
     expect({ status: dispatch.status, code: dispatch.body.code }).toEqual({ status: 403, code: 'FORBIDDEN' });
     const approval = await submit(ref, 'operator', fact('ApprovalRecorded', { decision: 'granted', approver: 'ops' }));
     expect({ status: approval.status, code: approval.body.code }).toEqual({ status: 403, code: 'FORBIDDEN' });
@@ -171,7 +214,11 @@ describe('operator facts over HTTP', () => {
   test('a cancelled step refuses the next dispatch STEP_CANCELLED, and records the refusal', async () => {
     const ref = await stepIn('cancelled');
     const answer = await submit(ref, 'runtime', fact('AttemptDispatched', { attempt: 2, input_hash: 'sha256:in-2' }));
-    expect({ status: answer.status, code: answer.body.code, next: answer.body.directive?.next_action }).toEqual({ status: 409, code: 'STEP_CANCELLED', next: 'none' });
+    expect({ status: answer.status, code: answer.body.code, next: answer.body.directive?.next_action }).toEqual({
+      status: 409,
+      code: 'STEP_CANCELLED',
+      next: 'none',
+    });
     expect((await eventsOf(ref)).map((event) => event.type).slice(-1)).toEqual(['DispatchRefused']);
   });
 
@@ -183,36 +230,66 @@ describe('operator facts over HTTP', () => {
     expect(cancelledAnswer.status).toBe(200);
     const feed = await until(
       () => request(ledger.baseUrl, 'GET', `/v1/work?tool=${TOOL}&limit=100&lease_ms=1000`, undefined, auth('runtime')),
-      (answer) => answer.status === 200 && answer.body.items.some((item: { operation_ref: string }) => item.operation_ref === reopened),
+      (answer) =>
+        answer.status === 200 &&
+        answer.body.items.some((item: { operation_ref: string }) => item.operation_ref === reopened),
       'the reopened step on the work feed',
     );
     const item = feed.body.items.find((candidate: { operation_ref: string }) => candidate.operation_ref === reopened);
     expect(item).toMatchObject({ kind: 'dispatch', attempt: 2 });
-    expect(feed.body.items.some((candidate: { operation_ref: string }) => candidate.operation_ref === cancelled)).toBe(false);
+    expect(feed.body.items.some((candidate: { operation_ref: string }) => candidate.operation_ref === cancelled)).toBe(
+      false,
+    );
     // The dispatch the reopen allows is granted.
-    const dispatch = await submit(reopened, 'runtime', fact('AttemptDispatched', { attempt: 2, input_hash: 'sha256:in-1' }));
+    const dispatch = await submit(
+      reopened,
+      'runtime',
+      fact('AttemptDispatched', { attempt: 2, input_hash: 'sha256:in-1' }),
+    );
     expect(dispatch.body.state.status).toBe('dispatched');
   });
 
   test('the evidence trail names the person and the evidence; triage moves an acknowledged escalation to its own list', async () => {
     const verified = await stepIn('verifying');
     const position = (await submit(verified, 'operator', manualFound())).body.position;
-    const trail = await request(ledger.baseUrl, 'GET', `${opPath(verified)}/evidence?wait_for_position=${position}`, undefined, auth('auditor'));
-    expect(trail.body.verdict).toMatchObject({ commit_state: 'committed', proven_by: 'manual_verification', evidence_ref: 'inv_9' });
+    const trail = await request(
+      ledger.baseUrl,
+      'GET',
+      `${opPath(verified)}/evidence?wait_for_position=${position}`,
+      undefined,
+      auth('auditor'),
+    );
+    expect(trail.body.verdict).toMatchObject({
+      commit_state: 'committed',
+      proven_by: 'manual_verification',
+      evidence_ref: 'inv_9',
+    });
     expect(trail.body.verdict.statement).toContain(idOf(keyOf('operator')));
-    const entry = trail.body.entries.find((candidate: { type: string }) => candidate.type === 'OutcomeVerifiedManually');
+    const entry = trail.body.entries.find(
+      (candidate: { type: string }) => candidate.type === 'OutcomeVerifiedManually',
+    );
     expect(entry).toMatchObject({ kind: 'verification', actor: idOf(keyOf('operator')) });
     expect(entry.summary).toContain('invoice inv_9 exists');
 
     const escalated = await stepIn('escalated_known');
     const acked = await submit(escalated, 'operator', ack());
     const queue = (kind?: string) =>
-      request(ledger.baseUrl, 'GET', `/v1/triage?wait_for_position=${acked.body.position}&limit=500${kind ? `&kind=${kind}` : ''}`, undefined, auth('auditor'));
+      request(
+        ledger.baseUrl,
+        'GET',
+        `/v1/triage?wait_for_position=${acked.body.position}&limit=500${kind ? `&kind=${kind}` : ''}`,
+        undefined,
+        auth('auditor'),
+      );
     const needsPerson = await queue();
-    expect(needsPerson.body.items.some((item: { operation_ref: string }) => item.operation_ref === escalated)).toBe(false);
+    expect(needsPerson.body.items.some((item: { operation_ref: string }) => item.operation_ref === escalated)).toBe(
+      false,
+    );
     expect(needsPerson.body.counts.by_kind.acknowledged).toBeGreaterThanOrEqual(1);
     const acknowledged = await queue('acknowledged');
-    expect(acknowledged.body.items.find((item: { operation_ref: string }) => item.operation_ref === escalated)).toMatchObject({
+    expect(
+      acknowledged.body.items.find((item: { operation_ref: string }) => item.operation_ref === escalated),
+    ).toMatchObject({
       kind: 'acknowledged',
       status: 'escalated',
       acknowledged: { assignee: 'ana', by: idOf(keyOf('operator')), note: 'looking at it' },
@@ -222,7 +299,13 @@ describe('operator facts over HTTP', () => {
   test('trust metrics count manual verifications apart from automated ones', async () => {
     const ref = await stepIn('verifying');
     const position = (await submit(ref, 'operator', manualNotFound())).body.position;
-    const trust = await request(ledger.baseUrl, 'GET', `/v1/metrics/trust?tool=${TOOL}&wait_for_position=${position}`, undefined, auth('auditor'));
+    const trust = await request(
+      ledger.baseUrl,
+      'GET',
+      `/v1/metrics/trust?tool=${TOOL}&wait_for_position=${position}`,
+      undefined,
+      auth('auditor'),
+    );
     expect(trust.status).toBe(200);
     const figures = trust.body.tools.find((tool: { tool: string }) => tool.tool === TOOL);
     expect(figures.manually_verified_not_found).toBeGreaterThanOrEqual(1);

@@ -31,7 +31,10 @@ afterAll(() => ledger?.cleanup());
 function storedLog(dataDir: string): { ids: Set<string>; head: number } {
   const db = new Database(join(dataDir, 'events.sqlite'), { readonly: true, fileMustExist: true });
   try {
-    const rows = db.prepare('SELECT event_id, position FROM events').all() as Array<{ event_id: string; position: number }>;
+    const rows = db.prepare('SELECT event_id, position FROM events').all() as Array<{
+      event_id: string;
+      position: number;
+    }>;
     return { ids: new Set(rows.map((row) => row.event_id)), head: Math.max(0, ...rows.map((row) => row.position)) };
   } finally {
     db.close();
@@ -50,9 +53,16 @@ describe('graceful shutdown', () => {
     const worker = async () => {
       while (!stop) {
         const ref = `run_${randomUUID().slice(0, 8)}/step_1`;
-        const event = fact('StepPlanned', { run_id: 'run_sigterm', tool: 'create_invoice', side_effect: 'write', input_hash: 'h1' });
+        const event = fact('StepPlanned', {
+          run_id: 'run_sigterm',
+          tool: 'create_invoice',
+          side_effect: 'write',
+          input_hash: 'h1',
+        });
         try {
-          const answer = await request(ledger.baseUrl, 'POST', `/v1/operations/${encodeURIComponent(ref)}/events`, { events: [event] });
+          const answer = await request(ledger.baseUrl, 'POST', `/v1/operations/${encodeURIComponent(ref)}/events`, {
+            events: [event],
+          });
           if (answer.status === 200) {
             acks.push({ ref, event_id: event.event_id });
             outcomes.acknowledged += 1;
@@ -99,7 +109,11 @@ describe('graceful shutdown', () => {
     // checkpoints and counts every stored operation once, none twice.
     const restarted = await ledger.restart();
     try {
-      const trust = await request(restarted.baseUrl, 'GET', `/v1/metrics/trust?wait_for_position=${head}&wait_timeout_ms=20000`);
+      const trust = await request(
+        restarted.baseUrl,
+        'GET',
+        `/v1/metrics/trust?wait_for_position=${head}&wait_timeout_ms=20000`,
+      );
       expect(trust.status).toBe(200);
       // Two events per plan: the fact and its transition.
       expect(trust.body.overall.operations_planned).toBe(stored.size / 2);

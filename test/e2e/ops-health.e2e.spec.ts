@@ -50,7 +50,11 @@ describe('health on a service with a working store', () => {
         ledger.baseUrl,
         'POST',
         `/v1/operations/${encodeURIComponent(ref)}/events`,
-        { events: [fact('StepPlanned', { run_id: 'run_h', tool: 'create_invoice', side_effect: 'write', input_hash: 'h1' })] },
+        {
+          events: [
+            fact('StepPlanned', { run_id: 'run_h', tool: 'create_invoice', side_effect: 'write', input_hash: 'h1' }),
+          ],
+        },
         { authorization: `Bearer ${KEY}` },
       );
       expect(submitted.status).toBe(200);
@@ -88,7 +92,11 @@ describe('health on a service whose store cannot be reached', () => {
     // An EventStoreDB address where nothing listens: the service starts, the store is down.
     const closedPort = await freePort();
     ledger = await startLedger({
-      env: { LEDGER_STORE: 'eventstoredb', EVENTSTORE_CONNECTION_STRING: `esdb://127.0.0.1:${closedPort}?tls=false`, LEDGER_HEALTH_TIMEOUT_MS: '3000' },
+      env: {
+        LEDGER_STORE: 'eventstoredb',
+        EVENTSTORE_CONNECTION_STRING: `esdb://127.0.0.1:${closedPort}?tls=false`,
+        LEDGER_HEALTH_TIMEOUT_MS: '3000',
+      },
       timeoutMs: 40_000,
     });
   });

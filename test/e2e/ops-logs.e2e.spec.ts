@@ -47,7 +47,11 @@ describe('structured logs', () => {
       ledger.baseUrl,
       'POST',
       `/v1/operations/${encodeURIComponent(ref)}/events`,
-      { events: [fact('StepPlanned', { run_id: 'run_l', tool: 'create_invoice', side_effect: 'write', input_hash: 'h1' })] },
+      {
+        events: [
+          fact('StepPlanned', { run_id: 'run_l', tool: 'create_invoice', side_effect: 'write', input_hash: 'h1' }),
+        ],
+      },
       { authorization: `Bearer ${KEY}`, 'x-request-id': requestId, traceparent: TRACEPARENT },
     );
     expect(answer.status).toBe(200);
@@ -66,8 +70,13 @@ describe('structured logs', () => {
     expect(Date.parse(line.time)).not.toBeNaN();
 
     // The ledger recorded the trace context on the fact and on what it caused.
-    const events = await request(ledger.baseUrl, 'GET', `/v1/operations/${encodeURIComponent(ref)}/events`, undefined, { authorization: `Bearer ${KEY}` });
-    expect(events.body.events.map((event: { traceparent?: string }) => event.traceparent)).toEqual([TRACEPARENT, TRACEPARENT]);
+    const events = await request(ledger.baseUrl, 'GET', `/v1/operations/${encodeURIComponent(ref)}/events`, undefined, {
+      authorization: `Bearer ${KEY}`,
+    });
+    expect(events.body.events.map((event: { traceparent?: string }) => event.traceparent)).toEqual([
+      TRACEPARENT,
+      TRACEPARENT,
+    ]);
   });
 
   it('a request without an id gets one, and a malformed id or traceparent is not taken', async () => {
@@ -86,7 +95,9 @@ describe('structured logs', () => {
 
   it('every line is JSON, and no line carries the API key', async () => {
     await request(ledger.baseUrl, 'GET', '/v1/operations/x%2Fy', undefined, { authorization: `Bearer ${KEY}` });
-    await request(ledger.baseUrl, 'GET', '/v1/operations/x%2Fy', undefined, { authorization: 'Bearer not-a-known-key-000000' });
+    await request(ledger.baseUrl, 'GET', '/v1/operations/x%2Fy', undefined, {
+      authorization: 'Bearer not-a-known-key-000000',
+    });
     const unknownKeyLine = await (async () => {
       const deadline = Date.now() + 10_000;
       for (;;) {
@@ -101,7 +112,9 @@ describe('structured logs', () => {
     expect(output).not.toContain(KEY);
     expect(output).not.toContain('not-a-known-key');
     // The local-mode banner is the one plain-text block, and this service has keys: so none.
-    const lines = output.split('\n').filter((line) => line.trim().length > 0 && !line.startsWith('recovery-ledger listening on'));
+    const lines = output
+      .split('\n')
+      .filter((line) => line.trim().length > 0 && !line.startsWith('recovery-ledger listening on'));
     const notJson = lines.filter((line) => {
       try {
         JSON.parse(line);

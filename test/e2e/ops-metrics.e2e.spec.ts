@@ -14,7 +14,13 @@ const scraper = { authorization: `Bearer ${METRICS_KEY}` };
 let ledger: LedgerProcess;
 
 const submit = (ref: string, type: string, data: Record<string, unknown>) =>
-  request(ledger.baseUrl, 'POST', `/v1/operations/${encodeURIComponent(ref)}/events`, { events: [fact(type, data)] }, auth);
+  request(
+    ledger.baseUrl,
+    'POST',
+    `/v1/operations/${encodeURIComponent(ref)}/events`,
+    { events: [fact(type, data)] },
+    auth,
+  );
 
 /** The value of one sample line, e.g. `ledger_refusals_total{code="VERIFY_BEFORE_RETRY"}`. */
 function sample(exposition: string, name: string): number | undefined {
@@ -34,15 +40,32 @@ afterAll(async () => {
 describe('GET /metrics', () => {
   it('counts appends and refusals by code, times requests by route, and measures group commits', async () => {
     const ref = `run_${randomUUID().slice(0, 8)}/step_1`;
-    expect((await submit(ref, 'StepPlanned', { run_id: 'run_m', tool: 'create_invoice', side_effect: 'write', input_hash: 'h1' })).status).toBe(200);
+    expect(
+      (
+        await submit(ref, 'StepPlanned', {
+          run_id: 'run_m',
+          tool: 'create_invoice',
+          side_effect: 'write',
+          input_hash: 'h1',
+        })
+      ).status,
+    ).toBe(200);
     expect((await submit(ref, 'AttemptDispatched', { attempt: 1, input_hash: 'h1' })).status).toBe(200);
     expect((await submit(ref, 'EnvelopeRecorded', { attempt: 1, envelope: unknownOutcome(ref) })).status).toBe(200);
     // Two dispatches the ledger refuses: verify before retry.
-    for (let i = 0; i < 2; i++) expect((await submit(ref, 'AttemptDispatched', { attempt: 2, input_hash: 'h1' })).body.code).toBe('VERIFY_BEFORE_RETRY');
+    for (let i = 0; i < 2; i++)
+      expect((await submit(ref, 'AttemptDispatched', { attempt: 2, input_hash: 'h1' })).body.code).toBe(
+        'VERIFY_BEFORE_RETRY',
+      );
     // Ten plans at once: concurrent appends share commits.
     const plans = await Promise.all(
       Array.from({ length: 10 }, (_, i) =>
-        submit(`run_${randomUUID().slice(0, 8)}/step_${i}`, 'StepPlanned', { run_id: 'run_m', tool: 'send_email', side_effect: 'write', input_hash: 'h2' }),
+        submit(`run_${randomUUID().slice(0, 8)}/step_${i}`, 'StepPlanned', {
+          run_id: 'run_m',
+          tool: 'send_email',
+          side_effect: 'write',
+          input_hash: 'h2',
+        }),
       ),
     );
     expect(plans.every((answer) => answer.status === 200)).toBe(true);
@@ -65,13 +88,26 @@ describe('GET /metrics', () => {
     expect(commits).toBeLessThanOrEqual(15);
     expect(sample(text, 'ledger_store_group_commit_events_sum')).toBe(28);
 
-    const submits = 'ledger_http_request_duration_seconds_count{tenant="acme",method="POST",route="/v1/operations/:ref/events",status_code="200"}';
+    const submits =
+      'ledger_http_request_duration_seconds_count{tenant="acme",method="POST",route="/v1/operations/:ref/events",status_code="200"}';
     expect(sample(text, submits)).toBe(13);
-    expect(sample(text, 'ledger_http_request_duration_seconds_count{tenant="acme",method="POST",route="/v1/operations/:ref/events",status_code="409"}')).toBe(2);
-    expect(sample(text, 'ledger_http_request_duration_seconds_count{tenant="acme",method="GET",route="/v1/operations/:ref",status_code="404"}')).toBe(1);
+    expect(
+      sample(
+        text,
+        'ledger_http_request_duration_seconds_count{tenant="acme",method="POST",route="/v1/operations/:ref/events",status_code="409"}',
+      ),
+    ).toBe(2);
+    expect(
+      sample(
+        text,
+        'ledger_http_request_duration_seconds_count{tenant="acme",method="GET",route="/v1/operations/:ref",status_code="404"}',
+      ),
+    ).toBe(1);
     // The route pattern, never the raw path: operation refs do not become label values.
     expect(text).not.toContain(encodeURIComponent(ref));
-    expect(text).toMatch(/^ledger_http_request_duration_seconds_bucket\{le="0\.005",tenant="acme",method="POST",route="\/v1\/operations\/:ref\/events",status_code="200"\} \d+$/m);
+    expect(text).toMatch(
+      /^ledger_http_request_duration_seconds_bucket\{le="0\.005",tenant="acme",method="POST",route="\/v1\/operations\/:ref\/events",status_code="200"\} \d+$/m,
+    );
   });
 
   it('needs a metrics or admin key', async () => {

@@ -11,7 +11,8 @@ import { opPath, request } from '../support/http';
 import { startLedger, type LedgerProcess } from '../support/ledger-process';
 
 const document = JSON.parse(readFileSync(resolve(__dirname, '../../openapi.json'), 'utf8'));
-const published: Record<string, { value: unknown }> = document.paths['/v1/operations/{ref}/events'].post.requestBody.content['application/json'].examples;
+const published: Record<string, { value: unknown }> =
+  document.paths['/v1/operations/{ref}/events'].post.requestBody.content['application/json'].examples;
 
 /** The state each example leaves its operation in. */
 const EXPECTED: Record<string, { status: string; next_action: string }> = {
@@ -47,11 +48,21 @@ describe('the OpenAPI submit examples, run', () => {
     const isolated = `${ref}_${name}`;
     const rebase = (body: unknown) => JSON.parse(JSON.stringify(body).split(`"${ref}"`).join(`"${isolated}"`));
     for (const earlier of after) {
-      const answer = await request(ledger.baseUrl, 'POST', `${opPath(isolated)}/events`, rebase(published[earlier].value));
+      const answer = await request(
+        ledger.baseUrl,
+        'POST',
+        `${opPath(isolated)}/events`,
+        rebase(published[earlier].value),
+      );
       expect(answer.status).toBe(200);
     }
     const answer = await request(ledger.baseUrl, 'POST', `${opPath(isolated)}/events`, rebase(published[name].value));
-    expect({ status: answer.status, body: answer.status === 200 ? 'ok' : answer.body }).toEqual({ status: 200, body: 'ok' });
-    expect({ status: answer.body.state.status, next_action: answer.body.directive.next_action }).toEqual(EXPECTED[name]);
+    expect({ status: answer.status, body: answer.status === 200 ? 'ok' : answer.body }).toEqual({
+      status: 200,
+      body: 'ok',
+    });
+    expect({ status: answer.body.state.status, next_action: answer.body.directive.next_action }).toEqual(
+      EXPECTED[name],
+    );
   });
 });

@@ -58,8 +58,11 @@ describe('the OpenAPI document', () => {
     expect(submit.security).toEqual([{ api_key: [] }]);
     expect(submit.description).toContain('Needs a key with the role runtime or approver or operator (access `write`).');
     expect(Object.keys(submit.responses)).toEqual(expect.arrayContaining(['200', '401', '403']));
-    expect(document.paths['/v1/operations/{ref}'].get.description).toContain('runtime or approver or operator or auditor or admin');
-    for (const open of ['/health/live', '/health/ready', '/v1/schema/envelope']) expect(document.paths[open].get.security).toEqual([]);
+    expect(document.paths['/v1/operations/{ref}'].get.description).toContain(
+      'runtime or approver or operator or auditor or admin',
+    );
+    for (const open of ['/health/live', '/health/ready', '/v1/schema/envelope'])
+      expect(document.paths[open].get.security).toEqual([]);
     // And the guard agrees: a public route answers without a key, a read route does not.
     expect((await request(ledger.baseUrl, 'GET', '/v1/schema/envelope')).status).toBe(200);
     expect((await request(ledger.baseUrl, 'GET', '/v1/operations/x%2Fy')).status).toBe(401);
@@ -75,7 +78,12 @@ describe('the OpenAPI document', () => {
       expect(attributes).toMatch(/src="\/docs\//);
       expect(body.trim()).toBe('');
     }
-    for (const asset of ['/docs/swagger-ui.css', '/docs/swagger-ui-bundle.js', '/docs/swagger-ui-standalone-preset.js', '/docs/docs-init.js']) {
+    for (const asset of [
+      '/docs/swagger-ui.css',
+      '/docs/swagger-ui-bundle.js',
+      '/docs/swagger-ui-standalone-preset.js',
+      '/docs/docs-init.js',
+    ]) {
       const answer = await request(ledger.baseUrl, 'GET', asset);
       expect({ asset, status: answer.status }).toEqual({ asset, status: 200 });
     }

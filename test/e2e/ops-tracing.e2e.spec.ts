@@ -59,8 +59,17 @@ describe('OpenTelemetry traces across runtime, ledger and provider', () => {
     const outcome = await context.with(trace.setSpan(context.active(), turn), () =>
       executeWrite(
         client,
-        { operationRef: ref, runId: 'run_trace', tool: 'create_invoice', input: { customer_id: 'cus_42', amount_cents: 1200, currency: 'EUR' } },
-        (input, call) => callHttpTool({ url: `${provider.url}/invoices`, body: input, ...(call.signal ? { signal: call.signal } : {}) }, { operationRef: call.operationRef, sideEffect: 'write' }),
+        {
+          operationRef: ref,
+          runId: 'run_trace',
+          tool: 'create_invoice',
+          input: { customer_id: 'cus_42', amount_cents: 1200, currency: 'EUR' },
+        },
+        (input, call) =>
+          callHttpTool(
+            { url: `${provider.url}/invoices`, body: input, ...(call.signal ? { signal: call.signal } : {}) },
+            { operationRef: call.operationRef, sideEffect: 'write' },
+          ),
       ),
     );
     turn.end();
@@ -82,7 +91,11 @@ describe('OpenTelemetry traces across runtime, ledger and provider', () => {
       expect(server.service).toBe('ledger-under-test');
       expect(server.parentSpanId).toBe(tool.spanContext().spanId);
       expect(server.name).toBe('POST /v1/operations/:ref/events');
-      expect(server.attributes).toMatchObject({ 'http.request.method': 'POST', 'http.route': '/v1/operations/:ref/events', 'http.response.status_code': 200 });
+      expect(server.attributes).toMatchObject({
+        'http.request.method': 'POST',
+        'http.route': '/v1/operations/:ref/events',
+        'http.response.status_code': 200,
+      });
     }
     const serverIds = new Set(servers.map((span) => span.spanId));
     const decides = spans.filter((span) => span.name === 'recovery_ledger.decide');
@@ -100,7 +113,9 @@ describe('OpenTelemetry traces across runtime, ledger and provider', () => {
     expect(JSON.stringify(spans)).not.toContain('run_trace%2Fstep_1');
 
     // The provider was sent the runtime's tool span as the parent: the same trace.
-    const seen = (await (await fetch(`${provider.url}/__requests`)).json()) as { traceparents: Record<string, string[]> };
+    const seen = (await (await fetch(`${provider.url}/__requests`)).json()) as {
+      traceparents: Record<string, string[]>;
+    };
     expect(seen.traceparents[ref]).toEqual([`00-${traceId}-${tool.spanContext().spanId}-01`]);
 
     // The runtime's traceparent is kept in the event metadata as the ledger received it.
@@ -116,7 +131,10 @@ describe('OpenTelemetry traces across runtime, ledger and provider', () => {
       tools: {
         create_invoice: {
           call: (input, call) =>
-            callHttpTool({ url: `${provider.url}/invoices`, body: input, ...(call.signal ? { signal: call.signal } : {}) }, { operationRef: call.operationRef, sideEffect: 'write' }),
+            callHttpTool(
+              { url: `${provider.url}/invoices`, body: input, ...(call.signal ? { signal: call.signal } : {}) },
+              { operationRef: call.operationRef, sideEffect: 'write' },
+            ),
           lookup: async () => ({ found: false }),
         },
       },
@@ -126,14 +144,27 @@ describe('OpenTelemetry traces across runtime, ledger and provider', () => {
     });
     const running = worker.run();
     try {
-      await client.startStep({ operationRef: ref, runId: 'run_trace', tool: 'create_invoice', input: { customer_id: 'cus_42', amount_cents: 900, currency: 'EUR' } });
-      await until(() => client.getOperation(ref), (state) => state.status === 'succeeded', 'the worker to finish the step');
+      await client.startStep({
+        operationRef: ref,
+        runId: 'run_trace',
+        tool: 'create_invoice',
+        input: { customer_id: 'cus_42', amount_cents: 900, currency: 'EUR' },
+      });
+      await until(
+        () => client.getOperation(ref),
+        (state) => state.status === 'succeeded',
+        'the worker to finish the step',
+      );
     } finally {
       stop.abort();
       await running;
     }
     const tool = runtimeSpans.getFinishedSpans().find((span) => span.name === 'execute_tool create_invoice')!;
-    expect(tool.attributes).toMatchObject({ 'gen_ai.operation.name': 'execute_tool', 'recovery_ledger.attempt': 1, 'recovery_ledger.commit_state': 'committed' });
+    expect(tool.attributes).toMatchObject({
+      'gen_ai.operation.name': 'execute_tool',
+      'recovery_ledger.attempt': 1,
+      'recovery_ledger.commit_state': 'committed',
+    });
     const traceId = tool.spanContext().traceId;
     const servers = await until(
       async () => receiver.spans.filter((span) => span.traceId === traceId && span.kind === SERVER),
@@ -141,24 +172,39 @@ describe('OpenTelemetry traces across runtime, ledger and provider', () => {
       'the server spans of the dispatch and the envelope',
     );
     for (const server of servers) expect(server.parentSpanId).toBe(tool.spanContext().spanId);
-    const seen = (await (await fetch(`${provider.url}/__requests`)).json()) as { traceparents: Record<string, string[]> };
+    const seen = (await (await fetch(`${provider.url}/__requests`)).json()) as {
+      traceparents: Record<string, string[]>;
+    };
     expect(seen.traceparents[ref]).toEqual([`00-${traceId}-${tool.spanContext().spanId}-01`]);
   });
 
   it('a refusal: the decide span carries the refusal code, under the caller trace', async () => {
     const traceparent = '00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01';
     const ref = 'run_trace/step_2';
-    await client.planStep(ref, { run_id: 'run_trace', tool: 'create_invoice', side_effect: 'write', input_hash: 'a'.repeat(64) });
+    await client.planStep(ref, {
+      run_id: 'run_trace',
+      tool: 'create_invoice',
+      side_effect: 'write',
+      input_hash: 'a'.repeat(64),
+    });
     // Attempt 2 asked for before attempt 1: the decider refuses it.
-    const refused = await client.dispatchAttempt(ref, { attempt: 2, input_hash: 'a'.repeat(64) }, { traceparent }).catch((error: unknown) => error);
+    const refused = await client
+      .dispatchAttempt(ref, { attempt: 2, input_hash: 'a'.repeat(64) }, { traceparent })
+      .catch((error: unknown) => error);
     const problem = refused as { code: string };
     expect(problem.code).toEqual(expect.stringMatching(/^[A-Z_]+$/));
     const [decide] = await until(
-      async () => receiver.spans.filter((span) => span.traceId === '0af7651916cd43dd8448eb211c80319c' && span.name === 'recovery_ledger.decide'),
+      async () =>
+        receiver.spans.filter(
+          (span) => span.traceId === '0af7651916cd43dd8448eb211c80319c' && span.name === 'recovery_ledger.decide',
+        ),
       (found) => found.length > 0,
       'the refused decision span',
     );
-    expect(decide.attributes).toMatchObject({ 'recovery_ledger.decision': 'refused', 'recovery_ledger.refusal_code': problem.code });
+    expect(decide.attributes).toMatchObject({
+      'recovery_ledger.decision': 'refused',
+      'recovery_ledger.refusal_code': problem.code,
+    });
     const server = receiver.spans.find((span) => span.spanId === decide.parentSpanId)!;
     expect(server.parentSpanId).toBe('b7ad6b7169203331');
   });

@@ -33,12 +33,26 @@ const tarballs = {} as Record<PackageDir, string>;
 async function projectWith(name: string, ...packages: PackageDir[]): Promise<string> {
   const dir = join(scratch, name);
   mkdirSync(dir);
-  writeFileSync(join(dir, 'package.json'), JSON.stringify({ name: `scratch-${name}`, private: true, version: '1.0.0' }));
-  await run('npm', ['install', '--prefer-offline', '--no-audit', '--no-fund', '--no-package-lock', ...packages.map((dir) => tarballs[dir])], {
-    cwd: dir,
-    timeout: 240_000,
-    env: { ...process.env, npm_config_update_notifier: 'false' },
-  });
+  writeFileSync(
+    join(dir, 'package.json'),
+    JSON.stringify({ name: `scratch-${name}`, private: true, version: '1.0.0' }),
+  );
+  await run(
+    'npm',
+    [
+      'install',
+      '--prefer-offline',
+      '--no-audit',
+      '--no-fund',
+      '--no-package-lock',
+      ...packages.map((dir) => tarballs[dir]),
+    ],
+    {
+      cwd: dir,
+      timeout: 240_000,
+      env: { ...process.env, npm_config_update_notifier: 'false' },
+    },
+  );
   return dir;
 }
 
@@ -62,12 +76,17 @@ function installedModules(project: string): string[] {
 
 beforeAll(async () => {
   for (const dir of PACKAGES) {
-    if (!existsSync(join(REPO, 'packages', dir, 'dist'))) throw new Error(`packages/${dir}/dist is missing: npm run build first (npm test does)`);
+    if (!existsSync(join(REPO, 'packages', dir, 'dist')))
+      throw new Error(`packages/${dir}/dist is missing: npm run build first (npm test does)`);
   }
   // Under the system temp directory: module resolution from here never reaches the checkout.
   scratch = mkdtempSync(join(tmpdir(), 'ledger-packages-'));
   for (const dir of PACKAGES) {
-    const { stdout } = await run('npm', ['pack', '--json', '--pack-destination', scratch, '--workspace', `packages/${dir}`], { cwd: REPO, timeout: 120_000 });
+    const { stdout } = await run(
+      'npm',
+      ['pack', '--json', '--pack-destination', scratch, '--workspace', `packages/${dir}`],
+      { cwd: REPO, timeout: 120_000 },
+    );
     const [packed] = JSON.parse(stdout) as Array<{ filename: string; files: Array<{ path: string }> }>;
     tarballs[dir] = join(scratch, packed.filename.replace(/^@/, '').replace('/', '-'));
     if (!existsSync(tarballs[dir])) tarballs[dir] = join(scratch, packed.filename);
@@ -105,7 +124,11 @@ describe('@recovery-ledger/client, installed alone', () => {
   let provider: ProviderProcess;
 
   beforeAll(async () => {
-    [project, ledger, provider] = await Promise.all([projectWith('client', 'client'), startLedger(), startProviderProcess(15_000, ['--no-idempotency'])]);
+    [project, ledger, provider] = await Promise.all([
+      projectWith('client', 'client'),
+      startLedger(),
+      startProviderProcess(15_000, ['--no-idempotency']),
+    ]);
   }, 300_000);
 
   afterAll(async () => {
@@ -124,7 +147,10 @@ describe('@recovery-ledger/client, installed alone', () => {
     const { stdout } = await run(process.execPath, ['--input-type=module', '-e', esm], { cwd: project });
     expect(stdout.trim()).toBe('function,function,function');
     const root = join(project, 'node_modules/@recovery-ledger/client');
-    const manifest = JSON.parse(readFileSync(join(root, 'package.json'), 'utf8')) as { dependencies?: object; exports: Record<string, any> };
+    const manifest = JSON.parse(readFileSync(join(root, 'package.json'), 'utf8')) as {
+      dependencies?: object;
+      exports: Record<string, any>;
+    };
     expect(manifest.dependencies).toBeUndefined();
     for (const condition of ['import', 'require'] as const) {
       const target = manifest.exports['.'][condition];
@@ -141,20 +167,33 @@ describe('@recovery-ledger/client, installed alone', () => {
     });
     expect(fault.ok).toBe(true);
     writeFileSync(join(project, 'drive.cjs'), DRIVER);
-    const { stdout } = await run(process.execPath, ['drive.cjs', ledger.baseUrl, provider.url], { cwd: project, timeout: 120_000 });
+    const { stdout } = await run(process.execPath, ['drive.cjs', ledger.baseUrl, provider.url], {
+      cwd: project,
+      timeout: 120_000,
+    });
     const report = JSON.parse(stdout.trim().split('\n').pop() as string);
 
     expect(report.first).toMatchObject({ kind: 'recorded', toolCalled: true, status: 'succeeded' });
     // The same step again: the ledger answers the proven success; the tool is not called.
     expect(report.again).toMatchObject({ toolCalled: false, status: 'succeeded' });
     // The provider committed but never answered: unknown, then verified by operation_ref.
-    expect(report.timedOut).toMatchObject({ toolCalled: true, status: 'verifying', directive: { next_action: 'verify_operation' } });
+    expect(report.timedOut).toMatchObject({
+      toolCalled: true,
+      status: 'verifying',
+      directive: { next_action: 'verify_operation' },
+    });
     expect(report.verified).toMatchObject({ kind: 'recorded', outcome: 'found_committed' });
     // The feed's steps, run by LedgerWorker.
     expect(report.workerStates).toEqual(['succeeded', 'succeeded', 'succeeded']);
 
     const stats = (await (await fetch(`${provider.url}/__stats`)).json()) as { created: Record<string, number> };
-    expect(stats.created).toEqual({ 'pack/one': 1, 'pack/timed-out': 1, 'pack/feed-1': 1, 'pack/feed-2': 1, 'pack/feed-3': 1 });
+    expect(stats.created).toEqual({
+      'pack/one': 1,
+      'pack/timed-out': 1,
+      'pack/feed-1': 1,
+      'pack/feed-2': 1,
+      'pack/feed-3': 1,
+    });
   }, 180_000);
 });
 
@@ -178,8 +217,19 @@ describe('@recovery-ledger/mcp-gateway, installed with the client', () => {
 
   it('installs the client, the MCP SDK and the configuration validator, and none of the server', () => {
     const modules = installedModules(project);
-    expect(modules).toEqual(expect.arrayContaining(['@recovery-ledger/mcp-gateway', '@recovery-ledger/client', '@modelcontextprotocol/sdk', 'zod']));
-    expect(modules.filter((name) => /^(@nestjs\/|better-sqlite3$|@eventstore\/|@secretlint\/|pino$|@recovery-ledger\/core$)/.test(name))).toEqual([]);
+    expect(modules).toEqual(
+      expect.arrayContaining([
+        '@recovery-ledger/mcp-gateway',
+        '@recovery-ledger/client',
+        '@modelcontextprotocol/sdk',
+        'zod',
+      ]),
+    );
+    expect(
+      modules.filter((name) =>
+        /^(@nestjs\/|better-sqlite3$|@eventstore\/|@secretlint\/|pino$|@recovery-ledger\/core$)/.test(name),
+      ),
+    ).toEqual([]);
   });
 
   it('serves a real MCP client from its own bin: a write runs through the ledger, once', async () => {
@@ -187,7 +237,9 @@ describe('@recovery-ledger/mcp-gateway, installed with the client', () => {
     const bin = join(project, 'node_modules/.bin/recovery-ledger-mcp-gateway');
     host = await startHost(space.configFile, {}, { command: bin, args: ['--config', space.configFile] });
     const tools = await host.client.listTools();
-    expect(tools.tools.map((tool) => tool.name)).toEqual(expect.arrayContaining(['create_invoice', 'verify_operation', 'operation_status']));
+    expect(tools.tools.map((tool) => tool.name)).toEqual(
+      expect.arrayContaining(['create_invoice', 'verify_operation', 'operation_status']),
+    );
 
     const ref = 'pack-gateway/invoice-1';
     const args = { operation_ref: ref, customer_id: 'cus_1', amount_cents: 1200, currency: 'EUR' };

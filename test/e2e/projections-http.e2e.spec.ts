@@ -26,21 +26,40 @@ function get(path: string, key = ACME) {
 }
 
 async function submit(ref: string, type: string, data: Record<string, unknown>, key = ACME): Promise<number> {
-  const answer = await request(ledger.baseUrl, 'POST', `/v1/operations/${encodeURIComponent(ref)}/events`, { events: [{ event_id: randomUUID(), type, data }] }, { authorization: `Bearer ${key}` });
+  const answer = await request(
+    ledger.baseUrl,
+    'POST',
+    `/v1/operations/${encodeURIComponent(ref)}/events`,
+    { events: [{ event_id: randomUUID(), type, data }] },
+    { authorization: `Bearer ${key}` },
+  );
   if (answer.status !== 200) throw new Error(`${type} on ${ref}: ${answer.status} ${JSON.stringify(answer.body)}`);
   return answer.body.position as number;
 }
 
 const plan = (ref: string, tool = 'create_invoice', key = ACME, policy?: Record<string, unknown>) =>
-  submit(ref, 'StepPlanned', { run_id: 'run_81', tool, side_effect: 'write', input_hash: 'h1', ...(policy ? { policy } : {}) }, key);
+  submit(
+    ref,
+    'StepPlanned',
+    { run_id: 'run_81', tool, side_effect: 'write', input_hash: 'h1', ...(policy ? { policy } : {}) },
+    key,
+  );
 
 beforeAll(async () => {
-  ledger = await startLedger({ env: { LEDGER_API_KEYS: `${ACME}:runtime:acme,${ACME_AUDITOR}:auditor:acme,${GLOBEX}:runtime:globex,${ACME_ADMIN}:admin:acme,${GLOBEX_ADMIN}:admin:globex` } });
+  ledger = await startLedger({
+    env: {
+      LEDGER_API_KEYS: `${ACME}:runtime:acme,${ACME_AUDITOR}:auditor:acme,${GLOBEX}:runtime:globex,${ACME_ADMIN}:admin:acme,${GLOBEX_ADMIN}:admin:globex`,
+    },
+  });
   await plan(REF, 'create_invoice', ACME, { verification_tool: 'get_invoice_by_operation_ref' });
   await submit(REF, 'AttemptDispatched', { attempt: 1, input_hash: 'h1' });
   await submit(REF, 'EnvelopeRecorded', { attempt: 1, envelope: envelopes.unknown(REF) });
   await sleep(100);
-  await submit(REF, 'VerificationRecorded', { outcome: 'found_committed', checked_at: new Date().toISOString(), evidence_ref: 'inv_123' });
+  await submit(REF, 'VerificationRecorded', {
+    outcome: 'found_committed',
+    checked_at: new Date().toISOString(),
+    evidence_ref: 'inv_123',
+  });
   // A dispatch on the succeeded step: answered with the original success, a duplicate prevented.
   await submit(REF, 'AttemptDispatched', { attempt: 2, input_hash: 'h1' });
   // Three more steps of the run, left in flight or verifying, 400 ms apart.
@@ -48,7 +67,8 @@ beforeAll(async () => {
     const ref = `run_81/step_${5 + index}`;
     await plan(ref, index === 2 ? 'send_email' : 'create_invoice');
     last = await submit(ref, 'AttemptDispatched', { attempt: 1, input_hash: 'h1' });
-    if (stuck === 'verifying') last = await submit(ref, 'EnvelopeRecorded', { attempt: 1, envelope: envelopes.unknown(ref) });
+    if (stuck === 'verifying')
+      last = await submit(ref, 'EnvelopeRecorded', { attempt: 1, envelope: envelopes.unknown(ref) });
     await sleep(400);
   }
   last = await plan('globex/only', 'create_invoice', GLOBEX);
@@ -66,13 +86,33 @@ describe('GET /v1/operations/{ref}/evidence', () => {
     expect(ENCODED).toBe('run_81%2Fstep_4');
     expect(answer.status).toBe(200);
     expect(answer.body.operation_ref).toBe('run_81/step_4');
-    expect(answer.body.verdict).toMatchObject({ status: 'succeeded', commit_state: 'committed', proven_by: 'verification', evidence_ref: 'inv_123' });
-    expect(answer.body.verdict.statement).toBe('committed — verified via get_invoice_by_operation_ref, evidence inv_123; 1 duplicate write prevented');
+    expect(answer.body.verdict).toMatchObject({
+      status: 'succeeded',
+      commit_state: 'committed',
+      proven_by: 'verification',
+      evidence_ref: 'inv_123',
+    });
+    expect(answer.body.verdict.statement).toBe(
+      'committed — verified via get_invoice_by_operation_ref, evidence inv_123; 1 duplicate write prevented',
+    );
     expect(answer.body.entries.map((entry: { kind: string }) => entry.kind)).toEqual([
-      'plan', 'transition', 'attempt', 'transition', 'envelope', 'transition', 'verification', 'transition', 'refusal',
+      'plan',
+      'transition',
+      'attempt',
+      'transition',
+      'envelope',
+      'transition',
+      'verification',
+      'transition',
+      'refusal',
     ]);
     for (const entry of answer.body.entries) {
-      expect(entry).toMatchObject({ revision: expect.any(Number), event_id: expect.any(String), recorded_at: expect.any(String), actor: expect.stringMatching(/^key_/) });
+      expect(entry).toMatchObject({
+        revision: expect.any(Number),
+        event_id: expect.any(String),
+        recorded_at: expect.any(String),
+        actor: expect.stringMatching(/^key_/),
+      });
     }
     expect(answer.body.as_of_position).toBeGreaterThanOrEqual(last);
   });
@@ -84,7 +124,9 @@ describe('GET /v1/operations/{ref}/evidence', () => {
 
     expect([first, second, third].map((page) => page.body.entries.length)).toEqual([4, 4, 1]);
     expect(third.body.next_cursor).toBeUndefined();
-    const revisions = [first, second, third].flatMap((page) => page.body.entries.map((entry: { revision: number }) => entry.revision));
+    const revisions = [first, second, third].flatMap((page) =>
+      page.body.entries.map((entry: { revision: number }) => entry.revision),
+    );
     expect(revisions).toEqual([0, 1, 2, 3, 4, 5, 6, 7, 8]);
     const bad = await get(`/v1/operations/${ENCODED}/evidence?cursor=bm90LWEtY3Vyc29y`);
     expect(bad.status).toBe(400);
@@ -104,7 +146,9 @@ describe('GET /v1/operations/{ref}/evidence', () => {
   });
 
   it('answers 503 PROJECTION_LAGGING with Retry-After when the position is not projected in time', async () => {
-    const answer = await get(`/v1/operations/${ENCODED}/evidence?wait_for_position=${last + 1_000}&wait_timeout_ms=100`);
+    const answer = await get(
+      `/v1/operations/${ENCODED}/evidence?wait_for_position=${last + 1_000}&wait_timeout_ms=100`,
+    );
 
     expect(answer.status).toBe(503);
     expect(answer.headers.get('retry-after')).toBe('1');
@@ -123,8 +167,15 @@ describe('GET /v1/runs/{run_id}', () => {
     const run = await get(`/v1/runs/run_81?wait_for_position=${last}`, ACME_AUDITOR);
 
     expect(run.status).toBe(200);
-    expect(run.body).toMatchObject({ run_id: 'run_81', total: 4, open: 3, counts: { succeeded: 1, dispatched: 2, verifying: 1 } });
-    expect(run.body.steps.map((step: { operation_ref: string; status: string }) => [step.operation_ref, step.status])).toEqual([
+    expect(run.body).toMatchObject({
+      run_id: 'run_81',
+      total: 4,
+      open: 3,
+      counts: { succeeded: 1, dispatched: 2, verifying: 1 },
+    });
+    expect(
+      run.body.steps.map((step: { operation_ref: string; status: string }) => [step.operation_ref, step.status]),
+    ).toEqual([
       ['run_81/step_4', 'succeeded'],
       ['run_81/step_5', 'dispatched'],
       ['run_81/step_6', 'verifying'],
@@ -135,7 +186,10 @@ describe('GET /v1/runs/{run_id}', () => {
 
   it('filters by status and tool, pages, and answers 404 / 400 with the stable codes', async () => {
     const dispatched = await get('/v1/runs/run_81?status=dispatched');
-    expect(dispatched.body.steps.map((step: { operation_ref: string }) => step.operation_ref)).toEqual(['run_81/step_5', 'run_81/step_7']);
+    expect(dispatched.body.steps.map((step: { operation_ref: string }) => step.operation_ref)).toEqual([
+      'run_81/step_5',
+      'run_81/step_7',
+    ]);
     const email = await get('/v1/runs/run_81?tool=send_email');
     expect(email.body.steps.map((step: { operation_ref: string }) => step.operation_ref)).toEqual(['run_81/step_7']);
     const page = await get('/v1/runs/run_81?limit=3');
@@ -156,13 +210,22 @@ describe('GET /v1/recovery', () => {
     const answer = await get(`/v1/recovery?wait_for_position=${last}`);
 
     expect(answer.status).toBe(200);
-    expect(answer.body.items.map((item: { operation_ref: string; status: string }) => [item.operation_ref, item.status])).toEqual([
+    expect(
+      answer.body.items.map((item: { operation_ref: string; status: string }) => [item.operation_ref, item.status]),
+    ).toEqual([
       ['run_81/step_5', 'dispatched'],
       ['run_81/step_6', 'verifying'],
       ['run_81/step_7', 'dispatched'],
     ]);
-    expect(answer.body.items[0]).toMatchObject({ operation_ref: 'run_81/step_5', tool: 'create_invoice', run_id: 'run_81', attempt: 1 });
-    expect(Object.keys(answer.body.items[0])).toEqual(expect.arrayContaining(['operation_ref', 'tool', 'run_id', 'status', 'since', 'attempt']));
+    expect(answer.body.items[0]).toMatchObject({
+      operation_ref: 'run_81/step_5',
+      tool: 'create_invoice',
+      run_id: 'run_81',
+      attempt: 1,
+    });
+    expect(Object.keys(answer.body.items[0])).toEqual(
+      expect.arrayContaining(['operation_ref', 'tool', 'run_id', 'status', 'since', 'attempt']),
+    );
     expect((await get('/v1/recovery', GLOBEX)).body.items).toEqual([]);
   });
 
@@ -171,9 +234,20 @@ describe('GET /v1/recovery', () => {
     // Between the ages of step_6 and step_7, which are 400 ms apart.
     const threshold = Date.now() - Date.parse(all[1].since) - 200;
     const old = await get(`/v1/recovery?older_than_ms=${threshold}`);
-    expect(old.body.items.map((item: { operation_ref: string }) => item.operation_ref)).toEqual(['run_81/step_5', 'run_81/step_6']);
-    expect((await get('/v1/recovery?tool=send_email')).body.items.map((item: { operation_ref: string }) => item.operation_ref)).toEqual(['run_81/step_7']);
-    expect((await get('/v1/recovery?status=verifying')).body.items.map((item: { operation_ref: string }) => item.operation_ref)).toEqual(['run_81/step_6']);
+    expect(old.body.items.map((item: { operation_ref: string }) => item.operation_ref)).toEqual([
+      'run_81/step_5',
+      'run_81/step_6',
+    ]);
+    expect(
+      (await get('/v1/recovery?tool=send_email')).body.items.map(
+        (item: { operation_ref: string }) => item.operation_ref,
+      ),
+    ).toEqual(['run_81/step_7']);
+    expect(
+      (await get('/v1/recovery?status=verifying')).body.items.map(
+        (item: { operation_ref: string }) => item.operation_ref,
+      ),
+    ).toEqual(['run_81/step_6']);
 
     const seen: string[] = [];
     let cursor: string | undefined;
@@ -207,7 +281,12 @@ describe('GET /v1/metrics/trust', () => {
       pending_recovery: { count: 1 },
     });
     expect(answer.body.overall.pending_recovery.min_ms).toBeGreaterThanOrEqual(100);
-    expect(answer.body.tools.map((tool: { tool: string; operations_planned: number }) => [tool.tool, tool.operations_planned])).toEqual([
+    expect(
+      answer.body.tools.map((tool: { tool: string; operations_planned: number }) => [
+        tool.tool,
+        tool.operations_planned,
+      ]),
+    ).toEqual([
       ['create_invoice', 3],
       ['send_email', 1],
     ]);
@@ -231,9 +310,13 @@ describe('GET /metrics', () => {
     expect(text).not.toMatch(/ledger_projection_lag_events/);
     expect(text).toContain('ledger_trust_unknown_outcomes_total{tenant="acme",tool="create_invoice"} 2');
     expect(text).toContain('ledger_trust_duplicate_writes_prevented_total{tenant="acme",tool="create_invoice"} 1');
-    expect(text).toContain('ledger_trust_verifications_total{tenant="acme",tool="create_invoice",outcome="found_committed"} 1');
+    expect(text).toContain(
+      'ledger_trust_verifications_total{tenant="acme",tool="create_invoice",outcome="found_committed"} 1',
+    );
     expect(text).not.toContain('tenant="globex"');
-    expect((await get('/metrics', GLOBEX_ADMIN)).body).toContain('ledger_trust_operations_planned_total{tenant="globex",tool="create_invoice"} 1');
+    expect((await get('/metrics', GLOBEX_ADMIN)).body).toContain(
+      'ledger_trust_operations_planned_total{tenant="globex",tool="create_invoice"} 1',
+    );
     expect((await get('/metrics', ACME)).status).toBe(403);
     expect((await request(ledger.baseUrl, 'GET', '/metrics')).status).toBe(401);
   });
@@ -260,14 +343,28 @@ describe('large answers', () => {
     await submit(ref, 'AttemptDispatched', { attempt: 1, input_hash: 'h1' });
     for (let attempt = 2; attempt < 40; attempt++) {
       // Each refused dispatch is recorded: the trail grows by one entry per request.
-      const refused = await request(ledger.baseUrl, 'POST', `/v1/operations/${encodeURIComponent(ref)}/events`, { events: [{ event_id: randomUUID(), type: 'AttemptDispatched', data: { attempt, input_hash: 'h1' } }] }, { authorization: `Bearer ${ACME}` });
+      const refused = await request(
+        ledger.baseUrl,
+        'POST',
+        `/v1/operations/${encodeURIComponent(ref)}/events`,
+        { events: [{ event_id: randomUUID(), type: 'AttemptDispatched', data: { attempt, input_hash: 'h1' } }] },
+        { authorization: `Bearer ${ACME}` },
+      );
       expect(refused.body.code).toBe('ATTEMPT_IN_FLIGHT');
     }
     // A refusal answers no log position to wait for: read until the trail holds all 38 (bounded).
-    let response = await fetch(`${ledger.baseUrl}/v1/operations/${encodeURIComponent(ref)}/evidence?limit=1000`, { headers: { authorization: `Bearer ${ACME}` } });
-    for (let tries = 0; tries < 100 && ((await response.clone().json()) as { entries: unknown[] }).entries.length < 42; tries++) {
+    let response = await fetch(`${ledger.baseUrl}/v1/operations/${encodeURIComponent(ref)}/evidence?limit=1000`, {
+      headers: { authorization: `Bearer ${ACME}` },
+    });
+    for (
+      let tries = 0;
+      tries < 100 && ((await response.clone().json()) as { entries: unknown[] }).entries.length < 42;
+      tries++
+    ) {
       await sleep(20);
-      response = await fetch(`${ledger.baseUrl}/v1/operations/${encodeURIComponent(ref)}/evidence?limit=1000`, { headers: { authorization: `Bearer ${ACME}` } });
+      response = await fetch(`${ledger.baseUrl}/v1/operations/${encodeURIComponent(ref)}/evidence?limit=1000`, {
+        headers: { authorization: `Bearer ${ACME}` },
+      });
     }
     const bytes = Buffer.from(await response.arrayBuffer());
     const text = bytes.toString('utf8');

@@ -25,7 +25,17 @@ function client(baseUrl: string) {
         baseUrl,
         'POST',
         `/v1/operations/${encodeURIComponent(ref)}/events`,
-        { events: [fact('StepPlanned', { run_id: run, tool: n % 2 === 0 ? 'create_invoice' : 'send_email', side_effect: 'write', input_hash: 'h1' }), fact('AttemptDispatched', { attempt: 1, input_hash: 'h1' })] },
+        {
+          events: [
+            fact('StepPlanned', {
+              run_id: run,
+              tool: n % 2 === 0 ? 'create_invoice' : 'send_email',
+              side_effect: 'write',
+              input_hash: 'h1',
+            }),
+            fact('AttemptDispatched', { attempt: 1, input_hash: 'h1' }),
+          ],
+        },
         headers,
       );
       if (answer.status !== 200) throw new Error(`${ref}: ${answer.status} ${JSON.stringify(answer.body)}`);
@@ -46,7 +56,11 @@ describe('the built service, projections in a worker thread', () => {
   it('answers every read asked to wait for a position with that position applied, then the same inline', async () => {
     ledger = await startLedger({ env: { LEDGER_API_KEYS: `${KEY}:runtime:acme` } });
     const api = client(ledger.baseUrl);
-    const ready = await until(() => request(ledger.baseUrl, 'GET', '/health/ready'), (answer) => answer.status === 200, 'ready');
+    const ready = await until(
+      () => request(ledger.baseUrl, 'GET', '/health/ready'),
+      (answer) => answer.status === 200,
+      'ready',
+    );
     expect(ready.body.details.projections).toMatchObject({ status: 'up', thread: 'worker', worker_restarts: 0 });
 
     // Concurrent submits, each read back at once with its own position: the run summary counts it.
@@ -61,23 +75,41 @@ describe('the built service, projections in a worker thread', () => {
         }
       }),
     );
-    const trust = await api.get(`/v1/metrics/trust?wait_for_position=${await api.step('run_e', 0)}&wait_timeout_ms=10000`);
+    const trust = await api.get(
+      `/v1/metrics/trust?wait_for_position=${await api.step('run_e', 0)}&wait_timeout_ms=10000`,
+    );
     expect(trust.body.overall.operations_planned).toBe(41);
-    const caughtUp = await until(() => request(ledger.baseUrl, 'GET', '/health/ready'), (answer) => answer.body.details.projections.events_behind === 0, 'no lag');
-    expect(caughtUp.body.details.projections).toMatchObject({ status: 'up', state: 'live', thread: 'worker', lag_ms: 0 });
+    const caughtUp = await until(
+      () => request(ledger.baseUrl, 'GET', '/health/ready'),
+      (answer) => answer.body.details.projections.events_behind === 0,
+      'no lag',
+    );
+    expect(caughtUp.body.details.projections).toMatchObject({
+      status: 'up',
+      state: 'live',
+      thread: 'worker',
+      lag_ms: 0,
+    });
 
     // Same files, inline this time: the checkpoints the worker committed are where it goes on from.
     await ledger.stop();
-    ledger = await startLedger({ dataDir: ledger.dataDir, env: { LEDGER_API_KEYS: `${KEY}:runtime:acme`, LEDGER_PROJECTIONS_THREAD: 'inline' } });
+    ledger = await startLedger({
+      dataDir: ledger.dataDir,
+      env: { LEDGER_API_KEYS: `${KEY}:runtime:acme`, LEDGER_PROJECTIONS_THREAD: 'inline' },
+    });
     const inline = client(ledger.baseUrl);
-    const after = await inline.get(`/v1/metrics/trust?wait_for_position=${await inline.step('run_e', 1)}&wait_timeout_ms=10000`);
+    const after = await inline.get(
+      `/v1/metrics/trust?wait_for_position=${await inline.step('run_e', 1)}&wait_timeout_ms=10000`,
+    );
     expect(after.body.overall.operations_planned).toBe(42);
     const health = await request(ledger.baseUrl, 'GET', '/health/ready');
     expect(health.body.details.projections.thread).toBe('inline');
   });
 
   it('refuses to start with a mode it does not know', async () => {
-    await expect(startLedger({ env: { LEDGER_PROJECTIONS_THREAD: 'process' }, timeoutMs: 5_000 })).rejects.toThrow(/LEDGER_PROJECTIONS_THREAD must be worker or inline/);
+    await expect(startLedger({ env: { LEDGER_PROJECTIONS_THREAD: 'process' }, timeoutMs: 5_000 })).rejects.toThrow(
+      /LEDGER_PROJECTIONS_THREAD must be worker or inline/,
+    );
   });
 });
 
@@ -141,7 +173,13 @@ describe('a worker thread that ends', () => {
     const script = join(dir, 'child.js');
     writeFileSync(script, CHILD);
     child = fork(script, [], {
-      env: { ...process.env, TEST_DIST: DIST, LEDGER_DATA_DIR: join(dir, 'data'), LEDGER_API_KEYS: `${KEY}:runtime:acme`, LOG_LEVEL: 'warn' },
+      env: {
+        ...process.env,
+        TEST_DIST: DIST,
+        LEDGER_DATA_DIR: join(dir, 'data'),
+        LEDGER_API_KEYS: `${KEY}:runtime:acme`,
+        LOG_LEVEL: 'warn',
+      },
       stdio: ['ignore', 'pipe', 'pipe', 'ipc'],
     });
     child.stdout?.on('data', (chunk) => (output += chunk));
@@ -154,18 +192,33 @@ describe('a worker thread that ends', () => {
     const api = client(baseUrl);
     let last = 0;
     for (let n = 0; n < 8; n++) last = await api.step('run_k', n);
-    expect((await api.get(`/v1/metrics/trust?wait_for_position=${last}&wait_timeout_ms=10000`)).body.overall.operations_planned).toBe(8);
+    expect(
+      (await api.get(`/v1/metrics/trust?wait_for_position=${last}&wait_timeout_ms=10000`)).body.overall
+        .operations_planned,
+    ).toBe(8);
 
     await ask('end-worker', 'ended');
     const down = await request(baseUrl, 'GET', '/health/ready');
-    expect(down.body.details.projections).toMatchObject({ status: 'down', state: 'failed', thread: 'worker', worker_restarts: 1 });
+    expect(down.body.details.projections).toMatchObject({
+      status: 'down',
+      state: 'failed',
+      thread: 'worker',
+      worker_restarts: 1,
+    });
     // Appends go on while it is down; the new thread catches up from the checkpoints.
     for (let n = 8; n < 16; n++) last = await api.step('run_k', n);
     const trust = await api.get(`/v1/metrics/trust?wait_for_position=${last}&wait_timeout_ms=10000`);
     expect(trust.status).toBe(200);
     expect(trust.body.overall.operations_planned).toBe(16);
-    expect((await api.get(`/v1/runs/run_k?wait_for_position=${last}`)).body).toMatchObject({ total: 16, counts: { dispatched: 16 } });
-    const up = await until(() => request(baseUrl, 'GET', '/health/ready'), (answer) => answer.status === 200, 'ready again');
+    expect((await api.get(`/v1/runs/run_k?wait_for_position=${last}`)).body).toMatchObject({
+      total: 16,
+      counts: { dispatched: 16 },
+    });
+    const up = await until(
+      () => request(baseUrl, 'GET', '/health/ready'),
+      (answer) => answer.status === 200,
+      'ready again',
+    );
     expect(up.body.details.projections).toMatchObject({ state: 'live', worker_restarts: 1 });
     expect(output).toMatch(/the projection worker thread ended; starting it again from the stored checkpoints/);
 

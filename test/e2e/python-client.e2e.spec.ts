@@ -21,7 +21,8 @@ function pythonVersion(): { ok: true } | { ok: false; why: string } {
   const probe = spawnSync(PYTHON, ['-c', 'import sys; print("%d.%d" % sys.version_info[:2])'], { encoding: 'utf8' });
   if (probe.error || probe.status !== 0) return { ok: false, why: `${PYTHON} is not on the PATH` };
   const [major, minor] = probe.stdout.trim().split('.').map(Number);
-  if (major < 3 || (major === 3 && minor < 10)) return { ok: false, why: `${PYTHON} is ${probe.stdout.trim()}; the client needs 3.10+` };
+  if (major < 3 || (major === 3 && minor < 10))
+    return { ok: false, why: `${PYTHON} is ${probe.stdout.trim()}; the client needs 3.10+` };
   return { ok: true };
 }
 
@@ -34,11 +35,16 @@ const TENANTS = ['contract', 'crash', 'client', 'cross', 'worker'] as const;
 describePython('Python client (clients/python) against the built ledger and the example provider', () => {
   let ledgerProcess: LedgerProcess;
   let provider: ProviderProcess;
-  const keys: Record<string, string> = Object.fromEntries([...TENANTS, 'auditor'].map((name) => [name, randomBytes(16).toString('hex')]));
+  const keys: Record<string, string> = Object.fromEntries(
+    [...TENANTS, 'auditor'].map((name) => [name, randomBytes(16).toString('hex')]),
+  );
 
   beforeAll(async () => {
     const apiKeys = [...TENANTS.map((name) => `${keys[name]}:runtime:py_${name}`), `${keys.auditor}:auditor:py_client`];
-    [ledgerProcess, provider] = await Promise.all([startLedger({ env: { LEDGER_API_KEYS: apiKeys.join(',') } }), startProviderProcess()]);
+    [ledgerProcess, provider] = await Promise.all([
+      startLedger({ env: { LEDGER_API_KEYS: apiKeys.join(',') } }),
+      startProviderProcess(),
+    ]);
   });
 
   afterAll(async () => {
@@ -53,7 +59,13 @@ describePython('Python client (clients/python) against the built ledger and the 
       operationRef: `run_cross_${randomBytes(4).toString('hex')}/invoice_1`,
       runId: 'run_cross',
       tool: 'create_invoice',
-      input: { customer_id: 'cus_1', amount_cents: 1250, currency: 'EUR', note: 'café ✓', lines: [{ sku: 'a', qty: 1.0 }] },
+      input: {
+        customer_id: 'cus_1',
+        amount_cents: 1250,
+        currency: 'EUR',
+        note: 'café ✓',
+        lines: [{ sku: 'a', qty: 1.0 }],
+      },
       policy: { max_attempts: 3, consistency_window_ms: 300 },
     };
     const faults = await fetch(`${provider.url}/__faults`, {

@@ -9,7 +9,17 @@
  */
 import { execFile } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
-import { cpSync, existsSync, linkSync, mkdirSync, mkdtempSync, readFileSync, rmSync, statSync, unlinkSync } from 'node:fs';
+import {
+  cpSync,
+  existsSync,
+  linkSync,
+  mkdirSync,
+  mkdtempSync,
+  readFileSync,
+  rmSync,
+  statSync,
+  unlinkSync,
+} from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join, relative, resolve } from 'node:path';
 import { promisify } from 'node:util';
@@ -23,18 +33,22 @@ const REPO = resolve(__dirname, '../..');
 
 /** A copy of node_modules that shares file contents with the checkout's (hard links), pruned in place. */
 function hardLinkTree(source: string, target: string): void {
-  cpSync(source, target, { recursive: true, verbatimSymlinks: true, filter: (from) => {
-    const stats = statSync(from, { throwIfNoEntry: false });
-    if (!stats || stats.isDirectory()) return true;
-    const to = join(target, relative(source, from));
-    mkdirSync(dirname(to), { recursive: true });
-    try {
-      linkSync(from, to);
-      return false;
-    } catch {
-      return true; // another file system, or a symlink: a plain copy
-    }
-  } });
+  cpSync(source, target, {
+    recursive: true,
+    verbatimSymlinks: true,
+    filter: (from) => {
+      const stats = statSync(from, { throwIfNoEntry: false });
+      if (!stats || stats.isDirectory()) return true;
+      const to = join(target, relative(source, from));
+      mkdirSync(dirname(to), { recursive: true });
+      try {
+        linkSync(from, to);
+        return false;
+      } catch {
+        return true; // another file system, or a symlink: a plain copy
+      }
+    },
+  });
 }
 
 const dockerfile = readFileSync(join(REPO, 'Dockerfile'), 'utf8');
@@ -64,14 +78,20 @@ describe('the Dockerfile', () => {
       .filter((line) => line !== '' && !line.startsWith('#'));
     for (const copy of copiesOf(build as Stage)) {
       for (const source of copy.sources) {
-        const hit = ignored.find((pattern) => source === pattern || source.startsWith(`${pattern}/`) || pattern.startsWith(`${source}/`));
+        const hit = ignored.find(
+          (pattern) => source === pattern || source.startsWith(`${pattern}/`) || pattern.startsWith(`${source}/`),
+        );
         expect({ source, ignoredBy: hit }).toEqual({ source, ignoredBy: undefined });
       }
     }
   });
 
   it('copies into the runtime stage only what the build stage has: its own COPY lines or what its RUN lines make', () => {
-    const built = new Set(copiesOf(build as Stage).flatMap((copy) => copy.destination === './' ? copy.sources : [copy.destination.replace(/^\.\//, '')]));
+    const built = new Set(
+      copiesOf(build as Stage).flatMap((copy) =>
+        copy.destination === './' ? copy.sources : [copy.destination.replace(/^\.\//, '')],
+      ),
+    );
     const madeByRun = new Set(['node_modules', 'dist']); // npm ci / npm prune, npm run build
     for (const copy of copiesOf(runtime)) {
       expect(copy.from).toBe('build');
@@ -89,7 +109,8 @@ describe('the runtime stage, assembled from its COPY lines and started', () => {
   let double: EventStoreDbProtocolDouble;
 
   beforeAll(async () => {
-    if (!existsSync(join(REPO, 'dist/src/main.js'))) throw new Error('dist/src/main.js is missing: run `npm run build` first (npm test does)');
+    if (!existsSync(join(REPO, 'dist/src/main.js')))
+      throw new Error('dist/src/main.js is missing: run `npm run build` first (npm test does)');
     // Under the system temp directory: module resolution from here never reaches the checkout.
     root = mkdtempSync(join(tmpdir(), 'ledger-image-'));
     for (const copy of copiesOf(runtime)) {
@@ -110,7 +131,10 @@ describe('the runtime stage, assembled from its COPY lines and started', () => {
       if (existsSync(target)) unlinkSync(target);
       if (existsSync(join(REPO, lock))) cpSync(join(REPO, lock), target);
     }
-    await run('npm', ['prune', '--omit=dev', '--offline', '--ignore-scripts', '--no-audit', '--no-fund'], { cwd: root, timeout: 120_000 });
+    await run('npm', ['prune', '--omit=dev', '--offline', '--ignore-scripts', '--no-audit', '--no-fund'], {
+      cwd: root,
+      timeout: 120_000,
+    });
     rmSync(join(root, 'package-lock.json'));
     double = await EventStoreDbProtocolDouble.start();
   }, 180_000);
@@ -121,17 +145,35 @@ describe('the runtime stage, assembled from its COPY lines and started', () => {
   });
 
   it('holds production dependencies only', () => {
-    const manifest = JSON.parse(readFileSync(join(REPO, 'package.json'), 'utf8')) as { dependencies: Record<string, string>; devDependencies: Record<string, string> };
-    for (const dependency of Object.keys(manifest.dependencies)) expect(existsSync(join(root, 'node_modules', dependency))).toBe(true);
+    const manifest = JSON.parse(readFileSync(join(REPO, 'package.json'), 'utf8')) as {
+      dependencies: Record<string, string>;
+      devDependencies: Record<string, string>;
+    };
+    for (const dependency of Object.keys(manifest.dependencies))
+      expect(existsSync(join(root, 'node_modules', dependency))).toBe(true);
     // Development-only packages that nothing in production depends on.
-    for (const dependency of ['jest', 'fast-check', 'dependency-cruiser', 'tsup', 'eslint', '@swc/core', 'playwright-core']) {
-      expect({ dependency, present: existsSync(join(root, 'node_modules', dependency)) }).toEqual({ dependency, present: false });
+    for (const dependency of [
+      'jest',
+      'fast-check',
+      'dependency-cruiser',
+      'tsup',
+      'eslint',
+      '@swc/core',
+      'playwright-core',
+    ]) {
+      expect({ dependency, present: existsSync(join(root, 'node_modules', dependency)) }).toEqual({
+        dependency,
+        present: false,
+      });
     }
   });
 
   const cases: Array<{ store: string; env: () => Record<string, string> }> = [
     { store: 'sqlite', env: () => ({ LEDGER_STORE: 'sqlite' }) },
-    { store: 'eventstoredb (protocol double)', env: () => ({ LEDGER_STORE: 'eventstoredb', EVENTSTORE_CONNECTION_STRING: double.connectionString }) },
+    {
+      store: 'eventstoredb (protocol double)',
+      env: () => ({ LEDGER_STORE: 'eventstoredb', EVENTSTORE_CONNECTION_STRING: double.connectionString }),
+    },
   ];
 
   for (const { store, env } of cases) {
@@ -142,7 +184,12 @@ describe('the runtime stage, assembled from its COPY lines and started', () => {
         const cmd = execForm(runtime.instructions.find((i) => i.keyword === 'CMD')?.args ?? '');
         expect(cmd[0]).toBe('node');
         // Only the image's own files: the working directory is the assembled root, as in the image.
-        ledger = await startLedger({ main: join(root, cmd[1]), cwd: root, env: { NODE_ENV: 'production', ...env() }, timeoutMs: 30_000 });
+        ledger = await startLedger({
+          main: join(root, cmd[1]),
+          cwd: root,
+          env: { NODE_ENV: 'production', ...env() },
+          timeoutMs: 30_000,
+        });
       }, 60_000);
 
       afterAll(async () => {
@@ -175,7 +222,14 @@ describe('the runtime stage, assembled from its COPY lines and started', () => {
         const ref = `run_${randomUUID().slice(0, 8)}/step_1`;
         const path = `/v1/operations/${encodeURIComponent(ref)}`;
         const submitted = await request(ledger.baseUrl, 'POST', `${path}/events`, {
-          events: [fact('StepPlanned', { run_id: 'run_image', tool: 'create_invoice', side_effect: 'write', input_hash: 'h1' })],
+          events: [
+            fact('StepPlanned', {
+              run_id: 'run_image',
+              tool: 'create_invoice',
+              side_effect: 'write',
+              input_hash: 'h1',
+            }),
+          ],
         });
         expect(submitted.status).toBe(200);
         const state = await request(ledger.baseUrl, 'GET', path);

@@ -11,7 +11,11 @@ import { spawn } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import { resolve } from 'node:path';
 import { LedgerClient, type StoredEventView } from '@recovery-ledger/client';
-import { startInvoiceProvider, type Fault, type InvoiceProvider } from '../../examples/invoice-provider/invoice-provider';
+import {
+  startInvoiceProvider,
+  type Fault,
+  type InvoiceProvider,
+} from '../../examples/invoice-provider/invoice-provider';
 import { startLedger, type LedgerProcess } from '../support/ledger-process';
 
 const WORKER = resolve(__dirname, '../../dist/examples/invoice-worker.js');
@@ -127,7 +131,11 @@ describe('crash after dispatch, recover() on restart (real processes)', () => {
 
     // 1. Deterministic: killed while the provider is working on the write the ledger granted.
     provider.inject({ operation_ref: refs[0], fault: { kind: 'slow', delay_ms: 1500 } });
-    runs.push(await runWorker(ledgerProcess.baseUrl, provider.url, 1, { when: () => (provider.createRequests().get(refs[0]) ?? 0) >= 1 }));
+    runs.push(
+      await runWorker(ledgerProcess.baseUrl, provider.url, 1, {
+        when: () => (provider.createRequests().get(refs[0]) ?? 0) >= 1,
+      }),
+    );
     expect(runs[0].killed).toBe(true);
 
     /** Create requests the provider has received so far, over all keys. */
@@ -147,7 +155,10 @@ describe('crash after dispatch, recover() on restart (real processes)', () => {
     for (let round = 0; round < RANDOM_ROUNDS; round++) {
       const count = Math.min(COUNT, 4 + 2 * round);
       for (let n = 0; n < 3; n++) {
-        provider.inject({ operation_ref: refs[Math.floor(next() * count)], fault: faults[Math.floor(next() * faults.length)] });
+        provider.inject({
+          operation_ref: refs[Math.floor(next() * count)],
+          fault: faults[Math.floor(next() * faults.length)],
+        });
       }
       const killAt = writesSent() + 1 + Math.floor(next() * 3);
       const slackMs = Math.floor(next() * 40);
@@ -176,8 +187,12 @@ describe('crash after dispatch, recover() on restart (real processes)', () => {
     await new Promise((resolveWait) => setTimeout(resolveWait, 1600));
 
     // Most lives must have died mid-run, or the test proved little.
-    expect(runs.filter((run) => run.killed && !run.lines.some((line) => line.event === 'done')).length).toBeGreaterThanOrEqual(RANDOM_ROUNDS / 2);
-    const recoveredRefs = runs.flatMap((run) => run.lines.filter((line) => line.event === 'recovered').flatMap((line) => line.entries));
+    expect(
+      runs.filter((run) => run.killed && !run.lines.some((line) => line.event === 'done')).length,
+    ).toBeGreaterThanOrEqual(RANDOM_ROUNDS / 2);
+    const recoveredRefs = runs.flatMap((run) =>
+      run.lines.filter((line) => line.event === 'recovered').flatMap((line) => line.entries),
+    );
     expect(recoveredRefs.length).toBeGreaterThan(0);
     // recover() never invents a key: everything it touched is one of the run's own operations.
     expect(recoveredRefs.every((entry: { operationRef: string }) => refs.includes(entry.operationRef))).toBe(true);

@@ -11,9 +11,12 @@ import { startLedger, type LedgerProcess } from '../support/ledger-process';
 
 type Role = 'runtime' | 'auditor' | 'admin' | 'approver';
 const ROLES: readonly Role[] = ['runtime', 'auditor', 'admin', 'approver'];
-const keyOf = (tenant: string, role: Role) => `${tenant}-${role}-${createHash('sha256').update(`${tenant}/${role}`).digest('hex').slice(0, 20)}`;
+const keyOf = (tenant: string, role: Role) =>
+  `${tenant}-${role}-${createHash('sha256').update(`${tenant}/${role}`).digest('hex').slice(0, 20)}`;
 const idOf = (key: string) => `key_${createHash('sha256').update(key).digest('hex').slice(0, 12)}`;
-const KEYS = ['acme', 'globex'].flatMap((tenant) => ROLES.map((role) => `${keyOf(tenant, role)}:${role}:${tenant}`)).join(',');
+const KEYS = ['acme', 'globex']
+  .flatMap((tenant) => ROLES.map((role) => `${keyOf(tenant, role)}:${role}:${tenant}`))
+  .join(',');
 const auth = (key: string) => ({ authorization: `Bearer ${key}` });
 
 const missingApproval = (ref: string) => ({
@@ -28,12 +31,20 @@ const missingApproval = (ref: string) => ({
   agent_message: 'This transfer needs an approval first.',
   user_message: 'Waiting for an approver.',
 });
-const approval = (decision = 'granted') => fact('ApprovalRecorded', { decision, approver: 'treasury on call', reason: 'checked the amount' });
+const approval = (decision = 'granted') =>
+  fact('ApprovalRecorded', { decision, approver: 'treasury on call', reason: 'checked the amount' });
 
 /** Plans, dispatches and records the tool's MISSING_APPROVAL, as acme's runtime: the step waits for an approval. */
 async function awaitingApproval(ledger: LedgerProcess, ref: string, runtimeKey: string): Promise<void> {
-  const submit = (event: unknown) => request(ledger.baseUrl, 'POST', `${opPath(ref)}/events`, { events: [event] }, auth(runtimeKey));
-  expect((await submit(fact('StepPlanned', { run_id: 'run_pay', tool: 'wire_money', side_effect: 'write', input_hash: 'sha256:in-1' }))).status).toBe(200);
+  const submit = (event: unknown) =>
+    request(ledger.baseUrl, 'POST', `${opPath(ref)}/events`, { events: [event] }, auth(runtimeKey));
+  expect(
+    (
+      await submit(
+        fact('StepPlanned', { run_id: 'run_pay', tool: 'wire_money', side_effect: 'write', input_hash: 'sha256:in-1' }),
+      )
+    ).status,
+  ).toBe(200);
   expect((await submit(fact('AttemptDispatched', { attempt: 1, input_hash: 'sha256:in-1' }))).status).toBe(200);
   const answer = await submit(fact('EnvelopeRecorded', { attempt: 1, envelope: missingApproval(ref) }));
   expect(answer.body.state.status).toBe('awaiting_approval');
@@ -42,7 +53,10 @@ async function awaitingApproval(ledger: LedgerProcess, ref: string, runtimeKey: 
 function rows(ledger: LedgerProcess, stream: string): Array<{ type: string; metadata: string }> {
   const db = new Database(join(ledger.dataDir, 'events.sqlite'), { readonly: true, fileMustExist: true });
   try {
-    return db.prepare('SELECT type, metadata FROM events WHERE stream = ? ORDER BY revision').all(stream) as Array<{ type: string; metadata: string }>;
+    return db.prepare('SELECT type, metadata FROM events WHERE stream = ? ORDER BY revision').all(stream) as Array<{
+      type: string;
+      metadata: string;
+    }>;
   } finally {
     db.close();
   }
@@ -51,7 +65,9 @@ function rows(ledger: LedgerProcess, stream: string): Array<{ type: string; meta
 describe('the approval matrix (approver keys only)', () => {
   let ledger: LedgerProcess;
   beforeAll(async () => {
-    ledger = await startLedger({ env: { LEDGER_API_KEYS: KEYS, LEDGER_RATE_LIMIT_PER_MINUTE: '1000000', LOG_LEVEL: 'info' } });
+    ledger = await startLedger({
+      env: { LEDGER_API_KEYS: KEYS, LEDGER_RATE_LIMIT_PER_MINUTE: '1000000', LOG_LEVEL: 'info' },
+    });
   });
   afterAll(async () => {
     await ledger?.stop();
@@ -84,13 +100,25 @@ describe('the approval matrix (approver keys only)', () => {
       expect(JSON.parse(recorded?.metadata ?? '{}').actor).toBe(idOf(key));
       expect(answer.body.state.status).toBe('retry_ready');
       // The gate opens for the runtime's next attempt.
-      const next = await request(ledger.baseUrl, 'POST', `${opPath(ref)}/events`, { events: [fact('AttemptDispatched', { attempt: 2, input_hash: 'sha256:in-1' })] }, auth(keyOf('acme', 'runtime')));
+      const next = await request(
+        ledger.baseUrl,
+        'POST',
+        `${opPath(ref)}/events`,
+        { events: [fact('AttemptDispatched', { attempt: 2, input_hash: 'sha256:in-1' })] },
+        auth(keyOf('acme', 'runtime')),
+      );
       expect(next.status).toBe(200);
     } else {
       expect(after.length).toBe(before);
       expect(rows(ledger, `op-globex:${ref}`)).toEqual([]);
       // The runtime still cannot dispatch: the gate holds.
-      const next = await request(ledger.baseUrl, 'POST', `${opPath(ref)}/events`, { events: [fact('AttemptDispatched', { attempt: 2, input_hash: 'sha256:in-1' })] }, auth(keyOf('acme', 'runtime')));
+      const next = await request(
+        ledger.baseUrl,
+        'POST',
+        `${opPath(ref)}/events`,
+        { events: [fact('AttemptDispatched', { attempt: 2, input_hash: 'sha256:in-1' })] },
+        auth(keyOf('acme', 'runtime')),
+      );
       expect(next.body.code).toBe('APPROVAL_REQUIRED');
     }
   });
@@ -98,29 +126,77 @@ describe('the approval matrix (approver keys only)', () => {
   test('a denial is an approver decision too', async () => {
     const ref = `run_pay/deny_${randomUUID().slice(0, 8)}`;
     await awaitingApproval(ledger, ref, keyOf('acme', 'runtime'));
-    const runtime = await request(ledger.baseUrl, 'POST', `${opPath(ref)}/events`, { events: [approval('denied')] }, auth(keyOf('acme', 'runtime')));
+    const runtime = await request(
+      ledger.baseUrl,
+      'POST',
+      `${opPath(ref)}/events`,
+      { events: [approval('denied')] },
+      auth(keyOf('acme', 'runtime')),
+    );
     expect(runtime.status).toBe(403);
-    const approver = await request(ledger.baseUrl, 'POST', `${opPath(ref)}/events`, { events: [approval('denied')] }, auth(keyOf('acme', 'approver')));
+    const approver = await request(
+      ledger.baseUrl,
+      'POST',
+      `${opPath(ref)}/events`,
+      { events: [approval('denied')] },
+      auth(keyOf('acme', 'approver')),
+    );
     expect(approver.status).toBe(200);
     expect(approver.body.state.status).toBe('escalated');
   });
 
   test('an approval inside a runtime batch refuses the whole batch, naming the fact; nothing is stored', async () => {
     const ref = `run_pay/batch_${randomUUID().slice(0, 8)}`;
-    const submit = (events: unknown[], key: string) => request(ledger.baseUrl, 'POST', `${opPath(ref)}/events`, { events }, auth(key));
-    expect((await submit([fact('StepPlanned', { run_id: 'run_pay', tool: 'wire_money', side_effect: 'write', input_hash: 'sha256:in-1' }), fact('AttemptDispatched', { attempt: 1, input_hash: 'sha256:in-1' })], keyOf('acme', 'runtime'))).status).toBe(200);
-    const answer = await submit([fact('EnvelopeRecorded', { attempt: 1, envelope: missingApproval(ref) }), approval()], keyOf('acme', 'runtime'));
-    expect({ status: answer.status, code: answer.body.code, field: answer.body.field }).toEqual({ status: 403, code: 'FORBIDDEN', field: 'events[1].type' });
+    const submit = (events: unknown[], key: string) =>
+      request(ledger.baseUrl, 'POST', `${opPath(ref)}/events`, { events }, auth(key));
+    expect(
+      (
+        await submit(
+          [
+            fact('StepPlanned', {
+              run_id: 'run_pay',
+              tool: 'wire_money',
+              side_effect: 'write',
+              input_hash: 'sha256:in-1',
+            }),
+            fact('AttemptDispatched', { attempt: 1, input_hash: 'sha256:in-1' }),
+          ],
+          keyOf('acme', 'runtime'),
+        )
+      ).status,
+    ).toBe(200);
+    const answer = await submit(
+      [fact('EnvelopeRecorded', { attempt: 1, envelope: missingApproval(ref) }), approval()],
+      keyOf('acme', 'runtime'),
+    );
+    expect({ status: answer.status, code: answer.body.code, field: answer.body.field }).toEqual({
+      status: 403,
+      code: 'FORBIDDEN',
+      field: 'events[1].type',
+    });
     expect(rows(ledger, `op-acme:${ref}`).map((row) => row.type)).not.toContain('EnvelopeRecorded');
   });
 
   test('an approver records approvals and nothing else', async () => {
     const ref = `run_pay/approver_plans_${randomUUID().slice(0, 8)}`;
-    const plan = fact('StepPlanned', { run_id: 'run_pay', tool: 'wire_money', side_effect: 'write', input_hash: 'sha256:in-1' });
-    const answer = await request(ledger.baseUrl, 'POST', `${opPath(ref)}/events`, { events: [plan] }, auth(keyOf('acme', 'approver')));
+    const plan = fact('StepPlanned', {
+      run_id: 'run_pay',
+      tool: 'wire_money',
+      side_effect: 'write',
+      input_hash: 'sha256:in-1',
+    });
+    const answer = await request(
+      ledger.baseUrl,
+      'POST',
+      `${opPath(ref)}/events`,
+      { events: [plan] },
+      auth(keyOf('acme', 'approver')),
+    );
     expect({ status: answer.status, code: answer.body.code }).toEqual({ status: 403, code: 'FORBIDDEN' });
     // It reads its tenant, so a console can show what waits for it.
-    expect((await request(ledger.baseUrl, 'GET', '/v1/recovery', undefined, auth(keyOf('acme', 'approver')))).status).toBe(200);
+    expect(
+      (await request(ledger.baseUrl, 'GET', '/v1/recovery', undefined, auth(keyOf('acme', 'approver')))).status,
+    ).toBe(200);
   });
 
   test('the start-up log says nothing of self-approval when it is off, and warns of none missing', () => {
@@ -132,17 +208,42 @@ describe('the approval matrix (approver keys only)', () => {
 describe('running without a separate approver', () => {
   test('LEDGER_ALLOW_SELF_APPROVAL=true lets a runtime key approve, and the start-up log says so at warn level', async () => {
     const runtime = keyOf('solo', 'runtime');
-    const ledger = await startLedger({ env: { LEDGER_API_KEYS: `${runtime}:runtime:solo,${keyOf('solo', 'auditor')}:auditor:solo`, LEDGER_ALLOW_SELF_APPROVAL: 'true', LOG_LEVEL: 'info' } });
+    const ledger = await startLedger({
+      env: {
+        LEDGER_API_KEYS: `${runtime}:runtime:solo,${keyOf('solo', 'auditor')}:auditor:solo`,
+        LEDGER_ALLOW_SELF_APPROVAL: 'true',
+        LOG_LEVEL: 'info',
+      },
+    });
     try {
       const ref = `run_pay/self_${randomUUID().slice(0, 8)}`;
       await awaitingApproval(ledger, ref, runtime);
-      const answer = await request(ledger.baseUrl, 'POST', `${opPath(ref)}/events`, { events: [approval()] }, auth(runtime));
+      const answer = await request(
+        ledger.baseUrl,
+        'POST',
+        `${opPath(ref)}/events`,
+        { events: [approval()] },
+        auth(runtime),
+      );
       expect(answer.status).toBe(200);
       // Auditors still may not.
       const ref2 = `run_pay/self_${randomUUID().slice(0, 8)}`;
       await awaitingApproval(ledger, ref2, runtime);
-      expect((await request(ledger.baseUrl, 'POST', `${opPath(ref2)}/events`, { events: [approval()] }, auth(keyOf('solo', 'auditor')))).status).toBe(403);
-      const line = ledger.output().split('\n').find((text) => text.includes('LEDGER_ALLOW_SELF_APPROVAL'));
+      expect(
+        (
+          await request(
+            ledger.baseUrl,
+            'POST',
+            `${opPath(ref2)}/events`,
+            { events: [approval()] },
+            auth(keyOf('solo', 'auditor')),
+          )
+        ).status,
+      ).toBe(403);
+      const line = ledger
+        .output()
+        .split('\n')
+        .find((text) => text.includes('LEDGER_ALLOW_SELF_APPROVAL'));
       expect(line && JSON.parse(line)).toMatchObject({ level: 'warn', setting: 'LEDGER_ALLOW_SELF_APPROVAL' });
     } finally {
       await ledger.stop();
@@ -151,9 +252,14 @@ describe('running without a separate approver', () => {
   });
 
   test('keys without an approver key for a tenant, and the setting off: the start-up log names the tenant', async () => {
-    const ledger = await startLedger({ env: { LEDGER_API_KEYS: `${keyOf('lonely', 'runtime')}:runtime:lonely`, LOG_LEVEL: 'info' } });
+    const ledger = await startLedger({
+      env: { LEDGER_API_KEYS: `${keyOf('lonely', 'runtime')}:runtime:lonely`, LOG_LEVEL: 'info' },
+    });
     try {
-      const line = ledger.output().split('\n').find((text) => text.includes('no approver key'));
+      const line = ledger
+        .output()
+        .split('\n')
+        .find((text) => text.includes('no approver key'));
       expect(line && JSON.parse(line)).toMatchObject({ level: 'warn', tenants: ['lonely'] });
     } finally {
       await ledger.stop();
@@ -166,7 +272,9 @@ describe('running without a separate approver', () => {
     try {
       const ref = `run_pay/local_${randomUUID().slice(0, 8)}`;
       await awaitingApproval(ledger, ref, 'unused-in-local-mode');
-      expect((await request(ledger.baseUrl, 'POST', `${opPath(ref)}/events`, { events: [approval()] })).status).toBe(200);
+      expect((await request(ledger.baseUrl, 'POST', `${opPath(ref)}/events`, { events: [approval()] })).status).toBe(
+        200,
+      );
       expect(ledger.output()).toContain('there is no separate approver in local mode');
     } finally {
       await ledger.stop();

@@ -88,7 +88,10 @@ const { PATH_METADATA, METHOD_METADATA } = load('@nestjs/common/constants');
 `;
 
 function readRouteTable(): { served: ServedRoute[]; declared: DeclaredRoute[] } {
-  const output = execFileSync(process.execPath, ['-e', ROUTE_TABLE_SCRIPT], { encoding: 'utf8', stdio: ['ignore', 'pipe', 'pipe'] });
+  const output = execFileSync(process.execPath, ['-e', ROUTE_TABLE_SCRIPT], {
+    encoding: 'utf8',
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
   return JSON.parse(output);
 }
 
@@ -138,7 +141,16 @@ const API_KEYS = [
 ].join(',');
 
 type Credential = 'none' | 'wrong' | Role;
-const CREDENTIALS: readonly Credential[] = ['none', 'wrong', 'runtime', 'approver', 'operator', 'auditor', 'admin', 'metrics'];
+const CREDENTIALS: readonly Credential[] = [
+  'none',
+  'wrong',
+  'runtime',
+  'approver',
+  'operator',
+  'auditor',
+  'admin',
+  'metrics',
+];
 const AUTHORIZATION: Record<Credential, Record<string, string>> = {
   none: {},
   wrong: { authorization: `Bearer ${key('nobody')}` },
@@ -157,12 +169,20 @@ const SIDES: readonly Side[] = ['own', 'other'];
 
 const ACME_REF = 'run_acme/step_1';
 const GLOBEX_REF = 'run_globex/step_1';
-const ACME_PLAN = { event_id: randomUUID(), type: 'StepPlanned', data: { run_id: 'run_acme', tool: 'acme_tool', side_effect: 'write', input_hash: 'sha256:acme-input' } };
+const ACME_PLAN = {
+  event_id: randomUUID(),
+  type: 'StepPlanned',
+  data: { run_id: 'run_acme', tool: 'acme_tool', side_effect: 'write', input_hash: 'sha256:acme-input' },
+};
 const GLOBEX_TOOL = 'globex_secret_tool';
 const GLOBEX_INPUT = 'sha256:globex-input-7f3a';
 /** The worker holding globex's operation: who holds what is the tenant's data too. */
 const GLOBEX_WORKER = 'globex-secret-worker';
-const GLOBEX_PLAN = { event_id: randomUUID(), type: 'StepPlanned', data: { run_id: 'run_globex', tool: GLOBEX_TOOL, side_effect: 'write', input_hash: GLOBEX_INPUT } };
+const GLOBEX_PLAN = {
+  event_id: randomUUID(),
+  type: 'StepPlanned',
+  data: { run_id: 'run_globex', tool: GLOBEX_TOOL, side_effect: 'write', input_hash: GLOBEX_INPUT },
+};
 
 /**
  * Path parameters that name a tenant's resource: the caller's own one, and one that exists only
@@ -173,7 +193,11 @@ const TENANT_PARAMS: Record<string, { own: string; other: string; notFound: stri
   run_id: { own: 'run_acme', other: 'run_globex', notFound: 'RUN_NOT_FOUND' },
 };
 /** Path parameters of public static files, and ids no tenant has (a webhook subscription's). */
-const PUBLIC_PARAMS: Record<string, string> = { file: 'app.js', asset: 'swagger-ui.css', id: 'whk_no_such_subscription' };
+const PUBLIC_PARAMS: Record<string, string> = {
+  file: 'app.js',
+  asset: 'swagger-ui.css',
+  id: 'whk_no_such_subscription',
+};
 
 interface Exchange {
   body?: unknown;
@@ -190,7 +214,14 @@ const EXCHANGES: Record<string, (side: Side) => Exchange> = {
   // Other tenant: a dispatch for the other tenant's operation, which does not exist in the
   // caller's namespace: it cannot be acted on.
   'POST /v1/operations/:ref/events': (side) => ({
-    body: side === 'own' ? { events: [ACME_PLAN] } : { events: [{ event_id: randomUUID(), type: 'AttemptDispatched', data: { attempt: 1, input_hash: GLOBEX_INPUT } }] },
+    body:
+      side === 'own'
+        ? { events: [ACME_PLAN] }
+        : {
+            events: [
+              { event_id: randomUUID(), type: 'AttemptDispatched', data: { attempt: 1, input_hash: GLOBEX_INPUT } },
+            ],
+          },
     own: 200,
     other: { status: 409, code: 'STEP_NOT_PLANNED' },
     // A plan and a dispatch are the runtime's facts: an approver records approvals only, an
@@ -210,7 +241,11 @@ const EXCHANGES: Record<string, (side: Side) => Exchange> = {
     own: 409,
     other: { status: 409, code: 'LEASE_LOST' },
   }),
-  'POST /v1/operations/:ref/lease/release': () => ({ body: { lease_id: randomUUID() }, own: 200, other: { status: 200 } }),
+  'POST /v1/operations/:ref/lease/release': () => ({
+    body: { lease_id: randomUUID() },
+    own: 200,
+    other: { status: 200 },
+  }),
 };
 
 /** Strings only the other tenant's data contains (never sent in an acme request). */
@@ -229,14 +264,16 @@ function buildCases(route: DeclaredRoute & { served: string }): Case[] {
   const params = [...route.url.matchAll(/:([A-Za-z_]+)/g)].map((match) => match[1]);
   const tenantParam = params.find((name) => TENANT_PARAMS[name]);
   const exchangeOf = EXCHANGES[`${route.method} ${route.url}`];
-  if (route.method !== 'GET' && !exchangeOf) throw new Error(`${route.method} ${route.url}: add an exchange (body and expected status) to EXCHANGES`);
+  if (route.method !== 'GET' && !exchangeOf)
+    throw new Error(`${route.method} ${route.url}: add an exchange (body and expected status) to EXCHANGES`);
   const cases: Case[] = [];
   for (const credential of CREDENTIALS) {
     for (const side of SIDES) {
       let path = route.url;
       for (const name of params) {
         const value = TENANT_PARAMS[name]?.[side] ?? PUBLIC_PARAMS[name];
-        if (value === undefined) throw new Error(`${route.method} ${route.url}: add a fixture for the path parameter :${name}`);
+        if (value === undefined)
+          throw new Error(`${route.method} ${route.url}: add a fixture for the path parameter :${name}`);
         path = path.replace(`:${name}`, encodeURIComponent(value));
       }
       const exchange = exchangeOf?.(side);
@@ -251,7 +288,8 @@ function buildCases(route: DeclaredRoute & { served: string }): Case[] {
       else expected = { status: exchange?.own ?? 'success' };
       cases.push({ route, credential, side, path, body: exchange?.body, expect: expected });
       // Fastify answers HEAD for every GET with the same handler, so through the same guard.
-      if (route.method === 'GET') cases.push({ route: { ...route, served: 'HEAD' }, credential, side, path, expect: expected });
+      if (route.method === 'GET')
+        cases.push({ route: { ...route, served: 'HEAD' }, credential, side, path, expect: expected });
     }
   }
   return cases;
@@ -321,23 +359,42 @@ describe('the auth matrix over every served route', () => {
     // Both tenants have an operation in flight, so the recovery list and the run summary of each
     // have something to show (and to leak, if isolation failed).
     expect((await post(ACME_REF, KEYS.acmeRuntime, [ACME_PLAN])).status).toBe(200);
-    expect((await post(ACME_REF, KEYS.acmeRuntime, [{ event_id: randomUUID(), type: 'AttemptDispatched', data: { attempt: 1, input_hash: 'sha256:acme-input' } }])).status).toBe(200);
+    expect(
+      (
+        await post(ACME_REF, KEYS.acmeRuntime, [
+          { event_id: randomUUID(), type: 'AttemptDispatched', data: { attempt: 1, input_hash: 'sha256:acme-input' } },
+        ])
+      ).status,
+    ).toBe(200);
     expect((await post(GLOBEX_REF, KEYS.globexRuntime, [GLOBEX_PLAN])).status).toBe(200);
     // A globex worker holds its operation through the matrix, so GET /v1/operations/:ref/lease has
     // a holder to leak to an acme key if tenants were not kept apart.
-    const taken = await fetch(`${ledger.baseUrl}/v1/work?worker=${GLOBEX_WORKER}&wait_ms=5000&lease_ms=600000`, { headers: { authorization: `Bearer ${KEYS.globexRuntime}` } });
-    expect(((await taken.json()) as { items: Array<{ lease: { holder: string } }> }).items.map((item) => item.lease.holder)).toEqual([GLOBEX_WORKER]);
-    const last = await post(GLOBEX_REF, KEYS.globexRuntime, [{ event_id: randomUUID(), type: 'AttemptDispatched', data: { attempt: 1, input_hash: GLOBEX_INPUT } }]);
-    expect(last.status).toBe(200);
-    // Read-your-writes: the projections have applied everything before the matrix reads them.
-    const caughtUp = await fetch(`${ledger.baseUrl}/v1/runs/run_globex?wait_for_position=${last.body.position}&wait_timeout_ms=20000`, {
+    const taken = await fetch(`${ledger.baseUrl}/v1/work?worker=${GLOBEX_WORKER}&wait_ms=5000&lease_ms=600000`, {
       headers: { authorization: `Bearer ${KEYS.globexRuntime}` },
     });
+    expect(
+      ((await taken.json()) as { items: Array<{ lease: { holder: string } }> }).items.map((item) => item.lease.holder),
+    ).toEqual([GLOBEX_WORKER]);
+    const last = await post(GLOBEX_REF, KEYS.globexRuntime, [
+      { event_id: randomUUID(), type: 'AttemptDispatched', data: { attempt: 1, input_hash: GLOBEX_INPUT } },
+    ]);
+    expect(last.status).toBe(200);
+    // Read-your-writes: the projections have applied everything before the matrix reads them.
+    const caughtUp = await fetch(
+      `${ledger.baseUrl}/v1/runs/run_globex?wait_for_position=${last.body.position}&wait_timeout_ms=20000`,
+      {
+        headers: { authorization: `Bearer ${KEYS.globexRuntime}` },
+      },
+    );
     expect(caughtUp.status).toBe(200);
-    globexRowsBefore = JSON.stringify(rowsOf(ledger.dataDir).filter((row) => String(row.stream).startsWith('op-globex:')));
+    globexRowsBefore = JSON.stringify(
+      rowsOf(ledger.dataDir).filter((row) => String(row.stream).startsWith('op-globex:')),
+    );
 
     // Reads first, then what changes something (a rebuild empties the read models while it runs).
-    const cases = routes.flatMap(buildCases).sort((a, b) => Number(a.route.method !== 'GET') - Number(b.route.method !== 'GET'));
+    const cases = routes
+      .flatMap(buildCases)
+      .sort((a, b) => Number(a.route.method !== 'GET') - Number(b.route.method !== 'GET'));
     for (const c of cases) outcomes.push(await send(ledger.baseUrl, c));
   }, 120_000);
 
@@ -351,15 +408,27 @@ describe('the auth matrix over every served route', () => {
     const declaredKeys = new Set(declared.map(key));
     // Fastify adds HEAD for every GET; anything else it serves must come from a controller, or
     // it bypasses the guard.
-    const outsideNest = served.filter((route) => !declaredKeys.has(key(route)) && !(route.method === 'HEAD' && declaredKeys.has(`GET ${route.url}`)));
+    const outsideNest = served.filter(
+      (route) => !declaredKeys.has(key(route)) && !(route.method === 'HEAD' && declaredKeys.has(`GET ${route.url}`)),
+    );
     expect(outsideNest).toEqual([]);
     const withoutRule = declared.filter((route) => !ACCESS_LEVELS.includes(route.access as Access));
     expect(withoutRule.map((route) => `${key(route)} (${route.handler})`)).toEqual([]);
     // The table is the real one: the spec's core routes are in it.
     // The work feed is for runtime keys only: an approver key must not take or renew work items.
-    const feed = declared.filter((route) => ['GET /v1/work', 'POST /v1/operations/:ref/lease/renew', 'POST /v1/operations/:ref/lease/release'].includes(key(route)));
+    const feed = declared.filter((route) =>
+      ['GET /v1/work', 'POST /v1/operations/:ref/lease/renew', 'POST /v1/operations/:ref/lease/release'].includes(
+        key(route),
+      ),
+    );
     expect(feed.map((route) => route.access)).toEqual(['work', 'work', 'work']);
-    for (const expected of ['POST /v1/operations/:ref/events', 'GET /v1/operations/:ref', 'GET /v1/operations/:ref/events', 'GET /v1/operations/:ref/lease', 'GET /v1/schema/envelope']) {
+    for (const expected of [
+      'POST /v1/operations/:ref/events',
+      'GET /v1/operations/:ref',
+      'GET /v1/operations/:ref/events',
+      'GET /v1/operations/:ref/lease',
+      'GET /v1/schema/envelope',
+    ]) {
       expect(declaredKeys).toContain(expected);
     }
   });
@@ -367,7 +436,10 @@ describe('the auth matrix over every served route', () => {
   test('every cell of the matrix answers its expected status', () => {
     const wrong = outcomes
       .filter(({ status, expect: e }) => (e.status === 'success' ? status < 200 || status > 299 : status !== e.status))
-      .map((o) => `${o.label}: expected ${o.expect.status}${o.expect.code ? ` ${o.expect.code}` : ''}, got ${o.status} ${o.text.slice(0, 200)}`);
+      .map(
+        (o) =>
+          `${o.label}: expected ${o.expect.status}${o.expect.code ? ` ${o.expect.code}` : ''}, got ${o.status} ${o.text.slice(0, 200)}`,
+      );
     expect(wrong).toEqual([]);
     // The matrix is as wide as promised: every route × 8 credentials × 2 tenants (and HEAD for GET).
     expect(outcomes.length).toBe(routes.reduce((sum, route) => sum + (route.method === 'GET' ? 32 : 16), 0));
@@ -379,7 +451,11 @@ describe('the auth matrix over every served route', () => {
       .filter((o) => {
         const body = JSON.parse(o.text);
         const code = body.code as keyof typeof ERROR_REGISTRY;
-        return !o.contentType.startsWith('application/problem+json') || code !== o.expect.code || ERROR_REGISTRY[code]?.status !== o.status;
+        return (
+          !o.contentType.startsWith('application/problem+json') ||
+          code !== o.expect.code ||
+          ERROR_REGISTRY[code]?.status !== o.status
+        );
       })
       .map((o) => `${o.label}: ${o.contentType} ${o.text.slice(0, 200)}`);
     expect(wrong).toEqual([]);
@@ -387,12 +463,18 @@ describe('the auth matrix over every served route', () => {
 
   test("no answer to an acme key carries anything of globex's data", () => {
     // The metrics key belongs to no tenant: the operator's scraper sees the whole process (below).
-    const leaks = outcomes.filter((o) => o.credential !== 'metrics' && GLOBEX_MARKERS.some((marker) => o.text.includes(marker))).map((o) => o.label);
+    const leaks = outcomes
+      .filter((o) => o.credential !== 'metrics' && GLOBEX_MARKERS.some((marker) => o.text.includes(marker)))
+      .map((o) => o.label);
     expect(leaks).toEqual([]);
   });
 
   test("/metrics: an admin sees its tenant's series only, nothing process-wide; the metrics key sees all", () => {
-    const scrape = (credential: Credential) => outcomes.find((o) => o.method === 'GET' && o.label.startsWith('GET /metrics ') && o.credential === credential && o.status === 200)?.text ?? '';
+    const scrape = (credential: Credential) =>
+      outcomes.find(
+        (o) =>
+          o.method === 'GET' && o.label.startsWith('GET /metrics ') && o.credential === credential && o.status === 200,
+      )?.text ?? '';
     const admin = scrape('admin');
     expect(admin).toMatch(/tenant="acme"/);
     expect(admin).not.toMatch(/tenant="globex"|tenant=""/);
@@ -411,13 +493,19 @@ describe('the auth matrix over every served route', () => {
   });
 
   test('the isolation check can see a leak: globex reading its own data finds its markers', async () => {
-    const own = await fetch(`${ledger.baseUrl}/v1/recovery`, { headers: { authorization: `Bearer ${KEYS.globexRuntime}` } });
+    const own = await fetch(`${ledger.baseUrl}/v1/recovery`, {
+      headers: { authorization: `Bearer ${KEYS.globexRuntime}` },
+    });
     expect(own.status).toBe(200);
     expect(await own.text()).toContain(GLOBEX_REF);
-    const exported = await fetch(`${ledger.baseUrl}/v1/admin/export`, { headers: { authorization: `Bearer ${KEYS.globexAdmin}` } });
+    const exported = await fetch(`${ledger.baseUrl}/v1/admin/export`, {
+      headers: { authorization: `Bearer ${KEYS.globexAdmin}` },
+    });
     expect(exported.status).toBe(200);
     expect(await exported.text()).toContain(GLOBEX_TOOL);
-    const lease = await fetch(`${ledger.baseUrl}${opPath(GLOBEX_REF)}/lease`, { headers: { authorization: `Bearer ${KEYS.globexRuntime}` } });
+    const lease = await fetch(`${ledger.baseUrl}${opPath(GLOBEX_REF)}/lease`, {
+      headers: { authorization: `Bearer ${KEYS.globexRuntime}` },
+    });
     expect(await lease.json()).toMatchObject({ held: true, holder: GLOBEX_WORKER });
   });
 });

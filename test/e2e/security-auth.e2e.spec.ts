@@ -25,7 +25,11 @@ async function call(baseUrl: string, method: string, path: string, key: string |
   const headers: Record<string, string> = {};
   if (key) headers.authorization = `Bearer ${key}`;
   if (body !== undefined) headers['content-type'] = 'application/json';
-  const response = await fetch(`${baseUrl}${path}`, { method, headers, body: body === undefined ? undefined : JSON.stringify(body) });
+  const response = await fetch(`${baseUrl}${path}`, {
+    method,
+    headers,
+    body: body === undefined ? undefined : JSON.stringify(body),
+  });
   const text = await response.text();
   let parsed: any;
   try {
@@ -36,8 +40,16 @@ async function call(baseUrl: string, method: string, path: string, key: string |
   return { status: response.status, text, body: parsed, headers: response.headers };
 }
 
-const plan = (runId: string, tool: string) => ({ event_id: randomUUID(), type: 'StepPlanned', data: { run_id: runId, tool, side_effect: 'write', input_hash: 'sha256:in' } });
-const dispatch = () => ({ event_id: randomUUID(), type: 'AttemptDispatched', data: { attempt: 1, input_hash: 'sha256:in' } });
+const plan = (runId: string, tool: string) => ({
+  event_id: randomUUID(),
+  type: 'StepPlanned',
+  data: { run_id: runId, tool, side_effect: 'write', input_hash: 'sha256:in' },
+});
+const dispatch = () => ({
+  event_id: randomUUID(),
+  type: 'AttemptDispatched',
+  data: { attempt: 1, input_hash: 'sha256:in' },
+});
 
 function rawRows(dataDir: string): Array<Record<string, string | number>> {
   const db = new Database(join(dataDir, 'events.sqlite'), { readonly: true, fileMustExist: true });
@@ -56,7 +68,10 @@ describe('keys and tenants', () => {
     keysDir = mkdtempSync(join(tmpdir(), 'ledger-keys-'));
     const keysFile = join(keysDir, 'keys.txt');
     // One key by hash only, with the comments and blank lines an operator's file would have.
-    writeFileSync(keysFile, `# acme's auditors\n\nsha256:${sha256Hex(ACME_AUDITOR_FROM_FILE)}:auditor:acme\n${GLOBEX_RUNTIME}:runtime:globex\n`);
+    writeFileSync(
+      keysFile,
+      `# acme's auditors\n\nsha256:${sha256Hex(ACME_AUDITOR_FROM_FILE)}:auditor:acme\n${GLOBEX_RUNTIME}:runtime:globex\n`,
+    );
     ledger = await startLedger({
       env: {
         LEDGER_API_KEYS: `${ACME_RUNTIME}:runtime:acme,${ACME_ADMIN}:admin:acme`,
@@ -74,13 +89,24 @@ describe('keys and tenants', () => {
 
   test("the submitting key's id, never the key, is recorded as the actor of every event", async () => {
     const ref = 'run_actor/step_1';
-    expect((await call(ledger.baseUrl, 'POST', `${opPath(ref)}/events`, ACME_RUNTIME, { events: [plan('run_actor', 'create_invoice')] })).status).toBe(200);
-    expect((await call(ledger.baseUrl, 'POST', `${opPath(ref)}/events`, ACME_RUNTIME, { events: [dispatch()] })).status).toBe(200);
+    expect(
+      (
+        await call(ledger.baseUrl, 'POST', `${opPath(ref)}/events`, ACME_RUNTIME, {
+          events: [plan('run_actor', 'create_invoice')],
+        })
+      ).status,
+    ).toBe(200);
+    expect(
+      (await call(ledger.baseUrl, 'POST', `${opPath(ref)}/events`, ACME_RUNTIME, { events: [dispatch()] })).status,
+    ).toBe(200);
     const rows = rawRows(ledger.dataDir).filter((row) => row.stream === `op-acme:${ref}`);
     expect(rows).toHaveLength(4);
     for (const row of rows) {
       const metadata = JSON.parse(String(row.metadata));
-      expect({ actor: metadata.actor, tenant: metadata.tenant }).toEqual({ actor: actorOf(ACME_RUNTIME), tenant: 'acme' });
+      expect({ actor: metadata.actor, tenant: metadata.tenant }).toEqual({
+        actor: actorOf(ACME_RUNTIME),
+        tenant: 'acme',
+      });
     }
     // Not the key, not its full hash (which would let anyone holding the table test a guess offline
     // against a hash-configured key), in any column of any row.
@@ -88,17 +114,27 @@ describe('keys and tenants', () => {
     for (const secret of [ACME_RUNTIME, sha256Hex(ACME_RUNTIME)]) expect(table).not.toContain(secret);
     // The same id is what readers see.
     const events = await call(ledger.baseUrl, 'GET', `${opPath(ref)}/events`, ACME_ADMIN);
-    expect(new Set(events.body.events.map((event: { actor: string }) => event.actor))).toEqual(new Set([actorOf(ACME_RUNTIME)]));
+    expect(new Set(events.body.events.map((event: { actor: string }) => event.actor))).toEqual(
+      new Set([actorOf(ACME_RUNTIME)]),
+    );
     expect(events.text).not.toContain(ACME_RUNTIME);
   });
 
   test('keys from LEDGER_API_KEYS_FILE and keys given by their SHA-256 work like any other', async () => {
     const ref = 'run_file/step_1';
-    expect((await call(ledger.baseUrl, 'POST', `${opPath(ref)}/events`, GLOBEX_RUNTIME, { events: [plan('run_file', 'send_email')] })).status).toBe(200);
+    expect(
+      (
+        await call(ledger.baseUrl, 'POST', `${opPath(ref)}/events`, GLOBEX_RUNTIME, {
+          events: [plan('run_file', 'send_email')],
+        })
+      ).status,
+    ).toBe(200);
     expect((await call(ledger.baseUrl, 'GET', opPath(ref), GLOBEX_RUNTIME)).status).toBe(200);
     // The hashed auditor key reads acme and may not write.
     expect((await call(ledger.baseUrl, 'GET', opPath('run_actor/step_1'), ACME_AUDITOR_FROM_FILE)).status).toBe(200);
-    const refused = await call(ledger.baseUrl, 'POST', `${opPath('run_actor/step_2')}/events`, ACME_AUDITOR_FROM_FILE, { events: [plan('run_actor', 'x')] });
+    const refused = await call(ledger.baseUrl, 'POST', `${opPath('run_actor/step_2')}/events`, ACME_AUDITOR_FROM_FILE, {
+      events: [plan('run_actor', 'x')],
+    });
     expect({ status: refused.status, code: refused.body.code }).toEqual({ status: 403, code: 'FORBIDDEN' });
     // Presenting the configured hash itself is not the key.
     const byHash = await call(ledger.baseUrl, 'GET', opPath('run_actor/step_1'), sha256Hex(ACME_AUDITOR_FROM_FILE));
@@ -107,7 +143,13 @@ describe('keys and tenants', () => {
 
   test("another tenant's operation answers exactly as one that does not exist", async () => {
     const ref = 'run_secret/step_1';
-    expect((await call(ledger.baseUrl, 'POST', `${opPath(ref)}/events`, GLOBEX_RUNTIME, { events: [plan('run_secret', 'wire_money')] })).status).toBe(200);
+    expect(
+      (
+        await call(ledger.baseUrl, 'POST', `${opPath(ref)}/events`, GLOBEX_RUNTIME, {
+          events: [plan('run_secret', 'wire_money')],
+        })
+      ).status,
+    ).toBe(200);
     const never = 'run_never/step_1';
     for (const suffix of ['', '/events']) {
       const theirs = await call(ledger.baseUrl, 'GET', `${opPath(ref)}${suffix}`, ACME_RUNTIME);
@@ -129,7 +171,10 @@ describe('keys and tenants', () => {
     const answer = await call(ledger.baseUrl, 'GET', '/v1/admin/export', ACME_ADMIN);
     expect(answer.status).toBe(200);
     expect(answer.headers.get('content-type')).toMatch(/^application\/x-ndjson/);
-    const lines = answer.text.trim().split('\n').map((line) => JSON.parse(line));
+    const lines = answer.text
+      .trim()
+      .split('\n')
+      .map((line) => JSON.parse(line));
     const [header, ...rest] = lines;
     const footer = rest.pop();
     expect(header).toMatchObject({ kind: 'header', format: 'recovery-ledger-log', version: 1 });
@@ -137,7 +182,9 @@ describe('keys and tenants', () => {
     expect(rest.every((line) => line.kind === 'event' && String(line.stream).startsWith('op-acme:'))).toBe(true);
     const positions = rest.map((line) => line.position);
     expect(positions).toEqual([...positions].sort((x, y) => x - y));
-    const acmeRows = rawRows(ledger.dataDir).filter((row) => String(row.stream).startsWith('op-acme:') && Number(row.position) <= header.head_position);
+    const acmeRows = rawRows(ledger.dataDir).filter(
+      (row) => String(row.stream).startsWith('op-acme:') && Number(row.position) <= header.head_position,
+    );
     expect(rest.map((line) => line.event_id)).toEqual(acmeRows.map((row) => row.event_id));
     expect(answer.text).not.toMatch(/globex|wire_money|send_email/);
   });
@@ -148,7 +195,13 @@ describe('keys and tenants', () => {
     await call(ledger.baseUrl, 'POST', `${opPath('run_actor/step_1')}/events`, ACME_ADMIN, { events: [dispatch()] });
     const output = ledger.output();
     expect(output.length).toBeGreaterThan(0);
-    for (const secret of [ACME_RUNTIME, ACME_ADMIN, ACME_AUDITOR_FROM_FILE, GLOBEX_RUNTIME, 'not-a-real-key-at-all-0000']) {
+    for (const secret of [
+      ACME_RUNTIME,
+      ACME_ADMIN,
+      ACME_AUDITOR_FROM_FILE,
+      GLOBEX_RUNTIME,
+      'not-a-real-key-at-all-0000',
+    ]) {
       expect(output).not.toContain(secret);
     }
   });
@@ -159,7 +212,13 @@ describe('local mode and the start-up checks', () => {
     const ledger = await startLedger({ env: { LEDGER_RATE_LIMIT_PER_MINUTE: '10000000' } });
     try {
       const ref = 'run_local/step_1';
-      expect((await call(ledger.baseUrl, 'POST', `${opPath(ref)}/events`, undefined, { events: [plan('run_local', 'create_invoice')] })).status).toBe(200);
+      expect(
+        (
+          await call(ledger.baseUrl, 'POST', `${opPath(ref)}/events`, undefined, {
+            events: [plan('run_local', 'create_invoice')],
+          })
+        ).status,
+      ).toBe(200);
       const [row] = rawRows(ledger.dataDir);
       expect(row.stream).toBe(`op-default:${ref}`);
       expect(JSON.parse(String(row.metadata))).toMatchObject({ actor: 'local', tenant: 'default' });
@@ -175,7 +234,14 @@ describe('local mode and the start-up checks', () => {
   async function refusedStart(env: Record<string, string>): Promise<{ code: number | null; output: string }> {
     const dataDir = mkdtempSync(join(tmpdir(), 'ledger-refused-'));
     const child = spawn(process.execPath, [MAIN], {
-      env: { ...process.env, PORT: String(await freePort()), LEDGER_DATA_DIR: dataDir, LEDGER_API_KEYS: '', LEDGER_API_KEYS_FILE: '', ...env },
+      env: {
+        ...process.env,
+        PORT: String(await freePort()),
+        LEDGER_DATA_DIR: dataDir,
+        LEDGER_API_KEYS: '',
+        LEDGER_API_KEYS_FILE: '',
+        ...env,
+      },
       stdio: ['ignore', 'pipe', 'pipe'],
     });
     let output = '';
@@ -186,12 +252,15 @@ describe('local mode and the start-up checks', () => {
     return { code, output };
   }
 
-  test.each(['0.0.0.0', '::', '192.0.2.10'])('asked to bind to %s without keys, it refuses to start with a clear message', async (host) => {
-    const { code, output } = await refusedStart({ HOST: host });
-    expect(code).toBe(1);
-    expect(output).toContain(`refusing to listen on ${host} without API keys`);
-    expect(output).not.toMatch(/listening on/);
-  });
+  test.each(['0.0.0.0', '::', '192.0.2.10'])(
+    'asked to bind to %s without keys, it refuses to start with a clear message',
+    async (host) => {
+      const { code, output } = await refusedStart({ HOST: host });
+      expect(code).toBe(1);
+      expect(output).toContain(`refusing to listen on ${host} without API keys`);
+      expect(output).not.toMatch(/listening on/);
+    },
+  );
 
   test.each([
     ['a malformed entry', 'just-a-key-without-role'],

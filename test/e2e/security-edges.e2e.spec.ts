@@ -31,7 +31,13 @@ interface SocketEnd {
 }
 
 /** Opens a raw socket, writes `head`, then one byte of `trickle` every `everyMs` until the server closes it. */
-function slowRequest(port: number, head: string, trickle: string, everyMs: number, giveUpMs: number): Promise<SocketEnd> {
+function slowRequest(
+  port: number,
+  head: string,
+  trickle: string,
+  everyMs: number,
+  giveUpMs: number,
+): Promise<SocketEnd> {
   return new Promise((resolve) => {
     const started = Date.now();
     let received = '';
@@ -51,7 +57,10 @@ function slowRequest(port: number, head: string, trickle: string, everyMs: numbe
   });
 }
 
-const planText = (ref: string) => JSON.stringify({ events: [fact('StepPlanned', { run_id: 'run_e', tool: 'create_invoice', side_effect: 'write', input_hash: 'h1' })] }) + ' '.repeat(ref.length);
+const planText = (ref: string) =>
+  JSON.stringify({
+    events: [fact('StepPlanned', { run_id: 'run_e', tool: 'create_invoice', side_effect: 'write', input_hash: 'h1' })],
+  }) + ' '.repeat(ref.length);
 
 describe('timeouts and early refusal (small configured timeouts)', () => {
   let ledger: LedgerProcess;
@@ -71,7 +80,13 @@ describe('timeouts and early refusal (small configured timeouts)', () => {
   });
 
   test('a socket that trickles its headers is closed once the headers timeout has passed', async () => {
-    const end = await slowRequest(ledger.port, 'GET /v1/recovery HTTP/1.1\r\nHost: 127.0.0.1\r\n', 'X-Slow: ' + 'a'.repeat(500), 100, 60_000);
+    const end = await slowRequest(
+      ledger.port,
+      'GET /v1/recovery HTTP/1.1\r\nHost: 127.0.0.1\r\n',
+      'X-Slow: ' + 'a'.repeat(500),
+      100,
+      60_000,
+    );
     expect(end.closedAfterMs).toBeLessThan(HEADERS_TIMEOUT_MS + SLACK_MS);
     expect(end.received).toMatch(/^HTTP\/1\.1 408/);
   });
@@ -99,7 +114,13 @@ describe('a body without a key is refused before it is read', () => {
   let ledger: LedgerProcess;
   beforeAll(async () => {
     // Long timeouts: the 401 must come from the early check, not from a timeout.
-    ledger = await startLedger({ env: { LEDGER_API_KEYS: `${RUNTIME_KEY}:runtime:acme`, LEDGER_REQUEST_TIMEOUT_MS: '60000', LEDGER_RATE_LIMIT_PER_MINUTE: '1000000' } });
+    ledger = await startLedger({
+      env: {
+        LEDGER_API_KEYS: `${RUNTIME_KEY}:runtime:acme`,
+        LEDGER_REQUEST_TIMEOUT_MS: '60000',
+        LEDGER_RATE_LIMIT_PER_MINUTE: '1000000',
+      },
+    });
   });
   afterAll(async () => {
     await ledger?.stop();
@@ -130,12 +151,20 @@ describe('shapes and values', () => {
   let ledger: LedgerProcess;
   const submitText = (ref: string, text: string, contentType = 'application/json') =>
     request(ledger.baseUrl, 'POST', `${opPath(ref)}/events`, text, { ...auth, 'content-type': contentType });
-  const submit = (ref: string, events: unknown[], extra: Record<string, unknown> = {}) => request(ledger.baseUrl, 'POST', `${opPath(ref)}/events`, { events, ...extra }, auth);
-  const plan = (tool = 'create_invoice') => fact('StepPlanned', { run_id: 'run_e', tool, side_effect: 'write', input_hash: 'h1' });
-  const refused = (answer: { status: number; body: any }) => ({ status: answer.status, code: answer.body?.code, field: answer.body?.field });
+  const submit = (ref: string, events: unknown[], extra: Record<string, unknown> = {}) =>
+    request(ledger.baseUrl, 'POST', `${opPath(ref)}/events`, { events, ...extra }, auth);
+  const plan = (tool = 'create_invoice') =>
+    fact('StepPlanned', { run_id: 'run_e', tool, side_effect: 'write', input_hash: 'h1' });
+  const refused = (answer: { status: number; body: any }) => ({
+    status: answer.status,
+    code: answer.body?.code,
+    field: answer.body?.field,
+  });
 
   beforeAll(async () => {
-    ledger = await startLedger({ env: { LEDGER_API_KEYS: `${RUNTIME_KEY}:runtime:acme`, LEDGER_RATE_LIMIT_PER_MINUTE: '1000000' } });
+    ledger = await startLedger({
+      env: { LEDGER_API_KEYS: `${RUNTIME_KEY}:runtime:acme`, LEDGER_RATE_LIMIT_PER_MINUTE: '1000000' },
+    });
   });
   afterAll(async () => {
     await ledger?.stop();
@@ -153,11 +182,17 @@ describe('shapes and values', () => {
 
   test.each([
     ['{"events":[[]]}', 'events[0]'],
-    [`{"events":[[${JSON.stringify(fact('StepPlanned', { run_id: 'r', tool: 't', side_effect: 'write', input_hash: 'h' }))}]]}`, 'events[0]'],
+    [
+      `{"events":[[${JSON.stringify(fact('StepPlanned', { run_id: 'r', tool: 't', side_effect: 'write', input_hash: 'h' }))}]]}`,
+      'events[0]',
+    ],
     ['{"events":[null]}', 'events[0]'],
     ['{"events":["x"]}', 'events[0]'],
     [`{"events":[{"event_id":"${randomUUID()}","type":"StepPlanned","data":[]}]}`, 'events[0].data'],
-    [`{"events":[{"event_id":"${randomUUID()}","type":"EnvelopeRecorded","data":{"attempt":1,"envelope":[]}}]}`, 'events[0].data.envelope'],
+    [
+      `{"events":[{"event_id":"${randomUUID()}","type":"EnvelopeRecorded","data":{"attempt":1,"envelope":[]}}]}`,
+      'events[0].data.envelope',
+    ],
   ])('%s is a 400 naming %s', async (text, field) => {
     expect(refused(await submitText('run_e/shapes', text))).toEqual({ status: 400, code: 'BAD_REQUEST', field });
   });
@@ -175,29 +210,60 @@ describe('shapes and values', () => {
     const ref = `run_e/huge_result_${randomUUID().slice(0, 6)}`;
     expect((await submit(ref, [plan()])).status).toBe(200);
     expect((await submit(ref, [fact('AttemptDispatched', { attempt: 1, input_hash: 'h1' })])).status).toBe(200);
-    expect((await submit(ref, [fact('EnvelopeRecorded', { attempt: 1, envelope: ENVELOPES.outcomeUnknown(ref) })])).status).toBe(200);
+    expect(
+      (await submit(ref, [fact('EnvelopeRecorded', { attempt: 1, envelope: ENVELOPES.outcomeUnknown(ref) })])).status,
+    ).toBe(200);
     const before = rows();
-    const verification = JSON.stringify({ events: [fact('VerificationRecorded', { outcome: 'found_committed', checked_at: new Date().toISOString(), result: { amount: '__N__' } })] }).replace('"__N__"', '1e400');
-    expect(refused(await submitText(ref, verification))).toEqual({ status: 400, code: 'BAD_REQUEST', field: 'events[0].data.result.amount' });
+    const verification = JSON.stringify({
+      events: [
+        fact('VerificationRecorded', {
+          outcome: 'found_committed',
+          checked_at: new Date().toISOString(),
+          result: { amount: '__N__' },
+        }),
+      ],
+    }).replace('"__N__"', '1e400');
+    expect(refused(await submitText(ref, verification))).toEqual({
+      status: 400,
+      code: 'BAD_REQUEST',
+      field: 'events[0].data.result.amount',
+    });
     expect(rows()).toBe(before);
   });
 
-  test.each(['2026-02-30T10:00:00Z', '2026-02-28T10:00:00', '2026-02-28', '2026-06-30T23:59:60Z'])('checked_at %s is a 400', async (checkedAt) => {
-    const answer = await submit('run_e/instants', [fact('VerificationRecorded', { outcome: 'not_found', checked_at: checkedAt })]);
-    expect(refused(answer)).toEqual({ status: 400, code: 'BAD_REQUEST', field: 'events[0].data.checked_at' });
-  });
+  test.each(['2026-02-30T10:00:00Z', '2026-02-28T10:00:00', '2026-02-28', '2026-06-30T23:59:60Z'])(
+    'checked_at %s is a 400',
+    async (checkedAt) => {
+      const answer = await submit('run_e/instants', [
+        fact('VerificationRecorded', { outcome: 'not_found', checked_at: checkedAt }),
+      ]);
+      expect(refused(answer)).toEqual({ status: 400, code: 'BAD_REQUEST', field: 'events[0].data.checked_at' });
+    },
+  );
 
   test('not_before on a date that does not exist is a 422 naming it', async () => {
     const ref = `run_e/feb30_${randomUUID().slice(0, 6)}`;
     expect((await submit(ref, [plan(), fact('AttemptDispatched', { attempt: 1, input_hash: 'h1' })])).status).toBe(200);
-    const answer = await submit(ref, [fact('EnvelopeRecorded', { attempt: 1, envelope: ENVELOPES.rateLimited(ref, '2026-02-30T00:00:00Z') })]);
-    expect(refused(answer)).toEqual({ status: 422, code: 'ENVELOPE_INVALID', field: 'events[0].data.envelope.retry.not_before' });
+    const answer = await submit(ref, [
+      fact('EnvelopeRecorded', { attempt: 1, envelope: ENVELOPES.rateLimited(ref, '2026-02-30T00:00:00Z') }),
+    ]);
+    expect(refused(answer)).toEqual({
+      status: 422,
+      code: 'ENVELOPE_INVALID',
+      field: 'events[0].data.envelope.retry.not_before',
+    });
   });
 
   test('not_before in year 9999: the refusal keeps the instant, Retry-After is capped at a day', async () => {
     const ref = `run_e/y9999_${randomUUID().slice(0, 6)}`;
     expect((await submit(ref, [plan(), fact('AttemptDispatched', { attempt: 1, input_hash: 'h1' })])).status).toBe(200);
-    expect((await submit(ref, [fact('EnvelopeRecorded', { attempt: 1, envelope: ENVELOPES.rateLimited(ref, '9999-12-31T23:59:59Z') })])).status).toBe(200);
+    expect(
+      (
+        await submit(ref, [
+          fact('EnvelopeRecorded', { attempt: 1, envelope: ENVELOPES.rateLimited(ref, '9999-12-31T23:59:59Z') }),
+        ])
+      ).status,
+    ).toBe(200);
     const answer = await submit(ref, [fact('AttemptDispatched', { attempt: 2, input_hash: 'h1' })]);
     expect(answer.body.code).toBe('RETRY_NOT_BEFORE');
     expect(answer.headers.get('retry-after')).toBe('86400');
@@ -206,7 +272,11 @@ describe('shapes and values', () => {
   });
 
   test('text/plain is 415, as promised', async () => {
-    expect(refused(await submitText('run_e/plain', JSON.stringify({ events: [plan()] }), 'text/plain'))).toEqual({ status: 415, code: 'UNSUPPORTED_MEDIA_TYPE', field: 'content-type' });
+    expect(refused(await submitText('run_e/plain', JSON.stringify({ events: [plan()] }), 'text/plain'))).toEqual({
+      status: 415,
+      code: 'UNSUPPORTED_MEDIA_TYPE',
+      field: 'content-type',
+    });
   });
 
   test('a client event_id equal to an id the ledger derived is refused (400), never a 409 on every retry', async () => {
@@ -214,10 +284,16 @@ describe('shapes and values', () => {
     const first = plan();
     expect((await submit(ref, [first])).status).toBe(200);
     const derived = derivedEventId(first.event_id, 1);
-    const events = (await request(ledger.baseUrl, 'GET', `${opPath(ref)}/events`, undefined, auth)).body.events.map((event: { event_id: string }) => event.event_id);
+    const events = (await request(ledger.baseUrl, 'GET', `${opPath(ref)}/events`, undefined, auth)).body.events.map(
+      (event: { event_id: string }) => event.event_id,
+    );
     expect(events).toContain(derived);
     const clash = { ...fact('AttemptDispatched', { attempt: 1, input_hash: 'h1' }), event_id: derived };
-    expect(refused(await submit(ref, [clash]))).toEqual({ status: 400, code: 'BAD_REQUEST', field: 'events[0].event_id' });
+    expect(refused(await submit(ref, [clash]))).toEqual({
+      status: 400,
+      code: 'BAD_REQUEST',
+      field: 'events[0].event_id',
+    });
   });
 
   test('refs are one operation in any normal form (NFC); bidi, invisible and look-alike characters are refused', async () => {
@@ -232,7 +308,11 @@ describe('shapes and values', () => {
     expect(again.status).toBe(200);
     expect(again.body.revision).toBe(1);
     for (const ref of ['run_e/\u202Eevil', 'run_e/zero\u200Bwidth', 'run_e\u2215step', '\uFEFFrun_e/bom']) {
-      expect(refused(await submit(ref, [plan()]))).toEqual({ status: 400, code: 'BAD_REQUEST', field: 'operation_ref' });
+      expect(refused(await submit(ref, [plan()]))).toEqual({
+        status: 400,
+        code: 'BAD_REQUEST',
+        field: 'operation_ref',
+      });
     }
   });
 
@@ -241,12 +321,23 @@ describe('shapes and values', () => {
     const metadataOf = (ref: string) => {
       const db = new Database(join(ledger.dataDir, 'events.sqlite'), { readonly: true, fileMustExist: true });
       try {
-        return (db.prepare('SELECT metadata FROM events WHERE stream = ? ORDER BY revision').all(`op-acme:${ref}`) as Array<{ metadata: string }>).map((row) => JSON.parse(row.metadata));
+        return (
+          db.prepare('SELECT metadata FROM events WHERE stream = ? ORDER BY revision').all(`op-acme:${ref}`) as Array<{
+            metadata: string;
+          }>
+        ).map((row) => JSON.parse(row.metadata));
       } finally {
         db.close();
       }
     };
-    const send = (ref: string, tracestate: string) => request(ledger.baseUrl, 'POST', `${opPath(ref)}/events`, { events: [plan()] }, { ...auth, traceparent, tracestate });
+    const send = (ref: string, tracestate: string) =>
+      request(
+        ledger.baseUrl,
+        'POST',
+        `${opPath(ref)}/events`,
+        { events: [plan()] },
+        { ...auth, traceparent, tracestate },
+      );
     const good = `run_e/trace_good_${randomUUID().slice(0, 6)}`;
     expect((await send(good, 'congo=t61rcWkgMzE, rojo=00f067aa0ba902b7')).status).toBe(200);
     expect(metadataOf(good)[0].tracestate).toBe('congo=t61rcWkgMzE, rojo=00f067aa0ba902b7');
@@ -254,7 +345,11 @@ describe('shapes and values', () => {
     expect((await send(bad, 'not a tracestate at all')).status).toBe(200);
     expect(metadataOf(bad)[0].tracestate).toBeUndefined();
     const secret = `run_e/trace_secret_${randomUUID().slice(0, 6)}`;
-    expect(refused(await send(secret, 'vendor=ghp_16C7e42F292c6912E7710c838347Ae178B4a'))).toEqual({ status: 422, code: 'SECRET_IN_IDENTIFIER', field: 'tracestate' });
+    expect(refused(await send(secret, 'vendor=ghp_16C7e42F292c6912E7710c838347Ae178B4a'))).toEqual({
+      status: 422,
+      code: 'SECRET_IN_IDENTIFIER',
+      field: 'tracestate',
+    });
     expect(metadataOf(secret)).toEqual([]);
   });
 

@@ -45,7 +45,12 @@ const KEYS = `${RUNTIME_KEY}:runtime:acme,${AUDITOR_KEY}:auditor:acme,${ADMIN_KE
 
 /** Succeeded before the fuzz starts; its definition uses names no generator produces. */
 const SUCCEEDED_REF = 'run_FIXTURE/succeeded';
-const FIXTURE_PLAN = { run_id: 'run_FIXTURE', tool: 'FIXTURE_TOOL', side_effect: 'write', input_hash: 'sha256:FIXTURE' };
+const FIXTURE_PLAN = {
+  run_id: 'run_FIXTURE',
+  tool: 'FIXTURE_TOOL',
+  side_effect: 'write',
+  input_hash: 'sha256:FIXTURE',
+};
 
 interface FuzzRequest {
   category: string;
@@ -61,20 +66,34 @@ interface FuzzRequest {
 
 type Json = any;
 const ident = fc.stringMatching(/^[a-z][a-z0-9_]{0,20}$/);
-const instant = fc.date({ min: new Date('2020-01-01'), max: new Date('2030-01-01'), noInvalidDate: true }).map((date) => date.toISOString());
+const instant = fc
+  .date({ min: new Date('2020-01-01'), max: new Date('2030-01-01'), noInvalidDate: true })
+  .map((date) => date.toISOString());
 const anyJson = fc.jsonValue({ maxDepth: 3 });
 const unplannedRef = fc.tuple(ident, ident).map(([run, step]) => `run_fz_${run}/${step}`);
 const auth = (key: string) => ({ authorization: `Bearer ${key}` });
 
 /** The envelope's operation_ref is filled in with the target's ref once that is chosen. */
 const envelope = fc.oneof(
-  fc.record({ ok: fc.constant(true), commit_state: fc.constant('committed'), result: anyJson, verification: fc.record({ checked_at: instant }) }),
+  fc.record({
+    ok: fc.constant(true),
+    commit_state: fc.constant('committed'),
+    result: anyJson,
+    verification: fc.record({ checked_at: instant }),
+  }),
   fc.record({
     ok: fc.constant(false),
     code: fc.stringMatching(/^[A-Z][A-Z_]{2,30}$/),
     category: fc.constantFrom('validation', 'authorization', 'conflict', 'dependency', 'internal'),
     commit_state: fc.constantFrom('not_committed', 'committed', 'unknown'),
-    retry: fc.record({ directive: fc.constantFrom('never', 'after_delay', 'after_input_fix'), not_before: instant, max_attempts_remaining: fc.nat(5) }, { requiredKeys: ['directive', 'max_attempts_remaining'] }),
+    retry: fc.record(
+      {
+        directive: fc.constantFrom('never', 'after_delay', 'after_input_fix'),
+        not_before: instant,
+        max_attempts_remaining: fc.nat(5),
+      },
+      { requiredKeys: ['directive', 'max_attempts_remaining'] },
+    ),
     next_action: fc.constantFrom('correct_input', 'wait_and_retry', 'verify_operation', 'request_approval', 'escalate'),
     safe_details: fc.dictionary(fc.constantFrom('field', 'limit', 'retry_after'), fc.oneof(ident, fc.nat())),
     agent_message: fc.string({ maxLength: 80 }),
@@ -90,17 +109,32 @@ const FACT_DATA: Record<string, fc.Arbitrary<Json>> = {
       tool: ident,
       side_effect: fc.constantFrom('read', 'write'),
       input_hash: ident,
-      policy: fc.record({ max_attempts: fc.integer({ min: 1, max: 100 }), consistency_window_ms: fc.nat(86_400_000), verification_tool: ident }, { requiredKeys: [] }),
+      policy: fc.record(
+        {
+          max_attempts: fc.integer({ min: 1, max: 100 }),
+          consistency_window_ms: fc.nat(86_400_000),
+          verification_tool: ident,
+        },
+        { requiredKeys: [] },
+      ),
     },
     { requiredKeys: ['run_id', 'tool', 'side_effect', 'input_hash'] },
   ),
   AttemptDispatched: fc.record({ attempt: fc.integer({ min: 1, max: 1000 }), input_hash: ident }),
   EnvelopeRecorded: fc.record({ attempt: fc.integer({ min: 1, max: 1000 }), envelope }),
   VerificationRecorded: fc.record(
-    { outcome: fc.constantFrom('found_committed', 'not_found', 'lookup_unavailable'), checked_at: instant, evidence_ref: ident, result: anyJson },
+    {
+      outcome: fc.constantFrom('found_committed', 'not_found', 'lookup_unavailable'),
+      checked_at: instant,
+      evidence_ref: ident,
+      result: anyJson,
+    },
     { requiredKeys: ['outcome', 'checked_at'] },
   ),
-  ApprovalRecorded: fc.record({ decision: fc.constantFrom('granted', 'denied'), approver: ident, reason: fc.string({ maxLength: 200 }) }, { requiredKeys: ['decision', 'approver'] }),
+  ApprovalRecorded: fc.record(
+    { decision: fc.constantFrom('granted', 'denied'), approver: ident, reason: fc.string({ maxLength: 200 }) },
+    { requiredKeys: ['decision', 'approver'] },
+  ),
 };
 const FACT_TYPES = Object.keys(FACT_DATA);
 
@@ -113,7 +147,8 @@ const REQUIRED: Record<string, string[]> = {
   ApprovalRecorded: ['decision', 'approver'],
 };
 
-const factOf = (type: string) => fc.tuple(clientUuid, FACT_DATA[type]).map(([event_id, data]) => ({ event_id, type, data }));
+const factOf = (type: string) =>
+  fc.tuple(clientUuid, FACT_DATA[type]).map(([event_id, data]) => ({ event_id, type, data }));
 /** Facts that may follow the first in a batch: never a plan or a dispatch (see below). */
 const followingFact = fc.oneof(factOf('EnvelopeRecorded'), factOf('VerificationRecorded'), factOf('ApprovalRecorded'));
 
@@ -125,10 +160,23 @@ const followingFact = fc.oneof(factOf('EnvelopeRecorded'), factOf('VerificationR
  */
 const withTarget = (type: string, ref: fc.Arbitrary<string>) =>
   fc
-    .tuple(ref, factOf(type), fc.array(followingFact, { maxLength: 2 }), fc.option(fc.integer({ min: -1, max: 10 }), { nil: undefined }))
+    .tuple(
+      ref,
+      factOf(type),
+      fc.array(followingFact, { maxLength: 2 }),
+      fc.option(fc.integer({ min: -1, max: 10 }), { nil: undefined }),
+    )
     .map(([target, first, rest, expected]) => {
-      const events = [first, ...rest].map((fact) => (fact.type === 'EnvelopeRecorded' ? { ...fact, data: { ...fact.data, envelope: { ...fact.data.envelope, operation_ref: target } } } : fact));
-      return { ref: target, type, body: { ...(expected === undefined ? {} : { expected_revision: expected }), events } as Json };
+      const events = [first, ...rest].map((fact) =>
+        fact.type === 'EnvelopeRecorded'
+          ? { ...fact, data: { ...fact.data, envelope: { ...fact.data.envelope, operation_ref: target } } }
+          : fact,
+      );
+      return {
+        ref: target,
+        type,
+        body: { ...(expected === undefined ? {} : { expected_revision: expected }), events } as Json,
+      };
     });
 const eitherRef = fc.oneof(fc.constant(SUCCEEDED_REF), unplannedRef);
 const wellFormed = fc.oneof(
@@ -140,11 +188,21 @@ const wellFormed = fc.oneof(
 );
 
 const wrongValue = (avoid: 'string' | 'number' | 'object') =>
-  fc.oneof(fc.constant(null), fc.boolean(), fc.integer(), fc.double(), fc.string({ maxLength: 10 }), fc.array(fc.nat(), { maxLength: 2 }), fc.constant({})).filter((value) => {
-    if (avoid === 'string') return typeof value !== 'string';
-    if (avoid === 'number') return typeof value !== 'number' || !Number.isInteger(value) || value < 1;
-    return value === null || typeof value !== 'object' || Array.isArray(value);
-  });
+  fc
+    .oneof(
+      fc.constant(null),
+      fc.boolean(),
+      fc.integer(),
+      fc.double(),
+      fc.string({ maxLength: 10 }),
+      fc.array(fc.nat(), { maxLength: 2 }),
+      fc.constant({}),
+    )
+    .filter((value) => {
+      if (avoid === 'string') return typeof value !== 'string';
+      if (avoid === 'number') return typeof value !== 'number' || !Number.isInteger(value) || value < 1;
+      return value === null || typeof value !== 'object' || Array.isArray(value);
+    });
 const WRONG_VALUES = { string: wrongValue('string'), number: wrongValue('number'), object: wrongValue('object') };
 
 interface Defect<T> {
@@ -155,19 +213,25 @@ interface Defect<T> {
   apply(body: Json, type: string, drawn: T): Json | string;
 }
 
-const levelOf = (body: Json, level: string) => (level === 'body' ? body : level === 'event' ? body.events[0] : body.events[0].data);
+const levelOf = (body: Json, level: string) =>
+  level === 'body' ? body : level === 'event' ? body.events[0] : body.events[0].data;
 const pick = <T>(list: readonly T[], n: number) => list[n % list.length];
 
 /** Defects, each making a submit invalid whatever else it holds. */
 const DEFECTS: Array<Defect<any>> = [
-  { name: 'missing field', draw: fc.nat(), apply: (body, type, n: number) => (delete body.events[0].data[pick(REQUIRED[type], n)], body) },
+  {
+    name: 'missing field',
+    draw: fc.nat(),
+    apply: (body, type, n: number) => (delete body.events[0].data[pick(REQUIRED[type], n)], body),
+  },
   {
     name: 'wrong type',
     draw: fc.tuple(fc.nat(), WRONG_VALUES.string, WRONG_VALUES.number, WRONG_VALUES.object),
     apply: (body, type, [n, notString, notNumber, notObject]: [number, Json, Json, Json]) => {
       const field = pick(REQUIRED[type], n);
       const current = body.events[0].data[field];
-      body.events[0].data[field] = typeof current === 'number' ? notNumber : typeof current === 'object' ? notObject : notString;
+      body.events[0].data[field] =
+        typeof current === 'number' ? notNumber : typeof current === 'object' ? notObject : notString;
       return body;
     },
   },
@@ -176,7 +240,11 @@ const DEFECTS: Array<Defect<any>> = [
     draw: fc.tuple(fc.stringMatching(/^x_[a-z]{1,10}$/), fc.constantFrom('body', 'event', 'data'), anyJson),
     apply: (body, _type, [key, level, value]: [string, string, Json]) => ((levelOf(body, level)[key] = value), body),
   },
-  { name: 'bad event_id', draw: fc.oneof(fc.string({ maxLength: 40 }), fc.integer()), apply: (body, _type, id) => ((body.events[0].event_id = id), body) },
+  {
+    name: 'bad event_id',
+    draw: fc.oneof(fc.string({ maxLength: 40 }), fc.integer()),
+    apply: (body, _type, id) => ((body.events[0].event_id = id), body),
+  },
   {
     name: 'unknown type',
     draw: fc.string({ maxLength: 30 }).filter((type) => !FACT_TYPES.includes(type)),
@@ -186,7 +254,11 @@ const DEFECTS: Array<Defect<any>> = [
     name: 'over-long string',
     draw: fc.integer({ min: 1001, max: 20_000 }),
     apply: (body, type, length: number) => {
-      const field = REQUIRED[type].find((name) => typeof body.events[0].data[name] === 'string' && !['side_effect', 'decision', 'outcome', 'checked_at'].includes(name));
+      const field = REQUIRED[type].find(
+        (name) =>
+          typeof body.events[0].data[name] === 'string' &&
+          !['side_effect', 'decision', 'outcome', 'checked_at'].includes(name),
+      );
       if (field) body.events[0].data[field] = 'x'.repeat(length);
       else body.events[0].event_id = 'e'.repeat(length);
       return body;
@@ -194,7 +266,11 @@ const DEFECTS: Array<Defect<any>> = [
   },
   {
     name: 'prototype key',
-    draw: fc.tuple(fc.constantFrom('__proto__', 'constructor', 'prototype'), fc.constantFrom('body', 'event', 'data'), fc.constantFrom('{"polluted":true}', '1', '"x"', '[]')),
+    draw: fc.tuple(
+      fc.constantFrom('__proto__', 'constructor', 'prototype'),
+      fc.constantFrom('body', 'event', 'data'),
+      fc.constantFrom('{"polluted":true}', '1', '"x"', '[]'),
+    ),
     apply: (body, _type, [key, level, value]: [string, string, string]) => {
       levelOf(body, level).__MARK__ = 0;
       return JSON.stringify(body).replace('"__MARK__":0', `${JSON.stringify(key)}:${value}`);
@@ -208,10 +284,26 @@ const DEFECTS: Array<Defect<any>> = [
       return JSON.stringify(body).replace('"__DEEP__"', `${'['.repeat(depth)}${']'.repeat(depth)}`);
     },
   },
-  { name: 'events not a list', draw: fc.constantFrom<Json>([], {}, null, 'events', 1), apply: (body, _type, events) => ((body.events = events), body) },
-  { name: 'too many events', draw: fc.constant(null), apply: (body) => ((body.events = Array.from({ length: MAX_EVENTS + 1 }, () => body.events[0])), body) },
-  { name: 'bad expected_revision', draw: fc.constantFrom<Json>(-2, 1.5, '0', true, [], {}), apply: (body, _type, revision) => ((body.expected_revision = revision), body) },
-  { name: 'repeated event_id', draw: fc.constant(null), apply: (body) => ((body.events = [...body.events, { ...body.events[0] }]), body) },
+  {
+    name: 'events not a list',
+    draw: fc.constantFrom<Json>([], {}, null, 'events', 1),
+    apply: (body, _type, events) => ((body.events = events), body),
+  },
+  {
+    name: 'too many events',
+    draw: fc.constant(null),
+    apply: (body) => ((body.events = Array.from({ length: MAX_EVENTS + 1 }, () => body.events[0])), body),
+  },
+  {
+    name: 'bad expected_revision',
+    draw: fc.constantFrom<Json>(-2, 1.5, '0', true, [], {}),
+    apply: (body, _type, revision) => ((body.expected_revision = revision), body),
+  },
+  {
+    name: 'repeated event_id',
+    draw: fc.constant(null),
+    apply: (body) => ((body.events = [...body.events, { ...body.events[0] }]), body),
+  },
 ];
 
 const structuredInvalid: fc.Arbitrary<FuzzRequest> = fc
@@ -239,14 +331,39 @@ const garbageText = fc.oneof(
   fc.json({ maxDepth: 4 }),
   fc.string({ unit: 'binary', maxLength: 200 }),
   fc.string({ maxLength: 200 }).map((text) => `{"events":[${text}`),
-  fc.constantFrom('', ' ', 'null', '[]', '{}', '{"events":null}', '{"events":[{}]}', '\u0000', '{"a":1,}', '{"a":NaN}', '\ufeff{}', '{"events":[{"event_id":1e400}]}'),
+  fc.constantFrom(
+    '',
+    ' ',
+    'null',
+    '[]',
+    '{}',
+    '{"events":null}',
+    '{"events":[{}]}',
+    '\u0000',
+    '{"a":1,}',
+    '{"a":NaN}',
+    '\ufeff{}',
+    '{"events":[{"event_id":1e400}]}',
+  ),
   fc.integer({ min: BODY_LIMIT + 1, max: BODY_LIMIT * 2 }).map((size) => `{"events":[],"pad":"${'p'.repeat(size)}"}`),
 );
 const garbageBody: fc.Arbitrary<FuzzRequest> = fc
   .tuple(
     unplannedRef,
-    fc.oneof(garbageText, fc.uint8Array({ maxLength: 300 }).map((bytes) => Buffer.from(bytes))),
-    fc.constantFrom('application/json', 'application/json; charset=utf-8', 'APPLICATION/JSON', 'text/plain', 'application/x-www-form-urlencoded', 'application/octet-stream', 'multipart/form-data; boundary=x', 'application/merge-patch+json'),
+    fc.oneof(
+      garbageText,
+      fc.uint8Array({ maxLength: 300 }).map((bytes) => Buffer.from(bytes)),
+    ),
+    fc.constantFrom(
+      'application/json',
+      'application/json; charset=utf-8',
+      'APPLICATION/JSON',
+      'text/plain',
+      'application/x-www-form-urlencoded',
+      'application/octet-stream',
+      'multipart/form-data; boundary=x',
+      'application/merge-patch+json',
+    ),
   )
   .map(([ref, body, contentType]) => ({
     category: 'garbage-body',
@@ -257,24 +374,89 @@ const garbageBody: fc.Arbitrary<FuzzRequest> = fc
   }));
 
 /** Printable ASCII but space, %, ? and #: what may stand in a request line unencoded. */
-const rawPathChars = fc.string({ unit: fc.integer({ min: 0x21, max: 0x7e }).filter((c) => ![0x23, 0x25, 0x3f].includes(c)).map((c) => String.fromCharCode(c)), maxLength: 30 });
+const rawPathChars = fc.string({
+  unit: fc
+    .integer({ min: 0x21, max: 0x7e })
+    .filter((c) => ![0x23, 0x25, 0x3f].includes(c))
+    .map((c) => String.fromCharCode(c)),
+  maxLength: 30,
+});
 const segment = fc.oneof(
   ident,
   rawPathChars,
   fc.string({ unit: 'binary', maxLength: 20 }).map((text) => encodeURIComponent(text)),
-  fc.constantFrom('..', '.', '%2e%2e', '%2F', '%zz', '%', '%00', '%C0%AF', '%ff', encodeURIComponent(SUCCEEDED_REF), 'r'.repeat(700), '%20'.repeat(3)),
+  fc.constantFrom(
+    '..',
+    '.',
+    '%2e%2e',
+    '%2F',
+    '%zz',
+    '%',
+    '%00',
+    '%C0%AF',
+    '%ff',
+    encodeURIComponent(SUCCEEDED_REF),
+    'r'.repeat(700),
+    '%20'.repeat(3),
+  ),
 );
-const PREFIXES = ['/v1/operations/', '/v1/operations', '/v1/runs/', '/v1/recovery', '/v1/metrics/trust', '/v1/schema/', '/v1/admin/', '/metrics', '/health/', '/docs/', '/ui/', '/', '/v2/', '//v1//operations/'];
+const PREFIXES = [
+  '/v1/operations/',
+  '/v1/operations',
+  '/v1/runs/',
+  '/v1/recovery',
+  '/v1/metrics/trust',
+  '/v1/schema/',
+  '/v1/admin/',
+  '/metrics',
+  '/health/',
+  '/docs/',
+  '/ui/',
+  '/',
+  '/v2/',
+  '//v1//operations/',
+];
 const query = fc.array(
   fc.tuple(
-    fc.constantFrom('as_of_revision', 'limit', 'cursor', 'status', 'tool', 'run_id', 'older_than_ms', 'wait_for_position', 'wait_timeout_ms', 'projection', 'x'),
-    fc.oneof(rawPathChars, fc.integer().map(String), fc.string({ unit: 'binary', maxLength: 10 }).map((text) => encodeURIComponent(text))),
+    fc.constantFrom(
+      'as_of_revision',
+      'limit',
+      'cursor',
+      'status',
+      'tool',
+      'run_id',
+      'older_than_ms',
+      'wait_for_position',
+      'wait_timeout_ms',
+      'projection',
+      'x',
+    ),
+    fc.oneof(
+      rawPathChars,
+      fc.integer().map(String),
+      fc.string({ unit: 'binary', maxLength: 10 }).map((text) => encodeURIComponent(text)),
+    ),
   ),
   { maxLength: 3 },
 );
-const credential = fc.constantFrom<Record<string, string>>({}, auth('not-a-key-0000000000000000'), { authorization: 'Basic dXNlcjpwYXNz' }, { authorization: 'Bearer' }, auth(RUNTIME_KEY), auth(AUDITOR_KEY), auth(ADMIN_KEY));
+const credential = fc.constantFrom<Record<string, string>>(
+  {},
+  auth('not-a-key-0000000000000000'),
+  { authorization: 'Basic dXNlcjpwYXNz' },
+  { authorization: 'Bearer' },
+  auth(RUNTIME_KEY),
+  auth(AUDITOR_KEY),
+  auth(ADMIN_KEY),
+);
 const paths: fc.Arbitrary<FuzzRequest> = fc
-  .tuple(fc.constantFrom('GET', 'GET', 'GET', 'HEAD', 'POST', 'PUT', 'DELETE', 'PATCH', 'OPTIONS'), fc.constantFrom(...PREFIXES), fc.array(segment, { maxLength: 3 }), query, credential, fc.option(fc.json({ maxDepth: 2 }), { nil: undefined }))
+  .tuple(
+    fc.constantFrom('GET', 'GET', 'GET', 'HEAD', 'POST', 'PUT', 'DELETE', 'PATCH', 'OPTIONS'),
+    fc.constantFrom(...PREFIXES),
+    fc.array(segment, { maxLength: 3 }),
+    query,
+    credential,
+    fc.option(fc.json({ maxDepth: 2 }), { nil: undefined }),
+  )
   .filter(([method, , , , headers]) => !(method === 'POST' && headers.authorization === `Bearer ${ADMIN_KEY}`))
   // A numeric wait_for_position beyond the head waits for its timeout and answers 503
   // PROJECTION_LAGGING by design: a 5xx the fuzz must not count. Such values are left out.
@@ -283,7 +465,10 @@ const paths: fc.Arbitrary<FuzzRequest> = fc
     category: 'paths',
     method,
     path: `${prefix}${segments.join('/')}${params.length ? `?${params.map(([name, value]) => `${name}=${value}`).join('&')}` : ''}`,
-    headers: { ...headers, ...(body === undefined || method === 'GET' || method === 'HEAD' ? {} : { 'content-type': 'application/json' }) },
+    headers: {
+      ...headers,
+      ...(body === undefined || method === 'GET' || method === 'HEAD' ? {} : { 'content-type': 'application/json' }),
+    },
     body: method === 'GET' || method === 'HEAD' ? undefined : body,
   }));
 
@@ -296,10 +481,21 @@ const wrongRole: fc.Arbitrary<FuzzRequest> = fc.oneof(
     headers: { 'content-type': 'application/json', ...auth(key) },
     body: JSON.stringify(body),
   })),
-  fc.tuple(fc.constantFrom(RUNTIME_KEY, AUDITOR_KEY), fc.constantFrom('GET /v1/admin/export', 'POST /v1/admin/projections/rebuild'), fc.option(fc.constantFrom('evidence_trail', 'x', '%00'), { nil: undefined })).map(([key, route, projection]) => {
-    const [method, path] = route.split(' ');
-    return { category: 'wrong-role', method, path: `${path}${projection === undefined ? '' : `?projection=${projection}`}`, headers: auth(key) };
-  }),
+  fc
+    .tuple(
+      fc.constantFrom(RUNTIME_KEY, AUDITOR_KEY),
+      fc.constantFrom('GET /v1/admin/export', 'POST /v1/admin/projections/rebuild'),
+      fc.option(fc.constantFrom('evidence_trail', 'x', '%00'), { nil: undefined }),
+    )
+    .map(([key, route, projection]) => {
+      const [method, path] = route.split(' ');
+      return {
+        category: 'wrong-role',
+        method,
+        path: `${path}${projection === undefined ? '' : `?projection=${projection}`}`,
+        headers: auth(key),
+      };
+    }),
 );
 
 // ---- edges: shapes, numbers and instants that must be a 400 (or 422) naming the field ---------------
@@ -327,38 +523,134 @@ const nestedArrays: fc.Arbitrary<FuzzRequest> = fc
       { events: [n] },
       { events: [String(n)] },
       { events: [{ ...first, data: wrap(first.data) }] },
-      { events: [{ ...first, data: { ...first.data, ...(first.type === 'EnvelopeRecorded' ? { envelope: wrap(first.data.envelope) } : first.type === 'StepPlanned' ? { policy: wrap({}) } : { attempt: wrap(1) }) } }] },
+      {
+        events: [
+          {
+            ...first,
+            data: {
+              ...first.data,
+              ...(first.type === 'EnvelopeRecorded'
+                ? { envelope: wrap(first.data.envelope) }
+                : first.type === 'StepPlanned'
+                  ? { policy: wrap({}) }
+                  : { attempt: wrap(1) }),
+            },
+          },
+        ],
+      },
       wrap(body),
     ];
     return submitTo(ref, JSON.stringify(pick(shapes, n)), [400], 'nested-arrays');
   });
 
 /** Numbers JSON.parse would round or turn into Infinity or 0, where a number may stand. */
-const HUGE = ['1e400', '-1e400', '12345678901234567890', '9007199254740993', '-9007199254740993', '1e-400', '4e309', '123456789012345678901234567890e10'];
+const HUGE = [
+  '1e400',
+  '-1e400',
+  '12345678901234567890',
+  '9007199254740993',
+  '-9007199254740993',
+  '1e-400',
+  '4e309',
+  '123456789012345678901234567890e10',
+];
 const hugeNumbers: fc.Arbitrary<FuzzRequest> = fc
-  .tuple(wellFormed, fc.constantFrom(...HUGE), fc.constantFrom('expected_revision', 'attempt', 'result', 'safe_detail'), clientUuid)
+  .tuple(
+    wellFormed,
+    fc.constantFrom(...HUGE),
+    fc.constantFrom('expected_revision', 'attempt', 'result', 'safe_detail'),
+    clientUuid,
+  )
   .map(([{ ref, body }, literal, where, eventId]) => {
     const events = structuredClone(body.events);
     if (where === 'attempt' && typeof events[0].data.attempt === 'number') events[0].data.attempt = '__NUM__';
-    else if (where === 'result') events[0] = { event_id: eventId, type: 'VerificationRecorded', data: { outcome: 'found_committed', checked_at: '2026-01-01T00:00:00Z', result: { amount: '__NUM__' } } };
+    else if (where === 'result')
+      events[0] = {
+        event_id: eventId,
+        type: 'VerificationRecorded',
+        data: { outcome: 'found_committed', checked_at: '2026-01-01T00:00:00Z', result: { amount: '__NUM__' } },
+      };
     else if (where === 'safe_detail') {
-      events[0] = { event_id: eventId, type: 'EnvelopeRecorded', data: { attempt: 1, envelope: { ok: false, code: 'RATE_LIMITED', category: 'dependency', commit_state: 'not_committed', retry: { directive: 'after_delay', not_before: '2026-01-01T00:00:00Z', max_attempts_remaining: 1 }, next_action: 'wait_and_retry', operation_ref: ref, safe_details: { limit: '__NUM__' }, agent_message: 'slow down', user_message: 'later' } } };
+      events[0] = {
+        event_id: eventId,
+        type: 'EnvelopeRecorded',
+        data: {
+          attempt: 1,
+          envelope: {
+            ok: false,
+            code: 'RATE_LIMITED',
+            category: 'dependency',
+            commit_state: 'not_committed',
+            retry: { directive: 'after_delay', not_before: '2026-01-01T00:00:00Z', max_attempts_remaining: 1 },
+            next_action: 'wait_and_retry',
+            operation_ref: ref,
+            safe_details: { limit: '__NUM__' },
+            agent_message: 'slow down',
+            user_message: 'later',
+          },
+        },
+      };
     }
-    const text = JSON.stringify(where === 'expected_revision' || !JSON.stringify(events).includes('__NUM__') ? { expected_revision: '__NUM__', events } : { events });
+    const text = JSON.stringify(
+      where === 'expected_revision' || !JSON.stringify(events).includes('__NUM__')
+        ? { expected_revision: '__NUM__', events }
+        : { events },
+    );
     return submitTo(ref, text.replace('"__NUM__"', literal), [400], 'huge-numbers');
   });
 
 /** Instants a calendar does not have, without a time zone, or that are not RFC 3339 at all. */
-const ODD_INSTANTS = ['2026-02-30T00:00:00Z', '2027-02-29T12:00:00Z', '2026-04-31T00:00:00Z', '2026-02-28T10:00:00', '2026-02-28', '2026-02-28 10:00:00Z', '2026-06-30T23:59:60Z', '2026-13-01T00:00:00Z', '2026-02-28T24:00:00Z', '+275760-09-13T00:00:00Z', '2026-02-28T10:00:00+25:00', '20260228T100000Z'];
+const ODD_INSTANTS = [
+  '2026-02-30T00:00:00Z',
+  '2027-02-29T12:00:00Z',
+  '2026-04-31T00:00:00Z',
+  '2026-02-28T10:00:00',
+  '2026-02-28',
+  '2026-02-28 10:00:00Z',
+  '2026-06-30T23:59:60Z',
+  '2026-13-01T00:00:00Z',
+  '2026-02-28T24:00:00Z',
+  '+275760-09-13T00:00:00Z',
+  '2026-02-28T10:00:00+25:00',
+  '20260228T100000Z',
+];
 const oddInstants: fc.Arbitrary<FuzzRequest> = fc
-  .tuple(eitherRef, fc.constantFrom(...ODD_INSTANTS), fc.constantFrom('checked_at', 'not_before', 'success_checked_at'), clientUuid)
+  .tuple(
+    eitherRef,
+    fc.constantFrom(...ODD_INSTANTS),
+    fc.constantFrom('checked_at', 'not_before', 'success_checked_at'),
+    clientUuid,
+  )
   .map(([ref, instant, where, eventId]) => {
     const data =
       where === 'checked_at'
         ? { outcome: 'not_found', checked_at: instant }
         : where === 'not_before'
-          ? { attempt: 1, envelope: { ok: false, code: 'RATE_LIMITED', category: 'dependency', commit_state: 'not_committed', retry: { directive: 'after_delay', not_before: instant, max_attempts_remaining: 1 }, next_action: 'wait_and_retry', operation_ref: ref, safe_details: {}, agent_message: 'slow down', user_message: 'later' } }
-          : { attempt: 1, envelope: { ok: true, operation_ref: ref, commit_state: 'committed', result: {}, verification: { checked_at: instant } } };
+          ? {
+              attempt: 1,
+              envelope: {
+                ok: false,
+                code: 'RATE_LIMITED',
+                category: 'dependency',
+                commit_state: 'not_committed',
+                retry: { directive: 'after_delay', not_before: instant, max_attempts_remaining: 1 },
+                next_action: 'wait_and_retry',
+                operation_ref: ref,
+                safe_details: {},
+                agent_message: 'slow down',
+                user_message: 'later',
+              },
+            }
+          : {
+              attempt: 1,
+              envelope: {
+                ok: true,
+                operation_ref: ref,
+                commit_state: 'committed',
+                result: {},
+                verification: { checked_at: instant },
+              },
+            };
     const type = where === 'checked_at' ? 'VerificationRecorded' : 'EnvelopeRecorded';
     return submitTo(ref, JSON.stringify({ events: [{ event_id: eventId, type, data }] }), [400, 422], 'odd-instants');
   });
@@ -384,13 +676,27 @@ interface Answer {
 
 function send(agent: Agent, port: number, fuzz: FuzzRequest): Promise<Answer> {
   return new Promise((resolve, reject) => {
-    const body = fuzz.body === undefined ? undefined : Buffer.isBuffer(fuzz.body) ? fuzz.body : Buffer.from(fuzz.body, 'utf8');
+    const body =
+      fuzz.body === undefined ? undefined : Buffer.isBuffer(fuzz.body) ? fuzz.body : Buffer.from(fuzz.body, 'utf8');
     const req = httpRequest(
-      { host: '127.0.0.1', port, agent, method: fuzz.method, path: fuzz.path, headers: { ...fuzz.headers, ...(body ? { 'content-length': String(body.length) } : {}) } },
+      {
+        host: '127.0.0.1',
+        port,
+        agent,
+        method: fuzz.method,
+        path: fuzz.path,
+        headers: { ...fuzz.headers, ...(body ? { 'content-length': String(body.length) } : {}) },
+      },
       (res) => {
         const chunks: Buffer[] = [];
         res.on('data', (chunk: Buffer) => chunks.push(chunk));
-        res.on('end', () => resolve({ status: res.statusCode ?? 0, contentType: String(res.headers['content-type'] ?? ''), text: Buffer.concat(chunks).toString('utf8') }));
+        res.on('end', () =>
+          resolve({
+            status: res.statusCode ?? 0,
+            contentType: String(res.headers['content-type'] ?? ''),
+            text: Buffer.concat(chunks).toString('utf8'),
+          }),
+        );
         res.on('error', reject);
       },
     );
@@ -403,8 +709,12 @@ function send(agent: Agent, port: number, fuzz: FuzzRequest): Promise<Answer> {
 function judge(fuzz: FuzzRequest, answer: Answer): string | undefined {
   if (answer.status >= 500) return `a ${answer.status}`;
   if (answer.status < 200 || (answer.status >= 300 && answer.status < 400)) return `an unexpected ${answer.status}`;
-  if (answer.status < 300) return fuzz.method === 'GET' || fuzz.method === 'HEAD' ? undefined : `a ${fuzz.method} was accepted (${answer.status})`;
-  if (!answer.contentType.startsWith('application/problem+json')) return `a ${answer.status} as ${answer.contentType || 'no content type'}`;
+  if (answer.status < 300)
+    return fuzz.method === 'GET' || fuzz.method === 'HEAD'
+      ? undefined
+      : `a ${fuzz.method} was accepted (${answer.status})`;
+  if (!answer.contentType.startsWith('application/problem+json'))
+    return `a ${answer.status} as ${answer.contentType || 'no content type'}`;
   if (fuzz.method === 'HEAD') return undefined;
   let body: any;
   try {
@@ -414,8 +724,10 @@ function judge(fuzz: FuzzRequest, answer: Answer): string | undefined {
   }
   const definition = ERROR_REGISTRY[body?.code as keyof typeof ERROR_REGISTRY];
   if (!definition) return `an unregistered code ${JSON.stringify(body?.code)}`;
-  if (definition.status !== answer.status || body.status !== answer.status) return `${body.code} answered as ${answer.status}`;
-  if (fuzz.expect && !fuzz.expect.statuses.includes(answer.status)) return `a ${answer.status} where ${fuzz.expect.statuses.join(' or ')} was due`;
+  if (definition.status !== answer.status || body.status !== answer.status)
+    return `${body.code} answered as ${answer.status}`;
+  if (fuzz.expect && !fuzz.expect.statuses.includes(answer.status))
+    return `a ${answer.status} where ${fuzz.expect.statuses.join(' or ')} was due`;
   if (fuzz.expect && (typeof body.field !== 'string' || body.field === '')) return 'a refusal that names no field';
   return undefined;
 }
@@ -430,7 +742,12 @@ function tableDump(dataDir: string): string {
 }
 
 const describeRequest = (fuzz: FuzzRequest) => {
-  const body = fuzz.body === undefined ? '' : Buffer.isBuffer(fuzz.body) ? ` <${fuzz.body.length} bytes>` : ` ${fuzz.body.slice(0, 300)}`;
+  const body =
+    fuzz.body === undefined
+      ? ''
+      : Buffer.isBuffer(fuzz.body)
+        ? ` <${fuzz.body.length} bytes>`
+        : ` ${fuzz.body.slice(0, 300)}`;
   return `[${fuzz.category}] ${fuzz.method} ${fuzz.path.slice(0, 200)} ${JSON.stringify(fuzz.headers)}${body}`;
 };
 
@@ -455,12 +772,23 @@ describe(`fuzzing the HTTP API (seed ${SEED}, ${RUNS} requests)`, () => {
       return (await response.json()) as { state: { status: string } };
     };
     await post([{ event_id: randomUUID(), type: 'StepPlanned', data: FIXTURE_PLAN }]);
-    await post([{ event_id: randomUUID(), type: 'AttemptDispatched', data: { attempt: 1, input_hash: FIXTURE_PLAN.input_hash } }]);
+    await post([
+      { event_id: randomUUID(), type: 'AttemptDispatched', data: { attempt: 1, input_hash: FIXTURE_PLAN.input_hash } },
+    ]);
     const done = await post([
       {
         event_id: randomUUID(),
         type: 'EnvelopeRecorded',
-        data: { attempt: 1, envelope: { ok: true, operation_ref: SUCCEEDED_REF, commit_state: 'committed', result: { id: 'inv_1' }, verification: { checked_at: new Date().toISOString() } } },
+        data: {
+          attempt: 1,
+          envelope: {
+            ok: true,
+            operation_ref: SUCCEEDED_REF,
+            commit_state: 'committed',
+            result: { id: 'inv_1' },
+            verification: { checked_at: new Date().toISOString() },
+          },
+        },
       },
     ]);
     expect(done.state.status).toBe('succeeded');
@@ -498,13 +826,27 @@ describe(`fuzzing the HTTP API (seed ${SEED}, ${RUNS} requests)`, () => {
     await Promise.all(Array.from({ length: CONCURRENCY }, worker));
     agent.destroy();
 
-    expect({ seed: SEED, failures: failures.slice(0, 20), count: failures.length }).toEqual({ seed: SEED, failures: [], count: 0 });
+    expect({ seed: SEED, failures: failures.slice(0, 20), count: failures.length }).toEqual({
+      seed: SEED,
+      failures: [],
+      count: 0,
+    });
     expect(cases.length).toBeGreaterThanOrEqual(Math.min(RUNS, 10_000));
     // Every kind of request was really exercised, and the service really refused them.
-    for (const category of ['structured-invalid', 'well-formed-refused', 'garbage-body', 'paths', 'wrong-role', 'nested-arrays', 'huge-numbers', 'odd-instants']) {
+    for (const category of [
+      'structured-invalid',
+      'well-formed-refused',
+      'garbage-body',
+      'paths',
+      'wrong-role',
+      'nested-arrays',
+      'huge-numbers',
+      'odd-instants',
+    ]) {
       expect({ category, enough: (byCategory.get(category) ?? 0) > RUNS / 40 }).toEqual({ category, enough: true });
     }
-    for (const status of [400, 401, 403, 404, 409, 413, 415]) expect({ status, seen: (byStatus.get(status) ?? 0) > 0 }).toEqual({ status, seen: true });
+    for (const status of [400, 401, 403, 404, 409, 413, 415])
+      expect({ status, seen: (byStatus.get(status) ?? 0) > 0 }).toEqual({ status, seen: true });
     expect(tableDump(ledger.dataDir)).toBe(before);
   }, 120_000);
 });

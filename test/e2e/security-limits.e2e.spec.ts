@@ -22,7 +22,12 @@ interface Answer {
   body: any;
 }
 
-async function call(ledger: LedgerProcess, method: string, path: string, options: { body?: string; key?: string | null; contentType?: string } = {}): Promise<Answer> {
+async function call(
+  ledger: LedgerProcess,
+  method: string,
+  path: string,
+  options: { body?: string; key?: string | null; contentType?: string } = {},
+): Promise<Answer> {
   const headers: Record<string, string> = {};
   const key = options.key === undefined ? RUNTIME_KEY : options.key;
   if (key !== null) headers.authorization = `Bearer ${key}`;
@@ -39,7 +44,11 @@ async function call(ledger: LedgerProcess, method: string, path: string, options
 }
 
 function expectProblem(answer: Answer, status: number, code: string, field?: string): void {
-  expect({ status: answer.status, code: answer.body?.code, ...(field === undefined ? {} : { field: answer.body?.field }) }).toEqual({
+  expect({
+    status: answer.status,
+    code: answer.body?.code,
+    ...(field === undefined ? {} : { field: answer.body?.field }),
+  }).toEqual({
     status,
     code,
     ...(field === undefined ? {} : { field }),
@@ -68,7 +77,11 @@ const submitBody = (...events: unknown[]) => JSON.stringify({ events });
 
 /** Plans and dispatches REF: a verification (with any result) is then accepted and stored. */
 async function dispatched(ledger: LedgerProcess): Promise<void> {
-  const plan = { event_id: randomUUID(), type: 'StepPlanned', data: { run_id: 'run_limits', tool: 'create_invoice', side_effect: 'write', input_hash: 'sha256:in' } };
+  const plan = {
+    event_id: randomUUID(),
+    type: 'StepPlanned',
+    data: { run_id: 'run_limits', tool: 'create_invoice', side_effect: 'write', input_hash: 'sha256:in' },
+  };
   expect((await call(ledger, 'POST', eventsPath, { body: submitBody(plan) })).status).toBe(200);
   const dispatch = { event_id: randomUUID(), type: 'AttemptDispatched', data: { attempt: 1, input_hash: 'sha256:in' } };
   expect((await call(ledger, 'POST', eventsPath, { body: submitBody(dispatch) })).status).toBe(200);
@@ -83,7 +96,14 @@ const nested = (depth: number, leaf: unknown = 1): unknown => {
 describe('body limits', () => {
   let ledger: LedgerProcess;
   beforeAll(async () => {
-    ledger = await startLedger({ env: { LEDGER_API_KEYS: KEYS, LEDGER_MAX_EVENTS_PER_SUBMIT: '3', LEDGER_BODY_LIMIT_BYTES: '131072', LEDGER_RATE_LIMIT_PER_MINUTE: '10000000' } });
+    ledger = await startLedger({
+      env: {
+        LEDGER_API_KEYS: KEYS,
+        LEDGER_MAX_EVENTS_PER_SUBMIT: '3',
+        LEDGER_BODY_LIMIT_BYTES: '131072',
+        LEDGER_RATE_LIMIT_PER_MINUTE: '10000000',
+      },
+    });
     await dispatched(ledger);
   });
   afterAll(async () => {
@@ -93,7 +113,11 @@ describe('body limits', () => {
 
   test('a body over LEDGER_BODY_LIMIT_BYTES is 413 PAYLOAD_TOO_LARGE and stores nothing', async () => {
     const before = tableDump(ledger);
-    const over = submitBody(verification({ blob: 'b'.repeat(60_000) }), verification({ blob: 'b'.repeat(60_000) }), verification({ blob: 'b'.repeat(60_000) }));
+    const over = submitBody(
+      verification({ blob: 'b'.repeat(60_000) }),
+      verification({ blob: 'b'.repeat(60_000) }),
+      verification({ blob: 'b'.repeat(60_000) }),
+    );
     expectProblem(await call(ledger, 'POST', eventsPath, { body: over }), 413, 'PAYLOAD_TOO_LARGE');
     expect(tableDump(ledger)).toBe(before);
   });
@@ -107,9 +131,13 @@ describe('body limits', () => {
 
   test('a string longer than 64 KiB anywhere, even in a free-form result, is 400 naming it', async () => {
     const before = tableDump(ledger);
-    const answer = await call(ledger, 'POST', eventsPath, { body: submitBody(verification({ receipt: { text: 'r'.repeat(64 * 1024 + 1) } })) });
+    const answer = await call(ledger, 'POST', eventsPath, {
+      body: submitBody(verification({ receipt: { text: 'r'.repeat(64 * 1024 + 1) } })),
+    });
     expectProblem(answer, 400, 'BAD_REQUEST', 'events[0].data.result.receipt.text');
-    const longKey = await call(ledger, 'POST', eventsPath, { body: submitBody(verification({ ['k'.repeat(257)]: 1 })) });
+    const longKey = await call(ledger, 'POST', eventsPath, {
+      body: submitBody(verification({ ['k'.repeat(257)]: 1 })),
+    });
     expectProblem(longKey, 400, 'BAD_REQUEST', 'events[0].data.result');
     expect(tableDump(ledger)).toBe(before);
   });
@@ -117,7 +145,12 @@ describe('body limits', () => {
   test('JSON nested deeper than 32 levels is 400 before validation, however deep (no 5xx, no stack overflow)', async () => {
     const before = tableDump(ledger);
     // The body is level 1, events 2, the event 3, data 4: a result of 29 nested objects reaches 33.
-    expectProblem(await call(ledger, 'POST', eventsPath, { body: submitBody(verification(nested(29))) }), 400, 'BAD_REQUEST', 'body');
+    expectProblem(
+      await call(ledger, 'POST', eventsPath, { body: submitBody(verification(nested(29))) }),
+      400,
+      'BAD_REQUEST',
+      'body',
+    );
     // Far deeper than any recursive walk of the body would survive, and still well under the size limit.
     const deepArrays = `{"events":[{"event_id":"${randomUUID()}","type":"VerificationRecorded","data":{"outcome":"found_committed","checked_at":"${new Date().toISOString()}","result":${'['.repeat(60_000)}${']'.repeat(60_000)}}}]}`;
     expectProblem(await call(ledger, 'POST', eventsPath, { body: deepArrays }), 400, 'BAD_REQUEST', 'body');
@@ -128,14 +161,22 @@ describe('body limits', () => {
 
   test('prototype-pollution keys anywhere in the body are 400 naming the key', async () => {
     const before = tableDump(ledger);
-    const inResult = await call(ledger, 'POST', eventsPath, { body: submitBody(verification({ items: [{ constructor: { name: 'x' } }] })) });
+    const inResult = await call(ledger, 'POST', eventsPath, {
+      body: submitBody(verification({ items: [{ constructor: { name: 'x' } }] })),
+    });
     expectProblem(inResult, 400, 'BAD_REQUEST', 'events[0].data.result.items[0].constructor');
-    const prototypeKey = await call(ledger, 'POST', eventsPath, { body: submitBody(verification({ prototype: { polluted: true } })) });
+    const prototypeKey = await call(ledger, 'POST', eventsPath, {
+      body: submitBody(verification({ prototype: { polluted: true } })),
+    });
     expectProblem(prototypeKey, 400, 'BAD_REQUEST', 'events[0].data.result.prototype');
-    const atTop = await call(ledger, 'POST', eventsPath, { body: `{"constructor":1,"events":[${JSON.stringify(verification(1))}]}` });
+    const atTop = await call(ledger, 'POST', eventsPath, {
+      body: `{"constructor":1,"events":[${JSON.stringify(verification(1))}]}`,
+    });
     expectProblem(atTop, 400, 'BAD_REQUEST', 'constructor');
     // __proto__ and constructor.prototype are refused by the parser itself.
-    const proto = await call(ledger, 'POST', eventsPath, { body: `{"events":[{"event_id":"${randomUUID()}","type":"VerificationRecorded","data":{"outcome":"found_committed","checked_at":"${new Date().toISOString()}","result":{"__proto__":{"admin":true}}}}]}` });
+    const proto = await call(ledger, 'POST', eventsPath, {
+      body: `{"events":[{"event_id":"${randomUUID()}","type":"VerificationRecorded","data":{"outcome":"found_committed","checked_at":"${new Date().toISOString()}","result":{"__proto__":{"admin":true}}}}]}`,
+    });
     expectProblem(proto, 400, 'BAD_REQUEST', 'body');
     expect(tableDump(ledger)).toBe(before);
     // Nothing was polluted on the way: an ordinary submit still works, and one exactly 32 levels
@@ -144,7 +185,9 @@ describe('body limits', () => {
     expect(fine.status).toBe(200);
     expect(fine.body.state.status).toBe('succeeded');
     const stored = await call(ledger, 'GET', `${opPath(REF)}/events`);
-    expect(stored.body.events.find((event: { type: string }) => event.type === 'VerificationRecorded').data.result).toEqual(nested(28, 'leaf'));
+    expect(
+      stored.body.events.find((event: { type: string }) => event.type === 'VerificationRecorded').data.result,
+    ).toEqual(nested(28, 'leaf'));
   });
 });
 
@@ -159,7 +202,12 @@ describe('per-key rate limits (LEDGER_RATE_LIMIT_PER_MINUTE=5)', () => {
   });
 
   test('the sixth request of a key in a minute is 429 RATE_LIMITED with Retry-After, and is not carried out', async () => {
-    const plan = () => submitBody({ event_id: randomUUID(), type: 'StepPlanned', data: { run_id: 'run_rate', tool: 'create_invoice', side_effect: 'write', input_hash: 'sha256:in' } });
+    const plan = () =>
+      submitBody({
+        event_id: randomUUID(),
+        type: 'StepPlanned',
+        data: { run_id: 'run_rate', tool: 'create_invoice', side_effect: 'write', input_hash: 'sha256:in' },
+      });
     const statuses: number[] = [];
     for (let index = 0; index < 5; index++) statuses.push((await call(ledger, 'GET', opPath('run_rate/none'))).status);
     expect(statuses).toEqual([404, 404, 404, 404, 404]);
@@ -178,7 +226,10 @@ describe('per-key rate limits (LEDGER_RATE_LIMIT_PER_MINUTE=5)', () => {
 
   test('requests without a known key are limited by address, so keys cannot be guessed at speed', async () => {
     const statuses: number[] = [];
-    for (let index = 0; index < 7; index++) statuses.push((await call(ledger, 'GET', opPath('run_rate/none'), { key: `guess-${index}-0000000000000000` })).status);
+    for (let index = 0; index < 7; index++)
+      statuses.push(
+        (await call(ledger, 'GET', opPath('run_rate/none'), { key: `guess-${index}-0000000000000000` })).status,
+      );
     // The start-up probe of the test harness came from this address too, so the first 429 may come
     // one request early; after it, every guess is refused without being checked.
     const first = statuses.indexOf(429);
@@ -216,8 +267,14 @@ describe('response headers', () => {
     };
     for (const [name, answer] of Object.entries(answers)) {
       expect({ name, ...hardened(answer) }).toEqual({ name, ...HARDENED });
-      expect({ name, csp: answer.headers.get('content-security-policy') }).toEqual({ name, csp: expect.stringContaining("default-src 'none'") });
-      expect({ name, csp: answer.headers.get('content-security-policy') }).toEqual({ name, csp: expect.stringContaining("frame-ancestors 'none'") });
+      expect({ name, csp: answer.headers.get('content-security-policy') }).toEqual({
+        name,
+        csp: expect.stringContaining("default-src 'none'"),
+      });
+      expect({ name, csp: answer.headers.get('content-security-policy') }).toEqual({
+        name,
+        csp: expect.stringContaining("frame-ancestors 'none'"),
+      });
       expect({ name, cache: answer.headers.get('cache-control') }).toEqual({ name, cache: 'no-store' });
     }
     expect(answers.ok.status).toBe(200);

@@ -17,10 +17,24 @@ interface RawAnswer {
 }
 
 /** A request with the Host header as given (fetch does not let a caller set it). */
-function send(port: number, method: string, path: string, host: string, body?: string, headers: Record<string, string> = {}): Promise<RawAnswer> {
+function send(
+  port: number,
+  method: string,
+  path: string,
+  host: string,
+  body?: string,
+  headers: Record<string, string> = {},
+): Promise<RawAnswer> {
   return new Promise((resolve, reject) => {
     const req = httpRequest(
-      { host: '127.0.0.1', port, method, path, setHost: false, headers: { host, ...(body === undefined ? {} : { 'content-type': 'application/json' }), ...headers } },
+      {
+        host: '127.0.0.1',
+        port,
+        method,
+        path,
+        setHost: false,
+        headers: { host, ...(body === undefined ? {} : { 'content-type': 'application/json' }), ...headers },
+      },
       (res) => {
         let text = '';
         res.setEncoding('utf8');
@@ -48,14 +62,21 @@ function sendWithoutHost(port: number, path: string): Promise<string> {
 const REF = 'run_host/step_1';
 /** What the plan stored: the fact and the transition the ledger derived from it. */
 const PLANNED = ['StepPlanned', 'TransitionRecorded'];
-const plan = () => JSON.stringify({ events: [fact('StepPlanned', { run_id: 'run_host', tool: 'host_tool', side_effect: 'write', input_hash: 'sha256:host' })] });
+const plan = () =>
+  JSON.stringify({
+    events: [
+      fact('StepPlanned', { run_id: 'run_host', tool: 'host_tool', side_effect: 'write', input_hash: 'sha256:host' }),
+    ],
+  });
 
 describe('local mode answers loopback Host values only', () => {
   let ledger: LedgerProcess;
 
   beforeAll(async () => {
     ledger = await startLedger({ env: { LEDGER_RATE_LIMIT_PER_MINUTE: '10000000' } });
-    expect((await send(ledger.port, 'POST', `${opPath(REF)}/events`, `127.0.0.1:${ledger.port}`, plan())).status).toBe(200);
+    expect((await send(ledger.port, 'POST', `${opPath(REF)}/events`, `127.0.0.1:${ledger.port}`, plan())).status).toBe(
+      200,
+    );
   }, 60_000);
 
   afterAll(async () => {
@@ -100,7 +121,9 @@ describe('local mode answers loopback Host values only', () => {
     expect(JSON.parse(read.text)).toMatchObject({ status: 421, code: 'MISDIRECTED_REQUEST' });
     expect(read.text).not.toContain('host_tool');
 
-    const approve = JSON.stringify({ events: [fact('ApprovalRecorded', { decision: 'granted', approver: 'page', reason: 'rebinding' })] });
+    const approve = JSON.stringify({
+      events: [fact('ApprovalRecorded', { decision: 'granted', approver: 'page', reason: 'rebinding' })],
+    });
     const written = await send(ledger.port, 'POST', `${opPath(REF)}/events`, host, approve);
     expect(written.status).toBe(421);
     expect(JSON.parse(written.text).code).toBe('MISDIRECTED_REQUEST');
@@ -124,7 +147,10 @@ describe('local mode answers loopback Host values only', () => {
     const types = ['text/plain', 'application/x-www-form-urlencoded', 'multipart/form-data; boundary=x'];
     const answers = [];
     for (const type of types) {
-      const answer = await send(ledger.port, 'POST', `${opPath(REF)}/events`, `127.0.0.1:${ledger.port}`, plan(), { 'content-type': type, origin: 'https://evil.example' });
+      const answer = await send(ledger.port, 'POST', `${opPath(REF)}/events`, `127.0.0.1:${ledger.port}`, plan(), {
+        'content-type': type,
+        origin: 'https://evil.example',
+      });
       answers.push([type, answer.status, JSON.parse(answer.text).code]);
     }
     expect(answers).toEqual(types.map((type) => [type, 415, 'UNSUPPORTED_MEDIA_TYPE']));
@@ -136,7 +162,9 @@ describe('with keys configured, Host is not restricted', () => {
   let ledger: LedgerProcess;
 
   beforeAll(async () => {
-    ledger = await startLedger({ env: { LEDGER_API_KEYS: `${KEY}:runtime:acme`, LEDGER_RATE_LIMIT_PER_MINUTE: '10000000' } });
+    ledger = await startLedger({
+      env: { LEDGER_API_KEYS: `${KEY}:runtime:acme`, LEDGER_RATE_LIMIT_PER_MINUTE: '10000000' },
+    });
   }, 60_000);
 
   afterAll(async () => {
@@ -146,8 +174,12 @@ describe('with keys configured, Host is not restricted', () => {
 
   test('a proxy may forward any name: the key, not the name, decides', async () => {
     const auth = { authorization: `Bearer ${KEY}` };
-    expect((await send(ledger.port, 'POST', `${opPath(REF)}/events`, 'ledger.internal.example', plan(), auth)).status).toBe(200);
-    expect((await send(ledger.port, 'GET', `${opPath(REF)}/events`, 'ledger.internal.example:443', undefined, auth)).status).toBe(200);
+    expect(
+      (await send(ledger.port, 'POST', `${opPath(REF)}/events`, 'ledger.internal.example', plan(), auth)).status,
+    ).toBe(200);
+    expect(
+      (await send(ledger.port, 'GET', `${opPath(REF)}/events`, 'ledger.internal.example:443', undefined, auth)).status,
+    ).toBe(200);
     // Without a key the answer is the usual 401, not a 421.
     expect((await send(ledger.port, 'GET', `${opPath(REF)}/events`, 'evil.example')).status).toBe(401);
   });

@@ -35,7 +35,9 @@ describe('long polls are capped per key and per tenant', () => {
       done: fetch(`${ledger.baseUrl}${path}`, { headers: as(key), signal: abort.signal })
         .then(async (response) => {
           const text = await response.text();
-          const code = response.headers.get('content-type')?.startsWith('application/problem+json') ? (JSON.parse(text).code as string) : undefined;
+          const code = response.headers.get('content-type')?.startsWith('application/problem+json')
+            ? (JSON.parse(text).code as string)
+            : undefined;
           return { status: response.status, retryAfter: response.headers.get('retry-after'), code };
         })
         .catch(() => 'aborted' as const),
@@ -59,13 +61,29 @@ describe('long polls are capped per key and per tenant', () => {
         ledger.baseUrl,
         'POST',
         `${opPath(`run_polls/step_${index}`)}/events`,
-        { events: [fact('StepPlanned', { run_id: 'run_polls', tool: TOOL, side_effect: 'write', input_hash: `sha256:polls-${index}` })] },
+        {
+          events: [
+            fact('StepPlanned', {
+              run_id: 'run_polls',
+              tool: TOOL,
+              side_effect: 'write',
+              input_hash: `sha256:polls-${index}`,
+            }),
+          ],
+        },
         as(ACME_KEY),
       );
       expect(planned.status).toBe(200);
     }
     const held = await until(
-      () => request(ledger.baseUrl, 'GET', `/v1/work?worker=holder&tool=${TOOL}&limit=10&wait_ms=1000&lease_ms=600000`, undefined, as(ACME_KEY)),
+      () =>
+        request(
+          ledger.baseUrl,
+          'GET',
+          `/v1/work?worker=holder&tool=${TOOL}&limit=10&wait_ms=1000&lease_ms=600000`,
+          undefined,
+          as(ACME_KEY),
+        ),
       (answer) => answer.status === 200 && answer.body.items.length === 5,
       'the five steps leased',
     );
@@ -85,11 +103,24 @@ describe('long polls are capped per key and per tenant', () => {
       polls.push(open(`/v1/changes?after=1000000000&wait_ms=30000`, ACME_KEY));
     }
     // The same tenant's second key gets what the tenant's cap leaves over the first key's share.
-    const second = Array.from({ length: POLLS_PER_ROUTE }, (_, index) => open(`/v1/work?worker=v${index}&tool=${TOOL}&wait_ms=30000`, ACME_KEY_2));
+    const second = Array.from({ length: POLLS_PER_ROUTE }, (_, index) =>
+      open(`/v1/work?worker=v${index}&tool=${TOOL}&wait_ms=30000`, ACME_KEY_2),
+    );
 
-    const refused = (list: Poll[]) => list.filter((poll) => poll.settled !== undefined && poll.settled !== 'aborted' && poll.settled.status === 429);
-    await until(async () => refused(polls).length, (count) => count === 2 * POLLS_PER_ROUTE - PER_KEY, 'the first key refused beyond its cap', 30_000);
-    await until(async () => refused(second).length, (count) => count === POLLS_PER_ROUTE - (PER_TENANT - PER_KEY), "the tenant's cap refusing the second key", 30_000);
+    const refused = (list: Poll[]) =>
+      list.filter((poll) => poll.settled !== undefined && poll.settled !== 'aborted' && poll.settled.status === 429);
+    await until(
+      async () => refused(polls).length,
+      (count) => count === 2 * POLLS_PER_ROUTE - PER_KEY,
+      'the first key refused beyond its cap',
+      30_000,
+    );
+    await until(
+      async () => refused(second).length,
+      (count) => count === POLLS_PER_ROUTE - (PER_TENANT - PER_KEY),
+      "the tenant's cap refusing the second key",
+      30_000,
+    );
     for (const poll of [...refused(polls), ...refused(second)]) {
       const answer = poll.settled as { status: number; retryAfter: string | null; code?: string };
       expect(answer.code).toBe('RATE_LIMITED');
@@ -107,7 +138,16 @@ describe('long polls are capped per key and per tenant', () => {
             ledger.baseUrl,
             'POST',
             `${opPath(`run_globex/step_${batch + offset}`)}/events`,
-            { events: [fact('StepPlanned', { run_id: 'run_globex', tool: 'globex_tool', side_effect: 'write', input_hash: `sha256:g-${batch + offset}` })] },
+            {
+              events: [
+                fact('StepPlanned', {
+                  run_id: 'run_globex',
+                  tool: 'globex_tool',
+                  side_effect: 'write',
+                  input_hash: `sha256:g-${batch + offset}`,
+                }),
+              ],
+            },
             as(GLOBEX_KEY),
           ),
         ),

@@ -29,17 +29,35 @@ const GITHUB_TOKEN = `ghp_${'a1B2c3D4e5F6g7H8i9J0'.repeat(2).slice(0, 36)}`;
 let ledger: LedgerProcess;
 const as = (key: string) => ({ authorization: `Bearer ${key}` });
 const get = (path: string, key: string) => request(ledger.baseUrl, 'GET', path, undefined, as(key));
-const post = (path: string, body: unknown, key: string, headers: Record<string, string> = {}) => request(ledger.baseUrl, 'POST', path, body, { ...as(key), ...headers });
+const post = (path: string, body: unknown, key: string, headers: Record<string, string> = {}) =>
+  request(ledger.baseUrl, 'POST', path, body, { ...as(key), ...headers });
 
 beforeAll(async () => {
   ledger = await startLedger({
     env: {
-      LEDGER_API_KEYS: [`${RUNTIME_KEY}:runtime:acme`, `${RUNTIME_KEY_2}:runtime:acme`, `${APPROVER_KEY}:approver:acme`, `${AUDITOR_KEY}:auditor:acme`].join(','),
+      LEDGER_API_KEYS: [
+        `${RUNTIME_KEY}:runtime:acme`,
+        `${RUNTIME_KEY_2}:runtime:acme`,
+        `${APPROVER_KEY}:approver:acme`,
+        `${AUDITOR_KEY}:auditor:acme`,
+      ].join(','),
       LEDGER_RATE_LIMIT_PER_MINUTE: '10000000',
     },
   });
-  for (const [ref, tool] of [[NAME_REF, NAME_TOOL], [ROLE_REF, ROLE_TOOL], [REF, TOOL]]) {
-    const planned = await post(`${opPath(ref)}/events`, { events: [fact('StepPlanned', { run_id: 'run_feed_sec', tool, side_effect: 'write', input_hash: 'sha256:feed-sec' })] }, RUNTIME_KEY);
+  for (const [ref, tool] of [
+    [NAME_REF, NAME_TOOL],
+    [ROLE_REF, ROLE_TOOL],
+    [REF, TOOL],
+  ]) {
+    const planned = await post(
+      `${opPath(ref)}/events`,
+      {
+        events: [
+          fact('StepPlanned', { run_id: 'run_feed_sec', tool, side_effect: 'write', input_hash: 'sha256:feed-sec' }),
+        ],
+      },
+      RUNTIME_KEY,
+    );
     expect(planned.status).toBe(200);
   }
 }, 60_000);
@@ -63,12 +81,18 @@ describe('the worker name', () => {
     expect((await get(`${opPath(NAME_REF)}/lease`, AUDITOR_KEY)).body).toEqual({ held: false });
   });
 
-  test.each(['<script>', '-leading-dash', 'quote"d', 'a'.repeat(201)])('a name outside the identifier grammar (%p) is a 400 naming worker', async (worker) => {
-    const answer = await get(`/v1/work?worker=${encodeURIComponent(worker)}&tool=${NAME_TOOL}&wait_ms=0`, RUNTIME_KEY);
-    expect(answer.status).toBe(400);
-    expect(answer.body).toMatchObject({ code: 'BAD_REQUEST', field: 'worker' });
-    expect((await get(`${opPath(NAME_REF)}/lease`, AUDITOR_KEY)).body).toEqual({ held: false });
-  });
+  test.each(['<script>', '-leading-dash', 'quote"d', 'a'.repeat(201)])(
+    'a name outside the identifier grammar (%p) is a 400 naming worker',
+    async (worker) => {
+      const answer = await get(
+        `/v1/work?worker=${encodeURIComponent(worker)}&tool=${NAME_TOOL}&wait_ms=0`,
+        RUNTIME_KEY,
+      );
+      expect(answer.status).toBe(400);
+      expect(answer.body).toMatchObject({ code: 'BAD_REQUEST', field: 'worker' });
+      expect((await get(`${opPath(NAME_REF)}/lease`, AUDITOR_KEY)).body).toEqual({ held: false });
+    },
+  );
 });
 
 describe('only runtime keys use the feed', () => {
@@ -95,10 +119,18 @@ describe('the lease id stays with the key it was granted to', () => {
     expect(taken.status).toBe(200);
     expect(taken.body.items).toHaveLength(1);
     leaseId = taken.body.items[0].lease.id;
-    const dispatched = await post(`${opPath(REF)}/events`, { events: [fact('AttemptDispatched', { attempt: 1, input_hash: 'sha256:feed-sec' })] }, RUNTIME_KEY, { 'ledger-lease': leaseId });
+    const dispatched = await post(
+      `${opPath(REF)}/events`,
+      { events: [fact('AttemptDispatched', { attempt: 1, input_hash: 'sha256:feed-sec' })] },
+      RUNTIME_KEY,
+      { 'ledger-lease': leaseId },
+    );
     expect(dispatched.status).toBe(200);
 
-    const evidence = await get(`${opPath(REF)}/evidence?wait_for_position=${dispatched.body.position}&wait_timeout_ms=20000`, AUDITOR_KEY);
+    const evidence = await get(
+      `${opPath(REF)}/evidence?wait_for_position=${dispatched.body.position}&wait_timeout_ms=20000`,
+      AUDITOR_KEY,
+    );
     expect(evidence.status).toBe(200);
     const entry = evidence.body.entries.find((each: { type: string }) => each.type === 'AttemptDispatched');
     expect(entry.worker).toEqual({ holder: WORKER, current: true });
@@ -120,14 +152,16 @@ describe('the lease id stays with the key it was granted to', () => {
     // The log itself keeps it (the drain's check of interleaving reads it there): only answers leave it out.
     const db = new Database(join(ledger.dataDir, 'events.sqlite'), { readonly: true, fileMustExist: true });
     try {
-      const rows = db.prepare("SELECT metadata FROM events WHERE type = 'AttemptDispatched'").all() as Array<{ metadata: string }>;
+      const rows = db.prepare("SELECT metadata FROM events WHERE type = 'AttemptDispatched'").all() as Array<{
+        metadata: string;
+      }>;
       expect(JSON.parse(rows[0].metadata).lease).toMatchObject({ lease_id: leaseId, holder: WORKER, current: true });
     } finally {
       db.close();
     }
   });
 
-  test("another key of the tenant holding the id can neither renew nor release it (409 LEASE_LOST)", async () => {
+  test('another key of the tenant holding the id can neither renew nor release it (409 LEASE_LOST)', async () => {
     for (const action of ['renew', 'release']) {
       const answer = await post(`${opPath(REF)}/lease/${action}`, { lease_id: leaseId }, RUNTIME_KEY_2);
       expect(answer.status).toBe(409);

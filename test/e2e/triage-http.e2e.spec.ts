@@ -14,7 +14,8 @@ const RUN = `run_${randomUUID().slice(0, 6)}`;
 let ledger: LedgerProcess;
 let head = 0;
 
-const get = (path: string, key = RUNTIME_KEY) => request(ledger.baseUrl, 'GET', path, undefined, { authorization: `Bearer ${key}` });
+const get = (path: string, key = RUNTIME_KEY) =>
+  request(ledger.baseUrl, 'GET', path, undefined, { authorization: `Bearer ${key}` });
 
 beforeAll(async () => {
   ledger = await startLedger({ env: { LEDGER_API_KEYS: `${RUNTIME_KEY}:runtime:acme,${OTHER_KEY}:runtime:globex` } });
@@ -37,10 +38,17 @@ describe('GET /v1/triage', () => {
     const byDefault = await get(`/v1/triage?wait_for_position=${head}`);
     expect(byDefault.status).toBe(200);
     expect(byDefault.body.items.map((item: { kind: string }) => item.kind)).toEqual(['awaiting_approval', 'escalated']);
-    expect(byDefault.body.thresholds).toEqual({ unknown_after_ms: 900_000, dispatch_timeout_ms: 300_000, retry_grace_ms: 60_000, input_after_ms: 1_800_000 });
+    expect(byDefault.body.thresholds).toEqual({
+      unknown_after_ms: 900_000,
+      dispatch_timeout_ms: 300_000,
+      retry_grace_ms: 60_000,
+      input_after_ms: 1_800_000,
+    });
 
     const short = await get('/v1/triage?unknown_after_ms=0&dispatch_timeout_ms=0');
-    expect(short.body.items.map((item: { operation_ref: string; kind: string }) => `${item.kind} ${item.operation_ref}`)).toEqual([
+    expect(
+      short.body.items.map((item: { operation_ref: string; kind: string }) => `${item.kind} ${item.operation_ref}`),
+    ).toEqual([
       `dispatch_overdue ${RUN}/email_1`,
       `unknown_outcome ${RUN}/invoice_1`,
       `awaiting_approval ${RUN}/refund_1`,
@@ -48,11 +56,25 @@ describe('GET /v1/triage', () => {
     ]);
     expect(short.body.counts).toEqual({
       total: 4,
-      by_kind: { possible_duplicate: 0, escalated: 1, awaiting_approval: 1, unknown_outcome: 1, dispatch_overdue: 1, retry_overdue: 0, input_awaited: 0, acknowledged: 0 },
+      by_kind: {
+        possible_duplicate: 0,
+        escalated: 1,
+        awaiting_approval: 1,
+        unknown_outcome: 1,
+        dispatch_overdue: 1,
+        retry_overdue: 0,
+        input_awaited: 0,
+        acknowledged: 0,
+      },
       by_tool: { send_email: 1, create_invoice: 1, refund: 1, pay_invoice: 1 },
       by_reason: { ATTEMPT_DISPATCHED: 1, OUTCOME_UNKNOWN: 1, MISSING_APPROVAL: 1, INVOICE_ALREADY_PAID: 1 },
     });
-    expect(short.body.items[0]).toMatchObject({ threshold_ms: 0, threshold_from: 'query', run_id: RUN, tool: 'send_email' });
+    expect(short.body.items[0]).toMatchObject({
+      threshold_ms: 0,
+      threshold_from: 'query',
+      run_id: RUN,
+      tool: 'send_email',
+    });
     // Another tenant's escalation of the same ref is not in this tenant's queue, nor the reverse.
     const other = await get('/v1/triage', OTHER_KEY);
     expect(other.body.items.map((item: { tool: string }) => item.tool)).toEqual(['globex_tool']);
@@ -60,10 +82,14 @@ describe('GET /v1/triage', () => {
 
   it('filters by kind, tool, run, reason and text on the ref; counts follow the filters; pages with a cursor', async () => {
     const q = '/v1/triage?unknown_after_ms=0&dispatch_timeout_ms=0';
-    expect((await get(`${q}&kind=unknown_outcome`)).body.items.map((item: { operation_ref: string }) => item.operation_ref)).toEqual([`${RUN}/invoice_1`]);
+    expect(
+      (await get(`${q}&kind=unknown_outcome`)).body.items.map((item: { operation_ref: string }) => item.operation_ref),
+    ).toEqual([`${RUN}/invoice_1`]);
     expect((await get(`${q}&tool=refund`)).body.counts.total).toBe(1);
     expect((await get(`${q}&reason=INVOICE_ALREADY_PAID`)).body.items[0].operation_ref).toBe(`${RUN}/pay_1`);
-    expect((await get(`${q}&q=EMAIL_`)).body.items.map((item: { operation_ref: string }) => item.operation_ref)).toEqual([`${RUN}/email_1`]);
+    expect(
+      (await get(`${q}&q=EMAIL_`)).body.items.map((item: { operation_ref: string }) => item.operation_ref),
+    ).toEqual([`${RUN}/email_1`]);
     expect((await get(`${q}&run_id=run_none`)).body.counts.total).toBe(0);
     const first = await get(`${q}&limit=3`);
     expect(first.body.items).toHaveLength(3);
@@ -81,7 +107,12 @@ describe('GET /v1/triage', () => {
       ['limit=0', 'limit'],
     ]) {
       const answer = await get(`/v1/triage?${query}`);
-      expect([answer.status, answer.contentType.split(';')[0], answer.body.code, answer.body.field]).toEqual([400, 'application/problem+json', 'BAD_REQUEST', field]);
+      expect([answer.status, answer.contentType.split(';')[0], answer.body.code, answer.body.field]).toEqual([
+        400,
+        'application/problem+json',
+        'BAD_REQUEST',
+        field,
+      ]);
     }
   });
 });
@@ -98,9 +129,14 @@ describe('the lists and the long poll behind the console', () => {
 
   it('finds operations by text on the ref, newest first, and by the trust figure that counts them', async () => {
     const listed = await get(`/v1/operations?q=${RUN}/EMAIL&order=newest`);
-    expect(listed.body.items.map((item: { operation_ref: string }) => item.operation_ref)).toEqual([`${RUN}/email_2`, `${RUN}/email_1`]);
+    expect(listed.body.items.map((item: { operation_ref: string }) => item.operation_ref)).toEqual([
+      `${RUN}/email_2`,
+      `${RUN}/email_1`,
+    ]);
     const unknown = await get(`/v1/operations?has=unknown_outcomes&run_id=${RUN}`);
-    expect(unknown.body.items.map((item: { operation_ref: string }) => item.operation_ref)).toEqual([`${RUN}/invoice_1`]);
+    expect(unknown.body.items.map((item: { operation_ref: string }) => item.operation_ref)).toEqual([
+      `${RUN}/invoice_1`,
+    ]);
     expect((await get('/v1/operations?has=everything')).body).toMatchObject({ code: 'BAD_REQUEST', field: 'has' });
   });
 

@@ -28,7 +28,11 @@ it('lists an unheld overdue retry and an awaited input; a retry a worker holds i
   const step = async (name: string, envelope: (ref: string) => unknown) => {
     const ref = `run_wait/${name}`;
     const plan = { run_id: 'run_wait', tool, side_effect: 'write', input_hash: 'sha256:in-1' };
-    for (const event of [fact('StepPlanned', plan), fact('AttemptDispatched', { attempt: 1, input_hash: 'sha256:in-1' }), fact('EnvelopeRecorded', { attempt: 1, envelope: envelope(ref) })]) {
+    for (const event of [
+      fact('StepPlanned', plan),
+      fact('AttemptDispatched', { attempt: 1, input_hash: 'sha256:in-1' }),
+      fact('EnvelopeRecorded', { attempt: 1, envelope: envelope(ref) }),
+    ]) {
       const answer = await runtime.submit(ref, [event]);
       expect(answer.status).toBe(200);
       position = Math.max(position, answer.body.position);
@@ -39,18 +43,31 @@ it('lists an unheld overdue retry and an awaited input; a retry a worker holds i
   const past = new Date(Date.now() - 1_000).toISOString();
   const unheld = await step('unheld', (ref) => seedEnvelopes.rateLimited(ref, past));
   const input = await step('input', (ref) => seedEnvelopes.invalidRecipient(ref));
-  const triage = async (query: string) => (await request(ledger.baseUrl, 'GET', `/v1/triage?tool=${tool}&wait_for_position=${position}&${query}`, undefined, { authorization: `Bearer ${AUDITOR_KEY}` })).body;
+  const triage = async (query: string) =>
+    (
+      await request(
+        ledger.baseUrl,
+        'GET',
+        `/v1/triage?tool=${tool}&wait_for_position=${position}&${query}`,
+        undefined,
+        { authorization: `Bearer ${AUDITOR_KEY}` },
+      )
+    ).body;
 
   const byDefault = await triage('');
   expect(byDefault.items).toEqual([]);
   const asked = await triage('retry_grace_ms=0&input_after_ms=0');
-  expect(asked.items.map((item: { operation_ref: string; kind: string }) => [item.operation_ref, item.kind]).sort()).toEqual([
+  expect(
+    asked.items.map((item: { operation_ref: string; kind: string }) => [item.operation_ref, item.kind]).sort(),
+  ).toEqual([
     [input, 'input_awaited'],
     [unheld, 'retry_overdue'],
   ]);
 
   // A worker takes the retry: its lease holds it, so it is being run.
-  const taken = await request(ledger.baseUrl, 'GET', `/v1/work?tool=${tool}&lease_ms=60000`, undefined, { authorization: `Bearer ${RUNTIME_KEY}` });
+  const taken = await request(ledger.baseUrl, 'GET', `/v1/work?tool=${tool}&lease_ms=60000`, undefined, {
+    authorization: `Bearer ${RUNTIME_KEY}`,
+  });
   expect(taken.body.items.map((item: { operation_ref: string }) => item.operation_ref)).toEqual([unheld]);
   const held = await triage('retry_grace_ms=0&input_after_ms=0');
   expect(held.items.map((item: { operation_ref: string }) => item.operation_ref)).toEqual([input]);

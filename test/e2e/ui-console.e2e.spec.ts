@@ -47,9 +47,8 @@ let receiver: Server;
 const received: string[] = [];
 const problems: string[] = [];
 
-
 const rows = () => page.locator('#triage-table tbody tr');
-const refsInQueue = async () => (await rows().evaluateAll((trs) => trs.map((tr) => tr.getAttribute('data-ref'))));
+const refsInQueue = async () => await rows().evaluateAll((trs) => trs.map((tr) => tr.getAttribute('data-ref')));
 const chip = (group: string, label: string) => page.locator(`#triage-by-${group} a.chip`, { hasText: label });
 
 // The few browser globals used here, typed by hand: this file is compiled without the DOM's types
@@ -58,7 +57,10 @@ interface BrowserGlobals {
   document: { querySelectorAll(selector: string): { length: number } };
 }
 async function rowsShown(selector: string, count: number): Promise<void> {
-  await page.waitForFunction(([sel, n]) => (globalThis as unknown as BrowserGlobals).document.querySelectorAll(sel).length === n, [selector, count] as const);
+  await page.waitForFunction(
+    ([sel, n]) => (globalThis as unknown as BrowserGlobals).document.querySelectorAll(sel).length === n,
+    [selector, count] as const,
+  );
 }
 const queueShows = (count: number) => rowsShown('#triage-table tbody tr', count);
 const markPage = () => page.evaluate("window.marker = 'same page'");
@@ -66,7 +68,7 @@ const pageMark = () => page.evaluate('window.marker');
 
 describeInBrowser('the incident console', () => {
   beforeAll(async () => {
-      ledger = await startLedger({
+    ledger = await startLedger({
       env: {
         LEDGER_API_KEYS: `${RUNTIME_KEY}:runtime:acme,${APPROVER_KEY}:${APPROVER_ROLE}:acme,${AUDITOR_KEY}:auditor:acme,${ADMIN_KEY}:admin:acme`,
         // The webhook receiver below is on loopback.
@@ -83,7 +85,10 @@ describeInBrowser('the incident console', () => {
       ledger.baseUrl,
       'POST',
       '/v1/admin/webhooks',
-      { url: `http://127.0.0.1:${(receiver.address() as AddressInfo).port}/hooks`, kinds: ['step.escalated', 'approval.requested'] },
+      {
+        url: `http://127.0.0.1:${(receiver.address() as AddressInfo).port}/hooks`,
+        kinds: ['step.escalated', 'approval.requested'],
+      },
       { authorization: `Bearer ${ADMIN_KEY}` },
     );
     if (hook.status !== 201) throw new Error(`subscribe: ${hook.status} ${JSON.stringify(hook.body)}`);
@@ -103,12 +108,24 @@ describeInBrowser('the incident console', () => {
     context = await chromium.launchPersistentContext(profile, {
       executablePath: CHROMIUM,
       headless: true,
-      args: ['--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking', '--disable-component-update', '--disable-sync'],
+      args: [
+        '--no-sandbox',
+        '--disable-gpu',
+        '--disable-quic',
+        '--no-first-run',
+        '--disable-background-networking',
+        '--disable-component-update',
+        '--disable-sync',
+      ],
       viewport: { width: 1440, height: 900 },
     });
     page = context.pages()[0] ?? (await context.newPage());
     page.on('console', (message) => {
-      if (message.type() === 'error' && !/Failed to load resource: the server responded with a status of 40[13]/.test(message.text())) problems.push(message.text());
+      if (
+        message.type() === 'error' &&
+        !/Failed to load resource: the server responded with a status of 40[13]/.test(message.text())
+      )
+        problems.push(message.text());
     });
     page.on('pageerror', (error) => problems.push(error.message));
   }, 120_000);
@@ -131,7 +148,13 @@ describeInBrowser('the incident console', () => {
 
     expect(await refsInQueue()).toEqual([REF.overdue, REF.unknown, REF.approvalDeny, REF.approvalGrant, REF.escalated]);
     const kinds = await rows().evaluateAll((trs) => trs.map((tr) => tr.className.replace(/.*kind-/, '')));
-    expect(kinds).toEqual(['dispatch_overdue', 'unknown_outcome', 'awaiting_approval', 'awaiting_approval', 'escalated']);
+    expect(kinds).toEqual([
+      'dispatch_overdue',
+      'unknown_outcome',
+      'awaiting_approval',
+      'awaiting_approval',
+      'escalated',
+    ]);
     expect(await page.innerText('#triage-total')).toBe('5 items');
     expect(await chip('kind', 'awaiting approval').innerText()).toMatch(/ 2$/);
     expect(await chip('kind', 'escalated').innerText()).toMatch(/ 1$/);
@@ -167,7 +190,11 @@ describeInBrowser('the incident console', () => {
     // The operations list: state, tool, run and text filters, newest first.
     await page.goto(`${ledger.baseUrl}/ui#/operations?run_id=${RUN}&tool=send_email`);
     await rowsShown('#operations-table tbody tr', 2);
-    expect(await page.locator('#operations-table tbody tr').evaluateAll((trs) => trs.map((tr) => tr.getAttribute('data-ref')))).toEqual([REF.settled, REF.overdue]);
+    expect(
+      await page
+        .locator('#operations-table tbody tr')
+        .evaluateAll((trs) => trs.map((tr) => tr.getAttribute('data-ref'))),
+    ).toEqual([REF.settled, REF.overdue]);
     await page.selectOption('#operations-filters select[name=status]', 'succeeded');
     await page.click('#operations-filters button[type=submit]');
     await rowsShown('#operations-table tbody tr', 1);
@@ -185,16 +212,22 @@ describeInBrowser('the incident console', () => {
     // One row per fact, the transition it caused on the same row: plan, dispatch, envelope.
     const story = page.locator('#timeline tbody tr.event');
     expect(await story.count()).toBe(3);
-    expect(await story.nth(2).innerText()).toMatch(/EnvelopeRecorded\s*NEEDS APPROVAL[\s\S]*awaiting approval[\s\S]*MISSING_APPROVAL → next request_approval/);
+    expect(await story.nth(2).innerText()).toMatch(
+      /EnvelopeRecorded\s*NEEDS APPROVAL[\s\S]*awaiting approval[\s\S]*MISSING_APPROVAL → next request_approval/,
+    );
     await page.fill('#approval-form input[name=approver]', 'Dana on call');
     await page.fill('#approval-form textarea[name=reason]', 'refund confirmed with the customer');
     await page.screenshot({ path: join(DOCS, 'ui-approval.png'), fullPage: true });
 
     await page.click('#approval-form button[value=granted]');
     await page.locator('#approval-result.ok').waitFor();
-    expect(await page.innerText('#approval-result')).toBe('Granted by Dana on call: the step is now retry ready (next: dispatch).');
+    expect(await page.innerText('#approval-result')).toBe(
+      'Granted by Dana on call: the step is now retry ready (next: dispatch).',
+    );
     await rowsShown('#timeline tbody tr.event', 4);
-    expect(await story.nth(3).innerText()).toMatch(/ApprovalRecorded[\s\S]*GRANTED[\s\S]*retry ready[\s\S]*APPROVAL_GRANTED/);
+    expect(await story.nth(3).innerText()).toMatch(
+      /ApprovalRecorded[\s\S]*GRANTED[\s\S]*retry ready[\s\S]*APPROVAL_GRANTED/,
+    );
     expect(await page.innerText('#op-status')).toBe('retry ready');
     expect(await page.locator('#approval-form').isHidden()).toBe(true);
     expect(await page.textContent('#approval-title')).toBe('Approval recorded');
@@ -218,10 +251,16 @@ describeInBrowser('the incident console', () => {
     await page.fill('#approval-form textarea[name=reason]', 'duplicate refund request');
     await page.click('#approval-form button[value=denied]');
     await page.locator('#approval-result.ok').waitFor();
-    expect(await page.innerText('#approval-result')).toBe('Denied by Dana on call: the step is now escalated (next: none).');
+    expect(await page.innerText('#approval-result')).toBe(
+      'Denied by Dana on call: the step is now escalated (next: none).',
+    );
     await rowsShown('#timeline tbody tr.event', 4);
-    expect(await page.locator('#timeline tbody tr.event').nth(3).innerText()).toMatch(/ApprovalRecorded[\s\S]*DENIED[\s\S]*escalated[\s\S]*APPROVAL_DENIED/);
-    expect(await page.innerText('#verdict-statement')).toBe('escalated — not committed: approval denied by Dana on call');
+    expect(await page.locator('#timeline tbody tr.event').nth(3).innerText()).toMatch(
+      /ApprovalRecorded[\s\S]*DENIED[\s\S]*escalated[\s\S]*APPROVAL_DENIED/,
+    );
+    expect(await page.innerText('#verdict-statement')).toBe(
+      'escalated — not committed: approval denied by Dana on call',
+    );
 
     // Still four: the denied step left the approvals and joined the escalations.
     await page.goto(`${ledger.baseUrl}/ui${QUEUE}`);
@@ -265,7 +304,11 @@ describeInBrowser('the incident console', () => {
     await page.click(`#triage-table a[href="#/operation/${encodeURIComponent(REF.unknown)}"]`);
     await page.locator('#op-title', { hasText: REF.unknown }).waitFor();
     expect(await page.innerText('#op-status')).toBe('verifying');
-    await ops.submit(REF.unknown, 'VerificationRecorded', { outcome: 'found_committed', checked_at: new Date().toISOString(), evidence_ref: 'inv_42' });
+    await ops.submit(REF.unknown, 'VerificationRecorded', {
+      outcome: 'found_committed',
+      checked_at: new Date().toISOString(),
+      evidence_ref: 'inv_42',
+    });
     await page.locator('#op-status', { hasText: 'succeeded' }).waitFor({ timeout: 20_000 });
     await page.locator('#verdict-statement', { hasText: 'evidence inv_42' }).waitFor();
     expect(await pageMark()).toBe('same page');
@@ -280,8 +323,14 @@ describeInBrowser('the incident console', () => {
     // Escalations pay_1, refund_2 (denied), pay_2; approvals refund_1, refund_2, refund_3.
     await rowsShown('#webhook-table tbody tr', 6);
     const tiles = await page.locator('#webhook-counts .tile').allInnerTexts();
-    expect(tiles.map((tile) => tile.replace(/\s+/g, ' '))).toEqual(['6 Delivered', '0 Pending (retrying)', '0 Failed (gave up)']);
-    expect(await page.locator('#webhook-table tbody tr').first().innerText()).toMatch(/step\.escalated[\s\S]*pay_2[\s\S]*delivered[\s\S]*HTTP 204/);
+    expect(tiles.map((tile) => tile.replace(/\s+/g, ' '))).toEqual([
+      '6 Delivered',
+      '0 Pending (retrying)',
+      '0 Failed (gave up)',
+    ]);
+    expect(await page.locator('#webhook-table tbody tr').first().innerText()).toMatch(
+      /step\.escalated[\s\S]*pay_2[\s\S]*delivered[\s\S]*HTTP 204/,
+    );
     await page.screenshot({ path: join(DOCS, 'ui-webhooks.png'), fullPage: true });
   });
 
@@ -311,7 +360,14 @@ describeInBrowser('the incident console', () => {
     await page.goto(`${ledger.baseUrl}/ui#/webhooks`);
     await page.locator('#webhooks-view:not([hidden])').waitFor();
     await measure('webhooks');
-    expect(widths).toEqual({ queue: 390, operations: 390, operation: 390, 'operation with raw events': 390, trust: 390, webhooks: 390 });
+    expect(widths).toEqual({
+      queue: 390,
+      operations: 390,
+      operation: 390,
+      'operation with raw events': 390,
+      trust: 390,
+      webhooks: 390,
+    });
     await page.setViewportSize({ width: 1440, height: 900 });
   });
 
@@ -321,7 +377,9 @@ describeInBrowser('the incident console', () => {
     let reached = '';
     for (let i = 0; i < 60 && !reached.startsWith('#/operation/'); i++) {
       await page.keyboard.press('Tab');
-      reached = (await page.evaluate("document.activeElement ? document.activeElement.getAttribute('href') || '' : ''")) as string;
+      reached = (await page.evaluate(
+        "document.activeElement ? document.activeElement.getAttribute('href') || '' : ''",
+      )) as string;
     }
     expect(reached).toMatch(/^#\/operation\//);
     await page.keyboard.press('Enter');
@@ -337,8 +395,19 @@ describeInBrowser('the incident console', () => {
     const ref = `${RUN}/lease_1`;
     // A worker's name is its own choice, and may be long without a space: the label must wrap.
     const worker = `console-worker-${'x'.repeat(60)}`;
-    await ops.submit(ref, 'StepPlanned', { run_id: RUN, tool: 'lease_tool', side_effect: 'write', input_hash: `sha256:${ref}` });
-    const taken = await request(ledger.baseUrl, 'GET', `/v1/work?worker=${worker}&tool=lease_tool&wait_ms=5000&lease_ms=60000`, undefined, { authorization: `Bearer ${RUNTIME_KEY}` });
+    await ops.submit(ref, 'StepPlanned', {
+      run_id: RUN,
+      tool: 'lease_tool',
+      side_effect: 'write',
+      input_hash: `sha256:${ref}`,
+    });
+    const taken = await request(
+      ledger.baseUrl,
+      'GET',
+      `/v1/work?worker=${worker}&tool=lease_tool&wait_ms=5000&lease_ms=60000`,
+      undefined,
+      { authorization: `Bearer ${RUNTIME_KEY}` },
+    );
     expect(taken.body.items).toHaveLength(1);
     const lease = taken.body.items[0].lease as { id: string; expires_at: string };
 
@@ -364,7 +433,13 @@ describeInBrowser('the incident console', () => {
     await markPage();
 
     // Given back, then its outcome recorded: the view redraws from the log and reads the holder with it.
-    const released = await request(ledger.baseUrl, 'POST', `/v1/operations/${encodeURIComponent(ref)}/lease/release`, { lease_id: lease.id }, { authorization: `Bearer ${RUNTIME_KEY}` });
+    const released = await request(
+      ledger.baseUrl,
+      'POST',
+      `/v1/operations/${encodeURIComponent(ref)}/lease/release`,
+      { lease_id: lease.id },
+      { authorization: `Bearer ${RUNTIME_KEY}` },
+    );
     expect(released.body).toEqual({ released: true });
     await ops.submit(ref, 'EnvelopeRecorded', { attempt: 1, envelope: seedEnvelopes.outcomeUnknown(ref) });
     await page.locator('#op-status', { hasText: 'verifying' }).waitFor({ timeout: 20_000 });

@@ -30,8 +30,15 @@ const requests: Array<{ url: string; authorization?: string }> = [];
 const problems: string[] = [];
 
 async function submit(ref: string, type: string, data: Record<string, unknown>): Promise<number> {
-  const answer = await request(ledger.baseUrl, 'POST', `/v1/operations/${encodeURIComponent(ref)}/events`, { events: [fact(type, data)] }, { authorization: `Bearer ${RUNTIME_KEY}` });
-  if (answer.status !== 200 && answer.status !== 409) throw new Error(`${type} on ${ref}: ${answer.status} ${JSON.stringify(answer.body)}`);
+  const answer = await request(
+    ledger.baseUrl,
+    'POST',
+    `/v1/operations/${encodeURIComponent(ref)}/events`,
+    { events: [fact(type, data)] },
+    { authorization: `Bearer ${RUNTIME_KEY}` },
+  );
+  if (answer.status !== 200 && answer.status !== 409)
+    throw new Error(`${type} on ${ref}: ${answer.status} ${JSON.stringify(answer.body)}`);
   return answer.status === 200 ? answer.body.position : 0;
 }
 
@@ -43,23 +50,49 @@ describeInBrowser('the incident review page', () => {
     ledger = await startLedger({ env: { LEDGER_API_KEYS: `${RUNTIME_KEY}:runtime:acme,${AUDITOR_KEY}:auditor:acme` } });
 
     // The contract's incident: unknown outcome, a refused retry, a lookup that finds it, a duplicate prevented.
-    await submit(INCIDENT, 'StepPlanned', { run_id: RUN, tool: 'create_invoice', side_effect: 'write', input_hash: 'sha256:9c1f', policy: { verification_tool: 'get_invoice_by_operation_ref' } });
+    await submit(INCIDENT, 'StepPlanned', {
+      run_id: RUN,
+      tool: 'create_invoice',
+      side_effect: 'write',
+      input_hash: 'sha256:9c1f',
+      policy: { verification_tool: 'get_invoice_by_operation_ref' },
+    });
     await submit(INCIDENT, 'AttemptDispatched', { attempt: 1, input_hash: 'sha256:9c1f' });
     await submit(INCIDENT, 'EnvelopeRecorded', { attempt: 1, envelope: unknownOutcome(INCIDENT) });
     await submit(INCIDENT, 'AttemptDispatched', { attempt: 2, input_hash: 'sha256:9c1f' });
-    await submit(INCIDENT, 'VerificationRecorded', { outcome: 'found_committed', checked_at: new Date().toISOString(), evidence_ref: 'inv_123' });
+    await submit(INCIDENT, 'VerificationRecorded', {
+      outcome: 'found_committed',
+      checked_at: new Date().toISOString(),
+      evidence_ref: 'inv_123',
+    });
     await submit(INCIDENT, 'AttemptDispatched', { attempt: 2, input_hash: 'sha256:9c1f' });
     const email = `${RUN}/step_5`;
-    await submit(email, 'StepPlanned', { run_id: RUN, tool: 'send_email', side_effect: 'write', input_hash: 'sha256:aa01' });
+    await submit(email, 'StepPlanned', {
+      run_id: RUN,
+      tool: 'send_email',
+      side_effect: 'write',
+      input_hash: 'sha256:aa01',
+    });
     await submit(email, 'AttemptDispatched', { attempt: 1, input_hash: 'sha256:aa01' });
     await submit(email, 'EnvelopeRecorded', { attempt: 1, envelope: committed(email, 'msg_77') });
     const fix = `${RUN}/step_6`;
-    await submit(fix, 'StepPlanned', { run_id: RUN, tool: 'send_email', side_effect: 'write', input_hash: 'sha256:bb01' });
+    await submit(fix, 'StepPlanned', {
+      run_id: RUN,
+      tool: 'send_email',
+      side_effect: 'write',
+      input_hash: 'sha256:bb01',
+    });
     await submit(fix, 'AttemptDispatched', { attempt: 1, input_hash: 'sha256:bb01' });
     const last = await submit(fix, 'EnvelopeRecorded', { attempt: 1, envelope: invalidInput(fix) });
     await submit(fix, 'AttemptDispatched', { attempt: 2, input_hash: 'sha256:bb01' });
     for (const path of [`/v1/runs/${RUN}`, '/v1/metrics/trust']) {
-      const answer = await request(ledger.baseUrl, 'GET', `${path}?wait_for_position=${last + 1}&wait_timeout_ms=20000`, undefined, { authorization: `Bearer ${AUDITOR_KEY}` });
+      const answer = await request(
+        ledger.baseUrl,
+        'GET',
+        `${path}?wait_for_position=${last + 1}&wait_timeout_ms=20000`,
+        undefined,
+        { authorization: `Bearer ${AUDITOR_KEY}` },
+      );
       if (answer.status !== 200) throw new Error(`${path}: ${answer.status} ${JSON.stringify(answer.body)}`);
     }
 
@@ -67,14 +100,26 @@ describeInBrowser('the incident review page', () => {
     context = await chromium.launchPersistentContext(profile, {
       executablePath: CHROMIUM,
       headless: true,
-      args: ['--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking', '--disable-component-update', '--disable-sync'],
+      args: [
+        '--no-sandbox',
+        '--disable-gpu',
+        '--disable-quic',
+        '--no-first-run',
+        '--disable-background-networking',
+        '--disable-component-update',
+        '--disable-sync',
+      ],
       viewport: { width: 1360, height: 900 },
     });
     page = context.pages()[0] ?? (await context.newPage());
     page.on('request', (sent) => requests.push({ url: sent.url(), authorization: sent.headers().authorization }));
     // A CSP violation or a script error shows up here; the page must have neither.
     page.on('console', (message) => {
-      if (message.type() === 'error' && !/Failed to load resource: the server responded with a status of 40[14]/.test(message.text())) problems.push(message.text());
+      if (
+        message.type() === 'error' &&
+        !/Failed to load resource: the server responded with a status of 40[14]/.test(message.text())
+      )
+        problems.push(message.text());
     });
     page.on('pageerror', (error) => problems.push(error.message));
   }, 120_000);
@@ -105,7 +150,9 @@ describeInBrowser('the incident review page', () => {
 
     expect(await text('#op-title')).toBe(INCIDENT);
     expect(await text('#op-status')).toBe('succeeded');
-    expect(await text('#verdict-statement')).toBe('committed — verified via get_invoice_by_operation_ref, evidence inv_123; 1 duplicate write prevented');
+    expect(await text('#verdict-statement')).toBe(
+      'committed — verified via get_invoice_by_operation_ref, evidence inv_123; 1 duplicate write prevented',
+    );
     const verdict = await text('#verdict-facts');
     expect(verdict).toContain('verification');
     expect(verdict).toMatch(/revision 7, event [0-9a-f-]{36}/);
@@ -113,8 +160,16 @@ describeInBrowser('the incident review page', () => {
     // Ten stored events, six rows: each fact with the transition it caused.
     const rows = page.locator('#timeline tbody tr.event');
     expect(await rows.count()).toBe(6);
-    const cells = async (index: number) => (await rows.nth(index).locator('td').allInnerTexts()).map((cell) => cell.trim());
-    expect(await rows.evaluateAll((trs) => trs.map((tr) => tr.querySelector('td')?.textContent))).toEqual(['0–1', '2–3', '4–5', '6', '7–8', '9']);
+    const cells = async (index: number) =>
+      (await rows.nth(index).locator('td').allInnerTexts()).map((cell) => cell.trim());
+    expect(await rows.evaluateAll((trs) => trs.map((tr) => tr.querySelector('td')?.textContent))).toEqual([
+      '0–1',
+      '2–3',
+      '4–5',
+      '6',
+      '7–8',
+      '9',
+    ]);
     const refused = await cells(3);
     expect(refused[2]).toContain('DispatchRefused');
     expect(refused[2]).toContain('dispatch of attempt 2 refused: VERIFY_BEFORE_RETRY');
@@ -137,7 +192,12 @@ describeInBrowser('the incident review page', () => {
 
     const times = page.locator('#state-times .state-time');
     expect(await times.count()).toBe(4);
-    expect((await times.allInnerTexts()).map((line) => line.split(/\s+/)[0])).toEqual(['planned', 'dispatched', 'verifying', 'succeeded']);
+    expect((await times.allInnerTexts()).map((line) => line.split(/\s+/)[0])).toEqual([
+      'planned',
+      'dispatched',
+      'verifying',
+      'succeeded',
+    ]);
     expect(await times.nth(3).innerText()).toContain('terminal since');
 
     // The proof link opens the verification's row: its data, and the state the ledger folded at it.
@@ -185,7 +245,8 @@ describeInBrowser('the incident review page', () => {
     await page.screenshot({ path: join(ARTIFACTS, 'ui-trust.png'), fullPage: true });
 
     // Each tile opens the operations it counts.
-    const listed = async () => page.locator('#operations-table tbody tr').evaluateAll((trs) => trs.map((tr) => tr.getAttribute('data-ref')));
+    const listed = async () =>
+      page.locator('#operations-table tbody tr').evaluateAll((trs) => trs.map((tr) => tr.getAttribute('data-ref')));
     await page.locator('#trust-overall a.tile', { hasText: 'Duplicate writes prevented' }).click();
     await page.locator(`#operations-table tr[data-ref="${INCIDENT}"]`).waitFor();
     expect(await listed()).toEqual([INCIDENT]);

@@ -35,9 +35,19 @@ const problems: string[] = [];
 async function escalatedUnknown(ref: string): Promise<void> {
   const runtime = ledgerAt(ledger.baseUrl, { authorization: `Bearer ${RUNTIME_KEY}` });
   for (const event of [
-    fact('StepPlanned', { run_id: RUN, tool: 'refund_payment', side_effect: 'write', input_hash: INPUT_HASH, input: INPUT, policy: { consistency_window_ms: 0 } }),
+    fact('StepPlanned', {
+      run_id: RUN,
+      tool: 'refund_payment',
+      side_effect: 'write',
+      input_hash: INPUT_HASH,
+      input: INPUT,
+      policy: { consistency_window_ms: 0 },
+    }),
     fact('AttemptDispatched', { attempt: 1, input_hash: INPUT_HASH }),
-    fact('EnvelopeRecorded', { attempt: 1, envelope: seedEnvelopes.outcomeUnknown(ref, 'get_refund_by_operation_ref') }),
+    fact('EnvelopeRecorded', {
+      attempt: 1,
+      envelope: seedEnvelopes.outcomeUnknown(ref, 'get_refund_by_operation_ref'),
+    }),
     fact('VerificationRecorded', { outcome: 'lookup_unavailable', checked_at: new Date().toISOString() }),
   ]) {
     const answer = await runtime.submit(ref, [event]);
@@ -53,13 +63,23 @@ async function useKey(key: string): Promise<void> {
 describeInBrowser('the console: operator actions', () => {
   const REF = `${RUN}/refund_1`;
   beforeAll(async () => {
-    ledger = await startLedger({ env: { LEDGER_API_KEYS: `${RUNTIME_KEY}:runtime:acme,${OPERATOR_KEY}:operator:acme,${AUDITOR_KEY}:auditor:acme` } });
+    ledger = await startLedger({
+      env: { LEDGER_API_KEYS: `${RUNTIME_KEY}:runtime:acme,${OPERATOR_KEY}:operator:acme,${AUDITOR_KEY}:auditor:acme` },
+    });
     await escalatedUnknown(REF);
     profile = mkdtempSync(join(tmpdir(), 'ledger-operator-profile-'));
     context = await chromium.launchPersistentContext(profile, {
       executablePath: CHROMIUM,
       headless: true,
-      args: ['--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking', '--disable-component-update', '--disable-sync'],
+      args: [
+        '--no-sandbox',
+        '--disable-gpu',
+        '--disable-quic',
+        '--no-first-run',
+        '--disable-background-networking',
+        '--disable-component-update',
+        '--disable-sync',
+      ],
       viewport: { width: 1440, height: 900 },
     });
     page = context.pages()[0] ?? (await context.newPage());
@@ -79,10 +99,14 @@ describeInBrowser('the console: operator actions', () => {
     await page.locator('#key-role', { hasText: 'role auditor, tenant acme' }).waitFor();
     await page.locator('#operator-card button#op-action-found').waitFor();
     // Unknown outcome, escalated: a person may record what they found, or acknowledge; not cancel or reopen.
-    const offered = await page.locator('#operator-buttons button').evaluateAll((buttons) => buttons.map((button) => button.id));
+    const offered = await page
+      .locator('#operator-buttons button')
+      .evaluateAll((buttons) => buttons.map((button) => button.id));
     expect(offered).toEqual(['op-action-found', 'op-action-not-found', 'op-action-ack']);
     expect(await page.locator('#op-action-found').isDisabled()).toBe(true);
-    expect(await page.innerText('#operator-buttons .disabled-reason')).toBe('A auditor key may not record operator facts: use a key with the operator role.');
+    expect(await page.innerText('#operator-buttons .disabled-reason')).toBe(
+      'A auditor key may not record operator facts: use a key with the operator role.',
+    );
     const contextText = await page.innerText('#context-facts');
     expect(contextText).toContain('refund_payment (write)');
     expect(contextText).toContain('"customer": "cus_42"');
@@ -103,12 +127,20 @@ describeInBrowser('the console: operator actions', () => {
     await page.screenshot({ path: join(DOCS, 'ui-operator-actions.png'), fullPage: true });
     await page.fill('#operator-form input[name=evidence]', 're_9');
     await page.click('#op-action-found');
-    await page.locator('#operator-result', { hasText: 'OutcomeVerifiedManually recorded: the step is now succeeded' }).waitFor();
+    await page
+      .locator('#operator-result', { hasText: 'OutcomeVerifiedManually recorded: the step is now succeeded' })
+      .waitFor();
     await page.locator('#op-status', { hasText: 'succeeded' }).waitFor();
     await page.locator('#verdict-statement', { hasText: 'verified by a person' }).waitFor();
-    const events = await request(ledger.baseUrl, 'GET', `/v1/operations/${encodeURIComponent(REF)}/events`, undefined, { authorization: `Bearer ${AUDITOR_KEY}` });
+    const events = await request(ledger.baseUrl, 'GET', `/v1/operations/${encodeURIComponent(REF)}/events`, undefined, {
+      authorization: `Bearer ${AUDITOR_KEY}`,
+    });
     const recorded = events.body.events.find((event: { type: string }) => event.type === 'OutcomeVerifiedManually');
-    expect(recorded.data).toEqual({ outcome: 'found_committed', note: 'checked the provider: refund re_9 exists', evidence_ref: 're_9' });
+    expect(recorded.data).toEqual({
+      outcome: 'found_committed',
+      note: 'checked the provider: refund re_9 exists',
+      evidence_ref: 're_9',
+    });
     expect(recorded.actor).toMatch(/^key_/);
     expect(await page.locator('#operator-buttons button').count()).toBe(0);
   });
@@ -122,11 +154,17 @@ describeInBrowser('the console: operator actions', () => {
     await page.fill('#operator-form textarea[name=reason]', 'taking it');
     await page.fill('#operator-form input[name=assignee]', 'ana');
     await page.click('#op-action-ack');
-    await page.locator('#operator-result', { hasText: 'EscalationAcknowledged recorded: the step is now escalated' }).waitFor();
+    await page
+      .locator('#operator-result', { hasText: 'EscalationAcknowledged recorded: the step is now escalated' })
+      .waitFor();
     await page.locator('#operator-buttons', { hasText: 'Acknowledged: ana has it' }).waitFor();
     expect(await page.locator('#op-action-ack').count()).toBe(0);
     await page.screenshot({ path: join(DOCS, 'ui-operator-actions-390.png'), fullPage: true });
-    const width = await page.evaluate(() => (globalThis as unknown as { document: { documentElement: { scrollWidth: number } } }).document.documentElement.scrollWidth);
+    const width = await page.evaluate(
+      () =>
+        (globalThis as unknown as { document: { documentElement: { scrollWidth: number } } }).document.documentElement
+          .scrollWidth,
+    );
     expect(width).toBe(390);
     expect(problems).toEqual([]);
   });
@@ -135,12 +173,22 @@ describeInBrowser('the console: operator actions', () => {
 describeInBrowser('the console: bulk acknowledge and cancel from the queue', () => {
   // Runs after the block above in the same file: its own ledger and browser.
   beforeAll(async () => {
-    ledger = await startLedger({ env: { LEDGER_API_KEYS: `${RUNTIME_KEY}:runtime:acme,${OPERATOR_KEY}:operator:acme,${AUDITOR_KEY}:auditor:acme` } });
+    ledger = await startLedger({
+      env: { LEDGER_API_KEYS: `${RUNTIME_KEY}:runtime:acme,${OPERATOR_KEY}:operator:acme,${AUDITOR_KEY}:auditor:acme` },
+    });
     profile = mkdtempSync(join(tmpdir(), 'ledger-operator-bulk-'));
     context = await chromium.launchPersistentContext(profile, {
       executablePath: CHROMIUM,
       headless: true,
-      args: ['--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking', '--disable-component-update', '--disable-sync'],
+      args: [
+        '--no-sandbox',
+        '--disable-gpu',
+        '--disable-quic',
+        '--no-first-run',
+        '--disable-background-networking',
+        '--disable-component-update',
+        '--disable-sync',
+      ],
       viewport: { width: 1440, height: 900 },
     });
     page = context.pages()[0] ?? (await context.newPage());
@@ -173,7 +221,9 @@ describeInBrowser('the console: bulk acknowledge and cancel from the queue', () 
     await page.fill('#bulk-form input[name=reason]', 'the customer withdrew both');
     await page.click('#bulk-cancel');
     await page.locator('#bulk-results li').nth(1).waitFor();
-    const lines = await page.locator('#bulk-results li').evaluateAll((items) => items.map((item) => [item.getAttribute('data-ref'), item.className, item.textContent]));
+    const lines = await page
+      .locator('#bulk-results li')
+      .evaluateAll((items) => items.map((item) => [item.getAttribute('data-ref'), item.className, item.textContent]));
     expect(lines).toEqual(
       expect.arrayContaining([
         [known, 'ok', `${known}: StepCancelled recorded, now cancelled`],
@@ -182,10 +232,18 @@ describeInBrowser('the console: bulk acknowledge and cancel from the queue', () 
     );
     await page.screenshot({ path: join(DOCS, 'ui-operator-bulk.png'), fullPage: true });
     // The queue redraws: the cancelled step has left it, the other is still there to acknowledge.
-    await page.waitForFunction((ref) => !(globalThis as unknown as { document: { querySelector(s: string): unknown } }).document.querySelector(`#triage-table tr[data-ref="${ref}"]`), known);
+    await page.waitForFunction(
+      (ref) =>
+        !(globalThis as unknown as { document: { querySelector(s: string): unknown } }).document.querySelector(
+          `#triage-table tr[data-ref="${ref}"]`,
+        ),
+      known,
+    );
     await page.check(`#triage-table input.bulk-pick[data-ref="${unknown}"]`);
     await page.fill('#bulk-form input[name=assignee]', 'ana');
     await page.click('#bulk-ack');
-    await page.locator('#bulk-results li.ok', { hasText: `${unknown}: EscalationAcknowledged recorded, now escalated` }).waitFor();
+    await page
+      .locator('#bulk-results li.ok', { hasText: `${unknown}: EscalationAcknowledged recorded, now escalated` })
+      .waitFor();
   });
 });

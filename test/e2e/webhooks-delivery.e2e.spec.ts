@@ -77,8 +77,13 @@ async function until<T>(what: string, probe: () => T | undefined | false, timeou
   }
 }
 
-async function subscribe(ledger: LedgerProcess, body: Record<string, unknown>): Promise<{ id: string; secret: string }> {
-  const answer = await request(ledger.baseUrl, 'POST', '/v1/admin/webhooks', body, { authorization: `Bearer ${ADMIN_KEY}` });
+async function subscribe(
+  ledger: LedgerProcess,
+  body: Record<string, unknown>,
+): Promise<{ id: string; secret: string }> {
+  const answer = await request(ledger.baseUrl, 'POST', '/v1/admin/webhooks', body, {
+    authorization: `Bearer ${ADMIN_KEY}`,
+  });
   if (answer.status !== 201) throw new Error(`subscribe: ${answer.status} ${JSON.stringify(answer.body)}`);
   return answer.body;
 }
@@ -109,15 +114,22 @@ describe('webhooks, every kind, signed', () => {
     // Stays unknown past the subscription's 1.5 s: notified. The other is resolved in time: not.
     await ops.verifying(`${run}/unknown`, run, 'create_invoice');
     await ops.verifying(`${run}/resolved`, run, 'create_invoice');
-    await ops.submit(`${run}/resolved`, 'VerificationRecorded', { outcome: 'found_committed', checked_at: new Date().toISOString(), evidence_ref: 'inv_9' });
+    await ops.submit(`${run}/resolved`, 'VerificationRecorded', {
+      outcome: 'found_committed',
+      checked_at: new Date().toISOString(),
+      evidence_ref: 'inv_9',
+    });
     // Three lookups inside the consistency window, each refused.
     await ops.verifying(`${run}/premature`, run, 'create_invoice', { consistency_window_ms: 600_000 });
-    for (let i = 0; i < 3; i++) expect((await ops.prematureLookup(`${run}/premature`)).body.code).toBe('VERIFICATION_PREMATURE');
+    for (let i = 0; i < 3; i++)
+      expect((await ops.prematureLookup(`${run}/premature`)).body.code).toBe('VERIFICATION_PREMATURE');
 
     // The premature lookups' step stays unknown past 1.5 s as well: five notifications in all.
     const kinds = await until('five notifications', () => {
       const all = [...receiver.distinct().values()];
-      return all.length >= 5 ? new Map(all.map((item) => [`${item.json.type} ${item.json.data.operation_ref.split('/')[1]}`, item])) : undefined;
+      return all.length >= 5
+        ? new Map(all.map((item) => [`${item.json.type} ${item.json.data.operation_ref.split('/')[1]}`, item]))
+        : undefined;
     });
     expect([...kinds.keys()].sort()).toEqual([
       'approval.requested approval',
@@ -126,21 +138,46 @@ describe('webhooks, every kind, signed', () => {
       'unknown_outcome.unresolved unknown',
       'verification.premature_repeated premature',
     ]);
-    expect(kinds.get('step.escalated escalated')?.json.data).toMatchObject({ operation_ref: `${run}/escalated`, run_id: run, tool: 'pay_invoice', status: 'escalated', reason: 'INVOICE_ALREADY_PAID' });
-    expect(kinds.get('approval.requested approval')?.json.data).toMatchObject({ operation_ref: `${run}/approval`, status: 'awaiting_approval', reason: 'MISSING_APPROVAL' });
-    expect(kinds.get('unknown_outcome.unresolved unknown')?.json.data).toMatchObject({ operation_ref: `${run}/unknown`, status: 'verifying' });
+    expect(kinds.get('step.escalated escalated')?.json.data).toMatchObject({
+      operation_ref: `${run}/escalated`,
+      run_id: run,
+      tool: 'pay_invoice',
+      status: 'escalated',
+      reason: 'INVOICE_ALREADY_PAID',
+    });
+    expect(kinds.get('approval.requested approval')?.json.data).toMatchObject({
+      operation_ref: `${run}/approval`,
+      status: 'awaiting_approval',
+      reason: 'MISSING_APPROVAL',
+    });
+    expect(kinds.get('unknown_outcome.unresolved unknown')?.json.data).toMatchObject({
+      operation_ref: `${run}/unknown`,
+      status: 'verifying',
+    });
     expect(kinds.get('unknown_outcome.unresolved unknown')?.json.data.unresolved_ms).toBeGreaterThanOrEqual(1500);
-    expect(kinds.get('verification.premature_repeated premature')?.json.data).toMatchObject({ operation_ref: `${run}/premature`, refusals: 3 });
-    expect(kinds.get('step.escalated escalated')?.json.links.console).toBe(`/ui#/operation/${encodeURIComponent(`${run}/escalated`)}`);
-    process.stdout.write(`webhook latency: step.escalated received ${(kinds.get('step.escalated escalated') as Received).at - escalatedAt} ms after the escalating envelope was acknowledged\n`);
+    expect(kinds.get('verification.premature_repeated premature')?.json.data).toMatchObject({
+      operation_ref: `${run}/premature`,
+      refusals: 3,
+    });
+    expect(kinds.get('step.escalated escalated')?.json.links.console).toBe(
+      `/ui#/operation/${encodeURIComponent(`${run}/escalated`)}`,
+    );
+    process.stdout.write(
+      `webhook latency: step.escalated received ${(kinds.get('step.escalated escalated') as Received).at - escalatedAt} ms after the escalating envelope was acknowledged\n`,
+    );
     // The resolved lookup's watch came due too, and found nothing to tell.
     await new Promise((resolve) => setTimeout(resolve, 2000));
-    expect([...receiver.distinct().values()].filter((item) => item.json.data.operation_ref === `${run}/resolved`)).toEqual([]);
+    expect(
+      [...receiver.distinct().values()].filter((item) => item.json.data.operation_ref === `${run}/resolved`),
+    ).toEqual([]);
 
     for (const item of receiver.received) {
       expect(item.headers['recovery-ledger-event']).toBe(item.json.type);
       expect(item.headers['recovery-ledger-delivery']).toBe(item.json.id);
-      expect(verifySignature(String(item.headers['recovery-ledger-signature']), item.body, secret)).toEqual({ ok: true, timestamp: expect.any(Number) });
+      expect(verifySignature(String(item.headers['recovery-ledger-signature']), item.body, secret)).toEqual({
+        ok: true,
+        timestamp: expect.any(Number),
+      });
     }
   }, 60_000);
 
@@ -153,14 +190,19 @@ describe('webhooks, every kind, signed', () => {
     expect(verifySignature(header, tampered, secret)).toEqual({ ok: false, reason: 'no_match' });
     expect(verifySignature(header, item.body, `${secret}x`)).toEqual({ ok: false, reason: 'no_match' });
     const t = Number(/t=(\d+)/.exec(header)?.[1]);
-    expect(verifySignature(header, item.body, secret, { nowSeconds: t + 301 })).toEqual({ ok: false, reason: 'too_old' });
+    expect(verifySignature(header, item.body, secret, { nowSeconds: t + 301 })).toEqual({
+      ok: false,
+      reason: 'too_old',
+    });
     expect(verifySignature(header, item.body, secret, { nowSeconds: t + 299 }).ok).toBe(true);
   });
 
   it('the Node and Python snippets of docs/webhooks.md accept real deliveries and refuse tampered, old and non-ASCII signatures', () => {
     const doc = readFileSync(join(__dirname, '../../docs/webhooks.md'), 'utf8');
     const snippet = (language: string) => {
-      const blocks = [...doc.matchAll(new RegExp('```' + language + '\\n([\\s\\S]*?)```', 'g'))].map((match) => match[1]).filter((code) => /verify_?[lL]edger_?[wW]ebhook/.test(code));
+      const blocks = [...doc.matchAll(new RegExp('```' + language + '\\n([\\s\\S]*?)```', 'g'))]
+        .map((match) => match[1])
+        .filter((code) => /verify_?[lL]edger_?[wW]ebhook/.test(code));
       expect(blocks).toHaveLength(1);
       return blocks[0];
     };
@@ -169,15 +211,51 @@ describe('webhooks, every kind, signed', () => {
     const t = Number(/t=(\d+)/.exec(header)?.[1]);
     const hex = /v1=([0-9a-f]{64})/.exec(header)?.[1] as string;
     const cases: Array<{ what: string; header: string; body: string; secret: string; expected: boolean }> = [
-      ...receiver.received.map((real) => ({ what: `real ${real.json.type}`, header: String(real.headers['recovery-ledger-signature']), body: real.body, secret, expected: true })),
-      { what: 'tampered body', header, body: item.body.replace(item.json.data.operation_ref, `${run}/other`), secret, expected: false },
+      ...receiver.received.map((real) => ({
+        what: `real ${real.json.type}`,
+        header: String(real.headers['recovery-ledger-signature']),
+        body: real.body,
+        secret,
+        expected: true,
+      })),
+      {
+        what: 'tampered body',
+        header,
+        body: item.body.replace(item.json.data.operation_ref, `${run}/other`),
+        secret,
+        expected: false,
+      },
       { what: 'wrong secret', header, body: item.body, secret: `${secret}x`, expected: false },
-      { what: 'timestamp 301 s old', header: signatureHeader(secret, item.body, Math.floor(Date.now() / 1000) - 301), body: item.body, secret, expected: false },
+      {
+        what: 'timestamp 301 s old',
+        header: signatureHeader(secret, item.body, Math.floor(Date.now() / 1000) - 301),
+        body: item.body,
+        secret,
+        expected: false,
+      },
       { what: 'non-ASCII v1', header: `t=${t},v1=é${hex.slice(1)}`, body: item.body, secret, expected: false },
-      { what: 'non-ASCII digits as v1', header: `t=${t},v1=${'٣'.repeat(64)}`, body: item.body, secret, expected: false },
+      {
+        what: 'non-ASCII digits as v1',
+        header: `t=${t},v1=${'٣'.repeat(64)}`,
+        body: item.body,
+        secret,
+        expected: false,
+      },
       { what: 'v1 too short', header: `t=${t},v1=${hex.slice(1)}`, body: item.body, secret, expected: false },
-      { what: 'non-ASCII digits as t', header: `t=${String(t).replace(/\d/g, (digit) => String.fromCharCode(0x660 + Number(digit)))},v1=${hex}`, body: item.body, secret, expected: false },
-      { what: 'a bad v1 before the good one', header: `t=${t},v1=ü${hex.slice(1)},v1=${hex}`, body: item.body, secret, expected: true },
+      {
+        what: 'non-ASCII digits as t',
+        header: `t=${String(t).replace(/\d/g, (digit) => String.fromCharCode(0x660 + Number(digit)))},v1=${hex}`,
+        body: item.body,
+        secret,
+        expected: false,
+      },
+      {
+        what: 'a bad v1 before the good one',
+        header: `t=${t},v1=ü${hex.slice(1)},v1=${hex}`,
+        body: item.body,
+        secret,
+        expected: true,
+      },
     ];
     const dir = mkdtempSync(join(tmpdir(), 'ledger-webhook-snippets-'));
     try {
@@ -193,8 +271,13 @@ describe('webhooks, every kind, signed', () => {
           `print(json.dumps([verify_ledger_webhook(c["header"], c["body"].encode("utf-8"), c["secret"]) for c in cases]))\n`,
       );
       const expected = cases.map((c) => [c.what, c.expected]);
-      for (const [program, file] of [[process.execPath, 'verify.js'], ['python3', 'verify.py']]) {
-        const results = JSON.parse(execFileSync(program, [join(dir, file), join(dir, 'cases.json')], { encoding: 'utf8' })) as boolean[];
+      for (const [program, file] of [
+        [process.execPath, 'verify.js'],
+        ['python3', 'verify.py'],
+      ]) {
+        const results = JSON.parse(
+          execFileSync(program, [join(dir, file), join(dir, 'cases.json')], { encoding: 'utf8' }),
+        ) as boolean[];
         expect([file, cases.map((c, index) => [c.what, results[index]])]).toEqual([file, expected]);
       }
     } finally {
@@ -203,13 +286,21 @@ describe('webhooks, every kind, signed', () => {
   });
 
   it('shows deliveries per status to the tenant and attempts on /metrics', async () => {
-    const answer = await request(ledger.baseUrl, 'GET', '/v1/webhooks/deliveries', undefined, { authorization: `Bearer ${RUNTIME_KEY}` });
+    const answer = await request(ledger.baseUrl, 'GET', '/v1/webhooks/deliveries', undefined, {
+      authorization: `Bearer ${RUNTIME_KEY}`,
+    });
     expect(answer.status).toBe(200);
     expect(answer.body.counts).toEqual({ pending: 0, delivered: 5, failed: 0 });
     expect(answer.body.deliveries[0]).not.toHaveProperty('body');
-    const metrics = await request(ledger.baseUrl, 'GET', '/metrics', undefined, { authorization: `Bearer ${ADMIN_KEY}` });
-    expect(metrics.body).toMatch(/ledger_webhook_deliveries\{tenant="acme",kind="step.escalated",status="delivered"\} 1/);
-    expect(metrics.body).toMatch(/ledger_webhook_attempts_total\{tenant="acme",kind="approval.requested",outcome="delivered"\} 1/);
+    const metrics = await request(ledger.baseUrl, 'GET', '/metrics', undefined, {
+      authorization: `Bearer ${ADMIN_KEY}`,
+    });
+    expect(metrics.body).toMatch(
+      /ledger_webhook_deliveries\{tenant="acme",kind="step.escalated",status="delivered"\} 1/,
+    );
+    expect(metrics.body).toMatch(
+      /ledger_webhook_attempts_total\{tenant="acme",kind="approval.requested",outcome="delivered"\} 1/,
+    );
   });
 });
 
@@ -240,7 +331,9 @@ describe('webhook subscriptions, configured by an admin', () => {
       const answer = await request(ledger.baseUrl, 'POST', '/v1/admin/webhooks', body, admin);
       expect([answer.status, answer.body.code, answer.body.field]).toEqual([400, 'BAD_REQUEST', field]);
     }
-    expect((await request(ledger.baseUrl, 'GET', '/v1/admin/webhooks', undefined, admin)).body).toEqual({ subscriptions: [] });
+    expect((await request(ledger.baseUrl, 'GET', '/v1/admin/webhooks', undefined, admin)).body).toEqual({
+      subscriptions: [],
+    });
   });
 
   it('refuses a URL with a credential in its query, by name or by what the secret scanner finds, and stores nothing', async () => {
@@ -256,10 +349,24 @@ describe('webhook subscriptions, configured by an admin', () => {
       `https://hooks.example.com/ledger?x=${huggingFace}`,
     ]) {
       const answer = await request(ledger.baseUrl, 'POST', '/v1/admin/webhooks', { url }, admin);
-      expect([url, answer.status, answer.body.code, answer.body.field, answer.body.detail]).toEqual([url, 400, 'BAD_REQUEST', 'url', expect.stringMatching(/must not carry a credential/)]);
+      expect([url, answer.status, answer.body.code, answer.body.field, answer.body.detail]).toEqual([
+        url,
+        400,
+        'BAD_REQUEST',
+        'url',
+        expect.stringMatching(/must not carry a credential/),
+      ]);
     }
-    expect((await request(ledger.baseUrl, 'GET', '/v1/admin/webhooks', undefined, admin)).body).toEqual({ subscriptions: [] });
-    const plain = await request(ledger.baseUrl, 'POST', '/v1/admin/webhooks', { url: 'https://hooks.example.com/ledger?tenant=acme&v=2' }, admin);
+    expect((await request(ledger.baseUrl, 'GET', '/v1/admin/webhooks', undefined, admin)).body).toEqual({
+      subscriptions: [],
+    });
+    const plain = await request(
+      ledger.baseUrl,
+      'POST',
+      '/v1/admin/webhooks',
+      { url: 'https://hooks.example.com/ledger?tenant=acme&v=2' },
+      admin,
+    );
     expect(plain.status).toBe(201);
     await request(ledger.baseUrl, 'DELETE', `/v1/admin/webhooks/${plain.body.id}`, undefined, admin);
   });
@@ -280,15 +387,36 @@ describe('webhook subscriptions, configured by an admin', () => {
       'http://[::ffff:127.0.0.1]/hook',
     ]) {
       const answer = await request(ledger.baseUrl, 'POST', '/v1/admin/webhooks', { url }, admin);
-      expect([url, answer.status, answer.body.code, answer.body.field, answer.body.detail]).toEqual([url, 400, 'BAD_REQUEST', 'url', expect.stringMatching(/LEDGER_WEBHOOK_ALLOW_PRIVATE=1/)]);
+      expect([url, answer.status, answer.body.code, answer.body.field, answer.body.detail]).toEqual([
+        url,
+        400,
+        'BAD_REQUEST',
+        'url',
+        expect.stringMatching(/LEDGER_WEBHOOK_ALLOW_PRIVATE=1/),
+      ]);
     }
-    expect((await request(ledger.baseUrl, 'GET', '/v1/admin/webhooks', undefined, admin)).body).toEqual({ subscriptions: [] });
+    expect((await request(ledger.baseUrl, 'GET', '/v1/admin/webhooks', undefined, admin)).body).toEqual({
+      subscriptions: [],
+    });
   });
 
   it('shows the secret once, lists without it, and ends a subscription', async () => {
-    const made = await request(ledger.baseUrl, 'POST', '/v1/admin/webhooks', { url: 'https://hooks.example.com/ledger', kinds: ['step.escalated'] }, admin);
+    const made = await request(
+      ledger.baseUrl,
+      'POST',
+      '/v1/admin/webhooks',
+      { url: 'https://hooks.example.com/ledger', kinds: ['step.escalated'] },
+      admin,
+    );
     expect(made.status).toBe(201);
-    expect(made.body).toMatchObject({ id: expect.stringMatching(/^whk_/), secret: expect.stringMatching(/^whsec_/), kinds: ['step.escalated'], unknown_after_ms: 900_000, premature_refusals: 3, active: true });
+    expect(made.body).toMatchObject({
+      id: expect.stringMatching(/^whk_/),
+      secret: expect.stringMatching(/^whsec_/),
+      kinds: ['step.escalated'],
+      unknown_after_ms: 900_000,
+      premature_refusals: 3,
+      active: true,
+    });
     const listed = await request(ledger.baseUrl, 'GET', '/v1/admin/webhooks', undefined, admin);
     expect(listed.body.subscriptions).toEqual([expect.not.objectContaining({ secret: expect.anything() })]);
     expect(JSON.stringify(listed.body)).not.toContain(made.body.secret);
@@ -296,7 +424,9 @@ describe('webhook subscriptions, configured by an admin', () => {
     expect([ended.status, ended.body.active]).toEqual([200, false]);
     const again = await request(ledger.baseUrl, 'DELETE', `/v1/admin/webhooks/${made.body.id}`, undefined, admin);
     expect([again.status, again.body.code]).toEqual([404, 'WEBHOOK_NOT_FOUND']);
-    expect((await request(ledger.baseUrl, 'GET', '/v1/admin/webhooks', undefined, admin)).body).toEqual({ subscriptions: [] });
+    expect((await request(ledger.baseUrl, 'GET', '/v1/admin/webhooks', undefined, admin)).body).toEqual({
+      subscriptions: [],
+    });
   });
 });
 
@@ -353,8 +483,11 @@ describe('webhooks when the receiver is down and the service is killed', () => {
     expect(delivered.size).toBe(expected.length);
     // One delivery id per notification, whatever was repeated.
     expect(receiver.distinct().size).toBe(expected.length);
-    for (const item of receiver.received) expect(verifySignature(String(item.headers['recovery-ledger-signature']), item.body, secret).ok).toBe(true);
-    const answer = await request(ledger.baseUrl, 'GET', '/v1/webhooks/deliveries?limit=100', undefined, { authorization: `Bearer ${RUNTIME_KEY}` });
+    for (const item of receiver.received)
+      expect(verifySignature(String(item.headers['recovery-ledger-signature']), item.body, secret).ok).toBe(true);
+    const answer = await request(ledger.baseUrl, 'GET', '/v1/webhooks/deliveries?limit=100', undefined, {
+      authorization: `Bearer ${RUNTIME_KEY}`,
+    });
     expect(answer.body.counts).toEqual({ pending: 0, delivered: expected.length, failed: 0 });
     const attempts = answer.body.deliveries.map((delivery: { attempts: number }) => delivery.attempts);
     // The figures docs/webhooks.md reports, from this run.

@@ -44,22 +44,55 @@ afterAll(async () => {
 
 it('delivers operation.possible_duplicate when a late success follows a later grant', async () => {
   const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}/hooks`;
-  const subscribed = await request(ledger.baseUrl, 'POST', '/v1/admin/webhooks', { url, kinds: ['operation.possible_duplicate'] }, { authorization: `Bearer ${ADMIN_KEY}` });
+  const subscribed = await request(
+    ledger.baseUrl,
+    'POST',
+    '/v1/admin/webhooks',
+    { url, kinds: ['operation.possible_duplicate'] },
+    { authorization: `Bearer ${ADMIN_KEY}` },
+  );
   expect(subscribed.status).toBe(201);
 
   const runtime = ledgerAt(ledger.baseUrl, { authorization: `Bearer ${RUNTIME_KEY}` });
-  const plan = { run_id: REF.split('/')[0], tool: 'create_invoice', side_effect: 'write', input_hash: 'sha256:h1', policy: { consistency_window_ms: 0, dispatch_timeout_ms: 1_000 } };
+  const plan = {
+    run_id: REF.split('/')[0],
+    tool: 'create_invoice',
+    side_effect: 'write',
+    input_hash: 'sha256:h1',
+    policy: { consistency_window_ms: 0, dispatch_timeout_ms: 1_000 },
+  };
   expect((await runtime.submit(REF, [fact('StepPlanned', plan)])).status).toBe(200);
-  expect((await runtime.submit(REF, [fact('AttemptDispatched', { attempt: 1, input_hash: 'sha256:h1', call_window_ms: 100 })])).status).toBe(200);
-  const notFound = () => runtime.submit(REF, [fact('VerificationRecorded', { outcome: 'not_found', checked_at: new Date().toISOString() })]);
+  expect(
+    (
+      await runtime.submit(REF, [
+        fact('AttemptDispatched', { attempt: 1, input_hash: 'sha256:h1', call_window_ms: 100 }),
+      ])
+    ).status,
+  ).toBe(200);
+  const notFound = () =>
+    runtime.submit(REF, [fact('VerificationRecorded', { outcome: 'not_found', checked_at: new Date().toISOString() })]);
   await until(notFound, (answer) => answer.status === 200, 'a conclusive not_found');
-  expect((await runtime.submit(REF, [fact('AttemptDispatched', { attempt: 2, input_hash: 'sha256:h1' })])).status).toBe(200);
-  const late = await runtime.submit(REF, [fact('EnvelopeRecorded', { attempt: 1, envelope: seedEnvelopes.success(REF, 'inv_1') })]);
+  expect((await runtime.submit(REF, [fact('AttemptDispatched', { attempt: 2, input_hash: 'sha256:h1' })])).status).toBe(
+    200,
+  );
+  const late = await runtime.submit(REF, [
+    fact('EnvelopeRecorded', { attempt: 1, envelope: seedEnvelopes.success(REF, 'inv_1') }),
+  ]);
   expect(late.body.code).toBe('ATTEMPT_MISMATCH');
 
-  const delivery = await until(async () => received, (list) => list.length > 0, 'the delivery');
+  const delivery = await until(
+    async () => received,
+    (list) => list.length > 0,
+    'the delivery',
+  );
   const [{ headers, body }] = delivery;
   expect(headers['recovery-ledger-event']).toBe('operation.possible_duplicate');
-  expect(verifySignature(String(headers['recovery-ledger-signature']), body, subscribed.body.secret)).toMatchObject({ ok: true });
-  expect(JSON.parse(body)).toMatchObject({ type: 'operation.possible_duplicate', tenant: 'acme', data: { operation_ref: REF } });
+  expect(verifySignature(String(headers['recovery-ledger-signature']), body, subscribed.body.secret)).toMatchObject({
+    ok: true,
+  });
+  expect(JSON.parse(body)).toMatchObject({
+    type: 'operation.possible_duplicate',
+    tenant: 'acme',
+    data: { operation_ref: REF },
+  });
 });

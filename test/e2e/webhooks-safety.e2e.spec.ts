@@ -76,7 +76,14 @@ describe('a receiver that answers a huge body', () => {
     });
     url = `http://127.0.0.1:${await listen(server)}/hooks`;
     // A timeout long enough for a service that reads the whole answer to finish reading it.
-    ledger = await startLedger({ env: { LEDGER_API_KEYS: KEYS, LEDGER_WEBHOOK_ALLOW_PRIVATE: '1', LEDGER_WEBHOOK_TIMEOUT_MS: '60000', ...FAST_RETRIES } });
+    ledger = await startLedger({
+      env: {
+        LEDGER_API_KEYS: KEYS,
+        LEDGER_WEBHOOK_ALLOW_PRIVATE: '1',
+        LEDGER_WEBHOOK_TIMEOUT_MS: '60000',
+        ...FAST_RETRIES,
+      },
+    });
   }, 60_000);
 
   afterAll(async () => {
@@ -91,11 +98,22 @@ describe('a receiver that answers a huge body', () => {
     const before = peakRss(ledger.child.pid as number);
     const run = `run_${randomUUID().slice(0, 6)}`;
     await incidentsAt(ledger.baseUrl, RUNTIME_KEY).escalated(`${run}/big`, run, 'pay_invoice');
-    const seen = await until(() => deliveries(ledger, admin), (body) => body.counts.delivered === 1, 'the delivery recorded', 60_000);
+    const seen = await until(
+      () => deliveries(ledger, admin),
+      (body) => body.counts.delivered === 1,
+      'the delivery recorded',
+      60_000,
+    );
     expect(seen.deliveries[0]).toMatchObject({ status: 'delivered', last_status: 200, attempts: 1 });
-    await until(async () => answer.closed, (closed) => closed, 'the service to close the answer');
+    await until(
+      async () => answer.closed,
+      (closed) => closed,
+      'the service to close the answer',
+    );
     const grew = peakRss(ledger.child.pid as number) - before;
-    process.stdout.write(`webhook huge answer: ${(answer.sent / MiB).toFixed(1)} MiB of ${LIMIT / MiB} MiB written before the service closed the connection; peak RSS grew ${(grew / MiB).toFixed(1)} MiB\n`);
+    process.stdout.write(
+      `webhook huge answer: ${(answer.sent / MiB).toFixed(1)} MiB of ${LIMIT / MiB} MiB written before the service closed the connection; peak RSS grew ${(grew / MiB).toFixed(1)} MiB\n`,
+    );
     // Socket buffers on both sides hold a few MiB at most; reading the answer whole sends all 200.
     expect(answer.sent).toBeLessThan(32 * MiB);
     // Generous: a safety bound, not a measurement (reading the answer whole costs more than 200 MiB).
@@ -134,8 +152,16 @@ describe('a receiver whose name resolves to a private address', () => {
     await subscribe(ledger, url);
     const run = `run_${randomUUID().slice(0, 6)}`;
     await incidentsAt(ledger.baseUrl, RUNTIME_KEY).escalated(`${run}/private`, run, 'pay_invoice');
-    const seen = await until(() => deliveries(ledger, admin), (body) => body.deliveries[0]?.attempts >= 3, 'three attempts', 30_000);
-    expect(seen.deliveries[0]).toMatchObject({ status: 'pending', last_error: expect.stringContaining(`resolves to ${address}, a loopback, link-local or private address`) });
+    const seen = await until(
+      () => deliveries(ledger, admin),
+      (body) => body.deliveries[0]?.attempts >= 3,
+      'three attempts',
+      30_000,
+    );
+    expect(seen.deliveries[0]).toMatchObject({
+      status: 'pending',
+      last_error: expect.stringContaining(`resolves to ${address}, a loopback, link-local or private address`),
+    });
     expect(reached).toBe(0);
     const read = await deliveries(ledger, runtime);
     expect(read.deliveries[0]).toMatchObject({ status: 'pending', attempts: expect.any(Number) });
@@ -151,17 +177,34 @@ describe('signing secrets at rest', () => {
   let base: string;
   let ledger: LedgerProcess | undefined;
   const start = (secretKey: string) =>
-    startLedger({ dataDir, env: { LEDGER_API_KEYS: KEYS, LEDGER_WEBHOOK_ALLOW_PRIVATE: '1', LEDGER_WEBHOOK_SECRET_KEY: secretKey, ...FAST_RETRIES } });
+    startLedger({
+      dataDir,
+      env: {
+        LEDGER_API_KEYS: KEYS,
+        LEDGER_WEBHOOK_ALLOW_PRIVATE: '1',
+        LEDGER_WEBHOOK_SECRET_KEY: secretKey,
+        ...FAST_RETRIES,
+      },
+    });
   /** Every byte of the webhook file and its WAL. */
   const fileBytes = () =>
-    Buffer.concat(['webhooks.sqlite', 'webhooks.sqlite-wal'].map((name) => join(dataDir, name)).filter(existsSync).map((file) => readFileSync(file)));
+    Buffer.concat(
+      ['webhooks.sqlite', 'webhooks.sqlite-wal']
+        .map((name) => join(dataDir, name))
+        .filter(existsSync)
+        .map((file) => readFileSync(file)),
+    );
 
   beforeAll(async () => {
     server = createServer((req, res) => {
       const chunks: Buffer[] = [];
       req.on('data', (chunk: Buffer) => chunks.push(chunk));
       req.on('end', () => {
-        received.push({ url: String(req.url), header: String(req.headers['recovery-ledger-signature']), body: Buffer.concat(chunks).toString('utf8') });
+        received.push({
+          url: String(req.url),
+          header: String(req.headers['recovery-ledger-signature']),
+          body: Buffer.concat(chunks).toString('utf8'),
+        });
         res.writeHead(204).end();
       });
     });
@@ -187,26 +230,46 @@ describe('signing secrets at rest', () => {
     const after = await subscribe(ledger, `${base}/after`);
     const run = `run_${randomUUID().slice(0, 6)}`;
     await incidentsAt(ledger.baseUrl, RUNTIME_KEY).escalated(`${run}/wrapped`, run, 'pay_invoice');
-    await until(async () => received.length, (count) => count >= 2, 'both deliveries');
-    for (const [path, secret] of [['/before', before.secret], ['/after', after.secret]]) {
+    await until(
+      async () => received.length,
+      (count) => count >= 2,
+      'both deliveries',
+    );
+    for (const [path, secret] of [
+      ['/before', before.secret],
+      ['/after', after.secret],
+    ]) {
       const item = received.find((candidate) => candidate.url === path);
       expect([path, verifySignature(item?.header, item?.body ?? '', secret).ok]).toEqual([path, true]);
     }
     for (const bytes of [fileBytes()]) {
-      expect([bytes.includes(before.secret), bytes.includes(after.secret), bytes.includes('whsec_')]).toEqual([false, false, false]);
+      expect([bytes.includes(before.secret), bytes.includes(after.secret), bytes.includes('whsec_')]).toEqual([
+        false,
+        false,
+        false,
+      ]);
     }
     await ledger.stop();
     const stopped = fileBytes();
-    expect([stopped.includes(before.secret), stopped.includes(after.secret), stopped.includes('whsec_')]).toEqual([false, false, false]);
+    expect([stopped.includes(before.secret), stopped.includes(after.secret), stopped.includes('whsec_')]).toEqual([
+      false,
+      false,
+      false,
+    ]);
     ledger = undefined;
 
-    await expect(start('')).rejects.toThrow(/holds 2 webhook signing secret\(s\) wrapped with LEDGER_WEBHOOK_SECRET_KEY, which is not set/);
-    await expect(start(randomBytes(32).toString('hex'))).rejects.toThrow(/LEDGER_WEBHOOK_SECRET_KEY does not open 2 webhook signing secret\(s\)/);
+    await expect(start('')).rejects.toThrow(
+      /holds 2 webhook signing secret\(s\) wrapped with LEDGER_WEBHOOK_SECRET_KEY, which is not set/,
+    );
+    await expect(start(randomBytes(32).toString('hex'))).rejects.toThrow(
+      /LEDGER_WEBHOOK_SECRET_KEY does not open 2 webhook signing secret\(s\)/,
+    );
     await expect(start('not-a-key')).rejects.toThrow(/LEDGER_WEBHOOK_SECRET_KEY must be 32 bytes/);
 
     // Ending the subscriptions drops their secrets: the key can then be removed.
     ledger = await start(key);
-    for (const { id } of [before, after]) expect((await request(ledger.baseUrl, 'DELETE', `/v1/admin/webhooks/${id}`, undefined, admin)).status).toBe(200);
+    for (const { id } of [before, after])
+      expect((await request(ledger.baseUrl, 'DELETE', `/v1/admin/webhooks/${id}`, undefined, admin)).status).toBe(200);
     await ledger.stop();
     ledger = await start('');
     expect(ledger.output()).toContain('webhook signing secrets are stored in plain text');

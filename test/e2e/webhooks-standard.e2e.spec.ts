@@ -55,7 +55,12 @@ describe('Standard Webhooks', () => {
 
   beforeAll(async () => {
     ledger = await startLedger({
-      env: { LEDGER_API_KEYS: KEYS, LEDGER_WEBHOOK_RETRY_BASE_MS: '100', LEDGER_WEBHOOK_RETRY_MAX_MS: '800', LEDGER_WEBHOOK_ALLOW_PRIVATE: '1' },
+      env: {
+        LEDGER_API_KEYS: KEYS,
+        LEDGER_WEBHOOK_RETRY_BASE_MS: '100',
+        LEDGER_WEBHOOK_RETRY_MAX_MS: '800',
+        LEDGER_WEBHOOK_ALLOW_PRIVATE: '1',
+      },
     });
   }, 60_000);
 
@@ -68,23 +73,47 @@ describe('Standard Webhooks', () => {
   it('signs every delivery so standardwebhooks verifies it, across a rotation and after its overlap', async () => {
     const target = await receiver(204);
     servers.push(target.server);
-    const created = await request(ledger.baseUrl, 'POST', '/v1/admin/webhooks', { url: target.url, kinds: ['step.escalated'] }, ADMIN);
+    const created = await request(
+      ledger.baseUrl,
+      'POST',
+      '/v1/admin/webhooks',
+      { url: target.url, kinds: ['step.escalated'] },
+      ADMIN,
+    );
     expect(created.status).toBe(201);
     const first: string = created.body.secret;
     expect(first).toMatch(/^whsec_[A-Za-z0-9+/]{32}$/);
     const ops = incidentsAt(ledger.baseUrl, RUNTIME_KEY);
 
     await ops.escalated(`${run}/one`, run, 'pay_invoice');
-    const [one] = await until(async () => target.received, (all) => all.length >= 1, 'the first delivery');
+    const [one] = await until(
+      async () => target.received,
+      (all) => all.length >= 1,
+      'the first delivery',
+    );
     const verified = verifyWith(first, one);
-    expect(verified).toMatchObject({ ok: true, body: { type: 'step.escalated', data: { operation_ref: `${run}/one` } } });
+    expect(verified).toMatchObject({
+      ok: true,
+      body: { type: 'step.escalated', data: { operation_ref: `${run}/one` } },
+    });
     expect(one.headers['webhook-id']).toBe(one.headers['recovery-ledger-delivery']);
-    expect(verifyWith(`whsec_${Buffer.alloc(24, 7).toString('base64')}`, one)).toEqual({ ok: false, error: 'No matching signature found' });
+    expect(verifyWith(`whsec_${Buffer.alloc(24, 7).toString('base64')}`, one)).toEqual({
+      ok: false,
+      error: 'No matching signature found',
+    });
     // A body changed on the way is refused.
-    expect(verifyWith(first, { ...one, body: one.body.replace('pay_invoice', 'pay_invoices') })).toMatchObject({ ok: false });
+    expect(verifyWith(first, { ...one, body: one.body.replace('pay_invoice', 'pay_invoices') })).toMatchObject({
+      ok: false,
+    });
 
     // Rotation: during the overlap both secrets sign, so a receiver on either verifies.
-    const rotated = await request(ledger.baseUrl, 'POST', `/v1/admin/webhooks/${created.body.id}/rotate-secret`, { overlap_seconds: 3600 }, ADMIN);
+    const rotated = await request(
+      ledger.baseUrl,
+      'POST',
+      `/v1/admin/webhooks/${created.body.id}/rotate-secret`,
+      { overlap_seconds: 3600 },
+      ADMIN,
+    );
     expect(rotated.status).toBe(200);
     const second: string = rotated.body.secret;
     expect(second).not.toBe(first);
@@ -93,20 +122,46 @@ describe('Standard Webhooks', () => {
     expect(JSON.stringify(listed.body)).not.toContain('whsec_');
 
     await ops.escalated(`${run}/two`, run, 'pay_invoice');
-    const two = (await until(async () => target.received, (all) => all.length >= 2, 'the delivery during the overlap'))[1];
+    const two = (
+      await until(
+        async () => target.received,
+        (all) => all.length >= 2,
+        'the delivery during the overlap',
+      )
+    )[1];
     expect(String(two.headers['webhook-signature']).split(' ')).toHaveLength(2);
     expect(verifyWith(first, two)).toMatchObject({ ok: true, body: { data: { operation_ref: `${run}/two` } } });
     expect(verifyWith(second, two)).toMatchObject({ ok: true, body: { data: { operation_ref: `${run}/two` } } });
 
     // A rotation without overlap: only the newest secret signs from now on.
-    const third: string = (await request(ledger.baseUrl, 'POST', `/v1/admin/webhooks/${created.body.id}/rotate-secret`, { overlap_seconds: 0 }, ADMIN)).body.secret;
+    const third: string = (
+      await request(
+        ledger.baseUrl,
+        'POST',
+        `/v1/admin/webhooks/${created.body.id}/rotate-secret`,
+        { overlap_seconds: 0 },
+        ADMIN,
+      )
+    ).body.secret;
     await ops.escalated(`${run}/three`, run, 'pay_invoice');
-    const three = (await until(async () => target.received, (all) => all.length >= 3, 'the delivery after the overlap'))[2];
+    const three = (
+      await until(
+        async () => target.received,
+        (all) => all.length >= 3,
+        'the delivery after the overlap',
+      )
+    )[2];
     expect(verifyWith(third, three)).toMatchObject({ ok: true, body: { data: { operation_ref: `${run}/three` } } });
     expect(verifyWith(second, three)).toEqual({ ok: false, error: 'No matching signature found' });
     expect(verifyWith(first, three)).toEqual({ ok: false, error: 'No matching signature found' });
 
-    const badBody = await request(ledger.baseUrl, 'POST', `/v1/admin/webhooks/${created.body.id}/rotate-secret`, { overlap_seconds: -1 }, ADMIN);
+    const badBody = await request(
+      ledger.baseUrl,
+      'POST',
+      `/v1/admin/webhooks/${created.body.id}/rotate-secret`,
+      { overlap_seconds: -1 },
+      ADMIN,
+    );
     expect(badBody.body).toMatchObject({ status: 400, code: 'BAD_REQUEST', field: 'overlap_seconds' });
     const unknown = await request(ledger.baseUrl, 'POST', '/v1/admin/webhooks/whk_nope/rotate-secret', {}, ADMIN);
     expect(unknown.body).toMatchObject({ status: 404, code: 'WEBHOOK_NOT_FOUND' });
@@ -115,20 +170,35 @@ describe('Standard Webhooks', () => {
   it('disables a subscription whose receiver answers 410 Gone, and the admin API says so', async () => {
     const gone = await receiver(410);
     servers.push(gone.server);
-    const created = await request(ledger.baseUrl, 'POST', '/v1/admin/webhooks', { url: gone.url, kinds: ['step.escalated'] }, ADMIN);
+    const created = await request(
+      ledger.baseUrl,
+      'POST',
+      '/v1/admin/webhooks',
+      { url: gone.url, kinds: ['step.escalated'] },
+      ADMIN,
+    );
     const ops = incidentsAt(ledger.baseUrl, RUNTIME_KEY);
     await ops.escalated(`${run}/gone-1`, run, 'pay_invoice');
 
     const shown = await until(
-      async () => (await request(ledger.baseUrl, 'GET', `/v1/admin/webhooks/${created.body.id}`, undefined, ADMIN)).body,
+      async () =>
+        (await request(ledger.baseUrl, 'GET', `/v1/admin/webhooks/${created.body.id}`, undefined, ADMIN)).body,
       (body) => body.active === false,
       'the subscription disabled',
     );
-    expect(shown).toMatchObject({ id: created.body.id, active: false, disabled_reason: 'the receiver answered 410 Gone' });
+    expect(shown).toMatchObject({
+      id: created.body.id,
+      active: false,
+      disabled_reason: 'the receiver answered 410 Gone',
+    });
     expect(Date.parse(shown.disabled_at)).not.toBeNaN();
     expect(verifyWith(created.body.secret, gone.received[0])).toMatchObject({ ok: true });
     const deliveries = await request(ledger.baseUrl, 'GET', '/v1/webhooks/deliveries?status=failed', undefined, ADMIN);
-    expect(deliveries.body.deliveries.find((row: any) => row.subscription_id === created.body.id)).toMatchObject({ status: 'failed', attempts: 1, last_status: 410 });
+    expect(deliveries.body.deliveries.find((row: any) => row.subscription_id === created.body.id)).toMatchObject({
+      status: 'failed',
+      attempts: 1,
+      last_status: 410,
+    });
     const active = await request(ledger.baseUrl, 'GET', '/v1/admin/webhooks', undefined, ADMIN);
     expect(active.body.subscriptions.map((row: any) => row.id)).not.toContain(created.body.id);
 

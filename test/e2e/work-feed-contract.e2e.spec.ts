@@ -62,7 +62,9 @@ describe('the contract table through the worker alone', () => {
     const events = await eventsOf(operationRef);
     const dispatches = events.filter((event) => event.type === 'AttemptDispatched');
     expect(dispatches).toHaveLength(2);
-    const scheduled = events.find((event) => event.type === 'TransitionRecorded' && (event.data as any).to === 'retry_scheduled') as any;
+    const scheduled = events.find(
+      (event) => event.type === 'TransitionRecorded' && (event.data as any).to === 'retry_scheduled',
+    ) as any;
     const notBefore = Date.parse(scheduled!.data.directive.not_before);
     expect(Date.parse(dispatches[1].recorded_at)).toBeGreaterThanOrEqual(notBefore);
     // No early dispatch was even tried: the worker never got the item before it was due.
@@ -83,7 +85,9 @@ describe('the contract table through the worker alone', () => {
     const stats = await provider.stats();
     expect(stats.created[operationRef]).toBe(1);
     expect(stats.create_requests[operationRef]).toBe(1);
-    const evidence = await client.getEvidence(operationRef, { waitForPosition: (await client.getEvents(operationRef)).events.at(-1)!.position });
+    const evidence = await client.getEvidence(operationRef, {
+      waitForPosition: (await client.getEvents(operationRef)).events.at(-1)!.position,
+    });
     expect(evidence.verdict).toMatchObject({ status: 'succeeded', proven_by: 'verification' });
     // Who verified what: the fact carries the worker that held the item.
     const verification = (evidence.entries as any[]).find((entry: any) => entry.type === 'VerificationRecorded') as any;
@@ -93,10 +97,19 @@ describe('the contract table through the worker alone', () => {
   it('a worker killed with SIGKILL mid-call: another takes the step after the dispatch timeout and verifies it by the same ref', async () => {
     const operationRef = ref('killed');
     await provider.inject({ operation_ref: operationRef, fault: { kind: 'accept-then-timeout' } });
-    const doomed = startWorkerProcess(ledger.baseUrl, provider.url, ['--worker-id', 'w-doomed', '--lease-ms', '1000', '--tool-timeout-ms', '60000']);
+    const doomed = startWorkerProcess(ledger.baseUrl, provider.url, [
+      '--worker-id',
+      'w-doomed',
+      '--lease-ms',
+      '1000',
+      '--tool-timeout-ms',
+      '60000',
+    ]);
     await start(operationRef, { dispatch_timeout_ms: 1000 });
     // The provider has the create (committed, never answered): the worker is mid-call. Kill it.
-    await waitUntil('the create to reach the provider', async () => ((await provider.stats()).create_requests[operationRef] ? true : undefined));
+    await waitUntil('the create to reach the provider', async () =>
+      (await provider.stats()).create_requests[operationRef] ? true : undefined,
+    );
     await doomed.kill('SIGKILL');
     expect((await client.getOperation(operationRef)).status).toBe('dispatched');
 
@@ -114,7 +127,9 @@ describe('the contract table through the worker alone', () => {
     // Not before the dispatch timeout, by the ledger's clock.
     expect(Date.parse(verification.recorded_at) - Date.parse(dispatched.recorded_at)).toBeGreaterThanOrEqual(1000);
     const evidence = await client.getEvidence(operationRef, { waitForPosition: events.at(-1)!.position });
-    const byWorker = (evidence.entries as any[]).filter((entry: any) => entry.worker).map((entry: any) => [entry.type, entry.worker.holder, entry.worker.took_over_from]);
+    const byWorker = (evidence.entries as any[])
+      .filter((entry: any) => entry.worker)
+      .map((entry: any) => [entry.type, entry.worker.holder, entry.worker.took_over_from]);
     expect(byWorker).toEqual([
       ['AttemptDispatched', 'w-doomed', undefined],
       ['VerificationRecorded', 'w-rescuer', 'w-doomed'],
@@ -148,7 +163,8 @@ describe('the contract table through the worker alone', () => {
       expect(events.filter((event) => event.type === 'DispatchRefused')).toHaveLength(0);
     }
     // Both instances handed out work.
-    const items = (worker: { events: Array<{ type: string }> }) => worker.events.filter((event) => event.type === 'item').length;
+    const items = (worker: { events: Array<{ type: string }> }) =>
+      worker.events.filter((event) => event.type === 'item').length;
     expect(items(a) + items(b)).toBeGreaterThanOrEqual(40);
     expect(items(a)).toBeGreaterThan(0);
     expect(items(b)).toBeGreaterThan(0);
@@ -197,7 +213,9 @@ describe('stopping a worker', () => {
     await provider.inject({ operation_ref: operationRef, fault: { kind: 'slow', delay_ms: 1500 } });
     const worker = runWorker(client, provider.url, { id: 'w-stop', toolTimeoutMs: 5000 });
     await start(operationRef);
-    await waitUntil('the create to reach the provider', async () => ((await provider.stats()).create_requests[operationRef] ? true : undefined));
+    await waitUntil('the create to reach the provider', async () =>
+      (await provider.stats()).create_requests[operationRef] ? true : undefined,
+    );
     const report = await worker.stop();
     // run() resolved only after the slow call answered and its envelope was recorded.
     expect((await client.getOperation(operationRef)).status).toBe('succeeded');
@@ -213,19 +231,28 @@ describe('stopping a worker', () => {
     const stop = new AbortController();
     stop.abort();
     await expect(
-      executeWrite(client, { operationRef, runId: 'run_feed', tool: CREATE_INVOICE, input: INVOICE }, async () => {
-        throw new Error('the tool must not be called');
-      }, { signal: stop.signal }),
+      executeWrite(
+        client,
+        { operationRef, runId: 'run_feed', tool: CREATE_INVOICE, input: INVOICE },
+        async () => {
+          throw new Error('the tool must not be called');
+        },
+        { signal: stop.signal },
+      ),
     ).rejects.toMatchObject({ name: 'AbortError' });
     await expect(client.getOperation(operationRef)).rejects.toMatchObject({ code: 'OPERATION_NOT_FOUND' });
-    await expect(verify(client, { operationRef }, async () => ({ found: false }), { signal: stop.signal })).rejects.toMatchObject({ name: 'AbortError' });
+    await expect(
+      verify(client, { operationRef }, async () => ({ found: false }), { signal: stop.signal }),
+    ).rejects.toMatchObject({ name: 'AbortError' });
     await expect(recover(client, {}, { signal: stop.signal })).rejects.toMatchObject({ name: 'AbortError' });
   });
 });
 
 describe('the feed over HTTP', () => {
   it('refuses a bad query with a typed 400 and a renewal of a lease it does not hold with 409 LEASE_LOST', async () => {
-    const badWorker = await fetch(`${ledger.baseUrl}/v1/work?tool=create_invoice&worker=${encodeURIComponent('two words')}`);
+    const badWorker = await fetch(
+      `${ledger.baseUrl}/v1/work?tool=create_invoice&worker=${encodeURIComponent('two words')}`,
+    );
     expect(badWorker.status).toBe(400);
     expect(await badWorker.json()).toMatchObject({ code: 'BAD_REQUEST', field: 'worker' });
     const badLimit = await fetch(`${ledger.baseUrl}/v1/work?worker=w&limit=0`);
@@ -276,7 +303,13 @@ describe('the feed over HTTP', () => {
 
   it('refuses a plan whose input does not hash to its input_hash', async () => {
     await expect(
-      client.planStep(ref('bad-input'), { run_id: 'r', tool: CREATE_INVOICE, side_effect: 'write', input_hash: 'abc', input: INVOICE }),
+      client.planStep(ref('bad-input'), {
+        run_id: 'r',
+        tool: CREATE_INVOICE,
+        side_effect: 'write',
+        input_hash: 'abc',
+        input: INVOICE,
+      }),
     ).rejects.toMatchObject({ code: 'BAD_REQUEST', field: 'events[0].data.input_hash' });
   });
 });

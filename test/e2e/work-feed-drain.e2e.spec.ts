@@ -42,7 +42,17 @@ afterAll(async () => {
 });
 
 it(`drains ${STEPS} steps through ${WORKERS} workers against a flaky provider, each operation created at most once`, async () => {
-  provider = await startProviderProcess(['--no-idempotency', '--flaky-timeout', '0.05', '--flaky-rate-limit', '0.05', '--retry-after-s', '1', '--seed', '7']);
+  provider = await startProviderProcess([
+    '--no-idempotency',
+    '--flaky-timeout',
+    '0.05',
+    '--flaky-rate-limit',
+    '0.05',
+    '--retry-after-s',
+    '1',
+    '--seed',
+    '7',
+  ]);
   ledger = await startLedger({ env: { LEDGER_RATE_LIMIT_PER_MINUTE: '10000000' } });
   const client = new LedgerClient({ baseUrl: ledger.baseUrl, timeoutMs: 30_000 });
   const refs = Array.from({ length: STEPS }, (_, index) => `${RUN}/step_${index}`);
@@ -69,15 +79,36 @@ it(`drains ${STEPS} steps through ${WORKERS} workers against a flaky provider, e
   const drainStarted = Date.now();
   workers = Array.from({ length: WORKERS }, (_, index) =>
     startWorkerProcess(ledger.baseUrl, provider.url, [
-      ...['--worker-id', `drain-${index}`, '--concurrency', String(CONCURRENCY), '--lease-ms', '10000', '--tool-timeout-ms', '1000', '--wait-ms', '1000'],
+      ...[
+        '--worker-id',
+        `drain-${index}`,
+        '--concurrency',
+        String(CONCURRENCY),
+        '--lease-ms',
+        '10000',
+        '--tool-timeout-ms',
+        '1000',
+        '--wait-ms',
+        '1000',
+      ],
     ]),
   );
-  const OPEN = ['planned', 'dispatched', 'retry_scheduled', 'retry_ready', 'verifying', 'needs_input', 'awaiting_approval'];
+  const OPEN = [
+    'planned',
+    'dispatched',
+    'retry_scheduled',
+    'retry_ready',
+    'verifying',
+    'needs_input',
+    'awaiting_approval',
+  ];
   await waitUntil(
     'every step to end',
     async () => {
       for (const status of OPEN) {
-        const page = (await (await fetch(`${ledger.baseUrl}/v1/operations?status=${status}&limit=1`)).json()) as { items: unknown[] };
+        const page = (await (await fetch(`${ledger.baseUrl}/v1/operations?status=${status}&limit=1`)).json()) as {
+          items: unknown[];
+        };
         if (page.items.length > 0) return undefined;
       }
       return true;
@@ -94,7 +125,11 @@ it(`drains ${STEPS} steps through ${WORKERS} workers against a flaky provider, e
   const stats = await provider.stats();
   await ledger.stop();
   const db = new Database(join(ledger.dataDir, 'events.sqlite'), { readonly: true });
-  const rows = db.prepare("SELECT stream, type, data, metadata FROM events WHERE stream LIKE 'op-default:run_drain/%' ORDER BY stream, revision").all() as Array<{
+  const rows = db
+    .prepare(
+      "SELECT stream, type, data, metadata FROM events WHERE stream LIKE 'op-default:run_drain/%' ORDER BY stream, revision",
+    )
+    .all() as Array<{
     stream: string;
     type: string;
     data: string;
@@ -109,7 +144,9 @@ it(`drains ${STEPS} steps through ${WORKERS} workers against a flaky provider, e
   const leasesSeen = new Map<string, string[]>();
   let factsUnderTakenOverLeases = 0;
   for (const row of rows) {
-    const lease = (JSON.parse(row.metadata) as { lease?: { lease_id: string; current: boolean; took_over_from?: string } }).lease;
+    const lease = (
+      JSON.parse(row.metadata) as { lease?: { lease_id: string; current: boolean; took_over_from?: string } }
+    ).lease;
     if (!lease || !lease.current) continue;
     const seen = leasesSeen.get(row.stream) ?? [];
     if (seen[seen.length - 1] !== lease.lease_id) {
@@ -132,11 +169,15 @@ it(`drains ${STEPS} steps through ${WORKERS} workers against a flaky provider, e
   // The provider's own count, not its idempotency: at most one invoice per operation, one per succeeded step.
   const overCreated = Object.entries(stats.created).filter(([, created]) => created > 1);
   expect(overCreated).toEqual([]);
-  const succeeded = [...finalStatus].filter(([, status]) => status === 'succeeded').map(([stream]) => stream.slice('op-default:'.length));
+  const succeeded = [...finalStatus]
+    .filter(([, status]) => status === 'succeeded')
+    .map(([stream]) => stream.slice('op-default:'.length));
   expect(succeeded.filter((ref) => stats.created[ref] !== 1)).toEqual([]);
   // An escalated step may have an invoice (its lookup could not answer in time, so a person decides:
   // never guessed); it never has two.
-  const escalatedWithInvoice = [...finalStatus].filter(([stream, status]) => status === 'escalated' && stats.created[stream.slice('op-default:'.length)] === 1).length;
+  const escalatedWithInvoice = [...finalStatus].filter(
+    ([stream, status]) => status === 'escalated' && stats.created[stream.slice('op-default:'.length)] === 1,
+  ).length;
   // Every fact of the drain came from a worker under a lease.
   const dispatches = rows.filter((row) => row.type === 'AttemptDispatched');
   expect(dispatches.every((row) => JSON.parse(row.metadata).lease?.current === true)).toBe(true);

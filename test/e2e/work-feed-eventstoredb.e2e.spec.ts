@@ -8,7 +8,14 @@ import { LedgerClient } from '@recovery-ledger/client';
 import { VERIFICATION_TOOL } from '../../examples/invoice-tools';
 import { startLedger, type LedgerProcess } from '../support/ledger-process';
 import { eventStoreDbStore } from '../support/store-setup';
-import { CREATE_INVOICE, INVOICE, runWorker, startProviderProcess, waitForStatus, type ProviderProcess } from '../support/work-feed-harness';
+import {
+  CREATE_INVOICE,
+  INVOICE,
+  runWorker,
+  startProviderProcess,
+  waitForStatus,
+  type ProviderProcess,
+} from '../support/work-feed-harness';
 
 jest.setTimeout(120_000);
 
@@ -36,7 +43,10 @@ it('two workers on two instances sharing one EventStoreDB execute each step once
   const clientA = new LedgerClient({ baseUrl: a.baseUrl });
   const clientB = new LedgerClient({ baseUrl: b.baseUrl });
   const refs = Array.from({ length: 20 }, (_, index) => `run_esdb_feed/${index}-${randomUUID().slice(0, 8)}`);
-  const workers = [runWorker(clientA, provider.url, { id: 'esdb-a', concurrency: 6 }), runWorker(clientB, provider.url, { id: 'esdb-b', concurrency: 6 })];
+  const workers = [
+    runWorker(clientA, provider.url, { id: 'esdb-a', concurrency: 6 }),
+    runWorker(clientB, provider.url, { id: 'esdb-b', concurrency: 6 }),
+  ];
   try {
     await Promise.all(
       refs.map((operationRef, index) =>

@@ -50,7 +50,20 @@ interface WorkerProcess {
 function startWorker(id: string, args: string[] = []): WorkerProcess {
   const child = spawn(
     process.execPath,
-    ['--require', REGISTER, SCRIPT, '--ledger', ledger.baseUrl, '--provider', provider.url, '--worker-id', id, '--lease-ms', '1000', ...args],
+    [
+      '--require',
+      REGISTER,
+      SCRIPT,
+      '--ledger',
+      ledger.baseUrl,
+      '--provider',
+      provider.url,
+      '--worker-id',
+      id,
+      '--lease-ms',
+      '1000',
+      ...args,
+    ],
     { cwd: ROOT, stdio: ['ignore', 'pipe', 'pipe'] },
   );
   children.push(child);
@@ -71,7 +84,8 @@ function startWorker(id: string, args: string[] = []): WorkerProcess {
   };
 }
 
-const linesOf = (worker: WorkerProcess, event: string) => async () => worker.lines().filter((line) => line.event === event);
+const linesOf = (worker: WorkerProcess, event: string) => async () =>
+  worker.lines().filter((line) => line.event === event);
 const some = (lines: unknown[]) => lines.length > 0;
 
 const start = (operationRef: string, policy: Record<string, number>) =>
@@ -99,8 +113,17 @@ describe('a worker paused between its grant and its call', () => {
       // The other worker finds the dispatch silent, finds no invoice, and (once the lookup is
       // conclusive) is granted attempt 2 and creates the invoice.
       other = startWorker('w-other');
-      await until(() => provider.stats(), (stats) => (stats.create_requests[operationRef] ?? 0) >= 1, 'the other worker to create', 60_000);
-      await until(() => client.getOperation(operationRef), (state) => state.status === 'succeeded', 'the step to succeed');
+      await until(
+        () => provider.stats(),
+        (stats) => (stats.create_requests[operationRef] ?? 0) >= 1,
+        'the other worker to create',
+        60_000,
+      );
+      await until(
+        () => client.getOperation(operationRef),
+        (state) => state.status === 'succeeded',
+        'the step to succeed',
+      );
 
       // The first worker wakes, its window long gone.
       writeFileSync(pauseFile, '');
@@ -116,7 +139,12 @@ describe('a worker paused between its grant and its call', () => {
     expect(stats.created[operationRef]).toBe(1);
     // It did not call: its envelope came after the step had moved on, and is refused as late.
     const [recorded] = await linesOf(paused, 'recorded')();
-    expect(recorded).toMatchObject({ operation_ref: operationRef, attempt: 1, tool_called: false, code: 'ATTEMPT_MISMATCH' });
+    expect(recorded).toMatchObject({
+      operation_ref: operationRef,
+      attempt: 1,
+      tool_called: false,
+      code: 'ATTEMPT_MISMATCH',
+    });
 
     const state = await client.getOperation(operationRef);
     expect(state).toMatchObject({ status: 'succeeded', attempts_used: 2 });
@@ -128,11 +156,17 @@ describe('a worker paused between its grant and its call', () => {
     expect(first.data.call_window_ms).toBeLessThanOrEqual(1_000);
     const deadline = Date.parse(first.data.call_deadline as string);
     // The other worker's not_found counted only a consistency window after attempt 1's deadline.
-    const conclusive = events.find((event) => event.type === 'VerificationRecorded' && event.data.outcome === 'not_found')!;
+    const conclusive = events.find(
+      (event) => event.type === 'VerificationRecorded' && event.data.outcome === 'not_found',
+    )!;
     expect(Date.parse(conclusive.recorded_at)).toBeGreaterThanOrEqual(deadline + 1_000);
     // What the paused worker said when it woke is kept as evidence: nothing was sent.
     const late = events.find((event) => event.type === 'LateOutcomeRecorded')!;
-    expect(late.data).toMatchObject({ attempt: 1, possible_duplicate: false, envelope: { code: 'CALL_WINDOW_PASSED', commit_state: 'not_committed' } });
+    expect(late.data).toMatchObject({
+      attempt: 1,
+      possible_duplicate: false,
+      envelope: { code: 'CALL_WINDOW_PASSED', commit_state: 'not_committed' },
+    });
   });
 });
 
@@ -163,7 +197,11 @@ describe('a worker paused between taking an item and dispatching it', () => {
     const running = worker.run();
     try {
       await start(operationRef, { dispatch_timeout_ms: 10_000, consistency_window_ms: 0 });
-      await until(() => client.getOperation(operationRef), (state) => state.status === 'succeeded', 'the step to succeed');
+      await until(
+        () => client.getOperation(operationRef),
+        (state) => state.status === 'succeeded',
+        'the step to succeed',
+      );
     } finally {
       stop.abort();
       await running;

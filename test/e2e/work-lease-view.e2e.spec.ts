@@ -18,9 +18,16 @@ const WORKER_B = 'worker-lease-view-b';
 
 let ledger: LedgerProcess;
 const as = (key: string) => ({ authorization: `Bearer ${key}` });
-const leaseOf = (ref: string, key = AUDITOR_KEY) => request(ledger.baseUrl, 'GET', `${opPath(ref)}/lease`, undefined, as(key));
+const leaseOf = (ref: string, key = AUDITOR_KEY) =>
+  request(ledger.baseUrl, 'GET', `${opPath(ref)}/lease`, undefined, as(key));
 const take = async (worker: string, leaseMs: number) => {
-  const answer = await request(ledger.baseUrl, 'GET', `/v1/work?worker=${worker}&tool=${TOOL}&wait_ms=5000&lease_ms=${leaseMs}`, undefined, as(RUNTIME_KEY));
+  const answer = await request(
+    ledger.baseUrl,
+    'GET',
+    `/v1/work?worker=${worker}&tool=${TOOL}&wait_ms=5000&lease_ms=${leaseMs}`,
+    undefined,
+    as(RUNTIME_KEY),
+  );
   expect(answer.status).toBe(200);
   expect(answer.body.items.map((item: { operation_ref: string }) => item.operation_ref)).toEqual([REF]);
   return answer.body.items[0].lease as { id: string; holder: string; expires_at: string; took_over_from?: string };
@@ -34,7 +41,11 @@ beforeAll(async () => {
     ledger.baseUrl,
     'POST',
     `${opPath(REF)}/events`,
-    { events: [fact('StepPlanned', { run_id: 'run_lease', tool: TOOL, side_effect: 'write', input_hash: 'sha256:lease-view' })] },
+    {
+      events: [
+        fact('StepPlanned', { run_id: 'run_lease', tool: TOOL, side_effect: 'write', input_hash: 'sha256:lease-view' }),
+      ],
+    },
     as(RUNTIME_KEY),
   );
   expect(planned.status).toBe(200);
@@ -84,7 +95,13 @@ describe('GET /v1/operations/{ref}/lease', () => {
       { operation_ref: 'run_lease/other', held: false },
     ]);
 
-    const released = await request(ledger.baseUrl, 'POST', `${opPath(REF)}/lease/release`, { lease_id: lease.id }, as(RUNTIME_KEY));
+    const released = await request(
+      ledger.baseUrl,
+      'POST',
+      `${opPath(REF)}/lease/release`,
+      { lease_id: lease.id },
+      as(RUNTIME_KEY),
+    );
     expect(released.body).toEqual({ released: true });
     expect((await leaseOf(REF)).body).toEqual({ held: false });
   });
@@ -96,10 +113,21 @@ describe('GET /v1/operations/{ref}/lease', () => {
     expect((await leaseOf(REF)).body).toEqual({ held: false });
     const lease = await take(WORKER_B, 60_000);
     expect(lease.took_over_from).toBe(WORKER_A);
-    expect((await leaseOf(REF)).body).toEqual({ held: true, holder: WORKER_B, expires_at: lease.expires_at, took_over_from: WORKER_A });
+    expect((await leaseOf(REF)).body).toEqual({
+      held: true,
+      holder: WORKER_B,
+      expires_at: lease.expires_at,
+      took_over_from: WORKER_A,
+    });
 
     // Released with a hold: the item is kept from everyone, yet no worker holds it.
-    await request(ledger.baseUrl, 'POST', `${opPath(REF)}/lease/release`, { lease_id: lease.id, hold_ms: 60_000 }, as(RUNTIME_KEY));
+    await request(
+      ledger.baseUrl,
+      'POST',
+      `${opPath(REF)}/lease/release`,
+      { lease_id: lease.id, hold_ms: 60_000 },
+      as(RUNTIME_KEY),
+    );
     expect((await leaseOf(REF)).body).toEqual({ held: false });
   });
 
@@ -107,11 +135,25 @@ describe('GET /v1/operations/{ref}/lease', () => {
     const missing = await leaseOf('run_lease/no_such_step');
     expect(missing.status).toBe(404);
     expect(missing.body.code).toBe('OPERATION_NOT_FOUND');
-    const tooMany = await request(ledger.baseUrl, 'GET', `/v1/leases?${Array.from({ length: 101 }, (_, i) => `operation_ref=r_${i}`).join('&')}`, undefined, as(AUDITOR_KEY));
+    const tooMany = await request(
+      ledger.baseUrl,
+      'GET',
+      `/v1/leases?${Array.from({ length: 101 }, (_, i) => `operation_ref=r_${i}`).join('&')}`,
+      undefined,
+      as(AUDITOR_KEY),
+    );
     expect(tooMany.status).toBe(400);
     expect(tooMany.body.code).toBe('BAD_REQUEST');
-    expect((await request(ledger.baseUrl, 'GET', '/v1/leases', undefined, as(AUDITOR_KEY))).body).toEqual({ items: [] });
-    const bad = await request(ledger.baseUrl, 'GET', `/v1/operations/${encodeURIComponent(' leading_space')}/lease`, undefined, as(AUDITOR_KEY));
+    expect((await request(ledger.baseUrl, 'GET', '/v1/leases', undefined, as(AUDITOR_KEY))).body).toEqual({
+      items: [],
+    });
+    const bad = await request(
+      ledger.baseUrl,
+      'GET',
+      `/v1/operations/${encodeURIComponent(' leading_space')}/lease`,
+      undefined,
+      as(AUDITOR_KEY),
+    );
     expect(bad.status).toBe(400);
     expect(bad.contentType).toMatch(/^application\/problem\+json/);
   });

@@ -17,7 +17,8 @@ it('a stream appended while the audit runs is not reported deleted', async () =>
     // Between the pass over the log and the read of the heads, another caller appends a new stream.
     store.anchoredHeads = async (prefix: string) => {
       const late = 'op-acme:run/late';
-      if (!(await store.anchoredHead(late))) await store.append(late, NO_STREAM, sealEvents(late, undefined, [newEvent('B')]));
+      if (!(await store.anchoredHead(late)))
+        await store.append(late, NO_STREAM, sealEvents(late, undefined, [newEvent('B')]));
       return heads(prefix);
     };
     const audit = await auditLog(store);

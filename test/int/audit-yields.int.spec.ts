@@ -32,7 +32,11 @@ describe('checks of a long log leave the event loop turning', () => {
     store = SqliteEventStore.open({ file: ':memory:' });
     for (let i = 0; i < 600; i++) {
       const stream = `op-acme:run/op_${i}`;
-      await store.append(stream, NO_STREAM, sealEvents(stream, undefined, [newEvent('A'), newEvent('B'), newEvent('C'), newEvent('D')]));
+      await store.append(
+        stream,
+        NO_STREAM,
+        sealEvents(stream, undefined, [newEvent('A'), newEvent('B'), newEvent('C'), newEvent('D')]),
+      );
     }
   });
   afterAll(() => store.close());
@@ -48,7 +52,15 @@ describe('checks of a long log leave the event loop turning', () => {
       // 40 streams of 100 events: few streams, many events each.
       for (let i = 0; i < 40; i++) {
         const stream = `op-acme:run/long_${i}`;
-        await long.append(stream, NO_STREAM, sealEvents(stream, undefined, Array.from({ length: 100 }, () => newEvent('A'))));
+        await long.append(
+          stream,
+          NO_STREAM,
+          sealEvents(
+            stream,
+            undefined,
+            Array.from({ length: 100 }, () => newEvent('A')),
+          ),
+        );
       }
       const turns = await turnsDuring(() => auditLog(long));
       expect(turns).toBeGreaterThanOrEqual(4_000 / 250);

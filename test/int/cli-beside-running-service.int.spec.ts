@@ -14,7 +14,14 @@ let ledger: LedgerProcess;
 
 async function plan(ref: string): Promise<void> {
   const answer = await request(ledger.baseUrl, 'POST', `${opPath(ref)}/events`, {
-    events: [fact('StepPlanned', { run_id: ref.split('/')[0], tool: 'create_invoice', side_effect: 'write', input_hash: 'h1' })],
+    events: [
+      fact('StepPlanned', {
+        run_id: ref.split('/')[0],
+        tool: 'create_invoice',
+        side_effect: 'write',
+        input_hash: 'h1',
+      }),
+    ],
   });
   if (answer.status !== 200) throw new Error(`${ref}: ${answer.status} ${JSON.stringify(answer.body)}`);
 }
@@ -42,7 +49,11 @@ describe('verify --since, with the service running', () => {
       expect(since.status).toBe(0);
       const [verified, proved, ...rest] = since.stdout.trimEnd().split('\n');
       expect(verified).toBe(plain.stdout.trimEnd());
-      const taken = JSON.parse(readFileSync(checkpoint, 'utf8')) as { taken_at: string; anchor: { events: number; position: number }; heads: unknown[] };
+      const taken = JSON.parse(readFileSync(checkpoint, 'utf8')) as {
+        taken_at: string;
+        anchor: { events: number; position: number };
+        heads: unknown[];
+      };
       const json = JSON.parse(runCli(['verify', '--data-dir', ledger.dataDir, '--since', checkpoint, '--json']).stdout);
       expect(json.since).toEqual({
         checkpoint_taken_at: taken.taken_at,
@@ -77,7 +88,9 @@ describe('projections rebuild on the data directory of a running service', () =>
   it('refuses while the service holds the read model (exit 3), and rebuilds once it has stopped', async () => {
     const refused = runCli(['projections', 'rebuild', '--progress', 'never', '--data-dir', ledger.dataDir]);
     expect({ status: refused.status, stdout: refused.stdout }).toEqual({ status: 3, stdout: '' });
-    expect(refused.stderr).toContain('is open in another process (a running service?): stop it first, or rebuild through it with --url and an admin --key');
+    expect(refused.stderr).toContain(
+      'is open in another process (a running service?): stop it first, or rebuild through it with --url and an admin --key',
+    );
     // The service noticed nothing: it still answers.
     expect((await request(ledger.baseUrl, 'GET', '/health/ready')).status).toBe(200);
 

@@ -24,12 +24,19 @@ describe('export --format cloudevents', () => {
     expect(run.stderr).toBe('exported 23 events in 3 streams\n');
     const lines = run.stdout.trimEnd().split('\n');
     expect(lines).toHaveLength(23);
-    const archive = runCli(['export', '--data-dir', dir]).stdout.trimEnd().split('\n').map((line) => JSON.parse(line)).filter((line) => line.kind === 'event');
+    const archive = runCli(['export', '--data-dir', dir])
+      .stdout.trimEnd()
+      .split('\n')
+      .map((line) => JSON.parse(line))
+      .filter((line) => line.kind === 'event');
 
     lines.forEach((line, index) => {
       const raw = JSON.parse(line);
       const event = new CloudEvent(raw); // validates against the spec; throws ValidationError otherwise
-      const received = HTTP.toEvent({ headers: { 'content-type': 'application/cloudevents+json; charset=utf-8' }, body: line }) as CloudEvent;
+      const received = HTTP.toEvent({
+        headers: { 'content-type': 'application/cloudevents+json; charset=utf-8' },
+        body: line,
+      }) as CloudEvent;
       expect(received.validate()).toBe(true);
       const stored = archive[index];
       expect(event).toMatchObject({

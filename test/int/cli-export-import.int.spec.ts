@@ -33,7 +33,9 @@ async function seeded(label: string): Promise<string> {
 function rows(dir: string): unknown[] {
   const db = new Database(join(dir, 'events.sqlite'), { readonly: true, fileMustExist: true });
   try {
-    return db.prepare('SELECT position, stream, revision, event_id, type, data, metadata FROM events ORDER BY position').all();
+    return db
+      .prepare('SELECT position, stream, revision, event_id, type, data, metadata FROM events ORDER BY position')
+      .all();
   } finally {
     db.close();
   }
@@ -52,12 +54,25 @@ describe('export, import, verify', () => {
     const run = runCli(['export', '--data-dir', source, '--out', file]);
     expect(run.status).toBe(0);
     expect(run.stderr).toBe(`exported 23 events in 3 streams to ${file}\n`);
-    const lines = readFileSync(file, 'utf8').trimEnd().split('\n').map((line) => JSON.parse(line));
+    const lines = readFileSync(file, 'utf8')
+      .trimEnd()
+      .split('\n')
+      .map((line) => JSON.parse(line));
     expect(lines[0]).toMatchObject({ kind: 'header', format: 'recovery-ledger-log', version: 1, head_position: 23 });
     const footer = lines[lines.length - 1];
-    expect(footer).toMatchObject({ kind: 'footer', events: 23, streams: 3, last_position: 23, log_anchor: { position: 23, events: 23 } });
+    expect(footer).toMatchObject({
+      kind: 'footer',
+      events: 23,
+      streams: 3,
+      last_position: 23,
+      log_anchor: { position: 23, events: 23 },
+    });
     // The anchored head of every stream travels with the file, for an offline verifier.
-    expect(footer.heads.map((head: { stream: string }) => head.stream)).toEqual(['op-default:run_81/step_4', 'op-default:run_81/step_5', 'op-default:run_82/step_1']);
+    expect(footer.heads.map((head: { stream: string }) => head.stream)).toEqual([
+      'op-default:run_81/step_4',
+      'op-default:run_81/step_5',
+      'op-default:run_82/step_1',
+    ]);
     const events = lines.slice(1, -1);
     expect(events).toHaveLength(23);
     for (const event of events) {
@@ -76,7 +91,9 @@ describe('export, import, verify', () => {
     const run = runCli(['import', file, '--data-dir', target]);
     expect(run.stderr).toBe('');
     expect(run.status).toBe(0);
-    expect(run.stdout).toBe('imported 23 events (0 already present); the store holds 23 events in 3 streams, counts and hash chains match the file\n');
+    expect(run.stdout).toBe(
+      'imported 23 events (0 already present); the store holds 23 events in 3 streams, counts and hash chains match the file\n',
+    );
     expect(rows(target)).toEqual(rows(source));
     const verify = runCli(['verify', '--data-dir', target]);
     expect(verify.status).toBe(0);
@@ -103,7 +120,12 @@ describe('export, import, verify', () => {
   it('import refuses a store that holds other events, and writes nothing to it', async () => {
     const other = fresh('import-other');
     const seeder = await openSeeder(other, { start: '2025-04-01T00:00:00.000Z' });
-    await seeder.submit('run_9/step_1', 'StepPlanned', { run_id: 'run_9', tool: 'send_email', side_effect: 'write', input_hash: 'sha256:cc01' });
+    await seeder.submit('run_9/step_1', 'StepPlanned', {
+      run_id: 'run_9',
+      tool: 'send_email',
+      side_effect: 'write',
+      input_hash: 'sha256:cc01',
+    });
     await seeder.close();
     const before = rows(other);
     const run = runCli(['import', file, '--data-dir', other]);
@@ -125,7 +147,9 @@ describe('export, import, verify', () => {
     const target = fresh('import-tampered');
     const run = runCli(['import', tampered, '--data-dir', target]);
     expect(run.status).toBe(1);
-    expect(run.stderr).toContain(`operation run_81/step_4 (tenant default): first bad event ${edited.event_id} at revision 7, hash_mismatch`);
+    expect(run.stderr).toContain(
+      `operation run_81/step_4 (tenant default): first bad event ${edited.event_id} at revision 7, hash_mismatch`,
+    );
     expect(run.stderr).toContain('nothing was imported');
     expect(existsSync(join(target, 'events.sqlite'))).toBe(false);
   });
@@ -143,14 +167,20 @@ describe('export, import, verify', () => {
     const lines = readFileSync(file, 'utf8').trimEnd().split('\n');
     const footer = JSON.parse(lines[lines.length - 1]);
     const badFooter = join(fresh('import-bad-footer-file'), 'bad-footer.ndjson');
-    writeFileSync(badFooter, `${[...lines.slice(0, -1), JSON.stringify({ ...footer, heads: 'all of them' })].join('\n')}\n`);
+    writeFileSync(
+      badFooter,
+      `${[...lines.slice(0, -1), JSON.stringify({ ...footer, heads: 'all of them' })].join('\n')}\n`,
+    );
     const footerRun = runCli(['import', badFooter, '--data-dir', fresh('import-bad-footer')]);
     expect(footerRun.status).toBe(1);
     expect(footerRun.stderr).toContain(`bad-footer.ndjson:${lines.length}: not a footer of this format`);
 
     const event = JSON.parse(lines[1]);
     const badMetadata = join(fresh('import-bad-metadata-file'), 'bad-metadata.ndjson');
-    writeFileSync(badMetadata, `${[lines[0], JSON.stringify({ ...event, metadata: { ...event.metadata, tenant: 7 } }), ...lines.slice(2)].join('\n')}\n`);
+    writeFileSync(
+      badMetadata,
+      `${[lines[0], JSON.stringify({ ...event, metadata: { ...event.metadata, tenant: 7 } }), ...lines.slice(2)].join('\n')}\n`,
+    );
     const metadataRun = runCli(['import', badMetadata, '--data-dir', fresh('import-bad-metadata')]);
     expect(metadataRun.status).toBe(1);
     expect(metadataRun.stderr).toContain('bad-metadata.ndjson:2: not an event of this format');
@@ -186,7 +216,12 @@ describe('verify on a database edited behind the ledger', () => {
     );
     expect(run.stderr).toBe('recovery-ledger: 1 of 3 streams fails its hash chain\n');
     const json = JSON.parse(runCli(['verify', '--data-dir', dir, '--json']).stdout);
-    expect(json).toMatchObject({ ok: false, events: 23, streams: 3, breaks: [{ stream: 'op-default:run_82/step_1', event_id: edited?.event_id, reason: 'hash_mismatch' }] });
+    expect(json).toMatchObject({
+      ok: false,
+      events: 23,
+      streams: 3,
+      breaks: [{ stream: 'op-default:run_82/step_1', event_id: edited?.event_id, reason: 'hash_mismatch' }],
+    });
   });
 
   it('passes on the untouched store', async () => {

@@ -8,14 +8,16 @@ import { committed, invalidInput, runCli, unknownOutcome } from '../support/cli-
 import { fact, request } from '../support/http';
 import { startLedger, type LedgerProcess } from '../support/ledger-process';
 
-
 let ledger: LedgerProcess;
 let lastPosition = 0;
 
 async function submit(ref: string, type: string, data: Record<string, unknown>): Promise<void> {
-  const answer = await request(ledger.baseUrl, 'POST', `/v1/operations/${encodeURIComponent(ref)}/events`, { events: [fact(type, data)] });
+  const answer = await request(ledger.baseUrl, 'POST', `/v1/operations/${encodeURIComponent(ref)}/events`, {
+    events: [fact(type, data)],
+  });
   // Refusals are part of the story (they are recorded); anything but a 200 or a 409 is not.
-  if (answer.status !== 200 && answer.status !== 409) throw new Error(`${type} on ${ref}: ${answer.status} ${JSON.stringify(answer.body)}`);
+  if (answer.status !== 200 && answer.status !== 409)
+    throw new Error(`${type} on ${ref}: ${answer.status} ${JSON.stringify(answer.body)}`);
   if (answer.status === 200) lastPosition = Math.max(lastPosition, answer.body.position);
 }
 
@@ -38,25 +40,50 @@ beforeAll(async () => {
   ledger = await startLedger();
   for (let run = 1; run <= 4; run++) {
     const incident = `run_${run}/step_1`;
-    await submit(incident, 'StepPlanned', { run_id: `run_${run}`, tool: 'create_invoice', side_effect: 'write', input_hash: 'h1', policy: { verification_tool: 'get_invoice_by_operation_ref' } });
+    await submit(incident, 'StepPlanned', {
+      run_id: `run_${run}`,
+      tool: 'create_invoice',
+      side_effect: 'write',
+      input_hash: 'h1',
+      policy: { verification_tool: 'get_invoice_by_operation_ref' },
+    });
     await submit(incident, 'AttemptDispatched', { attempt: 1, input_hash: 'h1' });
     await submit(incident, 'EnvelopeRecorded', { attempt: 1, envelope: unknownOutcome(incident) });
     await submit(incident, 'AttemptDispatched', { attempt: 2, input_hash: 'h1' });
-    await submit(incident, 'VerificationRecorded', { outcome: 'found_committed', checked_at: new Date().toISOString(), evidence_ref: `inv_${run}` });
+    await submit(incident, 'VerificationRecorded', {
+      outcome: 'found_committed',
+      checked_at: new Date().toISOString(),
+      evidence_ref: `inv_${run}`,
+    });
     await submit(incident, 'AttemptDispatched', { attempt: 2, input_hash: 'h1' });
     const ok = `run_${run}/step_2`;
-    await submit(ok, 'StepPlanned', { run_id: `run_${run}`, tool: 'send_email', side_effect: 'write', input_hash: 'h2' });
+    await submit(ok, 'StepPlanned', {
+      run_id: `run_${run}`,
+      tool: 'send_email',
+      side_effect: 'write',
+      input_hash: 'h2',
+    });
     await submit(ok, 'AttemptDispatched', { attempt: 1, input_hash: 'h2' });
     await submit(ok, 'EnvelopeRecorded', { attempt: 1, envelope: committed(ok, `msg_${run}`) });
     const fix = `run_${run}/step_3`;
-    await submit(fix, 'StepPlanned', { run_id: `run_${run}`, tool: 'send_email', side_effect: 'write', input_hash: 'h3' });
+    await submit(fix, 'StepPlanned', {
+      run_id: `run_${run}`,
+      tool: 'send_email',
+      side_effect: 'write',
+      input_hash: 'h3',
+    });
     await submit(fix, 'AttemptDispatched', { attempt: 1, input_hash: 'h3' });
     await submit(fix, 'EnvelopeRecorded', { attempt: 1, envelope: invalidInput(fix) });
     await submit(fix, 'AttemptDispatched', { attempt: 2, input_hash: 'h3' });
   }
   // Read-your-writes on every projection, so the live read model covers the whole log.
   const wait = `wait_for_position=${lastPosition}&wait_timeout_ms=20000`;
-  for (const path of [`/v1/operations/run_4%2Fstep_3/evidence?${wait}`, `/v1/runs/run_4?${wait}`, `/v1/recovery?${wait}`, `/v1/metrics/trust?${wait}`]) {
+  for (const path of [
+    `/v1/operations/run_4%2Fstep_3/evidence?${wait}`,
+    `/v1/runs/run_4?${wait}`,
+    `/v1/recovery?${wait}`,
+    `/v1/metrics/trust?${wait}`,
+  ]) {
     const answer = await request(ledger.baseUrl, 'GET', path);
     if (answer.status !== 200) throw new Error(`${path}: ${answer.status} ${JSON.stringify(answer.body)}`);
   }
@@ -73,19 +100,33 @@ describe('recovery-ledger projections rebuild', () => {
     const run = runCli(['projections', 'rebuild', '--progress', 'always', '--data-dir', ledger.dataDir]);
     expect(run.status).toBe(0);
     // The bar: count, rate and ETA.
-    expect(run.stderr).toMatch(/rebuilding step_state, evidence_trail, run_summary, trust_metrics \[=+\] 100% \| \d+ events \| \d+ events\/s \| ETA \d+s/);
+    expect(run.stderr).toMatch(
+      /rebuilding step_state, evidence_trail, run_summary, trust_metrics \[=+\] 100% \| \d+ events \| \d+ events\/s \| ETA \d+s/,
+    );
     const [summary, header, ...rows] = run.stdout.trimEnd().split('\n');
     expect(summary).toMatch(/^rebuilt 4 projections from \d+ events in \S+ (ms|s) \(\d+ events\/s\)$/);
     expect(header).toMatch(/^PROJECTION\s+VERSION\s+DOCUMENTS\s+CHECKPOINT$/);
     for (const projection of live) {
-      expect(rows).toContainEqual(expect.stringMatching(new RegExp(`^${projection.name}\\s+\\d+\\s+${projection.docs.length}\\s+${projection.checkpoint}$`)));
+      expect(rows).toContainEqual(
+        expect.stringMatching(
+          new RegExp(`^${projection.name}\\s+\\d+\\s+${projection.docs.length}\\s+${projection.checkpoint}$`),
+        ),
+      );
     }
     expect(dumpReadModel(ledger.dataDir)).toEqual(live);
   });
 
   it('rebuilds one projection by name (kebab-case or snake_case) and leaves it equal too', () => {
     const live = dumpReadModel(ledger.dataDir);
-    const run = runCli(['projections', 'rebuild', 'evidence-trail', '--progress', 'never', '--data-dir', ledger.dataDir]);
+    const run = runCli([
+      'projections',
+      'rebuild',
+      'evidence-trail',
+      '--progress',
+      'never',
+      '--data-dir',
+      ledger.dataDir,
+    ]);
     expect(run.status).toBe(0);
     expect(run.stderr).toBe('');
     expect(run.stdout).toMatch(/^rebuilt 1 projection from \d+ events/);
@@ -107,6 +148,8 @@ describe('recovery-ledger projections rebuild', () => {
   it('an unknown projection is a usage error that lists the real ones', () => {
     const run = runCli(['projections', 'rebuild', 'nope', '--data-dir', ledger.dataDir]);
     expect(run.status).toBe(2);
-    expect(run.stderr).toContain('no projection "nope"; the projections are step_state, evidence_trail, run_summary, trust_metrics');
+    expect(run.stderr).toContain(
+      'no projection "nope"; the projections are step_state, evidence_trail, run_summary, trust_metrics',
+    );
   });
 });

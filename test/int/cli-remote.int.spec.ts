@@ -18,8 +18,15 @@ let scratch: string;
 let lastPosition = 0;
 
 async function submit(ref: string, type: string, data: Record<string, unknown>): Promise<void> {
-  const answer = await request(ledger.baseUrl, 'POST', `/v1/operations/${encodeURIComponent(ref)}/events`, { events: [fact(type, data)] }, { authorization: `Bearer ${RUNTIME}` });
-  if (answer.status !== 200 && answer.status !== 409) throw new Error(`${type}: ${answer.status} ${JSON.stringify(answer.body)}`);
+  const answer = await request(
+    ledger.baseUrl,
+    'POST',
+    `/v1/operations/${encodeURIComponent(ref)}/events`,
+    { events: [fact(type, data)] },
+    { authorization: `Bearer ${RUNTIME}` },
+  );
+  if (answer.status !== 200 && answer.status !== 409)
+    throw new Error(`${type}: ${answer.status} ${JSON.stringify(answer.body)}`);
   if (answer.status === 200) lastPosition = answer.body.position;
 }
 
@@ -27,16 +34,39 @@ const remote = (key: string, ...args: string[]) => runCli([...args, '--url', led
 
 beforeAll(async () => {
   scratch = tempDataDir('remote-scratch');
-  ledger = await startLedger({ env: { LEDGER_API_KEYS: `${RUNTIME}:runtime:acme,${AUDITOR}:auditor:acme,${ADMIN}:admin:acme` } });
-  await submit(REF, 'StepPlanned', { run_id: 'run_81', tool: 'create_invoice', side_effect: 'write', input_hash: 'h1', policy: { verification_tool: 'get_invoice_by_operation_ref' } });
+  ledger = await startLedger({
+    env: { LEDGER_API_KEYS: `${RUNTIME}:runtime:acme,${AUDITOR}:auditor:acme,${ADMIN}:admin:acme` },
+  });
+  await submit(REF, 'StepPlanned', {
+    run_id: 'run_81',
+    tool: 'create_invoice',
+    side_effect: 'write',
+    input_hash: 'h1',
+    policy: { verification_tool: 'get_invoice_by_operation_ref' },
+  });
   await submit(REF, 'AttemptDispatched', { attempt: 1, input_hash: 'h1' });
   await submit(REF, 'EnvelopeRecorded', { attempt: 1, envelope: unknownOutcome(REF) });
   await submit(REF, 'AttemptDispatched', { attempt: 2, input_hash: 'h1' });
-  await submit(REF, 'VerificationRecorded', { outcome: 'found_committed', checked_at: new Date().toISOString(), evidence_ref: 'inv_123' });
-  await submit('run_81/step_5', 'StepPlanned', { run_id: 'run_81', tool: 'send_email', side_effect: 'write', input_hash: 'h2' });
+  await submit(REF, 'VerificationRecorded', {
+    outcome: 'found_committed',
+    checked_at: new Date().toISOString(),
+    evidence_ref: 'inv_123',
+  });
+  await submit('run_81/step_5', 'StepPlanned', {
+    run_id: 'run_81',
+    tool: 'send_email',
+    side_effect: 'write',
+    input_hash: 'h2',
+  });
   await submit('run_81/step_5', 'AttemptDispatched', { attempt: 1, input_hash: 'h2' });
   await submit('run_81/step_5', 'EnvelopeRecorded', { attempt: 1, envelope: committed('run_81/step_5', 'msg_1') });
-  const caughtUp = await request(ledger.baseUrl, 'GET', `/v1/operations/${encodeURIComponent(REF)}/evidence?wait_for_position=${lastPosition}&wait_timeout_ms=20000`, undefined, { authorization: `Bearer ${AUDITOR}` });
+  const caughtUp = await request(
+    ledger.baseUrl,
+    'GET',
+    `/v1/operations/${encodeURIComponent(REF)}/evidence?wait_for_position=${lastPosition}&wait_timeout_ms=20000`,
+    undefined,
+    { authorization: `Bearer ${AUDITOR}` },
+  );
   if (caughtUp.status !== 200) throw new Error(`projections did not catch up: ${JSON.stringify(caughtUp.body)}`);
 });
 
@@ -88,7 +118,9 @@ describe('the CLI against a service', () => {
     expect(readFileSync(file, 'utf8').split('\n').slice(1)).toEqual(local.stdout.split('\n').slice(1));
     const target = join(scratch, 'imported');
     expect(runCli(['import', file, '--data-dir', target]).status).toBe(0);
-    expect(runCli(['verify', '--data-dir', target]).stdout).toBe('verified 15 events in 2 streams: every hash chain holds\n');
+    expect(runCli(['verify', '--data-dir', target]).stdout).toBe(
+      'verified 15 events in 2 streams: every hash chain holds\n',
+    );
   });
 
   it("verify with an admin key checks the service's chains", () => {
@@ -101,8 +133,16 @@ describe('the CLI against a service', () => {
     const run = remote(ADMIN, 'projections', 'rebuild', '--progress', 'never');
     expect(run.stderr).toBe('');
     expect(run.status).toBe(0);
-    expect(run.stdout).toMatch(new RegExp(`^rebuilt step_state, evidence_trail, run_summary, trust_metrics on ${ledger.baseUrl} in `));
-    const evidence = await request(ledger.baseUrl, 'GET', `/v1/operations/${encodeURIComponent(REF)}/evidence`, undefined, { authorization: `Bearer ${AUDITOR}` });
+    expect(run.stdout).toMatch(
+      new RegExp(`^rebuilt step_state, evidence_trail, run_summary, trust_metrics on ${ledger.baseUrl} in `),
+    );
+    const evidence = await request(
+      ledger.baseUrl,
+      'GET',
+      `/v1/operations/${encodeURIComponent(REF)}/evidence`,
+      undefined,
+      { authorization: `Bearer ${AUDITOR}` },
+    );
     expect(evidence.status).toBe(200);
     expect(evidence.body.as_of_position).toBe(lastPosition);
   });

@@ -34,12 +34,20 @@ describe('recovery-ledger replay', () => {
     expect(lines[0]).toBe('run_81/step_4: 10 events, state succeeded');
     // One row per revision: the event, the state the fold reached, and the reason.
     const row = (revision: number) => lines.find((line) => line.startsWith(`${revision} `)) ?? '';
-    expect(row(0)).toMatch(/^0\s+2025-03-01T09:00:00\.000Z\s+StepPlanned\s+planned\s+0 used, 3 left\s+planned write create_invoice in run run_81/);
-    expect(row(4)).toMatch(/EnvelopeRecorded\s+dispatched\s+.*OUTCOME_UNKNOWN \(dependency, unknown\), tool says verify_operation/);
-    expect(row(5)).toMatch(/TransitionRecorded\s+verifying\s+.*dispatched -> verifying because OUTCOME_UNKNOWN; next verify_operation/);
+    expect(row(0)).toMatch(
+      /^0\s+2025-03-01T09:00:00\.000Z\s+StepPlanned\s+planned\s+0 used, 3 left\s+planned write create_invoice in run run_81/,
+    );
+    expect(row(4)).toMatch(
+      /EnvelopeRecorded\s+dispatched\s+.*OUTCOME_UNKNOWN \(dependency, unknown\), tool says verify_operation/,
+    );
+    expect(row(5)).toMatch(
+      /TransitionRecorded\s+verifying\s+.*dispatched -> verifying because OUTCOME_UNKNOWN; next verify_operation/,
+    );
     expect(row(6)).toMatch(/2025-03-01T09:00:04\.500Z\s+DispatchRefused\s+verifying\s+.*refused: VERIFY_BEFORE_RETRY$/);
     expect(row(7)).toMatch(/VerificationRecorded\s+verifying\s+.*found_committed, evidence inv_123$/);
-    expect(row(8)).toMatch(/TransitionRecorded\s+succeeded\s+1 used, 0 left\s+verifying -> succeeded because VERIFIED_COMMITTED; next none$/);
+    expect(row(8)).toMatch(
+      /TransitionRecorded\s+succeeded\s+1 used, 0 left\s+verifying -> succeeded because VERIFIED_COMMITTED; next none$/,
+    );
     expect(row(9)).toMatch(/DispatchRefused\s+succeeded\s+.*duplicate write prevented$/);
     const times = run.stdout.slice(run.stdout.indexOf('Time in each state'));
     expect(times).toMatch(/planned\s+2025-03-01T09:00:00\.000Z\s+1\.5 s/);
@@ -125,11 +133,21 @@ describe('recovery-ledger evidence', () => {
   it('prints the verdict, how it was proven, and the trail', () => {
     const run = runCli(['evidence', REF, '--data-dir', dataDir]);
     expect(run.status).toBe(0);
-    expect(run.stdout).toContain('verdict:   committed — verified via get_invoice_by_operation_ref, evidence inv_123; 1 duplicate write prevented');
+    expect(run.stdout).toContain(
+      'verdict:   committed — verified via get_invoice_by_operation_ref, evidence inv_123; 1 duplicate write prevented',
+    );
     expect(run.stdout).toMatch(/commit:\s+committed, proven by verification \(event [0-9a-f-]{36}\)/);
-    expect(run.stdout).toMatch(/^6\s+2025-03-01T09:00:04\.500Z\s+refusal\s+runtime-1\s+dispatch of attempt 2 refused: VERIFY_BEFORE_RETRY$/m);
+    expect(run.stdout).toMatch(
+      /^6\s+2025-03-01T09:00:04\.500Z\s+refusal\s+runtime-1\s+dispatch of attempt 2 refused: VERIFY_BEFORE_RETRY$/m,
+    );
     const json = JSON.parse(runCli(['evidence', REF, '--data-dir', dataDir, '--json']).stdout);
-    expect(json.verdict).toMatchObject({ status: 'succeeded', commit_state: 'committed', proven_by: 'verification', evidence_ref: 'inv_123', duplicates_prevented: 1 });
+    expect(json.verdict).toMatchObject({
+      status: 'succeeded',
+      commit_state: 'committed',
+      proven_by: 'verification',
+      evidence_ref: 'inv_123',
+      duplicates_prevented: 1,
+    });
     // The proof is the verification event of the trail.
     const proof = json.entries.find((entry: { event_id: string }) => entry.event_id === json.verdict.proof_event_id);
     expect(proof).toMatchObject({ kind: 'verification', revision: 7 });
@@ -140,7 +158,8 @@ describe('the command line', () => {
   it('--help lists the commands and the exit codes, and exits 0', () => {
     const run = runCli(['--help']);
     expect(run.status).toBe(0);
-    for (const command of ['replay', 'evidence', 'tail', 'projections', 'export', 'import', 'verify']) expect(run.stdout).toContain(`  ${command}`);
+    for (const command of ['replay', 'evidence', 'tail', 'projections', 'export', 'import', 'verify'])
+      expect(run.stdout).toContain(`  ${command}`);
     expect(run.stdout).toContain('Exit codes:');
     expect(runCli(['replay', '--help']).stdout).toContain('--as-of <revision>');
   });

@@ -24,7 +24,9 @@ describe('recovery-ledger tail', () => {
     expect(run.status).toBe(0);
     const lines = run.stdout.trimEnd().split('\n');
     expect(lines).toHaveLength(3);
-    expect(lines[0]).toMatch(/^21\s+2025-03-01T\S+\s+default run_82\/step_1\s+r\d+\s+EnvelopeRecorded\s+attempt 1 failed: INVALID_RECIPIENT_ADDRESS/);
+    expect(lines[0]).toMatch(
+      /^21\s+2025-03-01T\S+\s+default run_82\/step_1\s+r\d+\s+EnvelopeRecorded\s+attempt 1 failed: INVALID_RECIPIENT_ADDRESS/,
+    );
     expect(lines[2]).toMatch(/^23\s.*DispatchRefused\s+dispatch of attempt 2 refused: UNCHANGED_RETRY$/);
     // --json writes the export's event lines.
     const json = runCli(['tail', '--from', '22', '--no-follow', '--json', '--data-dir', dataDir]);
@@ -38,13 +40,20 @@ describe('recovery-ledger tail', () => {
     expect(tail.stdout()).toBe('');
 
     const writer = await openSeeder(dataDir, { start: '2025-03-02T10:00:00.000Z' });
-    await writer.submit('run_83/step_1', 'StepPlanned', { run_id: 'run_83', tool: 'refund_payment', side_effect: 'write', input_hash: 'sha256:dd01' });
+    await writer.submit('run_83/step_1', 'StepPlanned', {
+      run_id: 'run_83',
+      tool: 'refund_payment',
+      side_effect: 'write',
+      input_hash: 'sha256:dd01',
+    });
     await writer.close();
 
     // The plan and the transition it caused.
     await waitFor(() => lineCount(tail.stdout()) === 2, 'the appended events to be printed');
     const [plan, transition] = tail.stdout().trimEnd().split('\n');
-    expect(plan).toMatch(/^24\s+2025-03-02T10:00:00\.000Z\s+default run_83\/step_1\s+r0\s+StepPlanned\s+planned write refund_payment in run run_83/);
+    expect(plan).toMatch(
+      /^24\s+2025-03-02T10:00:00\.000Z\s+default run_83\/step_1\s+r0\s+StepPlanned\s+planned write refund_payment in run run_83/,
+    );
     expect(transition).toMatch(/^25\s.*TransitionRecorded\s+unplanned -> planned because STEP_PLANNED; next dispatch$/);
 
     tail.child.kill('SIGINT');

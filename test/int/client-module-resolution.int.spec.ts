@@ -33,7 +33,8 @@ const SETTINGS: Array<[string, ts.CompilerOptions]> = [
 let consumer: string;
 
 beforeAll(() => {
-  if (!existsSync(join(ROOT, 'packages/client/dist/index.d.ts'))) throw new Error('dist/ is missing: npm run build first');
+  if (!existsSync(join(ROOT, 'packages/client/dist/index.d.ts')))
+    throw new Error('dist/ is missing: npm run build first');
   consumer = mkdtempSync(join(tmpdir(), 'ledger-client-consumer-'));
   mkdirSync(join(consumer, 'node_modules', '@recovery-ledger'), { recursive: true });
   symlinkSync(join(ROOT, 'packages/client'), join(consumer, 'node_modules', '@recovery-ledger', 'client'), 'dir');
@@ -58,9 +59,14 @@ describe('@recovery-ledger/client from another project', () => {
       types: ['node'],
       typeRoots: [join(ROOT, 'node_modules/@types')],
     });
-    const diagnostics = ts.getPreEmitDiagnostics(program).map((d) => ts.flattenDiagnosticMessageText(d.messageText, '\n'));
+    const diagnostics = ts
+      .getPreEmitDiagnostics(program)
+      .map((d) => ts.flattenDiagnosticMessageText(d.messageText, '\n'));
     expect(diagnostics).toEqual([]);
-    const resolved = program.getSourceFiles().map((file) => file.fileName).filter((name) => /\/packages\/client\/dist\/index\.d\.m?ts$/.test(name));
+    const resolved = program
+      .getSourceFiles()
+      .map((file) => file.fileName)
+      .filter((name) => /\/packages\/client\/dist\/index\.d\.m?ts$/.test(name));
     expect(resolved).toHaveLength(1);
   });
 });

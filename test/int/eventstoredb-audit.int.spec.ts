@@ -29,7 +29,8 @@ describe('the log audit on EventStoreDB', () => {
   it('passes on intact chains, then reports a soft-deleted and a truncated stream', async () => {
     const prefix = `op-audit${randomUUID().slice(0, 6)}:`;
     const names = ['a', 'b', 'c'].map((name) => `${prefix}${name}`);
-    for (const stream of names) await store.append(stream, NO_STREAM, sealEvents(stream, undefined, [newEvent('A'), newEvent('B')]));
+    for (const stream of names)
+      await store.append(stream, NO_STREAM, sealEvents(stream, undefined, [newEvent('A'), newEvent('B')]));
     const clean = await auditLog(store, { streamPrefix: prefix });
     expect(clean).toMatchObject({ ok: true, anchored: false, events: 6 });
 
@@ -51,7 +52,13 @@ describe('the log audit on EventStoreDB', () => {
     const leases = new EventStoreDbLeaseStore({ connectionString: double.connectionString });
     const clock = new EventStoreDbTimeBaseStore({ connectionString: double.connectionString });
     try {
-      await leases.acquire({ key: `default:${randomUUID()}`, leaseId: 'l1', holder: 'w1', nowMs: Date.now(), ttlMs: 1000 });
+      await leases.acquire({
+        key: `default:${randomUUID()}`,
+        leaseId: 'l1',
+        holder: 'w1',
+        nowMs: Date.now(),
+        ttlMs: 1000,
+      });
       await clock.adoptBase({ boot_id: randomUUID(), wall_ms: Date.now(), monotonic_ms: 1, instance_id: 'i1' });
       await clock.beat({ instance_id: 'i1', boot_id: 'b', ledger_ms: Date.now(), monotonic_ms: 1, seq: 1 });
     } finally {
@@ -60,6 +67,10 @@ describe('the log audit on EventStoreDB', () => {
     const stream = `${prefix}a`;
     await store.append(stream, NO_STREAM, sealEvents(stream, undefined, [newEvent('A')]));
     expect(await auditLog(store, { streamPrefix: prefix })).toMatchObject({ ok: true, events: expect.any(Number) });
-    expect((await store.readAll({ after: 0, limit: 10_000 })).map((event) => event.stream).filter((name) => !name.startsWith('op-'))).toEqual([]);
+    expect(
+      (await store.readAll({ after: 0, limit: 10_000 }))
+        .map((event) => event.stream)
+        .filter((name) => !name.startsWith('op-')),
+    ).toEqual([]);
   });
 });

@@ -6,7 +6,12 @@
  */
 import { randomUUID } from 'node:crypto';
 import { BACKWARDS, END, EventStoreDBClient, FORWARDS } from '@eventstore/db-client';
-import { NO_STREAM, RevisionConflictError, StoreUnavailableError, type EventStore } from '../../src/store/event-store.port';
+import {
+  NO_STREAM,
+  RevisionConflictError,
+  StoreUnavailableError,
+  type EventStore,
+} from '../../src/store/event-store.port';
 import { InvalidEventError } from '../../src/store/eventstoredb/eventstoredb-event-codec';
 import { EventStoreDbEventStore } from '../../src/store/eventstoredb/eventstoredb-event-store.adapter';
 import { newEvent, testEventStore, type StoreFaults } from '../contract/event-store.contract';
@@ -31,7 +36,8 @@ function operatorFaults(connectionString: string, outage?: StoreFaults['outage']
   };
   return {
     softDelete: (stream) => withClient((client) => client.deleteStream(stream)),
-    truncateBefore: (stream, revision) => withClient((client) => client.setStreamMetadata(stream, { truncateBefore: revision })),
+    truncateBefore: (stream, revision) =>
+      withClient((client) => client.setStreamMetadata(stream, { truncateBefore: revision })),
     tombstone: (stream) => withClient((client) => client.tombstoneStream(stream)),
     outage:
       outage ??
@@ -110,7 +116,9 @@ for (const variant of VARIANTS) {
 
     it(`sent its appends through ${variant.expectedPath} only`, () => {
       // The store's appends only: the faults' own client writes stream metadata its own way.
-      const paths = new Set(double.appends.filter((append) => !append.stream.startsWith('$$')).map((append) => append.method));
+      const paths = new Set(
+        double.appends.filter((append) => !append.stream.startsWith('$$')).map((append) => append.method),
+      );
       expect([...paths]).toEqual([variant.expectedPath]);
     });
   });
@@ -205,12 +213,15 @@ describe('EventStoreDB adapter specifics (protocol double)', () => {
     const seen: string[] = [];
     let done!: () => void;
     const delivered = new Promise<void>((resolve) => (done = resolve));
-    const subscription = store.subscribe({ after: start }, {
-      onEvents: (events) => {
-        seen.push(...events.map((event) => event.type));
-        if (seen.includes('Later')) done();
+    const subscription = store.subscribe(
+      { after: start },
+      {
+        onEvents: (events) => {
+          seen.push(...events.map((event) => event.type));
+          if (seen.includes('Later')) done();
+        },
       },
-    });
+    );
     double.appendSystemEvent();
     await store.append(name, 0, [newEvent('Later')]);
     await delivered;
@@ -240,7 +251,9 @@ describe('EventStoreDB adapter specifics (protocol double)', () => {
     const name = stream();
     const first = newEvent('First');
     await store.append(name, NO_STREAM, [first, newEvent('Second')]);
-    await expect(store.append(name, NO_STREAM, [first, newEvent('Other')])).rejects.toBeInstanceOf(RevisionConflictError);
+    await expect(store.append(name, NO_STREAM, [first, newEvent('Other')])).rejects.toBeInstanceOf(
+      RevisionConflictError,
+    );
     await expect(store.append(name, NO_STREAM, [first])).resolves.toMatchObject({ revision: 0 });
     expect((await store.readStream(name)).map((event) => event.type)).toEqual(['First', 'Second']);
   });
@@ -260,8 +273,12 @@ describe('EventStoreDB adapter specifics (protocol double)', () => {
     const appendsBefore = double.callCounts.BatchAppend + double.callCounts.Append;
     const upper = { ...newEvent(), event_id: randomUUID().toUpperCase() };
     await expect(store.append(name, NO_STREAM, [upper])).rejects.toBeInstanceOf(InvalidEventError);
-    await expect(store.append(name, NO_STREAM, [newEvent('X', { when: new Date() })])).rejects.toThrow(/events\[0\]\.data\.when: a Date object/);
-    await expect(store.append(name, NO_STREAM, [newEvent('X', { ratio: Number.NaN })])).rejects.toBeInstanceOf(InvalidEventError);
+    await expect(store.append(name, NO_STREAM, [newEvent('X', { when: new Date() })])).rejects.toThrow(
+      /events\[0\]\.data\.when: a Date object/,
+    );
+    await expect(store.append(name, NO_STREAM, [newEvent('X', { ratio: Number.NaN })])).rejects.toBeInstanceOf(
+      InvalidEventError,
+    );
     await expect(store.append(name, NO_STREAM, [newEvent('$system')])).rejects.toBeInstanceOf(InvalidEventError);
     await expect(store.append('$settings', NO_STREAM, [newEvent()])).rejects.toBeInstanceOf(InvalidEventError);
     await expect(store.append(name, NO_STREAM, [])).rejects.toThrow(/at least one event/);
@@ -274,7 +291,9 @@ describe('EventStoreDB adapter specifics (protocol double)', () => {
     const limited = new EventStoreDbEventStore({ connectionString: small.connectionString });
     try {
       const name = stream();
-      await expect(limited.append(name, NO_STREAM, [newEvent('Big', { blob: 'x'.repeat(4096) })])).rejects.toBeInstanceOf(InvalidEventError);
+      await expect(
+        limited.append(name, NO_STREAM, [newEvent('Big', { blob: 'x'.repeat(4096) })]),
+      ).rejects.toBeInstanceOf(InvalidEventError);
       expect(await limited.readStream(name)).toEqual([]);
     } finally {
       await limited.close();
@@ -283,9 +302,9 @@ describe('EventStoreDB adapter specifics (protocol double)', () => {
   });
 
   it('refuses a client configured with throwOnAppendFailure=false', () => {
-    expect(() => new EventStoreDbEventStore({ connectionString: `${double.connectionString}&throwOnAppendFailure=false` })).toThrow(
-      /throwOnAppendFailure/,
-    );
+    expect(
+      () => new EventStoreDbEventStore({ connectionString: `${double.connectionString}&throwOnAppendFailure=false` }),
+    ).toThrow(/throwOnAppendFailure/);
   });
 
   it('reads only what it appended through the port back as port events', async () => {
@@ -293,8 +312,21 @@ describe('EventStoreDB adapter specifics (protocol double)', () => {
     const name = stream();
     await stores[0].append(name, NO_STREAM, [newEvent('Typed', { nested: { list: [1, 'a', null] } })]);
     const [event] = await stores[0].readStream(name);
-    expect(event).toMatchObject({ stream: name, revision: 0, type: 'Typed', data: { nested: { list: [1, 'a', null] } } });
-    expect(Object.keys(event).sort()).toEqual(['data', 'event_id', 'metadata', 'position', 'revision', 'stream', 'type']);
+    expect(event).toMatchObject({
+      stream: name,
+      revision: 0,
+      type: 'Typed',
+      data: { nested: { list: [1, 'a', null] } },
+    });
+    expect(Object.keys(event).sort()).toEqual([
+      'data',
+      'event_id',
+      'metadata',
+      'position',
+      'revision',
+      'stream',
+      'type',
+    ]);
   });
 });
 
@@ -340,7 +372,9 @@ describe('the protocol double answers reads as the server does', () => {
   });
 
   it('answers StreamNotFound for a stream that was never written', async () => {
-    await expect(drain(client.readStream(`op-reads:${randomUUID()}`))).rejects.toMatchObject({ type: 'stream-not-found' });
+    await expect(drain(client.readStream(`op-reads:${randomUUID()}`))).rejects.toMatchObject({
+      type: 'stream-not-found',
+    });
   });
 });
 
@@ -443,7 +477,10 @@ describe('maximum append size by server version (protocol double)', () => {
       try {
         expect(double.maxAppendSize).toBe(defaultMaxAppendSize(version));
         const name = `op-size:${randomUUID()}`;
-        const batch = [newEvent('Big', { blob: 'x'.repeat(768 * 1024) }), newEvent('Big', { blob: 'y'.repeat(768 * 1024) })];
+        const batch = [
+          newEvent('Big', { blob: 'x'.repeat(768 * 1024) }),
+          newEvent('Big', { blob: 'y'.repeat(768 * 1024) }),
+        ];
         if (accepted) {
           await expect(store.append(name, NO_STREAM, batch)).resolves.toMatchObject({ revision: 1 });
           expect(await store.readStream(name)).toHaveLength(2);

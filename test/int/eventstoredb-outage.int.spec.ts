@@ -8,7 +8,10 @@ import { randomUUID } from 'node:crypto';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { NO_STREAM, StoreUnavailableError, type NewEvent, type StoredEvent } from '../../src/store/event-store.port';
 import { InvalidEventError } from '../../src/store/eventstoredb/eventstoredb-event-codec';
-import { EventStoreDbEventStore, type EventStoreDbTuning } from '../../src/store/eventstoredb/eventstoredb-event-store.adapter';
+import {
+  EventStoreDbEventStore,
+  type EventStoreDbTuning,
+} from '../../src/store/eventstoredb/eventstoredb-event-store.adapter';
 import type { SubscriptionStatus } from '../../src/store/eventstoredb/eventstoredb-subscription';
 import { reconnectDelay } from '../../src/store/eventstoredb/reconnect-backoff';
 import { newEvent } from '../contract/event-store.contract';
@@ -28,7 +31,10 @@ interface Consumer {
   reach(count: number): Promise<void>;
 }
 
-function consumer(): Consumer & { onEvents(events: StoredEvent[]): Promise<void>; onStatus(status: SubscriptionStatus): void } {
+function consumer(): Consumer & {
+  onEvents(events: StoredEvent[]): Promise<void>;
+  onStatus(status: SubscriptionStatus): void;
+} {
   const seen: StoredEvent[] = [];
   const statuses: SubscriptionStatus[] = [];
   const waiters: Array<{ count: number; resolve(): void }> = [];
@@ -55,7 +61,12 @@ function consumer(): Consumer & { onEvents(events: StoredEvent[]): Promise<void>
  * Appends as the ledger does through an outage: a StoreUnavailableError means the outcome is
  * unknown, so the same batch is sent again at the same expected revision until it is answered.
  */
-async function appendMany(store: EventStoreDbEventStore, prefix: string, streams: number, batches: number): Promise<number> {
+async function appendMany(
+  store: EventStoreDbEventStore,
+  prefix: string,
+  streams: number,
+  batches: number,
+): Promise<number> {
   const revisions = new Map<string, number>();
   let retries = 0;
   for (let batch = 0; batch < batches; batch++) {
@@ -81,7 +92,8 @@ async function appendMany(store: EventStoreDbEventStore, prefix: string, streams
 function expectExactlyOnceInOrder(seen: StoredEvent[], expected: StoredEvent[]): void {
   expect(seen.map((event) => event.event_id)).toEqual(expected.map((event) => event.event_id));
   expect(new Set(seen.map((event) => event.event_id)).size).toBe(seen.length);
-  for (let index = 1; index < seen.length; index++) expect(seen[index].position).toBeGreaterThan(seen[index - 1].position);
+  for (let index = 1; index < seen.length; index++)
+    expect(seen[index].position).toBeGreaterThan(seen[index - 1].position);
 }
 
 describe('EventStoreDB adapter through outages (protocol double)', () => {
@@ -223,7 +235,12 @@ describe('EventStoreDB adapter through outages (protocol double)', () => {
     });
 
     it('never answered: the adapter deadline turns it into a typed 503 instead of a hang', async () => {
-      const quick = new EventStoreDbEventStore({ connectionString: double.connectionString, ...FAST_RECOVERY, appendTimeoutMs: 300, batchAppend });
+      const quick = new EventStoreDbEventStore({
+        connectionString: double.connectionString,
+        ...FAST_RECOVERY,
+        appendTimeoutMs: 300,
+        batchAppend,
+      });
       try {
         const stream = `op-silent:${randomUUID()}`;
         double.hooks = { beforeCommit: () => new Promise<void>(() => undefined) };

@@ -19,7 +19,8 @@ import { LedgerScenario } from '../unit/projections/support/ledger-scenario';
 /** The samples of one metric family in an exposition, by their label text. */
 function samples(exposition: string, name: string): Map<string, number> {
   const found = new Map<string, number>();
-  for (const match of exposition.matchAll(new RegExp(`^${name}(\\{[^}]*\\})? (\\S+)$`, 'gm'))) found.set(match[1] ?? '', Number(match[2]));
+  for (const match of exposition.matchAll(new RegExp(`^${name}(\\{[^}]*\\})? (\\S+)$`, 'gm')))
+    found.set(match[1] ?? '', Number(match[2]));
   return found;
 }
 
@@ -60,9 +61,19 @@ describe('projection lag on the EventStoreDB adapter (protocol double)', () => {
     expect(head).not.toBe(log.length);
 
     const now = scenario.clock.ms + 60_000;
-    engine = new ProjectionEngine({ store, readModel, projections: LEDGER_PROJECTIONS, now: () => now, restartDelayMs: null });
+    engine = new ProjectionEngine({
+      store,
+      readModel,
+      projections: LEDGER_PROJECTIONS,
+      now: () => now,
+      restartDelayMs: null,
+    });
     const registry = new Registry();
-    registerProjectionMetrics(registry, { lag: () => engine!.lag(), status: () => engine!.status(), trustDocs: () => [] });
+    registerProjectionMetrics(registry, {
+      lag: () => engine!.lag(),
+      status: () => engine!.status(),
+      trustDocs: () => [],
+    });
 
     expect(await engine.lag()).toEqual(
       LEDGER_PROJECTIONS.map((projection) => ({
@@ -85,12 +96,18 @@ describe('projection lag on the EventStoreDB adapter (protocol double)', () => {
     await store.append(`elsewhere-${randomUUID()}`, NO_STREAM, [newEvent('SomethingElse')]);
     const later = await store.headPosition();
     expect(later).toBeGreaterThan(head);
-    expect((await engine.lag()).map(({ checkpoint, events_behind, ms_behind }) => ({ checkpoint, events_behind, ms_behind }))).toEqual(
-      LEDGER_PROJECTIONS.map(() => ({ checkpoint: head, events_behind: 0, ms_behind: 0 })),
-    );
+    expect(
+      (await engine.lag()).map(({ checkpoint, events_behind, ms_behind }) => ({
+        checkpoint,
+        events_behind,
+        ms_behind,
+      })),
+    ).toEqual(LEDGER_PROJECTIONS.map(() => ({ checkpoint: head, events_behind: 0, ms_behind: 0 })));
     // A registry of its own: the first one holds its last scrape's lag for a moment.
     const fresh = new Registry();
     registerProjectionMetrics(fresh, { lag: () => engine!.lag(), status: () => engine!.status(), trustDocs: () => [] });
-    expect([...samples(await fresh.metrics(), 'ledger_projection_lag_events').values()]).toEqual(LEDGER_PROJECTIONS.map(() => 0));
+    expect([...samples(await fresh.metrics(), 'ledger_projection_lag_events').values()]).toEqual(
+      LEDGER_PROJECTIONS.map(() => 0),
+    );
   });
 });

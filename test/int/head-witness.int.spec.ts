@@ -51,7 +51,12 @@ describe('the head witness', () => {
     const file = join(dir, 'witness.json');
     await writeHeadWitness(file, await currentHead(store), '2026-12-04T00:00:00.000Z', KEY);
     const witness = readHeadWitness(file)!;
-    expect(witness).toMatchObject({ format: 'recovery-ledger-head-witness', position: 3, events: 3, last: { stream: 'op-t:a', revision: 2 } });
+    expect(witness).toMatchObject({
+      format: 'recovery-ledger-head-witness',
+      position: 3,
+      events: 3,
+      last: { stream: 'op-t:a', revision: 2 },
+    });
     expect((await checkAgainstWitness(store, witness, KEY)).findings).toEqual([]);
 
     await store.close();
@@ -64,11 +69,15 @@ describe('the head witness', () => {
     const ahead = readHeadWitness(file)!;
 
     const older = open('older.sqlite');
-    expect((await checkAgainstWitness(older, ahead, KEY)).findings.map((finding) => finding.kind)).toEqual(['log_behind_witness']);
+    expect((await checkAgainstWitness(older, ahead, KEY)).findings.map((finding) => finding.kind)).toEqual([
+      'log_behind_witness',
+    ]);
 
     // The older copy grown again to the same length by other events: another log, not the one seen.
     await append(older, 'op-t:c', 2, 'other');
-    expect((await checkAgainstWitness(older, ahead, KEY)).findings.map((finding) => finding.kind)).toEqual(['witness_entry_differs']);
+    expect((await checkAgainstWitness(older, ahead, KEY)).findings.map((finding) => finding.kind)).toEqual([
+      'witness_entry_differs',
+    ]);
   });
 
   it('reports a witness edited without the key', async () => {
@@ -78,15 +87,23 @@ describe('the head witness', () => {
     await writeHeadWitness(file, await currentHead(store), '2026-12-04T00:00:00.000Z', KEY);
     const edited = { ...JSON.parse(readFileSync(file, 'utf8')), position: 1, events: 1 };
     writeFileSync(file, JSON.stringify(edited));
-    const findings = (await checkAgainstWitness(store, readHeadWitness(file)!, KEY)).findings.map((finding) => finding.kind);
+    const findings = (await checkAgainstWitness(store, readHeadWitness(file)!, KEY)).findings.map(
+      (finding) => finding.kind,
+    );
     expect(findings).toContain('witness_signature_invalid');
   });
 
   it('refuses a witness inside the data directory, and an acceptance without a reason', () => {
     const base = { LEDGER_DATA_DIR: join(dir, 'data') };
-    expect(() => loadConfig({ ...base, LEDGER_HEAD_WITNESS_FILE: join(dir, 'data', 'witness.json') })).toThrow(ConfigError);
-    expect(loadConfig({ ...base, LEDGER_HEAD_WITNESS_FILE: join(dir, 'elsewhere', 'witness.json') }).headWitnessFile).toBe(join(dir, 'elsewhere', 'witness.json'));
+    expect(() => loadConfig({ ...base, LEDGER_HEAD_WITNESS_FILE: join(dir, 'data', 'witness.json') })).toThrow(
+      ConfigError,
+    );
+    expect(
+      loadConfig({ ...base, LEDGER_HEAD_WITNESS_FILE: join(dir, 'elsewhere', 'witness.json') }).headWitnessFile,
+    ).toBe(join(dir, 'elsewhere', 'witness.json'));
     expect(() => loadConfig({ ...base, LEDGER_ACCEPT_ROLLBACK: '1' })).toThrow(/LEDGER_ACCEPT_ROLLBACK_REASON/);
-    expect(loadConfig({ ...base, LEDGER_ACCEPT_ROLLBACK: '1', LEDGER_ACCEPT_ROLLBACK_REASON: 'disk lost' }).acceptRollback).toEqual({ reason: 'disk lost' });
+    expect(
+      loadConfig({ ...base, LEDGER_ACCEPT_ROLLBACK: '1', LEDGER_ACCEPT_ROLLBACK_REASON: 'disk lost' }).acceptRollback,
+    ).toEqual({ reason: 'disk lost' });
   });
 });

@@ -23,22 +23,36 @@ describe('Idempotency-Key keeper', () => {
     const keys = keeper();
     let finish: (value: unknown) => void = () => undefined;
     const first = keys.run(caller, 'k1', request, () => new Promise((resolve) => (finish = resolve)));
-    await expect(keys.run(caller, 'k1', request, async () => 'second')).rejects.toMatchObject({ code: 'IDEMPOTENCY_KEY_IN_FLIGHT' });
+    await expect(keys.run(caller, 'k1', request, async () => 'second')).rejects.toMatchObject({
+      code: 'IDEMPOTENCY_KEY_IN_FLIGHT',
+    });
     finish({ revision: 1 });
     await expect(first).resolves.toEqual({ answer: { revision: 1 }, replayed: false });
-    await expect(keys.run(caller, 'k1', request, async () => 'again')).resolves.toEqual({ answer: { revision: 1 }, replayed: true });
+    await expect(keys.run(caller, 'k1', request, async () => 'again')).resolves.toEqual({
+      answer: { revision: 1 },
+      replayed: true,
+    });
     keys.onModuleDestroy();
     // Kept on disk: a restarted service replays it too, and still refuses another body.
     const restarted = keeper();
-    await expect(restarted.run(caller, 'k1', request, async () => 'after restart')).resolves.toEqual({ answer: { revision: 1 }, replayed: true });
-    await expect(restarted.run(caller, 'k1', { ...request, body: { events: [] } }, async () => 'other')).rejects.toMatchObject({ code: 'IDEMPOTENCY_KEY_REUSED' });
+    await expect(restarted.run(caller, 'k1', request, async () => 'after restart')).resolves.toEqual({
+      answer: { revision: 1 },
+      replayed: true,
+    });
+    await expect(
+      restarted.run(caller, 'k1', { ...request, body: { events: [] } }, async () => 'other'),
+    ).rejects.toMatchObject({ code: 'IDEMPOTENCY_KEY_REUSED' });
     restarted.onModuleDestroy();
   });
 
   it('keeps nothing for a refused request: a retry with the key is decided again', async () => {
     const keys = keeper();
-    await expect(keys.run(caller, 'k2', request, async () => Promise.reject(new LedgerProblem('STEP_NOT_PLANNED', 'no plan')))).rejects.toMatchObject({ code: 'STEP_NOT_PLANNED' });
-    await expect(keys.run(caller, 'k2', { ...request, body: { events: [{ event_id: 'e2' }] } }, async () => 'corrected')).resolves.toEqual({ answer: 'corrected', replayed: false });
+    await expect(
+      keys.run(caller, 'k2', request, async () => Promise.reject(new LedgerProblem('STEP_NOT_PLANNED', 'no plan'))),
+    ).rejects.toMatchObject({ code: 'STEP_NOT_PLANNED' });
+    await expect(
+      keys.run(caller, 'k2', { ...request, body: { events: [{ event_id: 'e2' }] } }, async () => 'corrected'),
+    ).resolves.toEqual({ answer: 'corrected', replayed: false });
     keys.onModuleDestroy();
   });
 });

@@ -16,7 +16,10 @@ testLeaseStore('sqlite (two connections to one file, beside the log)', async () 
   const file = join(dir, 'events.sqlite');
   // The log's own connection is open too, as in the service.
   const events = SqliteEventStore.open({ file });
-  const stores: [SqliteLeaseStore, SqliteLeaseStore] = [SqliteLeaseStore.open({ file }), SqliteLeaseStore.open({ file })];
+  const stores: [SqliteLeaseStore, SqliteLeaseStore] = [
+    SqliteLeaseStore.open({ file }),
+    SqliteLeaseStore.open({ file }),
+  ];
   return {
     stores,
     cleanup: async () => {

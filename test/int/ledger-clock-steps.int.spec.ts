@@ -16,7 +16,11 @@ import { seedEnvelopes } from '../../packages/core/test/support/seed-envelopes';
 
 const HOUR = 3_600_000;
 const settings = { envelopeLimits: DEFAULT_ENVELOPE_LIMITS, defaultPolicy: DEFAULT_POLICY, maxConflictRetries: 5 };
-const ev = (type: SubmittedEvent['type'], data: Record<string, unknown>): SubmittedEvent => ({ event_id: randomUUID(), type, data: data as never });
+const ev = (type: SubmittedEvent['type'], data: Record<string, unknown>): SubmittedEvent => ({
+  event_id: randomUUID(),
+  type,
+  data: data as never,
+});
 
 function machine(startWall = Date.parse('2026-05-01T10:00:00.000Z')) {
   const time = { wall: startWall, monotonic: 0 };
@@ -50,9 +54,13 @@ describe('decisions on a wall clock that steps', () => {
 
   async function unknownOutcome(ledger: LedgerService, ref: string) {
     const context = { tenant: 'acme', actor: 'key_test', operationRef: ref };
-    await ledger.submit(context, { events: [ev('StepPlanned', { run_id: 'run_1', tool: 'create_invoice', side_effect: 'write', input_hash: 'h1' })] });
+    await ledger.submit(context, {
+      events: [ev('StepPlanned', { run_id: 'run_1', tool: 'create_invoice', side_effect: 'write', input_hash: 'h1' })],
+    });
     await ledger.submit(context, { events: [ev('AttemptDispatched', { attempt: 1, input_hash: 'h1' })] });
-    await ledger.submit(context, { events: [ev('EnvelopeRecorded', { attempt: 1, envelope: seedEnvelopes.outcomeUnknown(ref) })] });
+    await ledger.submit(context, {
+      events: [ev('EnvelopeRecorded', { attempt: 1, envelope: seedEnvelopes.outcomeUnknown(ref) })],
+    });
     return context;
   }
 
@@ -62,11 +70,26 @@ describe('decisions on a wall clock that steps', () => {
     const context = await unknownOutcome(ledger, 'run_1/forward');
     m.elapse(1_000);
     m.time.wall += HOUR;
-    const notFound = ev('VerificationRecorded', { outcome: 'not_found', checked_at: new Date(m.time.wall).toISOString() });
+    const notFound = ev('VerificationRecorded', {
+      outcome: 'not_found',
+      checked_at: new Date(m.time.wall).toISOString(),
+    });
     expect(await refusalCode(ledger.submit(context, { events: [notFound] }))).toBe('VERIFICATION_PREMATURE');
-    expect(await refusalCode(ledger.submit(context, { events: [ev('AttemptDispatched', { attempt: 2, input_hash: 'h1' })] }))).toBe('VERIFY_BEFORE_RETRY');
+    expect(
+      await refusalCode(
+        ledger.submit(context, { events: [ev('AttemptDispatched', { attempt: 2, input_hash: 'h1' })] }),
+      ),
+    ).toBe('VERIFY_BEFORE_RETRY');
     m.elapse(30_000);
-    expect(await refusalCode(ledger.submit(context, { events: [ev('VerificationRecorded', { outcome: 'not_found', checked_at: new Date(m.time.wall).toISOString() })] }))).toBe('ACCEPTED');
+    expect(
+      await refusalCode(
+        ledger.submit(context, {
+          events: [
+            ev('VerificationRecorded', { outcome: 'not_found', checked_at: new Date(m.time.wall).toISOString() }),
+          ],
+        }),
+      ),
+    ).toBe('ACCEPTED');
   });
 
   it('a step forward does not bypass a not_before ten minutes ahead', async () => {
@@ -74,13 +97,21 @@ describe('decisions on a wall clock that steps', () => {
     const ledger = new LedgerService(store, m.clock, settings);
     const ref = 'run_1/not-before';
     const context = { tenant: 'acme', actor: 'key_test', operationRef: ref };
-    await ledger.submit(context, { events: [ev('StepPlanned', { run_id: 'run_1', tool: 'create_invoice', side_effect: 'write', input_hash: 'h1' })] });
+    await ledger.submit(context, {
+      events: [ev('StepPlanned', { run_id: 'run_1', tool: 'create_invoice', side_effect: 'write', input_hash: 'h1' })],
+    });
     await ledger.submit(context, { events: [ev('AttemptDispatched', { attempt: 1, input_hash: 'h1' })] });
     const notBefore = new Date(m.clock.now().getTime() + 10 * 60_000).toISOString();
-    await ledger.submit(context, { events: [ev('EnvelopeRecorded', { attempt: 1, envelope: seedEnvelopes.rateLimited(ref, notBefore) })] });
+    await ledger.submit(context, {
+      events: [ev('EnvelopeRecorded', { attempt: 1, envelope: seedEnvelopes.rateLimited(ref, notBefore) })],
+    });
     m.elapse(1_000);
     m.time.wall += HOUR;
-    expect(await refusalCode(ledger.submit(context, { events: [ev('AttemptDispatched', { attempt: 2, input_hash: 'h1' })] }))).toBe('RETRY_NOT_BEFORE');
+    expect(
+      await refusalCode(
+        ledger.submit(context, { events: [ev('AttemptDispatched', { attempt: 2, input_hash: 'h1' })] }),
+      ),
+    ).toBe('RETRY_NOT_BEFORE');
   });
 
   it('a step back of one hour does not stretch the window, and recorded_at never runs backwards', async () => {
@@ -89,9 +120,14 @@ describe('decisions on a wall clock that steps', () => {
     const context = await unknownOutcome(ledger, 'run_1/back');
     m.elapse(30_001);
     m.time.wall -= HOUR;
-    const notFound = ev('VerificationRecorded', { outcome: 'not_found', checked_at: new Date(m.time.wall).toISOString() });
+    const notFound = ev('VerificationRecorded', {
+      outcome: 'not_found',
+      checked_at: new Date(m.time.wall).toISOString(),
+    });
     expect(await refusalCode(ledger.submit(context, { events: [notFound] }))).toBe('ACCEPTED');
-    const times = (await store.readStream(operationStream('acme', 'run_1/back'))).map((event) => Date.parse(event.metadata.recorded_at));
+    const times = (await store.readStream(operationStream('acme', 'run_1/back'))).map((event) =>
+      Date.parse(event.metadata.recorded_at),
+    );
     for (let i = 1; i < times.length; i++) expect(times[i]).toBeGreaterThanOrEqual(times[i - 1]);
   });
 
@@ -103,10 +139,16 @@ describe('decisions on a wall clock that steps', () => {
     const after = machine(Date.parse('2026-05-01T10:00:00.000Z'));
     const second = new LedgerService(store, after.clock, settings);
     after.elapse(31_000);
-    expect(await refusalCode(second.submit(context, { events: [ev('VerificationRecorded', { outcome: 'not_found', checked_at: '2026-05-01T10:00:31.000Z' })] }))).toBe(
-      'VERIFICATION_PREMATURE',
+    expect(
+      await refusalCode(
+        second.submit(context, {
+          events: [ev('VerificationRecorded', { outcome: 'not_found', checked_at: '2026-05-01T10:00:31.000Z' })],
+        }),
+      ),
+    ).toBe('VERIFICATION_PREMATURE');
+    const times = (await store.readStream(operationStream('acme', 'run_1/restart'))).map(
+      (event) => event.metadata.recorded_at,
     );
-    const times = (await store.readStream(operationStream('acme', 'run_1/restart'))).map((event) => event.metadata.recorded_at);
     expect([...times].sort()).toEqual(times);
   });
 });

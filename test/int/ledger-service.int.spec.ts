@@ -21,12 +21,17 @@ class ManualClock implements Clock {
   now = () => new Date(this.current);
 }
 
-const ev = (type: SubmittedEvent["type"], data: Record<string, unknown>, event_id: string = randomUUID()): SubmittedEvent => ({
+const ev = (
+  type: SubmittedEvent['type'],
+  data: Record<string, unknown>,
+  event_id: string = randomUUID(),
+): SubmittedEvent => ({
   event_id,
   type,
   data: data as SubmittedEvent['data'],
 });
-const plan = () => ev('StepPlanned', { run_id: 'run_81', tool: 'create_invoice', side_effect: 'write', input_hash: 'h1' });
+const plan = () =>
+  ev('StepPlanned', { run_id: 'run_81', tool: 'create_invoice', side_effect: 'write', input_hash: 'h1' });
 const dispatch = (attempt = 1, id?: string) => ev('AttemptDispatched', { attempt, input_hash: 'h1' }, id);
 
 async function refusalOf(promise: Promise<unknown>): Promise<LedgerProblem> {
@@ -88,7 +93,10 @@ describe('LedgerService on the SQLite store', () => {
     const error = await refusalOf(ledger.submit(context, { events: [dispatch(), bad] }));
     expect(error.code).toBe('ENVELOPE_INVALID');
     expect(error.extras.field).toBe('events[1].data.envelope.next_action');
-    expect((await store.readStream(operationStream('acme', REF))).map((e) => e.type)).toEqual(['StepPlanned', 'TransitionRecorded']);
+    expect((await store.readStream(operationStream('acme', REF))).map((e) => e.type)).toEqual([
+      'StepPlanned',
+      'TransitionRecorded',
+    ]);
   });
 
   it('keeps tenants apart: the same ref in another tenant is another operation', async () => {
@@ -102,7 +110,9 @@ describe('LedgerService on the SQLite store', () => {
     try {
       await ledger.submit(context, { events: [plan()] });
       const outcomes = await Promise.allSettled(
-        Array.from({ length: 20 }, (_, i) => (i % 2 ? otherInstance : ledger).submit(context, { events: [dispatch()] })),
+        Array.from({ length: 20 }, (_, i) =>
+          (i % 2 ? otherInstance : ledger).submit(context, { events: [dispatch()] }),
+        ),
       );
       const granted = outcomes.filter((o) => o.status === 'fulfilled');
       const refused = outcomes.filter((o) => o.status === 'rejected') as PromiseRejectedResult[];
@@ -126,9 +136,16 @@ describe('LedgerService on the SQLite store', () => {
         ev('EnvelopeRecorded', {
           attempt: 1,
           envelope: {
-            ok: false, code: 'RATE_LIMITED', category: 'dependency', commit_state: 'not_committed',
+            ok: false,
+            code: 'RATE_LIMITED',
+            category: 'dependency',
+            commit_state: 'not_committed',
             retry: { directive: 'after_delay', not_before: notBefore, max_attempts_remaining: 2 },
-            next_action: 'wait_and_retry', operation_ref: REF, safe_details: {}, agent_message: '', user_message: '',
+            next_action: 'wait_and_retry',
+            operation_ref: REF,
+            safe_details: {},
+            agent_message: '',
+            user_message: '',
           },
         }),
       ],
@@ -137,6 +154,8 @@ describe('LedgerService on the SQLite store', () => {
     expect(early.code).toBe('RETRY_NOT_BEFORE');
     expect(early.extras.retryAfterSeconds).toBe(60);
     clock.current += 60_000;
-    await expect(ledger.submit(context, { events: [dispatch(2)] })).resolves.toMatchObject({ state: { status: 'dispatched' } });
+    await expect(ledger.submit(context, { events: [dispatch(2)] })).resolves.toMatchObject({
+      state: { status: 'dispatched' },
+    });
   });
 });

@@ -42,15 +42,29 @@ describe('MCP tool annotations in the gateway', () => {
   });
 
   it('logs the class the annotations propose where the configuration is silent, and every disagreement', () => {
-    for (const line of logged.filter((item) => ['tool_class_proposed', 'annotation_disagreement'].includes(String(item.event)))) process.stdout.write(`${JSON.stringify(line)}\n`);
-    const of = (event: string) => Object.fromEntries(logged.filter((line) => line.event === event).map((line) => [line.tool, line]));
+    for (const line of logged.filter((item) =>
+      ['tool_class_proposed', 'annotation_disagreement'].includes(String(item.event)),
+    ))
+      process.stdout.write(`${JSON.stringify(line)}\n`);
+    const of = (event: string) =>
+      Object.fromEntries(logged.filter((line) => line.event === event).map((line) => [line.tool, line]));
     expect(of('tool_class_proposed')).toEqual({
-      create_invoice: expect.objectContaining({ class: 'write', annotations: { readOnlyHint: false, destructiveHint: false, idempotentHint: true } }),
+      create_invoice: expect.objectContaining({
+        class: 'write',
+        annotations: { readOnlyHint: false, destructiveHint: false, idempotentHint: true },
+      }),
       lookup_operation: expect.objectContaining({ class: 'read' }),
     });
     expect(of('annotation_disagreement')).toEqual({
-      get_invoice: expect.objectContaining({ configured: 'write', annotations: expect.objectContaining({ readOnlyHint: true }), note: 'the configuration wins: every call goes through the ledger' }),
-      void_invoice: expect.objectContaining({ configured: 'read', annotations: expect.objectContaining({ destructiveHint: true }) }),
+      get_invoice: expect.objectContaining({
+        configured: 'write',
+        annotations: expect.objectContaining({ readOnlyHint: true }),
+        note: 'the configuration wins: every call goes through the ledger',
+      }),
+      void_invoice: expect.objectContaining({
+        configured: 'read',
+        annotations: expect.objectContaining({ destructiveHint: true }),
+      }),
     });
   });
 

@@ -47,8 +47,19 @@ describe('projection engine (SQLite event store, SQLite read model)', () => {
     return readModel;
   }
 
-  function engineFor(readModel: SqliteReadModel, options: Partial<ProjectionEngineOptions> = {}, eventStore: EventStore = store): ProjectionEngine {
-    const engine = new ProjectionEngine({ store: eventStore, readModel, projections: LEDGER_PROJECTIONS, batchSize: 7, restartDelayMs: null, ...options });
+  function engineFor(
+    readModel: SqliteReadModel,
+    options: Partial<ProjectionEngineOptions> = {},
+    eventStore: EventStore = store,
+  ): ProjectionEngine {
+    const engine = new ProjectionEngine({
+      store: eventStore,
+      readModel,
+      projections: LEDGER_PROJECTIONS,
+      batchSize: 7,
+      restartDelayMs: null,
+      ...options,
+    });
     engines.push(engine);
     return engine;
   }
@@ -167,13 +178,17 @@ describe('projection engine (SQLite event store, SQLite read model)', () => {
     const head = await workload(scenario, 10);
     const commits: Array<{ from: number; to: number; events: number }> = [];
     const readModel = openReadModel();
-    const faulty = withEngineFaults(store, readModel, { afterCommit: ({ from, to, events }) => void commits.push({ from, to, events }) });
+    const faulty = withEngineFaults(store, readModel, {
+      afterCommit: ({ from, to, events }) => void commits.push({ from, to, events }),
+    });
     await engineFor(faulty.readModel, { batchSize: 7, rebuildCommitEvents: 30 }, faulty.store).rebuild();
 
     const batches = Math.ceil(head / 7);
     expect(commits.length).toBe(Math.ceil(batches / Math.ceil(30 / 7)));
     for (const commit of commits.slice(0, -1)) expect(commit.events).toBe(35);
-    expect(commits.map((commit) => commit.from)).toEqual(commits.map((_, index) => (index === 0 ? 1 : commits[index - 1].to + 1)));
+    expect(commits.map((commit) => commit.from)).toEqual(
+      commits.map((_, index) => (index === 0 ? 1 : commits[index - 1].to + 1)),
+    );
     expect(commits[commits.length - 1].to).toBe(head);
     expect(snapshot(readModel, LEDGER_PROJECTIONS)).toEqual(expectedSnapshot(LEDGER_PROJECTIONS, await scenario.log()));
   });
@@ -204,7 +219,9 @@ describe('projection engine (SQLite event store, SQLite read model)', () => {
     expect(moved).toBe(true);
     // What it had folded since its last commit was not written over the follower's newer work.
     expect(checkpointsAfterTheMove).toEqual([]);
-    expect(snapshot(rebuilding, LEDGER_PROJECTIONS)).toEqual(expectedSnapshot(LEDGER_PROJECTIONS, await scenario.log()));
+    expect(snapshot(rebuilding, LEDGER_PROJECTIONS)).toEqual(
+      expectedSnapshot(LEDGER_PROJECTIONS, await scenario.log()),
+    );
     expect(rebuilding.checkpoints().every((checkpoint) => checkpoint.position === head)).toBe(true);
   });
 
@@ -244,7 +261,8 @@ describe('projection engine (SQLite event store, SQLite read model)', () => {
       name: 'step_state',
       version: stepStateProjection.version + 1,
       keyOf: (event) => event.metadata.tenant,
-      evolve: (doc, event) => (doc && event.position <= doc.position ? doc : { count: (doc?.count ?? 0) + 1, position: event.position }),
+      evolve: (doc, event) =>
+        doc && event.position <= doc.position ? doc : { count: (doc?.count ?? 0) + 1, position: event.position },
     };
     const reopened = openReadModel();
     const upgraded = engineFor(reopened, { projections: [v2] });
@@ -261,12 +279,27 @@ describe('projection engine over a store whose positions have gaps and other str
     const scenario = new LedgerScenario(store);
     await workload(scenario, 3);
     await store.append('audit-export', -1, [
-      { event_id: 'e1', type: 'ExportStarted', data: {}, metadata: { schema_version: 1, recorded_at: '2026-03-01T10:00:00.000Z', actor: 'admin', tenant: 'acme', operation_ref: 'x', prev_hash: '', hash: '' } },
+      {
+        event_id: 'e1',
+        type: 'ExportStarted',
+        data: {},
+        metadata: {
+          schema_version: 1,
+          recorded_at: '2026-03-01T10:00:00.000Z',
+          actor: 'admin',
+          tenant: 'acme',
+          operation_ref: 'x',
+          prev_hash: '',
+          hash: '',
+        },
+      },
     ]);
     const readModel = SqliteReadModel.open({ file: ':memory:' });
     const engine = new ProjectionEngine({ store, readModel, projections: LEDGER_PROJECTIONS, batchSize: 4 });
     engine.start();
-    const log = (await store.readAll({ after: 0, limit: 10_000, streamPrefix: 'op-' })).filter((event) => event.stream.startsWith('op-'));
+    const log = (await store.readAll({ after: 0, limit: 10_000, streamPrefix: 'op-' })).filter((event) =>
+      event.stream.startsWith('op-'),
+    );
     expect(await engine.waitForPosition(log[log.length - 1].position, 5_000)).toBe(true);
 
     expect(snapshot(readModel, LEDGER_PROJECTIONS)).toEqual(expectedSnapshot(LEDGER_PROJECTIONS, log));

@@ -63,13 +63,21 @@ describe('projection engine under fault injection', () => {
       duplicate_writes_prevented: 8,
       identical_retries_blocked: 4,
     });
-    expect(trustReport(docs)).toEqual(trustReport([...foldProjection(LEDGER_PROJECTIONS[3], log).docs.values()] as TrustMetricsDoc[]));
+    expect(trustReport(docs)).toEqual(
+      trustReport([...foldProjection(LEDGER_PROJECTIONS[3], log).docs.values()] as TrustMetricsDoc[]),
+    );
   }
 
   async function runUntilCrash(readModel: SqliteReadModel, faults: EngineFaults): Promise<ProjectionEngine> {
     let crashed!: (error: Error) => void;
     const failed = new Promise<Error>((resolveError) => (crashed = resolveError));
-    const engine = new ProjectionEngine({ ...withEngineFaults(store, readModel, faults), projections: LEDGER_PROJECTIONS, batchSize: BATCH, restartDelayMs: null, onError: crashed });
+    const engine = new ProjectionEngine({
+      ...withEngineFaults(store, readModel, faults),
+      projections: LEDGER_PROJECTIONS,
+      batchSize: BATCH,
+      restartDelayMs: null,
+      onError: crashed,
+    });
     engine.start();
     expect(await failed).toBeInstanceOf(InjectedCrash);
     expect(engine.status().state).toBe('failed');
@@ -92,7 +100,12 @@ describe('projection engine under fault injection', () => {
     const [first] = await store.readAll({ after: 0, limit: 1 });
     // Three batches are durable, with the checkpoint that covers them and nothing more.
     for (const checkpoint of reopened.checkpoints()) expect(checkpoint.position).toBe(first.position - 1 + 3 * BATCH);
-    const engine = new ProjectionEngine({ store, readModel: reopened, projections: LEDGER_PROJECTIONS, batchSize: BATCH });
+    const engine = new ProjectionEngine({
+      store,
+      readModel: reopened,
+      projections: LEDGER_PROJECTIONS,
+      batchSize: BATCH,
+    });
     engine.start();
     expect(await engine.waitForPosition(await store.headPosition(), 5_000)).toBe(true);
     await engine.stop();
@@ -119,7 +132,12 @@ describe('projection engine under fault injection', () => {
     readModel.close();
 
     const reopened = SqliteReadModel.open({ file });
-    const engine = new ProjectionEngine({ store, readModel: reopened, projections: LEDGER_PROJECTIONS, batchSize: BATCH });
+    const engine = new ProjectionEngine({
+      store,
+      readModel: reopened,
+      projections: LEDGER_PROJECTIONS,
+      batchSize: BATCH,
+    });
     engine.start();
     expect(await engine.waitForPosition(await store.headPosition(), 5_000)).toBe(true);
     await engine.stop();
@@ -157,14 +175,16 @@ describe('projection engine under fault injection', () => {
    * The real thing: a separate process running the engine is SIGKILLed from inside its batch loop,
    * either right after a COMMIT or right before one. Nothing gets to clean up.
    */
-  it.each(['afterCommit', 'beforeCommit'] as const)('a process SIGKILLed at %s leaves a read model that resumes exactly', async (phase) => {
-    const file = join(dir, 'read-models.sqlite');
-    const reportFile = join(dir, 'killed-at.json');
-    const root = resolve(__dirname, '../..');
-    const script = join(dir, 'engine-child.js');
-    writeFileSync(
-      script,
-      `
+  it.each(['afterCommit', 'beforeCommit'] as const)(
+    'a process SIGKILLed at %s leaves a read model that resumes exactly',
+    async (phase) => {
+      const file = join(dir, 'read-models.sqlite');
+      const reportFile = join(dir, 'killed-at.json');
+      const root = resolve(__dirname, '../..');
+      const script = join(dir, 'engine-child.js');
+      writeFileSync(
+        script,
+        `
 const fs = require('node:fs');
 require(${JSON.stringify(join(root, 'test/chaos/swc-register.cjs'))});
 const { ProjectionEngine } = require(${JSON.stringify(join(root, 'src/projection-engine/projection-engine.ts'))});
@@ -184,22 +204,25 @@ const engine = new ProjectionEngine({ ...withEngineFaults(store, readModel, { ${
 engine.start();
 setTimeout(() => process.exit(3), 20000);
 `,
-    );
-    const child = spawn(process.execPath, [script], { cwd: root, stdio: ['ignore', 'ignore', 'pipe'] });
-    let stderr = '';
-    child.stderr.on('data', (chunk) => (stderr += chunk));
-    const signal = await new Promise<NodeJS.Signals | null>((resolveExit) => child.on('exit', (_code, exitSignal) => resolveExit(exitSignal)));
-    expect({ signal, stderr }).toEqual({ signal: 'SIGKILL', stderr: '' });
+      );
+      const child = spawn(process.execPath, [script], { cwd: root, stdio: ['ignore', 'ignore', 'pipe'] });
+      let stderr = '';
+      child.stderr.on('data', (chunk) => (stderr += chunk));
+      const signal = await new Promise<NodeJS.Signals | null>((resolveExit) =>
+        child.on('exit', (_code, exitSignal) => resolveExit(exitSignal)),
+      );
+      expect({ signal, stderr }).toEqual({ signal: 'SIGKILL', stderr: '' });
 
-    const killedAt = JSON.parse(readFileSync(reportFile, 'utf8')) as { from: number; to: number };
-    const readModel = SqliteReadModel.open({ file });
-    const durable = phase === 'afterCommit' ? killedAt.to : killedAt.from - 1;
-    for (const checkpoint of readModel.checkpoints()) expect(checkpoint.position).toBe(durable);
-    const engine = new ProjectionEngine({ store, readModel, projections: LEDGER_PROJECTIONS, batchSize: BATCH });
-    engine.start();
-    expect(await engine.waitForPosition(await store.headPosition(), 5_000)).toBe(true);
-    await engine.stop();
-    await expectExact(readModel);
-    readModel.close();
-  });
+      const killedAt = JSON.parse(readFileSync(reportFile, 'utf8')) as { from: number; to: number };
+      const readModel = SqliteReadModel.open({ file });
+      const durable = phase === 'afterCommit' ? killedAt.to : killedAt.from - 1;
+      for (const checkpoint of readModel.checkpoints()) expect(checkpoint.position).toBe(durable);
+      const engine = new ProjectionEngine({ store, readModel, projections: LEDGER_PROJECTIONS, batchSize: BATCH });
+      engine.start();
+      expect(await engine.waitForPosition(await store.headPosition(), 5_000)).toBe(true);
+      await engine.stop();
+      await expectExact(readModel);
+      readModel.close();
+    },
+  );
 });

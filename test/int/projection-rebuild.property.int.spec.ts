@@ -24,7 +24,13 @@ describe('rebuild equals live, for random valid histories', () => {
           const scenario = new LedgerScenario(store);
           await runHistory(before, scenario);
           const liveModel = SqliteReadModel.open({ file: ':memory:' });
-          const live = new ProjectionEngine({ store, readModel: liveModel, projections: LEDGER_PROJECTIONS, batchSize: liveBatch, restartDelayMs: null });
+          const live = new ProjectionEngine({
+            store,
+            readModel: liveModel,
+            projections: LEDGER_PROJECTIONS,
+            batchSize: liveBatch,
+            restartDelayMs: null,
+          });
           live.start();
           // Appends race the engine: it catches up and follows while the history is still being written.
           await runHistory(during, scenario);
@@ -32,7 +38,14 @@ describe('rebuild equals live, for random valid histories', () => {
           await live.stop();
 
           const rebuiltModel = SqliteReadModel.open({ file: ':memory:' });
-          await new ProjectionEngine({ store, readModel: rebuiltModel, projections: LEDGER_PROJECTIONS, batchSize: rebuildBatch, rebuildCommitEvents, rebuildMaxDocs }).rebuild();
+          await new ProjectionEngine({
+            store,
+            readModel: rebuiltModel,
+            projections: LEDGER_PROJECTIONS,
+            batchSize: rebuildBatch,
+            rebuildCommitEvents,
+            rebuildMaxDocs,
+          }).rebuild();
 
           const liveRows = snapshot(liveModel, LEDGER_PROJECTIONS);
           expect(snapshot(rebuiltModel, LEDGER_PROJECTIONS)).toEqual(liveRows);

@@ -14,7 +14,11 @@ const counters: Projection<CounterDoc> = {
   name: 'counters',
   version: 1,
   keyOf: (event) => event.stream,
-  evolve: (doc, event) => ({ count: (doc?.count ?? 0) + 1, position: event.position, items: [...(doc?.items ?? []), event.event_id] }),
+  evolve: (doc, event) => ({
+    count: (doc?.count ?? 0) + 1,
+    position: event.position,
+    items: [...(doc?.items ?? []), event.event_id],
+  }),
 };
 
 /**
@@ -30,7 +34,8 @@ describe('read model: the parsed documents readers are served', () => {
     opened.push(readModel);
     return readModel;
   };
-  const write = (readModel: SqliteReadModel, key: string, doc: CounterDoc) => readModel.transaction(() => readModel.writeDoc('counters', key, doc));
+  const write = (readModel: SqliteReadModel, key: string, doc: CounterDoc) =>
+    readModel.transaction(() => readModel.writeDoc('counters', key, doc));
 
   beforeEach(() => {
     dir = mkdtempSync(join(tmpdir(), 'ledger-read-cache-'));
@@ -87,7 +92,8 @@ describe('read model: the parsed documents readers are served', () => {
     const items = (n: number) => Array.from({ length: 20 }, (_, i) => `item_${n}_${i}`);
     for (let n = 0; n < 50; n++) write(readModel, `k${n}`, { count: n, position: n, items: items(n) });
     const kept = readModel.getDoc('counters', 'k0');
-    for (let n = 0; n < 50; n++) expect(readModel.getDoc('counters', `k${n}`)).toEqual({ count: n, position: n, items: items(n) });
+    for (let n = 0; n < 50; n++)
+      expect(readModel.getDoc('counters', `k${n}`)).toEqual({ count: n, position: n, items: items(n) });
     // k0 was read first, so it went out to stay within 4,000 bytes: the next read parses it again.
     expect(readModel.getDoc('counters', 'k0')).not.toBe(kept);
     expect(readModel.getDoc('counters', 'k0')).toEqual(kept);

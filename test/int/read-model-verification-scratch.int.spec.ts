@@ -58,8 +58,12 @@ describe('the read-model check works in scratch files', () => {
     running = false;
     readModel.close();
     expect(report.ok).toBe(true);
-    const projectionFiles = new Set(seen.filter((file) => file.path.endsWith('.sqlite')).map((file) => file.path.split('/').pop()));
-    expect([...projectionFiles].sort()).toEqual(LEDGER_PROJECTIONS.map((projection) => `${projection.name}.sqlite`).sort());
+    const projectionFiles = new Set(
+      seen.filter((file) => file.path.endsWith('.sqlite')).map((file) => file.path.split('/').pop()),
+    );
+    expect([...projectionFiles].sort()).toEqual(
+      LEDGER_PROJECTIONS.map((projection) => `${projection.name}.sqlite`).sort(),
+    );
     expect(seen.some((file) => file.bytes > 0)).toBe(true);
     expect(readdirSync(scratchDir)).toEqual([]);
   });

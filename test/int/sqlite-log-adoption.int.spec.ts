@@ -27,9 +27,16 @@ describe('a log written before anchors', () => {
     file = join(dir, 'events.sqlite');
     const store = SqliteEventStore.open({ file });
     const ledger = new LedgerService(store, { now: () => new Date() }, settings);
-    for (const [ref, outcome] of [['run_1/doubt', 'unknown'], ['run_1/done', 'success']] as const) {
+    for (const [ref, outcome] of [
+      ['run_1/doubt', 'unknown'],
+      ['run_1/done', 'success'],
+    ] as const) {
       const context = { tenant: 'acme', actor: 'k', operationRef: ref };
-      await ledger.submit(context, { events: [ev('StepPlanned', { run_id: 'run_1', tool: 'create_invoice', side_effect: 'write', input_hash: 'h1' })] });
+      await ledger.submit(context, {
+        events: [
+          ev('StepPlanned', { run_id: 'run_1', tool: 'create_invoice', side_effect: 'write', input_hash: 'h1' }),
+        ],
+      });
       await ledger.submit(context, { events: [ev('AttemptDispatched', { attempt: 1, input_hash: 'h1' })] });
       const envelope = outcome === 'unknown' ? seedEnvelopes.outcomeUnknown(ref) : seedEnvelopes.success(ref, 'inv_1');
       await ledger.submit(context, { events: [ev('EnvelopeRecorded', { attempt: 1, envelope })] });
@@ -49,7 +56,9 @@ describe('a log written before anchors', () => {
       expect(adopted).toEqual([12]);
       expect((await auditLog(store)).ok).toBe(true);
       const inDoubt = await store.indexedStreams('op-acme:', ['dispatched', 'verifying']);
-      expect(inDoubt?.map((entry) => [entry.stream, entry.key, entry.data.tool])).toEqual([['op-acme:run_1/doubt', 'verifying', 'create_invoice']]);
+      expect(inDoubt?.map((entry) => [entry.stream, entry.key, entry.data.tool])).toEqual([
+        ['op-acme:run_1/doubt', 'verifying', 'create_invoice'],
+      ]);
     } finally {
       await store.close();
     }

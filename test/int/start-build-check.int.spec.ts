@@ -4,7 +4,16 @@
  * compiler. Checked on a tiny project laid out like this one, with the real script and TypeScript.
  */
 import { spawnSync } from 'node:child_process';
-import { copyFileSync, existsSync, mkdirSync, mkdtempSync, rmSync, symlinkSync, utimesSync, writeFileSync } from 'node:fs';
+import {
+  copyFileSync,
+  existsSync,
+  mkdirSync,
+  mkdtempSync,
+  rmSync,
+  symlinkSync,
+  utimesSync,
+  writeFileSync,
+} from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 
@@ -24,7 +33,12 @@ beforeAll(() => {
   copyFileSync(join(ROOT, 'scripts/build.cjs'), join(project, 'scripts/build.cjs'));
   symlinkSync(join(ROOT, 'node_modules/typescript'), join(project, 'node_modules/typescript'), 'dir');
   writeFileSync(join(project, 'src/main.ts'), 'export const answer: number = 42;\n');
-  writeFileSync(join(project, 'tsconfig.json'), JSON.stringify({ compilerOptions: { module: 'commonjs', target: 'es2022', outDir: 'dist', rootDir: '.', types: [] } }));
+  writeFileSync(
+    join(project, 'tsconfig.json'),
+    JSON.stringify({
+      compilerOptions: { module: 'commonjs', target: 'es2022', outDir: 'dist', rootDir: '.', types: [] },
+    }),
+  );
   writeFileSync(join(project, 'tsconfig.build.json'), JSON.stringify({ extends: './tsconfig.json', include: ['src'] }));
 });
 

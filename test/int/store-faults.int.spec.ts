@@ -97,7 +97,12 @@ async function startChild(): Promise<Harness> {
   const child: ChildProcess = fork(script, [], {
     // A busy timeout of 50 ms: a real wait on the lock, short enough that the test never sits on
     // the 5 s default. No assertion depends on it.
-    env: { ...process.env, LEDGER_DATA_DIR: join(dir, 'data'), LOG_LEVEL: 'silent', LEDGER_SQLITE_BUSY_TIMEOUT_MS: '50' },
+    env: {
+      ...process.env,
+      LEDGER_DATA_DIR: join(dir, 'data'),
+      LOG_LEVEL: 'silent',
+      LEDGER_SQLITE_BUSY_TIMEOUT_MS: '50',
+    },
     stdio: ['ignore', 'ignore', 'pipe', 'ipc'],
   });
   let stderr = '';
@@ -149,13 +154,21 @@ async function send(baseUrl: string, method: string, path: string, body?: unknow
 
 const submit = (baseUrl: string, events: unknown[]) => send(baseUrl, 'POST', `${PATH}/events`, { events });
 
-const fact = (type: string, data: Record<string, unknown>, event_id: string = randomUUID()) => ({ event_id, type, data });
+const fact = (type: string, data: Record<string, unknown>, event_id: string = randomUUID()) => ({
+  event_id,
+  type,
+  data,
+});
 
 /** Every byte of every row, through a connection of its own (read-only: it takes no lock). */
 function tableDump(file: string): string {
   const db = new Database(file, { readonly: true, fileMustExist: true });
   try {
-    return JSON.stringify(db.prepare('SELECT position, stream, revision, event_id, type, data, metadata FROM events ORDER BY position').all());
+    return JSON.stringify(
+      db
+        .prepare('SELECT position, stream, revision, event_id, type, data, metadata FROM events ORDER BY position')
+        .all(),
+    );
   } finally {
     db.close();
   }
@@ -165,7 +178,12 @@ function tableDump(file: string): string {
 const bigVerification = (id?: string) =>
   fact(
     'VerificationRecorded',
-    { outcome: 'found_committed', checked_at: new Date().toISOString(), evidence_ref: 'inv_9', result: { receipt: 'r'.repeat(40_000) } },
+    {
+      outcome: 'found_committed',
+      checked_at: new Date().toISOString(),
+      evidence_ref: 'inv_9',
+      result: { receipt: 'r'.repeat(40_000) },
+    },
     id,
   );
 
@@ -183,15 +201,34 @@ function expectUnavailable(answer: Answer): void {
 }
 
 async function planAndDispatch(baseUrl: string): Promise<void> {
-  expect((await submit(baseUrl, [fact('StepPlanned', { run_id: 'run_faults', tool: 'create_invoice', side_effect: 'write', input_hash: 'sha256:in-1' })])).status).toBe(200);
-  expect((await submit(baseUrl, [fact('AttemptDispatched', { attempt: 1, input_hash: 'sha256:in-1' })])).status).toBe(200);
+  expect(
+    (
+      await submit(baseUrl, [
+        fact('StepPlanned', {
+          run_id: 'run_faults',
+          tool: 'create_invoice',
+          side_effect: 'write',
+          input_hash: 'sha256:in-1',
+        }),
+      ])
+    ).status,
+  ).toBe(200);
+  expect((await submit(baseUrl, [fact('AttemptDispatched', { attempt: 1, input_hash: 'sha256:in-1' })])).status).toBe(
+    200,
+  );
 }
 
 /** A batch: the envelope of attempt 1 (large, so it needs pages of its own), then a dispatch. */
 const batch = () => [
   fact('EnvelopeRecorded', {
     attempt: 1,
-    envelope: { ok: true, operation_ref: REF, commit_state: 'committed', result: { pdf: 'p'.repeat(40_000) }, verification: { checked_at: new Date().toISOString() } },
+    envelope: {
+      ok: true,
+      operation_ref: REF,
+      commit_state: 'committed',
+      result: { pdf: 'p'.repeat(40_000) },
+      verification: { checked_at: new Date().toISOString() },
+    },
   }),
   fact('AttemptDispatched', { attempt: 2, input_hash: 'sha256:in-1' }),
 ];
@@ -230,8 +267,14 @@ async function proveFault(
 
   const healed = await submit(baseUrl, [bigVerification(verificationId)]);
   expect(healed.status).toBe(200);
-  expect(JSON.parse(healed.text)).toMatchObject({ results: [{ event_id: verificationId, status: 'appended' }], state: { status: 'succeeded' } });
-  const events = JSON.parse((await send(baseUrl, 'GET', `${PATH}/events`)).text).events as Array<{ revision: number; type: string }>;
+  expect(JSON.parse(healed.text)).toMatchObject({
+    results: [{ event_id: verificationId, status: 'appended' }],
+    state: { status: 'succeeded' },
+  });
+  const events = JSON.parse((await send(baseUrl, 'GET', `${PATH}/events`)).text).events as Array<{
+    revision: number;
+    type: string;
+  }>;
   expect(events.map((event) => `${event.revision}:${event.type}`)).toEqual([
     '0:StepPlanned',
     '1:TransitionRecorded',
@@ -316,7 +359,9 @@ describe('the served process (dist/src/main.js) under a held write lock', () => 
   });
 
   it('answers 503 after LEDGER_SQLITE_BUSY_TIMEOUT_MS and appends once the lock is released', async () => {
-    ledger = await startLedger({ env: { LEDGER_SQLITE_BUSY_TIMEOUT_MS: '50', LEDGER_RATE_LIMIT_PER_MINUTE: '10000000' } });
+    ledger = await startLedger({
+      env: { LEDGER_SQLITE_BUSY_TIMEOUT_MS: '50', LEDGER_RATE_LIMIT_PER_MINUTE: '10000000' },
+    });
     let release: (() => void) | undefined;
     await proveFault(
       ledger.baseUrl,

@@ -22,7 +22,9 @@ describe('metadata without the fields the ledger writes', () => {
       const stream = 'op-acme:run/meta';
       await store.append(stream, NO_STREAM, sealEvents(stream, undefined, [newEvent('A'), newEvent('B')]));
       const other = new Database(file);
-      other.prepare("UPDATE events SET metadata = json_remove(metadata, '$.tenant') WHERE stream = ? AND revision = 1").run(stream);
+      other
+        .prepare("UPDATE events SET metadata = json_remove(metadata, '$.tenant') WHERE stream = ? AND revision = 1")
+        .run(stream);
       other.close();
       const refused = await store.readStream(stream).catch((error: unknown) => error);
       expect(refused).toBeInstanceOf(StoreIntegrityError);
@@ -38,7 +40,16 @@ describe('metadata without the fields the ledger writes', () => {
     const { metadata } = sealEvents('op-acme:run/meta', undefined, [newEvent('A')])[0];
     const resolved = (meta: Record<string, unknown>) =>
       ({
-        event: { streamId: 'op-acme:run/meta', revision: 0n, position: { commit: 10n, prepare: 10n }, id: 'e1', type: 'A', isJson: true, data: {}, metadata: meta },
+        event: {
+          streamId: 'op-acme:run/meta',
+          revision: 0n,
+          position: { commit: 10n, prepare: 10n },
+          id: 'e1',
+          type: 'A',
+          isJson: true,
+          data: {},
+          metadata: meta,
+        },
         commitPosition: 10n,
       }) as unknown as ResolvedEvent;
     expect(toStoredEvent(resolved(metadata as unknown as Record<string, unknown>)).metadata).toEqual(metadata);

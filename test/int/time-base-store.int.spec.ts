@@ -52,6 +52,10 @@ describe('EventStoreDB time base on the protocol double', () => {
       opened.push(store);
       return store;
     };
-    return { stores: [open(), open()], open, cleanup: async () => void (await Promise.all(opened.map((store) => store.close()))) };
+    return {
+      stores: [open(), open()],
+      open,
+      cleanup: async () => void (await Promise.all(opened.map((store) => store.close()))),
+    };
   });
 });

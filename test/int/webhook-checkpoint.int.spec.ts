@@ -80,7 +80,11 @@ describe('the webhook consumer checkpoint', () => {
   it('a premature count taken after a consumed transition is not reset by consuming it again after a crash', async () => {
     const hooks = openHooks();
     const service = new WebhookService(log, hooks, systemClock);
-    await service.subscribe(TENANT, { url: 'https://hooks.example.com/ledger', kinds: ['verification.premature_repeated'], premature_refusals: 2 });
+    await service.subscribe(TENANT, {
+      url: 'https://hooks.example.com/ledger',
+      kinds: ['verification.premature_repeated'],
+      premature_refusals: 2,
+    });
     await service.consume([transition(1, 'verifying')]);
     service.onRefused('VERIFICATION_PREMATURE', TENANT, REF);
 
@@ -89,6 +93,8 @@ describe('the webhook consumer checkpoint', () => {
     const reopened = opened[opened.length - 1];
     await restarted.consume([transition(1, 'verifying')].filter((event) => event.position > reopened.checkpoint()));
     restarted.onRefused('VERIFICATION_PREMATURE', TENANT, REF);
-    expect(reopened.deliveries(TENANT, { limit: 10 }).map((delivery) => delivery.kind)).toEqual(['verification.premature_repeated']);
+    expect(reopened.deliveries(TENANT, { limit: 10 }).map((delivery) => delivery.kind)).toEqual([
+      'verification.premature_repeated',
+    ]);
   });
 });

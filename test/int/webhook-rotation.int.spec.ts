@@ -33,7 +33,8 @@ describe('a rotated-out secret at rest', () => {
   beforeEach(() => (dir = mkdtempSync(join(tmpdir(), 'webhook-rotation-'))));
   afterEach(() => rmSync(dir, { recursive: true, force: true }));
 
-  const fileText = (file: string) => ['', '-wal'].map((suffix) => readFileSync(`${file}${suffix}`, { flag: 'a+' }).toString('latin1')).join('');
+  const fileText = (file: string) =>
+    ['', '-wal'].map((suffix) => readFileSync(`${file}${suffix}`, { flag: 'a+' }).toString('latin1')).join('');
 
   it('is wrapped with the key, opens again after a restart, and is dropped when the subscription ends', () => {
     const file = join(dir, 'webhooks.sqlite');
@@ -47,7 +48,11 @@ describe('a rotated-out secret at rest', () => {
     expect(fileText(file)).not.toContain(second.slice(6));
 
     const reopened = new SqliteWebhookStore(file, { secretKey: key });
-    expect(reopened.subscriptions('acme')[0]).toMatchObject({ secret: second, previous_secret: first, previous_secret_until: '2026-12-05T10:00:00.000Z' });
+    expect(reopened.subscriptions('acme')[0]).toMatchObject({
+      secret: second,
+      previous_secret: first,
+      previous_secret_until: '2026-12-05T10:00:00.000Z',
+    });
     expect(reopened.deactivate('acme', 'whk_rotation')).toBe(true);
     expect(reopened.subscriptions('acme', false)[0]).not.toHaveProperty('previous_secret');
     reopened.close();

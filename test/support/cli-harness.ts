@@ -33,7 +33,12 @@ const cliEnv = (env: Record<string, string>) => {
 };
 
 export function runCli(args: readonly string[], env: Record<string, string> = {}, input?: string): CliRun {
-  const result = spawnSync(process.execPath, [CLI, ...args], { env: cliEnv(env), input, encoding: 'utf8', timeout: 60_000 });
+  const result = spawnSync(process.execPath, [CLI, ...args], {
+    env: cliEnv(env),
+    input,
+    encoding: 'utf8',
+    timeout: 60_000,
+  });
   return { status: result.status, stdout: result.stdout, stderr: result.stderr };
 }
 
@@ -80,11 +85,18 @@ export function fixedId(seed: string): string {
 
 export interface SeededLedger {
   dataDir: string;
-  submit(ref: string, type: SubmittedEvent['type'], data: Record<string, unknown>): Promise<SubmitAnswer | LedgerProblem>;
+  submit(
+    ref: string,
+    type: SubmittedEvent['type'],
+    data: Record<string, unknown>,
+  ): Promise<SubmitAnswer | LedgerProblem>;
   close(): Promise<void>;
 }
 
-export async function openSeeder(dataDir: string, options: { start?: string; tenant?: string; anchorKey?: string } = {}): Promise<SeededLedger> {
+export async function openSeeder(
+  dataDir: string,
+  options: { start?: string; tenant?: string; anchorKey?: string } = {},
+): Promise<SeededLedger> {
   const config = loadConfig({ LEDGER_DATA_DIR: dataDir });
   const store = SqliteEventStore.open({ file: join(dataDir, 'events.sqlite'), anchorKey: options.anchorKey });
   const ledger = new LedgerService(store, steppingClock(options.start), {
@@ -113,7 +125,8 @@ export async function openSeeder(dataDir: string, options: { start?: string; ten
 
 export const unknownOutcome = (ref: string) => seedEnvelopes.outcomeUnknown(ref);
 
-export const committed = (ref: string, evidence: string) => seedEnvelopes.success(ref, evidence, '2025-03-01T09:00:30.000Z');
+export const committed = (ref: string, evidence: string) =>
+  seedEnvelopes.success(ref, evidence, '2025-03-01T09:00:30.000Z');
 
 export const invalidInput = (ref: string) => seedEnvelopes.invalidRecipient(ref);
 
@@ -134,16 +147,30 @@ export async function seedIncident(seeder: SeededLedger): Promise<void> {
   await seeder.submit(ref, 'AttemptDispatched', { attempt: 1, input_hash: 'sha256:9c1f' });
   await seeder.submit(ref, 'EnvelopeRecorded', { attempt: 1, envelope: unknownOutcome(ref) });
   await seeder.submit(ref, 'AttemptDispatched', { attempt: 2, input_hash: 'sha256:9c1f' });
-  await seeder.submit(ref, 'VerificationRecorded', { outcome: 'found_committed', checked_at: '2025-03-01T09:00:20.000Z', evidence_ref: 'inv_123' });
+  await seeder.submit(ref, 'VerificationRecorded', {
+    outcome: 'found_committed',
+    checked_at: '2025-03-01T09:00:20.000Z',
+    evidence_ref: 'inv_123',
+  });
   await seeder.submit(ref, 'AttemptDispatched', { attempt: 2, input_hash: 'sha256:9c1f' });
 
   const ok = 'run_81/step_5';
-  await seeder.submit(ok, 'StepPlanned', { run_id: 'run_81', tool: 'send_email', side_effect: 'write', input_hash: 'sha256:aa01' });
+  await seeder.submit(ok, 'StepPlanned', {
+    run_id: 'run_81',
+    tool: 'send_email',
+    side_effect: 'write',
+    input_hash: 'sha256:aa01',
+  });
   await seeder.submit(ok, 'AttemptDispatched', { attempt: 1, input_hash: 'sha256:aa01' });
   await seeder.submit(ok, 'EnvelopeRecorded', { attempt: 1, envelope: committed(ok, 'msg_77') });
 
   const fix = 'run_82/step_1';
-  await seeder.submit(fix, 'StepPlanned', { run_id: 'run_82', tool: 'send_email', side_effect: 'write', input_hash: 'sha256:bb01' });
+  await seeder.submit(fix, 'StepPlanned', {
+    run_id: 'run_82',
+    tool: 'send_email',
+    side_effect: 'write',
+    input_hash: 'sha256:bb01',
+  });
   await seeder.submit(fix, 'AttemptDispatched', { attempt: 1, input_hash: 'sha256:bb01' });
   await seeder.submit(fix, 'EnvelopeRecorded', { attempt: 1, envelope: invalidInput(fix) });
   await seeder.submit(fix, 'AttemptDispatched', { attempt: 2, input_hash: 'sha256:bb01' });

@@ -57,7 +57,10 @@ export function recordedCalls(script: string): ShellCall[] {
     .filter((chunk) => chunk.length > 0)
     .map((chunk) => {
       const [command, ...args] = chunk.split('\0');
-      return { command: command as ShellCall['command'], args: args.filter((arg, i) => i < args.length - 1 || arg !== '') };
+      return {
+        command: command as ShellCall['command'],
+        args: args.filter((arg, i) => i < args.length - 1 || arg !== ''),
+      };
     });
 }
 

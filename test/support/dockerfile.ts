@@ -75,6 +75,7 @@ export function envOf(instruction: Instruction): Record<string, string> {
 export function execForm(args: string): string[] {
   const json = args.slice(args.indexOf('['));
   const parsed: unknown = JSON.parse(json);
-  if (!Array.isArray(parsed) || !parsed.every((word) => typeof word === 'string')) throw new Error(`not an exec form: ${args}`);
+  if (!Array.isArray(parsed) || !parsed.every((word) => typeof word === 'string'))
+    throw new Error(`not an exec form: ${args}`);
   return parsed as string[];
 }

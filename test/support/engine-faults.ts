@@ -60,7 +60,12 @@ export function withEngineFaults(store: EventStore, readModel: SqliteReadModel, 
         const value = work();
         const names = moved ?? [];
         if (names.length > 0 && read.length > 0) {
-          info = { from: read[0].position, to: read[read.length - 1].position, events: read.length, projections: names };
+          info = {
+            from: read[0].position,
+            to: read[read.length - 1].position,
+            events: read.length,
+            projections: names,
+          };
           faults.beforeCommit?.(info);
         }
         return value;

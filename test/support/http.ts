@@ -33,7 +33,12 @@ export async function request<T = any>(
   } catch {
     /* not JSON: the raw text is the body */
   }
-  return { status: response.status, headers: response.headers, body: parsed as T, contentType: response.headers.get('content-type') ?? '' };
+  return {
+    status: response.status,
+    headers: response.headers,
+    body: parsed as T,
+    contentType: response.headers.get('content-type') ?? '',
+  };
 }
 
 export const opPath = (ref: string) => `/v1/operations/${encodeURIComponent(ref)}`;
@@ -46,7 +51,13 @@ export function fact(type: string, data: Record<string, unknown>, eventId: strin
 export function ledgerAt(baseUrl: string, headers: Record<string, string> = {}) {
   return {
     submit: (ref: string, events: unknown[], expected_revision?: number) =>
-      request(baseUrl, 'POST', `${opPath(ref)}/events`, { events, ...(expected_revision === undefined ? {} : { expected_revision }) }, headers),
+      request(
+        baseUrl,
+        'POST',
+        `${opPath(ref)}/events`,
+        { events, ...(expected_revision === undefined ? {} : { expected_revision }) },
+        headers,
+      ),
     state: (ref: string) => request(baseUrl, 'GET', opPath(ref), undefined, headers),
     events: (ref: string, query = '') => request(baseUrl, 'GET', `${opPath(ref)}/events${query}`, undefined, headers),
   };

@@ -38,12 +38,19 @@ function rows(db: Database.Database, stream = TARGET_STREAM): Row[] {
 /** Re-seals a stream's events from `from` on, so each chain link is valid again (what a careful forger does). */
 function reseal(db: Database.Database, stream: string, from: number, edit: (row: Row) => Row = (row) => row): void {
   const all = rows(db, stream);
-  let previous = from === 0 ? undefined : { revision: from - 1, hash: JSON.parse(all[from - 1].metadata).hash as string };
+  let previous =
+    from === 0 ? undefined : { revision: from - 1, hash: JSON.parse(all[from - 1].metadata).hash as string };
   for (const row of all.slice(from)) {
     const edited = edit(row);
     const metadata = JSON.parse(edited.metadata);
-    const [sealed] = sealEvents(stream, previous, [{ event_id: edited.event_id, type: edited.type, data: JSON.parse(edited.data), metadata }]);
-    db.prepare('UPDATE events SET data = ?, metadata = ? WHERE position = ?').run(JSON.stringify(sealed.data), JSON.stringify(sealed.metadata), row.position);
+    const [sealed] = sealEvents(stream, previous, [
+      { event_id: edited.event_id, type: edited.type, data: JSON.parse(edited.data), metadata },
+    ]);
+    db.prepare('UPDATE events SET data = ?, metadata = ? WHERE position = ?').run(
+      JSON.stringify(sealed.data),
+      JSON.stringify(sealed.metadata),
+      row.position,
+    );
     previous = { revision: row.revision, hash: sealed.metadata.hash };
   }
 }
@@ -75,7 +82,9 @@ function forgedTail(db: Database.Database, data: Record<string, unknown>, type: 
   const all = rows(db);
   const last = all[all.length - 1];
   const { hash, prev_hash: _prev, submitted_hash: _submitted, ...metadata } = JSON.parse(last.metadata);
-  const [sealed] = sealEvents(TARGET_STREAM, { revision: last.revision, hash }, [{ event_id: 'forged-0001', type, data: data as never, metadata }]);
+  const [sealed] = sealEvents(TARGET_STREAM, { revision: last.revision, hash }, [
+    { event_id: 'forged-0001', type, data: data as never, metadata },
+  ]);
   db.prepare('INSERT INTO events (stream, revision, event_id, type, data, metadata) VALUES (?, ?, ?, ?, ?, ?)').run(
     TARGET_STREAM,
     last.revision + 1,
@@ -86,20 +95,36 @@ function forgedTail(db: Database.Database, data: Record<string, unknown>, type: 
   );
 }
 
-const SUCCEEDED_FORGERY = { from: 'verifying', to: 'succeeded', reason: 'VERIFIED_COMMITTED', caused_by: 'forged', directive: { next_action: 'none', attempts_remaining: 0 } };
+const SUCCEEDED_FORGERY = {
+  from: 'verifying',
+  to: 'succeeded',
+  reason: 'VERIFIED_COMMITTED',
+  caused_by: 'forged',
+  directive: { next_action: 'none', attempts_remaining: 0 },
+};
 
 export const TAMPER_CASES: TamperCase[] = [
   {
     name: 'an event edited in place',
     expect: ['hash_mismatch'],
     ref: TARGET_REF,
-    apply: (db) => db.prepare("UPDATE events SET data = json_set(data, '$.input_hash', 'sha256:evil') WHERE stream = ? AND revision = 0").run(TARGET_STREAM),
+    apply: (db) =>
+      db
+        .prepare(
+          "UPDATE events SET data = json_set(data, '$.input_hash', 'sha256:evil') WHERE stream = ? AND revision = 0",
+        )
+        .run(TARGET_STREAM),
   },
   {
     name: "an event's metadata (its actor) edited",
     expect: ['hash_mismatch'],
     ref: TARGET_REF,
-    apply: (db) => db.prepare("UPDATE events SET metadata = json_set(metadata, '$.actor', 'someone-else') WHERE stream = ? AND revision = 2").run(TARGET_STREAM),
+    apply: (db) =>
+      db
+        .prepare(
+          "UPDATE events SET metadata = json_set(metadata, '$.actor', 'someone-else') WHERE stream = ? AND revision = 2",
+        )
+        .run(TARGET_STREAM),
   },
   {
     name: 'an event removed from the middle',
@@ -122,13 +147,23 @@ export const TAMPER_CASES: TamperCase[] = [
     name: "the stream's last event cut off",
     expect: ['head_mismatch'],
     ref: TARGET_REF,
-    apply: (db) => db.prepare('DELETE FROM events WHERE stream = ? AND revision = (SELECT MAX(revision) FROM events WHERE stream = ?)').run(TARGET_STREAM, TARGET_STREAM),
+    apply: (db) =>
+      db
+        .prepare(
+          'DELETE FROM events WHERE stream = ? AND revision = (SELECT MAX(revision) FROM events WHERE stream = ?)',
+        )
+        .run(TARGET_STREAM, TARGET_STREAM),
   },
   {
     name: "the stream's last three events cut off",
     expect: ['head_mismatch'],
     ref: TARGET_REF,
-    apply: (db) => db.prepare('DELETE FROM events WHERE stream = ? AND revision > (SELECT MAX(revision) - 3 FROM events WHERE stream = ?)').run(TARGET_STREAM, TARGET_STREAM),
+    apply: (db) =>
+      db
+        .prepare(
+          'DELETE FROM events WHERE stream = ? AND revision > (SELECT MAX(revision) - 3 FROM events WHERE stream = ?)',
+        )
+        .run(TARGET_STREAM, TARGET_STREAM),
   },
   {
     name: 'a whole stream deleted',
@@ -146,7 +181,8 @@ export const TAMPER_CASES: TamperCase[] = [
     name: 'a stream renamed to another operation',
     expect: ['stream_deleted', 'hash_mismatch', 'missing_head'],
     ref: TARGET_REF,
-    apply: (db) => db.prepare("UPDATE events SET stream = 'op-default:run_81/step_9' WHERE stream = ?").run(TARGET_STREAM),
+    apply: (db) =>
+      db.prepare("UPDATE events SET stream = 'op-default:run_81/step_9' WHERE stream = ?").run(TARGET_STREAM),
   },
   {
     name: 'a forged tail event with a valid hash',
@@ -159,14 +195,22 @@ export const TAMPER_CASES: TamperCase[] = [
     expect: ['head_mismatch'],
     ref: TARGET_REF,
     apply: (db) =>
-      reseal(db, TARGET_STREAM, 2, (row) => (row.revision === 2 ? { ...row, data: JSON.stringify({ ...JSON.parse(row.data), input_hash: 'sha256:evil' }) } : row)),
+      reseal(db, TARGET_STREAM, 2, (row) =>
+        row.revision === 2
+          ? { ...row, data: JSON.stringify({ ...JSON.parse(row.data), input_hash: 'sha256:evil' }) }
+          : row,
+      ),
   },
   {
     name: 'an edit re-hashed, with the stream head rewritten to match',
     expect: ['log_anchor_mismatch'],
     ref: TARGET_REF,
     apply: (db) => {
-      reseal(db, TARGET_STREAM, 2, (row) => (row.revision === 2 ? { ...row, data: JSON.stringify({ ...JSON.parse(row.data), input_hash: 'sha256:evil' }) } : row));
+      reseal(db, TARGET_STREAM, 2, (row) =>
+        row.revision === 2
+          ? { ...row, data: JSON.stringify({ ...JSON.parse(row.data), input_hash: 'sha256:evil' }) }
+          : row,
+      );
       setHead(db, TARGET_STREAM);
     },
   },
@@ -193,16 +237,20 @@ export const TAMPER_CASES: TamperCase[] = [
     },
   },
   {
-    name: "a row whose data is not JSON",
+    name: 'a row whose data is not JSON',
     expect: ['undecodable_row'],
     ref: TARGET_REF,
-    apply: (db) => db.prepare("UPDATE events SET data = '{\"attempt\": 1, broken' WHERE stream = ? AND revision = 2").run(TARGET_STREAM),
+    apply: (db) =>
+      db
+        .prepare('UPDATE events SET data = \'{"attempt": 1, broken\' WHERE stream = ? AND revision = 2')
+        .run(TARGET_STREAM),
   },
   {
-    name: "a row whose metadata is not JSON",
+    name: 'a row whose metadata is not JSON',
     expect: ['undecodable_row'],
     ref: TARGET_REF,
-    apply: (db) => db.prepare("UPDATE events SET metadata = 'null' WHERE stream = ? AND revision = 1").run(TARGET_STREAM),
+    apply: (db) =>
+      db.prepare("UPDATE events SET metadata = 'null' WHERE stream = ? AND revision = 1").run(TARGET_STREAM),
   },
   {
     name: 'an event copied into another stream',
@@ -251,9 +299,12 @@ export const TAMPER_CASES: TamperCase[] = [
 export function rewriteEverything(db: Database.Database): void {
   const streams = db.prepare<[], { stream: string }>('SELECT DISTINCT stream FROM events').all();
   for (const { stream } of streams) {
-    reseal(db, stream, 0, (row) => (row.revision === 0 && stream === TARGET_STREAM ? { ...row, data: JSON.stringify({ ...JSON.parse(row.data), input_hash: 'sha256:evil' }) } : row));
+    reseal(db, stream, 0, (row) =>
+      row.revision === 0 && stream === TARGET_STREAM
+        ? { ...row, data: JSON.stringify({ ...JSON.parse(row.data), input_hash: 'sha256:evil' }) }
+        : row,
+    );
     setHead(db, stream);
   }
   reanchor(db);
 }
-

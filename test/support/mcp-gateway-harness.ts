@@ -74,7 +74,11 @@ export function invoiceGatewayConfig(space: Workspace, options: GatewayConfigOpt
         idempotency_argument: 'idempotency_key',
         vouched_codes: ['INVOICE_NOT_FOUND'],
         lookup: { tool: 'lookup_operation' },
-        policy: { max_attempts: 2, consistency_window_ms: options.windowMs ?? 3000, approval_required: options.approvalRequired ?? true },
+        policy: {
+          max_attempts: 2,
+          consistency_window_ms: options.windowMs ?? 3000,
+          approval_required: options.approvalRequired ?? true,
+        },
         timeout_ms: options.timeoutMs ?? 1500,
       },
     },
@@ -98,7 +102,11 @@ export interface GatewayLauncher {
 }
 
 /** The host: the SDK's Client spawning the gateway over stdio. */
-export async function startHost(configFile: string, env: Record<string, string> = {}, launcher?: GatewayLauncher): Promise<Host> {
+export async function startHost(
+  configFile: string,
+  env: Record<string, string> = {},
+  launcher?: GatewayLauncher,
+): Promise<Host> {
   const transport = new StdioClientTransport({
     command: launcher?.command ?? process.execPath,
     args: launcher?.args ?? [CLI, 'mcp-gateway', '--config', configFile],

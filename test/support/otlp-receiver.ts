@@ -29,10 +29,18 @@ export interface OtlpReceiver {
 /** OTLP/JSON ids are hex; a base64 id (the protobuf JSON mapping) is turned into hex too. */
 function hexId(value: unknown): string {
   if (typeof value !== 'string' || value === '') return '';
-  return /^[0-9a-f]+$/.test(value) && (value.length === 32 || value.length === 16) ? value : Buffer.from(value, 'base64').toString('hex');
+  return /^[0-9a-f]+$/.test(value) && (value.length === 32 || value.length === 16)
+    ? value
+    : Buffer.from(value, 'base64').toString('hex');
 }
 
-type AnyValue = { stringValue?: string; intValue?: string | number; doubleValue?: number; boolValue?: boolean; arrayValue?: { values?: AnyValue[] } };
+type AnyValue = {
+  stringValue?: string;
+  intValue?: string | number;
+  doubleValue?: number;
+  boolValue?: boolean;
+  arrayValue?: { values?: AnyValue[] };
+};
 
 function plain(value: AnyValue): unknown {
   if (value.stringValue !== undefined) return value.stringValue;
@@ -43,7 +51,8 @@ function plain(value: AnyValue): unknown {
   return undefined;
 }
 
-const attributesOf = (list: { key: string; value: AnyValue }[] | undefined) => Object.fromEntries((list ?? []).map(({ key, value }) => [key, plain(value)]));
+const attributesOf = (list: { key: string; value: AnyValue }[] | undefined) =>
+  Object.fromEntries((list ?? []).map(({ key, value }) => [key, plain(value)]));
 
 export async function startOtlpReceiver(): Promise<OtlpReceiver> {
   const received: OtlpReceiver = { endpoint: '', spans: [], posts: 0, close: async () => undefined };

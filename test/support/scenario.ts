@@ -84,13 +84,20 @@ export function operation(api: Ledger, ref: string) {
       api.submit(ref, [fact('AttemptDispatched', { attempt, input_hash }, eventId)], expectedRevision),
     record: (attempt: number, envelope: unknown, eventId?: string) =>
       api.submit(ref, [fact('EnvelopeRecorded', { attempt, envelope }, eventId)]),
-    verify: (outcome: 'found_committed' | 'not_found' | 'lookup_unavailable', extra: Record<string, unknown> = {}, eventId?: string) =>
-      api.submit(ref, [fact('VerificationRecorded', { outcome, checked_at: new Date().toISOString(), ...extra }, eventId)]),
+    verify: (
+      outcome: 'found_committed' | 'not_found' | 'lookup_unavailable',
+      extra: Record<string, unknown> = {},
+      eventId?: string,
+    ) =>
+      api.submit(ref, [
+        fact('VerificationRecorded', { outcome, checked_at: new Date().toISOString(), ...extra }, eventId),
+      ]),
     approve: (decision: 'granted' | 'denied', eventId?: string) =>
       api.submit(ref, [fact('ApprovalRecorded', { decision, approver: 'ops@example.com' }, eventId)]),
     state: () => api.state(ref),
-    events: async (): Promise<Array<{ revision: number; type: string; event_id: string; data: any; causation_event_id?: string }>> =>
-      ok(await api.events(ref)).events,
+    events: async (): Promise<
+      Array<{ revision: number; type: string; event_id: string; data: any; causation_event_id?: string }>
+    > => ok(await api.events(ref)).events,
   };
 }
 
@@ -98,7 +105,8 @@ export function operation(api: Ledger, ref: string) {
 
 export const envelopes = {
   ...seedEnvelopes,
-  success: (ref: string, result: unknown = { invoice_id: 'inv_123' }) => seedEnvelopes.success(ref, 'inv_123', undefined, result),
+  success: (ref: string, result: unknown = { invoice_id: 'inv_123' }) =>
+    seedEnvelopes.success(ref, 'inv_123', undefined, result),
   /** A read-only tool's smaller form (docs/contract.md §2): a stable code and a retry direction. */
   readRateLimited: (notBefore: string, remaining = 2) => ({
     ok: false,
@@ -132,7 +140,9 @@ export const eventsFile = (dataDir: string) => join(dataDir, 'events.sqlite');
 export function readEventRows(dataDir: string): EventRow[] {
   const db = new Database(eventsFile(dataDir), { readonly: true, fileMustExist: true });
   try {
-    return db.prepare('SELECT position, stream, revision, event_id, type, data, metadata FROM events ORDER BY position').all() as EventRow[];
+    return db
+      .prepare('SELECT position, stream, revision, event_id, type, data, metadata FROM events ORDER BY position')
+      .all() as EventRow[];
   } finally {
     db.close();
   }
@@ -168,7 +178,9 @@ export function streamsOf(rows: EventRow[]): Map<string, StoredEvent[]> {
 /** A decision's refusal: the problem answer also carries the directive and the state (docs/contract.md §9). */
 export function refusal(answer: HttpAnswer, code: string): any {
   const body = problem(answer, 409, code);
-  expect(body.directive).toEqual(expect.objectContaining({ next_action: expect.any(String), attempts_remaining: expect.any(Number) }));
+  expect(body.directive).toEqual(
+    expect.objectContaining({ next_action: expect.any(String), attempts_remaining: expect.any(Number) }),
+  );
   expect(body.state).toEqual(expect.objectContaining({ status: expect.any(String), revision: expect.any(Number) }));
   return body;
 }

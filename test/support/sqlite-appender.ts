@@ -13,7 +13,10 @@ async function main(): Promise<void> {
   const store = SqliteEventStore.open({ file });
   const deadline = Date.now() + Number(ms);
   const anchored = await store.anchoredHead(stream);
-  let head: { revision: number; hash: string } | undefined = anchored && { revision: anchored.revision, hash: anchored.hash };
+  let head: { revision: number; hash: string } | undefined = anchored && {
+    revision: anchored.revision,
+    hash: anchored.hash,
+  };
   let appended = 0;
   process.stdout.write('ready\n');
   while (Date.now() < deadline) {

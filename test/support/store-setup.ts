@@ -93,7 +93,8 @@ let instance: StoreSetup | undefined;
 
 /** Picks the store of the scenario files this test file then requires. */
 export function useE2eStore(kind: StoreKind): void {
-  if (instance && instance.kind !== kind) throw new Error(`useE2eStore(${kind}) after the ${instance.kind} store was already in use`);
+  if (instance && instance.kind !== kind)
+    throw new Error(`useE2eStore(${kind}) after the ${instance.kind} store was already in use`);
   selected = kind;
 }
 

@@ -2,7 +2,12 @@
  * Polls `read` until `done` holds, and answers the value that satisfied it; throws, with the last
  * value read, once `timeoutMs` has passed. For state a real process reaches in its own time.
  */
-export async function until<T>(read: () => Promise<T>, done: (value: T) => boolean, what: string, timeoutMs = 20_000): Promise<T> {
+export async function until<T>(
+  read: () => Promise<T>,
+  done: (value: T) => boolean,
+  what: string,
+  timeoutMs = 20_000,
+): Promise<T> {
   const deadline = Date.now() + timeoutMs;
   for (;;) {
     const value = await read();

@@ -38,7 +38,11 @@ export async function startProviderProcess(args: string[] = []): Promise<Provide
   return {
     url,
     child,
-    stats: async () => (await (await fetch(`${url}/__stats`)).json()) as { created: Record<string, number>; create_requests: Record<string, number> },
+    stats: async () =>
+      (await (await fetch(`${url}/__stats`)).json()) as {
+        created: Record<string, number>;
+        create_requests: Record<string, number>;
+      },
     inject: async (rule) => {
       const response = await fetch(`${url}/__faults`, { method: 'POST', body: JSON.stringify(rule) });
       if (!response.ok) throw new Error(`fault refused: ${response.status}`);
@@ -112,7 +116,12 @@ export function startWorkerProcess(ledgerUrl: string, providerUrl: string, args:
   };
 }
 
-export async function waitUntil<T>(what: string, probe: () => Promise<T | undefined>, timeoutMs = 20_000, everyMs = 100): Promise<T> {
+export async function waitUntil<T>(
+  what: string,
+  probe: () => Promise<T | undefined>,
+  timeoutMs = 20_000,
+  everyMs = 100,
+): Promise<T> {
   const deadline = Date.now() + timeoutMs;
   for (;;) {
     const value = await probe();

@@ -45,7 +45,12 @@ const mounts = (service: Service) =>
     const [source, target, mode] = volume.split(':');
     return { source, target, mode };
   });
-const nodes = Object.entries(services).filter(([, service]) => service.command && Array.isArray(service.command) && service.command.some((arg) => arg.startsWith('--cluster-size=')));
+const nodes = Object.entries(services).filter(
+  ([, service]) =>
+    service.command &&
+    Array.isArray(service.command) &&
+    service.command.some((arg) => arg.startsWith('--cluster-size=')),
+);
 const SERVER_IMAGE = interpolate(services.eventstore.image as string);
 
 describe('docker-compose.yml', () => {
@@ -69,7 +74,9 @@ describe('docker-compose.yml', () => {
   });
 
   it('publishes each host port once, and maps the ledgers to the port they listen on', () => {
-    const hostPorts = Object.values(services).flatMap((service) => (service.ports ?? []).map((port) => port.split(':')[0]));
+    const hostPorts = Object.values(services).flatMap((service) =>
+      (service.ports ?? []).map((port) => port.split(':')[0]),
+    );
     expect(new Set(hostPorts).size).toBe(hostPorts.length);
     for (const name of ['ledger', 'ledger-cluster']) {
       const service = services[name];
@@ -92,9 +99,12 @@ describe('docker-compose.yml', () => {
       expect(data).toHaveLength(1);
     }
     // No two servers share a data volume.
-    const dataVolumes = [services.eventstore, ...nodes.map(([, node]) => node)].map((service) => mounts(service).find((m) => m.target === dataDir)?.source);
+    const dataVolumes = [services.eventstore, ...nodes.map(([, node]) => node)].map(
+      (service) => mounts(service).find((m) => m.target === dataDir)?.source,
+    );
     expect(new Set(dataVolumes).size).toBe(dataVolumes.length);
-    for (const name of ['ledger', 'ledger-cluster']) expect(mounts(services[name]).some((mount) => mount.target === '/data')).toBe(true);
+    for (const name of ['ledger', 'ledger-cluster'])
+      expect(mounts(services[name]).some((mount) => mount.target === '/data')).toBe(true);
     expect(dockerfile).toMatch(/LEDGER_DATA_DIR=\/data/);
   });
 
@@ -102,13 +112,19 @@ describe('docker-compose.yml', () => {
     for (const [name, service] of Object.entries(services)) {
       for (const [dependency, { condition }] of Object.entries(service.depends_on ?? {})) {
         expect(services[dependency]).toBeDefined();
-        if (condition === 'service_healthy') expect({ name, dependency, healthcheck: services[dependency].healthcheck !== undefined }).toEqual({ name, dependency, healthcheck: true });
+        if (condition === 'service_healthy')
+          expect({ name, dependency, healthcheck: services[dependency].healthcheck !== undefined }).toEqual({
+            name,
+            dependency,
+            healthcheck: true,
+          });
         if (condition === 'service_completed_successfully') expect(dependency).toBe('cert-gen');
       }
     }
     // Insecure node over HTTP, TLS nodes over HTTPS (self-signed CA: --insecure for curl only).
     expect(services.eventstore.healthcheck?.test.join(' ')).toContain('http://localhost:2113/health/live');
-    for (const [, node] of nodes) expect(node.healthcheck?.test.join(' ')).toContain('https://localhost:2113/health/live');
+    for (const [, node] of nodes)
+      expect(node.healthcheck?.test.join(' ')).toContain('https://localhost:2113/health/live');
     // The ledgers are built from the Dockerfile, whose HEALTHCHECK they inherit.
     expect(dockerfile).toMatch(/^HEALTHCHECK [\s\S]*?\/health\/live/m);
   });
@@ -126,7 +142,8 @@ describe('docker-compose.yml', () => {
   describe('the cluster profile', () => {
     const network = compose.networks.cluster;
     const subnet = network.ipam?.config?.[0]?.subnet as string;
-    const addressOf = (service: Service) => (service.networks as Record<string, { ipv4_address: string }>).cluster.ipv4_address;
+    const addressOf = (service: Service) =>
+      (service.networks as Record<string, { ipv4_address: string }>).cluster.ipv4_address;
     const certScript = () => (services['cert-gen'].command as string[]).join('\n');
 
     it('has as many nodes as each says the cluster has, each on a fixed address in the subnet', () => {
@@ -142,7 +159,10 @@ describe('docker-compose.yml', () => {
     it('seeds each node with the other nodes', () => {
       for (const [name, node] of nodes) {
         const seeds = (option(node, 'gossip-seed') as string).split(',').sort();
-        const others = nodes.filter(([other]) => other !== name).map(([, other]) => `${addressOf(other)}:2113`).sort();
+        const others = nodes
+          .filter(([other]) => other !== name)
+          .map(([, other]) => `${addressOf(other)}:2113`)
+          .sort();
         expect(seeds).toEqual(others);
       }
     });
@@ -161,7 +181,11 @@ describe('docker-compose.yml', () => {
         expect(mounts(node)).toContainEqual({ source: 'cluster-certs', target: '/certs', mode: 'ro' });
         expect(node.depends_on?.['cert-gen']?.condition).toBe('service_completed_successfully');
       });
-      expect(mounts(services['cert-gen'])).toContainEqual({ source: 'cluster-certs', target: '/certs', mode: undefined });
+      expect(mounts(services['cert-gen'])).toContainEqual({
+        source: 'cluster-certs',
+        target: '/certs',
+        mode: undefined,
+      });
     });
 
     it('connects the cluster ledger with every node as a gossip seed, over TLS checked against the generated CA', () => {

@@ -9,7 +9,17 @@ import { join, relative, resolve } from 'node:path';
 const ROOT = resolve(__dirname, '../..');
 
 /** The folders and files scanned: every place a comment or a document can cite something. */
-export const CITATION_SCANNED_PATHS: readonly string[] = ['docs', 'src', 'packages', 'test', 'README.md', 'clients', 'examples', 'bench', '.dependency-cruiser.cjs'];
+export const CITATION_SCANNED_PATHS: readonly string[] = [
+  'docs',
+  'src',
+  'packages',
+  'test',
+  'README.md',
+  'clients',
+  'examples',
+  'bench',
+  '.dependency-cruiser.cjs',
+];
 
 /**
  * Citations of documents that are not in the repository. "The seed" as the source article, not
@@ -30,7 +40,9 @@ const SELF = relative(ROOT, __filename);
 function files(path: string): string[] {
   const stat = statSync(path);
   if (stat.isFile()) return TEXT.test(path) ? [path] : [];
-  return readdirSync(path).flatMap((entry) => (entry === 'node_modules' || entry === 'dist' ? [] : files(join(path, entry))));
+  return readdirSync(path).flatMap((entry) =>
+    entry === 'node_modules' || entry === 'dist' ? [] : files(join(path, entry)),
+  );
 }
 
 const contractSections = new Set(
@@ -39,7 +51,11 @@ const contractSections = new Set(
 
 const lines = CITATION_SCANNED_PATHS.flatMap((path) => files(join(ROOT, path)))
   .filter((file) => relative(ROOT, file) !== SELF)
-  .flatMap((file) => readFileSync(file, 'utf8').split('\n').map((text, index) => ({ at: `${relative(ROOT, file)}:${index + 1}`, text })));
+  .flatMap((file) =>
+    readFileSync(file, 'utf8')
+      .split('\n')
+      .map((text, index) => ({ at: `${relative(ROOT, file)}:${index + 1}`, text })),
+  );
 
 describe('citations', () => {
   it('docs/contract.md has the sections 1 to 9', () => {
@@ -47,13 +63,17 @@ describe('citations', () => {
   });
 
   it('cite no document that is not in the repository', () => {
-    const foreign = lines.filter(({ text }) => FOREIGN.some((pattern) => pattern.test(text))).map(({ at, text }) => `${at}: ${text.trim()}`);
+    const foreign = lines
+      .filter(({ text }) => FOREIGN.some((pattern) => pattern.test(text)))
+      .map(({ at, text }) => `${at}: ${text.trim()}`);
     expect(foreign).toEqual([]);
   });
 
   it('cite only sections docs/contract.md has', () => {
     const dangling = lines.flatMap(({ at, text }) =>
-      [...text.matchAll(CONTRACT_SECTION)].filter((match) => !contractSections.has(Number(match[1]))).map((match) => `${at}: ${match[0]}`),
+      [...text.matchAll(CONTRACT_SECTION)]
+        .filter((match) => !contractSections.has(Number(match[1])))
+        .map((match) => `${at}: ${match[0]}`),
     );
     expect(dangling).toEqual([]);
   });

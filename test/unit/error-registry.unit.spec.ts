@@ -29,8 +29,12 @@ describe('error registry', () => {
   it('marks retryAfter exactly the codes the README answers "with `Retry-After`"', () => {
     const readme = readFileSync(resolve(__dirname, '../../README.md'), 'utf8');
     const section = readme.slice(readme.indexOf('## Error codes'));
-    const documented = [...section.matchAll(/^\|\s*\d{3}\s*\|\s*`([A-Z_]+)`\s*\|.*with `Retry-After`/gm)].map((match) => match[1]).sort();
-    const marked = Object.keys(ERROR_REGISTRY).filter((code) => errorDefinition(code as ErrorCode).retryAfter).sort();
+    const documented = [...section.matchAll(/^\|\s*\d{3}\s*\|\s*`([A-Z_]+)`\s*\|.*with `Retry-After`/gm)]
+      .map((match) => match[1])
+      .sort();
+    const marked = Object.keys(ERROR_REGISTRY)
+      .filter((code) => errorDefinition(code as ErrorCode).retryAfter)
+      .sort();
     expect(marked).toEqual(documented);
   });
 
@@ -45,7 +49,15 @@ describe('error registry', () => {
   });
 
   it('never answers a refusal with a 5xx', () => {
-    const fiveHundreds = Object.entries(ERROR_REGISTRY).filter(([, d]) => d.status >= 500).map(([code]) => code);
-    expect(fiveHundreds.sort()).toEqual(['HISTORY_INTEGRITY_FAILED', 'HISTORY_ROLLED_BACK', 'INTERNAL_ERROR', 'PROJECTION_LAGGING', 'STORE_UNAVAILABLE']);
+    const fiveHundreds = Object.entries(ERROR_REGISTRY)
+      .filter(([, d]) => d.status >= 500)
+      .map(([code]) => code);
+    expect(fiveHundreds.sort()).toEqual([
+      'HISTORY_INTEGRITY_FAILED',
+      'HISTORY_ROLLED_BACK',
+      'INTERNAL_ERROR',
+      'PROJECTION_LAGGING',
+      'STORE_UNAVAILABLE',
+    ]);
   });
 });

@@ -16,7 +16,10 @@ async function lint(text: string) {
   const spectral = new Spectral();
   spectral.setRuleset({ extends: [[oas as never, 'recommended']] });
   const results = await spectral.run(new Document(text, Parsers.Json, FILE));
-  return results.map((result) => `${['error', 'warning', 'info', 'hint'][result.severity]} ${result.code} at ${result.path.join('.')}: ${result.message}`);
+  return results.map(
+    (result) =>
+      `${['error', 'warning', 'info', 'hint'][result.severity]} ${result.code} at ${result.path.join('.')}: ${result.message}`,
+  );
 }
 
 describe('openapi.json under spectral:oas', () => {
@@ -26,8 +29,11 @@ describe('openapi.json under spectral:oas', () => {
 
   it('would report an example that does not fit its fact type (the check is live)', async () => {
     const document = JSON.parse(readFileSync(FILE, 'utf8'));
-    const examples = document.paths['/v1/operations/{ref}/events'].post.requestBody.content['application/json'].examples;
+    const examples =
+      document.paths['/v1/operations/{ref}/events'].post.requestBody.content['application/json'].examples;
     examples.dispatch.value.events[0].data.attempt = 0;
-    expect(await lint(JSON.stringify(document))).toEqual(expect.arrayContaining([expect.stringMatching(/^error oas3-valid-media-example/)]));
+    expect(await lint(JSON.stringify(document))).toEqual(
+      expect.arrayContaining([expect.stringMatching(/^error oas3-valid-media-example/)]),
+    );
   });
 });

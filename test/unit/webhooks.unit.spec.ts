@@ -1,5 +1,10 @@
 import { reactionsTo, retryDelayMs } from '../../src/webhooks/notification-rules';
-import { isPrivateAddress, isPrivateHost, PrivateAddressError, publicOnlyLookup } from '../../src/webhooks/webhook-address';
+import {
+  isPrivateAddress,
+  isPrivateHost,
+  PrivateAddressError,
+  publicOnlyLookup,
+} from '../../src/webhooks/webhook-address';
 import { parseSecretKey, SecretBox } from '../../src/webhooks/webhook-secret-box';
 import { signatureHeader, verifySignature } from '../../src/webhooks/webhook-signature';
 import { urlRefusal } from '../../src/webhooks/webhook-url';
@@ -14,15 +19,28 @@ const transition = (to: string) => ({
 
 describe('webhook rules and signatures', () => {
   it('turns transitions into notifications, watches and resets; other events into nothing', () => {
-    expect(reactionsTo(transition('escalated'))).toEqual([{ do: 'reset_premature' }, { do: 'notify', kind: 'step.escalated', key: 'e1' }]);
-    expect(reactionsTo(transition('awaiting_approval'))[1]).toEqual({ do: 'notify', kind: 'approval.requested', key: 'e1' });
-    expect(reactionsTo(transition('verifying'))[1]).toEqual({ do: 'watch_unknown', transition_event_id: 'e1', since: '2026-12-03T10:00:00.000Z' });
+    expect(reactionsTo(transition('escalated'))).toEqual([
+      { do: 'reset_premature' },
+      { do: 'notify', kind: 'step.escalated', key: 'e1' },
+    ]);
+    expect(reactionsTo(transition('awaiting_approval'))[1]).toEqual({
+      do: 'notify',
+      kind: 'approval.requested',
+      key: 'e1',
+    });
+    expect(reactionsTo(transition('verifying'))[1]).toEqual({
+      do: 'watch_unknown',
+      transition_event_id: 'e1',
+      since: '2026-12-03T10:00:00.000Z',
+    });
     expect(reactionsTo(transition('retry_ready'))).toEqual([{ do: 'reset_premature' }]);
     expect(reactionsTo({ ...transition('escalated'), type: 'DispatchRefused' })).toEqual([]);
   });
 
   it('backs off by doubling, capped', () => {
-    expect([1, 2, 3, 4, 5, 6].map((attempt) => retryDelayMs(attempt, 1000, 5000))).toEqual([1000, 2000, 4000, 5000, 5000, 5000]);
+    expect([1, 2, 3, 4, 5, 6].map((attempt) => retryDelayMs(attempt, 1000, 5000))).toEqual([
+      1000, 2000, 4000, 5000, 5000, 5000,
+    ]);
   });
 
   it('signs t.body with HMAC-SHA256 as Stripe does, and verifies against tampering, a wrong secret, age and rotation', () => {
@@ -32,9 +50,15 @@ describe('webhook rules and signatures', () => {
     expect(header).toBe('t=1764756000,v1=ce6bd58ff85c2eba2d1ff67ddaf2ae5d651668873e71e05b183e00e8dbcdb17e');
     const at = { nowSeconds: 1_764_756_010 };
     expect(verifySignature(header, body, 'whsec_test', at).ok).toBe(true);
-    expect(verifySignature(header, body.replace('escalated', 'approved'), 'whsec_test', at)).toEqual({ ok: false, reason: 'no_match' });
+    expect(verifySignature(header, body.replace('escalated', 'approved'), 'whsec_test', at)).toEqual({
+      ok: false,
+      reason: 'no_match',
+    });
     expect(verifySignature(header, body, 'whsec_other', at)).toEqual({ ok: false, reason: 'no_match' });
-    expect(verifySignature(header, body, 'whsec_test', { nowSeconds: 1_764_756_000 + 301 })).toEqual({ ok: false, reason: 'too_old' });
+    expect(verifySignature(header, body, 'whsec_test', { nowSeconds: 1_764_756_000 + 301 })).toEqual({
+      ok: false,
+      reason: 'too_old',
+    });
     expect(verifySignature(`${header},v1=${'0'.repeat(64)}`, body, 'whsec_test', at).ok).toBe(true);
     expect(verifySignature('v1=abc', body, 'whsec_test', at)).toEqual({ ok: false, reason: 'malformed' });
   });
@@ -42,20 +66,49 @@ describe('webhook rules and signatures', () => {
 
 describe('where a webhook may go', () => {
   it('knows loopback, link-local, private, unique-local and metadata addresses, in every spelling a URL normalises', () => {
-    for (const address of ['127.0.0.1', '127.9.9.9', '0.0.0.0', '10.1.2.3', '172.16.0.1', '172.31.255.255', '192.168.1.1', '169.254.169.254', '100.100.100.200', '::1', '::', 'fe80::1', 'fd00:ec2::254', 'fc00::1', '::ffff:127.0.0.1', '::ffff:a9fe:a9fe', '64:ff9b::a00:1', '2002:7f00:1::1']) {
+    for (const address of [
+      '127.0.0.1',
+      '127.9.9.9',
+      '0.0.0.0',
+      '10.1.2.3',
+      '172.16.0.1',
+      '172.31.255.255',
+      '192.168.1.1',
+      '169.254.169.254',
+      '100.100.100.200',
+      '::1',
+      '::',
+      'fe80::1',
+      'fd00:ec2::254',
+      'fc00::1',
+      '::ffff:127.0.0.1',
+      '::ffff:a9fe:a9fe',
+      '64:ff9b::a00:1',
+      '2002:7f00:1::1',
+    ]) {
       expect([address, isPrivateAddress(address)]).toEqual([address, true]);
     }
     for (const address of ['93.184.216.34', '172.32.0.1', '8.8.8.8', '2606:4700:4700::1111', '::ffff:8.8.8.8']) {
       expect([address, isPrivateAddress(address)]).toEqual([address, false]);
     }
-    for (const url of ['http://0x7f.1/h', 'http://2130706433/h', 'http://[::ffff:127.0.0.1]/h', 'http://localhost./h', 'http://api.localhost/h', 'http://[fd00:ec2::254]/h', 'http://0/h']) {
+    for (const url of [
+      'http://0x7f.1/h',
+      'http://2130706433/h',
+      'http://[::ffff:127.0.0.1]/h',
+      'http://localhost./h',
+      'http://api.localhost/h',
+      'http://[fd00:ec2::254]/h',
+      'http://0/h',
+    ]) {
       expect([url, isPrivateHost(new URL(url).hostname)]).toEqual([url, true]);
     }
     expect(isPrivateHost(new URL('https://hooks.example.com/h').hostname)).toBe(false);
   });
 
   it('refuses a name that resolves to a private address when it is looked up for a delivery', async () => {
-    const lookedUp = await new Promise<Error | null>((resolve) => publicOnlyLookup('localhost', { all: true }, (error) => resolve(error)));
+    const lookedUp = await new Promise<Error | null>((resolve) =>
+      publicOnlyLookup('localhost', { all: true }, (error) => resolve(error)),
+    );
     expect(lookedUp).toBeInstanceOf(PrivateAddressError);
   });
 

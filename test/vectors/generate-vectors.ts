@@ -32,7 +32,7 @@ function write(name: string, value: unknown): void {
 
 write('canonical-input-hash.json', {
   about:
-    'input_json is parsed by each language\'s standard JSON parser; canonical is canonicalJson of the parsed value and sha256 the SDK input hash (hex SHA-256 of its UTF-8 bytes). Generated from the TypeScript implementation by generate-vectors.ts.',
+    "input_json is parsed by each language's standard JSON parser; canonical is canonicalJson of the parsed value and sha256 the SDK input hash (hex SHA-256 of its UTF-8 bytes). Generated from the TypeScript implementation by generate-vectors.ts.",
   vectors: CANONICAL_INPUTS.map(([name, inputJson]) => {
     const value = JSON.parse(inputJson) as unknown;
     return { name, input_json: inputJson, canonical: canonicalJson(value), sha256: inputHash(value) };
@@ -40,21 +40,25 @@ write('canonical-input-hash.json', {
 });
 
 write('retry-after.json', {
-  about: 'retry_after_ms(value, now); null where the header is absent or neither delay-seconds nor an HTTP-date in GMT.',
+  about:
+    'retry_after_ms(value, now); null where the header is absent or neither delay-seconds nor an HTTP-date in GMT.',
   now: RETRY_AFTER_NOW,
   vectors: RETRY_AFTER_VALUES.map((value) => ({ value, ms: retryAfterMs(value, new Date(RETRY_AFTER_NOW)) ?? null })),
 });
 
 write('redaction.json', {
   about: 'redactText(text): the text with each secret replaced by [REDACTED:kind], and the kinds in the order found.',
-  vectors: [...SECRET_CORPUS.map(([, text]) => text), ...HOSTILE_UPSTREAM_TEXTS, ...REDACTION_EXTRA_TEXTS].map((text) => {
-    const { text: redacted, kinds } = redactText(text);
-    return { text, redacted, kinds };
-  }),
+  vectors: [...SECRET_CORPUS.map(([, text]) => text), ...HOSTILE_UPSTREAM_TEXTS, ...REDACTION_EXTRA_TEXTS].map(
+    (text) => {
+      const { text: redacted, kinds } = redactText(text);
+      return { text, redacted, kinds };
+    },
+  ),
 });
 
 write('injection-corpus.json', {
-  about: 'Upstream texts written to read as instructions, leaks or false statuses; no telltale may appear in any envelope a normalizer builds from them.',
+  about:
+    'Upstream texts written to read as instructions, leaks or false statuses; no telltale may appear in any envelope a normalizer builds from them.',
   hostile_texts: HOSTILE_UPSTREAM_TEXTS,
   telltales: TELLTALES,
 });

@@ -17,9 +17,15 @@ interface Dbos {
   setConfig(config: { name: string; systemDatabaseUrl: string; logLevel?: string; applicationVersion?: string }): void;
   launch(): Promise<void>;
   shutdown(): Promise<void>;
-  registerWorkflow<A extends unknown[], R>(fn: (...args: A) => Promise<R>, config: { name: string }): (...args: A) => Promise<R>;
+  registerWorkflow<A extends unknown[], R>(
+    fn: (...args: A) => Promise<R>,
+    config: { name: string },
+  ): (...args: A) => Promise<R>;
   runStep<R>(fn: () => Promise<R>, config: { name: string }): Promise<R>;
-  startWorkflow<A extends unknown[], R>(fn: (...args: A) => Promise<R>, params: { workflowID: string }): (...args: A) => Promise<{ getResult(): Promise<R> }>;
+  startWorkflow<A extends unknown[], R>(
+    fn: (...args: A) => Promise<R>,
+    params: { workflowID: string },
+  ): (...args: A) => Promise<{ getResult(): Promise<R> }>;
 }
 
 async function main(): Promise<void> {
@@ -32,9 +38,12 @@ async function main(): Promise<void> {
   });
   const toolStep = DBOS.registerWorkflow(
     async (input: StepInput) => {
-      const result = await DBOS.runStep(async () => ({ commit_state: 'committed', result: { id: `res_${input.operation_ref}` }, tool: input.tool }), {
-        name: 'call',
-      });
+      const result = await DBOS.runStep(
+        async () => ({ commit_state: 'committed', result: { id: `res_${input.operation_ref}` }, tool: input.tool }),
+        {
+          name: 'call',
+        },
+      );
       return { status: 'succeeded', ...result };
     },
     { name: 'toolStep' },
@@ -48,7 +57,11 @@ async function main(): Promise<void> {
     return handle.getResult();
   });
   await app.listen({ port: Number(process.env.PORT ?? 3100), host: '127.0.0.1' });
-  const close = () => void app.close().then(() => DBOS.shutdown()).then(() => process.exit(0));
+  const close = () =>
+    void app
+      .close()
+      .then(() => DBOS.shutdown())
+      .then(() => process.exit(0));
   process.on('SIGTERM', close);
   process.on('SIGINT', close);
   process.stdout.write('dbos route listening\n');

@@ -40,11 +40,19 @@ export function postgresBinaries(log: (line: string) => void): { bin: string } |
     log('  installing Debian postgresql (BENCH_INSTALL_SYSTEM_PEERS=1)');
     const env = { ...process.env, DEBIAN_FRONTEND: 'noninteractive' };
     spawnSync('apt-get', ['update'], { stdio: 'ignore', env });
-    const result = spawnSync('apt-get', ['install', '-y', '--no-install-recommends', 'postgresql'], { stdio: 'ignore', env });
-    if (result.status !== 0) return { skip: `apt-get install postgresql failed (exit ${result.status ?? result.error?.message})` };
+    const result = spawnSync('apt-get', ['install', '-y', '--no-install-recommends', 'postgresql'], {
+      stdio: 'ignore',
+      env,
+    });
+    if (result.status !== 0)
+      return { skip: `apt-get install postgresql failed (exit ${result.status ?? result.error?.message})` };
     bin = binDir();
   }
-  return bin ? { bin } : { skip: 'no PostgreSQL server binaries in /usr/lib/postgresql (install Debian postgresql, or set BENCH_INSTALL_SYSTEM_PEERS=1)' };
+  return bin
+    ? { bin }
+    : {
+        skip: 'no PostgreSQL server binaries in /usr/lib/postgresql (install Debian postgresql, or set BENCH_INSTALL_SYSTEM_PEERS=1)',
+      };
 }
 
 /** The user the server runs as, and the command prefix to run as that user. */
@@ -70,7 +78,10 @@ export async function startPostgres(bin: string): Promise<Postgres> {
   const run = (command: string, args: string[]) => {
     const [file, ...rest] = [...prefix, join(bin, command), ...args];
     const result = spawnSync(file, rest, { encoding: 'utf8' });
-    if (result.status !== 0) throw new Error(`${command} failed (exit ${result.status}): ${result.stderr || result.stdout || result.error?.message}`);
+    if (result.status !== 0)
+      throw new Error(
+        `${command} failed (exit ${result.status}): ${result.stderr || result.stdout || result.error?.message}`,
+      );
     return result.stdout;
   };
   run('initdb', ['-D', data, '-A', 'trust', '-U', user, '--no-instructions', '-E', 'UTF8', '--locale=C']);
@@ -78,7 +89,22 @@ export async function startPostgres(bin: string): Promise<Postgres> {
   const options = `-c listen_addresses=127.0.0.1 -c port=${port} -k ${dir} -c fsync=on -c synchronous_commit=on -c full_page_writes=on -c max_connections=200`;
   run('pg_ctl', ['-D', data, '-l', join(dir, 'server.log'), '-o', options, '-w', '-t', '60', 'start']);
   const pid = Number(readFileSync(join(data, 'postmaster.pid'), 'utf8').split('\n')[0]);
-  const psql = (sql: string, database = 'postgres') => run('psql', ['-h', '127.0.0.1', '-p', String(port), '-U', user, '-d', database, '-v', 'ON_ERROR_STOP=1', '-qAt', '-c', sql]);
+  const psql = (sql: string, database = 'postgres') =>
+    run('psql', [
+      '-h',
+      '127.0.0.1',
+      '-p',
+      String(port),
+      '-U',
+      user,
+      '-d',
+      database,
+      '-v',
+      'ON_ERROR_STOP=1',
+      '-qAt',
+      '-c',
+      sql,
+    ]);
   const settings = psql('SHOW fsync').trim() + '/' + psql('SHOW synchronous_commit').trim();
   if (settings !== 'on/on') throw new Error(`PostgreSQL runs with fsync/synchronous_commit ${settings}`);
   return {

@@ -53,9 +53,18 @@ export async function startRestateServer(binary: string, baseDir: string): Promi
   const adminUrl = `http://127.0.0.1:${admin}`;
   const deadline = Date.now() + 60_000;
   for (;;) {
-    if (child.exitCode !== null || child.signalCode !== null) throw new Error(`restate-server exited (${child.exitCode}): ${output}`);
-    const ready = await fetch(`${adminUrl}/health`).then((r) => r.ok, () => false);
-    const ingressUp = ready && (await fetch(`${ingressUrl}/restate/health`).then((r) => r.ok, () => false));
+    if (child.exitCode !== null || child.signalCode !== null)
+      throw new Error(`restate-server exited (${child.exitCode}): ${output}`);
+    const ready = await fetch(`${adminUrl}/health`).then(
+      (r) => r.ok,
+      () => false,
+    );
+    const ingressUp =
+      ready &&
+      (await fetch(`${ingressUrl}/restate/health`).then(
+        (r) => r.ok,
+        () => false,
+      ));
     if (ingressUp) break;
     if (Date.now() > deadline) {
       child.kill('SIGKILL');
@@ -73,14 +82,19 @@ export async function startRestateServer(binary: string, baseDir: string): Promi
         headers: { 'content-type': 'application/json' },
         body: JSON.stringify({ uri: deploymentUrl, force: true }),
       });
-      if (!response.ok) throw new Error(`registering ${deploymentUrl} with restate-server: ${response.status} ${await response.text()}`);
+      if (!response.ok)
+        throw new Error(
+          `registering ${deploymentUrl} with restate-server: ${response.status} ${await response.text()}`,
+        );
     },
     completed: async (pattern) => {
       // The pattern is built from [a-z0-9_/%] only: safe inside the literal.
       const response = await fetch(`${adminUrl}/query`, {
         method: 'POST',
         headers: { 'content-type': 'application/json', accept: 'application/json' },
-        body: JSON.stringify({ query: `SELECT count(*) AS n FROM sys_invocation WHERE idempotency_key LIKE '${pattern}' AND status = 'completed'` }),
+        body: JSON.stringify({
+          query: `SELECT count(*) AS n FROM sys_invocation WHERE idempotency_key LIKE '${pattern}' AND status = 'completed'`,
+        }),
       });
       if (!response.ok) throw new Error(`restate admin query: ${response.status} ${await response.text()}`);
       const { rows } = (await response.json()) as { rows: Array<{ n: number }> };

@@ -21,7 +21,10 @@ interface RestateEndpoint {
   http2Handler(): Parameters<typeof createServer>[0];
 }
 interface RestateSdk {
-  service(definition: { name: string; handlers: Record<string, (ctx: RestateContext, input: StepInput) => Promise<unknown>> }): unknown;
+  service(definition: {
+    name: string;
+    handlers: Record<string, (ctx: RestateContext, input: StepInput) => Promise<unknown>>;
+  }): unknown;
   endpoint(): RestateEndpoint;
 }
 
@@ -52,7 +55,11 @@ async function main(): Promise<void> {
       // The tool's answer, recorded once in the journal: a retry with the same idempotency key is
       // answered from the server without calling the handler again.
       record: async (ctx, input) => {
-        const result = await ctx.run('call', () => ({ commit_state: 'committed', result: { id: `res_${input.operation_ref}` }, tool: input.tool }));
+        const result = await ctx.run('call', () => ({
+          commit_state: 'committed',
+          result: { id: `res_${input.operation_ref}` },
+          tool: input.tool,
+        }));
         return { status: 'succeeded', ...result };
       },
     },

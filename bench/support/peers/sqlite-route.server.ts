@@ -33,7 +33,8 @@ async function main(): Promise<void> {
   const insert = db.prepare('INSERT OR IGNORE INTO events (stream, event_id, type, data) VALUES (?, ?, ?, ?)');
   const write = db.transaction((batch: Pending[]) => {
     for (const request of batch) {
-      for (const event of request.events) insert.run(request.stream, String(event.event_id), String(event.type), JSON.stringify(event.data ?? null));
+      for (const event of request.events)
+        insert.run(request.stream, String(event.event_id), String(event.type), JSON.stringify(event.data ?? null));
     }
   });
 
@@ -69,7 +70,12 @@ async function main(): Promise<void> {
       }
     });
 
-  const app = Fastify({ bodyLimit: 256 * 1024, onProtoPoisoning: 'error', onConstructorPoisoning: 'error', logger: false });
+  const app = Fastify({
+    bodyLimit: 256 * 1024,
+    onProtoPoisoning: 'error',
+    onConstructorPoisoning: 'error',
+    logger: false,
+  });
   let n = 0;
   app.post('/v1/operations/:ref/events', async (request, reply) => {
     const body = request.body as { events?: Pending['events'] };

@@ -105,7 +105,10 @@ export function callMarginMs(windowMs: number): number {
  * (`since`), bounded by what the dispatcher declared. Undefined when neither is known (a ledger
  * that answers no call deadline, and no window declared): the call is then not bounded here.
  */
-export function callWindowOf(state: Pick<OperationState, 'call_deadline' | 'since'>, declaredMs?: number): number | undefined {
+export function callWindowOf(
+  state: Pick<OperationState, 'call_deadline' | 'since'>,
+  declaredMs?: number,
+): number | undefined {
   const deadline = state.call_deadline === undefined ? Number.NaN : Date.parse(state.call_deadline);
   const since = state.since === undefined ? Number.NaN : Date.parse(state.since);
   const granted = Number.isFinite(deadline) && Number.isFinite(since) ? Math.max(0, deadline - since) : undefined;
@@ -212,7 +215,8 @@ async function isCorrectedInput(
   options: ExecuteOptions,
 ): Promise<boolean> {
   const state = refusal.state;
-  if (!state || state.run_id !== step.runId || state.tool !== step.tool || state.side_effect !== sideEffect) return false;
+  if (!state || state.run_id !== step.runId || state.tool !== step.tool || state.side_effect !== sideEffect)
+    return false;
   if (state.status === 'needs_input') return true;
   // The ledger asked approval for this very input (docs/contract.md §4.4): the gate decides on it.
   if (state.approval_input_hash === hash) return true;
@@ -276,7 +280,11 @@ async function planAndRun<Input>(
   const sideEffect = step.sideEffect ?? 'write';
   const hash = step.inputHash ?? inputHash(step.input);
   const ref = step.operationRef;
-  const trace = { traceparent: options.traceparent, tracestate: options.tracestate, ...(options.lease ? { lease: options.lease } : {}) };
+  const trace = {
+    traceparent: options.traceparent,
+    tracestate: options.tracestate,
+    ...(options.lease ? { lease: options.lease } : {}),
+  };
   // The plan may be stopped half-way (a plan is idempotent); the dispatch is not (see runAttempt).
   const gate = { ...trace, signal: options.signal };
   options.signal?.throwIfAborted();
@@ -303,7 +311,12 @@ async function planAndRun<Input>(
     planned = error.state;
   }
 
-  return attemptOnce(ledger, { operationRef: ref, attempt: planned.attempts_used + 1, inputHash: hash, input: step.input, sideEffect }, toolCall, options);
+  return attemptOnce(
+    ledger,
+    { operationRef: ref, attempt: planned.attempts_used + 1, inputHash: hash, input: step.input, sideEffect },
+    toolCall,
+    options,
+  );
 }
 
 export interface AttemptToRun<Input> {
@@ -347,7 +360,11 @@ async function attemptOnce<Input>(
 ): Promise<WriteOutcome> {
   const now = options.now ?? (() => new Date());
   const { operationRef: ref, attempt, sideEffect } = run;
-  const trace = { traceparent: options.traceparent, tracestate: options.tracestate, ...(options.lease ? { lease: options.lease } : {}) };
+  const trace = {
+    traceparent: options.traceparent,
+    tracestate: options.tracestate,
+    ...(options.lease ? { lease: options.lease } : {}),
+  };
   checkCallWindow(options.callWindowMs);
   options.signal?.throwIfAborted();
   let granted: SubmitAnswer;
@@ -358,7 +375,11 @@ async function attemptOnce<Input>(
     // Not aborted half-way: a dispatch granted but never answered would leave the step in flight.
     granted = await ledger.dispatchAttempt(
       ref,
-      { attempt, input_hash: run.inputHash, ...(options.callWindowMs === undefined ? {} : { call_window_ms: options.callWindowMs }) },
+      {
+        attempt,
+        input_hash: run.inputHash,
+        ...(options.callWindowMs === undefined ? {} : { call_window_ms: options.callWindowMs }),
+      },
       trace,
     );
   } catch (error) {
@@ -497,8 +518,15 @@ export interface VerifyOutcome {
 
 function verificationOf(result: unknown, checkedAt: string): VerificationRecordedInput {
   const record = result as Partial<Record<string, unknown>> | null;
-  if (record && typeof record === 'object' && record.found === false) return { outcome: 'not_found', checked_at: checkedAt };
-  if (record && typeof record === 'object' && record.found === true && typeof record.evidenceRef === 'string' && record.evidenceRef !== '') {
+  if (record && typeof record === 'object' && record.found === false)
+    return { outcome: 'not_found', checked_at: checkedAt };
+  if (
+    record &&
+    typeof record === 'object' &&
+    record.found === true &&
+    typeof record.evidenceRef === 'string' &&
+    record.evidenceRef !== ''
+  ) {
     return {
       outcome: 'found_committed',
       checked_at: checkedAt,
@@ -522,21 +550,35 @@ export async function verify(
   lookup: Lookup,
   options: VerifyOptions = {},
 ): Promise<VerifyOutcome> {
-  return inToolSpan(step.tool ?? 'unnamed', options, { ...spanAttributes(step.operationRef, 'read'), 'recovery_ledger.phase': 'verify' }, {
-    run: (trace) => verifyOnce(ledger, step, lookup, { ...options, ...trace }),
-    describe: (verified) => ({
-      'recovery_ledger.verification': verified.outcome,
-      'recovery_ledger.status': verified.status,
-      'recovery_ledger.next_action': verified.directive.next_action,
-      ...(verified.refusal ? { 'recovery_ledger.refusal_code': verified.refusal.code } : {}),
-      ...(verified.outcome === 'lookup_unavailable' ? { 'error.type': 'lookup_unavailable' } : verified.refusal ? { 'error.type': verified.refusal.code } : {}),
-    }),
-  });
+  return inToolSpan(
+    step.tool ?? 'unnamed',
+    options,
+    { ...spanAttributes(step.operationRef, 'read'), 'recovery_ledger.phase': 'verify' },
+    {
+      run: (trace) => verifyOnce(ledger, step, lookup, { ...options, ...trace }),
+      describe: (verified) => ({
+        'recovery_ledger.verification': verified.outcome,
+        'recovery_ledger.status': verified.status,
+        'recovery_ledger.next_action': verified.directive.next_action,
+        ...(verified.refusal ? { 'recovery_ledger.refusal_code': verified.refusal.code } : {}),
+        ...(verified.outcome === 'lookup_unavailable'
+          ? { 'error.type': 'lookup_unavailable' }
+          : verified.refusal
+            ? { 'error.type': verified.refusal.code }
+            : {}),
+      }),
+    },
+  );
 }
 
 type VerifyOptions = Pick<ExecuteOptions, 'now' | 'traceparent' | 'tracestate' | 'lease' | 'signal'>;
 
-async function verifyOnce(ledger: LedgerApi, step: VerifyStep, lookup: Lookup, options: VerifyOptions): Promise<VerifyOutcome> {
+async function verifyOnce(
+  ledger: LedgerApi,
+  step: VerifyStep,
+  lookup: Lookup,
+  options: VerifyOptions,
+): Promise<VerifyOutcome> {
   const now = options.now ?? (() => new Date());
   const ref = step.operationRef;
   // An abort stops a check that has not started; a lookup that answered is always recorded.

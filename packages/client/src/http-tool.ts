@@ -46,7 +46,8 @@ export async function callHttpTool(request: HttpToolRequest, options: HttpToolOp
   const inputFields = options.inputFields ?? inputFieldsOf(request.body);
   const context = (): NormalizeContext & HttpNormalizeOptions => ({ ...options, inputFields, now: now() });
   // Aborted before anything was handed to the network: the request provably never left.
-  if (request.signal?.aborted) return normalizeNetworkError(request.signal.reason, { ...context(), phase: 'before_send' });
+  if (request.signal?.aborted)
+    return normalizeNetworkError(request.signal.reason, { ...context(), phase: 'before_send' });
   const timeout = AbortSignal.timeout(request.timeoutMs ?? 10_000);
   let status: number;
   let responseHeaders: Headers;

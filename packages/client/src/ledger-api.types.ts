@@ -12,11 +12,27 @@ import type {
   SubmittedFactType,
   VerificationOutcome,
 } from '@recovery-ledger/core/domain/events';
-import type { StepView, SubmitAnswer as ServerSubmitAnswer, SubmitResult, LeaseView, WorkAnswer, WorkItem, WorkLease } from '@recovery-ledger/core/contract/ledger-api.types';
+import type {
+  StepView,
+  SubmitAnswer as ServerSubmitAnswer,
+  SubmitResult,
+  LeaseView,
+  WorkAnswer,
+  WorkItem,
+  WorkLease,
+} from '@recovery-ledger/core/contract/ledger-api.types';
 
 export type { LeaseView, WorkAnswer, WorkItem, WorkLease };
 
-export type { Directive, DirectiveAction, SideEffect, StepStatus, SubmitResult, SubmittedFactType, VerificationOutcome };
+export type {
+  Directive,
+  DirectiveAction,
+  SideEffect,
+  StepStatus,
+  SubmitResult,
+  SubmittedFactType,
+  VerificationOutcome,
+};
 
 /** The state of one operation as the ledger answers it; `unplanned` only before its first fact. */
 export interface OperationState extends StepView {

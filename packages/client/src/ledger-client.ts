@@ -179,7 +179,8 @@ export class LedgerClient {
     this.fetchImpl = options.fetch ?? globalThis.fetch;
     this.sleep = options.sleep ?? defaultSleep;
     this.eventIds = options.newEventId ?? randomUUID;
-    if (typeof this.fetchImpl !== 'function') throw new Error('no fetch: Node 20 or later, or options.fetch, is needed');
+    if (typeof this.fetchImpl !== 'function')
+      throw new Error('no fetch: Node 20 or later, or options.fetch, is needed');
   }
 
   /** A fresh event id, for a caller that wants to hold on to it before submitting. */
@@ -193,7 +194,11 @@ export class LedgerClient {
    * Submits facts to one operation. Ids are assigned here, before the first send; every resend
    * carries the very same body. The answer of a resend is the first answer, results `duplicate`.
    */
-  async submit(operationRef: string, events: SubmittedEventInput[], options: SubmitOptions = {}): Promise<SubmitAnswer> {
+  async submit(
+    operationRef: string,
+    events: SubmittedEventInput[],
+    options: SubmitOptions = {},
+  ): Promise<SubmitAnswer> {
     const withIds = events.map((event) => this.withEventId(event));
     const body = {
       ...(options.expectedRevision === undefined ? {} : { expected_revision: options.expectedRevision }),
@@ -202,7 +207,12 @@ export class LedgerClient {
     // One key per call, fixed before the first send like the body: a resend whose first answer was
     // lost gets that answer replayed, and the key can never travel with another body.
     const idempotencyKey = options.idempotencyKey ?? randomUUID();
-    return (await this.request('POST', `${operationPath(operationRef)}/events`, { ...options, idempotencyKey }, body)) as SubmitAnswer;
+    return (await this.request(
+      'POST',
+      `${operationPath(operationRef)}/events`,
+      { ...options, idempotencyKey },
+      body,
+    )) as SubmitAnswer;
   }
 
   planStep(operationRef: string, data: StepPlannedInput, options: SingleFactOptions = {}): Promise<SubmitAnswer> {
@@ -230,11 +240,19 @@ export class LedgerClient {
   }
 
   /** The gate (docs/contract.md §3): a 409 LedgerRefusal means the tool must not be called. */
-  dispatchAttempt(operationRef: string, data: AttemptDispatchedInput, options: SingleFactOptions = {}): Promise<SubmitAnswer> {
+  dispatchAttempt(
+    operationRef: string,
+    data: AttemptDispatchedInput,
+    options: SingleFactOptions = {},
+  ): Promise<SubmitAnswer> {
     return this.submitOne(operationRef, { type: 'AttemptDispatched', data }, options);
   }
 
-  recordEnvelope(operationRef: string, data: EnvelopeRecordedInput, options: SingleFactOptions = {}): Promise<SubmitAnswer> {
+  recordEnvelope(
+    operationRef: string,
+    data: EnvelopeRecordedInput,
+    options: SingleFactOptions = {},
+  ): Promise<SubmitAnswer> {
     return this.submitOne(operationRef, { type: 'EnvelopeRecorded', data }, options);
   }
 
@@ -246,7 +264,11 @@ export class LedgerClient {
     return this.submitOne(operationRef, { type: 'VerificationRecorded', data }, options);
   }
 
-  recordApproval(operationRef: string, data: ApprovalRecordedInput, options: SingleFactOptions = {}): Promise<SubmitAnswer> {
+  recordApproval(
+    operationRef: string,
+    data: ApprovalRecordedInput,
+    options: SingleFactOptions = {},
+  ): Promise<SubmitAnswer> {
     return this.submitOne(operationRef, { type: 'ApprovalRecorded', data }, options);
   }
 
@@ -261,7 +283,8 @@ export class LedgerClient {
     operationRef: string,
     options: RequestOptions & { asOfRevision?: number } = {},
   ): Promise<OperationEvents> {
-    const query = options.asOfRevision === undefined ? '' : `?as_of_revision=${encodeURIComponent(options.asOfRevision)}`;
+    const query =
+      options.asOfRevision === undefined ? '' : `?as_of_revision=${encodeURIComponent(options.asOfRevision)}`;
     return (await this.request('GET', `${operationPath(operationRef)}/events${query}`, options)) as OperationEvents;
   }
 
@@ -316,26 +339,49 @@ export class LedgerClient {
   }
 
   /** Who holds each of up to 100 operations, in one request. */
-  async getLeases(operationRefs: readonly string[], options: RequestOptions = {}): Promise<{ items: Array<LeaseView & { operation_ref: string }> }> {
+  async getLeases(
+    operationRefs: readonly string[],
+    options: RequestOptions = {},
+  ): Promise<{ items: Array<LeaseView & { operation_ref: string }> }> {
     const params = new URLSearchParams();
     for (const ref of operationRefs) params.append('operation_ref', ref);
-    return (await this.request('GET', `/v1/leases?${params.toString()}`, options)) as { items: Array<LeaseView & { operation_ref: string }> };
+    return (await this.request('GET', `/v1/leases?${params.toString()}`, options)) as {
+      items: Array<LeaseView & { operation_ref: string }>;
+    };
   }
 
   /** Extends a lease; LedgerError LEASE_LOST (409) when it no longer holds the item. */
-  async renewLease(operationRef: string, leaseId: string, leaseMs?: number, options: RequestOptions = {}): Promise<{ lease: { id: string; holder: string; expires_at: string } }> {
+  async renewLease(
+    operationRef: string,
+    leaseId: string,
+    leaseMs?: number,
+    options: RequestOptions = {},
+  ): Promise<{ lease: { id: string; holder: string; expires_at: string } }> {
     const body = { lease_id: leaseId, ...(leaseMs === undefined ? {} : { lease_ms: leaseMs }) };
-    return (await this.request('POST', `${operationPath(operationRef)}/lease/renew`, options, body)) as { lease: { id: string; holder: string; expires_at: string } };
+    return (await this.request('POST', `${operationPath(operationRef)}/lease/renew`, options, body)) as {
+      lease: { id: string; holder: string; expires_at: string };
+    };
   }
 
   /** Gives a lease back; with holdMs the item stays with no one that long. */
-  async releaseLease(operationRef: string, leaseId: string, holdMs?: number, options: RequestOptions = {}): Promise<{ released: boolean }> {
+  async releaseLease(
+    operationRef: string,
+    leaseId: string,
+    holdMs?: number,
+    options: RequestOptions = {},
+  ): Promise<{ released: boolean }> {
     const body = { lease_id: leaseId, ...(holdMs === undefined ? {} : { hold_ms: Math.max(0, Math.round(holdMs)) }) };
-    return (await this.request('POST', `${operationPath(operationRef)}/lease/release`, options, body)) as { released: boolean };
+    return (await this.request('POST', `${operationPath(operationRef)}/lease/release`, options, body)) as {
+      released: boolean;
+    };
   }
 
   async getTrustMetrics(options: TrustQuery = {}): Promise<TrustMetrics> {
-    return (await this.request('GET', `/v1/metrics/trust${projectionQuery(options, { tool: options.tool })}`, options)) as TrustMetrics;
+    return (await this.request(
+      'GET',
+      `/v1/metrics/trust${projectionQuery(options, { tool: options.tool })}`,
+      options,
+    )) as TrustMetrics;
   }
 
   /** The envelope's JSON Schema, for runtimes that validate in another language. */
@@ -345,9 +391,17 @@ export class LedgerClient {
 
   // ---- transport -------------------------------------------------------------------------------------
 
-  private submitOne(operationRef: string, event: SubmittedEventInput, options: SingleFactOptions): Promise<SubmitAnswer> {
+  private submitOne(
+    operationRef: string,
+    event: SubmittedEventInput,
+    options: SingleFactOptions,
+  ): Promise<SubmitAnswer> {
     const { eventId, ...rest } = options;
-    return this.submit(operationRef, [{ ...event, ...(eventId === undefined ? {} : { event_id: eventId }) } as SubmittedEventInput], rest);
+    return this.submit(
+      operationRef,
+      [{ ...event, ...(eventId === undefined ? {} : { event_id: eventId }) } as SubmittedEventInput],
+      rest,
+    );
   }
 
   private withEventId(event: SubmittedEventInput): SubmittedEvent {
@@ -364,7 +418,8 @@ export class LedgerClient {
   }
 
   private headers(options: RequestOptions, hasBody: boolean): Record<string, string> {
-    const read = (value: string | (() => string | undefined) | undefined) => (typeof value === 'function' ? value() : value);
+    const read = (value: string | (() => string | undefined) | undefined) =>
+      typeof value === 'function' ? value() : value;
     const traceparent = options.traceparent ?? read(this.options.traceparent);
     const tracestate = options.tracestate ?? read(this.options.tracestate);
     return {
@@ -375,7 +430,9 @@ export class LedgerClient {
       ...(tracestate ? { tracestate } : {}),
       ...(options.lease ? { 'ledger-lease': options.lease } : {}),
       // An sf-string (RFC 8941), as the draft defines the field.
-      ...(options.idempotencyKey ? { 'idempotency-key': `"${options.idempotencyKey.replace(/(["\\])/g, '\\$1')}"` } : {}),
+      ...(options.idempotencyKey
+        ? { 'idempotency-key': `"${options.idempotencyKey.replace(/(["\\])/g, '\\$1')}"` }
+        : {}),
     };
   }
 
@@ -391,7 +448,12 @@ export class LedgerClient {
    * 429 / 502 / 503 / 504; a Retry-After is honoured up to `maxRetryDelayMs`. Not retried: any
    * other answer, which is the ledger's decision (a refusal stays a refusal).
    */
-  private async request(method: 'GET' | 'POST', path: string, options: RequestOptions, body?: unknown): Promise<unknown> {
+  private async request(
+    method: 'GET' | 'POST',
+    path: string,
+    options: RequestOptions,
+    body?: unknown,
+  ): Promise<unknown> {
     const url = `${this.baseUrl}${path}`;
     const payload = body === undefined ? undefined : JSON.stringify(body);
     const headers = this.headers(options, payload !== undefined);
@@ -415,7 +477,11 @@ export class LedgerClient {
       }
       if (answer.status >= 200 && answer.status < 300) {
         if (answer.body === undefined) {
-          throw new LedgerError({ code: 'LEDGER_BAD_RESPONSE', status: answer.status, detail: 'the answer is not JSON' });
+          throw new LedgerError({
+            code: 'LEDGER_BAD_RESPONSE',
+            status: answer.status,
+            detail: 'the answer is not JSON',
+          });
         }
         return answer.body;
       }

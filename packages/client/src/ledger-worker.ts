@@ -25,8 +25,23 @@ export interface WorkerTool<Input = any> {
 
 export type WorkerEvent =
   | { type: 'started'; worker: string; tools: string[]; concurrency: number }
-  | { type: 'item'; operation_ref: string; kind: WorkItem['kind']; attempt: number; status: string; took_over_from?: string }
-  | { type: 'recorded'; operation_ref: string; attempt: number; status: string; next_action: string; code?: string; tool_called: boolean }
+  | {
+      type: 'item';
+      operation_ref: string;
+      kind: WorkItem['kind'];
+      attempt: number;
+      status: string;
+      took_over_from?: string;
+    }
+  | {
+      type: 'recorded';
+      operation_ref: string;
+      attempt: number;
+      status: string;
+      next_action: string;
+      code?: string;
+      tool_called: boolean;
+    }
   | { type: 'verified'; operation_ref: string; outcome: string; status: string; refusal?: string }
   | { type: 'lease_lost'; operation_ref: string }
   | { type: 'left_for_verification'; operation_ref: string; attempt: number }
@@ -207,10 +222,18 @@ export class LedgerWorker {
       ...(item.lease.took_over_from ? { took_over_from: item.lease.took_over_from } : {}),
     });
     const ref = item.operation_ref;
-    const hand: ItemInHand = { lease: item.lease.id, held: new HeldLease(requestedAt, this.leaseLengthMs(item)), lost: false, finished: false };
-    const renewal = setInterval(() => {
-      this.renew(ref, hand).catch(() => undefined);
-    }, Math.max(250, Math.floor(hand.held.lengthMs / 3)));
+    const hand: ItemInHand = {
+      lease: item.lease.id,
+      held: new HeldLease(requestedAt, this.leaseLengthMs(item)),
+      lost: false,
+      finished: false,
+    };
+    const renewal = setInterval(
+      () => {
+        this.renew(ref, hand).catch(() => undefined);
+      },
+      Math.max(250, Math.floor(hand.held.lengthMs / 3)),
+    );
     let holdMs: number | undefined;
     let release = true;
     try {
@@ -268,13 +291,21 @@ export class LedgerWorker {
       lease: hand.lease,
       ...(this.options.now ? { now: this.options.now } : {}),
       ...(this.options.limits ? { limits: this.options.limits } : {}),
-      normalize: { ...(item.verification_tool ? { verificationTool: item.verification_tool } : {}), ...this.options.normalize },
+      normalize: {
+        ...(item.verification_tool ? { verificationTool: item.verification_tool } : {}),
+        ...this.options.normalize,
+      },
     };
     if (item.kind === 'dispatch') {
       if (item.input === undefined) {
         // Nothing to call the tool with: say so, and keep the step from being handed round in a loop.
         this.report.errors += 1;
-        this.emit({ type: 'error', operation_ref: item.operation_ref, code: 'WORK_ITEM_WITHOUT_INPUT', detail: 'planned without its input; start steps with startStep()' });
+        this.emit({
+          type: 'error',
+          operation_ref: item.operation_ref,
+          code: 'WORK_ITEM_WITHOUT_INPUT',
+          detail: 'planned without its input; start steps with startStep()',
+        });
         return this.leaseMs;
       }
       // A third of the lease gone by this worker's clock: the process may have stood still (GC, a
@@ -285,14 +316,26 @@ export class LedgerWorker {
       if (remaining <= callMarginMs(remaining)) {
         // Too little lease left to start a call in: dispatch nothing; the item goes back.
         this.report.errors += 1;
-        this.emit({ type: 'error', operation_ref: item.operation_ref, code: 'LEASE_TOO_SHORT', detail: `${remaining} ms of the lease left by this worker's clock` });
+        this.emit({
+          type: 'error',
+          operation_ref: item.operation_ref,
+          code: 'LEASE_TOO_SHORT',
+          detail: `${remaining} ms of the lease left by this worker's clock`,
+        });
         return undefined;
       }
       // The call window declared is what is left of the lease by this worker's clock: runAttempt
       // holds the call to it (with its margin) even when the ledger answers a longer one.
       const outcome = await runAttempt(
         this.ledger,
-        { operationRef: item.operation_ref, attempt: item.attempt, inputHash: item.input_hash, input: item.input, sideEffect: item.side_effect as 'read' | 'write', tool: item.tool },
+        {
+          operationRef: item.operation_ref,
+          attempt: item.attempt,
+          inputHash: item.input_hash,
+          input: item.input,
+          sideEffect: item.side_effect as 'read' | 'write',
+          tool: item.tool,
+        },
         tool.call,
         { ...options, callWindowMs: Math.min(remaining, MAX_CALL_WINDOW_MS) },
       );
@@ -301,7 +344,12 @@ export class LedgerWorker {
       // An unknown outcome is checked at once, while this worker still holds the item.
       if (outcome.kind !== 'recorded' || outcome.directive.next_action !== 'verify_operation') return undefined;
     }
-    const verified = await verify(this.ledger, { operationRef: item.operation_ref, tool: item.tool }, tool.lookup, options);
+    const verified = await verify(
+      this.ledger,
+      { operationRef: item.operation_ref, tool: item.tool },
+      tool.lookup,
+      options,
+    );
     return this.afterVerify(verified);
   }
 
@@ -312,7 +360,11 @@ export class LedgerWorker {
       attempt: outcome.attempt ?? 0,
       status: outcome.status,
       next_action: outcome.directive.next_action,
-      ...(outcome.refusal ? { code: outcome.refusal.code } : outcome.envelope && !outcome.envelope.ok ? { code: outcome.envelope.code } : {}),
+      ...(outcome.refusal
+        ? { code: outcome.refusal.code }
+        : outcome.envelope && !outcome.envelope.ok
+          ? { code: outcome.envelope.code }
+          : {}),
       tool_called: outcome.toolCalled,
     });
     this.count(outcome.status);
@@ -329,7 +381,8 @@ export class LedgerWorker {
     });
     this.count(verified.status);
     // not_found inside the consistency window: nobody may conclude before it ends.
-    if (verified.kind === 'refused' && verified.notBefore) return Math.max(0, Date.parse(verified.notBefore) - Date.now());
+    if (verified.kind === 'refused' && verified.notBefore)
+      return Math.max(0, Date.parse(verified.notBefore) - Date.now());
     return undefined;
   }
 

@@ -55,7 +55,8 @@ export async function recover(
 ): Promise<RecoveryReport> {
   const trace = { traceparent: options.traceparent, tracestate: options.tracestate };
   const items: RecoveryItem[] = [];
-  for await (const item of ledger.recoveryItems({ olderThanMs: options.olderThanMs, ...trace, signal: options.signal })) items.push(item);
+  for await (const item of ledger.recoveryItems({ olderThanMs: options.olderThanMs, ...trace, signal: options.signal }))
+    items.push(item);
 
   const entries: RecoveryEntry[] = [];
   const missing = new Set<string>();

@@ -25,12 +25,18 @@ interface OtelApi {
   SpanKind: { INTERNAL: number };
   SpanStatusCode: { ERROR: number };
   trace: {
-    getTracer(name: string, version?: string): { startSpan(name: string, options: { kind: number; attributes?: Attributes }, context: Context): Span };
+    getTracer(
+      name: string,
+      version?: string,
+    ): { startSpan(name: string, options: { kind: number; attributes?: Attributes }, context: Context): Span };
     getSpan(context: Context): Span | undefined;
     setSpan(context: Context, span: Span): Context;
   };
   context: { active(): Context; with<T>(context: Context, fn: () => T): T };
-  propagation: { inject(context: Context, carrier: Record<string, string>): void; extract(context: Context, carrier: Record<string, string>): Context };
+  propagation: {
+    inject(context: Context, carrier: Record<string, string>): void;
+    extract(context: Context, carrier: Record<string, string>): Context;
+  };
 }
 
 const TRACER = '@recovery-ledger/client';
@@ -83,17 +89,28 @@ export interface ToolSpanRun<T> {
  * One `execute_tool {tool}` span around `run`. Its parent is the active span, or else the
  * runtime's own traceparent (continued, not replaced). A throw sets `error.type` to the error's name.
  */
-export async function inToolSpan<T>(tool: string, parent: TraceFields, attributes: Attributes, { run, describe }: ToolSpanRun<T>): Promise<T> {
+export async function inToolSpan<T>(
+  tool: string,
+  parent: TraceFields,
+  attributes: Attributes,
+  { run, describe }: ToolSpanRun<T>,
+): Promise<T> {
   const api = otel();
   if (!api) return run(parent);
   const active = api.context.active();
   const parentContext =
     api.trace.getSpan(active) === undefined && parent.traceparent
-      ? api.propagation.extract(active, { traceparent: parent.traceparent, ...(parent.tracestate ? { tracestate: parent.tracestate } : {}) })
+      ? api.propagation.extract(active, {
+          traceparent: parent.traceparent,
+          ...(parent.tracestate ? { tracestate: parent.tracestate } : {}),
+        })
       : active;
   const span = api.trace.getTracer(TRACER).startSpan(
     `execute_tool ${tool}`,
-    { kind: api.SpanKind.INTERNAL, attributes: { 'gen_ai.operation.name': 'execute_tool', 'gen_ai.tool.name': tool, ...attributes } },
+    {
+      kind: api.SpanKind.INTERNAL,
+      attributes: { 'gen_ai.operation.name': 'execute_tool', 'gen_ai.tool.name': tool, ...attributes },
+    },
     parentContext,
   );
   const spanContext = api.trace.setSpan(parentContext, span);

@@ -35,11 +35,11 @@ async function main(argv: string[]): Promise<number> {
     process.stderr.write(`recovery-ledger-mcp-gateway: ${(error as Error).message}\n${USAGE}`);
     return EXIT.usage;
   }
-  if (values.help) return void process.stdout.write(USAGE), EXIT.ok;
+  if (values.help) return (void process.stdout.write(USAGE), EXIT.ok);
   if (values.version) {
     // Read at run time from the installed package, so the answer is the version installed.
     const { version } = JSON.parse(readFileSync(join(__dirname, '..', 'package.json'), 'utf8')) as { version: string };
-    return void process.stdout.write(`${version}\n`), EXIT.ok;
+    return (void process.stdout.write(`${version}\n`), EXIT.ok);
   }
   if (!values.config) {
     process.stderr.write(`recovery-ledger-mcp-gateway: --config is required\n${USAGE}`);
@@ -48,7 +48,11 @@ async function main(argv: string[]): Promise<number> {
   const ledgerUrl = values.url ?? process.env.LEDGER_URL;
   const apiKey = values.key ?? process.env.LEDGER_API_KEY;
   try {
-    await serveGatewayOnStdio({ config: values.config, ...(ledgerUrl ? { ledgerUrl } : {}), ...(apiKey ? { apiKey } : {}) });
+    await serveGatewayOnStdio({
+      config: values.config,
+      ...(ledgerUrl ? { ledgerUrl } : {}),
+      ...(apiKey ? { apiKey } : {}),
+    });
     return EXIT.ok;
   } catch (error) {
     process.stderr.write(`recovery-ledger-mcp-gateway: ${error instanceof Error ? error.message : String(error)}\n`);

@@ -17,16 +17,14 @@ export const DEFAULT_WRITE_TIMEOUT_MS = 10_000;
 /** The tools the gateway adds itself; an upstream tool may not take these names. */
 export const GATEWAY_TOOLS = ['verify_operation', 'operation_status'] as const;
 
-const httpUrl = z
-  .string()
-  .refine((value) => {
-    try {
-      const { protocol } = new URL(value);
-      return protocol === 'http:' || protocol === 'https:';
-    } catch {
-      return false;
-    }
-  }, 'must be an http(s) URL');
+const httpUrl = z.string().refine((value) => {
+  try {
+    const { protocol } = new URL(value);
+    return protocol === 'http:' || protocol === 'https:';
+  } catch {
+    return false;
+  }
+}, 'must be an http(s) URL');
 
 const headers = z.record(z.string().min(1), z.string()).optional();
 
@@ -112,14 +110,20 @@ const configSchema = z.strictObject({
       /** The key itself; prefer api_key_env, which keeps it out of the file. */
       api_key: z.string().min(1).optional(),
       /** The environment variable holding the key (default LEDGER_API_KEY, when set). */
-      api_key_env: z.string().regex(/^[A-Za-z_][A-Za-z0-9_]*$/).optional(),
+      api_key_env: z
+        .string()
+        .regex(/^[A-Za-z_][A-Za-z0-9_]*$/)
+        .optional(),
       timeout_ms: z.number().int().positive().max(600_000).default(10_000),
     })
     .default({ url: 'http://127.0.0.1:3000', timeout_ms: 10_000 }),
   /** The run the steps belong to when an operation_ref has no `run/` prefix. */
   run_id: z.string().min(1).max(200).default('mcp-gateway'),
   servers: z
-    .record(z.string().regex(/^[A-Za-z0-9_-]{1,64}$/, 'server names are letters, digits, _ and -'), z.union([stdioServer, httpServer], { error: 'must be { "command": ... } or { "url": ... }' }))
+    .record(
+      z.string().regex(/^[A-Za-z0-9_-]{1,64}$/, 'server names are letters, digits, _ and -'),
+      z.union([stdioServer, httpServer], { error: 'must be { "command": ... } or { "url": ... }' }),
+    )
     .refine((servers) => Object.keys(servers).length > 0, 'needs at least one server'),
   write_tools: z.record(z.string().regex(TOOL_NAME, 'must be a tool name'), writeTool),
   /** The title and description the host's model reads for a read tool (optional). */
@@ -167,7 +171,12 @@ export class GatewayConfigError extends Error {
 }
 
 function pathOf(path: readonly PropertyKey[]): string {
-  return path.length === 0 ? '(top level)' : path.map((part) => (typeof part === 'number' ? `[${part}]` : String(part))).join('.').replace(/\.\[/g, '[');
+  return path.length === 0
+    ? '(top level)'
+    : path
+        .map((part) => (typeof part === 'number' ? `[${part}]` : String(part)))
+        .join('.')
+        .replace(/\.\[/g, '[');
 }
 
 function expandEnv(value: string, env: NodeJS.ProcessEnv, at: string, problems: string[]): string {
@@ -178,9 +187,16 @@ function expandEnv(value: string, env: NodeJS.ProcessEnv, at: string, problems: 
   });
 }
 
-function expandRecord(record: Record<string, string> | undefined, env: NodeJS.ProcessEnv, at: string, problems: string[]) {
+function expandRecord(
+  record: Record<string, string> | undefined,
+  env: NodeJS.ProcessEnv,
+  at: string,
+  problems: string[],
+) {
   if (!record) return record;
-  return Object.fromEntries(Object.entries(record).map(([key, value]) => [key, expandEnv(value, env, `${at}.${key}`, problems)]));
+  return Object.fromEntries(
+    Object.entries(record).map(([key, value]) => [key, expandEnv(value, env, `${at}.${key}`, problems)]),
+  );
 }
 
 /** What the command line overrides (--url / LEDGER_URL): checked as if the file said it. */
@@ -189,7 +205,12 @@ export interface ConfigOverrides {
 }
 
 /** Checks a parsed configuration; `file` names it in messages. */
-export function parseGatewayConfig(raw: unknown, file: string, env: NodeJS.ProcessEnv = process.env, overrides: ConfigOverrides = {}): GatewayConfig {
+export function parseGatewayConfig(
+  raw: unknown,
+  file: string,
+  env: NodeJS.ProcessEnv = process.env,
+  overrides: ConfigOverrides = {},
+): GatewayConfig {
   const parsed = configSchema.safeParse(raw);
   if (!parsed.success) {
     throw new GatewayConfigError(
@@ -211,8 +232,10 @@ export function parseGatewayConfig(raw: unknown, file: string, env: NodeJS.Proce
   }
   for (const [name, tool] of Object.entries(config.write_tools)) {
     const at = `write_tools.${name}`;
-    if ((GATEWAY_TOOLS as readonly string[]).includes(name)) problems.push(`${at}: ${name} is a tool of the gateway itself`);
-    if (tool.server !== undefined && !servers.includes(tool.server)) problems.push(`${at}.server: no server named ${tool.server}`);
+    if ((GATEWAY_TOOLS as readonly string[]).includes(name))
+      problems.push(`${at}: ${name} is a tool of the gateway itself`);
+    if (tool.server !== undefined && !servers.includes(tool.server))
+      problems.push(`${at}.server: no server named ${tool.server}`);
     // A call still open upstream when a not_found is judged could commit after it: the ledger
     // counts the consistency window from the end of the call window the gateway declares, so that
     // window must end first (docs/contract.md §4).
@@ -223,7 +246,8 @@ export function parseGatewayConfig(raw: unknown, file: string, env: NodeJS.Proce
     }
     if ('tool' in tool.lookup) {
       if (tool.lookup.tool === name) problems.push(`${at}.lookup.tool: a write tool cannot verify itself`);
-      if (config.write_tools[tool.lookup.tool]) problems.push(`${at}.lookup.tool: ${tool.lookup.tool} is a write tool; a lookup must only read`);
+      if (config.write_tools[tool.lookup.tool])
+        problems.push(`${at}.lookup.tool: ${tool.lookup.tool} is a write tool; a lookup must only read`);
       if (tool.lookup.server !== undefined && !servers.includes(tool.lookup.server)) {
         problems.push(`${at}.lookup.server: no server named ${tool.lookup.server}`);
       }
@@ -232,7 +256,10 @@ export function parseGatewayConfig(raw: unknown, file: string, env: NodeJS.Proce
     }
   }
   for (const name of Object.keys(config.read_tools)) {
-    if (config.write_tools[name]) problems.push(`read_tools.${name}: ${name} is a write tool; give its title and description in write_tools.${name}`);
+    if (config.write_tools[name])
+      problems.push(
+        `read_tools.${name}: ${name} is a write tool; give its title and description in write_tools.${name}`,
+      );
   }
   if (config.ledger.api_key === undefined) {
     const variable = config.ledger.api_key_env ?? 'LEDGER_API_KEY';
@@ -240,7 +267,9 @@ export function parseGatewayConfig(raw: unknown, file: string, env: NodeJS.Proce
     if (key) config.ledger.api_key = key;
     // A ledger on this machine may be in local mode, which takes no key; a remote one never is.
     else if (config.ledger.api_key_env && !isLoopbackUrl(config.ledger.url)) {
-      problems.push(`ledger.api_key_env: environment variable ${variable} is not set (a ledger that is not on this machine needs a runtime key)`);
+      problems.push(
+        `ledger.api_key_env: environment variable ${variable} is not set (a ledger that is not on this machine needs a runtime key)`,
+      );
     }
   }
   if (problems.length > 0) throw new GatewayConfigError(file, problems);
@@ -248,7 +277,11 @@ export function parseGatewayConfig(raw: unknown, file: string, env: NodeJS.Proce
 }
 
 /** Reads and checks the configuration file. */
-export function loadGatewayConfig(file: string, env: NodeJS.ProcessEnv = process.env, overrides: ConfigOverrides = {}): GatewayConfig {
+export function loadGatewayConfig(
+  file: string,
+  env: NodeJS.ProcessEnv = process.env,
+  overrides: ConfigOverrides = {},
+): GatewayConfig {
   let text: string;
   try {
     text = readFileSync(file, 'utf8');

@@ -7,7 +7,13 @@
 import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
 import type { Directive, OperationState } from '@recovery-ledger/client';
 import { NORMALIZED_CODE_FACTS } from '@recovery-ledger/client';
-import { DEFAULT_ENVELOPE_LIMITS, type ErrorCategory, type NextAction, type ToolEnvelope, type ToolError } from '@recovery-ledger/client';
+import {
+  DEFAULT_ENVELOPE_LIMITS,
+  type ErrorCategory,
+  type NextAction,
+  type ToolEnvelope,
+  type ToolError,
+} from '@recovery-ledger/client';
 import { validateEnvelope } from '@recovery-ledger/client';
 
 /** Facts the gateway states in its own words: ledger refusals, transitions, and its own codes. */
@@ -20,9 +26,11 @@ const GATEWAY_CODE_FACTS: Record<string, string> = {
   ATTEMPTS_EXHAUSTED: 'The attempts allowed for this operation are used up.',
   STEP_ESCALATED: 'The operation was escalated to a person.',
   STEP_CANCELLED: 'A person cancelled this operation; nothing was sent, and nothing will be.',
-  OPERATION_REF_REUSED: 'This operation_ref already belongs to a different operation (another tool or input); nothing was sent.',
+  OPERATION_REF_REUSED:
+    'This operation_ref already belongs to a different operation (another tool or input); nothing was sent.',
   VERIFICATION_PREMATURE: 'Nothing was found yet, and the consistency window has not ended.',
-  LOOKUP_UNAVAILABLE: 'The outcome could not be verified because the lookup was unavailable; the operation is escalated to a person.',
+  LOOKUP_UNAVAILABLE:
+    'The outcome could not be verified because the lookup was unavailable; the operation is escalated to a person.',
   APPROVAL_DENIED: 'The approval was denied; nothing was sent.',
   DEPENDENCY_FAILURES_EXHAUSTED: 'The provider failed too many times in a row.',
   VERIFIED_NOT_COMMITTED: 'Verified: the write did not happen.',
@@ -54,7 +62,11 @@ const USER_MESSAGES: Record<NextAction, string> = {
 const KNOWN_CODES = new Set([...Object.keys(GATEWAY_CODE_FACTS), ...Object.keys(NORMALIZED_CODE_FACTS)]);
 
 export function codeFact(code: string): string {
-  return GATEWAY_CODE_FACTS[code] ?? (NORMALIZED_CODE_FACTS as Record<string, string>)[code] ?? NORMALIZED_CODE_FACTS.TOOL_FAILURE_REPORTED;
+  return (
+    GATEWAY_CODE_FACTS[code] ??
+    (NORMALIZED_CODE_FACTS as Record<string, string>)[code] ??
+    NORMALIZED_CODE_FACTS.TOOL_FAILURE_REPORTED
+  );
 }
 
 export interface AnswerContext {
@@ -86,9 +98,21 @@ function showable(code: string | undefined, context: AnswerContext): string | un
 function error(
   ref: string,
   code: string,
-  fields: { category: ErrorCategory; commit: 'not_committed' | 'unknown'; action: NextAction; notBefore?: string; attempts: number; details?: Record<string, string | number | boolean> },
+  fields: {
+    category: ErrorCategory;
+    commit: 'not_committed' | 'unknown';
+    action: NextAction;
+    notBefore?: string;
+    attempts: number;
+    details?: Record<string, string | number | boolean>;
+  },
 ): ToolError {
-  const directive = fields.action === 'wait_and_retry' ? 'after_delay' : fields.action === 'correct_input' ? 'after_input_fix' : 'never';
+  const directive =
+    fields.action === 'wait_and_retry'
+      ? 'after_delay'
+      : fields.action === 'correct_input'
+        ? 'after_input_fix'
+        : 'never';
   return {
     ok: false,
     code,
@@ -97,7 +121,8 @@ function error(
     retry: {
       directive,
       ...(fields.notBefore ? { not_before: fields.notBefore } : {}),
-      max_attempts_remaining: fields.action === 'verify_operation' || directive === 'never' ? 0 : Math.max(0, fields.attempts),
+      max_attempts_remaining:
+        fields.action === 'verify_operation' || directive === 'never' ? 0 : Math.max(0, fields.attempts),
     },
     next_action: fields.action,
     operation_ref: ref,
@@ -136,7 +161,11 @@ export function envelopeForState(state: OperationState, context: AnswerContext):
   }
   if (recorded && !recorded.ok && !context.refusal && NATURAL_STATUS[recorded.next_action] === state.status) {
     // The tool's machine fields as recorded; the sentences are the gateway's, in the host's terms.
-    return { ...recorded, agent_message: `${codeFact(recorded.code)} ${NEXT_ACTION_SENTENCES[recorded.next_action]}`, user_message: USER_MESSAGES[recorded.next_action] };
+    return {
+      ...recorded,
+      agent_message: `${codeFact(recorded.code)} ${NEXT_ACTION_SENTENCES[recorded.next_action]}`,
+      user_message: USER_MESSAGES[recorded.next_action],
+    };
   }
 
   const last = state.last_envelope as { code?: string; category?: ErrorCategory } | undefined;
@@ -147,9 +176,21 @@ export function envelopeForState(state: OperationState, context: AnswerContext):
   switch (state.status) {
     case 'dispatched':
     case 'verifying':
-      return error(ref, code ?? 'OUTCOME_UNKNOWN', { category: 'dependency', commit: 'unknown', action: 'verify_operation', notBefore, attempts, details: verifyDetails });
+      return error(ref, code ?? 'OUTCOME_UNKNOWN', {
+        category: 'dependency',
+        commit: 'unknown',
+        action: 'verify_operation',
+        notBefore,
+        attempts,
+        details: verifyDetails,
+      });
     case 'needs_input':
-      return error(ref, code ?? 'UNCHANGED_RETRY', { category: 'validation', commit: 'not_committed', action: 'correct_input', attempts });
+      return error(ref, code ?? 'UNCHANGED_RETRY', {
+        category: 'validation',
+        commit: 'not_committed',
+        action: 'correct_input',
+        attempts,
+      });
     case 'retry_scheduled':
       return error(ref, code ?? 'RETRY_NOT_BEFORE', {
         category: last?.category ?? 'dependency',
@@ -159,7 +200,12 @@ export function envelopeForState(state: OperationState, context: AnswerContext):
         attempts,
       });
     case 'awaiting_approval':
-      return error(ref, code ?? 'APPROVAL_REQUIRED', { category: 'authorization', commit: 'not_committed', action: 'request_approval', attempts });
+      return error(ref, code ?? 'APPROVAL_REQUIRED', {
+        category: 'authorization',
+        commit: 'not_committed',
+        action: 'request_approval',
+        attempts,
+      });
     case 'planned':
     case 'retry_ready':
       // A new attempt may run now: the envelope's word for that is a wait that is already over.
@@ -173,14 +219,35 @@ export function envelopeForState(state: OperationState, context: AnswerContext):
     case 'escalated':
       if (state.reason === 'LOOKUP_UNAVAILABLE') {
         // The write may have happened: say so (unknown), and only a person's check may follow.
-        return error(ref, 'LOOKUP_UNAVAILABLE', { category: 'dependency', commit: 'unknown', action: 'verify_operation', attempts: 0, details: verifyDetails });
+        return error(ref, 'LOOKUP_UNAVAILABLE', {
+          category: 'dependency',
+          commit: 'unknown',
+          action: 'verify_operation',
+          attempts: 0,
+          details: verifyDetails,
+        });
       }
-      return error(ref, code ?? 'STEP_ESCALATED', { category: last?.category ?? 'dependency', commit: 'not_committed', action: 'escalate', attempts: 0 });
+      return error(ref, code ?? 'STEP_ESCALATED', {
+        category: last?.category ?? 'dependency',
+        commit: 'not_committed',
+        action: 'escalate',
+        attempts: 0,
+      });
     case 'cancelled':
       // A person ended it (docs/contract.md §4.10): the model may only hand it back to a person.
-      return error(ref, 'STEP_CANCELLED', { category: 'conflict', commit: 'not_committed', action: 'escalate', attempts: 0 });
+      return error(ref, 'STEP_CANCELLED', {
+        category: 'conflict',
+        commit: 'not_committed',
+        action: 'escalate',
+        attempts: 0,
+      });
     default:
-      return error(ref, 'STEP_STATE_UNEXPECTED', { category: 'internal', commit: 'not_committed', action: 'escalate', attempts: 0 });
+      return error(ref, 'STEP_STATE_UNEXPECTED', {
+        category: 'internal',
+        commit: 'not_committed',
+        action: 'escalate',
+        attempts: 0,
+      });
   }
 }
 
@@ -207,15 +274,31 @@ export function ledgerUnavailableEnvelope(ref: string, now: Date, retryAfterSeco
 
 /** The gateway's own key is wrong or lacks the role: waiting does not fix it, an operator does. */
 export function ledgerUnauthorizedEnvelope(ref: string): ToolError {
-  return error(ref, 'LEDGER_UNAUTHORIZED', { category: 'authorization', commit: 'not_committed', action: 'escalate', attempts: 0 });
+  return error(ref, 'LEDGER_UNAUTHORIZED', {
+    category: 'authorization',
+    commit: 'not_committed',
+    action: 'escalate',
+    attempts: 0,
+  });
 }
 
 export function notRecordedEnvelope(ref: string): ToolError {
-  return error(ref, 'OUTCOME_NOT_RECORDED', { category: 'dependency', commit: 'unknown', action: 'verify_operation', attempts: 0, details: { verification_tool: 'verify_operation' } });
+  return error(ref, 'OUTCOME_NOT_RECORDED', {
+    category: 'dependency',
+    commit: 'unknown',
+    action: 'verify_operation',
+    attempts: 0,
+    details: { verification_tool: 'verify_operation' },
+  });
 }
 
 export function approvalGateEnvelope(ref: string): ToolError {
-  return error(ref, 'POLICY_REQUIRES_APPROVAL', { category: 'authorization', commit: 'not_committed', action: 'request_approval', attempts: 0 });
+  return error(ref, 'POLICY_REQUIRES_APPROVAL', {
+    category: 'authorization',
+    commit: 'not_committed',
+    action: 'request_approval',
+    attempts: 0,
+  });
 }
 
 /**
@@ -223,7 +306,11 @@ export function approvalGateEnvelope(ref: string): ToolError {
  * unknown, which is never wrong, only cautious.
  */
 export function checked(envelope: ToolEnvelope): ToolEnvelope {
-  const result = validateEnvelope(envelope, { operationRef: envelope.operation_ref, sideEffect: 'write' }, DEFAULT_ENVELOPE_LIMITS);
+  const result = validateEnvelope(
+    envelope,
+    { operationRef: envelope.operation_ref, sideEffect: 'write' },
+    DEFAULT_ENVELOPE_LIMITS,
+  );
   return result.ok ? result.envelope : notRecordedEnvelope(envelope.operation_ref);
 }
 

@@ -13,7 +13,14 @@ export {
   loadGatewayConfig,
   parseGatewayConfig,
 } from './gateway-config';
-export type { ConfigOverrides, GatewayConfig, LookupConfig, ServerConfig, ToolTextConfig, WriteToolConfig } from './gateway-config';
+export type {
+  ConfigOverrides,
+  GatewayConfig,
+  LookupConfig,
+  ServerConfig,
+  ToolTextConfig,
+  WriteToolConfig,
+} from './gateway-config';
 export { refuseInitialize } from './startup-failure';
 export type { RefuseOptions } from './startup-failure';
 export { GatewayStartError, serveGatewayOnStdio } from './serve-stdio';

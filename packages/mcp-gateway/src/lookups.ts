@@ -20,7 +20,10 @@ function at(value: unknown, path: string): unknown {
 }
 
 /** The found / not found answer, read by the configured field names. */
-export function readLookupAnswer(body: unknown, config: Pick<LookupConfig, 'found_field' | 'evidence_field'>): LookupResult {
+export function readLookupAnswer(
+  body: unknown,
+  config: Pick<LookupConfig, 'found_field' | 'evidence_field'>,
+): LookupResult {
   const found = at(body, config.found_field);
   if (found === false) return { found: false };
   if (found !== true) throw new Error(`the lookup answer has no boolean ${config.found_field}`);
@@ -54,7 +57,10 @@ export function makeLookup(config: LookupConfig, upstreamOf: (server: string | u
   }
   return async (operationRef) => {
     const url = config.url.replace(/\{operation_ref\}|%7Boperation_ref%7D/g, encodeURIComponent(operationRef));
-    const response = await fetch(url, { headers: { accept: 'application/json', ...(config.headers ?? {}) }, signal: AbortSignal.timeout(timeoutMs) });
+    const response = await fetch(url, {
+      headers: { accept: 'application/json', ...(config.headers ?? {}) },
+      signal: AbortSignal.timeout(timeoutMs),
+    });
     if (!response.ok) throw new Error(`lookup answered ${response.status}`);
     return readLookupAnswer(await response.json(), config);
   };

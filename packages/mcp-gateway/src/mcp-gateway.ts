@@ -26,7 +26,14 @@ import {
 import type { OperationState } from '@recovery-ledger/client';
 import { LedgerClient } from '@recovery-ledger/client';
 import { LedgerAuthError, LedgerError, LedgerNotFound } from '@recovery-ledger/client';
-import { callWindowPassed, correctInput, escalate, uncertainOutcome, waitAndRetry, type NormalizeContext } from '@recovery-ledger/client';
+import {
+  callWindowPassed,
+  correctInput,
+  escalate,
+  uncertainOutcome,
+  waitAndRetry,
+  type NormalizeContext,
+} from '@recovery-ledger/client';
 import { inputFieldsOf } from '@recovery-ledger/client';
 import { normalizeMcpToolResult } from '@recovery-ledger/client';
 import { normalizeNetworkError } from '@recovery-ledger/client';
@@ -84,7 +91,14 @@ function envelopeOutputSchema(): Tool['outputSchema'] {
 
 const OPERATION_REF_INPUT = {
   type: 'object' as const,
-  properties: { operation_ref: { type: 'string', minLength: 1, maxLength: MAX_REF_LENGTH, description: 'the operation_ref the write tool was called with' } },
+  properties: {
+    operation_ref: {
+      type: 'string',
+      minLength: 1,
+      maxLength: MAX_REF_LENGTH,
+      description: 'the operation_ref the write tool was called with',
+    },
+  },
   required: ['operation_ref'],
 };
 
@@ -95,7 +109,10 @@ const sideEffectFree = { readOnlyHint: true, destructiveHint: false, openWorldHi
  * or `destructiveHint: true` a write; otherwise it says nothing (the MCP defaults are no evidence).
  * `idempotentHint` alone changes no class: the ledger's operation_ref makes a write safe to retry.
  */
-export function annotatedClass(hints: { readOnlyHint?: boolean; destructiveHint?: boolean }): 'read' | 'write' | undefined {
+export function annotatedClass(hints: {
+  readOnlyHint?: boolean;
+  destructiveHint?: boolean;
+}): 'read' | 'write' | undefined {
   if (hints.readOnlyHint === true) return 'read';
   if (hints.readOnlyHint === false || hints.destructiveHint === true) return 'write';
   return undefined;
@@ -117,8 +134,13 @@ export class McpGateway {
     private readonly log: GatewayLog = () => undefined,
     private readonly now: () => Date = () => new Date(),
   ) {
-    this.ledger = new LedgerClient({ baseUrl: config.ledger.url, apiKey: config.ledger.api_key, timeoutMs: config.ledger.timeout_ms });
-    for (const [name, server] of Object.entries(config.servers)) this.upstreams.set(name, new Upstream(name, server, log));
+    this.ledger = new LedgerClient({
+      baseUrl: config.ledger.url,
+      apiKey: config.ledger.api_key,
+      timeoutMs: config.ledger.timeout_ms,
+    });
+    for (const [name, server] of Object.entries(config.servers))
+      this.upstreams.set(name, new Upstream(name, server, log));
     for (const [tool, writeTool] of Object.entries(config.write_tools)) {
       this.lookups[tool] = makeLookup(writeTool.lookup, (server) => this.upstreamFor(server ?? writeTool.server, tool));
     }
@@ -138,7 +160,8 @@ export class McpGateway {
     for (const [name, writeTool] of Object.entries(this.config.write_tools)) {
       const route = this.routes.get(name);
       if (!route) problems.push(`write tool ${name} is listed by no upstream server`);
-      else if (writeTool.server && route.upstream.name !== writeTool.server) problems.push(`write tool ${name} is not listed by server ${writeTool.server}`);
+      else if (writeTool.server && route.upstream.name !== writeTool.server)
+        problems.push(`write tool ${name} is not listed by server ${writeTool.server}`);
       if ('tool' in writeTool.lookup && !writeTool.lookup.server && !this.routes.has(writeTool.lookup.tool)) {
         problems.push(`lookup tool ${writeTool.lookup.tool} (for ${name}) is listed by no upstream server`);
       }
@@ -147,7 +170,12 @@ export class McpGateway {
     for (const [name, route] of this.routes) {
       this.reconcileAnnotations(name, route);
       if (!this.config.write_tools[name] && route.tool.annotations?.readOnlyHint !== true) {
-        this.log({ event: 'unprotected_tool', tool: name, server: route.upstream.name, note: 'not read-only by its annotations and not a configured write tool: it passes through without the ledger' });
+        this.log({
+          event: 'unprotected_tool',
+          tool: name,
+          server: route.upstream.name,
+          note: 'not read-only by its annotations and not a configured write tool: it passes through without the ledger',
+        });
       }
     }
     this.recovery = this.recoverInFlight();
@@ -163,9 +191,24 @@ export class McpGateway {
     const hints = route.tool.annotations ?? {};
     const proposed = annotatedClass(hints);
     const configured = this.config.write_tools[name] ? 'write' : this.config.read_tools[name] ? 'read' : undefined;
-    const said = { readOnlyHint: hints.readOnlyHint, destructiveHint: hints.destructiveHint, idempotentHint: hints.idempotentHint };
+    const said = {
+      readOnlyHint: hints.readOnlyHint,
+      destructiveHint: hints.destructiveHint,
+      idempotentHint: hints.idempotentHint,
+    };
     if (configured === undefined) {
-      if (proposed !== undefined) this.log({ event: 'tool_class_proposed', tool: name, server: route.upstream.name, class: proposed, annotations: said, note: proposed === 'write' ? `configure write_tools.${name} with a lookup to run it through the ledger` : 'read-only by its annotations' });
+      if (proposed !== undefined)
+        this.log({
+          event: 'tool_class_proposed',
+          tool: name,
+          server: route.upstream.name,
+          class: proposed,
+          annotations: said,
+          note:
+            proposed === 'write'
+              ? `configure write_tools.${name} with a lookup to run it through the ledger`
+              : 'read-only by its annotations',
+        });
     } else if (proposed !== undefined && proposed !== configured) {
       this.log({
         event: 'annotation_disagreement',
@@ -173,7 +216,10 @@ export class McpGateway {
         server: route.upstream.name,
         configured,
         annotations: said,
-        note: configured === 'write' ? 'the configuration wins: every call goes through the ledger' : 'the configuration wins: calls pass through without the ledger',
+        note:
+          configured === 'write'
+            ? 'the configuration wins: every call goes through the ledger'
+            : 'the configuration wins: calls pass through without the ledger',
       });
     }
   }
@@ -187,7 +233,10 @@ export class McpGateway {
         }
         const pinned = this.config.write_tools[tool.name]?.server;
         const existing = routes.get(tool.name);
-        if (existing && !pinned) throw new Error(`tool ${tool.name} is listed by servers ${existing.upstream.name} and ${upstream.name}; pin it with write_tools.${tool.name}.server`);
+        if (existing && !pinned)
+          throw new Error(
+            `tool ${tool.name} is listed by servers ${existing.upstream.name} and ${upstream.name}; pin it with write_tools.${tool.name}.server`,
+          );
         if (existing && pinned !== upstream.name) continue;
         routes.set(tool.name, { upstream, tool });
       }
@@ -203,7 +252,17 @@ export class McpGateway {
     try {
       const report = await recover(this.ledger, this.lookups, { olderThanMs: this.config.recovery.older_than_ms });
       const entries = report.entries.filter((entry) => entry.result !== 'no_lookup');
-      this.log({ event: 'recovered', entries: entries.map(({ operationRef, tool, listedStatus, result, outcome, status }) => ({ operationRef, tool, listedStatus, result, outcome, status })) });
+      this.log({
+        event: 'recovered',
+        entries: entries.map(({ operationRef, tool, listedStatus, result, outcome, status }) => ({
+          operationRef,
+          tool,
+          listedStatus,
+          result,
+          outcome,
+          status,
+        })),
+      });
       return report;
     } catch (error) {
       // A call on one of them verifies it anyway (it is refused as in flight or unverified).
@@ -225,7 +284,11 @@ export class McpGateway {
     for (const [name, route] of this.routes) {
       const writeTool = this.config.write_tools[name];
       const trusted = this.config.servers[route.upstream.name]?.trust_descriptions === true;
-      tools.push(writeTool ? this.hostWriteTool(hostTool(route.tool, trusted, writeTool), writeTool) : hostTool(route.tool, trusted, this.config.read_tools[name]));
+      tools.push(
+        writeTool
+          ? this.hostWriteTool(hostTool(route.tool, trusted, writeTool), writeTool)
+          : hostTool(route.tool, trusted, this.config.read_tools[name]),
+      );
     }
     tools.push(
       {
@@ -240,7 +303,8 @@ export class McpGateway {
       {
         name: 'operation_status',
         title: 'Where an operation stands',
-        description: 'Answers what the ledger knows of an operation_ref: its state, the next action, and the envelope for it. Changes nothing.',
+        description:
+          'Answers what the ledger knows of an operation_ref: its state, the next action, and the envelope for it. Changes nothing.',
         inputSchema: OPERATION_REF_INPUT,
         annotations: sideEffectFree,
       },
@@ -253,8 +317,15 @@ export class McpGateway {
     const properties = { ...((tool.inputSchema.properties ?? {}) as Record<string, object>) };
     const key = writeTool.idempotency_argument;
     if (key) delete properties[key];
-    properties.operation_ref = { type: 'string', minLength: 1, maxLength: MAX_REF_LENGTH, description: OPERATION_REF_DESCRIPTION };
-    const required = [...new Set([...(tool.inputSchema.required ?? []).filter((name) => name !== key), 'operation_ref'])];
+    properties.operation_ref = {
+      type: 'string',
+      minLength: 1,
+      maxLength: MAX_REF_LENGTH,
+      description: OPERATION_REF_DESCRIPTION,
+    };
+    const required = [
+      ...new Set([...(tool.inputSchema.required ?? []).filter((name) => name !== key), 'operation_ref']),
+    ];
     const { outputSchema: _upstreamOutput, ...rest } = tool;
     return {
       ...rest,
@@ -300,7 +371,12 @@ export class McpGateway {
     return hostAnswer(tool, checked(envelope));
   }
 
-  private async callWrite(name: string, route: Route, writeTool: WriteToolConfig, args: Record<string, unknown>): Promise<CallToolResult> {
+  private async callWrite(
+    name: string,
+    route: Route,
+    writeTool: WriteToolConfig,
+    args: Record<string, unknown>,
+  ): Promise<CallToolResult> {
     const ref = this.operationRefOf(args);
     if (!ref) {
       return callError(
@@ -343,7 +419,8 @@ export class McpGateway {
     } catch (error) {
       if (error instanceof OutcomeNotRecordedError) return this.answer(name, notRecordedEnvelope(ref));
       if (error instanceof LedgerAuthError) return this.answer(name, ledgerUnauthorizedEnvelope(ref));
-      if (error instanceof LedgerError) return this.answer(name, ledgerUnavailableEnvelope(ref, this.now(), error.retryAfterSeconds));
+      if (error instanceof LedgerError)
+        return this.answer(name, ledgerUnavailableEnvelope(ref, this.now(), error.retryAfterSeconds));
       throw error;
     }
   }
@@ -360,7 +437,8 @@ export class McpGateway {
   ): Promise<{ again: true } | { again: false; answer: CallToolResult }> {
     const ref = outcome.operationRef;
     const done = (envelope: ToolEnvelope) => ({ again: false as const, answer: this.answer(name, envelope) });
-    if (outcome.kind === 'refused' && outcome.refusal?.code === 'OPERATION_REF_REUSED') return done(refReusedEnvelope(ref));
+    if (outcome.kind === 'refused' && outcome.refusal?.code === 'OPERATION_REF_REUSED')
+      return done(refReusedEnvelope(ref));
     if (!outcome.state) return done(notRecordedEnvelope(ref));
     const state = outcome.state;
     const inDoubt = state.status === 'verifying' || state.status === 'dispatched';
@@ -368,13 +446,27 @@ export class McpGateway {
     const leftInDoubt =
       outcome.kind === 'refused' && !outcome.toolCalled && inDoubt && !this.inFlight.has(ref) && this.oldEnough(state);
     if (justUnknown || leftInDoubt) {
-      const verified = await verify(this.ledger, { operationRef: ref, tool: name }, this.lookups[name], { now: this.now });
-      this.log({ event: 'verified', operation_ref: ref, outcome: verified.outcome, status: verified.status, refusal: verified.refusal?.code });
+      const verified = await verify(this.ledger, { operationRef: ref, tool: name }, this.lookups[name], {
+        now: this.now,
+      });
+      this.log({
+        event: 'verified',
+        operation_ref: ref,
+        outcome: verified.outcome,
+        status: verified.status,
+        refusal: verified.refusal?.code,
+      });
       // Proven not written, found by a check the model asked for by calling again: send it again.
       if (verified.status === 'retry_ready' && leftInDoubt) return { again: true };
       const after = verified.state ?? state;
       return done(
-        envelopeForState(after, this.answerContext(writeTool, { refusal: verified.refusal?.code, directive: verified.refusal ? verified.directive : undefined })),
+        envelopeForState(
+          after,
+          this.answerContext(writeTool, {
+            refusal: verified.refusal?.code,
+            directive: verified.refusal ? verified.directive : undefined,
+          }),
+        ),
       );
     }
     if (outcome.kind === 'refused' && outcome.toolCalled) {
@@ -382,7 +474,14 @@ export class McpGateway {
       return done(notRecordedEnvelope(ref));
     }
     return done(
-      envelopeForState(state, this.answerContext(writeTool, { refusal: outcome.kind === 'refused' ? outcome.refusal?.code : undefined, recorded: outcome.envelope, directive: outcome.kind === 'refused' ? outcome.directive : undefined })),
+      envelopeForState(
+        state,
+        this.answerContext(writeTool, {
+          refusal: outcome.kind === 'refused' ? outcome.refusal?.code : undefined,
+          recorded: outcome.envelope,
+          directive: outcome.kind === 'refused' ? outcome.directive : undefined,
+        }),
+      ),
     );
   }
 
@@ -409,9 +508,19 @@ export class McpGateway {
   }
 
   /** The call executeWrite makes once the ledger granted the attempt. */
-  private toolCall(name: string, route: Route, writeTool: WriteToolConfig, approved: boolean): ToolCall<Record<string, unknown>> {
+  private toolCall(
+    name: string,
+    route: Route,
+    writeTool: WriteToolConfig,
+    approved: boolean,
+  ): ToolCall<Record<string, unknown>> {
     return async (input, context) => {
-      const base: NormalizeContext = { operationRef: context.operationRef, sideEffect: 'write', now: this.now(), verificationTool: 'verify_operation' };
+      const base: NormalizeContext = {
+        operationRef: context.operationRef,
+        sideEffect: 'write',
+        now: this.now(),
+        verificationTool: 'verify_operation',
+      };
       // The policy's gate: the attempt is recorded as a request for approval, and nothing is sent.
       if (!approved) return approvalGateEnvelope(context.operationRef);
       const key = writeTool.idempotency_argument;
@@ -429,14 +538,23 @@ export class McpGateway {
       } catch (error) {
         const now = this.now();
         if (error instanceof CallWindowPassedError) return callWindowPassed({ ...base, now });
-        if (error instanceof UpstreamNotSentError) return waitAndRetry({ ...base, now }, 'DEPENDENCY_UNAVAILABLE', undefined);
+        if (error instanceof UpstreamNotSentError)
+          return waitAndRetry({ ...base, now }, 'DEPENDENCY_UNAVAILABLE', undefined);
         // A JSON-RPC error answer is the server refusing the call itself: the tool did not run.
-        if (error instanceof McpError && error.code === ErrorCode.InvalidParams) return correctInput({ ...base, now }, 'INVALID_INPUT', undefined);
-        if (error instanceof McpError && error.code === ErrorCode.MethodNotFound) return escalate({ ...base, now }, 'UPSTREAM_REJECTED', 'internal');
-        this.log({ event: 'upstream_call_failed', tool: name, operation_ref: context.operationRef, code: error instanceof McpError ? error.code : undefined });
+        if (error instanceof McpError && error.code === ErrorCode.InvalidParams)
+          return correctInput({ ...base, now }, 'INVALID_INPUT', undefined);
+        if (error instanceof McpError && error.code === ErrorCode.MethodNotFound)
+          return escalate({ ...base, now }, 'UPSTREAM_REJECTED', 'internal');
+        this.log({
+          event: 'upstream_call_failed',
+          tool: name,
+          operation_ref: context.operationRef,
+          code: error instanceof McpError ? error.code : undefined,
+        });
         // A timeout, the window's end, a dropped connection, a crashed server, an unreadable
         // answer: it may have run.
-        if (error instanceof McpError || context.signal?.aborted) return uncertainOutcome({ ...base, now }, 'OUTCOME_UNKNOWN');
+        if (error instanceof McpError || context.signal?.aborted)
+          return uncertainOutcome({ ...base, now }, 'OUTCOME_UNKNOWN');
         // A transport error (streamable HTTP) is judged by its codes: refused before sending, or not.
         return normalizeNetworkError(error, { ...base, now });
       } finally {
@@ -451,7 +569,11 @@ export class McpGateway {
     const hold = this.readHolds.get(name);
     const now = this.now();
     if (hold && now.getTime() < hold.until) {
-      const envelope = { ...hold.envelope, code: 'RETRY_NOT_BEFORE', agent_message: `It is too early to call ${name} again; nothing was sent. Call it again after not_before.` };
+      const envelope = {
+        ...hold.envelope,
+        code: 'RETRY_NOT_BEFORE',
+        agent_message: `It is too early to call ${name} again; nothing was sent. Call it again after not_before.`,
+      };
       return this.readError(route, envelope);
     }
     const base = { sideEffect: 'read' as const, now, operationRef: `read:${name}` };
@@ -459,13 +581,24 @@ export class McpGateway {
     try {
       result = await route.upstream.callTool(name, args, this.config.read_timeout_ms);
     } catch (error) {
-      const envelope = waitAndRetry(base, error instanceof UpstreamNotSentError ? 'DEPENDENCY_UNAVAILABLE' : 'REQUEST_INTERRUPTED', undefined);
+      const envelope = waitAndRetry(
+        base,
+        error instanceof UpstreamNotSentError ? 'DEPENDENCY_UNAVAILABLE' : 'REQUEST_INTERRUPTED',
+        undefined,
+      );
       return this.readError(route, this.small(envelope));
     }
     if (!result.isError) return result;
     const structured = result.structuredContent as Record<string, unknown> | undefined;
-    const upstreamRef = structured && typeof structured.operation_ref === 'string' ? structured.operation_ref : undefined;
-    const envelope = normalizeMcpToolResult(result, { ...base, operationRef: upstreamRef ?? base.operationRef, now: this.now(), allowedCodes: this.config.read_vouched_codes, inputFields: inputFieldsOf(args) });
+    const upstreamRef =
+      structured && typeof structured.operation_ref === 'string' ? structured.operation_ref : undefined;
+    const envelope = normalizeMcpToolResult(result, {
+      ...base,
+      operationRef: upstreamRef ?? base.operationRef,
+      now: this.now(),
+      allowedCodes: this.config.read_vouched_codes,
+      inputFields: inputFieldsOf(args),
+    });
     const small = this.small(envelope);
     if (!envelope.ok && envelope.next_action === 'wait_and_retry' && envelope.retry.not_before) {
       this.readHolds.set(name, { until: Date.parse(envelope.retry.not_before), envelope: small });
@@ -505,25 +638,44 @@ export class McpGateway {
     await this.recovery;
     try {
       const state = await this.stateOf(ref);
-      if (!state) return callError(`No operation with operation_ref ${JSON.stringify(ref)} is recorded: nothing was ever sent for it.`);
+      if (!state)
+        return callError(
+          `No operation with operation_ref ${JSON.stringify(ref)} is recorded: nothing was ever sent for it.`,
+        );
       const tool = state.tool ?? '';
       const writeTool = this.config.write_tools[tool];
       if (!writeTool) return callError(`operation_ref ${JSON.stringify(ref)} is not a write of this gateway's tools.`);
       if (state.status === 'dispatched' && (this.inFlight.has(ref) || !this.oldEnough(state))) {
-        return this.answer(tool, envelopeForState(state, this.answerContext(writeTool, { refusal: 'ATTEMPT_IN_FLIGHT' })));
+        return this.answer(
+          tool,
+          envelopeForState(state, this.answerContext(writeTool, { refusal: 'ATTEMPT_IN_FLIGHT' })),
+        );
       }
       if (state.status === 'dispatched' || state.status === 'verifying') {
         const verified = await verify(this.ledger, { operationRef: ref, tool }, this.lookups[tool], { now: this.now });
-        this.log({ event: 'verified', operation_ref: ref, outcome: verified.outcome, status: verified.status, refusal: verified.refusal?.code });
+        this.log({
+          event: 'verified',
+          operation_ref: ref,
+          outcome: verified.outcome,
+          status: verified.status,
+          refusal: verified.refusal?.code,
+        });
         return this.answer(
           tool,
-          envelopeForState(verified.state ?? state, this.answerContext(writeTool, { refusal: verified.refusal?.code, directive: verified.refusal ? verified.directive : undefined })),
+          envelopeForState(
+            verified.state ?? state,
+            this.answerContext(writeTool, {
+              refusal: verified.refusal?.code,
+              directive: verified.refusal ? verified.directive : undefined,
+            }),
+          ),
         );
       }
       return this.answer(tool, envelopeForState(state, this.answerContext(writeTool)));
     } catch (error) {
       if (error instanceof LedgerAuthError) return this.answer('verify_operation', ledgerUnauthorizedEnvelope(ref));
-      if (error instanceof LedgerError) return this.answer('verify_operation', ledgerUnavailableEnvelope(ref, this.now(), error.retryAfterSeconds));
+      if (error instanceof LedgerError)
+        return this.answer('verify_operation', ledgerUnavailableEnvelope(ref, this.now(), error.retryAfterSeconds));
       throw error;
     }
   }
@@ -535,12 +687,21 @@ export class McpGateway {
     try {
       state = await this.stateOf(ref);
     } catch (error) {
-      if (error instanceof LedgerError) return callError(`The ledger could not be reached (${error.code}); try again later.`);
+      if (error instanceof LedgerError)
+        return callError(`The ledger could not be reached (${error.code}); try again later.`);
       throw error;
     }
     if (!state) {
       const status = { operation_ref: ref, status: 'unplanned' };
-      return { content: [{ type: 'text', text: `No operation with this operation_ref is recorded: nothing was ever sent for it.\n${JSON.stringify(status)}` }], structuredContent: status };
+      return {
+        content: [
+          {
+            type: 'text',
+            text: `No operation with this operation_ref is recorded: nothing was ever sent for it.\n${JSON.stringify(status)}`,
+          },
+        ],
+        structuredContent: status,
+      };
     }
     const writeTool = this.config.write_tools[state.tool ?? ''];
     const envelope = checked(envelopeForState(state, this.answerContext(writeTool)));
@@ -554,7 +715,15 @@ export class McpGateway {
       next_action: envelope.ok ? 'none' : envelope.next_action,
       envelope,
     };
-    return { content: [{ type: 'text', text: `${ref} is ${state.status}; next_action ${status.next_action}.\n${JSON.stringify(status)}` }], structuredContent: status };
+    return {
+      content: [
+        {
+          type: 'text',
+          text: `${ref} is ${state.status}; next_action ${status.next_action}.\n${JSON.stringify(status)}`,
+        },
+      ],
+      structuredContent: status,
+    };
   }
 
   // ---- serving ---------------------------------------------------------------------------------------

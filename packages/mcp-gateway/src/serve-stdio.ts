@@ -31,7 +31,8 @@ export class GatewayStartError extends Error {
 }
 
 /** stdout is the host's protocol stream: every log line goes to stderr, as JSON. */
-const log = (line: Record<string, unknown>) => process.stderr.write(`${JSON.stringify({ time: new Date().toISOString(), ...line })}\n`);
+const log = (line: Record<string, unknown>) =>
+  process.stderr.write(`${JSON.stringify({ time: new Date().toISOString(), ...line })}\n`);
 
 /**
  * The host hears why before the process exits: its initialize is answered with the reason, which
@@ -46,9 +47,14 @@ async function cannotStart(error: GatewayStartError): Promise<GatewayStartError>
 export async function serveGatewayOnStdio(options: ServeOptions): Promise<void> {
   let config;
   try {
-    config = loadGatewayConfig(options.config, options.env ?? process.env, options.ledgerUrl ? { ledgerUrl: options.ledgerUrl } : {});
+    config = loadGatewayConfig(
+      options.config,
+      options.env ?? process.env,
+      options.ledgerUrl ? { ledgerUrl: options.ledgerUrl } : {},
+    );
   } catch (error) {
-    if (error instanceof GatewayConfigError) throw await cannotStart(new GatewayStartError(error.message, 'configuration'));
+    if (error instanceof GatewayConfigError)
+      throw await cannotStart(new GatewayStartError(error.message, 'configuration'));
     throw error;
   }
   // --url / --key (or LEDGER_URL / LEDGER_API_KEY through them) point a configuration at another ledger.

@@ -46,8 +46,16 @@ export async function refuseInitialize(reason: string, options: RefuseOptions = 
           continue;
         }
         // Notifications (no id) need no answer; every request gets the reason.
-        if (message === null || typeof message !== 'object' || typeof message.method !== 'string' || message.id === undefined) continue;
-        output.write(`${JSON.stringify({ jsonrpc: '2.0', id: message.id, error: { code: ErrorCode.InternalError, message: reason } })}\n`);
+        if (
+          message === null ||
+          typeof message !== 'object' ||
+          typeof message.method !== 'string' ||
+          message.id === undefined
+        )
+          continue;
+        output.write(
+          `${JSON.stringify({ jsonrpc: '2.0', id: message.id, error: { code: ErrorCode.InternalError, message: reason } })}\n`,
+        );
         if (message.method === 'initialize') return void output.write('', () => finish());
       }
     };

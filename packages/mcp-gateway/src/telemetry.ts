@@ -28,7 +28,11 @@ export function inHostTrace<T>(meta: Record<string, unknown> | undefined, fn: ()
 }
 
 /** An `execute_tool {tool}` span (GenAI conventions) around a call the ledger does not see. */
-export async function inToolSpan<T>(tool: string, fn: () => Promise<T>, describe: (result: T) => Attributes): Promise<T> {
+export async function inToolSpan<T>(
+  tool: string,
+  fn: () => Promise<T>,
+  describe: (result: T) => Attributes,
+): Promise<T> {
   return tracer().startActiveSpan(
     `execute_tool ${tool}`,
     { kind: SpanKind.INTERNAL, attributes: { 'gen_ai.operation.name': 'execute_tool', 'gen_ai.tool.name': tool } },

@@ -11,20 +11,54 @@ import type { ToolTextConfig } from './gateway-config';
 
 /** The JSON Schema keywords that say what a valid value is; every other keyword is dropped. */
 const STRUCTURE = new Set([
-  '$schema', '$id', '$ref', '$anchor', 'type', 'enum', 'const', 'format', 'nullable',
-  'minimum', 'maximum', 'exclusiveMinimum', 'exclusiveMaximum', 'multipleOf',
-  'minLength', 'maxLength', 'pattern',
-  'minItems', 'maxItems', 'uniqueItems', 'minContains', 'maxContains',
-  'required', 'minProperties', 'maxProperties', 'dependentRequired',
+  '$schema',
+  '$id',
+  '$ref',
+  '$anchor',
+  'type',
+  'enum',
+  'const',
+  'format',
+  'nullable',
+  'minimum',
+  'maximum',
+  'exclusiveMinimum',
+  'exclusiveMaximum',
+  'multipleOf',
+  'minLength',
+  'maxLength',
+  'pattern',
+  'minItems',
+  'maxItems',
+  'uniqueItems',
+  'minContains',
+  'maxContains',
+  'required',
+  'minProperties',
+  'maxProperties',
+  'dependentRequired',
 ]);
 /** Keywords whose value is one schema. */
-const ONE_SCHEMA = new Set(['items', 'additionalItems', 'additionalProperties', 'unevaluatedItems', 'unevaluatedProperties', 'propertyNames', 'contains', 'not', 'if', 'then', 'else']);
+const ONE_SCHEMA = new Set([
+  'items',
+  'additionalItems',
+  'additionalProperties',
+  'unevaluatedItems',
+  'unevaluatedProperties',
+  'propertyNames',
+  'contains',
+  'not',
+  'if',
+  'then',
+  'else',
+]);
 /** Keywords whose value is a list of schemas. */
 const SCHEMA_LIST = new Set(['allOf', 'anyOf', 'oneOf', 'prefixItems']);
 /** Keywords whose value maps names (the upstream's argument names, kept) to schemas. */
 const SCHEMA_MAP = new Set(['properties', 'patternProperties', '$defs', 'definitions', 'dependentSchemas']);
 
-const isObject = (value: unknown): value is Record<string, unknown> => value !== null && typeof value === 'object' && !Array.isArray(value);
+const isObject = (value: unknown): value is Record<string, unknown> =>
+  value !== null && typeof value === 'object' && !Array.isArray(value);
 
 /** The schema with only its structure: no description, title, examples, default or comment, at any depth. */
 export function schemaStructure(schema: unknown): unknown {
@@ -56,7 +90,12 @@ export function hostTool(tool: Tool, trusted: boolean, text: ToolTextConfig | un
     const { title: _title, description: _description, ...rest } = tool;
     return { ...rest, ...(title ? { title } : {}), ...(description ? { description } : {}) };
   }
-  const hints = Object.fromEntries(HINTS.filter((hint) => typeof tool.annotations?.[hint] === 'boolean').map((hint) => [hint, tool.annotations?.[hint]]));
+  const hints = Object.fromEntries(
+    HINTS.filter((hint) => typeof tool.annotations?.[hint] === 'boolean').map((hint) => [
+      hint,
+      tool.annotations?.[hint],
+    ]),
+  );
   return {
     name: tool.name,
     ...(title ? { title } : {}),

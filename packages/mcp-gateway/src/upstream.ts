@@ -107,7 +107,12 @@ export class Upstream {
    * reached before sending, CallWindowPassedError when the window ended before it could be; any
    * other throw happened after the request may have left.
    */
-  async callTool(name: string, args: Record<string, unknown>, timeoutMs: number, signal?: AbortSignal): Promise<CallToolResult> {
+  async callTool(
+    name: string,
+    args: Record<string, unknown>,
+    timeoutMs: number,
+    signal?: AbortSignal,
+  ): Promise<CallToolResult> {
     let client: Client;
     try {
       client = await this.connect();

@@ -1,4 +1,10 @@
-import { evolveEvidenceTrail, sealEvidenceTrail, type EvidenceEntry, type EvidenceTrailDoc, type Verdict } from '@recovery-ledger/core/projections/evidence-trail.projection';
+import {
+  evolveEvidenceTrail,
+  sealEvidenceTrail,
+  type EvidenceEntry,
+  type EvidenceTrailDoc,
+  type Verdict,
+} from '@recovery-ledger/core/projections/evidence-trail.projection';
 import { operationStream } from '../../store/stream-names';
 import { CliError } from '../cli-errors';
 import { encodeRef, remoteLedger, withLocalStore, type GlobalOptions } from '../ledger-source';
@@ -44,7 +50,14 @@ function report(doc: EvidenceTrailDoc): EvidenceReport {
 async function localEvidence(global: GlobalOptions, ref: string): Promise<EvidenceReport> {
   const events = await withLocalStore(global, ({ store }) => store.readStream(operationStream(global.tenant, ref)));
   if (events.length === 0) throw new CliError(`operation ${ref} has no events in tenant ${global.tenant}`);
-  return report(sealEvidenceTrail(events.reduce<EvidenceTrailDoc | undefined>((doc, event) => evolveEvidenceTrail(doc, event), undefined) as EvidenceTrailDoc));
+  return report(
+    sealEvidenceTrail(
+      events.reduce<EvidenceTrailDoc | undefined>(
+        (doc, event) => evolveEvidenceTrail(doc, event),
+        undefined,
+      ) as EvidenceTrailDoc,
+    ),
+  );
 }
 
 async function remoteEvidence(global: GlobalOptions, ref: string): Promise<EvidenceReport> {
@@ -54,7 +67,7 @@ async function remoteEvidence(global: GlobalOptions, ref: string): Promise<Evide
   const { next_cursor: next, ...first } = await remote.get<EvidencePage & { as_of_position?: number }>(path);
   const entries = [...first.entries];
   // The API pages long trails; the report is the whole trail.
-  for (let cursor = next; cursor; ) {
+  for (let cursor = next; cursor;) {
     const page = await remote.get<EvidencePage>(path, { cursor });
     entries.push(...page.entries);
     cursor = page.next_cursor;
@@ -75,7 +88,13 @@ export function renderEvidence(evidence: EvidenceReport): string {
   if (verdict.duplicates_prevented > 0) head.push(`duplicate writes prevented: ${verdict.duplicates_prevented}`);
   const table = renderTable(
     ['REV', 'RECORDED AT', 'KIND', 'ACTOR', 'SUMMARY'],
-    evidence.entries.map((entry) => [String(entry.revision), entry.recorded_at, entry.kind, entry.actor, entry.summary]),
+    evidence.entries.map((entry) => [
+      String(entry.revision),
+      entry.recorded_at,
+      entry.kind,
+      entry.actor,
+      entry.summary,
+    ]),
   );
   return `${head.join('\n')}\n\n${table}`;
 }

@@ -113,7 +113,8 @@ export async function exportRemote(remote: RemoteLedger, sink: Sink): Promise<Om
     footer = undefined;
   }
   // The footer is the service's "that was all": without it the connection was cut mid-export.
-  if (footer?.kind !== 'footer') throw new CliError(`the export from ${remote.origin} ended without its footer: it was cut short`);
+  if (footer?.kind !== 'footer')
+    throw new CliError(`the export from ${remote.origin} ended without its footer: it was cut short`);
   return { events: footer.events, streams: footer.streams, last_position: footer.last_position };
 }
 
@@ -125,7 +126,10 @@ function cloudEventsSink(inner: Sink): Sink {
       pending += text;
       const end = pending.lastIndexOf('\n');
       if (end < 0) return;
-      const lines = pending.slice(0, end).split('\n').filter((line) => line.trim() !== '');
+      const lines = pending
+        .slice(0, end)
+        .split('\n')
+        .filter((line) => line.trim() !== '');
       pending = pending.slice(end + 1);
       const converted = lines.map(cloudEventLine).join('');
       if (converted) await inner.write(converted);
@@ -147,5 +151,7 @@ export async function exportCommand(global: GlobalOptions, options: ExportOption
     throw error;
   }
   const toFile = options.out !== undefined && options.out !== '-';
-  process.stderr.write(`exported ${counted(footer.events, 'event')} in ${counted(footer.streams, 'stream')}${toFile ? ` to ${options.out}` : ''}\n`);
+  process.stderr.write(
+    `exported ${counted(footer.events, 'event')} in ${counted(footer.streams, 'stream')}${toFile ? ` to ${options.out}` : ''}\n`,
+  );
 }

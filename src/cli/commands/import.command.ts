@@ -46,7 +46,9 @@ async function alreadyPresent(store: EventStore, file: Map<string, StoredEvent[]
         );
       }
       if (expected.metadata.hash !== event.metadata.hash) {
-        throw new CliError(`the target store holds a different ${event.stream} revision ${event.revision} (event ${event.event_id}) than the file`);
+        throw new CliError(
+          `the target store holds a different ${event.stream} revision ${event.revision} (event ${event.event_id}) than the file`,
+        );
       }
       present.set(event.stream, Math.max(present.get(event.stream) ?? 0, event.revision + 1));
     }
@@ -61,7 +63,8 @@ export async function importCommand(global: GlobalOptions, file: string): Promis
   const archive = await readArchive(file);
   const streams = byStream(archive.events);
   for (const stream of streams.keys()) {
-    if (!stream.startsWith(OPERATION_STREAM_PREFIX)) throw new CliError(`${file}: ${stream} is not a ledger operation stream`);
+    if (!stream.startsWith(OPERATION_STREAM_PREFIX))
+      throw new CliError(`${file}: ${stream} is not a ledger operation stream`);
   }
   // Checked before anything is written: a tampered file (a chain, a head, the anchor, an event of a
   // shape the ledger never writes) is refused whole.
@@ -69,7 +72,10 @@ export async function importCommand(global: GlobalOptions, file: string): Promis
   if (!checked.ok) throw new CliError(`${file}: ${describeFinding(checked.findings[0])}; nothing was imported`);
   for (const event of archive.events) {
     const problem = ledgerEventProblem(event);
-    if (problem) throw new CliError(`${file}: event ${event.event_id} is not an event the ledger writes (${problem}); nothing was imported`);
+    if (problem)
+      throw new CliError(
+        `${file}: event ${event.event_id} is not an event the ledger writes (${problem}); nothing was imported`,
+      );
   }
   const summary = await withLocalStore(
     global,
@@ -87,7 +93,9 @@ export async function importCommand(global: GlobalOptions, file: string): Promis
         const first = run[0];
         const last = run[run.length - 1];
         // Filed in the index as the ledger files it, so /v1/recovery lists what the file holds in doubt.
-        const index = stepIndexEntry(fold((streams.get(first.stream) as StoredEvent[]).slice(0, last.revision + 1).map(toRecorded)));
+        const index = stepIndexEntry(
+          fold((streams.get(first.stream) as StoredEvent[]).slice(0, last.revision + 1).map(toRecorded)),
+        );
         pending.push(store.append(first.stream, first.revision - 1, run.map(asNew), index ? { index } : {}));
         appended += run.length;
         run = [];
@@ -118,7 +126,12 @@ export async function importCommand(global: GlobalOptions, file: string): Promis
           throw new CliError(`after the import ${stream.stream} does not end with the file's last event`);
         }
       }
-      return { events: audit.events, streams: audit.streams.length, appended, already_present: archive.events.length - appended };
+      return {
+        events: audit.events,
+        streams: audit.streams.length,
+        appended,
+        already_present: archive.events.length - appended,
+      };
     },
     { create: true },
   );

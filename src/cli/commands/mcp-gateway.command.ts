@@ -13,9 +13,14 @@ export interface McpGatewayOptions {
  */
 export async function mcpGatewayCommand(global: GlobalOptions, options: McpGatewayOptions): Promise<void> {
   try {
-    await serveGatewayOnStdio({ config: options.config, ...(global.url ? { ledgerUrl: global.url } : {}), ...(global.key ? { apiKey: global.key } : {}) });
+    await serveGatewayOnStdio({
+      config: options.config,
+      ...(global.url ? { ledgerUrl: global.url } : {}),
+      ...(global.key ? { apiKey: global.key } : {}),
+    });
   } catch (error) {
-    if (error instanceof GatewayStartError) throw new CliError(error.message, error.reason === 'configuration' ? EXIT.usage : EXIT.unavailable);
+    if (error instanceof GatewayStartError)
+      throw new CliError(error.message, error.reason === 'configuration' ? EXIT.usage : EXIT.unavailable);
     throw error;
   }
 }

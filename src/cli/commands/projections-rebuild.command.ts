@@ -137,9 +137,13 @@ async function rebuildRemote(remote: RemoteLedger, name: string | undefined, opt
   while (behind !== 0) {
     const { body } = await remote.probe<Readiness>('/health/ready');
     const projections = body?.details?.projections;
-    if (projections?.state === 'failed') throw new CliError(`the rebuild on ${remote.origin} failed: ${projections.message ?? 'the projection engine failed'}`);
+    if (projections?.state === 'failed')
+      throw new CliError(
+        `the rebuild on ${remote.origin} failed: ${projections.message ?? 'the projection engine failed'}`,
+      );
     const reported = projections?.events_behind;
-    if (reported !== null && typeof reported !== 'number') throw new CliError(`${remote.origin} does not report projection progress on /health/ready`, EXIT.unavailable);
+    if (reported !== null && typeof reported !== 'number')
+      throw new CliError(`${remote.origin} does not report projection progress on /health/ready`, EXIT.unavailable);
     behind = reported;
     // Null: behind by a number of events the store cannot count; the wait goes on without a bar.
     if (behind !== null) {
@@ -164,7 +168,11 @@ async function rebuildRemote(remote: RemoteLedger, name: string | undefined, opt
  * The service must be stopped for that: two engines rebuilding and following one read model would
  * each skip what the other's checkpoint claims. A running service rebuilds itself with --url.
  */
-export async function rebuildCommand(global: GlobalOptions, name: string | undefined, options: RebuildOptions): Promise<RebuildSummary | undefined> {
+export async function rebuildCommand(
+  global: GlobalOptions,
+  name: string | undefined,
+  options: RebuildOptions,
+): Promise<RebuildSummary | undefined> {
   const remote = remoteLedger(global);
   if (remote) {
     await rebuildRemote(remote, name, options);
@@ -181,7 +189,11 @@ export async function rebuildCommand(global: GlobalOptions, name: string | undef
     }
     // A read model ahead of the log is the evidence of a rollback (docs/security.md, "A log rolled
     // back"): rebuilt down to the older log, it would be gone. Only an accepted rollback rebuilds it.
-    const rollback = await findRollback(store, { dataDir: config.dataDir, witnessFile: config.headWitnessFile, anchorKey: config.anchorKey });
+    const rollback = await findRollback(store, {
+      dataDir: config.dataDir,
+      witnessFile: config.headWitnessFile,
+      anchorKey: config.anchorKey,
+    });
     if (rollback.findings.length > 0 && !config.acceptRollback) {
       throw new CliError(
         `HISTORY_ROLLED_BACK: the log is behind what the ledger recorded before (${rollback.findings.map((finding) => finding.kind).join(', ')}); the read models are kept as the evidence. Run \`recovery-ledger verify\`; to rebuild on the older log anyway, set LEDGER_ACCEPT_ROLLBACK=1 and LEDGER_ACCEPT_ROLLBACK_REASON`,
@@ -229,7 +241,12 @@ export async function rebuildCommand(global: GlobalOptions, name: string | undef
       process.stdout.write(
         renderTable(
           ['PROJECTION', 'VERSION', 'DOCUMENTS', 'CHECKPOINT'],
-          summary.projections.map((entry) => [entry.name, String(entry.version), String(entry.documents), String(entry.checkpoint)]),
+          summary.projections.map((entry) => [
+            entry.name,
+            String(entry.version),
+            String(entry.documents),
+            String(entry.checkpoint),
+          ]),
         ),
       );
       return summary;

@@ -18,7 +18,10 @@ export async function readOperationEvents(global: GlobalOptions, ref: string): P
   const remote = remoteLedger(global);
   if (remote) {
     const answer = await remote.get<RemoteEvents>(`/v1/operations/${encodeRef(ref)}/events`);
-    return answer.events.map(({ causation_event_id, ...event }) => ({ ...event, ...(causation_event_id ? { caused_by: causation_event_id } : {}) }));
+    return answer.events.map(({ causation_event_id, ...event }) => ({
+      ...event,
+      ...(causation_event_id ? { caused_by: causation_event_id } : {}),
+    }));
   }
   const events = await withLocalStore(global, ({ store }) => store.readStream(operationStream(global.tenant, ref)));
   if (events.length === 0) throw new CliError(`operation ${ref} has no events in tenant ${global.tenant}`);
@@ -32,11 +35,19 @@ function attempts(row: Timeline['rows'][number]): string {
 
 export function renderTimeline(timeline: Timeline): string {
   const last = timeline.rows[timeline.rows.length - 1];
-  const cut = timeline.as_of_revision === undefined ? '' : ` as of revision ${last?.revision ?? -1} of ${timeline.revision}`;
+  const cut =
+    timeline.as_of_revision === undefined ? '' : ` as of revision ${last?.revision ?? -1} of ${timeline.revision}`;
   let output = `${timeline.operation_ref}: ${timeline.rows.length} events${cut}, ${last ? `state ${last.state.status}` : 'no state'}\n\n`;
   output += renderTable(
     ['REV', 'RECORDED AT', 'EVENT', 'STATE AFTER', 'ATTEMPTS', 'WHY'],
-    timeline.rows.map((row) => [String(row.revision), row.recorded_at, row.type, row.state.status, attempts(row), row.why]),
+    timeline.rows.map((row) => [
+      String(row.revision),
+      row.recorded_at,
+      row.type,
+      row.state.status,
+      attempts(row),
+      row.why,
+    ]),
   );
   output += '\nTime in each state\n';
   output += renderTable(

@@ -34,7 +34,10 @@ export async function tailCommand(global: GlobalOptions, options: TailOptions): 
       return;
     }
     await new Promise<void>((resolve, reject) => {
-      const subscription = store.subscribe({ after, streamPrefix: OPERATION_STREAM_PREFIX }, { onEvents: print, onError: reject });
+      const subscription = store.subscribe(
+        { after, streamPrefix: OPERATION_STREAM_PREFIX },
+        { onEvents: print, onError: reject },
+      );
       const stop = () => {
         process.off('SIGINT', stop);
         process.off('SIGTERM', stop);

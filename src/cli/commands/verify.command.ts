@@ -9,7 +9,13 @@ import { readModelFile, SqliteReadModel } from '../../projection-engine/sqlite-r
 import type { StoredEvent } from '../../store/event-store.port';
 import { GENESIS_HASH, nextLogHash, verifyChain, type ChainBreak } from '../../store/hash-chain';
 import type { ArchiveFooter } from '../../store/log-archive-format';
-import { auditLog, takeCheckpoint, type IntegrityFinding, type LogAudit, type LogCheckpoint } from '../../store/log-audit';
+import {
+  auditLog,
+  takeCheckpoint,
+  type IntegrityFinding,
+  type LogAudit,
+  type LogCheckpoint,
+} from '../../store/log-audit';
 import { parseOperationStream } from '../../store/stream-names';
 import { CliError, usageError } from '../cli-errors';
 import { remoteLedger, withLocalStore, type GlobalOptions, type RemoteLedger } from '../ledger-source';
@@ -19,7 +25,8 @@ import { exportRemote, openSink } from './export.command';
 
 const MEANING: Record<ChainBreak['reason'], string> = {
   hash_mismatch: 'its content no longer hashes to its recorded hash: the event was changed after it was written',
-  prev_hash_mismatch: 'its prev_hash is not the hash of the event before it: an earlier event was replaced, removed or inserted',
+  prev_hash_mismatch:
+    'its prev_hash is not the hash of the event before it: an earlier event was replaced, removed or inserted',
   revision_gap: 'its revision does not follow the one before it: an event is missing',
   position_order: 'it stands in the log before an earlier event of its stream: events were moved',
 };
@@ -28,7 +35,10 @@ const MEANING: Record<ChainBreak['reason'], string> = {
  * An export checked offline: each stream's chain, and, where the file carries them, each stream's
  * anchored head (a stream cut or dropped from the file no longer meets it) and the log anchor.
  */
-export function auditEvents(events: readonly StoredEvent[], footer?: Pick<ArchiveFooter, 'heads' | 'log_anchor'>): LogAudit {
+export function auditEvents(
+  events: readonly StoredEvent[],
+  footer?: Pick<ArchiveFooter, 'heads' | 'log_anchor'>,
+): LogAudit {
   const streams = new Map<string, StoredEvent[]>();
   for (const event of events) {
     const list = streams.get(event.stream);
@@ -38,7 +48,14 @@ export function auditEvents(events: readonly StoredEvent[], footer?: Pick<Archiv
   const findings: IntegrityFinding[] = [];
   const audits = [...streams].map(([stream, list]) => {
     const found = verifyChain(list);
-    if (found) findings.push({ kind: found.reason, stream, revision: found.revision, event_id: found.event_id, detail: MEANING[found.reason] });
+    if (found)
+      findings.push({
+        kind: found.reason,
+        stream,
+        revision: found.revision,
+        event_id: found.event_id,
+        detail: MEANING[found.reason],
+      });
     return { stream, events: list.length, last_hash: String(list[list.length - 1].metadata.hash) };
   });
   if (footer?.heads) {
@@ -46,20 +63,42 @@ export function auditEvents(events: readonly StoredEvent[], footer?: Pick<Archiv
     for (const audit of audits) {
       const head = heads.get(audit.stream);
       heads.delete(audit.stream);
-      if (!head) findings.push({ kind: 'missing_head', stream: audit.stream, detail: 'the file holds a stream its footer has no head for' });
+      if (!head)
+        findings.push({
+          kind: 'missing_head',
+          stream: audit.stream,
+          detail: 'the file holds a stream its footer has no head for',
+        });
       else if (head.revision !== audit.events - 1 || head.hash !== audit.last_hash) {
-        findings.push({ kind: 'head_mismatch', stream: audit.stream, detail: `the stream ends at revision ${audit.events - 1}; its anchored head is revision ${head.revision}` });
+        findings.push({
+          kind: 'head_mismatch',
+          stream: audit.stream,
+          detail: `the stream ends at revision ${audit.events - 1}; its anchored head is revision ${head.revision}`,
+        });
       }
     }
     for (const head of heads.values()) {
-      findings.push({ kind: 'stream_deleted', stream: head.stream, revision: head.revision, detail: 'the footer anchors a stream the file does not hold' });
+      findings.push({
+        kind: 'stream_deleted',
+        stream: head.stream,
+        revision: head.revision,
+        detail: 'the footer anchors a stream the file does not hold',
+      });
     }
   }
   let logHash = GENESIS_HASH;
-  for (const event of events) logHash = nextLogHash(logHash, { stream: event.stream, revision: event.revision, hash: String(event.metadata.hash) });
+  for (const event of events)
+    logHash = nextLogHash(logHash, {
+      stream: event.stream,
+      revision: event.revision,
+      hash: String(event.metadata.hash),
+    });
   const last = events[events.length - 1];
   if (footer?.log_anchor && (footer.log_anchor.log_hash !== logHash || footer.log_anchor.events !== events.length)) {
-    findings.push({ kind: 'log_anchor_mismatch', detail: "the file's events do not chain to the log anchor in its footer" });
+    findings.push({
+      kind: 'log_anchor_mismatch',
+      detail: "the file's events do not chain to the log anchor in its footer",
+    });
   }
   const broken = [...new Set(findings.flatMap((finding) => (finding.stream ? [finding.stream] : [])))];
   return {
@@ -110,7 +149,11 @@ export interface VerifyOptions {
 export function describeFinding(finding: IntegrityFinding): string {
   const operation = finding.stream === undefined ? undefined : parseOperationStream(finding.stream);
   const where =
-    finding.stream === undefined ? 'the log' : operation ? `operation ${operation.operationRef} (tenant ${operation.tenant})` : `stream ${finding.stream}`;
+    finding.stream === undefined
+      ? 'the log'
+      : operation
+        ? `operation ${operation.operationRef} (tenant ${operation.tenant})`
+        : `stream ${finding.stream}`;
   if (finding.event_id !== undefined && isChainReason(finding.kind)) {
     return `${where}: first bad event ${finding.event_id} at revision ${finding.revision}, ${finding.kind}: ${finding.detail}`;
   }
@@ -126,7 +169,11 @@ function readCheckpoint(file: string): LogCheckpoint {
   } catch (error) {
     throw new CliError(`${file} is not a readable checkpoint: ${(error as Error).message}`);
   }
-  if (parsed?.format !== 'recovery-ledger-checkpoint' || !Array.isArray(parsed.heads) || typeof parsed.anchor?.log_hash !== 'string') {
+  if (
+    parsed?.format !== 'recovery-ledger-checkpoint' ||
+    !Array.isArray(parsed.heads) ||
+    typeof parsed.anchor?.log_hash !== 'string'
+  ) {
     throw new CliError(`${file} is not a recovery-ledger checkpoint`);
   }
   return parsed;
@@ -168,7 +215,11 @@ async function verifyLocal(global: GlobalOptions, options: VerifyOptions): Promi
   return withLocalStore(global, async ({ store, config }) => {
     const audit = await auditLog(store, { anchorKey: config.anchorKey, checkEvent: ledgerEventProblem, since });
     // Every check above passes on an older copy of the whole log: only what has seen more says so.
-    const rollback = await findRollback(store, { dataDir: config.dataDir, witnessFile: options.witness ?? config.headWitnessFile, anchorKey: config.anchorKey });
+    const rollback = await findRollback(store, {
+      dataDir: config.dataDir,
+      witnessFile: options.witness ?? config.headWitnessFile,
+      anchorKey: config.anchorKey,
+    });
     if (options.checkpointOut && audit.ok && rollback.findings.length === 0) {
       const checkpoint = await takeCheckpoint(store, audit, new Date().toISOString());
       writeFileSync(options.checkpointOut, `${JSON.stringify(checkpoint, null, 2)}\n`);
@@ -197,7 +248,9 @@ export async function verifyCommand(global: GlobalOptions, options: VerifyOption
     throw usageError('--read-models, --since, --checkpoint-out and --witness work on a data directory (--data-dir)');
   }
   if (options.archive && (options.readModels || options.since || options.checkpointOut || options.witness)) {
-    throw usageError('--read-models, --since, --checkpoint-out and --witness work on a data directory, not on --archive');
+    throw usageError(
+      '--read-models, --since, --checkpoint-out and --witness work on a data directory, not on --archive',
+    );
   }
   const { audit, readModels, rollback, since }: LocalVerification = options.archive
     ? { audit: await auditArchive(options.archive) }
@@ -219,16 +272,28 @@ export async function verifyCommand(global: GlobalOptions, options: VerifyOption
       broken_streams: audit.broken_streams,
       ...(since ? { since: sinceReport(since, audit) } : {}),
       ...(readModels ? { read_models: readModels } : {}),
-      ...(rollback ? { rollback: { rolled_back: rolledBack, witness: rollback.witness !== undefined, head: rollback.head, findings: rollback.findings } } : {}),
+      ...(rollback
+        ? {
+            rollback: {
+              rolled_back: rolledBack,
+              witness: rollback.witness !== undefined,
+              head: rollback.head,
+              findings: rollback.findings,
+            },
+          }
+        : {}),
     });
   } else {
     for (const finding of audit.findings) process.stdout.write(`BROKEN ${describeFinding(finding)}\n`);
     process.stdout.write(
       `verified ${counted(audit.events, 'event')} in ${counted(audit.streams.length, 'stream')}: ${audit.ok ? 'every hash chain holds' : `${broken} broken${logFaults > 0 ? `, and the log anchor does not hold` : ''}`}\n`,
     );
-    for (const finding of rollback?.findings ?? []) process.stdout.write(`ROLLED BACK ${finding.kind}: ${finding.detail}\n`);
+    for (const finding of rollback?.findings ?? [])
+      process.stdout.write(`ROLLED BACK ${finding.kind}: ${finding.detail}\n`);
     if (rollback?.witness && !rolledBack) {
-      process.stdout.write(`head witness of ${rollback.witness.written_at} (position ${rollback.witness.position}): the log holds it${rollback.head.position > rollback.witness.position ? ' and has grown since' : ''}\n`);
+      process.stdout.write(
+        `head witness of ${rollback.witness.written_at} (position ${rollback.witness.position}): the log holds it${rollback.head.position > rollback.witness.position ? ' and has grown since' : ''}\n`,
+      );
     }
     if (since && audit.ok) process.stdout.write(describeSince(since, audit));
     if (readModels) {
@@ -253,7 +318,9 @@ export async function verifyCommand(global: GlobalOptions, options: VerifyOption
     );
   }
   if (rolledBack) {
-    throw new CliError('HISTORY_ROLLED_BACK: the log is behind what the ledger recorded before (it was restored from an older copy); the service refuses writes on it');
+    throw new CliError(
+      'HISTORY_ROLLED_BACK: the log is behind what the ledger recorded before (it was restored from an older copy); the service refuses writes on it',
+    );
   }
   if (readModels && !readModels.ok) throw new CliError('a read model differs from what the log gives');
 }

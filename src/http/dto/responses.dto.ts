@@ -25,13 +25,21 @@ export class StepViewDto {
   @ApiPropertyOptional({ format: 'date-time' }) since?: string;
   @ApiPropertyOptional({
     format: 'date-time',
-    description: 'While dispatched: the last instant the attempt may reach the provider. The dispatcher starts its call within call_deadline minus since, and aborts it then.',
+    description:
+      'While dispatched: the last instant the attempt may reach the provider. The dispatcher starts its call within call_deadline minus since, and aborts it then.',
   })
   call_deadline?: string;
-  @ApiPropertyOptional({ description: 'The input hash the pending (or last) approval request is for; an approval binds to it.' }) approval_input_hash?: string;
-  @ApiPropertyOptional({ description: 'A success an attempt reported after a later attempt was granted: the provider may hold two writes.' })
+  @ApiPropertyOptional({
+    description: 'The input hash the pending (or last) approval request is for; an approval binds to it.',
+  })
+  approval_input_hash?: string;
+  @ApiPropertyOptional({
+    description: 'A success an attempt reported after a later attempt was granted: the provider may hold two writes.',
+  })
   possible_duplicate?: { attempt: number; recorded_at: string };
-  @ApiPropertyOptional({ description: 'An operator took the escalation (assignee, note, at); it stays escalated until resolved.' })
+  @ApiPropertyOptional({
+    description: 'An operator took the escalation (assignee, note, at); it stays escalated until resolved.',
+  })
   acknowledged?: { assignee: string; note?: string; at: string };
   @ApiPropertyOptional({ description: 'Why an operator cancelled the step.' }) cancel_reason?: string;
 }
@@ -47,7 +55,8 @@ export class SubmitAnswerDto {
   @ApiProperty({ type: StepViewDto }) state!: StepViewDto;
   @ApiProperty({ type: DirectiveDto }) directive!: DirectiveDto;
   @ApiProperty({ type: [SubmitResultDto] }) results!: SubmitResultDto[];
-  @ApiPropertyOptional({ description: 'A dispatch on a succeeded step: the original success, replayed.' }) replayed?: boolean;
+  @ApiPropertyOptional({ description: 'A dispatch on a succeeded step: the original success, replayed.' })
+  replayed?: boolean;
   @ApiPropertyOptional({ type: 'object', additionalProperties: true }) success?: Record<string, unknown>;
 }
 

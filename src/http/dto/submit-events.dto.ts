@@ -40,7 +40,10 @@ import { isRfc3339Instant } from '@recovery-ledger/core/shared/rfc3339';
 const IsRfc3339Instant = () =>
   ValidateBy({
     name: 'isRfc3339Instant',
-    validator: { validate: (value) => isRfc3339Instant(value), defaultMessage: () => '$property must be an RFC 3339 instant with a time zone, on a real date' },
+    validator: {
+      validate: (value) => isRfc3339Instant(value),
+      defaultMessage: () => '$property must be an RFC 3339 instant with a time zone, on a real date',
+    },
   });
 
 /**
@@ -50,19 +53,30 @@ const IsRfc3339Instant = () =>
  */
 const IsAbsentOrValid = () => ValidateIf((_object, value) => value !== undefined);
 
-const IDENTIFIER_MESSAGE = { message: '$property must be ASCII letters, digits and _ . : / @ + = # ~ - (starting with a letter, digit or _)' };
+const IDENTIFIER_MESSAGE = {
+  message: '$property must be ASCII letters, digits and _ . : / @ + = # ~ - (starting with a letter, digit or _)',
+};
 
 export class SubmittedEventDto {
-  @ApiProperty({ format: 'uuid', description: 'Chosen by the client before the first send; resubmitting it is a no-op.' })
+  @ApiProperty({
+    format: 'uuid',
+    description: 'Chosen by the client before the first send; resubmitting it is a no-op.',
+  })
   @IsUUID('all')
-  @Matches(CLIENT_EVENT_ID_PREFIX, { message: '$property must not be a version 8 UUID: those are the ids the ledger derives' })
+  @Matches(CLIENT_EVENT_ID_PREFIX, {
+    message: '$property must not be a version 8 UUID: those are the ids the ledger derives',
+  })
   event_id!: string;
 
   @ApiProperty({ enum: SUBMITTED_FACT_TYPES })
   @IsIn(SUBMITTED_FACT_TYPES)
   type!: SubmittedFactType;
 
-  @ApiProperty({ type: 'object', additionalProperties: true, description: 'The fact, shaped by its type (docs/contract.md §9).' })
+  @ApiProperty({
+    type: 'object',
+    additionalProperties: true,
+    description: 'The fact, shaped by its type (docs/contract.md §9).',
+  })
   @IsObject()
   data!: Record<string, unknown>;
 }
@@ -88,7 +102,12 @@ export class SubmitEventsDto {
 export class StepPolicyDto {
   @IsAbsentOrValid() @IsInt() @Min(1) @Max(100) max_attempts?: number;
   @IsAbsentOrValid() @IsInt() @Min(0) @Max(86_400_000) consistency_window_ms?: number;
-  @IsAbsentOrValid() @IsString() @MinLength(1) @MaxLength(100) @Matches(IDENTIFIER_PATTERN, IDENTIFIER_MESSAGE) verification_tool?: string;
+  @IsAbsentOrValid()
+  @IsString()
+  @MinLength(1)
+  @MaxLength(100)
+  @Matches(IDENTIFIER_PATTERN, IDENTIFIER_MESSAGE)
+  verification_tool?: string;
   @IsAbsentOrValid() @IsInt() @Min(1) @Max(100) max_consecutive_dependency_failures?: number;
   /** With no envelope and no live lease this long after a dispatch, the work feed hands the step out for verification. */
   @IsAbsentOrValid() @IsInt() @Min(1000) @Max(86_400_000) dispatch_timeout_ms?: number;
@@ -129,7 +148,12 @@ export class ApprovalRecordedDataDto {
   @IsIn(APPROVAL_DECISIONS) decision!: ApprovalDecision;
   @IsString() @MinLength(1) @MaxLength(200) approver!: string;
   @IsAbsentOrValid() @IsString() @MaxLength(1000) reason?: string;
-  @IsAbsentOrValid() @IsString() @MinLength(1) @MaxLength(200) @Matches(IDENTIFIER_PATTERN, IDENTIFIER_MESSAGE) input_hash?: string;
+  @IsAbsentOrValid()
+  @IsString()
+  @MinLength(1)
+  @MaxLength(200)
+  @Matches(IDENTIFIER_PATTERN, IDENTIFIER_MESSAGE)
+  input_hash?: string;
 }
 
 export class OutcomeVerifiedManuallyDataDto {

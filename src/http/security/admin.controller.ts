@@ -36,20 +36,29 @@ export class AdminController {
     summary:
       "Audit the whole log now (chains, anchored heads, the log anchor) and answer what was found in the caller's tenant; the service refuses appends to what is broken.",
   })
-  @ApiOkResponse({ description: "The audit: counts, the caller's tenant's findings, and whether the log as a whole holds." })
+  @ApiOkResponse({
+    description: "The audit: counts, the caller's tenant's findings, and whether the log as a whole holds.",
+  })
   async verify(@CallerParam() caller: Caller) {
     const audit = await this.integrity.verify();
     const prefix = operationStream(caller.tenant, '');
     // Another tenant's streams are neither named nor counted; a fault of the log as a whole is everyone's.
-    const findings = audit.findings.filter((finding) => finding.stream === undefined || finding.stream.startsWith(prefix));
+    const findings = audit.findings.filter(
+      (finding) => finding.stream === undefined || finding.stream.startsWith(prefix),
+    );
     this.logger.log({ actor: caller.actor, tenant: caller.tenant, ok: audit.ok }, 'log verified on request');
     return {
       ok: findings.length === 0,
       log_holds: !audit.findings.some((finding) => finding.stream === undefined),
       anchored: audit.anchored,
       streams: audit.streams.filter((stream) => stream.stream.startsWith(prefix)).length,
-      events: audit.streams.filter((stream) => stream.stream.startsWith(prefix)).reduce((sum, stream) => sum + stream.events, 0),
-      findings: findings.map(({ stream, ...rest }) => ({ ...rest, ...(stream === undefined ? {} : { operation_ref: stream.slice(prefix.length) }) })),
+      events: audit.streams
+        .filter((stream) => stream.stream.startsWith(prefix))
+        .reduce((sum, stream) => sum + stream.events, 0),
+      findings: findings.map(({ stream, ...rest }) => ({
+        ...rest,
+        ...(stream === undefined ? {} : { operation_ref: stream.slice(prefix.length) }),
+      })),
       state: this.integrity.current().state,
     };
   }
@@ -57,7 +66,9 @@ export class AdminController {
   @Post('projections/rebuild')
   @HttpCode(202)
   @RequireAccess('admin')
-  @ApiOperation({ summary: 'Rebuild projections from zero (all, or the one named); answers at once, reads catch up as it runs.' })
+  @ApiOperation({
+    summary: 'Rebuild projections from zero (all, or the one named); answers at once, reads catch up as it runs.',
+  })
   @ApiQuery({ name: 'projection', required: false, type: String })
   @ApiResponse({ status: 202, description: 'The rebuild has started; the projections and their modes.' })
   rebuild(@CallerParam() caller: Caller, @Query('projection') projection?: string) {
@@ -73,16 +84,24 @@ export class AdminController {
     }
     // Not awaited: a rebuild of a long log outlasts any request; readers see its progress in
     // as_of_position and readiness, and a second request joins the rebuild already running.
-    engine.rebuild(wanted).catch((error: unknown) => this.logger.error({ err: error, projections: wanted }, 'rebuild failed'));
+    engine
+      .rebuild(wanted)
+      .catch((error: unknown) => this.logger.error({ err: error, projections: wanted }, 'rebuild failed'));
     this.logger.log({ actor: caller.actor, tenant: caller.tenant, projections: wanted }, 'rebuild started');
     return { rebuilding: wanted, projections: engine.status().projections };
   }
 
   @Get('export')
   @RequireAccess('admin')
-  @ApiOperation({ summary: "The caller's tenant's events as NDJSON (header, events in log order, footer), as `recovery-ledger export` writes them." })
+  @ApiOperation({
+    summary:
+      "The caller's tenant's events as NDJSON (header, events in log order, footer), as `recovery-ledger export` writes them.",
+  })
   @ApiProduces('application/x-ndjson')
-  @ApiOkResponse({ description: 'NDJSON; an answer without its footer line was cut short.', schema: { type: 'string' } })
+  @ApiOkResponse({
+    description: 'NDJSON; an answer without its footer line was cut short.',
+    schema: { type: 'string' },
+  })
   async export(@CallerParam() caller: Caller): Promise<StreamableFile> {
     const prefix = operationStream(caller.tenant, '');
     // The head read first is the cut: positions are assigned at commit, in order, so the export
@@ -95,8 +114,10 @@ export class AdminController {
       const streams = new Set<string>();
       let events = 0;
       let lastPosition = 0;
-      for (let after = 0; after < head; ) {
-        const page = (await store.readAll({ after, limit: EXPORT_PAGE, streamPrefix: prefix })).filter((event) => event.position <= head);
+      for (let after = 0; after < head;) {
+        const page = (await store.readAll({ after, limit: EXPORT_PAGE, streamPrefix: prefix })).filter(
+          (event) => event.position <= head,
+        );
         if (page.length === 0) break;
         for (const event of page) {
           streams.add(event.stream);
@@ -106,7 +127,9 @@ export class AdminController {
         events += page.length;
         after = page[page.length - 1].position;
       }
-      const heads = store.keepsAnchors ? (await store.anchoredHeads(prefix)).filter((each) => each.position <= head) : undefined;
+      const heads = store.keepsAnchors
+        ? (await store.anchoredHeads(prefix)).filter((each) => each.position <= head)
+        : undefined;
       yield footerLine({
         events,
         streams: streams.size,

@@ -96,7 +96,11 @@ export function findUnsafeNumber(text: string): { field: string; reason: string 
   const stack: Frame[] = [];
   let expectingKey = false;
   const pathOf = () =>
-    stack.reduce((path, frame) => (frame.kind === 'array' ? `${path}[${frame.index}]` : path === '' ? frame.key : `${path}.${frame.key}`), '');
+    stack.reduce(
+      (path, frame) =>
+        frame.kind === 'array' ? `${path}[${frame.index}]` : path === '' ? frame.key : `${path}.${frame.key}`,
+      '',
+    );
   for (let at = 0; at < text.length; at++) {
     const char = text[at];
     if (char === '"') {

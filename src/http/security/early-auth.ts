@@ -29,12 +29,24 @@ function announcesBody(raw: IncomingMessage): boolean {
  * unread body is not parsed as a next request. Requests without a body are left to the guard,
  * which knows each route's rule.
  */
-export function installEarlyAuth(instance: FastifyInstance, keys: readonly ApiKeyEntry[], storage: ThrottlerStorage, perMinute: number): void {
+export function installEarlyAuth(
+  instance: FastifyInstance,
+  keys: readonly ApiKeyEntry[],
+  storage: ThrottlerStorage,
+  perMinute: number,
+): void {
   if (keys.length === 0) {
     instance.addHook('onRequest', async (request: FastifyRequest, reply: FastifyReply) => {
       if (isLoopbackHost(request.raw.headers.host)) return;
       if (announcesBody(request.raw)) reply.header('connection', 'close');
-      sendProblem(reply, new LedgerProblem('MISDIRECTED_REQUEST', 'without API keys this service answers only requests for a loopback name (localhost, 127.0.0.1, [::1])'), request.url.split('?')[0]);
+      sendProblem(
+        reply,
+        new LedgerProblem(
+          'MISDIRECTED_REQUEST',
+          'without API keys this service answers only requests for a loopback name (localhost, 127.0.0.1, [::1])',
+        ),
+        request.url.split('?')[0],
+      );
       return reply;
     });
     return;
@@ -44,10 +56,21 @@ export function installEarlyAuth(instance: FastifyInstance, keys: readonly ApiKe
     const token = bearerToken(request.headers.authorization);
     if (token !== undefined && findKey(keys, token)) return;
     reply.header('connection', 'close');
-    const hits = await storage.increment(`default:ip:${request.ip}`, RATE_LIMIT_WINDOW_MS, perMinute, RATE_LIMIT_WINDOW_MS, 'default');
+    const hits = await storage.increment(
+      `default:ip:${request.ip}`,
+      RATE_LIMIT_WINDOW_MS,
+      perMinute,
+      RATE_LIMIT_WINDOW_MS,
+      'default',
+    );
     const error = hits.isBlocked
-      ? new LedgerProblem('RATE_LIMITED', `more than ${perMinute} requests in a minute; try again later`, { retryAfterSeconds: Math.max(1, Math.ceil(hits.timeToBlockExpire)) })
-      : new LedgerProblem('UNAUTHENTICATED', token === undefined ? 'send Authorization: Bearer <key>' : 'the key is not known');
+      ? new LedgerProblem('RATE_LIMITED', `more than ${perMinute} requests in a minute; try again later`, {
+          retryAfterSeconds: Math.max(1, Math.ceil(hits.timeToBlockExpire)),
+        })
+      : new LedgerProblem(
+          'UNAUTHENTICATED',
+          token === undefined ? 'send Authorization: Bearer <key>' : 'the key is not known',
+        );
     sendProblem(reply, error, request.url.split('?')[0]);
     return reply;
   });

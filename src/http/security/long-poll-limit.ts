@@ -1,4 +1,13 @@
-import { applyDecorators, Inject, Injectable, SetMetadata, UseInterceptors, type CallHandler, type ExecutionContext, type NestInterceptor } from '@nestjs/common';
+import {
+  applyDecorators,
+  Inject,
+  Injectable,
+  SetMetadata,
+  UseInterceptors,
+  type CallHandler,
+  type ExecutionContext,
+  type NestInterceptor,
+} from '@nestjs/common';
 import { Reflector } from '@nestjs/core';
 import type { FastifyRequest } from 'fastify';
 import { finalize, type Observable } from 'rxjs';
@@ -31,7 +40,8 @@ export class LongPollLimiter {
     const ofKey = this.byKey.get(caller.actor) ?? new Set<OpenPoll>();
     const ofTenant = this.byTenant.get(caller.tenant) ?? new Set<OpenPoll>();
     if (ofKey.size >= this.perKey) throw refusal(`this key holds ${this.perKey} long polls open already`, ofKey, nowMs);
-    if (ofTenant.size >= this.perTenant) throw refusal(`this tenant's keys hold ${this.perTenant} long polls open already`, ofTenant, nowMs);
+    if (ofTenant.size >= this.perTenant)
+      throw refusal(`this tenant's keys hold ${this.perTenant} long polls open already`, ofTenant, nowMs);
     const poll: OpenPoll = { deadlineMs };
     ofKey.add(poll);
     ofTenant.add(poll);
@@ -87,7 +97,8 @@ export class LongPollInterceptor implements NestInterceptor {
 }
 
 /** Marks a route as a long poll whose wait is the query parameter `param`: capped by LongPollLimiter. */
-export const LongPoll = (param: string) => applyDecorators(SetMetadata(LONG_POLL_KEY, param), UseInterceptors(LongPollInterceptor));
+export const LongPoll = (param: string) =>
+  applyDecorators(SetMetadata(LONG_POLL_KEY, param), UseInterceptors(LongPollInterceptor));
 
 export const longPollLimiterProvider = {
   provide: LongPollLimiter,

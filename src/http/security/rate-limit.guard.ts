@@ -20,7 +20,10 @@ export const RATE_LIMIT_WINDOW_MS = 60_000;
 export function rateLimitOptions(perMinute: number): ThrottlerModuleOptions {
   // The library's storage with O(1) pruning: the same answers, a cost per request that does not
   // grow with the hits in the window (see rate-limit.storage.ts).
-  return { throttlers: [{ name: 'default', ttl: RATE_LIMIT_WINDOW_MS, limit: perMinute }], storage: new QueueThrottlerStorage() };
+  return {
+    throttlers: [{ name: 'default', ttl: RATE_LIMIT_WINDOW_MS, limit: perMinute }],
+    storage: new QueueThrottlerStorage(),
+  };
 }
 
 /**
@@ -51,7 +54,10 @@ export class RateLimitGuard extends ThrottlerGuard {
     return `${throttler}:${tracker}`;
   }
 
-  protected override async throwThrottlingException(_context: ExecutionContext, detail: ThrottlerLimitDetail): Promise<void> {
+  protected override async throwThrottlingException(
+    _context: ExecutionContext,
+    detail: ThrottlerLimitDetail,
+  ): Promise<void> {
     throw new LedgerProblem('RATE_LIMITED', `more than ${detail.limit} requests in a minute; try again later`, {
       retryAfterSeconds: Math.max(1, Math.ceil(detail.timeToBlockExpire)),
     });

@@ -38,11 +38,23 @@ export class QueueThrottlerStorage implements ThrottlerStorage, OnApplicationShu
   private readonly records = new Map<string, KeyRecord>();
   private sweep: ReturnType<typeof setInterval> | undefined;
 
-  async increment(key: string, ttl: number, limit: number, blockDuration: number, throttlerName: string): Promise<ThrottlerStorageRecord> {
+  async increment(
+    key: string,
+    ttl: number,
+    limit: number,
+    blockDuration: number,
+    throttlerName: string,
+  ): Promise<ThrottlerStorageRecord> {
     this.ensureSweep();
     let record = this.records.get(key);
     if (!record) {
-      record = { totalHits: new Map([[throttlerName, 0]]), expiresAt: Date.now() + ttl, blockExpiresAt: 0, isBlocked: false, hits: new Map() };
+      record = {
+        totalHits: new Map([[throttlerName, 0]]),
+        expiresAt: Date.now() + ttl,
+        blockExpiresAt: 0,
+        isBlocked: false,
+        hits: new Map(),
+      };
       this.records.set(key, record);
     }
     const hits = this.hitsOf(record, throttlerName);
@@ -77,7 +89,12 @@ export class QueueThrottlerStorage implements ThrottlerStorage, OnApplicationShu
       record.hits.set(throttlerName, { times: [], head: 0, unordered: false });
       this.fireHit(record, this.hitsOf(record, throttlerName), throttlerName, ttl);
     }
-    return { totalHits: record.totalHits.get(throttlerName) ?? 0, timeToExpire, isBlocked: record.isBlocked, timeToBlockExpire };
+    return {
+      totalHits: record.totalHits.get(throttlerName) ?? 0,
+      timeToExpire,
+      isBlocked: record.isBlocked,
+      timeToBlockExpire,
+    };
   }
 
   onApplicationShutdown(): void {

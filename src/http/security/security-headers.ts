@@ -18,7 +18,8 @@ export const SECURITY_HEADERS: Readonly<Record<string, string>> = {
 };
 
 /** A JSON answer is data: opened as a document, it may load nothing and be framed by nobody. */
-export const API_CONTENT_SECURITY_POLICY = "default-src 'none'; base-uri 'none'; form-action 'none'; frame-ancestors 'none'";
+export const API_CONTENT_SECURITY_POLICY =
+  "default-src 'none'; base-uri 'none'; form-action 'none'; frame-ancestors 'none'";
 
 /**
  * An HTML page that did not set its own policy (the API docs): its scripts and styles from this
@@ -41,7 +42,10 @@ export function installSecurityHeaders(instance: FastifyInstance): void {
     for (const [name, value] of Object.entries(SECURITY_HEADERS)) reply.header(name, value);
     if (!reply.hasHeader('content-security-policy')) {
       const type = String(reply.getHeader('content-type') ?? '');
-      reply.header('content-security-policy', type.startsWith('text/html') ? PAGE_CONTENT_SECURITY_POLICY : API_CONTENT_SECURITY_POLICY);
+      reply.header(
+        'content-security-policy',
+        type.startsWith('text/html') ? PAGE_CONTENT_SECURITY_POLICY : API_CONTENT_SECURITY_POLICY,
+      );
     }
     // Answers describe one tenant's operations at one moment: no shared cache (a proxy, the
     // browser's disk) may keep them. Static assets that set their own policy keep it.

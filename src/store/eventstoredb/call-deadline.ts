@@ -14,7 +14,12 @@ export class CallTimeoutError extends Error {
   }
 }
 
-export function withDeadline<T>(work: Promise<T>, timeoutMs: number, operation: string, onTimeout?: () => void): Promise<T> {
+export function withDeadline<T>(
+  work: Promise<T>,
+  timeoutMs: number,
+  operation: string,
+  onTimeout?: () => void,
+): Promise<T> {
   return new Promise<T>((resolve, reject) => {
     const timer = setTimeout(() => {
       onTimeout?.();

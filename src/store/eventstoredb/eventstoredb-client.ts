@@ -11,9 +11,13 @@ export interface EventStoreDbClientOptions {
  * The adapter's client, and whether the adapter owns it (and so closes it): a shared client stays
  * open for the others that hold it.
  */
-export function adapterClient(options: EventStoreDbClientOptions, adapter: string): { client: EventStoreDBClient; ownsClient: boolean } {
+export function adapterClient(
+  options: EventStoreDbClientOptions,
+  adapter: string,
+): { client: EventStoreDBClient; ownsClient: boolean } {
   if (options.client) return { client: options.client, ownsClient: false };
-  if (options.connectionString) return { client: EventStoreDBClient.connectionString(options.connectionString), ownsClient: true };
+  if (options.connectionString)
+    return { client: EventStoreDBClient.connectionString(options.connectionString), ownsClient: true };
   throw new Error(`${adapter} needs a client or a connection string`);
 }
 
@@ -21,7 +25,12 @@ export function adapterClient(options: EventStoreDbClientOptions, adapter: strin
  * The latest `count` events of a stream, newest first, read backwards from its end within the
  * deadline (the read is cancelled when it passes). Errors are the caller's to translate.
  */
-export async function readLatest(client: EventStoreDBClient, stream: string, count: number, timeoutMs: number): Promise<RecordedEvent[]> {
+export async function readLatest(
+  client: EventStoreDBClient,
+  stream: string,
+  count: number,
+  timeoutMs: number,
+): Promise<RecordedEvent[]> {
   const events: ResolvedEvent[] = [];
   const read = client.readStream(stream, { fromRevision: END, direction: BACKWARDS, maxCount: count });
   const drained = new Promise<void>((resolve, reject) => {

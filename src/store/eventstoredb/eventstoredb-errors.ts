@@ -44,7 +44,10 @@ export function toPortError(error: unknown, context: ErrorContext): Error {
   if (error instanceof CallTimeoutError) return new StoreUnavailableError(error.message, context.retryAfterSeconds);
   if (!(error instanceof Error)) return new Error(String(error));
   if (DISCOVERY_FAILED.test(error.message)) {
-    return new StoreUnavailableError(`no EventStoreDB node could be discovered (${error.message})`, context.retryAfterSeconds);
+    return new StoreUnavailableError(
+      `no EventStoreDB node could be discovered (${error.message})`,
+      context.retryAfterSeconds,
+    );
   }
   // Some calls reject with the raw gRPC error (the server-features probe that precedes an append does).
   const converted = convertToCommandError(error);
@@ -60,13 +63,22 @@ export function toPortError(error: unknown, context: ErrorContext): Error {
       );
     }
     case ErrorType.MAXIMUM_APPEND_SIZE_EXCEEDED:
-      return new InvalidEventError('', `the batch is larger than the server's maximum append size (${driverError.maxAppendSize} bytes)`);
+      return new InvalidEventError(
+        '',
+        `the batch is larger than the server's maximum append size (${driverError.maxAppendSize} bytes)`,
+      );
     case ErrorType.STREAM_DELETED:
       // Hard-deleted (tombstoned) by someone other than the ledger, which never deletes.
-      return new StoreIntegrityError(context.stream ?? driverError.streamName, 'the stream was hard-deleted (tombstoned) on the server');
+      return new StoreIntegrityError(
+        context.stream ?? driverError.streamName,
+        'the stream was hard-deleted (tombstoned) on the server',
+      );
     case ErrorType.ACCESS_DENIED:
       // A credentials problem is an operator's to fix; until then the store is unavailable to us.
-      return new StoreUnavailableError('access denied by EventStoreDB (check the credentials in the connection string)', 30);
+      return new StoreUnavailableError(
+        'access denied by EventStoreDB (check the credentials in the connection string)',
+        30,
+      );
     default:
       if (UNAVAILABLE.has(driverError.type)) {
         return new StoreUnavailableError(`${driverError.type}: ${driverError.message}`, context.retryAfterSeconds);

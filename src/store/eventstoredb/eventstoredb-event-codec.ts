@@ -27,9 +27,11 @@ export class UnexpectedStoredEventError extends Error {
 const CANONICAL_UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
 
 export function validateStreamName(stream: string): void {
-  if (typeof stream !== 'string' || stream.length === 0) throw new InvalidEventError('stream', 'must be a non-empty string');
+  if (typeof stream !== 'string' || stream.length === 0)
+    throw new InvalidEventError('stream', 'must be a non-empty string');
   // `$` streams are the server's own; the adapter leaves them out of the global log it serves.
-  if (stream.startsWith('$')) throw new InvalidEventError('stream', 'names starting with "$" are reserved for system streams');
+  if (stream.startsWith('$'))
+    throw new InvalidEventError('stream', 'names starting with "$" are reserved for system streams');
 }
 
 /**
@@ -43,8 +45,10 @@ export function toEventData(event: NewEvent, index: number): EventData {
   if (typeof event.event_id !== 'string' || !CANONICAL_UUID.test(event.event_id)) {
     throw new InvalidEventError(`${at}.event_id`, 'must be a lower-case UUID (EventStoreDB returns ids in that form)');
   }
-  if (typeof event.type !== 'string' || event.type.length === 0) throw new InvalidEventError(`${at}.type`, 'must be a non-empty string');
-  if (event.type.startsWith('$')) throw new InvalidEventError(`${at}.type`, 'types starting with "$" are reserved for system events');
+  if (typeof event.type !== 'string' || event.type.length === 0)
+    throw new InvalidEventError(`${at}.type`, 'must be a non-empty string');
+  if (event.type.startsWith('$'))
+    throw new InvalidEventError(`${at}.type`, 'types starting with "$" are reserved for system events');
   const data = jsonCopy(event.data, `${at}.data`, []);
   if (!isPlainObject(data)) throw new InvalidEventError(`${at}.data`, 'must be a JSON object');
   const metadata = jsonCopy(event.metadata, `${at}.metadata`, []);
@@ -58,7 +62,8 @@ function jsonCopy(value: unknown, path: string, ancestors: object[]): JsonValue 
     case 'boolean':
       return value;
     case 'number':
-      if (!Number.isFinite(value)) throw new InvalidEventError(path, `${value} has no JSON form (it would be stored as null)`);
+      if (!Number.isFinite(value))
+        throw new InvalidEventError(path, `${value} has no JSON form (it would be stored as null)`);
       return value;
     case 'bigint':
       throw new InvalidEventError(path, 'a BigInt has no JSON form; send it as a string');
@@ -70,7 +75,11 @@ function jsonCopy(value: unknown, path: string, ancestors: object[]): JsonValue 
         if (Array.isArray(value)) {
           const items: JsonValue[] = [];
           for (let index = 0; index < value.length; index++) {
-            if (value[index] === undefined) throw new InvalidEventError(`${path}[${index}]`, 'undefined has no JSON form (it would be stored as null)');
+            if (value[index] === undefined)
+              throw new InvalidEventError(
+                `${path}[${index}]`,
+                'undefined has no JSON form (it would be stored as null)',
+              );
             items.push(jsonCopy(value[index], `${path}[${index}]`, ancestors));
           }
           return items;
@@ -85,7 +94,12 @@ function jsonCopy(value: unknown, path: string, ancestors: object[]): JsonValue 
           // Absent optional fields: JSON.stringify leaves them out, and so does every adapter.
           if (item === undefined) continue;
           // defineProperty, so a "__proto__" key stays data and never becomes the copy's prototype.
-          Object.defineProperty(copy, key, { value: jsonCopy(item, `${path}.${key}`, ancestors), enumerable: true, writable: true, configurable: true });
+          Object.defineProperty(copy, key, {
+            value: jsonCopy(item, `${path}.${key}`, ancestors),
+            enumerable: true,
+            writable: true,
+            configurable: true,
+          });
         }
         return copy;
       } finally {
@@ -120,9 +134,11 @@ export function toStoredEvent(resolved: ResolvedEvent): StoredEvent {
   const event = resolved.event;
   if (!event) throw new UnexpectedStoredEventError('the server sent a link without its event');
   const where = `${event.streamId}@${event.revision}`;
-  if (!event.isJson || !isPlainObject(event.data)) throw new UnexpectedStoredEventError(`${where}: data is not a JSON object`);
+  if (!event.isJson || !isPlainObject(event.data))
+    throw new UnexpectedStoredEventError(`${where}: data is not a JSON object`);
   if (!isPlainObject(event.metadata)) throw new UnexpectedStoredEventError(`${where}: metadata is not a JSON object`);
-  if (!isEventMetadata(event.metadata)) throw new UnexpectedStoredEventError(`${where}: metadata lacks the fields the ledger writes`);
+  if (!isEventMetadata(event.metadata))
+    throw new UnexpectedStoredEventError(`${where}: metadata lacks the fields the ledger writes`);
   return {
     stream: event.streamId,
     revision: toPortRevision(event.revision, where),
@@ -147,14 +163,17 @@ export function allPositionOf(resolved: ResolvedEvent): bigint | undefined {
 export function toPortPosition(commit: bigint | undefined, where: string): number {
   const position = commit === undefined ? Number.NaN : Number(commit);
   if (!Number.isSafeInteger(position) || position <= 0) {
-    throw new UnexpectedStoredEventError(`${where}: $all position ${commit} is not a positive safe integer (EventStoreDB 22.6 or later is required)`);
+    throw new UnexpectedStoredEventError(
+      `${where}: $all position ${commit} is not a positive safe integer (EventStoreDB 22.6 or later is required)`,
+    );
   }
   return position;
 }
 
 export function toPortRevision(revision: bigint, where: string): number {
   const value = Number(revision);
-  if (!Number.isSafeInteger(value) || value < 0) throw new UnexpectedStoredEventError(`${where}: revision ${revision} is out of range`);
+  if (!Number.isSafeInteger(value) || value < 0)
+    throw new UnexpectedStoredEventError(`${where}: revision ${revision} is out of range`);
   return value;
 }
 

@@ -121,7 +121,9 @@ export class EventStoreDbEventStore implements EventStore {
     // reports a wrong next revision in it (it calls hasCurrentStreamRevision() where it means get).
     // The getter is `protected` in the typings but is the client's own record of the option.
     if ((this.client as unknown as { throwOnAppendFailure: boolean }).throwOnAppendFailure === false) {
-      throw new Error('EventStoreDB client configured with throwOnAppendFailure=false; remove it from the connection string');
+      throw new Error(
+        'EventStoreDB client configured with throwOnAppendFailure=false; remove it from the connection string',
+      );
     }
     this.appendTimeoutMs = options.appendTimeoutMs ?? 10_000;
     this.readTimeoutMs = options.readTimeoutMs ?? 30_000;
@@ -162,7 +164,12 @@ export class EventStoreDbEventStore implements EventStore {
     }
   }
 
-  private async toAppendResult(stream: string, expectedRevision: number, count: number, result: EsdbAppendResult): Promise<AppendResult> {
+  private async toAppendResult(
+    stream: string,
+    expectedRevision: number,
+    count: number,
+    result: EsdbAppendResult,
+  ): Promise<AppendResult> {
     // Unreachable while throwOnAppendFailure is on (checked in the constructor); kept so a
     // refused append can never be reported as written.
     if (!result.success) throw new RevisionConflictError(stream, expectedRevision, undefined);
@@ -177,14 +184,21 @@ export class EventStoreDbEventStore implements EventStore {
     }
     // The server answers with the position of the batch's last event, the original one on an
     // idempotent replay; a server that sends none is asked for the event itself.
-    const position = result.position ? toPortPosition(result.position.commit, stream) : await this.positionAt(stream, revision);
+    const position = result.position
+      ? toPortPosition(result.position.commit, stream)
+      : await this.positionAt(stream, revision);
     return { revision, position };
   }
 
   private async positionAt(stream: string, revision: number): Promise<number> {
     const [event] = await this.onLeader(() =>
       this.collect(
-        this.client.readStream(stream, { fromRevision: BigInt(revision), direction: BACKWARDS, maxCount: 1, requiresLeader: true }),
+        this.client.readStream(stream, {
+          fromRevision: BigInt(revision),
+          direction: BACKWARDS,
+          maxCount: 1,
+          requiresLeader: true,
+        }),
         `read of ${stream}@${revision}`,
       ),
     );
@@ -196,7 +210,10 @@ export class EventStoreDbEventStore implements EventStore {
     if (this.closed) throw new StoreUnavailableError('store closed', this.retryAfterSeconds);
     try {
       const read = () =>
-        this.collect(this.client.readStream(stream, { fromRevision: START, direction: FORWARDS, requiresLeader: true }), `read of ${stream}`);
+        this.collect(
+          this.client.readStream(stream, { fromRevision: START, direction: FORWARDS, requiresLeader: true }),
+          `read of ${stream}`,
+        );
       const events = await this.onLeader(read).catch((error: unknown) => {
         if (isStreamNotFound(error)) return [];
         throw error;
@@ -229,7 +246,12 @@ export class EventStoreDbEventStore implements EventStore {
     const metastream = `$$${stream}`;
     const read = () =>
       this.collect(
-        this.client.readStream(metastream, { fromRevision: END, direction: BACKWARDS, maxCount: 1, requiresLeader: true }),
+        this.client.readStream(metastream, {
+          fromRevision: END,
+          direction: BACKWARDS,
+          maxCount: 1,
+          requiresLeader: true,
+        }),
         `read of ${metastream}`,
       );
     const [last] = await this.onLeader(read).catch((error: unknown) => {
@@ -238,7 +260,9 @@ export class EventStoreDbEventStore implements EventStore {
     });
     const metadata = last?.event?.isJson ? (last.event.data as Record<string, unknown>) : undefined;
     if (!metadata || typeof metadata !== 'object') return;
-    const removal = (['$tb', '$maxCount', '$maxAge'] as const).filter((key) => metadata[key] !== undefined && metadata[key] !== null);
+    const removal = (['$tb', '$maxCount', '$maxAge'] as const).filter(
+      (key) => metadata[key] !== undefined && metadata[key] !== null,
+    );
     if (removal.length === 0) return;
     const tb = metadata.$tb;
     // EventNumber.DeletedStream (long.MaxValue) is what a soft delete writes.
@@ -281,7 +305,10 @@ export class EventStoreDbEventStore implements EventStore {
     let from: ReadPosition = toReadPosition(after);
     try {
       for (;;) {
-        const page = await this.collect(this.client.readAll({ fromPosition: from, direction: FORWARDS, maxCount: pageSize }), 'read of $all');
+        const page = await this.collect(
+          this.client.readAll({ fromPosition: from, direction: FORWARDS, maxCount: pageSize }),
+          'read of $all',
+        );
         for (const resolved of page) {
           const position = allPositionOf(resolved);
           if (position === undefined || position <= cursor) continue;
@@ -364,7 +391,10 @@ export class EventStoreDbEventStore implements EventStore {
     let from: ReadPosition = END;
     try {
       for (;;) {
-        const page = await this.collect(this.client.readAll({ fromPosition: from, direction: BACKWARDS, maxCount: pageSize }), 'read of $all');
+        const page = await this.collect(
+          this.client.readAll({ fromPosition: from, direction: BACKWARDS, maxCount: pageSize }),
+          'read of $all',
+        );
         for (const resolved of page) {
           if (isLedgerEvent(resolved)) return toStoredEvent(resolved).position;
         }
@@ -385,7 +415,11 @@ export class EventStoreDbEventStore implements EventStore {
       if (subscription.isDown) return { ok: false, detail: subscription.status.detail };
     }
     try {
-      await this.collect(this.client.readAll({ fromPosition: END, direction: BACKWARDS, maxCount: 1 }), 'health probe', this.healthTimeoutMs);
+      await this.collect(
+        this.client.readAll({ fromPosition: END, direction: BACKWARDS, maxCount: 1 }),
+        'health probe',
+        this.healthTimeoutMs,
+      );
       return { ok: true };
     } catch (error) {
       return { ok: false, detail: toPortError(error, { retryAfterSeconds: this.retryAfterSeconds }).message };
@@ -416,7 +450,11 @@ export class EventStoreDbEventStore implements EventStore {
   }
 
   /** Drains a read within a deadline; the client opens reads with none. */
-  private collect(read: StreamingRead<ResolvedEvent>, operation: string, timeoutMs = this.readTimeoutMs): Promise<ResolvedEvent[]> {
+  private collect(
+    read: StreamingRead<ResolvedEvent>,
+    operation: string,
+    timeoutMs = this.readTimeoutMs,
+  ): Promise<ResolvedEvent[]> {
     const events: ResolvedEvent[] = [];
     const drained = new Promise<ResolvedEvent[]>((resolve, reject) => {
       read.on('data', (event: ResolvedEvent) => events.push(event));
@@ -450,5 +488,6 @@ function preferAppendPath(client: EventStoreDBClient): void {
 }
 
 function checkPosition(after: number): void {
-  if (!Number.isSafeInteger(after) || after < 0) throw new RangeError(`position must be a non-negative safe integer, got ${after}`);
+  if (!Number.isSafeInteger(after) || after < 0)
+    throw new RangeError(`position must be a non-negative safe integer, got ${after}`);
 }

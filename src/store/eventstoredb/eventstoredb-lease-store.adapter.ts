@@ -69,7 +69,10 @@ export class EventStoreDbLeaseStore implements LeaseStore {
   }
 
   /** Read, decide, append at the revision read; a lost race is decided again on the fresh record. */
-  private async change<T>(key: string, decide: (current: LeaseRecord | undefined) => { write?: LeaseRecord; answer: T }): Promise<T> {
+  private async change<T>(
+    key: string,
+    decide: (current: LeaseRecord | undefined) => { write?: LeaseRecord; answer: T },
+  ): Promise<T> {
     if (this.closed) throw new StoreUnavailableError('lease store closed');
     const stream = this.stream(key);
     for (let attempt = 0; ; attempt++) {
@@ -99,7 +102,11 @@ export class EventStoreDbLeaseStore implements LeaseStore {
     if (this.capped.has(stream)) return;
     this.capped.add(stream);
     try {
-      await withDeadline(this.client.setStreamMetadata(stream, { maxCount: KEEP_EVENTS }), this.timeoutMs, `metadata of ${stream}`);
+      await withDeadline(
+        this.client.setStreamMetadata(stream, { maxCount: KEEP_EVENTS }),
+        this.timeoutMs,
+        `metadata of ${stream}`,
+      );
     } catch {
       /* see above */
     }

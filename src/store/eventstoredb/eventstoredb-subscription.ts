@@ -1,4 +1,10 @@
-import { excludeSystemEvents, streamNameFilter, type AllStreamResolvedEvent, type AllStreamSubscription, type EventStoreDBClient } from '@eventstore/db-client';
+import {
+  excludeSystemEvents,
+  streamNameFilter,
+  type AllStreamResolvedEvent,
+  type AllStreamSubscription,
+  type EventStoreDBClient,
+} from '@eventstore/db-client';
 import type { StoredEvent, Subscription, SubscriptionHandlers } from '../event-store.port';
 import { isLedgerEvent, toReadPosition, toStoredEvent, UnexpectedStoredEventError } from './eventstoredb-event-codec';
 import { reconnectDelay, type BackoffPolicy } from './reconnect-backoff';
@@ -57,7 +63,13 @@ export class ResilientAllSubscription implements Subscription {
   }
 
   get status(): SubscriptionStatus {
-    return { subscription: this.options.id, state: this.state, position: this.position, attempt: this.attempt, detail: this.detail };
+    return {
+      subscription: this.options.id,
+      state: this.state,
+      position: this.position,
+      attempt: this.attempt,
+      detail: this.detail,
+    };
   }
 
   /** Down means events written now are not reaching the consumer. */
@@ -82,7 +94,9 @@ export class ResilientAllSubscription implements Subscription {
             fromPosition: toReadPosition(this.position),
             resolveLinkTos: false,
             // The server filters; isLedgerEvent checks again on this side.
-            filter: this.options.streamPrefix ? streamNameFilter({ prefixes: [this.options.streamPrefix] }) : excludeSystemEvents(),
+            filter: this.options.streamPrefix
+              ? streamNameFilter({ prefixes: [this.options.streamPrefix] })
+              : excludeSystemEvents(),
           },
           { highWaterMark: this.options.maxBatchSize },
         );
@@ -133,7 +147,10 @@ export class ResilientAllSubscription implements Subscription {
         if (failure !== undefined) throw failure;
         const batch: AllStreamResolvedEvent[] = [];
         let item: AllStreamResolvedEvent | null;
-        while (batch.length < this.options.maxBatchSize && (item = subscription.read() as AllStreamResolvedEvent | null) !== null) {
+        while (
+          batch.length < this.options.maxBatchSize &&
+          (item = subscription.read() as AllStreamResolvedEvent | null) !== null
+        ) {
           batch.push(item);
         }
         if (batch.length > 0) {

@@ -50,22 +50,36 @@ export class EventStoreDbTimeBaseStore implements TimeBaseStore {
   }
 
   /** The latest `count` events of a stream, newest first, with the stream's last revision. */
-  private async readBack(stream: string, count: number): Promise<{ events: Array<{ type: string; data: unknown }>; revision?: bigint }> {
+  private async readBack(
+    stream: string,
+    count: number,
+  ): Promise<{ events: Array<{ type: string; data: unknown }>; revision?: bigint }> {
     if (this.closed) throw new StoreUnavailableError('time base store closed');
     try {
       const recorded = await readLatest(this.client, stream, count, this.timeoutMs);
-      return { events: recorded.map((event) => ({ type: event.type, data: event.data })), revision: recorded[0]?.revision };
+      return {
+        events: recorded.map((event) => ({ type: event.type, data: event.data })),
+        revision: recorded[0]?.revision,
+      };
     } catch (error) {
       if (isStreamNotFound(error)) return { events: [] };
       throw toPortError(error, { stream, retryAfterSeconds: 1 });
     }
   }
 
-  private async append(stream: string, type: string, data: unknown, expectedRevision: bigint | typeof ESDB_NO_STREAM | typeof ANY): Promise<void> {
+  private async append(
+    stream: string,
+    type: string,
+    data: unknown,
+    expectedRevision: bigint | typeof ESDB_NO_STREAM | typeof ANY,
+  ): Promise<void> {
     if (this.closed) throw new StoreUnavailableError('time base store closed');
     try {
       await withDeadline(
-        this.client.appendToStream(stream, jsonEvent({ id: randomUUID(), type, data: data as never }), { expectedRevision, deadline: this.timeoutMs }),
+        this.client.appendToStream(stream, jsonEvent({ id: randomUUID(), type, data: data as never }), {
+          expectedRevision,
+          deadline: this.timeoutMs,
+        }),
         this.timeoutMs,
         `append to ${stream}`,
       );
@@ -94,7 +108,9 @@ export class EventStoreDbTimeBaseStore implements TimeBaseStore {
     }
     if (latest.length === 0) return latest;
     const newest = Math.max(...latest.map((heartbeat) => heartbeat.ledger_ms));
-    return latest.filter((heartbeat) => heartbeat.ledger_ms >= newest - HEARTBEAT_RETENTION_MS).sort((a, b) => a.instance_id.localeCompare(b.instance_id));
+    return latest
+      .filter((heartbeat) => heartbeat.ledger_ms >= newest - HEARTBEAT_RETENTION_MS)
+      .sort((a, b) => a.instance_id.localeCompare(b.instance_id));
   }
 
   async adoptBase(proposed: TimeBase): Promise<TimeBase> {

@@ -1,7 +1,18 @@
 import { RevisionConflictError, StoreUnavailableError } from '../event-store.port';
 
 /** SQLite result codes that mean "the store cannot take this now", not "the request was wrong". */
-const UNAVAILABLE_CODES = ['SQLITE_BUSY', 'SQLITE_LOCKED', 'SQLITE_FULL', 'SQLITE_READONLY', 'SQLITE_IOERR', 'SQLITE_CANTOPEN', 'SQLITE_NOMEM', 'SQLITE_CORRUPT', 'SQLITE_NOTADB', 'SQLITE_PROTOCOL'];
+const UNAVAILABLE_CODES = [
+  'SQLITE_BUSY',
+  'SQLITE_LOCKED',
+  'SQLITE_FULL',
+  'SQLITE_READONLY',
+  'SQLITE_IOERR',
+  'SQLITE_CANTOPEN',
+  'SQLITE_NOMEM',
+  'SQLITE_CORRUPT',
+  'SQLITE_NOTADB',
+  'SQLITE_PROTOCOL',
+];
 
 /** The one place a driver error becomes the port's error; driver types never cross the port. */
 export function toPortError(error: unknown, stream?: string, expectedRevision?: number): Error {

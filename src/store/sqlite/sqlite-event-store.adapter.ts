@@ -133,10 +133,18 @@ function decodeJson(row: EventRow, column: 'data' | 'metadata'): JsonObject {
   try {
     value = JSON.parse(row[column]);
   } catch {
-    throw new StoreIntegrityError(row.stream, `the ${column} of the event at revision ${row.revision} (position ${row.position}) is not valid JSON`, row.position);
+    throw new StoreIntegrityError(
+      row.stream,
+      `the ${column} of the event at revision ${row.revision} (position ${row.position}) is not valid JSON`,
+      row.position,
+    );
   }
   if (value === null || typeof value !== 'object' || Array.isArray(value)) {
-    throw new StoreIntegrityError(row.stream, `the ${column} of the event at revision ${row.revision} (position ${row.position}) is not a JSON object`, row.position);
+    throw new StoreIntegrityError(
+      row.stream,
+      `the ${column} of the event at revision ${row.revision} (position ${row.position}) is not a JSON object`,
+      row.position,
+    );
   }
   return value as JsonObject;
 }
@@ -156,7 +164,11 @@ function toStored(row: EventRow): StoredEvent {
 function decodeMetadata(row: EventRow): EventMetadata {
   const metadata = decodeJson(row, 'metadata');
   if (!isEventMetadata(metadata)) {
-    throw new StoreIntegrityError(row.stream, `the metadata of the event at revision ${row.revision} (position ${row.position}) lacks the fields the ledger writes`, row.position);
+    throw new StoreIntegrityError(
+      row.stream,
+      `the metadata of the event at revision ${row.revision} (position ${row.position}) lacks the fields the ledger writes`,
+      row.position,
+    );
   }
   return metadata;
 }
@@ -166,7 +178,12 @@ function toHead(row: HeadRow): StreamHead {
 }
 
 function toAnchor(row: AnchorRow): LogAnchor {
-  return { position: row.position, events: row.events, log_hash: row.log_hash, ...(row.signature ? { signature: row.signature } : {}) };
+  return {
+    position: row.position,
+    events: row.events,
+    log_hash: row.log_hash,
+    ...(row.signature ? { signature: row.signature } : {}),
+  };
 }
 
 /**
@@ -211,7 +228,9 @@ export class SqliteEventStore implements EventStore {
   private createAnchors(): boolean {
     const version = this.db.pragma('user_version', { simple: true }) as number;
     const hadEvents = this.db.prepare('SELECT 1 FROM events LIMIT 1').get() !== undefined;
-    const tables = this.db.prepare("SELECT name FROM sqlite_master WHERE type = 'table' AND name IN ('stream_heads', 'log_anchor')").all();
+    const tables = this.db
+      .prepare("SELECT name FROM sqlite_master WHERE type = 'table' AND name IN ('stream_heads', 'log_anchor')")
+      .all();
     // Anchors that were kept and are gone are recreated empty, never re-adopted from the log as it
     // now stands: every stream then lacks its head and the log its anchor, which verify reports
     // and every append to an existing stream refuses.
@@ -229,7 +248,9 @@ export class SqliteEventStore implements EventStore {
 
   /** One pass in log order: the log chain, each stream's head and, given an indexer, its index entry. */
   private adoptUnanchoredLog(): void {
-    const page = this.db.prepare<[number], EventRow>('SELECT * FROM events WHERE position > ? ORDER BY position LIMIT 10000');
+    const page = this.db.prepare<[number], EventRow>(
+      'SELECT * FROM events WHERE position > ? ORDER BY position LIMIT 10000',
+    );
     const indexer = this.options.indexer;
     const streams = new Map<string, { revision: number; hash: string; position: number; folded: unknown }>();
     let logHash = GENESIS_HASH;
@@ -258,7 +279,14 @@ export class SqliteEventStore implements EventStore {
       }
       for (const [stream, head] of streams) {
         const entry = indexer?.entry(head.folded);
-        this.statements.upsertHead.run(stream, head.revision, head.hash, head.position, entry?.key ?? null, entry ? JSON.stringify(entry.data) : null);
+        this.statements.upsertHead.run(
+          stream,
+          head.revision,
+          head.hash,
+          head.position,
+          entry?.key ?? null,
+          entry ? JSON.stringify(entry.data) : null,
+        );
       }
       this.writeAnchor({ position, events, log_hash: logHash });
     })();
@@ -274,7 +302,9 @@ export class SqliteEventStore implements EventStore {
     const db = this.db;
     return {
       streamHead: db.prepare<[string], HeadRow>('SELECT * FROM stream_heads WHERE stream = ?'),
-      headsUnder: db.prepare<[number, string], HeadRow>('SELECT * FROM stream_heads WHERE substr(stream, 1, ?) = ? ORDER BY stream'),
+      headsUnder: db.prepare<[number, string], HeadRow>(
+        'SELECT * FROM stream_heads WHERE substr(stream, 1, ?) = ? ORDER BY stream',
+      ),
       upsertHead: db.prepare<[string, number, string, number, string | null, string | null]>(
         `INSERT INTO stream_heads (stream, revision, hash, position, index_key, index_data) VALUES (?, ?, ?, ?, ?, ?)
          ON CONFLICT (stream) DO UPDATE SET revision = excluded.revision, hash = excluded.hash, position = excluded.position,
@@ -295,7 +325,9 @@ export class SqliteEventStore implements EventStore {
         'INSERT INTO events (stream, revision, event_id, type, data, metadata) VALUES (?, ?, ?, ?, ?, ?)',
       ),
       readStream: db.prepare<[string], EventRow>('SELECT * FROM events WHERE stream = ? ORDER BY revision'),
-      readAll: db.prepare<[number, number], EventRow>('SELECT * FROM events WHERE position > ? ORDER BY position LIMIT ?'),
+      readAll: db.prepare<[number, number], EventRow>(
+        'SELECT * FROM events WHERE position > ? ORDER BY position LIMIT ?',
+      ),
       readAllPrefixed: db.prepare<[number, number, string, number], EventRow>(
         'SELECT * FROM events WHERE position > ? AND substr(stream, 1, ?) = ? ORDER BY position LIMIT ?',
       ),
@@ -309,7 +341,12 @@ export class SqliteEventStore implements EventStore {
     };
   }
 
-  append(stream: string, expectedRevision: number, events: NewEvent[], options: AppendOptions = {}): Promise<AppendResult> {
+  append(
+    stream: string,
+    expectedRevision: number,
+    events: NewEvent[],
+    options: AppendOptions = {},
+  ): Promise<AppendResult> {
     if (this.closed) return Promise.reject(new StoreUnavailableError('store closed'));
     if (events.length === 0) return Promise.reject(new Error('append needs at least one event'));
     return new Promise<AppendResult>((resolve, reject) => {
@@ -347,7 +384,9 @@ export class SqliteEventStore implements EventStore {
     try {
       // Read under the write lock: another process on the file may have moved the anchor.
       const stored = s.anchor.get();
-      let anchor: Omit<LogAnchor, 'signature'> = stored ? toAnchor(stored) : { position: 0, events: 0, log_hash: GENESIS_HASH };
+      let anchor: Omit<LogAnchor, 'signature'> = stored
+        ? toAnchor(stored)
+        : { position: 0, events: 0, log_hash: GENESIS_HASH };
       for (const append of group) {
         s.savepoint.run();
         try {
@@ -425,8 +464,18 @@ export class SqliteEventStore implements EventStore {
     }
     const last = events[events.length - 1];
     const index = options.index;
-    s.upsertHead.run(stream, revision, last.metadata.hash, position, index?.key ?? null, index ? JSON.stringify(index.data) : null);
-    return { result: { revision, position }, anchor: { position, events: anchor.events + events.length, log_hash: logHash } };
+    s.upsertHead.run(
+      stream,
+      revision,
+      last.metadata.hash,
+      position,
+      index?.key ?? null,
+      index ? JSON.stringify(index.data) : null,
+    );
+    return {
+      result: { revision, position },
+      anchor: { position, events: anchor.events + events.length, log_hash: logHash },
+    };
   }
 
   /**
@@ -438,7 +487,11 @@ export class SqliteEventStore implements EventStore {
     const last = this.statements.lastEvent.get(stream);
     if (!headRow && !last) return undefined;
     if (!headRow) throw new StoreIntegrityError(stream, 'the stream has events but no anchored head');
-    if (!last) throw new StoreIntegrityError(stream, `the anchored head is at revision ${headRow.revision} but the stream has no events`);
+    if (!last)
+      throw new StoreIntegrityError(
+        stream,
+        `the anchored head is at revision ${headRow.revision} but the stream has no events`,
+      );
     let lastHash: unknown;
     try {
       lastHash = (JSON.parse(last.metadata) as { hash?: unknown }).hash;
@@ -446,13 +499,20 @@ export class SqliteEventStore implements EventStore {
       lastHash = undefined;
     }
     if (last.revision !== headRow.revision || lastHash !== headRow.hash) {
-      throw new StoreIntegrityError(stream, `the stored last event (revision ${last.revision}) is not the anchored head (revision ${headRow.revision})`);
+      throw new StoreIntegrityError(
+        stream,
+        `the stored last event (revision ${last.revision}) is not the anchored head (revision ${headRow.revision})`,
+      );
     }
     return toHead(headRow);
   }
 
   /** Idempotent re-append: the same ids already stand right after the expected revision. */
-  private sameBatchAlreadyAppended(stream: string, expectedRevision: number, events: NewEvent[]): AppendResult | undefined {
+  private sameBatchAlreadyAppended(
+    stream: string,
+    expectedRevision: number,
+    events: NewEvent[],
+  ): AppendResult | undefined {
     const rows = this.statements.eventsFrom.all(stream, expectedRevision + 1, events.length);
     if (rows.length !== events.length) return undefined;
     if (!rows.every((row, index) => row.event_id === events[index].event_id)) return undefined;

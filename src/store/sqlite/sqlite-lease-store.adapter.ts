@@ -110,7 +110,9 @@ export class SqliteLeaseStore implements LeaseStore {
       for (let start = 0; start < keys.length; start += IN_CHUNK) {
         const chunk = keys.slice(start, start + IN_CHUNK);
         const rows = this.db
-          .prepare<string[], { key: string; record: string }>(`SELECT key, record FROM leases WHERE key IN (${chunk.map(() => '?').join(',')})`)
+          .prepare<string[], { key: string; record: string }>(
+            `SELECT key, record FROM leases WHERE key IN (${chunk.map(() => '?').join(',')})`,
+          )
           .all(...chunk);
         for (const row of rows) found.set(row.key, JSON.parse(row.record) as LeaseRecord);
       }

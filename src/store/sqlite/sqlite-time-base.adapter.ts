@@ -74,16 +74,22 @@ export class SqliteTimeBaseStore implements TimeBaseStore {
 
   async adoptBase(proposed: TimeBase): Promise<TimeBase> {
     return this.run(() => {
-      const row = this.db.prepare<[string], { record: string }>('SELECT record FROM clock_bases WHERE boot_id = ?').get(proposed.boot_id);
+      const row = this.db
+        .prepare<[string], { record: string }>('SELECT record FROM clock_bases WHERE boot_id = ?')
+        .get(proposed.boot_id);
       if (row) return JSON.parse(row.record) as TimeBase;
       const bases = this.db
         .prepare<[], { record: string }>('SELECT record FROM clock_bases')
         .all()
         .map((stored) => JSON.parse(stored.record) as TimeBase);
       const base = raisedBase(proposed, latestBaseMs(bases));
-      this.db.prepare('INSERT INTO clock_bases (boot_id, wall_ms, record) VALUES (?, ?, ?)').run(base.boot_id, base.wall_ms, JSON.stringify(base));
       this.db
-        .prepare('DELETE FROM clock_bases WHERE boot_id NOT IN (SELECT boot_id FROM clock_bases ORDER BY wall_ms DESC LIMIT ?)')
+        .prepare('INSERT INTO clock_bases (boot_id, wall_ms, record) VALUES (?, ?, ?)')
+        .run(base.boot_id, base.wall_ms, JSON.stringify(base));
+      this.db
+        .prepare(
+          'DELETE FROM clock_bases WHERE boot_id NOT IN (SELECT boot_id FROM clock_bases ORDER BY wall_ms DESC LIMIT ?)',
+        )
         .run(BASES_KEPT);
       return base;
     });
@@ -96,7 +102,9 @@ export class SqliteTimeBaseStore implements TimeBaseStore {
           'INSERT INTO clock_heartbeats (instance_id, ledger_ms, record) VALUES (?, ?, ?) ON CONFLICT (instance_id) DO UPDATE SET ledger_ms = excluded.ledger_ms, record = excluded.record',
         )
         .run(heartbeat.instance_id, heartbeat.ledger_ms, JSON.stringify(heartbeat));
-      this.db.prepare('DELETE FROM clock_heartbeats WHERE ledger_ms < ?').run(heartbeat.ledger_ms - HEARTBEAT_RETENTION_MS);
+      this.db
+        .prepare('DELETE FROM clock_heartbeats WHERE ledger_ms < ?')
+        .run(heartbeat.ledger_ms - HEARTBEAT_RETENTION_MS);
       return this.heartbeats();
     });
   }

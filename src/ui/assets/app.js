@@ -34,7 +34,9 @@
     for (var i = 2; i < arguments.length; i++) {
       var child = arguments[i];
       if (child === undefined || child === null || child === false) continue;
-      element.appendChild(typeof child === 'string' || typeof child === 'number' ? document.createTextNode(String(child)) : child);
+      element.appendChild(
+        typeof child === 'string' || typeof child === 'number' ? document.createTextNode(String(child)) : child,
+      );
     }
     return element;
   }
@@ -45,7 +47,10 @@
   }
 
   function badge(status, extra) {
-    return h('span', { className: 'badge status-' + String(status).replace(/[^a-z_]/g, '') + (extra ? ' ' + extra : ''), text: String(status).replace(/_/g, ' ') });
+    return h('span', {
+      className: 'badge status-' + String(status).replace(/[^a-z_]/g, '') + (extra ? ' ' + extra : ''),
+      text: String(status).replace(/_/g, ' '),
+    });
   }
 
   /** A table cell that carries its column name, shown as a label when the table stacks on a phone. */
@@ -93,7 +98,12 @@
 
   /** Relative first, the absolute instant beside it (and in the tooltip): people read both. */
   function when(iso) {
-    return h('time', { datetime: iso, title: time(iso), className: 'when' }, h('span', { className: 'relative', text: ago(iso) }), h('span', { className: 'absolute', text: time(iso) }));
+    return h(
+      'time',
+      { datetime: iso, title: time(iso), className: 'when' },
+      h('span', { className: 'relative', text: ago(iso) }),
+      h('span', { className: 'absolute', text: time(iso) }),
+    );
   }
 
   function opLink(ref) {
@@ -167,10 +177,14 @@
     var bytes = crypto.getRandomValues(new Uint8Array(16));
     bytes[6] = (bytes[6] & 0x0f) | 0x40;
     bytes[8] = (bytes[8] & 0x3f) | 0x80;
-    var hex = Array.prototype.map.call(bytes, function (b) {
-      return b.toString(16).padStart(2, '0');
-    }).join('');
-    return hex.slice(0, 8) + '-' + hex.slice(8, 12) + '-' + hex.slice(12, 16) + '-' + hex.slice(16, 20) + '-' + hex.slice(20);
+    var hex = Array.prototype.map
+      .call(bytes, function (b) {
+        return b.toString(16).padStart(2, '0');
+      })
+      .join('');
+    return (
+      hex.slice(0, 8) + '-' + hex.slice(8, 12) + '-' + hex.slice(12, 16) + '-' + hex.slice(16, 20) + '-' + hex.slice(20)
+    );
   }
 
   // ---- messages and freshness -------------------------------------------------------------------
@@ -183,10 +197,14 @@
   }
 
   function explain(error, what) {
-    if (!(error instanceof ApiError)) return say('Could not reach the ledger: ' + (error && error.message ? error.message : String(error)), 'error');
-    if (error.status === 401) return say('The ledger needs an API key for this. Enter one above (' + error.code + ').', 'error');
-    if (error.status === 403) return say('This key may not read ' + what + ' (' + error.code + ': ' + error.detail + ').', 'error');
-    if (error.status === 404) return say('No ' + what + ' found for this key\u2019s tenant (' + error.code + ').', 'error');
+    if (!(error instanceof ApiError))
+      return say('Could not reach the ledger: ' + (error && error.message ? error.message : String(error)), 'error');
+    if (error.status === 401)
+      return say('The ledger needs an API key for this. Enter one above (' + error.code + ').', 'error');
+    if (error.status === 403)
+      return say('This key may not read ' + what + ' (' + error.code + ': ' + error.detail + ').', 'error');
+    if (error.status === 404)
+      return say('No ' + what + ' found for this key\u2019s tenant (' + error.code + ').', 'error');
     return say(error.code + ': ' + error.detail, 'error');
   }
 
@@ -199,20 +217,33 @@
       box.className = 'freshness';
       return;
     }
-    box.textContent = (fresh.live ? 'live \u00b7 ' : 'paused \u00b7 ') + 'fresh as of ' + fresh.at.toLocaleTimeString() + (fresh.position !== undefined ? ' \u00b7 log position ' + fresh.position : '');
+    box.textContent =
+      (fresh.live ? 'live \u00b7 ' : 'paused \u00b7 ') +
+      'fresh as of ' +
+      fresh.at.toLocaleTimeString() +
+      (fresh.position !== undefined ? ' \u00b7 log position ' + fresh.position : '');
     box.className = 'freshness ' + (fresh.live ? 'is-live' : 'is-paused');
     box.setAttribute('data-position', fresh.position === undefined ? '' : String(fresh.position));
   }
 
   function loaded(position) {
     fresh.at = new Date();
-    if (position !== undefined && (fresh.position === undefined || position > fresh.position)) fresh.position = position;
+    if (position !== undefined && (fresh.position === undefined || position > fresh.position))
+      fresh.position = position;
     showFreshness();
   }
 
   // ---- views ------------------------------------------------------------------------------------
 
-  var VIEWS = ['triage-view', 'operations-view', 'runs-view', 'operation-view', 'run-view', 'trust-view', 'webhooks-view'];
+  var VIEWS = [
+    'triage-view',
+    'operations-view',
+    'runs-view',
+    'operation-view',
+    'run-view',
+    'trust-view',
+    'webhooks-view',
+  ];
 
   /** The view the address asks for now (route() below reads the address the same way). */
   function addressedView() {
@@ -293,7 +324,12 @@
   };
 
   function chipLink(label, count, hash, current) {
-    return h('a', { className: 'chip' + (current ? ' current' : ''), href: hash, 'aria-current': current ? 'true' : false }, label + ' ', h('strong', { text: count }));
+    return h(
+      'a',
+      { className: 'chip' + (current ? ' current' : ''), href: hash, 'aria-current': current ? 'true' : false },
+      label + ' ',
+      h('strong', { text: count }),
+    );
   }
 
   function queryHash(view, filters, change) {
@@ -319,20 +355,50 @@
         $('triage-total').textContent = counts.total + (counts.total === 1 ? ' item' : ' items');
         $('triage-total').className = 'badge ' + (counts.total ? 'status-escalated' : 'status-succeeded');
         $('triage-thresholds').textContent =
-          'Unknown outcomes are listed after ' + duration(answer.thresholds.unknown_after_ms) + ' unresolved; dispatches after ' + duration(answer.thresholds.dispatch_timeout_ms) +
-          ' in flight, or their plan\u2019s own dispatch_timeout_ms. Judged at ' + time(answer.as_of) + '.';
+          'Unknown outcomes are listed after ' +
+          duration(answer.thresholds.unknown_after_ms) +
+          ' unresolved; dispatches after ' +
+          duration(answer.thresholds.dispatch_timeout_ms) +
+          ' in flight, or their plan\u2019s own dispatch_timeout_ms. Judged at ' +
+          time(answer.as_of) +
+          '.';
         var byKind = clear($('triage-by-kind'));
         Object.keys(KIND_LABEL).forEach(function (kind) {
-          byKind.appendChild(chipLink(KIND_LABEL[kind], counts.by_kind[kind] || 0, queryHash('triage', filters, { kind: filters.kind === kind ? '' : kind }), filters.kind === kind));
+          byKind.appendChild(
+            chipLink(
+              KIND_LABEL[kind],
+              counts.by_kind[kind] || 0,
+              queryHash('triage', filters, { kind: filters.kind === kind ? '' : kind }),
+              filters.kind === kind,
+            ),
+          );
         });
         var byTool = clear($('triage-by-tool'));
-        Object.keys(counts.by_tool).sort().forEach(function (tool) {
-          byTool.appendChild(chipLink(tool, counts.by_tool[tool], queryHash('triage', filters, { tool: filters.tool === tool ? '' : tool }), filters.tool === tool));
-        });
+        Object.keys(counts.by_tool)
+          .sort()
+          .forEach(function (tool) {
+            byTool.appendChild(
+              chipLink(
+                tool,
+                counts.by_tool[tool],
+                queryHash('triage', filters, { tool: filters.tool === tool ? '' : tool }),
+                filters.tool === tool,
+              ),
+            );
+          });
         var byReason = clear($('triage-by-reason'));
-        Object.keys(counts.by_reason).sort().forEach(function (reason) {
-          byReason.appendChild(chipLink(reason, counts.by_reason[reason], queryHash('triage', filters, { reason: filters.reason === reason ? '' : reason }), filters.reason === reason));
-        });
+        Object.keys(counts.by_reason)
+          .sort()
+          .forEach(function (reason) {
+            byReason.appendChild(
+              chipLink(
+                reason,
+                counts.by_reason[reason],
+                queryHash('triage', filters, { reason: filters.reason === reason ? '' : reason }),
+                filters.reason === reason,
+              ),
+            );
+          });
         var body = clear($('triage-table').tBodies[0]);
         appendTriage(body, answer.items);
         $('triage-empty').hidden = answer.items.length > 0;
@@ -364,9 +430,29 @@
     items.forEach(function (item) {
       var why = h('span', {});
       // Escalations may be acknowledged or cancelled in bulk (docs/contract.md §4.10).
-      if (item.status === 'escalated') why.appendChild(h('input', { type: 'checkbox', className: 'bulk-pick', 'data-ref': item.operation_ref, 'aria-label': 'select ' + item.operation_ref }));
+      if (item.status === 'escalated')
+        why.appendChild(
+          h('input', {
+            type: 'checkbox',
+            className: 'bulk-pick',
+            'data-ref': item.operation_ref,
+            'aria-label': 'select ' + item.operation_ref,
+          }),
+        );
       why.appendChild(badge(KIND_LABEL[item.kind], 'kind-' + item.kind));
-      if (item.threshold_ms !== undefined) why.appendChild(h('span', { className: 'muted small block', text: 'for ' + duration(item.age_ms) + ' (over ' + duration(item.threshold_ms) + (item.threshold_from === 'policy' ? ', from its plan' : '') + ')' }));
+      if (item.threshold_ms !== undefined)
+        why.appendChild(
+          h('span', {
+            className: 'muted small block',
+            text:
+              'for ' +
+              duration(item.age_ms) +
+              ' (over ' +
+              duration(item.threshold_ms) +
+              (item.threshold_from === 'policy' ? ', from its plan' : '') +
+              ')',
+          }),
+        );
       why.appendChild(h('span', { className: 'holder small block', 'data-holder': '' }));
       body.appendChild(
         h(
@@ -400,18 +486,42 @@
     var reason = form.elements.reason.value.trim();
     var assignee = form.elements.assignee.value.trim();
     var results = clear($('bulk-results'));
-    if (!refs.length) return results.appendChild(h('li', { className: 'error', text: 'Select escalations in the queue first.' }));
-    if (!reason || (kind === 'ack' && !assignee)) return results.appendChild(h('li', { className: 'error', text: kind === 'ack' ? 'Say who takes them and why.' : 'Say why.' }));
-    var fact = kind === 'ack' ? { type: 'EscalationAcknowledged', data: { assignee: assignee, note: reason } } : { type: 'StepCancelled', data: { reason: reason } };
+    if (!refs.length)
+      return results.appendChild(h('li', { className: 'error', text: 'Select escalations in the queue first.' }));
+    if (!reason || (kind === 'ack' && !assignee))
+      return results.appendChild(
+        h('li', { className: 'error', text: kind === 'ack' ? 'Say who takes them and why.' : 'Say why.' }),
+      );
+    var fact =
+      kind === 'ack'
+        ? { type: 'EscalationAcknowledged', data: { assignee: assignee, note: reason } }
+        : { type: 'StepCancelled', data: { reason: reason } };
     return refs
       .reduce(function (done, ref) {
         return done.then(function () {
-          return api('/v1/operations/' + segment(ref) + '/events', undefined, { body: { events: [Object.assign({ event_id: uuid() }, fact)] } }).then(
+          return api('/v1/operations/' + segment(ref) + '/events', undefined, {
+            body: { events: [Object.assign({ event_id: uuid() }, fact)] },
+          }).then(
             function (answer) {
-              results.appendChild(h('li', { className: 'ok', 'data-ref': ref, text: ref + ': ' + fact.type + ' recorded, now ' + answer.state.status.replace(/_/g, ' ') }));
+              results.appendChild(
+                h('li', {
+                  className: 'ok',
+                  'data-ref': ref,
+                  text: ref + ': ' + fact.type + ' recorded, now ' + answer.state.status.replace(/_/g, ' '),
+                }),
+              );
             },
             function (error) {
-              results.appendChild(h('li', { className: 'error', 'data-ref': ref, text: ref + ': refused ' + (error instanceof ApiError ? error.code + ' \u2014 ' + error.detail : String(error)) }));
+              results.appendChild(
+                h('li', {
+                  className: 'error',
+                  'data-ref': ref,
+                  text:
+                    ref +
+                    ': refused ' +
+                    (error instanceof ApiError ? error.code + ' \u2014 ' + error.detail : String(error)),
+                }),
+              );
             },
           );
         });
@@ -506,7 +616,10 @@
           'tr',
           { 'data-ref': item.operation_ref },
           cell('Operation', opLink(item.operation_ref)),
-          cell('State', h('span', {}, badge(item.status), h('span', { className: 'holder small block', 'data-holder': '' }))),
+          cell(
+            'State',
+            h('span', {}, badge(item.status), h('span', { className: 'holder small block', 'data-holder': '' })),
+          ),
           cell('Tool', item.tool),
           cell('Run', runLink(item.run_id)),
           cell('Reason', item.reason, 'why'),
@@ -536,7 +649,15 @@
         var append = function (runs) {
           runs.forEach(function (run) {
             body.appendChild(
-              h('tr', {}, cell('Run', runLink(run.run_id)), cell('Steps', run.total, 'num'), cell('Open', run.open, 'num'), cell('By state', countChips(run.counts)), cell('Updated', when(run.updated_at))),
+              h(
+                'tr',
+                {},
+                cell('Run', runLink(run.run_id)),
+                cell('Steps', run.total, 'num'),
+                cell('Open', run.open, 'num'),
+                cell('By state', countChips(run.counts)),
+                cell('Updated', when(run.updated_at)),
+              ),
             );
           });
         };
@@ -605,15 +726,27 @@
   function storyRows(events) {
     var transitionOf = {};
     events.forEach(function (event) {
-      if (event.type === 'TransitionRecorded' && event.causation_event_id) transitionOf[event.causation_event_id] = event;
+      if (event.type === 'TransitionRecorded' && event.causation_event_id)
+        transitionOf[event.causation_event_id] = event;
     });
     var status = 'unplanned';
     var rows = [];
     events.forEach(function (event) {
-      if (event.type === 'TransitionRecorded' && event.causation_event_id && rows.some(function (row) { return row.fact.event_id === event.causation_event_id; })) return;
+      if (
+        event.type === 'TransitionRecorded' &&
+        event.causation_event_id &&
+        rows.some(function (row) {
+          return row.fact.event_id === event.causation_event_id;
+        })
+      )
+        return;
       var transition = event.type === 'TransitionRecorded' ? event : transitionOf[event.event_id];
       if (transition && transition.data && transition.data.to) status = transition.data.to;
-      rows.push({ fact: event, transition: transition && transition !== event ? transition : undefined, state: status });
+      rows.push({
+        fact: event,
+        transition: transition && transition !== event ? transition : undefined,
+        state: status,
+      });
     });
     return rows;
   }
@@ -647,15 +780,31 @@
     var box = clear($('state-times'));
     var now = Date.now();
     var durations = spans.map(function (span) {
-      return span.to ? Date.parse(span.to) - Date.parse(span.from) : TERMINAL[span.status] ? 0 : Math.max(0, now - Date.parse(span.from));
+      return span.to
+        ? Date.parse(span.to) - Date.parse(span.from)
+        : TERMINAL[span.status]
+          ? 0
+          : Math.max(0, now - Date.parse(span.from));
     });
     var longest = Math.max.apply(null, durations.concat([1]));
     spans.forEach(function (span, index) {
-      var label = span.to ? duration(durations[index]) : TERMINAL[span.status] ? 'terminal since ' + time(span.from) : duration(durations[index]) + ' so far';
+      var label = span.to
+        ? duration(durations[index])
+        : TERMINAL[span.status]
+          ? 'terminal since ' + time(span.from)
+          : duration(durations[index]) + ' so far';
       var bar = h('div', { className: 'bar status-' + span.status });
       // The width is set through the CSSOM, which the page's style-src 'self' policy allows.
       bar.style.width = span.to || !TERMINAL[span.status] ? Math.max(1, (100 * durations[index]) / longest) + '%' : '0';
-      box.appendChild(h('div', { className: 'state-time' }, badge(span.status), h('div', { className: 'bar-track' }, bar), h('span', { className: 'state-duration', text: label })));
+      box.appendChild(
+        h(
+          'div',
+          { className: 'state-time' },
+          badge(span.status),
+          h('div', { className: 'bar-track' }, bar),
+          h('span', { className: 'state-duration', text: label }),
+        ),
+      );
     });
   }
 
@@ -720,7 +869,19 @@
       { className: 'raw-event' },
       h('h4', { text: event.type + ' \u00b7 revision ' + event.revision }),
       h('pre', { text: JSON.stringify(event.data, null, 2) }),
-      h('p', { className: 'muted small wrap', text: 'event ' + event.event_id + ' \u00b7 position ' + event.position + ' \u00b7 actor ' + event.actor + (event.causation_event_id ? ' \u00b7 caused by ' + event.causation_event_id : '') + ' \u00b7 hash ' + event.hash }),
+      h('p', {
+        className: 'muted small wrap',
+        text:
+          'event ' +
+          event.event_id +
+          ' \u00b7 position ' +
+          event.position +
+          ' \u00b7 actor ' +
+          event.actor +
+          (event.causation_event_id ? ' \u00b7 caused by ' + event.causation_event_id : '') +
+          ' \u00b7 hash ' +
+          event.hash,
+      }),
     );
   }
 
@@ -733,11 +894,20 @@
       return;
     }
     var last = row.transition || row.fact;
-    var stateBox = h('div', { className: 'as-of' }, h('p', { className: 'muted', text: 'Loading the state at revision ' + last.revision + '\u2026' }));
+    var stateBox = h(
+      'div',
+      { className: 'as-of' },
+      h('p', { className: 'muted', text: 'Loading the state at revision ' + last.revision + '\u2026' }),
+    );
     var td = h(
       'td',
       { colspan: 5 },
-      h('div', { className: 'detail-grid' }, h('div', {}, h('h4', { text: 'State as of revision ' + last.revision }), stateBox), h('div', {}, rawBlock(row.fact), row.transition ? rawBlock(row.transition) : null)),
+      h(
+        'div',
+        { className: 'detail-grid' },
+        h('div', {}, h('h4', { text: 'State as of revision ' + last.revision }), stateBox),
+        h('div', {}, rawBlock(row.fact), row.transition ? rawBlock(row.transition) : null),
+      ),
     );
     tr.classList.add('selected');
     tr.setAttribute('aria-expanded', 'true');
@@ -747,7 +917,9 @@
         clear(stateBox).appendChild(stateSummary(answer.state));
       },
       function (error) {
-        clear(stateBox).appendChild(h('p', { className: 'error', text: error.code ? error.code + ': ' + error.detail : String(error) }));
+        clear(stateBox).appendChild(
+          h('p', { className: 'error', text: error.code ? error.code + ': ' + error.detail : String(error) }),
+        );
       },
     );
   }
@@ -776,14 +948,23 @@
       label.removeAttribute('title');
       return;
     }
-    label.textContent = 'held by ' + lease.holder + ' until ' + lease.expires_at.slice(11, 19) + ' UTC' + (lease.took_over_from ? ' (took over from ' + lease.took_over_from + ')' : '');
+    label.textContent =
+      'held by ' +
+      lease.holder +
+      ' until ' +
+      lease.expires_at.slice(11, 19) +
+      ' UTC' +
+      (lease.took_over_from ? ' (took over from ' + lease.took_over_from + ')' : '');
     label.className = 'holder small is-held';
     label.title = time(lease.expires_at);
     // Leases change without an event in the log: look again when this one would end.
     var ref = openRef;
-    holderTimer = setTimeout(function () {
-      if (openRef === ref && current().view === 'operation') readHolder(ref).then(renderHolder);
-    }, Math.min(Math.max(Date.parse(lease.expires_at) - Date.now() + 250, 1000), 600000));
+    holderTimer = setTimeout(
+      function () {
+        if (openRef === ref && current().view === 'operation') readHolder(ref).then(renderHolder);
+      },
+      Math.min(Math.max(Date.parse(lease.expires_at) - Date.now() + 250, 1000), 600000),
+    );
   }
 
   function openOperation(ref, quiet) {
@@ -796,7 +977,11 @@
         var lease = answers[2];
         var last = stream.events[stream.events.length - 1];
         // Read-your-writes: the trail is asked for at least the position of the last event shown.
-        var evidence = allPages(base + '/evidence', { wait_for_position: last.position, wait_timeout_ms: 3000 }, 'entries').catch(function (error) {
+        var evidence = allPages(
+          base + '/evidence',
+          { wait_for_position: last.position, wait_timeout_ms: 3000 },
+          'entries',
+        ).catch(function (error) {
           if (error instanceof ApiError && error.code === 'PROJECTION_LAGGING') return undefined;
           throw error;
         });
@@ -857,7 +1042,13 @@
       var kind = KIND_OF[fact.type] || 'other';
       var toned = toneOf(fact);
       var tone = toned[0];
-      var what = h('div', {}, h('span', { className: 'kind kind-' + kind, text: kind }), ' ', h('span', { className: 'type', text: fact.type }));
+      var what = h(
+        'div',
+        {},
+        h('span', { className: 'kind kind-' + kind, text: kind }),
+        ' ',
+        h('span', { className: 'type', text: fact.type }),
+      );
       if (toned[1]) what.appendChild(h('span', { className: 'tone tone-' + tone, text: toned[1] }));
       what.appendChild(h('div', { className: 'summary', text: summaries[fact.event_id] || fact.type }));
       var tr = h(
@@ -871,7 +1062,16 @@
           'data-event-id': fact.event_id,
         },
         cell('Rev', row.transition ? fact.revision + '\u2013' + row.transition.revision : fact.revision, 'num'),
-        cell('When', h('span', { className: 'when' }, h('span', { className: 'relative', text: ago(fact.recorded_at) }), h('span', { className: 'absolute', text: time(fact.recorded_at) }), h('span', { className: 'offset', text: '+' + duration(Date.parse(fact.recorded_at) - start) }))),
+        cell(
+          'When',
+          h(
+            'span',
+            { className: 'when' },
+            h('span', { className: 'relative', text: ago(fact.recorded_at) }),
+            h('span', { className: 'absolute', text: time(fact.recorded_at) }),
+            h('span', { className: 'offset', text: '+' + duration(Date.parse(fact.recorded_at) - start) }),
+          ),
+        ),
         cell('What happened', what),
         cell('State after', badge(row.state)),
         cell('Why', whyOf(row), 'why'),
@@ -944,10 +1144,20 @@
     $('context-card').hidden = !show;
     facts($('context-facts'), [
       ['Tool', state.tool + (state.side_effect ? ' (' + state.side_effect + ')' : '')],
-      ['Planned input', input === undefined ? 'not stored (input ' + (plan ? plan.data.input_hash : '?') + ')' : h('pre', { className: 'small wrap', text: JSON.stringify(input, null, 2) })],
+      [
+        'Planned input',
+        input === undefined
+          ? 'not stored (input ' + (plan ? plan.data.input_hash : '?') + ')'
+          : h('pre', { className: 'small wrap', text: JSON.stringify(input, null, 2) }),
+      ],
       ['User message', said && said.user_message],
       ['Agent message', said && said.agent_message],
-      ['Safe details', said && said.safe_details && Object.keys(said.safe_details).length ? h('pre', { className: 'small wrap', text: JSON.stringify(said.safe_details, null, 2) }) : undefined],
+      [
+        'Safe details',
+        said && said.safe_details && Object.keys(said.safe_details).length
+          ? h('pre', { className: 'small wrap', text: JSON.stringify(said.safe_details, null, 2) })
+          : undefined,
+      ],
       ['Attempts', state.attempts_used + ' used, ' + state.attempts_remaining + ' left'],
     ]);
   }
@@ -956,7 +1166,11 @@
   function outcomeUnknown(state) {
     if (!state.attempts_used || state.success) return false;
     if (state.status === 'dispatched' || state.status === 'verifying') return true;
-    if (state.last_verification && (state.last_verification.outcome === 'found_committed' || state.last_verification.outcome === 'not_found')) return false;
+    if (
+      state.last_verification &&
+      (state.last_verification.outcome === 'found_committed' || state.last_verification.outcome === 'not_found')
+    )
+      return false;
     var last = state.last_envelope;
     return !last || last.attempt !== state.current_attempt || last.commit_state === 'unknown';
   }
@@ -996,10 +1210,18 @@
     $('evidence-label').hidden = !has('found');
     $('assignee-label').hidden = !has('ack');
     $('attempts-label').hidden = !has('reopen');
-    var denied = caller && caller.role !== 'operator' && !caller.local ? 'A ' + caller.role + ' key may not record operator facts: use a key with the operator role.' : '';
+    var denied =
+      caller && caller.role !== 'operator' && !caller.local
+        ? 'A ' + caller.role + ' key may not record operator facts: use a key with the operator role.'
+        : '';
     var buttons = clear($('operator-buttons'));
     actions.forEach(function (action) {
-      var button = h('button', { type: 'button', id: 'op-action-' + action.id, text: action.label, 'data-fact': action.fact });
+      var button = h('button', {
+        type: 'button',
+        id: 'op-action-' + action.id,
+        text: action.label,
+        'data-fact': action.fact,
+      });
       if (denied) {
         button.disabled = true;
         button.title = denied;
@@ -1009,15 +1231,25 @@
       });
       buttons.appendChild(button);
     });
-    if (denied && actions.length) buttons.appendChild(h('p', { className: 'small muted disabled-reason', text: denied }));
-    if (state.acknowledged) buttons.appendChild(h('p', { className: 'small', text: 'Acknowledged: ' + state.acknowledged.assignee + ' has it since ' + time(state.acknowledged.at) + '.' }));
+    if (denied && actions.length)
+      buttons.appendChild(h('p', { className: 'small muted disabled-reason', text: denied }));
+    if (state.acknowledged)
+      buttons.appendChild(
+        h('p', {
+          className: 'small',
+          text: 'Acknowledged: ' + state.acknowledged.assignee + ' has it since ' + time(state.acknowledged.at) + '.',
+        }),
+      );
   }
 
   function operatorFact(id, form) {
     var reason = form.elements.reason.value.trim();
     switch (id) {
       case 'found':
-        return { type: 'OutcomeVerifiedManually', data: { outcome: 'found_committed', note: reason, evidence_ref: form.elements.evidence.value.trim() } };
+        return {
+          type: 'OutcomeVerifiedManually',
+          data: { outcome: 'found_committed', note: reason, evidence_ref: form.elements.evidence.value.trim() },
+        };
       case 'not-found':
         return { type: 'OutcomeVerifiedManually', data: { outcome: 'not_found', note: reason } };
       case 'cancel':
@@ -1025,7 +1257,10 @@
       case 'reopen':
         return { type: 'StepReopened', data: { attempts: Number(form.elements.attempts.value), reason: reason } };
       case 'ack':
-        return { type: 'EscalationAcknowledged', data: { assignee: form.elements.assignee.value.trim(), note: reason } };
+        return {
+          type: 'EscalationAcknowledged',
+          data: { assignee: form.elements.assignee.value.trim(), note: reason },
+        };
     }
   }
 
@@ -1034,7 +1269,13 @@
     var ref = $('operator-card').dataset.ref;
     var result = $('operator-result');
     var fact = operatorFact(id, form);
-    var missing = !form.elements.reason.value.trim() ? 'a reason' : id === 'found' && !fact.data.evidence_ref ? 'the evidence ref you saw' : id === 'ack' && !fact.data.assignee ? 'an assignee' : '';
+    var missing = !form.elements.reason.value.trim()
+      ? 'a reason'
+      : id === 'found' && !fact.data.evidence_ref
+        ? 'the evidence ref you saw'
+        : id === 'ack' && !fact.data.assignee
+          ? 'an assignee'
+          : '';
     if (missing) {
       result.textContent = 'Say ' + missing + ' first.';
       result.className = 'small error';
@@ -1042,15 +1283,26 @@
     }
     result.textContent = 'Recording ' + fact.type + '\u2026';
     result.className = 'small';
-    api('/v1/operations/' + segment(ref) + '/events', undefined, { body: { events: [Object.assign({ event_id: uuid() }, fact)] } }).then(
+    api('/v1/operations/' + segment(ref) + '/events', undefined, {
+      body: { events: [Object.assign({ event_id: uuid() }, fact)] },
+    }).then(
       function (answer) {
-        result.textContent = fact.type + ' recorded: the step is now ' + answer.state.status.replace(/_/g, ' ') + ' (next: ' + answer.directive.next_action + ').';
+        result.textContent =
+          fact.type +
+          ' recorded: the step is now ' +
+          answer.state.status.replace(/_/g, ' ') +
+          ' (next: ' +
+          answer.directive.next_action +
+          ').';
         result.className = 'small ok';
         form.reset();
         return openOperation(ref, true);
       },
       function (error) {
-        result.textContent = error instanceof ApiError ? 'Refused: ' + error.code + ' \u2014 ' + error.detail : 'Could not reach the ledger: ' + String(error);
+        result.textContent =
+          error instanceof ApiError
+            ? 'Refused: ' + error.code + ' \u2014 ' + error.detail
+            : 'Could not reach the ledger: ' + String(error);
         result.className = 'small error';
       },
     );
@@ -1091,19 +1343,42 @@
     result.textContent = 'Recording the ' + (decision === 'granted' ? 'grant' : 'denial') + '\u2026';
     result.className = 'small';
     api('/v1/operations/' + segment(ref) + '/events', undefined, {
-      body: { events: [{ event_id: uuid(), type: 'ApprovalRecorded', data: { decision: decision, approver: approver, reason: reason } }] },
+      body: {
+        events: [
+          {
+            event_id: uuid(),
+            type: 'ApprovalRecorded',
+            data: { decision: decision, approver: approver, reason: reason },
+          },
+        ],
+      },
     })
       .then(
         function (answer) {
-          result.textContent = (decision === 'granted' ? 'Granted' : 'Denied') + ' by ' + approver + ': the step is now ' + answer.state.status.replace(/_/g, ' ') + ' (next: ' + answer.directive.next_action + ').';
+          result.textContent =
+            (decision === 'granted' ? 'Granted' : 'Denied') +
+            ' by ' +
+            approver +
+            ': the step is now ' +
+            answer.state.status.replace(/_/g, ' ') +
+            ' (next: ' +
+            answer.directive.next_action +
+            ').';
           result.className = 'small ok';
           form.reset();
           return openOperation(ref, true);
         },
         function (error) {
-          if (error instanceof ApiError && error.status === 403) result.textContent = 'This key may not record approvals (' + error.code + '): use a key with the approver role.';
-          else if (error instanceof ApiError && error.status === 401) result.textContent = 'Enter an API key above first (' + error.code + ').';
-          else result.textContent = error instanceof ApiError ? error.code + ': ' + error.detail : 'Could not reach the ledger: ' + String(error);
+          if (error instanceof ApiError && error.status === 403)
+            result.textContent =
+              'This key may not record approvals (' + error.code + '): use a key with the approver role.';
+          else if (error instanceof ApiError && error.status === 401)
+            result.textContent = 'Enter an API key above first (' + error.code + ').';
+          else
+            result.textContent =
+              error instanceof ApiError
+                ? error.code + ': ' + error.detail
+                : 'Could not reach the ledger: ' + String(error);
           result.className = 'small error';
         },
       )
@@ -1124,11 +1399,19 @@
         if (!quiet) say('');
         $('run-title').textContent = 'Run ' + run.run_id;
         var open = $('run-open');
-        open.textContent = run.open === 0 ? 'all ' + run.total + ' steps settled' : run.open + ' of ' + run.total + ' steps open';
+        open.textContent =
+          run.open === 0 ? 'all ' + run.total + ' steps settled' : run.open + ' of ' + run.total + ' steps open';
         open.className = 'badge ' + (run.open === 0 ? 'status-succeeded' : 'status-verifying');
         var chips = clear($('run-counts'));
         Object.keys(run.counts).forEach(function (status) {
-          chips.appendChild(h('a', { className: 'chip', href: queryHash('operations', { run_id: run.run_id, status: status }, {}) }, badge(status), ' ' + run.counts[status]));
+          chips.appendChild(
+            h(
+              'a',
+              { className: 'chip', href: queryHash('operations', { run_id: run.run_id, status: status }, {}) },
+              badge(status),
+              ' ' + run.counts[status],
+            ),
+          );
         });
         var body = clear($('run-steps').tBodies[0]);
         run.steps.forEach(function (step) {
@@ -1161,7 +1444,14 @@
       note ? h('div', { className: 'tile-note', text: note }) : null,
       hash ? h('div', { className: 'tile-open', text: 'open the list \u2192' }) : null,
     ];
-    if (hash) return h.apply(null, ['a', { className: 'tile tile-link', href: hash, 'aria-label': label + ': ' + value + ', open the list' }].concat(content));
+    if (hash)
+      return h.apply(
+        null,
+        [
+          'a',
+          { className: 'tile tile-link', href: hash, 'aria-label': label + ': ' + value + ', open the list' },
+        ].concat(content),
+      );
     return h.apply(null, ['div', { className: 'tile' }].concat(content));
   }
 
@@ -1178,20 +1468,68 @@
         if (!quiet) say('');
         var o = trust.overall;
         var tiles = clear($('trust-overall'));
-        tiles.appendChild(tile('Unknown outcomes', o.unknown_outcomes, o.unknown_via_envelope + ' from envelopes, ' + o.unknown_in_flight + ' in flight', '#/operations?has=unknown_outcomes'));
         tiles.appendChild(
-          tile('Resolved by lookup', o.resolved_by_verification, o.verified_found_committed + ' committed, ' + o.verified_not_found + ' not found, ' + o.lookup_unavailable + ' lookups unavailable', '#/operations?has=resolved_by_lookup'),
+          tile(
+            'Unknown outcomes',
+            o.unknown_outcomes,
+            o.unknown_via_envelope + ' from envelopes, ' + o.unknown_in_flight + ' in flight',
+            '#/operations?has=unknown_outcomes',
+          ),
         );
-        tiles.appendChild(tile('Duplicate writes prevented', o.duplicate_writes_prevented, undefined, '#/operations?has=duplicates_prevented'));
-        tiles.appendChild(tile('Identical retries blocked', o.identical_retries_blocked, undefined, '#/operations?has=identical_retries_blocked'));
-        tiles.appendChild(tile('Unverified dispatches refused', o.unverified_dispatches_refused, undefined, '#/operations?has=unverified_dispatches_refused'));
-        tiles.appendChild(tile('Terminal escalations', o.terminal_escalations, undefined, '#/operations?status=escalated'));
-        tiles.appendChild(tile('Pending recovery now', o.pending_recovery_now, 'steps verifying now', '#/operations?status=verifying'));
+        tiles.appendChild(
+          tile(
+            'Resolved by lookup',
+            o.resolved_by_verification,
+            o.verified_found_committed +
+              ' committed, ' +
+              o.verified_not_found +
+              ' not found, ' +
+              o.lookup_unavailable +
+              ' lookups unavailable',
+            '#/operations?has=resolved_by_lookup',
+          ),
+        );
+        tiles.appendChild(
+          tile(
+            'Duplicate writes prevented',
+            o.duplicate_writes_prevented,
+            undefined,
+            '#/operations?has=duplicates_prevented',
+          ),
+        );
+        tiles.appendChild(
+          tile(
+            'Identical retries blocked',
+            o.identical_retries_blocked,
+            undefined,
+            '#/operations?has=identical_retries_blocked',
+          ),
+        );
+        tiles.appendChild(
+          tile(
+            'Unverified dispatches refused',
+            o.unverified_dispatches_refused,
+            undefined,
+            '#/operations?has=unverified_dispatches_refused',
+          ),
+        );
+        tiles.appendChild(
+          tile('Terminal escalations', o.terminal_escalations, undefined, '#/operations?status=escalated'),
+        );
+        tiles.appendChild(
+          tile('Pending recovery now', o.pending_recovery_now, 'steps verifying now', '#/operations?status=verifying'),
+        );
         tiles.appendChild(
           tile(
             'Time in pending recovery',
             o.pending_recovery.count ? duration(o.pending_recovery.p90_ms) + ' p90' : '\u2013',
-            o.pending_recovery.count ? o.pending_recovery.count + ' resolved, median ' + duration(o.pending_recovery.p50_ms) + ', max ' + duration(o.pending_recovery.max_ms) : 'none resolved yet',
+            o.pending_recovery.count
+              ? o.pending_recovery.count +
+                  ' resolved, median ' +
+                  duration(o.pending_recovery.p50_ms) +
+                  ', max ' +
+                  duration(o.pending_recovery.max_ms)
+              : 'none resolved yet',
           ),
         );
         var body = clear($('trust-tools').tBodies[0]);
@@ -1203,9 +1541,21 @@
               cell('Tool', h('a', { href: queryHash('operations', { tool: t.tool }, {}), text: t.tool })),
               cell('Planned', t.operations_planned, 'num'),
               cell('Unknown outcomes', countLink(t.unknown_outcomes, { tool: t.tool, has: 'unknown_outcomes' }), 'num'),
-              cell('Resolved by lookup', countLink(t.resolved_by_verification, { tool: t.tool, has: 'resolved_by_lookup' }), 'num'),
-              cell('Duplicates prevented', countLink(t.duplicate_writes_prevented, { tool: t.tool, has: 'duplicates_prevented' }), 'num'),
-              cell('Identical retries blocked', countLink(t.identical_retries_blocked, { tool: t.tool, has: 'identical_retries_blocked' }), 'num'),
+              cell(
+                'Resolved by lookup',
+                countLink(t.resolved_by_verification, { tool: t.tool, has: 'resolved_by_lookup' }),
+                'num',
+              ),
+              cell(
+                'Duplicates prevented',
+                countLink(t.duplicate_writes_prevented, { tool: t.tool, has: 'duplicates_prevented' }),
+                'num',
+              ),
+              cell(
+                'Identical retries blocked',
+                countLink(t.identical_retries_blocked, { tool: t.tool, has: 'identical_retries_blocked' }),
+                'num',
+              ),
               cell('Escalations', countLink(t.terminal_escalations, { tool: t.tool, status: 'escalated' }), 'num'),
               cell('Pending now', countLink(t.pending_recovery_now, { tool: t.tool, status: 'verifying' }), 'num'),
               cell('Pending p90', t.pending_recovery.count ? duration(t.pending_recovery.p90_ms) : '\u2013', 'num'),
@@ -1240,7 +1590,11 @@
               cell('Operation', opLink(delivery.operation_ref)),
               cell('Status', badge(delivery.status, 'delivery')),
               cell('Attempts', delivery.attempts, 'num'),
-              cell('Last answer', delivery.last_error || (delivery.last_status ? 'HTTP ' + delivery.last_status : ''), 'small'),
+              cell(
+                'Last answer',
+                delivery.last_error || (delivery.last_status ? 'HTTP ' + delivery.last_status : ''),
+                'small',
+              ),
               cell('Created', when(delivery.created_at)),
             ),
           );
@@ -1337,7 +1691,8 @@
     $('key-status').textContent = apiKey ? 'key set for this tab' : 'no key';
     var role = $('key-role');
     role.hidden = !caller;
-    if (caller) role.textContent = caller.local ? 'local mode: every role' : 'role ' + caller.role + ', tenant ' + caller.tenant;
+    if (caller)
+      role.textContent = caller.local ? 'local mode: every role' : 'role ' + caller.role + ', tenant ' + caller.tenant;
   }
 
   document.addEventListener('DOMContentLoaded', function () {
@@ -1360,7 +1715,8 @@
       showKeyStatus();
     });
     $('search-kind').addEventListener('change', function () {
-      $('search-id').placeholder = $('search-kind').value === 'run' ? 'run id, e.g. run_81' : 'operation_ref, e.g. run_81/step_4';
+      $('search-id').placeholder =
+        $('search-kind').value === 'run' ? 'run id, e.g. run_81' : 'operation_ref, e.g. run_81/step_4';
     });
     $('search-form').addEventListener('submit', function (event) {
       event.preventDefault();
@@ -1379,7 +1735,8 @@
           $('copy-ref').textContent = 'Copy ref';
         }, 1500);
       };
-      if (navigator.clipboard && navigator.clipboard.writeText) navigator.clipboard.writeText(ref).then(done, function () {});
+      if (navigator.clipboard && navigator.clipboard.writeText)
+        navigator.clipboard.writeText(ref).then(done, function () {});
     });
     $('toggle-raw').addEventListener('click', function () {
       var raw = $('raw-events');

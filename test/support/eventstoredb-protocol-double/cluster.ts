@@ -9,7 +9,12 @@
  *     read served by a follower is stale.
  */
 import { InMemoryLog } from './in-memory-log';
-import { EventStoreDbProtocolDouble, type ClusterView, type NodeRole, type ProtocolDoubleOptions } from './protocol-double';
+import {
+  EventStoreDbProtocolDouble,
+  type ClusterView,
+  type NodeRole,
+  type ProtocolDoubleOptions,
+} from './protocol-double';
 
 export interface ProtocolClusterOptions extends Omit<ProtocolDoubleOptions, 'port' | 'log' | 'cluster'> {
   size?: number;

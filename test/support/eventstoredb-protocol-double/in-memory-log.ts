@@ -12,10 +12,7 @@ import { randomUUID } from 'node:crypto';
 import { EventEmitter } from 'node:events';
 
 export type ExpectedRevision =
-  | { kind: 'any' }
-  | { kind: 'no_stream' }
-  | { kind: 'stream_exists' }
-  | { kind: 'revision'; revision: bigint };
+  { kind: 'any' } | { kind: 'no_stream' } | { kind: 'stream_exists' } | { kind: 'revision'; revision: bigint };
 
 export interface ProposedEvent {
   id: string;
@@ -158,7 +155,13 @@ export class InMemoryLog {
    * 'deleted' when it is tombstoned (StreamDeleted). Events before `$tb` or beyond `$maxCount` are
    * not returned; `visibleUpTo` hides events past a position (a follower that has not caught up).
    */
-  readStream(stream: string, from: ReadFrom, backwards: boolean, count: number, visibleUpTo?: bigint): LoggedEvent[] | undefined | 'deleted' {
+  readStream(
+    stream: string,
+    from: ReadFrom,
+    backwards: boolean,
+    count: number,
+    visibleUpTo?: bigint,
+  ): LoggedEvent[] | undefined | 'deleted' {
     if (this.tombstoned.has(stream)) return 'deleted';
     const all = this.streams.get(stream)?.filter((event) => visibleUpTo === undefined || event.position <= visibleUpTo);
     if (!all || all.length === 0 || this.isSoftDeleted(stream)) return undefined;
@@ -197,7 +200,9 @@ export class InMemoryLog {
     if (!last) return undefined;
     try {
       // `$tb` can be long.MaxValue, beyond a double: keep big integers as strings.
-      const text = Buffer.from(last.data).toString('utf8').replace(/("\$tb"\s*:\s*)(\d{16,})/, '$1"$2"');
+      const text = Buffer.from(last.data)
+        .toString('utf8')
+        .replace(/("\$tb"\s*:\s*)(\d{16,})/, '$1"$2"');
       return JSON.parse(text) as StreamMetadata;
     } catch {
       return undefined;
@@ -226,14 +231,26 @@ export class InMemoryLog {
   private writeMetadata(stream: string, metadata: StreamMetadata): LoggedEvent {
     const json = JSON.stringify(metadata).replace(/"\$tb":"(\d+)"/, '"$tb":$1');
     const outcome = this.append(`$$${stream}`, { kind: 'any' }, [
-      { id: randomUUID(), type: '$metadata', contentType: 'application/json', data: Buffer.from(json), customMetadata: new Uint8Array() },
+      {
+        id: randomUUID(),
+        type: '$metadata',
+        contentType: 'application/json',
+        data: Buffer.from(json),
+        customMetadata: new Uint8Array(),
+      },
     ]);
     if (outcome.kind !== 'written') throw new Error(`metadata of ${stream} not written: ${outcome.kind}`);
     return outcome.events[outcome.events.length - 1];
   }
 
   /** Forwards from a position includes it; backwards from a position excludes it (AllReader). */
-  readAll(from: ReadFrom, backwards: boolean, count: number, filter?: EventFilter, visibleUpTo?: bigint): LoggedEvent[] {
+  readAll(
+    from: ReadFrom,
+    backwards: boolean,
+    count: number,
+    filter?: EventFilter,
+    visibleUpTo?: bigint,
+  ): LoggedEvent[] {
     const out: LoggedEvent[] = [];
     const limit = visibleUpTo === undefined ? this.all.length : this.firstAtOrAfter(visibleUpTo + 1n);
     if (!backwards) {
@@ -244,7 +261,11 @@ export class InMemoryLog {
       return out;
     }
     if (from === 'start') return out;
-    for (let index = Math.min(limit, from === 'end' ? this.all.length : this.firstAtOrAfter(from)) - 1; index >= 0 && out.length < count; index--) {
+    for (
+      let index = Math.min(limit, from === 'end' ? this.all.length : this.firstAtOrAfter(from)) - 1;
+      index >= 0 && out.length < count;
+      index--
+    ) {
       if (matches(this.all[index], filter)) out.push(this.all[index]);
     }
     return out;
@@ -285,6 +306,11 @@ export function matches(event: LoggedEvent, filter: EventFilter | undefined): bo
 }
 
 function recordSize(event: LoggedEvent): bigint {
-  const bytes = RECORD_OVERHEAD + Buffer.byteLength(event.stream) + Buffer.byteLength(event.type) + event.data.length + event.customMetadata.length;
+  const bytes =
+    RECORD_OVERHEAD +
+    Buffer.byteLength(event.stream) +
+    Buffer.byteLength(event.type) +
+    event.data.length +
+    event.customMetadata.length;
   return BigInt(Math.ceil(bytes / 8) * 8);
 }

@@ -27,9 +27,17 @@ import { randomUUID } from 'node:crypto';
 import * as grpc from '@grpc/grpc-js';
 import { GossipService, type IGossipServer } from '@eventstore/db-client/generated/gossip_grpc_pb';
 import { ClusterInfo, EndPoint, MemberInfo } from '@eventstore/db-client/generated/gossip_pb';
-import { ServerFeaturesService, type IServerFeaturesServer } from '@eventstore/db-client/generated/serverfeatures_grpc_pb';
+import {
+  ServerFeaturesService,
+  type IServerFeaturesServer,
+} from '@eventstore/db-client/generated/serverfeatures_grpc_pb';
 import { SupportedMethod, SupportedMethods } from '@eventstore/db-client/generated/serverfeatures_pb';
-import { AllStreamPosition, Empty, MaximumAppendSizeExceeded, StreamDeleted } from '@eventstore/db-client/generated/shared_pb';
+import {
+  AllStreamPosition,
+  Empty,
+  MaximumAppendSizeExceeded,
+  StreamDeleted,
+} from '@eventstore/db-client/generated/shared_pb';
 import { StreamsService, type IStreamsServer } from '@eventstore/db-client/generated/streams_grpc_pb';
 import { Code } from '@eventstore/db-client/generated/code_pb';
 import {
@@ -45,7 +53,14 @@ import {
   TombstoneResp,
 } from '@eventstore/db-client/generated/streams_pb';
 import { Empty as ProtobufEmpty } from 'google-protobuf/google/protobuf/empty_pb';
-import { InMemoryLog, matches, type AppendOutcome, type ExpectedRevision, type ProposedEvent, type ReadFrom } from './in-memory-log';
+import {
+  InMemoryLog,
+  matches,
+  type AppendOutcome,
+  type ExpectedRevision,
+  type ProposedEvent,
+  type ReadFrom,
+} from './in-memory-log';
 import {
   WireError,
   appendExpectation,
@@ -124,7 +139,11 @@ export interface CommitHooks {
 type ServiceError = Partial<grpc.StatusObject> & Error;
 
 function isServiceError(error: unknown): error is ServiceError {
-  return error instanceof Error && typeof (error as ServiceError).code === 'number' && (error as ServiceError).metadata instanceof grpc.Metadata;
+  return (
+    error instanceof Error &&
+    typeof (error as ServiceError).code === 'number' &&
+    (error as ServiceError).metadata instanceof grpc.Metadata
+  );
 }
 
 function serviceError(code: grpc.status, details: string, metadata = new grpc.Metadata()): ServiceError {
@@ -163,10 +182,7 @@ class ActiveCall {
 }
 
 type CommitResult =
-  | AppendOutcome
-  | { kind: 'timeout' }
-  | { kind: 'too_large'; maxAppendSize: number }
-  | { kind: 'not_leader' };
+  AppendOutcome | { kind: 'timeout' } | { kind: 'too_large'; maxAppendSize: number } | { kind: 'not_leader' };
 
 const NOT_READY = 'Server Is Not Ready';
 
@@ -174,7 +190,16 @@ export class EventStoreDbProtocolDouble {
   readonly log: InMemoryLog;
   hooks: CommitHooks = {};
   /** Calls received per method, so a test can tell which path the client took. */
-  readonly callCounts = { Append: 0, BatchAppend: 0, Read: 0, Subscribe: 0, GetSupportedMethods: 0, Delete: 0, Tombstone: 0, Gossip: 0 };
+  readonly callCounts = {
+    Append: 0,
+    BatchAppend: 0,
+    Read: 0,
+    Subscribe: 0,
+    GetSupportedMethods: 0,
+    Delete: 0,
+    Tombstone: 0,
+    Gossip: 0,
+  };
   /** Every append that reached its decision, by path and stream (metadata writes go to `$$<stream>`). */
   readonly appends: Array<{ method: CommitContext['method']; stream: string }> = [];
   /** Calls a follower answered with NotLeader, and appends it forwarded to the leader instead. */
@@ -344,7 +369,11 @@ export class EventStoreDbProtocolDouble {
       const member = new MemberInfo();
       const role = node.role;
       member.setState(
-        role === 'leader' ? MemberInfo.VNodeState.LEADER : role === 'follower' ? MemberInfo.VNodeState.FOLLOWER : MemberInfo.VNodeState.DISCOVERLEADER,
+        role === 'leader'
+          ? MemberInfo.VNodeState.LEADER
+          : role === 'follower'
+            ? MemberInfo.VNodeState.FOLLOWER
+            : MemberInfo.VNodeState.DISCOVERLEADER,
       );
       member.setIsAlive(node.server !== undefined);
       member.setTimeStamp(String(BigInt(Date.now()) * 10_000n));
@@ -467,7 +496,9 @@ export class EventStoreDbProtocolDouble {
 
   private delete(call: grpc.ServerUnaryCall<DeleteReq, DeleteResp>, callback: grpc.sendUnaryData<DeleteResp>): void {
     this.callCounts.Delete++;
-    const refused = this.refusing ? serviceError(grpc.status.UNAVAILABLE, NOT_READY) : this.leaderRefusal(call.metadata);
+    const refused = this.refusing
+      ? serviceError(grpc.status.UNAVAILABLE, NOT_READY)
+      : this.leaderRefusal(call.metadata);
     if (refused) return callback(refused);
     const options = call.request.getOptions();
     if (!options) return callback(serviceError(grpc.status.INVALID_ARGUMENT, 'delete options missing'));
@@ -483,9 +514,14 @@ export class EventStoreDbProtocolDouble {
     callback(null, response);
   }
 
-  private tombstone(call: grpc.ServerUnaryCall<TombstoneReq, TombstoneResp>, callback: grpc.sendUnaryData<TombstoneResp>): void {
+  private tombstone(
+    call: grpc.ServerUnaryCall<TombstoneReq, TombstoneResp>,
+    callback: grpc.sendUnaryData<TombstoneResp>,
+  ): void {
     this.callCounts.Tombstone++;
-    const refused = this.refusing ? serviceError(grpc.status.UNAVAILABLE, NOT_READY) : this.leaderRefusal(call.metadata);
+    const refused = this.refusing
+      ? serviceError(grpc.status.UNAVAILABLE, NOT_READY)
+      : this.leaderRefusal(call.metadata);
     if (refused) return callback(refused);
     const options = call.request.getOptions();
     if (!options) return callback(serviceError(grpc.status.INVALID_ARGUMENT, 'tombstone options missing'));
@@ -512,12 +548,19 @@ export class EventStoreDbProtocolDouble {
     trailers.set('stream-name', stream);
     trailers.set('expected-version', expected.kind === 'revision' ? expected.revision.toString() : '-1');
     trailers.set('actual-version', current === undefined ? '' : current.toString());
-    return serviceError(grpc.status.FAILED_PRECONDITION, `Delete failed due to WrongExpectedVersion. Stream: ${stream}`, trailers);
+    return serviceError(
+      grpc.status.FAILED_PRECONDITION,
+      `Delete failed due to WrongExpectedVersion. Stream: ${stream}`,
+      trailers,
+    );
   }
 
   // ---- Append (client streaming) --------------------------------------------------------------
 
-  private append(call: grpc.ServerReadableStream<AppendReq, AppendResp>, callback: grpc.sendUnaryData<AppendResp>): void {
+  private append(
+    call: grpc.ServerReadableStream<AppendReq, AppendResp>,
+    callback: grpc.sendUnaryData<AppendResp>,
+  ): void {
     this.callCounts.Append++;
     const active = this.track('Append', (error) => callback(error));
     call.on('cancelled', () => active.finish());
@@ -639,7 +682,9 @@ export class EventStoreDbProtocolDouble {
       case 'stream_deleted': {
         const detail = new StreamDeleted();
         detail.setStreamIdentifier(streamIdentifier(stream));
-        response.setError(batchFailure(Code.FAILED_PRECONDITION, 'Stream deleted.', detail, 'event_store.client.StreamDeleted'));
+        response.setError(
+          batchFailure(Code.FAILED_PRECONDITION, 'Stream deleted.', detail, 'event_store.client.StreamDeleted'),
+        );
         break;
       }
       case 'not_leader':
@@ -648,7 +693,12 @@ export class EventStoreDbProtocolDouble {
         const detail = new MaximumAppendSizeExceeded();
         detail.setMaxappendsize(result.maxAppendSize);
         response.setError(
-          batchFailure(Code.INVALID_ARGUMENT, 'Maximum Append Size Exceeded.', detail, 'event_store.client.MaximumAppendSizeExceeded'),
+          batchFailure(
+            Code.INVALID_ARGUMENT,
+            'Maximum Append Size Exceeded.',
+            detail,
+            'event_store.client.MaximumAppendSizeExceeded',
+          ),
         );
         break;
       }
@@ -710,7 +760,11 @@ function echoExpectation(response: BatchAppendResp, expected: ExpectedRevision):
 }
 
 /** Writes with backpressure; false once the call has ended, so the caller stops producing. */
-function write(call: grpc.ServerWritableStream<ReadReq, ReadResp>, active: ActiveCall, message: ReadResp): Promise<boolean> {
+function write(
+  call: grpc.ServerWritableStream<ReadReq, ReadResp>,
+  active: ActiveCall,
+  message: ReadResp,
+): Promise<boolean> {
   if (active.ended) return Promise.resolve(false);
   if (call.write(message)) return Promise.resolve(true);
   return new Promise((resolve) => {

@@ -114,7 +114,10 @@ export function batchExpectation(options: BatchAppendReq.Options): ExpectedRevis
 }
 
 /** Append (client streaming) reports a wrong expected version in-band, not as a gRPC error. */
-export function appendWrongExpectedVersion(currentRevision: bigint | undefined, expected: ExpectedRevision): AppendResp {
+export function appendWrongExpectedVersion(
+  currentRevision: bigint | undefined,
+  expected: ExpectedRevision,
+): AppendResp {
   const wrong = new AppendResp.WrongExpectedVersion();
   if (currentRevision === undefined) wrong.setCurrentNoStream(new Empty());
   else wrong.setCurrentRevision(currentRevision.toString());
@@ -150,7 +153,12 @@ export function appendSuccess(currentRevision: bigint, position: bigint): Append
 }
 
 /** BatchAppend reports failures as a google.rpc.Status whose details the client unpacks by type name. */
-export function batchFailure(code: Code, message: string, detail: { serializeBinary(): Uint8Array }, typeName: string): Status {
+export function batchFailure(
+  code: Code,
+  message: string,
+  detail: { serializeBinary(): Uint8Array },
+  typeName: string,
+): Status {
   const any = new Any();
   any.pack(detail.serializeBinary(), typeName);
   const status = new Status();
@@ -178,7 +186,12 @@ export function batchWrongExpectedVersion(currentRevision: bigint | undefined, e
       wrong.setExpectedAny(new ProtobufEmpty());
       break;
   }
-  return batchFailure(Code.FAILED_PRECONDITION, 'Wrong expected version.', wrong, 'event_store.client.WrongExpectedVersion');
+  return batchFailure(
+    Code.FAILED_PRECONDITION,
+    'Wrong expected version.',
+    wrong,
+    'event_store.client.WrongExpectedVersion',
+  );
 }
 
 export function batchTimeout(): Status {
@@ -224,7 +237,11 @@ export function filterOf(options: ReadReq.Options): ParsedFilter | undefined {
   const regex = expression.getRegex();
   const window = filterOptions.hasMax() ? filterOptions.getMax() : 32;
   return {
-    filter: { on: onStream ? 'stream' : 'event_type', prefixes: expression.getPrefixList(), regex: regex ? new RegExp(regex) : undefined },
+    filter: {
+      on: onStream ? 'stream' : 'event_type',
+      prefixes: expression.getPrefixList(),
+      regex: regex ? new RegExp(regex) : undefined,
+    },
     checkpointEvery: Math.max(1, window * Math.max(1, filterOptions.getCheckpointintervalmultiplier())),
   };
 }

@@ -30,10 +30,17 @@ describe('what each role may do', () => {
     const off = { selfApproval: true, localMode: false };
     for (const fact of ['OutcomeVerifiedManually', 'StepCancelled', 'StepReopened', 'EscalationAcknowledged']) {
       expect(mayRecord('operator', fact, off)).toBe(true);
-      for (const role of ['runtime', 'approver', 'auditor', 'admin', 'metrics'] as const) expect(mayRecord(role, fact, off)).toBe(false);
+      for (const role of ['runtime', 'approver', 'auditor', 'admin', 'metrics'] as const)
+        expect(mayRecord(role, fact, off)).toBe(false);
       expect(mayRecord('runtime', fact, { selfApproval: false, localMode: true })).toBe(true);
     }
-    for (const fact of ['StepPlanned', 'AttemptDispatched', 'EnvelopeRecorded', 'VerificationRecorded', 'ApprovalRecorded']) {
+    for (const fact of [
+      'StepPlanned',
+      'AttemptDispatched',
+      'EnvelopeRecorded',
+      'VerificationRecorded',
+      'ApprovalRecorded',
+    ]) {
       expect(mayRecord('operator', fact, off)).toBe(false);
     }
   });

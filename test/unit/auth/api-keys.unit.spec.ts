@@ -29,7 +29,11 @@ describe('API key entries', () => {
     ['not key:role:tenant', 'no-separators-here-at-all', /is not key:role:tenant/],
     ['too many parts', `${RUNTIME}:runtime:acme:extra`, /is not key:role:tenant/],
     ['a short key', 'short:runtime:acme', /at least 16 characters/],
-    ['an unknown role', `${RUNTIME}:root:acme`, /role must be one of runtime, approver, operator, auditor, admin, metrics/],
+    [
+      'an unknown role',
+      `${RUNTIME}:root:acme`,
+      /role must be one of runtime, approver, operator, auditor, admin, metrics/,
+    ],
     ['a metrics key with a tenant', `${RUNTIME}:metrics:acme`, /a metrics key's tenant is \*/],
     ['a tenant key with the metrics tenant', `${RUNTIME}:admin:*`, /tenant must match/],
     ['a tenant with a colon-free but invalid name', `${RUNTIME}:runtime:Acme`, /tenant must match/],
@@ -44,7 +48,9 @@ describe('API key entries', () => {
     expect(error).toBeInstanceOf(ConfigError);
     expect((error as Error).message).toMatch(/^API key entry 2/);
     expect((error as Error).message).toMatch(message);
-    expect((error as Error).message).not.toContain(entry.split(':')[0] === 'sha256' ? entry.split(':')[1] : entry.split(':')[0]);
+    expect((error as Error).message).not.toContain(
+      entry.split(':')[0] === 'sha256' ? entry.split(':')[1] : entry.split(':')[0],
+    );
   });
 
   it('finds a presented key among the entries, and nothing for an unknown key or for the hash itself', () => {
@@ -72,7 +78,17 @@ describe('the bearer token of an Authorization header', () => {
     expect(bearerToken(header)).toBe(token);
   });
 
-  it.each([undefined, '', 'Bearer', 'Bearer ', 'Basic dXNlcjpwYXNz', 'Token abc', 'Bearer a b', 'xBearer abc', ['Bearer a', 'Bearer b']])('refuses %j', (header) => {
+  it.each([
+    undefined,
+    '',
+    'Bearer',
+    'Bearer ',
+    'Basic dXNlcjpwYXNz',
+    'Token abc',
+    'Bearer a b',
+    'xBearer abc',
+    ['Bearer a', 'Bearer b'],
+  ])('refuses %j', (header) => {
     expect(bearerToken(header)).toBeUndefined();
   });
 });

@@ -39,7 +39,10 @@ describe('body inspection', () => {
       reason: `is longer than ${DEFAULT_BODY_LIMITS.maxStringLength} characters`,
     });
     expect(inspectBody({ a: 'x'.repeat(DEFAULT_BODY_LIMITS.maxStringLength) })).toBeUndefined();
-    expect(inspectBody({ a: { ['k'.repeat(257)]: 1 } })).toEqual({ field: 'a', reason: 'has a key longer than 256 characters' });
+    expect(inspectBody({ a: { ['k'.repeat(257)]: 1 } })).toEqual({
+      field: 'a',
+      reason: 'has a key longer than 256 characters',
+    });
   });
 
   it('names the body instead of echoing a field path that would be huge', () => {

@@ -33,7 +33,11 @@ describe('the call window', () => {
   let provider: KeyedInvoiceProvider;
   let step: WriteStep<InvoiceInput>;
   const client = (fetchImpl?: typeof fetch) =>
-    new LedgerClient({ baseUrl: ledger.baseUrl, sleep: async () => undefined, ...(fetchImpl ? { fetch: fetchImpl } : {}) });
+    new LedgerClient({
+      baseUrl: ledger.baseUrl,
+      sleep: async () => undefined,
+      ...(fetchImpl ? { fetch: fetchImpl } : {}),
+    });
   const eventsOf = async () => ledger.events(step.operationRef);
 
   beforeEach(async () => {
@@ -58,7 +62,9 @@ describe('the call window', () => {
   });
 
   it('a pause between the grant and the call past the window: the tool is not called, CALL_WINDOW_PASSED is recorded', async () => {
-    const outcome = await executeWrite(client(pausingFetch({ ms: 300 })), step, provider.createInvoice, { now: () => ledger.now() });
+    const outcome = await executeWrite(client(pausingFetch({ ms: 300 })), step, provider.createInvoice, {
+      now: () => ledger.now(),
+    });
     expect(provider.calls).toHaveLength(0);
     expect(outcome).toMatchObject({
       kind: 'recorded',
@@ -72,7 +78,11 @@ describe('the call window', () => {
         category: 'internal',
         commit_state: 'not_committed',
         next_action: 'wait_and_retry',
-        retry: { directive: 'after_delay', not_before: new Date(ledger.now().getTime() + 1000).toISOString(), max_attempts_remaining: 3 },
+        retry: {
+          directive: 'after_delay',
+          not_before: new Date(ledger.now().getTime() + 1000).toISOString(),
+          max_attempts_remaining: 3,
+        },
         agent_message: `${NORMALIZED_CODE_FACTS.CALL_WINDOW_PASSED} A new attempt may run after not_before.`,
       },
     });
@@ -98,27 +108,45 @@ describe('the call window', () => {
     );
     expect(reasons).toHaveLength(1);
     expect((reasons[0] as Error).name).toBe('TimeoutError');
-    expect(outcome).toMatchObject({ kind: 'recorded', toolCalled: true, status: 'verifying', envelope: { code: 'OUTCOME_UNKNOWN', commit_state: 'unknown' } });
+    expect(outcome).toMatchObject({
+      kind: 'recorded',
+      toolCalled: true,
+      status: 'verifying',
+      envelope: { code: 'OUTCOME_UNKNOWN', commit_state: 'unknown' },
+    });
   });
 
   it('declares callWindowMs as call_window_ms; the ledger bounds the call deadline by it', async () => {
     step.policy = { ...step.policy, dispatch_timeout_ms: 60_000 };
     await executeWrite(client(), step, provider.createInvoice, { now: () => ledger.now(), callWindowMs: 5_000 });
     const dispatch = (await eventsOf()).find((event) => event.type === 'AttemptDispatched')!;
-    expect(dispatch.data).toMatchObject({ call_window_ms: 5_000, call_deadline: new Date(ledger.now().getTime() + 5_000).toISOString() });
+    expect(dispatch.data).toMatchObject({
+      call_window_ms: 5_000,
+      call_deadline: new Date(ledger.now().getTime() + 5_000).toISOString(),
+    });
     expect(provider.calls).toHaveLength(1);
   });
 
   it('without a call deadline in the answer the call is not bounded, unless the dispatcher declared a window', async () => {
     step.policy = { ...step.policy, dispatch_timeout_ms: 60_000 };
-    const unbounded = await executeWrite(client(pausingFetch({ ms: 300, stripDeadline: true })), step, provider.createInvoice, { now: () => ledger.now() });
+    const unbounded = await executeWrite(
+      client(pausingFetch({ ms: 300, stripDeadline: true })),
+      step,
+      provider.createInvoice,
+      { now: () => ledger.now() },
+    );
     expect(unbounded).toMatchObject({ toolCalled: true, status: 'succeeded' });
 
     step = { ...step, operationRef: 'run_90/step_2' };
-    const declared = await executeWrite(client(pausingFetch({ ms: 300, stripDeadline: true })), step, provider.createInvoice, {
-      now: () => ledger.now(),
-      callWindowMs: 200,
-    });
+    const declared = await executeWrite(
+      client(pausingFetch({ ms: 300, stripDeadline: true })),
+      step,
+      provider.createInvoice,
+      {
+        now: () => ledger.now(),
+        callWindowMs: 200,
+      },
+    );
     expect(declared).toMatchObject({ toolCalled: false, envelope: { code: 'CALL_WINDOW_PASSED' } });
     expect(provider.calls).toHaveLength(1);
   });

@@ -29,7 +29,8 @@ function runtimeClosure(entry: string): { files: string[]; packages: Map<string,
       const specifier = match[1];
       if (specifier.startsWith('.')) visit(resolveLocal(file, specifier));
       // The core's parts are bundled into the client's build (packages/client/tsup.config.ts).
-      else if (specifier.startsWith(CORE)) visit(resolveLocal(join(ROOT, 'packages/core/src/index.ts'), `./${specifier.slice(CORE.length)}`));
+      else if (specifier.startsWith(CORE))
+        visit(resolveLocal(join(ROOT, 'packages/core/src/index.ts'), `./${specifier.slice(CORE.length)}`));
       else packages.set(specifier, relative(ROOT, file));
     }
   };
@@ -48,7 +49,10 @@ describe('the client stands alone', () => {
   it('takes from the core only the envelope rules, the event vocabularies and shared helpers', () => {
     const outside = files.filter((file) => !file.startsWith('packages/client/src/'));
     expect(outside.length).toBeGreaterThan(0);
-    const allowed = (file: string) => file.startsWith('packages/core/src/domain/envelope/') || file.startsWith('packages/core/src/shared/') || file === 'packages/core/src/domain/events.ts';
+    const allowed = (file: string) =>
+      file.startsWith('packages/core/src/domain/envelope/') ||
+      file.startsWith('packages/core/src/shared/') ||
+      file === 'packages/core/src/domain/events.ts';
     expect(outside.filter((file) => !allowed(file))).toEqual([]);
   });
 });

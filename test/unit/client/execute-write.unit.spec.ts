@@ -1,4 +1,10 @@
-import { executeWrite, inputHash, OutcomeNotRecordedError, verify, type WriteStep } from '../../../packages/client/src/execute-write';
+import {
+  executeWrite,
+  inputHash,
+  OutcomeNotRecordedError,
+  verify,
+  type WriteStep,
+} from '../../../packages/client/src/execute-write';
 import { LedgerClient } from '../../../packages/client/src/ledger-client';
 import { KeyedInvoiceProvider, type InvoiceInput } from './support/keyed-provider';
 import { startLoopbackLedger, type LoopbackLedger } from './support/loopback-ledger';
@@ -28,7 +34,8 @@ describe('executeWrite', () => {
   });
   afterEach(() => ledger.close());
 
-  const dispatches = async () => (await ledger.events(step.operationRef)).filter((event) => event.type === 'AttemptDispatched');
+  const dispatches = async () =>
+    (await ledger.events(step.operationRef)).filter((event) => event.type === 'AttemptDispatched');
 
   it('plans, dispatches, calls the tool once with operation_ref as its idempotency key, records the envelope', async () => {
     const outcome = await run();
@@ -52,9 +59,20 @@ describe('executeWrite', () => {
     expect(signal).toBeInstanceOf(AbortSignal);
     expect(signal!.aborted).toBe(false);
     const types = (await ledger.events(step.operationRef)).map((event) => event.type);
-    expect(types).toEqual(['StepPlanned', 'TransitionRecorded', 'AttemptDispatched', 'TransitionRecorded', 'EnvelopeRecorded', 'TransitionRecorded']);
+    expect(types).toEqual([
+      'StepPlanned',
+      'TransitionRecorded',
+      'AttemptDispatched',
+      'TransitionRecorded',
+      'EnvelopeRecorded',
+      'TransitionRecorded',
+    ]);
     const plan = (await ledger.events(step.operationRef))[0];
-    expect(plan.data).toMatchObject({ input_hash: inputHash(step.input), side_effect: 'write', tool: 'create_invoice' });
+    expect(plan.data).toMatchObject({
+      input_hash: inputHash(step.input),
+      side_effect: 'write',
+      tool: 'create_invoice',
+    });
   });
 
   it('run again after success: the original success is replayed and the tool is not called (duplicate key)', async () => {
@@ -66,7 +84,11 @@ describe('executeWrite', () => {
   });
 
   it('invalid input: needs_input; an unchanged retry is refused without calling the tool; a corrected one runs', async () => {
-    provider.then({ kind: 'status', status: 400, body: { error: { param: 'customer_id', message: 'no such customer' } } });
+    provider.then({
+      kind: 'status',
+      status: 400,
+      body: { error: { param: 'customer_id', message: 'no such customer' } },
+    });
     const first = await run();
     expect(first).toMatchObject({
       kind: 'recorded',
@@ -102,10 +124,19 @@ describe('executeWrite', () => {
     provider.then({ kind: 'status', status: 429, headers: { 'retry-after': '30' } });
     const first = await run();
     const expected = new Date(ledger.now().getTime() + 30_000).toISOString();
-    expect(first).toMatchObject({ status: 'retry_scheduled', directive: { next_action: 'wait_and_retry', not_before: expected }, notBefore: expected });
+    expect(first).toMatchObject({
+      status: 'retry_scheduled',
+      directive: { next_action: 'wait_and_retry', not_before: expected },
+      notBefore: expected,
+    });
 
     const early = await run();
-    expect(early).toMatchObject({ kind: 'refused', toolCalled: false, refusal: { code: 'RETRY_NOT_BEFORE' }, notBefore: expected });
+    expect(early).toMatchObject({
+      kind: 'refused',
+      toolCalled: false,
+      refusal: { code: 'RETRY_NOT_BEFORE' },
+      notBefore: expected,
+    });
     expect(provider.calls).toHaveLength(1);
 
     ledger.advance(30_000);
@@ -126,7 +157,12 @@ describe('executeWrite', () => {
     expect(provider.calls).toHaveLength(1);
 
     const verified = await verify(client, { operationRef: step.operationRef }, provider.lookup, options());
-    expect(verified).toMatchObject({ kind: 'recorded', outcome: 'found_committed', status: 'succeeded', evidenceRef: 'inv_1' });
+    expect(verified).toMatchObject({
+      kind: 'recorded',
+      outcome: 'found_committed',
+      status: 'succeeded',
+      evidenceRef: 'inv_1',
+    });
     expect(provider.invoices.size).toBe(1);
     expect(await dispatches()).toHaveLength(1);
   });
@@ -137,11 +173,18 @@ describe('executeWrite', () => {
     expect(await run()).toMatchObject({ status: 'verifying' });
 
     const premature = await verify(client, step, provider.lookup, options());
-    expect(premature).toMatchObject({ kind: 'refused', outcome: 'not_found', refusal: { code: 'VERIFICATION_PREMATURE' } });
+    expect(premature).toMatchObject({
+      kind: 'refused',
+      outcome: 'not_found',
+      refusal: { code: 'VERIFICATION_PREMATURE' },
+    });
     expect(Date.parse(premature.notBefore!)).toBeGreaterThan(ledger.now().getTime());
 
     ledger.advance(WINDOW_MS);
-    expect(await verify(client, step, provider.lookup, options())).toMatchObject({ kind: 'recorded', status: 'retry_ready' });
+    expect(await verify(client, step, provider.lookup, options())).toMatchObject({
+      kind: 'recorded',
+      status: 'retry_ready',
+    });
     const retried = await run();
     expect(retried).toMatchObject({ kind: 'recorded', status: 'succeeded', attempt: 2 });
     expect(provider.calls.map((call) => call.context.idempotencyKey)).toEqual(['run_81/step_4', 'run_81/step_4']);
@@ -154,7 +197,10 @@ describe('executeWrite', () => {
     const failing = async () => {
       throw new Error('lookup endpoint down');
     };
-    expect(await verify(client, step, failing, options())).toMatchObject({ outcome: 'lookup_unavailable', status: 'escalated' });
+    expect(await verify(client, step, failing, options())).toMatchObject({
+      outcome: 'lookup_unavailable',
+      status: 'escalated',
+    });
     expect(await run()).toMatchObject({ kind: 'refused', toolCalled: false, refusal: { code: 'STEP_ESCALATED' } });
   });
 
@@ -162,7 +208,10 @@ describe('executeWrite', () => {
     provider.then({ kind: 'commit_then_reset' });
     await run();
     const vague = async () => ({ found: true }) as never;
-    expect(await verify(client, step, vague, options())).toMatchObject({ outcome: 'lookup_unavailable', status: 'escalated' });
+    expect(await verify(client, step, vague, options())).toMatchObject({
+      outcome: 'lookup_unavailable',
+      status: 'escalated',
+    });
   });
 
   it('lost approval: awaiting_approval, and the tool is not invoked again', async () => {
@@ -190,13 +239,19 @@ describe('executeWrite', () => {
   it('an envelope that breaks the rules is recorded as unknown (the tool did run), never as it came', async () => {
     const sloppy = async () => ({ ok: false, code: 'oops', message: 'try again' });
     const outcome = await executeWrite(client, step, sloppy, options());
-    expect(outcome).toMatchObject({ status: 'verifying', envelope: { code: 'TOOL_RESULT_INVALID', commit_state: 'unknown' } });
+    expect(outcome).toMatchObject({
+      status: 'verifying',
+      envelope: { code: 'TOOL_RESULT_INVALID', commit_state: 'unknown' },
+    });
   });
 
   it('a read step: a failure after send is only a failed read, scheduled for later', async () => {
     provider.then({ kind: 'reset_before_commit' });
     const outcome = await run({ sideEffect: 'read', tool: 'get_invoice', operationRef: 'run_81/step_5' });
-    expect(outcome).toMatchObject({ status: 'retry_scheduled', envelope: { commit_state: 'not_committed', next_action: 'wait_and_retry' } });
+    expect(outcome).toMatchObject({
+      status: 'retry_scheduled',
+      envelope: { commit_state: 'not_committed', next_action: 'wait_and_retry' },
+    });
   });
 
   it('the tool ran but the ledger could not take its envelope: OutcomeNotRecordedError, the attempt stays in flight', async () => {
@@ -217,7 +272,9 @@ describe('executeWrite', () => {
     const address = ledger.baseUrl;
     await ledger.close();
     const offline = new LedgerClient({ baseUrl: address, maxRetries: 0 });
-    await expect(executeWrite(offline, step, provider.createInvoice, options())).rejects.toMatchObject({ code: 'LEDGER_UNREACHABLE' });
+    await expect(executeWrite(offline, step, provider.createInvoice, options())).rejects.toMatchObject({
+      code: 'LEDGER_UNREACHABLE',
+    });
     expect(provider.calls).toHaveLength(0);
     ledger = await startLoopbackLedger();
   });
@@ -287,9 +344,13 @@ describe('a caller signal', () => {
       context.signal?.throwIfAborted();
       return { found: false as const };
     });
-    await expect(verify(client, { operationRef: step.operationRef, tool: step.tool }, lookup, { signal: controller.signal })).rejects.toThrow();
+    await expect(
+      verify(client, { operationRef: step.operationRef, tool: step.tool }, lookup, { signal: controller.signal }),
+    ).rejects.toThrow();
     expect(lookup).toHaveBeenCalledTimes(1);
-    const verifications = (await ledger.events(step.operationRef)).filter((event) => event.type === 'VerificationRecorded');
+    const verifications = (await ledger.events(step.operationRef)).filter(
+      (event) => event.type === 'VerificationRecorded',
+    );
     expect(verifications).toEqual([]);
   });
 });

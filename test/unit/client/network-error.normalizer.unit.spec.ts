@@ -54,14 +54,20 @@ describe('classifyNetworkError (codes only, causes followed)', () => {
   });
 
   it('follows an AggregateError of connection attempts (happy eyeballs)', () => {
-    const aggregate = Object.assign(new AggregateError([nodeError('ECONNREFUSED', 'connect'), nodeError('ENETUNREACH', 'connect')]), {
-      code: undefined,
-    });
+    const aggregate = Object.assign(
+      new AggregateError([nodeError('ECONNREFUSED', 'connect'), nodeError('ENETUNREACH', 'connect')]),
+      {
+        code: undefined,
+      },
+    );
     expect(classifyNetworkError(fetchFailed(aggregate)).phase).toBe('before_send');
   });
 
   it('lets one sign of a sent request outweigh any sign of a refused connection', () => {
-    const mixed = Object.assign(new Error('x'), { cause: nodeError('ECONNREFUSED', 'connect'), errors: [nodeError('ECONNRESET')] });
+    const mixed = Object.assign(new Error('x'), {
+      cause: nodeError('ECONNREFUSED', 'connect'),
+      errors: [nodeError('ECONNRESET')],
+    });
     expect(classifyNetworkError(mixed).phase).toBe('after_send');
   });
 
@@ -99,7 +105,11 @@ describe('normalizeNetworkError', () => {
 
   it('a certificate failure is not fixed by waiting: escalate, nothing committed', () => {
     const envelope = normalizeNetworkError(fetchFailed(nodeError('DEPTH_ZERO_SELF_SIGNED_CERT')), write);
-    expect(shape(envelope)).toMatchObject({ code: 'TLS_FAILURE', commit_state: 'not_committed', next_action: 'escalate' });
+    expect(shape(envelope)).toMatchObject({
+      code: 'TLS_FAILURE',
+      commit_state: 'not_committed',
+      next_action: 'escalate',
+    });
     expectValid(envelope, 'write');
   });
 
@@ -119,15 +129,26 @@ describe('normalizeNetworkError', () => {
 
   it('after send on a read -> not_committed, wait_and_retry (a read commits nothing)', () => {
     const envelope = normalizeNetworkError(fetchFailed(nodeError('ECONNRESET')), read);
-    expect(shape(envelope)).toMatchObject({ code: 'REQUEST_INTERRUPTED', commit_state: 'not_committed', next_action: 'wait_and_retry' });
+    expect(shape(envelope)).toMatchObject({
+      code: 'REQUEST_INTERRUPTED',
+      commit_state: 'not_committed',
+      next_action: 'wait_and_retry',
+    });
     expectValid(envelope, 'read');
   });
 
   it('an AbortError after send is unknown for a write; the caller can vouch for an abort before send', () => {
     const abort = new DOMException('This operation was aborted', 'AbortError');
-    expect(shape(normalizeNetworkError(abort, write))).toMatchObject({ commit_state: 'unknown', next_action: 'verify_operation' });
+    expect(shape(normalizeNetworkError(abort, write))).toMatchObject({
+      commit_state: 'unknown',
+      next_action: 'verify_operation',
+    });
     const before = normalizeNetworkError(abort, { ...write, phase: 'before_send' });
-    expect(shape(before)).toMatchObject({ code: 'REQUEST_NOT_SENT', commit_state: 'not_committed', next_action: 'wait_and_retry' });
+    expect(shape(before)).toMatchObject({
+      code: 'REQUEST_NOT_SENT',
+      commit_state: 'not_committed',
+      next_action: 'wait_and_retry',
+    });
     expectValid(before, 'write');
   });
 
@@ -187,11 +208,16 @@ describe('normalizeNetworkError on real failures of Node 20 fetch over loopback'
   it('the socket destroyed after the request arrived: unknown for a write', async () => {
     const error = await caught(fetch(`${base}/destroy`, { method: 'POST', body: '{}' }));
     expect(classifyNetworkError(error)).toMatchObject({ phase: 'after_send', code: 'UND_ERR_SOCKET' });
-    expect(shape(normalizeNetworkError(error, write))).toMatchObject({ commit_state: 'unknown', next_action: 'verify_operation' });
+    expect(shape(normalizeNetworkError(error, write))).toMatchObject({
+      commit_state: 'unknown',
+      next_action: 'verify_operation',
+    });
   });
 
   it('the body cut off after the status line: unknown for a write', async () => {
-    const error = await caught(fetch(`${base}/partial`, { method: 'POST', body: '{}' }).then((response) => response.text()));
+    const error = await caught(
+      fetch(`${base}/partial`, { method: 'POST', body: '{}' }).then((response) => response.text()),
+    );
     expect(classifyNetworkError(error).phase).toBe('after_send');
   });
 

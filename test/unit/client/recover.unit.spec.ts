@@ -47,15 +47,31 @@ describe('recover', () => {
     const report = await recover(client, { create_invoice: lookup }, options());
     expect(asked).toEqual(['run_7/step_1', 'run_7/step_2']);
     expect(report.entries).toEqual([
-      expect.objectContaining({ operationRef: 'run_7/step_1', result: 'verified', outcome: 'found_committed', status: 'succeeded' }),
-      expect.objectContaining({ operationRef: 'run_7/step_2', result: 'verified', outcome: 'found_committed', status: 'succeeded' }),
+      expect.objectContaining({
+        operationRef: 'run_7/step_1',
+        result: 'verified',
+        outcome: 'found_committed',
+        status: 'succeeded',
+      }),
+      expect.objectContaining({
+        operationRef: 'run_7/step_2',
+        result: 'verified',
+        outcome: 'found_committed',
+        status: 'succeeded',
+      }),
     ]);
     expect(report.missingLookups).toEqual([]);
 
     // The worker's normal path afterwards: the original success, no second invoice.
     const again = await executeWrite(
       client,
-      { operationRef: 'run_7/step_1', runId: 'run_7', tool: 'create_invoice', input: INPUT, policy: { consistency_window_ms: WINDOW_MS } },
+      {
+        operationRef: 'run_7/step_1',
+        runId: 'run_7',
+        tool: 'create_invoice',
+        input: INPUT,
+        policy: { consistency_window_ms: WINDOW_MS },
+      },
       provider.createInvoice,
       options(),
     );
@@ -71,27 +87,40 @@ describe('recover', () => {
 
     // The dead dispatcher declared no call window: its attempt may reach the provider until the
     // plan's dispatch timeout, and not_found is conclusive a window after that (docs/contract.md §4.5).
-    expect(Date.parse(early.entries[0].notBefore ?? '')).toBe(Date.parse(ledger.now().toISOString()) + 60_000 + WINDOW_MS);
+    expect(Date.parse(early.entries[0].notBefore ?? '')).toBe(
+      Date.parse(ledger.now().toISOString()) + 60_000 + WINDOW_MS,
+    );
     ledger.advance(60_000 + WINDOW_MS);
     const late = await recover(client, { create_invoice: provider.lookup }, options());
     expect(late.entries[0]).toMatchObject({ result: 'verified', outcome: 'not_found', status: 'retry_ready' });
 
     const retried = await executeWrite(
       client,
-      { operationRef: 'run_7/step_3', runId: 'run_7', tool: 'create_invoice', input: INPUT, policy: { consistency_window_ms: WINDOW_MS } },
+      {
+        operationRef: 'run_7/step_3',
+        runId: 'run_7',
+        tool: 'create_invoice',
+        input: INPUT,
+        policy: { consistency_window_ms: WINDOW_MS },
+      },
       provider.createInvoice,
       options(),
     );
     expect(retried).toMatchObject({ kind: 'recorded', status: 'succeeded', attempt: 2 });
     expect(provider.calls.map((call) => call.context.idempotencyKey)).toEqual(['run_7/step_3']);
-    expect(await recover(client, { create_invoice: provider.lookup }, options())).toEqual({ entries: [], missingLookups: [] });
+    expect(await recover(client, { create_invoice: provider.lookup }, options())).toEqual({
+      entries: [],
+      missingLookups: [],
+    });
   });
 
   it('reports a tool without a registered lookup, and records nothing for it', async () => {
     await crashAfterDispatch('run_7/step_4', 'send_email');
     const before = (await ledger.events('run_7/step_4')).length;
     const report = await recover(client, { create_invoice: provider.lookup }, options());
-    expect(report.entries).toEqual([expect.objectContaining({ operationRef: 'run_7/step_4', tool: 'send_email', result: 'no_lookup' })]);
+    expect(report.entries).toEqual([
+      expect.objectContaining({ operationRef: 'run_7/step_4', tool: 'send_email', result: 'no_lookup' }),
+    ]);
     expect(report.missingLookups).toEqual(['send_email']);
     expect(await ledger.events('run_7/step_4')).toHaveLength(before);
   });
@@ -106,7 +135,11 @@ describe('recover', () => {
     );
     expect(outcome.status).toBe('verifying');
     const report = await recover(client, { create_invoice: provider.lookup }, options());
-    expect(report.entries[0]).toMatchObject({ listedStatus: 'verifying', outcome: 'found_committed', status: 'succeeded' });
+    expect(report.entries[0]).toMatchObject({
+      listedStatus: 'verifying',
+      outcome: 'found_committed',
+      status: 'succeeded',
+    });
   });
 
   it('a lookup that throws escalates the operation: never guess', async () => {
@@ -120,13 +153,18 @@ describe('recover', () => {
 
   it('leaves alone operations younger than olderThanMs', async () => {
     await crashAfterDispatch('run_7/step_7');
-    expect((await recover(client, { create_invoice: provider.lookup }, { ...options(), olderThanMs: 60_000 })).entries).toEqual([]);
+    expect(
+      (await recover(client, { create_invoice: provider.lookup }, { ...options(), olderThanMs: 60_000 })).entries,
+    ).toEqual([]);
     ledger.advance(60_000);
-    expect((await recover(client, { create_invoice: provider.lookup }, { ...options(), olderThanMs: 60_000 })).entries).toHaveLength(1);
+    expect(
+      (await recover(client, { create_invoice: provider.lookup }, { ...options(), olderThanMs: 60_000 })).entries,
+    ).toHaveLength(1);
   });
 
   it('never invents a key: every verification is recorded on a listed operation, nothing is dispatched', async () => {
-    for (const step of [1, 2, 3, 4, 5]) await crashAfterDispatch(`run_8/step_${step}`, 'create_invoice', step % 2 === 0);
+    for (const step of [1, 2, 3, 4, 5])
+      await crashAfterDispatch(`run_8/step_${step}`, 'create_invoice', step % 2 === 0);
     ledger.advance(WINDOW_MS);
     const requestsBefore = ledger.requests.length;
     await recover(client, { create_invoice: provider.lookup }, options());

@@ -14,7 +14,14 @@ import { redactText } from '@recovery-ledger/core/domain/envelope/redaction';
 import { canonicalJson } from '@recovery-ledger/core/shared/canonical-json';
 import { SECRET_CORPUS } from '../../support/secret-corpus';
 import { normalizerVectors } from '../../vectors/normalizer-vectors';
-import { CANONICAL_INPUTS, HTTP_CASES, MCP_CASES, NORMALIZER_NOW, RETRY_AFTER_NOW, RETRY_AFTER_VALUES } from '../../vectors/vector-inputs';
+import {
+  CANONICAL_INPUTS,
+  HTTP_CASES,
+  MCP_CASES,
+  NORMALIZER_NOW,
+  RETRY_AFTER_NOW,
+  RETRY_AFTER_VALUES,
+} from '../../vectors/vector-inputs';
 import { HOSTILE_UPSTREAM_TEXTS, TELLTALES } from './support/hostile-upstream-texts';
 
 const VECTORS = join(__dirname, '../../vectors');
@@ -26,7 +33,9 @@ describe('shared vectors (checked by the Python client too)', () => {
   };
 
   it('lists every canonical input, in order', () => {
-    expect(hash.vectors.map((vector) => [vector.name, vector.input_json])).toEqual(CANONICAL_INPUTS.map((entry) => [...entry]));
+    expect(hash.vectors.map((vector) => [vector.name, vector.input_json])).toEqual(
+      CANONICAL_INPUTS.map((entry) => [...entry]),
+    );
   });
 
   it.each(hash.vectors.map((vector) => [vector.name, vector]))('canonical input hash: %s', (_name, vector) => {
@@ -42,7 +51,10 @@ describe('shared vectors (checked by the Python client too)', () => {
   });
 
   it('reads Retry-After as the vectors say', () => {
-    const file = load('retry-after.json') as { now: string; vectors: Array<{ value: string | null; ms: number | null }> };
+    const file = load('retry-after.json') as {
+      now: string;
+      vectors: Array<{ value: string | null; ms: number | null }>;
+    };
     expect(file.now).toBe(RETRY_AFTER_NOW);
     expect(file.vectors.map((vector) => vector.value)).toEqual([...RETRY_AFTER_VALUES]);
     for (const vector of file.vectors) {
@@ -73,7 +85,9 @@ describe('shared vectors (checked by the Python client too)', () => {
     expect(file).toEqual({
       about: expect.any(String),
       now: NORMALIZER_NOW,
-      ...JSON.parse(JSON.stringify(normalizerVectors(HTTP_CASES, MCP_CASES, normalizeHttpResponse, normalizeMcpToolResult))),
+      ...JSON.parse(
+        JSON.stringify(normalizerVectors(HTTP_CASES, MCP_CASES, normalizeHttpResponse, normalizeMcpToolResult)),
+      ),
     });
   });
 });

@@ -19,7 +19,12 @@ const provider = new NodeTracerProvider({ spanProcessors: [new SimpleSpanProcess
 
 /** Every string an exported span carries: its name, attributes, events and status. */
 function strings(span: ReadableSpan): string[] {
-  return [span.name, span.status.message ?? '', ...Object.values(span.attributes).flat().map(String), ...span.events.map((event) => event.name)];
+  return [
+    span.name,
+    span.status.message ?? '',
+    ...Object.values(span.attributes).flat().map(String),
+    ...span.events.map((event) => event.name),
+  ];
 }
 
 describe('client telemetry', () => {
@@ -35,7 +40,9 @@ describe('client telemetry', () => {
     server = createServer((request, response) => {
       seen.push(request.headers);
       request.resume();
-      request.on('end', () => response.writeHead(answer.status, { 'content-type': 'application/json' }).end(answer.body));
+      request.on('end', () =>
+        response.writeHead(answer.status, { 'content-type': 'application/json' }).end(answer.body),
+      );
     });
     await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
     url = `http://127.0.0.1:${(server.address() as AddressInfo).port}/invoices`;
@@ -64,7 +71,10 @@ describe('client telemetry', () => {
     policy: { max_attempts: 2, consistency_window_ms: 1000, verification_tool: 'get_invoice' },
   });
   const call = (input: { amount: number }, tool: { operationRef: string; signal?: AbortSignal }) =>
-    callHttpTool({ url, body: input, ...(tool.signal ? { signal: tool.signal } : {}) }, { operationRef: tool.operationRef, sideEffect: 'write' });
+    callHttpTool(
+      { url, body: input, ...(tool.signal ? { signal: tool.signal } : {}) },
+      { operationRef: tool.operationRef, sideEffect: 'write' },
+    );
 
   it('one execute_tool span per call, continuing the runtime span, with the trace passed to the ledger and the provider', async () => {
     const runtime = provider.getTracer('runtime').startSpan('agent turn');
@@ -93,7 +103,9 @@ describe('client telemetry', () => {
 
     // The ledger's requests and the provider's carry the tool span as their parent: one trace.
     const parent = `00-${tool!.spanContext().traceId}-${tool!.spanContext().spanId}-01`;
-    const ledgerTraces = loopback.requests.filter((request) => request.method === 'POST').map((request) => request.headers.traceparent);
+    const ledgerTraces = loopback.requests
+      .filter((request) => request.method === 'POST')
+      .map((request) => request.headers.traceparent);
     expect(ledgerTraces.length).toBeGreaterThanOrEqual(3);
     expect(new Set(ledgerTraces)).toEqual(new Set([parent]));
     expect(seen.map((headers) => headers.traceparent)).toEqual([parent]);
@@ -115,7 +127,18 @@ describe('client telemetry', () => {
   it('a refusal sets error.type to the ledger code; a thrown ledger error to its name', async () => {
     await executeWrite(ledger, step(), call, { now: () => loopback.now() });
     exporter.reset();
-    const refused = await runAttempt(ledger, { operationRef: REF, attempt: 1, inputHash: 'a'.repeat(64), input: { amount: 1 }, sideEffect: 'write', tool: 'create_invoice' }, call);
+    const refused = await runAttempt(
+      ledger,
+      {
+        operationRef: REF,
+        attempt: 1,
+        inputHash: 'a'.repeat(64),
+        input: { amount: 1 },
+        sideEffect: 'write',
+        tool: 'create_invoice',
+      },
+      call,
+    );
     expect(refused.kind).not.toBe('recorded');
     const [span] = exporter.getFinishedSpans().filter((candidate) => candidate.name.startsWith('execute_tool'));
     expect(span.name).toBe('execute_tool create_invoice');

@@ -4,7 +4,14 @@ import { normalizeMcpToolResult } from '../../../packages/client/src/normalizers
 import { normalizeNetworkError } from '../../../packages/client/src/normalizers/network-error.normalizer';
 import { inputFieldsOf } from '../../../packages/client/src/normalizers/input-fields';
 import { safeToken, safeTokenList, upstreamError } from '../../../packages/client/src/normalizers/upstream-text';
-import { expectError, expectValid, FIXED_AGENT_MESSAGES, FIXED_USER_MESSAGES, NOW, REF } from './support/envelope-assertions';
+import {
+  expectError,
+  expectValid,
+  FIXED_AGENT_MESSAGES,
+  FIXED_USER_MESSAGES,
+  NOW,
+  REF,
+} from './support/envelope-assertions';
 import { HOSTILE_UPSTREAM_TEXTS, TELLTALES } from './support/hostile-upstream-texts';
 
 type SideEffect = 'read' | 'write';
@@ -12,13 +19,23 @@ type SideEffect = 'read' | 'write';
 /** Every way a hostile text can arrive at a normalizer, as a failure. */
 function channels(text: string, sideEffect: SideEffect): Array<[string, ToolEnvelope]> {
   const options = { operationRef: REF, sideEffect, now: NOW };
-  const jsonBody = { message: text, detail: text, error: { message: text, code: text, type: text, field: text, param: text } };
+  const jsonBody = {
+    message: text,
+    detail: text,
+    error: { message: text, code: text, type: text, field: text, param: text },
+  };
   const out: Array<[string, ToolEnvelope]> = [];
   for (const status of [400, 401, 403, 404, 409, 412, 422, 429, 500, 502, 503, 504]) {
-    out.push([`HTTP ${status} JSON`, normalizeHttpResponse({ status, headers: { 'retry-after': text }, body: jsonBody }, options)]);
+    out.push([
+      `HTTP ${status} JSON`,
+      normalizeHttpResponse({ status, headers: { 'retry-after': text }, body: jsonBody }, options),
+    ]);
     out.push([`HTTP ${status} text`, normalizeHttpResponse({ status, body: text }, options)]);
   }
-  out.push(['HTTP 200 failure body', normalizeHttpResponse({ status: 200, body: { ok: false, ...jsonBody } }, options)]);
+  out.push([
+    'HTTP 200 failure body',
+    normalizeHttpResponse({ status: 200, body: { ok: false, ...jsonBody } }, options),
+  ]);
   out.push(['MCP isError text', normalizeMcpToolResult({ content: [{ type: 'text', text }], isError: true }, options)]);
   out.push([
     'MCP envelope prose',
@@ -42,7 +59,10 @@ function channels(text: string, sideEffect: SideEffect): Array<[string, ToolEnve
       options,
     ),
   ]);
-  out.push(['network error', normalizeNetworkError(Object.assign(new Error(text), { code: text, cause: new Error(text) }), options)]);
+  out.push([
+    'network error',
+    normalizeNetworkError(Object.assign(new Error(text), { code: text, cause: new Error(text) }), options),
+  ]);
   return out;
 }
 
@@ -68,7 +88,8 @@ describe('upstream text never becomes an instruction', () => {
       code: 'UPSTREAM_ERROR',
       commit_state: 'unknown',
       next_action: 'verify_operation',
-      agent_message: 'The tool reported an error; its text was withheld as untrusted. Verify operation_ref before any new write.',
+      agent_message:
+        'The tool reported an error; its text was withheld as untrusted. Verify operation_ref before any new write.',
     });
     const onRead = upstreamError({ operationRef: REF, sideEffect: 'read', now: NOW });
     expect(onRead).toMatchObject({ code: 'UPSTREAM_ERROR', commit_state: 'not_committed', next_action: 'escalate' });

@@ -1,4 +1,10 @@
-import { isCardNumber, isSecretKeyName, passesLuhn, redactDeep, redactText } from '@recovery-ledger/core/domain/envelope/redaction';
+import {
+  isCardNumber,
+  isSecretKeyName,
+  passesLuhn,
+  redactDeep,
+  redactText,
+} from '@recovery-ledger/core/domain/envelope/redaction';
 import { SecretScanner, stringsOf } from '../../../src/ledger/secret-scanner';
 import { SECRET_CORPUS } from '../../support/secret-corpus';
 
@@ -10,13 +16,16 @@ describe('redaction', () => {
     expect(new Set(SECRET_CORPUS.map(([name]) => name)).size).toBe(SECRET_CORPUS.length);
   });
 
-  it.each(SECRET_CORPUS)('redacts a %s (the detector and the shapes and names known here, together)', async (_name, text, secret) => {
-    const detect = await scanner.detectorFor([text]);
-    const { text: redacted, kinds } = redactText(text, { detect });
-    expect(redacted).not.toContain(secret);
-    expect(kinds.length).toBeGreaterThan(0);
-    expect(redacted).toMatch(/\[REDACTED:[a-z_]+\]/);
-  });
+  it.each(SECRET_CORPUS)(
+    'redacts a %s (the detector and the shapes and names known here, together)',
+    async (_name, text, secret) => {
+      const detect = await scanner.detectorFor([text]);
+      const { text: redacted, kinds } = redactText(text, { detect });
+      expect(redacted).not.toContain(secret);
+      expect(kinds.length).toBeGreaterThan(0);
+      expect(redacted).toMatch(/\[REDACTED:[a-z_]+\]/);
+    },
+  );
 
   it('the detector is what catches the shapes not known here (without it they would be stored)', async () => {
     const onlyDetected = SECRET_CORPUS.filter(([, text, secret]) => redactText(text).text.includes(secret));
@@ -29,7 +38,8 @@ describe('redaction', () => {
     const texts = SECRET_CORPUS.map(([, text]) => text);
     const detect = await scanner.detectorFor(['plain words first', ...texts]);
     expect(detect('plain words first')).toEqual([]);
-    for (const [, text, secret] of SECRET_CORPUS) expect(redactText(text, { detect }).text.includes(secret)).toBe(false);
+    for (const [, text, secret] of SECRET_CORPUS)
+      expect(redactText(text, { detect }).text.includes(secret)).toBe(false);
   });
 
   it('a text cannot switch the detector off for what follows it (secretlint-disable)', async () => {
@@ -39,7 +49,14 @@ describe('redaction', () => {
   });
 
   it('leaves ordinary text and numbers alone', () => {
-    for (const text of ['invoice inv_123 for 1234 EUR', 'order 1234567890123 shipped', 'run_81/step_4', 'retry after 30 seconds', 'basic authentication failed', 'created at 1733212345677']) {
+    for (const text of [
+      'invoice inv_123 for 1234 EUR',
+      'order 1234567890123 shipped',
+      'run_81/step_4',
+      'retry after 30 seconds',
+      'basic authentication failed',
+      'created at 1733212345677',
+    ]) {
       expect(redactText(text)).toEqual({ text, kinds: [] });
     }
   });
@@ -54,24 +71,55 @@ describe('redaction', () => {
   });
 
   it('walks nested values and keys, recording each path', () => {
-    const { value, redactions } = redactDeep({ a: ['ok', 'Bearer abcdefghijklmnopqr'], b: { 'sk_live_abcdefghijkl': 1 } });
+    const { value, redactions } = redactDeep({
+      a: ['ok', 'Bearer abcdefghijklmnopqr'],
+      b: { sk_live_abcdefghijkl: 1 },
+    });
     expect(JSON.stringify(value)).not.toMatch(/abcdefghijklmnopqr|sk_live_abcdefghijkl/);
     expect(redactions.map((r) => r.path)).toEqual(['a[1]', 'b.<key>']);
   });
 
   it('redacts a value under a secret key name whatever its type, and a card sent as a JSON number', () => {
     const { value, redactions } = redactDeep({
-      password: 'x9', client_secret: 123456, nested: { Authorization: { scheme: 'custom' } }, tokens_used: 42, max_tokens: 10, card: 4111111111111111, amount: 1250,
+      password: 'x9',
+      client_secret: 123456,
+      nested: { Authorization: { scheme: 'custom' } },
+      tokens_used: 42,
+      max_tokens: 10,
+      card: 4111111111111111,
+      amount: 1250,
     });
     expect(value).toEqual({
-      password: '[REDACTED:named_secret]', client_secret: '[REDACTED:named_secret]', nested: { Authorization: '[REDACTED:named_secret]' },
-      tokens_used: 42, max_tokens: 10, card: '[REDACTED:card_number]', amount: 1250,
+      password: '[REDACTED:named_secret]',
+      client_secret: '[REDACTED:named_secret]',
+      nested: { Authorization: '[REDACTED:named_secret]' },
+      tokens_used: 42,
+      max_tokens: 10,
+      card: '[REDACTED:card_number]',
+      amount: 1250,
     });
-    expect(redactions.map((r) => `${r.path}:${r.kind}`)).toEqual(['password:named_secret', 'client_secret:named_secret', 'nested.Authorization:named_secret', 'card:card_number']);
+    expect(redactions.map((r) => `${r.path}:${r.kind}`)).toEqual([
+      'password:named_secret',
+      'client_secret:named_secret',
+      'nested.Authorization:named_secret',
+      'card:card_number',
+    ]);
   });
 
   it('knows secret key names in their common spellings', () => {
-    for (const name of ['password', 'DB_PASSWORD', 'clientSecret', 'api-key', 'X-Api-Key', 'private_key', 'aws_secret_access_key', 'access_token', 'authorization', 'session_id', 'credentials']) {
+    for (const name of [
+      'password',
+      'DB_PASSWORD',
+      'clientSecret',
+      'api-key',
+      'X-Api-Key',
+      'private_key',
+      'aws_secret_access_key',
+      'access_token',
+      'authorization',
+      'session_id',
+      'credentials',
+    ]) {
       expect([name, isSecretKeyName(name)]).toEqual([name, true]);
     }
     for (const name of ['tool', 'max_tokens', 'tokens_used', 'author', 'field', 'verification_tool', 'key_count']) {

@@ -5,7 +5,8 @@ import { QueueThrottlerStorage } from '../../../src/http/security/rate-limit.sto
 // needs nothing of @nestjs/common but its @Injectable() decorator.
 jest.mock('@nestjs/common', () => ({ Injectable: () => (target: unknown) => target }));
 // eslint-disable-next-line @typescript-eslint/no-require-imports
-const { ThrottlerStorageService } = require('@nestjs/throttler/dist/throttler.service') as typeof import('@nestjs/throttler');
+const { ThrottlerStorageService } =
+  require('@nestjs/throttler/dist/throttler.service') as typeof import('@nestjs/throttler');
 
 /**
  * QueueThrottlerStorage must answer exactly what @nestjs/throttler's own in-memory storage answers
@@ -20,32 +21,55 @@ describe('QueueThrottlerStorage', () => {
   afterEach(() => jest.restoreAllMocks());
 
   const step = fc.oneof(
-    { weight: 6, arbitrary: fc.record({ kind: fc.constant('hit' as const), key: fc.constantFrom('ip:a', 'key:b'), limit: fc.integer({ min: 1, max: 6 }), block: fc.boolean() }) },
+    {
+      weight: 6,
+      arbitrary: fc.record({
+        kind: fc.constant('hit' as const),
+        key: fc.constantFrom('ip:a', 'key:b'),
+        limit: fc.integer({ min: 1, max: 6 }),
+        block: fc.boolean(),
+      }),
+    },
     // Mostly forward, sometimes past a whole window, now and then a step back (an NTP correction).
-    { weight: 3, arbitrary: fc.record({ kind: fc.constant('tick' as const), ms: fc.oneof(fc.integer({ min: 0, max: 3_000 }), fc.integer({ min: 50_000, max: 70_000 }), fc.constantFrom(1_000, 10_000, 60_000), fc.integer({ min: -2_000, max: 0 })) }) },
+    {
+      weight: 3,
+      arbitrary: fc.record({
+        kind: fc.constant('tick' as const),
+        ms: fc.oneof(
+          fc.integer({ min: 0, max: 3_000 }),
+          fc.integer({ min: 50_000, max: 70_000 }),
+          fc.constantFrom(1_000, 10_000, 60_000),
+          fc.integer({ min: -2_000, max: 0 }),
+        ),
+      }),
+    },
   );
 
   it('answers what ThrottlerStorageService answers, call by call', async () => {
     await fc.assert(
-      fc.asyncProperty(fc.array(step, { maxLength: 120 }), fc.constantFrom(1_000, 10_000, 60_000), async (steps, ttl) => {
-        const reference = new ThrottlerStorageService();
-        const queue = new QueueThrottlerStorage();
-        try {
-          for (const s of steps) {
-            if (s.kind === 'tick') {
-              now += s.ms;
-              continue;
+      fc.asyncProperty(
+        fc.array(step, { maxLength: 120 }),
+        fc.constantFrom(1_000, 10_000, 60_000),
+        async (steps, ttl) => {
+          const reference = new ThrottlerStorageService();
+          const queue = new QueueThrottlerStorage();
+          try {
+            for (const s of steps) {
+              if (s.kind === 'tick') {
+                now += s.ms;
+                continue;
+              }
+              const blockDuration = s.block ? ttl : 0;
+              const expected = await reference.increment(s.key, ttl, s.limit, blockDuration, 'default');
+              const actual = await queue.increment(s.key, ttl, s.limit, blockDuration, 'default');
+              expect(actual).toEqual(expected);
             }
-            const blockDuration = s.block ? ttl : 0;
-            const expected = await reference.increment(s.key, ttl, s.limit, blockDuration, 'default');
-            const actual = await queue.increment(s.key, ttl, s.limit, blockDuration, 'default');
-            expect(actual).toEqual(expected);
+          } finally {
+            reference.onApplicationShutdown();
+            queue.onApplicationShutdown();
           }
-        } finally {
-          reference.onApplicationShutdown();
-          queue.onApplicationShutdown();
-        }
-      }),
+        },
+      ),
       { numRuns: 300 },
     );
   });

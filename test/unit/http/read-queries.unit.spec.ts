@@ -17,27 +17,50 @@ function refusal(run: () => unknown): { code: string; field?: string; message: s
 
 describe('read queries are parsed at the HTTP edge into typed queries', () => {
   it('defaults and bounds a page, decodes its cursor and brings the ref to NFC', () => {
-    expect(evidenceQuery('run_1/caf\u0065\u0301', {}, 30_000)).toEqual({ operationRef: 'run_1/caf\u00e9', limit: 500, afterRevision: -1 });
-    expect(evidenceQuery('r', { cursor: encodeCursor([4]), wait_for_position: '9', wait_timeout_ms: '100' }, 30_000)).toEqual({
+    expect(evidenceQuery('run_1/caf\u0065\u0301', {}, 30_000)).toEqual({
+      operationRef: 'run_1/caf\u00e9',
+      limit: 500,
+      afterRevision: -1,
+    });
+    expect(
+      evidenceQuery('r', { cursor: encodeCursor([4]), wait_for_position: '9', wait_timeout_ms: '100' }, 30_000),
+    ).toEqual({
       operationRef: 'r',
       limit: 500,
       afterRevision: 4,
       waitForPosition: 9,
       waitTimeoutMs: 100,
     });
-    expect(operationListQuery({ status: 'verifying', order: 'newest', has: 'unknown_outcomes', q: 'inv', limit: '7' }, 30_000)).toEqual({
+    expect(
+      operationListQuery(
+        { status: 'verifying', order: 'newest', has: 'unknown_outcomes', q: 'inv', limit: '7' },
+        30_000,
+      ),
+    ).toEqual({
       status: 'verifying',
       newest: true,
       has: 'unknown_outcomes',
       refContains: 'inv',
       limit: 7,
     });
-    expect(triageQuery({ unknown_after_ms: '60000', cursor: encodeCursor([1, 'a']) }, 30_000)).toMatchObject({ unknownAfterMs: 60_000, limit: 50, cursor: [1, 'a'] });
+    expect(triageQuery({ unknown_after_ms: '60000', cursor: encodeCursor([1, 'a']) }, 30_000)).toMatchObject({
+      unknownAfterMs: 60_000,
+      limit: 50,
+      cursor: [1, 'a'],
+    });
   });
 
   it('refuses bad input with the code, field and message the API documents', () => {
-    expect(refusal(() => operationListQuery({ limit: ['1', '2'] }, 30_000))).toEqual({ code: 'BAD_REQUEST', field: 'limit', message: 'limit may be given once' });
-    expect(refusal(() => recoveryQuery({ status: 'planned' }, 30_000))).toEqual({ code: 'BAD_REQUEST', field: 'status', message: 'status must be one of dispatched, verifying' });
+    expect(refusal(() => operationListQuery({ limit: ['1', '2'] }, 30_000))).toEqual({
+      code: 'BAD_REQUEST',
+      field: 'limit',
+      message: 'limit may be given once',
+    });
+    expect(refusal(() => recoveryQuery({ status: 'planned' }, 30_000))).toEqual({
+      code: 'BAD_REQUEST',
+      field: 'status',
+      message: 'status must be one of dispatched, verifying',
+    });
     expect(refusal(() => recoveryQuery({ wait_timeout_ms: '30001' }, 30_000))).toEqual({
       code: 'BAD_REQUEST',
       field: 'wait_timeout_ms',
@@ -49,8 +72,16 @@ describe('read queries are parsed at the HTTP edge into typed queries', () => {
 
   it('checks the work feed asks, the lease bodies and the Ledger-Lease header', () => {
     const caller = { tenant: 't', actor: 'key_1', role: 'runtime' as const };
-    expect(workRequest(caller, { tool: ['a', 'b'] }, DEFAULT_WORK_FEED_SETTINGS)).toEqual({ tools: ['a', 'b'], worker: 'key_1', limit: 10, waitMs: 0, leaseMs: 30_000 });
-    expect(refusal(() => workRequest(caller, { lease_ms: '999' }, DEFAULT_WORK_FEED_SETTINGS))).toMatchObject({ field: 'lease_ms' });
+    expect(workRequest(caller, { tool: ['a', 'b'] }, DEFAULT_WORK_FEED_SETTINGS)).toEqual({
+      tools: ['a', 'b'],
+      worker: 'key_1',
+      limit: 10,
+      waitMs: 0,
+      leaseMs: 30_000,
+    });
+    expect(refusal(() => workRequest(caller, { lease_ms: '999' }, DEFAULT_WORK_FEED_SETTINGS))).toMatchObject({
+      field: 'lease_ms',
+    });
     expect(refusal(() => releaseRequest({ lease_id: '00000000-0000-4000-8000-000000000000', extra: 1 }))).toEqual({
       code: 'BAD_REQUEST',
       field: 'extra',

@@ -47,18 +47,88 @@ function withKey(target: Record<string, unknown>, key: string, value: unknown): 
 
 const VS = '\uFE0F';
 const lengths = (n: number) => [n - 1, n, n + 1].filter((x) => x >= 0);
-const oddKeys = ['__proto__', 'constructor', 'prototype', 'toString', 'valueOf', 'hasOwnProperty', 'isPrototypeOf', 'envelope', 'result', 'input', 'x', '', 'a.envelope', 'data', 'type', 'event_id'];
+const oddKeys = [
+  '__proto__',
+  'constructor',
+  'prototype',
+  'toString',
+  'valueOf',
+  'hasOwnProperty',
+  'isPrototypeOf',
+  'envelope',
+  'result',
+  'input',
+  'x',
+  '',
+  'a.envelope',
+  'data',
+  'type',
+  'event_id',
+];
 const key = fc.oneof(fc.constantFrom(...oddKeys), fc.string({ maxLength: 6 }));
 const edgeString = fc.oneof(
-  fc.constantFrom('', 'a', ' ', 'run_1', 'sha256:9c1f', 'x y', 'é', '\u0000', '\uD800', '\uDC00a', '😀', 'a\uFE0F', '\uFE0F', '\uFE0E\uFE0F', 'ä', 'zero\u200Bwidth', '1e21', '-0'),
-  fc.constantFrom(...[100, 200, 1000].flatMap(lengths)).chain((n) =>
-    fc.constantFrom('a'.repeat(n), '😀'.repeat(n), `${'a'.repeat(Math.max(0, n - 1))}${VS}`, `${'☺'.repeat(Math.max(0, n - 1))}☺${VS}`, 'é'.repeat(n), `_${'9'.repeat(Math.max(0, n - 1))}`),
+  fc.constantFrom(
+    '',
+    'a',
+    ' ',
+    'run_1',
+    'sha256:9c1f',
+    'x y',
+    'é',
+    '\u0000',
+    '\uD800',
+    '\uDC00a',
+    '😀',
+    'a\uFE0F',
+    '\uFE0F',
+    '\uFE0E\uFE0F',
+    'ä',
+    'zero\u200Bwidth',
+    '1e21',
+    '-0',
   ),
+  fc
+    .constantFrom(...[100, 200, 1000].flatMap(lengths))
+    .chain((n) =>
+      fc.constantFrom(
+        'a'.repeat(n),
+        '😀'.repeat(n),
+        `${'a'.repeat(Math.max(0, n - 1))}${VS}`,
+        `${'☺'.repeat(Math.max(0, n - 1))}☺${VS}`,
+        'é'.repeat(n),
+        `_${'9'.repeat(Math.max(0, n - 1))}`,
+      ),
+    ),
   fc.string({ maxLength: 12 }),
   fc.string({ unit: 'binary', maxLength: 8 }),
 );
 const edgeNumber = fc.oneof(
-  fc.constantFrom(-0, 0, 1, -1, -2, 2, 3, 99, 100, 101, 999, 1000, 1001, 999.5, 1.5, 1e21, -1e21, 2 ** 53, 2 ** 53 + 2, -(2 ** 53), 5e-324, 86_400_000, 86_400_001, 1e300),
+  fc.constantFrom(
+    -0,
+    0,
+    1,
+    -1,
+    -2,
+    2,
+    3,
+    99,
+    100,
+    101,
+    999,
+    1000,
+    1001,
+    999.5,
+    1.5,
+    1e21,
+    -1e21,
+    2 ** 53,
+    2 ** 53 + 2,
+    -(2 ** 53),
+    5e-324,
+    86_400_000,
+    86_400_001,
+    1e300,
+  ),
   fc.integer(),
   fc.double({ noNaN: true, noDefaultInfinity: true }),
 );
@@ -68,16 +138,31 @@ const json: fc.Arbitrary<unknown> = fc.letrec<{ value: unknown }>((tie) => ({
     { depthSize: 'small', withCrossShrink: true },
     leaf,
     fc.array(tie('value'), { maxLength: 3 }),
-    fc.array(fc.tuple(key, tie('value')), { maxLength: 3 }).map((entries) => entries.reduce<Record<string, unknown>>((o, [k, v]) => withKey(o, k, v), {})),
+    fc
+      .array(fc.tuple(key, tie('value')), { maxLength: 3 })
+      .map((entries) => entries.reduce<Record<string, unknown>>((o, [k, v]) => withKey(o, k, v), {})),
   ),
 })).value;
-const edge = fc.oneof(leaf, json, fc.constantFrom([], {}, [1], { a: 1 }, withKey({}, '__proto__', {}), withKey({}, 'constructor', 1)));
+const edge = fc.oneof(
+  leaf,
+  json,
+  fc.constantFrom([], {}, [1], { a: 1 }, withKey({}, '__proto__', {}), withKey({}, 'constructor', 1)),
+);
 
-const hex = (n: number) => fc.string({ unit: fc.constantFrom(...'0123456789abcdefABCDEF'), minLength: n, maxLength: n });
+const hex = (n: number) =>
+  fc.string({ unit: fc.constantFrom(...'0123456789abcdefABCDEF'), minLength: n, maxLength: n });
 const uuid = fc.oneof(
-  fc.tuple(hex(8), hex(4), fc.constantFrom('0', '1', '4', '7', '8', '9', 'f', 'F'), hex(3), fc.constantFrom('8', '9', 'a', 'B', 'c', '0', 'f'), hex(3), hex(12)).map(
-    ([a, b, v, c, w, d, e]) => `${a}-${b}-${v}${c}-${w}${d}-${e}`,
-  ),
+  fc
+    .tuple(
+      hex(8),
+      hex(4),
+      fc.constantFrom('0', '1', '4', '7', '8', '9', 'f', 'F'),
+      hex(3),
+      fc.constantFrom('8', '9', 'a', 'B', 'c', '0', 'f'),
+      hex(3),
+      hex(12),
+    )
+    .map(([a, b, v, c, w, d, e]) => `${a}-${b}-${v}${c}-${w}${d}-${e}`),
   fc.constantFrom(
     '00000000-0000-0000-0000-000000000000',
     'ffffffff-ffff-ffff-ffff-ffffffffffff',
@@ -90,22 +175,46 @@ const uuid = fc.oneof(
   ),
 );
 /** A few fixed ids, in two cases, so one submit often holds the same id twice. */
-const pooledId = fc.constantFrom('4f6a1c2e-0d7b-4a52-9a43-1c8e2b7d9f10', '4F6A1C2E-0D7B-4A52-9A43-1C8E2B7D9F10', '5a7b2d3f-1e8c-4b63-8b54-2d9f3c8e0a21');
+const pooledId = fc.constantFrom(
+  '4f6a1c2e-0d7b-4a52-9a43-1c8e2b7d9f10',
+  '4F6A1C2E-0D7B-4A52-9A43-1C8E2B7D9F10',
+  '5a7b2d3f-1e8c-4b63-8b54-2d9f3c8e0a21',
+);
 const validUuid = fc.uuid().map((id) => id.replace(/^(.{14})8/, '$14'));
-const eventId = fc.oneof({ arbitrary: validUuid, weight: 6 }, { arbitrary: pooledId, weight: 1 }, { arbitrary: uuid, weight: 2 });
+const eventId = fc.oneof(
+  { arbitrary: validUuid, weight: 6 },
+  { arbitrary: pooledId, weight: 1 },
+  { arbitrary: uuid, weight: 2 },
+);
 
 const identifierChar = fc.constantFrom(...'abcXYZ019_.:/@+=#~-');
 const identifier = (max: number) =>
   fc.oneof(
-    { arbitrary: fc.tuple(fc.constantFrom('a', 'Z', '0', '_'), fc.string({ unit: identifierChar, maxLength: 8 })).map(([a, b]) => a + b), weight: 8 },
+    {
+      arbitrary: fc
+        .tuple(fc.constantFrom('a', 'Z', '0', '_'), fc.string({ unit: identifierChar, maxLength: 8 }))
+        .map(([a, b]) => a + b),
+      weight: 8,
+    },
     { arbitrary: fc.constantFrom('a'.repeat(max), '_'.repeat(max)), weight: 1 },
     { arbitrary: fc.constantFrom('a'.repeat(max + 1), '-a', '.a', 'a b', 'ä', ''), weight: 1 },
   );
 const instant = fc.oneof(
-  fc.date({ min: new Date('0001-01-01T00:00:00Z'), max: new Date('9999-12-31T23:59:59Z'), noInvalidDate: true }).map((d) => d.toISOString()),
+  fc
+    .date({ min: new Date('0001-01-01T00:00:00Z'), max: new Date('9999-12-31T23:59:59Z'), noInvalidDate: true })
+    .map((d) => d.toISOString()),
   fc.constantFrom(
-    '2026-02-28T10:00:00Z', '2028-02-29T23:59:59.123456789+14:00', '2026-12-03T06:00:00-05:30', '2026-01-01t00:00:00z', '2026-02-30T10:00:00Z',
-    '2026-02-28T10:00:00', '2026-02-28', '2026-06-30T23:59:60Z', '2026-02-28T10:00:00+24:00', '+002026-02-28T10:00:00Z', '2026-02-28T10:00:00.1234567890Z',
+    '2026-02-28T10:00:00Z',
+    '2028-02-29T23:59:59.123456789+14:00',
+    '2026-12-03T06:00:00-05:30',
+    '2026-01-01t00:00:00z',
+    '2026-02-30T10:00:00Z',
+    '2026-02-28T10:00:00',
+    '2026-02-28',
+    '2026-06-30T23:59:60Z',
+    '2026-02-28T10:00:00+24:00',
+    '+002026-02-28T10:00:00Z',
+    '2026-02-28T10:00:00.1234567890Z',
   ),
 );
 const optional = <T>(arb: fc.Arbitrary<T>) => fc.option(arb, { nil: undefined, freq: 2 });
@@ -140,24 +249,38 @@ const DATA: Record<string, fc.Arbitrary<Record<string, unknown>>> = {
   VerificationRecorded: record({
     outcome: fc.constantFrom('found_committed', 'not_found', 'lookup_unavailable'),
     checked_at: instant,
-    evidence_ref: optional(fc.oneof({ arbitrary: fc.string({ minLength: 1, maxLength: 20 }), weight: 4 }, { arbitrary: edgeString, weight: 1 })),
+    evidence_ref: optional(
+      fc.oneof(
+        { arbitrary: fc.string({ minLength: 1, maxLength: 20 }), weight: 4 },
+        { arbitrary: edgeString, weight: 1 },
+      ),
+    ),
     result: optional(json),
   }),
   ApprovalRecorded: record({
     decision: fc.constantFrom('granted', 'denied'),
-    approver: fc.oneof({ arbitrary: fc.string({ minLength: 1, maxLength: 20 }), weight: 4 }, { arbitrary: edgeString, weight: 1 }),
-    reason: optional(fc.oneof({ arbitrary: fc.string({ maxLength: 20 }), weight: 4 }, { arbitrary: edgeString, weight: 1 })),
+    approver: fc.oneof(
+      { arbitrary: fc.string({ minLength: 1, maxLength: 20 }), weight: 4 },
+      { arbitrary: edgeString, weight: 1 },
+    ),
+    reason: optional(
+      fc.oneof({ arbitrary: fc.string({ maxLength: 20 }), weight: 4 }, { arbitrary: edgeString, weight: 1 }),
+    ),
   }),
 };
 const TYPES = Object.keys(DATA);
 
 /** A valid-looking event of any type. */
-const event = fc.constantFrom(...TYPES).chain((type) => fc.record({ event_id: eventId, type: fc.constant(type), data: DATA[type] }));
+const event = fc
+  .constantFrom(...TYPES)
+  .chain((type) => fc.record({ event_id: eventId, type: fc.constant(type), data: DATA[type] }));
 
 /** One change somewhere in an object: a key set to an odd value, removed, or added. */
 function mutate(target: unknown, path: string[], change: 'set' | 'delete', value: unknown): unknown {
   if (target === null || typeof target !== 'object') return target;
-  const copy: Record<string, unknown> = Array.isArray(target) ? ([...target] as unknown as Record<string, unknown>) : { ...target };
+  const copy: Record<string, unknown> = Array.isArray(target)
+    ? ([...target] as unknown as Record<string, unknown>)
+    : { ...target };
   const [head, ...rest] = path;
   if (rest.length > 0) {
     copy[head] = mutate(copy[head], rest, change, value);
@@ -181,16 +304,30 @@ function mutate(target: unknown, path: string[], change: 'set' | 'delete', value
 /** The paths of every key in a body, so a mutation can land anywhere in it. */
 function pathsOf(value: unknown, prefix: string[] = []): string[][] {
   if (value === null || typeof value !== 'object') return [];
-  return Object.keys(value).flatMap((k) => [[...prefix, k], ...pathsOf((value as Record<string, unknown>)[k], [...prefix, k])]);
+  return Object.keys(value).flatMap((k) => [
+    [...prefix, k],
+    ...pathsOf((value as Record<string, unknown>)[k], [...prefix, k]),
+  ]);
 }
 
-const validBody = fc.record({
-  expected_revision: optional(fc.oneof(fc.integer({ min: -1, max: 50 }), fc.constantFrom(-0, 1e21, 2 ** 53))),
-  events: fc.oneof({ arbitrary: fc.array(event, { minLength: 1, maxLength: MAX_EVENTS }), weight: 5 }, { arbitrary: fc.array(event, { minLength: 0, maxLength: MAX_EVENTS + 1 }), weight: 1 }),
-}).map((value) => Object.fromEntries(Object.entries(value).filter(([, v]) => v !== undefined)));
+const validBody = fc
+  .record({
+    expected_revision: optional(fc.oneof(fc.integer({ min: -1, max: 50 }), fc.constantFrom(-0, 1e21, 2 ** 53))),
+    events: fc.oneof(
+      { arbitrary: fc.array(event, { minLength: 1, maxLength: MAX_EVENTS }), weight: 5 },
+      { arbitrary: fc.array(event, { minLength: 0, maxLength: MAX_EVENTS + 1 }), weight: 1 },
+    ),
+  })
+  .map((value) => Object.fromEntries(Object.entries(value).filter(([, v]) => v !== undefined)));
 
 const mutatedBody = fc
-  .tuple(validBody, fc.array(fc.tuple(fc.nat(), fc.constantFrom('set', 'delete', 'add') as fc.Arbitrary<'set' | 'delete' | 'add'>, key, edge), { minLength: 1, maxLength: 2 }))
+  .tuple(
+    validBody,
+    fc.array(
+      fc.tuple(fc.nat(), fc.constantFrom('set', 'delete', 'add') as fc.Arbitrary<'set' | 'delete' | 'add'>, key, edge),
+      { minLength: 1, maxLength: 2 },
+    ),
+  )
   .map(([body, changes]) =>
     changes.reduce<unknown>((current, [at, change, newKey, value]) => {
       const paths = pathsOf(current);
@@ -204,7 +341,11 @@ const mutatedBody = fc
     }, body),
   );
 
-const anyBody = fc.oneof({ arbitrary: validBody, weight: 3 }, { arbitrary: mutatedBody, weight: 5 }, { arbitrary: edge, weight: 1 });
+const anyBody = fc.oneof(
+  { arbitrary: validBody, weight: 3 },
+  { arbitrary: mutatedBody, weight: 5 },
+  { arbitrary: edge, weight: 1 },
+);
 
 /**
  * Where the compiled check is knowingly stricter than the DTOs (the body then takes the DTO path,
@@ -216,7 +357,15 @@ function knowinglyStricter(body: unknown): boolean {
 
 const RUNS = Number(process.env.SUBMIT_BODY_RUNS ?? 3000);
 const SEED = process.env.SUBMIT_BODY_SEED === undefined ? undefined : Number(process.env.SUBMIT_BODY_SEED);
-const BASE = { events: [{ event_id: '5a7b2d3f-1e8c-4b63-8b54-2d9f3c8e0a21', type: 'ApprovalRecorded', data: { decision: 'granted', approver: 'alice' } }] };
+const BASE = {
+  events: [
+    {
+      event_id: '5a7b2d3f-1e8c-4b63-8b54-2d9f3c8e0a21',
+      type: 'ApprovalRecorded',
+      data: { decision: 'granted', approver: 'alice' },
+    },
+  ],
+};
 
 /** Each check, by name; the process prints what each counted, and fails on the first that fails. */
 const CHECKS: Record<string, () => Promise<Record<string, number> | void>> = {
@@ -247,7 +396,13 @@ const CHECKS: Record<string, () => Promise<Record<string, number> | void>> = {
         if (compiled(structuredClone(body))) {
           // Past the shape, only what the schema cannot say: events per submit, one id twice, and
           // (checked before the schema) keys named like Object.prototype members.
-          if (!viaDtos.ok) ok(/^(at most \d+ events per submit|an event_id appears twice in one submit|.* should not exist)$/.test(viaDtos.detail), viaDtos.detail);
+          if (!viaDtos.ok)
+            ok(
+              /^(at most \d+ events per submit|an event_id appears twice in one submit|.* should not exist)$/.test(
+                viaDtos.detail,
+              ),
+              viaDtos.detail,
+            );
           else both += 1;
         } else if (viaDtos.ok) {
           ok(knowinglyStricter(body), `the DTOs accept what the compiled check refuses: ${JSON.stringify(body)}`);
@@ -261,8 +416,17 @@ const CHECKS: Record<string, () => Promise<Record<string, number> | void>> = {
   },
 
   async 'keeps the data exactly as sent: -0, 1e21, unicode and key order survive, the event_id is lower-cased'() {
-    const data = { run_id: 'run_1', tool: 'create_invoice', side_effect: 'write', input_hash: 'h', input: { z: -0, a: 1e21, s: '😀\u0301', nested: [{ b: 2 ** 53 }] } };
-    const body = { expected_revision: -0, events: [{ event_id: '4F6A1C2E-0D7B-4A52-9A43-1C8E2B7D9F10', type: 'StepPlanned', data }] };
+    const data = {
+      run_id: 'run_1',
+      tool: 'create_invoice',
+      side_effect: 'write',
+      input_hash: 'h',
+      input: { z: -0, a: 1e21, s: '😀\u0301', nested: [{ b: 2 ** 53 }] },
+    };
+    const body = {
+      expected_revision: -0,
+      events: [{ event_id: '4F6A1C2E-0D7B-4A52-9A43-1C8E2B7D9F10', type: 'StepPlanned', data }],
+    };
     ok(compiled(structuredClone(body)));
     const out = await fastPipe.transform(structuredClone(body));
     deepStrictEqual(out, await dtoPipe.transform(structuredClone(body)));
@@ -275,16 +439,32 @@ const CHECKS: Record<string, () => Promise<Record<string, number> | void>> = {
   async 'sends a valid body past the DTOs, and an invalid one through them'() {
     const original = ValidationPipe.prototype.transform;
     let calls = 0;
-    ValidationPipe.prototype.transform = function counted(this: ValidationPipe, ...args: Parameters<ValidationPipe['transform']>) {
+    ValidationPipe.prototype.transform = function counted(
+      this: ValidationPipe,
+      ...args: Parameters<ValidationPipe['transform']>
+    ) {
       calls += 1;
       return original.apply(this, args);
     };
     try {
-      const valid = { events: [{ event_id: '5a7b2d3f-1e8c-4b63-8b54-2d9f3c8e0a21', type: 'AttemptDispatched', data: { attempt: 1, input_hash: 'sha256:9c1f' } }] };
+      const valid = {
+        events: [
+          {
+            event_id: '5a7b2d3f-1e8c-4b63-8b54-2d9f3c8e0a21',
+            type: 'AttemptDispatched',
+            data: { attempt: 1, input_hash: 'sha256:9c1f' },
+          },
+        ],
+      };
       await fastPipe.transform(structuredClone(valid));
       strictEqual(calls, 0);
       const refused = await answer(fastPipe, mutate(valid, ['events', '0', 'data', 'attempt'], 'set', 0));
-      deepStrictEqual(refused, { ok: false, code: 'BAD_REQUEST', detail: 'events[0].data.attempt must not be less than 1', extras: { field: 'events[0].data.attempt' } });
+      deepStrictEqual(refused, {
+        ok: false,
+        code: 'BAD_REQUEST',
+        detail: 'events[0].data.attempt must not be less than 1',
+        extras: { field: 'events[0].data.attempt' },
+      });
       strictEqual(calls, 1);
     } finally {
       ValidationPipe.prototype.transform = original;
@@ -294,16 +474,36 @@ const CHECKS: Record<string, () => Promise<Record<string, number> | void>> = {
   async 'refuses near-valid bodies on both paths, with the same detail'() {
     const cases: Array<[string[], unknown, string]> = [
       // A format library's uuid takes a urn:uuid: prefix; the DTO does not.
-      [['events', '0', 'event_id'], 'urn:uuid:5a7b2d3f-1e8c-4b63-8b54-2d9f3c8e0a21', 'events[0].event_id must not be a version 8 UUID: those are the ids the ledger derives'],
+      [
+        ['events', '0', 'event_id'],
+        'urn:uuid:5a7b2d3f-1e8c-4b63-8b54-2d9f3c8e0a21',
+        'events[0].event_id must not be a version 8 UUID: those are the ids the ledger derives',
+      ],
       [['events', '0', 'event_id'], '5a7b2d3f-1e8c-4b63-cb54-2d9f3c8e0a21', 'events[0].event_id must be a UUID'],
-      [['events', '0', 'data', 'approver'], 'a'.repeat(201), 'events[0].data.approver must be shorter than or equal to 200 characters'],
-      [['events', '0', 'event_id'], '5a7b2d3f-1e8c-8b63-8b54-2d9f3c8e0a21', 'events[0].event_id must not be a version 8 UUID: those are the ids the ledger derives'],
+      [
+        ['events', '0', 'data', 'approver'],
+        'a'.repeat(201),
+        'events[0].data.approver must be shorter than or equal to 200 characters',
+      ],
+      [
+        ['events', '0', 'event_id'],
+        '5a7b2d3f-1e8c-8b63-8b54-2d9f3c8e0a21',
+        'events[0].event_id must not be a version 8 UUID: those are the ids the ledger derives',
+      ],
       [['events', '0', 'data', 'approver'], '', 'events[0].data.approver must be longer than or equal to 1 characters'],
       [['events', '0', 'extra'], 1, 'events[0].extra property extra should not exist'],
       [['events', '0', 'data', 'extra'], 1, 'events[0].data.extra property extra should not exist'],
       [['events', '0', 'data', 'constructor'], 1, 'events[0].data.constructor should not exist'],
-      [['events', '0', 'data', 'reason'], 'r'.repeat(1001), 'events[0].data.reason must be shorter than or equal to 1000 characters'],
-      [['events', '0', 'data', 'decision'], 'maybe', 'events[0].data.decision must be one of the following values: granted, denied'],
+      [
+        ['events', '0', 'data', 'reason'],
+        'r'.repeat(1001),
+        'events[0].data.reason must be shorter than or equal to 1000 characters',
+      ],
+      [
+        ['events', '0', 'data', 'decision'],
+        'maybe',
+        'events[0].data.decision must be one of the following values: granted, denied',
+      ],
       [['expected_revision'], 1.5, 'expected_revision must be an integer number'],
       // The client's own key is taken literally in the message, never as a pattern.
       [['('], 1, '( property ( should not exist'],
@@ -314,7 +514,10 @@ const CHECKS: Record<string, () => Promise<Record<string, number> | void>> = {
       strictEqual(compiled(structuredClone(body)), false, detail);
       const [viaFast, viaDtos] = await Promise.all([answer(fastPipe, body), answer(dtoPipe, body)]);
       deepStrictEqual(viaFast, viaDtos);
-      ok(!viaFast.ok && viaFast.code === 'BAD_REQUEST' && viaFast.detail === detail, `${detail}: ${JSON.stringify(viaFast)}`);
+      ok(
+        !viaFast.ok && viaFast.code === 'BAD_REQUEST' && viaFast.detail === detail,
+        `${detail}: ${JSON.stringify(viaFast)}`,
+      );
     }
     return { cases: cases.length };
   },
@@ -337,11 +540,18 @@ const CHECKS: Record<string, () => Promise<Record<string, number> | void>> = {
 
   async 'leaves a body whose free-form parts hold keys the DTO path deletes to that path'() {
     const envelope = withKey({ ok: true }, 'constructor', 1);
-    const body = { events: [{ event_id: '5a7b2d3f-1e8c-4b63-8b54-2d9f3c8e0a21', type: 'EnvelopeRecorded', data: { attempt: 1, envelope } }] };
+    const body = {
+      events: [
+        { event_id: '5a7b2d3f-1e8c-4b63-8b54-2d9f3c8e0a21', type: 'EnvelopeRecorded', data: { attempt: 1, envelope } },
+      ],
+    };
     ok(compiled(structuredClone(body)));
     const [viaFast, viaDtos] = await Promise.all([answer(fastPipe, body), answer(dtoPipe, body)]);
     deepStrictEqual(viaFast, viaDtos);
-    deepStrictEqual(viaFast, { ok: true, value: { events: [{ ...body.events[0], data: { attempt: 1, envelope: { ok: true } } }] } });
+    deepStrictEqual(viaFast, {
+      ok: true,
+      value: { events: [{ ...body.events[0], data: { attempt: 1, envelope: { ok: true } } }] },
+    });
   },
 };
 

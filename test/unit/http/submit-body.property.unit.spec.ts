@@ -9,11 +9,15 @@ import { join } from 'node:path';
 const ROOT = join(__dirname, '..', '..', '..');
 
 it('the compiled submit validator answers every body as the DTOs do, and accepts nothing they refuse', () => {
-  const run = spawnSync(process.execPath, ['--require', join(ROOT, 'test/chaos/swc-register.cjs'), join(__dirname, 'submit-body-differential.ts')], {
-    cwd: ROOT,
-    encoding: 'utf8',
-    timeout: 240_000,
-  });
+  const run = spawnSync(
+    process.execPath,
+    ['--require', join(ROOT, 'test/chaos/swc-register.cjs'), join(__dirname, 'submit-body-differential.ts')],
+    {
+      cwd: ROOT,
+      encoding: 'utf8',
+      timeout: 240_000,
+    },
+  );
   const passed = run.stdout
     .split('\n')
     .filter(Boolean)

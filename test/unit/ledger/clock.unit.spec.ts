@@ -10,7 +10,11 @@ function steppable(startWall = Date.parse('2026-05-01T10:00:00.000Z')) {
   let wall = startWall;
   let monotonic = 1_000;
   const steps: ClockStep[] = [];
-  const clock = new MonotonicClock({ wallNow: () => wall, monotonicNow: () => monotonic, onStep: (step) => steps.push(step) });
+  const clock = new MonotonicClock({
+    wallNow: () => wall,
+    monotonicNow: () => monotonic,
+    onStep: (step) => steps.push(step),
+  });
   return {
     clock,
     steps,
@@ -91,7 +95,12 @@ describe('MonotonicClock on a shared base', () => {
     const base = { wallMs: Date.parse('2026-05-01T10:00:00.000Z'), monotonicMs: 1_000 };
     // This process started 10 s after the base was written, its wall clock an hour ahead.
     let monotonic = 11_000;
-    const clock = new MonotonicClock({ base, monotonicNow: () => monotonic, wallNow: () => base.wallMs + 10_000 + HOUR + (monotonic - 11_000), onStep: (step) => steps.push(step) });
+    const clock = new MonotonicClock({
+      base,
+      monotonicNow: () => monotonic,
+      wallNow: () => base.wallMs + 10_000 + HOUR + (monotonic - 11_000),
+      onStep: (step) => steps.push(step),
+    });
     expect(clock.now().toISOString()).toBe('2026-05-01T10:00:10.000Z');
     monotonic += 500;
     expect(clock.now().toISOString()).toBe('2026-05-01T10:00:10.500Z');

@@ -11,7 +11,14 @@ const NOW = 100_000;
 
 function peer(id: string, overrides: Partial<PeerView> = {}, ahead?: { instance_id: string; ms: number }): PeerView {
   return {
-    heartbeat: { instance_id: id, boot_id: 'boot-b', ledger_ms: 0, monotonic_ms: 0, seq: 5, ...(ahead ? { ahead } : {}) },
+    heartbeat: {
+      instance_id: id,
+      boot_id: 'boot-b',
+      ledger_ms: 0,
+      monotonic_ms: 0,
+      seq: 5,
+      ...(ahead ? { ahead } : {}),
+    },
     sharesBase: false,
     changedAtMs: NOW - 1_000,
     changesSeen: 2,
@@ -25,7 +32,11 @@ const judge = (peers: PeerView[]) => judgeSkew({ selfId: 'me', peers, nowMonoton
 describe('judgeSkew', () => {
   it('alone, or with peers within the bound that have judged it: take-overs allowed', () => {
     expect(judge([])).toEqual({ livePeers: 0, skewMs: 0, takeOvers: 'allowed' });
-    expect(judge([peer('p', { maxLeadMs: 1_000 })])).toMatchObject({ livePeers: 1, skewMs: 1_000, takeOvers: 'allowed' });
+    expect(judge([peer('p', { maxLeadMs: 1_000 })])).toMatchObject({
+      livePeers: 1,
+      skewMs: 1_000,
+      takeOvers: 'allowed',
+    });
   });
 
   it('a live peer seen ahead beyond the bound holds take-overs, with the figure and who', () => {
@@ -39,16 +50,29 @@ describe('judgeSkew', () => {
   });
 
   it('a peer that reports this instance (or another live one) ahead holds take-overs here too', () => {
-    expect(judge([peer('p', {}, { instance_id: 'me', ms: 3_600_000 })])).toMatchObject({ skewMs: 3_600_000, takeOvers: 'held', reason: 'skew' });
-    expect(judge([peer('p', {}, { instance_id: 'q', ms: 5_000 }), peer('q')])).toMatchObject({ skewMs: 5_000, takeOvers: 'held' });
+    expect(judge([peer('p', {}, { instance_id: 'me', ms: 3_600_000 })])).toMatchObject({
+      skewMs: 3_600_000,
+      takeOvers: 'held',
+      reason: 'skew',
+    });
+    expect(judge([peer('p', {}, { instance_id: 'q', ms: 5_000 }), peer('q')])).toMatchObject({
+      skewMs: 5_000,
+      takeOvers: 'held',
+    });
     // About an instance no longer live: nothing to disagree with.
-    expect(judge([peer('p', {}, { instance_id: 'gone', ms: 5_000 })])).toMatchObject({ skewMs: 0, takeOvers: 'allowed' });
+    expect(judge([peer('p', {}, { instance_id: 'gone', ms: 5_000 })])).toMatchObject({
+      skewMs: 0,
+      takeOvers: 'allowed',
+    });
   });
 
   it('a peer whose heartbeat has not changed for three periods is not live, however far ahead', () => {
     const stale = peer('p', { maxLeadMs: 3_600_000, changedAtMs: NOW - 3 * settings.heartbeatMs - 1 });
     expect(judge([stale])).toEqual({ livePeers: 0, skewMs: 0, takeOvers: 'allowed' });
-    expect(judge([{ ...stale, changedAtMs: NOW - 3 * settings.heartbeatMs }])).toMatchObject({ livePeers: 1, takeOvers: 'held' });
+    expect(judge([{ ...stale, changedAtMs: NOW - 3 * settings.heartbeatMs }])).toMatchObject({
+      livePeers: 1,
+      takeOvers: 'held',
+    });
   });
 
   it('until a peer on another base has written two heartbeats since first read, take-overs wait for its verdict', () => {
@@ -59,6 +83,13 @@ describe('judgeSkew', () => {
 
   it('a lead of exactly the bound is within it; the bound is a setting', () => {
     expect(judge([peer('p', { maxLeadMs: 1_000 })]).takeOvers).toBe('allowed');
-    expect(judgeSkew({ selfId: 'me', peers: [peer('p', { maxLeadMs: 300 })], nowMonotonicMs: NOW, settings: { ...settings, skewBoundMs: 250 } }).takeOvers).toBe('held');
+    expect(
+      judgeSkew({
+        selfId: 'me',
+        peers: [peer('p', { maxLeadMs: 300 })],
+        nowMonotonicMs: NOW,
+        settings: { ...settings, skewBoundMs: 250 },
+      }).takeOvers,
+    ).toBe('held');
   });
 });

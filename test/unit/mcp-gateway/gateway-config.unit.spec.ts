@@ -25,7 +25,12 @@ describe('the MCP gateway configuration', () => {
     expect(config.write_tools.create_invoice).toMatchObject({
       vouched_codes: [],
       policy: { max_attempts: 3, consistency_window_ms: 30_000, approval_required: false },
-      lookup: { tool: 'lookup_operation', argument: 'operation_ref', found_field: 'found', evidence_field: 'evidence_ref' },
+      lookup: {
+        tool: 'lookup_operation',
+        argument: 'operation_ref',
+        found_field: 'found',
+        evidence_field: 'evidence_ref',
+      },
       timeout_ms: 10_000,
     });
     expect(config.servers.invoices).toMatchObject({ trust_descriptions: false });
@@ -41,7 +46,11 @@ describe('the MCP gateway configuration', () => {
     };
     const config = parseGatewayConfig(raw, 'gateway.json', { GATEWAY_KEY: 'k1', CRM_TOKEN: 't1' });
     expect(config.ledger.api_key).toBe('k1');
-    expect(config.servers.crm).toEqual({ url: 'https://crm.test/mcp', headers: { authorization: 'Bearer t1' }, trust_descriptions: false });
+    expect(config.servers.crm).toEqual({
+      url: 'https://crm.test/mcp',
+      headers: { authorization: 'Bearer t1' },
+      trust_descriptions: false,
+    });
     expect(problemsOf(raw, {})).toEqual([
       'servers.crm.headers.authorization: environment variable CRM_TOKEN is not set',
       'ledger.api_key_env: environment variable GATEWAY_KEY is not set (a ledger that is not on this machine needs a runtime key)',
@@ -50,19 +59,34 @@ describe('the MCP gateway configuration', () => {
 
   it('a ledger on this machine may be in local mode: a named key variable that is not set is no error there', () => {
     for (const url of ['http://127.0.0.1:3000', 'http://localhost:3000', 'http://[::1]:3000']) {
-      const config = parseGatewayConfig({ ...minimal, ledger: { url, api_key_env: 'LEDGER_API_KEY' } }, 'gateway.json', {});
+      const config = parseGatewayConfig(
+        { ...minimal, ledger: { url, api_key_env: 'LEDGER_API_KEY' } },
+        'gateway.json',
+        {},
+      );
       expect(config.ledger.api_key).toBeUndefined();
     }
     // The command line's --url is judged as if the file said it.
-    expect(() => parseGatewayConfig({ ...minimal, ledger: { api_key_env: 'LEDGER_API_KEY' } }, 'gateway.json', {}, { ledgerUrl: 'https://ledger.example.internal' })).toThrow(
-      /ledger.api_key_env: environment variable LEDGER_API_KEY is not set/,
-    );
+    expect(() =>
+      parseGatewayConfig(
+        { ...minimal, ledger: { api_key_env: 'LEDGER_API_KEY' } },
+        'gateway.json',
+        {},
+        { ledgerUrl: 'https://ledger.example.internal' },
+      ),
+    ).toThrow(/ledger.api_key_env: environment variable LEDGER_API_KEY is not set/);
   });
 
   it('refuses a write whose call timeout does not end before its consistency window, naming the field', () => {
     const tool = (timeout_ms: number, consistency_window_ms?: number) => ({
       ...minimal,
-      write_tools: { create_invoice: { lookup: { tool: 'lookup_operation' }, timeout_ms, ...(consistency_window_ms === undefined ? {} : { policy: { consistency_window_ms } }) } },
+      write_tools: {
+        create_invoice: {
+          lookup: { tool: 'lookup_operation' },
+          timeout_ms,
+          ...(consistency_window_ms === undefined ? {} : { policy: { consistency_window_ms } }),
+        },
+      },
     });
     expect(problemsOf(tool(30_000))).toEqual([
       'write_tools.create_invoice.timeout_ms: 30000 must be less than write_tools.create_invoice.policy.consistency_window_ms (30000): a call still open when the window ends could commit after a lookup found nothing',
@@ -75,7 +99,9 @@ describe('the MCP gateway configuration', () => {
     const raw = {
       ...minimal,
       servers: { invoices: { command: 'node', trust_descriptions: true } },
-      write_tools: { create_invoice: { lookup: { tool: 'lookup_operation' }, title: 'Create', description: 'Creates one.' } },
+      write_tools: {
+        create_invoice: { lookup: { tool: 'lookup_operation' }, title: 'Create', description: 'Creates one.' },
+      },
       read_tools: { get_invoice: { description: 'Reads one.' } },
     };
     const config = parseGatewayConfig(raw, 'gateway.json', {});
@@ -87,9 +113,9 @@ describe('the MCP gateway configuration', () => {
   });
 
   it('refuses a lookup URL without {operation_ref}, and a server that is neither a command nor a URL', () => {
-    expect(problemsOf({ ...minimal, write_tools: { create_invoice: { lookup: { url: 'http://127.0.0.1:9/lookup' } } } })).toEqual([
-      'write_tools.create_invoice.lookup.url: must contain {operation_ref}',
-    ]);
+    expect(
+      problemsOf({ ...minimal, write_tools: { create_invoice: { lookup: { url: 'http://127.0.0.1:9/lookup' } } } }),
+    ).toEqual(['write_tools.create_invoice.lookup.url: must contain {operation_ref}']);
     expect(problemsOf({ ...minimal, servers: { invoices: { cmd: 'node' } } })).toHaveLength(1);
   });
 

@@ -13,7 +13,10 @@ describe('the words of an upstream tool', () => {
       properties: {
         description: { type: 'string', description: PROSE, maxLength: 10, examples: [PROSE] },
         title: { type: 'string', default: PROSE, enum: ['a', 'b'] },
-        items: { type: 'array', items: { type: 'object', properties: { n: { type: 'integer', minimum: 1, $comment: PROSE } } } },
+        items: {
+          type: 'array',
+          items: { type: 'object', properties: { n: { type: 'integer', minimum: 1, $comment: PROSE } } },
+        },
         either: { anyOf: [{ type: 'string', description: PROSE }, { type: 'null' }], 'x-note': PROSE },
       },
       required: ['description'],
@@ -51,11 +54,17 @@ describe('the words of an upstream tool', () => {
       inputSchema: { type: 'object', properties: { to: { type: 'string' } } },
       annotations: { readOnlyHint: false, destructiveHint: true },
     });
-    expect(hostTool(tool, false, { title: 'Send', description: 'Sends one message.' })).toMatchObject({ title: 'Send', description: 'Sends one message.' });
+    expect(hostTool(tool, false, { title: 'Send', description: 'Sends one message.' })).toMatchObject({
+      title: 'Send',
+      description: 'Sends one message.',
+    });
   });
 
   it("vouched for: the upstream's words as they are, the configuration's winning where given", () => {
     expect(hostTool(tool, true, undefined)).toEqual(tool);
-    expect(hostTool(tool, true, { description: 'Sends one message.' })).toMatchObject({ title: PROSE, description: 'Sends one message.' });
+    expect(hostTool(tool, true, { description: 'Sends one message.' })).toMatchObject({
+      title: PROSE,
+      description: 'Sends one message.',
+    });
   });
 });

@@ -1,4 +1,7 @@
-import { evidenceTrailProjection, type EvidenceTrailDoc } from '@recovery-ledger/core/projections/evidence-trail.projection';
+import {
+  evidenceTrailProjection,
+  type EvidenceTrailDoc,
+} from '@recovery-ledger/core/projections/evidence-trail.projection';
 import { docOf, foldProjection } from '../../../packages/core/test/projections/support/fold-projection';
 import { envelopes, expectOk, LedgerScenario } from './support/ledger-scenario';
 import { redelivered } from './support/redelivery';
@@ -40,7 +43,10 @@ describe('evidence trail projection', () => {
       expect(entry.actor).toBe('key_runtime1');
     });
     expect(doc.entries[3].caused_by).toBe(log[2].event_id);
-    expect(doc.entries[4].data).toMatchObject({ attempt: 1, envelope: { code: 'OUTCOME_UNKNOWN', commit_state: 'unknown' } });
+    expect(doc.entries[4].data).toMatchObject({
+      attempt: 1,
+      envelope: { code: 'OUTCOME_UNKNOWN', commit_state: 'unknown' },
+    });
     expect(doc.entries[6].summary).toBe('dispatch of attempt 2 refused: VERIFY_BEFORE_RETRY');
   });
 
@@ -69,7 +75,9 @@ describe('evidence trail projection', () => {
     expect(expectOk(await given.dispatch(REF, 2)).replayed).toBe(true);
     const replayed = await trail(given);
     expect(replayed.verdict.duplicates_prevented).toBe(1);
-    expect(replayed.verdict.statement).toBe('committed — verified via get_invoice_by_operation_ref, evidence inv_123; 1 duplicate write prevented');
+    expect(replayed.verdict.statement).toBe(
+      'committed — verified via get_invoice_by_operation_ref, evidence inv_123; 1 duplicate write prevented',
+    );
   });
 
   it("takes the verification tool from the envelope's safe_details when the policy names none", async () => {
@@ -79,7 +87,13 @@ describe('evidence trail projection', () => {
     await given.envelope(REF, 1, envelopes.unknown(REF, 'lookup_invoice'));
 
     const pending = await trail(given);
-    expect(pending.verdict).toMatchObject({ status: 'verifying', terminal: false, commit_state: 'unknown', proven_by: 'envelope', verification_tool: 'lookup_invoice' });
+    expect(pending.verdict).toMatchObject({
+      status: 'verifying',
+      terminal: false,
+      commit_state: 'unknown',
+      proven_by: 'envelope',
+      verification_tool: 'lookup_invoice',
+    });
     expect(pending.verdict.statement).toBe(
       'pending — the outcome of attempt 1 is unknown (OUTCOME_UNKNOWN); verify via lookup_invoice before any new write',
     );
@@ -109,14 +123,24 @@ describe('evidence trail projection', () => {
     expectOk(await given.verify(REF, 'not_found'));
 
     const ready = await trail(given);
-    expect(ready.verdict).toMatchObject({ status: 'retry_ready', commit_state: 'not_committed', proven_by: 'verification', attempt: 1 });
+    expect(ready.verdict).toMatchObject({
+      status: 'retry_ready',
+      commit_state: 'not_committed',
+      proven_by: 'verification',
+      attempt: 1,
+    });
     expect(ready.verdict.statement).toBe(
       'pending — attempt 1 verified not committed via get_invoice_by_operation_ref; a new attempt with the same operation_ref may run',
     );
 
     await given.dispatch(REF, 2);
     await given.envelope(REF, 2, envelopes.committed(REF, 'inv_2'));
-    expect((await trail(given)).verdict).toMatchObject({ status: 'succeeded', proven_by: 'envelope', attempt: 2, evidence_ref: 'inv_2' });
+    expect((await trail(given)).verdict).toMatchObject({
+      status: 'succeeded',
+      proven_by: 'envelope',
+      attempt: 2,
+      evidence_ref: 'inv_2',
+    });
   });
 
   it('escalates an unverifiable write without guessing', async () => {
@@ -132,7 +156,8 @@ describe('evidence trail projection', () => {
       commit_state: 'unknown',
       proven_by: 'verification',
       reason: 'LOOKUP_UNAVAILABLE',
-      statement: 'escalated — outcome unknown: the lookup via get_invoice_by_operation_ref was unavailable, so nothing was guessed',
+      statement:
+        'escalated — outcome unknown: the lookup via get_invoice_by_operation_ref was unavailable, so nothing was guessed',
     });
   });
 
@@ -141,11 +166,17 @@ describe('evidence trail projection', () => {
     await given.plan(REF);
     await given.dispatch(REF, 1);
     await given.envelope(REF, 1, envelopes.needsApproval(REF));
-    expect((await trail(given)).verdict.statement).toBe('pending — not committed; awaiting approval (MISSING_APPROVAL)');
+    expect((await trail(given)).verdict.statement).toBe(
+      'pending — not committed; awaiting approval (MISSING_APPROVAL)',
+    );
     await given.approve(REF, 'denied', 'bob');
 
     const doc = await trail(given);
-    expect(doc.verdict).toMatchObject({ status: 'escalated', commit_state: 'not_committed', statement: 'escalated — not committed: approval denied by bob' });
+    expect(doc.verdict).toMatchObject({
+      status: 'escalated',
+      commit_state: 'not_committed',
+      statement: 'escalated — not committed: approval denied by bob',
+    });
     expect(doc.entries.find((entry) => entry.kind === 'approval')?.summary).toBe('approval denied by bob');
   });
 
@@ -156,8 +187,12 @@ describe('evidence trail projection', () => {
     await given.envelope(REF, 1, envelopes.invalidInput(REF));
     expect(await given.dispatch(REF, 2, 'h1')).toEqual({ ok: false, code: 'UNCHANGED_RETRY' });
     const needsInput = await trail(given);
-    expect(needsInput.verdict.statement).toBe('pending — not committed; needs corrected input after INVALID_RECIPIENT_ADDRESS (field recipient_email)');
-    expect(needsInput.entries[needsInput.entries.length - 1].summary).toBe('dispatch of attempt 2 refused: UNCHANGED_RETRY');
+    expect(needsInput.verdict.statement).toBe(
+      'pending — not committed; needs corrected input after INVALID_RECIPIENT_ADDRESS (field recipient_email)',
+    );
+    expect(needsInput.entries[needsInput.entries.length - 1].summary).toBe(
+      'dispatch of attempt 2 refused: UNCHANGED_RETRY',
+    );
 
     await given.dispatch(REF, 2, 'h2');
     await given.envelope(REF, 2, envelopes.invalidInput(REF));
@@ -178,7 +213,9 @@ describe('evidence trail projection', () => {
     await given.envelope(REF, 1, envelopes.committed(REF));
     const log = await given.log();
 
-    expect(foldProjection(evidenceTrailProjection, redelivered(log)).docs).toEqual(foldProjection(evidenceTrailProjection, log).docs);
+    expect(foldProjection(evidenceTrailProjection, redelivered(log)).docs).toEqual(
+      foldProjection(evidenceTrailProjection, log).docs,
+    );
     expect((await trail(given)).entries).toHaveLength(log.length);
   });
 });

@@ -1,5 +1,8 @@
 import fc from 'fast-check';
-import { evidenceTrailProjection, type EvidenceTrailDoc } from '@recovery-ledger/core/projections/evidence-trail.projection';
+import {
+  evidenceTrailProjection,
+  type EvidenceTrailDoc,
+} from '@recovery-ledger/core/projections/evidence-trail.projection';
 import { LEDGER_PROJECTIONS } from '@recovery-ledger/core/projections/projection-catalog';
 import type { ProjectedEvent } from '@recovery-ledger/core/projections/projection';
 import { stepStateProjection, type StepStateDoc } from '@recovery-ledger/core/projections/step-state.projection';
@@ -18,7 +21,10 @@ describe('projection properties over random valid histories', () => {
         const log = await runHistory(commands);
         const whole = foldProjection(evidenceTrailProjection, log).docs as Map<string, EvidenceTrailDoc>;
         for (let length = 0; length <= log.length; length++) {
-          const prefix = foldProjection(evidenceTrailProjection, log.slice(0, length)).docs as Map<string, EvidenceTrailDoc>;
+          const prefix = foldProjection(evidenceTrailProjection, log.slice(0, length)).docs as Map<
+            string,
+            EvidenceTrailDoc
+          >;
           for (const [key, doc] of prefix) {
             const full = whole.get(key) as EvidenceTrailDoc;
             expect(full.entries.slice(0, doc.entries.length)).toEqual(doc.entries);
@@ -26,7 +32,9 @@ describe('projection properties over random valid histories', () => {
         }
         // Every event of an operation is in its trail, in log order.
         for (const doc of whole.values()) {
-          const own = log.filter((event) => event.metadata.tenant === doc.tenant && event.metadata.operation_ref === doc.operation_ref);
+          const own = log.filter(
+            (event) => event.metadata.tenant === doc.tenant && event.metadata.operation_ref === doc.operation_ref,
+          );
           expect(doc.entries.map((entry) => entry.event_id)).toEqual(own.map((event) => event.event_id));
         }
       }),
@@ -79,9 +87,40 @@ describe('projection properties over random valid histories', () => {
       revision: fc.nat(20),
       position: fc.integer({ min: 1, max: 1_000 }),
       event_id: fc.uuid(),
-      type: fc.constantFrom('StepPlanned', 'AttemptDispatched', 'EnvelopeRecorded', 'VerificationRecorded', 'ApprovalRecorded', 'TransitionRecorded', 'DispatchRefused', 'Unknown'),
-      data: fc.oneof(fc.anything(), fc.dictionary(fc.constantFrom('run_id', 'tool', 'attempt', 'envelope', 'to', 'from', 'code', 'outcome', 'directive', 'policy'), fc.anything())),
-      metadata: fc.record({ recorded_at: fc.oneof(fc.constant('2026-03-01T09:00:00.000Z'), fc.string()), actor: fc.string(), tenant: fc.constant('acme'), operation_ref: fc.constantFrom('a', 'b') }),
+      type: fc.constantFrom(
+        'StepPlanned',
+        'AttemptDispatched',
+        'EnvelopeRecorded',
+        'VerificationRecorded',
+        'ApprovalRecorded',
+        'TransitionRecorded',
+        'DispatchRefused',
+        'Unknown',
+      ),
+      data: fc.oneof(
+        fc.anything(),
+        fc.dictionary(
+          fc.constantFrom(
+            'run_id',
+            'tool',
+            'attempt',
+            'envelope',
+            'to',
+            'from',
+            'code',
+            'outcome',
+            'directive',
+            'policy',
+          ),
+          fc.anything(),
+        ),
+      ),
+      metadata: fc.record({
+        recorded_at: fc.oneof(fc.constant('2026-03-01T09:00:00.000Z'), fc.string()),
+        actor: fc.string(),
+        tenant: fc.constant('acme'),
+        operation_ref: fc.constantFrom('a', 'b'),
+      }),
     });
     fc.assert(
       fc.property(fc.array(event, { maxLength: 30 }), (events) => {

@@ -23,11 +23,19 @@ describe('run summary projection', () => {
     const { docs, links } = foldProjection(runSummaryProjection, await given.log());
     const run = docs.get('acme:run_81') as RunSummaryDoc;
 
-    expect(Object.values(run.steps).map((step) => [step.operation_ref, step.tool, step.status, step.attempts_used])).toEqual([
+    expect(
+      Object.values(run.steps).map((step) => [step.operation_ref, step.tool, step.status, step.attempts_used]),
+    ).toEqual([
       ['run_81/step_1', 'create_invoice', 'succeeded', 1],
       ['run_81/step_2', 'send_email', 'verifying', 1],
     ]);
-    expect(run).toMatchObject({ run_id: 'run_81', total: 2, open: 1, counts: { succeeded: 1, verifying: 1 }, started_at: '2026-03-01T09:00:00.000Z' });
+    expect(run).toMatchObject({
+      run_id: 'run_81',
+      total: 2,
+      open: 1,
+      counts: { succeeded: 1, verifying: 1 },
+      started_at: '2026-03-01T09:00:00.000Z',
+    });
     expect(run.steps['run_81/step_2']).toMatchObject({ reason: 'OUTCOME_UNKNOWN', since: '2026-03-01T09:00:01.000Z' });
     expect((docs.get('acme:run_82') as RunSummaryDoc).counts).toEqual({ planned: 1 });
     // Later events carry no run id: each operation's stream is linked to its run at StepPlanned.
@@ -48,6 +56,8 @@ describe('run summary projection', () => {
   it('changes nothing when events are delivered again', async () => {
     const log = await (await twoRuns()).log();
 
-    expect(foldProjection(runSummaryProjection, redelivered(log)).docs).toEqual(foldProjection(runSummaryProjection, log).docs);
+    expect(foldProjection(runSummaryProjection, redelivered(log)).docs).toEqual(
+      foldProjection(runSummaryProjection, log).docs,
+    );
   });
 });

@@ -1,5 +1,9 @@
 import { stepStateProjection, type StepStateDoc } from '@recovery-ledger/core/projections/step-state.projection';
-import { trustMetricsProjection, trustReport, type TrustMetricsDoc } from '@recovery-ledger/core/projections/trust-metrics.projection';
+import {
+  trustMetricsProjection,
+  trustReport,
+  type TrustMetricsDoc,
+} from '@recovery-ledger/core/projections/trust-metrics.projection';
 import { docOf, foldProjection } from '../../../packages/core/test/projections/support/fold-projection';
 import { envelopes, expectOk, LedgerScenario } from './support/ledger-scenario';
 import { redelivered } from './support/redelivery';
@@ -10,7 +14,12 @@ const KEY = `acme:${REF}`;
 describe('step state projection', () => {
   it('indexes a planned step with its tool, run, policy and directive', async () => {
     const given = new LedgerScenario();
-    expectOk(await given.plan(REF, { tool: 'create_invoice', policy: { verification_tool: 'get_invoice_by_operation_ref', max_attempts: 4 } }));
+    expectOk(
+      await given.plan(REF, {
+        tool: 'create_invoice',
+        policy: { verification_tool: 'get_invoice_by_operation_ref', max_attempts: 4 },
+      }),
+    );
 
     const doc = docOf<StepStateDoc>(stepStateProjection, await given.log(), KEY);
 
@@ -92,7 +101,11 @@ describe('step state projection', () => {
     await given.dispatch(REF, 1);
     await given.envelope(REF, 1, envelopes.rateLimited(REF, '2026-03-01T09:01:00.000Z'));
     const scheduled = docOf<StepStateDoc>(stepStateProjection, await given.log(), KEY);
-    expect(scheduled).toMatchObject({ status: 'retry_scheduled', not_before: '2026-03-01T09:01:00.000Z', next_action: 'wait_and_retry' });
+    expect(scheduled).toMatchObject({
+      status: 'retry_scheduled',
+      not_before: '2026-03-01T09:01:00.000Z',
+      next_action: 'wait_and_retry',
+    });
 
     given.clock.advance(60_000);
     expectOk(await given.dispatch(REF, 2));
@@ -134,8 +147,22 @@ describe('step state projection', () => {
     const log = await given.log();
     const last = log[log.length - 1];
     const strange = [
-      { ...last, position: last.position + 1, revision: last.revision + 1, event_id: 'x1', type: 'SomethingNew', data: { anything: 1 } },
-      { ...last, position: last.position + 2, revision: last.revision + 2, event_id: 'x2', type: 'TransitionRecorded', data: null as never },
+      {
+        ...last,
+        position: last.position + 1,
+        revision: last.revision + 1,
+        event_id: 'x1',
+        type: 'SomethingNew',
+        data: { anything: 1 },
+      },
+      {
+        ...last,
+        position: last.position + 2,
+        revision: last.revision + 2,
+        event_id: 'x2',
+        type: 'TransitionRecorded',
+        data: null as never,
+      },
     ];
 
     const doc = docOf<StepStateDoc>(stepStateProjection, [...log, ...strange], KEY);
@@ -168,13 +195,25 @@ describe('step state: what each operation added to the trust metrics', () => {
     const log = await given.log();
     const counters = (ref: string) => {
       const doc = docOf<StepStateDoc>(stepStateProjection, log, `acme:${ref}`);
-      return [doc.unknown_outcomes, doc.resolved_by_lookup, doc.duplicates_prevented, doc.identical_retries_blocked, doc.unverified_dispatches_refused];
+      return [
+        doc.unknown_outcomes,
+        doc.resolved_by_lookup,
+        doc.duplicates_prevented,
+        doc.identical_retries_blocked,
+        doc.unverified_dispatches_refused,
+      ];
     };
     expect(counters(incident)).toEqual([1, 1, 1, 0, 1]);
     expect(counters(fix)).toEqual([0, 0, 0, 1, 0]);
     expect(counters(crashed)).toEqual([1, 1, 0, 0, 0]);
     // The same events, counted by the trust metrics for the tenant.
     const trust = trustReport([...foldProjection(trustMetricsProjection, log).docs.values()] as TrustMetricsDoc[]);
-    expect([trust.unknown_outcomes, trust.resolved_by_verification, trust.duplicate_writes_prevented, trust.identical_retries_blocked, trust.unverified_dispatches_refused]).toEqual([2, 2, 1, 1, 1]);
+    expect([
+      trust.unknown_outcomes,
+      trust.resolved_by_verification,
+      trust.duplicate_writes_prevented,
+      trust.identical_retries_blocked,
+      trust.unverified_dispatches_refused,
+    ]).toEqual([2, 2, 1, 1, 1]);
   });
 });

@@ -1,5 +1,9 @@
 import type { ProjectedEvent } from '@recovery-ledger/core/projections/projection';
-import { trustMetricsProjection, trustReport, type TrustMetricsDoc } from '@recovery-ledger/core/projections/trust-metrics.projection';
+import {
+  trustMetricsProjection,
+  trustReport,
+  type TrustMetricsDoc,
+} from '@recovery-ledger/core/projections/trust-metrics.projection';
 import { foldProjection } from '../../../packages/core/test/projections/support/fold-projection';
 import { envelopes, expectOk, LedgerScenario } from './support/ledger-scenario';
 import { redelivered } from './support/redelivery';
@@ -44,14 +48,24 @@ describe('trust metrics projection', () => {
 
     const doc = (await docs(given)).get('acme:create_invoice') as TrustMetricsDoc;
 
-    expect(doc).toMatchObject({ unknown_outcomes: 1, unknown_in_flight: 1, unknown_via_envelope: 0, verified_not_found: 1 });
+    expect(doc).toMatchObject({
+      unknown_outcomes: 1,
+      unknown_in_flight: 1,
+      unknown_via_envelope: 0,
+      verified_not_found: 1,
+    });
     expect(doc.pending_recovery).toMatchObject({ count: 1, sum_ms: 90_000 });
   });
 
   it('tells a last attempt verified in flight from one an envelope escalates, though both end ATTEMPTS_EXHAUSTED', async () => {
     // A silent attempt may reach the provider until its dispatch timeout: with 30 s and a 30 s window,
     // not_found is conclusive 60 s after the dispatch (docs/contract.md §4.5).
-    const policy = { max_attempts: 1, consistency_window_ms: 30_000, max_consecutive_dependency_failures: 3, dispatch_timeout_ms: 30_000 };
+    const policy = {
+      max_attempts: 1,
+      consistency_window_ms: 30_000,
+      max_consecutive_dependency_failures: 3,
+      dispatch_timeout_ms: 30_000,
+    };
     const given = new LedgerScenario();
     // op1: the worker died after the only dispatch; not_found leaves no attempt, so it escalates.
     await given.plan('op1', { policy });
@@ -134,7 +148,12 @@ describe('trust metrics projection', () => {
     expect(now.pending_recovery.count).toBe(2);
     expect(before.pending_recovery.count).toBe(0);
     expect({ ...before, pending_recovery: now.pending_recovery }).toEqual(now);
-    expect(before).toMatchObject({ unknown_outcomes: 2, unknown_via_envelope: 1, unknown_in_flight: 1, pending_recovery_now: 0 });
+    expect(before).toMatchObject({
+      unknown_outcomes: 2,
+      unknown_via_envelope: 1,
+      unknown_in_flight: 1,
+      pending_recovery_now: 0,
+    });
   });
 
   it('counts duplicates prevented, identical retries blocked, unverified dispatches refused and escalations by reason', async () => {

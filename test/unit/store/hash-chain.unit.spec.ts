@@ -2,7 +2,13 @@ import { canonicalJson } from '@recovery-ledger/core/shared/canonical-json';
 import { GENESIS_HASH, sealEvents, verifyChain } from '../../../src/store/hash-chain';
 import type { StoredEvent } from '../../../src/store/event-store.port';
 
-const meta = { schema_version: 1, recorded_at: '2026-12-02T10:00:00.000Z', actor: 'a', tenant: 't', operation_ref: 'r' };
+const meta = {
+  schema_version: 1,
+  recorded_at: '2026-12-02T10:00:00.000Z',
+  actor: 'a',
+  tenant: 't',
+  operation_ref: 'r',
+};
 
 function chain(count: number): StoredEvent[] {
   const sealed = sealEvents(
@@ -33,8 +39,14 @@ describe('hash chain', () => {
   });
 
   it('does not depend on key order or global position', () => {
-    const events = chain(2).map((e) => ({ ...e, position: e.position + 1000, data: JSON.parse(JSON.stringify(e.data)) }));
+    const events = chain(2).map((e) => ({
+      ...e,
+      position: e.position + 1000,
+      data: JSON.parse(JSON.stringify(e.data)),
+    }));
     expect(verifyChain(events)).toBeUndefined();
-    expect(canonicalJson({ b: 1, a: { d: [1, { f: 1, e: 2 }], c: undefined } })).toBe('{"a":{"d":[1,{"e":2,"f":1}]},"b":1}');
+    expect(canonicalJson({ b: 1, a: { d: [1, { f: 1, e: 2 }], c: undefined } })).toBe(
+      '{"a":{"d":[1,{"e":2,"f":1}]},"b":1}',
+    );
   });
 });

@@ -129,7 +129,9 @@ function retryLater(response: HttpResponseLike, options: HttpNormalizeOptions, c
  * parameters is a plain conflict.
  */
 function isKeyStillInUse(body: unknown): boolean {
-  return upstreamCodes(body).some((code) => /idempoten\w*[_ -]?key[_ -]?(in[_ -]?use|in[_ -]?progress|processing)/i.test(code));
+  return upstreamCodes(body).some((code) =>
+    /idempoten\w*[_ -]?key[_ -]?(in[_ -]?use|in[_ -]?progress|processing)/i.test(code),
+  );
 }
 
 /**
@@ -191,10 +193,11 @@ export function normalizeHttpResponse(response: HttpResponseLike, options: HttpN
   }
   if (status >= 500) {
     // A 5xx after a write may follow a commit (a proxy's 502 while the upstream keeps working).
-    return isWrite ? uncertainOutcome(options) : withCode(retryLater(response, options, 'DEPENDENCY_UNAVAILABLE'), code);
+    return isWrite
+      ? uncertainOutcome(options)
+      : withCode(retryLater(response, options, 'DEPENDENCY_UNAVAILABLE'), code);
   }
   if (status >= 400) return withCode(escalate(options, 'UPSTREAM_REJECTED', 'internal'), code);
   // 1xx/3xx as a final answer: the request went out and nothing says what became of it.
   return isWrite ? uncertainOutcome(options) : escalate(options, 'UPSTREAM_ERROR', 'dependency');
 }
-

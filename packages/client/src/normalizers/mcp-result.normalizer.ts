@@ -6,13 +6,7 @@ import {
   type ToolError,
 } from '@recovery-ledger/core/domain/envelope/envelope.types';
 import { validateEnvelope } from '@recovery-ledger/core/domain/envelope/validate-envelope';
-import {
-  agentMessage,
-  escalate,
-  uncertainOutcome,
-  userMessage,
-  type NormalizeContext,
-} from './envelope-builders';
+import { agentMessage, escalate, uncertainOutcome, userMessage, type NormalizeContext } from './envelope-builders';
 import { redactUpstream, safeToken, upstreamError } from './upstream-text';
 
 export interface McpNormalizeOptions extends NormalizeContext {
@@ -55,7 +49,10 @@ function invalidResult(options: McpNormalizeOptions): ToolError {
 }
 
 /** Only token-shaped details travel on; free text in a detail is upstream prose in disguise. */
-function tokenDetails(details: Record<string, SafeDetailValue>, options: McpNormalizeOptions): Record<string, SafeDetailValue> {
+function tokenDetails(
+  details: Record<string, SafeDetailValue>,
+  options: McpNormalizeOptions,
+): Record<string, SafeDetailValue> {
   const kept: Record<string, SafeDetailValue> = {};
   for (const [key, value] of Object.entries(details)) {
     if (key === 'field') {
@@ -91,7 +88,8 @@ function contentSummary(content: unknown[]): unknown[] {
   return content.map((block) => {
     if (!isRecord(block)) return { type: 'unknown' };
     if (block.type === 'text' && typeof block.text === 'string') return { type: 'text', text: block.text };
-    if (block.type === 'resource_link' && typeof block.uri === 'string') return { type: 'resource_link', uri: block.uri };
+    if (block.type === 'resource_link' && typeof block.uri === 'string')
+      return { type: 'resource_link', uri: block.uri };
     return { type: typeof block.type === 'string' ? block.type : 'unknown' };
   });
 }
@@ -130,9 +128,21 @@ export function normalizeMcpToolResult(result: unknown, options: McpNormalizeOpt
   const now = options.now.toISOString();
   if (isRecord(structuredContent)) {
     const { value } = redactUpstream(structuredContent);
-    return { ok: true, operation_ref: options.operationRef, commit_state: 'committed', result: value, verification: { checked_at: now } };
+    return {
+      ok: true,
+      operation_ref: options.operationRef,
+      commit_state: 'committed',
+      result: value,
+      verification: { checked_at: now },
+    };
   }
   if (options.sideEffect === 'write') return uncertainOutcome(options, 'UNVERIFIED_RESULT');
   const { value } = redactUpstream({ content: contentSummary(Array.isArray(content) ? content : []) });
-  return { ok: true, operation_ref: options.operationRef, commit_state: 'committed', result: value, verification: { checked_at: now } };
+  return {
+    ok: true,
+    operation_ref: options.operationRef,
+    commit_state: 'committed',
+    result: value,
+    verification: { checked_at: now },
+  };
 }

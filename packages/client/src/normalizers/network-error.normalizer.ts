@@ -8,15 +8,7 @@ import { escalate, uncertainOutcome, waitAndRetry, type NormalizeContext } from 
 export type SendPhase = 'before_send' | 'after_send' | 'unknown';
 
 export type NetworkFailureKind =
-  | 'dns'
-  | 'connect'
-  | 'tls_certificate'
-  | 'tls_handshake'
-  | 'reset'
-  | 'timeout'
-  | 'aborted'
-  | 'protocol'
-  | 'other';
+  'dns' | 'connect' | 'tls_certificate' | 'tls_handshake' | 'reset' | 'timeout' | 'aborted' | 'protocol' | 'other';
 
 export interface NetworkErrorClassification {
   phase: SendPhase;

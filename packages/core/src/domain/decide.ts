@@ -10,7 +10,16 @@ import {
   type SubmittedFact,
   type TransitionRecordedData,
 } from './events';
-import { evolve, isApproved, isPlanned, lastReachOf, lateSuccessSettles, outcomeUnknown, type PlannedStep, type StepState } from './step-state';
+import {
+  evolve,
+  isApproved,
+  isPlanned,
+  lastReachOf,
+  lateSuccessSettles,
+  outcomeUnknown,
+  type PlannedStep,
+  type StepState,
+} from './step-state';
 
 /** Stable codes for the refusals `decide` makes; each is in the error registry with its status. */
 export type RefusalCode =
@@ -52,7 +61,14 @@ export type Decision =
   /** Append `events` (the fact first, then what it causes). Empty: an idempotent no-op. */
   | { kind: 'accepted'; events: LedgerEvent[]; state: StepState }
   /** Refused. `events` is what records the refusal (a refused dispatch), possibly none. */
-  | { kind: 'refused'; code: RefusalCode; detail: string; directive: Directive; events: LedgerEvent[]; state: StepState }
+  | {
+      kind: 'refused';
+      code: RefusalCode;
+      detail: string;
+      directive: Directive;
+      events: LedgerEvent[];
+      state: StepState;
+    }
   /** A dispatch on a succeeded step: the original success stands, the duplicate is recorded. */
   | { kind: 'replayed'; events: LedgerEvent[]; state: StepState };
 
@@ -241,9 +257,14 @@ function decideDispatch(state: PlannedStep, command: Command, attempt: number, i
         : refusal('STEP_ESCALATED', `the step is escalated (${state.reason})`);
     case 'dispatched':
       // Recomputed, not the stored directive: a log written before await_outcome says `dispatch` there.
-      return refuse(state, command, 'ATTEMPT_IN_FLIGHT', `attempt ${state.current_attempt} has no recorded outcome`, directiveFor('dispatched', state), [
-        { type: 'DispatchRefused', data: { attempt, input_hash: inputHash, code: 'ATTEMPT_IN_FLIGHT' } },
-      ]);
+      return refuse(
+        state,
+        command,
+        'ATTEMPT_IN_FLIGHT',
+        `attempt ${state.current_attempt} has no recorded outcome`,
+        directiveFor('dispatched', state),
+        [{ type: 'DispatchRefused', data: { attempt, input_hash: inputHash, code: 'ATTEMPT_IN_FLIGHT' } }],
+      );
     case 'verifying':
       return refusal('VERIFY_BEFORE_RETRY', 'the outcome of the last write is unknown: verify it first');
     case 'awaiting_approval':
@@ -270,14 +291,31 @@ function decideDispatch(state: PlannedStep, command: Command, attempt: number, i
   }
   if (state.approval_required && !isApproved(state, inputHash)) {
     // An approval binds to the input it was asked for: another input asks for its own (§4.4).
-    const refused: LedgerEvent = { type: 'DispatchRefused', data: { attempt, input_hash: inputHash, code: 'APPROVAL_REQUIRED' } };
+    const refused: LedgerEvent = {
+      type: 'DispatchRefused',
+      data: { attempt, input_hash: inputHash, code: 'APPROVAL_REQUIRED' },
+    };
     const asking = evolve(state, recordedAt(command, refused)) as PlannedStep;
-    const events = [refused, transition(state, asking, 'awaiting_approval', TRANSITION_REASONS.inputNotApproved, command.event_id)];
-    return refuse(state, command, 'APPROVAL_REQUIRED', 'no approval was granted for this input; it waits for its own', directiveFor('awaiting_approval', asking), events);
+    const events = [
+      refused,
+      transition(state, asking, 'awaiting_approval', TRANSITION_REASONS.inputNotApproved, command.event_id),
+    ];
+    return refuse(
+      state,
+      command,
+      'APPROVAL_REQUIRED',
+      'no approval was granted for this input; it waits for its own',
+      directiveFor('awaiting_approval', asking),
+      events,
+    );
   }
   const granted: Command = { ...command, fact: { type: 'AttemptDispatched', data: grantedDispatch(state, command) } };
   const after = applyFact(state, granted);
-  return accept(after, granted, transition(state, after, 'dispatched', TRANSITION_REASONS.dispatched, command.event_id));
+  return accept(
+    after,
+    granted,
+    transition(state, after, 'dispatched', TRANSITION_REASONS.dispatched, command.event_id),
+  );
 }
 
 /**
@@ -301,12 +339,14 @@ function decideEnvelope(state: PlannedStep, command: Command & { fact: { type: '
   if (state.status !== 'dispatched' || attempt !== state.current_attempt) {
     const inFlight = state.status === 'dispatched' ? `attempt ${state.current_attempt}` : 'no attempt';
     const detail = `envelope for attempt ${attempt}, but ${inFlight} is in flight`;
-    if (attempt < 1 || attempt > state.attempts_used) return refuse(state, command, 'ATTEMPT_MISMATCH', detail, state.directive);
+    if (attempt < 1 || attempt > state.attempts_used)
+      return refuse(state, command, 'ATTEMPT_MISMATCH', detail, state.directive);
     return decideLateOutcome(state, { ...command, fact: command.fact }, detail);
   }
   const after = applyFact(state, command);
   const cause = command.event_id;
-  if (envelope.ok) return accept(after, command, transition(state, after, 'succeeded', TRANSITION_REASONS.committed, cause));
+  if (envelope.ok)
+    return accept(after, command, transition(state, after, 'succeeded', TRANSITION_REASONS.committed, cause));
   return accept(after, command, envelopeTransition(state, after, envelope, cause));
 }
 
@@ -319,7 +359,11 @@ function decideEnvelope(state: PlannedStep, command: Command & { fact: { type: '
  * - a success of an attempt after a later one was granted: recorded as a possible duplicate;
  * - anything else: recorded, refused as ATTEMPT_MISMATCH.
  */
-function decideLateOutcome(state: PlannedStep, command: Command & { fact: { type: 'EnvelopeRecorded' } }, detail: string): Decision {
+function decideLateOutcome(
+  state: PlannedStep,
+  command: Command & { fact: { type: 'EnvelopeRecorded' } },
+  detail: string,
+): Decision {
   const { attempt, envelope, redactions } = command.fact.data;
   const laterGranted = attempt < state.attempts_used;
   const late: LedgerEvent = {
@@ -359,7 +403,13 @@ function decideVerification(
 ): Decision {
   // A restarted worker verifies what was in flight: no envelope may ever have come back (docs/contract.md §4).
   if (state.status !== 'verifying' && state.status !== 'dispatched') {
-    return refuse(state, command, 'FACT_NOT_EXPECTED', `no verification is pending in state ${state.status}`, state.directive);
+    return refuse(
+      state,
+      command,
+      'FACT_NOT_EXPECTED',
+      `no verification is pending in state ${state.status}`,
+      state.directive,
+    );
   }
   const { outcome } = command.fact.data;
   const cause = command.event_id;
@@ -372,7 +422,11 @@ function decideVerification(
     case 'found_committed':
       return accept(after, command, transition(state, after, 'succeeded', TRANSITION_REASONS.verifiedCommitted, cause));
     case 'not_found':
-      return accept(after, command, moveOrEscalate(state, after, 'retry_ready', TRANSITION_REASONS.verifiedNotFound, cause));
+      return accept(
+        after,
+        command,
+        moveOrEscalate(state, after, 'retry_ready', TRANSITION_REASONS.verifiedNotFound, cause),
+      );
     case 'lookup_unavailable':
       // Never guess: an unverifiable write goes to a person (seed: "escalate rather than guessing").
       return accept(after, command, transition(state, after, 'escalated', TRANSITION_REASONS.lookupUnavailable, cause));
@@ -385,15 +439,30 @@ function decideVerification(
 
 function decideApproval(state: PlannedStep, command: Command & { fact: { type: 'ApprovalRecorded' } }): Decision {
   if (state.status !== 'awaiting_approval') {
-    return refuse(state, command, 'FACT_NOT_EXPECTED', `no approval is pending in state ${state.status}`, state.directive);
+    return refuse(
+      state,
+      command,
+      'FACT_NOT_EXPECTED',
+      `no approval is pending in state ${state.status}`,
+      state.directive,
+    );
   }
   const asked = state.approval_input_hash;
   const named = command.fact.data.input_hash;
   if (named !== undefined && asked !== undefined && named !== asked) {
-    return refuse(state, command, 'FACT_NOT_EXPECTED', `the approval pending is for input ${asked}, not ${named}`, state.directive);
+    return refuse(
+      state,
+      command,
+      'FACT_NOT_EXPECTED',
+      `the approval pending is for input ${asked}, not ${named}`,
+      state.directive,
+    );
   }
   // The approval records the input it is for, named or not (§4.4).
-  const bound: Command = asked === undefined ? command : { ...command, fact: { type: 'ApprovalRecorded', data: { ...command.fact.data, input_hash: asked } } };
+  const bound: Command =
+    asked === undefined
+      ? command
+      : { ...command, fact: { type: 'ApprovalRecorded', data: { ...command.fact.data, input_hash: asked } } };
   const after = applyFact(state, bound);
   const cause = command.event_id;
   const next =
@@ -408,8 +477,16 @@ function decideApproval(state: PlannedStep, command: Command & { fact: { type: '
  * The code names the state, so a console or a script can say why without parsing the detail.
  */
 function refuseTerminal(state: PlannedStep, command: Command): Decision | undefined {
-  if (state.status === 'succeeded') return refuse(state, command, 'STEP_SUCCEEDED', `${command.fact.type}: the step already succeeded`, state.directive);
-  if (state.status === 'cancelled') return refuse(state, command, 'STEP_CANCELLED', `${command.fact.type}: the step was cancelled`, state.directive);
+  if (state.status === 'succeeded')
+    return refuse(
+      state,
+      command,
+      'STEP_SUCCEEDED',
+      `${command.fact.type}: the step already succeeded`,
+      state.directive,
+    );
+  if (state.status === 'cancelled')
+    return refuse(state, command, 'STEP_CANCELLED', `${command.fact.type}: the step was cancelled`, state.directive);
   return undefined;
 }
 
@@ -418,16 +495,31 @@ function refuseTerminal(state: PlannedStep, command: Command): Decision | undefi
  * timing: a dispatch still inside its dispatch timeout may be running, and a `not_found` is
  * conclusive only a consistency window after the attempt's last reach.
  */
-function decideManualVerification(state: PlannedStep, command: Command & { fact: { type: 'OutcomeVerifiedManually' } }): Decision {
+function decideManualVerification(
+  state: PlannedStep,
+  command: Command & { fact: { type: 'OutcomeVerifiedManually' } },
+): Decision {
   const terminal = refuseTerminal(state, command);
   if (terminal) return terminal;
   if (!outcomeUnknown(state)) {
-    return refuse(state, command, 'OUTCOME_KNOWN', `no attempt's outcome is unknown in state ${state.status}`, state.directive);
+    return refuse(
+      state,
+      command,
+      'OUTCOME_KNOWN',
+      `no attempt's outcome is unknown in state ${state.status}`,
+      state.directive,
+    );
   }
   if (state.status === 'dispatched') {
     const timesOut = addMs(state.dispatched_at ?? state.since, dispatchTimeoutMs(state.definition.policy));
     if (isBefore(command.now, timesOut)) {
-      return refuse(state, command, 'ATTEMPT_IN_FLIGHT', `attempt ${state.current_attempt} may still be running until ${timesOut}`, directiveFor('dispatched', state));
+      return refuse(
+        state,
+        command,
+        'ATTEMPT_IN_FLIGHT',
+        `attempt ${state.current_attempt} may still be running until ${timesOut}`,
+        directiveFor('dispatched', state),
+      );
     }
   }
   const { outcome } = command.fact.data;
@@ -439,7 +531,11 @@ function decideManualVerification(state: PlannedStep, command: Command & { fact:
   const cause = command.event_id;
   return outcome === 'found_committed'
     ? accept(after, command, transition(state, after, 'succeeded', TRANSITION_REASONS.manuallyVerifiedCommitted, cause))
-    : accept(after, command, moveOrEscalate(state, after, 'retry_ready', TRANSITION_REASONS.manuallyVerifiedNotFound, cause));
+    : accept(
+        after,
+        command,
+        moveOrEscalate(state, after, 'retry_ready', TRANSITION_REASONS.manuallyVerifiedNotFound, cause),
+      );
 }
 
 /** Cancelling ends the step; it may not hide a write whose outcome nobody knows (verify it first). */
@@ -447,7 +543,13 @@ function decideCancel(state: PlannedStep, command: Command & { fact: { type: 'St
   const terminal = refuseTerminal(state, command);
   if (terminal) return terminal;
   if (outcomeUnknown(state)) {
-    return refuse(state, command, 'OUTCOME_UNVERIFIED', `attempt ${state.current_attempt}'s outcome is unknown (state ${state.status}): verify it first`, state.directive);
+    return refuse(
+      state,
+      command,
+      'OUTCOME_UNVERIFIED',
+      `attempt ${state.current_attempt}'s outcome is unknown (state ${state.status}): verify it first`,
+      state.directive,
+    );
   }
   const after = applyFact(state, command);
   return accept(after, command, transition(state, after, 'cancelled', TRANSITION_REASONS.cancelled, command.event_id));
@@ -461,21 +563,49 @@ function decideCancel(state: PlannedStep, command: Command & { fact: { type: 'St
 function decideReopen(state: PlannedStep, command: Command & { fact: { type: 'StepReopened' } }): Decision {
   const terminal = refuseTerminal(state, command);
   if (terminal) return terminal;
-  if (state.status !== 'escalated') return refuse(state, command, 'STEP_NOT_ESCALATED', `only an escalated step may be reopened, not one in state ${state.status}`, state.directive);
+  if (state.status !== 'escalated')
+    return refuse(
+      state,
+      command,
+      'STEP_NOT_ESCALATED',
+      `only an escalated step may be reopened, not one in state ${state.status}`,
+      state.directive,
+    );
   if (outcomeUnknown(state)) {
-    return refuse(state, command, 'OUTCOME_UNVERIFIED', `attempt ${state.current_attempt}'s outcome is unknown and unverified: resolve it first`, state.directive);
+    return refuse(
+      state,
+      command,
+      'OUTCOME_UNVERIFIED',
+      `attempt ${state.current_attempt}'s outcome is unknown and unverified: resolve it first`,
+      state.directive,
+    );
   }
   const after = applyFact(state, command);
   const last = state.last_envelope;
-  const correcting = last !== undefined && last.attempt === state.current_attempt && last.next_action === 'correct_input';
-  return accept(after, command, transition(state, after, correcting ? 'needs_input' : 'retry_ready', TRANSITION_REASONS.reopened, command.event_id));
+  const correcting =
+    last !== undefined && last.attempt === state.current_attempt && last.next_action === 'correct_input';
+  return accept(
+    after,
+    command,
+    transition(state, after, correcting ? 'needs_input' : 'retry_ready', TRANSITION_REASONS.reopened, command.event_id),
+  );
 }
 
 /** Taking an escalation changes no status: the step waits, escalated, for a person's resolution. */
-function decideAcknowledge(state: PlannedStep, command: Command & { fact: { type: 'EscalationAcknowledged' } }): Decision {
+function decideAcknowledge(
+  state: PlannedStep,
+  command: Command & { fact: { type: 'EscalationAcknowledged' } },
+): Decision {
   const terminal = refuseTerminal(state, command);
   if (terminal) return terminal;
-  if (state.status !== 'escalated') return refuse(state, command, 'STEP_NOT_ESCALATED', `only an escalation may be acknowledged, not a step in state ${state.status}`, state.directive);
+  if (state.status !== 'escalated')
+    return refuse(
+      state,
+      command,
+      'STEP_NOT_ESCALATED',
+      `only an escalation may be acknowledged, not a step in state ${state.status}`,
+      state.directive,
+    );
   return { kind: 'accepted', events: [command.fact], state: applyFact(state, command) };
 }
 
@@ -503,10 +633,19 @@ export function decide(state: StepState, command: Command): Decision {
       return accept(after, command, transition(state, after, 'planned', TRANSITION_REASONS.planned, command.event_id));
     }
     if (sameDefinition(state.definition, fact.data)) return { kind: 'accepted', events: [], state };
-    return refuse(state, command, 'OPERATION_REF_REUSED', 'this operation_ref was planned with another definition', state.directive);
+    return refuse(
+      state,
+      command,
+      'OPERATION_REF_REUSED',
+      'this operation_ref was planned with another definition',
+      state.directive,
+    );
   }
   if (!isPlanned(state)) {
-    return refuse(state, command, 'STEP_NOT_PLANNED', `${fact.type} before StepPlanned`, { next_action: 'none', attempts_remaining: 0 });
+    return refuse(state, command, 'STEP_NOT_PLANNED', `${fact.type} before StepPlanned`, {
+      next_action: 'none',
+      attempts_remaining: 0,
+    });
   }
   switch (fact.type) {
     case 'AttemptDispatched':

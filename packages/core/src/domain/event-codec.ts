@@ -45,16 +45,22 @@ export interface StoredShape {
 
 type Check = (data: Record<string, unknown>) => string | undefined;
 
-const isObject = (value: unknown): value is Record<string, unknown> => value !== null && typeof value === 'object' && !Array.isArray(value);
+const isObject = (value: unknown): value is Record<string, unknown> =>
+  value !== null && typeof value === 'object' && !Array.isArray(value);
 const isString = (value: unknown) => typeof value === 'string';
 const isBoolean = (value: unknown) => typeof value === 'boolean';
 const isCount = (value: unknown) => Number.isSafeInteger(value) && (value as number) >= 0;
 const isInstant = (value: unknown) => typeof value === 'string' && Number.isFinite(Date.parse(value));
 
-function fields(spec: Record<string, (value: unknown) => boolean>, optional: Record<string, (value: unknown) => boolean> = {}): Check {
+function fields(
+  spec: Record<string, (value: unknown) => boolean>,
+  optional: Record<string, (value: unknown) => boolean> = {},
+): Check {
   return (data) => {
-    for (const [name, holds] of Object.entries(spec)) if (!holds(data[name])) return `data.${name} is missing or malformed`;
-    for (const [name, holds] of Object.entries(optional)) if (data[name] !== undefined && !holds(data[name])) return `data.${name} is malformed`;
+    for (const [name, holds] of Object.entries(spec))
+      if (!holds(data[name])) return `data.${name} is missing or malformed`;
+    for (const [name, holds] of Object.entries(optional))
+      if (data[name] !== undefined && !holds(data[name])) return `data.${name} is malformed`;
     return undefined;
   };
 }
@@ -73,26 +79,51 @@ const isEnvelope = (value: unknown) =>
   typeof value.ok === 'boolean' &&
   (value.ok || isString(value.code)) &&
   (value.commit_state === undefined || isString(value.commit_state));
-const isDirective = (value: unknown) => isObject(value) && isString(value.next_action) && isCount(value.attempts_remaining);
+const isDirective = (value: unknown) =>
+  isObject(value) && isString(value.next_action) && isCount(value.attempts_remaining);
 
 /** Each type's shape, with how its plan's policy is held: whole for the ledger, loosely for projections. */
 function shapes(policy: (value: unknown) => boolean): Record<LedgerEventType, Check> {
   return {
-    StepPlanned: fields({ run_id: isString, tool: isString, side_effect: oneOf(SIDE_EFFECTS), input_hash: isString, policy }),
-    AttemptDispatched: fields({ attempt: isCount, input_hash: isString }, { call_window_ms: isCount, call_deadline: isInstant }),
+    StepPlanned: fields({
+      run_id: isString,
+      tool: isString,
+      side_effect: oneOf(SIDE_EFFECTS),
+      input_hash: isString,
+      policy,
+    }),
+    AttemptDispatched: fields(
+      { attempt: isCount, input_hash: isString },
+      { call_window_ms: isCount, call_deadline: isInstant },
+    ),
     EnvelopeRecorded: fields({ attempt: isCount, envelope: isEnvelope, redactions: Array.isArray }),
-    VerificationRecorded: fields({ outcome: oneOf(VERIFICATION_OUTCOMES), checked_at: isString, redactions: Array.isArray }),
+    VerificationRecorded: fields({
+      outcome: oneOf(VERIFICATION_OUTCOMES),
+      checked_at: isString,
+      redactions: Array.isArray,
+    }),
     ApprovalRecorded: fields({ decision: oneOf(APPROVAL_DECISIONS), approver: isString }, { input_hash: isString }),
     OutcomeVerifiedManually: fields({ outcome: oneOf(MANUAL_OUTCOMES), note: isString }, { evidence_ref: isString }),
     StepCancelled: fields({ reason: isString }),
     StepReopened: fields({ attempts: isCount, reason: isString }),
     EscalationAcknowledged: fields({ assignee: isString }, { note: isString }),
     TransitionRecorded: fields(
-      { from: oneOf(STEP_VIEW_STATUSES), to: oneOf(STEP_STATUSES), reason: isString, caused_by: isString, directive: isDirective },
+      {
+        from: oneOf(STEP_VIEW_STATUSES),
+        to: oneOf(STEP_STATUSES),
+        reason: isString,
+        caused_by: isString,
+        directive: isDirective,
+      },
       { from_since: isInstant },
     ),
     DispatchRefused: fields({ attempt: isCount, input_hash: isString, code: isString }, { replayed_attempt: isCount }),
-    LateOutcomeRecorded: fields({ attempt: isCount, envelope: isEnvelope, redactions: Array.isArray, possible_duplicate: isBoolean }),
+    LateOutcomeRecorded: fields({
+      attempt: isCount,
+      envelope: isEnvelope,
+      redactions: Array.isArray,
+      possible_duplicate: isBoolean,
+    }),
   };
 }
 
@@ -102,7 +133,6 @@ const SHAPES = shapes(isPolicy);
  * a plan whose policy lacks fields is still filed; every other field is held as the ledger holds it.
  */
 const READABLE_SHAPES = shapes(isObject);
-
 
 interface Candidate {
   type: string;
@@ -119,7 +149,10 @@ function conforms(candidate: Candidate, found: { problem?: string }): candidate 
 }
 
 /** Whether a known type's data has the shape a projection reads. */
-function readable(event: { type: LedgerEventType; data: Record<string, unknown> }): event is LedgerEvent & { data: Record<string, unknown> } {
+function readable(event: {
+  type: LedgerEventType;
+  data: Record<string, unknown>;
+}): event is LedgerEvent & { data: Record<string, unknown> } {
   return READABLE_SHAPES[event.type](event.data) === undefined;
 }
 
@@ -153,7 +186,13 @@ export function decodeRecordedEvent(stored: StoredShape): RecordedEvent {
   const { event_id, type, data, recorded_at, revision } = stored;
   if (!isInstant(recorded_at)) throw new EventShapeError(event_id, 'recorded_at is not an instant');
   if (!isObject(data)) throw new EventShapeError(event_id, 'data is not an object');
-  const candidate: Candidate = { type, data, event_id, recorded_at: recorded_at as string, ...(revision === undefined ? {} : { revision }) };
+  const candidate: Candidate = {
+    type,
+    data,
+    event_id,
+    recorded_at: recorded_at as string,
+    ...(revision === undefined ? {} : { revision }),
+  };
   const found: { problem?: string } = {};
   if (!conforms(candidate, found)) throw new EventShapeError(event_id, `${type}: ${found.problem}`);
   return candidate;

@@ -271,7 +271,11 @@ export type DerivedEvent =
 
 export type LedgerEvent = SubmittedFact | DerivedEvent;
 
-export const DERIVED_EVENT_TYPES = ['TransitionRecorded', 'DispatchRefused', 'LateOutcomeRecorded'] as const satisfies readonly DerivedEvent['type'][];
+export const DERIVED_EVENT_TYPES = [
+  'TransitionRecorded',
+  'DispatchRefused',
+  'LateOutcomeRecorded',
+] as const satisfies readonly DerivedEvent['type'][];
 export const LEDGER_EVENT_TYPES = [...SUBMITTED_FACT_TYPES, ...DERIVED_EVENT_TYPES] as const;
 export type LedgerEventType = (typeof LEDGER_EVENT_TYPES)[number];
 

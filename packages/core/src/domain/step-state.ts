@@ -98,7 +98,8 @@ const addMs = (instant: string, ms: number): string => new Date(Date.parse(insta
 export function lastReachOf(state: PlannedStep): string {
   const dispatchedAt = state.dispatched_at ?? state.since;
   const deadline = state.call_deadline ?? addMs(dispatchedAt, dispatchTimeoutMs(state.definition.policy));
-  if (state.call_ended_at !== undefined && Date.parse(state.call_ended_at) < Date.parse(deadline)) return state.call_ended_at;
+  if (state.call_ended_at !== undefined && Date.parse(state.call_ended_at) < Date.parse(deadline))
+    return state.call_ended_at;
   return deadline;
 }
 
@@ -108,7 +109,11 @@ export function lastReachOf(state: PlannedStep): string {
  * no other may run. Shared by the decider and the fold, so both read a late envelope alike.
  */
 export function lateSuccessSettles(state: PlannedStep, attempt: number, ok: boolean): boolean {
-  const idle = state.status !== 'dispatched' && state.status !== 'succeeded' && state.status !== 'escalated' && state.status !== 'cancelled';
+  const idle =
+    state.status !== 'dispatched' &&
+    state.status !== 'succeeded' &&
+    state.status !== 'escalated' &&
+    state.status !== 'cancelled';
   return ok && idle && attempt === state.attempts_used;
 }
 
@@ -174,7 +179,9 @@ export function evolve(state: StepState, event: RecordedEvent): StepState {
         not_before: undefined,
         // The attempt the envelope allowed is used up by this dispatch (the lower bound applies).
         envelope_attempts_remaining:
-          state.envelope_attempts_remaining === undefined ? undefined : Math.max(0, state.envelope_attempts_remaining - 1),
+          state.envelope_attempts_remaining === undefined
+            ? undefined
+            : Math.max(0, state.envelope_attempts_remaining - 1),
         approval: state.approval === 'granted' ? 'not_requested' : state.approval,
       };
     case 'EnvelopeRecorded': {
@@ -204,9 +211,12 @@ export function evolve(state: StepState, event: RecordedEvent): StepState {
         last_envelope: summarise(attempt, envelope),
         consecutive_dependency_failures:
           envelope.category === 'dependency' ? state.consecutive_dependency_failures + 1 : 0,
-        blocked_input_hash: envelope.next_action === 'correct_input' ? state.current_input_hash : state.blocked_input_hash,
+        blocked_input_hash:
+          envelope.next_action === 'correct_input' ? state.current_input_hash : state.blocked_input_hash,
         not_before: envelope.next_action === 'wait_and_retry' ? envelope.retry?.not_before : undefined,
-        envelope_attempts_remaining: retryable ? envelope.retry?.max_attempts_remaining : state.envelope_attempts_remaining,
+        envelope_attempts_remaining: retryable
+          ? envelope.retry?.max_attempts_remaining
+          : state.envelope_attempts_remaining,
         approval: envelope.next_action === 'request_approval' ? 'pending' : state.approval,
       };
     }
@@ -221,8 +231,13 @@ export function evolve(state: StepState, event: RecordedEvent): StepState {
     }
     case 'ApprovalRecorded': {
       const approved = event.data.input_hash ?? state.approval_input_hash;
-      if (event.data.decision !== 'granted' || approved === undefined) return { ...state, approval: event.data.decision };
-      return { ...state, approval: 'granted', approved_input_hashes: [...(state.approved_input_hashes ?? []), approved] };
+      if (event.data.decision !== 'granted' || approved === undefined)
+        return { ...state, approval: event.data.decision };
+      return {
+        ...state,
+        approval: 'granted',
+        approved_input_hashes: [...(state.approved_input_hashes ?? []), approved],
+      };
     }
     case 'OutcomeVerifiedManually': {
       const { outcome, evidence_ref } = event.data;
@@ -232,7 +247,12 @@ export function evolve(state: StepState, event: RecordedEvent): StepState {
         last_verification: { outcome, checked_at: event.recorded_at, evidence_ref, manual: true },
       };
       if (outcome === 'found_committed') {
-        next.success = { attempt: state.current_attempt, proven_by: 'manual_verification', checked_at: event.recorded_at, evidence_ref };
+        next.success = {
+          attempt: state.current_attempt,
+          proven_by: 'manual_verification',
+          checked_at: event.recorded_at,
+          evidence_ref,
+        };
       }
       return next;
     }
@@ -248,7 +268,10 @@ export function evolve(state: StepState, event: RecordedEvent): StepState {
         not_before: undefined,
       };
     case 'EscalationAcknowledged':
-      return { ...state, acknowledged: { assignee: event.data.assignee, note: event.data.note, at: event.recorded_at } };
+      return {
+        ...state,
+        acknowledged: { assignee: event.data.assignee, note: event.data.note, at: event.recorded_at },
+      };
     case 'TransitionRecorded':
       return {
         ...state,
@@ -269,7 +292,16 @@ export function evolve(state: StepState, event: RecordedEvent): StepState {
       if (possible_duplicate) return { ...state, possible_duplicate: { attempt, recorded_at: event.recorded_at } };
       if (!envelope?.ok || !lateSuccessSettles(state, attempt, true)) return state;
       const proof = envelope.verification;
-      return { ...state, success: { attempt, proven_by: 'envelope', checked_at: proof?.checked_at, evidence_ref: proof?.evidence_ref, result: envelope.result } };
+      return {
+        ...state,
+        success: {
+          attempt,
+          proven_by: 'envelope',
+          checked_at: proof?.checked_at,
+          evidence_ref: proof?.evidence_ref,
+          result: envelope.result,
+        },
+      };
     }
     default:
       return state;

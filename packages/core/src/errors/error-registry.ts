@@ -24,7 +24,10 @@ export const ERROR_REGISTRY = {
   OPERATION_REF_REUSED: { status: 409, title: 'StepPlanned again with a different definition' },
   REVISION_CONFLICT: { status: 409, title: 'expected_revision is not the stream revision' },
   STEP_NOT_PLANNED: { status: 409, title: 'A fact before StepPlanned' },
-  ATTEMPT_MISMATCH: { status: 409, title: 'An envelope or dispatch for an attempt that is not the one in flight or next' },
+  ATTEMPT_MISMATCH: {
+    status: 409,
+    title: 'An envelope or dispatch for an attempt that is not the one in flight or next',
+  },
   FACT_NOT_EXPECTED: { status: 409, title: 'A verification or approval the step is not waiting for' },
   EVENT_ID_REUSED: { status: 409, title: 'An event_id already used for a different fact' },
   LEASE_LOST: { status: 409, title: 'A lease renewal for a lease that no longer holds its work item' },
@@ -50,9 +53,16 @@ export const ERROR_REGISTRY = {
   UNSUPPORTED_MEDIA_TYPE: { status: 415, title: 'The request body is not application/json' },
   RATE_LIMITED: { status: 429, title: 'Too many requests for this key', retryAfter: true },
   STORE_UNAVAILABLE: { status: 503, title: 'The event store cannot be reached or written now', retryAfter: true },
-  PROJECTION_LAGGING: { status: 503, title: 'The projection did not reach the asked position in time', retryAfter: true },
+  PROJECTION_LAGGING: {
+    status: 503,
+    title: 'The projection did not reach the asked position in time',
+    retryAfter: true,
+  },
   HISTORY_INTEGRITY_FAILED: { status: 500, title: 'The stored history failed verification; nothing was stored' },
-  HISTORY_ROLLED_BACK: { status: 503, title: 'The log is behind what the ledger recorded before (restored from an older copy); no write is decided' },
+  HISTORY_ROLLED_BACK: {
+    status: 503,
+    title: 'The log is behind what the ledger recorded before (restored from an older copy); no write is decided',
+  },
   INTERNAL_ERROR: { status: 500, title: 'An unexpected error; nothing was stored' },
 } as const satisfies Record<string, ErrorDefinition>;
 

@@ -1,7 +1,16 @@
 import { countDispatch, NO_ATTEMPTS } from '../domain/attempts';
 import { isTerminalStatus, type StepStatus, type VerificationOutcome } from '../domain/events';
 import { asLedgerEvent } from './ledger-events';
-import { alreadyApplied, isRecord, scopedKey, stringField, textOf, type LeaseEvidence, type ProjectedEvent, type Projection } from './projection';
+import {
+  alreadyApplied,
+  isRecord,
+  scopedKey,
+  stringField,
+  textOf,
+  type LeaseEvidence,
+  type ProjectedEvent,
+  type Projection,
+} from './projection';
 
 /**
  * The evidence trail (docs/contract.md §5): per operation, every attempt, envelope, refusal, verification,
@@ -10,7 +19,8 @@ import { alreadyApplied, isRecord, scopedKey, stringField, textOf, type LeaseEvi
  * know?". Entries are only ever appended, so the trail of a prefix of the log is a prefix of the
  * trail of the whole (a property test holds it to that).
  */
-export type EvidenceKind = 'plan' | 'attempt' | 'envelope' | 'refusal' | 'verification' | 'approval' | 'operator' | 'transition' | 'other';
+export type EvidenceKind =
+  'plan' | 'attempt' | 'envelope' | 'refusal' | 'verification' | 'approval' | 'operator' | 'transition' | 'other';
 
 export interface EvidenceEntry {
   revision: number;
@@ -171,9 +181,18 @@ function uncommittedProof(doc: TrailFacts): Pick<Verdict, 'commit_state' | 'prov
   const envelope = doc.last_envelope;
   const verification = doc.last_verification;
   // A verification is later evidence than the envelope it resolves, for the same attempt.
-  if (verification && verification.attempt === doc.current_attempt && (!envelope || envelope.attempt <= verification.attempt)) {
+  if (
+    verification &&
+    verification.attempt === doc.current_attempt &&
+    (!envelope || envelope.attempt <= verification.attempt)
+  ) {
     const state: ProvenCommitState = verification.outcome === 'not_found' ? 'not_committed' : 'unknown';
-    return { commit_state: state, proven_by: verification.operator ? 'manual_verification' : 'verification', proof_event_id: verification.event_id, attempt: verification.attempt };
+    return {
+      commit_state: state,
+      proven_by: verification.operator ? 'manual_verification' : 'verification',
+      proof_event_id: verification.event_id,
+      attempt: verification.attempt,
+    };
   }
   if (envelope && envelope.attempt === doc.current_attempt) {
     const state: ProvenCommitState = envelope.commit_state === 'not_committed' ? 'not_committed' : 'unknown';
@@ -272,7 +291,8 @@ export function verdictOf(doc: TrailFacts): Verdict {
     };
   }
   const proof = uncommittedProof(doc);
-  const withTool = tool && (doc.status === 'verifying' || proof.proven_by === 'verification') ? { verification_tool: tool } : {};
+  const withTool =
+    tool && (doc.status === 'verifying' || proof.proven_by === 'verification') ? { verification_tool: tool } : {};
   const ref = proof.proven_by === 'verification' ? doc.last_verification?.evidence_ref : undefined;
   return {
     ...base,
@@ -334,7 +354,11 @@ export function evolveEvidenceTrail(current: EvidenceTrailDoc | undefined, event
       }
       case 'AttemptDispatched':
         Object.assign(doc, countDispatch(base, ledgerEvent.data.attempt));
-        entry = entryFor(event, 'attempt', line`attempt ${ledgerEvent.data.attempt} dispatched (input ${ledgerEvent.data.input_hash})`);
+        entry = entryFor(
+          event,
+          'attempt',
+          line`attempt ${ledgerEvent.data.attempt} dispatched (input ${ledgerEvent.data.input_hash})`,
+        );
         break;
       case 'EnvelopeRecorded': {
         const fact = envelopeFact(event, ledgerEvent.data.attempt, ledgerEvent.data.envelope);
@@ -353,12 +377,24 @@ export function evolveEvidenceTrail(current: EvidenceTrailDoc | undefined, event
           attempt: base.current_attempt,
           ...(evidence_ref ? { evidence_ref } : {}),
         };
-        entry = entryFor(event, 'verification', line`verification of attempt ${base.current_attempt}: ${outcome}${evidence(evidence_ref)}`);
+        entry = entryFor(
+          event,
+          'verification',
+          line`verification of attempt ${base.current_attempt}: ${outcome}${evidence(evidence_ref)}`,
+        );
         break;
       }
       case 'ApprovalRecorded':
-        doc.approval = { decision: ledgerEvent.data.decision, approver: ledgerEvent.data.approver, event_id: event.event_id };
-        entry = entryFor(event, 'approval', line`approval ${ledgerEvent.data.decision} by ${ledgerEvent.data.approver}`);
+        doc.approval = {
+          decision: ledgerEvent.data.decision,
+          approver: ledgerEvent.data.approver,
+          event_id: event.event_id,
+        };
+        entry = entryFor(
+          event,
+          'approval',
+          line`approval ${ledgerEvent.data.decision} by ${ledgerEvent.data.approver}`,
+        );
         break;
       case 'OutcomeVerifiedManually': {
         const { outcome, evidence_ref, note } = ledgerEvent.data;
@@ -369,22 +405,49 @@ export function evolveEvidenceTrail(current: EvidenceTrailDoc | undefined, event
           ...(evidence_ref ? { evidence_ref } : {}),
           operator: event.metadata.actor,
         };
-        entry = entryFor(event, 'verification', line`verification of attempt ${base.current_attempt} by a person: ${outcome}${evidence(evidence_ref)} (${note})`);
+        entry = entryFor(
+          event,
+          'verification',
+          line`verification of attempt ${base.current_attempt} by a person: ${outcome}${evidence(evidence_ref)} (${note})`,
+        );
         break;
       }
       case 'StepCancelled':
-        doc.operator_action = { type: ledgerEvent.type, actor: event.metadata.actor, reason: ledgerEvent.data.reason, event_id: event.event_id };
+        doc.operator_action = {
+          type: ledgerEvent.type,
+          actor: event.metadata.actor,
+          reason: ledgerEvent.data.reason,
+          event_id: event.event_id,
+        };
         entry = entryFor(event, 'operator', line`cancelled by ${event.metadata.actor}: ${ledgerEvent.data.reason}`);
         break;
       case 'StepReopened':
-        doc.operator_action = { type: ledgerEvent.type, actor: event.metadata.actor, reason: ledgerEvent.data.reason, event_id: event.event_id };
+        doc.operator_action = {
+          type: ledgerEvent.type,
+          actor: event.metadata.actor,
+          reason: ledgerEvent.data.reason,
+          event_id: event.event_id,
+        };
         doc.max_attempts = base.attempts_used + ledgerEvent.data.attempts;
-        entry = entryFor(event, 'operator', line`reopened by ${event.metadata.actor} with ${ledgerEvent.data.attempts} more attempt(s): ${ledgerEvent.data.reason}`);
+        entry = entryFor(
+          event,
+          'operator',
+          line`reopened by ${event.metadata.actor} with ${ledgerEvent.data.attempts} more attempt(s): ${ledgerEvent.data.reason}`,
+        );
         break;
       case 'EscalationAcknowledged': {
         const { assignee, note } = ledgerEvent.data;
-        doc.operator_action = { type: ledgerEvent.type, actor: event.metadata.actor, ...(note ? { reason: note } : {}), event_id: event.event_id };
-        entry = entryFor(event, 'operator', line`escalation acknowledged by ${event.metadata.actor}, assigned to ${assignee}${note ? line`: ${note}` : ''}`);
+        doc.operator_action = {
+          type: ledgerEvent.type,
+          actor: event.metadata.actor,
+          ...(note ? { reason: note } : {}),
+          event_id: event.event_id,
+        };
+        entry = entryFor(
+          event,
+          'operator',
+          line`escalation acknowledged by ${event.metadata.actor}, assigned to ${assignee}${note ? line`: ${note}` : ''}`,
+        );
         break;
       }
       case 'DispatchRefused': {
@@ -413,7 +476,11 @@ export function evolveEvidenceTrail(current: EvidenceTrailDoc | undefined, event
         doc.reason = reason;
         if (directive?.not_before === undefined) delete doc.not_before;
         else doc.not_before = directive.not_before;
-        entry = entryFor(event, 'transition', line`${from} -> ${to} (${reason}); next ${directive?.next_action ?? 'unknown'}`);
+        entry = entryFor(
+          event,
+          'transition',
+          line`${from} -> ${to} (${reason}); next ${directive?.next_action ?? 'unknown'}`,
+        );
         break;
       }
     }

@@ -85,7 +85,8 @@ export function alreadyApplied(doc: PositionedDoc | undefined, event: ProjectedE
  */
 export function textOf(value: unknown): string {
   if (typeof value === 'string') return value;
-  if (typeof value === 'number' || typeof value === 'boolean' || typeof value === 'bigint' || value == null) return String(value);
+  if (typeof value === 'number' || typeof value === 'boolean' || typeof value === 'bigint' || value == null)
+    return String(value);
   try {
     return JSON.stringify(value) ?? typeof value;
   } catch {

@@ -102,7 +102,10 @@ export function evolveRunSummary(current: RunSummaryDoc | undefined, event: Proj
     case 'TransitionRecorded': {
       if (!step) return doc;
       const { to, reason } = ledgerEvent.data;
-      doc.steps = { ...base.steps, [ref]: { ...step, status: to, reason, since: event.metadata.recorded_at, revision: event.revision } };
+      doc.steps = {
+        ...base.steps,
+        [ref]: { ...step, status: to, reason, since: event.metadata.recorded_at, revision: event.revision },
+      };
       // The plan already counted its step as planned; the transition that records it changes nothing.
       if (step.status !== to) recount(doc, step.status, to);
       return doc;
@@ -125,6 +128,9 @@ export const runSummaryProjection: Projection<RunSummaryDoc> = {
   keyOf: (_event, link) => link,
   evolve: evolveRunSummary,
   columns: { tenant: 'text', run_id: 'text', open: 'integer', updated_ms: 'integer' },
-  indexes: [['tenant', 'run_id'], ['tenant', 'updated_ms']],
+  indexes: [
+    ['tenant', 'run_id'],
+    ['tenant', 'updated_ms'],
+  ],
   index: (doc) => ({ tenant: doc.tenant, run_id: doc.run_id, open: doc.open, updated_ms: instantMs(doc.updated_at) }),
 };

@@ -132,7 +132,8 @@ export function evolveStepState(current: StepStateDoc | undefined, event: Projec
       // A lookup of an attempt that never answered resolves an unknown outcome too (in flight).
       if (base.status === 'dispatched') doc.unknown_outcomes = (base.unknown_outcomes ?? 0) + 1;
       const { outcome } = ledgerEvent.data;
-      if (outcome === 'found_committed' || outcome === 'not_found') doc.resolved_by_lookup = (base.resolved_by_lookup ?? 0) + 1;
+      if (outcome === 'found_committed' || outcome === 'not_found')
+        doc.resolved_by_lookup = (base.resolved_by_lookup ?? 0) + 1;
       return doc;
     }
     case 'OutcomeVerifiedManually':
@@ -141,7 +142,12 @@ export function evolveStepState(current: StepStateDoc | undefined, event: Projec
       return doc;
     case 'EscalationAcknowledged': {
       const { assignee, note } = ledgerEvent.data;
-      doc.acknowledged = { assignee: textOf(assignee), by: event.metadata.actor, at: event.metadata.recorded_at, ...(typeof note === 'string' && note !== '' ? { note } : {}) };
+      doc.acknowledged = {
+        assignee: textOf(assignee),
+        by: event.metadata.actor,
+        at: event.metadata.recorded_at,
+        ...(typeof note === 'string' && note !== '' ? { note } : {}),
+      };
       return doc;
     }
     case 'LateOutcomeRecorded':

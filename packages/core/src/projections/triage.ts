@@ -109,7 +109,9 @@ export function triageItemOf(doc: StepStateDoc, nowMs: number, thresholds: Triag
   if ((doc.possible_duplicates ?? 0) > 0) return { kind: 'possible_duplicate', ...base };
   switch (doc.status) {
     case 'escalated':
-      return doc.acknowledged ? { kind: 'acknowledged', ...base, acknowledged: doc.acknowledged } : { kind: 'escalated', ...base };
+      return doc.acknowledged
+        ? { kind: 'acknowledged', ...base, acknowledged: doc.acknowledged }
+        : { kind: 'escalated', ...base };
     case 'awaiting_approval':
       return { kind: 'awaiting_approval', ...base };
     case 'verifying':
@@ -122,7 +124,12 @@ export function triageItemOf(doc: StepStateDoc, nowMs: number, thresholds: Triag
       const own = thresholds.dispatch_timeout_asked ? undefined : planDispatchTimeout(doc);
       const timeout = own ?? thresholds.dispatch_timeout_ms;
       return ageMs >= timeout
-        ? { kind: 'dispatch_overdue', ...base, threshold_ms: timeout, threshold_from: own === undefined ? 'query' : 'policy' }
+        ? {
+            kind: 'dispatch_overdue',
+            ...base,
+            threshold_ms: timeout,
+            threshold_from: own === undefined ? 'query' : 'policy',
+          }
         : undefined;
     }
     case 'retry_scheduled': {
@@ -157,7 +164,16 @@ export interface TriageCounts {
 export function countTriage(items: readonly TriageItem[]): TriageCounts {
   const counts: TriageCounts = {
     total: items.length,
-    by_kind: { possible_duplicate: 0, escalated: 0, awaiting_approval: 0, unknown_outcome: 0, dispatch_overdue: 0, retry_overdue: 0, input_awaited: 0, acknowledged: 0 },
+    by_kind: {
+      possible_duplicate: 0,
+      escalated: 0,
+      awaiting_approval: 0,
+      unknown_outcome: 0,
+      dispatch_overdue: 0,
+      retry_overdue: 0,
+      input_awaited: 0,
+      acknowledged: 0,
+    },
     by_tool: {},
     by_reason: {},
   };

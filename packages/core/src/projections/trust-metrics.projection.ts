@@ -1,5 +1,12 @@
 import { TRANSITION_REASONS } from '../domain/decide';
-import { emptyHistogram, merge, record, summarise, type DurationHistogram, type DurationSummary } from './duration-histogram';
+import {
+  emptyHistogram,
+  merge,
+  record,
+  summarise,
+  type DurationHistogram,
+  type DurationSummary,
+} from './duration-histogram';
 import { asLedgerEvent } from './ledger-events';
 import { alreadyApplied, instantMs, scopedKey, textOf, type ProjectedEvent, type Projection } from './projection';
 
@@ -120,7 +127,9 @@ export function evolveTrustMetrics(current: TrustMetricsDoc | undefined, event: 
   if (alreadyApplied(current, event)) return current as TrustMetricsDoc;
   const ledgerEvent = asLedgerEvent(event);
   // A tool's document starts with the plan of its first operation: that is where the link is made.
-  const base = current ?? emptyDoc(event.metadata.tenant, ledgerEvent?.type === 'StepPlanned' ? textOf(ledgerEvent.data.tool) : '');
+  const base =
+    current ??
+    emptyDoc(event.metadata.tenant, ledgerEvent?.type === 'StepPlanned' ? textOf(ledgerEvent.data.tool) : '');
   const doc: TrustMetricsDoc = { ...base, position: event.position };
   if (!ledgerEvent) return doc;
   const at = instantMs(event.metadata.recorded_at);
@@ -138,7 +147,8 @@ export function evolveTrustMetrics(current: TrustMetricsDoc | undefined, event: 
     }
     case 'OutcomeVerifiedManually': {
       doc.last_verification_id = event.event_id;
-      if (ledgerEvent.data.outcome === 'found_committed') doc.manually_verified_found_committed = (base.manually_verified_found_committed ?? 0) + 1;
+      if (ledgerEvent.data.outcome === 'found_committed')
+        doc.manually_verified_found_committed = (base.manually_verified_found_committed ?? 0) + 1;
       else doc.manually_verified_not_found = (base.manually_verified_not_found ?? 0) + 1;
       return doc;
     }
@@ -156,7 +166,8 @@ export function evolveTrustMetrics(current: TrustMetricsDoc | undefined, event: 
       doc.dispatch_refusals = increment(base.dispatch_refusals, textOf(code));
       if (code === 'DUPLICATE_PREVENTED') doc.duplicate_writes_prevented = base.duplicate_writes_prevented + 1;
       else if (code === 'UNCHANGED_RETRY') doc.identical_retries_blocked = base.identical_retries_blocked + 1;
-      else if (UNVERIFIED_REFUSALS.includes(code)) doc.unverified_dispatches_refused = base.unverified_dispatches_refused + 1;
+      else if (UNVERIFIED_REFUSALS.includes(code))
+        doc.unverified_dispatches_refused = base.unverified_dispatches_refused + 1;
       return doc;
     }
     case 'TransitionRecorded': {
@@ -171,7 +182,8 @@ export function evolveTrustMetrics(current: TrustMetricsDoc | undefined, event: 
       // cause too; then the cause does: a fact and its transition are appended together, so the
       // verification is the last one this document saw.
       const causedByVerification =
-        VERIFICATION_REASONS.includes(textOf(reason)) || (caused_by !== undefined && caused_by === base.last_verification_id);
+        VERIFICATION_REASONS.includes(textOf(reason)) ||
+        (caused_by !== undefined && caused_by === base.last_verification_id);
       const verifiedInFlight = from === 'dispatched' && causedByVerification;
       if (verifiedInFlight) {
         doc.unknown_outcomes = base.unknown_outcomes + 1;

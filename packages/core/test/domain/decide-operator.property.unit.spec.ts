@@ -9,13 +9,24 @@ import fc from 'fast-check';
 import { decide, evolve, fold, initialState, isPlanned, type StepState } from '../../src/domain/decider';
 import type { RecordedEvent, SubmittedFact } from '../../src/domain/events';
 import type { ToolEnvelope } from '../../src/domain/envelope/envelope.types';
-import { at, escalateNow, invalidRecipient, missingApproval, outcomeUnknown, planned, rateLimited, success } from '../support/given';
+import {
+  at,
+  escalateNow,
+  invalidRecipient,
+  missingApproval,
+  outcomeUnknown,
+  planned,
+  rateLimited,
+  success,
+} from '../support/given';
 
 const envelopes: fc.Arbitrary<ToolEnvelope> = fc.oneof(
   fc.constant(success()),
   fc.constant(outcomeUnknown()),
   fc.integer({ min: 0, max: 3 }).map((n) => invalidRecipient(n)),
-  fc.tuple(fc.integer({ min: 0, max: 60_000 }), fc.integer({ min: 0, max: 3 })).map(([ms, n]) => rateLimited(at(ms), n)),
+  fc
+    .tuple(fc.integer({ min: 0, max: 60_000 }), fc.integer({ min: 0, max: 3 }))
+    .map(([ms, n]) => rateLimited(at(ms), n)),
   fc.constant(missingApproval()),
   fc.constant(escalateNow()),
 );
@@ -25,7 +36,10 @@ const envelopes: fc.Arbitrary<ToolEnvelope> = fc.oneof(
  * the state when the fact is decided, so random histories reach the deep states (an escalated
  * unknown outcome, a reopened step) instead of being refused ATTEMPT_MISMATCH at the first step.
  */
-const attemptNumbers = fc.oneof({ weight: 3, arbitrary: fc.constantFrom(0, -1) }, { weight: 1, arbitrary: fc.integer({ min: 1, max: 8 }) });
+const attemptNumbers = fc.oneof(
+  { weight: 3, arbitrary: fc.constantFrom(0, -1) },
+  { weight: 1, arbitrary: fc.integer({ min: 1, max: 8 }) },
+);
 
 function resolveAttempt(fact: SubmittedFact, state: StepState): SubmittedFact {
   if (fact.type !== 'AttemptDispatched' && fact.type !== 'EnvelopeRecorded') return fact;
@@ -35,32 +49,66 @@ function resolveAttempt(fact: SubmittedFact, state: StepState): SubmittedFact {
 }
 
 const runtimeFacts: fc.Arbitrary<SubmittedFact> = fc.oneof(
-  { weight: 1, arbitrary: fc.integer({ min: 1, max: 3 }).map((n) => planned({ policy: { max_attempts: n, consistency_window_ms: 1000, dispatch_timeout_ms: 5000 } })) },
+  {
+    weight: 1,
+    arbitrary: fc
+      .integer({ min: 1, max: 3 })
+      .map((n) => planned({ policy: { max_attempts: n, consistency_window_ms: 1000, dispatch_timeout_ms: 5000 } })),
+  },
   {
     weight: 4,
     arbitrary: fc
-      .tuple(attemptNumbers, fc.constantFrom('h1', 'h2'), fc.option(fc.integer({ min: 1, max: 90_000 }), { nil: undefined }))
-      .map(([attempt, hash, window]) => ({ type: 'AttemptDispatched', data: { attempt, input_hash: hash, ...(window === undefined ? {} : { call_window_ms: window }) } }) as SubmittedFact),
+      .tuple(
+        attemptNumbers,
+        fc.constantFrom('h1', 'h2'),
+        fc.option(fc.integer({ min: 1, max: 90_000 }), { nil: undefined }),
+      )
+      .map(
+        ([attempt, hash, window]) =>
+          ({
+            type: 'AttemptDispatched',
+            data: { attempt, input_hash: hash, ...(window === undefined ? {} : { call_window_ms: window }) },
+          }) as SubmittedFact,
+      ),
   },
   {
     weight: 3,
-    arbitrary: fc.tuple(attemptNumbers, envelopes).map(([attempt, envelope]) => ({ type: 'EnvelopeRecorded', data: { attempt, envelope, redactions: [] } }) as SubmittedFact),
+    arbitrary: fc
+      .tuple(attemptNumbers, envelopes)
+      .map(
+        ([attempt, envelope]) =>
+          ({ type: 'EnvelopeRecorded', data: { attempt, envelope, redactions: [] } }) as SubmittedFact,
+      ),
   },
   {
     weight: 2,
     arbitrary: fc
       .constantFrom('found_committed', 'not_found', 'lookup_unavailable')
-      .map((outcome) => ({ type: 'VerificationRecorded', data: { outcome, checked_at: at(0), redactions: [] } }) as SubmittedFact),
+      .map(
+        (outcome) =>
+          ({ type: 'VerificationRecorded', data: { outcome, checked_at: at(0), redactions: [] } }) as SubmittedFact,
+      ),
   },
-  { weight: 1, arbitrary: fc.constantFrom('granted', 'denied').map((decision) => ({ type: 'ApprovalRecorded', data: { decision, approver: 'a' } }) as SubmittedFact) },
+  {
+    weight: 1,
+    arbitrary: fc
+      .constantFrom('granted', 'denied')
+      .map((decision) => ({ type: 'ApprovalRecorded', data: { decision, approver: 'a' } }) as SubmittedFact),
+  },
 );
 
 const operatorFacts: fc.Arbitrary<SubmittedFact> = fc.oneof(
-  fc
-    .constantFrom('found_committed', 'not_found')
-    .map((outcome) => ({ type: 'OutcomeVerifiedManually', data: { outcome, note: 'n', ...(outcome === 'found_committed' ? { evidence_ref: 'inv_9' } : {}) } }) as SubmittedFact),
+  fc.constantFrom('found_committed', 'not_found').map(
+    (outcome) =>
+      ({
+        type: 'OutcomeVerifiedManually',
+        data: { outcome, note: 'n', ...(outcome === 'found_committed' ? { evidence_ref: 'inv_9' } : {}) },
+      }) as SubmittedFact,
+  ),
   fc.constant({ type: 'StepCancelled', data: { reason: 'r' } } as SubmittedFact),
-  fc.integer({ min: 1, max: 3 }).map((attempts) => ({ type: 'StepReopened', data: { attempts, reason: 'r' } }) as SubmittedFact),
+  fc
+    .integer({ min: 1, max: 3 })
+    .map((attempts) => ({ type: 'StepReopened', data: { attempts, reason: 'r' } }) as SubmittedFact),
   fc.constant({ type: 'EscalationAcknowledged', data: { assignee: 'ana' } } as SubmittedFact),
 );
 
@@ -68,7 +116,9 @@ const facts = fc.oneof({ weight: 3, arbitrary: runtimeFacts }, { weight: 2, arbi
 /** How far the ledger clock moves before a fact: often not at all, sometimes inside a window, sometimes past it. */
 const advances = fc.oneof(fc.constant(0), fc.integer({ min: 1, max: 1_500 }), fc.integer({ min: 1_500, max: 8_000 }));
 /** Every history starts with a plan (its bound random), so the facts after it are decided, not refused STEP_NOT_PLANNED. */
-const plans = fc.integer({ min: 1, max: 3 }).map((n) => planned({ policy: { max_attempts: n, consistency_window_ms: 1000, dispatch_timeout_ms: 5000 } }));
+const plans = fc
+  .integer({ min: 1, max: 3 })
+  .map((n) => planned({ policy: { max_attempts: n, consistency_window_ms: 1000, dispatch_timeout_ms: 5000 } }));
 const histories = fc
   .tuple(plans, fc.array(fc.tuple(facts, advances), { maxLength: 50 }))
   .map(([plan, rest]): Array<[SubmittedFact, number]> => [[plan, 0], ...rest]);
@@ -103,7 +153,8 @@ describe('decide with operator facts: properties', () => {
             expect(blocked).toBe(false);
             blocked = true;
           }
-          if (event.type === 'EnvelopeRecorded') blocked = !event.data.envelope.ok && event.data.envelope.commit_state === 'unknown';
+          if (event.type === 'EnvelopeRecorded')
+            blocked = !event.data.envelope.ok && event.data.envelope.commit_state === 'unknown';
           // Only a conclusive lookup clears it: lookup_unavailable leaves it unknown.
           if (event.type === 'VerificationRecorded' && event.data.outcome !== 'lookup_unavailable') blocked = false;
           if (event.type === 'OutcomeVerifiedManually') blocked = false;
@@ -126,7 +177,8 @@ describe('decide with operator facts: properties', () => {
           if (event.type === 'AttemptDispatched') lastReach = Date.parse(event.data.call_deadline ?? '');
           if (event.type === 'EnvelopeRecorded' && lastReach !== undefined) lastReach = Math.min(lastReach, time);
           const notFound =
-            (event.type === 'OutcomeVerifiedManually' || event.type === 'VerificationRecorded') && event.data.outcome === 'not_found';
+            (event.type === 'OutcomeVerifiedManually' || event.type === 'VerificationRecorded') &&
+            event.data.outcome === 'not_found';
           if (notFound && lastReach !== undefined) expect(time).toBeGreaterThanOrEqual(lastReach + window);
         }
       }),
@@ -138,7 +190,9 @@ describe('decide with operator facts: properties', () => {
     fc.assert(
       fc.property(histories, (steps) => {
         const { events } = run(steps);
-        const ended = events.findIndex((e) => e.type === 'TransitionRecorded' && (e.data.to === 'cancelled' || e.data.to === 'succeeded'));
+        const ended = events.findIndex(
+          (e) => e.type === 'TransitionRecorded' && (e.data.to === 'cancelled' || e.data.to === 'succeeded'),
+        );
         if (ended < 0) return;
         expect(events.slice(ended).some((e) => e.type === 'AttemptDispatched')).toBe(false);
       }),
@@ -173,7 +227,12 @@ describe('decide with operator facts: properties', () => {
           clock += advance;
           const now = at(clock);
           const decision = decide(state, { fact: resolveAttempt(fact, state), event_id: `e${index}`, now });
-          const folded = fold(decision.events.map((event, n) => ({ ...event, event_id: `e${index}.${n}`, recorded_at: now }) as RecordedEvent), state);
+          const folded = fold(
+            decision.events.map(
+              (event, n) => ({ ...event, event_id: `e${index}.${n}`, recorded_at: now }) as RecordedEvent,
+            ),
+            state,
+          );
           expect(decision.state).toEqual(folded);
           if (decision.kind !== 'refused' || decision.events.length > 0) state = decision.state;
         });

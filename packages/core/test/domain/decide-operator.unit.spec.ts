@@ -26,9 +26,18 @@ const manual = (outcome: 'found_committed' | 'not_found', evidence_ref?: string)
   type: 'OutcomeVerifiedManually',
   data: { outcome, note: 'checked the provider dashboard', ...(evidence_ref ? { evidence_ref } : {}) },
 });
-const cancel = (reason = 'customer withdrew the request'): SubmittedFact => ({ type: 'StepCancelled', data: { reason } });
-const reopen = (attempts = 1, reason = 'provider fixed'): SubmittedFact => ({ type: 'StepReopened', data: { attempts, reason } });
-const ack = (assignee = 'ana'): SubmittedFact => ({ type: 'EscalationAcknowledged', data: { assignee, note: 'on it' } });
+const cancel = (reason = 'customer withdrew the request'): SubmittedFact => ({
+  type: 'StepCancelled',
+  data: { reason },
+});
+const reopen = (attempts = 1, reason = 'provider fixed'): SubmittedFact => ({
+  type: 'StepReopened',
+  data: { attempts, reason },
+});
+const ack = (assignee = 'ana'): SubmittedFact => ({
+  type: 'EscalationAcknowledged',
+  data: { assignee, note: 'on it' },
+});
 
 const POLICY = { policy: { max_attempts: 2, consistency_window_ms: 1_000, dispatch_timeout_ms: 10_000 } };
 const LATER = at(60_000);
@@ -41,10 +50,15 @@ const states = {
   needs_input: () => scenarioOf([planned(POLICY), dispatched(1), envelope(1, invalidRecipient(1))]),
   retry_scheduled: () => scenarioOf([planned(POLICY), dispatched(1), envelope(1, rateLimited(at(30_000), 1))]),
   awaiting_approval: () => scenarioOf([planned(POLICY), dispatched(1), envelope(1, missingApproval())]),
-  retry_ready: () => scenarioOf([planned(POLICY), dispatched(1), envelope(1, outcomeUnknown())], [[verified('not_found'), at(20_000)]]),
+  retry_ready: () =>
+    scenarioOf([planned(POLICY), dispatched(1), envelope(1, outcomeUnknown())], [[verified('not_found'), at(20_000)]]),
   succeeded: () => scenarioOf([planned(POLICY), dispatched(1), envelope(1, success())]),
   escalated_known: () => scenarioOf([planned(POLICY), dispatched(1), envelope(1, escalateNow())]),
-  escalated_unknown: () => scenarioOf([planned(POLICY), dispatched(1), envelope(1, outcomeUnknown())], [[verified('lookup_unavailable'), at(20_000)]]),
+  escalated_unknown: () =>
+    scenarioOf(
+      [planned(POLICY), dispatched(1), envelope(1, outcomeUnknown())],
+      [[verified('lookup_unavailable'), at(20_000)]],
+    ),
   cancelled: () => scenarioOf([planned(POLICY), dispatched(1), envelope(1, invalidRecipient(1))], [[cancel(), T0]]),
 };
 type StateName = keyof typeof states;
@@ -134,7 +148,9 @@ const ACTIONS: Record<string, SubmittedFact> = {
 };
 
 describe('decide: operator facts, every action in every state', () => {
-  const cases = Object.entries(TABLE).flatMap(([action, row]) => Object.entries(row).map(([state, expected]) => [action, state, expected] as const));
+  const cases = Object.entries(TABLE).flatMap(([action, row]) =>
+    Object.entries(row).map(([state, expected]) => [action, state, expected] as const),
+  );
   it.each(cases)('%s in %s: %s', (action, state, expected) => {
     const scenario = states[state as StateName]();
     const before = scenario.events.length;
@@ -184,18 +200,29 @@ describe('decide: operator facts, the rules behind the table', () => {
   });
 
   it('a reopen grants exactly the budget it names, and the step escalates again when it is spent', () => {
-    const scenario = scenarioOf([planned({ policy: { max_attempts: 1, consistency_window_ms: 0 } }), dispatched(1), envelope(1, rateLimited(at(0), 3))]);
+    const scenario = scenarioOf([
+      planned({ policy: { max_attempts: 1, consistency_window_ms: 0 } }),
+      dispatched(1),
+      envelope(1, rateLimited(at(0), 3)),
+    ]);
     expect(scenario.state.status).toBe('escalated');
     scenario.when(dispatched(2), LATER).thenRefuses('ATTEMPTS_EXHAUSTED');
     const reopened = scenario.when(reopen(1, 'limit raised'), LATER).thenMovesTo('retry_ready');
-    expect((reopened.events[1].data as { directive: unknown }).directive).toEqual({ next_action: 'dispatch', attempts_remaining: 1 });
+    expect((reopened.events[1].data as { directive: unknown }).directive).toEqual({
+      next_action: 'dispatch',
+      attempts_remaining: 1,
+    });
     scenario.when(dispatched(2), LATER).thenMovesTo('dispatched');
     scenario.when(envelope(2, rateLimited(at(0), 3)), LATER).thenMovesTo('escalated');
     scenario.when(dispatched(3), LATER).thenRefuses('ATTEMPTS_EXHAUSTED');
   });
 
   it('a reopened step whose last envelope asked for a corrected input still refuses that input unchanged', () => {
-    const scenario = scenarioOf([planned({ policy: { max_attempts: 1 } }), dispatched(1), envelope(1, invalidRecipient(1))]);
+    const scenario = scenarioOf([
+      planned({ policy: { max_attempts: 1 } }),
+      dispatched(1),
+      envelope(1, invalidRecipient(1)),
+    ]);
     expect(scenario.state.status).toBe('escalated');
     scenario.when(reopen(1), LATER).thenMovesTo('needs_input');
     scenario.when(dispatched(2), LATER).thenRefuses('UNCHANGED_RETRY');
@@ -221,6 +248,10 @@ describe('decide: operator facts, the rules behind the table', () => {
   });
 
   it('an operator fact before the plan is refused STEP_NOT_PLANNED', () => {
-    for (const fact of Object.values(ACTIONS)) expect(decide({ status: 'unplanned' }, { fact, event_id: 'e', now: T0 })).toMatchObject({ kind: 'refused', code: 'STEP_NOT_PLANNED' });
+    for (const fact of Object.values(ACTIONS))
+      expect(decide({ status: 'unplanned' }, { fact, event_id: 'e', now: T0 })).toMatchObject({
+        kind: 'refused',
+        code: 'STEP_NOT_PLANNED',
+      });
   });
 });

@@ -35,12 +35,22 @@ describe('decide: the call deadline of a granted attempt', () => {
     const base = given();
     base.submit(planned({ policy: { dispatch_timeout_ms: 60_000 } }));
     const deadline = (fact: SubmittedFact, leaseEnds?: string) => {
-      const decision = decide(base.state, { fact, event_id: nextId(), now: at(0), ...(leaseEnds ? { lease_expires_at: leaseEnds } : {}) });
+      const decision = decide(base.state, {
+        fact,
+        event_id: nextId(),
+        now: at(0),
+        ...(leaseEnds ? { lease_expires_at: leaseEnds } : {}),
+      });
       expect(decision.kind).toBe('accepted');
       return (decision.events[0].data as { call_deadline?: string }).call_deadline;
     };
     expect(deadline(dispatched(1))).toBe(at(60_000));
-    expect(deadline({ type: 'AttemptDispatched', data: { attempt: 1, input_hash: 'sha256:input-1', call_window_ms: 5_000 } })).toBe(at(5_000));
+    expect(
+      deadline({
+        type: 'AttemptDispatched',
+        data: { attempt: 1, input_hash: 'sha256:input-1', call_window_ms: 5_000 },
+      }),
+    ).toBe(at(5_000));
     expect(deadline(dispatched(1), at(1_000))).toBe(at(1_000));
     // A lease already past its end leaves no time at all: the dispatcher must not call.
     expect(deadline(dispatched(1), at(-5))).toBe(at(0));
@@ -49,7 +59,10 @@ describe('decide: the call deadline of a granted attempt', () => {
   it('is recorded by the ledger: a deadline the dispatcher sends is replaced', () => {
     const base = given();
     base.submit(planned({ policy }));
-    const forged = { type: 'AttemptDispatched', data: { attempt: 1, input_hash: 'sha256:input-1', call_deadline: at(-60_000) } } as SubmittedFact;
+    const forged = {
+      type: 'AttemptDispatched',
+      data: { attempt: 1, input_hash: 'sha256:input-1', call_deadline: at(-60_000) },
+    } as SubmittedFact;
     const decision = decide(base.state, { fact: forged, event_id: nextId(), now: at(0) });
     expect((decision.events[0].data as { call_deadline: string }).call_deadline).toBe(at(1_000));
   });
@@ -67,10 +80,24 @@ describe('decide: not_found is conclusive only a consistency window after the la
   it('the lease the dispatch came under ends the reach earlier', () => {
     const scenario = given();
     scenario.submit(planned({ policy: { dispatch_timeout_ms: 60_000, consistency_window_ms: 1_000 } }));
-    const granted = decide(scenario.state, { fact: dispatched(1), event_id: nextId(), now: at(0), lease_expires_at: at(2_000) });
-    const events = [...scenario.events, ...recorded(granted.events, granted.events.map(() => at(0)))];
+    const granted = decide(scenario.state, {
+      fact: dispatched(1),
+      event_id: nextId(),
+      now: at(0),
+      lease_expires_at: at(2_000),
+    });
+    const events = [
+      ...scenario.events,
+      ...recorded(
+        granted.events,
+        granted.events.map(() => at(0)),
+      ),
+    ];
     const state = fold(events);
-    expect(decide(state, { fact: verified('not_found'), event_id: nextId(), now: at(2_999) })).toMatchObject({ kind: 'refused', code: 'VERIFICATION_PREMATURE' });
+    expect(decide(state, { fact: verified('not_found'), event_id: nextId(), now: at(2_999) })).toMatchObject({
+      kind: 'refused',
+      code: 'VERIFICATION_PREMATURE',
+    });
     expect(decide(state, { fact: verified('not_found'), event_id: nextId(), now: at(3_000) }).kind).toBe('accepted');
   });
 
@@ -84,12 +111,43 @@ describe('decide: not_found is conclusive only a consistency window after the la
   it('a dispatch stored before call deadlines existed reads as the dispatch plus its plan timeout', () => {
     const history: RecordedEvent[] = [
       ...recorded([planned({ policy: { dispatch_timeout_ms: 5_000, consistency_window_ms: 1_000 } })], [at(0)]),
-      ...recorded([{ type: 'TransitionRecorded', data: { from: 'unplanned', to: 'planned', reason: 'STEP_PLANNED', caused_by: 'x', directive: { next_action: 'dispatch', attempts_remaining: 3 } } }], [at(0)]),
+      ...recorded(
+        [
+          {
+            type: 'TransitionRecorded',
+            data: {
+              from: 'unplanned',
+              to: 'planned',
+              reason: 'STEP_PLANNED',
+              caused_by: 'x',
+              directive: { next_action: 'dispatch', attempts_remaining: 3 },
+            },
+          },
+        ],
+        [at(0)],
+      ),
       ...recorded([dispatched(1)], [at(0)]),
-      ...recorded([{ type: 'TransitionRecorded', data: { from: 'planned', to: 'dispatched', reason: 'ATTEMPT_DISPATCHED', caused_by: 'y', directive: { next_action: 'await_outcome', attempts_remaining: 2 } } }], [at(0)]),
+      ...recorded(
+        [
+          {
+            type: 'TransitionRecorded',
+            data: {
+              from: 'planned',
+              to: 'dispatched',
+              reason: 'ATTEMPT_DISPATCHED',
+              caused_by: 'y',
+              directive: { next_action: 'await_outcome', attempts_remaining: 2 },
+            },
+          },
+        ],
+        [at(0)],
+      ),
     ];
     const state = fold(history);
-    expect(decide(state, { fact: verified('not_found'), event_id: nextId(), now: at(5_999) })).toMatchObject({ kind: 'refused', code: 'VERIFICATION_PREMATURE' });
+    expect(decide(state, { fact: verified('not_found'), event_id: nextId(), now: at(5_999) })).toMatchObject({
+      kind: 'refused',
+      code: 'VERIFICATION_PREMATURE',
+    });
     expect(decide(state, { fact: verified('not_found'), event_id: nextId(), now: at(6_000) }).kind).toBe('accepted');
   });
 });
@@ -102,7 +160,11 @@ describe('decide: a late envelope is evidence', () => {
     const late = scenario.when(envelope(1, success()), at(2_500)).thenRefuses('ATTEMPT_MISMATCH');
     expect(late.events.map((event) => event.type)).toEqual(['LateOutcomeRecorded']);
     expect(late.events[0].data).toMatchObject({ attempt: 1, possible_duplicate: true, envelope: { ok: true } });
-    expect(stateOf(scenario)).toMatchObject({ status: 'dispatched', current_attempt: 2, possible_duplicate: { attempt: 1, recorded_at: at(2_500) } });
+    expect(stateOf(scenario)).toMatchObject({
+      status: 'dispatched',
+      current_attempt: 2,
+      possible_duplicate: { attempt: 1, recorded_at: at(2_500) },
+    });
   });
 
   it('a late failure is recorded without the flag, and changes nothing', () => {
@@ -175,7 +237,10 @@ describe('decide: an approval binds to the input it was asked for', () => {
     scenario.submit(planned({ policy }));
     scenario.submit(dispatched(1, 'sha256:h1'));
     scenario.submit(envelope(1, missingApproval()));
-    const named: SubmittedFact = { type: 'ApprovalRecorded', data: { decision: 'granted', approver: 'ops', input_hash: 'sha256:h9' } };
+    const named: SubmittedFact = {
+      type: 'ApprovalRecorded',
+      data: { decision: 'granted', approver: 'ops', input_hash: 'sha256:h9' },
+    };
     scenario.when(named).thenRefuses('FACT_NOT_EXPECTED');
   });
 });

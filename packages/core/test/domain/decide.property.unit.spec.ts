@@ -7,39 +7,68 @@ import fc from 'fast-check';
 import { decide, evolve, fold, initialState, type StepState } from '@recovery-ledger/core/domain/decider';
 import type { RecordedEvent, SubmittedFact } from '@recovery-ledger/core/domain/events';
 import type { ToolEnvelope } from '@recovery-ledger/core/domain/envelope/envelope.types';
-import { at, invalidRecipient, missingApproval, outcomeUnknown, planned, rateLimited, success, escalateNow } from '../support/given';
+import {
+  at,
+  invalidRecipient,
+  missingApproval,
+  outcomeUnknown,
+  planned,
+  rateLimited,
+  success,
+  escalateNow,
+} from '../support/given';
 
 const envelopes: fc.Arbitrary<ToolEnvelope> = fc.oneof(
   fc.constant(success()),
   fc.constant(outcomeUnknown()),
   fc.integer({ min: 0, max: 3 }).map((n) => invalidRecipient(n)),
-  fc.tuple(fc.integer({ min: 0, max: 60_000 }), fc.integer({ min: 0, max: 3 })).map(([ms, n]) => rateLimited(at(ms), n)),
+  fc
+    .tuple(fc.integer({ min: 0, max: 60_000 }), fc.integer({ min: 0, max: 3 }))
+    .map(([ms, n]) => rateLimited(at(ms), n)),
   fc.constant(missingApproval()),
   fc.constant(escalateNow()),
 );
 
 const facts: fc.Arbitrary<SubmittedFact> = fc.oneof(
-  { weight: 1, arbitrary: fc.integer({ min: 1, max: 4 }).map((n) => planned({ policy: { max_attempts: n, consistency_window_ms: 1000 } })) },
+  {
+    weight: 1,
+    arbitrary: fc
+      .integer({ min: 1, max: 4 })
+      .map((n) => planned({ policy: { max_attempts: n, consistency_window_ms: 1000 } })),
+  },
   {
     weight: 4,
     arbitrary: fc
-      .tuple(fc.integer({ min: 1, max: 6 }), fc.constantFrom('h1', 'h2', 'h3'), fc.option(fc.integer({ min: 1, max: 90_000 }), { nil: undefined }))
+      .tuple(
+        fc.integer({ min: 1, max: 6 }),
+        fc.constantFrom('h1', 'h2', 'h3'),
+        fc.option(fc.integer({ min: 1, max: 90_000 }), { nil: undefined }),
+      )
       .map(
         ([attempt, hash, window]) =>
-          ({ type: 'AttemptDispatched', data: { attempt, input_hash: hash, ...(window === undefined ? {} : { call_window_ms: window }) } }) as SubmittedFact,
+          ({
+            type: 'AttemptDispatched',
+            data: { attempt, input_hash: hash, ...(window === undefined ? {} : { call_window_ms: window }) },
+          }) as SubmittedFact,
       ),
   },
   {
     weight: 4,
     arbitrary: fc
       .tuple(fc.integer({ min: 1, max: 6 }), envelopes)
-      .map(([attempt, envelope]) => ({ type: 'EnvelopeRecorded', data: { attempt, envelope, redactions: [] } }) as SubmittedFact),
+      .map(
+        ([attempt, envelope]) =>
+          ({ type: 'EnvelopeRecorded', data: { attempt, envelope, redactions: [] } }) as SubmittedFact,
+      ),
   },
   {
     weight: 2,
     arbitrary: fc
       .constantFrom('found_committed', 'not_found', 'lookup_unavailable')
-      .map((outcome) => ({ type: 'VerificationRecorded', data: { outcome, checked_at: at(0), redactions: [] } }) as SubmittedFact),
+      .map(
+        (outcome) =>
+          ({ type: 'VerificationRecorded', data: { outcome, checked_at: at(0), redactions: [] } }) as SubmittedFact,
+      ),
   },
   {
     weight: 1,
@@ -81,7 +110,12 @@ describe('decide: properties', () => {
           clock += advance;
           const now = at(clock);
           const decision = decide(state, { fact, event_id: `e${index}`, now });
-          const folded = fold(decision.events.map((event, n) => ({ ...event, event_id: `e${index}.${n}`, recorded_at: now }) as RecordedEvent), state);
+          const folded = fold(
+            decision.events.map(
+              (event, n) => ({ ...event, event_id: `e${index}.${n}`, recorded_at: now }) as RecordedEvent,
+            ),
+            state,
+          );
           expect(decision.state).toEqual(folded);
           if (decision.kind !== 'refused' || decision.events.length > 0) state = decision.state;
         });
@@ -159,8 +193,14 @@ describe('decide: properties', () => {
         let asked = false;
         const approved = new Set<string>();
         for (const event of events) {
-          if (event.type === 'EnvelopeRecorded' && !event.data.envelope.ok && event.data.envelope.next_action === 'request_approval') asked = true;
-          if (event.type === 'ApprovalRecorded' && event.data.decision === 'granted' && event.data.input_hash) approved.add(event.data.input_hash);
+          if (
+            event.type === 'EnvelopeRecorded' &&
+            !event.data.envelope.ok &&
+            event.data.envelope.next_action === 'request_approval'
+          )
+            asked = true;
+          if (event.type === 'ApprovalRecorded' && event.data.decision === 'granted' && event.data.input_hash)
+            approved.add(event.data.input_hash);
           if (event.type === 'AttemptDispatched' && asked) expect(approved.has(event.data.input_hash)).toBe(true);
         }
       }),
@@ -208,7 +248,10 @@ describe('decide: properties', () => {
 
   it('evolve is total on arbitrary events, known or not', () => {
     const anyEvent = fc.record({
-      type: fc.oneof(fc.constantFrom('StepPlanned', 'AttemptDispatched', 'EnvelopeRecorded', 'TransitionRecorded', 'SomethingNew'), fc.string()),
+      type: fc.oneof(
+        fc.constantFrom('StepPlanned', 'AttemptDispatched', 'EnvelopeRecorded', 'TransitionRecorded', 'SomethingNew'),
+        fc.string(),
+      ),
       data: fc.oneof(fc.object(), fc.constant({})),
       event_id: fc.string(),
       recorded_at: fc.constant(at(0)),

@@ -33,7 +33,11 @@ const stateOf = (scenario: ReturnType<typeof given>) => scenario.state as Planne
 describe('decide: planning', () => {
   it('plans a new operation and allows the first dispatch', () => {
     const decision = given().when(planned()).then(['StepPlanned', 'TransitionRecorded']);
-    expect(decision.events[1].data).toMatchObject({ from: 'unplanned', to: 'planned', directive: { next_action: 'dispatch', attempts_remaining: 3 } });
+    expect(decision.events[1].data).toMatchObject({
+      from: 'unplanned',
+      to: 'planned',
+      directive: { next_action: 'dispatch', attempts_remaining: 3 },
+    });
   });
 
   it('treats the same plan again as a no-op', () => {
@@ -41,8 +45,12 @@ describe('decide: planning', () => {
   });
 
   it('refuses the same operation_ref with another definition (OPERATION_REF_REUSED)', () => {
-    planned1().when(planned({ input_hash: 'other' })).thenRefuses('OPERATION_REF_REUSED');
-    planned1().when(planned({ policy: { max_attempts: 9 } })).thenRefuses('OPERATION_REF_REUSED');
+    planned1()
+      .when(planned({ input_hash: 'other' }))
+      .thenRefuses('OPERATION_REF_REUSED');
+    planned1()
+      .when(planned({ policy: { max_attempts: 9 } }))
+      .thenRefuses('OPERATION_REF_REUSED');
   });
 
   it.each([dispatched(1), envelope(1, success()), verified('found_committed'), approval('granted')])(
@@ -61,9 +69,14 @@ describe('decide: dispatch gate', () => {
 
   it('tells the runtime to await the outcome while an attempt is in flight, never to dispatch', () => {
     const decision = planned1().when(dispatched(1)).thenMovesTo('dispatched');
-    expect(decision.events[1].data).toMatchObject({ directive: { next_action: 'await_outcome', attempts_remaining: 2 } });
+    expect(decision.events[1].data).toMatchObject({
+      directive: { next_action: 'await_outcome', attempts_remaining: 2 },
+    });
     const refused = inFlight().when(dispatched(2)).thenRefuses('ATTEMPT_IN_FLIGHT');
-    expect(refused.kind === 'refused' && refused.directive).toEqual({ next_action: 'await_outcome', attempts_remaining: 2 });
+    expect(refused.kind === 'refused' && refused.directive).toEqual({
+      next_action: 'await_outcome',
+      attempts_remaining: 2,
+    });
   });
 
   it('answers await_outcome to a dispatch in flight on a log written when the stored directive said dispatch', () => {
@@ -79,7 +92,9 @@ describe('decide: dispatch gate', () => {
 
   it('refuses a dispatch while an attempt is in flight (ATTEMPT_IN_FLIGHT) and records the refusal', () => {
     const decision = inFlight().when(dispatched(2)).thenRefuses('ATTEMPT_IN_FLIGHT');
-    expect(decision.events).toEqual([{ type: 'DispatchRefused', data: { attempt: 2, input_hash: 'sha256:input-1', code: 'ATTEMPT_IN_FLIGHT' } }]);
+    expect(decision.events).toEqual([
+      { type: 'DispatchRefused', data: { attempt: 2, input_hash: 'sha256:input-1', code: 'ATTEMPT_IN_FLIGHT' } },
+    ]);
   });
 
   it('refuses a dispatch with the wrong attempt number (ATTEMPT_MISMATCH)', () => {
@@ -102,7 +117,7 @@ describe('decide: dispatch gate', () => {
   });
 });
 
-describe("decide: the contract table", () => {
+describe('decide: the contract table', () => {
   it('invalid address: not_committed + correct_input → needs_input; no unchanged retry', () => {
     const scenario = inFlight();
     scenario.when(envelope(1, invalidRecipient())).thenMovesTo('needs_input');
@@ -166,7 +181,10 @@ describe("decide: the contract table", () => {
     const decision = scenario.when(dispatched(2));
     expect(decision.decision.kind).toBe('replayed');
     expect(decision.decision.events).toEqual([
-      { type: 'DispatchRefused', data: { attempt: 2, input_hash: 'sha256:input-1', code: 'DUPLICATE_PREVENTED', replayed_attempt: 1 } },
+      {
+        type: 'DispatchRefused',
+        data: { attempt: 2, input_hash: 'sha256:input-1', code: 'DUPLICATE_PREVENTED', replayed_attempt: 1 },
+      },
     ]);
     expect(scenario.state.status).toBe('succeeded');
   });
@@ -190,7 +208,9 @@ describe("decide: the contract table", () => {
     const scenario = planned1({ policy: { max_attempts: 10, max_consecutive_dependency_failures: 3 } });
     for (let attempt = 1; attempt <= 2; attempt++) {
       scenario.submit(dispatched(attempt), at(attempt * 1000));
-      scenario.when(envelope(attempt, rateLimited(at(attempt * 1000 + 1), 9)), at(attempt * 1000)).thenMovesTo('retry_scheduled');
+      scenario
+        .when(envelope(attempt, rateLimited(at(attempt * 1000 + 1), 9)), at(attempt * 1000))
+        .thenMovesTo('retry_scheduled');
     }
     scenario.submit(dispatched(3), at(3000));
     scenario.when(envelope(3, rateLimited(at(3001), 9)), at(3000)).thenMovesTo('escalated');
@@ -267,7 +287,7 @@ describe('decide: facts a step is not waiting for', () => {
 });
 
 describe('decide: transitions carry when the from-state began', () => {
-  it('sets from_since to the state\'s since, and none from unplanned', () => {
+  it("sets from_since to the state's since, and none from unplanned", () => {
     const plan = given().when(planned(), at(0)).then(['StepPlanned', 'TransitionRecorded']);
     expect(plan.events[1].data).not.toHaveProperty('from_since');
 

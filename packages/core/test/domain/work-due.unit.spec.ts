@@ -3,7 +3,12 @@
  * deterministic per operation_ref and attempt, bounded, and spread across a burst.
  */
 import fc from 'fast-check';
-import { dueWork, retryJitterMs, RETRY_JITTER_MAX_MS, RETRY_JITTER_MIN_MS } from '@recovery-ledger/core/domain/work-due';
+import {
+  dueWork,
+  retryJitterMs,
+  RETRY_JITTER_MAX_MS,
+  RETRY_JITTER_MIN_MS,
+} from '@recovery-ledger/core/domain/work-due';
 import { STEP_STATUSES } from '@recovery-ledger/core/domain/events';
 
 const T = Date.parse('2026-12-03T10:00:00.000Z');
@@ -18,7 +23,10 @@ describe('dueWork', () => {
 
   it('hands out a dispatched step for verification only after its dispatch timeout', () => {
     expect(dueWork({ ...base, status: 'dispatched' })).toEqual({ kind: 'verify', due_ms: T + 60_000 });
-    expect(dueWork({ ...base, status: 'dispatched', dispatch_timeout_ms: 1000 })).toEqual({ kind: 'verify', due_ms: T + 1000 });
+    expect(dueWork({ ...base, status: 'dispatched', dispatch_timeout_ms: 1000 })).toEqual({
+      kind: 'verify',
+      due_ms: T + 1000,
+    });
   });
 
   it('never hands out steps that wait for a person or are over', () => {
@@ -29,12 +37,25 @@ describe('dueWork', () => {
 
   it('hands out a scheduled retry never before not_before, and within the jitter bound after it', () => {
     fc.assert(
-      fc.property(fc.string({ minLength: 1, maxLength: 40 }), fc.integer({ min: 0, max: 20 }), fc.integer({ min: 0, max: 3_600_000 }), (ref, attempts, waitMs) => {
-        const due = dueWork({ ...base, operation_ref: ref, attempts_used: attempts, status: 'retry_scheduled', not_before_ms: T + waitMs });
-        expect(due?.kind).toBe('dispatch');
-        expect(due!.due_ms).toBeGreaterThanOrEqual(T + waitMs);
-        expect(due!.due_ms - (T + waitMs)).toBeLessThan(Math.max(RETRY_JITTER_MIN_MS, Math.min(RETRY_JITTER_MAX_MS, waitMs / 10)) + 1);
-      }),
+      fc.property(
+        fc.string({ minLength: 1, maxLength: 40 }),
+        fc.integer({ min: 0, max: 20 }),
+        fc.integer({ min: 0, max: 3_600_000 }),
+        (ref, attempts, waitMs) => {
+          const due = dueWork({
+            ...base,
+            operation_ref: ref,
+            attempts_used: attempts,
+            status: 'retry_scheduled',
+            not_before_ms: T + waitMs,
+          });
+          expect(due?.kind).toBe('dispatch');
+          expect(due!.due_ms).toBeGreaterThanOrEqual(T + waitMs);
+          expect(due!.due_ms - (T + waitMs)).toBeLessThan(
+            Math.max(RETRY_JITTER_MIN_MS, Math.min(RETRY_JITTER_MAX_MS, waitMs / 10)) + 1,
+          );
+        },
+      ),
     );
   });
 

@@ -9,7 +9,11 @@ import { invalidRecipient, missingApproval, outcomeUnknown, rateLimited, REF, su
 const write = { operationRef: REF, sideEffect: 'write' as const };
 const read = { operationRef: REF, sideEffect: 'read' as const };
 
-function rejects(input: unknown, field: string, context: { operationRef: string; sideEffect: 'read' | 'write' } = write) {
+function rejects(
+  input: unknown,
+  field: string,
+  context: { operationRef: string; sideEffect: 'read' | 'write' } = write,
+) {
   const result = validateEnvelope(input, context);
   if (result.ok) throw new Error(`expected ${field} to be refused`);
   expect(result.field).toBe(field);
@@ -29,7 +33,17 @@ describe('validateEnvelope', () => {
   });
 
   it('requires every field of a write error', () => {
-    for (const field of ['code', 'category', 'commit_state', 'retry', 'next_action', 'operation_ref', 'safe_details', 'agent_message', 'user_message']) {
+    for (const field of [
+      'code',
+      'category',
+      'commit_state',
+      'retry',
+      'next_action',
+      'operation_ref',
+      'safe_details',
+      'agent_message',
+      'user_message',
+    ]) {
       const envelope: Record<string, unknown> = { ...outcomeUnknown() };
       delete envelope[field];
       rejects(envelope, field);
@@ -37,10 +51,19 @@ describe('validateEnvelope', () => {
   });
 
   it('enforces the consistency rules', () => {
-    rejects({ ...outcomeUnknown(), retry: { directive: 'after_delay', not_before: at(1), max_attempts_remaining: 0 } }, 'retry.directive');
+    rejects(
+      { ...outcomeUnknown(), retry: { directive: 'after_delay', not_before: at(1), max_attempts_remaining: 0 } },
+      'retry.directive',
+    );
     rejects({ ...outcomeUnknown(), next_action: 'escalate' }, 'next_action');
-    rejects({ ...rateLimited(at(1)), retry: { directive: 'after_delay', max_attempts_remaining: 1 } }, 'retry.not_before');
-    rejects({ ...rateLimited(at(1)), retry: { directive: 'never', not_before: at(1), max_attempts_remaining: 1 } }, 'retry.directive');
+    rejects(
+      { ...rateLimited(at(1)), retry: { directive: 'after_delay', max_attempts_remaining: 1 } },
+      'retry.not_before',
+    );
+    rejects(
+      { ...rateLimited(at(1)), retry: { directive: 'never', not_before: at(1), max_attempts_remaining: 1 } },
+      'retry.directive',
+    );
     rejects({ ...invalidRecipient(), commit_state: 'unknown' }, 'retry.directive');
     rejects({ ...invalidRecipient(), retry: { directive: 'never', max_attempts_remaining: 1 } }, 'retry.directive');
     rejects({ ...invalidRecipient(), commit_state: 'committed' }, 'commit_state');
@@ -58,8 +81,14 @@ describe('validateEnvelope', () => {
     rejects({ ...outcomeUnknown(), category: 'network' }, 'category');
     rejects({ ...rateLimited('in 30 seconds') }, 'retry.not_before');
     rejects({ ...rateLimited('2026-12-02T10:00:00') }, 'retry.not_before');
-    rejects({ ...outcomeUnknown(), retry: { directive: 'never', max_attempts_remaining: -1 } }, 'retry.max_attempts_remaining');
-    rejects({ ...outcomeUnknown(), retry: { directive: 'never', max_attempts_remaining: 1.5 } }, 'retry.max_attempts_remaining');
+    rejects(
+      { ...outcomeUnknown(), retry: { directive: 'never', max_attempts_remaining: -1 } },
+      'retry.max_attempts_remaining',
+    );
+    rejects(
+      { ...outcomeUnknown(), retry: { directive: 'never', max_attempts_remaining: 1.5 } },
+      'retry.max_attempts_remaining',
+    );
     rejects({ ...outcomeUnknown(), agent_message: 'x'.repeat(501) }, 'agent_message');
     rejects({ ...outcomeUnknown(), extra: true }, 'extra');
     rejects({ ...success(), verification: { checked_at: 'yesterday' } }, 'verification.checked_at');
@@ -79,15 +108,25 @@ describe('validateEnvelope', () => {
   });
 
   it('lets a read-only tool use the smaller form', () => {
-    const result = validateEnvelope({ ok: false, code: 'RATE_LIMITED', retry: { directive: 'after_delay', not_before: at(5) } }, read);
-    expect(result).toMatchObject({ ok: true, envelope: { next_action: 'wait_and_retry', commit_state: 'not_committed', operation_ref: REF } });
+    const result = validateEnvelope(
+      { ok: false, code: 'RATE_LIMITED', retry: { directive: 'after_delay', not_before: at(5) } },
+      read,
+    );
+    expect(result).toMatchObject({
+      ok: true,
+      envelope: { next_action: 'wait_and_retry', commit_state: 'not_committed', operation_ref: REF },
+    });
     rejects({ ok: false, code: 'RATE_LIMITED', retry: { directive: 'after_delay' } }, 'retry.not_before', read);
     rejects({ ok: false, code: 'RATE_LIMITED', retry: { directive: 'after_delay' } }, 'category', write);
   });
 
   it('redacts secrets from free text before anything is stored, and records it', () => {
     const result = validateEnvelope(
-      { ...outcomeUnknown(), agent_message: 'upstream said Authorization: Bearer abcdefghijklmnopqrstuvwxyz0123', user_message: 'card 4242 4242 4242 4242' },
+      {
+        ...outcomeUnknown(),
+        agent_message: 'upstream said Authorization: Bearer abcdefghijklmnopqrstuvwxyz0123',
+        user_message: 'card 4242 4242 4242 4242',
+      },
       write,
     );
     if (!result.ok) throw new Error('expected valid');
@@ -118,9 +157,21 @@ describe('the published JSON Schema agrees with the edge validation for writes',
         },
         { requiredKeys: ['directive'] },
       ),
-      next_action: fc.constantFrom('correct_input', 'wait_and_retry', 'verify_operation', 'request_approval', 'escalate', 'guess'),
+      next_action: fc.constantFrom(
+        'correct_input',
+        'wait_and_retry',
+        'verify_operation',
+        'request_approval',
+        'escalate',
+        'guess',
+      ),
       operation_ref: fc.constant(REF),
-      safe_details: fc.oneof(fc.constant({}), fc.constant({ field: 'email' }), fc.constant({ secret: 'x' }), fc.constant({ limit: 5, field: true })),
+      safe_details: fc.oneof(
+        fc.constant({}),
+        fc.constant({ field: 'email' }),
+        fc.constant({ secret: 'x' }),
+        fc.constant({ limit: 5, field: true }),
+      ),
       agent_message: fc.oneof(fc.string({ maxLength: 20 }), fc.constant('x'.repeat(600))),
       user_message: fc.string({ maxLength: 20 }),
       result: fc.constant({ id: 1 }),

@@ -1,5 +1,11 @@
 import fc from 'fast-check';
-import { emptyHistogram, merge, percentile, record, summarise } from '@recovery-ledger/core/projections/duration-histogram';
+import {
+  emptyHistogram,
+  merge,
+  percentile,
+  record,
+  summarise,
+} from '@recovery-ledger/core/projections/duration-histogram';
 
 const durations = fc.array(fc.integer({ min: 0, max: 7 * 86_400_000 }), { minLength: 1, maxLength: 300 });
 
@@ -36,6 +42,14 @@ describe('duration histogram', () => {
   });
 
   it('answers zero for an empty histogram', () => {
-    expect(summarise(emptyHistogram())).toEqual({ count: 0, mean_ms: 0, min_ms: 0, max_ms: 0, p50_ms: 0, p90_ms: 0, p99_ms: 0 });
+    expect(summarise(emptyHistogram())).toEqual({
+      count: 0,
+      mean_ms: 0,
+      min_ms: 0,
+      max_ms: 0,
+      p50_ms: 0,
+      p90_ms: 0,
+      p99_ms: 0,
+    });
   });
 });

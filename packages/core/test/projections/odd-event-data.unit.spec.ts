@@ -18,5 +18,6 @@ it('no projection throws on a transition whose `to` cannot be converted to a str
       metadata: { recorded_at: '2026-03-01T09:00:00.000Z', actor: '', tenant: 'acme', operation_ref: 'a' },
     },
   ];
-  for (const projection of LEDGER_PROJECTIONS) expect(() => foldProjection(projection as never, events as never)).not.toThrow();
+  for (const projection of LEDGER_PROJECTIONS)
+    expect(() => foldProjection(projection as never, events as never)).not.toThrow();
 });

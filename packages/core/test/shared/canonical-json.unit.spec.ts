@@ -7,7 +7,8 @@ function reference(value: unknown): string {
     const text = JSON.stringify(value);
     return text === undefined ? 'null' : text;
   }
-  if (Array.isArray(value)) return `[${value.map((item) => (item === undefined ? 'null' : reference(item))).join(',')}]`;
+  if (Array.isArray(value))
+    return `[${value.map((item) => (item === undefined ? 'null' : reference(item))).join(',')}]`;
   const members: string[] = [];
   for (const key of Object.keys(value).sort()) {
     const member = (value as Record<string, unknown>)[key];
@@ -21,7 +22,22 @@ function reference(value: unknown): string {
 // keys beyond the quoted-key memo's length, and the keys every event repeats.
 const key = fc.oneof(
   fc.string(),
-  fc.constantFrom('type', 'data', 'metadata', 'event_id', '1', '10', '2', '__proto__x', 'a"b', 'é', 'é', '\u2028', 'Z', 'a'),
+  fc.constantFrom(
+    'type',
+    'data',
+    'metadata',
+    'event_id',
+    '1',
+    '10',
+    '2',
+    '__proto__x',
+    'a"b',
+    'é',
+    'é',
+    '\u2028',
+    'Z',
+    'a',
+  ),
   fc.string({ minLength: 65, maxLength: 80 }),
   fc.nat().map(String),
 );
@@ -33,7 +49,12 @@ const leaf = fc.oneof(
   fc.constant(() => 1),
 );
 const { tree } = fc.letrec((tie) => ({
-  tree: fc.oneof({ depthSize: 'small' }, leaf, fc.array(tie('tree'), { maxLength: 5 }), fc.dictionary(key, tie('tree'), { maxKeys: 6 })),
+  tree: fc.oneof(
+    { depthSize: 'small' },
+    leaf,
+    fc.array(tie('tree'), { maxLength: 5 }),
+    fc.dictionary(key, tie('tree'), { maxKeys: 6 }),
+  ),
 }));
 
 describe('canonical JSON', () => {

@@ -3,7 +3,13 @@
  * plain domain facts; ids and times are filled in so the tests read as the contract's table.
  */
 import { decide, fold, type Decision, type StepState } from '@recovery-ledger/core/domain/decider';
-import { DEFAULT_POLICY, type LedgerEvent, type RecordedEvent, type StepPlannedData, type SubmittedFact } from '@recovery-ledger/core/domain/events';
+import {
+  DEFAULT_POLICY,
+  type LedgerEvent,
+  type RecordedEvent,
+  type StepPlannedData,
+  type SubmittedFact,
+} from '@recovery-ledger/core/domain/events';
 import type { ToolEnvelope } from '@recovery-ledger/core/domain/envelope/envelope.types';
 import { seedEnvelopes } from './seed-envelopes';
 
@@ -15,7 +21,9 @@ let counter = 0;
 export const nextId = () => `00000000-0000-4000-8000-${(++counter).toString().padStart(12, '0')}`;
 
 export function recorded(events: LedgerEvent[], times?: string[]): RecordedEvent[] {
-  return events.map((event, index) => ({ ...event, event_id: nextId(), recorded_at: times?.[index] ?? T0 }) as RecordedEvent);
+  return events.map(
+    (event, index) => ({ ...event, event_id: nextId(), recorded_at: times?.[index] ?? T0 }) as RecordedEvent,
+  );
 }
 
 export class Scenario {
@@ -33,7 +41,12 @@ export class Scenario {
   submit(fact: SubmittedFact, now = T0): Decision {
     const decision = decide(this.state, { fact, event_id: nextId(), now });
     if (decision.kind !== 'refused' || decision.events.length > 0) {
-      this.history.push(...recorded(decision.events, decision.events.map(() => now)));
+      this.history.push(
+        ...recorded(
+          decision.events,
+          decision.events.map(() => now),
+        ),
+      );
     }
     return decision;
   }
@@ -70,7 +83,9 @@ export const given = (events: LedgerEvent[] = []) => new Scenario(events);
 
 // ---- facts --------------------------------------------------------------------------------------
 
-export function planned(overrides: Omit<Partial<StepPlannedData>, 'policy'> & { policy?: Partial<StepPlannedData['policy']> } = {}): SubmittedFact {
+export function planned(
+  overrides: Omit<Partial<StepPlannedData>, 'policy'> & { policy?: Partial<StepPlannedData['policy']> } = {},
+): SubmittedFact {
   return {
     type: 'StepPlanned',
     data: {
@@ -94,7 +109,10 @@ export const envelope = (attempt: number, env: ToolEnvelope): SubmittedFact => (
   data: { attempt, envelope: env, redactions: [] },
 });
 
-export const verified = (outcome: 'found_committed' | 'not_found' | 'lookup_unavailable', evidence_ref?: string): SubmittedFact => ({
+export const verified = (
+  outcome: 'found_committed' | 'not_found' | 'lookup_unavailable',
+  evidence_ref?: string,
+): SubmittedFact => ({
   type: 'VerificationRecorded',
   data: { outcome, checked_at: T0, redactions: [], ...(evidence_ref ? { evidence_ref } : {}) },
 });
@@ -108,8 +126,11 @@ export const approval = (decision: 'granted' | 'denied'): SubmittedFact => ({
 
 export const success = (): ToolEnvelope => seedEnvelopes.success(REF, 'inv_123', T0);
 export const invalidRecipient = (remaining = 1): ToolEnvelope => seedEnvelopes.invalidRecipient(REF, remaining);
-export const rateLimited = (notBefore: string, remaining = 2, category: 'dependency' | 'conflict' = 'dependency'): ToolEnvelope =>
-  seedEnvelopes.rateLimited(REF, notBefore, remaining, category);
+export const rateLimited = (
+  notBefore: string,
+  remaining = 2,
+  category: 'dependency' | 'conflict' = 'dependency',
+): ToolEnvelope => seedEnvelopes.rateLimited(REF, notBefore, remaining, category);
 export const outcomeUnknown = (): ToolEnvelope => seedEnvelopes.outcomeUnknown(REF);
 export const missingApproval = (): ToolEnvelope => seedEnvelopes.missingApproval(REF);
 export const escalateNow = (): ToolEnvelope => seedEnvelopes.alreadyPaid(REF);

@@ -6,7 +6,12 @@ import type { ToolEnvelope, ToolError } from '@recovery-ledger/core/domain/envel
 
 export const seedEnvelopes = {
   /** Without an evidence_ref the success is proven by the envelope alone. */
-  success: (ref: string, evidenceRef?: string, checkedAt = new Date().toISOString(), result: unknown = { invoice_id: evidenceRef ?? 'inv_1' }): ToolEnvelope => ({
+  success: (
+    ref: string,
+    evidenceRef?: string,
+    checkedAt = new Date().toISOString(),
+    result: unknown = { invoice_id: evidenceRef ?? 'inv_1' },
+  ): ToolEnvelope => ({
     ok: true,
     operation_ref: ref,
     commit_state: 'committed',
@@ -25,7 +30,12 @@ export const seedEnvelopes = {
     agent_message: 'recipient_email is invalid; request a corrected address.',
     user_message: 'I need a valid recipient address before I can send this.',
   }),
-  rateLimited: (ref: string, notBefore: string, remaining = 2, category: ToolError['category'] = 'dependency'): ToolError => ({
+  rateLimited: (
+    ref: string,
+    notBefore: string,
+    remaining = 2,
+    category: ToolError['category'] = 'dependency',
+  ): ToolError => ({
     ok: false,
     code: 'RATE_LIMITED',
     category,

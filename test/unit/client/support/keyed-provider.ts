@@ -37,10 +37,18 @@ export class KeyedInvoiceProvider {
   readonly createInvoice: ToolCall<InvoiceInput> = async (input, context) => {
     this.calls.push({ input, context });
     const behaviour = this.script.shift() ?? { kind: 'ok' };
-    const options = { operationRef: context.operationRef, sideEffect: context.sideEffect, now: this.now(), inputFields: inputFieldsOf(input) };
+    const options = {
+      operationRef: context.operationRef,
+      sideEffect: context.sideEffect,
+      now: this.now(),
+      inputFields: inputFieldsOf(input),
+    };
     if (behaviour.kind === 'reset_before_commit') throw resetError();
     if (behaviour.kind === 'status') {
-      return normalizeHttpResponse({ status: behaviour.status, headers: behaviour.headers, body: behaviour.body }, options);
+      return normalizeHttpResponse(
+        { status: behaviour.status, headers: behaviour.headers, body: behaviour.body },
+        options,
+      );
     }
     const invoice = this.commit(context.idempotencyKey, input);
     if (behaviour.kind === 'commit_then_reset') throw resetError();

@@ -88,7 +88,9 @@ function problemBody(error: LedgerProblem, instance: string): Record<string, unk
 function toLedgerProblem(error: unknown): LedgerProblem {
   if (error instanceof LedgerProblem) return error;
   if (error instanceof StoreUnavailableError) {
-    return new LedgerProblem('STORE_UNAVAILABLE', 'the event store is unavailable', { retryAfterSeconds: error.retryAfterSeconds });
+    return new LedgerProblem('STORE_UNAVAILABLE', 'the event store is unavailable', {
+      retryAfterSeconds: error.retryAfterSeconds,
+    });
   }
   return new LedgerProblem('INTERNAL_ERROR', 'an unexpected error; nothing was stored');
 }
@@ -116,7 +118,7 @@ export async function startLoopbackLedger(options: { start?: Date; apiKey?: stri
 
   async function recoveryItems() {
     const byStream = new Map<string, StoredEvent[]>();
-    for (let after = 0; ; ) {
+    for (let after = 0; ;) {
       const batch = await store.readAll({ after, limit: 500, streamPrefix: 'op-' });
       if (batch.length === 0) break;
       for (const event of batch) byStream.set(event.stream, [...(byStream.get(event.stream) ?? []), event]);
@@ -136,7 +138,9 @@ export async function startLoopbackLedger(options: { start?: Date; apiKey?: stri
         attempt: state.current_attempt,
       });
     }
-    return items.sort((a, b) => Date.parse(a.since) - Date.parse(b.since) || a.operation_ref.localeCompare(b.operation_ref));
+    return items.sort(
+      (a, b) => Date.parse(a.since) - Date.parse(b.since) || a.operation_ref.localeCompare(b.operation_ref),
+    );
   }
 
   async function route(request: IncomingMessage, response: ServerResponse, body: any): Promise<void> {
@@ -201,7 +205,11 @@ export async function startLoopbackLedger(options: { start?: Date; apiKey?: stri
     requests.push({ method: request.method ?? '', url: request.url ?? '', headers: request.headers, body });
     const fault = faults.shift();
     if (fault?.kind === 'unavailable') {
-      return sendError(response, new LedgerProblem('STORE_UNAVAILABLE', 'the store is busy', { retryAfterSeconds: fault.retryAfterSeconds }), request.url ?? '');
+      return sendError(
+        response,
+        new LedgerProblem('STORE_UNAVAILABLE', 'the store is busy', { retryAfterSeconds: fault.retryAfterSeconds }),
+        request.url ?? '',
+      );
     }
     if (fault?.kind === 'stall') {
       await new Promise((resolve) => setTimeout(resolve, fault.ms));
@@ -209,7 +217,11 @@ export async function startLoopbackLedger(options: { start?: Date; apiKey?: stri
     try {
       if (fault?.kind === 'drop_after_processing') {
         // The fact is decided and stored; only the answer is lost on the way back.
-        await route(request, { writeHead: () => undefined, end: () => undefined } as unknown as ServerResponse, body).catch(() => undefined);
+        await route(
+          request,
+          { writeHead: () => undefined, end: () => undefined } as unknown as ServerResponse,
+          body,
+        ).catch(() => undefined);
         request.socket.destroy();
         return;
       }

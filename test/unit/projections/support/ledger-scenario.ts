@@ -41,7 +41,12 @@ export class LedgerScenario {
     });
   }
 
-  async submit(ref: string, type: SubmittedEvent['type'], data: Record<string, unknown>, options: { tenant?: string; eventId?: string } = {}): Promise<SubmitOutcome> {
+  async submit(
+    ref: string,
+    type: SubmittedEvent['type'],
+    data: Record<string, unknown>,
+    options: { tenant?: string; eventId?: string } = {},
+  ): Promise<SubmitOutcome> {
     try {
       const answer = await this.ledger.submit(
         { tenant: options.tenant ?? this.tenant, actor: this.actor, operationRef: ref },
@@ -54,7 +59,17 @@ export class LedgerScenario {
     }
   }
 
-  plan(ref: string, options: { run_id?: string; tool?: string; side_effect?: 'read' | 'write'; input_hash?: string; policy?: Record<string, unknown>; tenant?: string } = {}) {
+  plan(
+    ref: string,
+    options: {
+      run_id?: string;
+      tool?: string;
+      side_effect?: 'read' | 'write';
+      input_hash?: string;
+      policy?: Record<string, unknown>;
+      tenant?: string;
+    } = {},
+  ) {
     const { tenant, ...rest } = options;
     return this.submit(
       ref,
@@ -72,7 +87,12 @@ export class LedgerScenario {
     return this.submit(ref, 'EnvelopeRecorded', { attempt, envelope }, { tenant });
   }
 
-  verify(ref: string, outcome: 'found_committed' | 'not_found' | 'lookup_unavailable', evidenceRef?: string, tenant?: string) {
+  verify(
+    ref: string,
+    outcome: 'found_committed' | 'not_found' | 'lookup_unavailable',
+    evidenceRef?: string,
+    tenant?: string,
+  ) {
     return this.submit(
       ref,
       'VerificationRecorded',

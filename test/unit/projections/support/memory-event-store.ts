@@ -34,7 +34,11 @@ export class MemoryEventStore implements EventStore {
     const existing = this.events.filter((event) => event.stream === stream);
     // The same ids already standing right after the expected revision: the first append's answer.
     const standing = existing.slice(expectedRevision + 1, expectedRevision + 1 + events.length);
-    if (events.length > 0 && standing.length === events.length && standing.every((event, index) => event.event_id === events[index].event_id)) {
+    if (
+      events.length > 0 &&
+      standing.length === events.length &&
+      standing.every((event, index) => event.event_id === events[index].event_id)
+    ) {
       const last = standing[standing.length - 1];
       return { revision: last.revision, position: last.position };
     }
@@ -100,7 +104,11 @@ export class MemoryEventStore implements EventStore {
     const loop = (async () => {
       while (active) {
         appended = false;
-        const batch = await this.readAll({ after: position, limit: this.options.batchSize ?? 500, streamPrefix: options.streamPrefix });
+        const batch = await this.readAll({
+          after: position,
+          limit: this.options.batchSize ?? 500,
+          streamPrefix: options.streamPrefix,
+        });
         if (batch.length === 0) {
           if (!appended && active) await new Promise<void>((resolve) => (wake = resolve));
           wake = undefined;

@@ -14,7 +14,10 @@ export type HistoryCommand =
 
 const op = fc.integer({ min: 0, max: 4 });
 /** 0 means "the attempt a careful runtime would send"; 1..4 a sloppy runtime's guess. */
-const attempt = fc.oneof({ weight: 6, arbitrary: fc.constant(0) }, { weight: 1, arbitrary: fc.integer({ min: 1, max: 4 }) });
+const attempt = fc.oneof(
+  { weight: 6, arbitrary: fc.constant(0) },
+  { weight: 1, arbitrary: fc.integer({ min: 1, max: 4 }) },
+);
 
 /**
  * Random fact sequences, mostly what a careful runtime sends (the next attempt, the envelope of the
@@ -23,20 +26,55 @@ const attempt = fc.oneof({ weight: 6, arbitrary: fc.constant(0) }, { weight: 1, 
  */
 export const historyCommands = fc.array(
   fc.oneof(
-    { weight: 2, arbitrary: fc.record({ kind: fc.constant('plan' as const), op, tool: fc.integer({ min: 0, max: 1 }) }) },
-    { weight: 4, arbitrary: fc.record({ kind: fc.constant('dispatch' as const), op, attempt, input: fc.integer({ min: 0, max: 1 }) }) },
+    {
+      weight: 2,
+      arbitrary: fc.record({ kind: fc.constant('plan' as const), op, tool: fc.integer({ min: 0, max: 1 }) }),
+    },
+    {
+      weight: 4,
+      arbitrary: fc.record({
+        kind: fc.constant('dispatch' as const),
+        op,
+        attempt,
+        input: fc.integer({ min: 0, max: 1 }),
+      }),
+    },
     {
       weight: 4,
       arbitrary: fc.record({
         kind: fc.constant('envelope' as const),
         op,
         attempt,
-        envelope: fc.constantFrom<EnvelopeKind>('committed', 'unknown', 'invalidInput', 'rateLimited', 'needsApproval', 'conflict'),
+        envelope: fc.constantFrom<EnvelopeKind>(
+          'committed',
+          'unknown',
+          'invalidInput',
+          'rateLimited',
+          'needsApproval',
+          'conflict',
+        ),
       }),
     },
-    { weight: 4, arbitrary: fc.record({ kind: fc.constant('verify' as const), op, outcome: fc.constantFrom('found_committed' as const, 'not_found' as const, 'lookup_unavailable' as const) }) },
-    { weight: 2, arbitrary: fc.record({ kind: fc.constant('approve' as const), op, decision: fc.constantFrom('granted' as const, 'denied' as const) }) },
-    { weight: 2, arbitrary: fc.record({ kind: fc.constant('advance' as const), ms: fc.integer({ min: 0, max: 45_000 }) }) },
+    {
+      weight: 4,
+      arbitrary: fc.record({
+        kind: fc.constant('verify' as const),
+        op,
+        outcome: fc.constantFrom('found_committed' as const, 'not_found' as const, 'lookup_unavailable' as const),
+      }),
+    },
+    {
+      weight: 2,
+      arbitrary: fc.record({
+        kind: fc.constant('approve' as const),
+        op,
+        decision: fc.constantFrom('granted' as const, 'denied' as const),
+      }),
+    },
+    {
+      weight: 2,
+      arbitrary: fc.record({ kind: fc.constant('advance' as const), ms: fc.integer({ min: 0, max: 45_000 }) }),
+    },
   ),
   { minLength: 1, maxLength: 40 },
 );
@@ -48,7 +86,10 @@ export function operationOf(n: number): { ref: string; run: string; tenant: stri
   return { ref: `run_${n % 2}/step_${n}`, run: `run_${n % 2}`, tenant: n === 4 ? 'globex' : 'acme' };
 }
 
-export async function runHistory(commands: readonly HistoryCommand[], scenario = new LedgerScenario()): Promise<StoredEvent[]> {
+export async function runHistory(
+  commands: readonly HistoryCommand[],
+  scenario = new LedgerScenario(),
+): Promise<StoredEvent[]> {
   for (const command of commands) {
     if (command.kind === 'advance') {
       scenario.clock.advance(command.ms);
@@ -59,13 +100,23 @@ export async function runHistory(commands: readonly HistoryCommand[], scenario =
     if (!view && command.kind !== 'plan') {
       // A careful runtime plans before anything else; the refusal of a fact before the plan is
       // covered by the decider's own tests.
-      await scenario.plan(ref, { run_id: run, tool: TOOLS[command.op % 2], tenant, policy: { verification_tool: 'lookup_by_ref' } });
+      await scenario.plan(ref, {
+        run_id: run,
+        tool: TOOLS[command.op % 2],
+        tenant,
+        policy: { verification_tool: 'lookup_by_ref' },
+      });
     }
     const next = (view?.attempts_used ?? 0) + 1;
     const current = view?.current_attempt ?? 1;
     switch (command.kind) {
       case 'plan':
-        await scenario.plan(ref, { run_id: run, tool: TOOLS[command.tool], tenant, policy: { verification_tool: 'lookup_by_ref' } });
+        await scenario.plan(ref, {
+          run_id: run,
+          tool: TOOLS[command.tool],
+          tenant,
+          policy: { verification_tool: 'lookup_by_ref' },
+        });
         break;
       case 'dispatch':
         await scenario.dispatch(ref, command.attempt || next, `h${command.input}`, tenant);
@@ -78,12 +129,20 @@ export async function runHistory(commands: readonly HistoryCommand[], scenario =
           if (dispatched.ok) attemptInFlight = next;
         }
         const notBefore = new Date(scenario.clock.ms + 10_000).toISOString();
-        const envelope = command.envelope === 'rateLimited' ? envelopes.rateLimited(ref, notBefore) : (envelopes[command.envelope] as (ref: string) => object)(ref);
+        const envelope =
+          command.envelope === 'rateLimited'
+            ? envelopes.rateLimited(ref, notBefore)
+            : (envelopes[command.envelope] as (ref: string) => object)(ref);
         await scenario.envelope(ref, command.attempt || attemptInFlight, envelope, tenant);
         break;
       }
       case 'verify':
-        await scenario.verify(ref, command.outcome, command.outcome === 'found_committed' ? `ev_${command.op}` : undefined, tenant);
+        await scenario.verify(
+          ref,
+          command.outcome,
+          command.outcome === 'found_committed' ? `ev_${command.op}` : undefined,
+          tenant,
+        );
         break;
       case 'approve':
         await scenario.submit(ref, 'ApprovalRecorded', { decision: command.decision, approver: 'alice' }, { tenant });

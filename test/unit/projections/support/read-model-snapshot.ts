@@ -2,7 +2,10 @@ import type { AnyProjection, ProjectedEvent } from '@recovery-ledger/core/projec
 import type { SqliteReadModel } from '../../../../src/projection-engine/sqlite-read-model.store';
 import { foldProjection } from '../../../../packages/core/test/projections/support/fold-projection';
 
-export type Snapshot = Record<string, { docs: Array<{ key: string; doc: string }>; links: Array<{ stream: string; link: string }> }>;
+export type Snapshot = Record<
+  string,
+  { docs: Array<{ key: string; doc: string }>; links: Array<{ stream: string; link: string }> }
+>;
 
 /** Every projection's stored rows, as written: two read models are equal when these are. */
 export function snapshot(readModel: SqliteReadModel, projections: readonly AnyProjection[]): Snapshot {
@@ -20,7 +23,9 @@ export function expectedSnapshot(projections: readonly AnyProjection[], log: rea
         {
           docs: [...docs].map(([key, doc]) => ({ key, doc: JSON.stringify(doc) })).sort(byKey),
           links: projection.linkOf
-            ? [...links].map(([stream, link]) => ({ stream, link })).sort((a, b) => byKey({ key: a.stream }, { key: b.stream }))
+            ? [...links]
+                .map(([stream, link]) => ({ stream, link }))
+                .sort((a, b) => byKey({ key: a.stream }, { key: b.stream }))
             : [],
         },
       ];

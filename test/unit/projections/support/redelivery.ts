@@ -2,5 +2,8 @@ import type { ProjectedEvent } from '@recovery-ledger/core/projections/projectio
 
 /** Each event delivered twice in a row, then the whole log again: what an at-least-once feed may do. */
 export function redelivered<E extends ProjectedEvent>(events: readonly E[]): E[] {
-  return [...events.flatMap((event) => [event, structuredClone(event)]), ...events.map((event) => structuredClone(event))];
+  return [
+    ...events.flatMap((event) => [event, structuredClone(event)]),
+    ...events.map((event) => structuredClone(event)),
+  ];
 }

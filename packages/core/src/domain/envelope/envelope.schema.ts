@@ -24,7 +24,18 @@ export function envelopeJsonSchema(limits: EnvelopeLimits = DEFAULT_ENVELOPE_LIM
   const toolError = {
     type: 'object',
     additionalProperties: false,
-    required: ['ok', 'code', 'category', 'commit_state', 'retry', 'next_action', 'operation_ref', 'safe_details', 'agent_message', 'user_message'],
+    required: [
+      'ok',
+      'code',
+      'category',
+      'commit_state',
+      'retry',
+      'next_action',
+      'operation_ref',
+      'safe_details',
+      'agent_message',
+      'user_message',
+    ],
     properties: {
       ok: { const: false },
       code: { type: 'string', maxLength: limits.maxCodeLength, pattern: STABLE_CODE_PATTERN.source },
@@ -54,16 +65,26 @@ export function envelopeJsonSchema(limits: EnvelopeLimits = DEFAULT_ENVELOPE_LIM
     allOf: [
       {
         if: { properties: { commit_state: { const: 'unknown' } }, required: ['commit_state'] },
-        then: { properties: { retry: { properties: { directive: { const: 'never' } } }, next_action: { const: 'verify_operation' } } },
+        then: {
+          properties: {
+            retry: { properties: { directive: { const: 'never' } } },
+            next_action: { const: 'verify_operation' },
+          },
+        },
       },
       {
         if: { properties: { next_action: { const: 'wait_and_retry' } }, required: ['next_action'] },
-        then: { properties: { retry: { required: ['not_before'], properties: { directive: { const: 'after_delay' } } } } },
+        then: {
+          properties: { retry: { required: ['not_before'], properties: { directive: { const: 'after_delay' } } } },
+        },
       },
       {
         if: { properties: { next_action: { const: 'correct_input' } }, required: ['next_action'] },
         then: {
-          properties: { commit_state: { const: 'not_committed' }, retry: { properties: { directive: { const: 'after_input_fix' } } } },
+          properties: {
+            commit_state: { const: 'not_committed' },
+            retry: { properties: { directive: { const: 'after_input_fix' } } },
+          },
         },
       },
     ],

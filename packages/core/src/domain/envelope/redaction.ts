@@ -59,7 +59,8 @@ interface SecretPattern {
 }
 
 /** Key names whose value is a secret whatever it looks like (compared lower-case, without separators). */
-const SECRET_NAME_ANYWHERE = /(password|passwd|passphrase|secret|apikey|privatekey|accesskey|authorization|credential|cookie)/;
+const SECRET_NAME_ANYWHERE =
+  /(password|passwd|passphrase|secret|apikey|privatekey|accesskey|authorization|credential|cookie)/;
 const SECRET_NAME_SUFFIX = /(token|pwd|auth|sessionid|cvv|cvc)$/;
 
 export function isSecretKeyName(key: string): boolean {
@@ -72,7 +73,8 @@ export function isSecretKeyName(key: string): boolean {
  * Any word followed by `=`, `:` or `=>` is a candidate, and its name decides: one pass over the
  * text (a pattern with the names inside it backtracked over every prefix of every word).
  */
-const ASSIGNMENT = /(?<![A-Za-z0-9_.-])(["']?)([A-Za-z0-9_.-]{1,64})\1\s*(?:=>|=|:)\s*["']?(?!\[REDACTED)(?=[^\s"',;&)}\]]{3})/g;
+const ASSIGNMENT =
+  /(?<![A-Za-z0-9_.-])(["']?)([A-Za-z0-9_.-]{1,64})\1\s*(?:=>|=|:)\s*["']?(?!\[REDACTED)(?=[^\s"',;&)}\]]{3})/g;
 const ASSIGNED_VALUE = /[^\s"',;&)}\]]+/y;
 
 /** Redacts the value of every `name=value` whose name is a secret's; the name stays (`DB_PASSWORD=[REDACTED:named_secret]`). */
@@ -97,7 +99,8 @@ function redactAssignments(text: string, kinds: SecretKind[]): string {
 const SECRET_PATTERNS: readonly SecretPattern[] = [
   {
     kind: 'private_key',
-    pattern: /-----BEGIN [A-Z0-9 ]*PRIVATE KEY(?: BLOCK)?-----[\s\S]*?(?:-----END [A-Z0-9 ]*PRIVATE KEY(?: BLOCK)?-----|$)/g,
+    pattern:
+      /-----BEGIN [A-Z0-9 ]*PRIVATE KEY(?: BLOCK)?-----[\s\S]*?(?:-----END [A-Z0-9 ]*PRIVATE KEY(?: BLOCK)?-----|$)/g,
   },
   { kind: 'bearer_token', pattern: /\b(?:bearer|token)\s+(?!\[REDACTED)[A-Za-z0-9\-._~+/]{8,}=*/gi },
   { kind: 'basic_auth', pattern: /\bbasic\s+[A-Za-z0-9+/]{6,}={0,2}/gi, accept: isBasicCredential },
@@ -113,7 +116,11 @@ const SECRET_PATTERNS: readonly SecretPattern[] = [
   { kind: 'github_token', pattern: /\b(?:gh[pousr]_[A-Za-z0-9]{20,}|github_pat_[A-Za-z0-9_]{20,})\b/g },
   { kind: 'slack_token', pattern: /\bx(?:ox[abposre]|app)-[A-Za-z0-9-]{10,}/g },
   { kind: 'basic_auth_url', pattern: /\b[a-z][a-z0-9+.-]*:\/\/[^\s/:@]+:[^\s/@]+@/gi },
-  { kind: 'card_number', pattern: /\b\d(?:[ -]?\d){12,18}\b/g, accept: (match) => isCardNumber(match.replace(/\D/g, '')) },
+  {
+    kind: 'card_number',
+    pattern: /\b\d(?:[ -]?\d){12,18}\b/g,
+    accept: (match) => isCardNumber(match.replace(/\D/g, '')),
+  },
 ];
 
 /** `Basic <base64 of user:password>` (RFC 7617); "basic authentication" is not one. */
@@ -205,7 +212,11 @@ export function containsSecret(text: string, options: RedactionOptions = {}): bo
  * Redacts every string leaf, object key and card-like number of a JSON value; returns a new value.
  * A value under a secret key name is replaced whole, whatever its type.
  */
-export function redactDeep<T>(value: T, path = '', options: RedactionOptions = {}): { value: T; redactions: Redaction[] } {
+export function redactDeep<T>(
+  value: T,
+  path = '',
+  options: RedactionOptions = {},
+): { value: T; redactions: Redaction[] } {
   const redactions: Redaction[] = [];
   const walk = (node: unknown, at: string): unknown => {
     if (typeof node === 'string') {

@@ -24,8 +24,7 @@ export interface EnvelopeContext {
 }
 
 export type EnvelopeValidation =
-  | { ok: true; envelope: ToolEnvelope; redactions: Redaction[] }
-  | { ok: false; field: string; reason: string };
+  { ok: true; envelope: ToolEnvelope; redactions: Redaction[] } | { ok: false; field: string; reason: string };
 
 export const STABLE_CODE_PATTERN = /^[A-Z][A-Z0-9]*(?:_[A-Z0-9]+)*$/;
 export const ISO_INSTANT_PATTERN = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(?:\.\d{1,9})?(?:Z|[+-]\d{2}:\d{2})$/;
@@ -97,7 +96,8 @@ function checkRetry(value: unknown, required: boolean): ToolError['retry'] {
   const directive = oneOf(value.directive, RETRY_DIRECTIVES, 'retry.directive');
   const retry: ToolError['retry'] = { directive, max_attempts_remaining: 0 };
   if (value.not_before !== undefined) {
-    if (!isIsoInstant(value.not_before)) fail('retry.not_before', 'must be an RFC 3339 instant with a time zone, on a real date');
+    if (!isIsoInstant(value.not_before))
+      fail('retry.not_before', 'must be an RFC 3339 instant with a time zone, on a real date');
     retry.not_before = value.not_before as string;
   }
   const remaining = value.max_attempts_remaining;
@@ -153,9 +153,13 @@ function checkError(input: Record<string, unknown>, context: EnvelopeContext, li
       input.operation_ref === undefined ? context.operationRef : checkOperationRef(input.operation_ref, context),
     safe_details: input.safe_details === undefined ? {} : checkSafeDetails(input.safe_details, limits),
     agent_message:
-      input.agent_message === undefined ? '' : boundedString(input.agent_message, 'agent_message', limits.maxMessageLength),
+      input.agent_message === undefined
+        ? ''
+        : boundedString(input.agent_message, 'agent_message', limits.maxMessageLength),
     user_message:
-      input.user_message === undefined ? '' : boundedString(input.user_message, 'user_message', limits.maxMessageLength),
+      input.user_message === undefined
+        ? ''
+        : boundedString(input.user_message, 'user_message', limits.maxMessageLength),
   };
   checkConsistency(envelope, context);
   return envelope;
@@ -187,7 +191,8 @@ function checkSuccess(input: Record<string, unknown>, context: EnvelopeContext, 
   const verification = input.verification;
   if (!isPlainObject(verification)) return fail('verification', 'must be an object');
   onlyKeys(verification, ['checked_at', 'evidence_ref'], 'verification');
-  if (!isIsoInstant(verification.checked_at)) fail('verification.checked_at', 'must be an RFC 3339 instant with a time zone, on a real date');
+  if (!isIsoInstant(verification.checked_at))
+    fail('verification.checked_at', 'must be an RFC 3339 instant with a time zone, on a real date');
   if (verification.evidence_ref !== undefined) {
     boundedString(verification.evidence_ref, 'verification.evidence_ref', limits.maxOperationRefLength);
   }
@@ -204,9 +209,14 @@ function checkSuccess(input: Record<string, unknown>, context: EnvelopeContext, 
 }
 
 /** Redacts what a tool wrote freely; the machine fields are vocabularies and cannot carry secrets. */
-function redactEnvelope(envelope: ToolEnvelope, detect?: SecretDetector): { envelope: ToolEnvelope; redactions: Redaction[] } {
+function redactEnvelope(
+  envelope: ToolEnvelope,
+  detect?: SecretDetector,
+): { envelope: ToolEnvelope; redactions: Redaction[] } {
   if (envelope.ok) {
-    const { value, redactions } = redactDeep({ result: envelope.result, verification: envelope.verification }, '', { detect });
+    const { value, redactions } = redactDeep({ result: envelope.result, verification: envelope.verification }, '', {
+      detect,
+    });
     return { envelope: { ...envelope, ...value }, redactions };
   }
   const { agent_message, user_message, safe_details } = envelope;

@@ -9,7 +9,11 @@ export interface FoldedModel {
  * The reference model of what the engine does with one projection, in memory: link, key, evolve,
  * one event at a time. Unit tests fold with it; the engine's read model must agree with it.
  */
-export function foldProjection(projection: AnyProjection, events: readonly ProjectedEvent[], model: FoldedModel = { docs: new Map(), links: new Map() }): FoldedModel {
+export function foldProjection(
+  projection: AnyProjection,
+  events: readonly ProjectedEvent[],
+  model: FoldedModel = { docs: new Map(), links: new Map() },
+): FoldedModel {
   for (const event of events) {
     let link = model.links.get(event.stream);
     const made = projection.linkOf?.(event);
