@@ -4,8 +4,8 @@ import { QueueThrottlerStorage } from '../../../src/http/security/rate-limit.sto
 // Nest 12 ships ES modules only, which this CommonJS test run cannot load; the library's storage
 // needs nothing of @nestjs/common but its @Injectable() decorator.
 jest.mock('@nestjs/common', () => ({ Injectable: () => (target: unknown) => target }));
-// eslint-disable-next-line @typescript-eslint/no-require-imports
 const { ThrottlerStorageService } =
+  // eslint-disable-next-line @typescript-eslint/no-require-imports -- loaded after the mock above
   require('@nestjs/throttler/dist/throttler.service') as typeof import('@nestjs/throttler');
 
 /**
