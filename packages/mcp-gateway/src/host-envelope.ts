@@ -5,16 +5,17 @@
  * sentences are fixed per code and next action.
  */
 import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
-import type { Directive, OperationState } from '@recovery-ledger/client';
-import { NORMALIZED_CODE_FACTS } from '@recovery-ledger/client';
 import {
+  type Directive,
+  type OperationState,
+  NORMALIZED_CODE_FACTS,
   DEFAULT_ENVELOPE_LIMITS,
   type ErrorCategory,
   type NextAction,
   type ToolEnvelope,
   type ToolError,
+  validateEnvelope,
 } from '@recovery-ledger/client';
-import { validateEnvelope } from '@recovery-ledger/client';
 
 /** Facts the gateway states in its own words: ledger refusals, transitions, and its own codes. */
 const GATEWAY_CODE_FACTS: Record<string, string> = {

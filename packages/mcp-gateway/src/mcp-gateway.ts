@@ -22,24 +22,25 @@ import {
   type ToolCall,
   type WriteOutcome,
   type WriteStep,
-} from '@recovery-ledger/client';
-import type { OperationState } from '@recovery-ledger/client';
-import { LedgerClient } from '@recovery-ledger/client';
-import { LedgerAuthError, LedgerError, LedgerNotFound } from '@recovery-ledger/client';
-import {
+  type OperationState,
+  LedgerClient,
+  LedgerAuthError,
+  LedgerError,
+  LedgerNotFound,
   callWindowPassed,
   correctInput,
   escalate,
   uncertainOutcome,
   waitAndRetry,
   type NormalizeContext,
+  inputFieldsOf,
+  normalizeMcpToolResult,
+  normalizeNetworkError,
+  recover,
+  type RecoveryReport,
+  envelopeJsonSchema,
+  type ToolEnvelope,
 } from '@recovery-ledger/client';
-import { inputFieldsOf } from '@recovery-ledger/client';
-import { normalizeMcpToolResult } from '@recovery-ledger/client';
-import { normalizeNetworkError } from '@recovery-ledger/client';
-import { recover, type RecoveryReport } from '@recovery-ledger/client';
-import { envelopeJsonSchema } from '@recovery-ledger/client';
-import type { ToolEnvelope } from '@recovery-ledger/client';
 import { GATEWAY_TOOLS, type GatewayConfig, type WriteToolConfig } from './gateway-config';
 import {
   approvalGateEnvelope,
