@@ -21,6 +21,7 @@ const workspaceSources = {
   '^@recovery-ledger/core/(.*)$': '<rootDir>/packages/core/src/$1',
   '^@recovery-ledger/client$': '<rootDir>/packages/client/src/index.ts',
   '^@recovery-ledger/mcp-gateway$': '<rootDir>/packages/mcp-gateway/src/index.ts',
+  '^@recovery-ledger/agent-frameworks/(.*)$': '<rootDir>/packages/agent-frameworks/src/$1',
 };
 
 module.exports = {
