@@ -20,12 +20,11 @@ import { ProjectionEngine } from '../src/projection-engine/projection-engine';
 import { SqliteReadModel } from '../src/projection-engine/sqlite-read-model.store';
 import { SqliteEventStore } from '../src/store/sqlite/sqlite-event-store.adapter';
 import { ledgerOver, percentileOf, runOperation } from './ledger-workload';
+import { setTimeout as sleep } from 'node:timers/promises';
 
 const targetRate = Number(process.argv[2] ?? 2_000);
 const seconds = Number(process.argv[3] ?? 20);
 const EVENTS_PER_OPERATION = 8.7; // average over the workload's 20 paths (174 events), refusals included
-
-const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
 async function main(): Promise<void> {
   const dir = mkdtempSync(join(tmpdir(), 'ledger-lag-bench-'));

@@ -22,6 +22,7 @@ import {
 } from '@recovery-ledger/client';
 import { CREATE_INVOICE, invoiceTools, VERIFICATION_TOOL, type InvoiceInput } from './invoice-tools';
 import { flag, integerFlag, log } from './example-cli';
+import { setTimeout as sleep } from 'node:timers/promises';
 
 interface Job {
   step: WriteStep<InvoiceInput>;
@@ -34,7 +35,6 @@ interface Job {
   final?: string;
 }
 
-const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 const PARKED = new Set(['needs_input', 'awaiting_approval']);
 const TERMINAL = new Set(['succeeded', 'escalated']);
 

@@ -14,13 +14,13 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { InvoiceState } from './invoice-mcp-server/invoice-state';
+import { setTimeout as sleep } from 'node:timers/promises';
 
 function flag(name: string): string | undefined {
   const index = process.argv.indexOf(`--${name}`);
   return index >= 0 ? process.argv[index + 1] : undefined;
 }
 
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 const print = (line: string) => process.stdout.write(`${line}\n`);
 
 async function main(): Promise<void> {

@@ -19,6 +19,7 @@ import { DIST, rssOf, runLoad, startLedger } from '../support/processes';
 import { percentile, type FigureRow } from '../support/report';
 import { planFact, submitPath } from '../support/submit-bodies';
 import { writeLargeLog, writeLongOperation } from '../support/large-log';
+import { setTimeout as sleep } from 'node:timers/promises';
 
 export interface LargeLogSettings {
   dir: string;
@@ -32,7 +33,6 @@ export interface LargeLogSettings {
 
 const LONG_REF = 'bench_long/op_1';
 const LONG_EVENTS = 1_000;
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 interface Sample {
   at: number;

@@ -26,6 +26,7 @@ import { restateBinary, startRestateServer } from '../support/peers/restate-serv
 import { DIST, serve, startBareFastify, startLedger } from '../support/processes';
 import type { FigureRow } from '../support/report';
 import type { StepJob, StepKind, StepResult } from '../support/tool-steps.load';
+import { setTimeout as sleep } from 'node:timers/promises';
 
 export const TOOL_STEP_PEERS = ['restate', 'dbos', 'bare', 'sqlite-txn', 'sqlite-group'] as const;
 export type ToolStepPeer = (typeof TOOL_STEP_PEERS)[number];
@@ -72,7 +73,6 @@ interface Measurement {
   peakPssMb: number;
 }
 
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 const median = (values: number[]) => {
   if (values.length === 0) return NaN;
   const sorted = [...values].sort((a, b) => a - b);

@@ -7,6 +7,7 @@ import { readFileSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { resolve } from 'node:path';
 import type { LoadJob, LoadResult } from './load.worker';
+import { setTimeout as sleep } from 'node:timers/promises';
 
 /** Paths of the built output (this file runs as dist/bench/support/processes.js). */
 export const DIST = resolve(__dirname, '../..');
@@ -35,8 +36,6 @@ export interface Served {
   /** SIGTERM and wait for the exit (the service shuts down gracefully). */
   stop(): Promise<void>;
 }
-
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 export async function serve(
   script: string,

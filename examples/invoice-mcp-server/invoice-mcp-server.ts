@@ -9,6 +9,7 @@ import { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
 import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
 import { z } from 'zod';
 import { HOSTILE_TEXT, InvoiceState, type FaultRule } from './invoice-state';
+import { setTimeout as sleep } from 'node:timers/promises';
 
 const CUSTOMER_PATTERN = /^cus_[A-Za-z0-9]{1,32}$/;
 const CURRENCY_PATTERN = /^[A-Z]{3}$/;
@@ -28,7 +29,6 @@ export interface InvoiceServerOptions {
 
 const text = (value: string) => ({ type: 'text' as const, text: value });
 const never = () => new Promise<never>(() => undefined);
-const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
 /** An error envelope as an envelope-speaking MCP server answers it: isError plus structuredContent. */
 function errorEnvelope(ref: string | undefined, fields: Record<string, unknown>): CallToolResult {

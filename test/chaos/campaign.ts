@@ -29,6 +29,7 @@ import {
 } from './checker';
 import { newSeed, seededRandom, type Random } from './prng';
 import type { ChildMessage, ClientConfig, ClientStats, LoadRecord, ParentMessage } from './records';
+import { setTimeout as sleep } from 'node:timers/promises';
 
 const LOAD_CLIENT = resolve(__dirname, 'load-client.ts');
 const REGISTER = resolve(__dirname, 'swc-register.cjs');
@@ -86,8 +87,6 @@ export interface CampaignResult {
   figures: Figures;
   durationMs: number;
 }
-
-const sleep = (ms: number) => new Promise<void>((resolveSleep) => setTimeout(resolveSleep, ms));
 
 /** The promise's value, or undefined once `ms` have passed; the timer never outlives the race. */
 async function within<T>(promise: Promise<T>, ms: number): Promise<T | undefined> {

@@ -31,6 +31,7 @@ import {
 } from '@recovery-ledger/client';
 import { seededRandom, type Random } from './prng';
 import type { ChildMessage, ClientConfig, ClientStats, LoadRecord, ParentMessage } from './records';
+import { setTimeout as sleep } from 'node:timers/promises';
 
 /** Sends of one event id before the client gives up: about 15 s of outage, far more than a restart takes. */
 const MAX_SENDS = 60;
@@ -41,8 +42,6 @@ export const CONSISTENCY_WINDOW_MS = 250;
 /** The longest wait the client takes for a not_before, so a stopping client stops soon. */
 const MAX_WAIT_MS = 2_000;
 export const TOOLS = ['create_invoice', 'send_email', 'open_ticket', 'deploy_service'] as const;
-
-const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));
 
 interface Input {
   item: number;

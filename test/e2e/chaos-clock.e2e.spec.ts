@@ -8,13 +8,13 @@
  */
 import { LedgerClient, LedgerRefusal, type ToolEnvelope } from '@recovery-ledger/client';
 import { startLedger, type LedgerProcess } from '../support/ledger-process';
+import { setTimeout as sleep } from 'node:timers/promises';
 
 const TEN_MINUTES = 10 * 60_000;
 const INPUT = 'sha256:clock-input';
 /** Attempts of the bounded polls below, 50 ms apart: far more than the 1.2 s thresholds need. */
 const MAX_POLLS = 200;
 
-const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));
 const iso = (ms: number) => new Date(ms).toISOString();
 
 function rateLimited(ref: string, notBefore: string): ToolEnvelope {

@@ -25,10 +25,10 @@ import {
   uniqueRef,
   type Ledger,
 } from '../support/scenario';
+import { setTimeout as sleep } from 'node:timers/promises';
 
 const SEED = 20261202;
 const TENANT = 'default'; // local mode
-const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
 /** A small seeded PRNG (mulberry32), so a failing kill moment can be reproduced from the seed. */
 function prng(seed: number) {

@@ -9,12 +9,12 @@ import { inputHash, LedgerClient } from '@recovery-ledger/client';
 import { validateEnvelope } from '@recovery-ledger/core/domain/envelope/validate-envelope';
 import { startLedger, type LedgerProcess } from '../support/ledger-process';
 import { invoiceGatewayConfig, startHost, workspace, type Host, type Workspace } from '../support/mcp-gateway-harness';
+import { setTimeout as sleep } from 'node:timers/promises';
 
 // Longer than the call timeout, so a lookup right after a timeout is inside the window.
 const WINDOW_MS = 4000;
 const TIMEOUT_MS = 2000;
 const HOSTILE = /ignore|admin|password|suspend|SYSTEM|99999999/i;
-const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 const waitPast = async (instant: string) => sleep(Math.max(0, Date.parse(instant) - Date.now()) + 60);
 
 describe('MCP gateway: the contract table through a real host, gateway, upstream and ledger', () => {

@@ -17,8 +17,7 @@ import {
   type Host,
   type Workspace,
 } from '../support/mcp-gateway-harness';
-
-const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+import { setTimeout as sleep } from 'node:timers/promises';
 
 describe('MCP gateway: a streamable HTTP upstream and an HTTP lookup', () => {
   let ledgerProcess: LedgerProcess;

@@ -7,11 +7,11 @@
 import { LedgerClient } from '@recovery-ledger/client';
 import { startLedger, type LedgerProcess } from '../support/ledger-process';
 import { invoiceGatewayConfig, startHost, workspace, type Host, type Workspace } from '../support/mcp-gateway-harness';
+import { setTimeout as sleep } from 'node:timers/promises';
 
 const WINDOW_MS = 12_000;
 // The call is still open upstream when the gateway dies; the window must outlast it (the gateway refuses otherwise).
 const TIMEOUT_MS = 4000;
-const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
 async function until(what: string, check: () => boolean | Promise<boolean>, timeoutMs = 15_000): Promise<void> {
   const deadline = Date.now() + timeoutMs;

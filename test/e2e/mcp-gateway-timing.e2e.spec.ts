@@ -22,6 +22,7 @@ import {
   type Host,
   type Workspace,
 } from '../support/mcp-gateway-harness';
+import { setTimeout as sleep } from 'node:timers/promises';
 
 // The upstream commits DELAY_MS after the create arrives: after the gateway's timeout and after a
 // consistency window counted from the dispatch (where a not_found used to become conclusive), but
@@ -30,7 +31,6 @@ import {
 const TIMEOUT_MS = 3000;
 const WINDOW_MS = 4000;
 const DELAY_MS = 5350;
-const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 const waitPast = async (instant: string) => sleep(Math.max(0, Date.parse(instant) - Date.now()) + 100);
 
 describe('MCP gateway: a slow upstream that commits after the gateway gave up on the call', () => {

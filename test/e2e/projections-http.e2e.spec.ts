@@ -8,6 +8,7 @@ import { join } from 'node:path';
 import { request } from '../support/http';
 import { startLedger, type LedgerProcess } from '../support/ledger-process';
 import { envelopes } from '../unit/projections/support/ledger-scenario';
+import { setTimeout as sleep } from 'node:timers/promises';
 
 const ACME = 'acme-runtime-key-0001';
 const ACME_AUDITOR = 'acme-auditor-key-0001';
@@ -16,7 +17,6 @@ const ACME_ADMIN = 'acme-admin-key-000001';
 const GLOBEX_ADMIN = 'globex-admin-key-0001';
 const REF = 'run_81/step_4';
 const ENCODED = encodeURIComponent(REF);
-const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
 let ledger: LedgerProcess;
 let last = 0;

@@ -11,14 +11,13 @@ import { join } from 'node:path';
 import { ERROR_REGISTRY } from '@recovery-ledger/core/errors/error-registry';
 import type { StoredEvent } from '../../src/store/event-store.port';
 import { fact, ledgerAt, type HttpAnswer } from './http';
+import { setTimeout as sleep } from 'node:timers/promises';
 
 export type Ledger = ReturnType<typeof ledgerAt>;
 
 export const PROBLEM = 'application/problem+json';
 export const INPUT_1 = 'sha256:input-1';
 export const INPUT_2 = 'sha256:input-2';
-
-const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
 /** Waits until the wall clock (which is also the server's: same machine) is past `instant`. */
 export async function waitUntilPast(instant: string, marginMs = 50): Promise<void> {

@@ -8,6 +8,7 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import { peerFile } from '../peers';
 import { freePort } from '../processes';
+import { setTimeout as sleep } from 'node:timers/promises';
 
 export interface RestateServer {
   pid: number;
@@ -23,8 +24,6 @@ export function restateBinary(): string | undefined {
   const file = peerFile(`@restatedev/restate-server-${process.platform}-${process.arch}`, 'bin', 'restate-server');
   return existsSync(file) ? file : undefined;
 }
-
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 export async function startRestateServer(binary: string, baseDir: string): Promise<RestateServer> {
   const [ingress, admin, fabric] = [await freePort(), await freePort(), await freePort()];

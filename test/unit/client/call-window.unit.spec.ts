@@ -9,8 +9,7 @@ import { LedgerClient } from '../../../packages/client/src/ledger-client';
 import { NORMALIZED_CODE_FACTS } from '../../../packages/client/src/normalizers/envelope-builders';
 import { KeyedInvoiceProvider, type InvoiceInput } from './support/keyed-provider';
 import { startLoopbackLedger, type LoopbackLedger } from './support/loopback-ledger';
-
-const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+import { setTimeout as sleep } from 'node:timers/promises';
 
 /**
  * A fetch that stands still once the dispatch's answer is in (a GC pause, a VM stop) and, when
