@@ -5,9 +5,9 @@
  * the restarted service rebuilds the damaged read model instead of serving it.
  */
 import Database from 'better-sqlite3';
-import { randomUUID } from 'node:crypto';
 import { join } from 'node:path';
 import { runCli } from '../support/cli-harness';
+import { committedPosition, submitFact } from '../support/http';
 import { startLedger, type LedgerProcess } from '../support/ledger-process';
 import { seedEnvelopes } from '../../packages/core/test/support/seed-envelopes';
 
@@ -15,13 +15,7 @@ const REF = 'run_rm/step_1';
 const DONE = 'run_rm/step_2';
 
 async function submit(ledger: LedgerProcess, ref: string, type: string, data: Record<string, unknown>) {
-  const response = await fetch(`${ledger.baseUrl}/v1/operations/${encodeURIComponent(ref)}/events`, {
-    method: 'POST',
-    headers: { 'content-type': 'application/json' },
-    body: JSON.stringify({ events: [{ event_id: randomUUID(), type, data }] }),
-  });
-  expect(response.status).toBe(200);
-  return (await response.json()) as { position: number };
+  return { position: committedPosition(await submitFact(ledger.baseUrl, ref, type, data), type) as number };
 }
 
 async function get<T>(ledger: LedgerProcess, path: string): Promise<{ status: number; body: T }> {

@@ -4,7 +4,7 @@
  */
 import { randomUUID } from 'node:crypto';
 import { unknownOutcome } from '../support/cli-harness';
-import { fact, request } from '../support/http';
+import { request, submitFact } from '../support/http';
 import { startLedger, type LedgerProcess } from '../support/ledger-process';
 
 const KEY = 'ops-metrics-runtime-key-1';
@@ -14,13 +14,7 @@ const scraper = { authorization: `Bearer ${METRICS_KEY}` };
 let ledger: LedgerProcess;
 
 const submit = (ref: string, type: string, data: Record<string, unknown>) =>
-  request(
-    ledger.baseUrl,
-    'POST',
-    `/v1/operations/${encodeURIComponent(ref)}/events`,
-    { events: [fact(type, data)] },
-    auth,
-  );
+  submitFact(ledger.baseUrl, ref, type, data, auth);
 
 /** The value of one sample line, e.g. `ledger_refusals_total{code="VERIFY_BEFORE_RETRY"}`. */
 function sample(exposition: string, name: string): number | undefined {

@@ -5,7 +5,7 @@
 import { randomUUID } from 'node:crypto';
 import { existsSync } from 'node:fs';
 import { join } from 'node:path';
-import { request } from '../support/http';
+import { committedPosition, request, submitFact } from '../support/http';
 import { startLedger, type LedgerProcess } from '../support/ledger-process';
 import { envelopes } from '../unit/projections/support/ledger-scenario';
 import { setTimeout as sleep } from 'node:timers/promises';
@@ -26,15 +26,8 @@ function get(path: string, key = ACME) {
 }
 
 async function submit(ref: string, type: string, data: Record<string, unknown>, key = ACME): Promise<number> {
-  const answer = await request(
-    ledger.baseUrl,
-    'POST',
-    `/v1/operations/${encodeURIComponent(ref)}/events`,
-    { events: [{ event_id: randomUUID(), type, data }] },
-    { authorization: `Bearer ${key}` },
-  );
-  if (answer.status !== 200) throw new Error(`${type} on ${ref}: ${answer.status} ${JSON.stringify(answer.body)}`);
-  return answer.body.position as number;
+  const answer = await submitFact(ledger.baseUrl, ref, type, data, { authorization: `Bearer ${key}` });
+  return committedPosition(answer, `${type} on ${ref}`) as number;
 }
 
 const plan = (ref: string, tool = 'create_invoice', key = ACME, policy?: Record<string, unknown>) =>

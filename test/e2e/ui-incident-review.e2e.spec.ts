@@ -12,7 +12,7 @@ import { join, resolve } from 'node:path';
 import { chromium, type BrowserContext, type Page } from 'playwright-core';
 import { CHROMIUM, describeInBrowser, screenshotDir } from '../support/browser';
 import { committed, invalidInput, unknownOutcome } from '../support/cli-harness';
-import { fact, request } from '../support/http';
+import { committedPosition, request, submitFact } from '../support/http';
 import { startLedger, type LedgerProcess } from '../support/ledger-process';
 
 const ARTIFACTS = resolve(__dirname, '../../test-artifacts');
@@ -30,16 +30,8 @@ const requests: Array<{ url: string; authorization?: string }> = [];
 const problems: string[] = [];
 
 async function submit(ref: string, type: string, data: Record<string, unknown>): Promise<number> {
-  const answer = await request(
-    ledger.baseUrl,
-    'POST',
-    `/v1/operations/${encodeURIComponent(ref)}/events`,
-    { events: [fact(type, data)] },
-    { authorization: `Bearer ${RUNTIME_KEY}` },
-  );
-  if (answer.status !== 200 && answer.status !== 409)
-    throw new Error(`${type} on ${ref}: ${answer.status} ${JSON.stringify(answer.body)}`);
-  return answer.status === 200 ? answer.body.position : 0;
+  const answer = await submitFact(ledger.baseUrl, ref, type, data, { authorization: `Bearer ${RUNTIME_KEY}` });
+  return committedPosition(answer, `${type} on ${ref}`, { refusals: 'allowed' }) ?? 0;
 }
 
 const text = (selector: string) => page.locator(selector).innerText();

@@ -5,20 +5,17 @@
 import { LEDGER_PROJECTIONS } from '@recovery-ledger/core/projections/projection-catalog';
 import { readModelFile, SqliteReadModel } from '../../src/projection-engine/sqlite-read-model.store';
 import { committed, invalidInput, runCli, unknownOutcome } from '../support/cli-harness';
-import { fact, request } from '../support/http';
+import { committedPosition, request, submitFact } from '../support/http';
 import { startLedger, type LedgerProcess } from '../support/ledger-process';
 
 let ledger: LedgerProcess;
 let lastPosition = 0;
 
 async function submit(ref: string, type: string, data: Record<string, unknown>): Promise<void> {
-  const answer = await request(ledger.baseUrl, 'POST', `/v1/operations/${encodeURIComponent(ref)}/events`, {
-    events: [fact(type, data)],
-  });
+  const answer = await submitFact(ledger.baseUrl, ref, type, data);
   // Refusals are part of the story (they are recorded); anything but a 200 or a 409 is not.
-  if (answer.status !== 200 && answer.status !== 409)
-    throw new Error(`${type} on ${ref}: ${answer.status} ${JSON.stringify(answer.body)}`);
-  if (answer.status === 200) lastPosition = Math.max(lastPosition, answer.body.position);
+  const position = committedPosition(answer, `${type} on ${ref}`, { refusals: 'allowed' });
+  if (position !== undefined) lastPosition = Math.max(lastPosition, position);
 }
 
 /** Every projection's documents, links and checkpoint, as stored. */

@@ -6,7 +6,7 @@
 import { readFileSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { committed, runCli, tempDataDir, unknownOutcome } from '../support/cli-harness';
-import { fact, request } from '../support/http';
+import { committedPosition, request, submitFact } from '../support/http';
 import { freePort, startLedger, type LedgerProcess } from '../support/ledger-process';
 
 const RUNTIME = 'cli-remote-runtime-key-01';
@@ -18,16 +18,8 @@ let scratch: string;
 let lastPosition = 0;
 
 async function submit(ref: string, type: string, data: Record<string, unknown>): Promise<void> {
-  const answer = await request(
-    ledger.baseUrl,
-    'POST',
-    `/v1/operations/${encodeURIComponent(ref)}/events`,
-    { events: [fact(type, data)] },
-    { authorization: `Bearer ${RUNTIME}` },
-  );
-  if (answer.status !== 200 && answer.status !== 409)
-    throw new Error(`${type}: ${answer.status} ${JSON.stringify(answer.body)}`);
-  if (answer.status === 200) lastPosition = answer.body.position;
+  const answer = await submitFact(ledger.baseUrl, ref, type, data, { authorization: `Bearer ${RUNTIME}` });
+  lastPosition = committedPosition(answer, type, { refusals: 'allowed' }) ?? lastPosition;
 }
 
 const remote = (key: string, ...args: string[]) => runCli([...args, '--url', ledger.baseUrl, '--key', key]);

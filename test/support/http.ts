@@ -47,6 +47,29 @@ export function fact(type: string, data: Record<string, unknown>, eventId: strin
   return { event_id: eventId, type, data };
 }
 
+/** Submits one fact to an operation and answers the ledger's answer as it came. */
+export const submitFact = (
+  baseUrl: string,
+  ref: string,
+  type: string,
+  data: Record<string, unknown>,
+  headers: Record<string, string> = {},
+) => request(baseUrl, 'POST', `${opPath(ref)}/events`, { events: [fact(type, data)] }, headers);
+
+/**
+ * The position a submit committed at. A refusal (409) is part of many stories, as the ledger
+ * records it: with `refusals: 'allowed'` it answers undefined; any other answer throws, naming the fact.
+ */
+export function committedPosition(
+  answer: HttpAnswer,
+  what: string,
+  { refusals }: { refusals: 'allowed' | 'fail' } = { refusals: 'fail' },
+): number | undefined {
+  if (answer.status === 200) return answer.body.position as number;
+  if (answer.status === 409 && refusals === 'allowed') return undefined;
+  throw new Error(`${what}: ${answer.status} ${JSON.stringify(answer.body)}`);
+}
+
 /** A small client for the tests: submit one fact, read state. */
 export function ledgerAt(baseUrl: string, headers: Record<string, string> = {}) {
   return {
