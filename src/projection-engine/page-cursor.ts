@@ -29,3 +29,17 @@ export function decodeCursor(raw: unknown, kinds: readonly ('string' | 'number')
   });
   return values as (string | number)[];
 }
+
+/**
+ * One page of a keyset list: the first `limit` items of what matched (read with at least one more
+ * than the limit), and, when more followed, the cursor of the page's last item to spread into the answer.
+ */
+export function pageOf<T>(
+  matched: readonly T[],
+  limit: number,
+  keysetOf: (last: T) => readonly (string | number)[],
+): { page: T[]; next: { next_cursor?: string } } {
+  const page = matched.slice(0, limit);
+  const more = matched.length > limit && page.length > 0;
+  return { page, next: more ? { next_cursor: encodeCursor(keysetOf(page[page.length - 1])) } : {} };
+}

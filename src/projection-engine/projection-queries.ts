@@ -27,7 +27,7 @@ import { LedgerProblem } from '@recovery-ledger/core/errors/ledger-problem';
 import type { Clock } from '../ledger/clock';
 import type { EventStore, IndexedStream } from '../store/event-store.port';
 import { operationStream, parseOperationStream } from '../store/stream-names';
-import { encodeCursor } from './page-cursor';
+import { pageOf } from './page-cursor';
 import type { ProjectionRunner } from './projection-runner';
 import type { Condition, SqliteReadModel } from './sqlite-read-model.store';
 
@@ -265,7 +265,7 @@ export class ProjectionQueries {
         'the operation has no events (or they are not projected yet: see wait_for_position)',
       );
     const after = doc.entries.filter((entry) => entry.revision > afterRevision);
-    const entries = after.slice(0, limit);
+    const { page: entries, next } = pageOf(after, limit, (last) => [last.revision]);
     return {
       operation_ref: operationRef,
       ...(doc.run_id === undefined ? {} : { run_id: doc.run_id }),
@@ -276,7 +276,7 @@ export class ProjectionQueries {
       verdict: doc.verdict,
       ...(doc.possible_duplicate ? { possible_duplicate: doc.possible_duplicate } : {}),
       entries,
-      ...(after.length > limit ? { next_cursor: encodeCursor([entries[entries.length - 1].revision]) } : {}),
+      ...next,
       as_of_position: asOf,
     };
   }
@@ -294,7 +294,7 @@ export class ProjectionQueries {
       .filter((step) => step.planned_position > afterPlanned)
       .filter((step) => (status === undefined || step.status === status) && (tool === undefined || step.tool === tool))
       .sort((a, b) => a.planned_position - b.planned_position);
-    const steps = matching.slice(0, limit);
+    const { page: steps, next } = pageOf(matching, limit, (last) => [last.planned_position]);
     return {
       run_id: doc.run_id,
       total: doc.total,
@@ -303,7 +303,7 @@ export class ProjectionQueries {
       started_at: doc.started_at,
       updated_at: doc.updated_at,
       steps,
-      ...(matching.length > limit ? { next_cursor: encodeCursor([steps[steps.length - 1].planned_position]) } : {}),
+      ...next,
       as_of_position: asOf,
     };
   }
@@ -342,8 +342,7 @@ export class ProjectionQueries {
       })
       .filter(({ ref, sinceMs }) => !cursor || sinceMs > cursor[0] || (sinceMs === cursor[0] && ref > cursor[1]))
       .sort((a, b) => a.sinceMs - b.sinceMs || (a.ref < b.ref ? -1 : a.ref > b.ref ? 1 : 0));
-    const page = items.slice(0, limit);
-    const last = page[page.length - 1];
+    const { page, next } = pageOf(items, limit, (last) => [last.sinceMs, last.ref]);
     return {
       items: page.map(({ entry, ref }) => {
         const data = entry.data;
@@ -361,7 +360,7 @@ export class ProjectionQueries {
           revision: entry.revision,
         };
       }),
-      ...(items.length > limit ? { next_cursor: encodeCursor([last.sinceMs, last.ref]) } : {}),
+      ...next,
       as_of_position: head,
     };
   }
@@ -398,8 +397,7 @@ export class ProjectionQueries {
       ],
       limit: limit + 1,
     });
-    const page = rows.slice(0, limit);
-    const last = page[page.length - 1];
+    const { page, next } = pageOf(rows, limit, (last) => [instantMs(last.doc.since), last.key]);
     return {
       items: page.map(({ doc }) => ({
         operation_ref: doc.operation_ref,
@@ -414,7 +412,7 @@ export class ProjectionQueries {
         ...(doc.verification_tool ? { verification_tool: doc.verification_tool } : {}),
         revision: doc.revision,
       })),
-      ...(rows.length > limit ? { next_cursor: encodeCursor([instantMs(last.doc.since), last.key]) } : {}),
+      ...next,
       as_of_position: asOf,
     };
   }
@@ -472,8 +470,7 @@ export class ProjectionQueries {
           return since < cursor[0] || (since === cursor[0] && item.operation_ref > cursor[1]);
         })
       : matching;
-    const items = after.slice(0, limit);
-    const last = items[items.length - 1];
+    const { page: items, next } = pageOf(after, limit, (last) => [instantMs(last.since), last.operation_ref]);
     return {
       items,
       // The acknowledged count stands beside "Needs a person" whatever the list shows.
@@ -484,7 +481,7 @@ export class ProjectionQueries {
         retry_grace_ms: thresholds.retry_grace_ms,
         input_after_ms: thresholds.input_after_ms,
       },
-      ...(after.length > limit ? { next_cursor: encodeCursor([instantMs(last.since), last.operation_ref]) } : {}),
+      ...next,
       as_of: now.toISOString(),
       as_of_position: asOf,
     };
@@ -506,8 +503,7 @@ export class ProjectionQueries {
       ],
       limit: limit + 1,
     });
-    const page = rows.slice(0, limit);
-    const last = page[page.length - 1];
+    const { page, next } = pageOf(rows, limit, (last) => [instantMs(last.doc.updated_at), last.key]);
     return {
       runs: page.map(({ doc }) => ({
         run_id: doc.run_id,
@@ -517,7 +513,7 @@ export class ProjectionQueries {
         started_at: doc.started_at,
         updated_at: doc.updated_at,
       })),
-      ...(rows.length > limit ? { next_cursor: encodeCursor([instantMs(last.doc.updated_at), last.key]) } : {}),
+      ...next,
       as_of_position: asOf,
     };
   }
@@ -539,12 +535,12 @@ export class ProjectionQueries {
     const listed = docs
       .filter((doc) => (tool === undefined || doc.tool === tool) && (afterTool === undefined || doc.tool > afterTool))
       .sort((a, b) => (a.tool < b.tool ? -1 : a.tool > b.tool ? 1 : 0));
-    const page = listed.slice(0, limit);
+    const { page, next } = pageOf(listed, limit, (last) => [last.tool]);
     return {
       // Overall is over every tool of the tenant, whatever page or filter is asked.
       overall: { ...trustReport(docs), tools: docs.length },
       tools: page.map((doc) => ({ tool: doc.tool, ...trustReport([doc]) })),
-      ...(listed.length > limit ? { next_cursor: encodeCursor([page[page.length - 1].tool]) } : {}),
+      ...next,
       as_of_position: asOf,
     };
   }
