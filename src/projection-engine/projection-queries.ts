@@ -1,7 +1,7 @@
-import type {
-  EvidenceEntry,
-  EvidenceTrailDoc,
-  Verdict,
+import {
+  evidenceReport,
+  type EvidenceReport,
+  type EvidenceTrailDoc,
 } from '@recovery-ledger/core/projections/evidence-trail.projection';
 import { instantMs, scopedKey } from '@recovery-ledger/core/projections/projection';
 import type { RunStep, RunSummaryDoc } from '@recovery-ledger/core/projections/run-summary.projection';
@@ -39,17 +39,7 @@ export interface ProjectionQuerySettings {
 
 export const DEFAULT_QUERY_SETTINGS: ProjectionQuerySettings = { defaultWaitMs: 5_000, maxWaitMs: 30_000 };
 
-export interface EvidenceAnswer {
-  operation_ref: string;
-  run_id?: string;
-  tool?: string;
-  side_effect?: string;
-  status: string;
-  revision: number;
-  verdict: Verdict;
-  /** A success an attempt reported after a later one was granted (docs/contract.md §4.9). */
-  possible_duplicate?: { attempt: number; event_id: string };
-  entries: EvidenceEntry[];
+export interface EvidenceAnswer extends EvidenceReport {
   next_cursor?: string;
   as_of_position: number;
 }
@@ -267,15 +257,7 @@ export class ProjectionQueries {
     const after = doc.entries.filter((entry) => entry.revision > afterRevision);
     const { page: entries, next } = pageOf(after, limit, (last) => [last.revision]);
     return {
-      operation_ref: operationRef,
-      ...(doc.run_id === undefined ? {} : { run_id: doc.run_id }),
-      ...(doc.tool === undefined ? {} : { tool: doc.tool }),
-      ...(doc.side_effect === undefined ? {} : { side_effect: doc.side_effect }),
-      status: doc.status,
-      revision: doc.revision,
-      verdict: doc.verdict,
-      ...(doc.possible_duplicate ? { possible_duplicate: doc.possible_duplicate } : {}),
-      entries,
+      ...evidenceReport(doc, entries),
       ...next,
       as_of_position: asOf,
     };

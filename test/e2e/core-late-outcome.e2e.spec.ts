@@ -4,6 +4,7 @@
  * provider"), over real HTTP against the built service.
  */
 import { createHash, randomUUID } from 'node:crypto';
+import { runCli } from '../support/cli-harness';
 import { fact, ledgerAt, request } from '../support/http';
 import { startLedger, type LedgerProcess } from '../support/ledger-process';
 import { seedEnvelopes } from '../../packages/core/test/support/seed-envelopes';
@@ -132,6 +133,11 @@ describe('a late envelope is evidence', () => {
       request(ledger.baseUrl, 'GET', path, undefined, { authorization: `Bearer ${RUNTIME_KEY}` });
     const evidence = await get(`/v1/operations/${encodeURIComponent(ref)}/evidence?wait_for_position=${position}`);
     expect(evidence.body.possible_duplicate).toMatchObject({ attempt: 1, event_id: lateId });
+    // The CLI folds the same trail from the data directory and answers it in the same words.
+    const local = runCli(['evidence', ref, '--data-dir', ledger.dataDir, '--tenant', 'acme', '--json']);
+    expect(local.status).toBe(0);
+    const { as_of_position: _asOf, ...served } = evidence.body;
+    expect(JSON.parse(local.stdout)).toEqual(served);
     expect(evidence.body.entries.map((entry: { summary: string }) => entry.summary)).toContain(
       'late envelope of attempt 1: committed after a later attempt was granted: possible duplicate write',
     );

@@ -1,9 +1,9 @@
 import {
+  evidenceReport,
   evolveEvidenceTrail,
   sealEvidenceTrail,
-  type EvidenceEntry,
+  type EvidenceReport,
   type EvidenceTrailDoc,
-  type Verdict,
 } from '@recovery-ledger/core/projections/evidence-trail.projection';
 import { operationStream } from '../../store/stream-names';
 import { CliError } from '../cli-errors';
@@ -14,32 +14,8 @@ export interface EvidenceOptions {
   json?: boolean;
 }
 
-export interface EvidenceReport {
-  operation_ref: string;
-  run_id?: string;
-  tool?: string;
-  side_effect?: string;
-  status: string;
-  revision: number;
-  verdict: Verdict;
-  entries: EvidenceEntry[];
-}
-
 interface EvidencePage extends EvidenceReport {
   next_cursor?: string;
-}
-
-function report(doc: EvidenceTrailDoc): EvidenceReport {
-  return {
-    operation_ref: doc.operation_ref,
-    ...(doc.run_id === undefined ? {} : { run_id: doc.run_id }),
-    ...(doc.tool === undefined ? {} : { tool: doc.tool }),
-    ...(doc.side_effect === undefined ? {} : { side_effect: doc.side_effect }),
-    status: doc.status,
-    revision: doc.revision,
-    verdict: doc.verdict,
-    entries: doc.entries,
-  };
 }
 
 /**
@@ -50,7 +26,7 @@ function report(doc: EvidenceTrailDoc): EvidenceReport {
 async function localEvidence(global: GlobalOptions, ref: string): Promise<EvidenceReport> {
   const events = await withLocalStore(global, ({ store }) => store.readStream(operationStream(global.tenant, ref)));
   if (events.length === 0) throw new CliError(`operation ${ref} has no events in tenant ${global.tenant}`);
-  return report(
+  return evidenceReport(
     sealEvidenceTrail(
       events.reduce<EvidenceTrailDoc | undefined>(
         (doc, event) => evolveEvidenceTrail(doc, event),

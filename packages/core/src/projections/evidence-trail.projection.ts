@@ -114,6 +114,37 @@ export interface EvidenceTrailDoc {
   position: number;
 }
 
+/**
+ * What the ledger answers of an operation's evidence (docs/contract.md §5): the trail's public
+ * fields without its working state. The service pages `entries`; the CLI reports them whole.
+ */
+export interface EvidenceReport {
+  operation_ref: string;
+  run_id?: string;
+  tool?: string;
+  side_effect?: string;
+  status: string;
+  revision: number;
+  verdict: Verdict;
+  /** A success an attempt reported after a later one was granted (docs/contract.md §4.9). */
+  possible_duplicate?: { attempt: number; event_id: string };
+  entries: EvidenceEntry[];
+}
+
+export function evidenceReport(doc: EvidenceTrailDoc, entries: EvidenceEntry[] = doc.entries): EvidenceReport {
+  return {
+    operation_ref: doc.operation_ref,
+    ...(doc.run_id === undefined ? {} : { run_id: doc.run_id }),
+    ...(doc.tool === undefined ? {} : { tool: doc.tool }),
+    ...(doc.side_effect === undefined ? {} : { side_effect: doc.side_effect }),
+    status: doc.status,
+    revision: doc.revision,
+    verdict: doc.verdict,
+    ...(doc.possible_duplicate ? { possible_duplicate: doc.possible_duplicate } : {}),
+    entries,
+  };
+}
+
 /** What a verdict is derived from: the whole document but its verdict. */
 type TrailFacts = Omit<EvidenceTrailDoc, 'verdict'>;
 
