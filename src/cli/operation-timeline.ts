@@ -2,7 +2,7 @@ import type { StepView } from '@recovery-ledger/core/contract/ledger-api.types';
 import { decodeRecordedEvent, EventShapeError } from '@recovery-ledger/core/domain/event-codec';
 import { isTerminalStatus, type RecordedEvent } from '@recovery-ledger/core/domain/events';
 import { evolve, initialState, type StepState } from '@recovery-ledger/core/domain/step-state';
-import { stateView } from '../ledger/step-views';
+import { eventView, stateView, type EventView } from '../ledger/step-views';
 import type { StoredEvent } from '../store/event-store.port';
 
 /** One event as both the store and `GET /v1/operations/{ref}/events` give it. */
@@ -41,18 +41,21 @@ export interface Timeline {
   time_in_state: StateSpan[];
 }
 
-export function fromStored(event: StoredEvent): TimelineEvent {
+/** A timeline row's event, from the events API's view of it (which the local store is read through too). */
+export function fromEventView(event: EventView): TimelineEvent {
   return {
     revision: event.revision,
     position: event.position,
     event_id: event.event_id,
     type: event.type,
-    recorded_at: event.metadata.recorded_at,
-    actor: event.metadata.actor,
-    ...(event.metadata.causation_event_id ? { caused_by: event.metadata.causation_event_id } : {}),
+    recorded_at: event.recorded_at,
+    actor: event.actor,
+    ...(event.causation_event_id ? { caused_by: event.causation_event_id } : {}),
     data: event.data,
   };
 }
+
+export const fromStored = (event: StoredEvent): TimelineEvent => fromEventView(eventView(event));
 
 const text = (value: unknown): string => (typeof value === 'string' || typeof value === 'number' ? String(value) : '?');
 const record = (value: unknown): Record<string, unknown> =>

@@ -1,5 +1,6 @@
 import { Inject, Injectable } from '@nestjs/common';
 import { LedgerService } from '../ledger/ledger.service';
+import { eventView } from '../ledger/step-views';
 import type { SubmitContext } from '@recovery-ledger/core/contract/ledger-api.types';
 import type { Caller } from './caller';
 import { checkOperationRef, optionalInteger } from './operation-ref';
@@ -53,20 +54,7 @@ export class OperationsQueries {
     return {
       operation_ref: operationRef,
       revision: events[events.length - 1].revision,
-      events: events.map((event) => ({
-        revision: event.revision,
-        position: event.position,
-        event_id: event.event_id,
-        type: event.type,
-        recorded_at: event.metadata.recorded_at,
-        actor: event.metadata.actor,
-        ...(event.metadata.causation_event_id ? { causation_event_id: event.metadata.causation_event_id } : {}),
-        ...(event.metadata.traceparent ? { traceparent: event.metadata.traceparent } : {}),
-        schema_version: event.metadata.schema_version,
-        data: event.data,
-        prev_hash: event.metadata.prev_hash,
-        hash: event.metadata.hash,
-      })),
+      events: events.map(eventView),
       ...(asOfRevision === undefined ? {} : { as_of_revision: asOfRevision, state: view }),
     };
   }

@@ -1,6 +1,7 @@
 import type { StepView, SubmitAnswer, SubmitResult } from '@recovery-ledger/core/contract/ledger-api.types';
 import { isPlanned, type StepState } from '@recovery-ledger/core/domain/decider';
 import type { Directive } from '@recovery-ledger/core/domain/events';
+import type { JsonObject, StoredEvent } from '../store/event-store.port';
 
 /**
  * How a step is shown: the view of its state at a revision, and the answer to a submit. Pure
@@ -77,5 +78,38 @@ export function submitAnswer({
     directive: directiveOf(state),
     results,
     ...(replayed && isPlanned(state) ? { replayed: true as const, success: state.success } : {}),
+  };
+}
+
+/** One stored event as `GET /v1/operations/{ref}/events` shows it (docs/contract.md §6), and the CLI reads it. */
+export interface EventView {
+  revision: number;
+  position: number;
+  event_id: string;
+  type: string;
+  recorded_at: string;
+  actor: string;
+  causation_event_id?: string;
+  traceparent?: string;
+  schema_version: number;
+  data: JsonObject;
+  prev_hash: string;
+  hash: string;
+}
+
+export function eventView(event: StoredEvent): EventView {
+  return {
+    revision: event.revision,
+    position: event.position,
+    event_id: event.event_id,
+    type: event.type,
+    recorded_at: event.metadata.recorded_at,
+    actor: event.metadata.actor,
+    ...(event.metadata.causation_event_id ? { causation_event_id: event.metadata.causation_event_id } : {}),
+    ...(event.metadata.traceparent ? { traceparent: event.metadata.traceparent } : {}),
+    schema_version: event.metadata.schema_version,
+    data: event.data,
+    prev_hash: event.metadata.prev_hash,
+    hash: event.metadata.hash,
   };
 }

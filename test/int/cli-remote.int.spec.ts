@@ -88,6 +88,13 @@ describe('the CLI against a service', () => {
     expect(timeline.rows[6].why).toBe('dispatch of attempt 2 refused: VERIFY_BEFORE_RETRY');
   });
 
+  it('replay answers the same timeline through the API as from the data directory', () => {
+    const served = remote(AUDITOR, 'replay', REF, '--json');
+    const local = runCli(['replay', REF, '--data-dir', ledger.dataDir, '--tenant', 'acme', '--json']);
+    expect(local.status).toBe(0);
+    expect(JSON.parse(served.stdout)).toEqual(JSON.parse(local.stdout));
+  });
+
   it('evidence reads the projection through the API', () => {
     const run = remote(AUDITOR, 'evidence', REF);
     expect(run.status).toBe(0);

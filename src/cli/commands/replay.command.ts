@@ -1,7 +1,15 @@
 import { operationStream } from '../../store/stream-names';
 import { CliError } from '../cli-errors';
 import { encodeRef, remoteLedger, withLocalStore, type GlobalOptions } from '../ledger-source';
-import { buildTimeline, fromStored, isTerminal, type Timeline, type TimelineEvent } from '../operation-timeline';
+import type { EventView } from '../../ledger/step-views';
+import {
+  buildTimeline,
+  fromEventView,
+  fromStored,
+  isTerminal,
+  type Timeline,
+  type TimelineEvent,
+} from '../operation-timeline';
 import { formatDuration, renderTable, writeJson } from '../text-format';
 
 export interface ReplayOptions {
@@ -10,7 +18,7 @@ export interface ReplayOptions {
 }
 
 interface RemoteEvents {
-  events: Array<Omit<TimelineEvent, 'caused_by'> & { causation_event_id?: string }>;
+  events: EventView[];
 }
 
 /** The stream's events: from the store itself, or from the public API with the caller's key. */
@@ -18,10 +26,7 @@ export async function readOperationEvents(global: GlobalOptions, ref: string): P
   const remote = remoteLedger(global);
   if (remote) {
     const answer = await remote.get<RemoteEvents>(`/v1/operations/${encodeRef(ref)}/events`);
-    return answer.events.map(({ causation_event_id, ...event }) => ({
-      ...event,
-      ...(causation_event_id ? { caused_by: causation_event_id } : {}),
-    }));
+    return answer.events.map(fromEventView);
   }
   const events = await withLocalStore(global, ({ store }) => store.readStream(operationStream(global.tenant, ref)));
   if (events.length === 0) throw new CliError(`operation ${ref} has no events in tenant ${global.tenant}`);
