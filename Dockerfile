@@ -17,6 +17,7 @@ COPY package.json package-lock.json ./
 COPY packages/core/package.json ./packages/core/
 COPY packages/client/package.json ./packages/client/
 COPY packages/mcp-gateway/package.json ./packages/mcp-gateway/
+COPY packages/agent-frameworks/package.json ./packages/agent-frameworks/
 RUN npm ci
 # Only what the build reads: copying the whole context would also copy a host node_modules.
 # scripts/: `npm run build` is `node scripts/build.cjs`, which builds packages/ first, then src/.
