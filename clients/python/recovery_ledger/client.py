@@ -135,16 +135,21 @@ class LedgerClient:
         tracestate: Optional[str] = None,
         timeout: Optional[float] = None,
         lease: Optional[str] = None,
+        idempotency_key: Optional[str] = None,
     ) -> SubmitAnswer:
         """Submits facts to one operation. Ids are assigned here, before the first send; every resend
         carries the very same body, and its answer is the first answer with results ``duplicate``.
         ``lease`` is the work-feed lease the facts are submitted under (sent as ``Ledger-Lease`` and
-        recorded as evidence of who acted; a stale one never refuses a fact)."""
+        recorded as evidence of who acted; a stale one never refuses a fact). ``idempotency_key`` is
+        sent as ``Idempotency-Key`` (draft-ietf-httpapi-idempotency-key-header); one is made per call
+        when it is absent, so every resend of that call carries the same key, and a resend whose first
+        answer was lost gets that answer replayed."""
         body: Dict[str, Any] = {"events": [self._with_event_id(event) for event in events]}
         if expected_revision is not None:
             body = {"expected_revision": expected_revision, **body}
         path = operation_path(operation_ref) + "/events"
-        return cast(SubmitAnswer, self._request("POST", path, body, traceparent, tracestate, timeout, lease))
+        key = idempotency_key if idempotency_key is not None else str(uuid.uuid4())
+        return cast(SubmitAnswer, self._request("POST", path, body, traceparent, tracestate, timeout, lease, key))
 
     def start_step(
         self,
@@ -304,7 +309,14 @@ class LedgerClient:
             )
         return {"event_id": event_id, **{k: v for k, v in event.items() if k != "event_id"}}
 
-    def _headers(self, has_body: bool, traceparent: Optional[str], tracestate: Optional[str], lease: Optional[str] = None) -> Dict[str, str]:
+    def _headers(
+        self,
+        has_body: bool,
+        traceparent: Optional[str],
+        tracestate: Optional[str],
+        lease: Optional[str] = None,
+        idempotency_key: Optional[str] = None,
+    ) -> Dict[str, str]:
         def read(value: TraceValue) -> Optional[str]:
             return value() if callable(value) else value
 
@@ -321,6 +333,9 @@ class LedgerClient:
             headers["tracestate"] = state
         if lease:
             headers["Ledger-Lease"] = lease
+        if idempotency_key:
+            # An sf-string (RFC 8941), as the draft defines the field.
+            headers["Idempotency-Key"] = '"' + re.sub(r'(["\\])', r"\\\1", idempotency_key) + '"'
         return headers
 
     def _backoff(self, retry: int) -> float:
@@ -337,12 +352,13 @@ class LedgerClient:
         tracestate: Optional[str],
         timeout: Optional[float],
         lease: Optional[str] = None,
+        idempotency_key: Optional[str] = None,
     ) -> Any:
         """One request with bounded retries. The serialized body is fixed once, so a resend is byte
         for byte the first send. Retried: no answer, and 429/502/503/504, honouring Retry-After up
         to ``max_retry_delay``. Not retried: any other answer, which is the ledger's decision."""
         payload = None if body is None else json.dumps(body, separators=(",", ":"), allow_nan=False).encode("utf-8")
-        headers = self._headers(payload is not None, traceparent, tracestate, lease)
+        headers = self._headers(payload is not None, traceparent, tracestate, lease, idempotency_key)
         seconds = self._timeout if timeout is None else timeout
         last: Optional[LedgerError] = None
         for retry in range(self._max_retries + 1):

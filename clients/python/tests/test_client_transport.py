@@ -30,6 +30,19 @@ class TransportTest(unittest.TestCase):
         self.assertEqual(first, second)
         self.assertEqual(server.requests[0][1], "/v1/operations/run_1%2Fstep_1/events")
 
+    def test_one_idempotency_key_per_submit_kept_across_its_retries(self) -> None:
+        server = ScriptedHttpServer([(503, {"Retry-After": "1"}, PROBLEM_503), (200, {}, ANSWER), (200, {}, ANSWER), (200, {}, ANSWER)])
+        self.addCleanup(server.close)
+        client = self.client(server.url)
+        client.plan_step("run_1/step_1", PLAN)
+        client.plan_step("run_1/step_2", PLAN)
+        client.plan_step("run_1/step_3", PLAN, idempotency_key='chosen "by" the caller')
+        keys = [{name.lower(): value for name, value in request[2].items()}.get("idempotency-key") for request in server.requests]
+        self.assertEqual(keys[0], keys[1])
+        self.assertRegex(keys[0], r'^"[0-9a-f-]{36}"$')
+        self.assertNotEqual(keys[2], keys[0])
+        self.assertEqual(keys[3], '"chosen \\"by\\" the caller"')
+
     def test_a_retry_after_beyond_the_bound_is_left_to_the_caller(self) -> None:
         server = ScriptedHttpServer([(503, {"Retry-After": "60"}, PROBLEM_503)])
         self.addCleanup(server.close)

@@ -67,6 +67,20 @@ class LedgerClientIntegrationTest(unittest.TestCase):
             self.ledger.plan_step(ref, {**data, "input_hash": "h2"}, event_id=event_id)
         self.assertEqual(reused.exception.code, "EVENT_ID_REUSED")
 
+    def test_a_submit_sends_an_idempotency_key_the_ledger_honours(self) -> None:
+        ref = self.new_ref()
+        event_id = str(uuid.uuid4())
+        data = {"run_id": "run_pyclient", "tool": "create_invoice", "side_effect": "write", "input_hash": "h1"}
+        key = f"pyclient-{uuid.uuid4()}"
+        first = self.ledger.plan_step(ref, data, event_id=event_id, idempotency_key=key)
+        # The same key and body: the first answer itself, not a new decision (which would say duplicate).
+        again = self.ledger.plan_step(ref, data, event_id=event_id, idempotency_key=key)
+        self.assertEqual(again, first)
+        self.assertEqual(again["results"], [{"event_id": event_id, "status": "appended"}])
+        with self.assertRaises(LedgerInvalidRequest) as reused:
+            self.ledger.plan_step(ref, {**data, "input_hash": "h2"}, idempotency_key=key)
+        self.assertEqual((reused.exception.code, reused.exception.status), ("IDEMPOTENCY_KEY_REUSED", 422))
+
     def test_refusals_carry_the_code_the_directive_and_the_state(self) -> None:
         ref = self.new_ref()
         with self.assertRaises(LedgerRefusal) as unplanned:
