@@ -5,6 +5,7 @@
  */
 import { readFileSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
+import { CloudEvent, HTTP } from 'cloudevents';
 import { committed, runCli, tempDataDir, unknownOutcome } from '../support/cli-harness';
 import { committedPosition, request, submitFact } from '../support/http';
 import { freePort, startLedger, type LedgerProcess } from '../support/ledger-process';
@@ -120,6 +121,24 @@ describe('the CLI against a service', () => {
     expect(runCli(['verify', '--data-dir', target]).stdout).toBe(
       'verified 15 events in 2 streams: every hash chain holds\n',
     );
+  });
+
+  it('export --format cloudevents with an admin key writes the CloudEvents a local export writes', () => {
+    const run = remote(ADMIN, 'export', '--format', 'cloudevents');
+    expect(run.status).toBe(0);
+    expect(run.stderr).toBe('exported 15 events in 2 streams\n');
+    const lines = run.stdout.trimEnd().split('\n');
+    expect(lines).toHaveLength(15);
+    for (const line of lines) {
+      const received = HTTP.toEvent({
+        headers: { 'content-type': 'application/cloudevents+json; charset=utf-8' },
+        body: line,
+      }) as CloudEvent;
+      expect(received.validate()).toBe(true);
+    }
+    expect(JSON.parse(lines[0])).toMatchObject({ subject: REF, chainprevhash: '0'.repeat(64) });
+    const local = runCli(['export', '--data-dir', ledger.dataDir, '--tenant', 'acme', '--format', 'cloudevents']);
+    expect(run.stdout).toBe(local.stdout);
   });
 
   it("verify with an admin key checks the service's chains", () => {
