@@ -5,12 +5,16 @@
  * by the gateway itself, by operation_ref, before anything is sent again (docs/contract.md §4).
  */
 import { Server } from '@modelcontextprotocol/sdk/server/index.js';
+import { InMemoryTaskStore } from '@modelcontextprotocol/sdk/experimental/tasks/stores/in-memory.js';
+import type { RequestTaskStore } from '@modelcontextprotocol/sdk/shared/protocol.js';
 import {
   CallToolRequestSchema,
   ErrorCode,
   ListToolsRequestSchema,
   McpError,
   type CallToolResult,
+  type CreateTaskResult,
+  type TaskMetadata,
   type Tool,
 } from '@modelcontextprotocol/sdk/types.js';
 import {
@@ -58,6 +62,7 @@ import { makeLookup } from './lookups';
 import { hostTool } from './tool-text';
 import { CallWindowPassedError, Upstream, UpstreamNotSentError } from './upstream';
 import { inHostTrace, inToolSpan } from './telemetry';
+import { runWriteTask } from './write-task';
 
 /** A host answer's span attributes: an error answer's type is its envelope code. */
 function describeAnswer(result: CallToolResult): Record<string, string> {
@@ -76,6 +81,16 @@ const MAX_REF_LENGTH = 200;
 const REF_PATTERN = /^[^\u0000-\u001f\u007f]{1,200}$/;
 /** Rounds of verify-then-dispatch one call may take; each is a ledger decision, so it is small. */
 const MAX_ROUNDS = 3;
+
+/**
+ * A write run as a task (docs/mcp-gateway.md, "Writes as tasks"): kept for the ttl the host asks,
+ * within these bounds, and worked on for at most half of it, so its answer stays readable for at
+ * least the other half (the store's ttl runs from the task's creation and again from its result).
+ */
+export const WRITE_TASK_TTL_MS = { default: 600_000, min: 10_000, max: 3_600_000 };
+/** How often the host is told to poll, and the shortest pause between two of the task's own steps. */
+const WRITE_TASK_POLL_MS = 500;
+const WRITE_TASK_PAUSE_MS = 1_000;
 
 export type GatewayLog = (line: Record<string, unknown>) => void;
 
@@ -330,6 +345,8 @@ export class McpGateway {
     const { outputSchema: _upstreamOutput, ...rest } = tool;
     return {
       ...rest,
+      // The gateway's own tasks (docs/mcp-gateway.md, "Writes as tasks"), whatever the upstream runs.
+      execution: { ...rest.execution, taskSupport: 'optional' },
       description: `${tool.description ?? ''}${tool.description ? '\n\n' : ''}Runs through a recovery ledger: give an operation_ref. The answer's structuredContent is a typed envelope; follow its next_action (never retry on your own after an unknown outcome).`,
       inputSchema: { ...tool.inputSchema, properties, required },
       // The host gets the envelope, which carries the upstream's result inside it on success.
@@ -385,9 +402,7 @@ export class McpGateway {
       );
     }
     await this.recovery;
-    const { operation_ref: _ref, ...input } = args;
-    const key = writeTool.idempotency_argument;
-    if (key && key !== 'operation_ref') delete input[key];
+    const input = this.writeInputOf(args, writeTool);
     const policy = writeTool.policy;
     const step: WriteStep<Record<string, unknown>> = {
       operationRef: ref,
@@ -484,6 +499,14 @@ export class McpGateway {
         }),
       ),
     );
+  }
+
+  /** What is sent and hashed: the arguments without the operation_ref and the key the gateway sets. */
+  private writeInputOf(args: Record<string, unknown>, writeTool: WriteToolConfig): Record<string, unknown> {
+    const { operation_ref: _ref, ...input } = args;
+    const key = writeTool.idempotency_argument;
+    if (key && key !== 'operation_ref') delete input[key];
+    return input;
   }
 
   /** A step in flight that this process did not send is verified only once it is old enough. */
@@ -727,6 +750,68 @@ export class McpGateway {
     };
   }
 
+  // ---- writes as tasks -------------------------------------------------------------------------------
+
+  /**
+   * Answers a write called as a task at once with the task, and carries the write on in the
+   * background (src/write-task.ts). The task id is the store's random one: it says nothing of the
+   * operation_ref or its idempotency key.
+   */
+  private async startWriteTask(
+    name: string,
+    args: Record<string, unknown>,
+    params: TaskMetadata,
+    store: RequestTaskStore,
+  ): Promise<CreateTaskResult> {
+    const writeTool = this.config.write_tools[name];
+    if (!writeTool || !this.routes.has(name))
+      throw new McpError(ErrorCode.InvalidParams, `${name} does not run as a task: only the write tools do`);
+    const { min, max } = WRITE_TASK_TTL_MS;
+    const ttl = Math.min(max, Math.max(min, params.ttl ?? WRITE_TASK_TTL_MS.default));
+    const task = await store.createTask({ ttl, pollInterval: WRITE_TASK_POLL_MS });
+    const taskId = task.taskId;
+    const ref = this.operationRefOf(args);
+    const cancelled = async () => {
+      try {
+        return (await store.getTask(taskId)).status === 'cancelled';
+      } catch {
+        return true; // gone: nobody can read its answer any more
+      }
+    };
+    const work = runWriteTask(
+      name,
+      {
+        call: () => this.callTool(name, args),
+        verify: () => this.verifyOperation({ operation_ref: ref }),
+        approved: () =>
+          ref ? this.approvalGranted(ref, inputHash(this.writeInputOf(args, writeTool))) : Promise.resolve(false),
+      },
+      {
+        status: (message) => store.updateTaskStatus(taskId, 'working', message),
+        cancelled,
+        // An envelope that is not a success is still the tool's answer, isError as in a plain call: the
+        // SDK's clients turn a failed task into a bare "Task failed" and the model would not read it.
+        finish: (result) => store.storeTaskResult(taskId, 'completed', result),
+        now: () => this.now().getTime(),
+        sleep: (ms) => new Promise((resolve) => setTimeout(resolve, ms)),
+        workUntil: this.now().getTime() + ttl / 2,
+        pauseMs: WRITE_TASK_PAUSE_MS,
+      },
+    );
+    work.catch(async (error: unknown) => {
+      this.log({ event: 'write_task_failed', tool: name, error: error instanceof Error ? error.name : 'unknown' });
+      if (await cancelled()) return;
+      await store
+        .storeTaskResult(
+          taskId,
+          'failed',
+          callError(`The gateway could not finish this task; call operation_status with the operation_ref.`),
+        )
+        .catch(() => undefined);
+    });
+    return { task };
+  }
+
   // ---- serving ---------------------------------------------------------------------------------------
 
   /** The MCP server the host talks to (connect it to a transport). */
@@ -734,15 +819,19 @@ export class McpGateway {
     const server = new Server(
       { name: 'recovery-ledger-mcp-gateway', version: '1.0.0' },
       {
-        capabilities: { tools: {} },
+        capabilities: { tools: {}, tasks: { list: {}, cancel: {}, requests: { tools: { call: {} } } } },
+        taskStore: new InMemoryTaskStore(),
         instructions:
           'Write tools run through a recovery ledger. Give each operation an operation_ref and reuse it on every retry of that operation. Follow the next_action of each answer; after verify_operation, never send the write again on your own.',
       },
     );
     server.setRequestHandler(ListToolsRequestSchema, async () => ({ tools: await this.listTools() }));
-    server.setRequestHandler(CallToolRequestSchema, async (request) =>
-      inHostTrace(request.params._meta, () => this.callTool(request.params.name, request.params.arguments ?? {})),
-    );
+    server.setRequestHandler(CallToolRequestSchema, async (request, extra) => {
+      const { name, arguments: args = {}, task } = request.params;
+      const store = extra.taskStore;
+      if (task && store) return inHostTrace(request.params._meta, () => this.startWriteTask(name, args, task, store));
+      return inHostTrace(request.params._meta, () => this.callTool(name, args));
+    });
     return server;
   }
 
