@@ -13,6 +13,7 @@
   var KEY_STORAGE = 'recovery-ledger.api-key';
   var apiKey = sessionStorage.getItem(KEY_STORAGE) || '';
   var LIVE_WAIT_MS = 15000;
+  var OUTAGE_RETRY_MS = 500;
 
   // ---- small DOM helpers ------------------------------------------------------------------------
 
@@ -209,6 +210,24 @@
   }
 
   var fresh = { at: undefined, position: undefined, live: false };
+  /** While the ledger does not answer: since when and how (README, "Incident console": watch it live). */
+  var outage;
+
+  function showOutage() {
+    var box = $('outage');
+    box.hidden = !outage;
+    if (!outage) return;
+    box.textContent =
+      'The ledger is not answering (' +
+      outage.reason +
+      ' since ' +
+      outage.since.toLocaleTimeString() +
+      '). ' +
+      (fresh.at
+        ? 'This page shows the ledger as of ' + fresh.at.toLocaleTimeString() + ' and may be out of date. '
+        : '') +
+      'Reconnecting\u2026';
+  }
 
   function showFreshness() {
     var box = $('freshness');
@@ -217,12 +236,13 @@
       box.className = 'freshness';
       return;
     }
+    var mode = outage ? 'reconnecting' : fresh.live ? 'live' : 'paused';
     box.textContent =
-      (fresh.live ? 'live \u00b7 ' : 'paused \u00b7 ') +
-      'fresh as of ' +
+      mode +
+      ' \u00b7 fresh as of ' +
       fresh.at.toLocaleTimeString() +
       (fresh.position !== undefined ? ' \u00b7 log position ' + fresh.position : '');
-    box.className = 'freshness ' + (fresh.live ? 'is-live' : 'is-paused');
+    box.className = 'freshness is-' + mode;
     box.setAttribute('data-position', fresh.position === undefined ? '' : String(fresh.position));
   }
 
@@ -1660,10 +1680,21 @@
     var signal = followed.signal;
     function poll() {
       if (generation !== following) return;
-      api('/v1/changes', { after: fresh.position || 0, wait_ms: LIVE_WAIT_MS }, { signal: signal }).then(
+      // While the ledger is away, each try answers at once, so the page is live again within a
+      // retry of its return rather than at the end of a long poll.
+      var waitMs = outage ? 0 : LIVE_WAIT_MS;
+      api('/v1/changes', { after: fresh.position || 0, wait_ms: waitMs }, { signal: signal }).then(
         function (answer) {
           if (generation !== following) return;
           fresh.live = true;
+          if (outage) {
+            outage = undefined;
+            showOutage();
+            say('');
+            fresh.position = answer.position;
+            Promise.resolve(route(true)).then(poll, poll);
+            return;
+          }
           if (answer.changed || (fresh.position !== undefined && answer.position > fresh.position)) {
             fresh.position = answer.position;
             Promise.resolve(route(true)).then(poll, poll);
@@ -1675,10 +1706,22 @@
             poll();
           }
         },
-        function () {
-          if (generation !== following) return;
-          // Without a usable key (or with the service away) the page stays as it is and says so.
+        function (error) {
+          if (generation !== following || signal.aborted) return;
           fresh.live = false;
+          // No answer, or the ledger answering that it cannot serve: an outage, said in a banner.
+          if (!(error instanceof ApiError) || error.status >= 500) {
+            if (!outage)
+              outage = {
+                since: new Date(),
+                reason: error instanceof ApiError ? 'HTTP ' + error.status + ' ' + (error.code || '') : 'no answer',
+              };
+            showOutage();
+            showFreshness();
+            setTimeout(poll, OUTAGE_RETRY_MS);
+            return;
+          }
+          // Without a usable key the page stays as it is and says so.
           showFreshness();
           setTimeout(poll, 5000);
         },
