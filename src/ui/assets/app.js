@@ -367,6 +367,10 @@
   function openTriage(filters, quiet) {
     if (!quiet) say('Loading the queue\u2026');
     fillForm($('triage-filters'), filters);
+    var set = Object.keys(filters).filter(function (name) {
+      return filters[name];
+    }).length;
+    $('triage-refine-note').textContent = set ? '(' + set + ' set)' : '';
     return api('/v1/triage', Object.assign({ limit: 50 }, filters))
       .then(function (answer) {
         show('triage-view');
@@ -1794,6 +1798,13 @@
       bulkAct('cancel');
     });
     bindFilters('triage-filters', 'triage');
+    // On a phone the queue comes first: its filters and counts fold behind one control.
+    var narrow = window.matchMedia('(max-width: 760px)');
+    var fold = function () {
+      $('triage-refine').open = !narrow.matches;
+    };
+    fold();
+    narrow.addEventListener('change', fold);
     bindFilters('operations-filters', 'operations');
     bindFilters('runs-filters', 'runs');
     window.addEventListener('hashchange', function () {
