@@ -1,5 +1,6 @@
 import { Body, Controller, Delete, Get, HttpCode, Inject, Param, Post, Query } from '@nestjs/common';
 import {
+  ApiAcceptedResponse,
   ApiBody,
   ApiCreatedResponse,
   ApiOkResponse,
@@ -16,7 +17,9 @@ import { optionalInteger } from './operation-ref';
 import { NOTIFICATION_KINDS, type NotificationKind } from '../webhooks/notification-rules';
 import { WebhookService, type NewSubscription } from '../webhooks/webhook.service';
 import {
+  TEST_EVENT_KIND,
   WEBHOOK_STORE,
+  type Delivery,
   type DeliveryStatus,
   type Subscription,
   type WebhookStore,
@@ -79,8 +82,10 @@ export class SubscriptionListDto {
 export class DeliveryDto {
   @ApiProperty() id!: string;
   @ApiProperty() subscription_id!: string;
-  @ApiProperty({ enum: NOTIFICATION_KINDS }) kind!: string;
-  @ApiProperty() operation_ref!: string;
+  @ApiProperty({ enum: [...NOTIFICATION_KINDS, TEST_EVENT_KIND] }) kind!: string;
+  @ApiProperty({ description: 'Empty for a test event.' }) operation_ref!: string;
+  @ApiPropertyOptional({ description: "The subscription's URL the delivery goes to: shown to admin keys only." })
+  url?: string;
   @ApiProperty({ enum: ['pending', 'delivered', 'failed'] }) status!: string;
   @ApiProperty() attempts!: number;
   @ApiPropertyOptional() last_status?: number;
@@ -264,6 +269,27 @@ export class WebhooksController {
     return publicView(subscription);
   }
 
+  @Post('admin/webhooks/deliveries/:id/resend')
+  @HttpCode(202)
+  @RequireAccess('admin')
+  @ApiOperation({
+    summary:
+      'Send one delivery again, under its own id: due now, its attempts kept (one more attempt for a delivery that was given up).',
+  })
+  @ApiAcceptedResponse({ type: DeliveryDto })
+  resend(@CallerParam() caller: Caller, @Param('id') id: string) {
+    return this.deliveryView(this.webhooks.resend(caller.tenant, id), caller);
+  }
+
+  @Post('admin/webhooks/:id/test')
+  @HttpCode(202)
+  @RequireAccess('admin')
+  @ApiOperation({ summary: 'Queue a signed `webhook.test` delivery to one active subscription.' })
+  @ApiAcceptedResponse({ type: DeliveryDto })
+  sendTest(@CallerParam() caller: Caller, @Param('id') id: string) {
+    return this.deliveryView(this.webhooks.sendTestEvent(caller.tenant, id), caller);
+  }
+
   @Get('webhooks/deliveries')
   @RequireAccess('read')
   @ApiOperation({ summary: "The tenant's latest webhook deliveries, newest first, and counts per status." })
@@ -277,21 +303,46 @@ export class WebhooksController {
     const limit = optionalInteger(limitRaw, 'limit', 1, 500) ?? 50;
     const counts: Record<string, number> = { pending: 0, delivered: 0, failed: 0 };
     for (const row of this.store.counts(caller.tenant)) counts[row.status] += row.count;
+    const urls =
+      caller.role === 'admin'
+        ? new Map(
+            this.store.subscriptions(caller.tenant, false).map((subscription) => [subscription.id, subscription.url]),
+          )
+        : undefined;
     return {
       deliveries: this.store
         .deliveries(caller.tenant, { status: status as DeliveryStatus | undefined, limit })
-        .map((delivery) => {
-          const { body: _body, tenant: _tenant, next_attempt_ms, last_error, ...rest } = delivery;
-          // Why an attempt failed says what answers at the receiver's address (docs/webhooks.md): admins only.
-          return {
-            ...rest,
-            ...(last_error !== undefined && caller.role === 'admin' ? { last_error } : {}),
-            ...(delivery.status === 'pending' && next_attempt_ms > 0
-              ? { next_attempt_at: new Date(next_attempt_ms).toISOString() }
-              : {}),
-          };
-        }),
+        .map((delivery) => this.deliveryView(delivery, caller, urls)),
       counts,
+    };
+  }
+
+  /**
+   * A delivery as readers see it: never its body. Where it goes and why an attempt failed say what
+   * answers at the receiver's address (docs/webhooks.md): admins only.
+   */
+  private deliveryView(delivery: Delivery, caller: Caller, urls?: Map<string, string>) {
+    const {
+      body: _body,
+      tenant: _tenant,
+      next_attempt_ms,
+      last_error,
+      seq: _seq,
+      ...rest
+    } = delivery as Delivery & { seq?: number };
+    const admin = caller.role === 'admin';
+    const url = admin
+      ? (urls ?? new Map(this.store.subscriptions(caller.tenant, false).map((each) => [each.id, each.url]))).get(
+          delivery.subscription_id,
+        )
+      : undefined;
+    return {
+      ...rest,
+      ...(url !== undefined ? { url } : {}),
+      ...(last_error !== undefined && admin ? { last_error } : {}),
+      ...(delivery.status === 'pending' && next_attempt_ms > 0
+        ? { next_attempt_at: new Date(next_attempt_ms).toISOString() }
+        : {}),
     };
   }
 }

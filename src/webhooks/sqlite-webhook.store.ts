@@ -394,6 +394,19 @@ export class SqliteWebhookStore implements WebhookStore {
     return (rows as DeliveryRow[]).map(deliveryOf);
   }
 
+  delivery(tenant: string, id: string): Delivery | undefined {
+    const row = this.statement('SELECT * FROM webhook_deliveries WHERE tenant = ? AND id = ?').get(tenant, id) as
+      DeliveryRow | undefined;
+    return row ? deliveryOf(row) : undefined;
+  }
+
+  requeue(tenant: string, id: string, nowMs: number): Delivery | undefined {
+    this.statement(
+      "UPDATE webhook_deliveries SET status = 'pending', next_attempt_ms = ?, delivered_at = NULL WHERE tenant = ? AND id = ?",
+    ).run(nowMs, tenant, id);
+    return this.delivery(tenant, id);
+  }
+
   counts(tenant?: string): DeliveryCounts[] {
     const sql = `SELECT tenant, kind, status, COUNT(*) AS count FROM webhook_deliveries${tenant === undefined ? '' : ' WHERE tenant = ?'} GROUP BY tenant, kind, status`;
     return (tenant === undefined ? this.statement(sql).all() : this.statement(sql).all(tenant)) as DeliveryCounts[];

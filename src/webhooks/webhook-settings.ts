@@ -16,7 +16,29 @@ export function loadWebhookSettings(env: NodeJS.ProcessEnv): WebhookSettings {
     timeoutMs: integerSetting(env, 'LEDGER_WEBHOOK_TIMEOUT_MS', DEFAULT_WEBHOOK_SETTINGS.timeoutMs, 100, 120_000),
     pollMs: DEFAULT_WEBHOOK_SETTINGS.pollMs,
     allowPrivate: flag(env, 'LEDGER_WEBHOOK_ALLOW_PRIVATE'),
+    ...publicBaseUrl(env),
   };
+}
+
+/**
+ * LEDGER_PUBLIC_BASE_URL: the service's address as receivers reach it (`https://ledger.example.com`,
+ * or with a path prefix behind a proxy): an http(s) URL with neither query nor fragment, kept
+ * without its trailing slash so links are `<base>/v1/operations/…`.
+ */
+function publicBaseUrl(env: NodeJS.ProcessEnv): { publicBaseUrl?: string } {
+  const raw = (env.LEDGER_PUBLIC_BASE_URL ?? '').trim();
+  if (raw === '') return {};
+  let url: URL;
+  try {
+    url = new URL(raw);
+  } catch {
+    throw new ConfigError(`LEDGER_PUBLIC_BASE_URL must be an http(s) URL, got "${raw}"`);
+  }
+  if ((url.protocol !== 'http:' && url.protocol !== 'https:') || url.search || url.hash || url.username || url.password)
+    throw new ConfigError(
+      `LEDGER_PUBLIC_BASE_URL must be an http(s) URL without query, fragment or credentials, got "${raw}"`,
+    );
+  return { publicBaseUrl: `${url.origin}${url.pathname}`.replace(/\/+$/, '') };
 }
 
 /** `1`/`true` or `0`/`false`; unset is off. */

@@ -1,5 +1,9 @@
 import type { NotificationKind } from './notification-rules';
 
+/** What an admin's "send test event" delivers (docs/webhooks.md, "Resend and test events"): no operation behind it. */
+export const TEST_EVENT_KIND = 'webhook.test';
+export type DeliveryKind = NotificationKind | typeof TEST_EVENT_KIND;
+
 /**
  * Where webhook subscriptions, the outbox of deliveries and the consumer's checkpoint live. The
  * outbox rows and the checkpoint are written in one transaction, so the consumer that fills it
@@ -35,7 +39,8 @@ export interface Delivery {
   id: string;
   subscription_id: string;
   tenant: string;
-  kind: NotificationKind;
+  kind: DeliveryKind;
+  /** Empty for a test event. */
   operation_ref: string;
   body: string;
   status: DeliveryStatus;
@@ -52,7 +57,7 @@ export interface NewDelivery {
   id: string;
   subscription_id: string;
   tenant: string;
-  kind: NotificationKind;
+  kind: DeliveryKind;
   operation_ref: string;
   body: string;
   created_at: string;
@@ -109,6 +114,13 @@ export interface WebhookStore {
   markDelivered(id: string, status: number, at: string): void;
   markAttemptFailed(id: string, outcome: { status?: number; error: string; nextAttemptMs?: number }): void;
   deliveries(tenant: string, options: { status?: DeliveryStatus; limit: number }): Delivery[];
+  /** One delivery of the tenant, if it has it. */
+  delivery(tenant: string, id: string): Delivery | undefined;
+  /**
+   * Sends a delivery of the tenant again: pending and due at `nowMs`, its attempts kept, so a
+   * delivery that had been given up gets one more attempt. Answers the row as it now stands.
+   */
+  requeue(tenant: string, id: string, nowMs: number): Delivery | undefined;
   counts(tenant?: string): DeliveryCounts[];
   close(): void;
 }

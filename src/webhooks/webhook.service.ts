@@ -9,13 +9,15 @@ import { deliveryId } from './sqlite-webhook.store';
 import { postWebhook } from './webhook-post';
 import { signedHeaders } from './webhook-signature';
 import { scannedParts, urlRefusal } from './webhook-url';
-import type {
-  ConsumedBatch,
-  Delivery,
-  NewDelivery,
-  Subscription,
-  UnknownWatch,
-  WebhookStore,
+import {
+  TEST_EVENT_KIND,
+  type ConsumedBatch,
+  type Delivery,
+  type DeliveryKind,
+  type NewDelivery,
+  type Subscription,
+  type UnknownWatch,
+  type WebhookStore,
 } from './webhook-store.port';
 
 export interface WebhookSettings {
@@ -30,6 +32,11 @@ export interface WebhookSettings {
   pollMs: number;
   /** LEDGER_WEBHOOK_ALLOW_PRIVATE: receivers on loopback, link-local and private addresses (webhook-address.ts). */
   allowPrivate: boolean;
+  /**
+   * LEDGER_PUBLIC_BASE_URL: where receivers reach this service, so a payload's links are absolute;
+   * without it they are paths on the service (docs/webhooks.md, "Payload").
+   */
+  publicBaseUrl?: string;
 }
 
 export const DEFAULT_WEBHOOK_SETTINGS: WebhookSettings = {
@@ -94,6 +101,18 @@ function contextOf(events: readonly StoredEvent[]): StepContext {
     }
   }
   return context;
+}
+
+/**
+ * Why a POST got no answer, as the network said it: the system error's code first (ECONNREFUSED,
+ * ENOTFOUND, ECONNRESET, …) and its message, from the error or its cause; never a bare "fetch failed".
+ */
+export function failureCause(error: unknown): string {
+  if (!(error instanceof Error)) return String(error);
+  const inner = (error as Error & { cause?: unknown }).cause;
+  const source = (error as NodeJS.ErrnoException).code || !(inner instanceof Error) ? error : inner;
+  const code = (source as NodeJS.ErrnoException).code;
+  return code ? `${code}: ${source.message}` : `${source.name}: ${source.message}`;
 }
 
 /** How long the checkpoint may trail the consumed log when the batches in between changed nothing. */
@@ -335,9 +354,14 @@ export class WebhookService {
     this.wake?.();
   }
 
+  /** A link in a payload: absolute from LEDGER_PUBLIC_BASE_URL when it is set, else the path alone. */
+  private link(path: string): string {
+    return `${this.settings.publicBaseUrl ?? ''}${path}`;
+  }
+
   private delivery(
     subscription: Subscription,
-    kind: NotificationKind,
+    kind: DeliveryKind,
     cause: string,
     operationRef: string,
     createdAt: string,
@@ -351,12 +375,14 @@ export class WebhookService {
       created_at: createdAt,
       tenant: subscription.tenant,
       subscription_id: subscription.id,
-      data: { operation_ref: operationRef, ...data },
-      links: {
-        operation: `/v1/operations/${encoded}`,
-        evidence: `/v1/operations/${encoded}/evidence`,
-        console: `/ui#/operation/${encoded}`,
-      },
+      data: operationRef ? { operation_ref: operationRef, ...data } : data,
+      links: operationRef
+        ? {
+            operation: this.link(`/v1/operations/${encoded}`),
+            evidence: this.link(`/v1/operations/${encoded}/evidence`),
+            console: this.link(`/ui#/operation/${encoded}`),
+          }
+        : { console: this.link('/ui#/webhooks') },
     });
     return {
       id,
@@ -367,6 +393,46 @@ export class WebhookService {
       body,
       created_at: createdAt,
     };
+  }
+
+  // ---- an admin's resend and test event ---------------------------------------------------------------
+
+  /**
+   * Sends one delivery again, under its own id (a receiver that saw it dedupes by `webhook-id`):
+   * due now, its attempts kept, so one that had been given up gets one more attempt.
+   */
+  resend(tenant: string, id: string): Delivery {
+    const delivery = this.hooks.delivery(tenant, id);
+    if (!delivery) throw new LedgerProblem('WEBHOOK_DELIVERY_NOT_FOUND', 'no delivery of this tenant has this id');
+    this.activeSubscription(tenant, delivery.subscription_id);
+    const requeued = this.hooks.requeue(tenant, id, this.clock.now().getTime()) as Delivery;
+    this.wake?.();
+    return requeued;
+  }
+
+  /** Queues a `webhook.test` delivery to one subscription, signed like any other. */
+  sendTestEvent(tenant: string, subscriptionId: string): Delivery {
+    const subscription = this.activeSubscription(tenant, subscriptionId);
+    const now = this.clock.now().toISOString();
+    const delivery = this.delivery(subscription, TEST_EVENT_KIND, `test:${randomUUID()}`, '', now, {
+      message: 'A test event sent by an admin of this tenant; nothing happened to any operation.',
+    });
+    this.hooks.insertDeliveries([delivery]);
+    this.wake?.();
+    return this.hooks.delivery(tenant, delivery.id) as Delivery;
+  }
+
+  private activeSubscription(tenant: string, id: string): Subscription {
+    const subscription = this.hooks.subscriptions(tenant, false).find((candidate) => candidate.id === id);
+    if (!subscription) throw new LedgerProblem('WEBHOOK_NOT_FOUND', 'no subscription of this tenant has this id');
+    if (!subscription.active)
+      throw new LedgerProblem(
+        'WEBHOOK_SUBSCRIPTION_INACTIVE',
+        subscription.disabled_reason
+          ? `the subscription was disabled (${subscription.disabled_reason}): nothing is sent to it`
+          : 'the subscription was ended: nothing is sent to it',
+      );
+    return subscription;
   }
 
   // ---- the dispatcher -----------------------------------------------------------------------------
@@ -494,7 +560,7 @@ export class WebhookService {
       if (status < 200 || status > 299)
         error = `the receiver answered ${status}${answer.prefix.trim() ? `: ${answer.prefix.trim().slice(0, 200)}` : ''}`;
     } catch (cause) {
-      error = cause instanceof Error ? `${cause.name}: ${cause.message}` : String(cause);
+      error = failureCause(cause);
     } finally {
       this.inFlight.delete(delivery.id);
     }

@@ -89,6 +89,11 @@
   function ago(iso) {
     var ms = Date.now() - Date.parse(iso);
     if (!isFinite(ms)) return '';
+    // An instant still to come (a delivery's next try) reads forward.
+    if (ms < -45000) {
+      var ahead = Math.round(-ms / 60000);
+      return ahead < 60 ? 'in ' + ahead + ' min' : 'in ' + Math.round(ahead / 60) + ' h';
+    }
     if (ms < 45000) return 'just now';
     var minutes = Math.round(ms / 60000);
     if (minutes < 60) return minutes + ' min ago';
@@ -1146,6 +1151,8 @@
         caller = me;
         showKeyStatus();
         if (openRef && current().view === 'operation') openOperation(openRef, true);
+        // What the Webhooks tab shows and offers depends on the role.
+        if (current().view === 'webhooks') openWebhooks(true);
       },
       function () {
         caller = undefined;
@@ -1594,24 +1601,118 @@
       });
   }
 
+  /** Subscriptions, where deliveries go and why they failed are an admin's to see and act on. */
+  function isAdmin() {
+    return Boolean(caller && (caller.local || caller.role === 'admin'));
+  }
+
+  /** An admin's action on the tab (resend, test event), answered on one line, then the tab read again. */
+  function webhookAction(path, done) {
+    var line = $('webhook-action-result');
+    line.textContent = 'Sending\u2026';
+    line.className = 'small';
+    return api(path, undefined, { body: {} }).then(
+      function (delivery) {
+        line.textContent = done(delivery);
+        return openWebhooks(true);
+      },
+      function (error) {
+        line.className = 'small error';
+        line.textContent = error instanceof ApiError ? error.code + ': ' + error.detail : 'Could not reach the ledger.';
+      },
+    );
+  }
+
+  function renderSubscriptions(subscriptions) {
+    var table = $('webhook-subscriptions');
+    var body = clear(table.tBodies[0]);
+    subscriptions.forEach(function (subscription) {
+      var test = h(
+        'button',
+        {
+          type: 'button',
+          className: 'secondary',
+          'data-subscription': subscription.id,
+          onclick: function () {
+            webhookAction('/v1/admin/webhooks/' + segment(subscription.id) + '/test', function (delivery) {
+              return 'Test event ' + delivery.id + ' queued for ' + subscription.url + '.';
+            });
+          },
+        },
+        'Send test event',
+      );
+      body.appendChild(
+        h(
+          'tr',
+          null,
+          cell('URL', subscription.url, 'small'),
+          cell('Notifications', subscription.kinds.join(', '), 'small'),
+          cell('State', subscription.active ? 'active' : 'ended'),
+          cell('Test', test),
+        ),
+      );
+    });
+    table.hidden = subscriptions.length === 0;
+    var note = $('webhook-subscriptions-note');
+    note.hidden = subscriptions.length > 0;
+    note.textContent = 'No active subscription: an admin makes one with POST /v1/admin/webhooks.';
+  }
+
   function openWebhooks(quiet) {
     if (!quiet) say('Loading webhook deliveries\u2026');
-    return api('/v1/webhooks/deliveries', { limit: 100 })
-      .then(function (answer) {
+    var admin = isAdmin();
+    var subscriptions = admin
+      ? api('/v1/admin/webhooks').then(
+          function (answer) {
+            return answer.subscriptions;
+          },
+          function () {
+            return undefined;
+          },
+        )
+      : Promise.resolve(undefined);
+    return Promise.all([api('/v1/webhooks/deliveries', { limit: 100 }), subscriptions])
+      .then(function (answers) {
+        var answer = answers[0];
         show('webhooks-view');
         if (!quiet) say('');
         var tiles = clear($('webhook-counts'));
         tiles.appendChild(tile('Delivered', answer.counts.delivered));
         tiles.appendChild(tile('Pending (retrying)', answer.counts.pending));
         tiles.appendChild(tile('Failed (gave up)', answer.counts.failed));
+        if (answers[1]) renderSubscriptions(answers[1]);
+        else {
+          $('webhook-subscriptions').hidden = true;
+          var note = $('webhook-subscriptions-note');
+          note.hidden = false;
+          note.textContent =
+            'An admin key lists the subscriptions, where each delivery goes and why it failed, and may resend a delivery or send a test event.';
+        }
         var body = clear($('webhook-table').tBodies[0]);
         answer.deliveries.forEach(function (delivery) {
+          var resend = admin
+            ? h(
+                'button',
+                {
+                  type: 'button',
+                  className: 'secondary',
+                  'data-delivery': delivery.id,
+                  onclick: function () {
+                    webhookAction('/v1/admin/webhooks/deliveries/' + segment(delivery.id) + '/resend', function () {
+                      return 'Delivery ' + delivery.id + ' will be sent again now, under the same id.';
+                    });
+                  },
+                },
+                'Resend',
+              )
+            : '';
           body.appendChild(
             h(
               'tr',
               { className: 'delivery-' + delivery.status },
               cell('Notification', delivery.kind, 'type'),
-              cell('Operation', opLink(delivery.operation_ref)),
+              cell('Operation', delivery.operation_ref ? opLink(delivery.operation_ref) : 'test event'),
+              cell('To', delivery.url || '', 'small'),
               cell('Status', badge(delivery.status, 'delivery')),
               cell('Attempts', delivery.attempts, 'num'),
               cell(
@@ -1619,7 +1720,9 @@
                 delivery.last_error || (delivery.last_status ? 'HTTP ' + delivery.last_status : ''),
                 'small',
               ),
+              cell('Next try', delivery.next_attempt_at ? when(delivery.next_attempt_at) : ''),
               cell('Created', when(delivery.created_at)),
+              cell('Resend', resend),
             ),
           );
         });

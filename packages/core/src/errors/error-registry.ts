@@ -46,6 +46,8 @@ export const ERROR_REGISTRY = {
   OPERATION_NOT_FOUND: { status: 404, title: 'The operation has no events' },
   RUN_NOT_FOUND: { status: 404, title: 'The run has no planned steps' },
   WEBHOOK_NOT_FOUND: { status: 404, title: 'No active webhook subscription of this tenant has this id' },
+  WEBHOOK_DELIVERY_NOT_FOUND: { status: 404, title: 'No webhook delivery of this tenant has this id' },
+  WEBHOOK_SUBSCRIPTION_INACTIVE: { status: 409, title: 'The webhook subscription was ended or disabled' },
   NOT_FOUND: { status: 404, title: 'No such route' },
   METHOD_NOT_ALLOWED: { status: 405, title: 'The route does not take this method' },
   MISDIRECTED_REQUEST: { status: 421, title: 'In local mode, a Host that is not a loopback name or address' },
