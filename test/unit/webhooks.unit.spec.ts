@@ -8,6 +8,9 @@ import {
 import { parseSecretKey, SecretBox } from '../../src/webhooks/webhook-secret-box';
 import { signatureHeader, verifySignature } from '../../src/webhooks/webhook-signature';
 import { urlRefusal } from '../../src/webhooks/webhook-url';
+import { loadWebhookSettings } from '../../src/webhooks/webhook-settings';
+import { failureCause } from '../../src/webhooks/webhook.service';
+import { ConfigError } from '../../src/config/ledger-config';
 
 const transition = (to: string) => ({
   type: 'TransitionRecorded',
@@ -151,5 +154,34 @@ describe('signing secrets at rest', () => {
     expect(parseSecretKey(undefined)).toBeUndefined();
     expect(parseSecretKey(Buffer.alloc(32, 7).toString('base64'))?.equals(Buffer.alloc(32, 7))).toBe(true);
     expect(() => parseSecretKey('too-short')).toThrow(/LEDGER_WEBHOOK_SECRET_KEY must be 32 bytes/);
+  });
+});
+
+describe('webhook settings and failure causes', () => {
+  it('takes LEDGER_PUBLIC_BASE_URL without its trailing slash, and refuses one with a query, a fragment, credentials or another scheme', () => {
+    expect(loadWebhookSettings({}).publicBaseUrl).toBeUndefined();
+    expect(loadWebhookSettings({ LEDGER_PUBLIC_BASE_URL: 'https://ledger.example.com/' }).publicBaseUrl).toBe(
+      'https://ledger.example.com',
+    );
+    expect(loadWebhookSettings({ LEDGER_PUBLIC_BASE_URL: 'https://example.com/ledger//' }).publicBaseUrl).toBe(
+      'https://example.com/ledger',
+    );
+    for (const bad of [
+      'ledger.example.com',
+      'ftp://x.example',
+      'https://x.example/?a=1',
+      'https://x.example/#f',
+      'https://u:p@x.example',
+    ])
+      expect(() => loadWebhookSettings({ LEDGER_PUBLIC_BASE_URL: bad })).toThrow(ConfigError);
+  });
+
+  it("says why a POST failed in the network's own words: the system code first, from the error or its cause", () => {
+    const refused = Object.assign(new Error('connect ECONNREFUSED 127.0.0.1:9'), { code: 'ECONNREFUSED' });
+    expect(failureCause(refused)).toBe('ECONNREFUSED: connect ECONNREFUSED 127.0.0.1:9');
+    expect(failureCause(new TypeError('fetch failed', { cause: refused }))).toBe(
+      'ECONNREFUSED: connect ECONNREFUSED 127.0.0.1:9',
+    );
+    expect(failureCause(new Error('no answer within 10000 ms'))).toBe('Error: no answer within 10000 ms');
   });
 });
