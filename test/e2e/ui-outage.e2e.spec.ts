@@ -59,6 +59,13 @@ describeInBrowser('the console: the ledger goes away and comes back', () => {
     expect(await page.innerText('#freshness')).toMatch(/^reconnecting · fresh as of /);
     expect(await page.getAttribute('#freshness', 'class')).toContain('is-reconnecting');
     await page.screenshot({ path: join(screenshotDir(), 'ui-outage.png') });
+    // At 390 px the banner is on the first screen, and nothing is wider than it.
+    await page.setViewportSize({ width: 390, height: 844 });
+    const banner = await page.locator('#outage').evaluate((element) => element.getBoundingClientRect().bottom);
+    expect(banner).toBeLessThanOrEqual(844);
+    expect(await page.evaluate('document.documentElement.scrollWidth')).toBe(390);
+    await page.screenshot({ path: join(screenshotDir(), 'ui-outage-390.png') });
+    await page.setViewportSize({ width: 1440, height: 900 });
 
     ledger = await ledger.restart();
     const answering = Date.now();

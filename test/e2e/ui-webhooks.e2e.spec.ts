@@ -118,6 +118,12 @@ describeInBrowser('the console: the Webhooks tab', () => {
       'the test event at the receiver',
     );
     await page.screenshot({ path: join(screenshotDir(), 'ui-webhooks-admin.png'), fullPage: true });
+    // At 390 px the same, as cards, nothing wider than the screen.
+    await page.setViewportSize({ width: 390, height: 844 });
+    expect(await page.evaluate('document.documentElement.scrollWidth')).toBe(390);
+    expect(await page.isVisible('#webhook-subscriptions button')).toBe(true);
+    await page.screenshot({ path: join(screenshotDir(), 'ui-webhooks-admin-390.png'), fullPage: true });
+    await page.setViewportSize({ width: 1440, height: 900 });
 
     // The receiver that was down comes up: a resend delivers now, not in ten minutes.
     const revived = await receiver(downPort);
