@@ -55,10 +55,10 @@ describe('MCP gateway: a write called as a task', () => {
   });
 
   /** Calls a tool as a task and follows it to its end through the SDK's own polling. */
-  async function asTask(name: string, args: Record<string, unknown>, onCreated?: (id: string) => void) {
+  async function asTask(name: string, args: Record<string, unknown>, onCreated?: (id: string) => void, ttl = 60_000) {
     const run: TaskRun = { taskId: '', statuses: [] };
     const stream = host.client.experimental.tasks.callToolStream({ name, arguments: args }, CallToolResultSchema, {
-      task: { ttl: 60_000 },
+      task: { ttl },
       timeout: 30_000,
     });
     for await (const message of stream) {
@@ -142,6 +142,16 @@ describe('MCP gateway: a write called as a task', () => {
     const limited = events.find((event) => event.type === 'EnvelopeRecorded')?.data.envelope as any;
     const second = events.filter((event) => event.type === 'AttemptDispatched')[1];
     expect(Date.parse(second.recorded_at)).toBeGreaterThanOrEqual(Date.parse(limited.retry.not_before));
+  });
+
+  it('a wait longer than the task may work ends it with that answer and its not_before, nothing sent again', async () => {
+    const ref = nextRef('long_wait');
+    space.fault({ on: 'create', operation_ref: ref, fault: { kind: 'rate-limit', retry_after_ms: 60_000 } });
+    const run = await asTask('create_invoice', invoice(ref), undefined, 10_000);
+    expect(envelopeOf(run)).toMatchObject({ ok: false, code: 'RATE_LIMITED', next_action: 'wait_and_retry' });
+    expect(run.result?.isError).toBe(true);
+    expect(await finalStatus(run)).toBe('completed');
+    expect(space.createCalls(ref)).toBe(1);
   });
 
   it('an approval: the task waits for an approver in the ledger, then sends the write once', async () => {
