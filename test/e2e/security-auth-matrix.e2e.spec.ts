@@ -235,6 +235,8 @@ const EXCHANGES: Record<string, (side: Side) => Exchange> = {
   'DELETE /v1/admin/webhooks/:id': () => ({ own: 404 }),
   'POST /v1/admin/webhooks/:id/rotate-secret': () => ({ body: {}, own: 404 }),
   'GET /v1/admin/webhooks/:id': () => ({ own: 404 }),
+  'POST /v1/admin/webhooks/:id/test': () => ({ own: 404 }),
+  'POST /v1/admin/webhooks/deliveries/:id/resend': () => ({ own: 404 }),
   // Leases are scoped by the caller's tenant: a lease id of no item in it holds nothing, in either.
   'POST /v1/operations/:ref/lease/renew': () => ({
     body: { lease_id: randomUUID() },
