@@ -10,6 +10,7 @@ import {
   checked,
   correctInput,
   inputHash,
+  LedgerError,
   modelText,
   operationRefFor,
   type LedgeredToolLedger,
@@ -97,7 +98,14 @@ export async function needsLedgerApproval<Input>(
 ): Promise<boolean> {
   if (!options.policy.approval_required) return false;
   const ref = refOf(options, input, context);
-  if (await approvalGranted(options.ledger, ref, inputHash(input))) return false;
+  try {
+    if (await approvalGranted(options.ledger, ref, inputHash(input))) return false;
+  } catch (error) {
+    // The ledger cannot say: let the tool run, its loop answers LEDGER_UNAVAILABLE and sends nothing
+    // (the ledger's gate, not this question, is what holds a write back).
+    if (error instanceof LedgerError) return false;
+    throw error;
+  }
   const result = await runLedgeredWrite(options, input, context);
   return !result.ok;
 }
