@@ -26,6 +26,30 @@ const CORE_NODE = [
   'process',
 ];
 
+/** The framework each agent-frameworks subpath wraps, as node_modules paths. */
+const AGENT_FRAMEWORKS = {
+  'ai-sdk': '(ai|@ai-sdk/[^/]+)',
+  'openai-agents': '(@openai/[^/]+|openai)',
+  langchain: '(langchain|@langchain/[^/]+)',
+  mastra: '(@mastra/[^/]+)',
+};
+
+/** Each subpath loads only its own framework, so a runtime that uses one never loads another. */
+function agentFrameworkRules() {
+  return Object.entries(AGENT_FRAMEWORKS).map(([subpath]) => ({
+    name: `agent-frameworks-${subpath}-loads-only-its-framework`,
+    comment: `${subpath}.ts wraps one framework: importing another would load it in every runtime that uses this subpath.`,
+    severity: 'error',
+    from: { path: `^packages/agent-frameworks/src/${subpath}\\.ts$` },
+    to: {
+      path: `^node_modules/(${Object.entries(AGENT_FRAMEWORKS)
+        .filter(([other]) => other !== subpath)
+        .map(([, framework]) => framework)
+        .join('|')})/`,
+    },
+  }));
+}
+
 module.exports = {
   forbidden: [
     {
@@ -65,6 +89,17 @@ module.exports = {
       from: { path: '^packages/mcp-gateway/src/' },
       to: { path: '(^node_modules/@nestjs/|^src/|^packages/core/)' },
     },
+    {
+      name: 'agent-frameworks-through-the-client',
+      comment:
+        'The framework integrations are runtimes of the ledger: they reach it through the client package only, never the core, the gateway or the server.',
+      severity: 'error',
+      from: { path: '^packages/agent-frameworks/src/' },
+      to: {
+        path: '(^node_modules/@nestjs/|^src/|^packages/core/|^packages/mcp-gateway/|^node_modules/@recovery-ledger/(core|mcp-gateway)/)',
+      },
+    },
+    ...agentFrameworkRules(),
     {
       name: 'packages-never-import-the-server',
       comment: 'The packages stand below the server: nothing under packages/ reaches into src/, tools/ or the tests.',

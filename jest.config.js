@@ -50,7 +50,10 @@ module.exports = {
       },
       // secretlint ships ES modules only; Jest on Node 20 cannot require them, so they are compiled
       // to CommonJS like the sources (the service itself loads them with Node's require of ESM).
-      transformIgnorePatterns: ['/node_modules/(?!(@secretlint|structured-source|boundary)/)'],
+      // So do the agent frameworks the integrations are tested in (ai, @mastra/core and what they load).
+      transformIgnorePatterns: [
+        '/node_modules/(?!(@secretlint|structured-source|boundary|ai|@ai-sdk|@mastra|zod|@workflow/serde)/)',
+      ],
     },
     {
       displayName: 'docker',

@@ -31,6 +31,7 @@ const WORKSPACES = [
   { dir: 'packages/core', tool: 'typescript/bin/tsc', args: ['-p', 'tsconfig.json'] },
   { dir: 'packages/client', tool: 'tsup/dist/cli-default.js', args: ['--silent'] },
   { dir: 'packages/mcp-gateway', tool: 'typescript/bin/tsc', args: ['-p', 'tsconfig.json'] },
+  { dir: 'packages/agent-frameworks', tool: 'typescript/bin/tsc', args: ['-p', 'tsconfig.json'] },
 ];
 const PACKAGES = WORKSPACES.filter(({ dir }) => existsSync(join(root, dir, 'package.json')));
 const SKIP = new Set(['node_modules', 'results', 'figures', '.peers', 'dist']);

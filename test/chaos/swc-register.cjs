@@ -15,6 +15,7 @@ const WORKSPACE_SOURCES = [
   [/^@recovery-ledger\/core\/(.+)$/, (path) => join(ROOT, 'packages/core/src', path)],
   [/^@recovery-ledger\/client$/, () => join(ROOT, 'packages/client/src/index.ts')],
   [/^@recovery-ledger\/mcp-gateway$/, () => join(ROOT, 'packages/mcp-gateway/src/index.ts')],
+  [/^@recovery-ledger\/agent-frameworks\/(.+)$/, (path) => join(ROOT, 'packages/agent-frameworks/src', `${path}.ts`)],
 ];
 const resolveFilename = Module._resolveFilename;
 Module._resolveFilename = function resolveWorkspaceSource(request, ...rest) {

@@ -110,3 +110,27 @@ export type {
   ToolError,
   ToolSuccess,
 } from '@recovery-ledger/core/domain/envelope/envelope.types';
+
+// One call of a write tool through the ledger, for any host (the MCP gateway, agent frameworks).
+export { callLedgeredTool, approvalGranted, operationRefFor, MAX_OPERATION_REF_LENGTH } from './ledgered-tool';
+export type {
+  LedgeredToolLedger,
+  LedgeredToolPolicy,
+  LedgeredToolRequest,
+  LedgeredToolResult,
+  LedgeredToolStatus,
+  OperationRefParts,
+} from './ledgered-tool';
+export {
+  approvalGateEnvelope,
+  checked,
+  codeFact,
+  envelopeForState,
+  ledgerUnauthorizedEnvelope,
+  ledgerUnavailableEnvelope,
+  modelText,
+  notRecordedEnvelope,
+  refReusedEnvelope,
+  successEnvelope,
+} from './tool-answer';
+export type { AnswerContext } from './tool-answer';

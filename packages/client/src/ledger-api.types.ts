@@ -91,6 +91,8 @@ export interface ApprovalRecordedInput {
   decision: 'granted' | 'denied';
   approver: string;
   reason?: string;
+  /** The input the grant is for: the state's approval_input_hash (docs/contract.md §4.4). */
+  input_hash?: string;
 }
 
 /** Operator facts (docs/contract.md §4.10): an operator key records them, with its reason. */

@@ -18,14 +18,12 @@ import {
   type Tool,
 } from '@modelcontextprotocol/sdk/types.js';
 import {
-  executeWrite,
+  approvalGranted as ledgerApprovalGranted,
+  callLedgeredTool,
   inputHash,
-  OutcomeNotRecordedError,
   verify,
   type Lookup,
   type ToolCall,
-  type WriteOutcome,
-  type WriteStep,
   type OperationState,
   LedgerClient,
   LedgerAuthError,
@@ -47,15 +45,12 @@ import {
 } from '@recovery-ledger/client';
 import { GATEWAY_TOOLS, type GatewayConfig, type WriteToolConfig } from './gateway-config';
 import {
-  approvalGateEnvelope,
   callError,
   checked,
   envelopeForState,
   hostAnswer,
   ledgerUnavailableEnvelope,
   ledgerUnauthorizedEnvelope,
-  notRecordedEnvelope,
-  refReusedEnvelope,
   type AnswerContext,
 } from './host-envelope';
 import { makeLookup } from './lookups';
@@ -79,8 +74,6 @@ export const OPERATION_REF_DESCRIPTION =
 const MAX_REF_LENGTH = 200;
 // eslint-disable-next-line no-control-regex -- control characters are exactly what a ref may not hold
 const REF_PATTERN = /^[^\u0000-\u001f\u007f]{1,200}$/;
-/** Rounds of verify-then-dispatch one call may take; each is a ledger decision, so it is small. */
-const MAX_ROUNDS = 3;
 
 /**
  * A write run as a task (docs/mcp-gateway.md, "Writes as tasks"): kept for the ttl the host asks,
@@ -402,103 +395,27 @@ export class McpGateway {
       );
     }
     await this.recovery;
-    const input = this.writeInputOf(args, writeTool);
-    const policy = writeTool.policy;
-    const step: WriteStep<Record<string, unknown>> = {
+    // The loop every host runs (the client's callLedgeredTool); the gateway waits out nothing
+    // itself: a not_before goes to the model, or to the write's task (src/write-task.ts).
+    const result = await callLedgeredTool(this.ledger, {
+      tool: name,
       operationRef: ref,
       runId: this.runIdOf(ref),
-      tool: name,
-      input,
-      inputHash: inputHash(input),
-      policy: {
-        // The approval request is attempt 1 when the policy asks for one: it needs an attempt of its own.
-        max_attempts: policy.max_attempts + (policy.approval_required ? 1 : 0),
-        consistency_window_ms: policy.consistency_window_ms,
-        verification_tool: 'verify_operation',
-      },
-    };
-    try {
-      for (let round = 0; round < MAX_ROUNDS; round++) {
-        const approved = policy.approval_required ? await this.approvalGranted(ref, step.inputHash as string) : true;
-        const call = this.toolCall(name, route, writeTool, approved);
-        // The call window declared on every dispatch is the upstream call timeout: the ledger's call
-        // deadline is then the gateway's own, and a not_found is conclusive only a consistency
-        // window after it (docs/contract.md §4); the SDK starts and aborts the call within it.
-        const options = { now: this.now, callWindowMs: writeTool.timeout_ms };
-        const outcome = await executeWrite(this.ledger, step, call, options);
-        const settled = await this.settle(name, writeTool, outcome);
-        if (settled.again) continue;
-        return settled.answer;
-      }
-      const state = await this.ledger.getOperation(ref);
-      return this.answer(name, envelopeForState(state, this.answerContext(writeTool)));
-    } catch (error) {
-      if (error instanceof OutcomeNotRecordedError) return this.answer(name, notRecordedEnvelope(ref));
-      if (error instanceof LedgerAuthError) return this.answer(name, ledgerUnauthorizedEnvelope(ref));
-      if (error instanceof LedgerError)
-        return this.answer(name, ledgerUnavailableEnvelope(ref, this.now(), error.retryAfterSeconds));
-      throw error;
-    }
-  }
-
-  /**
-   * What executeWrite's outcome becomes for the host. An unknown outcome, or a step left in doubt
-   * by an earlier call or an earlier life, is verified here first; `again` asks for one more
-   * round when the verification proved nothing was written and the ledger allows a new attempt.
-   */
-  private async settle(
-    name: string,
-    writeTool: WriteToolConfig,
-    outcome: WriteOutcome,
-  ): Promise<{ again: true } | { again: false; answer: CallToolResult }> {
-    const ref = outcome.operationRef;
-    const done = (envelope: ToolEnvelope) => ({ again: false as const, answer: this.answer(name, envelope) });
-    if (outcome.kind === 'refused' && outcome.refusal?.code === 'OPERATION_REF_REUSED')
-      return done(refReusedEnvelope(ref));
-    if (!outcome.state) return done(notRecordedEnvelope(ref));
-    const state = outcome.state;
-    const inDoubt = state.status === 'verifying' || state.status === 'dispatched';
-    const justUnknown = outcome.kind === 'recorded' && state.status === 'verifying';
-    const leftInDoubt =
-      outcome.kind === 'refused' && !outcome.toolCalled && inDoubt && !this.inFlight.has(ref) && this.oldEnough(state);
-    if (justUnknown || leftInDoubt) {
-      const verified = await verify(this.ledger, { operationRef: ref, tool: name }, this.lookups[name], {
-        now: this.now,
-      });
-      this.log({
-        event: 'verified',
-        operation_ref: ref,
-        outcome: verified.outcome,
-        status: verified.status,
-        refusal: verified.refusal?.code,
-      });
-      // Proven not written, found by a check the model asked for by calling again: send it again.
-      if (verified.status === 'retry_ready' && leftInDoubt) return { again: true };
-      const after = verified.state ?? state;
-      return done(
-        envelopeForState(
-          after,
-          this.answerContext(writeTool, {
-            refusal: verified.refusal?.code,
-            directive: verified.refusal ? verified.directive : undefined,
-          }),
-        ),
-      );
-    }
-    if (outcome.kind === 'refused' && outcome.toolCalled) {
-      // The tool ran but the ledger would not take its envelope: only a lookup can say what happened.
-      return done(notRecordedEnvelope(ref));
-    }
-    return done(
-      envelopeForState(
-        state,
-        this.answerContext(writeTool, {
-          refusal: outcome.kind === 'refused' ? outcome.refusal?.code : undefined,
-          recorded: outcome.envelope,
-          directive: outcome.kind === 'refused' ? outcome.directive : undefined,
-        }),
-      ),
-    );
+      input: this.writeInputOf(args, writeTool),
+      policy: writeTool.policy,
+      call: this.toolCall(name, route, writeTool),
+      lookup: this.lookups[name],
+      vouchedCodes: writeTool.vouched_codes,
+      // The call window declared on every dispatch is the upstream call timeout: the ledger's call
+      // deadline is then the gateway's own, and a not_found is conclusive only a consistency
+      // window after it (docs/contract.md §4); the SDK starts and aborts the call within it.
+      callWindowMs: writeTool.timeout_ms,
+      inDoubtAfterMs: this.config.recovery.older_than_ms,
+      inFlight: (operationRef) => this.inFlight.has(operationRef),
+      now: this.now,
+      log: this.log,
+    });
+    return hostAnswer(name, result.envelope);
   }
 
   /** What is sent and hashed: the arguments without the operation_ref and the key the gateway sets. */
@@ -516,28 +433,12 @@ export class McpGateway {
   }
 
   /** An approval is for the input it was asked for (docs/contract.md §4.4); one without a hash predates that. */
-  private async approvalGranted(ref: string, hash: string): Promise<boolean> {
-    try {
-      const { events } = await this.ledger.getEvents(ref);
-      return events.some(
-        (event) =>
-          event.type === 'ApprovalRecorded' &&
-          event.data.decision === 'granted' &&
-          (event.data.input_hash === undefined || event.data.input_hash === hash),
-      );
-    } catch (error) {
-      if (error instanceof LedgerNotFound) return false;
-      throw error;
-    }
+  private approvalGranted(ref: string, hash: string): Promise<boolean> {
+    return ledgerApprovalGranted(this.ledger, ref, hash);
   }
 
   /** The call executeWrite makes once the ledger granted the attempt. */
-  private toolCall(
-    name: string,
-    route: Route,
-    writeTool: WriteToolConfig,
-    approved: boolean,
-  ): ToolCall<Record<string, unknown>> {
+  private toolCall(name: string, route: Route, writeTool: WriteToolConfig): ToolCall<Record<string, unknown>> {
     return async (input, context) => {
       const base: NormalizeContext = {
         operationRef: context.operationRef,
@@ -545,8 +446,6 @@ export class McpGateway {
         now: this.now(),
         verificationTool: 'verify_operation',
       };
-      // The policy's gate: the attempt is recorded as a request for approval, and nothing is sent.
-      if (!approved) return approvalGateEnvelope(context.operationRef);
       const key = writeTool.idempotency_argument;
       const args = key ? { ...input, [key]: context.idempotencyKey } : input;
       this.inFlight.add(context.operationRef);
