@@ -56,7 +56,6 @@ function refOf(runId: string, input: unknown): string {
   return operationRefFor({ runId, tool: 'create_invoice', input });
 }
 
-// eslint-disable-next-line @typescript-eslint/no-explicit-any
 function outputsOf(result: RunResult<any, any>): LedgeredAgentsToolOutput[] {
   return result.newItems
     .filter((item) => item.type === 'tool_call_output_item')

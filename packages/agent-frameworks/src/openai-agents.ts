@@ -7,7 +7,7 @@
 import { tool, type FunctionTool } from '@openai/agents';
 
 /** The SDK's function tool, as an Agent's tools list takes it. */
-// eslint-disable-next-line @typescript-eslint/no-explicit-any
+
 export type AgentsTool = FunctionTool<any, any, string>;
 type JsonObjectSchema = Extract<Parameters<typeof tool>[0], { strict: false }>['parameters'];
 import type { ToolEnvelope } from '@recovery-ledger/client';
