@@ -46,13 +46,15 @@ module.exports = {
       moduleNameMapper: workspaceSources,
       transform: {
         '/node_modules/.+\\.js$': ['@swc/jest', { jsc: { target: 'es2022' }, module: { type: 'commonjs' } }],
+        // @mastra/core's CommonJS build imports ES modules with import(), which Jest's VM cannot run.
+        '/node_modules/@mastra/.+\\.cjs$': ['@swc/jest', { jsc: { target: 'es2022' }, module: { type: 'commonjs' } }],
         '^.+\\.ts$': swcTypeScript,
       },
       // secretlint ships ES modules only; Jest on Node 20 cannot require them, so they are compiled
       // to CommonJS like the sources (the service itself loads them with Node's require of ESM).
       // So do the agent frameworks the integrations are tested in (ai, @mastra/core and what they load).
       transformIgnorePatterns: [
-        '/node_modules/(?!(@secretlint|structured-source|boundary|ai|@ai-sdk|@mastra|zod|@workflow/serde)/)',
+        '/node_modules/(?!(@secretlint|structured-source|boundary|ai|@ai-sdk|@mastra|zod|@workflow/serde|p-map|p-retry|is-network-error)/)',
       ],
     },
     {

@@ -4,14 +4,14 @@
  * default OpenAI model; without, a model scripted to ask for the same invoice twice, which shows
  * the ledger's answer to a repeated write: the first call creates, the second reads it back.
  *
- *   node dist/examples/openai-agents-invoice.js --run run_oa [--ledger http://127.0.0.1:3000]
+ *   node dist/examples/agent-frameworks/openai-agents-invoice.js --run run_oa [--ledger http://127.0.0.1:3000]
  *     [--provider http://127.0.0.1:4010]        (LEDGER_API_KEY: a runtime key)
  */
 import { Agent, Usage, run, setTracingDisabled, type Model, type ModelResponse } from '@openai/agents';
 import { z } from 'zod';
 import { LedgerClient } from '@recovery-ledger/client';
 import { ledgeredAgentsTool, type LedgeredAgentsToolOutput } from '@recovery-ledger/agent-frameworks/openai-agents';
-import { invoiceTools } from './invoice-tools';
+import { invoiceTools } from '../invoice-tools';
 
 function flag(name: string, fallback: string): string {
   const index = process.argv.indexOf(`--${name}`);
