@@ -40,7 +40,7 @@ afterAll(async () => {
 
 const refOf = (runId: string, input: unknown) => operationRefFor({ runId, tool: 'create_invoice', input });
 let calls = 0;
-const ask = (input: unknown) => [
+const ask = (input: Record<string, unknown>) => [
   { name: 'create_invoice', args: input, id: `call_${++calls}`, type: 'tool_call' as const },
 ];
 
