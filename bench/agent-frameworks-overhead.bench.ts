@@ -82,6 +82,53 @@ const SUBJECTS: Record<string, (setup: Setup) => Promise<Subject>> = {
       },
     };
   },
+  langchain: async (setup) => {
+    const { tool } = await import('langchain');
+    const { z } = await import('zod');
+    const { ledgerAttempt, ledgerMiddleware } = await import('@recovery-ledger/agent-frameworks/langchain');
+    const schema = z.object({ customer_id: z.string(), amount_cents: z.number().int(), currency: z.string() });
+    const bare = tool((input) => bareCall(setup, input as InvoiceInput, `bench/langchain-bare/${Math.random()}`), {
+      name: 'create_invoice',
+      description: 'Creates an invoice.',
+      schema,
+    });
+    const ledgered = tool((input) => setup.call(input as InvoiceInput, ledgerAttempt()), {
+      name: 'create_invoice',
+      description: 'Creates an invoice.',
+      schema,
+    });
+    const invoke = (target: { invoke: (call: any) => Promise<unknown> }, input: InvoiceInput, n: number) =>
+      target.invoke({ name: 'create_invoice', args: input, id: `c${n}`, type: 'tool_call' }) as Promise<{
+        content: string;
+        artifact?: { ok: boolean };
+      }>;
+    return {
+      // A tool call as LangGraph's tool node makes it: the tool invoked with the model's tool call.
+      bare: async (input, n) => (JSON.parse((await invoke(bare, input, n)).content) as ToolEnvelope).ok,
+      // The same, through the middleware's wrapToolCall, as createAgent runs it.
+      wrapped: async (input, n) => {
+        const middleware = ledgerMiddleware({
+          create_invoice: {
+            ledger: setup.ledger,
+            name: 'create_invoice',
+            runId: `bench-langchain-${n}`,
+            policy: POLICY,
+            lookup: setup.lookup,
+          },
+        });
+        const wrapToolCall = middleware.wrapToolCall as unknown as (
+          request: unknown,
+          handler: (request: { toolCall: { args: unknown } }) => Promise<unknown>,
+        ) => Promise<{ artifact?: { ok: boolean } }>;
+        const toolCall = { name: 'create_invoice', args: input, id: `c${n}`, type: 'tool_call' as const };
+        const message = await wrapToolCall(
+          { toolCall, tool: ledgered, state: { messages: [] }, runtime: {} },
+          (request) => invoke(ledgered, request.toolCall.args as InvoiceInput, n),
+        );
+        return message.artifact?.ok === true;
+      },
+    };
+  },
   mastra: async (setup) => {
     const { createTool } = await import('@mastra/core/tools');
     const { z } = await import('zod');
