@@ -16,6 +16,7 @@ import type { ToolCallContext, ToolEnvelope } from '@recovery-ledger/client';
 import {
   invalidInputResult,
   needsLedgerApproval,
+  readAnswer,
   refOf,
   runLedgeredWrite,
   type LedgeredWriteOptions,
@@ -56,8 +57,8 @@ interface SchemaLike {
   };
 }
 
-/** What the tool returned, as an envelope: its artifact or its JSON content; anything else is no envelope. */
-function envelopeOf(message: unknown): ToolEnvelope {
+/** What the tool returned, as an envelope, if it is one: its artifact or its JSON content. */
+function envelopeIn(message: unknown): ToolEnvelope | undefined {
   const { artifact, content } = (message ?? {}) as { artifact?: unknown; content?: unknown };
   const isEnvelope = (value: unknown): value is ToolEnvelope =>
     typeof value === 'object' && value !== null && typeof (value as { ok?: unknown }).ok === 'boolean';
@@ -67,11 +68,18 @@ function envelopeOf(message: unknown): ToolEnvelope {
       const parsed: unknown = JSON.parse(content);
       if (isEnvelope(parsed)) return parsed;
     } catch {
-      /* not JSON: below */
+      /* not JSON: no envelope */
     }
   }
+  return undefined;
+}
+
+/** A write tool's answer as an envelope; anything else is thrown. */
+function envelopeOf(message: unknown): ToolEnvelope {
+  const envelope = envelopeIn(message);
   // Thrown, so the SDK treats it as a call whose outcome is unknown: verified before anything is sent again.
-  throw new Error('the tool did not answer an envelope');
+  if (!envelope) throw new Error('the tool did not answer an envelope');
+  return envelope;
 }
 
 function answer(toolCallId: string, name: string, modelText: string, envelope: ToolEnvelope): ToolMessage {
@@ -84,18 +92,43 @@ function answer(toolCallId: string, name: string, modelText: string, envelope: T
   });
 }
 
+export interface LedgerMiddlewareOptions {
+  /**
+   * Read-only tools, by name: not in the ledger. One that answers an envelope (callHttpTool makes
+   * one) reaches the model as its stable code and retry direction, never the provider's prose;
+   * any other answer passes through as it is.
+   */
+  reads?: readonly string[];
+}
+
 /**
  * The middleware: `tools` names the ledgered write tools (by the name the agent gives them) with
  * their ledger options; every other tool passes through untouched. Build it per run: `runId` names
  * the run (a thread), and with the input it makes the operation_ref (LangChain's tool-call id is
  * not used: a replayed step gets a new one).
  */
-export function ledgerMiddleware(tools: Record<string, LedgeredLangChainWrite<any>>) {
+export function ledgerMiddleware(
+  tools: Record<string, LedgeredLangChainWrite<any>>,
+  middlewareOptions: LedgerMiddlewareOptions = {},
+) {
+  const reads = new Set(middlewareOptions.reads ?? []);
   return createMiddleware({
     name: 'RecoveryLedger',
     wrapToolCall: async (request, handler) => {
       const { toolCall } = request;
       const write = tools[toolCall.name];
+      if (!write && reads.has(toolCall.name)) {
+        const message = await handler(request);
+        const envelope = envelopeIn(message);
+        if (!envelope) return message;
+        return new ToolMessage({
+          content: JSON.stringify(readAnswer(envelope)),
+          tool_call_id: toolCall.id ?? '',
+          name: toolCall.name,
+          artifact: envelope,
+          ...(envelope.ok ? {} : { status: 'error' as const }),
+        });
+      }
       if (!write) return handler(request);
       const toolCallId = toolCall.id ?? '';
       const context = { runId: write.runId, ...(toolCallId ? { toolCallId } : {}) };

@@ -8,6 +8,7 @@ import type { ToolEnvelope } from '@recovery-ledger/client';
 import {
   invalidInputResult,
   needsLedgerApproval,
+  readAnswer,
   refOf,
   runLedgeredWrite,
   type LedgeredWriteOptions,
@@ -103,5 +104,24 @@ export function ledgeredMastraTool<Input>(options: LedgeredMastraToolOptions<Inp
       return output;
     },
     toModelOutput: (output: LedgeredMastraToolOutput) => ({ type: 'text', value: output.model_text }),
+  } as never) as ReturnType<typeof createTool>;
+}
+
+export interface ReadMastraToolOptions<Input> {
+  name: string;
+  description: string;
+  inputSchema: StandardSchemaLike<Input> | object;
+  /** Calls the provider (sideEffect 'read') and answers an envelope (callHttpTool does). */
+  call: (input: Input, options: { signal?: AbortSignal }) => Promise<ToolEnvelope>;
+}
+
+/** A read-only tool: not in the ledger; a failure reaches the model as a stable code and retry direction. */
+export function readMastraTool<Input>(options: ReadMastraToolOptions<Input>) {
+  return createTool({
+    id: options.name,
+    description: options.description,
+    inputSchema: options.inputSchema as never,
+    execute: async (input: unknown, context?: { abortSignal?: AbortSignal }) =>
+      readAnswer(await options.call(input as Input, context?.abortSignal ? { signal: context.abortSignal } : {})),
   } as never) as ReturnType<typeof createTool>;
 }
