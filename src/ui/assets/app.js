@@ -1015,6 +1015,10 @@
           throw error;
         });
         return evidence.then(function (trail) {
+          // An answer for an operation the reader has left (a redraw of the one before) must not
+          // replace the one they opened since.
+          var at = current();
+          if (at.view !== 'operation' || at.id !== ref) return;
           // A redraw keeps what the reader opened; a new operation starts closed.
           var sameOp = openRef === ref;
           var opened = sameOp ? openedRevisions() : {};
@@ -1150,7 +1154,9 @@
       function (me) {
         caller = me;
         showKeyStatus();
-        if (openRef && current().view === 'operation') openOperation(openRef, true);
+        // The actions offered depend on the role: the operation addressed now is drawn again.
+        var at = current();
+        if (at.view === 'operation' && at.id) openOperation(at.id, true);
         // What the Webhooks tab shows and offers depends on the role.
         if (current().view === 'webhooks') openWebhooks(true);
       },
