@@ -54,7 +54,7 @@ describeInBrowser('the console: the ledger goes away and comes back', () => {
     await ledger.stop();
     await page.locator('#outage').waitFor({ state: 'visible' });
     expect(await page.innerText('#outage')).toMatch(
-      /^The ledger is not answering \(no answer since .+\)\. This page shows the ledger as of .+ and may be out of date\. Reconnecting…$/,
+      /^The ledger (is not answering \(no answer|cannot serve this page \(HTTP 503) since .+\)\. This page shows the ledger as of .+ and may be out of date\. Reconnecting…$/,
     );
     expect(await page.innerText('#freshness')).toMatch(/^reconnecting · fresh as of /);
     expect(await page.getAttribute('#freshness', 'class')).toContain('is-reconnecting');

@@ -223,8 +223,9 @@
     box.hidden = !outage;
     if (!outage) return;
     box.textContent =
-      'The ledger is not answering (' +
-      outage.reason +
+      (outage.status
+        ? 'The ledger cannot serve this page (HTTP ' + outage.status
+        : 'The ledger is not answering (no answer') +
       ' since ' +
       outage.since.toLocaleTimeString() +
       '). ' +
@@ -1825,10 +1826,8 @@
           // No answer, or the ledger answering that it cannot serve: an outage, said in a banner.
           if (!(error instanceof ApiError) || error.status >= 500) {
             if (!outage)
-              outage = {
-                since: new Date(),
-                reason: error instanceof ApiError ? 'HTTP ' + error.status + ' ' + (error.code || '') : 'no answer',
-              };
+              // A ledger shutting down answers 503 before it stops answering at all.
+              outage = { since: new Date(), status: error instanceof ApiError ? error.status : undefined };
             showOutage();
             showFreshness();
             setTimeout(poll, OUTAGE_RETRY_MS);
