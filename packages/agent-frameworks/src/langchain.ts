@@ -121,13 +121,7 @@ export function ledgerMiddleware(
         const message = await handler(request);
         const envelope = envelopeIn(message);
         if (!envelope) return message;
-        return new ToolMessage({
-          content: JSON.stringify(readAnswer(envelope)),
-          tool_call_id: toolCall.id ?? '',
-          name: toolCall.name,
-          artifact: envelope,
-          ...(envelope.ok ? {} : { status: 'error' as const }),
-        });
+        return answer(toolCall.id ?? '', toolCall.name, JSON.stringify(readAnswer(envelope)), envelope);
       }
       if (!write) return handler(request);
       const toolCallId = toolCall.id ?? '';
