@@ -7,7 +7,9 @@
  *   and LedgerWorker, from CommonJS and from an ES module;
  * - the MCP gateway installs with the client's tarball and its declared dependencies, and its own
  *   `recovery-ledger-mcp-gateway` bin serves a real MCP client;
- * - the core installs alone and decides.
+ * - the core installs alone and decides;
+ * - the agent-framework integrations install with the client and the one framework a runtime uses
+ *   (the others are optional peers, never installed), and a ledgered AI SDK tool writes once.
  *
  * Needs the build (npm test builds first). Installs are offline-first from npm's cache, which the
  * checkout's own `npm ci` filled.
@@ -23,14 +25,14 @@ import { startProviderProcess, type ProviderProcess } from '../support/provider-
 
 const run = promisify(execFile);
 const REPO = resolve(__dirname, '../..');
-const PACKAGES = ['core', 'client', 'mcp-gateway'] as const;
+const PACKAGES = ['core', 'client', 'mcp-gateway', 'agent-frameworks'] as const;
 type PackageDir = (typeof PACKAGES)[number];
 
 let scratch: string;
 const tarballs = {} as Record<PackageDir, string>;
 
 /** An empty project that depends on the given tarballs only. */
-async function projectWith(name: string, ...packages: PackageDir[]): Promise<string> {
+async function projectWith(name: string, ...packages: Array<PackageDir | { spec: string }>): Promise<string> {
   const dir = join(scratch, name);
   mkdirSync(dir);
   writeFileSync(
@@ -45,7 +47,7 @@ async function projectWith(name: string, ...packages: PackageDir[]): Promise<str
       '--no-audit',
       '--no-fund',
       '--no-package-lock',
-      ...packages.map((dir) => tarballs[dir]),
+      ...packages.map((item) => (typeof item === 'string' ? tarballs[item] : item.spec)),
     ],
     {
       cwd: dir,
@@ -73,6 +75,14 @@ function installedModules(project: string): string[] {
   walk(join(project, 'node_modules'), '');
   return found.sort();
 }
+
+/** The version this checkout tested its AI SDK integration with (its exact devDependency). */
+const aiVersion = () =>
+  (
+    JSON.parse(readFileSync(join(REPO, 'packages/agent-frameworks/package.json'), 'utf8')) as {
+      devDependencies: Record<string, string>;
+    }
+  ).devDependencies.ai;
 
 beforeAll(async () => {
   for (const dir of PACKAGES) {
@@ -260,6 +270,104 @@ describe('@recovery-ledger/mcp-gateway, installed with the client', () => {
     expect(failed).toEqual({ code: 2, stderr: expect.stringContaining('--config is required') });
   });
 });
+
+describe('@recovery-ledger/agent-frameworks, installed with the client and the AI SDK', () => {
+  let project: string;
+  let ledger: LedgerProcess;
+  let provider: ProviderProcess;
+
+  beforeAll(async () => {
+    [project, ledger, provider] = await Promise.all([
+      projectWith('frameworks', 'client', 'agent-frameworks', { spec: `ai@${aiVersion()}` }),
+      startLedger(),
+      startProviderProcess(15_000, ['--no-idempotency']),
+    ]);
+  }, 300_000);
+
+  afterAll(async () => {
+    await provider?.stop();
+    await ledger?.stop();
+    ledger?.cleanup();
+  });
+
+  it('installs the client and the framework it is used with, no other framework and none of the server', () => {
+    const modules = installedModules(project);
+    expect(modules).toEqual(
+      expect.arrayContaining(['@recovery-ledger/agent-frameworks', '@recovery-ledger/client', 'ai']),
+    );
+    expect(
+      modules.filter((name) =>
+        /^(@openai\/agents|langchain$|@langchain\/|@mastra\/|@nestjs\/|better-sqlite3$|@recovery-ledger\/core$)/.test(
+          name,
+        ),
+      ),
+    ).toEqual([]);
+  });
+
+  it('runs a ledgered AI SDK tool against the service: the same call twice is one invoice; a framework not installed is named', async () => {
+    writeFileSync(join(project, 'ai-tool.cjs'), AI_SDK_DRIVER);
+    const { stdout } = await run(process.execPath, ['ai-tool.cjs', ledger.baseUrl, provider.url], {
+      cwd: project,
+      timeout: 120_000,
+    });
+    const report = JSON.parse(stdout.trim().split('\n').pop() as string);
+    expect(report.first).toMatchObject({ ok: true, status: 'succeeded', operation_ref: report.ref });
+    expect(report.again).toMatchObject({ ok: true, status: 'succeeded', operation_ref: report.ref });
+    expect(report.langchain).toMatch(/Cannot find module '@langchain\/core/);
+    const stats = (await (await fetch(`${provider.url}/__stats`)).json()) as { created: Record<string, number> };
+    expect(stats.created).toEqual({ [report.ref]: 1 });
+  }, 180_000);
+});
+
+/** A runtime's AI SDK tool, in plain JavaScript against the installed packages, executed as the SDK would. */
+const AI_SDK_DRIVER = String.raw`
+const { jsonSchema } = require('ai');
+const { LedgerClient, callHttpTool } = require('@recovery-ledger/client');
+const { ledgeredTool } = require('@recovery-ledger/agent-frameworks/ai-sdk');
+const [ledgerUrl, providerUrl] = process.argv.slice(2);
+
+const createInvoice = ledgeredTool({
+  ledger: new LedgerClient({ baseUrl: ledgerUrl, timeoutMs: 10000 }),
+  name: 'create_invoice',
+  runId: 'pack-frameworks',
+  policy: { max_attempts: 3 },
+  inputSchema: jsonSchema({
+    type: 'object',
+    properties: { customer_id: { type: 'string' }, amount_cents: { type: 'integer' } },
+    required: ['customer_id', 'amount_cents'],
+  }),
+  call: (body, context) =>
+    callHttpTool(
+      { url: providerUrl + '/invoices', method: 'POST', body: { ...body, currency: 'EUR' }, timeoutMs: 1500, idempotencyHeader: 'Idempotency-Key', signal: context.signal },
+      { operationRef: context.idempotencyKey, sideEffect: context.sideEffect, verificationTool: 'get_invoice_by_operation_ref', evidenceRef: (answer) => answer && answer.id },
+    ),
+  lookup: async (ref) => {
+    const response = await fetch(providerUrl + '/invoices?operation_ref=' + encodeURIComponent(ref));
+    const invoice = (await response.json()).items.find((item) => item.operation_ref === ref);
+    return invoice ? { found: true, evidenceRef: invoice.id } : { found: false };
+  },
+});
+const summary = (output) => ({ ok: output.ok, status: output.status, operation_ref: output.operation_ref });
+
+async function main() {
+  const input = { customer_id: 'cus_1', amount_cents: 1200 };
+  const first = summary(await createInvoice.execute(input, { toolCallId: 'call-1', messages: [] }));
+  // A replayed step: a new tool-call id, the same operation_ref.
+  const again = summary(await createInvoice.execute(input, { toolCallId: 'call-2', messages: [] }));
+  let langchain = '';
+  try {
+    require('@recovery-ledger/agent-frameworks/langchain');
+  } catch (error) {
+    langchain = error.message.split('\n')[0];
+  }
+  console.log(JSON.stringify({ ref: first.operation_ref, first, again, langchain }));
+}
+
+main().catch((error) => {
+  console.error(error && error.stack ? error.stack : String(error));
+  process.exit(1);
+});
+`;
 
 /**
  * The runtime's own script, in plain JavaScript against the installed package: the invoice tool
