@@ -21,7 +21,7 @@ describe('fault campaign, short: acknowledged means durable across SIGKILLs', ()
       workersPerClient: 4,
       gracefulShare: 0,
     });
-  }, 85_000);
+  }, 120_000);
 
   test('ran three SIGKILL cycles under load, with resends of the same ids across them', () => {
     const resends = result.clients.reduce((sum, client) => sum + client.resends, 0);
