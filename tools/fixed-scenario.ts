@@ -22,7 +22,8 @@ const lines: string[] = [];
 const INSTANT = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d+)?(Z|[+-]\d{2}:\d{2})$/;
 const HEX_DIGEST = /^(sha256:)?[0-9a-f]{64}$/;
 /** Numbers that are durations measured against the wall clock (ages, lags, waits), not settings. */
-const MEASURED = /(^|_)(age|lag|elapsed|wait|uptime|since)(_ms|_seconds)?$|^(age|lag)_|_age_ms$|_lag_ms$|^(mean|min|max|p\d+)_ms$/;
+const MEASURED =
+  /(^|_)(age|lag|elapsed|wait|uptime|since)(_ms|_seconds)?$|^(age|lag)_|_age_ms$|_lag_ms$|^(mean|min|max|p\d+)_ms$/;
 
 function masked(value: unknown, key = ''): unknown {
   if (typeof value === 'string') {
