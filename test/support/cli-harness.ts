@@ -12,7 +12,7 @@ import type { SubmitAnswer, SubmittedEvent } from '@recovery-ledger/core/contrac
 import { loadConfig } from '../../src/config/ledger-config';
 import { LedgerProblem } from '@recovery-ledger/core/errors/ledger-problem';
 import { LedgerService } from '../../src/ledger/ledger.service';
-import { SqliteEventStore } from '../../src/store/sqlite/sqlite-event-store.adapter';
+import { SqliteEventStore } from '../../src/adapters/sqlite/sqlite-event-store.adapter';
 
 export const CLI = resolve(__dirname, '../../dist/src/cli/main.js');
 
