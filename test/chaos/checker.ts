@@ -24,6 +24,7 @@ import { verifyChain } from '../../src/store/hash-chain';
 import { SqliteEventStore } from '../../src/adapters/sqlite/sqlite-event-store.adapter';
 import { compareTrust, countTrust } from './trust-count';
 import type { AckRecord, LoadRecord, RefusalRecord, ToolWriteRecord } from './records';
+import type { EventRow } from '../support/scenario';
 
 /** Refusals of a dispatch that are recorded as DispatchRefused (docs/contract.md §3: the evidence of the gate). */
 const RECORDED_DISPATCH_REFUSALS = new Set([
@@ -114,16 +115,6 @@ export function readRecords(files: readonly string[]): LoadRecord[] {
     }
   }
   return records;
-}
-
-interface EventRow {
-  position: number;
-  stream: string;
-  revision: number;
-  event_id: string;
-  type: string;
-  data: string;
-  metadata: string;
 }
 
 export interface RawLog {
