@@ -7,9 +7,9 @@
 const PURE = '^packages/core/src/';
 /** Every server folder below the HTTP edge: application services, ports, adapters, cross-cutting parts. */
 const BELOW_HTTP =
-  '^src/(auth|ledger|store|projection-engine|work|webhooks|observability|health|openapi|config|logging)/';
-/** The store adapters: drivers and their translation to the port. */
-const ADAPTERS = '^src/store/(sqlite|eventstoredb)/';
+  '^src/(auth|ledger|store|adapters|projection-engine|work|webhooks|observability|health|openapi|config|logging)/';
+/** The adapters, one folder per store: drivers and their translation to the ports. */
+const ADAPTERS = '^src/adapters/';
 const CORE_NODE = [
   'fs',
   'path',
@@ -119,7 +119,7 @@ module.exports = {
       name: 'store-below-http',
       comment: 'Adapters never reach up into the HTTP layer.',
       severity: 'error',
-      from: { path: '^src/store/' },
+      from: { path: '^src/(store|adapters)/' },
       to: { path: '^src/(http|ledger|auth|projection-engine)/' },
     },
     {
@@ -157,7 +157,7 @@ module.exports = {
     {
       name: 'adapters-only-through-the-factory',
       comment:
-        'The SQLite and EventStoreDB adapters are chosen in one place (src/store/store.factory.ts); everything else, the application services included, holds the store by its port.',
+        'The adapters (src/adapters: event, lease, time-base, read-model and webhook stores) are chosen in one place (src/store/store.factory.ts); everything else, the application services included, holds each store by its port.',
       severity: 'error',
       from: { pathNot: `${ADAPTERS}|^src/store/store\\.factory\\.ts$` },
       to: { path: ADAPTERS },

@@ -12,7 +12,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { randomUUID } from 'node:crypto';
-import { SqliteEventStore } from '../src/store/sqlite/sqlite-event-store.adapter';
+import { SqliteEventStore } from '../src/adapters/sqlite/sqlite-event-store.adapter';
 import { ledgerOver, percentileOf, runOperation } from './ledger-workload';
 import { startLedger } from './support/processes';
 

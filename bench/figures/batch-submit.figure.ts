@@ -9,7 +9,7 @@
 import Database from 'better-sqlite3';
 import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
-import { SqliteEventStore } from '../../src/store/sqlite/sqlite-event-store.adapter';
+import { SqliteEventStore } from '../../src/adapters/sqlite/sqlite-event-store.adapter';
 import { ledgerOver } from '../ledger-workload';
 import { startLedger } from '../support/processes';
 import type { FigureRow } from '../support/report';

@@ -15,7 +15,7 @@
 import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { NO_STREAM, type NewEvent } from '../../src/store/event-store.port';
-import { SqliteEventStore } from '../../src/store/sqlite/sqlite-event-store.adapter';
+import { SqliteEventStore } from '../../src/adapters/sqlite/sqlite-event-store.adapter';
 import { ensurePeers, loadPeer, PEER_PREFIX } from '../support/peers';
 import type { FigureRow } from '../support/report';
 import { benchUuid } from '../support/submit-bodies';

@@ -14,8 +14,8 @@ import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { LEDGER_PROJECTIONS } from '@recovery-ledger/core/projections/projection-catalog';
 import { ProjectionEngine } from '../../src/projection-engine/projection-engine';
-import { SqliteReadModel } from '../../src/projection-engine/sqlite-read-model.store';
-import { SqliteEventStore } from '../../src/store/sqlite/sqlite-event-store.adapter';
+import { SqliteReadModel } from '../../src/adapters/sqlite/sqlite-read-model.store';
+import { SqliteEventStore } from '../../src/adapters/sqlite/sqlite-event-store.adapter';
 
 export interface RebuildChildResult {
   events: number;

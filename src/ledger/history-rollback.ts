@@ -1,6 +1,6 @@
 import Database from 'better-sqlite3';
 import { existsSync } from 'node:fs';
-import { readModelFile } from '../projection-engine/sqlite-read-model.store';
+import { readModelFile } from '../store/read-model.port';
 import type { EventStore } from '../store/event-store.port';
 import {
   checkAgainstWitness,
@@ -12,7 +12,7 @@ import {
   type WitnessFindingKind,
 } from '../store/head-witness';
 import { operationStream } from '../store/stream-names';
-import { webhookFile } from '../webhooks/sqlite-webhook.store';
+import { webhookFile } from '../webhooks/webhook-store.port';
 
 /**
  * Evidence that the log was rolled back to an older copy (docs/security.md, "A log rolled back"):

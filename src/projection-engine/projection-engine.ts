@@ -9,12 +9,12 @@ import {
   type ProjectionRunner,
   type RunnerStatus,
 } from './projection-runner';
-import type { SqliteReadModel } from './sqlite-read-model.store';
+import type { ReadModel } from '../store/read-model.port';
 import { ProjectionWorkingSet } from './working-set';
 
 export interface ProjectionEngineOptions {
   store: EventStore;
-  readModel: SqliteReadModel;
+  readModel: ReadModel;
   projections: readonly AnyProjection[];
   /** Only streams under this prefix are projected (default: the operations' streams). */
   streamPrefix?: string;

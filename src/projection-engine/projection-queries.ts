@@ -29,7 +29,7 @@ import type { EventStore, IndexedStream } from '../store/event-store.port';
 import { operationStream, parseOperationStream } from '../store/stream-names';
 import { pageOf } from './page-cursor';
 import type { ProjectionRunner } from './projection-runner';
-import type { Condition, SqliteReadModel } from './sqlite-read-model.store';
+import type { Condition, ReadModel } from '../store/read-model.port';
 
 export interface ProjectionQuerySettings {
   /** How long `wait_for_position` waits when the request names no `wait_timeout_ms`. */
@@ -239,7 +239,7 @@ export type HeldRefs = (operationRefs: string[]) => Promise<Set<string>>;
 export class ProjectionQueries {
   constructor(
     private readonly engine: ProjectionRunner,
-    private readonly readModel: SqliteReadModel,
+    private readonly readModel: ReadModel,
     private readonly clock: Clock,
     readonly settings: ProjectionQuerySettings = DEFAULT_QUERY_SETTINGS,
     private readonly sources: QuerySources = {},

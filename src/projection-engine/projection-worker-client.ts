@@ -12,7 +12,7 @@ import {
   type RunnerStatus,
 } from './projection-runner';
 import type { FromWorker, ProjectionWorkerData, ToWorker } from './projection-worker';
-import type { SqliteReadModel } from './sqlite-read-model.store';
+import type { ReadModel } from '../store/read-model.port';
 
 export interface WorkerRunnerOptions {
   /** The embedded log's file and the read models' file: the worker opens its own connections to both. */
@@ -22,7 +22,7 @@ export interface WorkerRunnerOptions {
   /** This thread's store: lag is read from it, and its commits are announced to the worker. */
   store: EventStore;
   /** This thread's read model: the one queries read; checkpoints start from it. */
-  readModel: SqliteReadModel;
+  readModel: ReadModel;
   /** The projections the worker runs (its catalog, `LEDGER_PROJECTIONS`). */
   projections: readonly AnyProjection[];
   /** After a failure in the worker, or its thread's end, start again after this long (default 1 s). */

@@ -9,7 +9,7 @@ import { LEDGER_PROJECTIONS } from '@recovery-ledger/core/projections/projection
 import { openEmbeddedLogReader } from '../store/store.factory';
 import { ProjectionEngine } from './projection-engine';
 import type { RunnerStatus } from './projection-runner';
-import { SqliteReadModel } from './sqlite-read-model.store';
+import { openReadModel } from '../store/store.factory';
 
 export interface ProjectionWorkerData {
   eventsFile: string;
@@ -30,7 +30,7 @@ export type FromWorker =
 function main(port: NonNullable<typeof parentPort>, data: ProjectionWorkerData): void {
   const post = (message: FromWorker) => port.postMessage(message);
   const log = openEmbeddedLogReader(data.eventsFile, data.busyTimeoutMs);
-  const readModel = SqliteReadModel.open({
+  const readModel = openReadModel({
     file: data.readModelFile,
     busyTimeoutMs: data.busyTimeoutMs,
     readCacheBytes: 0,

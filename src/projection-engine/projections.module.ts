@@ -23,7 +23,8 @@ import type { ProjectionRunner } from './projection-runner';
 import { WorkerProjectionRunner } from './projection-worker-client';
 import { ProjectionQueries } from './projection-queries';
 import { verifyReadModels } from './read-model-verification';
-import { readModelFile, SqliteReadModel } from './sqlite-read-model.store';
+import { readModelFile, type ReadModel } from '../store/read-model.port';
+import { openReadModel } from '../store/store.factory';
 
 export const PROJECTION_ENGINE = Symbol('PROJECTION_ENGINE');
 export const READ_MODEL = Symbol('READ_MODEL');
@@ -49,7 +50,7 @@ export class ProjectionsLifecycle implements OnApplicationBootstrap, OnModuleDes
 
   constructor(
     @Inject(PROJECTION_ENGINE) private readonly engine: ProjectionRunner,
-    @Inject(READ_MODEL) private readonly readModel: SqliteReadModel,
+    @Inject(READ_MODEL) private readonly readModel: ReadModel,
     @Inject(EVENT_STORE) private readonly store: EventStore,
     @Inject(CONFIG) private readonly config: LedgerConfig,
     @Inject(READ_MODEL_CHECK) readonly readModelCheck: ReadModelCheck,
@@ -145,12 +146,12 @@ export class ProjectionsLifecycle implements OnApplicationBootstrap, OnModuleDes
     {
       provide: READ_MODEL,
       inject: [CONFIG],
-      useFactory: (config: LedgerConfig) => SqliteReadModel.open({ file: readModelFile(config.dataDir) }),
+      useFactory: (config: LedgerConfig) => openReadModel({ file: readModelFile(config.dataDir) }),
     },
     {
       provide: PROJECTION_ENGINE,
       inject: [EVENT_STORE, READ_MODEL, CONFIG],
-      useFactory: (store: EventStore, readModel: SqliteReadModel, config: LedgerConfig): ProjectionRunner => {
+      useFactory: (store: EventStore, readModel: ReadModel, config: LedgerConfig): ProjectionRunner => {
         const logger = new Logger('ProjectionEngine');
         const onError = (error: Error) =>
           logger.error({ err: error }, 'projection engine failed; following the log again shortly');
@@ -180,7 +181,7 @@ export class ProjectionsLifecycle implements OnApplicationBootstrap, OnModuleDes
       inject: [PROJECTION_ENGINE, READ_MODEL, EVENT_STORE, READ_MODEL_CHECK, { token: CLOCK, optional: true }],
       useFactory: (
         engine: ProjectionRunner,
-        readModel: SqliteReadModel,
+        readModel: ReadModel,
         store: EventStore,
         check: ReadModelCheck,
         clock?: Clock,

@@ -5,7 +5,8 @@ import type { AnyProjection } from '@recovery-ledger/core/projections/projection
 import type { EventStore } from '../store/event-store.port';
 import { yieldToEventLoop } from '../store/log-audit';
 import { OPERATION_STREAM_PREFIX } from '../store/stream-names';
-import { SqliteReadModel } from './sqlite-read-model.store';
+import type { ReadModel } from '../store/read-model.port';
+import { openReadModel } from '../store/store.factory';
 import { ProjectionWorkingSet } from './working-set';
 
 export interface ReadModelDifference {
@@ -36,16 +37,16 @@ const BATCH = 1000;
  */
 export async function verifyReadModels(
   store: EventStore,
-  stored: SqliteReadModel,
+  stored: ReadModel,
   projections: readonly AnyProjection[],
   { maxListed = 50, scratchDir = tmpdir() }: { maxListed?: number; scratchDir?: string } = {},
 ): Promise<ReadModelReport> {
   const report: ReadModelReport = { ok: true, projections: [], differences: [] };
   const scratch = mkdtempSync(join(scratchDir, 'recovery-ledger-verify-'));
-  const rebuilt: Array<{ projection: AnyProjection; fresh: SqliteReadModel; checkpoint: number }> = [];
+  const rebuilt: Array<{ projection: AnyProjection; fresh: ReadModel; checkpoint: number }> = [];
   try {
     for (const projection of projections) {
-      const fresh = SqliteReadModel.open({ file: join(scratch, `${projection.name}.sqlite`), readCacheBytes: 0 });
+      const fresh = openReadModel({ file: join(scratch, `${projection.name}.sqlite`), readCacheBytes: 0 });
       rebuilt.push({ projection, fresh, checkpoint: stored.checkpoint(projection.name).position });
       fresh.register(projection);
     }

@@ -1,6 +1,6 @@
 import type { AnyProjection } from '@recovery-ledger/core/projections/projection';
 import type { StoredEvent } from '../store/event-store.port';
-import type { SqliteReadModel } from './sqlite-read-model.store';
+import type { ReadModel } from '../store/read-model.port';
 
 const NO_LINK = Symbol('no link');
 
@@ -22,7 +22,7 @@ export class ProjectionWorkingSet {
   /** `after`: the checkpoint the set starts from; events at or before it are skipped. */
   constructor(
     readonly projection: AnyProjection,
-    private readonly readModel: SqliteReadModel,
+    private readonly readModel: ReadModel,
     readonly after: number,
   ) {}
 

@@ -1,9 +1,17 @@
 import type { LedgerConfig } from '../config/ledger-config';
 import type { EventStore, StreamIndexer } from './event-store.port';
 import type { LeaseStore } from './lease-store.port';
-import { SqliteEventStore } from './sqlite/sqlite-event-store.adapter';
-import { SqliteLeaseStore } from './sqlite/sqlite-lease-store.adapter';
-import { SqliteTimeBaseStore } from './sqlite/sqlite-time-base.adapter';
+import { SqliteEventStore } from '../adapters/sqlite/sqlite-event-store.adapter';
+import { SqliteLeaseStore } from '../adapters/sqlite/sqlite-lease-store.adapter';
+import { SqliteTimeBaseStore } from '../adapters/sqlite/sqlite-time-base.adapter';
+import { SqliteReadModel } from '../adapters/sqlite/sqlite-read-model.store';
+import {
+  SqliteWebhookStore,
+  type SecretsAtRest,
+  type SqliteWebhookStoreOptions,
+} from '../adapters/sqlite/sqlite-webhook.store';
+import type { WebhookStore } from '../webhooks/webhook-store.port';
+import type { ReadModel, ReadModelOptions } from './read-model.port';
 import type { TimeBaseStore } from './time-base.port';
 
 export interface StoreHooks {
@@ -20,7 +28,7 @@ export interface StoreHooks {
 export async function openEventStore(config: LedgerConfig, hooks: StoreHooks = {}): Promise<EventStore> {
   if (config.store === 'eventstoredb') {
     // Loaded only when chosen, so the embedded default never pays for the gRPC client.
-    const { EventStoreDbEventStore } = await import('./eventstoredb/eventstoredb-event-store.adapter');
+    const { EventStoreDbEventStore } = await import('../adapters/eventstoredb/eventstoredb-event-store.adapter');
     return new EventStoreDbEventStore({
       connectionString: config.eventStoreConnectionString as string,
       onStatusChange: (status) => hooks.onSubscriptionStatus?.(status.subscription, status.state),
@@ -43,7 +51,7 @@ export async function openEventStore(config: LedgerConfig, hooks: StoreHooks = {
  */
 export async function openLeaseStore(config: LedgerConfig, _events: EventStore): Promise<LeaseStore> {
   if (config.store === 'eventstoredb') {
-    const { EventStoreDbLeaseStore } = await import('./eventstoredb/eventstoredb-lease-store.adapter');
+    const { EventStoreDbLeaseStore } = await import('../adapters/eventstoredb/eventstoredb-lease-store.adapter');
     return new EventStoreDbLeaseStore({ connectionString: config.eventStoreConnectionString as string });
   }
   return SqliteLeaseStore.open({ file: config.eventsFile, busyTimeoutMs: config.sqliteBusyTimeoutMs });
@@ -55,7 +63,7 @@ export async function openLeaseStore(config: LedgerConfig, _events: EventStore):
  */
 export async function openTimeBaseStore(config: LedgerConfig): Promise<TimeBaseStore> {
   if (config.store === 'eventstoredb') {
-    const { EventStoreDbTimeBaseStore } = await import('./eventstoredb/eventstoredb-time-base.adapter');
+    const { EventStoreDbTimeBaseStore } = await import('../adapters/eventstoredb/eventstoredb-time-base.adapter');
     return new EventStoreDbTimeBaseStore({ connectionString: config.eventStoreConnectionString as string });
   }
   return SqliteTimeBaseStore.open({ file: config.eventsFile, busyTimeoutMs: config.sqliteBusyTimeoutMs });
@@ -82,4 +90,17 @@ export function onEmbeddedAppend(store: EventStore, listener: () => void): () =>
 export function openEmbeddedLogReader(file: string, busyTimeoutMs: number): { store: EventStore; announce(): void } {
   const store = SqliteEventStore.open({ file, busyTimeoutMs });
   return { store, announce: () => store.announceAppended() };
+}
+
+/** The read model: a SQLite file beside the data whatever holds the log, since it is rebuilt from it. */
+export function openReadModel(options: ReadModelOptions): ReadModel {
+  return SqliteReadModel.open(options);
+}
+
+/** The webhook subscriptions and outbox, a SQLite file beside the data (docs/webhooks.md). */
+export function openWebhookFile(
+  file: string,
+  options: SqliteWebhookStoreOptions,
+): WebhookStore & { readonly secretsAtRest: SecretsAtRest } {
+  return new SqliteWebhookStore(file, options);
 }

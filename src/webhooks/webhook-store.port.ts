@@ -1,4 +1,16 @@
+import { createHash } from 'node:crypto';
+import { join } from 'node:path';
 import type { NotificationKind } from './notification-rules';
+
+/** Where an instance keeps its webhook subscriptions, outbox and checkpoint. */
+export function webhookFile(dataDir: string): string {
+  return join(dataDir, 'webhooks.sqlite');
+}
+
+/** The same delivery (subscription, cause) always has the same id, so a receiver can drop a repeat. */
+export function deliveryId(subscriptionId: string, dedupe: string): string {
+  return `dlv_${createHash('sha256').update(`${subscriptionId}\n${dedupe}`).digest('hex').slice(0, 32)}`;
+}
 
 /** What an admin's "send test event" delivers (docs/webhooks.md, "Resend and test events"): no operation behind it. */
 export const TEST_EVENT_KIND = 'webhook.test';

@@ -5,7 +5,7 @@ import { SecretScanner } from '../ledger/secret-scanner';
 import type { EventStore, StoredEvent, Subscription as LogSubscription } from '../store/event-store.port';
 import { OPERATION_STREAM_PREFIX, operationStream } from '../store/stream-names';
 import { NOTIFICATION_KINDS, reactionsTo, retryDelayMs, type NotificationKind } from './notification-rules';
-import { deliveryId } from './sqlite-webhook.store';
+import { deliveryId } from './webhook-store.port';
 import { postWebhook } from './webhook-post';
 import { signedHeaders } from './webhook-signature';
 import { scannedParts, urlRefusal } from './webhook-url';

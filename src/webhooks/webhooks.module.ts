@@ -13,7 +13,8 @@ import { CLOCK, type Clock } from '../ledger/clock';
 import { REFUSAL_LISTENERS, type RefusalListener } from '../ledger/ledger.module';
 import { METRICS_REGISTRY } from '../observability/metrics';
 import { EVENT_STORE, type EventStore } from '../store/event-store.port';
-import { SqliteWebhookStore, webhookFile } from './sqlite-webhook.store';
+import { openWebhookFile } from '../store/store.factory';
+import { webhookFile } from './webhook-store.port';
 import { registerWebhookMetrics } from './webhook-metrics';
 import { parseSecretKey } from './webhook-secret-box';
 import { loadWebhookSettings } from './webhook-settings';
@@ -52,10 +53,10 @@ class WebhooksLifecycle implements OnApplicationBootstrap, OnModuleDestroy, OnAp
  * when they are not, since the file then holds every subscription's secret in plain text
  * (docs/webhooks.md, "Signing secrets at rest").
  */
-function openWebhookStore(config: LedgerConfig): SqliteWebhookStore {
+function openWebhookStore(config: LedgerConfig): ReturnType<typeof openWebhookFile> {
   const logger = new Logger('Webhooks');
   const file = webhookFile(config.dataDir);
-  const store = new SqliteWebhookStore(file, { secretKey: parseSecretKey(process.env.LEDGER_WEBHOOK_SECRET_KEY) });
+  const store = openWebhookFile(file, { secretKey: parseSecretKey(process.env.LEDGER_WEBHOOK_SECRET_KEY) });
   const atRest = store.secretsAtRest;
   if (!atRest.wrapped) {
     logger.warn(

@@ -10,9 +10,9 @@ import type { Caller } from '../auth/caller';
 import type { Clock } from '../ledger/clock';
 import { sha256Hex } from '../ledger/event-ids';
 import type { LedgerService } from '../ledger/ledger.service';
-import type { SqliteReadModel } from '../projection-engine/sqlite-read-model.store';
 import { canonicalJson } from '@recovery-ledger/core/shared/canonical-json';
 import { NO_STREAM } from '../store/event-store.port';
+import type { ReadModel } from '../store/read-model.port';
 import { isHeld, type LeaseRecord, type LeaseStore } from '../store/lease-store.port';
 import type {
   LeaseEvidence,
@@ -102,7 +102,7 @@ export class WorkFeed {
 
   constructor(
     private readonly ledger: LedgerService,
-    private readonly readModel: SqliteReadModel,
+    private readonly readModel: ReadModel,
     private readonly leases: LeaseStore,
     private readonly clock: Clock,
     private readonly observer: WorkObserver = {},
@@ -169,25 +169,17 @@ export class WorkFeed {
   ): Promise<WorkItem[]> {
     const nowMs = this.clock.now().getTime();
     // Held items sit among the due ones until their lease ends: look past them, within reason.
-    const rows = this.readModel.selectIndex('step_state', {
-      where: [
-        { column: 'tenant', op: '=', value: tenant },
-        ...(tools.length > 0 ? [{ column: 'tool', op: 'in' as const, values: tools }] : []),
-        { column: 'due_ms', op: '<=', value: nowMs },
-      ],
-      orderBy: [{ column: 'due_ms' }, { column: 'key' }],
-      limit: limit * 2 + 100,
-    });
-    const keys = rows.map((row) => String(row.key));
+    const rows = this.readModel.dueSteps({ tenant, tools, nowMs, limit: limit * 2 + 100 });
+    const keys = rows.map((row) => row.key);
     const held = await this.leases.getMany(keys);
     const items: WorkItem[] = [];
     for (const row of rows) {
       if (items.length >= limit) break;
-      const key = String(row.key);
+      const key = row.key;
       if (isHeld(held.get(key), nowMs)) continue;
       const judged = this.notDue.get(key);
-      if (judged && judged.revision >= Number(row.revision) && nowMs < judged.dueMs) continue;
-      const item = await this.tryHandOut(tenant, key, String(row.operation_ref), worker, leaseMs, grantedTo);
+      if (judged && judged.revision >= row.revision && nowMs < judged.dueMs) continue;
+      const item = await this.tryHandOut(tenant, key, row.operationRef, worker, leaseMs, grantedTo);
       if (item) items.push(item);
     }
     return items;
@@ -390,12 +382,7 @@ export class WorkFeed {
   /** Due items per tool and the oldest due instant, of one tenant or of all: for /metrics. */
   depth(tenant: string | undefined): Array<{ tool: string; depth: number; oldestDueMs: number | null }> {
     const nowMs = this.clock.now().getTime();
-    return this.readModel
-      .countBy('step_state', 'tool', 'due_ms', [
-        ...(tenant === undefined ? [] : [{ column: 'tenant', op: '=' as const, value: tenant }]),
-        { column: 'due_ms', op: '<=', value: nowMs },
-      ])
-      .map((row) => ({ tool: String(row.group), depth: row.count, oldestDueMs: row.min }));
+    return this.readModel.dueDepth(tenant, nowMs);
   }
 }
 

@@ -8,7 +8,7 @@ import { METRICS_REGISTRY } from '../observability/metrics';
 import { registerWorkMetrics } from '../observability/work-metrics';
 import { READ_MODEL } from '../projection-engine/projections.module';
 import { ProjectionsModule } from '../projection-engine/projections.module';
-import type { SqliteReadModel } from '../projection-engine/sqlite-read-model.store';
+import type { ReadModel } from '../store/read-model.port';
 import { EVENT_STORE, type EventStore } from '../store/event-store.port';
 import { LEASE_STORE, withTakeOverGate, type LeaseStore } from '../store/lease-store.port';
 import { openLeaseStore } from '../store/store.factory';
@@ -48,7 +48,7 @@ class LeaseStoreLifecycle implements OnModuleDestroy, OnApplicationShutdown {
       inject: [LedgerService, READ_MODEL, LEASE_STORE, CLOCK, { token: METRICS_REGISTRY, optional: true }],
       useFactory: (
         ledger: LedgerService,
-        readModel: SqliteReadModel,
+        readModel: ReadModel,
         leases: LeaseStore,
         clock: Clock,
         registry?: Registry,

@@ -9,7 +9,7 @@ import { fork, type ChildProcess } from 'node:child_process';
 import { existsSync, mkdirSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
-import { readModelFile } from '../../src/projection-engine/sqlite-read-model.store';
+import { readModelFile } from '../../src/adapters/sqlite/sqlite-read-model.store';
 import Database from 'better-sqlite3';
 import { startLedger, type LedgerProcess } from '../support/ledger-process';
 import {

@@ -15,7 +15,7 @@ import { DEFAULT_ENVELOPE_LIMITS } from '@recovery-ledger/core/domain/envelope/e
 import { DEFAULT_POLICY } from '@recovery-ledger/core/domain/events';
 import { LedgerProblem } from '@recovery-ledger/core/errors/ledger-problem';
 import { LedgerService } from '../../src/ledger/ledger.service';
-import { SqliteEventStore } from '../../src/store/sqlite/sqlite-event-store.adapter';
+import { SqliteEventStore } from '../../src/adapters/sqlite/sqlite-event-store.adapter';
 import {
   checkLog,
   checkRebuild,

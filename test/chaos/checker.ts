@@ -16,14 +16,15 @@ import { fold } from '@recovery-ledger/core/domain/decider';
 import { stateView } from '../../src/ledger/step-views';
 import { toRecorded } from '../../src/ledger/stored-events';
 import { ProjectionEngine } from '../../src/projection-engine/projection-engine';
-import { SqliteReadModel } from '../../src/projection-engine/sqlite-read-model.store';
+import { SqliteReadModel } from '../../src/adapters/sqlite/sqlite-read-model.store';
 import { trustReport, type TrustMetricsDoc } from '@recovery-ledger/core/projections/trust-metrics.projection';
 import { canonicalJson } from '@recovery-ledger/core/shared/canonical-json';
 import type { StoredEvent } from '../../src/store/event-store.port';
 import { verifyChain } from '../../src/store/hash-chain';
-import { SqliteEventStore } from '../../src/store/sqlite/sqlite-event-store.adapter';
+import { SqliteEventStore } from '../../src/adapters/sqlite/sqlite-event-store.adapter';
 import { compareTrust, countTrust } from './trust-count';
 import type { AckRecord, LoadRecord, RefusalRecord, ToolWriteRecord } from './records';
+import type { EventRow } from '../support/scenario';
 
 /** Refusals of a dispatch that are recorded as DispatchRefused (docs/contract.md §3: the evidence of the gate). */
 const RECORDED_DISPATCH_REFUSALS = new Set([
@@ -114,16 +115,6 @@ export function readRecords(files: readonly string[]): LoadRecord[] {
     }
   }
   return records;
-}
-
-interface EventRow {
-  position: number;
-  stream: string;
-  revision: number;
-  event_id: string;
-  type: string;
-  data: string;
-  metadata: string;
 }
 
 export interface RawLog {

@@ -12,6 +12,7 @@ import { join, resolve } from 'node:path';
 import { startInvoiceProvider, type InvoiceProvider } from '../../examples/invoice-provider/invoice-provider';
 import { asCurl, fencedBlocks, recordedCalls, type ShellCall } from '../support/doc-shell';
 import { startLedger, type LedgerProcess } from '../support/ledger-process';
+import { untilTrue as until } from '../support/until';
 
 const ROOT = resolve(__dirname, '../..');
 const SDK_DOC = readFileSync(resolve(ROOT, 'docs/sdk.md'), 'utf8');
@@ -91,14 +92,6 @@ async function runWorker(args: string[]): Promise<string[]> {
   const worker = startWorker(args);
   expect(await worker.exited).toBe(0);
   return worker.lines();
-}
-
-async function until(what: string, condition: () => boolean, timeoutMs = 20_000): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  while (!condition()) {
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((resolve) => setTimeout(resolve, 20));
-  }
 }
 
 async function sendToProvider(call: ShellCall): Promise<void> {

@@ -8,18 +8,11 @@ import { LedgerClient } from '@recovery-ledger/client';
 import { startLedger, type LedgerProcess } from '../support/ledger-process';
 import { invoiceGatewayConfig, startHost, workspace, type Host, type Workspace } from '../support/mcp-gateway-harness';
 import { setTimeout as sleep } from 'node:timers/promises';
+import { untilTrue as until } from '../support/until';
 
 const WINDOW_MS = 12_000;
 // The call is still open upstream when the gateway dies; the window must outlast it (the gateway refuses otherwise).
 const TIMEOUT_MS = 4000;
-
-async function until(what: string, check: () => boolean | Promise<boolean>, timeoutMs = 15_000): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  while (!(await check())) {
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await sleep(25);
-  }
-}
 
 describe('MCP gateway: killed mid-call and restarted, it verifies instead of re-sending', () => {
   let ledgerProcess: LedgerProcess;

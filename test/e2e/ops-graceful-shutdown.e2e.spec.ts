@@ -8,7 +8,7 @@ import Database from 'better-sqlite3';
 import { randomUUID } from 'node:crypto';
 import { join } from 'node:path';
 import { LEDGER_PROJECTIONS } from '@recovery-ledger/core/projections/projection-catalog';
-import { SqliteReadModel } from '../../src/projection-engine/sqlite-read-model.store';
+import { SqliteReadModel } from '../../src/adapters/sqlite/sqlite-read-model.store';
 import { runCli } from '../support/cli-harness';
 import { fact, request } from '../support/http';
 import { startLedger, type LedgerProcess } from '../support/ledger-process';

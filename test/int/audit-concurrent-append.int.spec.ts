@@ -5,7 +5,7 @@
 import { NO_STREAM, StoreUnavailableError } from '../../src/store/event-store.port';
 import { sealEvents } from '../../src/store/hash-chain';
 import { auditLog } from '../../src/store/log-audit';
-import { SqliteEventStore } from '../../src/store/sqlite/sqlite-event-store.adapter';
+import { SqliteEventStore } from '../../src/adapters/sqlite/sqlite-event-store.adapter';
 import { newEvent } from '../contract/event-store.contract';
 
 it('a stream appended while the audit runs is not reported deleted', async () => {

@@ -4,11 +4,11 @@
  */
 import { LEDGER_PROJECTIONS } from '@recovery-ledger/core/projections/projection-catalog';
 import { verifyReadModels } from '../../src/projection-engine/read-model-verification';
-import { SqliteReadModel } from '../../src/projection-engine/sqlite-read-model.store';
+import { SqliteReadModel } from '../../src/adapters/sqlite/sqlite-read-model.store';
 import { NO_STREAM } from '../../src/store/event-store.port';
 import { sealEvents } from '../../src/store/hash-chain';
 import { auditLog } from '../../src/store/log-audit';
-import { SqliteEventStore } from '../../src/store/sqlite/sqlite-event-store.adapter';
+import { SqliteEventStore } from '../../src/adapters/sqlite/sqlite-event-store.adapter';
 import { newEvent } from '../contract/event-store.contract';
 
 async function turnsDuring(work: () => Promise<unknown>): Promise<number> {

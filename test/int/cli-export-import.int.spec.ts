@@ -6,7 +6,7 @@
 import Database from 'better-sqlite3';
 import { existsSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { SqliteEventStore } from '../../src/store/sqlite/sqlite-event-store.adapter';
+import { SqliteEventStore } from '../../src/adapters/sqlite/sqlite-event-store.adapter';
 import { operationStream } from '../../src/store/stream-names';
 import { openSeeder, runCli, seedIncident, tempDataDir } from '../support/cli-harness';
 

@@ -3,7 +3,7 @@
  * service produced live while the events were being submitted to it over HTTP.
  */
 import { LEDGER_PROJECTIONS } from '@recovery-ledger/core/projections/projection-catalog';
-import { readModelFile, SqliteReadModel } from '../../src/projection-engine/sqlite-read-model.store';
+import { readModelFile, SqliteReadModel } from '../../src/adapters/sqlite/sqlite-read-model.store';
 import { committed, invalidInput, runCli, unknownOutcome } from '../support/cli-harness';
 import { committedPosition, request, submitFact } from '../support/http';
 import { startLedger, type LedgerProcess } from '../support/ledger-process';

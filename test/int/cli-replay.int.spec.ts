@@ -7,7 +7,7 @@ import { existsSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { loadConfig } from '../../src/config/ledger-config';
 import { LedgerService } from '../../src/ledger/ledger.service';
-import { SqliteEventStore } from '../../src/store/sqlite/sqlite-event-store.adapter';
+import { SqliteEventStore } from '../../src/adapters/sqlite/sqlite-event-store.adapter';
 import { CLI, openSeeder, runCli, seedIncident, steppingClock, tempDataDir } from '../support/cli-harness';
 
 const REF = 'run_81/step_4';

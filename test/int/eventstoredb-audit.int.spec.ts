@@ -5,9 +5,9 @@
  */
 import { EventStoreDBClient } from '@eventstore/db-client';
 import { randomUUID } from 'node:crypto';
-import { EventStoreDbEventStore } from '../../src/store/eventstoredb/eventstoredb-event-store.adapter';
-import { EventStoreDbLeaseStore } from '../../src/store/eventstoredb/eventstoredb-lease-store.adapter';
-import { EventStoreDbTimeBaseStore } from '../../src/store/eventstoredb/eventstoredb-time-base.adapter';
+import { EventStoreDbEventStore } from '../../src/adapters/eventstoredb/eventstoredb-event-store.adapter';
+import { EventStoreDbLeaseStore } from '../../src/adapters/eventstoredb/eventstoredb-lease-store.adapter';
+import { EventStoreDbTimeBaseStore } from '../../src/adapters/eventstoredb/eventstoredb-time-base.adapter';
 import { NO_STREAM } from '../../src/store/event-store.port';
 import { sealEvents } from '../../src/store/hash-chain';
 import { auditLog } from '../../src/store/log-audit';

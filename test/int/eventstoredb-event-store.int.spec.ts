@@ -12,8 +12,8 @@ import {
   StoreUnavailableError,
   type EventStore,
 } from '../../src/store/event-store.port';
-import { InvalidEventError } from '../../src/store/eventstoredb/eventstoredb-event-codec';
-import { EventStoreDbEventStore } from '../../src/store/eventstoredb/eventstoredb-event-store.adapter';
+import { InvalidEventError } from '../../src/adapters/eventstoredb/eventstoredb-event-codec';
+import { EventStoreDbEventStore } from '../../src/adapters/eventstoredb/eventstoredb-event-store.adapter';
 import { newEvent, testEventStore, type StoreFaults } from '../contract/event-store.contract';
 import {
   DEFAULT_SERVER_VERSION,

@@ -7,13 +7,13 @@
 import { randomUUID } from 'node:crypto';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { NO_STREAM, StoreUnavailableError, type NewEvent, type StoredEvent } from '../../src/store/event-store.port';
-import { InvalidEventError } from '../../src/store/eventstoredb/eventstoredb-event-codec';
+import { InvalidEventError } from '../../src/adapters/eventstoredb/eventstoredb-event-codec';
 import {
   EventStoreDbEventStore,
   type EventStoreDbTuning,
-} from '../../src/store/eventstoredb/eventstoredb-event-store.adapter';
-import type { SubscriptionStatus } from '../../src/store/eventstoredb/eventstoredb-subscription';
-import { reconnectDelay } from '../../src/store/eventstoredb/reconnect-backoff';
+} from '../../src/adapters/eventstoredb/eventstoredb-event-store.adapter';
+import type { SubscriptionStatus } from '../../src/adapters/eventstoredb/eventstoredb-subscription';
+import { reconnectDelay } from '../../src/adapters/eventstoredb/reconnect-backoff';
 import { newEvent } from '../contract/event-store.contract';
 import { EventStoreDbProtocolDouble } from '../support/eventstoredb-protocol-double';
 

@@ -11,7 +11,7 @@ import { ConfigError, loadConfig } from '../../src/config/ledger-config';
 import { NO_STREAM } from '../../src/store/event-store.port';
 import { sealEvents } from '../../src/store/hash-chain';
 import { checkAgainstWitness, currentHead, readHeadWitness, writeHeadWitness } from '../../src/store/head-witness';
-import { SqliteEventStore } from '../../src/store/sqlite/sqlite-event-store.adapter';
+import { SqliteEventStore } from '../../src/adapters/sqlite/sqlite-event-store.adapter';
 import { newEvent } from '../contract/event-store.contract';
 
 const KEY = 'w'.repeat(40);

@@ -5,9 +5,9 @@
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { EventStoreDbLeaseStore } from '../../src/store/eventstoredb/eventstoredb-lease-store.adapter';
-import { SqliteLeaseStore } from '../../src/store/sqlite/sqlite-lease-store.adapter';
-import { SqliteEventStore } from '../../src/store/sqlite/sqlite-event-store.adapter';
+import { EventStoreDbLeaseStore } from '../../src/adapters/eventstoredb/eventstoredb-lease-store.adapter';
+import { SqliteLeaseStore } from '../../src/adapters/sqlite/sqlite-lease-store.adapter';
+import { SqliteEventStore } from '../../src/adapters/sqlite/sqlite-event-store.adapter';
 import { testLeaseStore } from '../contract/lease-store.contract';
 import { EventStoreDbProtocolDouble } from '../support/eventstoredb-protocol-double';
 

@@ -10,7 +10,7 @@ import { LedgerProblem } from '@recovery-ledger/core/errors/ledger-problem';
 import { MonotonicClock } from '../../src/ledger/clock';
 import { LedgerService } from '../../src/ledger/ledger.service';
 import type { SubmittedEvent } from '@recovery-ledger/core/contract/ledger-api.types';
-import { SqliteEventStore } from '../../src/store/sqlite/sqlite-event-store.adapter';
+import { SqliteEventStore } from '../../src/adapters/sqlite/sqlite-event-store.adapter';
 import { operationStream } from '../../src/store/stream-names';
 import { seedEnvelopes } from '../../packages/core/test/support/seed-envelopes';
 

@@ -5,9 +5,9 @@ import { LEDGER_PROJECTIONS } from '@recovery-ledger/core/projections/projection
 import type { Projection } from '@recovery-ledger/core/projections/projection';
 import { stepStateProjection } from '@recovery-ledger/core/projections/step-state.projection';
 import { ProjectionEngine, type ProjectionEngineOptions } from '../../src/projection-engine/projection-engine';
-import { SqliteReadModel } from '../../src/projection-engine/sqlite-read-model.store';
+import { SqliteReadModel } from '../../src/adapters/sqlite/sqlite-read-model.store';
 import type { EventStore } from '../../src/store/event-store.port';
-import { SqliteEventStore } from '../../src/store/sqlite/sqlite-event-store.adapter';
+import { SqliteEventStore } from '../../src/adapters/sqlite/sqlite-event-store.adapter';
 import { envelopes, LedgerScenario } from '../unit/projections/support/ledger-scenario';
 import { MemoryEventStore } from '../unit/projections/support/memory-event-store';
 import { withEngineFaults } from '../support/engine-faults';

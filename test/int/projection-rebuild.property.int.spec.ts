@@ -1,7 +1,7 @@
 import fc from 'fast-check';
 import { LEDGER_PROJECTIONS } from '@recovery-ledger/core/projections/projection-catalog';
 import { ProjectionEngine } from '../../src/projection-engine/projection-engine';
-import { SqliteReadModel } from '../../src/projection-engine/sqlite-read-model.store';
+import { SqliteReadModel } from '../../src/adapters/sqlite/sqlite-read-model.store';
 import { LedgerScenario } from '../unit/projections/support/ledger-scenario';
 import { MemoryEventStore } from '../unit/projections/support/memory-event-store';
 import { historyCommands, runHistory } from '../unit/projections/support/random-history';

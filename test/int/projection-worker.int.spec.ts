@@ -14,8 +14,8 @@ import { scopedKey } from '@recovery-ledger/core/projections/projection';
 import { LEDGER_PROJECTIONS } from '@recovery-ledger/core/projections/projection-catalog';
 import type { RunSummaryDoc } from '@recovery-ledger/core/projections/run-summary.projection';
 import { WorkerProjectionRunner } from '../../src/projection-engine/projection-worker-client';
-import { SqliteReadModel } from '../../src/projection-engine/sqlite-read-model.store';
-import { SqliteEventStore } from '../../src/store/sqlite/sqlite-event-store.adapter';
+import { SqliteReadModel } from '../../src/adapters/sqlite/sqlite-read-model.store';
+import { SqliteEventStore } from '../../src/adapters/sqlite/sqlite-event-store.adapter';
 import { envelopes, LedgerScenario } from '../unit/projections/support/ledger-scenario';
 import { expectedSnapshot, snapshot } from '../unit/projections/support/read-model-snapshot';
 

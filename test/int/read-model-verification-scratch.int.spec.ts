@@ -9,10 +9,10 @@ import { join } from 'node:path';
 import { LEDGER_PROJECTIONS } from '@recovery-ledger/core/projections/projection-catalog';
 import { ProjectionEngine } from '../../src/projection-engine/projection-engine';
 import { verifyReadModels } from '../../src/projection-engine/read-model-verification';
-import { SqliteReadModel } from '../../src/projection-engine/sqlite-read-model.store';
+import { SqliteReadModel } from '../../src/adapters/sqlite/sqlite-read-model.store';
 import { NO_STREAM } from '../../src/store/event-store.port';
 import { sealEvents } from '../../src/store/hash-chain';
-import { SqliteEventStore } from '../../src/store/sqlite/sqlite-event-store.adapter';
+import { SqliteEventStore } from '../../src/adapters/sqlite/sqlite-event-store.adapter';
 import { newEvent } from '../contract/event-store.contract';
 
 /** Every file under a directory, with its size, however deep. */

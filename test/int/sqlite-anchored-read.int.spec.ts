@@ -10,7 +10,7 @@ import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { NO_STREAM } from '../../src/store/event-store.port';
 import { sealEvents } from '../../src/store/hash-chain';
-import { SqliteEventStore } from '../../src/store/sqlite/sqlite-event-store.adapter';
+import { SqliteEventStore } from '../../src/adapters/sqlite/sqlite-event-store.adapter';
 import { newEvent } from '../contract/event-store.contract';
 
 const ROOT = resolve(__dirname, '../..');

@@ -13,7 +13,7 @@ import { DEFAULT_POLICY } from '@recovery-ledger/core/domain/events';
 import { LedgerService } from '../../src/ledger/ledger.service';
 import { stepIndexer } from '../../src/ledger/step-index';
 import { auditLog } from '../../src/store/log-audit';
-import { SqliteEventStore } from '../../src/store/sqlite/sqlite-event-store.adapter';
+import { SqliteEventStore } from '../../src/adapters/sqlite/sqlite-event-store.adapter';
 import { seedEnvelopes } from '../../packages/core/test/support/seed-envelopes';
 
 const settings = { envelopeLimits: DEFAULT_ENVELOPE_LIMITS, defaultPolicy: DEFAULT_POLICY, maxConflictRetries: 5 };

@@ -53,7 +53,7 @@ Object.setPrototypeOf(RecordedDatabase, Database);
 require.cache[driverPath].exports = RecordedDatabase;
 const { createApp } = require(${JSON.stringify(join(DIST, 'app.js'))});
 const { loadConfig } = require(${JSON.stringify(join(DIST, 'config/ledger-config.js'))});
-const { SqliteEventStore } = require(${JSON.stringify(join(DIST, 'store/sqlite/sqlite-event-store.adapter.js'))});
+const { SqliteEventStore } = require(${JSON.stringify(join(DIST, 'adapters/sqlite/sqlite-event-store.adapter.js'))});
 (async () => {
   const config = loadConfig(process.env);
   const before = opened.length;

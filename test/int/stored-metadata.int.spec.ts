@@ -8,9 +8,9 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { NO_STREAM, StoreIntegrityError } from '../../src/store/event-store.port';
-import { toStoredEvent, UnexpectedStoredEventError } from '../../src/store/eventstoredb/eventstoredb-event-codec';
+import { toStoredEvent, UnexpectedStoredEventError } from '../../src/adapters/eventstoredb/eventstoredb-event-codec';
 import { sealEvents } from '../../src/store/hash-chain';
-import { SqliteEventStore } from '../../src/store/sqlite/sqlite-event-store.adapter';
+import { SqliteEventStore } from '../../src/adapters/sqlite/sqlite-event-store.adapter';
 import { newEvent } from '../contract/event-store.contract';
 
 describe('metadata without the fields the ledger writes', () => {

@@ -7,9 +7,9 @@
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { EventStoreDbTimeBaseStore } from '../../src/store/eventstoredb/eventstoredb-time-base.adapter';
-import { SqliteEventStore } from '../../src/store/sqlite/sqlite-event-store.adapter';
-import { SqliteTimeBaseStore } from '../../src/store/sqlite/sqlite-time-base.adapter';
+import { EventStoreDbTimeBaseStore } from '../../src/adapters/eventstoredb/eventstoredb-time-base.adapter';
+import { SqliteEventStore } from '../../src/adapters/sqlite/sqlite-event-store.adapter';
+import { SqliteTimeBaseStore } from '../../src/adapters/sqlite/sqlite-time-base.adapter';
 import type { TimeBaseStore } from '../../src/store/time-base.port';
 import { testTimeBaseStore } from '../contract/time-base.contract';
 import { EventStoreDbProtocolDouble } from '../support/eventstoredb-protocol-double';

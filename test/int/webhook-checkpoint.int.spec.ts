@@ -9,9 +9,9 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { systemClock } from '../../src/ledger/clock';
 import type { StoredEvent } from '../../src/store/event-store.port';
-import { SqliteEventStore } from '../../src/store/sqlite/sqlite-event-store.adapter';
+import { SqliteEventStore } from '../../src/adapters/sqlite/sqlite-event-store.adapter';
 import { operationStream } from '../../src/store/stream-names';
-import { SqliteWebhookStore } from '../../src/webhooks/sqlite-webhook.store';
+import { SqliteWebhookStore } from '../../src/adapters/sqlite/sqlite-webhook.store';
 import { WebhookService } from '../../src/webhooks/webhook.service';
 
 const TENANT = 'acme';

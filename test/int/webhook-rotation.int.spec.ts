@@ -6,7 +6,7 @@
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { SqliteWebhookStore } from '../../src/webhooks/sqlite-webhook.store';
+import { SqliteWebhookStore } from '../../src/adapters/sqlite/sqlite-webhook.store';
 import { parseSecretKey } from '../../src/webhooks/webhook-secret-box';
 import { newSecret } from '../../src/webhooks/webhook.service';
 import type { Subscription } from '../../src/webhooks/webhook-store.port';

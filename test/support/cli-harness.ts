@@ -12,7 +12,8 @@ import type { SubmitAnswer, SubmittedEvent } from '@recovery-ledger/core/contrac
 import { loadConfig } from '../../src/config/ledger-config';
 import { LedgerProblem } from '@recovery-ledger/core/errors/ledger-problem';
 import { LedgerService } from '../../src/ledger/ledger.service';
-import { SqliteEventStore } from '../../src/store/sqlite/sqlite-event-store.adapter';
+import { SqliteEventStore } from '../../src/adapters/sqlite/sqlite-event-store.adapter';
+import { untilTrue } from './until';
 
 export const CLI = resolve(__dirname, '../../dist/src/cli/main.js');
 
@@ -53,12 +54,8 @@ export function startCli(args: readonly string[], env: Record<string, string> = 
   return { child, stdout: () => stdout, stderr: () => stderr, exited };
 }
 
-export async function waitFor(condition: () => boolean, what: string, timeoutMs = 20_000): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  while (!condition()) {
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 25));
-  }
+export function waitFor(condition: () => boolean, what: string, timeoutMs = 20_000): Promise<void> {
+  return untilTrue(what, condition, timeoutMs);
 }
 
 export const tempDataDir = (label = 'cli') => mkdtempSync(join(tmpdir(), `ledger-${label}-`));

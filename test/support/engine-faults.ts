@@ -13,7 +13,7 @@
  * figures the wrapper works out from positions. One lane at a time: a live lane and a rebuild
  * reading through the same wrapped store would mix their reads.
  */
-import type { SqliteReadModel } from '../../src/projection-engine/sqlite-read-model.store';
+import type { SqliteReadModel } from '../../src/adapters/sqlite/sqlite-read-model.store';
 import type { EventStore, StoredEvent, Subscription, SubscriptionHandlers } from '../../src/store/event-store.port';
 
 export interface BatchInfo {

@@ -5,7 +5,7 @@
  */
 import { NO_STREAM } from '../../src/store/event-store.port';
 import { sealEvents } from '../../src/store/hash-chain';
-import { SqliteEventStore } from '../../src/store/sqlite/sqlite-event-store.adapter';
+import { SqliteEventStore } from '../../src/adapters/sqlite/sqlite-event-store.adapter';
 import { newEvent } from '../contract/event-store.contract';
 
 async function main(): Promise<void> {

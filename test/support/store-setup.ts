@@ -14,7 +14,7 @@
  * so the choice stays inside that file.
  */
 import type { StoredEvent } from '../../src/store/event-store.port';
-import { EventStoreDbEventStore } from '../../src/store/eventstoredb/eventstoredb-event-store.adapter';
+import { EventStoreDbEventStore } from '../../src/adapters/eventstoredb/eventstoredb-event-store.adapter';
 import { OPERATION_STREAM_PREFIX } from '../../src/store/stream-names';
 import { EventStoreDbProtocolDouble } from './eventstoredb-protocol-double';
 import type { LedgerProcess } from './ledger-process';

@@ -16,3 +16,27 @@ export async function until<T>(
     await new Promise((resolve) => setTimeout(resolve, 50));
   }
 }
+
+/** Polls `check` until it holds; throws naming `what` once `timeoutMs` has passed. */
+export async function untilTrue(
+  what: string,
+  check: () => boolean | Promise<boolean>,
+  timeoutMs = 20_000,
+): Promise<void> {
+  await untilValue(what, async () => (await check()) || undefined, timeoutMs);
+}
+
+/** Polls `probe` until it answers a value (not undefined, null or false) and answers it. */
+export async function untilValue<T>(
+  what: string,
+  probe: () => T | undefined | null | false | Promise<T | undefined | null | false>,
+  timeoutMs = 20_000,
+): Promise<T> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const value = await probe();
+    if (value !== undefined && value !== null && value !== false) return value;
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((resolve) => setTimeout(resolve, 25));
+  }
+}

@@ -2,7 +2,8 @@ import { SingleBar } from 'cli-progress';
 import { LEDGER_PROJECTIONS } from '@recovery-ledger/core/projections/projection-catalog';
 import { findRollback } from '../../ledger/history-rollback';
 import { ProjectionEngine } from '../../projection-engine/projection-engine';
-import { readModelFile, SqliteReadModel } from '../../projection-engine/sqlite-read-model.store';
+import { readModelFile } from '../../store/read-model.port';
+import { openReadModel } from '../../store/store.factory';
 import type {
   AnchoredStream,
   AppendOptions,
@@ -199,7 +200,7 @@ export async function rebuildCommand(
         `HISTORY_ROLLED_BACK: the log is behind what the ledger recorded before (${rollback.findings.map((finding) => finding.kind).join(', ')}); the read models are kept as the evidence. Run \`recovery-ledger verify\`; to rebuild on the older log anyway, set LEDGER_ACCEPT_ROLLBACK=1 and LEDGER_ACCEPT_ROLLBACK_REASON`,
       );
     }
-    const readModel = SqliteReadModel.open({ file });
+    const readModel = openReadModel({ file });
     try {
       const head = await store.headPosition();
       const started = Date.now();

@@ -5,7 +5,8 @@ import { LEDGER_PROJECTIONS } from '@recovery-ledger/core/projections/projection
 import { findRollback, type RollbackReport } from '../../ledger/history-rollback';
 import { ledgerEventProblem } from '../../ledger/integrity-monitor';
 import { verifyReadModels, type ReadModelReport } from '../../projection-engine/read-model-verification';
-import { readModelFile, SqliteReadModel } from '../../projection-engine/sqlite-read-model.store';
+import { readModelFile } from '../../store/read-model.port';
+import { openReadModel } from '../../store/store.factory';
 import type { StoredEvent } from '../../store/event-store.port';
 import { GENESIS_HASH, nextLogHash, verifyChain, type ChainBreak } from '../../store/hash-chain';
 import type { ArchiveFooter } from '../../store/log-archive-format';
@@ -227,7 +228,7 @@ async function verifyLocal(global: GlobalOptions, options: VerifyOptions): Promi
     if (!options.readModels) return { audit, rollback, since };
     const file = readModelFile(config.dataDir);
     if (!existsSync(file)) throw new CliError(`no read model at ${file}`);
-    const readModel = SqliteReadModel.open({ file, readCacheBytes: 0 });
+    const readModel = openReadModel({ file, readCacheBytes: 0 });
     try {
       for (const projection of LEDGER_PROJECTIONS) readModel.register(projection);
       return { audit, rollback, since, readModels: await verifyReadModels(store, readModel, LEDGER_PROJECTIONS) };

@@ -17,7 +17,7 @@ import { ERROR_REGISTRY } from '@recovery-ledger/core/errors/error-registry';
 import { LedgerProblem } from '@recovery-ledger/core/errors/ledger-problem';
 import { LedgerService } from '../../../../src/ledger/ledger.service';
 import { toRecorded } from '../../../../src/ledger/stored-events';
-import { SqliteEventStore } from '../../../../src/store/sqlite/sqlite-event-store.adapter';
+import { SqliteEventStore } from '../../../../src/adapters/sqlite/sqlite-event-store.adapter';
 import { parseOperationStream } from '../../../../src/store/stream-names';
 import { StoreUnavailableError, type StoredEvent } from '../../../../src/store/event-store.port';
 

@@ -1,5 +1,5 @@
 import type { AnyProjection, ProjectedEvent } from '@recovery-ledger/core/projections/projection';
-import type { SqliteReadModel } from '../../../../src/projection-engine/sqlite-read-model.store';
+import type { SqliteReadModel } from '../../../../src/adapters/sqlite/sqlite-read-model.store';
 import { foldProjection } from '../../../../packages/core/test/projections/support/fold-projection';
 
 export type Snapshot = Record<

@@ -1,5 +1,10 @@
 import { ErrorType, convertToCommandError, isCommandError, type CommandError } from '@eventstore/db-client';
-import { NO_STREAM, RevisionConflictError, StoreIntegrityError, StoreUnavailableError } from '../event-store.port';
+import {
+  NO_STREAM,
+  RevisionConflictError,
+  StoreIntegrityError,
+  StoreUnavailableError,
+} from '../../store/event-store.port';
 import { CallTimeoutError } from './call-deadline';
 import { InvalidEventError } from './eventstoredb-event-codec';
 

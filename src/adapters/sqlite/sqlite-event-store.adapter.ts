@@ -2,7 +2,7 @@ import Database from 'better-sqlite3';
 import { EventEmitter } from 'node:events';
 import { mkdirSync } from 'node:fs';
 import { dirname } from 'node:path';
-import { GENESIS_HASH, nextLogHash, signAnchor } from '../hash-chain';
+import { GENESIS_HASH, nextLogHash, signAnchor } from '../../store/hash-chain';
 import {
   type AnchoredStream,
   type EventMetadata,
@@ -25,8 +25,8 @@ import {
   type SubscribeOptions,
   type Subscription,
   type SubscriptionHandlers,
-} from '../event-store.port';
-import { isEventMetadata } from '../event-metadata';
+} from '../../store/event-store.port';
+import { isEventMetadata } from '../../store/event-metadata';
 import { toPortError } from './sqlite-errors';
 
 export interface SqliteEventStoreOptions {

@@ -5,7 +5,7 @@ import {
   type AllStreamSubscription,
   type EventStoreDBClient,
 } from '@eventstore/db-client';
-import type { StoredEvent, Subscription, SubscriptionHandlers } from '../event-store.port';
+import type { StoredEvent, Subscription, SubscriptionHandlers } from '../../store/event-store.port';
 import { isLedgerEvent, toReadPosition, toStoredEvent, UnexpectedStoredEventError } from './eventstoredb-event-codec';
 import { reconnectDelay, type BackoffPolicy } from './reconnect-backoff';
 

@@ -1,10 +1,9 @@
 import Database from 'better-sqlite3';
-import { createHash } from 'node:crypto';
 import { mkdirSync } from 'node:fs';
-import { dirname, join } from 'node:path';
-import { ConfigError } from '../config/ledger-config';
-import type { NotificationKind } from './notification-rules';
-import { isWrapped, SecretBox } from './webhook-secret-box';
+import { dirname } from 'node:path';
+import { ConfigError } from '../../config/ledger-config';
+import type { NotificationKind } from '../../webhooks/notification-rules';
+import { isWrapped, SecretBox } from '../../webhooks/webhook-secret-box';
 import type {
   ConsumedBatch,
   Delivery,
@@ -14,11 +13,9 @@ import type {
   Subscription,
   UnknownWatch,
   WebhookStore,
-} from './webhook-store.port';
+} from '../../webhooks/webhook-store.port';
 
-export function webhookFile(dataDir: string): string {
-  return join(dataDir, 'webhooks.sqlite');
-}
+export { deliveryId, webhookFile } from '../../webhooks/webhook-store.port';
 
 const SCHEMA = `
 CREATE TABLE IF NOT EXISTS webhook_subscriptions (
@@ -54,11 +51,6 @@ const ADDED_SUBSCRIPTION_COLUMNS = [
   'disabled_reason TEXT',
   'disabled_at TEXT',
 ];
-
-/** The same delivery (subscription, cause) always has the same id, so a receiver can drop a repeat. */
-export function deliveryId(subscriptionId: string, dedupe: string): string {
-  return `dlv_${createHash('sha256').update(`${subscriptionId}\n${dedupe}`).digest('hex').slice(0, 32)}`;
-}
 
 interface SubscriptionRow extends Omit<
   Subscription,

@@ -1,4 +1,4 @@
-import { RevisionConflictError, StoreUnavailableError } from '../event-store.port';
+import { RevisionConflictError, StoreUnavailableError } from '../../store/event-store.port';
 
 /** SQLite result codes that mean "the store cannot take this now", not "the request was wrong". */
 const UNAVAILABLE_CODES = [

@@ -26,7 +26,7 @@ import {
   type SubscribeOptions,
   type Subscription,
   type SubscriptionHandlers,
-} from '../event-store.port';
+} from '../../store/event-store.port';
 import { withDeadline } from './call-deadline';
 import {
   allPositionOf,

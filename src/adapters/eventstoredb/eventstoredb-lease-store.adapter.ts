@@ -1,7 +1,7 @@
 import { adapterClient, readLatest } from './eventstoredb-client';
 import { EventStoreDBClient, NO_STREAM as ESDB_NO_STREAM, jsonEvent } from '@eventstore/db-client';
 import { randomUUID } from 'node:crypto';
-import { RevisionConflictError, StoreUnavailableError } from '../event-store.port';
+import { RevisionConflictError, StoreUnavailableError } from '../../store/event-store.port';
 import {
   acquireDecision,
   releasedRecord,
@@ -10,7 +10,7 @@ import {
   type AcquireResult,
   type LeaseRecord,
   type LeaseStore,
-} from '../lease-store.port';
+} from '../../store/lease-store.port';
 import { withDeadline } from './call-deadline';
 import { isStreamNotFound, toPortError } from './eventstoredb-errors';
 

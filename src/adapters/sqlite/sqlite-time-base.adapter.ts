@@ -1,7 +1,7 @@
 import Database from 'better-sqlite3';
 import { mkdirSync } from 'node:fs';
 import { dirname } from 'node:path';
-import { StoreUnavailableError } from '../event-store.port';
+import { StoreUnavailableError } from '../../store/event-store.port';
 import {
   BASES_KEPT,
   HEARTBEAT_RETENTION_MS,
@@ -10,7 +10,7 @@ import {
   type InstanceHeartbeat,
   type TimeBase,
   type TimeBaseStore,
-} from '../time-base.port';
+} from '../../store/time-base.port';
 import { toPortError } from './sqlite-errors';
 
 export interface SqliteTimeBaseStoreOptions {

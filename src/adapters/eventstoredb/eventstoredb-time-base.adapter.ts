@@ -1,7 +1,7 @@
 import { adapterClient, readLatest } from './eventstoredb-client';
 import { ANY, EventStoreDBClient, NO_STREAM as ESDB_NO_STREAM, jsonEvent } from '@eventstore/db-client';
 import { randomUUID } from 'node:crypto';
-import { RevisionConflictError, StoreUnavailableError } from '../event-store.port';
+import { RevisionConflictError, StoreUnavailableError } from '../../store/event-store.port';
 import {
   BASES_KEPT,
   HEARTBEAT_RETENTION_MS,
@@ -10,7 +10,7 @@ import {
   type InstanceHeartbeat,
   type TimeBase,
   type TimeBaseStore,
-} from '../time-base.port';
+} from '../../store/time-base.port';
 import { withDeadline } from './call-deadline';
 import { isStreamNotFound, toPortError } from './eventstoredb-errors';
 

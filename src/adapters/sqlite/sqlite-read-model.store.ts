@@ -1,49 +1,21 @@
 import Database from 'better-sqlite3';
 import { LRUCache } from 'lru-cache';
 import { mkdirSync } from 'node:fs';
-import { dirname, join } from 'node:path';
+import { dirname } from 'node:path';
 import type { AnyProjection, ColumnType, IndexValue } from '@recovery-ledger/core/projections/projection';
+import type {
+  Checkpoint,
+  DocRow,
+  DueDepth,
+  DueStep,
+  DueStepsQuery,
+  ReadModel,
+  ReadModelOptions,
+  SelectOptions,
+} from '../../store/read-model.port';
 
-/** Where an instance keeps its read models: a disposable cache beside its data, rebuilt from the log. */
-export function readModelFile(dataDir: string): string {
-  return join(dataDir, 'read-models.sqlite');
-}
-
-export interface ReadModelOptions {
-  /** A file path, or ':memory:'. */
-  file: string;
-  busyTimeoutMs?: number;
-  /** Bytes of document JSON whose parsed form readers keep (default 32 MB; 0: none). */
-  readCacheBytes?: number;
-}
-
-export interface Checkpoint {
-  projection: string;
-  version: number;
-  /** The last log position applied (0: nothing yet). */
-  position: number;
-  /** recorded_at of the event at `position`, for lag in time. */
-  recorded_at: string | null;
-}
-
-export type Condition =
-  | { column: string; op: '=' | '!=' | '<' | '<=' | '>' | '>='; value: IndexValue }
-  | { column: string; op: 'in'; values: readonly IndexValue[] }
-  /** Case-insensitive substring (ASCII case folding, SQLite's lower()): text search on a column. */
-  | { column: string; op: 'contains'; value: string }
-  /** A row-value comparison, `(a, b) > (?, ?)`: the keyset cursor of an ordered list. */
-  | { columns: readonly string[]; op: '>' | '<'; values: readonly IndexValue[] };
-
-export interface SelectOptions {
-  where?: readonly Condition[];
-  orderBy?: readonly { column: string; descending?: boolean }[];
-  limit?: number;
-}
-
-export interface DocRow<Doc> {
-  key: string;
-  doc: Doc;
-}
+export { readModelFile } from '../../store/read-model.port';
+export type { Checkpoint, Condition, DocRow, ReadModelOptions, SelectOptions } from '../../store/read-model.port';
 
 const NAME_PATTERN = /^[a-z][a-z0-9_]{0,40}$/;
 const CHECKPOINTS_SCHEMA = `
@@ -94,7 +66,7 @@ function sqlType(type: ColumnType): string {
  * part of one, and a lost batch is simply projected again from the log. The log is the truth; this
  * file can always be rebuilt from it.
  */
-export class SqliteReadModel {
+export class SqliteReadModel implements ReadModel {
   private readonly db: Database.Database;
   private readonly registered = new Map<string, Registered>();
   private readonly selectCache = new Map<string, Database.Statement>();
@@ -289,7 +261,7 @@ export class SqliteReadModel {
   }
 
   /** Keys and indexed columns only, no document parsed: for scans that need just those. */
-  selectIndex(name: string, options: SelectOptions = {}): Array<Record<string, IndexValue>> {
+  private selectIndex(name: string, options: SelectOptions = {}): Array<Record<string, IndexValue>> {
     return this.selectRows(name, this.entry(name).columns.join(', '), options);
   }
 
@@ -340,7 +312,7 @@ export class SqliteReadModel {
    * Rows matching `where`, counted per value of one declared column, with the least of another:
    * for gauges (feed depth per tool, oldest due item), without parsing a document.
    */
-  countBy(
+  private countBy(
     name: string,
     groupBy: string,
     minOf: string,
@@ -368,6 +340,31 @@ export class SqliteReadModel {
       count: row.count,
       min: row.min,
     }));
+  }
+
+  /** The step_state projection's columns (tenant, tool, due_ms, key, revision, operation_ref) answer the feed. */
+  dueSteps(query: DueStepsQuery): DueStep[] {
+    return this.selectIndex('step_state', {
+      where: [
+        { column: 'tenant', op: '=', value: query.tenant },
+        ...(query.tools.length > 0 ? [{ column: 'tool', op: 'in' as const, values: query.tools }] : []),
+        { column: 'due_ms', op: '<=', value: query.nowMs },
+      ],
+      orderBy: [{ column: 'due_ms' }, { column: 'key' }],
+      limit: query.limit,
+    }).map((row) => ({
+      key: String(row.key),
+      operationRef: String(row.operation_ref),
+      revision: Number(row.revision),
+      dueMs: Number(row.due_ms),
+    }));
+  }
+
+  dueDepth(tenant: string | undefined, nowMs: number): DueDepth[] {
+    return this.countBy('step_state', 'tool', 'due_ms', [
+      ...(tenant === undefined ? [] : [{ column: 'tenant', op: '=' as const, value: tenant }]),
+      { column: 'due_ms', op: '<=', value: nowMs },
+    ]).map((row) => ({ tool: String(row.group), depth: row.count, oldestDueMs: row.min }));
   }
 
   /** Every stored row of a projection as written (documents and links), ordered: to compare read models. */

@@ -1,7 +1,7 @@
 import Database from 'better-sqlite3';
 import { mkdirSync } from 'node:fs';
 import { dirname } from 'node:path';
-import { StoreUnavailableError } from '../event-store.port';
+import { StoreUnavailableError } from '../../store/event-store.port';
 import {
   acquireDecision,
   releasedRecord,
@@ -10,7 +10,7 @@ import {
   type AcquireResult,
   type LeaseRecord,
   type LeaseStore,
-} from '../lease-store.port';
+} from '../../store/lease-store.port';
 import { toPortError } from './sqlite-errors';
 
 export interface SqliteLeaseStoreOptions {

@@ -1,7 +1,7 @@
 import { START, jsonEvent, type EventData, type ReadPosition, type ResolvedEvent } from '@eventstore/db-client';
-import type { JsonObject, JsonValue, NewEvent, StoredEvent } from '../event-store.port';
-import { isEventMetadata } from '../event-metadata';
-import { BESIDE_THE_LOG_PREFIXES } from '../stream-names';
+import type { JsonObject, JsonValue, NewEvent, StoredEvent } from '../../store/event-store.port';
+import { isEventMetadata } from '../../store/event-metadata';
+import { BESIDE_THE_LOG_PREFIXES } from '../../store/stream-names';
 
 /** An event the adapter will not send: it would not come back as it was given, or would not be sent at all. */
 export class InvalidEventError extends TypeError {

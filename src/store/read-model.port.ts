@@ -1,0 +1,107 @@
+import { join } from 'node:path';
+import type { AnyProjection, IndexValue } from '@recovery-ledger/core/projections/projection';
+
+/** Where an instance keeps its read models: a disposable cache beside its data, rebuilt from the log. */
+export function readModelFile(dataDir: string): string {
+  return join(dataDir, 'read-models.sqlite');
+}
+
+export interface ReadModelOptions {
+  /** A file path, or ':memory:'. */
+  file: string;
+  busyTimeoutMs?: number;
+  /** Bytes of document JSON whose parsed form readers keep (default 32 MB; 0: none). */
+  readCacheBytes?: number;
+}
+
+export interface Checkpoint {
+  projection: string;
+  version: number;
+  /** The last log position applied (0: nothing yet). */
+  position: number;
+  /** recorded_at of the event at `position`, for lag in time. */
+  recorded_at: string | null;
+}
+
+export type Condition =
+  | { column: string; op: '=' | '!=' | '<' | '<=' | '>' | '>='; value: IndexValue }
+  | { column: string; op: 'in'; values: readonly IndexValue[] }
+  /** Case-insensitive substring (ASCII case folding, SQLite's lower()): text search on a column. */
+  | { column: string; op: 'contains'; value: string }
+  /** A row-value comparison, `(a, b) > (?, ?)`: the keyset cursor of an ordered list. */
+  | { columns: readonly string[]; op: '>' | '<'; values: readonly IndexValue[] };
+
+export interface SelectOptions {
+  where?: readonly Condition[];
+  orderBy?: readonly { column: string; descending?: boolean }[];
+  limit?: number;
+}
+
+export interface DocRow<Doc> {
+  key: string;
+  doc: Doc;
+}
+
+/** Which due steps a worker may be handed (docs/work-feed.md). */
+export interface DueStepsQuery {
+  tenant: string;
+  /** Only these tools; all when empty. */
+  tools: readonly string[];
+  /** Due at or before this instant. */
+  nowMs: number;
+  limit: number;
+}
+
+/** A step due for work, as the feed needs it to try a lease: no document parsed. */
+export interface DueStep {
+  /** The step's projection key (tenant-scoped operation_ref), which is also its lease key. */
+  key: string;
+  operationRef: string;
+  /** The step's stream revision when it was projected: a later one may be due again. */
+  revision: number;
+  dueMs: number;
+}
+
+/** Due steps of one tool and the oldest due instant among them: the feed's gauges. */
+export interface DueDepth {
+  tool: string;
+  depth: number;
+  oldestDueMs: number | null;
+}
+
+/**
+ * The read model: the projections' documents, the stream links they made and their checkpoints,
+ * a disposable cache rebuilt from the log (docs/architecture.md). The engine writes through it, the
+ * query service reads documents by the projections' declared columns, the work feed asks for due
+ * steps by meaning. `test/contract/read-model.contract.ts` is what every adapter must pass.
+ */
+export interface ReadModel {
+  /** Creates a projection's storage; a changed version or column set starts it again from zero. */
+  register(projection: AnyProjection): { reset: boolean };
+  /** Runs `work` as one write: its documents, links and checkpoint land together or not at all. */
+  transaction<T>(work: () => T): T;
+  checkpoint(name: string): Checkpoint;
+  checkpoints(): Checkpoint[];
+  setCheckpoint(name: string, position: number, recordedAt: string | null): void;
+  /** A document as stored, parsed afresh: for the engine, which mutates what it folds. */
+  loadDoc<Doc>(name: string, key: string): Doc | undefined;
+  writeDoc(name: string, key: string, doc: unknown): void;
+  link(name: string, stream: string): string | undefined;
+  setLink(name: string, stream: string, link: string): void;
+  /** Empties a projection and puts its checkpoint back to zero. */
+  reset(name: string): void;
+  /** A document for a reader: may be shared and is frozen. */
+  getDoc<Doc>(name: string, key: string): Doc | undefined;
+  /** Documents filtered and ordered by the projection's declared columns only. */
+  select<Doc>(name: string, options?: SelectOptions): DocRow<Doc>[];
+  /** The tenant's steps due by `nowMs`, soonest first (then by key), at most `limit`. */
+  dueSteps(query: DueStepsQuery): DueStep[];
+  /** Due steps per tool, of one tenant or of all. */
+  dueDepth(tenant: string | undefined, nowMs: number): DueDepth[];
+  /** Every stored row of a projection, ordered: to compare read models. */
+  dump(name: string): { docs: Array<{ key: string; doc: string }>; links: Array<{ stream: string; link: string }> };
+  /** The same rows one at a time, as [key, serialised row], in key order. */
+  rowsInKeyOrder(name: string): Generator<[string, string]>;
+  close(): void;
+  readonly isOpen: boolean;
+}
