@@ -1,7 +1,6 @@
 import type { OpenAPIObject } from '@nestjs/swagger';
 import { envelopeJsonSchema } from '@recovery-ledger/core/domain/envelope/envelope.schema';
 import {
-  APPROVAL_DECISIONS,
   MANUAL_OUTCOMES,
   MAX_CALL_WINDOW_MS,
   MAX_REOPEN_ATTEMPTS,
@@ -9,6 +8,7 @@ import {
   SUBMITTED_FACT_TYPES,
   VERIFICATION_OUTCOMES,
 } from '@recovery-ledger/core/domain/events';
+import { APPROVAL_RECORDED_DATA_SCHEMA } from '@recovery-ledger/core/facts/approval-recorded';
 import { CLIENT_EVENT_ID_PREFIX, IDENTIFIER_PATTERN } from '@recovery-ledger/core/domain/identifier-grammar';
 import { SUBMIT_EXAMPLES } from './submit-examples';
 
@@ -162,20 +162,8 @@ export const factSchemas = (): Record<string, Schema> => {
         result: { description: 'What the lookup found; redacted of secrets before it is stored.' },
       },
     },
-    ApprovalRecordedData: {
-      type: 'object',
-      additionalProperties: false,
-      required: ['decision', 'approver'],
-      properties: {
-        decision: { type: 'string', enum: [...APPROVAL_DECISIONS] },
-        approver: { type: 'string', minLength: 1, maxLength: 200 },
-        reason: { type: 'string', maxLength: 1000 },
-        input_hash: identifier(
-          200,
-          'The input the approval is for; when given it must be the one the step asks approval for (the ledger records it either way).',
-        ),
-      },
-    },
+    // One definition: the fact's own schema literal, from which its TypeScript type also comes.
+    ApprovalRecordedData: APPROVAL_RECORDED_DATA_SCHEMA,
     OutcomeVerifiedManuallyData: {
       type: 'object',
       additionalProperties: false,
