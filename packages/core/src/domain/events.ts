@@ -1,6 +1,7 @@
 import type { JsonValue } from '../shared/json';
 import { NEXT_ACTIONS, type ToolEnvelope } from './envelope/envelope.types';
 import type { Redaction } from './envelope/redaction';
+import { APPROVAL_DECISIONS, type ApprovalRecordedFactData } from '../facts/approval-recorded';
 
 /** Bumped when an event's data changes shape; `evolve` reads every version it has ever written. */
 export const EVENT_SCHEMA_VERSION = 1;
@@ -96,19 +97,14 @@ export interface VerificationRecordedData {
   redactions: Redaction[];
 }
 
-export const APPROVAL_DECISIONS = ['granted', 'denied'] as const;
+export { APPROVAL_DECISIONS };
 export type ApprovalDecision = (typeof APPROVAL_DECISIONS)[number];
 
-export interface ApprovalRecordedData {
-  decision: ApprovalDecision;
-  approver: string;
-  reason?: string;
-  /**
-   * The input the approval is for: the hash the step asked approval for (docs/contract.md §4.4).
-   * An approver may name it; the ledger records it either way. Logs written before it existed lack it.
-   */
-  input_hash?: string;
-}
+/**
+ * Its data's one definition is the schema literal in facts/approval-recorded.ts (docs/contract.md §4.4):
+ * `input_hash`, when given, is the hash the step asked approval for; logs written before it existed lack it.
+ */
+export type ApprovalRecordedData = ApprovalRecordedFactData;
 
 // ---- Facts an operator records (docs/contract.md §4.10) -------------------------------------------
 

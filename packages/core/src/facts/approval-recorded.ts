@@ -1,6 +1,7 @@
-import { APPROVAL_DECISIONS } from '../domain/events';
 import { IDENTIFIER_PATTERN } from '../domain/identifier-grammar';
 import type { FromSchema } from './from-schema';
+
+export const APPROVAL_DECISIONS = ['granted', 'denied'] as const;
 
 /** ApprovalRecorded's data (docs/contract.md §4.4): the schema, and the type derived from it. */
 export const APPROVAL_RECORDED_DATA_SCHEMA = {
