@@ -34,7 +34,7 @@ import { storeAppendFigure } from './figures/store-append.figure';
 import { TOOL_STEP_PEERS, toolStepsFigure, type ToolStepPeer } from './figures/tool-steps.figure';
 import { tracingOverheadFigure } from './figures/tracing-overhead.figure';
 import { workerStepsFigure } from './figures/worker-steps.figure';
-import { machine, table, writeJson, type FigureRow } from './support/report';
+import { machine, table, targetLines, writeJson, type FigureRow } from './support/report';
 
 interface Options {
   events: number;
@@ -152,6 +152,11 @@ async function main(): Promise<void> {
     process.stdout.write(
       `the tool-step figure: one tool step recorded durably and idempotently and answered:\n\n${toolSteps.text}\n\n`,
     );
+  const targets = targetLines(rows);
+  for (const t of targets)
+    process.stdout.write(
+      `target ${t.id} ${t.name}: ${t.target}: measured ${t.measured}: ${t.met ? 'met' : 'not met'}\n`,
+    );
   process.stdout.write(
     `${rows.filter((row) => row.target?.met).length} of ${rows.filter((row) => row.target).length} targets met, in ${seconds.toFixed(0)} s\n`,
   );
@@ -161,6 +166,7 @@ async function main(): Promise<void> {
     settings: { ...settings, only: settings.only ? [...settings.only] : undefined, out: undefined },
     seconds,
     figures: rows,
+    targets,
     table: output,
     ...(toolSteps
       ? { toolSteps: { table: toolSteps.text, systems: toolSteps.summaries, skipped: toolSteps.skipped } }

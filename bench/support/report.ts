@@ -102,3 +102,34 @@ export function writeJson(file: string, value: unknown): void {
   mkdirSync(dirname(file), { recursive: true });
   writeFileSync(file, `${JSON.stringify(value, null, 2)}\n`);
 }
+
+export interface TargetLine {
+  id: string;
+  name: string;
+  target: string;
+  /** The ratio when the row has one, else the figure itself. */
+  measured: string;
+  met: boolean;
+}
+
+/** Every row with a target, one line each, so a run ends with what was met and what was not. */
+export function targetLines(rows: readonly FigureRow[]): TargetLine[] {
+  return rows.flatMap((row) =>
+    row.target
+      ? [
+          {
+            id: row.id,
+            name: row.name,
+            target: row.target.text,
+            measured:
+              row.ratio === undefined
+                ? show(row.figure)
+                : row.ratio >= 1
+                  ? `${row.ratio.toFixed(2)}×`
+                  : `${(row.ratio * 100).toFixed(1)} %`,
+            met: row.target.met,
+          },
+        ]
+      : [],
+  );
+}
