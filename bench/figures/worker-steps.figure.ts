@@ -170,6 +170,10 @@ export async function workerStepsFigure(
       figure: { label: 'LedgerWorker', value: figure.stepsPerSecond, unit: 'steps/s' },
       baseline: { label: `${open} loops of executeWrite`, value: baseline.stepsPerSecond, unit: 'steps/s' },
       ratio: baseline.stepsPerSecond > 0 ? figure.stepsPerSecond / baseline.stepsPerSecond : undefined,
+      target: {
+        text: '≥ 90 %',
+        met: baseline.stepsPerSecond > 0 && figure.stepsPerSecond / baseline.stepsPerSecond >= 0.9,
+      },
       details: { worker: figure, executeWrite: baseline, restate },
     };
   } finally {
