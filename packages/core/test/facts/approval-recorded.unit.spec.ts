@@ -22,6 +22,7 @@ const derivesTheSample: Equal<
 describe('a fact defined once, as a schema literal', () => {
   it('gives its TypeScript type: required keys required, the others optional, enums as unions', () => {
     expect(derivesTheSample).toBe(true);
+    expect(SAMPLE.required).toEqual(['name', 'kind']);
   });
 
   it('ApprovalRecorded requires what a person must say: the decision and who decided', () => {
