@@ -11,7 +11,6 @@ import { CallerParam, type Caller } from './caller';
 import { IdempotencyKeys, parseIdempotencyKey } from './idempotency-keys';
 import { checkOperationRef } from './operation-ref';
 import { leaseHeader } from './work-requests';
-import { SubmitEventsDto } from './dto/submit-events.dto';
 import { OperationEventsDto, StepViewDto, SubmitAnswerDto } from './dto/responses.dto';
 import { OperationsQueries, submitContext } from './operations.queries';
 import { SubmitEventsPipe } from './submit-events.pipe';
@@ -32,7 +31,7 @@ export class OperationsController {
   @HttpCode(200)
   @RequireAccess('write')
   @ApiOperation({ summary: 'Submit facts; the ledger decides and records what they cause, or refuses them.' })
-  @ApiBody({ type: SubmitEventsDto })
+  @ApiBody({ schema: { $ref: '#/components/schemas/SubmitEventsDto' } })
   @ApiHeader({
     name: 'Ledger-Lease',
     required: false,

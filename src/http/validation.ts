@@ -1,6 +1,4 @@
 import { ValidationPipe, type ValidationError } from '@nestjs/common';
-import { plainToInstance } from 'class-transformer';
-import { validateSync } from 'class-validator';
 import { LedgerProblem } from '@recovery-ledger/core/errors/ledger-problem';
 
 /** The first failing field as a dotted path (`events[0].data.tool`), for a 400 that names it. */
@@ -37,12 +35,4 @@ export function ledgerValidationPipe(): ValidationPipe {
     validationError: { target: false, value: false },
     exceptionFactory: (errors) => badRequest(errors),
   });
-}
-
-/** Validates a plain object against a DTO class; answers the plain, checked object. */
-export function validatePlain<T extends object>(dto: new () => T, value: unknown, prefix: string): T {
-  const instance = plainToInstance(dto, value);
-  const errors = validateSync(instance as object, VALIDATOR_OPTIONS);
-  if (errors.length > 0) throw badRequest(errors, prefix);
-  return value as T;
 }

@@ -1,37 +1,25 @@
 import type { OpenAPIObject } from '@nestjs/swagger';
 import { envelopeJsonSchema } from '@recovery-ledger/core/domain/envelope/envelope.schema';
+import { STEP_POLICY_SCHEMA } from '@recovery-ledger/core/facts/step-planned';
 import {
-  MANUAL_OUTCOMES,
-  MAX_CALL_WINDOW_MS,
-  MAX_REOPEN_ATTEMPTS,
-  SIDE_EFFECTS,
+  EVENT_ID_SCHEMA,
+  EXPECTED_REVISION_SCHEMA,
+  MAX_EVENTS_IN_BODY,
+  OPERATOR_FACT_TYPES,
   SUBMITTED_FACT_TYPES,
-  VERIFICATION_OUTCOMES,
-} from '@recovery-ledger/core/domain/events';
-import { APPROVAL_RECORDED_DATA_SCHEMA } from '@recovery-ledger/core/facts/approval-recorded';
-import { CLIENT_EVENT_ID_PREFIX, IDENTIFIER_PATTERN } from '@recovery-ledger/core/domain/identifier-grammar';
+  SUBMITTED_FACTS,
+} from '@recovery-ledger/core/facts/submitted-facts';
 import { SUBMIT_EXAMPLES } from './submit-examples';
 
 /**
- * The submit body, typed per fact: each submitted event is one of nine shapes told apart by `type`
- * (a discriminator), each `data` with the fields and bounds the edge validation
- * (src/http/dto/submit-events.dto.ts) applies, and the envelope as the same schema the service
- * publishes at /v1/schema/envelope, with the examples of ./submit-examples. The OpenAPI document
- * publishes these schemas and the submit route compiles its validator from them
- * (src/http/submit-body.validator.ts); a differential test holds them to the DTOs.
+ * The submit body, typed per fact, as the OpenAPI document publishes it: each submitted event is
+ * one of the facts of SUBMITTED_FACTS (packages/core/src/facts, their one definition) told apart by
+ * `type` (a discriminator), the step policy and the envelope as named schemas (the envelope the
+ * same one the service publishes at /v1/schema/envelope), with the examples of ./submit-examples.
  */
 
 export type Schema = Record<string, unknown>;
 const ref = (name: string) => ({ $ref: `#/components/schemas/${name}` });
-
-const identifier = (maxLength: number, description?: string): Schema => ({
-  type: 'string',
-  minLength: 1,
-  maxLength,
-  pattern: IDENTIFIER_PATTERN.source,
-  ...(description ? { description } : {}),
-});
-const instant: Schema = { type: 'string', format: 'date-time' };
 
 /**
  * The envelope's JSON Schema (draft 2020-12) as an OpenAPI 3.0 schema: `const` becomes a one-value
@@ -50,27 +38,29 @@ function toOpenApi30(schema: unknown): unknown {
   return out;
 }
 
+/** A fact's data as published: the policy and the envelope by reference, to their named schemas. */
+function publishedData(type: keyof typeof SUBMITTED_FACTS): Schema {
+  const schema = SUBMITTED_FACTS[type].data as { properties: Schema };
+  const properties: Schema = { ...schema.properties };
+  if ('policy' in properties) properties.policy = ref('StepPolicy');
+  if ('envelope' in properties) properties.envelope = ref('ToolEnvelope');
+  return { ...schema, properties };
+}
+
 /** The schemas of the submit body by name, with `#/components/schemas/<name>` references. */
 export const factSchemas = (): Record<string, Schema> => {
   const envelope = envelopeJsonSchema();
   const defs = (toOpenApi30(envelope) as { $defs: Record<string, Schema> }).$defs;
-  const fact = (type: string, data: string, description: string): Schema => ({
+  const fact = (type: keyof typeof SUBMITTED_FACTS): Schema => ({
     type: 'object',
-    description,
+    description: SUBMITTED_FACTS[type].description,
     additionalProperties: false,
     required: ['event_id', 'type', 'data'],
-    properties: {
-      event_id: {
-        type: 'string',
-        format: 'uuid',
-        pattern: CLIENT_EVENT_ID_PREFIX.source,
-        description:
-          'Chosen by the client before the first send; resubmitting it is a no-op. Not a version 8 UUID: those are the ids the ledger derives.',
-      },
-      type: { type: 'string', enum: [type] },
-      data: ref(data),
-    },
+    properties: { event_id: EVENT_ID_SCHEMA, type: { type: 'string', enum: [type] }, data: ref(`${type}Data`) },
   });
+  // Named in the order the document has always listed them.
+  const dataFirst = SUBMITTED_FACT_TYPES.filter((type) => !OPERATOR_FACT_TYPES.some((operator) => operator === type));
+  const factOrder = [...OPERATOR_FACT_TYPES, ...dataFirst];
   return {
     ToolSuccess: { ...defs.ToolSuccess, description: 'A tool that committed and can show it.' },
     ToolError: { ...defs.ToolError, description: 'A tool that failed: what is known, what is safe next.' },
@@ -78,178 +68,9 @@ export const factSchemas = (): Record<string, Schema> => {
       description: String(envelope.description),
       oneOf: [ref('ToolSuccess'), ref('ToolError')],
     },
-    StepPolicy: {
-      type: 'object',
-      additionalProperties: false,
-      properties: {
-        max_attempts: {
-          type: 'integer',
-          minimum: 1,
-          maximum: 100,
-          description: 'Attempts in all, the first included (default 3).',
-        },
-        consistency_window_ms: {
-          type: 'integer',
-          minimum: 0,
-          maximum: 86400000,
-          description: 'How long after a dispatch not_found is inconclusive (default 30000).',
-        },
-        verification_tool: identifier(100, 'The tool that looks the operation up by its operation_ref.'),
-        max_consecutive_dependency_failures: {
-          type: 'integer',
-          minimum: 1,
-          maximum: 100,
-          description: 'Consecutive dependency failures before the step escalates (default 3).',
-        },
-        dispatch_timeout_ms: {
-          type: 'integer',
-          minimum: 1000,
-          maximum: 86400000,
-          description:
-            'With no envelope and no live lease this long after a dispatch, the work feed hands the step out for verification.',
-        },
-      },
-    },
-    StepPlannedData: {
-      type: 'object',
-      additionalProperties: false,
-      required: ['run_id', 'tool', 'side_effect', 'input_hash'],
-      properties: {
-        run_id: identifier(200),
-        tool: identifier(100),
-        side_effect: { type: 'string', enum: [...SIDE_EFFECTS] },
-        input_hash: identifier(
-          200,
-          'A hash of the canonical input: an unchanged retry after correct_input is refused by it.',
-        ),
-        policy: ref('StepPolicy'),
-        input: {
-          description:
-            "The tool's input, for the work feed to hand to a worker; its canonical SHA-256 must be input_hash.",
-        },
-      },
-    },
-    AttemptDispatchedData: {
-      type: 'object',
-      additionalProperties: false,
-      required: ['attempt', 'input_hash'],
-      properties: {
-        attempt: { type: 'integer', minimum: 1, maximum: 1000 },
-        input_hash: identifier(200),
-        call_window_ms: {
-          type: 'integer',
-          minimum: 1,
-          maximum: MAX_CALL_WINDOW_MS,
-          description:
-            "The longest the dispatcher keeps its call open: it starts the call within it and aborts it at its end. The ledger records the call deadline (the smallest of this, the plan's dispatch_timeout_ms and the lease it was sent under); a not_found is conclusive only a consistency window after it.",
-        },
-      },
-    },
-    EnvelopeRecordedData: {
-      type: 'object',
-      additionalProperties: false,
-      required: ['attempt', 'envelope'],
-      properties: { attempt: { type: 'integer', minimum: 1, maximum: 1000 }, envelope: ref('ToolEnvelope') },
-    },
-    VerificationRecordedData: {
-      type: 'object',
-      additionalProperties: false,
-      required: ['outcome', 'checked_at'],
-      properties: {
-        outcome: { type: 'string', enum: [...VERIFICATION_OUTCOMES] },
-        checked_at: instant,
-        evidence_ref: { type: 'string', minLength: 1, maxLength: 200 },
-        result: { description: 'What the lookup found; redacted of secrets before it is stored.' },
-      },
-    },
-    // One definition: the fact's own schema literal, from which its TypeScript type also comes.
-    ApprovalRecordedData: APPROVAL_RECORDED_DATA_SCHEMA,
-    OutcomeVerifiedManuallyData: {
-      type: 'object',
-      additionalProperties: false,
-      required: ['outcome', 'note'],
-      properties: {
-        outcome: { type: 'string', enum: [...MANUAL_OUTCOMES] },
-        note: {
-          type: 'string',
-          minLength: 1,
-          maxLength: 1000,
-          description: 'What the person checked, for the evidence trail.',
-        },
-        evidence_ref: {
-          type: 'string',
-          minLength: 1,
-          maxLength: 200,
-          description: "Required with found_committed: what the person saw (such as the provider's invoice id).",
-        },
-      },
-    },
-    StepCancelledData: {
-      type: 'object',
-      additionalProperties: false,
-      required: ['reason'],
-      properties: { reason: { type: 'string', minLength: 1, maxLength: 1000 } },
-    },
-    StepReopenedData: {
-      type: 'object',
-      additionalProperties: false,
-      required: ['attempts', 'reason'],
-      properties: {
-        attempts: {
-          type: 'integer',
-          minimum: 1,
-          maximum: MAX_REOPEN_ATTEMPTS,
-          description: 'Attempts the step may make from now on, beyond those already used.',
-        },
-        reason: { type: 'string', minLength: 1, maxLength: 1000 },
-      },
-    },
-    EscalationAcknowledgedData: {
-      type: 'object',
-      additionalProperties: false,
-      required: ['assignee'],
-      properties: {
-        assignee: { type: 'string', minLength: 1, maxLength: 200 },
-        note: { type: 'string', maxLength: 1000 },
-      },
-    },
-    OutcomeVerifiedManuallyFact: fact(
-      'OutcomeVerifiedManually',
-      'OutcomeVerifiedManuallyData',
-      "A person's lookup of an unknown outcome (operator keys).",
-    ),
-    StepCancelledFact: fact(
-      'StepCancelled',
-      'StepCancelledData',
-      'A person ends the step; later dispatches are refused (operator keys).',
-    ),
-    StepReopenedFact: fact(
-      'StepReopened',
-      'StepReopenedData',
-      'A new, bounded attempt budget for an escalated step whose outcomes are known (operator keys).',
-    ),
-    EscalationAcknowledgedFact: fact(
-      'EscalationAcknowledged',
-      'EscalationAcknowledgedData',
-      'A person takes an escalation; it stays escalated until resolved (operator keys).',
-    ),
-    StepPlannedFact: fact(
-      'StepPlanned',
-      'StepPlannedData',
-      'Plan a step (the same definition again is a no-op; another one is refused).',
-    ),
-    AttemptDispatchedFact: fact('AttemptDispatched', 'AttemptDispatchedData', 'Ask to dispatch an attempt: the gate.'),
-    EnvelopeRecordedFact: fact(
-      'EnvelopeRecorded',
-      'EnvelopeRecordedData',
-      "The tool's envelope for the attempt in flight.",
-    ),
-    VerificationRecordedFact: fact(
-      'VerificationRecorded',
-      'VerificationRecordedData',
-      'The outcome of the lookup by operation_ref.',
-    ),
-    ApprovalRecordedFact: fact('ApprovalRecorded', 'ApprovalRecordedData', 'An approval granted or denied, by whom.'),
+    StepPolicy: STEP_POLICY_SCHEMA,
+    ...Object.fromEntries([...dataFirst, ...OPERATOR_FACT_TYPES].map((type) => [`${type}Data`, publishedData(type)])),
+    ...Object.fromEntries(factOrder.map((type) => [`${type}Fact`, fact(type)])),
     SubmittedEventDto: {
       type: 'object',
       description: 'One fact, shaped by its type.',
@@ -264,12 +85,8 @@ export const factSchemas = (): Record<string, Schema> => {
       additionalProperties: false,
       required: ['events'],
       properties: {
-        expected_revision: {
-          type: 'integer',
-          minimum: -1,
-          description: 'The stream revision the client read; -1 for a new operation.',
-        },
-        events: { type: 'array', minItems: 1, maxItems: 10000, items: ref('SubmittedEventDto') },
+        expected_revision: EXPECTED_REVISION_SCHEMA,
+        events: { type: 'array', minItems: 1, maxItems: MAX_EVENTS_IN_BODY, items: ref('SubmittedEventDto') },
       },
     },
   };
@@ -305,9 +122,11 @@ export const TAGS = [
 
 /** Types the submit body per fact, adds the examples, the tags and the local-mode server. */
 export function typeFacts(document: OpenAPIObject): OpenAPIObject {
-  const schemas = (document.components ??= {}).schemas ?? {};
-  Object.assign(schemas, factSchemas());
-  document.components.schemas = schemas;
+  const facts = factSchemas();
+  const { SubmittedEventDto, SubmitEventsDto } = facts;
+  // The submit body's schemas lead the document's list, where they have always stood.
+  document.components = document.components ?? {};
+  document.components.schemas = { SubmittedEventDto, SubmitEventsDto, ...document.components.schemas, ...facts };
   const submit = document.paths['/v1/operations/{ref}/events']?.post;
   const media = (submit?.requestBody as { content?: Record<string, { examples?: unknown }> } | undefined)?.content?.[
     'application/json'

@@ -2,33 +2,38 @@ import type { JsonValue } from '../shared/json';
 import { NEXT_ACTIONS, type ToolEnvelope } from './envelope/envelope.types';
 import type { Redaction } from './envelope/redaction';
 import { APPROVAL_DECISIONS, type ApprovalRecordedFactData } from '../facts/approval-recorded';
+import { MAX_CALL_WINDOW_MS, type AttemptDispatchedFactData } from '../facts/attempt-dispatched';
+import type { EnvelopeRecordedFactData } from '../facts/envelope-recorded';
+import {
+  MANUAL_OUTCOMES,
+  MAX_REOPEN_ATTEMPTS,
+  type EscalationAcknowledgedFactData,
+  type OutcomeVerifiedManuallyFactData,
+  type StepCancelledFactData,
+  type StepReopenedFactData,
+} from '../facts/operator-facts';
+import { SIDE_EFFECTS, type StepPlannedFactData, type StepPolicyFactData } from '../facts/step-planned';
+import { VERIFICATION_OUTCOMES, type VerificationRecordedFactData } from '../facts/verification-recorded';
 
 /** Bumped when an event's data changes shape; `evolve` reads every version it has ever written. */
 export const EVENT_SCHEMA_VERSION = 1;
 
 /**
- * Each vocabulary is an `as const` array with its type derived from it (as envelope.types.ts does),
- * so the types, the edge's validation, the event codec and the published schemas share one list.
+ * Each fact's data is defined once, as a schema literal in ../facts, and its type derived from it;
+ * each vocabulary is an `as const` array there with its type derived here (as envelope.types.ts
+ * does), so the types, the edge's validation, the event codec and the published schemas share one list.
  */
-export const SIDE_EFFECTS = ['read', 'write'] as const;
+export { SIDE_EFFECTS };
 export type SideEffect = (typeof SIDE_EFFECTS)[number];
 
-export interface StepPolicy {
-  /** Attempts the step may make in all, the first included. */
-  max_attempts: number;
-  /** How long after a dispatch a `not_found` lookup is still inconclusive. */
-  consistency_window_ms: number;
-  verification_tool?: string;
-  /** Consecutive dependency failures before the step escalates. */
-  max_consecutive_dependency_failures: number;
-  /**
-   * How long a dispatched attempt may go without an envelope, and without a worker holding its
-   * lease, before the work feed hands the step out for verification by the same operation_ref
-   * (its worker is taken to have died). Logs written before it existed lack it: readers use
-   * DEFAULT_POLICY's value (`dispatchTimeoutMs`).
-   */
-  dispatch_timeout_ms: number;
-}
+/**
+ * The policy as stored: the submitted one with the ledger's defaults filled in. Its
+ * `dispatch_timeout_ms` is how long a dispatched attempt may go without an envelope, and without a
+ * worker holding its lease, before the work feed hands the step out for verification by the same
+ * operation_ref; logs written before it existed lack it: readers use `dispatchTimeoutMs`.
+ */
+export type StepPolicy = Required<Omit<StepPolicyFactData, 'verification_tool'>> &
+  Pick<StepPolicyFactData, 'verification_tool'>;
 
 export const DEFAULT_POLICY: StepPolicy = {
   max_attempts: 3,
@@ -45,31 +50,20 @@ export function dispatchTimeoutMs(policy: Partial<StepPolicy> | undefined): numb
 
 // ---- Facts the runtime submits -------------------------------------------------------------------
 
-export interface StepPlannedData {
-  run_id: string;
-  tool: string;
-  side_effect: SideEffect;
-  input_hash: string;
-  policy: StepPolicy;
-  /**
-   * The tool's input itself, when the runtime wants the ledger's work feed to hand it to a worker
-   * (a step started with one call). Its canonical hash is the input_hash; it never holds secrets.
-   */
-  input?: JsonValue;
-}
+/**
+ * A plan as stored: its policy complete, and `input` (when the runtime wants the ledger's work feed
+ * to hand it to a worker) a JSON value whose canonical hash is the input_hash; it never holds secrets.
+ */
+export type StepPlannedData = Omit<StepPlannedFactData, 'policy' | 'input'> & { policy: StepPolicy; input?: JsonValue };
 
-/** The longest call window a dispatcher may declare: a day, as the plan's dispatch timeout. */
-export const MAX_CALL_WINDOW_MS = 86_400_000;
+export { MAX_CALL_WINDOW_MS };
 
-export interface AttemptDispatchedData {
-  attempt: number;
-  input_hash: string;
-  /**
-   * The longest the dispatcher's call may stay open, as it declares it (its own call timeout, its
-   * lease): it starts the call within it and aborts it at its end (docs/reliability.md, "When an
-   * attempt may still reach the provider").
-   */
-  call_window_ms?: number;
+/**
+ * A dispatch as stored. Its `call_window_ms` is the longest the dispatcher's call may stay open, as
+ * it declares it: it starts the call within it and aborts it at its end (docs/reliability.md, "When
+ * an attempt may still reach the provider").
+ */
+export type AttemptDispatchedData = AttemptDispatchedFactData & {
   /**
    * Set by the ledger when it grants the attempt: the last instant (ledger clock) the attempt may
    * reach the provider from the dispatcher's side. A `not_found` is conclusive only a consistency
@@ -77,25 +71,18 @@ export interface AttemptDispatchedData {
    * the dispatch instant plus the plan's dispatch timeout (`callDeadlineOf`).
    */
   call_deadline?: string;
-}
+};
 
-export interface EnvelopeRecordedData {
-  attempt: number;
+export type EnvelopeRecordedData = Omit<EnvelopeRecordedFactData, 'envelope'> & {
   envelope: ToolEnvelope;
   /** What was redacted from the envelope before it was stored (path and kind, never the secret). */
   redactions: Redaction[];
-}
+};
 
-export const VERIFICATION_OUTCOMES = ['found_committed', 'not_found', 'lookup_unavailable'] as const;
+export { VERIFICATION_OUTCOMES };
 export type VerificationOutcome = (typeof VERIFICATION_OUTCOMES)[number];
 
-export interface VerificationRecordedData {
-  outcome: VerificationOutcome;
-  checked_at: string;
-  evidence_ref?: string;
-  result?: unknown;
-  redactions: Redaction[];
-}
+export type VerificationRecordedData = VerificationRecordedFactData & { redactions: Redaction[] };
 
 export { APPROVAL_DECISIONS };
 export type ApprovalDecision = (typeof APPROVAL_DECISIONS)[number];
@@ -108,41 +95,12 @@ export type ApprovalRecordedData = ApprovalRecordedFactData;
 
 // ---- Facts an operator records (docs/contract.md §4.10) -------------------------------------------
 
-/** What a person found when they looked the operation up themselves. */
-export const MANUAL_OUTCOMES = ['found_committed', 'not_found'] as const;
+export { MANUAL_OUTCOMES, MAX_REOPEN_ATTEMPTS };
 export type ManualOutcome = (typeof MANUAL_OUTCOMES)[number];
-
-/**
- * A person's lookup of an attempt whose outcome is unknown: it resolves the step as a verified
- * lookup would, and is counted apart from automated verifications. `found_committed` carries the
- * evidence the person saw (`evidence_ref`, such as the provider's invoice id).
- */
-export interface OutcomeVerifiedManuallyData {
-  outcome: ManualOutcome;
-  note: string;
-  evidence_ref?: string;
-}
-
-/** A person ends the step: terminal, and every later dispatch is refused STEP_CANCELLED. */
-export interface StepCancelledData {
-  reason: string;
-}
-
-/** The most attempts one reopen may grant: a person gives a bounded budget, never an open one. */
-export const MAX_REOPEN_ATTEMPTS = 10;
-
-/** A person gives an escalated step whose every outcome is known a new, bounded attempt budget. */
-export interface StepReopenedData {
-  /** Attempts the step may make from now on, beyond those already used. */
-  attempts: number;
-  reason: string;
-}
-
-/** A person takes an escalation: it leaves "Needs a person" and stays escalated until resolved. */
-export interface EscalationAcknowledgedData {
-  assignee: string;
-  note?: string;
-}
+export type OutcomeVerifiedManuallyData = OutcomeVerifiedManuallyFactData;
+export type StepCancelledData = StepCancelledFactData;
+export type StepReopenedData = StepReopenedFactData;
+export type EscalationAcknowledgedData = EscalationAcknowledgedFactData;
 
 export type OperatorFact =
   | { type: 'OutcomeVerifiedManually'; data: OutcomeVerifiedManuallyData }
