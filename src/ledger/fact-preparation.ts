@@ -1,7 +1,8 @@
 import { validateEnvelope } from '@recovery-ledger/core/domain/envelope/validate-envelope';
 import type { EnvelopeLimits } from '@recovery-ledger/core/domain/envelope/envelope.types';
 import { redactDeep, type SecretDetector } from '@recovery-ledger/core/domain/envelope/redaction';
-import type { StepPolicy, SubmittedFact } from '@recovery-ledger/core/domain/events';
+import type { StepPolicy, SubmittedFact, SubmittedFactType } from '@recovery-ledger/core/domain/events';
+import { SUBMITTED_FACTS } from '@recovery-ledger/core/facts/submitted-facts';
 import { isPlanned, type StepState } from '@recovery-ledger/core/domain/step-state';
 import { LedgerProblem } from '@recovery-ledger/core/errors/ledger-problem';
 import type { SubmittedEvent } from '@recovery-ledger/core/contract/ledger-api.types';
@@ -48,10 +49,41 @@ function checkedInput(input: unknown, hash: string, field: string): JsonValue {
   return JSON.parse(canonical) as JsonValue;
 }
 
+/** A fact's data schema, as far as preparing it reads it. */
+interface DataSchema {
+  properties: Record<string, { type?: string; pattern?: string; enum?: unknown; format?: string }>;
+}
+
+/**
+ * Free text a person or a tool wrote (a string with no pattern, vocabulary or format: a reason, a
+ * note, an approver's name) is redacted before it is stored (docs/security.md, "Secrets").
+ */
+const isFreeText = (field: DataSchema['properties'][string]): boolean =>
+  field.type === 'string' && field.pattern === undefined && field.enum === undefined && field.format === undefined;
+
+/**
+ * How most facts are stored: the fields their schema defines, in the schema's order, each free-text
+ * one redacted in place (their data keeps no list of redactions: its shape predates one, and a
+ * redacted field shows its marker).
+ */
+function storedAsDefined(type: SubmittedFactType, data: Record<string, unknown>, detect?: SecretDetector) {
+  const { properties } = SUBMITTED_FACTS[type].data as DataSchema;
+  const present = Object.keys(properties).filter((name) => data[name] !== undefined);
+  const freeText = Object.fromEntries(
+    present.filter((name) => isFreeText(properties[name])).map((name) => [name, data[name]]),
+  );
+  const { value: redacted } = redactDeep(freeText, '', { detect });
+  return {
+    type,
+    data: Object.fromEntries(present.map((name) => [name, redacted[name] ?? data[name]])),
+  } as SubmittedFact;
+}
+
 /**
  * Turns a submitted event (shape checked at the edge) into a domain fact: the plan's policy filled
  * in with the defaults of the day (so a replay never depends on configuration), the envelope checked
  * against the step it is recorded on, and anything free-form redacted before it can be stored.
+ * A fact with nothing more to it is stored as its schema defines it (`storedAsDefined`).
  */
 export function prepareFact(
   submitted: SubmittedEvent,
@@ -80,15 +112,6 @@ export function prepareFact(
         },
       };
     }
-    case 'AttemptDispatched':
-      return {
-        type: 'AttemptDispatched',
-        data: {
-          attempt: data.attempt,
-          input_hash: data.input_hash,
-          ...(data.call_window_ms === undefined ? {} : { call_window_ms: data.call_window_ms }),
-        },
-      };
     case 'EnvelopeRecorded': {
       // Before the plan there is no side effect to judge the envelope by: the decider refuses it.
       const sideEffect = isPlanned(state) ? state.definition.side_effect : 'write';
@@ -118,53 +141,15 @@ export function prepareFact(
         },
       };
     }
-    case 'ApprovalRecorded': {
-      // Redacted like every free-form field; an approval's data has no `redactions` list (its shape
-      // predates one), and a redacted approver or reason shows its marker in place.
-      const { value } = redactDeep({ approver: data.approver, reason: data.reason }, '', { detect });
-      return {
-        type: 'ApprovalRecorded',
-        data: {
-          decision: data.decision,
-          approver: value.approver,
-          ...(value.reason === undefined ? {} : { reason: value.reason }),
-          ...(data.input_hash === undefined ? {} : { input_hash: data.input_hash }),
-        },
-      };
-    }
-    case 'OutcomeVerifiedManually': {
+    case 'OutcomeVerifiedManually':
       // A person's word that the write committed is evidence only with what they saw (§4.10).
       if (data.outcome === 'found_committed' && data.evidence_ref === undefined) {
         throw new LedgerProblem('BAD_REQUEST', 'found_committed needs the evidence_ref the person saw', {
           field: `${fieldPrefix}.data.evidence_ref`,
         });
       }
-      const { value } = redactDeep({ note: data.note, evidence_ref: data.evidence_ref }, '', { detect });
-      return {
-        type: 'OutcomeVerifiedManually',
-        data: {
-          outcome: data.outcome,
-          note: value.note,
-          ...(value.evidence_ref === undefined ? {} : { evidence_ref: value.evidence_ref }),
-        },
-      };
-    }
-    case 'StepCancelled':
-      return {
-        type: 'StepCancelled',
-        data: { reason: redactDeep({ reason: data.reason }, '', { detect }).value.reason },
-      };
-    case 'StepReopened':
-      return {
-        type: 'StepReopened',
-        data: { attempts: data.attempts, reason: redactDeep({ reason: data.reason }, '', { detect }).value.reason },
-      };
-    case 'EscalationAcknowledged': {
-      const { value } = redactDeep({ assignee: data.assignee, note: data.note }, '', { detect });
-      return {
-        type: 'EscalationAcknowledged',
-        data: { assignee: value.assignee, ...(value.note === undefined ? {} : { note: value.note }) },
-      };
-    }
+      return storedAsDefined(submitted.type, data, detect);
+    default:
+      return storedAsDefined(submitted.type, data, detect);
   }
 }

@@ -4,6 +4,8 @@
  * run time by a runtime that imports the client.
  */
 import type { ToolEnvelope } from '@recovery-ledger/core/domain/envelope/envelope.types';
+import type { FromSchema } from '@recovery-ledger/core/facts/from-schema';
+import type { SUBMITTED_FACTS } from '@recovery-ledger/core/facts/submitted-facts';
 import type {
   Directive,
   DirectiveAction,
@@ -43,91 +45,32 @@ export interface SubmitAnswer extends Omit<ServerSubmitAnswer, 'state'> {
   state: OperationState;
 }
 
+/**
+ * Each fact's data as submitted: the type derived from its one definition, the schema literal in
+ * the core's facts (the one the service reads a submit against), so a new fact needs nothing here.
+ * The envelope is typed in full; the schema reads it only as an object, the service checks it later.
+ */
+type DefinedInputs = { [Type in SubmittedFactType]: FromSchema<(typeof SUBMITTED_FACTS)[Type]['data']> };
+
+export interface FactInputs extends Omit<DefinedInputs, 'EnvelopeRecorded'> {
+  EnvelopeRecorded: Omit<DefinedInputs['EnvelopeRecorded'], 'envelope'> & { envelope: ToolEnvelope };
+}
+
 /** `StepPlanned` data as submitted; the ledger fills the policy's defaults and stores them. */
-export interface StepPlannedInput {
-  run_id: string;
-  tool: string;
-  side_effect: SideEffect;
-  input_hash: string;
-  policy?: StepPolicyInput;
-  /** The input itself, for the work feed's workers (its canonical SHA-256 is input_hash). */
-  input?: unknown;
-}
-
-export interface StepPolicyInput {
-  max_attempts?: number;
-  consistency_window_ms?: number;
-  verification_tool?: string;
-  max_consecutive_dependency_failures?: number;
-  /** No envelope and no live lease this long after a dispatch: the feed hands the step out for verification. */
-  dispatch_timeout_ms?: number;
-}
-
-export interface AttemptDispatchedInput {
-  /** The previous attempts plus one; the first is 1. */
-  attempt: number;
-  input_hash: string;
-  /**
-   * The longest the dispatcher's call may stay open (1..86_400_000 ms); the ledger's call deadline
-   * is at most this long after its grant (docs/contract.md §4.5).
-   */
-  call_window_ms?: number;
-}
-
-export interface EnvelopeRecordedInput {
-  attempt: number;
-  envelope: ToolEnvelope;
-}
-
-export interface VerificationRecordedInput {
-  outcome: VerificationOutcome;
-  /** When the lookup ran (evidence only: the ledger judges windows by its own clock). */
-  checked_at: string;
-  evidence_ref?: string;
-  result?: unknown;
-}
-
-export interface ApprovalRecordedInput {
-  decision: 'granted' | 'denied';
-  approver: string;
-  reason?: string;
-  /** The input the grant is for: the state's approval_input_hash (docs/contract.md §4.4). */
-  input_hash?: string;
-}
-
+export type StepPlannedInput = FactInputs['StepPlanned'];
+export type StepPolicyInput = NonNullable<StepPlannedInput['policy']>;
+/** `attempt` is the previous attempts plus one; `call_window_ms` bounds the call (docs/contract.md §4.5). */
+export type AttemptDispatchedInput = FactInputs['AttemptDispatched'];
+export type EnvelopeRecordedInput = FactInputs['EnvelopeRecorded'];
+/** `checked_at` is when the lookup ran (evidence only: the ledger judges windows by its own clock). */
+export type VerificationRecordedInput = FactInputs['VerificationRecorded'];
+/** `input_hash` is the input the grant is for: the state's approval_input_hash (docs/contract.md §4.4). */
+export type ApprovalRecordedInput = FactInputs['ApprovalRecorded'];
 /** Operator facts (docs/contract.md §4.10): an operator key records them, with its reason. */
-export interface OutcomeVerifiedManuallyInput {
-  outcome: 'found_committed' | 'not_found';
-  note: string;
-  /** Required with found_committed: what the person saw (the provider's id of the write). */
-  evidence_ref?: string;
-}
-
-export interface StepCancelledInput {
-  reason: string;
-}
-
-export interface StepReopenedInput {
-  attempts: number;
-  reason: string;
-}
-
-export interface EscalationAcknowledgedInput {
-  assignee: string;
-  note?: string;
-}
-
-export interface FactInputs {
-  OutcomeVerifiedManually: OutcomeVerifiedManuallyInput;
-  StepCancelled: StepCancelledInput;
-  StepReopened: StepReopenedInput;
-  EscalationAcknowledged: EscalationAcknowledgedInput;
-  StepPlanned: StepPlannedInput;
-  AttemptDispatched: AttemptDispatchedInput;
-  EnvelopeRecorded: EnvelopeRecordedInput;
-  VerificationRecorded: VerificationRecordedInput;
-  ApprovalRecorded: ApprovalRecordedInput;
-}
+export type OutcomeVerifiedManuallyInput = FactInputs['OutcomeVerifiedManually'];
+export type StepCancelledInput = FactInputs['StepCancelled'];
+export type StepReopenedInput = FactInputs['StepReopened'];
+export type EscalationAcknowledgedInput = FactInputs['EscalationAcknowledged'];
 
 /** One fact to submit. Without an `event_id` the client chooses one before the first send. */
 export type SubmittedEventInput = {

@@ -1,8 +1,7 @@
 import { isJsonObject, type JsonObject } from '../shared/json';
+import { SUBMITTED_FACTS } from '../facts/submitted-facts';
 import {
-  APPROVAL_DECISIONS,
   LEDGER_EVENT_TYPES,
-  MANUAL_OUTCOMES,
   SIDE_EFFECTS,
   STEP_STATUSES,
   STEP_VIEW_STATUSES,
@@ -82,6 +81,36 @@ const isEnvelope = (value: unknown) =>
 const isDirective = (value: unknown) =>
   isObject(value) && isString(value.next_action) && isCount(value.attempts_remaining);
 
+interface FieldDefinition {
+  type?: string;
+  enum?: readonly string[];
+}
+
+/** What a stored field of a schema's type must hold: the vocabulary, a string, a count. */
+function holdsDefined(field: FieldDefinition): (value: unknown) => boolean {
+  if (field.enum) return oneOf(field.enum);
+  if (field.type === 'integer') return isCount;
+  if (field.type === 'string') return isString;
+  return () => true;
+}
+
+/**
+ * The stored shape of a fact stored as its schema defines it (src/ledger/fact-preparation.ts,
+ * `storedAsDefined`): its required fields present and of their type, its optional ones of their type.
+ */
+function asDefined(type: keyof typeof SUBMITTED_FACTS): Check {
+  const schema = SUBMITTED_FACTS[type].data as {
+    required: readonly string[];
+    properties: Record<string, FieldDefinition>;
+  };
+  const required = new Set(schema.required);
+  const entries = Object.entries(schema.properties).map(([name, field]) => [name, holdsDefined(field)] as const);
+  return fields(
+    Object.fromEntries(entries.filter(([name]) => required.has(name))),
+    Object.fromEntries(entries.filter(([name]) => !required.has(name))),
+  );
+}
+
 /** Each type's shape, with how its plan's policy is held: whole for the ledger, loosely for projections. */
 function shapes(policy: (value: unknown) => boolean): Record<LedgerEventType, Check> {
   return {
@@ -102,11 +131,11 @@ function shapes(policy: (value: unknown) => boolean): Record<LedgerEventType, Ch
       checked_at: isString,
       redactions: Array.isArray,
     }),
-    ApprovalRecorded: fields({ decision: oneOf(APPROVAL_DECISIONS), approver: isString }, { input_hash: isString }),
-    OutcomeVerifiedManually: fields({ outcome: oneOf(MANUAL_OUTCOMES), note: isString }, { evidence_ref: isString }),
-    StepCancelled: fields({ reason: isString }),
-    StepReopened: fields({ attempts: isCount, reason: isString }),
-    EscalationAcknowledged: fields({ assignee: isString }, { note: isString }),
+    ApprovalRecorded: asDefined('ApprovalRecorded'),
+    OutcomeVerifiedManually: asDefined('OutcomeVerifiedManually'),
+    StepCancelled: asDefined('StepCancelled'),
+    StepReopened: asDefined('StepReopened'),
+    EscalationAcknowledged: asDefined('EscalationAcknowledged'),
     TransitionRecorded: fields(
       {
         from: oneOf(STEP_VIEW_STATUSES),
