@@ -13,6 +13,7 @@ import { MetricsController } from './metrics.controller';
 import { OperationListController } from './operation-list.controller';
 import { OperationsController } from './operations.controller';
 import { OperationsQueries } from './operations.queries';
+import { SubmitCommandResolver } from './submit-command.resolver';
 import { RecoveryController } from './recovery.controller';
 import { RunsController } from './runs.controller';
 import { SchemaController } from './schema.controller';
@@ -58,6 +59,7 @@ export class HttpModule {
       ],
       providers: [
         OperationsQueries,
+        SubmitCommandResolver,
         longPollLimiterProvider,
         LongPollInterceptor,
         {

@@ -1,18 +1,15 @@
-import { Body, Controller, Get, Headers, HttpCode, Inject, Optional, Param, Post, Query, Res } from '@nestjs/common';
+import { Body, Controller, Get, Headers, HttpCode, Inject, Param, Post, Query, Res } from '@nestjs/common';
 import type { FastifyReply } from 'fastify';
 import { ApiBody, ApiHeader, ApiOkResponse, ApiOperation, ApiParam, ApiQuery, ApiTags } from '@nestjs/swagger';
-import { WorkFeed, type LeaseEvidenceAnswer } from '../work/work-feed';
 import { RequireAccess } from '../auth/access';
-import { checkFactPermissions } from '../auth/fact-permissions';
-import { CONFIG, type LedgerConfig } from '../config/ledger-config';
-import { LedgerService } from '../ledger/ledger.service';
-import type { LeaseEvidence, SubmitRequest } from '@recovery-ledger/core/contract/ledger-api.types';
+import { SubmitCommandHandler } from '../ledger/submit-command.handler';
+import type { SubmitRequest } from '@recovery-ledger/core/contract/ledger-api.types';
 import { CallerParam, type Caller } from './caller';
 import { IdempotencyKeys, parseIdempotencyKey } from './idempotency-keys';
 import { checkOperationRef } from './operation-ref';
-import { leaseHeader } from './work-requests';
 import { OperationEventsDto, StepViewDto, SubmitAnswerDto } from './dto/responses.dto';
-import { OperationsQueries, submitContext } from './operations.queries';
+import { OperationsQueries } from './operations.queries';
+import { SubmitCommandResolver } from './submit-command.resolver';
 import { SubmitEventsPipe } from './submit-events.pipe';
 
 @ApiTags('operations')
@@ -20,11 +17,10 @@ import { SubmitEventsPipe } from './submit-events.pipe';
 @Controller('v1/operations')
 export class OperationsController {
   constructor(
-    @Inject(LedgerService) private readonly ledger: LedgerService,
+    @Inject(SubmitCommandHandler) private readonly commands: SubmitCommandHandler,
+    @Inject(SubmitCommandResolver) private readonly resolver: SubmitCommandResolver,
     @Inject(OperationsQueries) private readonly queries: OperationsQueries,
-    @Inject(CONFIG) private readonly config: LedgerConfig,
     @Inject(IdempotencyKeys) private readonly idempotencyKeys: IdempotencyKeys,
-    @Optional() @Inject(WorkFeed) private readonly work?: WorkFeed,
   ) {}
 
   @Post(':ref/events')
@@ -52,13 +48,7 @@ export class OperationsController {
     @Headers() headers: Record<string, string | undefined>,
     @Res({ passthrough: true }) reply: FastifyReply,
   ) {
-    const decide = async () => {
-      checkFactPermissions(caller, body.events, { selfApproval: this.config.allowSelfApproval });
-      const leaseId = this.work ? leaseHeader(headers['ledger-lease']) : undefined;
-      const evidence =
-        leaseId === undefined ? undefined : await this.work?.leaseEvidence(caller, checkOperationRef(ref), leaseId);
-      return this.ledger.submit({ ...submitContext(caller, ref, headers), ...leaseContext(evidence) }, body);
-    };
+    const decide = async () => this.commands.submit(await this.resolver.resolve(caller, ref, headers, body));
     const key = parseIdempotencyKey(headers['idempotency-key']);
     if (key === undefined) return decide();
     const { answer, replayed } = await this.idempotencyKeys.run(
@@ -87,11 +77,4 @@ export class OperationsController {
   events(@CallerParam() caller: Caller, @Param('ref') ref: string, @Query('as_of_revision') asOfRevision?: string) {
     return this.queries.events(caller, ref, asOfRevision);
   }
-}
-
-/** The lease a submit came under: its evidence is stored with the facts; its end only bounds a dispatch. */
-function leaseContext(evidence: LeaseEvidenceAnswer | undefined): { lease?: LeaseEvidence; leaseExpiresAt?: string } {
-  if (!evidence) return {};
-  const { expires_at: leaseExpiresAt, ...lease } = evidence;
-  return { lease, ...(leaseExpiresAt === undefined ? {} : { leaseExpiresAt }) };
 }

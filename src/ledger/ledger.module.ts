@@ -20,6 +20,7 @@ import { findRollback, lowerWebhookCheckpoint } from './history-rollback';
 import { INSTANCE_CLOCKS, InstanceClocks, loadClockSettings } from './instance-clocks';
 import { IntegrityMonitor } from './integrity-monitor';
 import { LedgerService, type LedgerObserver } from './ledger.service';
+import { SubmitCommandHandler } from './submit-command.handler';
 import { stepIndexer } from './step-index';
 
 /**
@@ -350,11 +351,25 @@ export class LedgerModule {
               integrity,
             ),
         },
+        {
+          provide: SubmitCommandHandler,
+          inject: [LedgerService],
+          useFactory: (ledger: LedgerService) => ledger.commands,
+        },
         HistoryRollbackCheck,
         StoreLifecycle,
         InstanceClocksLifecycle,
       ],
-      exports: [CONFIG, CLOCK, INSTANCE_CLOCKS, EVENT_STORE, LedgerService, IntegrityMonitor, REFUSAL_LISTENERS],
+      exports: [
+        CONFIG,
+        CLOCK,
+        INSTANCE_CLOCKS,
+        EVENT_STORE,
+        LedgerService,
+        SubmitCommandHandler,
+        IntegrityMonitor,
+        REFUSAL_LISTENERS,
+      ],
     };
   }
 }

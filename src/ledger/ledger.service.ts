@@ -25,7 +25,8 @@ export type { LedgerObserver, LedgerSettings } from './submit-command.handler';
  */
 export class LedgerService {
   private readonly streams: SealedStreams;
-  private readonly commands: SubmitCommandHandler;
+  /** The one command path; the submit route hands it its command directly. */
+  readonly commands: SubmitCommandHandler;
 
   constructor(
     store: EventStore,
@@ -36,14 +37,12 @@ export class LedgerService {
     scanner: SecretScanner = new SecretScanner(),
   ) {
     this.streams = new SealedStreams(store, broken);
-    this.commands = new SubmitCommandHandler(this.streams, clock, settings, observer, scanner);
+    this.commands = new SubmitCommandHandler(this.streams, clock, settings, observer, scanner, broken);
   }
 
+  /** A submit from inside the process (the CLI's local store, tests): the same command path. */
   submit(context: SubmitContext, request: SubmitRequest): Promise<SubmitAnswer> {
-    // Before anything is read or decided: a refusal here stores nothing (docs/security.md, "A log rolled back").
-    const refusal = this.writeRefusal();
-    if (refusal) return Promise.reject(refusal);
-    return this.commands.submit(context, request);
+    return this.commands.submit({ context, request });
   }
 
   /** Why no write may be decided now (a log found rolled back), if so: for the work feed's leases too. */

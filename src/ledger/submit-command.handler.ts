@@ -1,5 +1,6 @@
 import type {
   SubmitAnswer,
+  SubmitCommand,
   SubmitContext,
   SubmitRequest,
   SubmitResult,
@@ -16,7 +17,7 @@ import { prepareFact, type PreparationSettings } from './fact-preparation';
 import { answerAsFirstTime, freshEvents } from './idempotency';
 import { refuseSecretIdentifiers } from './identifiers';
 import { KeyedSerializer } from './keyed-serializer';
-import type { SealedStreams, StreamSnapshot } from './sealed-streams';
+import type { BrokenStreams, SealedStreams, StreamSnapshot } from './sealed-streams';
 import { SecretScanner, stringsOf } from './secret-scanner';
 import { stateView, submitAnswer } from './step-views';
 import { toNewEvents, type UnsealedEvent } from './stored-events';
@@ -57,9 +58,13 @@ export class SubmitCommandHandler {
     private readonly settings: LedgerSettings,
     private readonly observer: LedgerObserver,
     private readonly scanner: SecretScanner,
+    private readonly broken: BrokenStreams,
   ) {}
 
-  async submit(context: SubmitContext, request: SubmitRequest): Promise<SubmitAnswer> {
+  async submit({ context, request }: SubmitCommand): Promise<SubmitAnswer> {
+    // Before anything is read or decided: a refusal here stores nothing (docs/security.md, "A log rolled back").
+    const refusal = this.broken.writeRefusal?.();
+    if (refusal) throw refusal;
     // Scanned once, before the stream is read: the detector answers for every string of the submit.
     const detect = await this.scanner.detectorFor(
       stringsOf([context.operationRef, context.tracestate ?? '', request.events.map((event) => event.data)]),

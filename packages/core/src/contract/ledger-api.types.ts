@@ -29,6 +29,12 @@ export interface SubmitContext {
   leaseExpiresAt?: string;
 }
 
+/** One submit as the ledger takes it: who, on which operation, under which lease, and the facts. */
+export interface SubmitCommand {
+  context: SubmitContext;
+  request: SubmitRequest;
+}
+
 export interface LeaseEvidence {
   lease_id: string;
   holder: string;
