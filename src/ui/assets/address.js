@@ -4,6 +4,39 @@
  */
 import { $ } from './dom.js';
 
+export function current() {
+  var hash = location.hash.replace(/^#\/?/, '');
+  var question = hash.indexOf('?');
+  var path = question < 0 ? hash : hash.slice(0, question);
+  var query = question < 0 ? '' : hash.slice(question + 1);
+  var slash = path.indexOf('/');
+  return {
+    view: slash < 0 ? path : path.slice(0, slash),
+    id: slash < 0 ? '' : decodeURIComponent(path.slice(slash + 1)),
+    filters: filtersOf(query),
+  };
+}
+
+/** Filters live in the hash (`#/operations?status=verifying`), so a filtered list has a URL. */
+function filtersOf(query) {
+  var params = new URLSearchParams(query || '');
+  var filters = {};
+  params.forEach(function (value, name) {
+    if (value) filters[name] = value;
+  });
+  return filters;
+}
+
+export function queryHash(view, filters, change) {
+  var merged = Object.assign({}, filters, change);
+  var params = new URLSearchParams();
+  Object.keys(merged).forEach(function (name) {
+    if (merged[name]) params.set(name, merged[name]);
+  });
+  var text = params.toString();
+  return '#/' + view + (text ? '?' + text : '');
+}
+
 var VIEWS = [
   'triage-view',
   'operations-view',
@@ -35,37 +68,4 @@ export function show(view) {
     if (link.getAttribute('data-view') === tab) link.setAttribute('aria-current', 'page');
     else link.removeAttribute('aria-current');
   });
-}
-
-/** Filters live in the hash (`#/operations?status=verifying`), so a filtered list has a URL. */
-function filtersOf(query) {
-  var params = new URLSearchParams(query || '');
-  var filters = {};
-  params.forEach(function (value, name) {
-    if (value) filters[name] = value;
-  });
-  return filters;
-}
-
-export function queryHash(view, filters, change) {
-  var merged = Object.assign({}, filters, change);
-  var params = new URLSearchParams();
-  Object.keys(merged).forEach(function (name) {
-    if (merged[name]) params.set(name, merged[name]);
-  });
-  var text = params.toString();
-  return '#/' + view + (text ? '?' + text : '');
-}
-
-export function current() {
-  var hash = location.hash.replace(/^#\/?/, '');
-  var question = hash.indexOf('?');
-  var path = question < 0 ? hash : hash.slice(0, question);
-  var query = question < 0 ? '' : hash.slice(question + 1);
-  var slash = path.indexOf('/');
-  return {
-    view: slash < 0 ? path : path.slice(0, slash),
-    id: slash < 0 ? '' : decodeURIComponent(path.slice(slash + 1)),
-    filters: filtersOf(query),
-  };
 }

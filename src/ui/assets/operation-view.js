@@ -20,6 +20,7 @@ import {
 import { renderContext, renderOperatorActions } from './operator-actions.js';
 import { renderApproval } from './approval.js';
 
+/** The operation on screen, if any: live-follow.js reads its holder again while the log is quiet. */
 export var openRef;
 var holderTimer;
 
