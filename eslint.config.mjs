@@ -52,4 +52,9 @@ export default tseslint.config(
     languageOptions: { sourceType: 'commonjs' },
     rules: { '@typescript-eslint/no-require-imports': 'off' },
   },
+  {
+    // The incident console: ES modules the browser loads as they are (src/ui/ui-assets.ts).
+    files: ['src/ui/assets/**/*.js'],
+    languageOptions: { sourceType: 'module' },
+  },
 );

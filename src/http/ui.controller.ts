@@ -2,7 +2,7 @@ import { Controller, Get, NotFoundException, Param, Res } from '@nestjs/common';
 import { ApiExcludeController } from '@nestjs/swagger';
 import type { FastifyReply } from 'fastify';
 import { RequireAccess } from '../auth/access';
-import { loadUiAssets, UI_FILES, type UiAsset, type UiFile } from '../ui/ui-assets';
+import { loadUiAssets, type UiAsset } from '../ui/ui-assets';
 
 /**
  * The page talks to the public API from the same origin and nothing else: no inline script or
@@ -26,7 +26,7 @@ const CONTENT_SECURITY_POLICY = [
 @ApiExcludeController()
 @Controller('ui')
 export class UiController {
-  private readonly assets: Map<UiFile, UiAsset> = loadUiAssets();
+  private readonly assets: Map<string, UiAsset> = loadUiAssets();
 
   @Get()
   @RequireAccess('public')
@@ -37,12 +37,13 @@ export class UiController {
   @Get(':file')
   @RequireAccess('public')
   file(@Param('file') file: string, @Res({ passthrough: true }) reply: FastifyReply): Buffer {
-    if (!(UI_FILES as readonly string[]).includes(file)) throw new NotFoundException();
-    return this.send(reply, file as UiFile);
+    return this.send(reply, file);
   }
 
-  private send(reply: FastifyReply, file: UiFile): Buffer {
-    const asset = this.assets.get(file) as UiAsset;
+  private send(reply: FastifyReply, file: string): Buffer {
+    // Only a name loaded at start-up is served: `..`, a sub-folder or an unknown name is a 404.
+    const asset = this.assets.get(file);
+    if (!asset) throw new NotFoundException();
     reply
       .header('content-type', asset.contentType)
       .header('content-security-policy', CONTENT_SECURITY_POLICY)

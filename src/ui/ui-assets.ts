@@ -1,5 +1,5 @@
-import { existsSync, readFileSync } from 'node:fs';
-import { dirname, join } from 'node:path';
+import { existsSync, readdirSync, readFileSync } from 'node:fs';
+import { dirname, extname, join } from 'node:path';
 
 export interface UiAsset {
   body: Buffer;
@@ -13,10 +13,6 @@ const CONTENT_TYPES: Record<string, string> = {
   '.svg': 'image/svg+xml',
 };
 
-/** The files the page is made of; anything else under /ui is a 404, so no path ever reaches the disk. */
-export const UI_FILES = ['index.html', 'app.js', 'app.css', 'favicon.svg'] as const;
-export type UiFile = (typeof UI_FILES)[number];
-
 /**
  * The package root, found from this file: `src/ui` when run from source (tests), `dist/src/ui`
  * when built. The assets are read from the source folder in both cases, so `tsc` needs no copy
@@ -29,14 +25,17 @@ export function packageRoot(from: string = __dirname): string {
   }
 }
 
-export function loadUiAssets(root: string = packageRoot()): Map<UiFile, UiAsset> {
-  const assets = new Map<UiFile, UiAsset>();
-  for (const file of UI_FILES) {
-    const extension = file.slice(file.lastIndexOf('.'));
-    assets.set(file, {
-      body: readFileSync(join(root, 'src', 'ui', 'assets', file)),
-      contentType: CONTENT_TYPES[extension],
-    });
+/**
+ * The files the page is made of: every file of the assets folder with a known type (the page, its
+ * style, its icon, the console's ES modules), read once at start-up. A request is answered from
+ * this map by exact name; anything else under /ui is a 404, so no request path ever reaches the disk.
+ */
+export function loadUiAssets(root: string = packageRoot()): Map<string, UiAsset> {
+  const folder = join(root, 'src', 'ui', 'assets');
+  const assets = new Map<string, UiAsset>();
+  for (const entry of readdirSync(folder, { withFileTypes: true })) {
+    const contentType = entry.isFile() ? CONTENT_TYPES[extname(entry.name)] : undefined;
+    if (contentType) assets.set(entry.name, { body: readFileSync(join(folder, entry.name)), contentType });
   }
   return assets;
 }

@@ -1,0 +1,33 @@
+/* Text for figures and instants: durations, UTC times, "3 min ago", and a URL path segment. */
+export function duration(ms) {
+  if (ms < 1000) return Math.round(ms) + ' ms';
+  var seconds = ms / 1000;
+  if (seconds < 60) return seconds.toFixed(1) + ' s';
+  var minutes = Math.floor(seconds / 60);
+  if (minutes < 60) return minutes + 'm ' + String(Math.floor(seconds % 60)).padStart(2, '0') + 's';
+  var hours = Math.floor(minutes / 60);
+  if (hours < 48) return hours + 'h ' + String(minutes % 60).padStart(2, '0') + 'm';
+  return Math.floor(hours / 24) + 'd ' + (hours % 24) + 'h';
+}
+
+export function time(iso) {
+  return iso ? iso.replace('T', ' ').replace('Z', ' UTC') : '';
+}
+
+export function ago(iso) {
+  var ms = Date.now() - Date.parse(iso);
+  if (!isFinite(ms)) return '';
+  // An instant still to come (a delivery's next try) reads forward.
+  if (ms < -45000) {
+    var ahead = Math.round(-ms / 60000);
+    return ahead < 60 ? 'in ' + ahead + ' min' : 'in ' + Math.round(ahead / 60) + ' h';
+  }
+  if (ms < 45000) return 'just now';
+  var minutes = Math.round(ms / 60000);
+  if (minutes < 60) return minutes + ' min ago';
+  var hours = Math.round(minutes / 60);
+  if (hours < 48) return hours + ' h ago';
+  return Math.round(hours / 24) + ' days ago';
+}
+
+export var segment = encodeURIComponent;

@@ -1,0 +1,221 @@
+/*
+ * The triage queue (GET /v1/triage): what needs a person, counted by kind, tool and reason, with
+ * bulk acknowledge or cancel of escalations.
+ */
+import { duration, segment, time } from './format.js';
+import { $, badge, cell, clear, h, opLink, runLink, when } from './dom.js';
+import { api, ApiError, uuid } from './api-client.js';
+import { explain, loaded, say } from './page-status.js';
+import { current, queryHash, show } from './address.js';
+import { fillForm, labelHolders, setMore } from './list-page.js';
+
+var KIND_LABEL = {
+  possible_duplicate: 'possible duplicate write',
+  escalated: 'escalated',
+  awaiting_approval: 'awaiting approval',
+  unknown_outcome: 'unknown outcome',
+  dispatch_overdue: 'dispatched past timeout',
+  retry_overdue: 'retry overdue',
+  input_awaited: 'input awaited',
+  acknowledged: 'acknowledged',
+};
+
+function chipLink(label, count, hash, current) {
+  return h(
+    'a',
+    { className: 'chip' + (current ? ' current' : ''), href: hash, 'aria-current': current ? 'true' : false },
+    label + ' ',
+    h('strong', { text: count }),
+  );
+}
+
+export function openTriage(filters, quiet) {
+  if (!quiet) say('Loading the queue\u2026');
+  fillForm($('triage-filters'), filters);
+  var set = Object.keys(filters).filter(function (name) {
+    return filters[name];
+  }).length;
+  $('triage-refine-note').textContent = set ? '(' + set + ' set)' : '';
+  return api('/v1/triage', Object.assign({ limit: 50 }, filters))
+    .then(function (answer) {
+      show('triage-view');
+      if (!quiet) say('');
+      var counts = answer.counts;
+      $('triage-total').textContent = counts.total + (counts.total === 1 ? ' item' : ' items');
+      $('triage-total').className = 'badge ' + (counts.total ? 'status-escalated' : 'status-succeeded');
+      $('triage-thresholds').textContent =
+        'Unknown outcomes are listed after ' +
+        duration(answer.thresholds.unknown_after_ms) +
+        ' unresolved; dispatches after ' +
+        duration(answer.thresholds.dispatch_timeout_ms) +
+        ' in flight, or their plan\u2019s own dispatch_timeout_ms. Judged at ' +
+        time(answer.as_of) +
+        '.';
+      var byKind = clear($('triage-by-kind'));
+      Object.keys(KIND_LABEL).forEach(function (kind) {
+        byKind.appendChild(
+          chipLink(
+            KIND_LABEL[kind],
+            counts.by_kind[kind] || 0,
+            queryHash('triage', filters, { kind: filters.kind === kind ? '' : kind }),
+            filters.kind === kind,
+          ),
+        );
+      });
+      var byTool = clear($('triage-by-tool'));
+      Object.keys(counts.by_tool)
+        .sort()
+        .forEach(function (tool) {
+          byTool.appendChild(
+            chipLink(
+              tool,
+              counts.by_tool[tool],
+              queryHash('triage', filters, { tool: filters.tool === tool ? '' : tool }),
+              filters.tool === tool,
+            ),
+          );
+        });
+      var byReason = clear($('triage-by-reason'));
+      Object.keys(counts.by_reason)
+        .sort()
+        .forEach(function (reason) {
+          byReason.appendChild(
+            chipLink(
+              reason,
+              counts.by_reason[reason],
+              queryHash('triage', filters, { reason: filters.reason === reason ? '' : reason }),
+              filters.reason === reason,
+            ),
+          );
+        });
+      var body = clear($('triage-table').tBodies[0]);
+      appendTriage(body, answer.items);
+      $('triage-empty').hidden = answer.items.length > 0;
+      setMore('triage-more', answer.next_cursor, function (cursor) {
+        return api('/v1/triage', Object.assign({ limit: 50, cursor: cursor }, filters)).then(function (next) {
+          appendTriage(body, next.items);
+          return next.next_cursor;
+        });
+      });
+      loaded(answer.as_of_position);
+    })
+    .catch(function (error) {
+      show('triage-view');
+      explain(error, 'triage queue');
+    });
+}
+
+function appendTriage(body, items) {
+  labelHolders(
+    body,
+    items
+      .filter(function (item) {
+        return item.kind === 'dispatch_overdue' || item.kind === 'unknown_outcome';
+      })
+      .map(function (item) {
+        return item.operation_ref;
+      }),
+  );
+  items.forEach(function (item) {
+    var why = h('span', {});
+    // Escalations may be acknowledged or cancelled in bulk (docs/contract.md §4.10).
+    if (item.status === 'escalated')
+      why.appendChild(
+        h('input', {
+          type: 'checkbox',
+          className: 'bulk-pick',
+          'data-ref': item.operation_ref,
+          'aria-label': 'select ' + item.operation_ref,
+        }),
+      );
+    why.appendChild(badge(KIND_LABEL[item.kind], 'kind-' + item.kind));
+    if (item.threshold_ms !== undefined)
+      why.appendChild(
+        h('span', {
+          className: 'muted small block',
+          text:
+            'for ' +
+            duration(item.age_ms) +
+            ' (over ' +
+            duration(item.threshold_ms) +
+            (item.threshold_from === 'policy' ? ', from its plan' : '') +
+            ')',
+        }),
+      );
+    why.appendChild(h('span', { className: 'holder small block', 'data-holder': '' }));
+    body.appendChild(
+      h(
+        'tr',
+        { className: 'triage-item kind-' + item.kind, 'data-ref': item.operation_ref },
+        cell('Why', why),
+        cell('Operation', opLink(item.operation_ref)),
+        cell('Tool', item.tool),
+        cell('Run', runLink(item.run_id)),
+        cell('Reason', item.reason, 'why'),
+        cell('Since', when(item.since)),
+      ),
+    );
+  });
+}
+
+/** The refs picked in the queue. */
+function pickedRefs() {
+  return Array.prototype.map.call(document.querySelectorAll('#triage-table input.bulk-pick:checked'), function (box) {
+    return box.getAttribute('data-ref');
+  });
+}
+
+/**
+ * One operator fact per picked escalation, one after another, each answered on its own line: a
+ * refusal of one (another person resolved it meanwhile) leaves the others as they went.
+ */
+export function bulkAct(kind) {
+  var form = $('bulk-form');
+  var refs = pickedRefs();
+  var reason = form.elements.reason.value.trim();
+  var assignee = form.elements.assignee.value.trim();
+  var results = clear($('bulk-results'));
+  if (!refs.length)
+    return results.appendChild(h('li', { className: 'error', text: 'Select escalations in the queue first.' }));
+  if (!reason || (kind === 'ack' && !assignee))
+    return results.appendChild(
+      h('li', { className: 'error', text: kind === 'ack' ? 'Say who takes them and why.' : 'Say why.' }),
+    );
+  var fact =
+    kind === 'ack'
+      ? { type: 'EscalationAcknowledged', data: { assignee: assignee, note: reason } }
+      : { type: 'StepCancelled', data: { reason: reason } };
+  return refs
+    .reduce(function (done, ref) {
+      return done.then(function () {
+        return api('/v1/operations/' + segment(ref) + '/events', undefined, {
+          body: { events: [Object.assign({ event_id: uuid() }, fact)] },
+        }).then(
+          function (answer) {
+            results.appendChild(
+              h('li', {
+                className: 'ok',
+                'data-ref': ref,
+                text: ref + ': ' + fact.type + ' recorded, now ' + answer.state.status.replace(/_/g, ' '),
+              }),
+            );
+          },
+          function (error) {
+            results.appendChild(
+              h('li', {
+                className: 'error',
+                'data-ref': ref,
+                text:
+                  ref +
+                  ': refused ' +
+                  (error instanceof ApiError ? error.code + ' \u2014 ' + error.detail : String(error)),
+              }),
+            );
+          },
+        );
+      });
+    }, Promise.resolve())
+    .then(function () {
+      return openTriage(current().filters, true);
+    });
+}
