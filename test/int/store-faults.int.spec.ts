@@ -28,6 +28,7 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { isErrorCode } from '@recovery-ledger/core/errors/error-registry';
+import { fact } from '../support/http';
 import { startLedger, type LedgerProcess } from '../support/ledger-process';
 
 const DIST = resolve(__dirname, '../../dist/src');
@@ -153,12 +154,6 @@ async function send(baseUrl: string, method: string, path: string, body?: unknow
 }
 
 const submit = (baseUrl: string, events: unknown[]) => send(baseUrl, 'POST', `${PATH}/events`, { events });
-
-const fact = (type: string, data: Record<string, unknown>, event_id: string = randomUUID()) => ({
-  event_id,
-  type,
-  data,
-});
 
 /** Every byte of every row, through a connection of its own (read-only: it takes no lock). */
 function tableDump(file: string): string {
