@@ -6,12 +6,12 @@
  * (docs/reliability.md, "A stepped clock"). Where libfaketime is not installed this suite says so
  * and skips; CI installs it and sets LEDGER_REQUIRE_FAKETIME=1, so there it cannot be skipped.
  */
-import { randomUUID } from 'node:crypto';
 import { existsSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { startLedger, type LedgerProcess } from '../support/ledger-process';
 import { seedEnvelopes } from '../../packages/core/test/support/seed-envelopes';
+import { submitFact } from '../support/http';
 
 const LIBFAKETIME = [
   '/usr/lib/x86_64-linux-gnu/faketime/libfaketime.so.1',
@@ -47,9 +47,7 @@ async function send(ledger: LedgerProcess, method: string, path: string, body?: 
 }
 
 const submit = (ledger: LedgerProcess, ref: string, type: string, data: Record<string, unknown>) =>
-  send(ledger, 'POST', `/v1/operations/${encodeURIComponent(ref)}/events`, {
-    events: [{ event_id: randomUUID(), type, data }],
-  });
+  submitFact(ledger.baseUrl, ref, type, data) as Promise<Answer>;
 
 describeWithFaketime('the served process under a wall clock stepped by an hour', () => {
   let dir: string;

@@ -12,6 +12,7 @@ import { cpSync, existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { runCli } from '../support/cli-harness';
+import { submitFact } from '../support/http';
 import { startLedger, type LedgerProcess } from '../support/ledger-process';
 import { seedEnvelopes } from '../../packages/core/test/support/seed-envelopes';
 import { until } from '../support/until';
@@ -24,19 +25,8 @@ interface Answer {
   body: { code?: string; position?: number; [key: string]: unknown };
 }
 
-async function submit(
-  ledger: LedgerProcess,
-  ref: string,
-  type: string,
-  data: Record<string, unknown>,
-): Promise<Answer> {
-  const response = await fetch(`${ledger.baseUrl}/v1/operations/${encodeURIComponent(ref)}/events`, {
-    method: 'POST',
-    headers: { 'content-type': 'application/json' },
-    body: JSON.stringify({ events: [{ event_id: randomUUID(), type, data }] }),
-  });
-  return { status: response.status, body: (await response.json()) as Answer['body'] };
-}
+const submit = (ledger: LedgerProcess, ref: string, type: string, data: Record<string, unknown>) =>
+  submitFact(ledger.baseUrl, ref, type, data) as Promise<Answer>;
 
 async function ok(ledger: LedgerProcess, ref: string, type: string, data: Record<string, unknown>): Promise<number> {
   const answer = await submit(ledger, ref, type, data);
