@@ -134,17 +134,6 @@ function fieldOf(prefix: string, property: string): string {
   return prefix ? `${prefix}.${property}` : property;
 }
 
-/**
- * The reason as it reads after the field: a message that opens with the property's own name (as
- * "$property must be …" does) is said once, in the field. The client's key is taken literally.
- */
-function violation(prefix: string, property: string, message: string): Violation {
-  return {
-    field: fieldOf(prefix, property),
-    reason: message.startsWith(property) ? message.slice(property.length).trimStart() : message,
-  };
-}
-
 /** The first violation of `value` (the property `property` under `prefix`) against `schema`, if any. */
 function firstViolationOfValue(
   schema: FieldSchema,
@@ -154,7 +143,7 @@ function firstViolationOfValue(
 ): Violation | undefined {
   for (const rule of RULE_ORDER) {
     const reason = rule(schema, value);
-    if (reason !== undefined) return violation(prefix, property, `${property} ${reason}`);
+    if (reason !== undefined) return { field: fieldOf(prefix, property), reason };
   }
   const field = fieldOf(prefix, property);
   if (schema.items && Array.isArray(value)) {
@@ -171,7 +160,8 @@ function firstViolationOfValue(
 function firstViolationOfObject(schema: FieldSchema, value: object, prefix: string): Violation | undefined {
   const properties = schema.properties ?? {};
   for (const key of Object.keys(value)) {
-    if (!Object.hasOwn(properties, key)) return violation(prefix, key, `property ${key} should not exist`);
+    if (!Object.hasOwn(properties, key))
+      return { field: fieldOf(prefix, key), reason: `property ${key} should not exist` };
   }
   const record = value as Record<string, unknown>;
   for (const [property, propertySchema] of Object.entries(properties)) {

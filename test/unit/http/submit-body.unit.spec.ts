@@ -168,6 +168,9 @@ describe('the submit body, read against the fact schemas', () => {
         [['('], 1, '( property ( should not exist'],
         [['events', '0', 'data', 'p.*'], 1, 'events[0].data.p.* property p.* should not exist'],
         [['events', '0', 'data', '12'], 1, 'events[0].data[12] property 12 should not exist'],
+        // A key that begins the word "property" is named whole (it once read "p roperty p …").
+        [['events', '0', 'data', 'p'], 1, 'events[0].data.p property p should not exist'],
+        [['property'], 1, 'property property property should not exist'],
       ] as Array<[string[], unknown, string]>
     ).map(([path, value, detail]) => [detail, path, value] as const),
   )('answers: %s', (detail, path, value) => {
