@@ -40,7 +40,7 @@ export class LedgerService {
     this.commands = new SubmitCommandHandler(this.streams, clock, settings, observer, scanner, broken);
   }
 
-  /** A submit from inside the process (the CLI's local store, tests): the same command path. */
+  /** A submit from inside the process (tests, the bench's workloads): the same command path. */
   submit(context: SubmitContext, request: SubmitRequest): Promise<SubmitAnswer> {
     return this.commands.submit({ context, request });
   }
