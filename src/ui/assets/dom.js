@@ -92,3 +92,28 @@ export function tile(label, value, note, hash) {
     );
   return h.apply(null, ['div', { className: 'tile' }].concat(content));
 }
+
+/**
+ * What has the keyboard's focus inside `container`, as something a redraw keeps (its href, or its
+ * data-ref), so a live redraw does not drop a keyboard user's place.
+ */
+export function focusedIn(container) {
+  var active = document.activeElement;
+  if (!active || active === document.body || !container.contains(active)) return undefined;
+  var href = active.getAttribute('href');
+  if (href) return { attribute: 'href', value: href };
+  var ref = active.getAttribute('data-ref');
+  if (ref) return { attribute: 'data-ref', value: ref };
+  return undefined;
+}
+
+/** Gives the focus back to the redrawn element standing for the one that had it, when the redraw lost it. */
+export function refocus(container, focused) {
+  if (!focused) return;
+  var active = document.activeElement;
+  if (active && active !== document.body) return;
+  var match = Array.prototype.find.call(container.querySelectorAll('[' + focused.attribute + ']'), function (element) {
+    return element.getAttribute(focused.attribute) === focused.value;
+  });
+  if (match) match.focus();
+}

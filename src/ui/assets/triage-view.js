@@ -3,7 +3,7 @@
  * bulk acknowledge or cancel of escalations.
  */
 import { duration, segment, time } from './format.js';
-import { $, badge, cell, clear, h, opLink, runLink, when } from './dom.js';
+import { $, badge, cell, clear, focusedIn, h, opLink, refocus, runLink, when } from './dom.js';
 import { api, ApiError, uuid } from './api-client.js';
 import { explain, loaded, say } from './page-status.js';
 import { current, queryHash, show } from './address.js';
@@ -38,6 +38,7 @@ export function openTriage(filters, quiet) {
   $('triage-refine-note').textContent = set ? '(' + set + ' set)' : '';
   return api('/v1/triage', Object.assign({ limit: 50 }, filters))
     .then(function (answer) {
+      var focused = focusedIn($('triage-view'));
       show('triage-view');
       if (!quiet) say('');
       var counts = answer.counts;
@@ -97,6 +98,7 @@ export function openTriage(filters, quiet) {
           return next.next_cursor;
         });
       });
+      refocus($('triage-view'), focused);
       loaded(answer.as_of_position);
     })
     .catch(function (error) {
