@@ -2,7 +2,7 @@
  * A step awaiting approval: an approver grants or denies it (docs/contract.md §4.4, no dispatch
  * without approval).
  */
-import { segment } from './format.js';
+import { segment, stepNow } from './format.js';
 import { $ } from './dom.js';
 import { api, ApiError, uuid } from './api-client.js';
 
@@ -53,14 +53,7 @@ export function submitApproval(event, redraw) {
     .then(
       function (answer) {
         result.textContent =
-          (decision === 'granted' ? 'Granted' : 'Denied') +
-          ' by ' +
-          approver +
-          ': the step is now ' +
-          answer.state.status.replace(/_/g, ' ') +
-          ' (next: ' +
-          answer.directive.next_action +
-          ').';
+          (decision === 'granted' ? 'Granted' : 'Denied') + ' by ' + approver + ': ' + stepNow(answer);
         result.className = 'small ok';
         form.reset();
         return redraw(ref, true);

@@ -31,3 +31,8 @@ export function ago(iso) {
 }
 
 export var segment = encodeURIComponent;
+
+/** Where a recorded fact left the step, as the console says it after an action or an approval. */
+export function stepNow(answer) {
+  return 'the step is now ' + answer.state.status.replace(/_/g, ' ') + ' (next: ' + answer.directive.next_action + ').';
+}

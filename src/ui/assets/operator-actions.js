@@ -2,7 +2,7 @@
  * What is being decided, and what a person may do about it (docs/contract.md §4.10): the context
  * card and the operator's actions the step's state allows.
  */
-import { segment, time } from './format.js';
+import { segment, stepNow, time } from './format.js';
 import { $, clear, facts, h } from './dom.js';
 import { caller } from './key-and-role.js';
 import { api, ApiError, uuid } from './api-client.js';
@@ -164,13 +164,7 @@ function submitOperatorAction(id, redraw) {
     body: { events: [Object.assign({ event_id: uuid() }, fact)] },
   }).then(
     function (answer) {
-      result.textContent =
-        fact.type +
-        ' recorded: the step is now ' +
-        answer.state.status.replace(/_/g, ' ') +
-        ' (next: ' +
-        answer.directive.next_action +
-        ').';
+      result.textContent = fact.type + ' recorded: ' + stepNow(answer);
       result.className = 'small ok';
       form.reset();
       return redraw(ref, true);
