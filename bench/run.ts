@@ -1,5 +1,5 @@
 /**
- * `npm run bench`: every figure of issue 8 in one run, each beside its baseline measured right
+ * `npm run bench`: every figure of docs/performance.md in one run, each beside its baseline measured right
  * before it on the same machine; prints the table and writes bench/results/latest.json.
  *
  *   npm run bench                      # the full run (1 M events; about 5–8 minutes on 2 cores, and 8 more for the tool-step figure)

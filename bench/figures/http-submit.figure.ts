@@ -142,7 +142,7 @@ export async function httpSubmitFigures(settings: HttpSettings, log: (line: stri
         ledger: latency(dispatchm),
         bare: latency(bare2m),
         stored_dispatches: storedDispatches,
-        note: 'no target of its own in the issue; the same bar as figure 1 applies',
+        note: 'no target of its own; the same bar as figure 1 applies',
       },
     },
   ];

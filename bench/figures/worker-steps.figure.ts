@@ -22,7 +22,7 @@ export interface WorkerStepsSettings {
   dir: string;
   seconds: number;
   warmupSeconds: number;
-  /** Steps open at once (50 in the figure). */
+  /** Steps open at once (50 in the published figure). */
   open?: number;
   nodeArgs?: string[];
 }

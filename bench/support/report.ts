@@ -11,13 +11,13 @@ export interface Measure {
 }
 
 export interface Target {
-  /** What the issue asks, in words (`≥ 60 % of the baseline and p99 < 20 ms`). */
+  /** The target, in words (`≥ 60 % of the baseline and p99 < 20 ms`). */
   text: string;
   met: boolean;
 }
 
 export interface FigureRow {
-  /** Figure number of the issue, with a letter for a second row of one figure (`1`, `6b`). */
+  /** Figure number (docs/performance.md), with a letter for a second row of one figure (`1`, `6b`). */
   id: string;
   name: string;
   figure: Measure;

@@ -1,4 +1,4 @@
-import { Counter, Gauge, type Registry } from 'prom-client';
+import { Counter, Gauge, Histogram, type Registry } from 'prom-client';
 import { percentile } from '@recovery-ledger/core/projections/duration-histogram';
 import type { TrustCounters, TrustMetricsDoc } from '@recovery-ledger/core/projections/trust-metrics.projection';
 import { scrapeTenant } from './metrics';
@@ -23,7 +23,14 @@ export interface ProjectionMetricsSource {
   /** The engine's state; `failed` while it waits to follow the log again. */
   status(): { state: string };
   trustDocs(tenant?: string): TrustMetricsDoc[];
+  /** Each commit's time to readable, where the engine sees this process's commits (see ProjectionRunner). */
+  onReadable?(listener: (ms: number) => void): void;
 }
+
+/** Fine below 50 ms, where a read-your-writes wait under load lives; coarse up to a stalled engine. */
+const READABLE_BUCKETS_SECONDS = [
+  0.001, 0.0025, 0.005, 0.0075, 0.01, 0.015, 0.02, 0.03, 0.05, 0.1, 0.25, 0.5, 1, 5, 30,
+];
 
 /** One read per scrape even though several metrics need it: collectors of one scrape share it. */
 function perScrape<K, T>(ttlMs: number, read: (key: K) => Promise<T> | T): (key: K) => Promise<T> {
@@ -98,6 +105,16 @@ export function registerProjectionMetrics(registry: Registry, source: Projection
     source.trustDocs(tenant === '*' ? undefined : tenant),
   );
   const trustForScrape = () => trust(scrapeTenant() ?? '*');
+
+  if (source.onReadable) {
+    const readable = new Histogram({
+      name: 'ledger_projection_readable_seconds',
+      help: 'From a commit of this process to every read model showing it (the lag a wait_for_position read waits out)',
+      buckets: READABLE_BUCKETS_SECONDS,
+      registers: [registry],
+    });
+    source.onReadable((ms) => readable.observe(ms / 1000));
+  }
 
   new Gauge({
     name: 'ledger_projection_lag_events',

@@ -52,6 +52,12 @@ export interface ProjectionRunner {
    */
   waitForPosition(position: number, timeoutMs: number, names?: readonly string[]): Promise<boolean>;
   lag(): Promise<ProjectionLag[]>;
+  /**
+   * Calls `listener` with how long each commit of this process took to become readable (every
+   * projection has applied and committed it), in ms. Only a runner that sees this process's
+   * commits as they happen has it (the embedded store's worker runner).
+   */
+  onReadable?(listener: (ms: number) => void): void;
   /** Rebuilds the named projections (all by default) from zero; resolves once they have caught up. */
   rebuild(names?: readonly string[]): Promise<void>;
 }

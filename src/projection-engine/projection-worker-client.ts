@@ -62,6 +62,9 @@ function spawnWorker(data: ProjectionWorkerData): Worker {
   return new Worker(loader, { eval: true, workerData: data, resourceLimits });
 }
 
+/** About a minute of group commits at full speed: past that the oldest are not timed. */
+const MAX_UNREAD_COMMITS = 100_000;
+
 /**
  * The projection engine in a worker thread, on the embedded SQLite store: the fold and the
  * read-model writes (a tenth of the service's CPU under submits, profiled) leave the thread that
@@ -90,6 +93,9 @@ export class WorkerProjectionRunner implements ProjectionRunner {
   private restartTimer: ReturnType<typeof setTimeout> | undefined;
   private stopAnnouncing: (() => void) | undefined;
   private nextRebuild = 1;
+  /** This process's commits not yet readable, oldest first: the position each reached, and when. */
+  private readonly unreadCommits: Array<{ position: number; atMs: number }> = [];
+  private readableListener: ((ms: number) => void) | undefined;
 
   constructor(private readonly options: WorkerRunnerOptions) {
     this.now = options.now ?? Date.now;
@@ -115,7 +121,10 @@ export class WorkerProjectionRunner implements ProjectionRunner {
     this.stopping = false;
     // Each commit of this process wakes the worker's subscription at once; its poll stays for
     // what other processes append to the same file.
-    this.stopAnnouncing = onEmbeddedAppend(this.options.store, () => this.send({ type: 'appended' }));
+    this.stopAnnouncing = onEmbeddedAppend(this.options.store, (position) => {
+      this.send({ type: 'appended' });
+      if (position !== undefined && this.readableListener) this.noteCommit(position);
+    });
     this.ensureWorker();
     this.send({ type: 'start' });
   }
@@ -182,6 +191,29 @@ export class WorkerProjectionRunner implements ProjectionRunner {
     );
   }
 
+  onReadable(listener: (ms: number) => void): void {
+    this.readableListener = listener;
+  }
+
+  /** Bounded: a worker that stands still must not make this thread hold every commit since. */
+  private noteCommit(position: number): void {
+    if (this.unreadCommits.length >= MAX_UNREAD_COMMITS) this.unreadCommits.shift();
+    this.unreadCommits.push({ position, atMs: this.now() });
+  }
+
+  /** Every commit the read models now show has become readable: say how long each took. */
+  private settleReadable(): void {
+    if (this.unreadCommits.length === 0) return;
+    const reached = this.position();
+    const nowMs = this.now();
+    let settled = 0;
+    while (settled < this.unreadCommits.length && this.unreadCommits[settled].position <= reached) {
+      this.readableListener?.(nowMs - this.unreadCommits[settled].atMs);
+      settled += 1;
+    }
+    if (settled > 0) this.unreadCommits.splice(0, settled);
+  }
+
   rebuild(names: readonly string[] = this.names): Promise<void> {
     for (const name of names) this.checkpoint(name);
     const worker = this.ensureWorker();
@@ -241,6 +273,7 @@ export class WorkerProjectionRunner implements ProjectionRunner {
         for (const projection of message.status.projections)
           this.checkpoints.set(projection.name, projection.checkpoint);
         this.waiters.settle();
+        this.settleReadable();
         break;
       case 'error': {
         const error = new Error(message.message);

@@ -199,6 +199,7 @@ export class ProjectionsLifecycle implements OnApplicationBootstrap, OnModuleDes
           lag: () => engine.lag(),
           status: () => engine.status(),
           trustDocs: (tenant) => queries.trustDocs(tenant),
+          ...(engine.onReadable ? { onReadable: (listener) => engine.onReadable?.(listener) } : {}),
         }),
     },
     ProjectionsLifecycle,

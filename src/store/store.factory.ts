@@ -79,7 +79,7 @@ export function embeddedLogFile(store: EventStore): string | undefined {
 }
 
 /** Calls `listener` after each commit of this process's embedded store; a no-op elsewhere. */
-export function onEmbeddedAppend(store: EventStore, listener: () => void): () => void {
+export function onEmbeddedAppend(store: EventStore, listener: (position?: number) => void): () => void {
   return store instanceof SqliteEventStore ? store.onAppended(listener) : () => undefined;
 }
 

@@ -5,6 +5,7 @@
 import { randomUUID } from 'node:crypto';
 import { unknownOutcome } from '../support/cli-harness';
 import { request, submitFact } from '../support/http';
+import { until } from '../support/until';
 import { startLedger, type LedgerProcess } from '../support/ledger-process';
 
 const KEY = 'ops-metrics-runtime-key-1';
@@ -65,7 +66,15 @@ describe('GET /metrics', () => {
     expect(plans.every((answer) => answer.status === 200)).toBe(true);
     expect((await request(ledger.baseUrl, 'GET', '/v1/operations/nope%2Fnone', undefined, auth)).status).toBe(404);
 
-    // The operator's scraper: a metrics key sees the whole process.
+    // The operator's scraper: a metrics key sees the whole process. Read once the read models show
+    // every commit, so each has been timed.
+    await until(
+      async () => (await request(ledger.baseUrl, 'GET', '/metrics', undefined, scraper)).body as string,
+      (text) =>
+        sample(text, 'ledger_projection_readable_seconds_count') ===
+        sample(text, 'ledger_store_group_commit_appends_count'),
+      'every commit timed to readable',
+    );
     const scrape = await request(ledger.baseUrl, 'GET', '/metrics', undefined, scraper);
     expect(scrape.status).toBe(200);
     expect(scrape.contentType).toMatch(/^text\/plain; version=0\.0\.4/);
@@ -81,6 +90,11 @@ describe('GET /metrics', () => {
     expect(commits).toBeGreaterThan(0);
     expect(commits).toBeLessThanOrEqual(15);
     expect(sample(text, 'ledger_store_group_commit_events_sum')).toBe(28);
+    // Every commit that became readable was timed, from its commit to the read models showing it.
+    const readable = sample(text, 'ledger_projection_readable_seconds_count') ?? 0;
+    expect(readable).toBe(commits);
+    expect(sample(text, 'ledger_projection_readable_seconds_bucket{le="+Inf"}')).toBe(readable);
+    expect(sample(text, 'ledger_projection_readable_seconds_sum')).toBeGreaterThan(0);
 
     const submits =
       'ledger_http_request_duration_seconds_count{tenant="acme",method="POST",route="/v1/operations/:ref/events",status_code="200"}';

@@ -481,7 +481,9 @@ describe('the auth matrix over every served route', () => {
     expect(admin).toMatch(/tenant="acme"/);
     expect(admin).not.toMatch(/tenant="globex"|tenant=""/);
     // Process-wide series (CPU, memory, group commits, projection lag) show every tenant's load together.
-    expect(admin).not.toMatch(/^(process_|nodejs_|ledger_store_group_commit|ledger_projection_lag)/m);
+    expect(admin).not.toMatch(
+      /^(process_|nodejs_|ledger_store_group_commit|ledger_projection_lag|ledger_projection_readable)/m,
+    );
     const all = scrape('metrics');
     expect(all).toMatch(/tenant="globex"/);
     expect(all).toMatch(/^process_cpu_user_seconds_total/m);

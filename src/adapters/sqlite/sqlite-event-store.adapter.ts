@@ -381,6 +381,7 @@ export class SqliteEventStore implements EventStore {
       return;
     }
     let eventCount = 0;
+    let reached = 0;
     try {
       // Read under the write lock: another process on the file may have moved the anchor.
       const stored = s.anchor.get();
@@ -409,6 +410,7 @@ export class SqliteEventStore implements EventStore {
         }
       }
       if (eventCount > 0) this.writeAnchor(anchor);
+      reached = anchor.position;
       s.commit.run();
     } catch (error) {
       // The COMMIT (or a savepoint) failed: nothing of the group is durable, so nothing is acknowledged.
@@ -427,7 +429,7 @@ export class SqliteEventStore implements EventStore {
       if (outcome.ok) append.resolve(outcome.result);
       else append.reject(outcome.error);
     });
-    if (eventCount > 0) this.appended.emit('appended');
+    if (eventCount > 0) this.appended.emit('appended', reached);
   }
 
   private applyOne(
@@ -600,11 +602,11 @@ export class SqliteEventStore implements EventStore {
   }
 
   /**
-   * Calls `listener` after each commit that added events, in this process; answers how to stop.
-   * What another thread or process appends is seen by the poll of `subscribe` only, unless it is
-   * announced here with `announceAppended`.
+   * Calls `listener` after each commit that added events, in this process, with the log position
+   * that commit reached; answers how to stop. What another thread or process appends is seen by the
+   * poll of `subscribe` only, unless it is announced here with `announceAppended` (no position).
    */
-  onAppended(listener: () => void): () => void {
+  onAppended(listener: (position?: number) => void): () => void {
     this.appended.on('appended', listener);
     return () => this.appended.off('appended', listener);
   }
