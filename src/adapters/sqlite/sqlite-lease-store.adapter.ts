@@ -59,27 +59,49 @@ export class SqliteLeaseStore implements LeaseStore {
     }
   }
 
+  /**
+   * Prepared once, as is the transaction: preparing per call (a statement, a transaction function)
+   * was most of the lease store's CPU under the work feed's load (docs/performance.md, figure 7).
+   */
   private prepare() {
+    const get = this.db.prepare<[string], { record: string }>('SELECT record FROM leases WHERE key = ?');
+    const put = this.db.prepare<[string, number, string]>(
+      'INSERT INTO leases (key, expires_at_ms, record) VALUES (?, ?, ?) ON CONFLICT (key) DO UPDATE SET expires_at_ms = excluded.expires_at_ms, record = excluded.record',
+    );
+    const change = this.db.transaction(
+      (key: string, decide: (current: LeaseRecord | undefined) => { write?: LeaseRecord; answer: unknown }) => {
+        const row = get.get(key);
+        const current = row ? (JSON.parse(row.record) as LeaseRecord) : undefined;
+        const { write, answer } = decide(current);
+        if (write) put.run(key, write.expires_at_ms, JSON.stringify(write));
+        return answer;
+      },
+    );
     return {
-      get: this.db.prepare<[string], { record: string }>('SELECT record FROM leases WHERE key = ?'),
-      put: this.db.prepare<[string, number, string]>(
-        'INSERT INTO leases (key, expires_at_ms, record) VALUES (?, ?, ?) ON CONFLICT (key) DO UPDATE SET expires_at_ms = excluded.expires_at_ms, record = excluded.record',
-      ),
+      get,
+      put,
+      change,
+      getIn: new Map<number, Database.Statement<string[], { key: string; record: string }>>(),
     };
   }
 
-  /** Read, decide, write, under the write lock: the compare-and-set. */
+  /** `SELECT … WHERE key IN (?, …)` for `count` keys, prepared once per count. */
+  private selectIn(count: number): Database.Statement<string[], { key: string; record: string }> {
+    let statement = this.statements.getIn.get(count);
+    if (!statement) {
+      statement = this.db.prepare<string[], { key: string; record: string }>(
+        `SELECT key, record FROM leases WHERE key IN (${Array.from({ length: count }, () => '?').join(',')})`,
+      );
+      this.statements.getIn.set(count, statement);
+    }
+    return statement;
+  }
+
+  /** Read, decide, write, under the write lock (BEGIN IMMEDIATE): the compare-and-set. */
   private change<T>(key: string, decide: (current: LeaseRecord | undefined) => { write?: LeaseRecord; answer: T }): T {
     if (this.closed) throw new StoreUnavailableError('lease store closed');
     try {
-      const run = this.db.transaction(() => {
-        const row = this.statements.get.get(key);
-        const current = row ? (JSON.parse(row.record) as LeaseRecord) : undefined;
-        const { write, answer } = decide(current);
-        if (write) this.statements.put.run(key, write.expires_at_ms, JSON.stringify(write));
-        return answer;
-      });
-      return run.immediate();
+      return this.statements.change.immediate(key, decide) as T;
     } catch (error) {
       throw toPortError(error);
     }
@@ -107,14 +129,15 @@ export class SqliteLeaseStore implements LeaseStore {
     if (this.closed) throw new StoreUnavailableError('lease store closed');
     const found = new Map<string, LeaseRecord>();
     try {
+      if (keys.length === 1) {
+        const row = this.statements.get.get(keys[0]);
+        if (row) found.set(keys[0], JSON.parse(row.record) as LeaseRecord);
+        return found;
+      }
       for (let start = 0; start < keys.length; start += IN_CHUNK) {
         const chunk = keys.slice(start, start + IN_CHUNK);
-        const rows = this.db
-          .prepare<string[], { key: string; record: string }>(
-            `SELECT key, record FROM leases WHERE key IN (${chunk.map(() => '?').join(',')})`,
-          )
-          .all(...chunk);
-        for (const row of rows) found.set(row.key, JSON.parse(row.record) as LeaseRecord);
+        for (const row of this.selectIn(chunk.length).all(...chunk))
+          found.set(row.key, JSON.parse(row.record) as LeaseRecord);
       }
     } catch (error) {
       throw toPortError(error);
