@@ -48,7 +48,10 @@ export class OperationsController {
     @Headers() headers: Record<string, string | undefined>,
     @Res({ passthrough: true }) reply: FastifyReply,
   ) {
-    const decide = async () => this.commands.submit(await this.resolver.resolve(caller, ref, headers, body));
+    const decide = async () => {
+      const command = await this.resolver.resolve(caller, ref, headers, body);
+      return this.resolver.releaseFinished(caller, command, await this.commands.submit(command));
+    };
     const key = parseIdempotencyKey(headers['idempotency-key']);
     if (key === undefined) return decide();
     const { answer, replayed } = await this.idempotencyKeys.run(

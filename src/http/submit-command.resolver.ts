@@ -1,5 +1,11 @@
 import { Inject, Injectable, Optional } from '@nestjs/common';
-import type { SubmitCommand, SubmitContext, SubmitRequest } from '@recovery-ledger/core/contract/ledger-api.types';
+import type {
+  SubmitAnswer,
+  SubmitCommand,
+  SubmitContext,
+  SubmitRequest,
+} from '@recovery-ledger/core/contract/ledger-api.types';
+import { isTerminalStatus } from '@recovery-ledger/core/domain/events';
 import { checkFactPermissions } from '../auth/fact-permissions';
 import { CONFIG, type LedgerConfig } from '../config/ledger-config';
 import { WorkFeed, type LeaseEvidenceAnswer } from '../work/work-feed';
@@ -31,6 +37,23 @@ export class SubmitCommandResolver {
     const evidence =
       leaseId === undefined ? undefined : await this.work?.leaseEvidence(caller, context.operationRef, leaseId);
     return { context: { ...context, ...leaseContext(evidence) }, request };
+  }
+
+  /**
+   * Facts sent under the lease that holds the step ended it: no attempt of a finished step can be
+   * granted again, so nothing its lease guards is left, and the ledger gives it back in the same
+   * request (docs/contract.md §9, "A lease ends with its step"). A release that fails changes
+   * nothing of what was stored: the worker then releases it itself, or it expires.
+   */
+  async releaseFinished(caller: Caller, command: SubmitCommand, answer: SubmitAnswer): Promise<SubmitAnswer> {
+    const lease = command.context.lease;
+    if (!this.work || !lease?.current || !isTerminalStatus(answer.state.status)) return answer;
+    try {
+      const { released } = await this.work.release(caller, command.context.operationRef, { leaseId: lease.lease_id });
+      return released ? { ...answer, lease_released: true } : answer;
+    } catch {
+      return answer;
+    }
   }
 }
 

@@ -29,6 +29,13 @@ import { stepIndexer } from './step-index';
  */
 export type RefusalListener = NonNullable<LedgerObserver['onRefused']>;
 export const REFUSAL_LISTENERS = Symbol('REFUSAL_LISTENERS');
+/**
+ * Other modules that act on a step as soon as it changes (the work feed hands a step just planned
+ * out before the read model shows it) add a listener here; it runs after the append, before the
+ * answer.
+ */
+export type AppendListener = NonNullable<LedgerObserver['onAppended']>;
+export const APPEND_LISTENERS = Symbol('APPEND_LISTENERS');
 const refusalLogger = new Logger('LedgerService');
 
 export interface LedgerModuleOptions {
@@ -309,6 +316,7 @@ export class LedgerModule {
                 openEventStore(options.config, { ...metrics.storeHooks, ...adoptionHooks() }),
             },
         { provide: REFUSAL_LISTENERS, useFactory: () => new Set<RefusalListener>() },
+        { provide: APPEND_LISTENERS, useFactory: () => new Set<AppendListener>() },
         {
           provide: IntegrityMonitor,
           inject: [EVENT_STORE, CLOCK, CONFIG],
@@ -317,7 +325,7 @@ export class LedgerModule {
         },
         {
           provide: LedgerService,
-          inject: [EVENT_STORE, CLOCK, CONFIG, LEDGER_METRICS, IntegrityMonitor, REFUSAL_LISTENERS],
+          inject: [EVENT_STORE, CLOCK, CONFIG, LEDGER_METRICS, IntegrityMonitor, REFUSAL_LISTENERS, APPEND_LISTENERS],
           useFactory: (
             store: EventStore,
             clock: Clock,
@@ -325,6 +333,7 @@ export class LedgerModule {
             metrics: LedgerMetrics,
             integrity: IntegrityMonitor,
             listeners: Set<RefusalListener>,
+            appendListeners: Set<AppendListener>,
           ) =>
             new LedgerService(
               store,
@@ -336,6 +345,17 @@ export class LedgerModule {
               },
               {
                 ...metrics.observer,
+                onAppended: (events, tenant, step) => {
+                  metrics.observer.onAppended?.(events, tenant);
+                  for (const listener of appendListeners) {
+                    // The events are stored: a listener's fault must not turn their answer into a 500.
+                    try {
+                      listener(events, tenant, step);
+                    } catch (error) {
+                      refusalLogger.error({ err: error }, 'an append listener failed');
+                    }
+                  }
+                },
                 onRefused: (code, where) => {
                   metrics.observer.onRefused?.(code, where);
                   for (const listener of listeners) {
@@ -369,6 +389,7 @@ export class LedgerModule {
         SubmitCommandHandler,
         IntegrityMonitor,
         REFUSAL_LISTENERS,
+        APPEND_LISTENERS,
       ],
     };
   }

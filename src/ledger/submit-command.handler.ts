@@ -28,7 +28,8 @@ export interface LedgerSettings extends PreparationSettings {
 }
 
 export interface LedgerObserver {
-  onAppended?(events: number, tenant: string): void;
+  /** `step`: the operation appended to and the state it now stands in. */
+  onAppended?(events: number, tenant: string, step: { operationRef: string; state: StepState }): void;
   /** `where`: the operation the refused fact was for (refusals not recorded in the log are seen only here). */
   onRefused?(code: string, where: { tenant: string; operationRef: string }): void;
 }
@@ -170,7 +171,7 @@ export class SubmitCommandHandler {
     const { revision, position } = await tracedAppend(toAppend.length, () =>
       this.streams.append(snapshot, toAppend, state),
     );
-    this.observer.onAppended?.(toAppend.length, context.tenant);
+    this.observer.onAppended?.(toAppend.length, context.tenant, { operationRef: context.operationRef, state });
     return submitAnswer({ ...outcome, revision, position, replayed });
   }
 

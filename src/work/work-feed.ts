@@ -3,7 +3,7 @@ import { randomUUID } from 'node:crypto';
 import { scopedKey } from '@recovery-ledger/core/projections/projection';
 import { stepDueMs } from '@recovery-ledger/core/projections/step-state.projection';
 import { dispatchTimeoutMs } from '@recovery-ledger/core/domain/events';
-import { isPlanned, type PlannedStep } from '@recovery-ledger/core/domain/step-state';
+import { isPlanned, type PlannedStep, type StepState } from '@recovery-ledger/core/domain/step-state';
 import { dueWork, type WorkKind } from '@recovery-ledger/core/domain/work-due';
 import { LedgerProblem } from '@recovery-ledger/core/errors/ledger-problem';
 import type { Caller } from '../auth/caller';
@@ -41,6 +41,16 @@ export const DEFAULT_WORK_FEED_SETTINGS: WorkFeedSettings = {
   maxLimit: 100,
 };
 
+/**
+ * Where the step-state read model stands, and a wait for it to move: the feed's candidates come
+ * from it, so a waiting poll looks again as soon as it has moved (the projection runner).
+ */
+export interface WorkCandidatesClock {
+  position(): number;
+  /** True once the read model has reached `position`, false after `timeoutMs`. */
+  waitForPosition(position: number, timeoutMs: number): Promise<boolean>;
+}
+
 export interface WorkObserver {
   /** A lease granted over one that was neither released nor renewed before it expired. */
   onLeaseExpired?(tool: string): void;
@@ -75,6 +85,11 @@ export interface ReleaseRequest {
 
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
+/** A step in one of these is due the moment it gets there (docs/work-feed.md, "What is due when"). */
+const DUE_AT_ONCE: ReadonlySet<string> = new Set(['planned', 'retry_ready', 'verifying']);
+/** Steps remembered per tenant as just made due; past that the oldest wait for the read model. */
+const MAX_FRESH_PER_TENANT = 1_000;
+
 /**
  * The work feed (docs/contract.md §4, §9): the ledger hands a worker the steps it may act on now,
  * each under a lease, so the ledger, not every runtime, owns the schedule. Candidates come from the
@@ -93,12 +108,25 @@ export class WorkFeed {
   private readonly notDue = new LRUCache<string, { revision: number; dueMs: number }>({ max: 200_000 });
 
   /**
-   * When a look for a tenant's tools last handed out nothing, and over how many items (its limit).
-   * Every waiting poll of the same ask skips its own look until `pollMs` has passed since: the
-   * answer does not depend on the worker, and hundreds of polls each querying the read model and
-   * the leases ten times a second (their due steps all held) kept the event loop from everyone else.
+   * When a look for a tenant's tools last handed out nothing (or is under way), over how many items
+   * (its limit), and at which read-model position. Every waiting poll of the same ask skips its own
+   * look until the read model has moved past that position or `pollMs` has passed (work that falls
+   * due by the clock alone: `not_before`, a dispatch timeout): the answer does not depend on the
+   * worker, and hundreds of polls each querying the read model and the leases ten times a second
+   * (their due steps all held) kept the event loop from everyone else.
    */
-  private readonly emptyLooks = new LRUCache<string, { atMs: number; limit: number }>({ max: 10_000 });
+  private readonly emptyLooks = new LRUCache<string, { atMs: number; limit: number; position: number }>({
+    max: 10_000,
+  });
+
+  /**
+   * Steps a submit of this process has just made due, per tenant, with their tool: a poll tries
+   * them first, before the read model shows them (under load it follows the log by tens of
+   * milliseconds). Only candidates: each is leased and then judged on its own stream like any other.
+   */
+  private readonly fresh = new Map<string, Map<string, string>>();
+  /** Waiting polls, woken by a step made due (`noteChanged`). */
+  private readonly freshWaiters = new Set<() => void>();
 
   constructor(
     private readonly ledger: LedgerService,
@@ -107,6 +135,7 @@ export class WorkFeed {
     private readonly clock: Clock,
     private readonly observer: WorkObserver = {},
     readonly settings: WorkFeedSettings = DEFAULT_WORK_FEED_SETTINGS,
+    private readonly candidates?: WorkCandidatesClock,
   ) {}
 
   private stopping = false;
@@ -114,6 +143,17 @@ export class WorkFeed {
   /** Shutdown: long polls answer at their next look instead of holding the server open. */
   stop(): void {
     this.stopping = true;
+  }
+
+  /** A submit appended to `operationRef`, which now stands in `state`: hand it out now if it is due. */
+  noteChanged(tenant: string, operationRef: string, state: StepState): void {
+    if (!isPlanned(state) || !DUE_AT_ONCE.has(state.status)) return;
+    let refs = this.fresh.get(tenant);
+    if (!refs) this.fresh.set(tenant, (refs = new Map()));
+    refs.delete(operationRef);
+    refs.set(operationRef, state.definition.tool);
+    if (refs.size > MAX_FRESH_PER_TENANT) refs.delete(refs.keys().next().value as string);
+    for (const wake of [...this.freshWaiters]) wake();
   }
 
   private key(tenant: string, operationRef: string): string {
@@ -132,17 +172,22 @@ export class WorkFeed {
       if (closed?.() || this.stopping) return { items: [] };
       const empty = this.emptyLooks.get(ask);
       const lookedMs = this.clock.now().getTime();
-      let items: WorkItem[] = [];
+      const position = this.candidates?.position() ?? 0;
+      const items = await this.handOutFresh(caller.tenant, tools, worker, limit, leaseMs, caller.actor);
       if (
-        first ||
-        !empty ||
-        empty.limit < limit ||
-        lookedMs - empty.atMs >= this.settings.pollMs ||
-        lookedMs < empty.atMs
+        items.length < limit &&
+        (first ||
+          !empty ||
+          empty.limit < limit ||
+          position > empty.position ||
+          lookedMs - empty.atMs >= this.settings.pollMs ||
+          lookedMs < empty.atMs)
       ) {
-        items = await this.handOut(caller.tenant, tools, worker, limit, leaseMs, caller.actor);
-        if (items.length === 0) this.emptyLooks.set(ask, { atMs: lookedMs, limit });
-        else this.emptyLooks.delete(ask);
+        // Marked before looking: polls woken by the same move of the read model wait for this look.
+        this.emptyLooks.set(ask, { atMs: lookedMs, limit, position });
+        const looked = await this.handOut(caller.tenant, tools, worker, limit - items.length, leaseMs, caller.actor);
+        if (looked.length > 0) this.emptyLooks.delete(ask);
+        items.push(...looked);
       }
       if (items.length > 0 && closed?.()) {
         // The worker went away (stopped, or cut its poll short): no one will ever get these leases,
@@ -155,8 +200,55 @@ export class WorkFeed {
         return { items: [] };
       }
       if (items.length > 0 || this.clock.now().getTime() >= deadline || this.stopping) return { items };
-      await sleep(Math.min(this.settings.pollMs, Math.max(1, deadline - this.clock.now().getTime())));
+      const waitMs = Math.min(this.settings.pollMs, Math.max(1, deadline - this.clock.now().getTime()));
+      // A step planned (or moved) just after this look shows in the read model first: look again
+      // as soon as it has moved, not a whole pollMs later (docs/work-feed.md, "Long polls").
+      await this.waitForWork(position, waitMs);
     }
+  }
+
+  /** Until the read model moves past `position`, a submit makes a step due, or `waitMs` passes. */
+  private waitForWork(position: number, waitMs: number): Promise<void> {
+    return new Promise((resolve) => {
+      const done = () => {
+        this.freshWaiters.delete(done);
+        resolve();
+      };
+      this.freshWaiters.add(done);
+      const moved = this.candidates ? this.candidates.waitForPosition(position + 1, waitMs) : sleep(waitMs);
+      moved.then(done, done);
+    });
+  }
+
+  /** The steps just made due for these tools (`noteChanged`), each leased and judged on its stream. */
+  private async handOutFresh(
+    tenant: string,
+    tools: readonly string[],
+    worker: string,
+    limit: number,
+    leaseMs: number,
+    grantedTo: string,
+  ): Promise<WorkItem[]> {
+    const refs = this.fresh.get(tenant);
+    const items: WorkItem[] = [];
+    if (!refs) return items;
+    for (const [operationRef, tool] of refs) {
+      if (items.length >= limit) break;
+      if (tools.length > 0 && !tools.includes(tool)) continue;
+      // Tried once: a step held, or not due after all, is the read model's to offer from here on.
+      refs.delete(operationRef);
+      const item = await this.tryHandOut(
+        tenant,
+        this.key(tenant, operationRef),
+        operationRef,
+        worker,
+        leaseMs,
+        grantedTo,
+      );
+      if (item) items.push(item);
+    }
+    if (refs.size === 0) this.fresh.delete(tenant);
+    return items;
   }
 
   private async handOut(

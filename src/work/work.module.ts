@@ -3,16 +3,19 @@ import type { Registry } from 'prom-client';
 import { CONFIG, type LedgerConfig } from '../config/ledger-config';
 import { CLOCK, type Clock } from '../ledger/clock';
 import { INSTANCE_CLOCKS, type InstanceClocks } from '../ledger/instance-clocks';
+import { APPEND_LISTENERS, type AppendListener } from '../ledger/ledger.module';
 import { LedgerService } from '../ledger/ledger.service';
 import { METRICS_REGISTRY } from '../observability/metrics';
 import { registerWorkMetrics } from '../observability/work-metrics';
-import { READ_MODEL } from '../projection-engine/projections.module';
+import { PROJECTION_ENGINE, READ_MODEL } from '../projection-engine/projections.module';
+import type { ProjectionRunner } from '../projection-engine/projection-runner';
 import { ProjectionsModule } from '../projection-engine/projections.module';
 import type { ReadModel } from '../store/read-model.port';
 import { EVENT_STORE, type EventStore } from '../store/event-store.port';
 import { LEASE_STORE, withTakeOverGate, type LeaseStore } from '../store/lease-store.port';
 import { openLeaseStore } from '../store/store.factory';
-import { WorkFeed } from './work-feed';
+import { stepStateProjection } from '@recovery-ledger/core/projections/step-state.projection';
+import { DEFAULT_WORK_FEED_SETTINGS, WorkFeed } from './work-feed';
 
 class LeaseStoreLifecycle implements OnModuleDestroy, OnApplicationShutdown {
   constructor(
@@ -45,12 +48,22 @@ class LeaseStoreLifecycle implements OnModuleDestroy, OnApplicationShutdown {
     },
     {
       provide: WorkFeed,
-      inject: [LedgerService, READ_MODEL, LEASE_STORE, CLOCK, { token: METRICS_REGISTRY, optional: true }],
+      inject: [
+        LedgerService,
+        READ_MODEL,
+        LEASE_STORE,
+        CLOCK,
+        PROJECTION_ENGINE,
+        APPEND_LISTENERS,
+        { token: METRICS_REGISTRY, optional: true },
+      ],
       useFactory: (
         ledger: LedgerService,
         readModel: ReadModel,
         leases: LeaseStore,
         clock: Clock,
+        engine: ProjectionRunner,
+        appended: Set<AppendListener>,
         registry?: Registry,
       ) => {
         // The metrics read the feed once it exists; it is made below, with the observer they return.
@@ -61,7 +74,14 @@ class LeaseStoreLifecycle implements OnModuleDestroy, OnApplicationShutdown {
               now: () => clock.now().getTime(),
             })
           : {};
-        feed = new WorkFeed(ledger, readModel, leases, clock, observer);
+        // The feed's candidates are the step-state read model's rows: a waiting poll wakes when it moves.
+        const stepState = [stepStateProjection.name];
+        feed = new WorkFeed(ledger, readModel, leases, clock, observer, DEFAULT_WORK_FEED_SETTINGS, {
+          position: () => engine.position(stepState),
+          waitForPosition: (position, timeoutMs) => engine.waitForPosition(position, timeoutMs, stepState),
+        });
+        const made = feed;
+        appended.add((_events, tenant, step) => made.noteChanged(tenant, step.operationRef, step.state));
         return feed;
       },
     },

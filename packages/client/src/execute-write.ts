@@ -147,6 +147,8 @@ export interface WriteOutcome {
   /** For `replayed`: the original success, as the ledger proved it. */
   success?: unknown;
   state?: OperationState;
+  /** The envelope ended the step under the worker's lease, and the ledger gave the lease back. */
+  leaseReleased?: boolean;
 }
 
 /**
@@ -195,6 +197,7 @@ function answeredOutcome(operationRef: string, answer: SubmitAnswer, extra: Part
     ...(answer.directive.not_before ? { notBefore: answer.directive.not_before } : {}),
     toolCalled: false,
     state: answer.state,
+    ...(answer.lease_released ? { leaseReleased: true } : {}),
     ...extra,
   };
 }

@@ -118,6 +118,8 @@ interface ItemInHand {
   held: HeldLease;
   lost: boolean;
   finished: boolean;
+  /** The ledger gave the lease back with the fact that ended the step: nothing to renew or release. */
+  released?: boolean;
 }
 
 /**
@@ -152,6 +154,9 @@ export class LedgerWorker {
     leftForVerification: 0,
     errors: 0,
   };
+
+  /** Releases sent for items already done; `run` answers once they have landed. */
+  private readonly releasing = new Set<Promise<void>>();
 
   constructor(
     private readonly ledger: LedgerClient,
@@ -206,6 +211,7 @@ export class LedgerWorker {
       }
     }
     await Promise.allSettled([...inHand]);
+    await Promise.allSettled([...this.releasing]);
     const report = { ...this.report };
     this.emit({ type: 'stopped', worker: this.id, report });
     return report;
@@ -253,8 +259,18 @@ export class LedgerWorker {
       clearInterval(renewal);
       hand.finished = true;
     }
-    if (release && !hand.lost) {
-      await this.ledger.releaseLease(ref, hand.lease, holdMs).catch(() => undefined);
+    if (release && !hand.lost && !hand.released) {
+      // The item is done: its slot is free now, so the next poll goes out beside this release
+      // rather than a round trip after it. A release that lands late only keeps the step (a hold
+      // included) from others a little longer; it names its lease, so it never frees a later one.
+      const releasing: Promise<void> = this.ledger
+        .releaseLease(ref, hand.lease, holdMs)
+        .then(
+          () => undefined,
+          () => undefined,
+        )
+        .finally(() => this.releasing.delete(releasing));
+      this.releasing.add(releasing);
     }
   }
 
@@ -266,6 +282,7 @@ export class LedgerWorker {
 
   /** Renews the lease; answers false (and says so once) when the ledger says another holds the item. */
   private async renew(ref: string, hand: ItemInHand): Promise<boolean> {
+    if (hand.released) return false;
     const requestedAt = performance.now();
     try {
       await this.ledger.renewLease(ref, hand.lease, this.leaseMs);
@@ -339,6 +356,7 @@ export class LedgerWorker {
         tool.call,
         { ...options, callWindowMs: Math.min(remaining, MAX_CALL_WINDOW_MS) },
       );
+      if (outcome.leaseReleased) hand.released = true;
       this.afterWrite(outcome);
       if (outcome.toolCalled) this.report.dispatched += 1;
       // An unknown outcome is checked at once, while this worker still holds the item.

@@ -381,7 +381,7 @@ export class SqliteEventStore implements EventStore {
       return;
     }
     let eventCount = 0;
-    let reached = 0;
+    let reached: number;
     try {
       // Read under the write lock: another process on the file may have moved the anchor.
       const stored = s.anchor.get();

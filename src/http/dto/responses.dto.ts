@@ -58,6 +58,11 @@ export class SubmitAnswerDto {
   @ApiPropertyOptional({ description: 'A dispatch on a succeeded step: the original success, replayed.' })
   replayed?: boolean;
   @ApiPropertyOptional({ type: 'object', additionalProperties: true }) success?: Record<string, unknown>;
+  @ApiPropertyOptional({
+    description:
+      'The facts came under the work-feed lease that held the step (Ledger-Lease) and ended it: the ledger gave the lease back in the same request.',
+  })
+  lease_released?: boolean;
 }
 
 export class StoredEventDto {

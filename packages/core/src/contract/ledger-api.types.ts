@@ -89,6 +89,11 @@ export interface SubmitAnswer {
   /** A dispatch on a succeeded step: the original success, replayed. */
   replayed?: true;
   success?: unknown;
+  /**
+   * The facts came under a work-feed lease (`Ledger-Lease`) and ended the step: the ledger gave
+   * the lease back in the same request, so the worker need not (docs/contract.md §9).
+   */
+  lease_released?: true;
 }
 
 // ---- the work feed ------------------------------------------------------------------------------
