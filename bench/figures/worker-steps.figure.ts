@@ -1,9 +1,12 @@
 /**
  * Figure 7: steps per second driven end to end through the SDK's LedgerWorker (plan with one call,
  * the feed hands the step out under a lease, dispatch through the gate, the provider's create, the
- * envelope recorded, the lease released), with 50 steps open at any time: a planner starts a new
+ * envelope recorded, the lease given back), with 50 steps open at any time: a planner starts a new
  * step as each one succeeds. Beside it, the same steps driven by 50 loops of executeWrite (plan,
- * dispatch, call, envelope: the gate without the feed), measured right before on a fresh service.
+ * dispatch, call, envelope: the gate without the feed). Each round measures both, each on a fresh
+ * service, in turn (A B, then B A, then A B): on a shared machine one 10 s window of each
+ * moved the ratio by ±10 % between runs, so the figure is the median of the rounds' ratios, with
+ * every round in the details.
  *
  * The peer durable-execution engines (Restate, DBOS) are measured in the tool-step figure
  * (tool-steps.figure.ts), on the workload both sides can run.
@@ -24,6 +27,8 @@ export interface WorkerStepsSettings {
   warmupSeconds: number;
   /** Steps open at once (50 in the published figure). */
   open?: number;
+  /** Rounds of both (3 by default: A B, B A, A B). */
+  rounds?: number;
   nodeArgs?: string[];
 }
 
@@ -105,9 +110,8 @@ export async function workerStepsFigure(
   const policy = { verification_tool: VERIFICATION_TOOL };
   let serial = 0;
   const nextRef = (prefix: string) => `${prefix}/step_${++serial}`;
-  try {
-    log(`figure 7 baseline: ${open} loops of executeWrite, ${settings.seconds} s`);
-    const baseline = await withLedger(settings, 'worker-baseline', (client, pid) =>
+  const direct = () =>
+    withLedger(settings, `worker-baseline-${serial}`, (client, pid) =>
       window(settings, pid, async (onDone, stop) => {
         await Promise.all(
           Array.from({ length: open }, async () => {
@@ -130,8 +134,8 @@ export async function workerStepsFigure(
         );
       }),
     );
-    log(`figure 7: LedgerWorker, ${open} steps open, ${settings.seconds} s`);
-    const figure = await withLedger(settings, 'worker-feed', (client, pid) =>
+  const throughFeed = () =>
+    withLedger(settings, `worker-feed-${serial}`, (client, pid) =>
       window(settings, pid, async (onDone, stop) => {
         const startedAt = new Map<string, number>();
         const start = async () => {
@@ -162,6 +166,33 @@ export async function workerStepsFigure(
         await running;
       }),
     );
+  const rounds: Array<{ worker: Driven; executeWrite: Driven; ratio: number }> = [];
+  try {
+    for (let round = 0; round < (settings.rounds ?? 3); round++) {
+      let worker: Driven;
+      let baseline: Driven;
+      if (round % 2 === 0) {
+        log(
+          `figure 7 round ${round + 1}: ${open} loops of executeWrite, then LedgerWorker, ${settings.seconds} s each`,
+        );
+        baseline = await direct();
+        worker = await throughFeed();
+      } else {
+        log(
+          `figure 7 round ${round + 1}: LedgerWorker, then ${open} loops of executeWrite, ${settings.seconds} s each`,
+        );
+        worker = await throughFeed();
+        baseline = await direct();
+      }
+      const ratio = baseline.stepsPerSecond > 0 ? worker.stepsPerSecond / baseline.stepsPerSecond : 0;
+      log(
+        `    ${worker.stepsPerSecond.toFixed(0)} / ${baseline.stepsPerSecond.toFixed(0)} steps/s = ${(ratio * 100).toFixed(1)} %`,
+      );
+      rounds.push({ worker, executeWrite: baseline, ratio });
+    }
+    const median = [...rounds].sort((a, b) => a.ratio - b.ratio)[Math.floor((rounds.length - 1) / 2)];
+    const figure = median.worker;
+    const baseline = median.executeWrite;
     const restate = restateSkip();
     log(restate);
     return {
@@ -169,12 +200,14 @@ export async function workerStepsFigure(
       name: `steps end to end through LedgerWorker (plan, feed + lease, dispatch, call, envelope), ${open} open`,
       figure: { label: 'LedgerWorker', value: figure.stepsPerSecond, unit: 'steps/s' },
       baseline: { label: `${open} loops of executeWrite`, value: baseline.stepsPerSecond, unit: 'steps/s' },
-      ratio: baseline.stepsPerSecond > 0 ? figure.stepsPerSecond / baseline.stepsPerSecond : undefined,
-      target: {
-        text: '≥ 90 %',
-        met: baseline.stepsPerSecond > 0 && figure.stepsPerSecond / baseline.stepsPerSecond >= 0.9,
+      ratio: median.ratio,
+      target: { text: '≥ 90 % (median of the rounds)', met: median.ratio >= 0.9 },
+      details: {
+        worker: figure,
+        executeWrite: baseline,
+        rounds: rounds.map((each) => ({ ...each, ratio: Number(each.ratio.toFixed(4)) })),
+        restate,
       },
-      details: { worker: figure, executeWrite: baseline, restate },
     };
   } finally {
     await provider.close();
