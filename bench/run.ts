@@ -5,14 +5,14 @@
  *   npm run bench                      # the full run (1 M events; about 5–8 minutes on 2 cores, and 8 more for the tool-step figure)
  *   node dist/bench/run.js --events 200000 --seconds 5 --out /tmp/bench.json   # a quick one
  *   node dist/bench/run.js --only http,batch,store,large --profile /tmp/prof  # --cpu-prof of each service
- *   node dist/bench/run.js --only worker --seconds 10 --out /tmp/worker.json   # figure 7 alone
+ *   node dist/bench/run.js --only worker --seconds 10 --out /tmp/worker.json   # figure 8 alone
  *   node dist/bench/run.js --only tracing --out /tmp/tracing.json   # OpenTelemetry on / off, same load
  *   npm run bench -- --only tool-steps                 # the tool-step figure alone (or BENCH_ONLY=tool-steps)
  *   node dist/bench/run.js --only tool-steps --rounds 1 --peers restate,sqlite-group --step-warmup 2
  *
  * The tool-step figure (beside Restate, DBOS and three Fastify routes) has its own knobs: --rounds
- * (3), --step-warmup (3 s), --peers (all of restate,dbos,bare,sqlite-txn,sqlite-group); it shares
- * --seconds and --connections. Its peers install on demand into bench/.peers; PostgreSQL for DBOS
+ * (3; also the paired rounds of figure 8), --step-warmup (3 s), --peers (all of
+ * restate,dbos,bare,sqlite-txn,sqlite-group); it shares --seconds and --connections. Its peers install on demand into bench/.peers; PostgreSQL for DBOS
  * comes from Debian (BENCH_INSTALL_SYSTEM_PEERS=1 lets the bench apt-get it when missing).
  *
  * Each load runs a warm-up first (--warmup, 5 s by default) that is not counted: the service's
@@ -124,7 +124,7 @@ async function main(): Promise<void> {
     // A plan's StepPlanned row: the most common first event of a stream, of typical size.
     if (wanted('store')) rows.push(...(await storeAppendFigure(dir, batchRows[0], Math.min(settings.seconds, 5), log)));
     if (wanted('large')) rows.push(...(await largeLogFigures({ ...common, events: settings.events }, log)));
-    if (wanted('worker')) rows.push(await workerStepsFigure({ ...common, open: 50 }, log));
+    if (wanted('worker')) rows.push(await workerStepsFigure({ ...common, open: 50, rounds: settings.rounds }, log));
     if (wanted('tracing')) rows.push(...(await tracingOverheadFigure(common, log)));
     if (wanted('tool-steps')) {
       toolSteps = await toolStepsFigure(

@@ -1,5 +1,5 @@
 /**
- * Figure 7: steps per second driven end to end through the SDK's LedgerWorker (plan with one call,
+ * Figure 8: steps per second driven end to end through the SDK's LedgerWorker (plan with one call,
  * the feed hands the step out under a lease, dispatch through the gate, the provider's create, the
  * envelope recorded, the lease given back), with 50 steps open at any time: a planner starts a new
  * step as each one succeeds. Beside it, the same steps driven by 50 loops of executeWrite (plan,
@@ -173,13 +173,13 @@ export async function workerStepsFigure(
       let baseline: Driven;
       if (round % 2 === 0) {
         log(
-          `figure 7 round ${round + 1}: ${open} loops of executeWrite, then LedgerWorker, ${settings.seconds} s each`,
+          `figure 8 round ${round + 1}: ${open} loops of executeWrite, then LedgerWorker, ${settings.seconds} s each`,
         );
         baseline = await direct();
         worker = await throughFeed();
       } else {
         log(
-          `figure 7 round ${round + 1}: LedgerWorker, then ${open} loops of executeWrite, ${settings.seconds} s each`,
+          `figure 8 round ${round + 1}: LedgerWorker, then ${open} loops of executeWrite, ${settings.seconds} s each`,
         );
         worker = await throughFeed();
         baseline = await direct();
@@ -196,7 +196,7 @@ export async function workerStepsFigure(
     const restate = restateSkip();
     log(restate);
     return {
-      id: '7',
+      id: '8',
       name: `steps end to end through LedgerWorker (plan, feed + lease, dispatch, call, envelope), ${open} open`,
       figure: { label: 'LedgerWorker', value: figure.stepsPerSecond, unit: 'steps/s' },
       baseline: { label: `${open} loops of executeWrite`, value: baseline.stepsPerSecond, unit: 'steps/s' },

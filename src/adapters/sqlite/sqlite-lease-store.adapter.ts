@@ -61,7 +61,7 @@ export class SqliteLeaseStore implements LeaseStore {
 
   /**
    * Prepared once, as is the transaction: preparing per call (a statement, a transaction function)
-   * was most of the lease store's CPU under the work feed's load (docs/performance.md, figure 7).
+   * was most of the lease store's CPU under the work feed's load (docs/performance.md, figure 8).
    */
   private prepare() {
     const get = this.db.prepare<[string], { record: string }>('SELECT record FROM leases WHERE key = ?');
