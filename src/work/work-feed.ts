@@ -83,6 +83,16 @@ export interface ReleaseRequest {
   holdMs?: number;
 }
 
+/** Who asks for work, for which tools, and for how long a lease: what every look hands out under. */
+interface Asking {
+  tenant: string;
+  tools: readonly string[];
+  worker: string;
+  leaseMs: number;
+  /** The API key the worker authenticated with, recorded on the lease (LeaseRecord.granted_to). */
+  grantedTo: string;
+}
+
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
 /** A step in one of these is due the moment it gets there (docs/work-feed.md, "What is due when"). */
@@ -165,6 +175,7 @@ export class WorkFeed {
     const refusal = this.ledger.writeRefusal();
     if (refusal) throw refusal;
     const { tools, worker, limit, waitMs, leaseMs } = request;
+    const asking: Asking = { tenant: caller.tenant, tools, worker, leaseMs, grantedTo: caller.actor };
     const deadline = this.clock.now().getTime() + waitMs;
     const ask = [caller.tenant, ...[...tools].sort()].join('\u0000');
     // Every request looks once; only a waiting poll's further looks are shared (emptyLooks).
@@ -173,7 +184,7 @@ export class WorkFeed {
       const empty = this.emptyLooks.get(ask);
       const lookedMs = this.clock.now().getTime();
       const position = this.candidates?.position() ?? 0;
-      const items = await this.handOutFresh(caller.tenant, tools, worker, limit, leaseMs, caller.actor);
+      const items = await this.handOutFresh(asking, limit);
       if (
         items.length < limit &&
         (first ||
@@ -185,7 +196,7 @@ export class WorkFeed {
       ) {
         // Marked before looking: polls woken by the same move of the read model wait for this look.
         this.emptyLooks.set(ask, { atMs: lookedMs, limit, position });
-        const looked = await this.handOut(caller.tenant, tools, worker, limit - items.length, leaseMs, caller.actor);
+        const looked = await this.handOut(asking, limit - items.length);
         if (looked.length > 0) this.emptyLooks.delete(ask);
         items.push(...looked);
       }
@@ -221,14 +232,8 @@ export class WorkFeed {
   }
 
   /** The steps just made due for these tools (`noteChanged`), each leased and judged on its stream. */
-  private async handOutFresh(
-    tenant: string,
-    tools: readonly string[],
-    worker: string,
-    limit: number,
-    leaseMs: number,
-    grantedTo: string,
-  ): Promise<WorkItem[]> {
+  private async handOutFresh(asking: Asking, limit: number): Promise<WorkItem[]> {
+    const { tenant, tools } = asking;
     const refs = this.fresh.get(tenant);
     const items: WorkItem[] = [];
     if (!refs) return items;
@@ -237,28 +242,15 @@ export class WorkFeed {
       if (tools.length > 0 && !tools.includes(tool)) continue;
       // Tried once: a step held, or not due after all, is the read model's to offer from here on.
       refs.delete(operationRef);
-      const item = await this.tryHandOut(
-        tenant,
-        this.key(tenant, operationRef),
-        operationRef,
-        worker,
-        leaseMs,
-        grantedTo,
-      );
+      const item = await this.tryHandOut(asking, this.key(tenant, operationRef), operationRef);
       if (item) items.push(item);
     }
     if (refs.size === 0) this.fresh.delete(tenant);
     return items;
   }
 
-  private async handOut(
-    tenant: string,
-    tools: readonly string[],
-    worker: string,
-    limit: number,
-    leaseMs: number,
-    grantedTo: string,
-  ): Promise<WorkItem[]> {
+  private async handOut(asking: Asking, limit: number): Promise<WorkItem[]> {
+    const { tenant, tools } = asking;
     const nowMs = this.clock.now().getTime();
     // Held items sit among the due ones until their lease ends: look past them, within reason.
     const rows = this.readModel.dueSteps({ tenant, tools, nowMs, limit: limit * 2 + 100 });
@@ -271,20 +263,14 @@ export class WorkFeed {
       if (isHeld(held.get(key), nowMs)) continue;
       const judged = this.notDue.get(key);
       if (judged && judged.revision >= row.revision && nowMs < judged.dueMs) continue;
-      const item = await this.tryHandOut(tenant, key, row.operationRef, worker, leaseMs, grantedTo);
+      const item = await this.tryHandOut(asking, key, row.operationRef);
       if (item) items.push(item);
     }
     return items;
   }
 
-  private async tryHandOut(
-    tenant: string,
-    key: string,
-    operationRef: string,
-    worker: string,
-    leaseMs: number,
-    grantedTo: string,
-  ): Promise<WorkItem | undefined> {
+  private async tryHandOut(asking: Asking, key: string, operationRef: string): Promise<WorkItem | undefined> {
+    const { tenant, worker, leaseMs, grantedTo } = asking;
     const granted = await this.leases.acquire({
       key,
       leaseId: randomUUID(),
