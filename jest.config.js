@@ -52,9 +52,10 @@ module.exports = {
       },
       // secretlint ships ES modules only; Jest on Node 20 cannot require them, so they are compiled
       // to CommonJS like the sources (the service itself loads them with Node's require of ESM).
-      // So do the agent frameworks the integrations are tested in (ai, @mastra/core and what they load).
+      // So do the agent frameworks the integrations are tested in (ai, @mastra/core and what they load),
+      // and NestJS 12 (ES modules only), so the int tier runs the whole application in process.
       transformIgnorePatterns: [
-        '/node_modules/(?!(@secretlint|structured-source|boundary|ai|@ai-sdk|@mastra|zod|@workflow/serde|p-map|p-retry|is-network-error)/)',
+        '/node_modules/(?!(@nestjs|@secretlint|structured-source|boundary|ai|@ai-sdk|@mastra|zod|@workflow/serde|p-map|p-retry|is-network-error)/)',
       ],
     },
     {

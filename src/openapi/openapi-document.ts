@@ -4,10 +4,15 @@ import { ModulesContainer } from '@nestjs/core';
 import { DocumentBuilder, SwaggerModule, type OpenAPIObject } from '@nestjs/swagger';
 import { ACCESS_KEY, ROLE_ACCESS, type Access } from '../auth/access';
 import type { Role } from '../auth/caller';
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { packageRoot } from '../ui/ui-assets';
 import { typeFacts } from './fact-schemas';
 
 export const BEARER_SCHEME = 'api_key';
-const PACKAGE_VERSION = (require('../../../package.json') as { version: string }).version;
+// Found from the package root, so the built service and the sources run in process read one file.
+const PACKAGE_VERSION = (JSON.parse(readFileSync(join(packageRoot(), 'package.json'), 'utf8')) as { version: string })
+  .version;
 
 type Operation = {
   operationId?: string;
