@@ -99,7 +99,9 @@ export function describeEvent(type: string, data: Record<string, unknown>): stri
       const envelope = record(data.envelope);
       const outcome = envelope.ok === true ? 'committed' : `${text(envelope.code)} (${text(envelope.commit_state)})`;
       const flag =
-        data.possible_duplicate === true ? ' after a later attempt was granted: possible duplicate write' : '';
+        data.possible_duplicate === true
+          ? ' after a later attempt was granted: it may have reached the provider: possible duplicate write'
+          : '';
       return `late envelope of attempt ${text(data.attempt)}: ${outcome}${flag}`;
     }
     case 'TransitionRecorded': {

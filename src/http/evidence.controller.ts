@@ -58,7 +58,8 @@ export class EvidenceTrailDto {
   @ApiProperty() revision!: number;
   @ApiProperty({ type: VerdictDto }) verdict!: VerdictDto;
   @ApiPropertyOptional({
-    description: 'A success an attempt reported after a later attempt was granted: the provider may hold two writes.',
+    description:
+      'An outcome that may have reached the provider (a success, or an unknown or committed failure), reported by an attempt after a later attempt was granted: the provider may hold two writes.',
   })
   possible_duplicate?: { attempt: number; event_id: string };
   @ApiProperty({ type: [EvidenceEntryDto] }) entries!: EvidenceEntryDto[];

@@ -43,7 +43,7 @@ export class TrustReportDto {
   @ApiProperty() succeeded!: number;
   @ApiProperty({
     description:
-      'Successes reported late by an attempt after a later attempt was granted: the provider may hold two writes.',
+      'Late outcomes that may have reached the provider (a success, or an unknown or committed failure), reported by an attempt after a later attempt was granted: the provider may hold two writes.',
   })
   possible_duplicates!: number;
   @ApiProperty() pending_recovery_now!: number;

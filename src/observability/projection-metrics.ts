@@ -70,7 +70,7 @@ const TRUST_COUNTERS: ReadonlyArray<{ name: string; help: string; field: keyof T
   },
   {
     name: 'ledger_trust_possible_duplicates_total',
-    help: 'Successes reported late by an attempt after a later attempt was granted: the provider may hold two writes',
+    help: 'Late outcomes that may have reached the provider, reported by an attempt after a later attempt was granted: the provider may hold two writes',
     field: 'possible_duplicates',
   },
   {

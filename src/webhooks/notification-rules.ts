@@ -42,7 +42,7 @@ function transitionTo(event: LogEventView): string | undefined {
   return typeof to === 'string' ? to : undefined;
 }
 
-/** A late success after a later attempt was granted (docs/contract.md §4.9). */
+/** A late outcome that may have reached the provider after a later attempt was granted (docs/contract.md §4.9). */
 function isPossibleDuplicate(event: LogEventView): boolean {
   return (
     event.type === 'LateOutcomeRecorded' &&

@@ -139,7 +139,7 @@ describe('a late envelope is evidence', () => {
     const { as_of_position: _asOf, ...served } = evidence.body;
     expect(JSON.parse(local.stdout)).toEqual(served);
     expect(evidence.body.entries.map((entry: { summary: string }) => entry.summary)).toContain(
-      'late envelope of attempt 1: committed after a later attempt was granted: possible duplicate write',
+      'late envelope of attempt 1: committed after a later attempt was granted: attempts 1 and 2 may each have reached the provider: possible duplicate write',
     );
     const triage = await get(`/v1/triage?kind=possible_duplicate&wait_for_position=${position}`);
     expect(triage.body.items).toEqual([

@@ -34,7 +34,8 @@ export class StepViewDto {
   })
   approval_input_hash?: string;
   @ApiPropertyOptional({
-    description: 'A success an attempt reported after a later attempt was granted: the provider may hold two writes.',
+    description:
+      'An outcome that may have reached the provider (a success, or an unknown or committed failure), reported by an attempt after a later attempt was granted: the provider may hold two writes.',
   })
   possible_duplicate?: { attempt: number; recorded_at: string };
   @ApiPropertyOptional({

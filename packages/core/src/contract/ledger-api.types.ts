@@ -64,7 +64,7 @@ export interface StepView {
   last_envelope?: unknown;
   last_verification?: unknown;
   success?: unknown;
-  /** A late success after a later attempt was granted: the provider may hold two writes (§4.9). */
+  /** A late outcome that may have reached the provider after a later attempt was granted: the provider may hold two writes (§4.9). */
   possible_duplicate?: { attempt: number; recorded_at: string };
   /** An operator took the escalation (docs/contract.md §4.10). */
   acknowledged?: { assignee: string; note?: string; at: string };

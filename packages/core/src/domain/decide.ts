@@ -15,7 +15,9 @@ import {
   isApproved,
   isPlanned,
   lastReachOf,
+  lateOutcomeReopens,
   lateSuccessSettles,
+  mayHaveReachedProvider,
   outcomeUnknown,
   type PlannedStep,
   type StepState,
@@ -88,6 +90,7 @@ export const TRANSITION_REASONS = {
   dependencyFailuresExhausted: 'DEPENDENCY_FAILURES_EXHAUSTED',
   inputNotApproved: 'INPUT_NOT_APPROVED',
   lateSuccess: 'LATE_SUCCESS',
+  lateOutcomeUnknown: 'LATE_OUTCOME_UNKNOWN',
   manuallyVerifiedCommitted: 'MANUALLY_VERIFIED_COMMITTED',
   manuallyVerifiedNotFound: 'MANUALLY_VERIFIED_NOT_FOUND',
   cancelled: 'STEP_CANCELLED',
@@ -356,7 +359,11 @@ function decideEnvelope(state: PlannedStep, command: Command & { fact: { type: '
  * (docs/contract.md §4.9):
  * - a success of the last attempt granted, on a step that is not terminal and has nothing in
  *   flight: that write committed, so the step succeeds and nothing is dispatched again;
- * - a success of an attempt after a later one was granted: recorded as a possible duplicate;
+ * - an outcome that may have reached the provider (a success, an unknown or committed failure) of
+ *   an attempt after a later one was granted: a possible duplicate, for a person to look up;
+ * - such a failure of the last attempt granted, after a lookup found it not_found: that lookup may
+ *   have come before the write, so the outcome is unknown again and a step waiting to retry goes
+ *   back to `verifying`;
  * - anything else: recorded, refused as ATTEMPT_MISMATCH.
  */
 function decideLateOutcome(
@@ -368,11 +375,15 @@ function decideLateOutcome(
   const laterGranted = attempt < state.attempts_used;
   const late: LedgerEvent = {
     type: 'LateOutcomeRecorded',
-    data: { attempt, envelope, redactions, possible_duplicate: envelope.ok && laterGranted },
+    data: { attempt, envelope, redactions, possible_duplicate: laterGranted && mayHaveReachedProvider(envelope) },
   };
+  const after = evolve(state, recordedAt(command, late)) as PlannedStep;
   if (lateSuccessSettles(state, attempt, envelope.ok)) {
-    const after = evolve(state, recordedAt(command, late)) as PlannedStep;
     const moved = transition(state, after, 'succeeded', TRANSITION_REASONS.lateSuccess, command.event_id);
+    return { kind: 'accepted', events: [late, moved], state: evolve(after, recordedAt(command, moved)) };
+  }
+  if (state.status === 'retry_ready' && lateOutcomeReopens(state, attempt, envelope)) {
+    const moved = transition(state, after, 'verifying', TRANSITION_REASONS.lateOutcomeUnknown, command.event_id);
     return { kind: 'accepted', events: [late, moved], state: evolve(after, recordedAt(command, moved)) };
   }
   return refuse(state, command, 'ATTEMPT_MISMATCH', detail, state.directive, [late]);

@@ -214,7 +214,10 @@ export interface LateOutcomeRecordedData {
   attempt: number;
   envelope: ToolEnvelope;
   redactions: Redaction[];
-  /** A success of an attempt after a later attempt was granted: the provider may hold two writes. */
+  /**
+   * An outcome that may have reached the provider (a success, or an unknown or committed failure) of
+   * an attempt after a later attempt was granted: the provider may hold two writes (§4.9).
+   */
   possible_duplicate: boolean;
 }
 

@@ -57,8 +57,16 @@ export interface PlannedStep {
   approval_input_hash?: string;
   /** Input hashes an approver granted. */
   approved_input_hashes?: string[];
-  /** A success reported late by an attempt after a later one was granted (docs/contract.md §4.9). */
+  /**
+   * An outcome that may have reached the provider (a success, an unknown or committed one), reported
+   * late by an attempt after a later one was granted (docs/contract.md §4.9).
+   */
   possible_duplicate?: { attempt: number; recorded_at: string };
+  /**
+   * When the attempt last granted reported, late, an outcome that may have reached the provider
+   * after it was verified not_found: it reached no later than that (docs/contract.md §4.9).
+   */
+  late_reach_at?: string;
   last_envelope?: EnvelopeSummary;
   last_verification?: { outcome: VerificationOutcome; checked_at: string; evidence_ref?: string; manual?: true };
   /** The attempt whose outcome a verification (automated or a person's) settled as committed or not. */
@@ -98,9 +106,40 @@ const addMs = (instant: string, ms: number): string => new Date(Date.parse(insta
 export function lastReachOf(state: PlannedStep): string {
   const dispatchedAt = state.dispatched_at ?? state.since;
   const deadline = state.call_deadline ?? addMs(dispatchedAt, dispatchTimeoutMs(state.definition.policy));
-  if (state.call_ended_at !== undefined && Date.parse(state.call_ended_at) < Date.parse(deadline))
-    return state.call_ended_at;
-  return deadline;
+  const reach =
+    state.call_ended_at !== undefined && Date.parse(state.call_ended_at) < Date.parse(deadline)
+      ? state.call_ended_at
+      : deadline;
+  // A late report proves the call ran past its deadline, up to the report at most (§4.9).
+  if (state.late_reach_at !== undefined && Date.parse(state.late_reach_at) > Date.parse(reach))
+    return state.late_reach_at;
+  return reach;
+}
+
+/**
+ * Whether an envelope says its call may have reached the provider: a success, or a failure whose
+ * commit state is not `not_committed` (docs/contract.md §4.9).
+ */
+export function mayHaveReachedProvider(envelope: ToolEnvelope | undefined): boolean {
+  if (envelope === undefined || envelope === null || typeof envelope !== 'object') return false;
+  return envelope.ok === true || envelope.commit_state !== 'not_committed';
+}
+
+/**
+ * Whether a late failure of `attempt` that may have reached the provider reopens its outcome
+ * (docs/contract.md §4.9): it is the last attempt granted, and a lookup (automated or a person's)
+ * found it not_found, so that lookup may have come before the write. The step is then verified
+ * again before any new attempt. Shared by the decider and the fold.
+ */
+export function lateOutcomeReopens(state: PlannedStep, attempt: number, envelope: ToolEnvelope | undefined): boolean {
+  return (
+    envelope?.ok === false &&
+    mayHaveReachedProvider(envelope) &&
+    attempt === state.attempts_used &&
+    state.success === undefined &&
+    state.verified_attempt === attempt &&
+    state.last_verification?.outcome === 'not_found'
+  );
 }
 
 /**
@@ -176,6 +215,7 @@ export function evolve(state: StepState, event: RecordedEvent): StepState {
         dispatched_at: event.recorded_at,
         call_deadline: event.data.call_deadline,
         call_ended_at: undefined,
+        late_reach_at: undefined,
         not_before: undefined,
         // The attempt the envelope allowed is used up by this dispatch (the lower bound applies).
         envelope_attempts_remaining:
@@ -290,6 +330,10 @@ export function evolve(state: StepState, event: RecordedEvent): StepState {
     case 'LateOutcomeRecorded': {
       const { attempt, envelope, possible_duplicate } = event.data;
       if (possible_duplicate) return { ...state, possible_duplicate: { attempt, recorded_at: event.recorded_at } };
+      if (lateOutcomeReopens(state, attempt, envelope)) {
+        // The not_found may have come before this write: the outcome is unknown again (§4.9).
+        return { ...state, verified_attempt: undefined, late_reach_at: event.recorded_at };
+      }
       if (!envelope?.ok || !lateSuccessSettles(state, attempt, true)) return state;
       const proof = envelope.verification;
       return {

@@ -1,5 +1,6 @@
 import { countDispatch, NO_ATTEMPTS } from '../domain/attempts';
 import { isTerminalStatus, type StepStatus, type VerificationOutcome } from '../domain/events';
+import { mayHaveReachedProvider } from '../domain/step-state';
 import { asLedgerEvent } from './ledger-events';
 import {
   alreadyApplied,
@@ -106,7 +107,10 @@ export interface EvidenceTrailDoc {
   /** The last operator action (cancel, reopen, acknowledge), by key id, with its reason or note. */
   operator_action?: { type: string; actor: string; reason?: string; event_id: string };
   duplicates_prevented: number;
-  /** A success an earlier attempt reported after a later one was granted (docs/contract.md §4.9). */
+  /**
+   * An outcome that may have reached the provider, reported by an attempt after a later one was
+   * granted (docs/contract.md §4.9).
+   */
   possible_duplicate?: { attempt: number; event_id: string };
   entries: EvidenceEntry[];
   verdict: Verdict;
@@ -126,7 +130,10 @@ export interface EvidenceReport {
   status: string;
   revision: number;
   verdict: Verdict;
-  /** A success an attempt reported after a later one was granted (docs/contract.md §4.9). */
+  /**
+   * An outcome that may have reached the provider, reported by an attempt after a later one was
+   * granted (docs/contract.md §4.9).
+   */
   possible_duplicate?: { attempt: number; event_id: string };
   entries: EvidenceEntry[];
 }
@@ -495,9 +502,14 @@ export function evolveEvidenceTrail(current: EvidenceTrailDoc | undefined, event
         const { attempt, envelope, possible_duplicate } = ledgerEvent.data;
         const outcome = envelope?.ok ? 'committed' : line`${envelope?.code}, ${envelope?.commit_state}`;
         if (possible_duplicate) doc.possible_duplicate = { attempt, event_id: event.event_id };
+        // Which attempts may have written at the provider: what a person checks (§4.9).
+        const last = base.attempts_used;
+        const reached = last === attempt + 1 ? line`${attempt} and ${last}` : line`${attempt} to ${last}`;
         const summary = possible_duplicate
-          ? line`late envelope of attempt ${attempt}: ${outcome} after a later attempt was granted: possible duplicate write`
-          : line`late envelope of attempt ${attempt}: ${outcome}`;
+          ? line`late envelope of attempt ${attempt}: ${outcome} after a later attempt was granted: attempts ${reached} may each have reached the provider: possible duplicate write`
+          : mayHaveReachedProvider(envelope)
+            ? line`late envelope of attempt ${attempt}: ${outcome}: attempt ${attempt} may have reached the provider`
+            : line`late envelope of attempt ${attempt}: ${outcome}`;
         entry = entryFor(event, 'envelope', summary);
         break;
       }

@@ -50,7 +50,7 @@ export interface StepStateDoc {
    * when. It leaves "Needs a person" for "Acknowledged"; the next transition clears it.
    */
   acknowledged?: { assignee: string; by: string; at: string; note?: string };
-  /** Late successes after a later attempt was granted (docs/contract.md §4.9); absent in older documents. */
+  /** Late outcomes that may have reached the provider after a later attempt was granted (docs/contract.md §4.9); absent in older documents. */
   possible_duplicates?: number;
   revision: number;
   position: number;

@@ -50,7 +50,8 @@ export interface TrustCounters {
   terminal_escalations: number;
   succeeded: number;
   /**
-   * Successes an attempt reported after a later attempt was granted (docs/contract.md §4.9): the
+   * Late outcomes that may have reached the provider (a success, or an unknown or committed
+   * failure), reported by an attempt after a later attempt was granted (docs/contract.md §4.9): the
    * provider may hold two writes. Documents stored before it existed lack it (read as 0).
    */
   possible_duplicates: number;

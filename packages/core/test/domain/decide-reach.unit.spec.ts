@@ -167,13 +167,77 @@ describe('decide: a late envelope is evidence', () => {
     });
   });
 
-  it('a late failure is recorded without the flag, and changes nothing', () => {
+  it('a late unknown outcome of attempt 1 after attempt 2 was granted is a possible duplicate: its call may have reached the provider', () => {
     const scenario = inFlight();
     scenario.submit(verified('not_found'), at(2_000));
     scenario.submit(dispatched(2), at(2_001));
     const late = scenario.when(envelope(1, outcomeUnknown()), at(2_500)).thenRefuses('ATTEMPT_MISMATCH');
+    expect(late.events).toEqual([
+      expect.objectContaining({
+        type: 'LateOutcomeRecorded',
+        data: expect.objectContaining({ possible_duplicate: true }),
+      }),
+    ]);
+    expect(stateOf(scenario)).toMatchObject({
+      status: 'dispatched',
+      current_attempt: 2,
+      possible_duplicate: { attempt: 1, recorded_at: at(2_500) },
+    });
+  });
+
+  it('a late unknown outcome after the later attempt succeeded is a possible duplicate, and the success stands', () => {
+    const scenario = inFlight();
+    scenario.submit(verified('not_found'), at(2_000));
+    scenario.submit(dispatched(2), at(2_001));
+    scenario.submit(envelope(2, success()), at(2_100));
+    const late = scenario.when(envelope(1, outcomeUnknown()), at(2_500)).thenRefuses('ATTEMPT_MISMATCH');
+    expect(late.events[0].data).toMatchObject({ attempt: 1, possible_duplicate: true });
+    expect(stateOf(scenario)).toMatchObject({ status: 'succeeded', possible_duplicate: { attempt: 1 } });
+  });
+
+  it('a late failure that committed nothing is recorded without the flag, and changes nothing', () => {
+    const scenario = inFlight();
+    scenario.submit(verified('not_found'), at(2_000));
+    scenario.submit(dispatched(2), at(2_001));
+    const late = scenario.when(envelope(1, invalidRecipient()), at(2_500)).thenRefuses('ATTEMPT_MISMATCH');
     expect(late.events[0]).toMatchObject({ type: 'LateOutcomeRecorded', data: { possible_duplicate: false } });
+    expect(stateOf(scenario)).toMatchObject({ status: 'dispatched', current_attempt: 2 });
     expect(stateOf(scenario).possible_duplicate).toBeUndefined();
+  });
+
+  it('an attempt that reported nothing and was verified not_found past its window is an ordinary retry', () => {
+    const scenario = inFlight();
+    scenario.submit(verified('not_found'), at(2_000));
+    scenario.when(dispatched(2), at(2_001)).thenMovesTo('dispatched');
+    scenario.when(envelope(2, success()), at(2_100)).thenMovesTo('succeeded');
+    expect(stateOf(scenario).possible_duplicate).toBeUndefined();
+  });
+
+  it('a late unknown outcome of the attempt verified not_found, before any other was granted, asks for the lookup again', () => {
+    const scenario = inFlight();
+    scenario.submit(verified('not_found'), at(2_000));
+    const late = scenario.when(envelope(1, outcomeUnknown()), at(2_500)).thenMovesTo('verifying');
+    expect(late.events.map((event) => event.type)).toEqual(['LateOutcomeRecorded', 'TransitionRecorded']);
+    expect(late.events[1].data).toMatchObject({
+      reason: 'LATE_OUTCOME_UNKNOWN',
+      directive: { next_action: 'verify_operation' },
+    });
+    expect(late.state).toMatchObject({ status: 'verifying' });
+    // No new attempt until a lookup settles it, and a not_found counts only a window after the late report.
+    scenario.when(dispatched(2), at(2_600)).thenRefuses('VERIFY_BEFORE_RETRY');
+    scenario.when(verified('not_found'), at(3_000)).thenRefuses('VERIFICATION_PREMATURE');
+    scenario.when(verified('not_found'), at(3_500)).thenMovesTo('retry_ready');
+  });
+
+  it('a late unknown outcome of an attempt verified not_found on a step escalated since leaves its outcome unverified', () => {
+    const scenario = given();
+    scenario.submit(planned({ policy: { ...policy, max_attempts: 1 } }));
+    scenario.submit(dispatched(1));
+    scenario.when(verified('not_found'), at(2_000)).thenMovesTo('escalated');
+    scenario.when(envelope(1, outcomeUnknown()), at(2_500)).thenRefuses('ATTEMPT_MISMATCH');
+    expect(stateOf(scenario).status).toBe('escalated');
+    const reopen: SubmittedFact = { type: 'StepReopened', data: { attempts: 1, reason: 'try again' } };
+    scenario.when(reopen, at(2_600)).thenRefuses('OUTCOME_UNVERIFIED');
   });
 
   it('the success of the last attempt granted, when nothing is in flight, settles the step: nothing runs again', () => {
