@@ -32,6 +32,7 @@ export function invoiceTools(providerUrl: string, options: InvoiceToolsOptions =
         timeoutMs,
         idempotencyHeader: 'Idempotency-Key',
         signal: context.signal,
+        callWindow: context.callWindow,
       },
       {
         operationRef: context.idempotencyKey,

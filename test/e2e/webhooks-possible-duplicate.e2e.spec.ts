@@ -1,7 +1,8 @@
 /**
  * A possible duplicate write reaches subscribers (docs/contract.md §4.9, docs/webhooks.md): a late
- * success of attempt 1 after attempt 2 was granted is delivered as `operation.possible_duplicate`
- * to a real receiving HTTP server, signed, from the built service as a real process.
+ * success of attempt 1 after attempt 2 was granted, or a late unknown outcome (its call may have
+ * reached the provider), is delivered as `operation.possible_duplicate` to a real receiving HTTP
+ * server, signed, from the built service as a real process.
  */
 import { randomUUID } from 'node:crypto';
 import { createServer, type Server } from 'node:http';
@@ -94,5 +95,46 @@ it('delivers operation.possible_duplicate when a late success follows a later gr
     type: 'operation.possible_duplicate',
     tenant: 'acme',
     data: { operation_ref: REF },
+  });
+});
+
+it('delivers operation.possible_duplicate when a late unknown outcome follows a later attempt that succeeded', async () => {
+  const ref = `run_${randomUUID().slice(0, 6)}/invoice_2`;
+  const runtime = ledgerAt(ledger.baseUrl, { authorization: `Bearer ${RUNTIME_KEY}` });
+  const plan = {
+    run_id: ref.split('/')[0],
+    tool: 'create_invoice',
+    side_effect: 'write',
+    input_hash: 'sha256:h1',
+    policy: { consistency_window_ms: 0, dispatch_timeout_ms: 1_000 },
+  };
+  expect((await runtime.submit(ref, [fact('StepPlanned', plan)])).status).toBe(200);
+  const first = fact('AttemptDispatched', { attempt: 1, input_hash: 'sha256:h1', call_window_ms: 100 });
+  expect((await runtime.submit(ref, [first])).status).toBe(200);
+  const notFound = () =>
+    runtime.submit(ref, [fact('VerificationRecorded', { outcome: 'not_found', checked_at: new Date().toISOString() })]);
+  await until(notFound, (answer) => answer.status === 200, 'a conclusive not_found');
+  expect((await runtime.submit(ref, [fact('AttemptDispatched', { attempt: 2, input_hash: 'sha256:h1' })])).status).toBe(
+    200,
+  );
+  const second = fact('EnvelopeRecorded', { attempt: 2, envelope: seedEnvelopes.success(ref, 'inv_2') });
+  expect((await runtime.submit(ref, [second])).body.state.status).toBe('succeeded');
+
+  // Attempt 1's dispatcher wakes, its call cut off after it may have left: unknown, not a success.
+  const late = await runtime.submit(ref, [
+    fact('EnvelopeRecorded', { attempt: 1, envelope: seedEnvelopes.outcomeUnknown(ref) }),
+  ]);
+  expect(late.body).toMatchObject({ code: 'ATTEMPT_MISMATCH', state: { status: 'succeeded' } });
+
+  const forRef = (list: typeof received) => list.filter(({ body }) => JSON.parse(body).data?.operation_ref === ref);
+  const [delivery] = await until(
+    async () => forRef(received),
+    (list) => list.length > 0,
+    'the delivery for the late unknown outcome',
+  );
+  expect(delivery.headers['recovery-ledger-event']).toBe('operation.possible_duplicate');
+  expect(JSON.parse(delivery.body)).toMatchObject({
+    type: 'operation.possible_duplicate',
+    data: { operation_ref: ref },
   });
 });

@@ -15,6 +15,7 @@ import type {
   VerificationOutcome,
   VerificationRecordedInput,
 } from './ledger-api.types';
+import { bindCallWindow, type CallWindow } from './call-window';
 import type { LedgerClient, RequestOptions } from './ledger-client';
 import { LedgerError, LedgerRefusal } from './ledger-errors';
 import { callWindowPassed, escalate, uncertainOutcome, type NormalizeContext } from './normalizers/envelope-builders';
@@ -54,6 +55,12 @@ export interface ToolCallContext {
    * may have left answers an envelope like any failure; the SDK still records it.
    */
   signal?: AbortSignal;
+  /**
+   * The attempt's call window: its call deadline (send it to the provider as `Ledger-Call-Deadline`)
+   * and `open()`, the SDK's check, to make again right before the request's bytes go to the socket
+   * (callHttpTool does both; docs/reliability.md "How close the check sits to the write").
+   */
+  callWindow?: CallWindow;
 }
 
 /**
@@ -413,6 +420,12 @@ async function attemptOnce<Input>(
   const window = callBy === undefined ? undefined : windowSignal(callBy - performance.now());
   const signals = [options.signal, window?.signal].filter((signal): signal is AbortSignal => signal !== undefined);
   const signal = signals.length > 1 ? AbortSignal.any(signals) : signals[0];
+  const deadline = granted.state.call_deadline;
+  const callWindow: CallWindow | undefined =
+    callBy === undefined
+      ? undefined
+      : { ...(deadline === undefined ? {} : { deadline }), open: () => performance.now() < callBy };
+  if (signal && callWindow) bindCallWindow(signal, callWindow);
   let raw: unknown;
   try {
     raw = await toolCall(run.input, {
@@ -421,6 +434,7 @@ async function attemptOnce<Input>(
       attempt,
       sideEffect,
       ...(signal ? { signal } : {}),
+      ...(callWindow ? { callWindow } : {}),
     });
   } catch (error) {
     raw = normalizeNetworkError(error, { ...context, now: now() });

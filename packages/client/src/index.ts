@@ -60,6 +60,8 @@ export type {
 export { recover } from './recover';
 export type { RecoverOptions, RecoveryEntry, RecoveryEntryResult, RecoveryReport } from './recover';
 export { callHttpTool } from './http-tool';
+export { CALL_DEADLINE_HEADER } from './call-window';
+export type { CallWindow } from './call-window';
 export type { HttpToolOptions, HttpToolRequest } from './http-tool';
 
 export {

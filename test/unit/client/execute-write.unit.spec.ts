@@ -48,13 +48,17 @@ describe('executeWrite', () => {
       envelope: { ok: true, verification: { evidence_ref: 'inv_1' } },
     });
     expect(provider.calls).toHaveLength(1);
-    const { signal, ...context } = provider.calls[0].context;
+    const { signal, callWindow, ...context } = provider.calls[0].context;
     expect(context).toEqual({
       operationRef: 'run_81/step_4',
       idempotencyKey: 'run_81/step_4',
       attempt: 1,
       sideEffect: 'write',
     });
+    // The ledger's call deadline, for the provider, and the check to make again at the write.
+    const granted = (await ledger.events(step.operationRef)).find((event) => event.type === 'AttemptDispatched');
+    expect(callWindow?.deadline).toBe(granted?.data.call_deadline);
+    expect(callWindow?.open()).toBe(true);
     // The end of the call window the ledger granted (docs/reliability.md), not yet reached.
     expect(signal).toBeInstanceOf(AbortSignal);
     expect(signal!.aborted).toBe(false);
