@@ -83,6 +83,8 @@ export interface InvoiceProviderOptions {
   flaky?: { timeoutAfterCommit?: number; rateLimit?: number; seed?: number; retryAfterSeconds?: number };
   /** Loopback only: this is a test double, never a public service. */
   host?: '127.0.0.1' | '::1' | 'localhost';
+  /** How long an idle kept-alive connection stays open (Node's default, 5 s, when not given). */
+  keepAliveMs?: number;
 }
 
 const FAULT_KINDS: readonly FaultKind[] = [
@@ -328,6 +330,7 @@ export async function startInvoiceProvider(options: InvoiceProviderOptions = {})
       if (!response.headersSent) send(response, 500, { error: { code: 'internal' } });
     });
   });
+  if (options.keepAliveMs !== undefined) server.keepAliveTimeout = options.keepAliveMs;
   server.on('connection', (socket) => {
     sockets.add(socket);
     socket.on('close', () => sockets.delete(socket));

@@ -2,7 +2,9 @@
  * Runs the example invoice provider on loopback:
  *   node dist/examples/invoice-provider/main.js [--port 4010]
  *     [--flaky-timeout 0.05] [--flaky-rate-limit 0.05] [--seed 1] [--retry-after-s 1] [--no-idempotency]
+ *     [--keep-alive-ms 5000]
  * The flaky flags fail that fraction of creates at random: committed then never answered, or 429.
+ * --keep-alive-ms keeps an idle connection open that long (a client's pooled connection outlives a pause).
  * --no-idempotency makes every create that gets through a new invoice, so duplicates show in
  * GET /__stats (`created`: invoices per operation_ref, counted at the commit).
  * Faults are queued with POST /__faults, e.g.
@@ -26,8 +28,13 @@ async function main(): Promise<void> {
     if (!(value >= 0 && value <= 1)) throw new Error(`--${name} must be a fraction from 0 to 1, got ${raw}`);
     return value;
   };
+  const keepAlive = flag('keep-alive-ms');
+  const keepAliveMs = keepAlive === undefined ? undefined : Number(keepAlive);
+  if (keepAliveMs !== undefined && !(Number.isInteger(keepAliveMs) && keepAliveMs >= 0))
+    throw new Error(`--keep-alive-ms must be a whole number of ms, got ${keepAlive}`);
   const provider = await startInvoiceProvider({
     port,
+    ...(keepAliveMs === undefined ? {} : { keepAliveMs }),
     idempotency: !process.argv.includes('--no-idempotency'),
     flaky: {
       timeoutAfterCommit: fraction('flaky-timeout'),

@@ -157,6 +157,82 @@ describe('a late envelope is evidence', () => {
     );
   });
 
+  it('records a late unknown outcome after a later attempt was granted as a possible duplicate, in the evidence, triage and the trust metrics', async () => {
+    const ref = `${RUN}/paused_unknown_1`;
+    await plan(ref);
+    await dispatch(ref, 1, H1, { call_window_ms: 200 });
+    await until(
+      () => notFound(ref),
+      (answer) => answer.status === 200,
+      'a conclusive not_found',
+    );
+    expect((await dispatch(ref, 2)).status).toBe(200);
+    const created = await runtime.submit(ref, [
+      fact('EnvelopeRecorded', { attempt: 2, envelope: seedEnvelopes.success(ref, 'inv_2') }),
+    ]);
+    expect(created.body.state.status).toBe('succeeded');
+
+    // Attempt 1's dispatcher wakes and its call is cut off after it may have left: unknown.
+    const lateId = randomUUID();
+    const late = await runtime.submit(ref, [
+      fact('EnvelopeRecorded', { attempt: 1, envelope: seedEnvelopes.outcomeUnknown(ref) }, lateId),
+    ]);
+    expect(late.status).toBe(409);
+    expect(late.body).toMatchObject({
+      code: 'ATTEMPT_MISMATCH',
+      state: { status: 'succeeded', possible_duplicate: { attempt: 1 } },
+    });
+    const events = (await runtime.events(ref)).body.events as Array<{ type: string; data: Record<string, unknown> }>;
+    expect(events.filter((event) => event.type === 'LateOutcomeRecorded')).toEqual([
+      expect.objectContaining({ data: expect.objectContaining({ attempt: 1, possible_duplicate: true }) }),
+    ]);
+
+    const position = Math.max(
+      ...(await runtime.events(ref)).body.events.map((event: { position: number }) => event.position),
+    );
+    const get = (path: string) =>
+      request(ledger.baseUrl, 'GET', path, undefined, { authorization: `Bearer ${RUNTIME_KEY}` });
+    const evidence = await get(`/v1/operations/${encodeURIComponent(ref)}/evidence?wait_for_position=${position}`);
+    expect(evidence.body.possible_duplicate).toMatchObject({ attempt: 1, event_id: lateId });
+    expect(evidence.body.entries.map((entry: { summary: string }) => entry.summary)).toContain(
+      'late envelope of attempt 1: OUTCOME_UNKNOWN, unknown after a later attempt was granted: attempts 1 and 2 may each have reached the provider: possible duplicate write',
+    );
+    const triage = await get(`/v1/triage?kind=possible_duplicate&wait_for_position=${position}`);
+    expect(triage.body.items).toEqual(
+      expect.arrayContaining([
+        expect.objectContaining({ kind: 'possible_duplicate', operation_ref: ref, status: 'succeeded' }),
+      ]),
+    );
+    const trust = await get(`/v1/metrics/trust?wait_for_position=${position}`);
+    // The late success of paused_1 above, and this one.
+    expect(trust.body.overall.possible_duplicates).toBe(2);
+  });
+
+  it('a late unknown outcome of the attempt verified not_found, before another was granted, sends the step back to verifying', async () => {
+    const ref = `${RUN}/reopened_1`;
+    await plan(ref);
+    await dispatch(ref, 1, H1, { call_window_ms: 200 });
+    await until(
+      () => notFound(ref),
+      (answer) => answer.status === 200,
+      'a conclusive not_found',
+    );
+    const late = await runtime.submit(ref, [
+      fact('EnvelopeRecorded', { attempt: 1, envelope: seedEnvelopes.outcomeUnknown(ref) }),
+    ]);
+    expect(late.status).toBe(200);
+    expect(late.body).toMatchObject({
+      state: { status: 'verifying', reason: 'LATE_OUTCOME_UNKNOWN' },
+      directive: { next_action: 'verify_operation' },
+    });
+    const retry = await dispatch(ref, 2);
+    expect(retry.status).toBe(409);
+    expect(retry.body.code).toBe('VERIFY_BEFORE_RETRY');
+    // The lookup counts again only a consistency window after the late report.
+    const early = await notFound(ref);
+    expect(early.body.code).toBe('VERIFICATION_PREMATURE');
+  });
+
   it('a late success of the last attempt granted settles the step: the next dispatch replays it', async () => {
     const ref = `${RUN}/settle_1`;
     await plan(ref);

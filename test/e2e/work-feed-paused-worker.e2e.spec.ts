@@ -1,13 +1,17 @@
 /**
- * A worker that stands still (GC, a VM stop) must not write after the ledger has let another
- * worker conclude that its attempt never happened (docs/reliability.md "When an attempt may still
- * reach the provider"). The built service over real HTTP, the example provider as a real process
- * with its idempotency off (a second create would be a second invoice in its own count), and the
- * SDK's LedgerWorker in real worker processes.
+ * A worker that stands still (GC, a VM stop, SIGSTOP) must not write after the ledger has let
+ * another worker conclude that its attempt never happened, and where it still can (a tool whose
+ * HTTP client the SDK does not check at the socket), the ledger says so (docs/reliability.md "When
+ * an attempt may still reach the provider", "How close the check sits to the write";
+ * docs/contract.md §4.9). The built service over real HTTP, the example provider as a real process
+ * with its idempotency off (a second create would be a second invoice in its own count) and idle
+ * connections kept open for a minute, and the SDK's LedgerWorker in real worker processes.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { createServer, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { LedgerClient, LedgerWorker, type WorkerEvent } from '@recovery-ledger/client';
@@ -26,12 +30,25 @@ let ledger: LedgerProcess;
 let provider: ProviderProcess;
 let client: LedgerClient;
 let scratch: string;
+let receiver: Server;
+const hooks: Array<{ type: string; data: { operation_ref?: string } }> = [];
 const children: ChildProcess[] = [];
 const ref = (label: string) => `run_paused/${label}-${randomUUID().slice(0, 8)}`;
 
 beforeAll(async () => {
-  provider = await startProviderProcess(['--no-idempotency']);
-  ledger = await startLedger({ env: { LEDGER_RATE_LIMIT_PER_MINUTE: '1000000' } });
+  // A pooled connection to the provider outlives the pauses below, as it does for a busy worker.
+  provider = await startProviderProcess(['--no-idempotency', '--keep-alive-ms', '60000']);
+  receiver = createServer((request, response) => {
+    let body = '';
+    request.on('data', (chunk: Buffer) => (body += chunk.toString('utf8')));
+    request.on('end', () => {
+      hooks.push(JSON.parse(body) as (typeof hooks)[number]);
+      response.writeHead(204).end();
+    });
+  });
+  await new Promise<void>((resolveListen) => receiver.listen(0, '127.0.0.1', resolveListen));
+  // The webhook receiver is on loopback, which a production ledger refuses as a target.
+  ledger = await startLedger({ env: { LEDGER_RATE_LIMIT_PER_MINUTE: '1000000', LEDGER_WEBHOOK_ALLOW_PRIVATE: '1' } });
   client = new LedgerClient({ baseUrl: ledger.baseUrl });
   scratch = mkdtempSync(join(tmpdir(), 'paused-worker-'));
 });
@@ -40,10 +57,14 @@ afterAll(async () => {
   await Promise.all([ledger?.stop(), provider?.stop()]);
   ledger?.cleanup();
   if (scratch) rmSync(scratch, { recursive: true, force: true });
+  await new Promise((resolveClose) => receiver?.close(resolveClose));
 });
 
 interface WorkerProcess {
   lines(): Array<Record<string, any>>;
+  /** The process's state letter in /proc (`T`: stopped by a signal). */
+  state(): string;
+  resume(): void;
   stop(): Promise<void>;
 }
 
@@ -77,8 +98,15 @@ function startWorker(id: string, args: string[] = []): WorkerProcess {
         .split('\n')
         .filter((line) => line.startsWith('{'))
         .map((line) => JSON.parse(line) as Record<string, any>),
+    state: () => /\) (\S)/.exec(readFileSync(`/proc/${child.pid}/stat`, 'utf8'))?.[1] ?? '?',
+    resume: () => {
+      if (child.exitCode === null) child.kill('SIGCONT');
+    },
     stop: async () => {
-      if (child.exitCode === null) child.kill('SIGTERM');
+      if (child.exitCode === null) {
+        child.kill('SIGCONT');
+        child.kill('SIGTERM');
+      }
       await exited;
     },
   };
@@ -215,5 +243,107 @@ describe('a worker paused between taking an item and dispatching it', () => {
     expect(windowMs).toBeGreaterThan(0);
     expect(events.filter((event) => event.type === 'error' || event.type === 'lease_lost')).toEqual([]);
     expect((await provider.stats()).created[operationRef]).toBe(1);
+  });
+});
+
+describe('a worker stopped (SIGSTOP) in its tool call, after the SDK checked its window, with a kept-alive connection to the provider', () => {
+  /**
+   * Worker 1 is granted attempt 1, talks to the provider once (a connection kept alive in the pool)
+   * and stops itself before its create. Worker 2 finds the dispatch silent, verifies not_found once
+   * that is conclusive, is granted attempt 2 and creates. Then worker 1 continues.
+   */
+  async function stoppedWhileAnotherCreates(operationRef: string, args: string[], beforeResume = async () => {}) {
+    const stopped = startWorker(`w-stopped-${operationRef.slice(-8)}`, ['--stop-in-tool', ...args]);
+    let other: WorkerProcess | undefined;
+    try {
+      await until(linesOf(stopped, 'started'), some, 'the first worker to start');
+      await start(operationRef, { dispatch_timeout_ms: 1_000, consistency_window_ms: 1_000 });
+      await until(linesOf(stopped, 'stopping'), some, 'the first worker to reach its tool call');
+      await until(
+        async () => stopped.state(),
+        (state) => state === 'T',
+        'the first worker to be stopped',
+      );
+
+      other = startWorker(`w-other-${operationRef.slice(-8)}`);
+      await until(
+        () => client.getOperation(operationRef),
+        (state) => state.status === 'succeeded',
+        'the other worker to create and the step to succeed',
+        60_000,
+      );
+      expect((await provider.stats()).created[operationRef]).toBe(1);
+      await beforeResume();
+      stopped.resume();
+      await until(linesOf(stopped, 'recorded'), some, 'the first worker to record its attempt');
+    } finally {
+      await Promise.all([stopped.stop(), other?.stop()]);
+    }
+    const [recorded] = await linesOf(stopped, 'recorded')();
+    const events = (await client.getEvents(operationRef)).events;
+    return { recorded, events, stats: await provider.stats() };
+  }
+
+  it('through callHttpTool: the late create never reaches the provider, one invoice', async () => {
+    const operationRef = ref('stopped');
+    const { recorded, events, stats } = await stoppedWhileAnotherCreates(operationRef, []);
+
+    // Before the write-once connection the pooled socket wrote the create on SIGCONT: two requests, two invoices.
+    expect(stats.create_requests[operationRef]).toBe(1);
+    expect(stats.created[operationRef]).toBe(1);
+    expect(recorded).toMatchObject({
+      operation_ref: operationRef,
+      attempt: 1,
+      tool_called: true,
+      code: 'ATTEMPT_MISMATCH',
+    });
+    const late = events.find((event) => event.type === 'LateOutcomeRecorded')!;
+    expect(late.data).toMatchObject({
+      attempt: 1,
+      possible_duplicate: false,
+      envelope: { code: 'CALL_WINDOW_PASSED', commit_state: 'not_committed' },
+    });
+    expect((await client.getOperation(operationRef)).possible_duplicate).toBeUndefined();
+  });
+
+  it('through a fetch of the tool’s own: the late create may reach the provider, and the ledger shows the possible duplicate in the state, triage and a webhook', async () => {
+    const subscribed = await fetch(`${ledger.baseUrl}/v1/admin/webhooks`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({
+        url: `http://127.0.0.1:${(receiver.address() as AddressInfo).port}/hooks`,
+        kinds: ['operation.possible_duplicate'],
+      }),
+    });
+    expect(subscribed.status).toBe(201);
+    const operationRef = ref('own-http');
+    // The provider answers the late create slowly: the SDK's window signal cuts the call off after
+    // it left, so the worker reports an unknown outcome rather than a success.
+    const { recorded, events, stats } = await stoppedWhileAnotherCreates(operationRef, ['--own-http'], () =>
+      provider.inject({ operation_ref: operationRef, fault: { kind: 'slow', delay_ms: 3_000 }, times: 1 }),
+    );
+
+    expect(recorded).toMatchObject({ operation_ref: operationRef, attempt: 1, tool_called: true });
+    const late = events.find((event) => event.type === 'LateOutcomeRecorded')!;
+    expect(late.data).toMatchObject({ attempt: 1, possible_duplicate: true, envelope: { commit_state: 'unknown' } });
+    // What the provider holds: the pooled connection wrote the late create.
+    expect(stats.create_requests[operationRef]).toBe(2);
+    const state = await client.getOperation(operationRef);
+    expect(state).toMatchObject({ status: 'succeeded', possible_duplicate: { attempt: 1 } });
+    const position = Math.max(...events.map((event) => event.position));
+    const triage = (await (
+      await fetch(`${ledger.baseUrl}/v1/triage?kind=possible_duplicate&wait_for_position=${position}`)
+    ).json()) as { items: unknown[] };
+    expect(triage.items).toEqual([
+      expect.objectContaining({ kind: 'possible_duplicate', operation_ref: operationRef }),
+    ]);
+    await until(
+      async () => hooks.filter((hook) => hook.data?.operation_ref === operationRef),
+      (delivered) => delivered.length > 0,
+      'the operation.possible_duplicate webhook',
+    );
+    expect(hooks.find((hook) => hook.data?.operation_ref === operationRef)).toMatchObject({
+      type: 'operation.possible_duplicate',
+    });
   });
 });
