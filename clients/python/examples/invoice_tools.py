@@ -27,6 +27,8 @@ class InvoiceTools:
             timeout=self.timeout,
             # The end of the call window the ledger granted: the request is cut off there.
             deadline=context.deadline,
+            # The ledger's call deadline, as Ledger-Call-Deadline: a provider that can enforce it refuses a late call.
+            call_deadline=context.call_deadline,
             verification_tool=VERIFICATION_TOOL,
         )
 

@@ -73,7 +73,7 @@ from .execute_write import (
     call_window_of,
     run_attempt,
 )
-from .http_tool import call_http_tool
+from .http_tool import CALL_DEADLINE_HEADER, call_http_tool
 from .normalizers import (
     HttpResponse,
     NormalizeContext,
@@ -146,6 +146,7 @@ __all__ = [
     "WriteStep",
     "execute_write",
     "verify",
+    "CALL_DEADLINE_HEADER",
     "call_http_tool",
     "HttpResponse",
     "NormalizeContext",

@@ -83,6 +83,10 @@ class ToolCallContext:
     # cut from outside. A tool that stops after its request may have left answers an envelope like
     # any failure; the SDK still records it.
     deadline: Optional[float] = None
+    # The ledger's call deadline for the attempt (RFC 3339), when it answered one: send it to the
+    # provider (``call_http_tool(call_deadline=)`` sends it as ``Ledger-Call-Deadline``), so a
+    # provider that can enforce it refuses a late call.
+    call_deadline: Optional[str] = None
 
     def time_left(self) -> Optional[float]:
         """Seconds left before ``deadline`` (0 when it has passed), or None when there is none."""
@@ -365,7 +369,10 @@ def run_attempt(
         # that never happened, so the tool is not called, and the envelope says so.
         return _record_outcome(ledger, ref, attempt, call_window_passed(context()), context(), trace, tool_called=False)
     try:
-        raw = tool_call(run.input, ToolCallContext(ref, ref, attempt, side_effect, deadline))
+        raw = tool_call(
+            run.input,
+            ToolCallContext(ref, ref, attempt, side_effect, deadline, granted["state"].get("call_deadline")),
+        )
     except Exception as error:  # noqa: BLE001 - whatever the tool raised, the request may have left
         raw = normalize_network_error(error, context())
     envelope = _checked_envelope(raw, context(), limits)

@@ -26,9 +26,35 @@ from .normalizers.http_response import HttpResponse, normalize_http_response
 from .normalizers.input_fields import input_fields_of
 from .normalizers.network_error import normalize_network_error
 
-__all__ = ["call_http_tool"]
+__all__ = ["CALL_DEADLINE_HEADER", "call_http_tool"]
 
 _MAX_BODY_BYTES = 16 * 1024 * 1024
+
+# The header that carries the attempt's call deadline to the provider (RFC 3339, the ledger's clock).
+CALL_DEADLINE_HEADER = "Ledger-Call-Deadline"
+
+
+class _WindowPassed(Exception):
+    """The window was found gone at the write: not one byte of the request was handed to the socket."""
+
+
+def _checked(base: type, time_left: Callable[[], float]) -> Any:
+    """``base`` (HTTP or HTTPS connection) whose first ``send`` checks the window right before
+    ``sendall``: a process that stood still between the check on connect and its first byte (a GC
+    pause, a VM stop, SIGSTOP) does not write. What remains between the check and the write is a
+    few bytecodes (docs/reliability.md "How close the check sits to the write")."""
+
+    class Checked(base):  # type: ignore[misc, valid-type]
+        _first_byte_sent = False
+
+        def send(self, data: Any) -> None:
+            if not self._first_byte_sent:
+                if time_left() <= 0:
+                    raise _WindowPassed()
+                self._first_byte_sent = True
+            super().send(data)
+
+    return Checked
 
 
 def call_http_tool(
@@ -41,6 +67,7 @@ def call_http_tool(
     headers: Optional[Mapping[str, str]] = None,
     timeout: float = 10.0,
     deadline: Optional[float] = None,
+    call_deadline: Optional[str] = None,
     idempotency_header: Optional[str] = "Idempotency-Key",
     ssl_context: Optional[ssl.SSLContext] = None,
     now: Callable[[], datetime] = _utc_now,
@@ -62,7 +89,10 @@ def call_http_tool(
     request not yet sent by then is not sent (CALL_WINDOW_PASSED, nothing committed); one that is
     sent is cut off at it (for a write the outcome is then unknown), so no byte of the attempt
     leaves after the ledger's call deadline (docs/reliability.md "When an attempt may still reach
-    the provider"). The normalizer options are those of
+    the provider"); the last check is made in the connection's ``send``, right before the first
+    ``sendall``. ``call_deadline`` (``ToolCallContext.call_deadline``, the ledger's call deadline) is
+    sent as the ``Ledger-Call-Deadline`` header, so a provider that can enforce it refuses a late
+    call. The normalizer options are those of
     ``normalize_http_response``; ``input_fields`` defaults to the body's own field names, since a
     provider may name an invalid field only if the request carried it."""
 
@@ -88,6 +118,8 @@ def call_http_tool(
         request_headers["Content-Type"] = "application/json"
     if idempotency_header:
         request_headers[idempotency_header] = operation_ref
+    if call_deadline is not None:
+        request_headers[CALL_DEADLINE_HEADER] = call_deadline
     request_headers.update(headers or {})
 
     def time_left() -> float:
@@ -97,11 +129,11 @@ def call_http_tool(
         return call_window_passed(context())
     socket_timeout = min(timeout, time_left())
     if parts.scheme == "https":
-        connection: http.client.HTTPConnection = http.client.HTTPSConnection(
+        connection: http.client.HTTPConnection = _checked(http.client.HTTPSConnection, time_left)(
             parts.hostname, parts.port, timeout=socket_timeout, context=ssl_context
         )
     else:
-        connection = http.client.HTTPConnection(parts.hostname, parts.port, timeout=socket_timeout)
+        connection = _checked(http.client.HTTPConnection, time_left)(parts.hostname, parts.port, timeout=socket_timeout)
     cut = _Cutoff(connection)
     try:
         try:
@@ -117,6 +149,8 @@ def call_http_tool(
             response = connection.getresponse()
             status, answer_headers = response.status, response.headers
             raw = read_body(response, _MAX_BODY_BYTES)
+        except _WindowPassed:
+            return call_window_passed(context())  # checked at the write: not one byte left
         except Exception as error:  # noqa: BLE001 - from the first byte on, the request may have left
             if cut.fired:
                 # Whatever the cut made the read raise, it was the deadline: say timeout, not reset.

@@ -8,6 +8,7 @@ operation_ref, so a call that should not have happened shows as one.
 A pause is a jump of ``time.monotonic()`` (what a GC pause or a VM stop looks like to the process),
 or the process really standing still on an event while another dispatcher goes on."""
 
+import http.client
 import threading
 import time
 import unittest
@@ -302,6 +303,41 @@ class HttpToolDeadlineTest(unittest.TestCase):
                                   side_effect="write", now=lambda: NOW, timeout=60, deadline=time.monotonic() + 0.5)
         self.assertEqual(shape(envelope).get("code"), "OUTCOME_UNKNOWN", envelope)
         self.assertEqual(len(swallowed), 1)
+
+    def test_a_pause_between_building_the_request_and_its_first_byte_sends_nothing(self) -> None:
+        # The window is checked again in ``send``, right before ``sendall``: a process that stood
+        # still after the check on connect and before the request's first byte does not write.
+        server = RawServer(lambda connection: server.received.append(read_request(connection)))
+        self.addCleanup(server.close)
+        deadline = time.monotonic() + 0.3
+        real_endheaders = http.client.HTTPConnection.endheaders
+
+        def stand_still_then_send(connection: http.client.HTTPConnection, *args: Any, **kwargs: Any) -> None:
+            time.sleep(max(0.0, deadline - time.monotonic()) + 0.05)
+            real_endheaders(connection, *args, **kwargs)
+
+        with mock.patch.object(http.client.HTTPConnection, "endheaders", stand_still_then_send):
+            envelope = call_http_tool(f"{server.url}/invoices", body={"a": 1}, operation_ref=context().operation_ref,
+                                      side_effect="write", now=lambda: NOW, timeout=60, deadline=deadline)
+        self.assertEqual(envelope, call_window_passed(context()))
+        time.sleep(0.1)  # a request that left would be read by now; the server only saw a connection close
+        self.assertEqual([request for request in server.received if request], [])
+
+    def test_the_call_deadline_goes_to_the_provider_as_a_header(self) -> None:
+        created = b'{"id":"inv_1"}'
+        answer = b"HTTP/1.1 201 Created\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n%s" % (len(created), created)
+
+        def answering(connection: Any) -> None:
+            server.received.append(read_request(connection))
+            connection.sendall(answer)
+
+        server = RawServer(answering)
+        self.addCleanup(server.close)
+        envelope = call_http_tool(f"{server.url}/invoices", body={"a": 1}, operation_ref=context().operation_ref,
+                                  side_effect="write", now=lambda: NOW, deadline=time.monotonic() + 5,
+                                  call_deadline="2026-12-06T10:00:00.000Z")
+        self.assertTrue(envelope["ok"], envelope)
+        self.assertIn(b"\r\nLedger-Call-Deadline: 2026-12-06T10:00:00.000Z\r\n", server.received[0])
 
 
 if __name__ == "__main__":
