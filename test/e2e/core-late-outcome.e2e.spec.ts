@@ -217,10 +217,13 @@ describe('a late envelope is evidence', () => {
       (answer) => answer.status === 200,
       'a conclusive not_found',
     );
-    const late = await runtime.submit(ref, [
-      fact('EnvelopeRecorded', { attempt: 1, envelope: seedEnvelopes.outcomeUnknown(ref) }),
-    ]);
+    const lateFact = fact('EnvelopeRecorded', { attempt: 1, envelope: seedEnvelopes.outcomeUnknown(ref) });
+    const late = await runtime.submit(ref, [lateFact]);
     expect(late.status).toBe(200);
+    // Sent again under its id: answered as the first time.
+    const again = await runtime.submit(ref, [lateFact]);
+    expect(again.status).toBe(200);
+    expect(again.body.state).toMatchObject({ status: 'verifying', reason: 'LATE_OUTCOME_UNKNOWN' });
     expect(late.body).toMatchObject({
       state: { status: 'verifying', reason: 'LATE_OUTCOME_UNKNOWN' },
       directive: { next_action: 'verify_operation' },
