@@ -42,7 +42,7 @@ def _checked(base: type, time_left: Callable[[], float]) -> Any:
     """``base`` (HTTP or HTTPS connection) whose first ``send`` checks the window right before
     ``sendall``: a process that stood still between the check on connect and its first byte (a GC
     pause, a VM stop, SIGSTOP) does not write. What remains between the check and the write is a
-    few bytecodes (docs/reliability.md "How close the check sits to the write")."""
+    few lines of ``send`` (docs/reliability.md "How close the check sits to the write")."""
 
     class Checked(base):  # type: ignore[misc, valid-type]
         _first_byte_sent = False
