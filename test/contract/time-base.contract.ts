@@ -193,6 +193,42 @@ export function testTimeBaseStore(name: string, factory: () => Promise<TimeBaseS
         expect(two.status()).toMatchObject({ take_overs: 'allowed', live_instances: 2 });
         expect(crashed.status().live_instances).toBeGreaterThanOrEqual(1);
       });
+
+      // Windows another instance may have started (docs/reliability.md, "Windows across instances").
+      it("a window is judged with a margin no smaller than this clock's lead over a live peer; a fresh read tightens it", async () => {
+        const boot = `boot-${randomUUID()}`;
+        const first = await start({ bootId: boot, wallNow: () => T0 + monotonic });
+        const second = await start({ bootId: boot, wallNow: () => T0 + HOUR + monotonic });
+        await period(first, second);
+        // One clock, but the first read the second's heartbeat of the period before: all it knows is that bound.
+        expect(await first.windowClock(false)).toEqual({ margin_ms: SETTINGS.heartbeatMs });
+        expect(await second.windowClock(false)).toEqual({ margin_ms: 0 });
+        expect(await first.windowClock(true)).toEqual({ margin_ms: 0 });
+
+        const behind = await start({ bootId: `boot-${randomUUID()}`, wallNow: () => T0 + monotonic });
+        const ahead = await start({ bootId: `boot-${randomUUID()}`, wallNow: () => T0 + 400 + monotonic });
+        for (let i = 0; i < 3; i++) await period(ahead, behind, first, second);
+        expect(ahead.status()).toMatchObject({ take_overs: 'allowed' });
+        expect(await ahead.windowClock(true)).toEqual({ margin_ms: 400 });
+        expect(await behind.windowClock(true)).toEqual({ margin_ms: 0 });
+      });
+
+      it('beyond the bound, or with a peer not yet compared, windows are not judged; a fresh read finds a peer started since the last beat', async () => {
+        const behind = await start({ bootId: `boot-${randomUUID()}`, wallNow: () => T0 + monotonic });
+        const ahead = await start({ bootId: `boot-${randomUUID()}`, wallNow: () => T0 + 5_000 + monotonic });
+        expect(await ahead.windowClock(false)).toEqual({ unbounded: 'unjudged' });
+        for (let i = 0; i < 3; i++) await period(ahead, behind);
+        for (const clocks of [ahead, behind]) expect(await clocks.windowClock(true)).toEqual({ unbounded: 'skew' });
+        await ahead.stop();
+        started.splice(started.indexOf(ahead), 1);
+        for (let i = 0; i < 4; i++) await period(behind);
+        expect(await behind.windowClock(true)).toEqual({ margin_ms: 0 });
+
+        // Another host's instance, an hour behind, starts (and may grant an attempt) before this one beats again.
+        await start({ bootId: `boot-${randomUUID()}`, wallNow: () => T0 - HOUR + monotonic });
+        expect(await behind.windowClock(false)).toEqual({ margin_ms: 0 });
+        expect(await behind.windowClock(true)).toEqual({ unbounded: 'unjudged' });
+      });
     });
   });
 }
