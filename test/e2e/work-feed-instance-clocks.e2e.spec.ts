@@ -14,8 +14,9 @@
  * Last, attempt 1's window judged by an instance on another base ahead of the one that granted the
  * attempt, by 0.9 s (within the 1 s bound), 2 s and an hour (beyond it): the instance ahead never
  * takes a not_found inside the window, so never grants attempt 2 early; within the bound it answers
- * VERIFICATION_PREMATURE until the window has passed by the clock that started it, beyond the bound
- * 503 CLOCK_SKEW_UNBOUNDED with Retry-After (docs/reliability.md, "Windows across instances").
+ * VERIFICATION_PREMATURE until the window has passed by the clock that started it; beyond the bound
+ * VERIFICATION_PREMATURE while its own clock is inside the window, then 503 CLOCK_SKEW_UNBOUNDED
+ * with Retry-After (docs/reliability.md, "Windows across instances").
  * Where libfaketime is not installed this suite says so and skips; CI sets
  * LEDGER_REQUIRE_FAKETIME=1, so there it cannot be skipped.
  */
@@ -429,7 +430,7 @@ describeWithFaketime(
         second?.cleanup();
       });
 
-      it(`the instance ahead never takes the not_found nor grants attempt 2: premature inside the window, 503 CLOCK_SKEW_UNBOUNDED with Retry-After after it (${label})`, async () => {
+      it(`the instance ahead never takes the not_found nor grants attempt 2: premature by its own clock, then 503 CLOCK_SKEW_UNBOUNDED with Retry-After (${label})`, async () => {
         const skew = await until(
           () => clockOf(second),
           (clock) => clock?.instances?.reason === 'skew',
