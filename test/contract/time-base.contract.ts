@@ -104,6 +104,21 @@ export function testTimeBaseStore(name: string, factory: () => Promise<TimeBaseS
       expect(after.map((beat) => beat.instance_id)).toContain(two);
     });
 
+    it('a clock more than the retention ahead does not erase the others; a heartbeat older than it by two clocks is dropped', async () => {
+      const [one, two, three]: string[] = [randomUUID(), randomUUID(), randomUUID()];
+      await a.beat(heartbeat(one, T0, 1));
+      // Two days ahead: by its clock the first is stale, but the first is the only other clock there is.
+      const seen = await b.beat(heartbeat(two, T0 + 48 * HOUR, 1));
+      expect(seen.map((beat) => beat.instance_id)).toEqual(expect.arrayContaining([one, two]));
+      expect((await a.beat(heartbeat(one, T0 + 2_000, 2))).map((beat) => beat.instance_id)).toEqual(
+        expect.arrayContaining([one, two]),
+      );
+      // A third clock agrees with the second: the first is now older than the retention by two of them.
+      const later = await b.beat(heartbeat(three, T0 + 48 * HOUR + 10, 1));
+      expect(later.map((beat) => beat.instance_id)).toEqual(expect.arrayContaining([two, three]));
+      expect(later.map((beat) => beat.instance_id)).not.toContain(one);
+    });
+
     describe('instance clocks over the store', () => {
       let monotonic: number;
       const start = async (options: InstanceClocksOptions) => {
