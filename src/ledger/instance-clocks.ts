@@ -71,8 +71,9 @@ export interface PeerView {
   /** The largest `its ledger_ms - viewer's ledger time after reading it` seen: a lower bound of its lead. */
   maxLeadMs: number;
   /**
-   * The last few `viewer's ledger time after reading it - its ledger_ms`: each an upper bound of the
-   * viewer's lead over it (its heartbeat was written before it was read), the smallest the tightest.
+   * The last few `viewer's ledger time after reading it - its ledger_ms` (0 when it shares the
+   * viewer's base): each an upper bound of the viewer's lead over it (its heartbeat was written
+   * before it was read), the smallest the tightest.
    */
   leadBounds: number[];
 }
@@ -298,8 +299,12 @@ export class InstanceClocks {
       present.add(heartbeat.instance_id);
       const lead = heartbeat.ledger_ms - readAtMs;
       const known = this.peers.get(heartbeat.instance_id);
+      const sharesBase = known?.sharesBase ?? this.sharesBase(heartbeat);
+      // On one base both ledger clocks are that base plus the one monotonic clock of the boot: no
+      // lead at all (what its heartbeat's age adds to `-lead` is known on that clock). Elsewhere the
+      // age is unknown and the bound includes it.
+      const leadBound = sharesBase ? 0 : -lead;
       if (!known) {
-        const sharesBase = this.sharesBase(heartbeat);
         this.peers.set(heartbeat.instance_id, {
           heartbeat,
           sharesBase,
@@ -308,12 +313,12 @@ export class InstanceClocks {
           changedAtMs: sharesBase ? Math.min(nowMono, heartbeat.monotonic_ms) : nowMono,
           changesSeen: 0,
           maxLeadMs: lead,
-          leadBounds: [-lead],
+          leadBounds: [leadBound],
         });
         continue;
       }
       known.maxLeadMs = Math.max(known.maxLeadMs, lead);
-      known.leadBounds.push(-lead);
+      known.leadBounds.push(leadBound);
       if (known.leadBounds.length > LEAD_BOUNDS_KEPT) known.leadBounds.shift();
       if (heartbeat.seq > known.heartbeat.seq) {
         // Counted by its own sequence: two beats between two of our reads are two chances it had to judge us.
