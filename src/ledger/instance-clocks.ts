@@ -137,10 +137,10 @@ export function judgeSkew(input: {
  * How this instance judges a window another instance may have started (docs/reliability.md,
  * "Windows across instances"). A window started on a clock behind this one by δ looks δ shorter, so
  * it closes here only a margin after its end: the largest upper bound of this instance's lead over a
- * live peer (each measured from that peer's heartbeats, however old), never less than 0. None while
- * take-overs are held (a skew beyond the bound, or peers not yet compared), nor while that margin is
- * beyond the bound plus one heartbeat period (a lead within the bound shows as at most that): then
- * no decision that needs a window to have closed is taken.
+ * live peer (each measured from that peer's heartbeats, however old; 0 for one of this base), never
+ * less than 0. None while take-overs are held (a skew beyond the bound, or peers not yet compared),
+ * nor while that margin is beyond the bound plus one heartbeat period (a lead within the bound
+ * shows as at most that): then no decision that needs a window to have closed is taken.
  */
 export function judgeWindows(input: {
   judgement: SkewJudgement;
@@ -300,9 +300,8 @@ export class InstanceClocks {
       const lead = heartbeat.ledger_ms - readAtMs;
       const known = this.peers.get(heartbeat.instance_id);
       const sharesBase = known?.sharesBase ?? this.sharesBase(heartbeat);
-      // On one base both ledger clocks are that base plus the one monotonic clock of the boot: no
-      // lead at all (what its heartbeat's age adds to `-lead` is known on that clock). Elsewhere the
-      // age is unknown and the bound includes it.
+      // On one base both ledger clocks are that base plus the boot's one monotonic clock: no lead
+      // to bound. Elsewhere the bound holds the heartbeat's age too, not told apart from a lead.
       const leadBound = sharesBase ? 0 : -lead;
       if (!known) {
         this.peers.set(heartbeat.instance_id, {
