@@ -1,6 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { integerSetting } from '../config/ledger-config';
+import type { WindowClock } from '@recovery-ledger/core/domain/decider';
 import type { InstanceHeartbeat, TimeBase, TimeBaseStore } from '../store/time-base.port';
 import { monotonicMs, MonotonicClock, type ClockStep } from './clock';
 
@@ -69,6 +70,20 @@ export interface PeerView {
   changesSeen: number;
   /** The largest `its ledger_ms - viewer's ledger time after reading it` seen: a lower bound of its lead. */
   maxLeadMs: number;
+  /**
+   * The last few `viewer's ledger time after reading it - its ledger_ms` (0 when it shares the
+   * viewer's base): each an upper bound of the viewer's lead over it (its heartbeat was written
+   * before it was read), the smallest the tightest.
+   */
+  leadBounds: number[];
+}
+
+/** Upper bounds of a peer's lead kept: the tightest of recent reads, while both clocks tick alike. */
+export const LEAD_BOUNDS_KEPT = 8;
+
+/** The viewer's lead over a peer is at most this (its smallest recent upper bound). */
+export function leadBoundMs(peer: PeerView): number {
+  return peer.leadBounds.length === 0 ? Number.POSITIVE_INFINITY : Math.min(...peer.leadBounds);
 }
 
 export interface SkewJudgement {
@@ -116,6 +131,32 @@ export function judgeSkew(input: {
   if (live.some((peer) => !peer.sharesBase && peer.changesSeen < CHANGES_TO_BE_JUDGED))
     return { ...base, takeOvers: 'held', reason: 'unjudged' };
   return { ...base, takeOvers: 'allowed' };
+}
+
+/**
+ * How this instance judges a window another instance may have started (docs/reliability.md,
+ * "Windows across instances"). A window started on a clock behind this one by δ looks δ shorter, so
+ * it closes here only a margin after its end: the largest upper bound of this instance's lead over a
+ * live peer (each measured from that peer's heartbeats, however old; 0 for one of this base), never
+ * less than 0. None while take-overs are held (a skew beyond the bound, or peers not yet compared),
+ * nor while that margin is beyond the bound plus one heartbeat period (a lead within the bound
+ * shows as at most that): then no decision that needs a window to have closed is taken.
+ */
+export function judgeWindows(input: {
+  judgement: SkewJudgement;
+  peers: readonly PeerView[];
+  nowMonotonicMs: number;
+  settings: ClockSettings;
+}): WindowClock {
+  const { judgement, nowMonotonicMs, settings } = input;
+  if (judgement.takeOvers === 'held') return { unbounded: judgement.reason ?? 'skew' };
+  let margin = 0;
+  for (const peer of input.peers) {
+    if (nowMonotonicMs - peer.changedAtMs > LIVE_PERIODS * settings.heartbeatMs) continue;
+    margin = Math.max(margin, leadBoundMs(peer));
+  }
+  if (margin > settings.skewBoundMs + settings.heartbeatMs) return { unbounded: 'skew' };
+  return { margin_ms: Math.ceil(margin) };
 }
 
 export interface InstanceClocksOptions {
@@ -258,17 +299,26 @@ export class InstanceClocks {
       present.add(heartbeat.instance_id);
       const lead = heartbeat.ledger_ms - readAtMs;
       const known = this.peers.get(heartbeat.instance_id);
+      const sharesBase = known?.sharesBase ?? this.sharesBase(heartbeat);
+      // On one base both ledger clocks are that base plus the boot's one monotonic clock: no lead
+      // to bound. Elsewhere the bound holds the heartbeat's age too, not told apart from a lead.
+      const leadBound = sharesBase ? 0 : -lead;
       if (!known) {
         this.peers.set(heartbeat.instance_id, {
           heartbeat,
-          sharesBase: this.sharesBase(heartbeat),
-          changedAtMs: nowMono,
+          sharesBase,
+          // On one boot the monotonic clock is one: a heartbeat left by an instance that crashed is
+          // as old as it says, and not live from the first read once three periods have passed.
+          changedAtMs: sharesBase ? Math.min(nowMono, heartbeat.monotonic_ms) : nowMono,
           changesSeen: 0,
           maxLeadMs: lead,
+          leadBounds: [leadBound],
         });
         continue;
       }
       known.maxLeadMs = Math.max(known.maxLeadMs, lead);
+      known.leadBounds.push(leadBound);
+      if (known.leadBounds.length > LEAD_BOUNDS_KEPT) known.leadBounds.shift();
       if (heartbeat.seq > known.heartbeat.seq) {
         // Counted by its own sequence: two beats between two of our reads are two chances it had to judge us.
         known.changesSeen += heartbeat.seq - known.heartbeat.seq;
@@ -289,6 +339,29 @@ export class InstanceClocks {
       settings: this.settings,
     });
     if (this.judgement.takeOvers !== before) this.options.onAgreementChange?.(this.judgement);
+  }
+
+  /**
+   * How a window is judged now. `fresh`: after heartbeats read from now on, so an instance that
+   * wrote what is being judged (its heartbeat is written before it serves) is among the peers.
+   */
+  async windowClock(fresh: boolean): Promise<WindowClock> {
+    if (fresh) {
+      // A beat under way may have read before the caller's question: wait for it, then one of our own.
+      await this.beating?.catch(() => undefined);
+      await this.beat();
+    }
+    return judgeWindows({
+      judgement: this.judgement,
+      peers: [...this.peers.values()],
+      nowMonotonicMs: this.monotonicNow(),
+      settings: this.settings,
+    });
+  }
+
+  /** When to ask again after windows could not be judged: by then the clocks are compared twice more. */
+  retryAfterMs(): number {
+    return CHANGES_TO_BE_JUDGED * this.settings.heartbeatMs;
   }
 
   takeOversAllowed(): boolean {

@@ -325,7 +325,16 @@ export class LedgerModule {
         },
         {
           provide: LedgerService,
-          inject: [EVENT_STORE, CLOCK, CONFIG, LEDGER_METRICS, IntegrityMonitor, REFUSAL_LISTENERS, APPEND_LISTENERS],
+          inject: [
+            EVENT_STORE,
+            CLOCK,
+            CONFIG,
+            LEDGER_METRICS,
+            IntegrityMonitor,
+            REFUSAL_LISTENERS,
+            APPEND_LISTENERS,
+            INSTANCE_CLOCKS,
+          ],
           useFactory: (
             store: EventStore,
             clock: Clock,
@@ -334,6 +343,7 @@ export class LedgerModule {
             integrity: IntegrityMonitor,
             listeners: Set<RefusalListener>,
             appendListeners: Set<AppendListener>,
+            clocks: InstanceClocks | null,
           ) =>
             new LedgerService(
               store,
@@ -369,6 +379,9 @@ export class LedgerModule {
                 },
               },
               integrity,
+              undefined,
+              // Windows another instance may have started are judged against its clock (docs/reliability.md).
+              clocks ?? undefined,
             ),
         },
         {

@@ -12,7 +12,12 @@ import type { Clock } from './clock';
 import { SealedStreams, stateAfter, type BrokenStreams } from './sealed-streams';
 import { SecretScanner } from './secret-scanner';
 import { stateView } from './step-views';
-import { SubmitCommandHandler, type LedgerObserver, type LedgerSettings } from './submit-command.handler';
+import {
+  SubmitCommandHandler,
+  type LedgerObserver,
+  type LedgerSettings,
+  type WindowClockSource,
+} from './submit-command.handler';
 
 export type { BrokenStreams } from './sealed-streams';
 export type { LedgerObserver, LedgerSettings } from './submit-command.handler';
@@ -35,9 +40,10 @@ export class LedgerService {
     observer: LedgerObserver = {},
     private readonly broken: BrokenStreams = { reasonFor: () => undefined },
     scanner: SecretScanner = new SecretScanner(),
+    windows?: WindowClockSource,
   ) {
     this.streams = new SealedStreams(store, broken);
-    this.commands = new SubmitCommandHandler(this.streams, clock, settings, observer, scanner, broken);
+    this.commands = new SubmitCommandHandler(this.streams, clock, settings, observer, scanner, broken, windows);
   }
 
   /** A submit from inside the process (tests, the bench's workloads): the same command path. */

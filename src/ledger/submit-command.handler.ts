@@ -7,7 +7,7 @@ import type {
   SubmittedEvent,
 } from '@recovery-ledger/core/contract/ledger-api.types';
 import type { SecretDetector } from '@recovery-ledger/core/domain/envelope/redaction';
-import { decide, type Refused, type StepState } from '@recovery-ledger/core/domain/decider';
+import { decide, type Refused, type StepState, type WindowClock } from '@recovery-ledger/core/domain/decider';
 import { LedgerProblem } from '@recovery-ledger/core/errors/ledger-problem';
 import { DecisionSpan, tracedAppend } from '../observability/ledger-spans';
 import { RevisionConflictError } from '../store/event-store.port';
@@ -32,6 +32,29 @@ export interface LedgerObserver {
   onAppended?(events: number, tenant: string, step: { operationRef: string; state: StepState }): void;
   /** `where`: the operation the refused fact was for (refusals not recorded in the log are seen only here). */
   onRefused?(code: string, where: { tenant: string; operationRef: string }): void;
+}
+
+/**
+ * How windows are judged on this instance against the others sharing the store (src/ledger/
+ * instance-clocks.ts); absent, one instance with its clock alone.
+ */
+export interface WindowClockSource {
+  /** `fresh`: judged on heartbeats read after this call (the stream it decides on was read before). */
+  windowClock(fresh: boolean): Promise<WindowClock>;
+  /** Retry-After of a CLOCK_SKEW_UNBOUNDED: when the clocks are next compared. */
+  retryAfterMs(): number;
+}
+
+/**
+ * Facts that close an attempt's window (a `not_found`, a person's verification): decided on
+ * heartbeats read after the stream, so the instance that wrote the attempt is among the clocks
+ * compared (docs/reliability.md, "Windows across instances").
+ */
+function closesAWindow(event: SubmittedEvent): boolean {
+  return (
+    event.type === 'OutcomeVerifiedManually' ||
+    (event.type === 'VerificationRecorded' && event.data.outcome === 'not_found')
+  );
 }
 
 /**
@@ -60,6 +83,7 @@ export class SubmitCommandHandler {
     private readonly observer: LedgerObserver,
     private readonly scanner: SecretScanner,
     private readonly broken: BrokenStreams,
+    private readonly windows?: WindowClockSource,
   ) {}
 
   async submit({ context, request }: SubmitCommand): Promise<SubmitAnswer> {
@@ -127,6 +151,7 @@ export class SubmitCommandHandler {
       );
     }
 
+    const windowClock = await this.windows?.windowClock(fresh.some(closesAWindow));
     const now = decisionTime(this.clock, snapshot.events[snapshot.events.length - 1]?.metadata.recorded_at);
     let state = snapshot.state;
     const toAppend: UnsealedEvent[] = [];
@@ -142,6 +167,7 @@ export class SubmitCommandHandler {
         event_id: submitted.event_id,
         now,
         ...(context.leaseExpiresAt === undefined ? {} : { lease_expires_at: context.leaseExpiresAt }),
+        ...(windowClock === undefined ? {} : { window_clock: windowClock }),
       });
       if (decision.kind === 'refused') {
         this.observer.onRefused?.(decision.code, { tenant: context.tenant, operationRef: context.operationRef });
@@ -197,9 +223,12 @@ export class SubmitCommandHandler {
   }
 
   private refusalError({ decision, state, revision }: Refusal, context: SubmitContext): LedgerProblem {
-    const retryAfterSeconds = decision.directive.not_before
-      ? Math.max(1, Math.ceil((Date.parse(decision.directive.not_before) - this.clock.now().getTime()) / 1000))
-      : undefined;
+    const retryAfterSeconds =
+      decision.code === 'CLOCK_SKEW_UNBOUNDED'
+        ? Math.max(1, Math.ceil((this.windows?.retryAfterMs() ?? 0) / 1000))
+        : decision.directive.not_before
+          ? Math.max(1, Math.ceil((Date.parse(decision.directive.not_before) - this.clock.now().getTime()) / 1000))
+          : undefined;
     return new LedgerProblem(decision.code, decision.detail, {
       directive: decision.directive,
       state: stateView(context.operationRef, state, revision),

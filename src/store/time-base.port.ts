@@ -52,8 +52,18 @@ export interface TimeBaseStore {
   close(): Promise<void>;
 }
 
-/** Heartbeats older than this (by the writer's ledger time) are dropped when a heartbeat is written. */
+/** Heartbeats older than this (by two clocks: `heartbeatCutMs`) are dropped. */
 export const HEARTBEAT_RETENTION_MS = 24 * 3_600_000;
+
+/**
+ * Heartbeats older than this are dropped: the retention before the second newest heartbeat (the
+ * newest, when there is one). By the newest alone, one clock more than the retention ahead would
+ * erase every other heartbeat, and with them the skew it must be judged by.
+ */
+export function heartbeatCutMs(ledgerTimes: readonly number[]): number {
+  const [newest, second] = [...ledgerTimes].sort((x, y) => y - x);
+  return (second ?? newest ?? Number.NEGATIVE_INFINITY) - HEARTBEAT_RETENTION_MS;
+}
 /** Bases kept: the latest boots' (an old boot's base is only a floor for the next). */
 export const BASES_KEPT = 16;
 

@@ -104,6 +104,21 @@ export function testTimeBaseStore(name: string, factory: () => Promise<TimeBaseS
       expect(after.map((beat) => beat.instance_id)).toContain(two);
     });
 
+    it('a clock more than the retention ahead does not erase the others; a heartbeat older than it by two clocks is dropped', async () => {
+      const [one, two, three]: string[] = [randomUUID(), randomUUID(), randomUUID()];
+      await a.beat(heartbeat(one, T0, 1));
+      // Two days ahead: by its clock the first is stale, but the first is the only other clock there is.
+      const seen = await b.beat(heartbeat(two, T0 + 48 * HOUR, 1));
+      expect(seen.map((beat) => beat.instance_id)).toEqual(expect.arrayContaining([one, two]));
+      expect((await a.beat(heartbeat(one, T0 + 2_000, 2))).map((beat) => beat.instance_id)).toEqual(
+        expect.arrayContaining([one, two]),
+      );
+      // A third clock agrees with the second: the first is now older than the retention by two of them.
+      const later = await b.beat(heartbeat(three, T0 + 48 * HOUR + 10, 1));
+      expect(later.map((beat) => beat.instance_id)).toEqual(expect.arrayContaining([two, three]));
+      expect(later.map((beat) => beat.instance_id)).not.toContain(one);
+    });
+
     describe('instance clocks over the store', () => {
       let monotonic: number;
       const start = async (options: InstanceClocksOptions) => {
@@ -192,6 +207,42 @@ export function testTimeBaseStore(name: string, factory: () => Promise<TimeBaseS
         expect(one.status()).toMatchObject({ take_overs: 'allowed', live_instances: 2 });
         expect(two.status()).toMatchObject({ take_overs: 'allowed', live_instances: 2 });
         expect(crashed.status().live_instances).toBeGreaterThanOrEqual(1);
+      });
+
+      // Windows another instance may have started (docs/reliability.md, "Windows across instances").
+      it("a window is judged with a margin no smaller than this clock's lead over a live peer on another base; on one base with none", async () => {
+        const boot = `boot-${randomUUID()}`;
+        const first = await start({ bootId: boot, wallNow: () => T0 + monotonic });
+        const second = await start({ bootId: boot, wallNow: () => T0 + HOUR + monotonic });
+        await period(first, second);
+        // One base and one monotonic clock: no margin, though the first read the second's heartbeat a period old.
+        expect(await first.windowClock(false)).toEqual({ margin_ms: 0 });
+        expect(await second.windowClock(false)).toEqual({ margin_ms: 0 });
+
+        const behind = await start({ bootId: `boot-${randomUUID()}`, wallNow: () => T0 + monotonic });
+        const ahead = await start({ bootId: `boot-${randomUUID()}`, wallNow: () => T0 + 400 + monotonic });
+        for (let i = 0; i < 3; i++) await period(ahead, behind, first, second);
+        expect(ahead.status()).toMatchObject({ take_overs: 'allowed' });
+        // Read as soon as written (here the monotonic clock stands still): the lead itself.
+        expect(await ahead.windowClock(true)).toEqual({ margin_ms: 400 });
+        expect(await behind.windowClock(true)).toEqual({ margin_ms: 0 });
+      });
+
+      it('beyond the bound, or with a peer not yet compared, windows are not judged; a fresh read finds a peer started since the last beat', async () => {
+        const behind = await start({ bootId: `boot-${randomUUID()}`, wallNow: () => T0 + monotonic });
+        const ahead = await start({ bootId: `boot-${randomUUID()}`, wallNow: () => T0 + 5_000 + monotonic });
+        expect(await ahead.windowClock(false)).toEqual({ unbounded: 'unjudged' });
+        for (let i = 0; i < 3; i++) await period(ahead, behind);
+        for (const clocks of [ahead, behind]) expect(await clocks.windowClock(true)).toEqual({ unbounded: 'skew' });
+        await ahead.stop();
+        started.splice(started.indexOf(ahead), 1);
+        for (let i = 0; i < 4; i++) await period(behind);
+        expect(await behind.windowClock(true)).toEqual({ margin_ms: 0 });
+
+        // Another host's instance, an hour behind, starts (and may grant an attempt) before this one beats again.
+        await start({ bootId: `boot-${randomUUID()}`, wallNow: () => T0 - HOUR + monotonic });
+        expect(await behind.windowClock(false)).toEqual({ margin_ms: 0 });
+        expect(await behind.windowClock(true)).toEqual({ unbounded: 'unjudged' });
       });
     });
   });

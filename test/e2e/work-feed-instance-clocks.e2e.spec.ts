@@ -11,6 +11,12 @@
  * hosts, the second an hour ahead: they cannot share a base, so their heartbeats show the skew, both
  * report it, and neither hands an expired lease of another holder over while fresh work still goes
  * out. (One test machine has one monotonic clock: two real hosts are stood in for, not shown.)
+ * Last, attempt 1's window judged by an instance on another base ahead of the one that granted the
+ * attempt, by 0.9 s (within the 1 s bound), 2 s and an hour (beyond it): the instance ahead never
+ * takes a not_found inside the window, so never grants attempt 2 early; within the bound it answers
+ * VERIFICATION_PREMATURE until the window has passed by the clock that started it; beyond the bound
+ * VERIFICATION_PREMATURE while its own clock is inside the window, then 503 CLOCK_SKEW_UNBOUNDED
+ * with Retry-After (docs/reliability.md, "Windows across instances").
  * Where libfaketime is not installed this suite says so and skips; CI sets
  * LEDGER_REQUIRE_FAKETIME=1, so there it cannot be skipped.
  */
@@ -41,6 +47,7 @@ const INPUT = { customer_id: 'cus_clock', amount_cents: 1250, currency: 'EUR' };
 interface Answer<T = any> {
   status: number;
   body: T;
+  retryAfter: string | null;
 }
 
 async function call<T = any>(
@@ -55,7 +62,11 @@ async function call<T = any>(
     headers: { ...(body === undefined ? {} : { 'content-type': 'application/json' }), ...headers },
     body: body === undefined ? undefined : JSON.stringify(body),
   });
-  return { status: response.status, body: (await response.json()) as T };
+  return {
+    status: response.status,
+    body: (await response.json()) as T,
+    retryAfter: response.headers.get('retry-after'),
+  };
 }
 
 const path = (ref: string) => `/v1/operations/${encodeURIComponent(ref)}`;
@@ -302,3 +313,157 @@ describeWithFaketime('two instances on one EventStoreDB as on two hosts, the sec
     expect(events.filter((event) => event.type === 'AttemptDispatched')).toHaveLength(1);
   });
 });
+
+describeWithFaketime(
+  "attempt 1's window judged by an instance ahead of the one that granted it (one SQLite file, two bases)",
+  () => {
+    // Short heartbeats: a lead of 2 s is then always seen (a lead above the bound plus one period is).
+    const clocks = { LEDGER_CLOCK_HEARTBEAT_MS: '250' };
+    const inputHash = createHash('sha256').update(canonicalJson(INPUT)).digest('hex');
+    let first: LedgerProcess;
+
+    beforeAll(async () => {
+      first = await startLedger({ env: { ...ENV, ...clocks, LEDGER_CLOCK_BOOT_ID: 'host-a' } });
+    });
+    afterAll(async () => {
+      await first?.stop();
+      first?.cleanup();
+    });
+
+    const clockOf = async (ledger: LedgerProcess) => (await call(ledger, 'GET', '/health/ready')).body.details.clock;
+    const submit = (ledger: LedgerProcess, ref: string, type: string, data: Record<string, unknown>) =>
+      call(ledger, 'POST', `${path(ref)}/events`, { events: [{ event_id: randomUUID(), type, data }] });
+    const notFound = (ledger: LedgerProcess, ref: string) =>
+      submit(ledger, ref, 'VerificationRecorded', { outcome: 'not_found', checked_at: new Date().toISOString() });
+    type Stored = { type: string; recorded_at: string; data: Record<string, any> };
+    const eventsOf = async (ref: string) =>
+      (await call<{ events: Stored[] }>(first, 'GET', `${path(ref)}/events`)).body.events;
+
+    /** Attempt 1 granted by the first instance; its window (a 3 s call window, no consistency window) ends by that clock. */
+    async function attemptOne(): Promise<{ ref: string; windowEndsMs: number }> {
+      const ref = `run_clocks/window-${randomUUID().slice(0, 8)}`;
+      const planned = await submit(first, ref, 'StepPlanned', {
+        run_id: 'run_clocks',
+        tool: 'create_invoice',
+        side_effect: 'write',
+        input_hash: inputHash,
+        input: INPUT,
+        policy: { dispatch_timeout_ms: 3_000, consistency_window_ms: 0 },
+      });
+      expect(planned.status).toBe(200);
+      expect((await submit(first, ref, 'AttemptDispatched', { attempt: 1, input_hash: inputHash })).status).toBe(200);
+      const dispatch = (await eventsOf(ref)).find((event) => event.type === 'AttemptDispatched') as Stored;
+      return { ref, windowEndsMs: Date.parse(dispatch.data.call_deadline) };
+    }
+
+    describe('0.9 s ahead, within the bound', () => {
+      const SKEW_MS = 900;
+      let second: LedgerProcess;
+      beforeAll(async () => {
+        second = await startLedger({
+          env: {
+            ...ENV,
+            ...clocks,
+            LEDGER_EVENTS_FILE: `${first.dataDir}/events.sqlite`,
+            LEDGER_CLOCK_BOOT_ID: 'host-b-0.9s',
+            LD_PRELOAD: LIBFAKETIME as string,
+            FAKETIME: '+0.9',
+            FAKETIME_DONT_FAKE_MONOTONIC: '1',
+          },
+        });
+      });
+      afterAll(async () => {
+        await second?.stop();
+        second?.cleanup();
+      });
+
+      it('the instance ahead refuses the not_found as premature until the window has passed by the clock that started it; attempt 2 only then', async () => {
+        await until(
+          () => clockOf(second),
+          (clock) => clock?.instances?.live_instances === 2 && clock.instances.take_overs === 'allowed',
+          'the two clocks compared, within the bound',
+        );
+        const { ref, windowEndsMs } = await attemptOne();
+        const refusals = new Set<string>();
+        await until(
+          async () => {
+            const answer = await notFound(second, ref);
+            if (answer.status !== 200) refusals.add(`${answer.status} ${answer.body.code}`);
+            return answer;
+          },
+          (answer) => answer.status === 200,
+          'the not_found taken by the instance ahead',
+          30_000,
+        );
+        expect([...refusals]).toEqual(['409 VERIFICATION_PREMATURE']);
+        const again = await submit(second, ref, 'AttemptDispatched', { attempt: 2, input_hash: inputHash });
+        expect(again.status).toBe(200);
+        // Its own times are 0.9 s ahead of the first's (libfaketime's offset, both on elapsed time since).
+        const events = await eventsOf(ref);
+        const verified = events.find((event) => event.type === 'VerificationRecorded') as Stored;
+        const granted = events.filter((event) => event.type === 'AttemptDispatched')[1];
+        expect(Date.parse(verified.recorded_at) - SKEW_MS).toBeGreaterThanOrEqual(windowEndsMs);
+        expect(Date.parse(granted.recorded_at) - SKEW_MS).toBeGreaterThanOrEqual(windowEndsMs);
+      });
+    });
+
+    describe.each([
+      ['2 s', '+2', 2_000],
+      ['an hour', '+1h', 3_600_000],
+    ])('%s ahead, beyond the bound', (label, faketime, skewMs) => {
+      let second: LedgerProcess;
+      beforeAll(async () => {
+        second = await startLedger({
+          env: {
+            ...ENV,
+            ...clocks,
+            LEDGER_EVENTS_FILE: `${first.dataDir}/events.sqlite`,
+            LEDGER_CLOCK_BOOT_ID: `host-b-${faketime}`,
+            LD_PRELOAD: LIBFAKETIME as string,
+            FAKETIME: faketime,
+            FAKETIME_DONT_FAKE_MONOTONIC: '1',
+          },
+        });
+      });
+      afterAll(async () => {
+        await second?.stop();
+        second?.cleanup();
+      });
+
+      it(`the instance ahead never takes the not_found nor grants attempt 2: premature by its own clock, then 503 CLOCK_SKEW_UNBOUNDED with Retry-After (${label})`, async () => {
+        const skew = await until(
+          () => clockOf(second),
+          (clock) => clock?.instances?.reason === 'skew',
+          'the skew seen by the instance ahead',
+        );
+        expect(skew.instances.skew_ms).toBeGreaterThan(skewMs - 1_000);
+        const { ref, windowEndsMs } = await attemptOne();
+        const answers: Array<Answer & { sentAt: number }> = [];
+        // Asked until the window has passed by the first instance's clock (this process's, the same host's) and a second more.
+        await until(
+          async () => {
+            const sentAt = Date.now();
+            answers.push({ ...(await notFound(second, ref)), sentAt });
+            return sentAt;
+          },
+          (sentAt) => sentAt > windowEndsMs + 1_000,
+          'the window to pass by the clock that started it',
+          30_000,
+        );
+        expect(answers.filter((answer) => answer.status === 200)).toEqual([]);
+        for (const answer of answers)
+          expect(`${answer.status} ${answer.body.code}`).toMatch(
+            /^(409 VERIFICATION_PREMATURE|503 CLOCK_SKEW_UNBOUNDED)$/,
+          );
+        const last = answers[answers.length - 1];
+        expect(last).toMatchObject({ status: 503, body: { code: 'CLOCK_SKEW_UNBOUNDED', retry_after_seconds: 1 } });
+        expect(last.retryAfter).toBe('1');
+        const again = await submit(second, ref, 'AttemptDispatched', { attempt: 2, input_hash: inputHash });
+        expect(again.body.code).toBe('ATTEMPT_IN_FLIGHT');
+        const events = await eventsOf(ref);
+        expect(events.filter((event) => event.type === 'VerificationRecorded')).toEqual([]);
+        expect(events.filter((event) => event.type === 'AttemptDispatched')).toHaveLength(1);
+      });
+    });
+  },
+);

@@ -53,6 +53,7 @@ describe('error registry', () => {
       .filter(([, d]) => d.status >= 500)
       .map(([code]) => code);
     expect(fiveHundreds.sort()).toEqual([
+      'CLOCK_SKEW_UNBOUNDED',
       'HISTORY_INTEGRITY_FAILED',
       'HISTORY_ROLLED_BACK',
       'INTERNAL_ERROR',

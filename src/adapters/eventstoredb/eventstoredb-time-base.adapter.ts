@@ -4,7 +4,7 @@ import { randomUUID } from 'node:crypto';
 import { RevisionConflictError, StoreUnavailableError } from '../../store/event-store.port';
 import {
   BASES_KEPT,
-  HEARTBEAT_RETENTION_MS,
+  heartbeatCutMs,
   latestBaseMs,
   raisedBase,
   type InstanceHeartbeat,
@@ -107,9 +107,9 @@ export class EventStoreDbTimeBaseStore implements TimeBaseStore {
       if (event.type === HEARTBEAT_EVENT) latest.push(data as InstanceHeartbeat);
     }
     if (latest.length === 0) return latest;
-    const newest = Math.max(...latest.map((heartbeat) => heartbeat.ledger_ms));
+    const cut = heartbeatCutMs(latest.map((heartbeat) => heartbeat.ledger_ms));
     return latest
-      .filter((heartbeat) => heartbeat.ledger_ms >= newest - HEARTBEAT_RETENTION_MS)
+      .filter((heartbeat) => heartbeat.ledger_ms >= cut)
       .sort((a, b) => a.instance_id.localeCompare(b.instance_id));
   }
 

@@ -4,7 +4,7 @@ import { dirname } from 'node:path';
 import { StoreUnavailableError } from '../../store/event-store.port';
 import {
   BASES_KEPT,
-  HEARTBEAT_RETENTION_MS,
+  heartbeatCutMs,
   latestBaseMs,
   raisedBase,
   type InstanceHeartbeat,
@@ -102,9 +102,11 @@ export class SqliteTimeBaseStore implements TimeBaseStore {
           'INSERT INTO clock_heartbeats (instance_id, ledger_ms, record) VALUES (?, ?, ?) ON CONFLICT (instance_id) DO UPDATE SET ledger_ms = excluded.ledger_ms, record = excluded.record',
         )
         .run(heartbeat.instance_id, heartbeat.ledger_ms, JSON.stringify(heartbeat));
-      this.db
-        .prepare('DELETE FROM clock_heartbeats WHERE ledger_ms < ?')
-        .run(heartbeat.ledger_ms - HEARTBEAT_RETENTION_MS);
+      const times = this.db
+        .prepare<[], { ledger_ms: number }>('SELECT ledger_ms FROM clock_heartbeats')
+        .all()
+        .map((row) => row.ledger_ms);
+      this.db.prepare('DELETE FROM clock_heartbeats WHERE ledger_ms < ?').run(heartbeatCutMs(times));
       return this.heartbeats();
     });
   }

@@ -4,7 +4,7 @@
  * the viewer or by a live peer that reports it, and while a peer on another base has not yet had
  * the time to judge the viewer's clock.
  */
-import { judgeSkew, type PeerView } from '../../../src/ledger/instance-clocks';
+import { judgeSkew, judgeWindows, type PeerView } from '../../../src/ledger/instance-clocks';
 
 const settings = { heartbeatMs: 2_000, skewBoundMs: 1_000 };
 const NOW = 100_000;
@@ -23,6 +23,7 @@ function peer(id: string, overrides: Partial<PeerView> = {}, ahead?: { instance_
     changedAtMs: NOW - 1_000,
     changesSeen: 2,
     maxLeadMs: 0,
+    leadBounds: [0],
     ...overrides,
   };
 }
@@ -91,5 +92,42 @@ describe('judgeSkew', () => {
         settings: { ...settings, skewBoundMs: 250 },
       }).takeOvers,
     ).toBe('held');
+  });
+});
+
+/**
+ * Windows another instance may have started (docs/reliability.md, "Windows across instances"):
+ * closed only the largest upper bound of this instance's lead over a live peer after their end, and
+ * not judged at all while take-overs are held or that bound is beyond the bound plus one period.
+ */
+describe('judgeWindows', () => {
+  const windows = (peers: PeerView[]) =>
+    judgeWindows({ judgement: judge(peers), peers, nowMonotonicMs: NOW, settings });
+
+  it('alone: no margin', () => {
+    expect(windows([])).toEqual({ margin_ms: 0 });
+  });
+
+  it('the margin is the tightest recent upper bound of this lead over each live peer, the largest of them', () => {
+    expect(windows([peer('p', { leadBounds: [2_100, 900, 1_400] }), peer('q', { leadBounds: [300] })])).toEqual({
+      margin_ms: 900,
+    });
+    // Behind every peer: no margin, never a negative one.
+    expect(windows([peer('p', { leadBounds: [-3_000] })])).toEqual({ margin_ms: 0 });
+    // A peer no longer live does not count.
+    expect(windows([peer('p', { leadBounds: [2_500], changedAtMs: NOW - 3 * settings.heartbeatMs - 1 })])).toEqual({
+      margin_ms: 0,
+    });
+  });
+
+  it('a margin beyond the bound plus one heartbeat period: windows are not judged', () => {
+    expect(windows([peer('p', { leadBounds: [3_000] })])).toEqual({ margin_ms: 3_000 });
+    expect(windows([peer('p', { leadBounds: [3_001] })])).toEqual({ unbounded: 'skew' });
+  });
+
+  it('while take-overs are held, for a skew or for peers not yet compared, windows are not judged', () => {
+    expect(windows([peer('p', { maxLeadMs: 1_001, leadBounds: [-1_001] })])).toEqual({ unbounded: 'skew' });
+    expect(windows([peer('p', {}, { instance_id: 'me', ms: 1_500 })])).toEqual({ unbounded: 'skew' });
+    expect(windows([peer('p', { changesSeen: 1 })])).toEqual({ unbounded: 'unjudged' });
   });
 });

@@ -41,7 +41,17 @@ export type RefusalCode =
   | 'STEP_SUCCEEDED'
   | 'STEP_NOT_ESCALATED'
   | 'OUTCOME_UNVERIFIED'
-  | 'OUTCOME_KNOWN';
+  | 'OUTCOME_KNOWN'
+  | 'CLOCK_SKEW_UNBOUNDED';
+
+/**
+ * How the clock that judges a window stands against the clocks that may have started it: other
+ * service instances sharing the store (docs/contract.md §4, "Time"). A window started on a clock
+ * behind `now` by δ looks δ shorter than it is, so it closes only `margin_ms` (at least δ) after `now`
+ * passed its end. `unbounded`: δ has no known bound now (instances' clocks differ beyond the bound,
+ * or are not yet compared), and no decision that needs a window to have closed is taken.
+ */
+export type WindowClock = { margin_ms: number } | { unbounded: 'skew' | 'unjudged' };
 
 export interface Command {
   fact: SubmittedFact;
@@ -53,6 +63,8 @@ export interface Command {
    * the item: a dispatch under it may not reach the provider after it (docs/contract.md §4.5).
    */
   lease_expires_at?: string;
+  /** Absent: no other clock can have started a window (one instance), margin 0. */
+  window_clock?: WindowClock;
 }
 
 /**
@@ -105,6 +117,33 @@ const BOUND_REASONS: readonly string[] = [
 
 const addMs = (instant: string, ms: number): string => new Date(Date.parse(instant) + ms).toISOString();
 const isBefore = (a: string, b: string): boolean => Date.parse(a) < Date.parse(b);
+
+/**
+ * A window that ends at `end` by the clock that started it, judged at `command.now`: `open` until
+ * `closes` (its end plus the margin, on this clock); `unbounded` when it has passed by this clock
+ * but the clocks cannot be compared, so it may still be open by the one that started it.
+ */
+function judgeWindow(command: Command, end: string): { open: string } | 'closed' | 'unbounded' {
+  const clock = command.window_clock ?? { margin_ms: 0 };
+  const closes = 'margin_ms' in clock ? addMs(end, clock.margin_ms) : end;
+  if (isBefore(command.now, closes)) return { open: closes };
+  return 'margin_ms' in clock ? 'closed' : 'unbounded';
+}
+
+/** No decision that needs a window to have closed while the instances' clocks cannot be compared. */
+function refuseUnboundedClock(state: PlannedStep, command: Command, what: string): Decision {
+  const reason =
+    command.window_clock && 'unbounded' in command.window_clock && command.window_clock.unbounded === 'unjudged'
+      ? 'are not compared yet'
+      : 'differ beyond the bound';
+  return refuse(
+    state,
+    command,
+    'CLOCK_SKEW_UNBOUNDED',
+    `${what}: the clocks of the instances sharing this store ${reason}, so whether its window has closed cannot be judged`,
+    state.directive,
+  );
+}
 
 /**
  * Attempts left under the lower of the step's policy and the last retryable envelope's
@@ -278,8 +317,12 @@ function decideDispatch(state: PlannedStep, command: Command, attempt: number, i
       }
       break;
     case 'retry_scheduled':
-      if (state.not_before !== undefined && isBefore(command.now, state.not_before)) {
-        return refusal('RETRY_NOT_BEFORE', `no attempt may run before ${state.not_before}`);
+      if (state.not_before !== undefined) {
+        // The provider's wait, not a duplicate's window: judged on this clock, not widened (docs/reliability.md).
+        if (isBefore(command.now, state.not_before))
+          return refusal('RETRY_NOT_BEFORE', `no attempt may run before ${state.not_before}`);
+        if (judgeWindow(command, state.not_before) === 'unbounded')
+          return refuseUnboundedClock(state, command, `attempt ${attempt} after not_before`);
       }
       break;
     case 'planned':
@@ -523,12 +566,15 @@ function decideManualVerification(
   }
   if (state.status === 'dispatched') {
     const timesOut = addMs(state.dispatched_at ?? state.since, dispatchTimeoutMs(state.definition.policy));
-    if (isBefore(command.now, timesOut)) {
+    const window = judgeWindow(command, timesOut);
+    if (window === 'unbounded')
+      return refuseUnboundedClock(state, command, `a manual verification of attempt ${state.current_attempt}`);
+    if (window !== 'closed') {
       return refuse(
         state,
         command,
         'ATTEMPT_IN_FLIGHT',
-        `attempt ${state.current_attempt} may still be running until ${timesOut}`,
+        `attempt ${state.current_attempt} may still be running until ${window.open}`,
         directiveFor('dispatched', state),
       );
     }
@@ -626,11 +672,13 @@ function decideAcknowledge(
  * dispatch: a paused dispatcher or a slow upstream may still send until then (§4.5).
  */
 function refuseInconclusiveNotFound(state: PlannedStep, command: Command): Decision | undefined {
-  const windowEnds = addMs(lastReachOf(state), state.definition.policy.consistency_window_ms);
-  if (!isBefore(command.now, windowEnds)) return undefined;
-  return refuse(state, command, 'VERIFICATION_PREMATURE', `not_found is inconclusive before ${windowEnds}`, {
+  const window = judgeWindow(command, addMs(lastReachOf(state), state.definition.policy.consistency_window_ms));
+  if (window === 'closed') return undefined;
+  if (window === 'unbounded')
+    return refuseUnboundedClock(state, command, `a not_found of attempt ${state.current_attempt}`);
+  return refuse(state, command, 'VERIFICATION_PREMATURE', `not_found is inconclusive before ${window.open}`, {
     next_action: 'verify_operation',
-    not_before: windowEnds,
+    not_before: window.open,
     attempts_remaining: attemptsRemaining(state),
   });
 }

@@ -60,6 +60,12 @@ export const ERROR_REGISTRY = {
     title: 'The projection did not reach the asked position in time',
     retryAfter: true,
   },
+  CLOCK_SKEW_UNBOUNDED: {
+    status: 503,
+    title:
+      'The clocks of the instances sharing the store differ beyond the bound, or are not compared yet: no decision that needs a window to have closed',
+    retryAfter: true,
+  },
   HISTORY_INTEGRITY_FAILED: { status: 500, title: 'The stored history failed verification; nothing was stored' },
   HISTORY_ROLLED_BACK: {
     status: 503,
