@@ -1,7 +1,7 @@
 import { randomBytes, randomUUID } from 'node:crypto';
 import { LedgerProblem } from '@recovery-ledger/core/errors/ledger-problem';
 import type { Clock } from '../ledger/clock';
-import { SecretScanner } from '../ledger/secret-scanner';
+import { secretScanner } from '../ledger/secret-scanner';
 import type { EventStore, StoredEvent, Subscription as LogSubscription } from '../store/event-store.port';
 import { OPERATION_STREAM_PREFIX, operationStream } from '../store/stream-names';
 import { NOTIFICATION_KINDS, reactionsTo, retryDelayMs, type NotificationKind } from './notification-rules';
@@ -135,8 +135,6 @@ export class WebhookService {
   /** The log consumed up to here; the durable checkpoint may trail it by batches that changed nothing. */
   private consumedTo = 0;
   private checkpointTimer: ReturnType<typeof setTimeout> | undefined;
-  /** Loaded at the first subscription: the rules take a while to set up and are rarely needed here. */
-  private scanner: SecretScanner | undefined;
 
   constructor(
     private readonly log: EventStore,
@@ -150,10 +148,9 @@ export class WebhookService {
 
   async subscribe(tenant: string, request: NewSubscription): Promise<Subscription> {
     const url = new URL(request.url);
-    this.scanner ??= new SecretScanner();
     const refusal = urlRefusal(url, {
       allowPrivate: this.settings.allowPrivate,
-      detect: await this.scanner.detectorFor(scannedParts(url)),
+      detect: await secretScanner.detectorFor(scannedParts(url)),
     });
     if (refusal !== undefined) throw new LedgerProblem('BAD_REQUEST', refusal, { field: 'url' });
     const subscription: Subscription = {

@@ -229,7 +229,7 @@ export async function runCampaign(options: CampaignOptions): Promise<CampaignRes
   // goes to a file beside its data, kept with it for a post-mortem.
   const logFiles = instanceDirs.map((_, index) => join(dataDir, `service-${index}.log`));
   for (const [index, dir] of instanceDirs.entries())
-    ledgers.push(await startLedger({ dataDir: dir, env, logFile: logFiles[index] }));
+    ledgers.push(await startLedger({ dataDir: dir, env, logFile: logFiles[index], timeoutMs: 60_000 }));
   const recordFiles: string[] = [];
   const clients: RunningClient[] = [];
   const runTag = `chaos${seed}`;
