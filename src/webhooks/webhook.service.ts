@@ -146,6 +146,8 @@ export class WebhookService {
   /** The attempts under way, awaited at stop; `stopping` aborts their POSTs. */
   private readonly attempts = new Set<Promise<void>>();
   private stopping = new AbortController();
+  /** An attempt ended while the dispatcher was busy: it looks for due work again without waiting. */
+  private slotFreed = false;
   /** The log consumed up to here; the durable checkpoint may trail it by batches that changed nothing. */
   private consumedTo = 0;
   private checkpointTimer: ReturnType<typeof setTimeout> | undefined;
@@ -213,6 +215,7 @@ export class WebhookService {
   start(): void {
     if (this.running) return;
     this.running = true;
+    this.stopping = new AbortController();
     this.follow();
     this.dispatcher = this.dispatchLoop();
   }
@@ -467,6 +470,10 @@ export class WebhookService {
         this.observer.onError?.(error instanceof Error ? error : new Error(String(error)), 'dispatcher');
       }
       if (!this.running) break;
+      if (this.slotFreed) {
+        this.slotFreed = false;
+        continue;
+      }
       const next = this.hooks.nextDueMs();
       const now = this.clock.now().getTime();
       // A delivery already due is in flight or waits for a slot: an attempt's end wakes the loop.
@@ -477,6 +484,8 @@ export class WebhookService {
       await new Promise<void>((resolve) => {
         const timer = setTimeout(resolve, waitMs);
         this.wake = () => {
+          // Once: a later attempt's end then marks slotFreed instead of waking a loop already awake.
+          this.wake = undefined;
           clearTimeout(timer);
           resolve();
         };
@@ -549,7 +558,8 @@ export class WebhookService {
         )
         .finally(() => {
           this.attempts.delete(attempt);
-          this.wake?.();
+          if (this.wake) this.wake();
+          else this.slotFreed = true;
         });
       this.attempts.add(attempt);
     }
