@@ -12,7 +12,7 @@ import { AppModule, type AppOptions } from './app.module';
 import { sendProblem, toLedgerProblem } from './http/problem.filter';
 import { installSecurity } from './http/security/install-security';
 import { installHttpMetrics } from './observability/http-metrics';
-import { installRequestIdEcho, requestIdOptions } from './logging/request-context';
+import { installRequestIdCheck, installRequestIdEcho, requestIdOptions } from './logging/request-context';
 import { METRICS_REGISTRY } from './observability/metrics';
 import { installTracing } from './observability/tracing';
 import { mountOpenApi } from './openapi/openapi.module';
@@ -54,6 +54,7 @@ export async function createApp(
         handler,
       ),
   });
+  if (!preview) installRequestIdCheck(adapter.getInstance());
   const app = await NestFactory.create<NestFastifyApplication>(AppModule.register(options), adapter, {
     // Startup lines wait for the JSON logger below, so every line the service writes is JSON.
     bufferLogs: !preview,

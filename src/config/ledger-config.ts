@@ -1,3 +1,6 @@
+import { createHash } from 'node:crypto';
+import { accessSync, constants, mkdirSync } from 'node:fs';
+import { homedir } from 'node:os';
 import { dirname, isAbsolute, join, relative, resolve } from 'node:path';
 import {
   DEFAULT_ENVELOPE_LIMITS,
@@ -49,6 +52,11 @@ export interface LedgerConfig {
    * the whole directory from an older copy is seen (docs/security.md, "A log rolled back").
    */
   headWitnessFile?: string;
+  /**
+   * The witness is the default one (LEDGER_HEAD_WITNESS_FILE unset): an empty log where it recorded
+   * events is taken as a new log (a data directory wiped on purpose), not refused.
+   */
+  headWitnessByDefault: boolean;
   /** The head witness is written at most this often while appends come in, and at shutdown. */
   headWitnessIntervalMs: number;
   /** An operator's acceptance of a log found rolled back, with the reason logged (LEDGER_ACCEPT_ROLLBACK). */
@@ -116,15 +124,42 @@ function anchorKey(raw: string | undefined): string | undefined {
   return raw;
 }
 
-/** Outside the data directory and the log's own directory: a restore of either must not bring it back too. */
-function headWitnessFile(raw: string | undefined, dataDir: string, eventsFile: string): string | undefined {
-  if (raw === undefined || raw === '') return undefined;
-  const file = resolve(raw);
-  const inside = (dir: string) => {
+/**
+ * Outside the data directory and the log's own directory: a restore of either must not bring it back
+ * too. Unset on the embedded SQLite store, the witness is kept by default in the user's state
+ * directory (`$XDG_STATE_HOME`, else `~/.local/state`), one file per log (named by a hash of the
+ * log's path), so a restore of the whole data directory is seen with no setting at all; `off` turns
+ * it off. A state directory that cannot be written leaves it off (the start warns, as when off).
+ */
+function headWitnessFile(
+  raw: string | undefined,
+  dataDir: string,
+  eventsFile: string,
+  store: StoreKind,
+  env: NodeJS.ProcessEnv,
+): string | undefined {
+  if (raw === 'off') return undefined;
+  const inside = (file: string, dir: string) => {
     const path = relative(dir, file);
     return path === '' || (!path.startsWith('..') && !isAbsolute(path));
   };
-  if (inside(dataDir) || inside(dirname(eventsFile))) {
+  if (raw === undefined || raw === '') {
+    if (store !== 'sqlite') return undefined;
+    const stateHome = env.XDG_STATE_HOME?.trim() || join(homedir(), '.local', 'state');
+    const dir = join(resolve(stateHome), 'recovery-ledger');
+    const name = createHash('sha256').update(eventsFile).digest('hex').slice(0, 16);
+    const file = join(dir, `head-witness-${name}.json`);
+    if (inside(file, dataDir) || inside(file, dirname(eventsFile))) return undefined;
+    try {
+      mkdirSync(dir, { recursive: true, mode: 0o700 });
+      accessSync(dir, constants.W_OK);
+    } catch {
+      return undefined;
+    }
+    return file;
+  }
+  const file = resolve(raw);
+  if (inside(file, dataDir) || inside(file, dirname(eventsFile))) {
     throw new ConfigError(
       `LEDGER_HEAD_WITNESS_FILE must be outside the data directory (${dataDir}) and the log's directory: a restore of the directory would bring an old witness back with the old log`,
     );
@@ -200,7 +235,8 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): LedgerConfig {
     maxConflictRetries: integerSetting(env, 'LEDGER_MAX_CONFLICT_RETRIES', 25, 0, 1000),
     anchorKey: anchorKey(env.LEDGER_ANCHOR_KEY),
     verifyOnStart: env.LEDGER_VERIFY_ON_START !== 'off',
-    headWitnessFile: headWitnessFile(env.LEDGER_HEAD_WITNESS_FILE, dataDir, eventsFile),
+    headWitnessFile: headWitnessFile(env.LEDGER_HEAD_WITNESS_FILE, dataDir, eventsFile, store, env),
+    headWitnessByDefault: (env.LEDGER_HEAD_WITNESS_FILE ?? '') === '',
     headWitnessIntervalMs: integerSetting(env, 'LEDGER_HEAD_WITNESS_INTERVAL_MS', 1000, 10, 3_600_000),
     acceptRollback: acceptRollback(env),
     projectionsThread: projectionsThread(env.LEDGER_PROJECTIONS_THREAD),

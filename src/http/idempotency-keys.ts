@@ -44,7 +44,11 @@ function badKey(detail: string): LedgerProblem {
   return new LedgerProblem('BAD_REQUEST', detail, { field: 'Idempotency-Key' });
 }
 
-/** Provided by the HTTP module from LEDGER_DATA_DIR; closed with it (onModuleDestroy). */
+/**
+ * Provided by the HTTP module from LEDGER_DATA_DIR. Closed in the last shutdown phase, after the
+ * HTTP server has answered every request it took: Nest runs onModuleDestroy before it stops the
+ * server, and a submit still in flight then found the file closed (500, though its events were stored).
+ */
 export class IdempotencyKeys {
   private readonly db: Database.Database;
   /** Prepared once: preparing a statement per request was a measurable part of a submit's CPU. */
@@ -119,7 +123,7 @@ export class IdempotencyKeys {
     }
   }
 
-  onModuleDestroy(): void {
+  onApplicationShutdown(): void {
     if (this.db.open) this.db.close();
   }
 }

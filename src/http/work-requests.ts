@@ -1,8 +1,7 @@
 import type { Caller } from '../auth/caller';
 import { IDENTIFIER_PATTERN } from '@recovery-ledger/core/domain/identifier-grammar';
-import { containsSecret } from '@recovery-ledger/core/domain/envelope/redaction';
 import { LedgerProblem } from '@recovery-ledger/core/errors/ledger-problem';
-import { SecretScanner } from '../ledger/secret-scanner';
+import { holdsSecret } from '../ledger/secret-scanner';
 import type { ReleaseRequest, RenewRequest, WorkFeedSettings, WorkRequest } from '../work/work-feed';
 import { checkOperationRef, optionalInteger } from './operation-ref';
 import { single, type QueryParams } from './read-queries';
@@ -40,17 +39,13 @@ function workerName(raw: unknown): string {
   return raw;
 }
 
-/** The detector submits use, over the one string a feed request stores: what it finds is cached per string. */
-const workerScanner = new SecretScanner();
-
 /**
  * 422 SECRET_IN_IDENTIFIER when a worker name looks like a credential (an access key id, a token):
  * it would sit in every fact of the lease and in every answer that names the holder. The value is
  * never echoed. Checked before anything is leased.
  */
 export async function refuseSecretWorker(worker: string): Promise<void> {
-  const detect = await workerScanner.detectorFor([worker]);
-  if (containsSecret(worker, { detect })) {
+  if (await holdsSecret(worker)) {
     throw new LedgerProblem(
       'SECRET_IN_IDENTIFIER',
       'worker looks like a credential; a worker name is stored as sent, so it is refused',

@@ -21,10 +21,12 @@ export const MAX_STEP_INPUT_BYTES = 16 * 1024;
 /**
  * The input a plan carries for the work feed. It must hash (SHA-256 of its canonical JSON, as the
  * SDK's inputHash) to the plan's input_hash, so the gate's input check means the same input. It is
- * refused, not redacted, when it holds a secret: redacting would change what the tool is called
- * with, and credentials belong in the tool's own configuration, never in a log.
+ * refused, not redacted, when the one detector (`detect`, with the shapes and names of redaction)
+ * flags any of its strings, keys or card numbers: a redacted input would no longer hash to
+ * input_hash and would change what the tool is called with, and a stored one would keep the
+ * secret in the log and hand it to every worker (docs/security.md, "Secrets").
  */
-function checkedInput(input: unknown, hash: string, field: string): JsonValue {
+function checkedInput(input: unknown, hash: string, field: string, detect?: SecretDetector): JsonValue {
   let canonical: string;
   try {
     canonical = canonicalJson(input);
@@ -39,7 +41,7 @@ function checkedInput(input: unknown, hash: string, field: string): JsonValue {
       field: field.replace(/input$/, 'input_hash'),
     });
   }
-  if (redactDeep(input).redactions.length > 0) {
+  if (redactDeep(input, '', { detect }).redactions.length > 0) {
     throw new LedgerProblem(
       'BAD_REQUEST',
       'input holds what looks like a secret; tools take credentials from their own configuration',
@@ -99,7 +101,9 @@ export function prepareFact(
       const policy = { ...settings.defaultPolicy, ...(data.policy ?? {}) } as StepPolicy;
       if (policy.verification_tool === undefined) delete policy.verification_tool;
       const input =
-        data.input === undefined ? undefined : checkedInput(data.input, data.input_hash, `${fieldPrefix}.data.input`);
+        data.input === undefined
+          ? undefined
+          : checkedInput(data.input, data.input_hash, `${fieldPrefix}.data.input`, detect);
       return {
         type: 'StepPlanned',
         data: {

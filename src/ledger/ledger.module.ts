@@ -105,7 +105,20 @@ export class HistoryRollbackCheck implements OnModuleInit {
     const witness = config.headWitnessFile !== undefined;
     const evidence = report.findings.map((finding) => finding.kind);
     const head = { position: report.head.position, events: report.head.events };
-    if (report.findings.length === 0) {
+    // The default witness (docs/operations.md, "A log restored from an older copy") takes an empty
+    // log as a data directory wiped on purpose and starts again from it; an older copy that holds
+    // anything is still refused. A witness set by LEDGER_HEAD_WITNESS_FILE refuses this too.
+    const newLog =
+      config.headWitnessByDefault &&
+      report.head.position === 0 &&
+      report.findings.length > 0 &&
+      report.findings.every((finding) => finding.kind === 'log_behind_witness');
+    if (newLog)
+      this.logger.warn(
+        { file: config.headWitnessFile, witness_position: report.witness?.position },
+        'the log is empty where the default head witness recorded events: a new log is started and the witness with it (set LEDGER_HEAD_WITNESS_FILE to refuse an emptied data directory too)',
+      );
+    if (report.findings.length === 0 || newLog) {
       this.integrity.setRollback({ state: 'clear', witness });
       this.rolledBack?.set(0);
       if (witness && !report.witness)
@@ -115,7 +128,7 @@ export class HistoryRollbackCheck implements OnModuleInit {
         );
       if (!witness)
         this.logger.warn(
-          'LEDGER_HEAD_WITNESS_FILE is not set: a restore of the whole data directory from an older copy cannot be seen',
+          'no head witness is kept (LEDGER_HEAD_WITNESS_FILE off or unset, or the default state directory not writable): a restore of the whole data directory from an older copy cannot be seen',
         );
       await this.startWitness();
       return;

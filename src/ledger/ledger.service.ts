@@ -10,7 +10,7 @@ import { NO_STREAM, type EventStore, type StoredEvent } from '../store/event-sto
 import { operationStream } from '../store/stream-names';
 import type { Clock } from './clock';
 import { SealedStreams, stateAfter, type BrokenStreams } from './sealed-streams';
-import { SecretScanner } from './secret-scanner';
+import { secretScanner, type SecretScanner } from './secret-scanner';
 import { stateView } from './step-views';
 import {
   SubmitCommandHandler,
@@ -39,7 +39,7 @@ export class LedgerService {
     settings: LedgerSettings,
     observer: LedgerObserver = {},
     private readonly broken: BrokenStreams = { reasonFor: () => undefined },
-    scanner: SecretScanner = new SecretScanner(),
+    scanner: SecretScanner = secretScanner,
     windows?: WindowClockSource,
   ) {
     this.streams = new SealedStreams(store, broken);

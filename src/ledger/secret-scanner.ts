@@ -1,6 +1,11 @@
 import { createHash } from 'node:crypto';
 import { LRUCache } from 'lru-cache';
-import type { DetectedSecret, SecretDetector, SecretKind } from '@recovery-ledger/core/domain/envelope/redaction';
+import {
+  containsSecret,
+  type DetectedSecret,
+  type SecretDetector,
+  type SecretKind,
+} from '@recovery-ledger/core/domain/envelope/redaction';
 
 interface SecretlintMessage {
   ruleId: string;
@@ -196,6 +201,19 @@ export class SecretScanner {
     this.secretlint ??= loadSecretlint();
     return this.secretlint;
   }
+}
+
+/**
+ * The one secret detector of the service (docs/security.md, "Secrets"): every free-form field, every
+ * identifier, a plan's input, a webhook URL, a worker name, a request id and a tracestate are
+ * judged by it, with redaction.ts's shapes and names. One instance, so the preset loads once and
+ * what it found in a string serves every caller.
+ */
+export const secretScanner = new SecretScanner();
+
+/** Whether the one detector (secretlint's preset, then redaction.ts's shapes and names) flags `text`. */
+export async function holdsSecret(text: string): Promise<boolean> {
+  return containsSecret(text, { detect: await secretScanner.detectorFor([text]) });
 }
 
 /** Every string of a JSON value, object keys included. */

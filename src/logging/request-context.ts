@@ -1,7 +1,9 @@
 import type { NestFastifyApplication } from '@nestjs/platform-fastify';
+import type { FastifyInstance } from 'fastify';
 import { randomUUID } from 'node:crypto';
 import type { IncomingHttpHeaders } from 'node:http';
 import { containsSecret } from '@recovery-ledger/core/domain/envelope/redaction';
+import { holdsSecret } from '../ledger/secret-scanner';
 
 /** An inbound X-Request-Id is kept when it is a plain token, so a proxy's id follows the request. */
 const REQUEST_ID_PATTERN = /^[A-Za-z0-9._:-]{1,128}$/;
@@ -9,10 +11,27 @@ const REQUEST_ID_PATTERN = /^[A-Za-z0-9._:-]{1,128}$/;
 /** W3C Trace Context §3.2: version-traceid-parentid-flags; an all-zero trace or parent id is invalid. */
 const TRACEPARENT_PATTERN = /^([0-9a-f]{2})-([0-9a-f]{32})-([0-9a-f]{16})-([0-9a-f]{2})$/;
 
+const inboundRequestId = (header: string | string[] | undefined) => (Array.isArray(header) ? header[0] : header);
+
 export function requestIdOf(header: string | string[] | undefined): string {
-  const value = Array.isArray(header) ? header[0] : header;
-  // Logged on every line and echoed: one that looks like a credential is replaced, not kept.
+  const value = inboundRequestId(header);
+  // Logged on every line and echoed: one that looks like a credential is replaced, not kept. The
+  // shapes known here are checked now (Fastify asks synchronously); the rest of the one detector
+  // runs in installRequestIdCheck, before anything logs or echoes the id.
   return value !== undefined && REQUEST_ID_PATTERN.test(value) && !containsSecret(value) ? value : randomUUID();
+}
+
+/**
+ * The inbound X-Request-Id kept by requestIdOf is judged by the whole of the one secret detector
+ * (secretlint's preset included, docs/security.md "Secrets") and replaced by a fresh UUID when it
+ * flags anything. Installed on the Fastify instance before Nest registers its middleware, so it
+ * runs before the request logger copies the id and before the echo sets the response header.
+ */
+export function installRequestIdCheck(fastify: FastifyInstance): void {
+  fastify.addHook('onRequest', async (request) => {
+    const inbound = inboundRequestId(request.headers['x-request-id']);
+    if (inbound !== undefined && request.id === inbound && (await holdsSecret(inbound))) request.id = randomUUID();
+  });
 }
 
 export interface TraceFields {

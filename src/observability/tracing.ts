@@ -66,6 +66,19 @@ interface RequestTrace {
 const traces = new WeakMap<FastifyRequest, RequestTrace>();
 
 /**
+ * The caller's context without its `tracestate`: the span starts before the key is checked and
+ * the submit is scanned, and a span carries its parent's trace state to the exporter, so a client's
+ * tracestate (a token in it, from a request with no key or a refused one) would leave the service
+ * on every span. The trace is continued by its `traceparent` alone; an accepted submit's
+ * tracestate, once the secret detector has passed it, is recorded in the event metadata.
+ */
+function withoutTraceState(parent: Context): Context {
+  const spanContext = trace.getSpanContext(parent);
+  if (spanContext?.traceState === undefined) return parent;
+  return trace.setSpanContext(parent, { ...spanContext, traceState: undefined });
+}
+
+/**
  * A server span per request, named by its route pattern (never the raw URL: it carries
  * operation refs), whose parent is the caller's `traceparent`. The handler runs in its context
  * (set at preHandler, after the body is read), so the decision's spans are its children.
@@ -75,7 +88,7 @@ export function installTracing(app: NestFastifyApplication): void {
   const tracer = trace.getTracer('recovery-ledger');
   const fastify = app.getHttpAdapter().getInstance();
   fastify.addHook('onRequest', (request, _reply, done) => {
-    const parent = propagation.extract(ROOT_CONTEXT, request.headers);
+    const parent = withoutTraceState(propagation.extract(ROOT_CONTEXT, request.headers));
     const route = request.routeOptions?.url;
     const span = tracer.startSpan(
       route ? `${request.method} ${route}` : request.method,

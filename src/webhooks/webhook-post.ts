@@ -14,6 +14,8 @@ export interface WebhookAnswer {
 export interface PostOptions {
   timeoutMs: number;
   allowPrivate: boolean;
+  /** Aborts the POST before its timeout (the service stopping). */
+  signal?: AbortSignal;
 }
 
 /**
@@ -60,7 +62,9 @@ export function postWebhook(
         method: 'POST',
         headers: { ...headers, 'content-length': String(Buffer.byteLength(body)) },
         agent: false,
-        signal: AbortSignal.timeout(options.timeoutMs),
+        signal: options.signal
+          ? AbortSignal.any([AbortSignal.timeout(options.timeoutMs), options.signal])
+          : AbortSignal.timeout(options.timeoutMs),
         ...(options.allowPrivate ? {} : { lookup: publicOnlyLookup }),
       },
       (answer) => {

@@ -121,7 +121,8 @@ export interface WebhookStore {
   dueWatches(nowMs: number, limit: number): UnknownWatch[];
   /** Ends a watch, and enqueues its delivery if there is one, in one transaction. */
   settleWatch(id: number, delivery?: NewDelivery): void;
-  dueDeliveries(nowMs: number, limit: number): Delivery[];
+  /** Pending deliveries due by `nowMs`, oldest first; at most `perTenant` of each tenant when given. */
+  dueDeliveries(nowMs: number, limit: number, perTenant?: number): Delivery[];
   nextDueMs(): number | undefined;
   markDelivered(id: string, status: number, at: string): void;
   markAttemptFailed(id: string, outcome: { status?: number; error: string; nextAttemptMs?: number }): void;

@@ -1,7 +1,7 @@
 import { randomBytes, randomUUID } from 'node:crypto';
 import { LedgerProblem } from '@recovery-ledger/core/errors/ledger-problem';
 import type { Clock } from '../ledger/clock';
-import { SecretScanner } from '../ledger/secret-scanner';
+import { secretScanner } from '../ledger/secret-scanner';
 import type { EventStore, StoredEvent, Subscription as LogSubscription } from '../store/event-store.port';
 import { OPERATION_STREAM_PREFIX, operationStream } from '../store/stream-names';
 import { NOTIFICATION_KINDS, reactionsTo, retryDelayMs, type NotificationKind } from './notification-rules';
@@ -119,6 +119,16 @@ export function failureCause(error: unknown): string {
 const CHECKPOINT_DELAY_MS = 1000;
 
 /**
+ * Deliveries in flight at once, all tenants together, and the share of them one tenant may hold
+ * (docs/webhooks.md, "Delivery"): a tenant whose receivers hang until the timeout holds at most its
+ * share, so the others' notifications keep going out.
+ */
+export const DELIVERY_SLOTS = 16;
+export const TENANT_DELIVERY_SLOTS = 4;
+/** Active subscriptions one tenant may have (docs/webhooks.md, "Subscribing"). */
+export const MAX_SUBSCRIPTIONS_PER_TENANT = 25;
+
+/**
  * Webhooks from the log (docs/webhooks.md). A consumer follows the global log from its own
  * checkpoint and turns transitions into outbox rows, committed with the checkpoint in one
  * transaction, so a crash neither loses nor repeats one; a dispatcher posts each row, signed, until
@@ -132,11 +142,15 @@ export class WebhookService {
   private wake: (() => void) | undefined;
   private restartTimer: ReturnType<typeof setTimeout> | undefined;
   private readonly inFlight = new Set<string>();
+  private readonly inFlightPerTenant = new Map<string, number>();
+  /** The attempts under way, awaited at stop; `stopping` aborts their POSTs. */
+  private readonly attempts = new Set<Promise<void>>();
+  private stopping = new AbortController();
+  /** An attempt ended while the dispatcher was busy: it looks for due work again without waiting. */
+  private slotFreed = false;
   /** The log consumed up to here; the durable checkpoint may trail it by batches that changed nothing. */
   private consumedTo = 0;
   private checkpointTimer: ReturnType<typeof setTimeout> | undefined;
-  /** Loaded at the first subscription: the rules take a while to set up and are rarely needed here. */
-  private scanner: SecretScanner | undefined;
 
   constructor(
     private readonly log: EventStore,
@@ -150,10 +164,9 @@ export class WebhookService {
 
   async subscribe(tenant: string, request: NewSubscription): Promise<Subscription> {
     const url = new URL(request.url);
-    this.scanner ??= new SecretScanner();
     const refusal = urlRefusal(url, {
       allowPrivate: this.settings.allowPrivate,
-      detect: await this.scanner.detectorFor(scannedParts(url)),
+      detect: await secretScanner.detectorFor(scannedParts(url)),
     });
     if (refusal !== undefined) throw new LedgerProblem('BAD_REQUEST', refusal, { field: 'url' });
     const subscription: Subscription = {
@@ -169,6 +182,13 @@ export class WebhookService {
       created_position: await this.log.headPosition(),
       active: true,
     };
+    // Counted after the awaits above, so two requests at once cannot both take the last place.
+    if (this.hooks.subscriptions(tenant).length >= MAX_SUBSCRIPTIONS_PER_TENANT) {
+      throw new LedgerProblem(
+        'WEBHOOK_SUBSCRIPTION_LIMIT',
+        `this tenant has ${MAX_SUBSCRIPTIONS_PER_TENANT} active subscriptions, the most it may have: end one first`,
+      );
+    }
     this.hooks.addSubscription(subscription);
     return subscription;
   }
@@ -195,6 +215,7 @@ export class WebhookService {
   start(): void {
     if (this.running) return;
     this.running = true;
+    this.stopping = new AbortController();
     this.follow();
     this.dispatcher = this.dispatchLoop();
   }
@@ -207,6 +228,9 @@ export class WebhookService {
     await subscription?.close().catch(() => undefined);
     this.wake?.();
     await this.dispatcher;
+    // A POST still waiting on its receiver is abandoned: its delivery stays due and goes out at the next start.
+    this.stopping.abort();
+    await Promise.all([...this.attempts]);
     try {
       this.writeCheckpoint();
     } catch (error) {
@@ -446,15 +470,22 @@ export class WebhookService {
         this.observer.onError?.(error instanceof Error ? error : new Error(String(error)), 'dispatcher');
       }
       if (!this.running) break;
+      if (this.slotFreed) {
+        this.slotFreed = false;
+        continue;
+      }
       const next = this.hooks.nextDueMs();
       const now = this.clock.now().getTime();
+      // A delivery already due is in flight or waits for a slot: an attempt's end wakes the loop.
       const waitMs = Math.max(
         10,
-        Math.min(this.settings.pollMs, next === undefined ? this.settings.pollMs : next - now),
+        Math.min(this.settings.pollMs, next === undefined || next <= now ? this.settings.pollMs : next - now),
       );
       await new Promise<void>((resolve) => {
         const timer = setTimeout(resolve, waitMs);
         this.wake = () => {
+          // Once: a later attempt's end then marks slotFreed instead of waking a loop already awake.
+          this.wake = undefined;
           clearTimeout(timer);
           resolve();
         };
@@ -503,21 +534,34 @@ export class WebhookService {
     );
   }
 
+  /**
+   * Starts the due deliveries there are slots for, oldest first, without waiting for them: at most
+   * DELIVERY_SLOTS in flight, at most TENANT_DELIVERY_SLOTS of one tenant, so receivers that hang
+   * until the timeout hold back their own tenant's deliveries only. The store answers at most that
+   * many due rows per tenant, so one tenant's backlog cannot crowd the others out of the page.
+   */
   private async deliverDue(): Promise<void> {
+    if (this.inFlight.size >= DELIVERY_SLOTS) return;
     const due = this.hooks
-      .dueDeliveries(this.clock.now().getTime(), 50)
+      .dueDeliveries(this.clock.now().getTime(), 200, TENANT_DELIVERY_SLOTS)
       .filter((delivery) => !this.inFlight.has(delivery.id));
     if (due.length === 0) return;
     const subscriptions = new Map(
       this.hooks.subscriptions(undefined, false).map((subscription) => [subscription.id, subscription]),
     );
-    // A few at a time, so one slow receiver does not hold the others back for long.
-    for (let index = 0; index < due.length && this.running; index += 4) {
-      await Promise.all(
-        due
-          .slice(index, index + 4)
-          .map((delivery) => this.attempt(delivery, subscriptions.get(delivery.subscription_id))),
-      );
+    for (const delivery of due) {
+      if (!this.running || this.inFlight.size >= DELIVERY_SLOTS) break;
+      if ((this.inFlightPerTenant.get(delivery.tenant) ?? 0) >= TENANT_DELIVERY_SLOTS) continue;
+      const attempt: Promise<void> = this.attempt(delivery, subscriptions.get(delivery.subscription_id))
+        .catch((error: unknown) =>
+          this.observer.onError?.(error instanceof Error ? error : new Error(String(error)), 'dispatcher'),
+        )
+        .finally(() => {
+          this.attempts.delete(attempt);
+          if (this.wake) this.wake();
+          else this.slotFreed = true;
+        });
+      this.attempts.add(attempt);
     }
   }
 
@@ -532,6 +576,7 @@ export class WebhookService {
       return;
     }
     this.inFlight.add(delivery.id);
+    this.inFlightPerTenant.set(delivery.tenant, (this.inFlightPerTenant.get(delivery.tenant) ?? 0) + 1);
     let status: number | undefined;
     let error: string | undefined;
     const now = this.clock.now();
@@ -554,7 +599,11 @@ export class WebhookService {
           'Recovery-Ledger-Delivery': delivery.id,
           'Recovery-Ledger-Event': delivery.kind,
         },
-        { timeoutMs: this.settings.timeoutMs, allowPrivate: this.settings.allowPrivate },
+        {
+          timeoutMs: this.settings.timeoutMs,
+          allowPrivate: this.settings.allowPrivate,
+          signal: this.stopping.signal,
+        },
       );
       status = answer.status;
       if (status < 200 || status > 299)
@@ -563,7 +612,12 @@ export class WebhookService {
       error = failureCause(cause);
     } finally {
       this.inFlight.delete(delivery.id);
+      const held = (this.inFlightPerTenant.get(delivery.tenant) ?? 1) - 1;
+      if (held > 0) this.inFlightPerTenant.set(delivery.tenant, held);
+      else this.inFlightPerTenant.delete(delivery.tenant);
     }
+    // Abandoned at stop: not an attempt of the receiver's, so nothing is recorded against it.
+    if (this.stopping.signal.aborted && error !== undefined) return;
     if (error === undefined) {
       this.hooks.markDelivered(delivery.id, status as number, this.clock.now().toISOString());
       this.observer.onAttempt?.(delivery.tenant, delivery.kind, 'delivered');

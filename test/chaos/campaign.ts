@@ -6,7 +6,7 @@
  * holds every acknowledgement against the log on disk.
  */
 import { fork, type ChildProcess } from 'node:child_process';
-import { existsSync, mkdirSync, mkdtempSync, rmSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { readModelFile } from '../../src/adapters/sqlite/sqlite-read-model.store';
@@ -85,7 +85,31 @@ export interface CampaignResult {
   anomalies: Array<Extract<LoadRecord, { kind: 'anomaly' }>>;
   report: CheckReport;
   figures: Figures;
+  /** What each service process logged of an unexpected error (a 500): message and stack, per line. */
+  serverErrors: string[];
   durationMs: number;
+}
+
+/** The `unexpected error` records of the service logs (the problem filter's, one per 500), each with its stack. */
+function unexpectedErrors(logFiles: string[]): string[] {
+  const found: string[] = [];
+  for (const file of logFiles) {
+    if (!existsSync(file)) continue;
+    for (const line of readFileSync(file, 'utf8').split('\n')) {
+      if (!line.includes('"unexpected error"')) continue;
+      try {
+        const record = JSON.parse(line) as {
+          time?: string;
+          route?: string;
+          err?: { stack?: string; message?: string };
+        };
+        found.push(`${record.time} ${record.route}: ${record.err?.stack ?? record.err?.message}`);
+      } catch {
+        found.push(line);
+      }
+    }
+  }
+  return found;
 }
 
 /** The promise's value, or undefined once `ms` have passed; the timer never outlives the race. */
@@ -201,7 +225,11 @@ export async function runCampaign(options: CampaignOptions): Promise<CampaignRes
   say(`chaos: seed ${seed} (CHAOS_SEED=${seed} replays the schedule), ${instanceCount} instance(s), data ${dataDir}`);
 
   const ledgers: LedgerProcess[] = [];
-  for (const dir of instanceDirs) ledgers.push(await startLedger({ dataDir: dir, env }));
+  // Each service process's log (warnings and errors: the stack of an unexpected error among them)
+  // goes to a file beside its data, kept with it for a post-mortem.
+  const logFiles = instanceDirs.map((_, index) => join(dataDir, `service-${index}.log`));
+  for (const [index, dir] of instanceDirs.entries())
+    ledgers.push(await startLedger({ dataDir: dir, env, logFile: logFiles[index], timeoutMs: 60_000 }));
   const recordFiles: string[] = [];
   const clients: RunningClient[] = [];
   const runTag = `chaos${seed}`;
@@ -315,6 +343,7 @@ export async function runCampaign(options: CampaignOptions): Promise<CampaignRes
       ),
       report,
       figures: figures(log, records, report),
+      serverErrors: unexpectedErrors(logFiles),
       durationMs: Date.now() - started,
     };
   } finally {
@@ -359,5 +388,7 @@ export function summarise(result: CampaignResult): string {
   }
   for (const anomaly of result.anomalies.slice(0, 10))
     lines.push(`  anomaly ${anomaly.what} ${anomaly.ref}: ${anomaly.detail}`);
+  lines.push(`unexpected errors logged by the service: ${result.serverErrors.length}`);
+  for (const error of result.serverErrors.slice(0, 3)) lines.push(`  ${error}`);
   return lines.join('\n');
 }

@@ -6,7 +6,8 @@
  *   CHAOS_CLIENTS  load-client processes (default 4), CHAOS_WORKERS operations at once in each (default 6)
  *   CHAOS_INSTANCES service processes sharing the one SQLite log (default 1; 2 runs them behind the
  *                  clients as behind a load balancer, each with its own read models)
- *   CHAOS_KEEP=1   keep the data directory (log, read model, client records) for a post-mortem
+ *   CHAOS_KEEP=1   keep the data directory (log, read model, client records, each service process's
+ *                  output as service-<n>.log) for a post-mortem
  * Exits 1 when any check failed, 0 otherwise; the figures are printed either way.
  */
 import { runCampaign, summarise } from './campaign';
@@ -38,7 +39,7 @@ async function main(): Promise<void> {
   process.stdout.write(
     `\n${JSON.stringify({ seed: result.seed, cycles: result.cycles.length, ...result.figures, anomalies: result.anomalies.length })}\n`,
   );
-  process.exitCode = failed || result.anomalies.length > 0 ? 1 : 0;
+  process.exitCode = failed || result.anomalies.length > 0 || result.serverErrors.length > 0 ? 1 : 0;
 }
 
 main().catch((error: unknown) => {

@@ -166,6 +166,12 @@ class RecordingLedger implements LedgerApi {
         return answer;
       } catch (error) {
         last = error;
+        // Not a refusal of the fact: an earlier send with the same Idempotency-Key is still being
+        // decided (a resend after a lost answer); the contract says to send again once it is answered.
+        if (error instanceof LedgerRefusal && error.code === 'IDEMPOTENCY_KEY_IN_FLIGHT') {
+          await sleep(150 + this.random.int(0, 150));
+          continue;
+        }
         if (error instanceof LedgerRefusal) {
           this.recorder.write({
             kind: 'refusal',

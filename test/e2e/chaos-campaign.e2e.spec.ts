@@ -46,6 +46,15 @@ describe('fault campaign, short: acknowledged means durable across SIGKILLs', ()
     });
   });
 
+  test("no request was answered 5xx but the store's 503, and the service logged no unexpected error", () => {
+    const serverErrors = result.anomalies.filter((anomaly) => anomaly.what === 'server_error');
+    expect({ seed: SEED, serverErrors, logged: result.serverErrors }).toEqual({
+      seed: SEED,
+      serverErrors: [],
+      logged: [],
+    });
+  });
+
   test('every check ran on something, or says why it could not', () => {
     for (const [name, outcome] of Object.entries(result.report)) {
       if (outcome.notRun !== undefined) continue;

@@ -191,7 +191,8 @@ describe('a log rolled back to an older copy', () => {
 
   it('the log file alone restored, no witness: read models ahead of the log are the evidence', async () => {
     const dataDir = temp('data');
-    ledger = await startLedger({ dataDir });
+    // No witness at all (the default one off): the evidence is what the data directory holds.
+    ledger = await startLedger({ dataDir, env: { LEDGER_HEAD_WITNESS_FILE: 'off' } });
     await projected(ledger, 'run_rb/step_1', await succeed(ledger, 'run_rb/step_1'));
     await ledger.stop();
     const backup = temp('log');

@@ -5,6 +5,7 @@
  */
 import { randomUUID } from 'node:crypto';
 import { fact, request } from '../support/http';
+import { SECRET_CORPUS } from '../support/secret-corpus';
 import { startLedger, type LedgerProcess } from '../support/ledger-process';
 
 const KEY = 'ops-logs-runtime-key-0001';
@@ -91,6 +92,22 @@ describe('structured logs', () => {
     expect(id).toMatch(/^[0-9a-f-]{36}$/);
     const line = await logged(id);
     expect(line.trace_id).toBeUndefined();
+  });
+
+  it('an X-Request-Id holding a token is replaced: neither echoed nor logged as sent', async () => {
+    // Tokens of the request-id grammar that only the maintained detector knows (secretlint's preset).
+    const tokens = SECRET_CORPUS.filter(([what]) =>
+      ['npm token', 'gitlab token', 'huggingface token', 'grafana service account token'].includes(what),
+    ).map(([, text]) => text);
+    const echoed: string[] = [];
+    for (const token of tokens) {
+      const answer = await request(ledger.baseUrl, 'GET', '/v1/schema/envelope', undefined, { 'x-request-id': token });
+      const id = answer.headers.get('x-request-id') as string;
+      echoed.push(id === token ? token : 'replaced');
+      await logged(id);
+    }
+    expect(echoed).toEqual(tokens.map(() => 'replaced'));
+    expect(tokens.filter((token) => ledger.output().includes(token))).toEqual([]);
   });
 
   it('every line is JSON, and no line carries the API key', async () => {

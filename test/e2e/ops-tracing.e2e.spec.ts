@@ -4,6 +4,7 @@
  * spans by OTLP/HTTP to a receiver on loopback; the example invoice provider (a process of its
  * own) reports the traceparent it was sent.
  */
+import { randomUUID } from 'node:crypto';
 import { context, propagation, trace } from '@opentelemetry/api';
 import { InMemorySpanExporter, SimpleSpanProcessor } from '@opentelemetry/sdk-trace-base';
 import { NodeTracerProvider } from '@opentelemetry/sdk-trace-node';
@@ -14,11 +15,14 @@ import { LedgerWorker } from '../../packages/client/src/ledger-worker';
 import { startLedger, type LedgerProcess } from '../support/ledger-process';
 import { startOtlpReceiver, type OtlpReceiver } from '../support/otlp-receiver';
 import { startProviderProcess, type ProviderProcess } from '../support/provider-process';
+import { SECRET_CORPUS } from '../support/secret-corpus';
 import { until } from '../support/until';
 
 const runtimeSpans = new InMemorySpanExporter();
 const runtime = new NodeTracerProvider({ spanProcessors: [new SimpleSpanProcessor(runtimeSpans)] });
 const SERVER = 2;
+const KEY = 'ops-tracing-runtime-key-0001';
+const GITLAB = SECRET_CORPUS.find(([what]) => what === 'gitlab token')![1];
 
 describe('OpenTelemetry traces across runtime, ledger and provider', () => {
   let receiver: OtlpReceiver;
@@ -36,13 +40,14 @@ describe('OpenTelemetry traces across runtime, ledger and provider', () => {
           OTEL_EXPORTER_OTLP_TRACES_PROTOCOL: 'http/json',
           OTEL_SERVICE_NAME: 'ledger-under-test',
           OTEL_BSP_SCHEDULE_DELAY: '100',
+          LEDGER_API_KEYS: `${KEY}:runtime:acme`,
         },
         // Loading the SDK and its exporters adds CPU to the start; a loaded machine needs the margin.
         timeoutMs: 50_000,
       }),
       startProviderProcess(),
     ]);
-    client = new LedgerClient({ baseUrl: ledger.baseUrl });
+    client = new LedgerClient({ baseUrl: ledger.baseUrl, apiKey: KEY });
   }, 60_000);
   afterAll(async () => {
     await Promise.all([ledger?.stop(), provider?.stop()]);
@@ -207,5 +212,57 @@ describe('OpenTelemetry traces across runtime, ledger and provider', () => {
     });
     const server = receiver.spans.find((span) => span.spanId === decide.parentSpanId)!;
     expect(server.parentSpanId).toBe('b7ad6b7169203331');
+  });
+  it("a caller's tracestate is never exported: not from a request with no key, a wrong key or a refused submit, nor from an accepted one", async () => {
+    const traceId = () => randomUUID().replace(/-/g, '');
+    const submit = (trace: string, key: string | undefined, tracestate: string, runId = 'run_state') =>
+      fetch(`${ledger.baseUrl}/v1/operations/${encodeURIComponent(`run_state/${trace.slice(0, 8)}`)}/events`, {
+        method: 'POST',
+        headers: {
+          'content-type': 'application/json',
+          traceparent: `00-${trace}-00f067aa0ba902b7-01`,
+          tracestate,
+          ...(key ? { authorization: `Bearer ${key}` } : {}),
+        },
+        body: JSON.stringify({
+          events: [
+            {
+              event_id: randomUUID(),
+              type: 'StepPlanned',
+              data: { run_id: runId, tool: 'create_invoice', side_effect: 'write', input_hash: 'sha256:in-1' },
+            },
+          ],
+        }),
+      });
+    const cases = [
+      { what: 'no key', trace: traceId(), key: undefined, status: 401 },
+      { what: 'wrong key', trace: traceId(), key: 'not-a-key-of-this-service', status: 401 },
+      // The token in the tracestate is refused as an identifier: nothing of the submit is stored.
+      { what: 'refused submit', trace: traceId(), key: KEY, status: 422 },
+      { what: 'refused fact', trace: traceId(), key: KEY, status: 400, runId: 'two words' },
+    ];
+    const answered: Array<{ what: string; status: number }> = [];
+    for (const { what, trace, key, runId } of cases)
+      answered.push({ what, status: (await submit(trace, key, `vendor=${GITLAB}`, runId)).status });
+    const accepted = traceId();
+    answered.push({ what: 'accepted', status: (await submit(accepted, KEY, 'congo=t61rcWkgMzE')).status });
+    expect(answered).toEqual([
+      ...cases.map(({ what, status }) => ({ what, status })),
+      { what: 'accepted', status: 200 },
+    ]);
+
+    // A request refused 401 by the early key check may end before its span starts; the others each
+    // have a server span, and the last one sent (the accepted) is exported after the earlier ones.
+    const traces = new Set([...cases.map((c) => c.trace), accepted]);
+    const answeredPast401 = [...cases.filter((c) => c.status !== 401).map((c) => c.trace), accepted];
+    const spans = await until(
+      async () => receiver.spans.filter((span) => traces.has(span.traceId)),
+      (found) => answeredPast401.every((trace) => found.some((span) => span.traceId === trace && span.kind === SERVER)),
+      'a server span of every request answered past the key check',
+    );
+    expect(spans.filter((span) => span.traceState !== '').map((span) => `${span.name}: ${span.traceState}`)).toEqual(
+      [],
+    );
+    expect(receiver.bodies.filter((body) => body.includes(GITLAB) || body.includes('t61rcWkgMzE')).length).toBe(0);
   });
 });

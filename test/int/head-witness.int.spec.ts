@@ -4,7 +4,8 @@
  * replaced; a witness edited without the anchor key is reported; and the settings refuse a witness
  * inside the data directory and an acceptance without a reason (docs/security.md, "A log rolled back").
  */
-import { copyFileSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { copyFileSync, cpSync, existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { randomUUID } from 'node:crypto';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { ConfigError, loadConfig } from '../../src/config/ledger-config';
@@ -13,6 +14,7 @@ import { sealEvents } from '../../src/store/hash-chain';
 import { checkAgainstWitness, currentHead, readHeadWitness, writeHeadWitness } from '../../src/store/head-witness';
 import { SqliteEventStore } from '../../src/adapters/sqlite/sqlite-event-store.adapter';
 import { newEvent } from '../contract/event-store.contract';
+import { startLedgerInProcess } from '../support/ledger-in-process';
 
 const KEY = 'w'.repeat(40);
 
@@ -105,5 +107,73 @@ describe('the head witness', () => {
     expect(
       loadConfig({ ...base, LEDGER_ACCEPT_ROLLBACK: '1', LEDGER_ACCEPT_ROLLBACK_REASON: 'disk lost' }).acceptRollback,
     ).toEqual({ reason: 'disk lost' });
+  });
+});
+
+describe('the head witness by default, on the embedded SQLite store', () => {
+  let dir: string;
+  beforeEach(() => (dir = mkdtempSync(join(tmpdir(), 'head-witness-default-'))));
+  afterEach(() => rmSync(dir, { recursive: true, force: true }));
+
+  it('is kept outside the data directory, in the state directory, one per log; `off` turns it off', () => {
+    const base = { LEDGER_DATA_DIR: join(dir, 'data'), XDG_STATE_HOME: join(dir, 'state') };
+    const file = loadConfig(base).headWitnessFile;
+    expect(file).toMatch(new RegExp(`^${join(dir, 'state', 'recovery-ledger')}/head-witness-[0-9a-f]{16}\\.json$`));
+    expect(loadConfig({ ...base, LEDGER_DATA_DIR: join(dir, 'other') }).headWitnessFile).not.toBe(file);
+    expect(loadConfig({ ...base, LEDGER_HEAD_WITNESS_FILE: 'off' }).headWitnessFile).toBeUndefined();
+    // EventStoreDB keeps no log in the data directory: the witness stays opt-in there.
+    expect(
+      loadConfig({ ...base, LEDGER_STORE: 'eventstoredb', EVENTSTORE_CONNECTION_STRING: 'esdb://127.0.0.1:2113?tls=false' })
+        .headWitnessFile,
+    ).toBeUndefined();
+  });
+
+  it('sees the whole data directory restored from an older copy, with no setting at all', async () => {
+    const dataDir = join(dir, 'data');
+    const env = { XDG_STATE_HOME: join(dir, 'state'), LEDGER_HEAD_WITNESS_INTERVAL_MS: '10' };
+    const plan = async (baseUrl: string, ref: string) =>
+      (
+        await fetch(`${baseUrl}/v1/operations/${encodeURIComponent(ref)}/events`, {
+          method: 'POST',
+          headers: { 'content-type': 'application/json' },
+          body: JSON.stringify({
+            events: [
+              {
+                event_id: randomUUID(),
+                type: 'StepPlanned',
+                data: { run_id: 'run_w', tool: 'create_invoice', side_effect: 'write', input_hash: 'sha256:in-1' },
+              },
+            ],
+          }),
+        })
+      ).json() as Promise<{ code?: string; revision?: number }>;
+
+    let ledger = await startLedgerInProcess({ dataDir, env });
+    expect(await plan(ledger.baseUrl, 'run_w/step_1')).toMatchObject({ revision: expect.any(Number) });
+    await ledger.stop();
+    cpSync(dataDir, join(dir, 'backup'), { recursive: true });
+
+    ledger = await startLedgerInProcess({ dataDir, env });
+    expect(await plan(ledger.baseUrl, 'run_w/step_2')).toMatchObject({ revision: expect.any(Number) });
+    await ledger.stop();
+
+    rmSync(dataDir, { recursive: true, force: true });
+    cpSync(join(dir, 'backup'), dataDir, { recursive: true });
+    ledger = await startLedgerInProcess({ dataDir, env });
+    try {
+      expect(await plan(ledger.baseUrl, 'run_w/step_3')).toMatchObject({ code: 'HISTORY_ROLLED_BACK' });
+    } finally {
+      await ledger.stop();
+    }
+    expect(existsSync(join(dir, 'state', 'recovery-ledger'))).toBe(true);
+
+    // A data directory emptied on purpose (docs/sdk.md's walkthrough does) is a new log, not a rollback.
+    rmSync(dataDir, { recursive: true, force: true });
+    ledger = await startLedgerInProcess({ dataDir, env });
+    try {
+      expect(await plan(ledger.baseUrl, 'run_w/step_4')).toMatchObject({ revision: expect.any(Number) });
+    } finally {
+      await ledger.stop();
+    }
   });
 });

@@ -32,7 +32,7 @@ describe('Idempotency-Key keeper', () => {
       answer: { revision: 1 },
       replayed: true,
     });
-    keys.onModuleDestroy();
+    keys.onApplicationShutdown();
     // Kept on disk: a restarted service replays it too, and still refuses another body.
     const restarted = keeper();
     await expect(restarted.run(caller, 'k1', request, async () => 'after restart')).resolves.toEqual({
@@ -42,7 +42,7 @@ describe('Idempotency-Key keeper', () => {
     await expect(
       restarted.run(caller, 'k1', { ...request, body: { events: [] } }, async () => 'other'),
     ).rejects.toMatchObject({ code: 'IDEMPOTENCY_KEY_REUSED' });
-    restarted.onModuleDestroy();
+    restarted.onApplicationShutdown();
   });
 
   it('keeps nothing for a refused request: a retry with the key is decided again', async () => {
@@ -53,6 +53,6 @@ describe('Idempotency-Key keeper', () => {
     await expect(
       keys.run(caller, 'k2', { ...request, body: { events: [{ event_id: 'e2' }] } }, async () => 'corrected'),
     ).resolves.toEqual({ answer: 'corrected', replayed: false });
-    keys.onModuleDestroy();
+    keys.onApplicationShutdown();
   });
 });

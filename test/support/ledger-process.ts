@@ -3,7 +3,7 @@
  * a temporary data directory: the tests talk to it over real HTTP, as a runtime would.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
-import { mkdtempSync, rmSync } from 'node:fs';
+import { appendFileSync, mkdtempSync, rmSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
@@ -48,6 +48,8 @@ export interface StartOptions {
   main?: string;
   /** Working directory of the process (default: inherited). */
   cwd?: string;
+  /** A file the process's stdout and stderr are appended to as they come (kept across restarts). */
+  logFile?: string;
 }
 
 export async function startLedger(options: StartOptions = {}): Promise<LedgerProcess> {
@@ -59,8 +61,12 @@ export async function startLedger(options: StartOptions = {}): Promise<LedgerPro
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   let output = '';
-  child.stdout?.on('data', (chunk) => (output += chunk));
-  child.stderr?.on('data', (chunk) => (output += chunk));
+  const keep = (chunk: Buffer) => {
+    output += chunk;
+    if (options.logFile) appendFileSync(options.logFile, chunk);
+  };
+  child.stdout?.on('data', keep);
+  child.stderr?.on('data', keep);
   const exited = new Promise<void>((resolveExit) => child.once('exit', () => resolveExit()));
   const baseUrl = `http://127.0.0.1:${port}`;
   const deadline = Date.now() + (options.timeoutMs ?? 20_000);

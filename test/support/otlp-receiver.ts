@@ -16,6 +16,8 @@ export interface ReceivedSpan {
   parentSpanId: string;
   attributes: Record<string, unknown>;
   status: { code?: number };
+  /** W3C tracestate the span was exported with ('' for none). */
+  traceState: string;
 }
 
 export interface OtlpReceiver {
@@ -23,6 +25,8 @@ export interface OtlpReceiver {
   endpoint: string;
   spans: ReceivedSpan[];
   posts: number;
+  /** Every body posted, as received: a value must be absent from all of it, not only from the fields read. */
+  bodies: string[];
   close(): Promise<void>;
 }
 
@@ -55,7 +59,13 @@ const attributesOf = (list: { key: string; value: AnyValue }[] | undefined) =>
   Object.fromEntries((list ?? []).map(({ key, value }) => [key, plain(value)]));
 
 export async function startOtlpReceiver(): Promise<OtlpReceiver> {
-  const received: OtlpReceiver = { endpoint: '', spans: [], posts: 0, close: async () => undefined };
+  const received: OtlpReceiver = {
+    endpoint: '',
+    spans: [],
+    posts: 0,
+    bodies: [],
+    close: async () => undefined,
+  };
   const server: Server = createServer((request, response) => {
     let body = '';
     request.setEncoding('utf8');
@@ -63,6 +73,7 @@ export async function startOtlpReceiver(): Promise<OtlpReceiver> {
     request.on('end', () => {
       if (request.method !== 'POST' || request.url !== '/v1/traces') return void response.writeHead(404).end();
       received.posts += 1;
+      received.bodies.push(body);
       try {
         const payload = JSON.parse(body) as { resourceSpans?: any[] };
         for (const resourceSpans of payload.resourceSpans ?? []) {
@@ -78,6 +89,7 @@ export async function startOtlpReceiver(): Promise<OtlpReceiver> {
                 parentSpanId: hexId(span.parentSpanId),
                 attributes: attributesOf(span.attributes),
                 status: span.status ?? {},
+                traceState: typeof span.traceState === 'string' ? span.traceState : '',
               });
             }
           }

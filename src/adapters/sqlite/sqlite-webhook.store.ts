@@ -338,11 +338,23 @@ export class SqliteWebhookStore implements WebhookStore {
       .immediate();
   }
 
-  dueDeliveries(nowMs: number, limit: number): Delivery[] {
+  dueDeliveries(nowMs: number, limit: number, perTenant?: number): Delivery[] {
+    if (perTenant === undefined) {
+      return (
+        this.statement(
+          "SELECT * FROM webhook_deliveries WHERE status = 'pending' AND next_attempt_ms <= ? ORDER BY next_attempt_ms, seq LIMIT ?",
+        ).all(nowMs, limit) as DeliveryRow[]
+      ).map(deliveryOf);
+    }
     return (
       this.statement(
-        "SELECT * FROM webhook_deliveries WHERE status = 'pending' AND next_attempt_ms <= ? ORDER BY next_attempt_ms, seq LIMIT ?",
-      ).all(nowMs, limit) as DeliveryRow[]
+        `SELECT * FROM webhook_deliveries WHERE id IN (
+           SELECT id FROM (
+             SELECT id, ROW_NUMBER() OVER (PARTITION BY tenant ORDER BY next_attempt_ms, seq) AS tenant_rank
+             FROM webhook_deliveries WHERE status = 'pending' AND next_attempt_ms <= ?
+           ) WHERE tenant_rank <= ?
+         ) ORDER BY next_attempt_ms, seq LIMIT ?`,
+      ).all(nowMs, perTenant, limit) as DeliveryRow[]
     ).map(deliveryOf);
   }
 

@@ -48,6 +48,7 @@ export const ERROR_REGISTRY = {
   WEBHOOK_NOT_FOUND: { status: 404, title: 'No active webhook subscription of this tenant has this id' },
   WEBHOOK_DELIVERY_NOT_FOUND: { status: 404, title: 'No webhook delivery of this tenant has this id' },
   WEBHOOK_SUBSCRIPTION_INACTIVE: { status: 409, title: 'The webhook subscription was ended or disabled' },
+  WEBHOOK_SUBSCRIPTION_LIMIT: { status: 409, title: 'The tenant has the most active webhook subscriptions allowed' },
   NOT_FOUND: { status: 404, title: 'No such route' },
   METHOD_NOT_ALLOWED: { status: 405, title: 'The route does not take this method' },
   MISDIRECTED_REQUEST: { status: 421, title: 'In local mode, a Host that is not a loopback name or address' },
