@@ -17,6 +17,7 @@ import {
   lastReachOf,
   lateSuccessSettles,
   outcomeUnknown,
+  reopenedStatus,
   type PlannedStep,
   type StepState,
 } from './step-state';
@@ -558,7 +559,8 @@ function decideCancel(state: PlannedStep, command: Command & { fact: { type: 'St
 /**
  * A new, bounded budget for an escalated step whose every outcome is known. It goes back to where a
  * new attempt may run: `needs_input` when its last envelope asked for a corrected input (that input
- * stays refused, §4.2), `retry_ready` otherwise; an approval it needs is still needed (§4.4).
+ * stays refused, §4.2), `awaiting_approval` when an approval it needs no longer stands for the input
+ * it would run (§4.4), `retry_ready` otherwise.
  */
 function decideReopen(state: PlannedStep, command: Command & { fact: { type: 'StepReopened' } }): Decision {
   const terminal = refuseTerminal(state, command);
@@ -581,13 +583,10 @@ function decideReopen(state: PlannedStep, command: Command & { fact: { type: 'St
     );
   }
   const after = applyFact(state, command);
-  const last = state.last_envelope;
-  const correcting =
-    last !== undefined && last.attempt === state.current_attempt && last.next_action === 'correct_input';
   return accept(
     after,
     command,
-    transition(state, after, correcting ? 'needs_input' : 'retry_ready', TRANSITION_REASONS.reopened, command.event_id),
+    transition(state, after, reopenedStatus(state), TRANSITION_REASONS.reopened, command.event_id),
   );
 }
 
