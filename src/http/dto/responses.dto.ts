@@ -34,6 +34,18 @@ export class StepViewDto {
   })
   approval_input_hash?: string;
   @ApiPropertyOptional({
+    description:
+      'The input that approval binds, labelled with its hash: `input` as the plan or the dispatch sent it (inputs holding a secret are refused, never stored), or `recorded: false` when the ledger was sent only the hash.',
+    type: 'object',
+    required: ['input_hash', 'recorded'],
+    properties: {
+      input_hash: { type: 'string' },
+      recorded: { type: 'boolean' },
+      input: { description: 'Any JSON value.' },
+    },
+  })
+  approval_input?: { input_hash: string; recorded: boolean; input?: unknown };
+  @ApiPropertyOptional({
     description: 'A success an attempt reported after a later attempt was granted: the provider may hold two writes.',
   })
   possible_duplicate?: { attempt: number; recorded_at: string };

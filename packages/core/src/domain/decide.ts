@@ -291,10 +291,12 @@ function decideDispatch(state: PlannedStep, command: Command, attempt: number, i
     return refusal('ATTEMPT_MISMATCH', `the next attempt is ${state.attempts_used + 1}, not ${attempt}`);
   }
   if (state.approval_required && !isApproved(state, inputHash)) {
-    // An approval binds to the input it was asked for: another input asks for its own (§4.4).
+    // An approval binds to the input it was asked for: another input asks for its own (§4.4), and the
+    // refusal keeps that input when the dispatcher sent it, so the approver reads what they approve.
+    const { input } = command.fact.data as AttemptDispatchedData;
     const refused: LedgerEvent = {
       type: 'DispatchRefused',
-      data: { attempt, input_hash: inputHash, code: 'APPROVAL_REQUIRED' },
+      data: { attempt, input_hash: inputHash, code: 'APPROVAL_REQUIRED', ...(input === undefined ? {} : { input }) },
     };
     const asking = evolve(state, recordedAt(command, refused)) as PlannedStep;
     const events = [

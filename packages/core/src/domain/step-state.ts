@@ -1,5 +1,6 @@
 import { countDispatch, NO_ATTEMPTS } from './attempts';
 import type { ToolEnvelope } from './envelope/envelope.types';
+import type { JsonValue } from '../shared/json';
 import {
   dispatchTimeoutMs,
   type Directive,
@@ -39,6 +40,8 @@ export interface PlannedStep {
   /** The attempt last granted (0 before the first). */
   current_attempt: number;
   current_input_hash?: string;
+  /** The input the attempt last granted was dispatched with, when its dispatcher sent it. */
+  current_input?: JsonValue;
   dispatched_at?: string;
   /** The last instant the attempt in flight may reach the provider from its dispatcher's side. */
   call_deadline?: string;
@@ -55,6 +58,8 @@ export interface PlannedStep {
   approval_required?: boolean;
   /** The input hash the pending (or last) approval request is for. */
   approval_input_hash?: string;
+  /** That input itself, when the ledger recorded it (the plan's, a dispatch's or a refused dispatch's). */
+  approval_input?: JsonValue;
   /** Input hashes an approver granted. */
   approved_input_hashes?: string[];
   /** A success reported late by an attempt after a later one was granted (docs/contract.md §4.9). */
@@ -135,6 +140,13 @@ export function isApproved(state: PlannedStep, inputHash: string): boolean {
   return state.approved_input_hashes?.includes(inputHash) ?? false;
 }
 
+/** The input recorded for `inputHash`: the last dispatch's or the plan's, when sent; undefined otherwise. */
+export function recordedInputFor(state: PlannedStep, inputHash: string | undefined): JsonValue | undefined {
+  if (inputHash === undefined) return undefined;
+  if (inputHash === state.current_input_hash && state.current_input !== undefined) return state.current_input;
+  return inputHash === state.definition.input_hash ? state.definition.input : undefined;
+}
+
 /** The input a new attempt runs unless the runtime corrects it: the one last dispatched, else the plan's. */
 export function inputToRunNext(state: PlannedStep): string {
   return state.current_input_hash ?? state.definition.input_hash;
@@ -198,6 +210,7 @@ export function evolve(state: StepState, event: RecordedEvent): StepState {
         ...state,
         ...countDispatch(state, event.data.attempt),
         current_input_hash: event.data.input_hash,
+        current_input: event.data.input,
         dispatched_at: event.recorded_at,
         call_deadline: event.data.call_deadline,
         call_ended_at: undefined,
@@ -236,6 +249,7 @@ export function evolve(state: StepState, event: RecordedEvent): StepState {
           ? {
               approval_required: true,
               approval_input_hash: state.current_input_hash,
+              approval_input: recordedInputFor(state, state.current_input_hash),
               // The provider asks again: an earlier grant of this input is spent (§4.4).
               approved_input_hashes: withoutApproval(state, state.current_input_hash),
             }
@@ -297,7 +311,11 @@ export function evolve(state: StepState, event: RecordedEvent): StepState {
       return {
         ...state,
         ...(reopenedStatus(state) === 'awaiting_approval'
-          ? { approval: 'pending' as const, approval_input_hash: inputToRunNext(state) }
+          ? {
+              approval: 'pending' as const,
+              approval_input_hash: inputToRunNext(state),
+              approval_input: recordedInputFor(state, inputToRunNext(state)),
+            }
           : {}),
         max_attempts: state.attempts_used + event.data.attempts,
         envelope_attempts_remaining: undefined,
@@ -321,7 +339,12 @@ export function evolve(state: StepState, event: RecordedEvent): StepState {
     case 'DispatchRefused':
       // A dispatch of an input no approver granted asks approval for that input (docs/contract.md §4.4).
       if (event.data.code === 'APPROVAL_REQUIRED' && state.status !== 'awaiting_approval') {
-        return { ...state, approval: 'pending', approval_input_hash: event.data.input_hash };
+        return {
+          ...state,
+          approval: 'pending',
+          approval_input_hash: event.data.input_hash,
+          approval_input: event.data.input ?? recordedInputFor(state, event.data.input_hash),
+        };
       }
       return state;
     case 'LateOutcomeRecorded': {
