@@ -10,6 +10,7 @@ import { executeWrite, LedgerClient } from '@recovery-ledger/client';
 import { canonicalJson } from '@recovery-ledger/core/shared/canonical-json';
 import { seedEnvelopes } from '../../packages/core/test/support/seed-envelopes';
 import { fact, opPath, request } from '../support/http';
+import { SECRET_CORPUS } from '../support/secret-corpus';
 import { startLedger, type LedgerProcess } from '../support/ledger-process';
 
 type Role = 'runtime' | 'auditor' | 'admin' | 'approver';
@@ -53,11 +54,14 @@ async function awaitingApproval(ledger: LedgerProcess, ref: string, runtimeKey: 
   expect(answer.body.state.status).toBe('awaiting_approval');
 }
 
-function rows(ledger: LedgerProcess, stream: string): Array<{ type: string; metadata: string }> {
+function rows(ledger: LedgerProcess, stream: string): Array<{ type: string; data: string; metadata: string }> {
   const db = new Database(join(ledger.dataDir, 'events.sqlite'), { readonly: true, fileMustExist: true });
   try {
-    return db.prepare('SELECT type, metadata FROM events WHERE stream = ? ORDER BY revision').all(stream) as Array<{
+    return db
+      .prepare('SELECT type, data, metadata FROM events WHERE stream = ? ORDER BY revision')
+      .all(stream) as Array<{
       type: string;
+      data: string;
       metadata: string;
     }>;
   } finally {
@@ -265,6 +269,53 @@ describe('the approval matrix (approver keys only)', () => {
     );
     expect(outcome.status).toBe('awaiting_approval');
     expect((await approvalView(ref)).approval_input).toEqual({ input_hash: hashOf(input), recorded: true, input });
+    // A corrected input travels with its dispatch: the approval it needs shows it, not the plan's.
+    const correctedRef = `run_pay/sdk_corrected_${randomUUID().slice(0, 8)}`;
+    const step = { operationRef: correctedRef, runId: 'run_pay', tool: 'wire_money' };
+    const first = await executeWrite(client, { ...step, input: { payee: 'acct_9', amount_cents: 100 } }, async () =>
+      seedEnvelopes.invalidRecipient(correctedRef, 2),
+    );
+    expect(first.status).toBe('needs_input');
+    const corrected = await executeWrite(client, { ...step, input }, async () => missingApproval(correctedRef));
+    expect(corrected.status).toBe('awaiting_approval');
+    expect((await approvalView(correctedRef)).approval_input).toEqual({
+      input_hash: hashOf(input),
+      recorded: true,
+      input,
+    });
+  });
+
+  test('an input that looks like it holds a secret is never stored: a dispatch with it is refused, executeWrite sends the hash alone', async () => {
+    const [, secret, fragment] = SECRET_CORPUS.find(([what]) => what === 'stripe live key') ?? [];
+    const [, detected, detectedFragment] = SECRET_CORPUS.find(([what]) => what === 'npm token') ?? [];
+    const ref = `run_pay/secret_${randomUUID().slice(0, 8)}`;
+    await awaitingApproval(ledger, ref, keyOf('acme', 'runtime'));
+    for (const memo of [secret, detected]) {
+      const input = { payee: 'acct_9', memo };
+      const refused = await request(
+        ledger.baseUrl,
+        'POST',
+        `${opPath(ref)}/events`,
+        { events: [fact('AttemptDispatched', { attempt: 2, input_hash: hashOf(input), input })] },
+        auth(keyOf('acme', 'runtime')),
+      );
+      expect({ status: refused.status, field: refused.body.field }).toEqual({
+        status: 400,
+        field: 'events[0].data.input',
+      });
+    }
+    const sdkRef = `run_pay/sdk_secret_${randomUUID().slice(0, 8)}`;
+    const input = { payee: 'acct_9', memo: detected };
+    const client = new LedgerClient({ baseUrl: ledger.baseUrl, apiKey: keyOf('acme', 'runtime'), maxRetries: 0 });
+    const outcome = await executeWrite(
+      client,
+      { operationRef: sdkRef, runId: 'run_pay', tool: 'wire_money', input },
+      async () => missingApproval(sdkRef),
+    );
+    expect(outcome.status).toBe('awaiting_approval');
+    expect((await approvalView(sdkRef)).approval_input).toEqual({ input_hash: hashOf(input), recorded: false });
+    const stored = JSON.stringify(rows(ledger, `op-acme:${sdkRef}`)) + JSON.stringify(rows(ledger, `op-acme:${ref}`));
+    for (const leaked of [fragment, detectedFragment]) expect(stored).not.toContain(leaked);
   });
 
   test('the start-up log says nothing of self-approval when it is off, and warns of none missing', () => {
