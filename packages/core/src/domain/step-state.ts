@@ -210,7 +210,9 @@ export function evolve(state: StepState, event: RecordedEvent): StepState {
         ...state,
         ...countDispatch(state, event.data.attempt),
         current_input_hash: event.data.input_hash,
-        current_input: event.data.input,
+        // A retry of the same input that does not send it again keeps the one recorded for it.
+        current_input:
+          event.data.input ?? (event.data.input_hash === state.current_input_hash ? state.current_input : undefined),
         dispatched_at: event.recorded_at,
         call_deadline: event.data.call_deadline,
         call_ended_at: undefined,

@@ -264,6 +264,25 @@ describe('decide: operator facts, the rules behind the table', () => {
     expect((scenario.state as PlannedStep).approved_input_hashes ?? []).not.toContain('sha256:input-1');
   });
 
+  it('the approval asked for a corrected input names that input, as its dispatch recorded it (§4.4)', () => {
+    const corrected = { amount_cents: 99_900 };
+    const withInput: SubmittedFact = {
+      type: 'AttemptDispatched',
+      data: { attempt: 2, input_hash: 'sha256:input-2', input: corrected },
+    };
+    const scenario = scenarioOf([
+      planned({ policy: { max_attempts: 4 }, input: { amount_cents: 100 } }),
+      dispatched(1),
+      envelope(1, invalidRecipient(3)),
+    ]);
+    scenario.when(withInput, LATER).thenMovesTo('dispatched');
+    scenario.when(envelope(2, rateLimited(at(0), 2)), LATER).thenMovesTo('retry_scheduled');
+    // The retry sends the hash alone: the input recorded for that hash still stands.
+    scenario.when(dispatched(3, 'sha256:input-2'), LATER).thenMovesTo('dispatched');
+    scenario.when(envelope(3, missingApproval()), LATER).thenMovesTo('awaiting_approval');
+    expect(scenario.state).toMatchObject({ approval_input_hash: 'sha256:input-2', approval_input: corrected });
+  });
+
   it('an acknowledgement keeps the step escalated, records who has it, and the next transition clears it', () => {
     const scenario = states.escalated_known();
     scenario.when(ack('ana'), LATER).then(['EscalationAcknowledged']);
