@@ -1,11 +1,19 @@
+import type { EventMetadata } from '../store/event-store.port';
+import { CliError } from './cli-errors';
+
 /**
  * The log as CloudEvents 1.0 (https://github.com/cloudevents/spec), one structured-mode JSON event
- * per line, for tools that consume CloudEvents. Each ledger event keeps its id (`id`), its type
- * (`type`, under `dev.recovery-ledger.`), the operation it belongs to (`subject` = operation_ref),
- * when it was recorded (`time`) and its data; its place in the hash chain travels as extension
- * attributes (`chainhash`, `chainprevhash`, `ledgerstream`, `ledgerrevision`, `ledgerposition`:
- * lower-case letters and digits, as the spec names extensions), so a consumer can check the chain.
- * It is an export only: `import` reads the NDJSON archive, which also carries its footer.
+ * per line, for tools that consume CloudEvents. Each line carries every field its event's chain hash
+ * covers (src/store/hash-chain.ts), so a third party can recompute the chain from the export alone
+ * (docs/operations.md, "export, import, verify"): `id` the event id, `type` the event type under
+ * `dev.recovery-ledger.`, `subject` the operation_ref, `time` when it was recorded (exactly as
+ * stored), `data`, and the rest as extension attributes, named in lower-case letters and digits as
+ * the spec asks: the chain (`chainhash`, `chainprevhash`, `ledgerstream`, `ledgerrevision`), who and
+ * under what (`ledgeractor`, `ledgertenant`, `ledgerschemaversion`, `ledgersubmittedhash`,
+ * `ledgercausation`, `ledgerlease` as JSON text), the W3C trace context under the names of the
+ * CloudEvents distributed-tracing extension (`traceparent`, `tracestate`), and `ledgerposition`,
+ * which the hash does not cover. It is an export only: `import` reads the NDJSON archive, which
+ * also carries its footer.
  */
 export interface ArchivedEvent {
   stream: string;
@@ -14,13 +22,41 @@ export interface ArchivedEvent {
   event_id: string;
   type: string;
   data: unknown;
-  metadata: { tenant: string; operation_ref: string; recorded_at: string; hash: string; prev_hash: string };
+  metadata: EventMetadata;
 }
 
 export const CLOUDEVENT_TYPE_PREFIX = 'dev.recovery-ledger.';
 
+/** Each metadata field the chain hash covers, and the attribute that carries it. */
+const METADATA_ATTRIBUTES: Record<string, (value: unknown) => [string, unknown]> = {
+  schema_version: (value) => ['ledgerschemaversion', value],
+  recorded_at: (value) => ['time', value],
+  actor: (value) => ['ledgeractor', value],
+  tenant: (value) => ['ledgertenant', value],
+  operation_ref: (value) => ['subject', value],
+  causation_event_id: (value) => ['ledgercausation', value],
+  traceparent: (value) => ['traceparent', value],
+  tracestate: (value) => ['tracestate', value],
+  // The spec's type system has no object: the lease travels as its JSON text.
+  lease: (value) => ['ledgerlease', JSON.stringify(value)],
+  submitted_hash: (value) => ['ledgersubmittedhash', value],
+  prev_hash: (value) => ['chainprevhash', value],
+  hash: (value) => ['chainhash', value],
+};
+
 export function cloudEventOf(event: ArchivedEvent): Record<string, unknown> {
   const { metadata } = event;
+  const attributes: Record<string, unknown> = {};
+  for (const [field, value] of Object.entries(metadata)) {
+    if (value === undefined) continue;
+    const attribute = METADATA_ATTRIBUTES[field];
+    // An export that dropped a covered field could not be checked: refuse it rather than write it.
+    if (!attribute) {
+      throw new CliError(`the event ${event.event_id} has metadata ${field}, which no CloudEvents attribute carries`);
+    }
+    const [name, carried] = attribute(value);
+    attributes[name] = carried;
+  }
   return {
     specversion: '1.0',
     id: event.event_id,
@@ -30,8 +66,7 @@ export function cloudEventOf(event: ArchivedEvent): Record<string, unknown> {
     time: metadata.recorded_at,
     datacontenttype: 'application/json',
     data: event.data,
-    chainhash: metadata.hash,
-    chainprevhash: metadata.prev_hash,
+    ...attributes,
     ledgerstream: event.stream,
     ledgerrevision: event.revision,
     ledgerposition: event.position,

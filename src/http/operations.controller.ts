@@ -54,6 +54,9 @@ export class OperationsController {
     };
     const key = parseIdempotencyKey(headers['idempotency-key']);
     if (key === undefined) return decide();
+    // Before a kept answer is replayed: on a rolled-back log it may grant what the log no longer holds.
+    const refusal = this.commands.writeRefusal();
+    if (refusal) throw refusal;
     const { answer, replayed } = await this.idempotencyKeys.run(
       caller,
       key,

@@ -1,7 +1,12 @@
 import { validateEnvelope } from '@recovery-ledger/core/domain/envelope/validate-envelope';
 import type { EnvelopeLimits } from '@recovery-ledger/core/domain/envelope/envelope.types';
 import { redactDeep, type SecretDetector } from '@recovery-ledger/core/domain/envelope/redaction';
-import type { StepPolicy, SubmittedFact, SubmittedFactType } from '@recovery-ledger/core/domain/events';
+import type {
+  AttemptDispatchedData,
+  StepPolicy,
+  SubmittedFact,
+  SubmittedFactType,
+} from '@recovery-ledger/core/domain/events';
 import { SUBMITTED_FACTS } from '@recovery-ledger/core/facts/submitted-facts';
 import { isPlanned, type StepState } from '@recovery-ledger/core/domain/step-state';
 import { LedgerProblem } from '@recovery-ledger/core/errors/ledger-problem';
@@ -19,12 +24,13 @@ export interface PreparationSettings {
 export const MAX_STEP_INPUT_BYTES = 16 * 1024;
 
 /**
- * The input a plan carries for the work feed. It must hash (SHA-256 of its canonical JSON, as the
- * SDK's inputHash) to the plan's input_hash, so the gate's input check means the same input. It is
- * refused, not redacted, when the one detector (`detect`, with the shapes and names of redaction)
- * flags any of its strings, keys or card numbers: a redacted input would no longer hash to
- * input_hash and would change what the tool is called with, and a stored one would keep the
- * secret in the log and hand it to every worker (docs/security.md, "Secrets").
+ * The input a plan carries for the work feed, or a dispatch for its approver (a corrected input).
+ * It must hash (SHA-256 of its canonical JSON, as the SDK's inputHash) to the fact's input_hash, so
+ * the gate's input check means the same input. It is refused, not redacted, when the one detector
+ * (`detect`, with the shapes and names of redaction) flags any of its strings, keys or card numbers:
+ * a redacted input would no longer hash to input_hash and would change what the tool is called
+ * with, and a stored one would keep the secret in the log and hand it to every worker
+ * (docs/security.md, "Secrets").
  */
 function checkedInput(input: unknown, hash: string, field: string, detect?: SecretDetector): JsonValue {
   let canonical: string;
@@ -115,6 +121,13 @@ export function prepareFact(
           ...(input === undefined ? {} : { input }),
         },
       };
+    }
+    case 'AttemptDispatched': {
+      const { input, ...rest } = data;
+      const stored = storedAsDefined(submitted.type, rest, detect);
+      if (input === undefined) return stored;
+      const checked = checkedInput(input, data.input_hash, `${fieldPrefix}.data.input`, detect);
+      return { type: 'AttemptDispatched', data: { ...(stored.data as AttemptDispatchedData), input: checked } };
     }
     case 'EnvelopeRecorded': {
       // Before the plan there is no side effect to judge the envelope by: the decider refuses it.

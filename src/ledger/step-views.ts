@@ -37,7 +37,16 @@ export function stateView(operationRef: string, state: StepState, revision: numb
     ...(state.status === 'dispatched' && state.call_deadline !== undefined
       ? { call_deadline: state.call_deadline }
       : {}),
-    ...(state.approval_input_hash === undefined ? {} : { approval_input_hash: state.approval_input_hash }),
+    ...(state.approval_input_hash === undefined
+      ? {}
+      : {
+          approval_input_hash: state.approval_input_hash,
+          approval_input: {
+            input_hash: state.approval_input_hash,
+            recorded: state.approval_input !== undefined,
+            ...(state.approval_input === undefined ? {} : { input: state.approval_input }),
+          },
+        }),
     ...(state.last_envelope ? { last_envelope: state.last_envelope } : {}),
     ...(state.last_verification ? { last_verification: state.last_verification } : {}),
     ...(state.success ? { success: state.success } : {}),

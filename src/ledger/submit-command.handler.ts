@@ -86,9 +86,18 @@ export class SubmitCommandHandler {
     private readonly windows?: WindowClockSource,
   ) {}
 
+  /**
+   * Why no write may be decided now (a log found rolled back), if none may. Asked before anything
+   * is read, decided or answered from a kept answer: an answer kept for an Idempotency-Key may be
+   * the lost history's (docs/security.md, "A log rolled back").
+   */
+  writeRefusal(): Error | undefined {
+    return this.broken.writeRefusal?.();
+  }
+
   async submit({ context, request }: SubmitCommand): Promise<SubmitAnswer> {
     // Before anything is read or decided: a refusal here stores nothing (docs/security.md, "A log rolled back").
-    const refusal = this.broken.writeRefusal?.();
+    const refusal = this.writeRefusal();
     if (refusal) throw refusal;
     // Scanned once, before the stream is read: the detector answers for every string of the submit.
     const detect = await this.scanner.detectorFor(

@@ -12,7 +12,7 @@ import { cpSync, existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { runCli } from '../support/cli-harness';
-import { submitFact } from '../support/http';
+import { fact, opPath, request, submitFact } from '../support/http';
 import { startLedger, type LedgerProcess } from '../support/ledger-process';
 import { seedEnvelopes } from '../../packages/core/test/support/seed-envelopes';
 import { until } from '../support/until';
@@ -199,7 +199,25 @@ describe('a log rolled back to an older copy', () => {
     copyFiles(dataDir, backup, 'events.sqlite');
 
     ledger = await ledger.restart();
-    await projected(ledger, 'run_rb/step_2', await succeed(ledger, 'run_rb/step_2'));
+    // The dispatch sent with an Idempotency-Key: its kept answer is in a file of its own, not in the
+    // log restored below, so it remembers a grant the older log does not hold.
+    await ok(ledger, 'run_rb/step_2', 'StepPlanned', PLAN);
+    const keyedDispatch = {
+      events: [fact('AttemptDispatched', { attempt: 1, input_hash: PLAN.input_hash })],
+    };
+    const sendKeyed = (at: LedgerProcess) =>
+      request(at.baseUrl, 'POST', `${opPath('run_rb/step_2')}/events`, keyedDispatch, {
+        'idempotency-key': '"rb-dispatch-1"',
+      });
+    expect((await sendKeyed(ledger)).status).toBe(200);
+    await projected(
+      ledger,
+      'run_rb/step_2',
+      await ok(ledger, 'run_rb/step_2', 'EnvelopeRecorded', {
+        attempt: 1,
+        envelope: seedEnvelopes.success('run_rb/step_2', 'inv_2'),
+      }),
+    );
     await ledger.stop();
 
     for (const file of ['events.sqlite', 'events.sqlite-wal', 'events.sqlite-shm'])
@@ -227,6 +245,12 @@ describe('a log rolled back to an older copy', () => {
     expect(await submit(ledger, 'run_rb/step_2', 'StepPlanned', PLAN)).toMatchObject({
       status: 503,
       body: { code: 'HISTORY_ROLLED_BACK' },
+    });
+    // Nor is the lost history's answer replayed to a resend under its kept Idempotency-Key.
+    const resent = await sendKeyed(ledger);
+    expect({ status: resent.status, code: (resent.body as { code?: string }).code }).toEqual({
+      status: 503,
+      code: 'HISTORY_ROLLED_BACK',
     });
     // The read models are kept as the evidence, not rebuilt down to the old log, even when asked.
     expect(ledger.output()).toMatch(/the read models are kept as they stand/);

@@ -168,6 +168,57 @@ describeInBrowser('the console: operator actions', () => {
     expect(width).toBe(390);
     expect(problems).toEqual([]);
   });
+
+  it('"What is being decided" shows the input the approval binds, with its hash, or says it was not recorded', async () => {
+    const runtime = ledgerAt(ledger.baseUrl, { authorization: `Bearer ${RUNTIME_KEY}` });
+    const submitAll = async (ref: string, events: ReturnType<typeof fact>[]) => {
+      for (const event of events) {
+        const answer = await runtime.submit(ref, [event]);
+        if (answer.status !== 200) throw new Error(`${event.type}: ${answer.status} ${JSON.stringify(answer.body)}`);
+      }
+    };
+    const contextOf = async (ref: string) => {
+      await page.goto(`${ledger.baseUrl}/ui#/operation/${encodeURIComponent(ref)}`);
+      await page.locator('#op-title', { hasText: ref }).waitFor();
+      await page.locator('#context-facts', { hasText: 'Planned input' }).waitFor();
+      return page.innerText('#context-facts');
+    };
+    await page.goto(`${ledger.baseUrl}/ui`);
+    await useKey(AUDITOR_KEY);
+    await page.locator('#key-role', { hasText: 'role auditor, tenant acme' }).waitFor();
+    // Planned with no input, only its hash: the approver is told, not shown a hash as if it were the input.
+    const unrecorded = `${RUN}/approve_hash_only`;
+    await submitAll(unrecorded, [
+      fact('StepPlanned', { run_id: RUN, tool: 'refund_payment', side_effect: 'write', input_hash: 'sha256:in-4' }),
+      fact('AttemptDispatched', { attempt: 1, input_hash: 'sha256:in-4' }),
+      fact('EnvelopeRecorded', { attempt: 1, envelope: seedEnvelopes.missingApproval(unrecorded) }),
+    ]);
+    expect(await contextOf(unrecorded)).toContain(
+      'Input to approve\nthe input for this hash was not recorded (input sha256:in-4)',
+    );
+    // Planned at 12,500, corrected to 99,900: the approval is for the corrected input, and says so.
+    const corrected = `${RUN}/approve_corrected`;
+    const CORRECTED = { ...INPUT, amount_cents: 99_900 };
+    const correctedHash = createHash('sha256').update(canonicalJson(CORRECTED)).digest('hex');
+    await submitAll(corrected, [
+      fact('StepPlanned', {
+        run_id: RUN,
+        tool: 'refund_payment',
+        side_effect: 'write',
+        input_hash: INPUT_HASH,
+        input: INPUT,
+      }),
+      fact('AttemptDispatched', { attempt: 1, input_hash: INPUT_HASH }),
+      fact('EnvelopeRecorded', { attempt: 1, envelope: seedEnvelopes.invalidRecipient(corrected, 2) }),
+      fact('AttemptDispatched', { attempt: 2, input_hash: correctedHash, input: CORRECTED }),
+      fact('EnvelopeRecorded', { attempt: 2, envelope: seedEnvelopes.missingApproval(corrected) }),
+    ]);
+    const shown = await contextOf(corrected);
+    expect(shown).toContain(`Input to approve\ninput ${correctedHash}`);
+    expect(await page.innerText('#approval-input')).toContain('"amount_cents": 99900');
+    expect(await page.innerText('#approval-input')).not.toContain('12500');
+    expect(problems).toEqual([]);
+  });
 });
 
 describeInBrowser('the console: bulk acknowledge and cancel from the queue', () => {

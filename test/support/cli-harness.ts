@@ -8,7 +8,7 @@ import { spawn, spawnSync } from 'node:child_process';
 import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
-import type { SubmitAnswer, SubmittedEvent } from '@recovery-ledger/core/contract/ledger-api.types';
+import type { SubmitAnswer, SubmitContext, SubmittedEvent } from '@recovery-ledger/core/contract/ledger-api.types';
 import { loadConfig } from '../../src/config/ledger-config';
 import { LedgerProblem } from '@recovery-ledger/core/errors/ledger-problem';
 import { LedgerService } from '../../src/ledger/ledger.service';
@@ -86,6 +86,8 @@ export interface SeededLedger {
     ref: string,
     type: SubmittedEvent['type'],
     data: Record<string, unknown>,
+    /** Who submits and under which trace or lease (default: actor `runtime-1`, none). */
+    context?: Partial<Omit<SubmitContext, 'tenant' | 'operationRef'>>,
   ): Promise<SubmitAnswer | LedgerProblem>;
   close(): Promise<void>;
 }
@@ -104,10 +106,10 @@ export async function openSeeder(
   const tenant = options.tenant ?? 'default';
   return {
     dataDir,
-    async submit(ref, type, data) {
+    async submit(ref, type, data, context = {}) {
       try {
         return await ledger.submit(
-          { tenant, actor: 'runtime-1', operationRef: ref },
+          { actor: 'runtime-1', ...context, tenant, operationRef: ref },
           { events: [{ event_id: fixedId(ref), type, data: data as never }] },
         );
       } catch (error) {

@@ -77,6 +77,8 @@ class OperationState(_OperationStateRequired, total=False):
     # While dispatched: the instant the attempt's call must be over, on the ledger's clock (§4.5).
     call_deadline: str
     approval_input_hash: str
+    # The input that approval binds: {input_hash, recorded, input?} (docs/contract.md §4.4).
+    approval_input: Dict[str, Any]
     possible_duplicate: Dict[str, Any]
     last_envelope: Any
     last_verification: Any

@@ -210,6 +210,37 @@ function answeredOutcome(operationRef: string, answer: SubmitAnswer, extra: Part
 }
 
 /**
+ * Whether the input can travel with its hash: the ledger records an input only when the hash is its
+ * canonical SHA-256 (a runtime with its own inputHash sends the hash alone).
+ */
+function recordable(step: WriteStep<unknown>, hash: string): boolean {
+  if (step.inputHash === undefined) return true;
+  try {
+    return inputHash(step.input) === hash;
+  } catch {
+    return false;
+  }
+}
+
+/**
+ * Sends the fact with the input, so an approver reads the input itself, not a hash
+ * (docs/contract.md §4.4); again without it when the ledger refuses to store that input (it looks
+ * like it holds a secret, or is over its size bound): nothing was recorded, and the step then runs
+ * on its hash alone, the approver told plainly that the input was not recorded.
+ */
+async function withInputIfStored<T>(send: (withInput: boolean) => Promise<T>, withInput: boolean): Promise<T> {
+  if (!withInput) return send(false);
+  try {
+    return await send(true);
+  } catch (error) {
+    const inputRefused =
+      error instanceof LedgerError && error.code === 'BAD_REQUEST' && /\.data\.input$/.test(error.field ?? '');
+    if (inputRefused) return send(false);
+    throw error;
+  }
+}
+
+/**
  * The same operation_ref planned with another input is refused (OPERATION_REF_REUSED), except in
  * the one case it is the contract's flow: the step asked for corrected input and this is it. That is
  * so while the step is in needs_input, when the step asks approval for this input (a corrected
@@ -299,23 +330,31 @@ async function planAndRun<Input>(
   const gate = { ...trace, signal: options.signal };
   options.signal?.throwIfAborted();
 
+  const withInput = recordable(step, hash);
   let planned: OperationState;
+  // A corrected input is not the plan's: its dispatch carries it instead.
+  let corrected = false;
   try {
-    const answer = await ledger.planStep(
-      ref,
-      {
-        run_id: step.runId,
-        tool: step.tool,
-        side_effect: sideEffect,
-        input_hash: hash,
-        ...(step.policy ? { policy: step.policy } : {}),
-      },
-      gate,
+    const answer = await withInputIfStored(
+      (sendInput) =>
+        ledger.planStep(
+          ref,
+          {
+            run_id: step.runId,
+            tool: step.tool,
+            side_effect: sideEffect,
+            input_hash: hash,
+            ...(sendInput ? { input: step.input } : {}),
+            ...(step.policy ? { policy: step.policy } : {}),
+          },
+          gate,
+        ),
+      withInput,
     );
     planned = answer.state;
   } catch (error) {
     if (!(error instanceof LedgerRefusal)) throw error;
-    const corrected =
+    corrected =
       error.code === 'OPERATION_REF_REUSED' && (await isCorrectedInput(ledger, step, sideEffect, hash, error, gate));
     if (!corrected || !error.state) return refusedOutcome(ref, error, {});
     planned = error.state;
@@ -323,7 +362,14 @@ async function planAndRun<Input>(
 
   return attemptOnce(
     ledger,
-    { operationRef: ref, attempt: planned.attempts_used + 1, inputHash: hash, input: step.input, sideEffect },
+    {
+      operationRef: ref,
+      attempt: planned.attempts_used + 1,
+      inputHash: hash,
+      input: step.input,
+      sideEffect,
+      ...(corrected && withInput ? { recordInput: true } : {}),
+    },
     toolCall,
     options,
   );
@@ -338,6 +384,8 @@ export interface AttemptToRun<Input> {
   sideEffect: SideEffect;
   /** The tool's name, for the `execute_tool {tool}` span. */
   tool?: string;
+  /** Send the input with the dispatch: a corrected input, which the plan does not carry (§4.4). */
+  recordInput?: boolean;
 }
 
 /**
@@ -383,14 +431,19 @@ async function attemptOnce<Input>(
   const sentAt = performance.now();
   try {
     // Not aborted half-way: a dispatch granted but never answered would leave the step in flight.
-    granted = await ledger.dispatchAttempt(
-      ref,
-      {
-        attempt,
-        input_hash: run.inputHash,
-        ...(options.callWindowMs === undefined ? {} : { call_window_ms: options.callWindowMs }),
-      },
-      trace,
+    granted = await withInputIfStored(
+      (sendInput) =>
+        ledger.dispatchAttempt(
+          ref,
+          {
+            attempt,
+            input_hash: run.inputHash,
+            ...(sendInput ? { input: run.input } : {}),
+            ...(options.callWindowMs === undefined ? {} : { call_window_ms: options.callWindowMs }),
+          },
+          trace,
+        ),
+      run.recordInput === true,
     );
   } catch (error) {
     if (error instanceof LedgerRefusal) return refusedOutcome(ref, error, { attempt });

@@ -30,6 +30,18 @@ export class StepViewDto {
   })
   call_deadline?: string;
   @ApiPropertyOptional({
+    description:
+      'The input that approval binds, labelled with its hash: `input` as the plan or the dispatch sent it (inputs holding a secret are refused, never stored), or `recorded: false` when the ledger was sent only the hash.',
+    type: 'object',
+    required: ['input_hash', 'recorded'],
+    properties: {
+      input_hash: { type: 'string' },
+      recorded: { type: 'boolean' },
+      input: { description: 'Any JSON value.' },
+    },
+  })
+  approval_input?: { input_hash: string; recorded: boolean; input?: unknown };
+  @ApiPropertyOptional({
     description: 'The input hash the pending (or last) approval request is for; an approval binds to it.',
   })
   approval_input_hash?: string;

@@ -18,6 +18,9 @@ export function renderApproval(ref, state, sameOp) {
   $('approval-explain').hidden = !waiting;
   $('approval-title').textContent = waiting ? 'Approval requested' : 'Approval recorded';
   card.dataset.ref = ref;
+  // The decision names the input the approver was shown: if the step asked about another since, the
+  // ledger refuses it (FACT_NOT_EXPECTED) rather than bind it to an input nobody read (§4.4).
+  card.dataset.inputHash = state.approval_input_hash || '';
 }
 
 /** `redraw` draws the operation again once the decision is recorded (operation-view.js's openOperation). */
@@ -26,6 +29,7 @@ export function submitApproval(event, redraw) {
   var form = $('approval-form');
   var decision = event.submitter && event.submitter.value === 'denied' ? 'denied' : 'granted';
   var ref = $('approval-card').dataset.ref;
+  var inputHash = $('approval-card').dataset.inputHash;
   var approver = form.elements.approver.value.trim();
   var reason = form.elements.reason.value.trim();
   var result = $('approval-result');
@@ -45,7 +49,9 @@ export function submitApproval(event, redraw) {
         {
           event_id: uuid(),
           type: 'ApprovalRecorded',
-          data: { decision: decision, approver: approver, reason: reason },
+          data: inputHash
+            ? { decision: decision, approver: approver, reason: reason, input_hash: inputHash }
+            : { decision: decision, approver: approver, reason: reason },
         },
       ],
     },

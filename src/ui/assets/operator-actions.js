@@ -12,6 +12,26 @@ function lastOf(events, type) {
   return undefined;
 }
 
+/**
+ * The input an approval binds, labelled with its hash (docs/contract.md §4.4): after a corrected
+ * input it is not the planned one, and when the ledger was sent only the hash, that is said plainly.
+ */
+function approvalInput(state) {
+  var asked = state.approval_input;
+  if (!asked) return undefined;
+  if (!asked.recorded)
+    return h('span', {
+      id: 'approval-input',
+      text: 'the input for this hash was not recorded (input ' + asked.input_hash + ')',
+    });
+  return h(
+    'div',
+    { id: 'approval-input' },
+    h('span', { className: 'small muted', text: 'input ' + asked.input_hash }),
+    h('pre', { className: 'small wrap', text: JSON.stringify(asked.input, null, 2) }),
+  );
+}
+
 export function renderContext(state, events) {
   var plan = lastOf(events, 'StepPlanned');
   var envelope = lastOf(events, 'EnvelopeRecorded');
@@ -27,6 +47,7 @@ export function renderContext(state, events) {
         ? 'not stored (input ' + (plan ? plan.data.input_hash : '?') + ')'
         : h('pre', { className: 'small wrap', text: JSON.stringify(input, null, 2) }),
     ],
+    [state.status === 'awaiting_approval' ? 'Input to approve' : 'Input of the last approval', approvalInput(state)],
     ['User message', said && said.user_message],
     ['Agent message', said && said.agent_message],
     [

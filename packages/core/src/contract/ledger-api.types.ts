@@ -61,6 +61,11 @@ export interface StepView {
   call_deadline?: string;
   /** The input hash the pending (or last) approval request is for (docs/contract.md §4.4). */
   approval_input_hash?: string;
+  /**
+   * The input that approval binds, labelled with its hash: `recorded` false when the ledger was sent
+   * only the hash (the plan or the dispatch carried no input), so an approver is told so plainly.
+   */
+  approval_input?: { input_hash: string; recorded: boolean; input?: unknown };
   last_envelope?: unknown;
   last_verification?: unknown;
   success?: unknown;

@@ -19,6 +19,7 @@ import {
   lateSuccessSettles,
   mayHaveReachedProvider,
   outcomeUnknown,
+  reopenedStatus,
   type PlannedStep,
   type StepState,
 } from './step-state';
@@ -336,10 +337,12 @@ function decideDispatch(state: PlannedStep, command: Command, attempt: number, i
     return refusal('ATTEMPT_MISMATCH', `the next attempt is ${state.attempts_used + 1}, not ${attempt}`);
   }
   if (state.approval_required && !isApproved(state, inputHash)) {
-    // An approval binds to the input it was asked for: another input asks for its own (§4.4).
+    // An approval binds to the input it was asked for: another input asks for its own (§4.4), and the
+    // refusal keeps that input when the dispatcher sent it, so the approver reads what they approve.
+    const { input } = command.fact.data as AttemptDispatchedData;
     const refused: LedgerEvent = {
       type: 'DispatchRefused',
-      data: { attempt, input_hash: inputHash, code: 'APPROVAL_REQUIRED' },
+      data: { attempt, input_hash: inputHash, code: 'APPROVAL_REQUIRED', ...(input === undefined ? {} : { input }) },
     };
     const asking = evolve(state, recordedAt(command, refused)) as PlannedStep;
     const events = [
@@ -615,7 +618,8 @@ function decideCancel(state: PlannedStep, command: Command & { fact: { type: 'St
 /**
  * A new, bounded budget for an escalated step whose every outcome is known. It goes back to where a
  * new attempt may run: `needs_input` when its last envelope asked for a corrected input (that input
- * stays refused, §4.2), `retry_ready` otherwise; an approval it needs is still needed (§4.4).
+ * stays refused, §4.2), `awaiting_approval` when an approval it needs no longer stands for the input
+ * it would run (§4.4), `retry_ready` otherwise.
  */
 function decideReopen(state: PlannedStep, command: Command & { fact: { type: 'StepReopened' } }): Decision {
   const terminal = refuseTerminal(state, command);
@@ -638,13 +642,10 @@ function decideReopen(state: PlannedStep, command: Command & { fact: { type: 'St
     );
   }
   const after = applyFact(state, command);
-  const last = state.last_envelope;
-  const correcting =
-    last !== undefined && last.attempt === state.current_attempt && last.next_action === 'correct_input';
   return accept(
     after,
     command,
-    transition(state, after, correcting ? 'needs_input' : 'retry_ready', TRANSITION_REASONS.reopened, command.event_id),
+    transition(state, after, reopenedStatus(state), TRANSITION_REASONS.reopened, command.event_id),
   );
 }
 

@@ -63,7 +63,9 @@ export { MAX_CALL_WINDOW_MS };
  * it declares it: it starts the call within it and aborts it at its end (docs/reliability.md, "When
  * an attempt may still reach the provider").
  */
-export type AttemptDispatchedData = AttemptDispatchedFactData & {
+export type AttemptDispatchedData = Omit<AttemptDispatchedFactData, 'input'> & {
+  /** The attempt's input as the dispatcher sent it (checked against input_hash, never a secret). */
+  input?: JsonValue;
   /**
    * Set by the ledger when it grants the attempt: the last instant (ledger clock) the attempt may
    * reach the provider from the dispatcher's side. A `not_found` is conclusive only a consistency
@@ -203,6 +205,8 @@ export interface DispatchRefusedData {
   code: string;
   /** When the refusal replays an earlier success (DUPLICATE_PREVENTED), the attempt that succeeded. */
   replayed_attempt?: number;
+  /** An input refused APPROVAL_REQUIRED, as its dispatcher sent it: what the approver is asked about (§4.4). */
+  input?: JsonValue;
 }
 
 /**

@@ -1,5 +1,6 @@
 import { countDispatch, NO_ATTEMPTS } from './attempts';
 import type { ToolEnvelope } from './envelope/envelope.types';
+import type { JsonValue } from '../shared/json';
 import {
   dispatchTimeoutMs,
   type Directive,
@@ -39,6 +40,8 @@ export interface PlannedStep {
   /** The attempt last granted (0 before the first). */
   current_attempt: number;
   current_input_hash?: string;
+  /** The input the attempt last granted was dispatched with, when its dispatcher sent it. */
+  current_input?: JsonValue;
   dispatched_at?: string;
   /** The last instant the attempt in flight may reach the provider from its dispatcher's side. */
   call_deadline?: string;
@@ -55,6 +58,8 @@ export interface PlannedStep {
   approval_required?: boolean;
   /** The input hash the pending (or last) approval request is for. */
   approval_input_hash?: string;
+  /** That input itself, when the ledger recorded it (the plan's, a dispatch's or a refused dispatch's). */
+  approval_input?: JsonValue;
   /** Input hashes an approver granted. */
   approved_input_hashes?: string[];
   /**
@@ -174,6 +179,38 @@ export function isApproved(state: PlannedStep, inputHash: string): boolean {
   return state.approved_input_hashes?.includes(inputHash) ?? false;
 }
 
+/** The input recorded for `inputHash`: the last dispatch's or the plan's, when sent; undefined otherwise. */
+export function recordedInputFor(state: PlannedStep, inputHash: string | undefined): JsonValue | undefined {
+  if (inputHash === undefined) return undefined;
+  if (inputHash === state.current_input_hash && state.current_input !== undefined) return state.current_input;
+  return inputHash === state.definition.input_hash ? state.definition.input : undefined;
+}
+
+/** The input a new attempt runs unless the runtime corrects it: the one last dispatched, else the plan's. */
+export function inputToRunNext(state: PlannedStep): string {
+  return state.current_input_hash ?? state.definition.input_hash;
+}
+
+/** Approved inputs without `inputHash`: a denial revokes its grant, a new request spends it (§4.4). */
+function withoutApproval(state: PlannedStep, inputHash: string | undefined): string[] | undefined {
+  if (inputHash === undefined || state.approved_input_hashes === undefined) return state.approved_input_hashes;
+  return state.approved_input_hashes.filter((approved) => approved !== inputHash);
+}
+
+/**
+ * Where a reopened step goes (docs/contract.md §4.10): `needs_input` when its last envelope asked
+ * for a corrected input, `awaiting_approval` when it needs an approval and none stands for the input
+ * it would run (a denial revoked it, or the provider asked again), `retry_ready` otherwise. Shared
+ * by the decider and the fold, so a reopen never restores a spent or revoked approval.
+ */
+export function reopenedStatus(state: PlannedStep): 'needs_input' | 'awaiting_approval' | 'retry_ready' {
+  const last = state.last_envelope;
+  if (last !== undefined && last.attempt === state.current_attempt && last.next_action === 'correct_input')
+    return 'needs_input';
+  if (state.approval_required && !isApproved(state, inputToRunNext(state))) return 'awaiting_approval';
+  return 'retry_ready';
+}
+
 function summarise(attempt: number, envelope: ToolEnvelope): EnvelopeSummary {
   if (envelope.ok) return { attempt, ok: true, code: 'COMMITTED', commit_state: 'committed' };
   return {
@@ -212,6 +249,9 @@ export function evolve(state: StepState, event: RecordedEvent): StepState {
         ...state,
         ...countDispatch(state, event.data.attempt),
         current_input_hash: event.data.input_hash,
+        // A retry of the same input that does not send it again keeps the one recorded for it.
+        current_input:
+          event.data.input ?? (event.data.input_hash === state.current_input_hash ? state.current_input : undefined),
         dispatched_at: event.recorded_at,
         call_deadline: event.data.call_deadline,
         call_ended_at: undefined,
@@ -247,7 +287,15 @@ export function evolve(state: StepState, event: RecordedEvent): StepState {
       return {
         ...state,
         call_ended_at: event.recorded_at,
-        ...(asksApproval ? { approval_required: true, approval_input_hash: state.current_input_hash } : {}),
+        ...(asksApproval
+          ? {
+              approval_required: true,
+              approval_input_hash: state.current_input_hash,
+              approval_input: recordedInputFor(state, state.current_input_hash),
+              // The provider asks again: an earlier grant of this input is spent (§4.4).
+              approved_input_hashes: withoutApproval(state, state.current_input_hash),
+            }
+          : {}),
         last_envelope: summarise(attempt, envelope),
         consecutive_dependency_failures:
           envelope.category === 'dependency' ? state.consecutive_dependency_failures + 1 : 0,
@@ -271,8 +319,10 @@ export function evolve(state: StepState, event: RecordedEvent): StepState {
     }
     case 'ApprovalRecorded': {
       const approved = event.data.input_hash ?? state.approval_input_hash;
-      if (event.data.decision !== 'granted' || approved === undefined)
-        return { ...state, approval: event.data.decision };
+      if (event.data.decision !== 'granted')
+        // A denial revokes every earlier grant of the same input (§4.4).
+        return { ...state, approval: 'denied', approved_input_hashes: withoutApproval(state, approved) };
+      if (approved === undefined) return { ...state, approval: 'granted' };
       return {
         ...state,
         approval: 'granted',
@@ -302,6 +352,13 @@ export function evolve(state: StepState, event: RecordedEvent): StepState {
       // A new budget from here: earlier bounds (the envelope's, the failure streak, a wait) are spent.
       return {
         ...state,
+        ...(reopenedStatus(state) === 'awaiting_approval'
+          ? {
+              approval: 'pending' as const,
+              approval_input_hash: inputToRunNext(state),
+              approval_input: recordedInputFor(state, inputToRunNext(state)),
+            }
+          : {}),
         max_attempts: state.attempts_used + event.data.attempts,
         envelope_attempts_remaining: undefined,
         consecutive_dependency_failures: 0,
@@ -324,7 +381,12 @@ export function evolve(state: StepState, event: RecordedEvent): StepState {
     case 'DispatchRefused':
       // A dispatch of an input no approver granted asks approval for that input (docs/contract.md §4.4).
       if (event.data.code === 'APPROVAL_REQUIRED' && state.status !== 'awaiting_approval') {
-        return { ...state, approval: 'pending', approval_input_hash: event.data.input_hash };
+        return {
+          ...state,
+          approval: 'pending',
+          approval_input_hash: event.data.input_hash,
+          approval_input: event.data.input ?? recordedInputFor(state, event.data.input_hash),
+        };
       }
       return state;
     case 'LateOutcomeRecorded': {

@@ -19,6 +19,10 @@ export const ATTEMPT_DISPATCHED_DATA_SCHEMA = {
       description:
         "The longest the dispatcher keeps its call open: it starts the call within it and aborts it at its end. The ledger records the call deadline (the smallest of this, the plan's dispatch_timeout_ms and the lease it was sent under); a not_found is conclusive only a consistency window after it.",
     },
+    input: {
+      description:
+        "The tool's input for this attempt (a corrected input), so an approver reads what they approve; its canonical SHA-256 must be input_hash, and it is refused when it holds what looks like a secret, as the plan's input is.",
+    },
   },
 } as const;
 

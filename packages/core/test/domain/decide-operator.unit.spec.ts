@@ -232,9 +232,55 @@ describe('decide: operator facts, the rules behind the table', () => {
   it('a reopened step that was denied an approval still needs one for its input', () => {
     const scenario = states.awaiting_approval();
     scenario.when(approval('denied'), LATER).thenMovesTo('escalated');
-    scenario.when(reopen(1), LATER).thenMovesTo('retry_ready');
+    // It waits for an approver, so the work feed does not hand it out to be refused.
+    scenario.when(reopen(1), LATER).thenMovesTo('awaiting_approval');
     scenario.when(dispatched(2), LATER).thenRefuses('APPROVAL_REQUIRED');
     expect(scenario.state.status).toBe('awaiting_approval');
+  });
+
+  it('a denial revokes the earlier grant of the same input: a reopen asks for it again, nothing dispatches it', () => {
+    // Granted, dispatched, the provider asks again, the approver denies, an operator reopens (§4.4, §4.10).
+    const scenario = states.awaiting_approval();
+    scenario.when(approval('granted'), LATER).thenMovesTo('retry_ready');
+    scenario.when(dispatched(2), LATER).thenMovesTo('dispatched');
+    scenario.when(envelope(2, missingApproval()), LATER).thenMovesTo('awaiting_approval');
+    scenario.when(approval('denied'), LATER).thenMovesTo('escalated');
+    scenario.when(reopen(1), LATER);
+    scenario.when(dispatched(3), LATER).thenRefuses('APPROVAL_REQUIRED');
+    expect(scenario.state).toMatchObject({
+      status: 'awaiting_approval',
+      approval: 'pending',
+      approval_input_hash: 'sha256:input-1',
+    });
+    scenario.when(approval('granted'), LATER).thenMovesTo('retry_ready');
+    scenario.when(dispatched(3), LATER).thenMovesTo('dispatched');
+  });
+
+  it('a provider that asks again for an input already granted spends that grant', () => {
+    const scenario = states.awaiting_approval();
+    scenario.when(approval('granted'), LATER).thenMovesTo('retry_ready');
+    scenario.when(dispatched(2), LATER).thenMovesTo('dispatched');
+    scenario.when(envelope(2, missingApproval()), LATER).thenMovesTo('awaiting_approval');
+    expect((scenario.state as PlannedStep).approved_input_hashes ?? []).not.toContain('sha256:input-1');
+  });
+
+  it('the approval asked for a corrected input names that input, as its dispatch recorded it (§4.4)', () => {
+    const corrected = { amount_cents: 99_900 };
+    const withInput: SubmittedFact = {
+      type: 'AttemptDispatched',
+      data: { attempt: 2, input_hash: 'sha256:input-2', input: corrected },
+    };
+    const scenario = scenarioOf([
+      planned({ policy: { max_attempts: 4 }, input: { amount_cents: 100 } }),
+      dispatched(1),
+      envelope(1, invalidRecipient(3)),
+    ]);
+    scenario.when(withInput, LATER).thenMovesTo('dispatched');
+    scenario.when(envelope(2, rateLimited(at(0), 2)), LATER).thenMovesTo('retry_scheduled');
+    // The retry sends the hash alone: the input recorded for that hash still stands.
+    scenario.when(dispatched(3, 'sha256:input-2'), LATER).thenMovesTo('dispatched');
+    scenario.when(envelope(3, missingApproval()), LATER).thenMovesTo('awaiting_approval');
+    expect(scenario.state).toMatchObject({ approval_input_hash: 'sha256:input-2', approval_input: corrected });
   });
 
   it('an acknowledgement keeps the step escalated, records who has it, and the next transition clears it', () => {
