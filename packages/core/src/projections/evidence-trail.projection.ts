@@ -467,7 +467,7 @@ export function evolveEvidenceTrail(current: EvidenceTrailDoc | undefined, event
         );
         break;
       case 'EscalationAcknowledged': {
-        const { assignee, note } = ledgerEvent.data;
+        const { assignee, note, reassign } = ledgerEvent.data;
         doc.operator_action = {
           type: ledgerEvent.type,
           actor: event.metadata.actor,
@@ -477,7 +477,7 @@ export function evolveEvidenceTrail(current: EvidenceTrailDoc | undefined, event
         entry = entryFor(
           event,
           'operator',
-          line`escalation acknowledged by ${event.metadata.actor}, assigned to ${assignee}${note ? line`: ${note}` : ''}`,
+          line`escalation ${reassign === true ? 'reassigned' : 'acknowledged'} by ${event.metadata.actor}, assigned to ${assignee}${note ? line`: ${note}` : ''}`,
         );
         break;
       }
