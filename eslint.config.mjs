@@ -14,6 +14,8 @@ export default tseslint.config(
       'clients/**',
       'coverage/**',
       'data/**',
+      // docs/sdk-python.md's virtual environment: pip's files, not this project's.
+      '**/.venv/**',
     ],
   },
   js.configs.recommended,

@@ -3,6 +3,7 @@
  * before it on the same machine; prints the table and writes bench/results/latest.json.
  *
  *   npm run bench                      # the full run (1 M events; about 5–8 minutes on 2 cores, and 8 more for the tool-step figure)
+ *   npm run bench -- --help            # this text, before anything is built or installed
  *   node dist/bench/run.js --events 200000 --seconds 5 --out /tmp/bench.json   # a quick one
  *   node dist/bench/run.js --only http,batch,store,large --profile /tmp/prof  # --cpu-prof of each service
  *   node dist/bench/run.js --only worker --seconds 10 --out /tmp/worker.json   # figure 8 alone
@@ -23,7 +24,7 @@
  * removed at the end (--keep keeps it). Not part of the test suite: no timing is ever asserted.
  */
 import { execFileSync } from 'node:child_process';
-import { mkdtempSync, rmSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { loadavg, tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { performance } from 'node:perf_hooks';
@@ -97,6 +98,12 @@ function revision(): { commit: string; dirty: boolean } | undefined {
 }
 
 async function main(): Promise<void> {
+  if (process.argv.includes('--help') || process.argv.includes('-h')) {
+    // The usage is this file's header; scripts/bench.cjs prints the same before building.
+    const header = /\/\*\*([\s\S]*?)\*\//.exec(readFileSync(__filename, 'utf8'));
+    process.stdout.write(`${(header?.[1] ?? '').replace(/^[ \t]*\* ?/gm, '').trim()}\n`);
+    return;
+  }
   const settings = options(process.argv.slice(2));
   const dir = mkdtempSync(join(tmpdir(), 'ledger-bench-'));
   const log = (line: string) => process.stderr.write(`${line}\n`);

@@ -11,9 +11,10 @@
  */
 import { LedgerClient, LedgerWorker } from '@recovery-ledger/client';
 import { CREATE_INVOICE, invoiceTools } from './invoice-tools';
-import { flag, integerFlag, log } from './example-cli';
+import { exitOnHelp, flag, integerFlag, log } from './example-cli';
 
 async function main(): Promise<void> {
+  exitOnHelp(__filename);
   const ledger = new LedgerClient({
     baseUrl: flag('ledger', 'http://127.0.0.1:3000') as string,
     apiKey: process.env.LEDGER_API_KEY,

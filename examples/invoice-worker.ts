@@ -21,7 +21,7 @@ import {
   type WriteStep,
 } from '@recovery-ledger/client';
 import { CREATE_INVOICE, invoiceTools, VERIFICATION_TOOL, type InvoiceInput } from './invoice-tools';
-import { flag, integerFlag, log } from './example-cli';
+import { exitOnHelp, flag, integerFlag, log } from './example-cli';
 import { setTimeout as sleep } from 'node:timers/promises';
 
 interface Job {
@@ -48,6 +48,7 @@ function schedule(job: Job, status: string, notBefore: string | undefined): void
 }
 
 async function main(): Promise<void> {
+  exitOnHelp(__filename);
   const ledgerUrl = flag('ledger', process.env.LEDGER_URL ?? 'http://127.0.0.1:3000')!;
   const providerUrl = flag('provider', process.env.PROVIDER_URL ?? 'http://127.0.0.1:4010')!;
   const runId = flag('run', process.env.RUN_ID ?? 'run_demo')!;

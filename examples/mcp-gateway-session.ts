@@ -15,6 +15,7 @@ import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { InvoiceState } from './invoice-mcp-server/invoice-state';
 import { setTimeout as sleep } from 'node:timers/promises';
+import { exitOnHelp } from './example-cli';
 
 function flag(name: string): string | undefined {
   const index = process.argv.indexOf(`--${name}`);
@@ -24,6 +25,7 @@ function flag(name: string): string | undefined {
 const print = (line: string) => process.stdout.write(`${line}\n`);
 
 async function main(): Promise<void> {
+  exitOnHelp(__filename);
   const ledgerUrl = flag('ledger') ?? process.env.LEDGER_URL ?? 'http://127.0.0.1:3000';
   const dir = mkdtempSync(join(tmpdir(), 'mcp-gateway-session-'));
   const state = new InvoiceState(join(dir, 'invoices'));

@@ -7,6 +7,7 @@
  */
 import { LedgerClient } from '@recovery-ledger/client';
 import { CREATE_INVOICE, VERIFICATION_TOOL } from './invoice-tools';
+import { exitOnHelp } from './example-cli';
 
 function flag(name: string, fallback?: string): string | undefined {
   const index = process.argv.indexOf(`--${name}`);
@@ -14,6 +15,7 @@ function flag(name: string, fallback?: string): string | undefined {
 }
 
 async function main(): Promise<void> {
+  exitOnHelp(__filename);
   const ledger = new LedgerClient({
     baseUrl: flag('ledger', 'http://127.0.0.1:3000') as string,
     apiKey: process.env.LEDGER_API_KEY,

@@ -61,13 +61,41 @@ function run(tool, args, cwd) {
   if (result.status !== 0) process.exit(result.status ?? 1);
 }
 
-function build() {
-  const startedAt = new Date();
-  for (const { dir, tool, args } of PACKAGES) {
+/**
+ * Empties each package's dist/ but keeps the folder: removing and recreating it would make the
+ * package folder newer than the stamp, and every later `--if-stale` would compile again.
+ * Returns the newest time this touched, so the stamp can be taken after it.
+ */
+function emptyPackageOutputs() {
+  let touched = 0;
+  for (const { dir } of PACKAGES) {
+    const dist = join(root, dir, 'dist');
+    mkdirSync(dist, { recursive: true });
     // A renamed or deleted source must not leave its old output behind in the package.
-    rmSync(join(root, dir, 'dist'), { recursive: true, force: true });
-    run(tool, args, join(root, dir));
+    for (const entry of readdirSync(dist)) rmSync(join(dist, entry), { recursive: true, force: true });
+    touched = Math.max(touched, statSync(join(root, dir)).mtimeMs);
   }
+  return touched;
+}
+
+/**
+ * tsup bundles its config into a temporary file beside it and deletes it again, which moves the
+ * package folder's time past the stamp. When the tool leaves the folder's entries as it found
+ * them, its time goes back to what it was; a file added or removed meanwhile still counts.
+ */
+function runLeavingFolderTime(tool, args, cwd) {
+  const before = statSync(cwd);
+  const entries = readdirSync(cwd).sort().join('\n');
+  run(tool, args, cwd);
+  if (readdirSync(cwd).sort().join('\n') === entries) utimesSync(cwd, before.atime, before.mtime);
+}
+
+function build() {
+  const touched = emptyPackageOutputs();
+  // Stamps have millisecond precision: a folder created within the current millisecond must not
+  // read as newer than the stamp.
+  const startedAt = new Date(Math.max(Date.now(), Math.ceil(touched)));
+  for (const { dir, tool, args } of PACKAGES) runLeavingFolderTime(tool, args, join(root, dir));
   run('typescript/bin/tsc', ['-p', join(root, 'tsconfig.build.json')], root);
   mkdirSync(join(root, 'dist'), { recursive: true });
   writeFileSync(STAMP, `${startedAt.toISOString()}\n`);

@@ -13,6 +13,7 @@ import { sendProblem, toLedgerProblem } from './http/problem.filter';
 import { installSecurity } from './http/security/install-security';
 import { installHttpMetrics } from './observability/http-metrics';
 import { installRequestIdCheck, installRequestIdEcho, requestIdOptions } from './logging/request-context';
+import { tagRoutePatterns } from './logging/logged-path';
 import { METRICS_REGISTRY } from './observability/metrics';
 import { installTracing } from './observability/tracing';
 import { mountOpenApi } from './openapi/openapi.module';
@@ -55,6 +56,8 @@ export async function createApp(
       ),
   });
   if (!preview) installRequestIdCheck(adapter.getInstance());
+  // Before NestJS adds its middleware (the request logger among them): see tagRoutePatterns.
+  tagRoutePatterns(adapter.getInstance());
   const app = await NestFactory.create<NestFastifyApplication>(AppModule.register(options), adapter, {
     // Startup lines wait for the JSON logger below, so every line the service writes is JSON.
     bufferLogs: !preview,

@@ -14,7 +14,7 @@ import { MockLanguageModelV4 } from 'ai/test';
 import { z } from 'zod';
 import { ledgeredTool } from '@recovery-ledger/agent-frameworks/ai-sdk';
 import { LedgerClient } from '@recovery-ledger/client';
-import { flag, log } from '../example-cli';
+import { exitOnHelp, flag, log } from '../example-cli';
 import { invoiceTools } from '../invoice-tools';
 
 const usage = {
@@ -48,6 +48,7 @@ function scriptedModel(): MockLanguageModelV4 {
 }
 
 async function main(): Promise<void> {
+  exitOnHelp(__filename);
   const ledgerUrl = flag('ledger') ?? 'http://127.0.0.1:3000';
   const providerUrl = flag('provider') ?? 'http://127.0.0.1:4010';
   const runId = flag('run') ?? `ai-sdk-example-${Date.now()}`;

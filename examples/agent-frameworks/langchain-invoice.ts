@@ -15,12 +15,13 @@ import { createAgent, FakeToolCallingModel, tool } from 'langchain';
 import { z } from 'zod';
 import { ledgerAttempt, ledgerMiddleware } from '@recovery-ledger/agent-frameworks/langchain';
 import { LedgerClient } from '@recovery-ledger/client';
-import { flag, log } from '../example-cli';
+import { exitOnHelp, flag, log } from '../example-cli';
 import { invoiceTools, type InvoiceInput } from '../invoice-tools';
 
 const INVOICE = { customer_id: 'cus_example', amount_cents: 1200, currency: 'EUR' };
 
 async function main(): Promise<void> {
+  exitOnHelp(__filename);
   const ledgerUrl = flag('ledger') ?? 'http://127.0.0.1:3000';
   const providerUrl = flag('provider') ?? 'http://127.0.0.1:4010';
   const runId = flag('run') ?? `langchain-example-${Date.now()}`;

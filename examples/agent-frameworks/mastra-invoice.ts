@@ -15,7 +15,7 @@ import { MockLanguageModelV4 } from 'ai/test';
 import { z } from 'zod';
 import { ledgeredMastraTool, type LedgeredMastraToolOutput } from '@recovery-ledger/agent-frameworks/mastra';
 import { LedgerClient } from '@recovery-ledger/client';
-import { flag, log } from '../example-cli';
+import { exitOnHelp, flag, log } from '../example-cli';
 import { invoiceTools } from '../invoice-tools';
 
 const usage = {
@@ -49,6 +49,7 @@ function scriptedModel(): MockLanguageModelV4 {
 }
 
 async function main(): Promise<void> {
+  exitOnHelp(__filename);
   const ledgerUrl = flag('ledger') ?? 'http://127.0.0.1:3000';
   const providerUrl = flag('provider') ?? 'http://127.0.0.1:4010';
   const runId = flag('run') ?? `mastra-example-${Date.now()}`;

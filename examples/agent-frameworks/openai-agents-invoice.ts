@@ -12,6 +12,7 @@ import { z } from 'zod';
 import { LedgerClient } from '@recovery-ledger/client';
 import { ledgeredAgentsTool, type LedgeredAgentsToolOutput } from '@recovery-ledger/agent-frameworks/openai-agents';
 import { invoiceTools } from '../invoice-tools';
+import { exitOnHelp } from '../example-cli';
 
 function flag(name: string, fallback: string): string {
   const index = process.argv.indexOf(`--${name}`);
@@ -58,6 +59,7 @@ function scriptedModel(): Model {
 }
 
 async function main(): Promise<void> {
+  exitOnHelp(__filename);
   const runId = flag('run', 'run_oa');
   const ledger = new LedgerClient({
     baseUrl: flag('ledger', 'http://127.0.0.1:3000'),

@@ -16,6 +16,7 @@ import { StdioServerTransport } from '@modelcontextprotocol/sdk/server/stdio.js'
 import { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/streamableHttp.js';
 import { createInvoiceServer } from './invoice-mcp-server';
 import { InvoiceState } from './invoice-state';
+import { exitOnHelp } from '../example-cli';
 
 function flag(name: string): string | undefined {
   const index = process.argv.indexOf(`--${name}`);
@@ -86,6 +87,7 @@ async function serveHttp(state: InvoiceState, port: number): Promise<void> {
 }
 
 async function main(): Promise<void> {
+  exitOnHelp(__filename);
   const dir = flag('state-dir') ?? process.env.INVOICE_STATE_DIR;
   if (!dir) throw new Error('--state-dir (or INVOICE_STATE_DIR) is required');
   const state = new InvoiceState(dir);

@@ -13,6 +13,7 @@
  * requests per idempotency key, GET /invoices lists the invoices.
  */
 import { startInvoiceProvider } from './invoice-provider';
+import { exitOnHelp } from '../example-cli';
 
 function flag(name: string): string | undefined {
   const index = process.argv.indexOf(`--${name}`);
@@ -20,6 +21,7 @@ function flag(name: string): string | undefined {
 }
 
 async function main(): Promise<void> {
+  exitOnHelp(__filename);
   const port = Number(flag('port') ?? process.env.PROVIDER_PORT ?? 4010);
   if (!Number.isInteger(port) || port < 0 || port > 65535) throw new Error(`--port must be a port number, got ${port}`);
   const fraction = (name: string) => {

@@ -1,7 +1,8 @@
 #!/usr/bin/env node
 import 'reflect-metadata';
-import { Command, CommanderError, InvalidArgumentError, Option } from 'commander';
+import { Command, CommanderError, Help, InvalidArgumentError, Option } from 'commander';
 import { CliError, EXIT } from './cli-errors';
+import type { OperatorFact } from './commands/operator.command';
 import type { ProgressMode } from './commands/projections-rebuild.command';
 import type { GlobalOptions } from './ledger-source';
 
@@ -17,6 +18,7 @@ const commands = {
   verify: () => import('./commands/verify.command'),
   mcpGateway: () => import('./commands/mcp-gateway.command'),
   operator: () => import('./commands/operator.command'),
+  triage: () => import('./commands/triage.command'),
 };
 
 function nonNegativeInteger(name: string) {
@@ -57,6 +59,13 @@ export function buildProgram(): Command {
       ),
     )
     .showHelpAfterError('(run with --help for usage)')
+    // Commander lists a mandatory option like any other; say so, or the first try exits 2.
+    .configureHelp({
+      optionDescription(option) {
+        const described = Help.prototype.optionDescription.call(this, option);
+        return option.mandatory ? `${described} (required)` : described;
+      },
+    })
     .addHelpText('after', EXIT_CODES_HELP)
     .exitOverride();
   const globals = (command: Command) => command.optsWithGlobals() as GlobalOptions & Record<string, unknown>;
@@ -174,47 +183,67 @@ export function buildProgram(): Command {
       ) => (await commands.verify()).verifyCommand(globals(command), options),
     );
 
-  // The operator's actions (docs/contract.md §4.10), through a running service with an operator key.
   program
-    .command('resolve')
+    .command('triage')
     .description(
-      'record what you found for an unknown outcome: --found <evidence_ref> or --not-found (operator key, --url)',
+      'list what needs a person now, newest first: escalations, approvals, unknown outcomes, overdue work (GET /v1/triage)',
     )
-    .argument('<ref>', 'the operation_ref')
+    .addOption(new Option('--kind <kind>', 'only this kind (acknowledged: the escalations someone has)'))
+    .option('--tool <tool>', 'only steps of this tool')
+    .option('--run-id <run_id>', 'only steps of this run')
+    .option('--json', 'machine-readable output')
+    .action(async (options: { kind?: string; tool?: string; runId?: string; json?: boolean }, command: Command) =>
+      (await commands.triage()).triageCommand(globals(command), options),
+    );
+
+  // The operator's actions (docs/contract.md §4.10), through a running service with an operator key.
+  const refsArgument = (command: Command) =>
+    command
+      .argument('[refs...]', 'the operation_ref(s); each gets its own result line')
+      .option('--from-file <file>', 'more refs, one a line (- for stdin)');
+  const act = async (
+    command: Command,
+    refs: string[],
+    options: { fromFile?: string; json?: boolean },
+    fact: OperatorFact,
+  ) => {
+    const operator = await commands.operator();
+    await operator.operatorCommand(globals(command), operator.refsOf(refs, options.fromFile), fact, options);
+  };
+
+  refsArgument(
+    program
+      .command('resolve')
+      .description(
+        'record what you found for an unknown outcome: --found <evidence_ref> or --not-found (operator key, --url)',
+      ),
+  )
     .option('--found <evidence_ref>', "the write committed: what you saw (the provider's id of it)")
     .option('--not-found', 'the write is not at the provider')
     .requiredOption('--note <text>', 'what you checked, for the evidence trail')
     .option('--json', 'machine-readable output')
     .action(
       async (
-        ref: string,
-        options: { found?: string; notFound?: boolean; note: string; json?: boolean },
+        refs: string[],
+        options: { found?: string; notFound?: boolean; note: string; fromFile?: string; json?: boolean },
         command: Command,
-      ) => {
-        const operator = await commands.operator();
-        await operator.operatorCommand(globals(command), ref, operator.resolveFact(options), options);
-      },
+      ) => act(command, refs, options, (await commands.operator()).resolveFact(options)),
     );
 
-  program
-    .command('cancel')
-    .description('cancel a step: terminal, and every later dispatch is refused (operator key, --url)')
-    .argument('<ref>', 'the operation_ref')
+  refsArgument(
+    program
+      .command('cancel')
+      .description('cancel a step: terminal, and every later dispatch is refused (operator key, --url)'),
+  )
     .requiredOption('--reason <text>', 'why')
     .option('--json', 'machine-readable output')
-    .action(async (ref: string, options: { reason: string; json?: boolean }, command: Command) =>
-      (await commands.operator()).operatorCommand(
-        globals(command),
-        ref,
-        { type: 'StepCancelled', data: { reason: options.reason } },
-        options,
-      ),
+    .action(async (refs: string[], options: { reason: string; fromFile?: string; json?: boolean }, command: Command) =>
+      act(command, refs, options, { type: 'StepCancelled', data: { reason: options.reason } }),
     );
 
-  program
-    .command('reopen')
-    .description('give an escalated step a new, bounded attempt budget (operator key, --url)')
-    .argument('<ref>', 'the operation_ref')
+  refsArgument(
+    program.command('reopen').description('give an escalated step a new, bounded attempt budget (operator key, --url)'),
+  )
     .addOption(
       new Option('--attempts <n>', 'attempts beyond those used, 1 to 10')
         .argParser(nonNegativeInteger('--attempts'))
@@ -222,32 +251,41 @@ export function buildProgram(): Command {
     )
     .requiredOption('--reason <text>', 'why')
     .option('--json', 'machine-readable output')
-    .action(async (ref: string, options: { attempts: number; reason: string; json?: boolean }, command: Command) =>
-      (await commands.operator()).operatorCommand(
-        globals(command),
-        ref,
-        { type: 'StepReopened', data: { attempts: options.attempts, reason: options.reason } },
-        options,
-      ),
+    .action(
+      async (
+        refs: string[],
+        options: { attempts: number; reason: string; fromFile?: string; json?: boolean },
+        command: Command,
+      ) =>
+        act(command, refs, options, {
+          type: 'StepReopened',
+          data: { attempts: options.attempts, reason: options.reason },
+        }),
     );
 
-  program
-    .command('ack')
-    .description('acknowledge an escalation: it leaves "Needs a person" and stays escalated (operator key, --url)')
-    .argument('<ref>', 'the operation_ref')
+  refsArgument(
+    program
+      .command('ack')
+      .description('acknowledge an escalation: it leaves "Needs a person" and stays escalated (operator key, --url)'),
+  )
     .requiredOption('--assignee <name>', 'who has it')
     .option('--note <text>', 'a note for the evidence trail')
+    .option('--reassign', 'take it from the assignee who has it (without it, another assignee is refused)')
     .option('--json', 'machine-readable output')
-    .action(async (ref: string, options: { assignee: string; note?: string; json?: boolean }, command: Command) =>
-      (await commands.operator()).operatorCommand(
-        globals(command),
-        ref,
-        {
+    .action(
+      async (
+        refs: string[],
+        options: { assignee: string; note?: string; reassign?: boolean; fromFile?: string; json?: boolean },
+        command: Command,
+      ) =>
+        act(command, refs, options, {
           type: 'EscalationAcknowledged',
-          data: { assignee: options.assignee, ...(options.note === undefined ? {} : { note: options.note }) },
-        },
-        options,
-      ),
+          data: {
+            assignee: options.assignee,
+            ...(options.note === undefined ? {} : { note: options.note }),
+            ...(options.reassign === true ? { reassign: true } : {}),
+          },
+        }),
     );
 
   program

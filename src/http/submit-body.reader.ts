@@ -53,11 +53,23 @@ export interface Violation {
   reason: string;
 }
 
+/**
+ * A client event id breaks its pattern when it is no UUID at all (missing, empty, another shape) as
+ * well as when it is a version 8 one: the reason names which, so an empty id is not told about
+ * versions.
+ */
+function clientEventIdReason(value: unknown): string {
+  if (value === undefined) return 'is missing: each event needs a UUID of its own (any version but 8)';
+  if (value === '') return 'must not be empty: a UUID (any version but 8)';
+  if (!(typeof value === 'string' && isUUID(value, 'all'))) return 'must be a UUID';
+  return 'must not be a version 8 UUID: those are the ids the ledger derives';
+}
+
 /** What a pattern asks, in words: the patterns of the identifier grammar and of a client event id. */
-const PATTERN_RULES: Record<string, string> = {
-  [IDENTIFIER_PATTERN.source]:
+const PATTERN_RULES: Record<string, (value: unknown) => string> = {
+  [IDENTIFIER_PATTERN.source]: () =>
     'must be ASCII letters, digits and _ . : / @ + = # ~ - (starting with a letter, digit or _)',
-  [CLIENT_EVENT_ID_PREFIX.source]: 'must not be a version 8 UUID: those are the ids the ledger derives',
+  [CLIENT_EVENT_ID_PREFIX.source]: clientEventIdReason,
 };
 
 const FORMAT_RULES: Record<string, { holds: (value: unknown) => boolean; reason: string }> = {
@@ -81,7 +93,7 @@ type Rule = (schema: FieldSchema, value: unknown) => string | undefined;
 const RULE_ORDER: Rule[] = [
   (s, v) =>
     s.pattern !== undefined && !(typeof v === 'string' && matches(v, patternOf(s.pattern)))
-      ? patternRule(s.pattern)
+      ? patternRule(s.pattern, v)
       : undefined,
   (s, v) =>
     s.maxLength !== undefined && !(typeof v === 'string' && maxLength(v, s.maxLength))
@@ -118,8 +130,8 @@ function patternOf(source: string): RegExp {
   return pattern;
 }
 
-function patternRule(pattern: string): string {
-  return PATTERN_RULES[pattern] ?? `must match ${pattern} regular expression`;
+function patternRule(pattern: string, value: unknown): string {
+  return PATTERN_RULES[pattern]?.(value) ?? `must match ${pattern} regular expression`;
 }
 
 function formatRule(format: string): { holds: (value: unknown) => boolean; reason: string } {

@@ -22,6 +22,7 @@ import { IntegrityMonitor } from './integrity-monitor';
 import { LedgerService, type LedgerObserver } from './ledger.service';
 import { SubmitCommandHandler } from './submit-command.handler';
 import { stepIndexer } from './step-index';
+import { FailureLog } from '../logging/failure-log';
 
 /**
  * Other modules that must hear of refusals (webhooks count premature lookups, which the log does
@@ -52,6 +53,8 @@ export interface LedgerModuleOptions {
  */
 export class HistoryRollbackCheck implements OnModuleInit {
   private readonly logger = new Logger('Integrity');
+  // Asked again every two seconds while the store is down: see FailureLog.
+  private readonly failures = new FailureLog(this.logger);
   private writer: HeadWitnessWriter | undefined;
   private retry: NodeJS.Timeout | undefined;
   private readonly accepted: Counter | undefined;
@@ -94,8 +97,8 @@ export class HistoryRollbackCheck implements OnModuleInit {
       });
     } catch (error) {
       // A store that cannot be read yet (EventStoreDB starting) is asked again; writes wait meanwhile.
-      this.logger.error(
-        { err: error },
+      this.failures.failed(
+        error,
         'the log could not be checked for a rollback; writes wait, and the check runs again shortly',
       );
       this.retry = setTimeout(() => void this.check(), 2000);

@@ -3,7 +3,7 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 import { LoggerModule } from 'nestjs-pino';
 import pino from 'pino';
 import type { Options } from 'pino-http';
-import { loggedPath } from './logged-path';
+import { loggedPath, loggedRoute } from './logged-path';
 import { traceFieldsOf } from './request-context';
 
 export { loggedPath };
@@ -27,10 +27,10 @@ export function httpLogOptions(level: string): Options<IncomingMessage, ServerRe
     customProps: (req) => traceFieldsOf(req.headers.traceparent) ?? {},
     // Headers are left out on purpose: Authorization carries the API key.
     serializers: {
-      req: (req: { id: unknown; method: string; url: string; remoteAddress?: string }) => ({
+      req: (req: { id: unknown; method: string; url: string; remoteAddress?: string; raw?: IncomingMessage }) => ({
         id: req.id,
         method: req.method,
-        url: loggedPath(req.url),
+        url: loggedRoute(req.raw, req.url),
         remote_address: req.remoteAddress,
       }),
       res: (res: { statusCode: number }) => ({ status_code: res.statusCode }),
@@ -46,8 +46,8 @@ export function httpLogOptions(level: string): Options<IncomingMessage, ServerRe
           ? 'warn'
           : 'info',
     customSuccessMessage: (req, res, responseTime) =>
-      `${req.method} ${loggedPath(pathOf(req))} ${res.statusCode} in ${Math.round(responseTime)} ms`,
-    customErrorMessage: (req, res) => `${req.method} ${loggedPath(pathOf(req))} ${res.statusCode} failed`,
+      `${req.method} ${loggedRoute(req, pathOf(req))} ${res.statusCode} in ${Math.round(responseTime)} ms`,
+    customErrorMessage: (req, res) => `${req.method} ${loggedRoute(req, pathOf(req))} ${res.statusCode} failed`,
   };
 }
 

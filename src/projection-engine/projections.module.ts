@@ -25,6 +25,7 @@ import { ProjectionQueries } from './projection-queries';
 import { verifyReadModels } from './read-model-verification';
 import { readModelFile, type ReadModel } from '../store/read-model.port';
 import { openReadModel } from '../store/store.factory';
+import { FailureLog } from '../logging/failure-log';
 
 export const PROJECTION_ENGINE = Symbol('PROJECTION_ENGINE');
 export const READ_MODEL = Symbol('READ_MODEL');
@@ -153,8 +154,10 @@ export class ProjectionsLifecycle implements OnApplicationBootstrap, OnModuleDes
       inject: [EVENT_STORE, READ_MODEL, CONFIG],
       useFactory: (store: EventStore, readModel: ReadModel, config: LedgerConfig): ProjectionRunner => {
         const logger = new Logger('ProjectionEngine');
+        // It follows the log again every second: a store that is down must not write a stack each time.
+        const failures = new FailureLog(logger);
         const onError = (error: Error) =>
-          logger.error({ err: error }, 'projection engine failed; following the log again shortly');
+          failures.failed(error, 'projection engine failed; following the log again shortly');
         const eventsFile = embeddedLogFile(store);
         if (eventsFile !== undefined && config.projectionsThread === 'worker') {
           return new WorkerProjectionRunner({

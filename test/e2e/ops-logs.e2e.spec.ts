@@ -80,6 +80,32 @@ describe('structured logs', () => {
     ]);
   });
 
+  it('every route logs its pattern, never the path, and only a path no route matches logs <unmatched>', async () => {
+    const ref = encodeURIComponent('run_x/step_1');
+    const routes: Array<[string, string]> = [
+      ['/v1/triage?kind=escalated', '/v1/triage'],
+      ['/v1/changes?after=0&wait_ms=0', '/v1/changes'],
+      ['/v1/whoami', '/v1/whoami'],
+      ['/v1/work?tools=create_invoice&worker_id=w1&wait_ms=0', '/v1/work'],
+      ['/v1/leases', '/v1/leases'],
+      ['/v1/runs', '/v1/runs'],
+      ['/v1/webhooks/deliveries', '/v1/webhooks/deliveries'],
+      ['/v1/admin/webhooks', '/v1/admin/webhooks'],
+      [`/v1/operations/${ref}/lease`, '/v1/operations/:ref/lease'],
+      [`/v1/operations/${ref}/events`, '/v1/operations/:ref/events'],
+      ['/v1/no-such-route', '<unmatched>'],
+    ];
+    for (const [path, pattern] of routes) {
+      const requestId = `req-${randomUUID()}`;
+      await request(ledger.baseUrl, 'GET', path, undefined, {
+        authorization: `Bearer ${KEY}`,
+        'x-request-id': requestId,
+      });
+      const line = await logged(requestId);
+      expect({ path, url: line.req.url, msg: line.msg.split(' ')[1] }).toEqual({ path, url: pattern, msg: pattern });
+    }
+  });
+
   it('a request without an id gets one, and a malformed id or traceparent is not taken', async () => {
     const fresh = await request(ledger.baseUrl, 'GET', '/v1/schema/envelope');
     expect(fresh.headers.get('x-request-id')).toMatch(/^[0-9a-f-]{36}$/);

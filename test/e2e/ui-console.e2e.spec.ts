@@ -166,6 +166,33 @@ describeInBrowser('the incident console', () => {
     await page.screenshot({ path: join(DOCS, 'ui-triage.png'), fullPage: true });
   });
 
+  it('offers every kind the counts show in the Kind filter, possible duplicates first', async () => {
+    await page.goto(`${ledger.baseUrl}/ui${QUEUE}`);
+    await page.fill('#api-key', APPROVER_KEY);
+    await page.click('#key-form button[type=submit]');
+    await queueShows(5);
+    const offered = await page
+      .locator('#triage-filters select[name=kind] option')
+      .evaluateAll((options) => options.map((option) => option.getAttribute('value')).filter(Boolean));
+    const counted = await page
+      .locator('#triage-by-kind a.chip')
+      .evaluateAll((chips) =>
+        chips.map((chip) => new URLSearchParams(chip.getAttribute('href')?.split('?')[1]).get('kind')),
+      );
+    expect(offered).toEqual(counted);
+    expect(offered[0]).toBe('possible_duplicate');
+  });
+
+  it('with the default thresholds, lists an unknown outcome not yet due under Waiting, with when it comes due', async () => {
+    await page.goto(`${ledger.baseUrl}/ui#/triage?run_id=${RUN}`);
+    const waiting = page.locator('#triage-waiting-list li', { hasText: REF.unknown });
+    await waiting.waitFor();
+    expect(await refsInQueue()).not.toContain(REF.unknown);
+    const text = await waiting.innerText();
+    expect(text).toMatch(/unknown outcome of create_invoice, due here at .+ \(your time, in 1[45]m \d\ds\)/);
+    expect(await page.locator('#triage-waiting').isVisible()).toBe(true);
+  });
+
   it('filters the queue by kind, tool and text on the ref, and by a count chip', async () => {
     await page.selectOption('#triage-filters select[name=kind]', 'awaiting_approval');
     await page.click('#triage-filters button[type=submit]');

@@ -105,7 +105,7 @@ describeInBrowser('the console: operator actions', () => {
     expect(offered).toEqual(['op-action-found', 'op-action-not-found', 'op-action-ack']);
     expect(await page.locator('#op-action-found').isDisabled()).toBe(true);
     expect(await page.innerText('#operator-buttons .disabled-reason')).toBe(
-      'A auditor key may not record operator facts: use a key with the operator role.',
+      'An auditor key may not record operator facts: use a key with the operator role.',
     );
     const contextText = await page.innerText('#context-facts');
     expect(contextText).toContain('refund_payment (write)');
@@ -128,7 +128,9 @@ describeInBrowser('the console: operator actions', () => {
     await page.fill('#operator-form input[name=evidence]', 're_9');
     await page.click('#op-action-found');
     await page
-      .locator('#operator-result', { hasText: 'OutcomeVerifiedManually recorded: the step is now succeeded' })
+      .locator('#operator-result', {
+        hasText: 'Recorded that the write committed (re_9): the step is now succeeded',
+      })
       .waitFor();
     await page.locator('#op-status', { hasText: 'succeeded' }).waitFor();
     await page.locator('#verdict-statement', { hasText: 'verified by a person' }).waitFor();
@@ -155,7 +157,7 @@ describeInBrowser('the console: operator actions', () => {
     await page.fill('#operator-form input[name=assignee]', 'ana');
     await page.click('#op-action-ack');
     await page
-      .locator('#operator-result', { hasText: 'EscalationAcknowledged recorded: the step is now escalated' })
+      .locator('#operator-result', { hasText: 'Acknowledged: ana has it: the step is now escalated' })
       .waitFor();
     await page.locator('#operator-buttons', { hasText: 'Acknowledged: ana has it' }).waitFor();
     expect(await page.locator('#op-action-ack').count()).toBe(0);
@@ -219,6 +221,52 @@ describeInBrowser('the console: operator actions', () => {
     expect(await page.innerText('#approval-input')).not.toContain('12500');
     expect(problems).toEqual([]);
   });
+
+  it('a not-found inside the consistency window says until when in local time, and counts down', async () => {
+    await page.setViewportSize({ width: 1440, height: 900 });
+    const ref = `${RUN}/refund_3`;
+    const runtime = ledgerAt(ledger.baseUrl, { authorization: `Bearer ${RUNTIME_KEY}` });
+    for (const event of [
+      fact('StepPlanned', {
+        run_id: RUN,
+        tool: 'refund_payment',
+        side_effect: 'write',
+        input_hash: INPUT_HASH,
+        policy: { consistency_window_ms: 600_000 },
+      }),
+      fact('AttemptDispatched', { attempt: 1, input_hash: INPUT_HASH }),
+      fact('EnvelopeRecorded', { attempt: 1, envelope: seedEnvelopes.outcomeUnknown(ref) }),
+    ])
+      expect((await runtime.submit(ref, [event])).status).toBe(200);
+    await page.goto(`${ledger.baseUrl}/ui#/operation/${encodeURIComponent(ref)}`);
+    await page.locator('#op-action-not-found:not([disabled])').waitFor();
+    await page.fill('#operator-form textarea[name=reason]', 'nothing at the provider yet');
+    await page.click('#op-action-not-found');
+    const refusal = page.locator('#operator-result', { hasText: 'too early to say not found' });
+    await refusal.waitFor();
+    const first = await refusal.innerText();
+    // The same refusal through the API (a refused fact records nothing) names the instant.
+    const operator = ledgerAt(ledger.baseUrl, { authorization: `Bearer ${OPERATOR_KEY}` });
+    const refused = await operator.submit(ref, [
+      fact('OutcomeVerifiedManually', { outcome: 'not_found', note: 'nothing at the provider yet' }),
+    ]);
+    expect(refused.body.code).toBe('VERIFICATION_PREMATURE');
+    const due = refused.body.directive.not_before as string;
+    const local = await page.evaluate((iso) => new Date(iso).toLocaleTimeString(), due);
+    expect(first).toContain(`until ${local} (your time, in `);
+    expect(first).not.toMatch(/\d{4}-\d\d-\d\dT|UTC/);
+    // The countdown moves on its own, without another click.
+    await page.waitForFunction(
+      (before) =>
+        (globalThis as unknown as { document: { getElementById(id: string): { textContent: string } } }).document
+          .getElementById('operator-result')
+          .textContent.includes('(your time, in ') &&
+        (
+          globalThis as unknown as { document: { getElementById(id: string): { textContent: string } } }
+        ).document.getElementById('operator-result').textContent !== before,
+      first,
+    );
+  });
 });
 
 describeInBrowser('the console: bulk acknowledge and cancel from the queue', () => {
@@ -252,7 +300,7 @@ describeInBrowser('the console: bulk acknowledge and cancel from the queue', () 
     ledger?.cleanup();
   });
 
-  it('cancels what may be cancelled and says, per item, what was refused and why', async () => {
+  it('offers cancel only for escalations whose outcome is known, and says each result in words', async () => {
     const known = `${RUN}/bulk_known`;
     const unknown = `${RUN}/bulk_unknown`;
     const runtime = ledgerAt(ledger.baseUrl, { authorization: `Bearer ${RUNTIME_KEY}` });
@@ -269,18 +317,19 @@ describeInBrowser('the console: bulk acknowledge and cancel from the queue', () 
     await page.locator('#triage-table input.bulk-pick').nth(1).waitFor();
     await page.check(`#triage-table input.bulk-pick[data-ref="${known}"]`);
     await page.check(`#triage-table input.bulk-pick[data-ref="${unknown}"]`);
-    await page.fill('#bulk-form input[name=reason]', 'the customer withdrew both');
+    // The unknown outcome would be refused OUTCOME_UNVERIFIED: cancel is not offered while it is picked.
+    expect(await page.locator('#bulk-cancel').isDisabled()).toBe(true);
+    expect(await page.innerText('#bulk-cancel-hint')).toContain('whose outcome is unknown cannot be cancelled');
+    await page.uncheck(`#triage-table input.bulk-pick[data-ref="${unknown}"]`);
+    expect(await page.locator('#bulk-cancel').isDisabled()).toBe(false);
+    expect(await page.locator('#bulk-cancel-hint').isHidden()).toBe(true);
+    await page.fill('#bulk-form input[name=reason]', 'the customer withdrew');
     await page.click('#bulk-cancel');
-    await page.locator('#bulk-results li').nth(1).waitFor();
+    await page.locator('#bulk-results li').first().waitFor();
     const lines = await page
       .locator('#bulk-results li')
       .evaluateAll((items) => items.map((item) => [item.getAttribute('data-ref'), item.className, item.textContent]));
-    expect(lines).toEqual(
-      expect.arrayContaining([
-        [known, 'ok', `${known}: StepCancelled recorded, now cancelled`],
-        [unknown, 'error', expect.stringContaining(`${unknown}: refused OUTCOME_UNVERIFIED`)],
-      ]),
-    );
+    expect(lines).toEqual([[known, 'ok', `${known}: Cancelled; now cancelled`]]);
     await page.screenshot({ path: join(DOCS, 'ui-operator-bulk.png'), fullPage: true });
     // The queue redraws: the cancelled step has left it, the other is still there to acknowledge.
     await page.waitForFunction(
@@ -294,7 +343,7 @@ describeInBrowser('the console: bulk acknowledge and cancel from the queue', () 
     await page.fill('#bulk-form input[name=assignee]', 'ana');
     await page.click('#bulk-ack');
     await page
-      .locator('#bulk-results li.ok', { hasText: `${unknown}: EscalationAcknowledged recorded, now escalated` })
+      .locator('#bulk-results li.ok', { hasText: `${unknown}: Acknowledged: ana has it; now escalated` })
       .waitFor();
   });
 });

@@ -89,10 +89,16 @@ describe('projections rebuild on the data directory of a running service', () =>
     const refused = runCli(['projections', 'rebuild', '--progress', 'never', '--data-dir', ledger.dataDir]);
     expect({ status: refused.status, stdout: refused.stdout }).toEqual({ status: 3, stdout: '' });
     expect(refused.stderr).toContain(
-      'is open in another process (a running service?): stop it first, or rebuild through it with --url and an admin --key',
+      'is open in another process (a running service?): stop it first, or rebuild through it: --url <its URL>, with an admin --key unless it runs in local mode (no keys)',
     );
     // The service noticed nothing: it still answers.
     expect((await request(ledger.baseUrl, 'GET', '/health/ready')).status).toBe(200);
+    // The advice works as given: this service runs in local mode, so --url needs no key.
+    const through = runCli(['projections', 'rebuild', '--url', ledger.baseUrl]);
+    expect({ status: through.status, stderr: through.stderr }).toEqual({ status: 0, stderr: '' });
+    expect(through.stdout).toContain(
+      `rebuilt step_state, evidence_trail, run_summary, trust_metrics on ${ledger.baseUrl}`,
+    );
 
     await ledger.stop();
     const rebuilt = runCli(['projections', 'rebuild', '--progress', 'never', '--data-dir', ledger.dataDir]);

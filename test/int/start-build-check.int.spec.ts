@@ -1,7 +1,8 @@
 /**
  * `npm start` runs `node scripts/build.cjs --if-stale` first: it compiles only when dist/ is
  * missing or a source is newer than the last compile, so a start with a current build loads no
- * compiler. Checked on a tiny project laid out like this one, with the real script and TypeScript.
+ * compiler. Checked on a tiny project laid out like this one (a server and a workspace package
+ * under packages/), with the real script and TypeScript.
  */
 import { spawnSync } from 'node:child_process';
 import {
@@ -9,6 +10,7 @@ import {
   existsSync,
   mkdirSync,
   mkdtempSync,
+  renameSync,
   rmSync,
   symlinkSync,
   utimesSync,
@@ -23,6 +25,17 @@ let project: string;
 function start(): { compiled: boolean; status: number | null } {
   const run = spawnSync(process.execPath, [join(project, 'scripts/build.cjs'), '--if-stale'], { encoding: 'utf8' });
   return { compiled: /compiling/.test(run.stderr), status: run.status };
+}
+
+/** A start with no compiler installed: it can only succeed when it compiles nothing. */
+function startWithoutCompiler(): { compiled: boolean; status: number | null } {
+  const compilers = ['typescript', 'tsup'].map((name) => join(project, 'node_modules', name));
+  for (const compiler of compilers) renameSync(compiler, `${compiler}.away`);
+  try {
+    return start();
+  } finally {
+    for (const compiler of compilers) renameSync(`${compiler}.away`, compiler);
+  }
 }
 
 beforeAll(() => {
@@ -40,6 +53,31 @@ beforeAll(() => {
     }),
   );
   writeFileSync(join(project, 'tsconfig.build.json'), JSON.stringify({ extends: './tsconfig.json', include: ['src'] }));
+  symlinkSync(join(ROOT, 'node_modules/tsup'), join(project, 'node_modules/tsup'), 'dir');
+  // Workspace packages, compiled first into their own dist/ as packages/core (tsc) and
+  // packages/client (tsup, which writes a temporary bundled config beside its own) are.
+  const core = join(project, 'packages/core');
+  mkdirSync(join(core, 'src'), { recursive: true });
+  writeFileSync(join(core, 'package.json'), JSON.stringify({ name: 'core', version: '0.0.0', main: 'dist/index.js' }));
+  writeFileSync(join(core, 'src/index.ts'), 'export const question = 6 * 7;\n');
+  writeFileSync(
+    join(core, 'tsconfig.json'),
+    JSON.stringify({
+      compilerOptions: { module: 'commonjs', target: 'es2022', outDir: 'dist', rootDir: 'src', types: [] },
+      include: ['src'],
+    }),
+  );
+  const client = join(project, 'packages/client');
+  mkdirSync(join(client, 'src'), { recursive: true });
+  writeFileSync(
+    join(client, 'package.json'),
+    JSON.stringify({ name: 'client', version: '0.0.0', main: 'dist/index.js' }),
+  );
+  writeFileSync(join(client, 'src/index.ts'), 'export const greeting: string = "hello";\n');
+  writeFileSync(
+    join(client, 'tsup.config.ts'),
+    "import { defineConfig } from 'tsup';\nexport default defineConfig({ entry: ['src/index.ts'], format: ['cjs'], clean: true });\n",
+  );
 });
 
 afterAll(() => {
@@ -50,7 +88,16 @@ describe('the build check before npm start', () => {
   it('compiles when there is no build, then not again while the build is current', () => {
     expect(start()).toEqual({ compiled: true, status: 0 });
     expect(existsSync(join(project, 'dist/src/main.js'))).toBe(true);
-    expect(start()).toEqual({ compiled: false, status: 0 });
+    expect(existsSync(join(project, 'packages/core/dist/index.js'))).toBe(true);
+    expect(existsSync(join(project, 'packages/client/dist/index.js'))).toBe(true);
+    expect(startWithoutCompiler()).toEqual({ compiled: false, status: 0 });
+  });
+
+  it('does not compile again after a full rebuild of an unchanged checkout (npm run build, then npm start)', () => {
+    const build = spawnSync(process.execPath, [join(project, 'scripts/build.cjs')], { encoding: 'utf8' });
+    expect(build.status).toBe(0);
+    expect(startWithoutCompiler()).toEqual({ compiled: false, status: 0 });
+    expect(startWithoutCompiler()).toEqual({ compiled: false, status: 0 });
   });
 
   it('compiles again when a source is newer than the build', () => {
@@ -60,7 +107,16 @@ describe('the build check before npm start', () => {
     utimesSync(join(project, 'dist/.build-stamp'), compiled, compiled);
     utimesSync(join(project, 'src/main.ts'), saved, saved);
     expect(start()).toEqual({ compiled: true, status: 0 });
-    expect(start()).toEqual({ compiled: false, status: 0 });
+    expect(startWithoutCompiler()).toEqual({ compiled: false, status: 0 });
+  });
+
+  it('compiles again when a package source is newer than the build', () => {
+    const compiled = new Date(Date.now() - 60_000);
+    const saved = new Date(Date.now() - 30_000);
+    utimesSync(join(project, 'dist/.build-stamp'), compiled, compiled);
+    utimesSync(join(project, 'packages/core/src/index.ts'), saved, saved);
+    expect(start()).toEqual({ compiled: true, status: 0 });
+    expect(startWithoutCompiler()).toEqual({ compiled: false, status: 0 });
   });
 
   it('fails the start when the sources do not compile', () => {

@@ -52,6 +52,15 @@ const nodes = Object.entries(services).filter(
     service.command.some((arg) => arg.startsWith('--cluster-size=')),
 );
 const SERVER_IMAGE = interpolate(services.eventstore.image as string);
+/** `[host_ip:]host_port:container_port`, as compose reads a short port mapping. */
+const portOf = (mapping: string) => {
+  const parts = mapping.split(':');
+  return {
+    hostIp: parts.length === 3 ? parts[0] : '0.0.0.0',
+    hostPort: parts[parts.length - 2],
+    containerPort: parts[parts.length - 1].split(' ')[0],
+  };
+};
 
 describe('docker-compose.yml', () => {
   it('pins the server image to a KurrentDB LTS release, overridable by KURRENTDB_IMAGE, and documents the variable', () => {
@@ -73,20 +82,33 @@ describe('docker-compose.yml', () => {
     expect(script).toMatch(/-mtime \+300/);
   });
 
-  it('publishes each host port once, and maps the ledgers to the port they listen on', () => {
-    const hostPorts = Object.values(services).flatMap((service) =>
-      (service.ports ?? []).map((port) => port.split(':')[0]),
-    );
+  it('publishes each host port once, on loopback only, and maps the ledgers to the port they listen on', () => {
+    const published = Object.values(services).flatMap((service) => (service.ports ?? []).map(portOf));
+    const hostPorts = published.map(({ hostPort }) => hostPort);
     expect(new Set(hostPorts).size).toBe(hostPorts.length);
+    // The example keys and the insecure node are for this machine: nothing is published beyond it.
+    expect(published.filter(({ hostIp }) => hostIp !== '127.0.0.1')).toEqual([]);
     for (const name of ['ledger', 'ledger-cluster']) {
       const service = services[name];
       expect(service.build).toBe('.');
-      const [, containerPort] = (service.ports as string[])[0].split(':');
+      const { containerPort } = portOf((service.ports as string[])[0]);
       expect(containerPort).toBe(service.environment?.PORT);
       expect(dockerfile).toContain(`EXPOSE ${containerPort}`);
       // Bound beyond loopback, so keys are required (docs/contract.md §8).
       expect(service.environment?.HOST).toBe('0.0.0.0');
       expect(service.environment?.LEDGER_API_KEYS).toMatch(/\w+:\w+:\w+/);
+    }
+  });
+
+  it('gives the example keys every role, so an approval-gated step can be approved and an escalation handled', () => {
+    for (const name of ['ledger', 'ledger-cluster']) {
+      const roles = (services[name].environment?.LEDGER_API_KEYS as string)
+        .split(',')
+        .map((entry) => entry.split(':')[1]);
+      expect({ name, roles: [...roles].sort() }).toEqual({
+        name,
+        roles: ['admin', 'approver', 'auditor', 'operator', 'runtime'],
+      });
     }
   });
 

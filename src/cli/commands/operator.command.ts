@@ -1,7 +1,8 @@
 import { randomUUID } from 'node:crypto';
+import { readFileSync } from 'node:fs';
 import type { SubmitAnswer } from '@recovery-ledger/core/contract/ledger-api.types';
-import { usageError } from '../cli-errors';
-import { encodeRef, remoteLedger, type GlobalOptions } from '../ledger-source';
+import { CliError, EXIT, usageError, type ExitCode } from '../cli-errors';
+import { encodeRef, remoteLedger, type GlobalOptions, type RemoteLedger } from '../ledger-source';
 import { writeJson } from '../text-format';
 
 /**
@@ -16,10 +17,11 @@ export type OperatorFact =
     }
   | { type: 'StepCancelled'; data: { reason: string } }
   | { type: 'StepReopened'; data: { attempts: number; reason: string } }
-  | { type: 'EscalationAcknowledged'; data: { assignee: string; note?: string } };
+  | { type: 'EscalationAcknowledged'; data: { assignee: string; note?: string; reassign?: boolean } };
 
 export interface OperatorOptions {
   json?: boolean;
+  fromFile?: string;
 }
 
 export interface ResolveOptions extends OperatorOptions {
@@ -40,9 +42,31 @@ export function resolveFact(options: ResolveOptions): OperatorFact {
       };
 }
 
+/**
+ * The refs to act on: those on the command line, then one a line from `--from-file` (`-` for
+ * stdin), blank lines and `#` comments skipped, so an incident's list can be worked in one go.
+ */
+export function refsOf(args: readonly string[], fromFile: string | undefined): string[] {
+  const listed =
+    fromFile === undefined
+      ? []
+      : readFileSync(fromFile === '-' ? 0 : fromFile, 'utf8')
+          .split(/\r?\n/)
+          .map((line) => line.trim())
+          .filter((line) => line !== '' && !line.startsWith('#'));
+  const refs = [...args, ...listed];
+  if (refs.length === 0) throw usageError('name at least one operation_ref, or give --from-file <file> (- for stdin)');
+  return refs;
+}
+
+/**
+ * One fact per ref, each submitted on its own (one refusal does not stop the others), one result
+ * line per ref; the exit code is the worst of them. A single ref keeps the one-line error of every
+ * other command.
+ */
 export async function operatorCommand(
   global: GlobalOptions,
-  ref: string,
+  refs: readonly string[],
   fact: OperatorFact,
   options: OperatorOptions,
 ): Promise<void> {
@@ -50,16 +74,39 @@ export async function operatorCommand(
   // The facts are decided by the service that holds the log, never written past it.
   if (!remote)
     throw usageError(`${fact.type} is recorded through a running service: give --url (and --key, an operator key)`);
-  const answer = await remote.postJson<SubmitAnswer>(`/v1/operations/${encodeRef(ref)}/events`, {
-    events: [{ event_id: randomUUID(), ...fact }],
-  });
-  if (options.json) {
-    writeJson(process.stdout, answer);
+  if (refs.length === 1) {
+    const answer = await submit(remote, refs[0], fact);
+    if (options.json) writeJson(process.stdout, answer);
+    else process.stdout.write(`${resultLine(refs[0], fact, answer)}\n`);
     return;
   }
+  let worst: ExitCode = EXIT.ok;
+  for (const ref of refs) {
+    try {
+      const answer = await submit(remote, ref, fact);
+      process.stdout.write(
+        options.json ? `${JSON.stringify({ operation_ref: ref, answer })}\n` : `${resultLine(ref, fact, answer)}\n`,
+      );
+    } catch (error) {
+      if (!(error instanceof CliError)) throw error;
+      worst = Math.max(worst, error.exitCode) as ExitCode;
+      if (options.json) process.stdout.write(`${JSON.stringify({ operation_ref: ref, error: error.message })}\n`);
+      process.stderr.write(`recovery-ledger: ${ref}: ${error.message}\n`);
+    }
+  }
+  if (worst !== EXIT.ok) {
+    throw new CliError(`${fact.type} was not recorded for every operation (see the lines above)`, worst);
+  }
+}
+
+function submit(remote: RemoteLedger, ref: string, fact: OperatorFact): Promise<SubmitAnswer> {
+  return remote.postJson<SubmitAnswer>(`/v1/operations/${encodeRef(ref)}/events`, {
+    events: [{ event_id: randomUUID(), ...fact }],
+  });
+}
+
+function resultLine(ref: string, fact: OperatorFact, answer: SubmitAnswer): string {
   const { state } = answer;
   const reason = state.reason ? ` (${state.reason})` : '';
-  process.stdout.write(
-    `${ref}: ${fact.type} recorded; status ${state.status}${reason}, next ${answer.directive.next_action}, revision ${answer.revision}\n`,
-  );
+  return `${ref}: ${fact.type} recorded; status ${state.status}${reason}, next ${answer.directive.next_action}, revision ${answer.revision}`;
 }

@@ -184,7 +184,7 @@ export async function rebuildCommand(
     const file = readModelFile(config.dataDir);
     if (readModelInUse(file)) {
       throw new CliError(
-        `the read model at ${file} is open in another process (a running service?): stop it first, or rebuild through it with --url and an admin --key`,
+        `the read model at ${file} is open in another process (a running service?): stop it first, or rebuild through it: --url <its URL>, with an admin --key unless it runs in local mode (no keys)`,
         EXIT.unavailable,
       );
     }

@@ -8,6 +8,8 @@ export function ApiError(status, problem) {
   this.status = status;
   this.code = (problem && problem.code) || 'HTTP_' + status;
   this.detail = (problem && (problem.detail || problem.title)) || '';
+  // A refusal's directive: a premature not_found carries when it becomes conclusive (not_before).
+  this.directive = (problem && problem.directive) || undefined;
 }
 
 export function api(path, query, options) {

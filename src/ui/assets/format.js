@@ -32,6 +32,36 @@ export function ago(iso) {
 
 export var segment = encodeURIComponent;
 
+/** "A runtime key", "An admin key": the article by the word's sound, as far as its first letter tells. */
+export function withArticle(word) {
+  return (/^[aeiou]/i.test(word) ? 'An ' : 'A ') + word;
+}
+
+/** An instant in the reader's own time zone, as the clock on their screen shows it. */
+export function localTime(iso) {
+  var at = new Date(iso);
+  var today = new Date().toDateString() === at.toDateString();
+  return today ? at.toLocaleTimeString() : at.toLocaleString();
+}
+
+/** What an operator fact did, in words, for the line after an action (never the event type's name). */
+export function factInWords(fact) {
+  switch (fact.type) {
+    case 'OutcomeVerifiedManually':
+      return fact.data.outcome === 'found_committed'
+        ? 'Recorded that the write committed (' + fact.data.evidence_ref + ')'
+        : 'Recorded that the write is not at the provider';
+    case 'StepCancelled':
+      return 'Cancelled';
+    case 'StepReopened':
+      return 'Reopened with ' + fact.data.attempts + ' more attempt' + (fact.data.attempts === 1 ? '' : 's');
+    case 'EscalationAcknowledged':
+      return 'Acknowledged: ' + fact.data.assignee + ' has it';
+    default:
+      return 'Recorded';
+  }
+}
+
 /** Where a recorded fact left the step, as the console says it after an action or an approval. */
 export function stepNow(answer) {
   return 'the step is now ' + answer.state.status.replace(/_/g, ' ') + ' (next: ' + answer.directive.next_action + ').';

@@ -2,7 +2,7 @@
  * What is being decided, and what a person may do about it (docs/contract.md §4.10): the context
  * card and the operator's actions the step's state allows.
  */
-import { segment, stepNow, time } from './format.js';
+import { duration, factInWords, localTime, segment, stepNow, time, withArticle } from './format.js';
 import { $, clear, facts, h } from './dom.js';
 import { caller } from './key-and-role.js';
 import { api, ApiError, uuid } from './api-client.js';
@@ -111,7 +111,7 @@ export function renderOperatorActions(ref, state, sameOp, redraw) {
   $('attempts-label').hidden = !has('reopen');
   var denied =
     caller && caller.role !== 'operator' && !caller.local
-      ? 'A ' + caller.role + ' key may not record operator facts: use a key with the operator role.'
+      ? withArticle(caller.role) + ' key may not record operator facts: use a key with the operator role.'
       : '';
   var buttons = clear($('operator-buttons'));
   actions.forEach(function (action) {
@@ -179,23 +179,55 @@ function submitOperatorAction(id, redraw) {
     result.className = 'small error';
     return;
   }
-  result.textContent = 'Recording ' + fact.type + '\u2026';
+  result.textContent = 'Recording\u2026';
   result.className = 'small';
   api('/v1/operations/' + segment(ref) + '/events', undefined, {
     body: { events: [Object.assign({ event_id: uuid() }, fact)] },
   }).then(
     function (answer) {
-      result.textContent = fact.type + ' recorded: ' + stepNow(answer);
+      result.textContent = factInWords(fact) + ': ' + stepNow(answer);
       result.className = 'small ok';
       form.reset();
       return redraw(ref, true);
     },
     function (error) {
+      stopCountdown();
+      result.className = 'small error';
+      if (error instanceof ApiError && error.code === 'VERIFICATION_PREMATURE' && error.directive)
+        return countDownTo(result, error.directive.not_before);
       result.textContent =
         error instanceof ApiError
           ? 'Refused: ' + error.code + ' \u2014 ' + error.detail
           : 'Could not reach the ledger: ' + String(error);
-      result.className = 'small error';
     },
   );
+}
+
+var countdown;
+function stopCountdown() {
+  if (countdown) clearInterval(countdown);
+  countdown = undefined;
+}
+
+/**
+ * A not_found inside the consistency window is not conclusive (docs/contract.md §4.5): say until
+ * when, in the reader's own time, and count down to it, rather than quote a UTC instant.
+ */
+function countDownTo(result, notBefore) {
+  var draw = function () {
+    var left = Date.parse(notBefore) - Date.now();
+    if (left <= 0) {
+      stopCountdown();
+      result.textContent = 'Refused: too early to say not found. It may be recorded now: try again.';
+      return;
+    }
+    result.textContent =
+      'Refused: too early to say not found (VERIFICATION_PREMATURE). The provider may still show the write until ' +
+      localTime(notBefore) +
+      ' (your time, in ' +
+      duration(Math.ceil(left / 1000) * 1000) +
+      '); look again then.';
+  };
+  draw();
+  countdown = setInterval(draw, 1000);
 }

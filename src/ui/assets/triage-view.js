@@ -2,7 +2,7 @@
  * The triage queue (GET /v1/triage): what needs a person, counted by kind, tool and reason, with
  * bulk acknowledge or cancel of escalations.
  */
-import { duration, segment, time } from './format.js';
+import { duration, factInWords, localTime, segment, time } from './format.js';
 import { $, badge, cell, clear, focusedIn, h, opLink, refocus, runLink, when } from './dom.js';
 import { api, ApiError, uuid } from './api-client.js';
 import { explain, loaded, say } from './page-status.js';
@@ -91,7 +91,9 @@ export function openTriage(filters, quiet) {
         });
       var body = clear($('triage-table').tBodies[0]);
       appendTriage(body, answer.items);
+      offerBulkActions();
       $('triage-empty').hidden = answer.items.length > 0;
+      showWaiting(filters, answer);
       setMore('triage-more', answer.next_cursor, function (cursor) {
         return api('/v1/triage', Object.assign({ limit: 50, cursor: cursor }, filters)).then(function (next) {
           appendTriage(body, next.items);
@@ -105,6 +107,56 @@ export function openTriage(filters, quiet) {
       show('triage-view');
       explain(error, 'triage queue');
     });
+}
+
+/**
+ * Unknown outcomes not yet past unknown_after_ms (15 minutes by default) are in no queue: without
+ * them a first unknown outcome reads as "nothing needs a person". Listed with the time each comes
+ * due, when the queue is not narrowed to another kind.
+ */
+function showWaiting(filters, answer) {
+  var box = $('triage-waiting');
+  if (filters.kind && filters.kind !== 'unknown_outcome') {
+    box.hidden = true;
+    return;
+  }
+  var query = { status: 'verifying', order: 'newest', limit: 20 };
+  ['tool', 'run_id', 'q'].forEach(function (name) {
+    if (filters[name]) query[name] = filters[name];
+  });
+  var listed = answer.items.map(function (item) {
+    return item.operation_ref;
+  });
+  var after = answer.thresholds.unknown_after_ms;
+  return api('/v1/operations', query).then(
+    function (page) {
+      var list = clear($('triage-waiting-list'));
+      var waiting = page.items.filter(function (item) {
+        return listed.indexOf(item.operation_ref) < 0;
+      });
+      waiting.forEach(function (item) {
+        var due = new Date(Date.parse(item.since) + after).toISOString();
+        list.appendChild(
+          h(
+            'li',
+            { className: 'waiting-item', 'data-ref': item.operation_ref },
+            opLink(item.operation_ref),
+            ' unknown outcome of ' +
+              item.tool +
+              ', due here at ' +
+              localTime(due) +
+              ' (your time, in ' +
+              duration(Math.max(0, Date.parse(due) - Date.now())) +
+              ')',
+          ),
+        );
+      });
+      box.hidden = waiting.length === 0;
+    },
+    function () {
+      box.hidden = true;
+    },
+  );
 }
 
 function appendTriage(body, items) {
@@ -121,15 +173,19 @@ function appendTriage(body, items) {
   items.forEach(function (item) {
     var why = h('span', {});
     // Escalations may be acknowledged or cancelled in bulk (docs/contract.md §4.10).
-    if (item.status === 'escalated')
-      why.appendChild(
-        h('input', {
-          type: 'checkbox',
-          className: 'bulk-pick',
-          'data-ref': item.operation_ref,
-          'aria-label': 'select ' + item.operation_ref,
-        }),
-      );
+    if (item.status === 'escalated') {
+      var pick = h('input', {
+        type: 'checkbox',
+        className: 'bulk-pick',
+        'data-ref': item.operation_ref,
+        'aria-label': 'select ' + item.operation_ref,
+      });
+      // Escalated after an unavailable lookup: its outcome is unknown, and a cancel is refused
+      // OUTCOME_UNVERIFIED (docs/contract.md §4.10), so cancelling it is not offered.
+      if (item.reason === 'LOOKUP_UNAVAILABLE') pick.setAttribute('data-outcome-unknown', '');
+      pick.addEventListener('change', offerBulkActions);
+      why.appendChild(pick);
+    }
     why.appendChild(badge(KIND_LABEL[item.kind], 'kind-' + item.kind));
     if (item.threshold_ms !== undefined)
       why.appendChild(
@@ -158,6 +214,14 @@ function appendTriage(body, items) {
       ),
     );
   });
+}
+
+/** Cancel is offered only while no picked escalation has an unknown outcome. */
+export function offerBulkActions() {
+  var unknown = document.querySelectorAll('#triage-table input.bulk-pick[data-outcome-unknown]:checked').length > 0;
+  $('bulk-cancel').disabled = unknown;
+  $('bulk-cancel').title = unknown ? $('bulk-cancel-hint').textContent.trim() : '';
+  $('bulk-cancel-hint').hidden = !unknown;
 }
 
 /** The refs picked in the queue. */
@@ -198,7 +262,7 @@ export function bulkAct(kind) {
               h('li', {
                 className: 'ok',
                 'data-ref': ref,
-                text: ref + ': ' + fact.type + ' recorded, now ' + answer.state.status.replace(/_/g, ' '),
+                text: ref + ': ' + factInWords(fact) + '; now ' + answer.state.status.replace(/_/g, ' '),
               }),
             );
           },

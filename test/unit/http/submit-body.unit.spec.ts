@@ -106,8 +106,10 @@ describe('the submit body, read against the fact schemas', () => {
         [
           ['events', '0', 'event_id'],
           'urn:uuid:5a7b2d3f-1e8c-4b63-9a43-1c8e2b7d9f10',
-          'events[0].event_id must not be a version 8 UUID: those are the ids the ledger derives',
+          'events[0].event_id must be a UUID',
         ],
+        [['events', '0', 'event_id'], '', 'events[0].event_id must not be empty: a UUID (any version but 8)'],
+        [['events', '0', 'event_id'], 'inv-42', 'events[0].event_id must be a UUID'],
         [['events', '0', 'event_id'], '5a7b2d3f-1e8c-4b63-cb54-2d9f3c8e0a21', 'events[0].event_id must be a UUID'],
         [
           ['events', '0', 'event_id'],
@@ -206,7 +208,7 @@ describe('the submit body, read against the fact schemas', () => {
     );
     expect(answer({ events: [{}] })).toEqual(
       refusedWith(
-        'events[0].event_id must not be a version 8 UUID: those are the ids the ledger derives',
+        'events[0].event_id is missing: each event needs a UUID of its own (any version but 8)',
         'events[0].event_id',
       ),
     );

@@ -43,7 +43,8 @@ export type RefusalCode =
   | 'STEP_NOT_ESCALATED'
   | 'OUTCOME_UNVERIFIED'
   | 'OUTCOME_KNOWN'
-  | 'CLOCK_SKEW_UNBOUNDED';
+  | 'CLOCK_SKEW_UNBOUNDED'
+  | 'ESCALATION_ALREADY_ACKNOWLEDGED';
 
 /**
  * How the clock that judges a window stands against the clocks that may have started it: other
@@ -598,7 +599,7 @@ function decideManualVerification(
       );
 }
 
-/** Cancelling ends the step; it may not hide a write whose outcome nobody knows (verify it first). */
+/** Cancelling ends the step; it may not hide a write whose outcome nobody knows (resolve it first). */
 function decideCancel(state: PlannedStep, command: Command & { fact: { type: 'StepCancelled' } }): Decision {
   const terminal = refuseTerminal(state, command);
   if (terminal) return terminal;
@@ -607,7 +608,7 @@ function decideCancel(state: PlannedStep, command: Command & { fact: { type: 'St
       state,
       command,
       'OUTCOME_UNVERIFIED',
-      `attempt ${state.current_attempt}'s outcome is unknown (state ${state.status}): verify it first`,
+      `attempt ${state.current_attempt}'s outcome is unknown (state ${state.status}): resolve it first (OutcomeVerifiedManually)`,
       state.directive,
     );
   }
@@ -637,7 +638,7 @@ function decideReopen(state: PlannedStep, command: Command & { fact: { type: 'St
       state,
       command,
       'OUTCOME_UNVERIFIED',
-      `attempt ${state.current_attempt}'s outcome is unknown and unverified: resolve it first`,
+      `attempt ${state.current_attempt}'s outcome is unknown and unverified: resolve it first (OutcomeVerifiedManually)`,
       state.directive,
     );
   }
@@ -649,7 +650,11 @@ function decideReopen(state: PlannedStep, command: Command & { fact: { type: 'St
   );
 }
 
-/** Taking an escalation changes no status: the step waits, escalated, for a person's resolution. */
+/**
+ * Taking an escalation changes no status: the step waits, escalated, for a person's resolution.
+ * Someone else's escalation is taken over only on purpose (`reassign`), never by a second click
+ * (docs/contract.md §4.10).
+ */
 function decideAcknowledge(
   state: PlannedStep,
   command: Command & { fact: { type: 'EscalationAcknowledged' } },
@@ -662,6 +667,15 @@ function decideAcknowledge(
       command,
       'STEP_NOT_ESCALATED',
       `only an escalation may be acknowledged, not a step in state ${state.status}`,
+      state.directive,
+    );
+  const holder = state.acknowledged?.assignee;
+  if (holder !== undefined && holder !== command.fact.data.assignee && command.fact.data.reassign !== true)
+    return refuse(
+      state,
+      command,
+      'ESCALATION_ALREADY_ACKNOWLEDGED',
+      `${holder} has this escalation: acknowledge with reassign to give it to ${command.fact.data.assignee}`,
       state.directive,
     );
   return { kind: 'accepted', events: [command.fact], state: applyFact(state, command) };

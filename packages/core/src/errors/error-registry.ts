@@ -35,6 +35,10 @@ export const ERROR_REGISTRY = {
   STEP_SUCCEEDED: { status: 409, title: 'An operator action on a succeeded step' },
   STEP_NOT_ESCALATED: { status: 409, title: 'A reopen or acknowledgement of a step that is not escalated' },
   OUTCOME_UNVERIFIED: { status: 409, title: "A reopen or cancel while an attempt's outcome is unknown and unverified" },
+  ESCALATION_ALREADY_ACKNOWLEDGED: {
+    status: 409,
+    title: 'An acknowledgement naming another assignee than the one who has the escalation, without reassign',
+  },
   OUTCOME_KNOWN: { status: 409, title: "A manual verification where no attempt's outcome is unknown" },
   IDEMPOTENCY_KEY_IN_FLIGHT: { status: 409, title: 'A request with this Idempotency-Key is still being processed' },
   ENVELOPE_INVALID: { status: 422, title: 'An envelope that breaks the envelope rules' },

@@ -64,6 +64,11 @@ export const ESCALATION_ACKNOWLEDGED_DATA_SCHEMA = {
   properties: {
     assignee: { type: 'string', minLength: 1, maxLength: 200 },
     note: { type: 'string', maxLength: 1000 },
+    reassign: {
+      type: 'boolean',
+      description:
+        'Take the escalation from the assignee who has it; without it, naming another assignee is refused ESCALATION_ALREADY_ACKNOWLEDGED.',
+    },
   },
 } as const;
 

@@ -474,7 +474,7 @@ export function evolveEvidenceTrail(current: EvidenceTrailDoc | undefined, event
         );
         break;
       case 'EscalationAcknowledged': {
-        const { assignee, note } = ledgerEvent.data;
+        const { assignee, note, reassign } = ledgerEvent.data;
         doc.operator_action = {
           type: ledgerEvent.type,
           actor: event.metadata.actor,
@@ -484,7 +484,7 @@ export function evolveEvidenceTrail(current: EvidenceTrailDoc | undefined, event
         entry = entryFor(
           event,
           'operator',
-          line`escalation acknowledged by ${event.metadata.actor}, assigned to ${assignee}${note ? line`: ${note}` : ''}`,
+          line`escalation ${reassign === true ? 'reassigned' : 'acknowledged'} by ${event.metadata.actor}, assigned to ${assignee}${note ? line`: ${note}` : ''}`,
         );
         break;
       }

@@ -293,6 +293,19 @@ describe('decide: operator facts, the rules behind the table', () => {
     expect((scenario.state as PlannedStep).acknowledged).toBeUndefined();
   });
 
+  it('a second acknowledgement naming someone else is refused ESCALATION_ALREADY_ACKNOWLEDGED unless it says reassign', () => {
+    const scenario = states.escalated_known();
+    scenario.when(ack('ana'), LATER).then(['EscalationAcknowledged']);
+    const refused = scenario.when(ack('bo'), LATER).thenRefuses('ESCALATION_ALREADY_ACKNOWLEDGED');
+    expect(refused.detail).toContain('ana');
+    expect((scenario.state as PlannedStep).acknowledged?.assignee).toBe('ana');
+    // The same person again only updates the note; a reassignment says so and is recorded.
+    scenario.when(ack('ana'), LATER).then(['EscalationAcknowledged']);
+    const reassign: SubmittedFact = { type: 'EscalationAcknowledged', data: { assignee: 'bo', reassign: true } };
+    scenario.when(reassign, LATER).then(['EscalationAcknowledged']);
+    expect((scenario.state as PlannedStep).acknowledged?.assignee).toBe('bo');
+  });
+
   it('an operator fact before the plan is refused STEP_NOT_PLANNED', () => {
     for (const fact of Object.values(ACTIONS))
       expect(decide({ status: 'unplanned' }, { fact, event_id: 'e', now: T0 })).toMatchObject({
