@@ -64,9 +64,12 @@ function run(tool, args, cwd) {
 function build() {
   const startedAt = new Date();
   for (const { dir, tool, args } of PACKAGES) {
+    const folder = statSync(join(root, dir));
     // A renamed or deleted source must not leave its old output behind in the package.
     rmSync(join(root, dir, 'dist'), { recursive: true, force: true });
     run(tool, args, join(root, dir));
+    // Replacing dist/ changed the package folder's time, which isStale reads as a source renamed.
+    utimesSync(join(root, dir), folder.atime, folder.mtime);
   }
   run('typescript/bin/tsc', ['-p', join(root, 'tsconfig.build.json')], root);
   mkdirSync(join(root, 'dist'), { recursive: true });
