@@ -1,5 +1,5 @@
 /**
- * The tiers, named by what a test needs (docs/architecture.md, "Tests by tier"):
+ * The tiers, named by what a test needs (README.md, "Tests by tier"):
  * - `unit`: pure functions, no service, no store: test/unit and the core's own tests.
  * - `int`: in the test's process, with the real parts that fit in it: SQLite files, the whole Nest
  *   application built from source on a loopback port (test/support/ledger-in-process.ts), the

@@ -3,7 +3,7 @@
  * `createApp` (every module, the SQLite store, the projection worker thread) listening on a free
  * loopback port. Tests talk to it over real HTTP exactly as they would to `startLedger`'s process,
  * at a fraction of the cost; a test needs `startLedger` only where it must kill, restart, pause or
- * isolate the process (docs/architecture.md, "Tests by tier").
+ * isolate the process (README.md, "Tests by tier").
  */
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
