@@ -64,15 +64,16 @@ module.exports = {
       ...serverProject,
       displayName: 'int',
       testMatch: ['<rootDir>/test/int/**/*.spec.ts', '<rootDir>/test/chaos/**/*.spec.ts'],
+      setupFilesAfterEnv: ['<rootDir>/test/support/last-resort-timeout.ts'],
     },
     {
       ...serverProject,
       displayName: 'e2e',
       testMatch: ['<rootDir>/test/e2e/**/*.spec.ts'],
       testPathIgnorePatterns: ['/node_modules/', 'docker-build-stage'],
-      // Refuses a dist/ older than the sources, once, in one line; a longer last-resort timeout.
+      // Refuses a dist/ older than the sources, once, in one line.
       globalSetup: '<rootDir>/test/support/e2e-global-setup.ts',
-      setupFilesAfterEnv: ['<rootDir>/test/support/e2e-setup.ts'],
+      setupFilesAfterEnv: ['<rootDir>/test/support/last-resort-timeout.ts'],
     },
     {
       ...serverProject,

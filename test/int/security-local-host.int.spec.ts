@@ -8,7 +8,10 @@ import { request as httpRequest } from 'node:http';
 import { connect } from 'node:net';
 import { randomUUID } from 'node:crypto';
 import { fact, opPath } from '../support/http';
-import { startLedger, type LedgerProcess } from '../support/ledger-process';
+import {
+  startLedgerInProcess as startLedger,
+  type InProcessLedger as LedgerProcess,
+} from '../support/ledger-in-process';
 
 interface RawAnswer {
   status: number;

@@ -6,7 +6,10 @@
 import { readFileSync } from 'node:fs';
 import { resolve } from 'node:path';
 import { request } from '../support/http';
-import { startLedger, type LedgerProcess } from '../support/ledger-process';
+import {
+  startLedgerInProcess as startLedger,
+  type InProcessLedger as LedgerProcess,
+} from '../support/ledger-in-process';
 
 let ledger: LedgerProcess;
 
