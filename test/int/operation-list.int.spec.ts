@@ -1,9 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { fact, ledgerAt, request } from '../support/http';
-import {
-  startLedgerInProcess as startLedger,
-  type InProcessLedger as LedgerProcess,
-} from '../support/ledger-in-process';
+import { startLedger, type LedgerProcess } from '../support/ledger-in-process';
 
 describe('GET /v1/operations (step state index)', () => {
   let ledger: LedgerProcess;

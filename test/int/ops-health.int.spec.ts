@@ -8,10 +8,7 @@ import { randomUUID } from 'node:crypto';
 import { join } from 'node:path';
 import { fact, request } from '../support/http';
 import { freePort } from '../support/ledger-process';
-import {
-  startLedgerInProcess as startLedger,
-  type InProcessLedger as LedgerProcess,
-} from '../support/ledger-in-process';
+import { startLedger, type LedgerProcess } from '../support/ledger-in-process';
 import { until } from '../support/until';
 
 /** The service's read model file (READ_MODEL_FILE of src/projection-engine/projections.module.ts, whose NestJS imports jest cannot load). */

@@ -6,10 +6,7 @@
 import { readFileSync } from 'node:fs';
 import { resolve } from 'node:path';
 import { request } from '../support/http';
-import {
-  startLedgerInProcess as startLedger,
-  type InProcessLedger as LedgerProcess,
-} from '../support/ledger-in-process';
+import { startLedger, type LedgerProcess } from '../support/ledger-in-process';
 
 let ledger: LedgerProcess;
 

@@ -6,10 +6,7 @@
 import { randomUUID } from 'node:crypto';
 import { request } from '../support/http';
 import { incidentsAt } from '../support/incidents';
-import {
-  startLedgerInProcess as startLedger,
-  type InProcessLedger as LedgerProcess,
-} from '../support/ledger-in-process';
+import { startLedger, type LedgerProcess } from '../support/ledger-in-process';
 
 const RUNTIME_KEY = 'triage-runtime-key-00000001';
 const OTHER_KEY = 'triage-globex-key-000000001';
