@@ -1,6 +1,7 @@
 /**
- * The e2e tier runs the build in dist/, not the sources: a dist/ older than any source would test
- * yesterday's code and pass. The question is scripts/build.cjs's own (`--if-stale`, the build stamp).
+ * A test that starts the built service runs dist/, not the sources: a dist/ older than any source
+ * would test yesterday's code and pass. The question is scripts/build.cjs's own (`--if-stale`, the
+ * build stamp).
  */
 import { resolve } from 'node:path';
 
@@ -8,7 +9,7 @@ import { resolve } from 'node:path';
 const { isStale } = require(resolve(__dirname, '../../scripts/build.cjs')) as { isStale(): boolean };
 
 export const STALE_BUILD =
-  'dist/ is missing or older than the sources; the e2e tier runs the build: run `npm run build` first (npm run test:e2e does)';
+  'dist/ is missing or older than the sources, and this test runs the build: run `npm run build` first (npm run test:e2e and test:int do)';
 
 let checked = false;
 
