@@ -1,8 +1,15 @@
 /**
- * Three projects. `core` is the pure core's unit tier, run from packages/core with nothing of the
- * server loaded. `server` is everything else but the Docker build stage: test tiers live in their
- * file names there (*.unit.spec.ts, *.int.spec.ts, *.e2e.spec.ts), and the workspaces are read from
- * their sources. `docker` is the build stage's real `npm ci` and build, which npm test runs alone.
+ * The tiers, named by what a test needs (README.md, "Tests by tier"):
+ * - `unit`: pure functions, no service, no store: test/unit and the core's own tests.
+ * - `int`: in the test's process, with the real parts that fit in it: SQLite files, the whole Nest
+ *   application built from source on a loopback port (test/support/ledger-in-process.ts), the
+ *   projection worker thread.
+ * - `e2e`: a process of its own, only where the test needs the boundary (kill -9, restarts,
+ *   signals, libfaketime, several instances, Chromium, MCP child processes, packed packages). It
+ *   runs the build in dist/, and refuses one older than the sources (test/support/build-check.ts).
+ * - `docker`: the Dockerfile's build stage, a real `npm ci` that takes both cores; npm test runs it
+ *   alone after the rest.
+ * Every tier reads the workspaces from their sources, as tsconfig.json's paths do.
  */
 const swcTypeScript = [
   '@swc/jest',
@@ -24,47 +31,54 @@ const workspaceSources = {
   '^@recovery-ledger/agent-frameworks/(.*)$': '<rootDir>/packages/agent-frameworks/src/$1',
 };
 
+const serverProject = {
+  testEnvironment: 'node',
+  moduleNameMapper: workspaceSources,
+  transform: {
+    '/node_modules/.+\\.js$': ['@swc/jest', { jsc: { target: 'es2022' }, module: { type: 'commonjs' } }],
+    // @mastra/core's CommonJS build imports ES modules with import(), which Jest's VM cannot run.
+    '/node_modules/@mastra/.+\\.cjs$': ['@swc/jest', { jsc: { target: 'es2022' }, module: { type: 'commonjs' } }],
+    '^.+\\.ts$': swcTypeScript,
+  },
+  // secretlint ships ES modules only; Jest on Node 20 cannot require them, so they are compiled
+  // to CommonJS like the sources (the service itself loads them with Node's require of ESM).
+  // So do the agent frameworks the integrations are tested in (ai, @mastra/core and what they load),
+  // and NestJS 12 (ES modules only), so the int tier runs the whole application in process.
+  transformIgnorePatterns: [
+    '/node_modules/(?!(@nestjs|@secretlint|structured-source|boundary|ai|@ai-sdk|@mastra|zod|@workflow/serde|p-map|p-retry|is-network-error)/)',
+  ],
+};
+
 module.exports = {
   maxWorkers: 2,
   testTimeout: 60000,
+  // The ten slowest files at the end of every run: where the suite's minutes go.
+  reporters: ['default', '<rootDir>/test/support/slowest-files-reporter.cjs'],
   projects: [
     {
-      displayName: 'core',
-      testEnvironment: 'node',
-      rootDir: '<rootDir>/packages/core',
-      roots: ['<rootDir>/test'],
-      testMatch: ['**/*.spec.ts'],
-      transform: { '^.+\\.ts$': swcTypeScript },
+      ...serverProject,
+      displayName: 'unit',
+      testMatch: ['<rootDir>/test/unit/**/*.spec.ts', '<rootDir>/packages/core/test/**/*.spec.ts'],
     },
     {
-      displayName: 'server',
-      testEnvironment: 'node',
-      roots: ['<rootDir>/test'],
-      testMatch: ['**/*.spec.ts'],
-      // Its own project, run alone after the rest (npm test): it runs a real npm ci that takes both cores.
+      ...serverProject,
+      displayName: 'int',
+      testMatch: ['<rootDir>/test/int/**/*.spec.ts', '<rootDir>/test/chaos/**/*.spec.ts'],
+      setupFilesAfterEnv: ['<rootDir>/test/support/last-resort-timeout.ts'],
+    },
+    {
+      ...serverProject,
+      displayName: 'e2e',
+      testMatch: ['<rootDir>/test/e2e/**/*.spec.ts'],
       testPathIgnorePatterns: ['/node_modules/', 'docker-build-stage'],
-      moduleNameMapper: workspaceSources,
-      transform: {
-        '/node_modules/.+\\.js$': ['@swc/jest', { jsc: { target: 'es2022' }, module: { type: 'commonjs' } }],
-        // @mastra/core's CommonJS build imports ES modules with import(), which Jest's VM cannot run.
-        '/node_modules/@mastra/.+\\.cjs$': ['@swc/jest', { jsc: { target: 'es2022' }, module: { type: 'commonjs' } }],
-        '^.+\\.ts$': swcTypeScript,
-      },
-      // secretlint ships ES modules only; Jest on Node 20 cannot require them, so they are compiled
-      // to CommonJS like the sources (the service itself loads them with Node's require of ESM).
-      // So do the agent frameworks the integrations are tested in (ai, @mastra/core and what they load),
-      // and NestJS 12 (ES modules only), so the int tier runs the whole application in process.
-      transformIgnorePatterns: [
-        '/node_modules/(?!(@nestjs|@secretlint|structured-source|boundary|ai|@ai-sdk|@mastra|zod|@workflow/serde|p-map|p-retry|is-network-error)/)',
-      ],
+      // Refuses a dist/ older than the sources, once, in one line.
+      globalSetup: '<rootDir>/test/support/e2e-global-setup.ts',
+      setupFilesAfterEnv: ['<rootDir>/test/support/last-resort-timeout.ts'],
     },
     {
+      ...serverProject,
       displayName: 'docker',
-      testEnvironment: 'node',
-      roots: ['<rootDir>/test'],
-      testMatch: ['**/docker-build-stage.e2e.spec.ts'],
-      moduleNameMapper: workspaceSources,
-      transform: { '^.+\\.ts$': swcTypeScript },
+      testMatch: ['<rootDir>/test/e2e/docker-build-stage.e2e.spec.ts'],
     },
   ],
 };

@@ -9,9 +9,12 @@ import { ProblemFilter } from './http/problem.filter';
 import { RateLimitGuard, rateLimitOptions } from './http/security/rate-limit.guard';
 import { LoggingModule } from './logging/logging.module';
 import { ObservabilityModule } from './observability/observability.module';
+import type { DestinationStream } from 'pino';
 
 export interface AppOptions extends LedgerModuleOptions {
   apiKeys?: ApiKeyEntry[];
+  /** Where the log records go (default: stdout, as logDestination decides). */
+  logDestination?: DestinationStream;
 }
 
 @Module({})
@@ -21,7 +24,7 @@ export class AppModule {
       module: AppModule,
       imports: [
         LedgerModule.register(options),
-        LoggingModule.register(options.config.logLevel),
+        LoggingModule.register(options.config.logLevel, options.logDestination),
         ObservabilityModule,
         HttpModule.register(),
         ThrottlerModule.forRoot(rateLimitOptions(options.config.rateLimitPerMinute)),

@@ -77,12 +77,13 @@ export function logDestination(stdoutIsTerminal = process.stdout.isTTY === true)
  */
 @Module({})
 export class LoggingModule {
-  static register(level: string): DynamicModule {
+  /** `destination`: stdout by default (logDestination); the int tier's in-process service passes its own. */
+  static register(level: string, destination: pino.DestinationStream = logDestination()): DynamicModule {
     return {
       module: LoggingModule,
       imports: [
         LoggerModule.forRoot({
-          pinoHttp: [httpLogOptions(level), logDestination()],
+          pinoHttp: [httpLogOptions(level), destination],
           // Spelled out: the library's default pattern matches no request under the Fastify adapter
           // of NestJS 12, which left every request unlogged.
           forRoutes: [{ path: '/{*path}', method: RequestMethod.ALL }],

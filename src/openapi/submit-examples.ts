@@ -1,7 +1,7 @@
 /**
  * The submit examples of the OpenAPI document: the contract table's scenarios (a write whose
  * socket timed out and was verified, an invalid address, a lost approval). Plain data, no import:
- * test/e2e/ops-openapi-examples.e2e.spec.ts submits every one of them to the built service, so an
+ * test/int/ops-openapi-examples.int.spec.ts submits every one of them to the built service, so an
  * example the ledger would refuse cannot stay in the document.
  */
 type Body = Record<string, unknown>;

@@ -7,6 +7,7 @@ import { appendFileSync, mkdtempSync, rmSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
+import { assertBuildCurrent } from './build-check';
 
 export const MAIN = resolve(__dirname, '../../dist/src/main.js');
 
@@ -43,6 +44,7 @@ export interface StartOptions {
   env?: Record<string, string>;
   dataDir?: string;
   port?: number;
+  /** The last resort before a start that never comes is reported as hung (default: 150 s). */
   timeoutMs?: number;
   /** Another build of the service (default: this checkout's dist/src/main.js). */
   main?: string;
@@ -52,7 +54,16 @@ export interface StartOptions {
   logFile?: string;
 }
 
+/**
+ * How long a start may take before it is reported as hung. Not a guess at how long a start takes:
+ * the wait ends on the service's own "listening" line (or its answer, or its exit) whenever that
+ * comes; this bound only turns a process that never gets there into a clear failure.
+ */
+const LAST_RESORT_MS = 150_000;
+
 export async function startLedger(options: StartOptions = {}): Promise<LedgerProcess> {
+  // dist/ is what runs here: it must be the build of the sources under test.
+  if (!options.main) assertBuildCurrent();
   const port = options.port ?? (await freePort());
   const dataDir = options.dataDir ?? mkdtempSync(join(tmpdir(), 'ledger-e2e-'));
   const child = spawn(process.execPath, [options.main ?? MAIN], {
@@ -69,20 +80,11 @@ export async function startLedger(options: StartOptions = {}): Promise<LedgerPro
   child.stderr?.on('data', keep);
   const exited = new Promise<void>((resolveExit) => child.once('exit', () => resolveExit()));
   const baseUrl = `http://127.0.0.1:${port}`;
-  const deadline = Date.now() + (options.timeoutMs ?? 20_000);
-  for (;;) {
-    if (child.exitCode !== null) throw new Error(`ledger exited with ${child.exitCode}:\n${output}`);
-    try {
-      const response = await fetch(`${baseUrl}/v1/schema/envelope`);
-      if (response.ok) break;
-    } catch {
-      /* not listening yet */
-    }
-    if (Date.now() > deadline) {
-      child.kill('SIGKILL');
-      throw new Error(`ledger did not start in time:\n${output}`);
-    }
-    await new Promise((r) => setTimeout(r, 50));
+  try {
+    await untilReady(child, baseUrl, () => output, options.timeoutMs ?? LAST_RESORT_MS);
+  } catch (error) {
+    if (child.exitCode === null) child.kill('SIGKILL');
+    throw error;
   }
   const handle: LedgerProcess = {
     baseUrl,
@@ -102,4 +104,44 @@ export async function startLedger(options: StartOptions = {}): Promise<LedgerPro
     cleanup: () => rmSync(dataDir, { recursive: true, force: true }),
   };
   return handle;
+}
+
+/**
+ * Resolves when the service says it listens (main's "listening on" line) or answers on its port,
+ * rejects at once when it exits, and only after `lastResortMs` when it does neither.
+ */
+function untilReady(child: ChildProcess, baseUrl: string, output: () => string, lastResortMs: number): Promise<void> {
+  return new Promise<void>((resolveReady, reject) => {
+    let settled = false;
+    const finish = (error?: Error): void => {
+      if (settled) return;
+      settled = true;
+      clearTimeout(hung);
+      clearInterval(probe);
+      child.stdout?.off('data', onData);
+      child.off('close', onExit);
+      if (error) reject(error);
+      else resolveReady();
+    };
+    const onData = (): void => {
+      if (/listening on http/.test(output())) finish();
+    };
+    const onExit = (code: number | null, signal: NodeJS.Signals | null): void =>
+      finish(new Error(`ledger exited with ${code ?? signal} before it listened:\n${output()}`));
+    child.stdout?.on('data', onData);
+    // 'close', not 'exit': by then every line the process wrote is in the output the error quotes.
+    child.once('close', onExit);
+    // A build that does not print the line (or prints it elsewhere) is still seen once it answers.
+    const probe = setInterval(() => {
+      fetch(`${baseUrl}/v1/schema/envelope`).then(
+        (response) => response.ok && finish(),
+        () => undefined,
+      );
+    }, 250);
+    const hung = setTimeout(
+      () => finish(new Error(`ledger neither listened nor exited within ${lastResortMs / 1000} s:\n${output()}`)),
+      lastResortMs,
+    );
+    onData();
+  });
 }

@@ -29,9 +29,9 @@ export interface StoreSetup {
   /** The environment the service is started with for this store. */
   env(): Record<string, string>;
   /** Every event of the log the given service writes to, in log order. */
-  log(ledger: LedgerProcess): Promise<StoredEvent[]>;
+  log(ledger: Pick<LedgerProcess, 'dataDir'>): Promise<StoredEvent[]>;
   /** The log as one string: equal dumps mean an unchanged log. */
-  dumpLog(ledger: LedgerProcess): Promise<string>;
+  dumpLog(ledger: Pick<LedgerProcess, 'dataDir'>): Promise<string>;
   stop(): Promise<void>;
 }
 

@@ -15,7 +15,7 @@ import { connect, type Socket } from 'node:net';
 import { join } from 'node:path';
 import { derivedEventId } from '../../src/ledger/event-ids';
 import { fact, opPath, request } from '../support/http';
-import { startLedger, type LedgerProcess } from '../support/ledger-process';
+import { startLedger, type LedgerProcess } from '../support/ledger-in-process';
 import { seedEnvelopes as ENVELOPES } from '../../packages/core/test/support/seed-envelopes';
 
 const RUNTIME_KEY = 'edges-runtime-key-5b7d9f1a3c5e7092';

@@ -7,7 +7,7 @@
 import Database from 'better-sqlite3';
 import { join } from 'node:path';
 import { LedgerClient, executeWrite, type ToolCall, type WriteStep } from '@recovery-ledger/client';
-import { startLedger, type LedgerProcess } from '../support/ledger-process';
+import { startLedger, type LedgerProcess } from '../support/ledger-in-process';
 
 describe('a result marked appended is in the log', () => {
   let ledger: LedgerProcess;

@@ -12,7 +12,7 @@ import {
 } from '@recovery-ledger/client';
 import { invoiceTools, type InvoiceInput } from '../../examples/invoice-tools';
 import { startInvoiceProvider, type InvoiceProvider } from '../../examples/invoice-provider/invoice-provider';
-import { startLedger, type LedgerProcess } from '../support/ledger-process';
+import { startLedger, type LedgerProcess } from '../support/ledger-in-process';
 
 const WINDOW_MS = 300;
 

@@ -7,7 +7,7 @@
  * checked to have been taken at or after its threshold by the time the ledger itself recorded.
  */
 import { LedgerClient, LedgerRefusal, type ToolEnvelope } from '@recovery-ledger/client';
-import { startLedger, type LedgerProcess } from '../support/ledger-process';
+import { startLedger, type LedgerProcess } from '../support/ledger-in-process';
 import { setTimeout as sleep } from 'node:timers/promises';
 
 const TEN_MINUTES = 10 * 60_000;

@@ -7,7 +7,8 @@ import Database from 'better-sqlite3';
 import { randomUUID } from 'node:crypto';
 import { join } from 'node:path';
 import { fact, request } from '../support/http';
-import { freePort, startLedger, type LedgerProcess } from '../support/ledger-process';
+import { freePort } from '../support/ledger-process';
+import { startLedger, type LedgerProcess } from '../support/ledger-in-process';
 import { until } from '../support/until';
 
 /** The service's read model file (READ_MODEL_FILE of src/projection-engine/projections.module.ts, whose NestJS imports jest cannot load). */
@@ -97,7 +98,6 @@ describe('health on a service whose store cannot be reached', () => {
         EVENTSTORE_CONNECTION_STRING: `esdb://127.0.0.1:${closedPort}?tls=false`,
         LEDGER_HEALTH_TIMEOUT_MS: '3000',
       },
-      timeoutMs: 40_000,
     });
   });
 

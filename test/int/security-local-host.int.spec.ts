@@ -8,7 +8,7 @@ import { request as httpRequest } from 'node:http';
 import { connect } from 'node:net';
 import { randomUUID } from 'node:crypto';
 import { fact, opPath } from '../support/http';
-import { startLedger, type LedgerProcess } from '../support/ledger-process';
+import { startLedger, type LedgerProcess } from '../support/ledger-in-process';
 
 interface RawAnswer {
   status: number;

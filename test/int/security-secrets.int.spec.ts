@@ -14,7 +14,7 @@ import { readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { opPath } from '../support/http';
 import { SECRET_CORPUS } from '../support/secret-corpus';
-import { startLedger, type LedgerProcess } from '../support/ledger-process';
+import { startLedger, type LedgerProcess } from '../support/ledger-in-process';
 
 const SECRETS = SECRET_CORPUS;
 

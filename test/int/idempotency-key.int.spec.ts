@@ -7,7 +7,7 @@
 import { randomUUID } from 'node:crypto';
 import { LedgerClient } from '@recovery-ledger/client';
 import { fact, request } from '../support/http';
-import { startLedger, type LedgerProcess } from '../support/ledger-process';
+import { startLedger, type LedgerProcess } from '../support/ledger-in-process';
 
 const KEY_A = 'idem-runtime-key-a-0000001';
 const KEY_B = 'idem-runtime-key-b-0000001';

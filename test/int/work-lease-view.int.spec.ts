@@ -6,7 +6,7 @@
  */
 import { randomUUID } from 'node:crypto';
 import { fact, opPath, request } from '../support/http';
-import { startLedger, type LedgerProcess } from '../support/ledger-process';
+import { startLedger, type LedgerProcess } from '../support/ledger-in-process';
 
 const RUNTIME_KEY = 'lease-view-runtime-key-00001';
 const AUDITOR_KEY = 'lease-view-auditor-key-00001';

@@ -8,7 +8,7 @@ import Database from 'better-sqlite3';
 import { randomUUID } from 'node:crypto';
 import { join } from 'node:path';
 import { fact, opPath, request } from '../support/http';
-import { startLedger, type LedgerProcess } from '../support/ledger-process';
+import { startLedger, type LedgerProcess } from '../support/ledger-in-process';
 
 const RUNTIME_KEY = `feed-runtime-${randomUUID()}`;
 const RUNTIME_KEY_2 = `feed-runtime2-${randomUUID()}`;

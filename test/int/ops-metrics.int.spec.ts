@@ -6,7 +6,7 @@ import { randomUUID } from 'node:crypto';
 import { unknownOutcome } from '../support/cli-harness';
 import { request, submitFact } from '../support/http';
 import { until } from '../support/until';
-import { startLedger, type LedgerProcess } from '../support/ledger-process';
+import { startLedger, type LedgerProcess } from '../support/ledger-in-process';
 
 const KEY = 'ops-metrics-runtime-key-1';
 const auth = { authorization: `Bearer ${KEY}` };

@@ -6,7 +6,7 @@
  */
 import { randomUUID } from 'node:crypto';
 import { fact, ledgerAt, request } from '../support/http';
-import { startLedger, type LedgerProcess } from '../support/ledger-process';
+import { startLedger, type LedgerProcess } from '../support/ledger-in-process';
 import { seedEnvelopes } from '../../packages/core/test/support/seed-envelopes';
 
 const RUNTIME_KEY = 'triage-wait-runtime-key-001';

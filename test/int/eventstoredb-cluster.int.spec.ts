@@ -10,7 +10,7 @@ import { EventStoreDBClient } from '@eventstore/db-client';
 import { operationStream } from '../../src/store/stream-names';
 import { EventStoreDbProtocolCluster } from '../support/eventstoredb-protocol-double';
 import { fact, ledgerAt, type HttpAnswer } from '../support/http';
-import { startLedger, type LedgerProcess } from '../support/ledger-process';
+import { startLedger, type LedgerProcess } from '../support/ledger-in-process';
 
 const TENANT = 'default'; // local mode
 let cluster: EventStoreDbProtocolCluster;

@@ -9,7 +9,7 @@ import { randomUUID } from 'node:crypto';
 import { join } from 'node:path';
 import { ERROR_REGISTRY } from '@recovery-ledger/core/errors/error-registry';
 import { opPath } from '../support/http';
-import { startLedger, type LedgerProcess } from '../support/ledger-process';
+import { startLedger, type LedgerProcess } from '../support/ledger-in-process';
 
 const RUNTIME_KEY = 'limits-runtime-key-5c1d9e0f2a7b';
 const AUDITOR_KEY = 'limits-auditor-key-8e2f4a6c1b3d';

@@ -9,7 +9,7 @@ import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { verifySignature } from '../../src/webhooks/webhook-signature';
 import { fact, ledgerAt, request } from '../support/http';
-import { startLedger, type LedgerProcess } from '../support/ledger-process';
+import { startLedger, type LedgerProcess } from '../support/ledger-in-process';
 import { seedEnvelopes } from '../../packages/core/test/support/seed-envelopes';
 import { until } from '../support/until';
 

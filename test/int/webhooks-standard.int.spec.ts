@@ -10,7 +10,7 @@ import type { AddressInfo } from 'node:net';
 import { Webhook, WebhookVerificationError } from 'standardwebhooks';
 import { request } from '../support/http';
 import { incidentsAt } from '../support/incidents';
-import { startLedger, type LedgerProcess } from '../support/ledger-process';
+import { startLedger, type LedgerProcess } from '../support/ledger-in-process';
 import { until } from '../support/until';
 
 const RUNTIME_KEY = 'stdhooks-runtime-key-000001';

@@ -9,7 +9,7 @@ import { randomUUID } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { resolve } from 'node:path';
 import { asCurl, recordedCalls, type CurlCall } from '../support/doc-shell';
-import { startLedger, type LedgerProcess } from '../support/ledger-process';
+import { startLedger, type LedgerProcess } from '../support/ledger-in-process';
 
 const README = readFileSync(resolve(__dirname, '../../README.md'), 'utf8');
 

@@ -6,7 +6,7 @@
 import { randomUUID } from 'node:crypto';
 import { request } from '../support/http';
 import { incidentsAt } from '../support/incidents';
-import { startLedger, type LedgerProcess } from '../support/ledger-process';
+import { startLedger, type LedgerProcess } from '../support/ledger-in-process';
 
 const RUNTIME_KEY = 'triage-runtime-key-00000001';
 const OTHER_KEY = 'triage-globex-key-000000001';

@@ -8,7 +8,7 @@ import { readFileSync } from 'node:fs';
 import { resolve } from 'node:path';
 import { SUBMIT_EXAMPLES } from '../../src/openapi/submit-examples';
 import { opPath, request } from '../support/http';
-import { startLedger, type LedgerProcess } from '../support/ledger-process';
+import { startLedger, type LedgerProcess } from '../support/ledger-in-process';
 
 const document = JSON.parse(readFileSync(resolve(__dirname, '../../openapi.json'), 'utf8'));
 const published: Record<string, { value: unknown }> =

@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { fact, ledgerAt, request } from '../support/http';
-import { startLedger, type LedgerProcess } from '../support/ledger-process';
+import { startLedger, type LedgerProcess } from '../support/ledger-in-process';
 
 describe('GET /v1/operations (step state index)', () => {
   let ledger: LedgerProcess;

@@ -12,7 +12,7 @@ import type { StoredEvent } from '../../src/store/event-store.port';
 import { verifyChain } from '../../src/store/hash-chain';
 import { operationStream } from '../../src/store/stream-names';
 import { fact, ledgerAt, opPath, request, type HttpAnswer } from '../support/http';
-import { startLedger, type LedgerProcess } from '../support/ledger-process';
+import { startLedger, type LedgerProcess } from '../support/ledger-in-process';
 import { PROBLEM, envelopes, ok, operation, type Ledger } from '../support/scenario';
 import { eventStoreDbStore } from '../support/store-setup';
 
