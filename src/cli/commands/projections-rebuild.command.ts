@@ -6,6 +6,8 @@ import { readModelFile } from '../../store/read-model.port';
 import { openReadModel } from '../../store/store.factory';
 import type {
   AnchoredStream,
+  FoldStart,
+  FoldStartOptions,
   AppendOptions,
   AppendResult,
   EventStore,
@@ -61,6 +63,18 @@ class ReadProgressStore implements EventStore {
   }
   readStreamAnchored(stream: string): Promise<AnchoredStream> {
     return this.store.readStreamAnchored(stream);
+  }
+  get keepsSnapshots(): boolean {
+    return this.store.keepsSnapshots;
+  }
+  readFoldStart(stream: string, options: FoldStartOptions): Promise<FoldStart> {
+    return this.store.readFoldStart(stream, options);
+  }
+  readStreamRange(stream: string, from: number, limit: number): Promise<StoredEvent[]> {
+    return this.store.readStreamRange(stream, from, limit);
+  }
+  readEventsById(stream: string, eventIds: readonly string[]): Promise<StoredEvent[]> {
+    return this.store.readEventsById(stream, eventIds);
   }
   anchoredHeads(streamPrefix: string): Promise<StreamHead[]> {
     return this.store.anchoredHeads(streamPrefix);
