@@ -67,6 +67,8 @@ export interface LedgerConfig {
   longPollsPerKey: number;
   /** The same, for all the keys of one tenant together. */
   longPollsPerTenant: number;
+  /** How often a waiting work poll looks again when nothing of its tenant moved (docs/work-feed.md, "Long polls"). */
+  workPollMs: number;
 }
 
 export const CONFIG = Symbol('LEDGER_CONFIG');
@@ -214,5 +216,6 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): LedgerConfig {
     requestTimeoutMs: integerSetting(env, 'LEDGER_REQUEST_TIMEOUT_MS', 30_000, 100, 3_600_000),
     longPollsPerKey: integerSetting(env, 'LEDGER_LONG_POLLS_PER_KEY', 32, 1, 100_000),
     longPollsPerTenant: integerSetting(env, 'LEDGER_LONG_POLLS_PER_TENANT', 128, 1, 100_000),
+    workPollMs: integerSetting(env, 'LEDGER_WORK_POLL_MS', 100, 10, 60_000),
   };
 }

@@ -33,8 +33,8 @@ export interface LedgerSettings extends PreparationSettings {
 export const DEFAULT_MAX_STREAM_EVENTS = 10_000;
 
 export interface LedgerObserver {
-  /** `step`: the operation appended to and the state it now stands in. */
-  onAppended?(events: number, tenant: string, step: { operationRef: string; state: StepState }): void;
+  /** `step`: the operation appended to, the state it now stands in and the log position the append reached. */
+  onAppended?(events: number, tenant: string, step: { operationRef: string; state: StepState; position: number }): void;
   /** `where`: the operation the refused fact was for (refusals not recorded in the log are seen only here). */
   onRefused?(code: string, where: { tenant: string; operationRef: string }): void;
 }
@@ -187,7 +187,11 @@ export class SubmitCommandHandler {
     const { revision, position } = await tracedAppend(toAppend.length, () =>
       this.streams.append(snapshot, toAppend, state),
     );
-    this.observer.onAppended?.(toAppend.length, context.tenant, { operationRef: context.operationRef, state });
+    this.observer.onAppended?.(toAppend.length, context.tenant, {
+      operationRef: context.operationRef,
+      state,
+      position,
+    });
     return submitAnswer({ ...outcome, revision, position, replayed });
   }
 
