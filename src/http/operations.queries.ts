@@ -8,8 +8,8 @@ import { checkOperationRef, optionalInteger } from './operation-ref';
 import { pageLimit, single, type QueryParams } from './read-queries';
 
 /** Events per page of `GET /v1/operations/{ref}/events`: what one request may cost, bounded. */
-export const EVENTS_PAGE_DEFAULT = 500;
-export const EVENTS_PAGE_MAX = 1000;
+export const EVENTS_PAGE_DEFAULT = 100;
+export const EVENTS_PAGE_MAX = 500;
 
 const TRACEPARENT_PATTERN = /^[0-9a-f]{2}-[0-9a-f]{32}-[0-9a-f]{16}-[0-9a-f]{2}$/;
 
@@ -54,7 +54,7 @@ export class OperationsQueries {
   }
 
   /**
-   * One page of the stream's events (docs/contract.md §9): `limit` (1–1000, default 500) events
+   * One page of the stream's events (docs/contract.md §9): `limit` (1–500, default 100) events
    * after the cursor's revision, and `next_cursor` while more follow.
    */
   async events(caller: Caller, ref: string, params: QueryParams) {
