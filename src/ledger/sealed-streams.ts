@@ -72,6 +72,16 @@ export class SealedStreams {
       );
     }
     if (last) this.noteVerified(stream, last);
+    // Folded far past any kept state (none of this fold version, or a stream not appended to since):
+    // keep one now, so the next read does not fold all of it again.
+    if (last && this.store.keepsSnapshots && last.revision - keptAt >= SNAPSHOT_EVERY) {
+      void this.store.keepSnapshot(stream, {
+        fold_version: FOLD_VERSION,
+        revision: last.revision,
+        hash: last.metadata.hash,
+        state: state as unknown as JsonObject,
+      });
+    }
     return { stream, last, state, revision: last === undefined ? NO_STREAM : last.revision, keptAt };
   }
 

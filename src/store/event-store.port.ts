@@ -207,6 +207,14 @@ export interface EventStore {
   readStreamRange(stream: string, from: number, limit: number): Promise<StoredEvent[]>;
   /** The stream's events whose event id is one of these, in revision order (none: an empty array). */
   readEventsById(stream: string, eventIds: readonly string[]): Promise<StoredEvent[]>;
+  /**
+   * Keeps a state a reader folded up to `snapshot.revision` beside the stream, with the next
+   * commit, if `snapshot.hash` is then still the stored event's at that revision (otherwise
+   * nothing): for a stream read whole (no snapshot of the reader's fold version) and not appended
+   * to since. Best effort: it settles once tried and never rejects. A no-op where
+   * `keepsSnapshots` is false.
+   */
+  keepSnapshot(stream: string, snapshot: KeptSnapshot): Promise<void>;
   /** Whether `append` keeps `options.snapshot` and `readFoldStart` answers it. */
   readonly keepsSnapshots: boolean;
   /** Every anchored head under a prefix, ordered by stream name (what verify walks). */

@@ -336,6 +336,16 @@ export function testEventStore(
       const earlier = await store.readFoldStart(stream, { foldVersion: 'v1', upTo: 1 });
       expect(earlier.snapshot).toBeUndefined();
       expect(earlier.events.map((e) => e.revision)).toEqual([0, 1]);
+      // A reader's snapshot is kept while its hash is the stored event's at its revision, not otherwise.
+      await store.keepSnapshot(stream, {
+        fold_version: 'v3',
+        revision: 4,
+        hash: more[1].metadata.hash,
+        state: { n: 5 },
+      });
+      await store.keepSnapshot(stream, { fold_version: 'v4', revision: 4, hash: 'f'.repeat(64), state: { n: 5 } });
+      expect((await store.readFoldStart(stream, { foldVersion: 'v3' })).snapshot?.state).toEqual({ n: 5 });
+      expect((await store.readFoldStart(stream, { foldVersion: 'v4' })).snapshot).toBeUndefined();
       // A refused append keeps no snapshot.
       const stale = sealEvents(stream, { revision: 2, hash: first[2].metadata.hash }, [newEvent('X')]);
       await expect(

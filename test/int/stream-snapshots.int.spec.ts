@@ -109,7 +109,7 @@ describe('a stream read from the state kept beside it', () => {
     expect((refused as Error).message).toMatch(/does not match the log/);
   });
 
-  it('does not use a state kept by another version of the fold: it folds the whole stream', async () => {
+  it('does not use a state kept by another version of the fold: it folds the whole stream, once', async () => {
     const db = new Database(join(dir, 'events.sqlite'));
     db.prepare("UPDATE stream_snapshots SET fold_version = 'step-state/0', state = '{}' WHERE stream = ?").run(STREAM);
     db.close();
@@ -117,5 +117,11 @@ describe('a stream read from the state kept beside it', () => {
     const { view } = await ledger.getState('acme', REF);
     expect(store.eventsRead - before).toBe(307);
     expect(view).toEqual(await wholeFold());
+    // That read kept the state it folded, with the store's next commit (which a keep that matches
+    // nothing waits for): the next read starts from it.
+    await store.keepSnapshot(STREAM, { fold_version: 'none', revision: 0, hash: 'none', state: {} });
+    const again = store.eventsRead;
+    expect((await ledger.getState('acme', REF)).view).toEqual(view);
+    expect(store.eventsRead - again).toBe(1);
   });
 });

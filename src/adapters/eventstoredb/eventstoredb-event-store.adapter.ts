@@ -386,6 +386,10 @@ export class EventStoreDbEventStore implements EventStore {
     return { snapshot: undefined, events: upTo === undefined ? events : events.slice(0, upTo + 1), head: undefined };
   }
 
+  async keepSnapshot(): Promise<void> {
+    return undefined;
+  }
+
   async readStreamRange(stream: string, from: number, limit: number): Promise<StoredEvent[]> {
     return (await this.readStream(stream)).slice(Math.max(0, from), Math.max(0, from) + limit);
   }

@@ -234,6 +234,7 @@ export class SqliteEventStore implements EventStore {
   private readonly db: Database.Database;
   private readonly appended = new EventEmitter();
   private readonly pending: PendingAppend[] = [];
+  private readonly pendingSnapshots: Array<{ stream: string; snapshot: KeptSnapshot; settle(): void }> = [];
   private flushScheduled = false;
   private closed = false;
   private readonly statements: ReturnType<SqliteEventStore['prepare']>;
@@ -374,6 +375,11 @@ export class SqliteEventStore implements EventStore {
       snapshotAtOrBefore: db.prepare<[string, string, number], SnapshotRow>(
         'SELECT * FROM stream_snapshots WHERE stream = ? AND fold_version = ? AND revision <= ? ORDER BY revision DESC LIMIT 1',
       ),
+      keepSnapshotAtHash: db.prepare<[string, string, number, string, string, string, number, string]>(
+        `INSERT OR REPLACE INTO stream_snapshots (stream, fold_version, revision, hash, state)
+         SELECT ?, ?, ?, ?, ? WHERE EXISTS (
+           SELECT 1 FROM events WHERE stream = ? AND revision = ? AND json_extract(metadata, '$.hash') = ?)`,
+      ),
       insertSnapshot: db.prepare<[string, string, number, string, string]>(
         'INSERT OR REPLACE INTO stream_snapshots (stream, fold_version, revision, hash, state) VALUES (?, ?, ?, ?, ?)',
       ),
@@ -420,6 +426,42 @@ export class SqliteEventStore implements EventStore {
       const group = this.pending.splice(0, this.options.maxGroupSize ?? 256);
       this.commitGroup(group);
     }
+    if (this.pendingSnapshots.length > 0) this.writeSnapshots(this.pendingSnapshots.splice(0));
+  }
+
+  /** After the appends of the turn, in one transaction: each kept only while its hash is still the log's. */
+  private writeSnapshots(kept: Array<{ stream: string; snapshot: KeptSnapshot; settle(): void }>): void {
+    try {
+      this.db.transaction(() => {
+        for (const { stream, snapshot } of kept) {
+          const { fold_version, revision, hash, state } = snapshot;
+          this.statements.keepSnapshotAtHash.run(
+            stream,
+            fold_version,
+            revision,
+            hash,
+            JSON.stringify(state),
+            stream,
+            revision,
+            hash,
+          );
+        }
+      })();
+    } catch {
+      // A cache of the log: when it cannot be written now (a busy file), the next read or append keeps one.
+    }
+    for (const { settle } of kept) settle();
+  }
+
+  keepSnapshot(stream: string, snapshot: KeptSnapshot): Promise<void> {
+    if (this.closed) return Promise.resolve();
+    return new Promise<void>((settle) => {
+      this.pendingSnapshots.push({ stream, snapshot, settle });
+      if (!this.flushScheduled) {
+        this.flushScheduled = true;
+        setImmediate(() => this.flush());
+      }
+    });
   }
 
   private commitGroup(group: PendingAppend[]): void {
@@ -578,7 +620,7 @@ export class SqliteEventStore implements EventStore {
     return { revision: last.revision, position: last.position };
   }
 
-  /** Events this store has decoded from its rows since it opened: what reads cost, counted (metrics, tests). */
+  /** Events this store has decoded from its rows since it opened: what reads cost, counted (tests count it). */
   get eventsRead(): number {
     return this.decoded;
   }

@@ -8,6 +8,7 @@ import type {
   AnchoredStream,
   FoldStart,
   FoldStartOptions,
+  KeptSnapshot,
   AppendOptions,
   AppendResult,
   EventStore,
@@ -69,6 +70,9 @@ class ReadProgressStore implements EventStore {
   }
   readFoldStart(stream: string, options: FoldStartOptions): Promise<FoldStart> {
     return this.store.readFoldStart(stream, options);
+  }
+  keepSnapshot(stream: string, snapshot: KeptSnapshot): Promise<void> {
+    return this.store.keepSnapshot(stream, snapshot);
   }
   readStreamRange(stream: string, from: number, limit: number): Promise<StoredEvent[]> {
     return this.store.readStreamRange(stream, from, limit);
