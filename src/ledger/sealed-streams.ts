@@ -36,6 +36,8 @@ export interface StreamSnapshot {
   revision: number;
   /** The revision of the kept state this read folded from (NO_STREAM: it folded the whole stream). */
   keptAt: number;
+  /** Every event of the stream, when the read folded them all (no kept state): nothing to read again. */
+  whole?: StoredEvent[];
 }
 
 /**
@@ -82,7 +84,14 @@ export class SealedStreams {
         state: state as unknown as JsonObject,
       });
     }
-    return { stream, last, state, revision: last === undefined ? NO_STREAM : last.revision, keptAt };
+    return {
+      stream,
+      last,
+      state,
+      revision: last === undefined ? NO_STREAM : last.revision,
+      keptAt,
+      ...(keptAt === NO_STREAM ? { whole: events } : {}),
+    };
   }
 
   /**
@@ -149,6 +158,13 @@ export class SealedStreams {
   /** The stream's events with these ids (a resubmission's), in revision order. */
   readByIds(stream: string, eventIds: readonly string[]): Promise<StoredEvent[]> {
     return this.store.readEventsById(stream, eventIds);
+  }
+
+  /** The same for a stream just read: from its events when the read had them all, else from the store. */
+  async storedOf(snapshot: StreamSnapshot, eventIds: readonly string[]): Promise<StoredEvent[]> {
+    if (!snapshot.whole) return this.store.readEventsById(snapshot.stream, eventIds);
+    const ids = new Set(eventIds);
+    return snapshot.whole.filter((event) => ids.has(event.event_id));
   }
 
   /** Seals `events` after the snapshot's last event and appends them at its revision, filed as `after`. */

@@ -89,8 +89,8 @@ export class SubmitCommandHandler {
     for (let attempt = 0; ; attempt++) {
       const snapshot = await this.streams.read(stream);
       // Only the submitted ids are looked up: idempotency never reads the stream whole.
-      const stored = await this.streams.readByIds(
-        stream,
+      const stored = await this.streams.storedOf(
+        snapshot,
         request.events.map((event) => event.event_id),
       );
       const span = new DecisionSpan(
