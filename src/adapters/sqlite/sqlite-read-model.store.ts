@@ -144,7 +144,7 @@ export class SqliteReadModel implements ReadModel {
       if (reset) this.db.exec(`DROP TABLE IF EXISTS ${docsTable}; DROP TABLE IF EXISTS ${linksTable};`);
       const columnDefs = Object.entries(projection.columns ?? {}).map(([name, type]) => `, ${name} ${sqlType(type)}`);
       this.db.exec(
-        `CREATE TABLE IF NOT EXISTS ${docsTable} (key TEXT PRIMARY KEY, doc TEXT NOT NULL${columnDefs.join('')})`,
+        `CREATE TABLE IF NOT EXISTS ${docsTable} (key TEXT PRIMARY KEY, doc TEXT NOT NULL, stamp INTEGER${columnDefs.join('')})`,
       );
       this.db.exec(`CREATE TABLE IF NOT EXISTS ${linksTable} (stream TEXT PRIMARY KEY, link TEXT NOT NULL)`);
       // Each write of a document stamps it anew (writeDoc), so a reader knows its parsed copy is
@@ -153,7 +153,14 @@ export class SqliteReadModel implements ReadModel {
       const hasStamp = (this.db.prepare(`PRAGMA table_info(${docsTable})`).all() as { name: string }[]).some(
         (row) => row.name === 'stamp',
       );
-      if (!hasStamp) this.db.exec(`ALTER TABLE ${docsTable} ADD COLUMN stamp INTEGER`);
+      // A file written before stamps: add the column (another connection may just have added it).
+      if (!hasStamp) {
+        try {
+          this.db.exec(`ALTER TABLE ${docsTable} ADD COLUMN stamp INTEGER`);
+        } catch (error) {
+          if (!/duplicate column/i.test((error as Error).message)) throw error;
+        }
+      }
       this.db.exec(
         `CREATE TRIGGER IF NOT EXISTS ${docsTable}_unstamped AFTER UPDATE OF doc ON ${docsTable}
          WHEN NEW.stamp IS OLD.stamp BEGIN UPDATE ${docsTable} SET stamp = NULL WHERE key = NEW.key; END`,
