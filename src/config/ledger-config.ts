@@ -34,6 +34,8 @@ export interface LedgerConfig {
   /** How long the embedded store waits for another writer's lock before answering 503 STORE_UNAVAILABLE. */
   sqliteBusyTimeoutMs: number;
   maxConflictRetries: number;
+  /** The most events one operation's stream may hold; an append past it is 409 STREAM_FULL (docs/contract.md §3). */
+  maxStreamEvents: number;
   /**
    * Signs the log anchor (HMAC-SHA256), so someone who can edit the store but does not hold this
    * key cannot rewrite the log and its anchor together unseen (docs/reliability.md).
@@ -73,6 +75,8 @@ export interface LedgerConfig {
   longPollsPerKey: number;
   /** The same, for all the keys of one tenant together. */
   longPollsPerTenant: number;
+  /** How often a waiting work poll looks again when nothing of its tenant moved (docs/work-feed.md, "Long polls"). */
+  workPollMs: number;
 }
 
 export const CONFIG = Symbol('LEDGER_CONFIG');
@@ -233,6 +237,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): LedgerConfig {
     groupCommit: env.LEDGER_GROUP_COMMIT !== 'off',
     sqliteBusyTimeoutMs: integerSetting(env, 'LEDGER_SQLITE_BUSY_TIMEOUT_MS', 5000, 0, 600_000),
     maxConflictRetries: integerSetting(env, 'LEDGER_MAX_CONFLICT_RETRIES', 25, 0, 1000),
+    maxStreamEvents: integerSetting(env, 'LEDGER_MAX_STREAM_EVENTS', 10_000, 100, 1_000_000),
     anchorKey: anchorKey(env.LEDGER_ANCHOR_KEY),
     verifyOnStart: env.LEDGER_VERIFY_ON_START !== 'off',
     headWitnessFile: headWitnessFile(env.LEDGER_HEAD_WITNESS_FILE, dataDir, eventsFile, store, env),
@@ -247,5 +252,6 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): LedgerConfig {
     requestTimeoutMs: integerSetting(env, 'LEDGER_REQUEST_TIMEOUT_MS', 30_000, 100, 3_600_000),
     longPollsPerKey: integerSetting(env, 'LEDGER_LONG_POLLS_PER_KEY', 32, 1, 100_000),
     longPollsPerTenant: integerSetting(env, 'LEDGER_LONG_POLLS_PER_TENANT', 128, 1, 100_000),
+    workPollMs: integerSetting(env, 'LEDGER_WORK_POLL_MS', 100, 10, 60_000),
   };
 }

@@ -13,6 +13,7 @@ import { RequireAccess } from '../auth/access';
 import { ProjectionQueries } from '../projection-engine/projection-queries';
 import { CallerParam, type Caller } from './caller';
 import { evidenceQuery, type QueryParams } from './read-queries';
+import { READ_TURNS } from './read-turns';
 
 export class EvidenceEntryDto {
   @ApiProperty() revision!: number;
@@ -91,6 +92,8 @@ export class EvidenceController {
   @ApiQuery({ name: 'cursor', required: false, type: String })
   @ApiOkResponse({ type: EvidenceTrailDto })
   evidence(@CallerParam() caller: Caller, @Param('ref') ref: string, @Query() query: QueryParams) {
-    return this.queries.evidence(caller, evidenceQuery(ref, query, this.queries.settings.maxWaitMs));
+    return READ_TURNS.run(() =>
+      this.queries.evidence(caller, evidenceQuery(ref, query, this.queries.settings.maxWaitMs)),
+    );
   }
 }

@@ -9,6 +9,8 @@ import { IdempotencyKeys, parseIdempotencyKey } from './idempotency-keys';
 import { checkOperationRef } from './operation-ref';
 import { OperationEventsDto, StepViewDto, SubmitAnswerDto } from './dto/responses.dto';
 import { OperationsQueries } from './operations.queries';
+import type { QueryParams } from './read-queries';
+import { READ_TURNS } from './read-turns';
 import { SubmitCommandResolver } from './submit-command.resolver';
 import { SubmitEventsPipe } from './submit-events.pipe';
 
@@ -72,15 +74,17 @@ export class OperationsController {
   @ApiOperation({ summary: 'The current step state, folded from the stream (strongly consistent).' })
   @ApiOkResponse({ type: StepViewDto })
   state(@CallerParam() caller: Caller, @Param('ref') ref: string) {
-    return this.queries.state(caller, ref);
+    return READ_TURNS.run(() => this.queries.state(caller, ref));
   }
 
   @Get(':ref/events')
   @RequireAccess('read')
   @ApiOperation({ summary: "The stream's events in order; with as_of_revision, also the state folded up to it." })
   @ApiQuery({ name: 'as_of_revision', required: false, type: Number })
+  @ApiQuery({ name: 'limit', required: false, type: Number, description: 'Events per page, 1–500 (default 100).' })
+  @ApiQuery({ name: 'cursor', required: false, type: String, description: 'The next_cursor of the page before.' })
   @ApiOkResponse({ type: OperationEventsDto })
-  events(@CallerParam() caller: Caller, @Param('ref') ref: string, @Query('as_of_revision') asOfRevision?: string) {
-    return this.queries.events(caller, ref, asOfRevision);
+  events(@CallerParam() caller: Caller, @Param('ref') ref: string, @Query() query: QueryParams) {
+    return READ_TURNS.run(() => this.queries.events(caller, ref, query));
   }
 }

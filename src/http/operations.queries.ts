@@ -3,7 +3,13 @@ import { LedgerService } from '../ledger/ledger.service';
 import { eventView } from '../ledger/step-views';
 import type { SubmitContext } from '@recovery-ledger/core/contract/ledger-api.types';
 import type { Caller } from './caller';
+import { decodeCursor, encodeCursor } from '../projection-engine/page-cursor';
 import { checkOperationRef, optionalInteger } from './operation-ref';
+import { pageLimit, single, type QueryParams } from './read-queries';
+
+/** Events per page of `GET /v1/operations/{ref}/events`: what one request may cost, bounded. */
+export const EVENTS_PAGE_DEFAULT = 100;
+export const EVENTS_PAGE_MAX = 500;
 
 const TRACEPARENT_PATTERN = /^[0-9a-f]{2}-[0-9a-f]{32}-[0-9a-f]{16}-[0-9a-f]{2}$/;
 
@@ -47,15 +53,32 @@ export class OperationsQueries {
     return view;
   }
 
-  async events(caller: Caller, ref: string, asOfRevisionRaw?: string) {
+  /**
+   * One page of the stream's events (docs/contract.md §9): `limit` (1–500, default 100) events
+   * after the cursor's revision, and `next_cursor` while more follow.
+   */
+  async events(caller: Caller, ref: string, params: QueryParams) {
     const operationRef = checkOperationRef(ref);
-    const asOfRevision = optionalInteger(asOfRevisionRaw, 'as_of_revision', 0, Number.MAX_SAFE_INTEGER);
-    const { view, events } = await this.ledger.getState(caller.tenant, operationRef, asOfRevision);
+    const asOfRevision = optionalInteger(
+      single(params, 'as_of_revision'),
+      'as_of_revision',
+      0,
+      Number.MAX_SAFE_INTEGER,
+    );
+    const limit = pageLimit(params, EVENTS_PAGE_DEFAULT, EVENTS_PAGE_MAX);
+    const [afterRevision] = (decodeCursor(single(params, 'cursor'), ['number']) ?? [-1]) as number[];
+    const { revision, events } = await this.ledger.events(caller.tenant, operationRef, { afterRevision, limit });
+    const state =
+      asOfRevision === undefined
+        ? undefined
+        : (await this.ledger.getState(caller.tenant, operationRef, asOfRevision)).view;
+    const last = events[events.length - 1];
     return {
       operation_ref: operationRef,
-      revision: events[events.length - 1].revision,
+      revision,
       events: events.map(eventView),
-      ...(asOfRevision === undefined ? {} : { as_of_revision: asOfRevision, state: view }),
+      ...(last !== undefined && last.revision < revision ? { next_cursor: encodeCursor([last.revision]) } : {}),
+      ...(state === undefined ? {} : { as_of_revision: asOfRevision, state }),
     };
   }
 }

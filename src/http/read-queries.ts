@@ -52,7 +52,7 @@ function oneOf<T extends string>(raw: string | undefined, allowed: readonly T[],
   return raw as T;
 }
 
-function pageLimit(params: QueryParams, fallback: number, max: number): number {
+export function pageLimit(params: QueryParams, fallback: number, max: number): number {
   return optionalInteger(single(params, 'limit'), 'limit', 1, max) ?? fallback;
 }
 

@@ -7,9 +7,11 @@ import type {
 } from '@recovery-ledger/core/contract/ledger-api.types';
 import { isErrorCode } from '@recovery-ledger/core/errors/error-registry';
 import { LedgerProblem } from '@recovery-ledger/core/errors/ledger-problem';
-import { submittedHash } from './event-ids';
-import { stateAfter, type StreamSnapshot } from './sealed-streams';
+import type { StoredEvent } from '../store/event-store.port';
+import { derivedEventId, submittedHash } from './event-ids';
+import type { SealedStreams } from './sealed-streams';
 import { directiveOf, stateView, submitAnswer } from './step-views';
+import { toRecorded } from './stored-events';
 
 /**
  * Event-id idempotency (docs/contract.md §4): a fact resubmitted under its event id is answered as
@@ -17,14 +19,14 @@ import { directiveOf, stateView, submitAnswer } from './step-views';
  */
 
 /**
- * The submitted events the stream does not hold yet, in order. Throws EVENT_ID_REUSED when an id
- * the stream holds was used for another fact.
+ * The submitted events the stream does not hold yet, in order, given those of their ids it holds
+ * (`stored`). Throws EVENT_ID_REUSED when an id the stream holds was used for another fact.
  */
 export function freshEvents(
   request: SubmitRequest,
-  snapshot: StreamSnapshot,
+  stored: readonly StoredEvent[],
 ): { fresh: SubmittedEvent[]; stored: ReadonlySet<string> } {
-  const hashes = new Map(snapshot.events.map((event) => [event.event_id, event.metadata.submitted_hash]));
+  const hashes = new Map(stored.map((event) => [event.event_id, event.metadata.submitted_hash]));
   request.events.forEach((event, index) => {
     if (hashes.has(event.event_id) && hashes.get(event.event_id) !== submittedHash(event)) {
       throw new LedgerProblem('EVENT_ID_REUSED', `event_id ${event.event_id} was already used for another fact`, {
@@ -35,31 +37,35 @@ export function freshEvents(
   return { fresh: request.events.filter((event) => !hashes.has(event.event_id)), stored: new Set(hashes.keys()) };
 }
 
+/** The most events a decision derives from one fact (a late outcome, a transition, …), with room to spare. */
+const MAX_DERIVED_PER_FACT = 8;
+
 /**
- * A resubmission of facts already stored: the answer of the first time, from the stream as it
- * stood right after that submit (its fact and everything the fact caused).
+ * A resubmission of facts already stored (`stored`, in revision order): the answer of the first
+ * time, from the stream as it stood right after that submit (its facts and everything they caused).
+ * What they caused is found by its derived ids (src/ledger/event-ids.ts) and the state then is
+ * folded from the kept state before it: the cost does not grow with the stream.
  */
-export function answerAsFirstTime(
+export async function answerAsFirstTime(
   context: SubmitContext,
   request: SubmitRequest,
-  snapshot: StreamSnapshot,
-): SubmitAnswer {
+  stored: readonly StoredEvent[],
+  streams: SealedStreams,
+  stream: string,
+): Promise<SubmitAnswer> {
   const ids = new Set(request.events.map((event) => event.event_id));
-  let end = -1;
-  snapshot.events.forEach((event, index) => {
-    if (ids.has(event.event_id) || (event.metadata.causation_event_id && ids.has(event.metadata.causation_event_id)))
-      end = index;
-  });
-  const state = stateAfter(snapshot, end + 1);
-  const last = snapshot.events[end];
+  const derivedIds = [...ids].flatMap((id) =>
+    Array.from({ length: MAX_DERIVED_PER_FACT }, (_, index) => derivedEventId(id, index + 1)),
+  );
+  const caused = await streams.readByIds(stream, derivedIds);
+  const last = [...stored, ...caused].reduce((latest, event) => (event.revision > latest.revision ? event : latest));
+  const { state } = await streams.stateAt(stream, last.revision);
   const results: SubmitResult[] = request.events.map((event) => ({ event_id: event.event_id, status: 'duplicate' }));
-  const refusal = snapshot.recorded
-    .slice(0, end + 1)
-    .find((event) => ids.has(event.event_id) && event.type === 'DispatchRefused');
+  const refusal = stored.map(toRecorded).find((event) => event.type === 'DispatchRefused');
   const code =
     refusal?.type === 'DispatchRefused'
       ? refusal.data.code
-      : refusedLateOutcome(snapshot, ids, end)
+      : refusedLateOutcome(stored, caused)
         ? 'ATTEMPT_MISMATCH'
         : undefined;
   if (code !== undefined && code !== 'DUPLICATE_PREVENTED') {
@@ -84,12 +90,10 @@ export function answerAsFirstTime(
  * Whether one of the facts is a late envelope that was recorded as evidence and refused (nothing
  * derived from it); a late success that settled the step caused a transition and was accepted.
  */
-function refusedLateOutcome(snapshot: StreamSnapshot, ids: ReadonlySet<string>, end: number): boolean {
-  const events = snapshot.events.slice(0, end + 1);
-  return events.some(
+function refusedLateOutcome(stored: readonly StoredEvent[], caused: readonly StoredEvent[]): boolean {
+  return stored.some(
     (event) =>
-      ids.has(event.event_id) &&
       event.type === 'LateOutcomeRecorded' &&
-      !events.some((other) => other.metadata.causation_event_id === event.event_id),
+      !caused.some((other) => other.metadata.causation_event_id === event.event_id),
   );
 }

@@ -368,6 +368,7 @@ export class LedgerModule {
                 envelopeLimits: config.envelopeLimits,
                 defaultPolicy: config.defaultPolicy,
                 maxConflictRetries: config.maxConflictRetries,
+                maxStreamEvents: config.maxStreamEvents,
               },
               {
                 ...metrics.observer,

@@ -9,7 +9,7 @@ import { LedgerProblem } from '@recovery-ledger/core/errors/ledger-problem';
 import { NO_STREAM, type EventStore, type StoredEvent } from '../store/event-store.port';
 import { operationStream } from '../store/stream-names';
 import type { Clock } from './clock';
-import { SealedStreams, stateAfter, type BrokenStreams } from './sealed-streams';
+import { SealedStreams, type BrokenStreams } from './sealed-streams';
 import { secretScanner, type SecretScanner } from './secret-scanner';
 import { stateView } from './step-views';
 import {
@@ -56,19 +56,39 @@ export class LedgerService {
     return this.broken.writeRefusal?.();
   }
 
-  /** The step's view now or, with `asOfRevision`, as it stood then; with the stream's events. */
+  /**
+   * The step's view now or, with `asOfRevision`, as it stood then; with the stream's revision. Each
+   * folds only the events after the state kept last before it (src/ledger/sealed-streams.ts).
+   */
   async getState(
     tenant: string,
     operationRef: string,
     asOfRevision?: number,
-  ): Promise<{ view: StepView; events: StoredEvent[] }> {
-    const snapshot = await this.streams.read(operationStream(tenant, operationRef));
-    if (snapshot.events.length === 0) throw new LedgerProblem('OPERATION_NOT_FOUND', 'the operation has no events');
-    // Events stand in revision order, so those up to a revision are a prefix of the stream.
-    const upTo =
-      asOfRevision === undefined ? snapshot.events : snapshot.events.filter((event) => event.revision <= asOfRevision);
-    const revision = upTo.length === 0 ? NO_STREAM : upTo[upTo.length - 1].revision;
-    return { view: stateView(operationRef, stateAfter(snapshot, upTo.length), revision), events: snapshot.events };
+  ): Promise<{ view: StepView; revision: number }> {
+    const stream = operationStream(tenant, operationRef);
+    const snapshot = await this.streams.read(stream);
+    if (snapshot.revision === NO_STREAM) throw new LedgerProblem('OPERATION_NOT_FOUND', 'the operation has no events');
+    if (asOfRevision === undefined || asOfRevision >= snapshot.revision)
+      return { view: stateView(operationRef, snapshot.state, snapshot.revision), revision: snapshot.revision };
+    const then = await this.streams.stateAt(stream, asOfRevision);
+    return { view: stateView(operationRef, then.state, then.revision), revision: snapshot.revision };
+  }
+
+  /**
+   * Up to `limit` of the stream's events after `afterRevision`, each re-hashed, with the stream's
+   * revision (its head checked as `getState` checks it): a page costs what its events cost.
+   */
+  async events(
+    tenant: string,
+    operationRef: string,
+    page: { afterRevision: number; limit: number },
+  ): Promise<{ revision: number; events: StoredEvent[] }> {
+    const stream = operationStream(tenant, operationRef);
+    const snapshot = await this.streams.read(stream);
+    if (snapshot.revision === NO_STREAM) throw new LedgerProblem('OPERATION_NOT_FOUND', 'the operation has no events');
+    const from = page.afterRevision + 1;
+    const events = from > snapshot.revision ? [] : await this.streams.readRange(stream, from, page.limit);
+    return { revision: snapshot.revision, events };
   }
 
   /** The step folded from its own stream (strongly consistent), for the work feed's judgement. */

@@ -10,7 +10,7 @@ import type { SecretDetector } from '@recovery-ledger/core/domain/envelope/redac
 import { decide, type Refused, type StepState, type WindowClock } from '@recovery-ledger/core/domain/decider';
 import { LedgerProblem } from '@recovery-ledger/core/errors/ledger-problem';
 import { DecisionSpan, tracedAppend } from '../observability/ledger-spans';
-import { RevisionConflictError } from '../store/event-store.port';
+import { RevisionConflictError, type StoredEvent } from '../store/event-store.port';
 import { operationStream } from '../store/stream-names';
 import { decisionTime, type Clock } from './clock';
 import { prepareFact, type PreparationSettings } from './fact-preparation';
@@ -25,11 +25,16 @@ import { toNewEvents, type UnsealedEvent } from './stored-events';
 export interface LedgerSettings extends PreparationSettings {
   /** Re-decisions after losing a race, when the caller gave no expected_revision. */
   maxConflictRetries: number;
+  /** The most events one stream may hold (DEFAULT_MAX_STREAM_EVENTS when absent). */
+  maxStreamEvents?: number;
 }
 
+/** docs/contract.md §3, "A bounded stream". */
+export const DEFAULT_MAX_STREAM_EVENTS = 10_000;
+
 export interface LedgerObserver {
-  /** `step`: the operation appended to and the state it now stands in. */
-  onAppended?(events: number, tenant: string, step: { operationRef: string; state: StepState }): void;
+  /** `step`: the operation appended to, the state it now stands in and the log position the append reached. */
+  onAppended?(events: number, tenant: string, step: { operationRef: string; state: StepState; position: number }): void;
   /** `where`: the operation the refused fact was for (refusals not recorded in the log are seen only here). */
   onRefused?(code: string, where: { tenant: string; operationRef: string }): void;
 }
@@ -116,12 +121,17 @@ export class SubmitCommandHandler {
   ): Promise<SubmitAnswer> {
     for (let attempt = 0; ; attempt++) {
       const snapshot = await this.streams.read(stream);
+      // Only the submitted ids are looked up: idempotency never reads the stream whole.
+      const stored = await this.streams.storedOf(
+        snapshot,
+        request.events.map((event) => event.event_id),
+      );
       const span = new DecisionSpan(
         request.events.map((event) => event.type),
         snapshot.revision,
       );
       try {
-        return await this.decideAndAppend(context, request, snapshot, detect, span);
+        return await this.decideAndAppend(context, request, snapshot, stored, detect, span);
       } catch (error) {
         span.fail(error);
         if (!(error instanceof RevisionConflictError)) throw error;
@@ -142,13 +152,14 @@ export class SubmitCommandHandler {
     context: SubmitContext,
     request: SubmitRequest,
     snapshot: StreamSnapshot,
+    storedEvents: readonly StoredEvent[],
     detect: SecretDetector,
     span: DecisionSpan,
   ): Promise<SubmitAnswer> {
-    const { fresh, stored } = freshEvents(request, snapshot);
+    const { fresh, stored } = freshEvents(request, storedEvents);
     if (fresh.length === 0) {
       span.end('duplicate');
-      return answerAsFirstTime(context, request, snapshot);
+      return answerAsFirstTime(context, request, storedEvents, this.streams, snapshot.stream);
     }
     if (request.expected_revision !== undefined && request.expected_revision !== snapshot.revision) {
       throw new LedgerProblem(
@@ -161,7 +172,7 @@ export class SubmitCommandHandler {
     }
 
     const windowClock = await this.windows?.windowClock(fresh.some(closesAWindow));
-    const now = decisionTime(this.clock, snapshot.events[snapshot.events.length - 1]?.metadata.recorded_at);
+    const now = decisionTime(this.clock, snapshot.last?.metadata.recorded_at);
     let state = snapshot.state;
     const toAppend: UnsealedEvent[] = [];
     let replayed = false;
@@ -200,13 +211,22 @@ export class SubmitCommandHandler {
     const outcome = { operationRef: context.operationRef, state, results };
     if (toAppend.length === 0) {
       // Every fact was an idempotent no-op (a plan repeated with the same definition).
-      const last = snapshot.events[snapshot.events.length - 1];
-      return submitAnswer({ ...outcome, revision: snapshot.revision, position: last?.position ?? 0, replayed: false });
+      return submitAnswer({
+        ...outcome,
+        revision: snapshot.revision,
+        position: snapshot.last?.position ?? 0,
+        replayed: false,
+      });
     }
+    this.refuseOverBound(snapshot, toAppend.length, context);
     const { revision, position } = await tracedAppend(toAppend.length, () =>
       this.streams.append(snapshot, toAppend, state),
     );
-    this.observer.onAppended?.(toAppend.length, context.tenant, { operationRef: context.operationRef, state });
+    this.observer.onAppended?.(toAppend.length, context.tenant, {
+      operationRef: context.operationRef,
+      state,
+      position,
+    });
     return submitAnswer({ ...outcome, revision, position, replayed });
   }
 
@@ -225,10 +245,26 @@ export class SubmitCommandHandler {
     if (decision.events.length === 0 || !batch.empty)
       return { decision, recorded: [], state: batch.state, revision: snapshot.revision };
     const recorded = toNewEvents(decision.events, submitted, context, now);
+    this.refuseOverBound(snapshot, recorded.length, context);
     const { revision } = await tracedAppend(recorded.length, () =>
       this.streams.append(snapshot, recorded, decision.state),
     );
     return { decision, recorded, state: decision.state, revision };
+  }
+
+  /**
+   * A stream holds at most `maxStreamEvents` (docs/contract.md §3, "A bounded stream"): past it
+   * nothing is appended, so no caller can grow one stream, and what reading it costs, without end.
+   */
+  private refuseOverBound(snapshot: StreamSnapshot, adding: number, context: SubmitContext): void {
+    const bound = this.settings.maxStreamEvents ?? DEFAULT_MAX_STREAM_EVENTS;
+    const holds = snapshot.revision + 1;
+    if (holds + adding <= bound) return;
+    throw new LedgerProblem(
+      'STREAM_FULL',
+      `the operation's stream holds ${holds} events and may hold at most ${bound}: nothing more is recorded on it`,
+      { state: stateView(context.operationRef, snapshot.state, snapshot.revision) },
+    );
   }
 
   private refusalError({ decision, state, revision }: Refusal, context: SubmitContext): LedgerProblem {

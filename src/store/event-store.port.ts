@@ -128,6 +128,42 @@ export interface StreamIndexer<State = unknown> {
 export interface AppendOptions {
   /** Replaces the stream's index entry with this one, atomically with the append. */
   index?: StreamIndexEntry;
+  /**
+   * The application's state folded up to the batch's last event, kept beside the stream atomically
+   * with the append (where the store keeps snapshots), so a later read folds only what follows it.
+   */
+  snapshot?: { fold_version: string; state: JsonObject };
+}
+
+/**
+ * A state the application folded and kept beside a stream: a cache of the log, never its truth. A
+ * reader checks `hash` against the stored event at `revision` before it trusts `state`.
+ */
+export interface KeptSnapshot {
+  fold_version: string;
+  revision: number;
+  /** The hash of the stream's event at `revision` when the snapshot was written. */
+  hash: string;
+  state: JsonObject;
+}
+
+/** Where a fold of one stream starts, and what it folds (`readFoldStart`). */
+export interface FoldStart {
+  /** The latest snapshot of the asked fold version at or before the asked revision; undefined when none. */
+  snapshot: KeptSnapshot | undefined;
+  /**
+   * The stored events from the snapshot's revision (inclusive, so its hash can be checked) or from
+   * revision 0 without one, up to the asked revision or the stream's end, in order.
+   */
+  events: StoredEvent[];
+  /** The anchored head, read in the same snapshot of the store (undefined as in `anchoredHead`). */
+  head: StreamHead | undefined;
+}
+
+export interface FoldStartOptions {
+  foldVersion: string;
+  /** Fold only up to this revision (a state as it stood then); the stream's end when absent. */
+  upTo?: number;
 }
 
 export interface StoreHealth {
@@ -161,6 +197,26 @@ export interface EventStore {
    * `head` is undefined exactly when `anchoredHead` would answer undefined.
    */
   readStreamAnchored(stream: string): Promise<AnchoredStream>;
+  /**
+   * What a fold of the stream needs, in one snapshot of the store: the latest kept snapshot and the
+   * events after it. A store that keeps no snapshots (`keepsSnapshots` false) answers none and
+   * every event from revision 0.
+   */
+  readFoldStart(stream: string, options: FoldStartOptions): Promise<FoldStart>;
+  /** Up to `limit` events of one stream from revision `from` (inclusive), in order. */
+  readStreamRange(stream: string, from: number, limit: number): Promise<StoredEvent[]>;
+  /** The stream's events whose event id is one of these, in revision order (none: an empty array). */
+  readEventsById(stream: string, eventIds: readonly string[]): Promise<StoredEvent[]>;
+  /**
+   * Keeps a state a reader folded up to `snapshot.revision` beside the stream, with the next
+   * commit, if `snapshot.hash` is then still the stored event's at that revision (otherwise
+   * nothing): for a stream read whole (no snapshot of the reader's fold version) and not appended
+   * to since. Best effort: it settles once tried and never rejects. A no-op where
+   * `keepsSnapshots` is false.
+   */
+  keepSnapshot(stream: string, snapshot: KeptSnapshot): Promise<void>;
+  /** Whether `append` keeps `options.snapshot` and `readFoldStart` answers it. */
+  readonly keepsSnapshots: boolean;
   /** Every anchored head under a prefix, ordered by stream name (what verify walks). */
   anchoredHeads(streamPrefix: string): Promise<StreamHead[]>;
   /** The whole log's anchor; undefined when the log is empty or the store keeps none. */

@@ -70,15 +70,21 @@ export interface ChainBreak {
  * Re-computes a stream's chain; answers the first event that does not match, if any. With
  * `verified` (a prefix already re-hashed, up to and including that revision) only the events after
  * it are re-hashed; the prefix is still checked for its length, order and last hash.
+ *
+ * With `startAt`, `events` is the stream's tail from that revision (after a snapshot): the first
+ * event's link to the one before it is taken as it stands, and the caller ties the first event's
+ * hash to what it trusts (the snapshot's head hash); everything from it on is checked as above.
  */
 export function verifyChain(
   events: readonly StoredEvent[],
   verified?: { revision: number; hash: string },
+  startAt = 0,
 ): ChainBreak | undefined {
-  let prevHash = GENESIS_HASH;
-  let expectedRevision = 0;
+  let prevHash = startAt === 0 ? GENESIS_HASH : (events[0]?.metadata.prev_hash ?? GENESIS_HASH);
+  let expectedRevision = startAt;
   let prevPosition = 0;
-  const skipUpTo = verified && events[verified.revision]?.metadata.hash === verified.hash ? verified.revision : -1;
+  const skipUpTo =
+    verified && events[verified.revision - startAt]?.metadata.hash === verified.hash ? verified.revision : -1;
   for (const event of events) {
     if (
       event.revision <= skipUpTo &&

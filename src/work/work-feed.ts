@@ -93,7 +93,8 @@ interface Asking {
   grantedTo: string;
 }
 
-const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+/** Why a waiting poll is woken: a step of its tenant made due now, or a commit of its tenant up to a position. */
+type Wake = { fresh: true } | { position: number };
 
 /** A step in one of these is due the moment it gets there (docs/work-feed.md, "What is due when"). */
 const DUE_AT_ONCE: ReadonlySet<string> = new Set(['planned', 'retry_ready', 'verifying']);
@@ -135,8 +136,14 @@ export class WorkFeed {
    * milliseconds). Only candidates: each is leased and then judged on its own stream like any other.
    */
   private readonly fresh = new Map<string, Map<string, string>>();
-  /** Waiting polls, woken by a step made due (`noteChanged`). */
-  private readonly freshWaiters = new Set<() => void>();
+  /**
+   * Waiting polls by tenant, woken only by their own tenant's commits (`noteChanged`): a commit of
+   * one tenant cannot change what another's look finds, and waking every poll on every commit made
+   * one tenant's open polls each query the read model on every other tenant's submit.
+   */
+  private readonly waiters = new Map<string, Set<(wake: Wake) => void>>();
+  /** The log position each tenant's last commit in this process reached: a look before it may not have seen it. */
+  private readonly tenantHeads = new LRUCache<string, number>({ max: 100_000 });
 
   constructor(
     private readonly ledger: LedgerService,
@@ -153,17 +160,27 @@ export class WorkFeed {
   /** Shutdown: long polls answer at their next look instead of holding the server open. */
   stop(): void {
     this.stopping = true;
+    for (const waiting of [...this.waiters.values()]) for (const wake of [...waiting]) wake({ fresh: true });
   }
 
-  /** A submit appended to `operationRef`, which now stands in `state`: hand it out now if it is due. */
-  noteChanged(tenant: string, operationRef: string, state: StepState): void {
-    if (!isPlanned(state) || !DUE_AT_ONCE.has(state.status)) return;
-    let refs = this.fresh.get(tenant);
-    if (!refs) this.fresh.set(tenant, (refs = new Map()));
-    refs.delete(operationRef);
-    refs.set(operationRef, state.definition.tool);
-    if (refs.size > MAX_FRESH_PER_TENANT) refs.delete(refs.keys().next().value as string);
-    for (const wake of [...this.freshWaiters]) wake();
+  /**
+   * A submit appended to `operationRef` up to log `position`, and it now stands in `state`: hand it
+   * out now if it is due, and have the tenant's waiting polls look again once the read model shows it.
+   */
+  noteChanged(tenant: string, operationRef: string, state: StepState, position?: number): void {
+    if (position !== undefined && position > (this.tenantHeads.get(tenant) ?? 0))
+      this.tenantHeads.set(tenant, position);
+    const due = isPlanned(state) && DUE_AT_ONCE.has(state.status);
+    if (due) {
+      let refs = this.fresh.get(tenant);
+      if (!refs) this.fresh.set(tenant, (refs = new Map()));
+      refs.delete(operationRef);
+      refs.set(operationRef, state.definition.tool);
+      if (refs.size > MAX_FRESH_PER_TENANT) refs.delete(refs.keys().next().value as string);
+    }
+    const waiting = this.waiters.get(tenant);
+    if (!waiting) return;
+    for (const wake of [...waiting]) wake(due ? { fresh: true } : { position: position ?? 0 });
   }
 
   private key(tenant: string, operationRef: string): string {
@@ -214,20 +231,41 @@ export class WorkFeed {
       const waitMs = Math.min(this.settings.pollMs, Math.max(1, deadline - this.clock.now().getTime()));
       // A step planned (or moved) just after this look shows in the read model first: look again
       // as soon as it has moved, not a whole pollMs later (docs/work-feed.md, "Long polls").
-      await this.waitForWork(position, waitMs);
+      await this.waitForWork(caller.tenant, position, waitMs);
     }
   }
 
-  /** Until the read model moves past `position`, a submit makes a step due, or `waitMs` passes. */
-  private waitForWork(position: number, waitMs: number): Promise<void> {
+  /**
+   * Until a commit of the tenant reaches the read model, a submit of the tenant makes a step due,
+   * or `waitMs` passes (work due by the clock alone, or committed by another process on the log).
+   */
+  private waitForWork(tenant: string, position: number, waitMs: number): Promise<void> {
     return new Promise((resolve) => {
+      let waiting = this.waiters.get(tenant);
+      if (!waiting) this.waiters.set(tenant, (waiting = new Set()));
+      const set = waiting;
+      const until = performance.now() + waitMs;
+      const timer = setTimeout(() => done(), waitMs);
       const done = () => {
-        this.freshWaiters.delete(done);
+        clearTimeout(timer);
+        set.delete(wake);
+        if (set.size === 0 && this.waiters.get(tenant) === set) this.waiters.delete(tenant);
         resolve();
       };
-      this.freshWaiters.add(done);
-      const moved = this.candidates ? this.candidates.waitForPosition(position + 1, waitMs) : sleep(waitMs);
-      moved.then(done, done);
+      const showing = (reached: number) => {
+        set.delete(wake);
+        const left = until - performance.now();
+        if (!this.candidates || left <= 0) return done();
+        this.candidates.waitForPosition(reached, left).then(done, done);
+      };
+      function wake(how: Wake) {
+        if ('fresh' in how) done();
+        else showing(how.position);
+      }
+      // A commit of the tenant after the read model position the look saw: look once it shows it.
+      const head = this.tenantHeads.get(tenant) ?? 0;
+      if (head > position) showing(head);
+      else set.add(wake);
     });
   }
 

@@ -55,6 +55,7 @@ class LeaseStoreLifecycle implements OnModuleDestroy, OnApplicationShutdown {
         CLOCK,
         PROJECTION_ENGINE,
         APPEND_LISTENERS,
+        CONFIG,
         { token: METRICS_REGISTRY, optional: true },
       ],
       useFactory: (
@@ -64,6 +65,7 @@ class LeaseStoreLifecycle implements OnModuleDestroy, OnApplicationShutdown {
         clock: Clock,
         engine: ProjectionRunner,
         appended: Set<AppendListener>,
+        config: LedgerConfig,
         registry?: Registry,
       ) => {
         // The metrics read the feed once it exists; it is made below, with the observer they return.
@@ -76,12 +78,13 @@ class LeaseStoreLifecycle implements OnModuleDestroy, OnApplicationShutdown {
           : {};
         // The feed's candidates are the step-state read model's rows: a waiting poll wakes when it moves.
         const stepState = [stepStateProjection.name];
-        feed = new WorkFeed(ledger, readModel, leases, clock, observer, DEFAULT_WORK_FEED_SETTINGS, {
+        const settings = { ...DEFAULT_WORK_FEED_SETTINGS, pollMs: config.workPollMs };
+        feed = new WorkFeed(ledger, readModel, leases, clock, observer, settings, {
           position: () => engine.position(stepState),
           waitForPosition: (position, timeoutMs) => engine.waitForPosition(position, timeoutMs, stepState),
         });
         const made = feed;
-        appended.add((_events, tenant, step) => made.noteChanged(tenant, step.operationRef, step.state));
+        appended.add((_events, tenant, step) => made.noteChanged(tenant, step.operationRef, step.state, step.position));
         return feed;
       },
     },

@@ -289,6 +289,71 @@ export function testEventStore(
       expect((await store.indexedStreams(prefix, ['dispatched'])) ?? []).toEqual([]);
     });
 
+    it('reads a range of a stream from a revision, and its events by id', async () => {
+      const stream = freshStream('range');
+      const events = sealEvents(
+        stream,
+        undefined,
+        Array.from({ length: 6 }, (_, n) => newEvent('N', { n })),
+      );
+      await store.append(stream, NO_STREAM, events);
+      expect((await store.readStreamRange(stream, 2, 3)).map((e) => e.revision)).toEqual([2, 3, 4]);
+      expect((await store.readStreamRange(stream, 4, 10)).map((e) => e.revision)).toEqual([4, 5]);
+      expect(await store.readStreamRange(stream, 6, 10)).toEqual([]);
+      const byId = await store.readEventsById(stream, [events[4].event_id, events[1].event_id, randomUUID()]);
+      expect(byId.map((e) => e.revision)).toEqual([1, 4]);
+      expect(await store.readEventsById(stream, [])).toEqual([]);
+      expect(await store.readEventsById(freshStream(), [events[0].event_id])).toEqual([]);
+    });
+
+    it('keeps a snapshot with its append and folds from it, per fold version (where the store keeps snapshots)', async () => {
+      const stream = freshStream('snap');
+      const first = sealEvents(stream, undefined, [newEvent('A'), newEvent('B'), newEvent('C')]);
+      await store.append(stream, NO_STREAM, first, { snapshot: { fold_version: 'v1', state: { folded: 3 } } });
+      const more = sealEvents(stream, { revision: 2, hash: first[2].metadata.hash }, [newEvent('D'), newEvent('E')]);
+      await store.append(stream, 2, more);
+      const start = await store.readFoldStart(stream, { foldVersion: 'v1' });
+      if (!store.keepsSnapshots) {
+        // No snapshot: the whole stream, from revision 0.
+        expect(start.snapshot).toBeUndefined();
+        expect(start.events.map((e) => e.revision)).toEqual([0, 1, 2, 3, 4]);
+        return;
+      }
+      expect(start.snapshot).toEqual({
+        fold_version: 'v1',
+        revision: 2,
+        hash: first[2].metadata.hash,
+        state: { folded: 3 },
+      });
+      // From the snapshot's own event (so its hash can be checked) to the end, and the head with them.
+      expect(start.events.map((e) => e.revision)).toEqual([2, 3, 4]);
+      expect(start.head?.revision).toBe(4);
+      // Another fold version has no snapshot: every event.
+      const other = await store.readFoldStart(stream, { foldVersion: 'v2' });
+      expect(other.snapshot).toBeUndefined();
+      expect(other.events.map((e) => e.revision)).toEqual([0, 1, 2, 3, 4]);
+      // Up to a revision before the snapshot: none of it, the events up to there.
+      const earlier = await store.readFoldStart(stream, { foldVersion: 'v1', upTo: 1 });
+      expect(earlier.snapshot).toBeUndefined();
+      expect(earlier.events.map((e) => e.revision)).toEqual([0, 1]);
+      // A reader's snapshot is kept while its hash is the stored event's at its revision, not otherwise.
+      await store.keepSnapshot(stream, {
+        fold_version: 'v3',
+        revision: 4,
+        hash: more[1].metadata.hash,
+        state: { n: 5 },
+      });
+      await store.keepSnapshot(stream, { fold_version: 'v4', revision: 4, hash: 'f'.repeat(64), state: { n: 5 } });
+      expect((await store.readFoldStart(stream, { foldVersion: 'v3' })).snapshot?.state).toEqual({ n: 5 });
+      expect((await store.readFoldStart(stream, { foldVersion: 'v4' })).snapshot).toBeUndefined();
+      // A refused append keeps no snapshot.
+      const stale = sealEvents(stream, { revision: 2, hash: first[2].metadata.hash }, [newEvent('X')]);
+      await expect(
+        store.append(stream, 2, stale, { snapshot: { fold_version: 'v1', state: { folded: 'stale' } } }),
+      ).rejects.toBeInstanceOf(RevisionConflictError);
+      expect((await store.readFoldStart(stream, { foldVersion: 'v1' })).snapshot?.revision).toBe(2);
+    });
+
     const faults = () => {
       if (!subject.faults) throw new Error('this store was declared with faults but its factory gave none');
       return subject.faults;

@@ -1,3 +1,4 @@
+import Database from 'better-sqlite3';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -66,6 +67,29 @@ describe('read model: the parsed documents readers are served', () => {
     expect(reader.getDoc('counters', 'a')).toEqual({ count: 5, position: 9, items: ['e9'] });
     writer.transaction(() => writer.reset('counters'));
     expect(reader.getDoc('counters', 'a')).toBeUndefined();
+  });
+
+  it('keeps serving a parsed document while another connection writes only other documents', () => {
+    const reader = open();
+    const writer = open();
+    write(writer, 'a', { count: 1, position: 1, items: ['e1'] });
+    const first = reader.getDoc<CounterDoc>('counters', 'a');
+    // The projection thread writing another tenant's documents: this one is not parsed again.
+    write(writer, 'b', { count: 1, position: 2, items: ['e2'] });
+    expect(reader.getDoc('counters', 'a')).toBe(first);
+  });
+
+  it('sees a document changed in the file by hand (no stamp written), and does not keep it', () => {
+    const reader = open();
+    const writer = open();
+    write(writer, 'a', { count: 1, position: 1, items: ['e1'] });
+    expect(reader.getDoc('counters', 'a')).toEqual({ count: 1, position: 1, items: ['e1'] });
+    const db = new Database(join(dir, 'read-models.sqlite'));
+    db.prepare("UPDATE rm_counters SET doc = json_set(doc, '$.count', 7) WHERE key = 'a'").run();
+    db.close();
+    const changed = reader.getDoc<CounterDoc>('counters', 'a');
+    expect(changed?.count).toBe(7);
+    expect(reader.getDoc('counters', 'a')).not.toBe(changed);
   });
 
   it('forgets everything on a reset by this connection', () => {

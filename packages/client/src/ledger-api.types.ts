@@ -99,6 +99,8 @@ export interface OperationEvents {
   operation_ref: string;
   revision: number;
   events: StoredEventView[];
+  /** Present while more events follow this page: pass it as `cursor` (docs/contract.md §9). */
+  next_cursor?: string;
   /** With `as_of_revision`: the state folded up to that revision. */
   as_of_revision?: number;
   state?: OperationState;

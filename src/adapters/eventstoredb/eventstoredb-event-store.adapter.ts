@@ -19,6 +19,8 @@ import {
   type AnchoredStream,
   type AppendResult,
   type EventStore,
+  type FoldStart,
+  type FoldStartOptions,
   type NewEvent,
   type ReadAllOptions,
   type StoreHealth,
@@ -371,6 +373,31 @@ export class EventStoreDbEventStore implements EventStore {
 
   async readStreamAnchored(stream: string): Promise<AnchoredStream> {
     return { events: await this.readStream(stream), head: undefined };
+  }
+
+  /**
+   * No snapshots: a server append cannot carry a row beside the stream in the same transaction, so
+   * a fold here reads the stream whole from revision 0 (docs/eventstoredb.md, "Snapshots").
+   */
+  readonly keepsSnapshots = false;
+
+  async readFoldStart(stream: string, { upTo }: FoldStartOptions): Promise<FoldStart> {
+    const events = await this.readStream(stream);
+    return { snapshot: undefined, events: upTo === undefined ? events : events.slice(0, upTo + 1), head: undefined };
+  }
+
+  async keepSnapshot(): Promise<void> {
+    return undefined;
+  }
+
+  async readStreamRange(stream: string, from: number, limit: number): Promise<StoredEvent[]> {
+    return (await this.readStream(stream)).slice(Math.max(0, from), Math.max(0, from) + limit);
+  }
+
+  async readEventsById(stream: string, eventIds: readonly string[]): Promise<StoredEvent[]> {
+    if (eventIds.length === 0) return [];
+    const ids = new Set(eventIds);
+    return (await this.readStream(stream)).filter((event) => ids.has(event.event_id));
   }
 
   async anchoredHeads(): Promise<[]> {

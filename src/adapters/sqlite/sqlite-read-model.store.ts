@@ -1,5 +1,6 @@
 import Database from 'better-sqlite3';
 import { LRUCache } from 'lru-cache';
+import { randomInt } from 'node:crypto';
 import { mkdirSync } from 'node:fs';
 import { dirname } from 'node:path';
 import type { AnyProjection, ColumnType, IndexValue } from '@recovery-ledger/core/projections/projection';
@@ -33,7 +34,8 @@ interface Registered {
   linksTable: string;
   columns: string[];
   statements: {
-    load: Database.Statement<[string], { doc: string }>;
+    load: Database.Statement<[string], { doc: string; stamp: number | null }>;
+    stampOf: Database.Statement<[string], { stamp: number | null }>;
     upsert: Database.Statement<unknown[]>;
     loadLink: Database.Statement<[string], { link: string }>;
     upsertLink: Database.Statement<[string, string]>;
@@ -78,12 +80,11 @@ export class SqliteReadModel implements ReadModel {
   private closed = false;
   /**
    * Documents as readers last parsed them, bounded by their JSON's length: parsing a trail of 1,000
-   * entries is most of what answering it costs. An entry goes when this connection writes its
-   * document, and everything goes when another connection (another process on the same file) has
-   * committed since (`PRAGMA data_version`). Undefined when the cache is off.
+   * entries is most of what answering it costs. A copy is served while the document's stamp is the
+   * one it was parsed with: any write of the document, by any connection (the projection thread,
+   * another process on the file), stamps it anew or clears the stamp. Undefined when the cache is off.
    */
-  private readonly parsed: LRUCache<string, { doc: object }> | undefined;
-  private dataVersion = -1;
+  private readonly parsed: LRUCache<string, { doc: object; stamp: number }> | undefined;
 
   static open(options: ReadModelOptions): SqliteReadModel {
     return new SqliteReadModel(options);
@@ -123,14 +124,16 @@ export class SqliteReadModel implements ReadModel {
       throw new Error(`projection name ${projection.name} must match ${NAME_PATTERN}`);
     const columns = Object.keys(projection.columns ?? {});
     for (const column of columns) {
-      if (!NAME_PATTERN.test(column) || column === 'key' || column === 'doc')
+      if (!NAME_PATTERN.test(column) || column === 'key' || column === 'doc' || column === 'stamp')
         throw new Error(`column ${column} is not allowed`);
     }
     const docsTable = `rm_${projection.name}`;
     const linksTable = `rm_${projection.name}_links`;
     const stored = this.checkpointStatements.get.get(projection.name);
     const tableInfo = this.db.prepare(`PRAGMA table_info(${docsTable})`).all() as { name: string }[];
-    const existingColumns = tableInfo.map((row) => row.name).filter((name) => name !== 'key' && name !== 'doc');
+    const existingColumns = tableInfo
+      .map((row) => row.name)
+      .filter((name) => name !== 'key' && name !== 'doc' && name !== 'stamp');
     const sameShape =
       tableInfo.length === 0 ||
       (existingColumns.length === columns.length && columns.every((column) => existingColumns.includes(column)));
@@ -141,9 +144,27 @@ export class SqliteReadModel implements ReadModel {
       if (reset) this.db.exec(`DROP TABLE IF EXISTS ${docsTable}; DROP TABLE IF EXISTS ${linksTable};`);
       const columnDefs = Object.entries(projection.columns ?? {}).map(([name, type]) => `, ${name} ${sqlType(type)}`);
       this.db.exec(
-        `CREATE TABLE IF NOT EXISTS ${docsTable} (key TEXT PRIMARY KEY, doc TEXT NOT NULL${columnDefs.join('')})`,
+        `CREATE TABLE IF NOT EXISTS ${docsTable} (key TEXT PRIMARY KEY, doc TEXT NOT NULL, stamp INTEGER${columnDefs.join('')})`,
       );
       this.db.exec(`CREATE TABLE IF NOT EXISTS ${linksTable} (stream TEXT PRIMARY KEY, link TEXT NOT NULL)`);
+      // Each write of a document stamps it anew (writeDoc), so a reader knows its parsed copy is
+      // current from the stamp alone; a change made any other way clears the stamp (the trigger),
+      // and a document without one is parsed again on every read.
+      const hasStamp = (this.db.prepare(`PRAGMA table_info(${docsTable})`).all() as { name: string }[]).some(
+        (row) => row.name === 'stamp',
+      );
+      // A file written before stamps: add the column (another connection may just have added it).
+      if (!hasStamp) {
+        try {
+          this.db.exec(`ALTER TABLE ${docsTable} ADD COLUMN stamp INTEGER`);
+        } catch (error) {
+          if (!/duplicate column/i.test((error as Error).message)) throw error;
+        }
+      }
+      this.db.exec(
+        `CREATE TRIGGER IF NOT EXISTS ${docsTable}_unstamped AFTER UPDATE OF doc ON ${docsTable}
+         WHEN NEW.stamp IS OLD.stamp BEGIN UPDATE ${docsTable} SET stamp = NULL WHERE key = NEW.key; END`,
+      );
       (projection.indexes ?? []).forEach((indexColumns, index) => {
         for (const column of indexColumns) {
           if (!columns.includes(column)) throw new Error(`index of ${projection.name} names unknown column ${column}`);
@@ -161,10 +182,11 @@ export class SqliteReadModel implements ReadModel {
       linksTable,
       columns,
       statements: {
-        load: this.db.prepare(`SELECT doc FROM ${docsTable} WHERE key = ?`),
+        load: this.db.prepare(`SELECT doc, stamp FROM ${docsTable} WHERE key = ?`),
+        stampOf: this.db.prepare(`SELECT stamp FROM ${docsTable} WHERE key = ?`),
         upsert: this.db.prepare(
-          `INSERT INTO ${docsTable} (key, doc${columns.map((c) => `, ${c}`).join('')}) VALUES (?, ?${placeholders})
-           ON CONFLICT (key) DO UPDATE SET ${updates}`,
+          `INSERT INTO ${docsTable} (key, doc, stamp${columns.map((c) => `, ${c}`).join('')}) VALUES (?, ?, ?${placeholders})
+           ON CONFLICT (key) DO UPDATE SET stamp = excluded.stamp, ${updates}`,
         ),
         loadLink: this.db.prepare(`SELECT link FROM ${linksTable} WHERE stream = ?`),
         upsertLink: this.db.prepare(
@@ -209,7 +231,12 @@ export class SqliteReadModel implements ReadModel {
     this.parsed?.delete(cacheKey(name, key));
     const { projection, columns, statements } = this.entry(name);
     const indexed = projection.index ? projection.index(doc) : {};
-    statements.upsert.run(key, JSON.stringify(doc), ...columns.map((column) => indexed[column] ?? null));
+    statements.upsert.run(
+      key,
+      JSON.stringify(doc),
+      randomInt(1, 2 ** 47),
+      ...columns.map((column) => indexed[column] ?? null),
+    );
   }
 
   link(name: string, stream: string): string | undefined {
@@ -237,18 +264,16 @@ export class SqliteReadModel implements ReadModel {
    */
   getDoc<Doc>(name: string, key: string): Doc | undefined {
     if (!this.parsed) return this.loadDoc<Doc>(name, key);
-    const version = this.db.pragma('data_version', { simple: true }) as number;
-    if (version !== this.dataVersion) {
-      this.parsed.clear();
-      this.dataVersion = version;
-    }
     const id = cacheKey(name, key);
+    const { statements } = this.entry(name);
     const hit = this.parsed.get(id);
-    if (hit) return hit.doc as Doc;
-    const row = this.entry(name).statements.load.get(key);
+    // Only this document's stamp is read: other documents written meanwhile (by the projection
+    // thread, another process) leave its parsed copy valid, however large it is.
+    if (hit && hit.stamp === statements.stampOf.get(key)?.stamp) return hit.doc as Doc;
+    const row = statements.load.get(key);
     if (!row) return undefined;
     const doc = deepFreeze(JSON.parse(row.doc) as Doc & object);
-    this.parsed.set(id, { doc }, { size: Math.max(1, row.doc.length) });
+    if (row.stamp !== null) this.parsed.set(id, { doc, stamp: row.stamp }, { size: Math.max(1, row.doc.length) });
     return doc;
   }
 
@@ -392,7 +417,9 @@ export class SqliteReadModel implements ReadModel {
     for (const row of this.db.prepare(`SELECT * FROM ${docsTable} ORDER BY key`).iterate() as Iterable<
       Record<string, unknown>
     >) {
-      yield [`doc:${String(row.key)}`, JSON.stringify(row)];
+      // The stamp says when this copy was written, not what it holds: two equal read models differ in it.
+      const { stamp: _stamp, ...held } = row;
+      yield [`doc:${String(row.key)}`, JSON.stringify(held)];
     }
     for (const row of this.db.prepare(`SELECT stream, link FROM ${linksTable} ORDER BY stream`).iterate() as Iterable<{
       stream: string;

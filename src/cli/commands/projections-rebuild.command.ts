@@ -6,6 +6,9 @@ import { readModelFile } from '../../store/read-model.port';
 import { openReadModel } from '../../store/store.factory';
 import type {
   AnchoredStream,
+  FoldStart,
+  FoldStartOptions,
+  KeptSnapshot,
   AppendOptions,
   AppendResult,
   EventStore,
@@ -61,6 +64,21 @@ class ReadProgressStore implements EventStore {
   }
   readStreamAnchored(stream: string): Promise<AnchoredStream> {
     return this.store.readStreamAnchored(stream);
+  }
+  get keepsSnapshots(): boolean {
+    return this.store.keepsSnapshots;
+  }
+  readFoldStart(stream: string, options: FoldStartOptions): Promise<FoldStart> {
+    return this.store.readFoldStart(stream, options);
+  }
+  keepSnapshot(stream: string, snapshot: KeptSnapshot): Promise<void> {
+    return this.store.keepSnapshot(stream, snapshot);
+  }
+  readStreamRange(stream: string, from: number, limit: number): Promise<StoredEvent[]> {
+    return this.store.readStreamRange(stream, from, limit);
+  }
+  readEventsById(stream: string, eventIds: readonly string[]): Promise<StoredEvent[]> {
+    return this.store.readEventsById(stream, eventIds);
   }
   anchoredHeads(streamPrefix: string): Promise<StreamHead[]> {
     return this.store.anchoredHeads(streamPrefix);

@@ -19,14 +19,22 @@ export interface ReplayOptions {
 
 interface RemoteEvents {
   events: EventView[];
+  next_cursor?: string;
 }
 
 /** The stream's events: from the store itself, or from the public API with the caller's key. */
 export async function readOperationEvents(global: GlobalOptions, ref: string): Promise<TimelineEvent[]> {
   const remote = remoteLedger(global);
   if (remote) {
-    const answer = await remote.get<RemoteEvents>(`/v1/operations/${encodeRef(ref)}/events`);
-    return answer.events.map(fromEventView);
+    // The API pages a stream's events (docs/contract.md §9): every page, in order.
+    const events: EventView[] = [];
+    for (let cursor: string | undefined = ''; cursor !== undefined;) {
+      const query: string = cursor ? `?limit=500&cursor=${encodeURIComponent(cursor)}` : '?limit=500';
+      const answer: RemoteEvents = await remote.get<RemoteEvents>(`/v1/operations/${encodeRef(ref)}/events${query}`);
+      events.push(...answer.events);
+      cursor = answer.next_cursor;
+    }
+    return events.map(fromEventView);
   }
   const events = await withLocalStore(global, ({ store }) => store.readStream(operationStream(global.tenant, ref)));
   if (events.length === 0) throw new CliError(`operation ${ref} has no events in tenant ${global.tenant}`);

@@ -95,6 +95,8 @@ export class OperationEventsDto {
   @ApiProperty() operation_ref!: string;
   @ApiProperty() revision!: number;
   @ApiProperty({ type: [StoredEventDto] }) events!: StoredEventDto[];
+  @ApiPropertyOptional({ description: 'Pass as ?cursor= for the next events; absent on the last page.' })
+  next_cursor?: string;
   @ApiPropertyOptional() as_of_revision?: number;
   @ApiPropertyOptional({ type: StepViewDto }) state?: StepViewDto;
 }

@@ -67,7 +67,8 @@ export function renderHolder(lease) {
 export function openOperation(ref, quiet) {
   if (!quiet) say('Loading ' + ref + '\u2026');
   var base = '/v1/operations/' + segment(ref);
-  return Promise.all([api(base), api(base + '/events'), readHolder(ref)])
+  // The API pages a stream's events (docs/contract.md §9): the view shows them all.
+  return Promise.all([api(base), allPages(base + '/events', { limit: 500 }, 'events'), readHolder(ref)])
     .then(function (answers) {
       var state = answers[0];
       var stream = answers[1];

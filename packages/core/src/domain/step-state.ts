@@ -414,6 +414,14 @@ export function evolve(state: StepState, event: RecordedEvent): StepState {
   }
 }
 
+/**
+ * The version of this fold (`evolve` and the StepState it builds). A state folded and kept beside
+ * the log (a snapshot, src/ledger/sealed-streams.ts) is used only by a reader of the same version:
+ * change it whenever `evolve` folds any event differently or StepState changes shape, and every
+ * kept snapshot is refolded from the log instead of trusted.
+ */
+export const FOLD_VERSION = 'step-state/1';
+
 export function fold(events: readonly RecordedEvent[], from: StepState = initialState()): StepState {
   let state = from;
   for (const event of events) state = evolve(state, event);

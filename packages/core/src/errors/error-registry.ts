@@ -30,6 +30,7 @@ export const ERROR_REGISTRY = {
   },
   FACT_NOT_EXPECTED: { status: 409, title: 'A verification or approval the step is not waiting for' },
   EVENT_ID_REUSED: { status: 409, title: 'An event_id already used for a different fact' },
+  STREAM_FULL: { status: 409, title: "An append past the bound of events one operation's stream may hold" },
   LEASE_LOST: { status: 409, title: 'A lease renewal for a lease that no longer holds its work item' },
   STEP_CANCELLED: { status: 409, title: 'A dispatch or operator action on a cancelled step' },
   STEP_SUCCEEDED: { status: 409, title: 'An operator action on a succeeded step' },

@@ -164,11 +164,12 @@ export async function startLoopbackLedger(options: { start?: Date; apiKey?: stri
     }
     if (operation && request.method === 'GET') {
       const ref = decodeURIComponent(operation[1]);
-      const { view, events } = await ledger.getState(TENANT, ref);
+      const { view } = await ledger.getState(TENANT, ref);
       if (!operation[2]) return send(response, 200, view);
+      const { revision, events } = await ledger.events(TENANT, ref, { afterRevision: -1, limit: 1000 });
       return send(response, 200, {
         operation_ref: ref,
-        revision: events[events.length - 1].revision,
+        revision,
         events: events.map((event) => ({
           revision: event.revision,
           position: event.position,

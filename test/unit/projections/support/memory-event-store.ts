@@ -1,5 +1,7 @@
 import {
   type AnchoredStream,
+  type FoldStart,
+  type FoldStartOptions,
   NO_STREAM,
   RevisionConflictError,
   type AppendResult,
@@ -65,6 +67,25 @@ export class MemoryEventStore implements EventStore {
 
   async readStreamAnchored(stream: string): Promise<AnchoredStream> {
     return { events: await this.readStream(stream), head: undefined };
+  }
+
+  readonly keepsSnapshots = false;
+
+  async readFoldStart(stream: string, { upTo }: FoldStartOptions): Promise<FoldStart> {
+    const events = await this.readStream(stream);
+    return { snapshot: undefined, events: upTo === undefined ? events : events.slice(0, upTo + 1), head: undefined };
+  }
+
+  async keepSnapshot(): Promise<void> {
+    return undefined;
+  }
+
+  async readStreamRange(stream: string, from: number, limit: number): Promise<StoredEvent[]> {
+    return (await this.readStream(stream)).slice(Math.max(0, from), Math.max(0, from) + limit);
+  }
+
+  async readEventsById(stream: string, eventIds: readonly string[]): Promise<StoredEvent[]> {
+    return (await this.readStream(stream)).filter((event) => eventIds.includes(event.event_id));
   }
 
   async anchoredHeads(): Promise<[]> {
