@@ -5,14 +5,7 @@
  */
 import { asSchema, jsonSchema, tool, type FlexibleSchema, type Tool } from 'ai';
 import type { ToolEnvelope } from '@recovery-ledger/client';
-import {
-  invalidInputResult,
-  needsLedgerApproval,
-  readAnswer,
-  refOf,
-  runLedgeredWrite,
-  type LedgeredWriteOptions,
-} from './ledgered-write';
+import { LedgeredWrite, readAnswer, type LedgeredWriteOptions } from './ledgered-write';
 
 export type { LedgeredWriteOptions } from './ledgered-write';
 
@@ -53,17 +46,18 @@ function passThrough<Input>(schema: FlexibleSchema<Input>) {
 
 /**
  * A write tool for generateText / streamText / ToolLoopAgent. Build the tools per run: `runId`
- * names the run, and with the input it makes the operation_ref (the SDK's toolCallId is not used:
- * a replayed step gets a new one).
+ * names the run; the tool counts its steps in it (docs/integrations.md, "The operation_ref rule"),
+ * and the SDK's toolCallId finds the step again when the SDK runs an approved call.
  */
 export function ledgeredTool<Input>(options: LedgeredAiToolOptions<Input>): Tool<Input, LedgeredAiToolOutput> {
   const own = asSchema(options.inputSchema);
+  const write = new LedgeredWrite(options);
   const approval = options.policy.approval_required
     ? {
         // The SDK's approval request shows while the ledger holds no approver's grant; the SDK's own
         // approve only lets execute ask the ledger again.
         needsApproval: (input: Input, { toolCallId }: { toolCallId: string }) =>
-          needsLedgerApproval(options, input, { runId: options.runId, toolCallId }),
+          write.needsApproval(input, { runId: options.runId, toolCallId }),
       }
     : {};
   return tool<Input, LedgeredAiToolOutput, Record<string, never>>({
@@ -74,8 +68,8 @@ export function ledgeredTool<Input>(options: LedgeredAiToolOptions<Input>): Tool
       const context = { runId: options.runId, toolCallId };
       const valid = own.validate ? await own.validate(input) : { success: true as const, value: input };
       const result = valid.success
-        ? await runLedgeredWrite(options, valid.value, { ...context, ...(abortSignal ? { signal: abortSignal } : {}) })
-        : invalidInputResult(options.name, refOf(options, input, context), invalidFields(valid.error));
+        ? await write.run(valid.value, { ...context, ...(abortSignal ? { signal: abortSignal } : {}) })
+        : await write.invalidInput(input, context, invalidFields(valid.error));
       return {
         ok: result.ok,
         status: result.status,

@@ -126,6 +126,7 @@ export {
   checked,
   codeFact,
   envelopeForState,
+  forStepTool,
   ledgerUnauthorizedEnvelope,
   ledgerUnavailableEnvelope,
   modelText,
@@ -133,4 +134,4 @@ export {
   refReusedEnvelope,
   successEnvelope,
 } from './tool-answer';
-export type { AnswerContext } from './tool-answer';
+export type { AnswerContext, ModelTextOptions } from './tool-answer';
