@@ -6,7 +6,7 @@
  */
 import { generateText, stepCountIs, type ModelMessage } from 'ai';
 import { z } from 'zod';
-import { ledgeredTool, type LedgeredAiToolOutput } from '@recovery-ledger/agent-frameworks/ai-sdk';
+import { ledgeredTool, ledgerToolApproval, type LedgeredAiToolOutput } from '@recovery-ledger/agent-frameworks/ai-sdk';
 import { operationRefFor, type LedgeredToolPolicy, type ToolCall } from '@recovery-ledger/client';
 import {
   runAgentScript,
@@ -246,5 +246,29 @@ describe('AI SDK: a ledgered tool', () => {
     expect(seen).toContain('Call the tool again with corrected input: that call continues this same operation');
     expect(seen).not.toContain('same operation_ref');
     expect(await world.runWrites('ai-400')).toEqual({ requests: 2, invoices: 1 });
+  });
+
+  it("AI SDK 7's own approval API (toolApproval: ledgerToolApproval(tools)): the call asks approval, and only an approver's grant runs it, once", async () => {
+    const input = { customer_id: 'cus_aitoolapproval', amount_cents: 98_000, currency: 'EUR' };
+    const ref = refOf('ai-tool-approval');
+    const tools = { create_invoice: invoiceTool('ai-tool-approval', { approval: true }) };
+    const call = (steps: ScriptedStep[]) =>
+      generateText({
+        model: scriptedModel(steps),
+        tools,
+        toolApproval: ledgerToolApproval(tools),
+        prompt: 'Invoice the customer.',
+        stopWhen: stepCountIs(5),
+      });
+    const asked = await call([invoice(input), { text: 'waiting' }]);
+    expect(asked.content.some((part) => part.type === 'tool-approval-request')).toBe(true);
+    expect((await world.state(ref)).status).toBe('awaiting_approval');
+    expect(await world.createRequests(ref)).toBe(0);
+
+    await world.grant(ref);
+    const granted = await call([invoice(input), { text: 'done' }]);
+    expect(granted.content.some((part) => part.type === 'tool-approval-request')).toBe(false);
+    expect(await world.invoicesFor(ref)).toBe(1);
+    expect(await world.createRequests(ref)).toBe(1);
   });
 });

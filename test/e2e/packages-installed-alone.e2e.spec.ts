@@ -88,6 +88,140 @@ const aiVersion = () => frameworkVersions().ai;
 const rootVersion = (name: string) =>
   (JSON.parse(readFileSync(join(REPO, 'node_modules', name, 'package.json'), 'utf8')) as { version: string }).version;
 
+/** The module settings an application may type-check with: node16 and nodenext, ES module and CommonJS, and bundler. */
+const TYPECHECK_CONFIGS: Record<string, { module: string; moduleResolution: string; extension: string }> = {
+  'node16-esm': { module: 'node16', moduleResolution: 'node16', extension: 'mts' },
+  'node16-cjs': { module: 'node16', moduleResolution: 'node16', extension: 'cts' },
+  'nodenext-esm': { module: 'nodenext', moduleResolution: 'nodenext', extension: 'mts' },
+  'nodenext-cjs': { module: 'nodenext', moduleResolution: 'nodenext', extension: 'cts' },
+  bundler: { module: 'esnext', moduleResolution: 'bundler', extension: 'ts' },
+};
+
+/** docs/integrations.md's snippet of each integration, with what it leaves out declared. */
+const SNIPPETS: Record<string, string> = {
+  'ai-sdk': String.raw`
+import { generateText, stepCountIs, type LanguageModel } from 'ai';
+import { z } from 'zod';
+import { LedgerClient, type Lookup, type ToolCall } from '@recovery-ledger/client';
+import { ledgeredTool, ledgerToolApproval } from '@recovery-ledger/agent-frameworks/ai-sdk';
+
+interface Invoice { customer_id: string; amount_cents: number; currency: string }
+declare const model: LanguageModel;
+declare const createInvoice: ToolCall<Invoice>;
+declare const lookup: Lookup;
+
+export async function invoice(baseUrl: string, apiKey: string, runId: string): Promise<void> {
+  const create_invoice = ledgeredTool({
+    ledger: new LedgerClient({ baseUrl, apiKey }),
+    name: 'create_invoice',
+    description: 'Creates an invoice for a customer.',
+    runId,
+    inputSchema: z.object({ customer_id: z.string(), amount_cents: z.number().int(), currency: z.string() }),
+    policy: { max_attempts: 3, consistency_window_ms: 30_000, approval_required: true },
+    call: createInvoice,
+    lookup,
+  });
+  const tools = { create_invoice };
+  const result = await generateText({ model, tools, toolApproval: ledgerToolApproval(tools), prompt: 'Invoice.', stopWhen: stepCountIs(4) });
+  for (const step of result.steps) for (const part of step.toolResults) if (!part.dynamic) console.log(part.output.model_text);
+}
+`,
+  'openai-agents': String.raw`
+import { Agent, run } from '@openai/agents';
+import { z } from 'zod';
+import { LedgerClient, type Lookup, type ToolCall } from '@recovery-ledger/client';
+import { ledgeredAgentsTool, ledgerOutputOf } from '@recovery-ledger/agent-frameworks/openai-agents';
+
+interface Invoice { customer_id: string; amount_cents: number; currency: string }
+declare const createInvoice: ToolCall<Invoice>;
+declare const lookup: Lookup;
+
+export async function invoice(baseUrl: string, apiKey: string, runId: string): Promise<void> {
+  const agent = new Agent({
+    name: 'billing',
+    model: 'gpt-4.1',
+    tools: [
+      ledgeredAgentsTool({
+        ledger: new LedgerClient({ baseUrl, apiKey }),
+        name: 'create_invoice',
+        description: 'Creates an invoice for a customer.',
+        runId,
+        parameters: z.object({ customer_id: z.string(), amount_cents: z.number().int(), currency: z.string() }),
+        policy: { max_attempts: 3, consistency_window_ms: 30_000 },
+        call: createInvoice,
+        lookup,
+      }),
+    ],
+  });
+  const result = await run(agent, 'Invoice the customer.');
+  for (const item of result.newItems) console.log(ledgerOutputOf(item)?.model_text);
+}
+`,
+  langchain: String.raw`
+import { createAgent, tool } from 'langchain';
+import { MemorySaver } from '@langchain/langgraph';
+import { z } from 'zod';
+import { LedgerClient, type Lookup, type ToolCallContext } from '@recovery-ledger/client';
+import { ledgerAttempt, ledgerMiddleware } from '@recovery-ledger/agent-frameworks/langchain';
+
+declare function createInvoiceAtProvider(input: unknown, attempt: ToolCallContext): Promise<string>;
+declare const lookup: Lookup;
+const schema = z.object({ customer_id: z.string(), amount_cents: z.number().int(), currency: z.string() });
+
+// The tool is the provider call: it gives ledgerAttempt().idempotencyKey to the provider.
+const createInvoice = tool((input) => createInvoiceAtProvider(input, ledgerAttempt()), {
+  name: 'create_invoice',
+  description: 'Creates an invoice for a customer.',
+  schema,
+});
+export const agent = createAgent({
+  model: 'openai:gpt-4.1',
+  tools: [createInvoice],
+  checkpointer: new MemorySaver(),
+  middleware: [
+    ledgerMiddleware({
+      create_invoice: {
+        ledger: new LedgerClient({ baseUrl: 'http://127.0.0.1:3000' }),
+        name: 'create_invoice',
+        runId: 'thread-1',
+        policy: { max_attempts: 3, consistency_window_ms: 30_000 },
+        lookup,
+      },
+    }),
+  ],
+});
+`,
+  mastra: String.raw`
+import { Agent } from '@mastra/core/agent';
+import { z } from 'zod';
+import { LedgerClient, type Lookup, type ToolCall } from '@recovery-ledger/client';
+import { ledgeredMastraTool } from '@recovery-ledger/agent-frameworks/mastra';
+
+interface Invoice { customer_id: string; amount_cents: number; currency: string }
+declare const createInvoice: ToolCall<Invoice>;
+declare const lookup: Lookup;
+
+export const agent = new Agent({
+  id: 'invoicer',
+  name: 'invoicer',
+  instructions: 'Create the invoices asked for.',
+  model: 'openai/gpt-4.1',
+  tools: {
+    create_invoice: ledgeredMastraTool({
+      ledger: new LedgerClient({ baseUrl: 'http://127.0.0.1:3000' }),
+      name: 'create_invoice',
+      description: 'Creates an invoice for a customer.',
+      runId: 'run-1',
+      inputSchema: z.object({ customer_id: z.string(), amount_cents: z.number().int(), currency: z.string() }),
+      policy: { max_attempts: 3, consistency_window_ms: 30_000 },
+      call: createInvoice,
+      lookup,
+    }),
+  },
+});
+`,
+};
+
 beforeAll(async () => {
   for (const dir of PACKAGES) {
     if (!existsSync(join(REPO, 'packages', dir, 'dist')))
@@ -339,6 +473,8 @@ describe('@recovery-ledger/agent-frameworks in ES-module and CommonJS applicatio
         'agent-frameworks',
         ...Object.entries(versions).map(([name, version]) => ({ spec: `${name}@${version}` })),
         { spec: `zod@${rootVersion('zod')}` },
+        { spec: `typescript@${rootVersion('typescript')}` },
+        { spec: `@types/node@${rootVersion('@types/node')}` },
       ),
       startLedger(),
       startProviderProcess(15_000, ['--no-idempotency']),
@@ -383,6 +519,44 @@ describe('@recovery-ledger/agent-frameworks in ES-module and CommonJS applicatio
       expect(stats.create_requests[report.write_ref]).toBe(2);
       expect(stats.created[report.write_ref]).toBe(1);
       expect(stats.create_requests[report.approval_ref]).toBeUndefined();
+    },
+    150_000,
+  );
+
+  it.each(Object.keys(TYPECHECK_CONFIGS))(
+    "each integration's documented snippet type-checks against the installed declarations under %s",
+    async (config) => {
+      const { module, moduleResolution, extension } = TYPECHECK_CONFIGS[config];
+      const dir = join(project, `typecheck-${config}`);
+      mkdirSync(dir);
+      for (const [framework, source] of Object.entries(SNIPPETS))
+        writeFileSync(join(dir, `${framework}.${extension}`), source);
+      writeFileSync(
+        join(dir, 'tsconfig.json'),
+        JSON.stringify({
+          compilerOptions: {
+            module,
+            moduleResolution,
+            target: 'es2022',
+            strict: true,
+            skipLibCheck: true,
+            noEmit: true,
+            types: ['node'],
+          },
+          include: [`*.${extension}`],
+        }),
+      );
+      const tsc = join(project, 'node_modules/typescript/bin/tsc');
+      const output = await run(process.execPath, [tsc, '-p', 'tsconfig.json'], { cwd: dir, timeout: 120_000 }).then(
+        ({ stdout }) => stdout,
+        (error: { stdout?: string }) => error.stdout ?? String(error),
+      );
+      const errors = [...output.matchAll(/^([\w-]+)\.[cm]?ts\(\d+,\d+\): error (TS\d+)/gm)].map(
+        ([, file, code]) => `${file} ${code}`,
+      );
+      // Under node16, CommonJS may not import a package that ships ES modules only (ai 7, @mastra/core's
+      // agent entry): TypeScript's TS1479 on the framework's own import, whatever the integration ships.
+      expect(errors).toEqual(config === 'node16-cjs' ? ['ai-sdk TS1479', 'mastra TS1479'] : []);
     },
     150_000,
   );

@@ -4,7 +4,7 @@
  * SDK's interruption and the run resumes through RunState (docs/integrations.md, "OpenAI Agents
  * SDK"). The model reads the envelope's stable fields and agent_message, never the provider's prose.
  */
-import { tool, type FunctionTool } from '@openai/agents';
+import { tool, type FunctionTool, type RunItem } from '@openai/agents';
 
 /** The SDK's function tool, as an Agent's tools list takes it. */
 
@@ -41,6 +41,16 @@ export interface LedgeredAgentsToolOutput {
   operation_ref: string;
   envelope: ToolEnvelope;
   model_text: string;
+}
+
+/**
+ * The ledger's answer a run item carries, when it is a ledgered tool's output (`result.newItems`):
+ * the envelope and status the application reads, without a cast.
+ */
+export function ledgerOutputOf(item: RunItem): LedgeredAgentsToolOutput | undefined {
+  if (item.type !== 'tool_call_output_item') return undefined;
+  const data = item.customData as { ledger?: LedgeredAgentsToolOutput } | undefined;
+  return data?.ledger;
 }
 
 /**
