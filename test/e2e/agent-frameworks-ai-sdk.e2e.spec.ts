@@ -271,4 +271,19 @@ describe('AI SDK: a ledgered tool', () => {
     expect(await world.invoicesFor(ref)).toBe(1);
     expect(await world.createRequests(ref)).toBe(1);
   });
+
+  it('two tool calls of one model turn are two steps: two invoices', async () => {
+    const first = { customer_id: 'cus_aiparallela', amount_cents: 1800, currency: 'EUR' };
+    const second = { ...first, customer_id: 'cus_aiparallelb' };
+    const turn = {
+      toolCalls: [
+        { tool: 'create_invoice', input: first },
+        { tool: 'create_invoice', input: second },
+      ],
+    };
+    const { outputs } = await run('ai-parallel', [turn, { text: 'done' }]);
+    expect(outputs.map((output) => output.ok)).toEqual([true, true]);
+    expect(new Set(outputs.map((output) => output.operation_ref)).size).toBe(2);
+    expect(await world.runWrites('ai-parallel')).toEqual({ requests: 2, invoices: 2 });
+  });
 });

@@ -142,7 +142,7 @@ export function ledgerMiddleware(
         );
       if (await ledgered.needsApproval(input, context, call)) {
         const step = await ledgered.step(input, context);
-        step.done();
+        step.done(true);
         const pause: LedgerApprovalRequest = {
           kind: 'recovery_ledger_approval',
           tool: toolCall.name,

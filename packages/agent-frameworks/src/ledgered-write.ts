@@ -66,10 +66,13 @@ export interface RefContext {
 
 export const DEFAULT_MAX_WAIT_MS = 30_000;
 
-/** The step a tool call was given: its operation_ref, and `done()` once the call has answered. */
+/**
+ * The step a tool call was given: its operation_ref, and `done()` once the call has answered
+ * (`done(true)`: the call waits for an approval, and its step stays its own until it runs).
+ */
 export interface TakenStep {
   ref: string;
-  done(): void;
+  done(awaitingApproval?: boolean): void;
 }
 
 /**
@@ -89,6 +92,8 @@ export interface TakenStep {
 export class StepBook {
   private readonly byCall = new Map<string, number>();
   private readonly running = new Map<number, number>();
+  /** Steps a call asked approval for and has not run yet: that call's id and input hash. */
+  private readonly awaiting = new Map<number, { toolCallId: string; hash: string }>();
   /** Steps that are over, with the input hash a succeeded one wrote (undefined: cancelled). */
   private readonly closed = new Map<number, string | undefined>();
   private queue: Promise<unknown> = Promise.resolve();
@@ -113,9 +118,11 @@ export class StepBook {
       let released = false;
       return {
         ref: this.refOf(step),
-        done: () => {
+        done: (awaitingApproval = false) => {
           if (released) return;
           released = true;
+          if (awaitingApproval && toolCallId) this.awaiting.set(step, { toolCallId, hash });
+          else if (this.awaiting.get(step)?.toolCallId === toolCallId) this.awaiting.delete(step);
           const left = (this.running.get(step) ?? 1) - 1;
           if (left > 0) this.running.set(step, left);
           else this.running.delete(step);
@@ -132,6 +139,12 @@ export class StepBook {
         if (this.closed.get(step) === hash) return step;
         continue;
       }
+      // A step another call of this process holds now is that call's (planned or not yet): a call
+      // running beside it (a sibling of the same model turn) gets its own.
+      if (this.running.has(step)) continue;
+      // A step held for another call's approval is that call's, unless this is the same write asked again.
+      const waiting = this.awaiting.get(step);
+      if (waiting && waiting.toolCallId !== toolCallId && waiting.hash !== hash) continue;
       const state = await this.stateOf(step);
       if (!state) return step;
       if (state.status === 'succeeded') {
@@ -144,8 +157,6 @@ export class StepBook {
         this.closed.set(step, undefined);
         continue;
       }
-      // An open step another call of this process runs now is that call's: a sibling gets its own.
-      if (this.running.has(step)) continue;
       return step;
     }
   }
@@ -259,15 +270,17 @@ export class LedgeredWrite<Input> {
       if (error instanceof LedgerError) return false;
       throw error;
     }
+    let pending = false;
     try {
       if (await approvalGranted(this.options.ledger, taken.ref, inputHash(input))) return false;
       const result = await this.runAt(taken.ref, input, {}, call);
-      return !result.ok;
+      pending = !result.ok;
+      return pending;
     } catch (error) {
       if (error instanceof LedgerError) return false;
       throw error;
     } finally {
-      taken.done();
+      taken.done(pending);
     }
   }
 
