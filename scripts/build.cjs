@@ -1,8 +1,8 @@
 #!/usr/bin/env node
 /**
- * `npm run build` compiles the workspaces in dependency order (the core with tsc, the client bundled
- * with tsup, the MCP gateway with tsc), then the server with tsc, and stamps dist/ with the time the
- * compile began. The server compiles against the packages' built declarations, as an installed
+ * `npm run build` compiles the workspaces in dependency order (the core with tsc, the client and the
+ * agent-framework integrations bundled with tsup, the MCP gateway with tsc), then the server with
+ * tsc, and stamps dist/ with the time the compile began. The server compiles against the packages' built declarations, as an installed
  * package would.
  * `node scripts/build.cjs --if-stale` (npm start's prestart) compiles only when dist/ is missing or
  * a source is newer than that stamp, so a start with a current build loads no compiler at all.
@@ -31,7 +31,7 @@ const WORKSPACES = [
   { dir: 'packages/core', tool: 'typescript/bin/tsc', args: ['-p', 'tsconfig.json'] },
   { dir: 'packages/client', tool: 'tsup/dist/cli-default.js', args: ['--silent'] },
   { dir: 'packages/mcp-gateway', tool: 'typescript/bin/tsc', args: ['-p', 'tsconfig.json'] },
-  { dir: 'packages/agent-frameworks', tool: 'typescript/bin/tsc', args: ['-p', 'tsconfig.json'] },
+  { dir: 'packages/agent-frameworks', tool: 'tsup/dist/cli-default.js', args: ['--silent'] },
 ];
 const PACKAGES = WORKSPACES.filter(({ dir }) => existsSync(join(root, dir, 'package.json')));
 const SKIP = new Set(['node_modules', 'results', 'figures', '.peers', 'dist']);

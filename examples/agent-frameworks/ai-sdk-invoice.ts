@@ -73,7 +73,7 @@ async function main(): Promise<void> {
   });
   for (const step of result.steps)
     for (const part of step.toolResults)
-      log({ event: 'tool_result', model_saw: (part.output as { model_text: string }).model_text });
+      if (!part.dynamic) log({ event: 'tool_result', model_saw: part.output.model_text });
   log({ event: 'finished', text: result.text });
 }
 

@@ -10,7 +10,7 @@
 import { Agent, Usage, run, setTracingDisabled, type Model, type ModelResponse } from '@openai/agents';
 import { z } from 'zod';
 import { LedgerClient } from '@recovery-ledger/client';
-import { ledgeredAgentsTool, type LedgeredAgentsToolOutput } from '@recovery-ledger/agent-frameworks/openai-agents';
+import { ledgeredAgentsTool, ledgerOutputOf } from '@recovery-ledger/agent-frameworks/openai-agents';
 import { invoiceTools } from '../invoice-tools';
 import { exitOnHelp } from '../example-cli';
 
@@ -86,10 +86,10 @@ async function main(): Promise<void> {
   });
   const result = await run(agent, 'Invoice the customer.', { maxTurns: 5 });
   for (const item of result.newItems) {
-    if (item.type !== 'tool_call_output_item') continue;
-    const output = (item as { customData?: { ledger?: LedgeredAgentsToolOutput } }).customData?.ledger;
-    console.log(JSON.stringify({ status: output?.status, operation_ref: output?.operation_ref }));
-    console.log(`  the model read: ${String(output?.model_text).split('\n')[0]}`);
+    const output = ledgerOutputOf(item);
+    if (!output) continue;
+    console.log(JSON.stringify({ status: output.status, operation_ref: output.operation_ref }));
+    console.log(`  the model read: ${output.model_text.split('\n')[0]}`);
   }
   console.log(`final: ${String(result.finalOutput)}`);
 }

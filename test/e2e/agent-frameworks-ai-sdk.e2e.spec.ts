@@ -6,8 +6,8 @@
  */
 import { generateText, stepCountIs, type ModelMessage } from 'ai';
 import { z } from 'zod';
-import { ledgeredTool, type LedgeredAiToolOutput } from '@recovery-ledger/agent-frameworks/ai-sdk';
-import { operationRefFor, type ToolCall } from '@recovery-ledger/client';
+import { ledgeredTool, ledgerToolApproval, type LedgeredAiToolOutput } from '@recovery-ledger/agent-frameworks/ai-sdk';
+import { operationRefFor, type LedgeredToolPolicy, type ToolCall } from '@recovery-ledger/client';
 import {
   runAgentScript,
   startAgentWorld,
@@ -15,7 +15,6 @@ import {
   type InvoiceInput,
 } from '../support/agent-framework-harness';
 import { promptsSeen, scriptedModel, type ScriptedStep } from '../support/ai-sdk-scripted-model';
-import { AGENT_INPUT } from '../support/agent-scripts/ai-sdk-agent';
 import { until } from '../support/until';
 
 jest.setTimeout(90_000);
@@ -31,11 +30,14 @@ afterAll(async () => {
   await world?.stop();
 });
 
-function invoiceTool(runId: string, overrides: { call?: ToolCall<InvoiceInput>; approval?: boolean } = {}) {
+function invoiceTool(
+  runId: string,
+  overrides: { call?: ToolCall<InvoiceInput>; approval?: boolean; policy?: Partial<LedgeredToolPolicy> } = {},
+) {
   return ledgeredTool<InvoiceInput>({
     ...world.writeTool(),
     ...(overrides.call ? { call: overrides.call } : {}),
-    policy: { ...world.policy, approval_required: overrides.approval ?? false },
+    policy: { ...world.policy, ...overrides.policy, approval_required: overrides.approval ?? false },
     ledger: world.runtime,
     name: 'create_invoice',
     runId,
@@ -43,8 +45,9 @@ function invoiceTool(runId: string, overrides: { call?: ToolCall<InvoiceInput>; 
   });
 }
 
-function refOf(runId: string, input: unknown): string {
-  return operationRefFor({ runId, tool: 'create_invoice', input });
+/** The operation_ref of the run's `step`-th create_invoice step (docs/integrations.md, "The operation_ref rule"). */
+function refOf(runId: string, step = 1): string {
+  return operationRefFor({ runId, tool: 'create_invoice', step });
 }
 
 async function run(runId: string, steps: ScriptedStep[], tool = invoiceTool(runId), messages?: ModelMessage[]) {
@@ -67,14 +70,14 @@ describe('AI SDK: a ledgered tool', () => {
     const { outputs, model } = await run('ai-twice', [invoice(input), invoice(input), { text: 'done' }]);
     expect(outputs.map((output) => output.ok)).toEqual([true, true]);
     expect(outputs[0].operation_ref).toBe(outputs[1].operation_ref);
-    expect(await world.invoicesFor(refOf('ai-twice', input))).toBe(1);
+    expect(await world.invoicesFor(refOf('ai-twice'))).toBe(1);
     // The model read the envelope's words: a success with its evidence, twice.
     expect(promptsSeen(model)).toContain('create_invoice succeeded for operation_ref');
   });
 
   it('a timeout after the commit is verified as a success: one invoice, and the model is told it succeeded', async () => {
     const input = { customer_id: 'cus_timeout', amount_cents: 1300, currency: 'EUR' };
-    const ref = refOf('ai-timeout', input);
+    const ref = refOf('ai-timeout');
     await world.fault({ fault: { kind: 'accept-then-timeout' }, operation_ref: ref });
     const { outputs, model } = await run('ai-timeout', [invoice(input), { text: 'done' }]);
     expect(outputs).toHaveLength(1);
@@ -87,7 +90,7 @@ describe('AI SDK: a ledgered tool', () => {
 
   it('a 429 is waited out until not_before: no call before it, and the model never retries', async () => {
     const input = { customer_id: 'cus_429', amount_cents: 1400, currency: 'EUR' };
-    const ref = refOf('ai-429', input);
+    const ref = refOf('ai-429');
     await world.fault({ fault: { kind: 'rate-limit', retry_after_s: 1 }, operation_ref: ref });
     const calledAt: number[] = [];
     const call: ToolCall<InvoiceInput> = (value, context) => {
@@ -113,7 +116,7 @@ describe('AI SDK: a ledgered tool', () => {
 
   it('an approval-gated write: the SDK asks approval, a runtime key cannot grant it, the SDK approve alone sends nothing, an approver grant runs it once', async () => {
     const input = { customer_id: 'cus_approve', amount_cents: 99_000, currency: 'EUR' };
-    const ref = refOf('ai-approve', input);
+    const ref = refOf('ai-approve');
     const tool = invoiceTool('ai-approve', { approval: true });
 
     // 1. The SDK's approval surface shows the call; the ledger holds the request; nothing was sent.
@@ -168,12 +171,12 @@ describe('AI SDK: a ledgered tool', () => {
       safe_details: { field: 'amount_cents' },
     });
     expect(promptsSeen(model)).toContain('next_action=correct_input');
-    await expect(world.state(refOf('ai-malformed', input))).rejects.toMatchObject({ status: 404 });
-    expect(await world.createRequests(refOf('ai-malformed', input))).toBe(0);
+    await expect(world.state(refOf('ai-malformed'))).rejects.toMatchObject({ status: 404 });
+    expect(await world.createRequests(refOf('ai-malformed'))).toBe(0);
   });
 
   it('an agent process killed by SIGKILL mid-call and run again: verified, not a second create', async () => {
-    const ref = refOf('ai-killed', AGENT_INPUT);
+    const ref = refOf('ai-killed');
     // The provider holds the create for 3 s, then commits it whether or not anyone still listens.
     await world.fault({ fault: { kind: 'slow', delay_ms: 3000 }, operation_ref: ref });
     const agent = runAgentScript('test/support/agent-scripts/ai-sdk-agent.ts', world, ['--run', 'ai-killed']);
@@ -199,5 +202,88 @@ describe('AI SDK: a ledgered tool', () => {
     );
     expect(await world.createRequests(ref)).toBe(1);
     expect(await world.invoicesFor(ref)).toBe(1);
+  });
+
+  it('after an unknown outcome, the model calls again with one harmless change ("EUR" → "eur"): the same step, no second create', async () => {
+    const input = { customer_id: 'cus_aivariant', amount_cents: 1500, currency: 'EUR' };
+    // The next create commits and never answers; the lookup that would settle it is unavailable once.
+    await world.fault({ fault: { kind: 'accept-then-timeout' } });
+    await world.fault({ fault: { kind: 'lookup-unavailable' }, on: 'lookup' });
+    const { outputs, model } = await run('ai-variant', [
+      invoice(input),
+      invoice({ ...input, currency: 'eur' }),
+      { text: 'done' },
+    ]);
+    expect(outputs.map((output) => output.ok)).toEqual([false, false]);
+    expect(await world.runWrites('ai-variant')).toEqual({ requests: 1, invoices: 1 });
+    expect(outputs[1].operation_ref).toBe(outputs[0].operation_ref);
+    // The model is told what it can do: it has no verify tool and no operation_ref argument.
+    expect(promptsSeen(model)).not.toContain('call verify_operation');
+  });
+
+  it('four calls, each spelled differently, under max_attempts 2: at most 2 creates', async () => {
+    const tool = invoiceTool('ai-bound', { call: world.alwaysRateLimited, policy: { max_attempts: 2 } });
+    const spellings = ['EUR', 'eur', 'Eur', 'EUR.'];
+    const steps = spellings.map((currency) => invoice({ customer_id: 'cus_aibound', amount_cents: 1600, currency }));
+    const { outputs } = await run('ai-bound', [...steps, { text: 'done' }], tool);
+    expect(outputs).toHaveLength(4);
+    expect(outputs.every((output) => !output.ok)).toBe(true);
+    expect((await world.runWrites('ai-bound')).requests).toBe(2);
+  });
+
+  it('a provider 400: the model reads the invalid field and what it can do, and its corrected call is the same step', async () => {
+    const input = { customer_id: 'cus_ai400', amount_cents: 1700, currency: 'EUR' };
+    await world.fault({ fault: { kind: 'bad-request', field: 'customer_id' } });
+    const { outputs, model } = await run('ai-400', [
+      invoice(input),
+      invoice({ ...input, customer_id: 'cus_ai400fixed' }),
+      { text: 'done' },
+    ]);
+    expect(outputs.map((output) => output.ok)).toEqual([false, true]);
+    expect(outputs[1].operation_ref).toBe(outputs[0].operation_ref);
+    const seen = promptsSeen(model);
+    expect(seen).toContain('did not complete: INVALID_INPUT. field=customer_id');
+    expect(seen).toContain('Call the tool again with corrected input: that call continues this same operation');
+    expect(seen).not.toContain('same operation_ref');
+    expect(await world.runWrites('ai-400')).toEqual({ requests: 2, invoices: 1 });
+  });
+
+  it("AI SDK 7's own approval API (toolApproval: ledgerToolApproval(tools)): the call asks approval, and only an approver's grant runs it, once", async () => {
+    const input = { customer_id: 'cus_aitoolapproval', amount_cents: 98_000, currency: 'EUR' };
+    const ref = refOf('ai-tool-approval');
+    const tools = { create_invoice: invoiceTool('ai-tool-approval', { approval: true }) };
+    const call = (steps: ScriptedStep[]) =>
+      generateText({
+        model: scriptedModel(steps),
+        tools,
+        toolApproval: ledgerToolApproval(tools),
+        prompt: 'Invoice the customer.',
+        stopWhen: stepCountIs(5),
+      });
+    const asked = await call([invoice(input), { text: 'waiting' }]);
+    expect(asked.content.some((part) => part.type === 'tool-approval-request')).toBe(true);
+    expect((await world.state(ref)).status).toBe('awaiting_approval');
+    expect(await world.createRequests(ref)).toBe(0);
+
+    await world.grant(ref);
+    const granted = await call([invoice(input), { text: 'done' }]);
+    expect(granted.content.some((part) => part.type === 'tool-approval-request')).toBe(false);
+    expect(await world.invoicesFor(ref)).toBe(1);
+    expect(await world.createRequests(ref)).toBe(1);
+  });
+
+  it('two tool calls of one model turn are two steps: two invoices', async () => {
+    const first = { customer_id: 'cus_aiparallela', amount_cents: 1800, currency: 'EUR' };
+    const second = { ...first, customer_id: 'cus_aiparallelb' };
+    const turn = {
+      toolCalls: [
+        { tool: 'create_invoice', input: first },
+        { tool: 'create_invoice', input: second },
+      ],
+    };
+    const { outputs } = await run('ai-parallel', [turn, { text: 'done' }]);
+    expect(outputs.map((output) => output.ok)).toEqual([true, true]);
+    expect(new Set(outputs.map((output) => output.operation_ref)).size).toBe(2);
+    expect(await world.runWrites('ai-parallel')).toEqual({ requests: 2, invoices: 2 });
   });
 });

@@ -12,14 +12,13 @@ import { Command, MemorySaver } from '@langchain/langgraph';
 import { createAgent, FakeToolCallingModel, tool } from 'langchain';
 import { z } from 'zod';
 import { ledgerAttempt, ledgerMiddleware } from '@recovery-ledger/agent-frameworks/langchain';
-import { operationRefFor, type ToolCall, type ToolEnvelope } from '@recovery-ledger/client';
+import { operationRefFor, type LedgeredToolPolicy, type ToolCall, type ToolEnvelope } from '@recovery-ledger/client';
 import {
   runAgentScript,
   startAgentWorld,
   type AgentWorld,
   type InvoiceInput,
 } from '../support/agent-framework-harness';
-import { AGENT_INPUT } from '../support/agent-scripts/langchain-agent';
 import { until } from '../support/until';
 
 jest.setTimeout(90_000);
@@ -38,7 +37,8 @@ afterAll(async () => {
   rmSync(scratch, { recursive: true, force: true });
 });
 
-const refOf = (runId: string, input: unknown) => operationRefFor({ runId, tool: 'create_invoice', input });
+/** The operation_ref of the run's `step`-th create_invoice step (docs/integrations.md, "The operation_ref rule"). */
+const refOf = (runId: string, step = 1) => operationRefFor({ runId, tool: 'create_invoice', step });
 let calls = 0;
 const ask = (input: Record<string, unknown>) => [
   { name: 'create_invoice', args: input, id: `call_${++calls}`, type: 'tool_call' as const },
@@ -48,7 +48,7 @@ const ask = (input: Record<string, unknown>) => [
 function agentFor(
   runId: string,
   steps: Array<Array<ReturnType<typeof ask>[number]>>,
-  options: { call?: ToolCall<InvoiceInput>; approval?: boolean } = {},
+  options: { call?: ToolCall<InvoiceInput>; approval?: boolean; policy?: Partial<LedgeredToolPolicy> } = {},
 ) {
   const provider = options.call ?? world.createInvoice;
   const createInvoice = tool((input) => provider(input as InvoiceInput, ledgerAttempt()), {
@@ -64,7 +64,7 @@ function agentFor(
       ledgerMiddleware({
         create_invoice: {
           ...write,
-          policy: { ...world.policy, approval_required: options.approval ?? false },
+          policy: { ...world.policy, ...options.policy, approval_required: options.approval ?? false },
           ledger: world.runtime,
           name: 'create_invoice',
           runId,
@@ -97,12 +97,12 @@ describe('LangChain: the ledger middleware', () => {
     const answers = toolAnswers(state);
     expect(answers.map((answer) => answer.artifact.ok)).toEqual([true, true]);
     expect(answers[0].content).toContain('create_invoice succeeded for operation_ref');
-    expect(await world.invoicesFor(refOf('lc-twice', input))).toBe(1);
+    expect(await world.invoicesFor(refOf('lc-twice'))).toBe(1);
   });
 
   it('a timeout after the commit is verified as a success: one invoice, and the model is told it succeeded', async () => {
     const input = { customer_id: 'cus_lctimeout', amount_cents: 1300, currency: 'EUR' };
-    const ref = refOf('lc-timeout', input);
+    const ref = refOf('lc-timeout');
     await world.fault({ fault: { kind: 'accept-then-timeout' }, operation_ref: ref });
     const [answer] = toolAnswers(await start(agentFor('lc-timeout', [ask(input)]), 'lc-timeout'));
     expect(answer.artifact).toMatchObject({ ok: true });
@@ -114,7 +114,7 @@ describe('LangChain: the ledger middleware', () => {
 
   it('a 429 is waited out until not_before: the tool is not called before it, and the model never retries', async () => {
     const input = { customer_id: 'cus_lc429', amount_cents: 1400, currency: 'EUR' };
-    const ref = refOf('lc-429', input);
+    const ref = refOf('lc-429');
     await world.fault({ fault: { kind: 'rate-limit', retry_after_s: 1 }, operation_ref: ref });
     const calledAt: number[] = [];
     const call: ToolCall<InvoiceInput> = (value, context) => {
@@ -138,7 +138,7 @@ describe('LangChain: the ledger middleware', () => {
 
   it('an approval-gated write: LangGraph interrupts, a runtime key cannot grant it, a resume alone sends nothing, an approver grant runs it once', async () => {
     const input = { customer_id: 'cus_lcapprove', amount_cents: 99_000, currency: 'EUR' };
-    const ref = refOf('lc-approve', input);
+    const ref = refOf('lc-approve');
     const agent = agentFor('lc-approve', [ask(input), ask(input)], { approval: true });
     const config = { configurable: { thread_id: 'lc-approve' } };
 
@@ -179,12 +179,12 @@ describe('LangChain: the ledger middleware', () => {
       safe_details: { field: 'amount_cents' },
     });
     expect(answer.content).toContain('next_action=correct_input');
-    await expect(world.state(refOf('lc-malformed', input))).rejects.toMatchObject({ status: 404 });
-    expect(await world.createRequests(refOf('lc-malformed', input))).toBe(0);
+    await expect(world.state(refOf('lc-malformed'))).rejects.toMatchObject({ status: 404 });
+    expect(await world.createRequests(refOf('lc-malformed'))).toBe(0);
   });
 
   it("an agent process killed by SIGKILL mid-call and resumed with LangGraph's own resume: verified, not a second create", async () => {
-    const ref = refOf('lc-killed', AGENT_INPUT);
+    const ref = refOf('lc-killed');
     const checkpoints = join(scratch, 'lc-killed.json');
     const script = 'test/support/agent-scripts/langchain-agent.ts';
     // The provider holds the create for 3 s, then commits it whether or not anyone still listens.
@@ -212,5 +212,28 @@ describe('LangChain: the ledger middleware', () => {
     );
     expect(await world.createRequests(ref)).toBe(1);
     expect(await world.invoicesFor(ref)).toBe(1);
+  });
+
+  it('after an unknown outcome, the model calls again with one harmless change ("EUR" → "eur"): the same step, no second create', async () => {
+    const input = { customer_id: 'cus_lcvariant', amount_cents: 1500, currency: 'EUR' };
+    // The next create commits and never answers; the lookup that would settle it is unavailable once.
+    await world.fault({ fault: { kind: 'accept-then-timeout' } });
+    await world.fault({ fault: { kind: 'lookup-unavailable' }, on: 'lookup' });
+    const state = await start(agentFor('lc-variant', [ask(input), ask({ ...input, currency: 'eur' })]), 'lc-variant');
+    const answers = toolAnswers(state);
+    expect(answers.map((answer) => answer.artifact.ok)).toEqual([false, false]);
+    expect(await world.runWrites('lc-variant')).toEqual({ requests: 1, invoices: 1 });
+    expect(answers[1].artifact.operation_ref).toBe(answers[0].artifact.operation_ref);
+    expect(answers.map((answer) => answer.content).join('\n')).not.toContain('call verify_operation');
+  });
+
+  it('four calls, each spelled differently, under max_attempts 2: at most 2 creates', async () => {
+    const spellings = ['EUR', 'eur', 'Eur', 'EUR.'];
+    const steps = spellings.map((currency) => ask({ customer_id: 'cus_lcbound', amount_cents: 1600, currency }));
+    const agent = agentFor('lc-bound', steps, { call: world.alwaysRateLimited, policy: { max_attempts: 2 } });
+    const answers = toolAnswers(await start(agent, 'lc-bound'));
+    expect(answers).toHaveLength(4);
+    expect(answers.every((answer) => !answer.artifact.ok)).toBe(true);
+    expect((await world.runWrites('lc-bound')).requests).toBe(2);
   });
 });

@@ -9,7 +9,7 @@ import { Mastra } from '@mastra/core/mastra';
 import { InMemoryStore } from '@mastra/core/storage';
 import { z } from 'zod';
 import { ledgeredMastraTool, type LedgeredMastraToolOutput } from '@recovery-ledger/agent-frameworks/mastra';
-import { operationRefFor, type ToolCall } from '@recovery-ledger/client';
+import { operationRefFor, type LedgeredToolPolicy, type ToolCall } from '@recovery-ledger/client';
 import {
   runAgentScript,
   startAgentWorld,
@@ -17,7 +17,6 @@ import {
   type InvoiceInput,
 } from '../support/agent-framework-harness';
 import { promptsSeen, scriptedModel, type ScriptedStep } from '../support/ai-sdk-scripted-model';
-import { MASTRA_AGENT_INPUT } from '../support/agent-scripts/mastra-agent';
 import { until } from '../support/until';
 
 jest.setTimeout(90_000);
@@ -33,11 +32,14 @@ afterAll(async () => {
   await world?.stop();
 });
 
-function invoiceTool(runId: string, overrides: { call?: ToolCall<InvoiceInput>; approval?: boolean } = {}) {
+function invoiceTool(
+  runId: string,
+  overrides: { call?: ToolCall<InvoiceInput>; approval?: boolean; policy?: Partial<LedgeredToolPolicy> } = {},
+) {
   return ledgeredMastraTool<InvoiceInput>({
     ...world.writeTool(),
     ...(overrides.call ? { call: overrides.call } : {}),
-    policy: { ...world.policy, approval_required: overrides.approval ?? false },
+    policy: { ...world.policy, ...overrides.policy, approval_required: overrides.approval ?? false },
     ledger: world.runtime,
     name: 'create_invoice',
     description: 'Creates an invoice.',
@@ -46,8 +48,9 @@ function invoiceTool(runId: string, overrides: { call?: ToolCall<InvoiceInput>; 
   });
 }
 
-function refOf(runId: string, input: unknown): string {
-  return operationRefFor({ runId, tool: 'create_invoice', input });
+/** The operation_ref of the run's `step`-th create_invoice step (docs/integrations.md, "The operation_ref rule"). */
+function refOf(runId: string, step = 1): string {
+  return operationRefFor({ runId, tool: 'create_invoice', step });
 }
 
 function agentWith(steps: ScriptedStep[], tool: ReturnType<typeof invoiceTool>) {
@@ -79,13 +82,13 @@ describe('Mastra: a ledgered tool', () => {
     const { outputs, model } = await run('m-twice', [invoice(input), invoice(input), { text: 'done' }]);
     expect(outputs.map((output) => output.ok)).toEqual([true, true]);
     expect(outputs[0].operation_ref).toBe(outputs[1].operation_ref);
-    expect(await world.invoicesFor(refOf('m-twice', input))).toBe(1);
+    expect(await world.invoicesFor(refOf('m-twice'))).toBe(1);
     expect(promptsSeen(model)).toContain('create_invoice succeeded for operation_ref');
   });
 
   it('a timeout after the commit is verified as a success: one invoice, and the model is told it succeeded', async () => {
     const input = { customer_id: 'cus_mastratimeout', amount_cents: 1300, currency: 'EUR' };
-    const ref = refOf('m-timeout', input);
+    const ref = refOf('m-timeout');
     await world.fault({ fault: { kind: 'accept-then-timeout' }, operation_ref: ref });
     const { outputs } = await run('m-timeout', [invoice(input), { text: 'done' }]);
     expect(outputs).toHaveLength(1);
@@ -97,7 +100,7 @@ describe('Mastra: a ledgered tool', () => {
 
   it('a 429 is waited out until not_before: no call before it, and the model never retries', async () => {
     const input = { customer_id: 'cus_mastra429', amount_cents: 1400, currency: 'EUR' };
-    const ref = refOf('m-429', input);
+    const ref = refOf('m-429');
     await world.fault({ fault: { kind: 'rate-limit', retry_after_s: 1 }, operation_ref: ref });
     const calledAt: number[] = [];
     const call: ToolCall<InvoiceInput> = (value, context) => {
@@ -122,7 +125,7 @@ describe('Mastra: a ledgered tool', () => {
 
   it('an approval-gated write: Mastra suspends for approval, a runtime key cannot grant it, Mastra approve alone sends nothing, an approver grant runs it once', async () => {
     const input = { customer_id: 'cus_mastraapprove', amount_cents: 99_000, currency: 'EUR' };
-    const ref = refOf('m-approve', input);
+    const ref = refOf('m-approve');
     const tool = invoiceTool('m-approve', { approval: true });
 
     // 1. Mastra's approval surface: the run suspends on the call; the ledger holds the request.
@@ -161,12 +164,12 @@ describe('Mastra: a ledgered tool', () => {
       safe_details: { field: 'amount_cents' },
     });
     expect(promptsSeen(model)).toContain('next_action=correct_input');
-    await expect(world.state(refOf('m-malformed', input))).rejects.toMatchObject({ status: 404 });
-    expect(await world.createRequests(refOf('m-malformed', input))).toBe(0);
+    await expect(world.state(refOf('m-malformed'))).rejects.toMatchObject({ status: 404 });
+    expect(await world.createRequests(refOf('m-malformed'))).toBe(0);
   });
 
   it('an agent process killed by SIGKILL mid-call and run again: verified, not a second create', async () => {
-    const ref = refOf('m-killed', MASTRA_AGENT_INPUT);
+    const ref = refOf('m-killed');
     await world.fault({ fault: { kind: 'slow', delay_ms: 3000 }, operation_ref: ref });
     const agent = runAgentScript('test/support/agent-scripts/mastra-agent.ts', world, ['--run', 'm-killed']);
     await until(
@@ -191,5 +194,31 @@ describe('Mastra: a ledgered tool', () => {
     );
     expect(await world.createRequests(ref)).toBe(1);
     expect(await world.invoicesFor(ref)).toBe(1);
+  });
+
+  it('after an unknown outcome, the model calls again with one harmless change ("EUR" → "eur"): the same step, no second create', async () => {
+    const input = { customer_id: 'cus_mvariant', amount_cents: 1500, currency: 'EUR' };
+    // The next create commits and never answers; the lookup that would settle it is unavailable once.
+    await world.fault({ fault: { kind: 'accept-then-timeout' } });
+    await world.fault({ fault: { kind: 'lookup-unavailable' }, on: 'lookup' });
+    const { outputs, model } = await run('m-variant', [
+      invoice(input),
+      invoice({ ...input, currency: 'eur' }),
+      { text: 'done' },
+    ]);
+    expect(outputs.map((output) => output.ok)).toEqual([false, false]);
+    expect(await world.runWrites('m-variant')).toEqual({ requests: 1, invoices: 1 });
+    expect(outputs[1].operation_ref).toBe(outputs[0].operation_ref);
+    expect(promptsSeen(model)).not.toContain('call verify_operation');
+  });
+
+  it('four calls, each spelled differently, under max_attempts 2: at most 2 creates', async () => {
+    const tool = invoiceTool('m-bound', { call: world.alwaysRateLimited, policy: { max_attempts: 2 } });
+    const spellings = ['EUR', 'eur', 'Eur', 'EUR.'];
+    const steps = spellings.map((currency) => invoice({ customer_id: 'cus_mbound', amount_cents: 1600, currency }));
+    const { outputs } = await run('m-bound', [...steps, { text: 'done' }], tool);
+    expect(outputs).toHaveLength(4);
+    expect(outputs.every((output) => !output.ok)).toBe(true);
+    expect((await world.runWrites('m-bound')).requests).toBe(2);
   });
 });

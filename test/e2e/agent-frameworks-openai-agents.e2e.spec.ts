@@ -14,7 +14,7 @@ import {
   type AgentsTool,
   type LedgeredAgentsToolOutput,
 } from '@recovery-ledger/agent-frameworks/openai-agents';
-import { operationRefFor, type ToolCall } from '@recovery-ledger/client';
+import { operationRefFor, type LedgeredToolPolicy, type ToolCall } from '@recovery-ledger/client';
 import {
   runAgentScript,
   startAgentWorld,
@@ -22,7 +22,6 @@ import {
   type InvoiceInput,
 } from '../support/agent-framework-harness';
 import { inputsSeen, scriptedAgentsModel, type ScriptedTurn } from '../support/openai-agents-scripted-model';
-import { AGENTS_INPUT } from '../support/agent-scripts/openai-agents-agent';
 import { until } from '../support/until';
 
 jest.setTimeout(90_000);
@@ -39,11 +38,14 @@ afterAll(async () => {
   await world?.stop();
 });
 
-function invoiceTool(runId: string, overrides: { call?: ToolCall<InvoiceInput>; approval?: boolean } = {}) {
+function invoiceTool(
+  runId: string,
+  overrides: { call?: ToolCall<InvoiceInput>; approval?: boolean; policy?: Partial<LedgeredToolPolicy> } = {},
+) {
   return ledgeredAgentsTool<InvoiceInput>({
     ...world.writeTool(),
     ...(overrides.call ? { call: overrides.call } : {}),
-    policy: { ...world.policy, approval_required: overrides.approval ?? false },
+    policy: { ...world.policy, ...overrides.policy, approval_required: overrides.approval ?? false },
     ledger: world.runtime,
     name: 'create_invoice',
     description: 'Creates an invoice.',
@@ -52,8 +54,9 @@ function invoiceTool(runId: string, overrides: { call?: ToolCall<InvoiceInput>; 
   });
 }
 
-function refOf(runId: string, input: unknown): string {
-  return operationRefFor({ runId, tool: 'create_invoice', input });
+/** The operation_ref of the run's `step`-th create_invoice step (docs/integrations.md, "The operation_ref rule"). */
+function refOf(runId: string, step = 1): string {
+  return operationRefFor({ runId, tool: 'create_invoice', step });
 }
 
 function outputsOf(result: RunResult<any, any>): LedgeredAgentsToolOutput[] {
@@ -77,14 +80,14 @@ describe('OpenAI Agents SDK: a ledgered tool', () => {
     const { outputs, model } = await run('oa-twice', [invoice(input), invoice(input), { text: 'done' }]);
     expect(outputs.map((output) => output.ok)).toEqual([true, true]);
     expect(outputs[0].operation_ref).toBe(outputs[1].operation_ref);
-    expect(await world.invoicesFor(refOf('oa-twice', input))).toBe(1);
+    expect(await world.invoicesFor(refOf('oa-twice'))).toBe(1);
     // The model read the envelope's words: a success with its evidence.
     expect(inputsSeen(model)).toContain('create_invoice succeeded for operation_ref');
   });
 
   it('a timeout after the commit is verified as a success: one invoice, and the model is told it succeeded', async () => {
     const input = { customer_id: 'cus_oatimeout', amount_cents: 1300, currency: 'EUR' };
-    const ref = refOf('oa-timeout', input);
+    const ref = refOf('oa-timeout');
     await world.fault({ fault: { kind: 'accept-then-timeout' }, operation_ref: ref });
     const { outputs, model } = await run('oa-timeout', [invoice(input), { text: 'done' }]);
     expect(outputs).toHaveLength(1);
@@ -97,7 +100,7 @@ describe('OpenAI Agents SDK: a ledgered tool', () => {
 
   it('a 429 is waited out until not_before: no call before it, and the model never retries', async () => {
     const input = { customer_id: 'cus_oa429', amount_cents: 1400, currency: 'EUR' };
-    const ref = refOf('oa-429', input);
+    const ref = refOf('oa-429');
     await world.fault({ fault: { kind: 'rate-limit', retry_after_s: 1 }, operation_ref: ref });
     const calledAt: number[] = [];
     const call: ToolCall<InvoiceInput> = (value, context) => {
@@ -123,7 +126,7 @@ describe('OpenAI Agents SDK: a ledgered tool', () => {
 
   it('an approval-gated write: an interruption, a runtime key cannot grant it, state.approve alone sends nothing, an approver grant runs it once', async () => {
     const input = { customer_id: 'cus_oaapprove', amount_cents: 99_000, currency: 'EUR' };
-    const ref = refOf('oa-approve', input);
+    const ref = refOf('oa-approve');
     const tool = invoiceTool('oa-approve', { approval: true });
 
     // 1. The SDK's interruption shows the call; the ledger holds the request; nothing was sent.
@@ -176,12 +179,12 @@ describe('OpenAI Agents SDK: a ledgered tool', () => {
       safe_details: { field: 'amount_cents' },
     });
     expect(inputsSeen(model)).toContain('next_action=correct_input');
-    await expect(world.state(refOf('oa-malformed', input))).rejects.toMatchObject({ status: 404 });
-    expect(await world.createRequests(refOf('oa-malformed', input))).toBe(0);
+    await expect(world.state(refOf('oa-malformed'))).rejects.toMatchObject({ status: 404 });
+    expect(await world.createRequests(refOf('oa-malformed'))).toBe(0);
   });
 
   it('an agent process killed by SIGKILL mid-call and resumed from its RunState: verified, not a second create', async () => {
-    const ref = refOf('oa-killed', AGENTS_INPUT);
+    const ref = refOf('oa-killed');
     const stateFile = join(mkdtempSync(join(tmpdir(), 'oa-agent-')), 'run-state.json');
     const script = 'test/support/agent-scripts/openai-agents-agent.ts';
     const args = ['--run', 'oa-killed', '--state', stateFile];
@@ -218,5 +221,31 @@ describe('OpenAI Agents SDK: a ledgered tool', () => {
     );
     expect(await world.createRequests(ref)).toBe(1);
     expect(await world.invoicesFor(ref)).toBe(1);
+  });
+
+  it('after an unknown outcome, the model calls again with one harmless change ("EUR" → "eur"): the same step, no second create', async () => {
+    const input = { customer_id: 'cus_oavariant', amount_cents: 1500, currency: 'EUR' };
+    // The next create commits and never answers; the lookup that would settle it is unavailable once.
+    await world.fault({ fault: { kind: 'accept-then-timeout' } });
+    await world.fault({ fault: { kind: 'lookup-unavailable' }, on: 'lookup' });
+    const { outputs, model } = await run('oa-variant', [
+      invoice(input),
+      invoice({ ...input, currency: 'eur' }),
+      { text: 'done' },
+    ]);
+    expect(outputs.map((output) => output.ok)).toEqual([false, false]);
+    expect(await world.runWrites('oa-variant')).toEqual({ requests: 1, invoices: 1 });
+    expect(outputs[1].operation_ref).toBe(outputs[0].operation_ref);
+    expect(inputsSeen(model)).not.toContain('call verify_operation');
+  });
+
+  it('four calls, each spelled differently, under max_attempts 2: at most 2 creates', async () => {
+    const tool = invoiceTool('oa-bound', { call: world.alwaysRateLimited, policy: { max_attempts: 2 } });
+    const spellings = ['EUR', 'eur', 'Eur', 'EUR.'];
+    const turns = spellings.map((currency) => invoice({ customer_id: 'cus_oabound', amount_cents: 1600, currency }));
+    const { outputs } = await run('oa-bound', [...turns, { text: 'done' }], tool);
+    expect(outputs).toHaveLength(4);
+    expect(outputs.every((output) => !output.ok)).toBe(true);
+    expect((await world.runWrites('oa-bound')).requests).toBe(2);
   });
 });

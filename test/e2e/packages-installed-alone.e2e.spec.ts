@@ -77,12 +77,150 @@ function installedModules(project: string): string[] {
 }
 
 /** The version this checkout tested its AI SDK integration with (its exact devDependency). */
-const aiVersion = () =>
+/** The versions this checkout tested its integrations with (their exact devDependencies). */
+const frameworkVersions = () =>
   (
     JSON.parse(readFileSync(join(REPO, 'packages/agent-frameworks/package.json'), 'utf8')) as {
       devDependencies: Record<string, string>;
     }
-  ).devDependencies.ai;
+  ).devDependencies;
+const aiVersion = () => frameworkVersions().ai;
+const rootVersion = (name: string) =>
+  (JSON.parse(readFileSync(join(REPO, 'node_modules', name, 'package.json'), 'utf8')) as { version: string }).version;
+
+/** The module settings an application may type-check with: node16 and nodenext, ES module and CommonJS, and bundler. */
+const TYPECHECK_CONFIGS: Record<string, { module: string; moduleResolution: string; extension: string }> = {
+  'node16-esm': { module: 'node16', moduleResolution: 'node16', extension: 'mts' },
+  'node16-cjs': { module: 'node16', moduleResolution: 'node16', extension: 'cts' },
+  'nodenext-esm': { module: 'nodenext', moduleResolution: 'nodenext', extension: 'mts' },
+  'nodenext-cjs': { module: 'nodenext', moduleResolution: 'nodenext', extension: 'cts' },
+  bundler: { module: 'esnext', moduleResolution: 'bundler', extension: 'ts' },
+};
+
+/** docs/integrations.md's snippet of each integration, with what it leaves out declared. */
+const SNIPPETS: Record<string, string> = {
+  'ai-sdk': String.raw`
+import { generateText, stepCountIs, type LanguageModel } from 'ai';
+import { z } from 'zod';
+import { LedgerClient, type Lookup, type ToolCall } from '@recovery-ledger/client';
+import { ledgeredTool, ledgerToolApproval } from '@recovery-ledger/agent-frameworks/ai-sdk';
+
+interface Invoice { customer_id: string; amount_cents: number; currency: string }
+declare const model: LanguageModel;
+declare const createInvoice: ToolCall<Invoice>;
+declare const lookup: Lookup;
+
+export async function invoice(baseUrl: string, apiKey: string, runId: string): Promise<void> {
+  const create_invoice = ledgeredTool({
+    ledger: new LedgerClient({ baseUrl, apiKey }),
+    name: 'create_invoice',
+    description: 'Creates an invoice for a customer.',
+    runId,
+    inputSchema: z.object({ customer_id: z.string(), amount_cents: z.number().int(), currency: z.string() }),
+    policy: { max_attempts: 3, consistency_window_ms: 30_000, approval_required: true },
+    call: createInvoice,
+    lookup,
+  });
+  const tools = { create_invoice };
+  const result = await generateText({ model, tools, toolApproval: ledgerToolApproval(tools), prompt: 'Invoice.', stopWhen: stepCountIs(4) });
+  for (const step of result.steps) for (const part of step.toolResults) if (!part.dynamic) console.log(part.output.model_text);
+}
+`,
+  'openai-agents': String.raw`
+import { Agent, run } from '@openai/agents';
+import { z } from 'zod';
+import { LedgerClient, type Lookup, type ToolCall } from '@recovery-ledger/client';
+import { ledgeredAgentsTool, ledgerOutputOf } from '@recovery-ledger/agent-frameworks/openai-agents';
+
+interface Invoice { customer_id: string; amount_cents: number; currency: string }
+declare const createInvoice: ToolCall<Invoice>;
+declare const lookup: Lookup;
+
+export async function invoice(baseUrl: string, apiKey: string, runId: string): Promise<void> {
+  const agent = new Agent({
+    name: 'billing',
+    model: 'gpt-4.1',
+    tools: [
+      ledgeredAgentsTool({
+        ledger: new LedgerClient({ baseUrl, apiKey }),
+        name: 'create_invoice',
+        description: 'Creates an invoice for a customer.',
+        runId,
+        parameters: z.object({ customer_id: z.string(), amount_cents: z.number().int(), currency: z.string() }),
+        policy: { max_attempts: 3, consistency_window_ms: 30_000 },
+        call: createInvoice,
+        lookup,
+      }),
+    ],
+  });
+  const result = await run(agent, 'Invoice the customer.');
+  for (const item of result.newItems) console.log(ledgerOutputOf(item)?.model_text);
+}
+`,
+  langchain: String.raw`
+import { createAgent, tool } from 'langchain';
+import { MemorySaver } from '@langchain/langgraph';
+import { z } from 'zod';
+import { LedgerClient, type Lookup, type ToolCallContext } from '@recovery-ledger/client';
+import { ledgerAttempt, ledgerMiddleware } from '@recovery-ledger/agent-frameworks/langchain';
+
+declare function createInvoiceAtProvider(input: unknown, attempt: ToolCallContext): Promise<string>;
+declare const lookup: Lookup;
+const schema = z.object({ customer_id: z.string(), amount_cents: z.number().int(), currency: z.string() });
+
+// The tool is the provider call: it gives ledgerAttempt().idempotencyKey to the provider.
+const createInvoice = tool((input) => createInvoiceAtProvider(input, ledgerAttempt()), {
+  name: 'create_invoice',
+  description: 'Creates an invoice for a customer.',
+  schema,
+});
+export const agent = createAgent({
+  model: 'openai:gpt-4.1',
+  tools: [createInvoice],
+  checkpointer: new MemorySaver(),
+  middleware: [
+    ledgerMiddleware({
+      create_invoice: {
+        ledger: new LedgerClient({ baseUrl: 'http://127.0.0.1:3000' }),
+        name: 'create_invoice',
+        runId: 'thread-1',
+        policy: { max_attempts: 3, consistency_window_ms: 30_000 },
+        lookup,
+      },
+    }),
+  ],
+});
+`,
+  mastra: String.raw`
+import { Agent } from '@mastra/core/agent';
+import { z } from 'zod';
+import { LedgerClient, type Lookup, type ToolCall } from '@recovery-ledger/client';
+import { ledgeredMastraTool } from '@recovery-ledger/agent-frameworks/mastra';
+
+interface Invoice { customer_id: string; amount_cents: number; currency: string }
+declare const createInvoice: ToolCall<Invoice>;
+declare const lookup: Lookup;
+
+export const agent = new Agent({
+  id: 'invoicer',
+  name: 'invoicer',
+  instructions: 'Create the invoices asked for.',
+  model: 'openai/gpt-4.1',
+  tools: {
+    create_invoice: ledgeredMastraTool({
+      ledger: new LedgerClient({ baseUrl: 'http://127.0.0.1:3000' }),
+      name: 'create_invoice',
+      description: 'Creates an invoice for a customer.',
+      runId: 'run-1',
+      inputSchema: z.object({ customer_id: z.string(), amount_cents: z.number().int(), currency: z.string() }),
+      policy: { max_attempts: 3, consistency_window_ms: 30_000 },
+      call: createInvoice,
+      lookup,
+    }),
+  },
+});
+`,
+};
 
 beforeAll(async () => {
   for (const dir of PACKAGES) {
@@ -104,6 +242,8 @@ beforeAll(async () => {
     const paths = packed.files.map((file) => file.path);
     expect(paths).toEqual(expect.arrayContaining(['package.json', 'README.md']));
     expect(paths.filter((path) => !/^(dist\/|package\.json$|README\.md$|LICENSE$)/.test(path))).toEqual([]);
+    // A source map would point at sources the tarball does not hold.
+    expect(paths.filter((path) => path.endsWith('.map'))).toEqual([]);
   }
 }, 300_000);
 
@@ -319,6 +459,109 @@ describe('@recovery-ledger/agent-frameworks, installed with the client and the A
   }, 180_000);
 });
 
+describe('@recovery-ledger/agent-frameworks in ES-module and CommonJS applications, with the four frameworks', () => {
+  let project: string;
+  let ledger: LedgerProcess;
+  let provider: ProviderProcess;
+
+  beforeAll(async () => {
+    const versions = frameworkVersions();
+    [project, ledger, provider] = await Promise.all([
+      projectWith(
+        'frameworks-all',
+        'client',
+        'agent-frameworks',
+        ...Object.entries(versions).map(([name, version]) => ({ spec: `${name}@${version}` })),
+        { spec: `zod@${rootVersion('zod')}` },
+        { spec: `typescript@${rootVersion('typescript')}` },
+        { spec: `@types/node@${rootVersion('@types/node')}` },
+      ),
+      startLedger(),
+      startProviderProcess(15_000, ['--no-idempotency']),
+    ]);
+  }, 600_000);
+
+  afterAll(async () => {
+    await provider?.stop();
+    await ledger?.stop();
+    ledger?.cleanup();
+  });
+
+  const SURFACES: Record<FrameworkDriver, string> = {
+    'ai-sdk': 'tool-approval-request',
+    'openai-agents': 'interruption',
+    langchain: 'interrupt',
+    mastra: 'suspended',
+  };
+
+  it.each(
+    (['ai-sdk', 'openai-agents', 'langchain', 'mastra'] as const).flatMap((framework) =>
+      (['esm', 'cjs'] as const).map((format) => [framework, format] as const),
+    ),
+  )(
+    '%s in a %s application, run by its own test model: an approval-gated call asks approval and the ledger holds it; a premature verification is waited out: one invoice',
+    async (framework, format) => {
+      const file = `${framework}.${format === 'esm' ? 'mjs' : 'cjs'}`;
+      writeFileSync(join(project, file), frameworkDriver(framework, format));
+      const tag = `${framework}-${format}`;
+      const { stdout } = await run(process.execPath, [file, ledger.baseUrl, provider.url, tag], {
+        cwd: project,
+        timeout: 120_000,
+      });
+      const report = JSON.parse(stdout.trim().split('\n').pop() as string);
+      expect(report.approval).toEqual({ surface: SURFACES[framework], ledger: 'awaiting_approval' });
+      expect(report.write).toEqual({ ok: true, status: 'succeeded' });
+      const stats = (await (await fetch(`${provider.url}/__stats`)).json()) as {
+        created: Record<string, number>;
+        create_requests: Record<string, number>;
+      };
+      // The 502 was one request that wrote nothing; the second, sent once verified, is the invoice.
+      expect(stats.create_requests[report.write_ref]).toBe(2);
+      expect(stats.created[report.write_ref]).toBe(1);
+      expect(stats.create_requests[report.approval_ref]).toBeUndefined();
+    },
+    150_000,
+  );
+
+  it.each(Object.keys(TYPECHECK_CONFIGS))(
+    "each integration's documented snippet type-checks against the installed declarations under %s",
+    async (config) => {
+      const { module, moduleResolution, extension } = TYPECHECK_CONFIGS[config];
+      const dir = join(project, `typecheck-${config}`);
+      mkdirSync(dir);
+      for (const [framework, source] of Object.entries(SNIPPETS))
+        writeFileSync(join(dir, `${framework}.${extension}`), source);
+      writeFileSync(
+        join(dir, 'tsconfig.json'),
+        JSON.stringify({
+          compilerOptions: {
+            module,
+            moduleResolution,
+            target: 'es2022',
+            strict: true,
+            skipLibCheck: true,
+            noEmit: true,
+            types: ['node'],
+          },
+          include: [`*.${extension}`],
+        }),
+      );
+      const tsc = join(project, 'node_modules/typescript/bin/tsc');
+      const output = await run(process.execPath, [tsc, '-p', 'tsconfig.json'], { cwd: dir, timeout: 120_000 }).then(
+        ({ stdout }) => stdout,
+        (error: { stdout?: string }) => error.stdout ?? String(error),
+      );
+      const errors = [...output.matchAll(/^([\w-]+)\.[cm]?ts\(\d+,\d+\): error (TS\d+)/gm)].map(
+        ([, file, code]) => `${file} ${code}`,
+      );
+      // Under node16, CommonJS may not import a package that ships ES modules only (ai 7, @mastra/core's
+      // agent entry): TypeScript's TS1479 on the framework's own import, whatever the integration ships.
+      expect(errors).toEqual(config === 'node16-cjs' ? ['ai-sdk TS1479', 'mastra TS1479'] : []);
+    },
+    150_000,
+  );
+});
+
 /** A runtime's AI SDK tool, in plain JavaScript against the installed packages, executed as the SDK would. */
 const AI_SDK_DRIVER = String.raw`
 const { jsonSchema } = require('ai');
@@ -414,6 +657,160 @@ async function main() {
   stop.abort();
   await running;
   console.log(JSON.stringify({ first, again, timedOut, verified, workerStates }));
+}
+
+main().catch((error) => {
+  console.error(error && error.stack ? error.stack : String(error));
+  process.exit(1);
+});
+`;
+
+type FrameworkDriver = 'ai-sdk' | 'openai-agents' | 'langchain' | 'mastra';
+
+/** What each framework's driver imports (alias, module), besides what every driver imports. */
+const FRAMEWORK_DRIVERS: Record<FrameworkDriver, Array<[string, string]>> = {
+  'ai-sdk': [
+    ['ai', 'ai'],
+    ['aiTest', 'ai/test'],
+    ['wrappers', '@recovery-ledger/agent-frameworks/ai-sdk'],
+  ],
+  'openai-agents': [
+    ['agents', '@openai/agents'],
+    ['wrappers', '@recovery-ledger/agent-frameworks/openai-agents'],
+  ],
+  langchain: [
+    ['langchain', 'langchain'],
+    ['langgraph', '@langchain/langgraph'],
+    ['wrappers', '@recovery-ledger/agent-frameworks/langchain'],
+  ],
+  mastra: [
+    ['aiTest', 'ai/test'],
+    ['mastraAgent', '@mastra/core/agent'],
+    ['mastraCore', '@mastra/core/mastra'],
+    ['mastraStorage', '@mastra/core/storage'],
+    ['wrappers', '@recovery-ledger/agent-frameworks/mastra'],
+  ],
+};
+
+/**
+ * One framework's application, in plain JavaScript against the installed packages, as an ES module
+ * (`import`) or CommonJS (`require`): the same body, only the way it loads its modules differs.
+ * It runs the framework with the framework's own test model (the AI SDK's MockLanguageModelV4 for
+ * the AI SDK and Mastra, LangChain's FakeToolCallingModel, a scripted Model for the OpenAI Agents
+ * SDK, which ships none), first an approval-gated write, then a write whose first create answers
+ * 502 (an unknown outcome: verified, and a not_found waited out until the window ends).
+ */
+function frameworkDriver(framework: FrameworkDriver, format: 'esm' | 'cjs'): string {
+  const modules: Array<[string, string]> = [
+    ['zodModule', 'zod'],
+    ['client', '@recovery-ledger/client'],
+    ...FRAMEWORK_DRIVERS[framework],
+  ];
+  const header = modules
+    .map(([alias, name]) =>
+      format === 'esm' ? `import * as ${alias} from '${name}';` : `const ${alias} = require('${name}');`,
+    )
+    .join('\n');
+  return `${header}\nconst FRAMEWORK = '${framework}';\n${DRIVER_BODY}`;
+}
+
+const DRIVER_BODY = String.raw`
+const { z } = zodModule;
+const { LedgerClient, callHttpTool, operationRefFor } = client;
+const [ledgerUrl, providerUrl, tag] = process.argv.slice(2);
+const ledger = new LedgerClient({ baseUrl: ledgerUrl, timeoutMs: 10000 });
+const schema = z.object({ customer_id: z.string(), amount_cents: z.number().int(), currency: z.string() });
+const input = { customer_id: 'cus_pack', amount_cents: 1200, currency: 'EUR' };
+const call = (body, context) =>
+  callHttpTool(
+    { url: providerUrl + '/invoices', method: 'POST', body, timeoutMs: 1500, idempotencyHeader: 'Idempotency-Key', signal: context.signal },
+    { operationRef: context.idempotencyKey, sideEffect: context.sideEffect, verificationTool: 'get_invoice_by_operation_ref', evidenceRef: (answer) => answer && answer.id },
+  );
+const lookup = async (ref) => {
+  const response = await fetch(providerUrl + '/invoices?operation_ref=' + encodeURIComponent(ref));
+  if (!response.ok) throw new Error('lookup answered ' + response.status);
+  const invoice = (await response.json()).items.find((item) => item.operation_ref === ref);
+  return invoice ? { found: true, evidenceRef: invoice.id } : { found: false };
+};
+const options = (runId, approval) => ({
+  ledger, name: 'create_invoice', runId, call, lookup, callWindowMs: 2000,
+  policy: { max_attempts: 3, consistency_window_ms: 500, approval_required: approval },
+});
+const refOf = (runId) => operationRefFor({ runId, tool: 'create_invoice', step: 1 });
+const statusOf = async (ref) => {
+  try { return (await ledger.getOperation(ref)).status; } catch (error) { return 'error ' + error.code; }
+};
+const usage = { inputTokens: { total: 1, noCache: 1 }, outputTokens: { total: 1, text: 1 } };
+const aiModel = () => {
+  let turn = 0;
+  return new aiTest.MockLanguageModelV4({
+    doGenerate: async () => turn++ === 0
+      ? { content: [{ type: 'tool-call', toolCallId: 'call-1', toolName: 'create_invoice', input: JSON.stringify(input) }], finishReason: { unified: 'tool-calls', raw: 'tool_calls' }, usage, warnings: [] }
+      : { content: [{ type: 'text', text: 'done' }], finishReason: { unified: 'stop', raw: 'stop' }, usage, warnings: [] },
+  });
+};
+
+/** Runs the framework once over one create_invoice call: what its approval surface showed, and the tool's output. */
+const RUNS = {
+  'ai-sdk': async (runId, approval) => {
+    const tool = wrappers.ledgeredTool({ ...options(runId, approval), inputSchema: schema });
+    const result = await ai.generateText({ model: aiModel(), tools: { create_invoice: tool }, prompt: 'Invoice.', stopWhen: ai.stepCountIs(3) });
+    const output = result.steps.flatMap((step) => step.toolResults)[0]?.output;
+    const asked = result.content.some((part) => part.type === 'tool-approval-request');
+    return { surface: asked ? 'tool-approval-request' : 'none', output };
+  },
+  'openai-agents': async (runId, approval) => {
+    agents.setTracingDisabled(true);
+    let turn = 0;
+    const model = {
+      getResponse: async () => turn++ === 0
+        ? { usage: new agents.Usage(), output: [{ type: 'function_call', callId: 'call-1', name: 'create_invoice', arguments: JSON.stringify(input), status: 'completed' }] }
+        : { usage: new agents.Usage(), output: [{ type: 'message', role: 'assistant', status: 'completed', content: [{ type: 'output_text', text: 'done' }] }] },
+      getStreamedResponse: async function* () { throw new Error('not streamed'); },
+    };
+    const tool = wrappers.ledgeredAgentsTool({ ...options(runId, approval), description: 'Creates an invoice.', parameters: schema });
+    const result = await agents.run(new agents.Agent({ name: 'billing', model, tools: [tool] }), 'Invoice.', { maxTurns: 3 });
+    const item = result.newItems.find((entry) => entry.type === 'tool_call_output_item');
+    return { surface: result.interruptions.length > 0 ? 'interruption' : 'none', output: item && item.customData && item.customData.ledger };
+  },
+  langchain: async (runId, approval) => {
+    const tool = langchain.tool((value) => call(value, wrappers.ledgerAttempt()), { name: 'create_invoice', description: 'Creates an invoice.', schema });
+    const agent = langchain.createAgent({
+      model: new langchain.FakeToolCallingModel({ toolCalls: [[{ name: 'create_invoice', args: input, id: 'call-1', type: 'tool_call' }], []] }),
+      tools: [tool],
+      middleware: [wrappers.ledgerMiddleware({ create_invoice: options(runId, approval) })],
+      checkpointer: new langgraph.MemorySaver(),
+    });
+    const state = await agent.invoke({ messages: [{ role: 'user', content: 'Invoice.' }] }, { configurable: { thread_id: runId } });
+    const answer = state.messages.find((message) => message.getType() === 'tool');
+    const interrupted = Array.isArray(state.__interrupt__) && state.__interrupt__.length > 0;
+    const output = answer && { ok: answer.artifact.ok, status: await statusOf(refOf(runId)) };
+    return { surface: interrupted ? 'interrupt' : 'none', output };
+  },
+  mastra: async (runId, approval) => {
+    const tool = wrappers.ledgeredMastraTool({ ...options(runId, approval), description: 'Creates an invoice.', inputSchema: schema });
+    const agent = new mastraAgent.Agent({ id: 'invoicer', name: 'invoicer', instructions: 'Invoice.', model: aiModel(), tools: { create_invoice: tool } });
+    const mastra = new mastraCore.Mastra({ agents: { invoicer: agent }, storage: new mastraStorage.InMemoryStore(), logger: false });
+    const result = await mastra.getAgent('invoicer').generate('Invoice.', { maxSteps: 3 });
+    const output = result.toolResults[0] && result.toolResults[0].payload.result;
+    return { surface: result.finishReason === 'suspended' ? 'suspended' : 'none', output };
+  },
+};
+
+const settle = async (promise) => {
+  try { return await promise; } catch (error) { return { surface: 'threw ' + (error && (error.code || error.message)), output: undefined }; }
+};
+
+async function main() {
+  const approvalRun = 'pack-' + tag + '-approval';
+  const asked = await settle(RUNS[FRAMEWORK](approvalRun, true));
+  const approval = { surface: asked.surface, ledger: await statusOf(refOf(approvalRun)) };
+
+  const writeRun = 'pack-' + tag + '-write';
+  await fetch(providerUrl + '/__faults', { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ fault: { kind: 'bad-gateway' }, operation_ref: refOf(writeRun) }) });
+  const wrote = await settle(RUNS[FRAMEWORK](writeRun, false));
+  const write = wrote.output ? { ok: wrote.output.ok, status: wrote.output.status } : { error: wrote.surface };
+  console.log(JSON.stringify({ approval, write, approval_ref: refOf(approvalRun), write_ref: refOf(writeRun) }));
 }
 
 main().catch((error) => {

@@ -81,7 +81,14 @@ export interface AgentWorld {
   totalInvoices(): Promise<number>;
   /** Create requests that reached the provider for this operation_ref (whatever became of them). */
   createRequests(ref: string): Promise<number>;
+  /**
+   * Create requests and invoices of one run, whatever refs its steps were given (every ref of a run
+   * starts with the run id and a slash).
+   */
+  runWrites(runId: string): Promise<{ requests: number; invoices: number }>;
   fault(rule: ProviderFault): Promise<void>;
+  /** The create, answered 429 (Retry-After 1 s) every time: each call is one create request, and writes nothing. */
+  alwaysRateLimited: ToolCall<InvoiceInput>;
   state(ref: string): Promise<OperationState>;
   eventTypes(ref: string): Promise<string[]>;
   /** An approver's grant for the input the step asked approval for. */
@@ -149,6 +156,14 @@ export function agentWorldAt(
     invoicesFor: async (ref) => (await stats()).created[ref] ?? 0,
     totalInvoices: async () => Object.values((await stats()).created).reduce((sum, count) => sum + count, 0),
     createRequests: async (ref) => (await stats()).create_requests[ref] ?? 0,
+    runWrites: async (runId) => {
+      const { created, create_requests } = await stats();
+      const ofRun = (counts: Record<string, number>) =>
+        Object.entries(counts)
+          .filter(([ref]) => ref.startsWith(`${runId}/`))
+          .reduce((sum, [, count]) => sum + count, 0);
+      return { requests: ofRun(create_requests), invoices: ofRun(created) };
+    },
     fault: async (rule) => {
       const response = await fetch(`${provider.url}/__faults`, {
         method: 'POST',
@@ -182,6 +197,10 @@ export function agentWorldAt(
         }),
       });
       return response.status;
+    },
+    alwaysRateLimited: async (value, context) => {
+      await world.fault({ fault: { kind: 'rate-limit', retry_after_s: 1 }, operation_ref: context.idempotencyKey });
+      return createInvoice(value, context);
     },
     env: () => ({ AGENT_LEDGER_URL: ledger.baseUrl, AGENT_PROVIDER_URL: provider.url }),
     stop: async () => {

@@ -5,14 +5,7 @@
  */
 import { asSchema, jsonSchema, tool, type FlexibleSchema, type Tool } from 'ai';
 import type { ToolEnvelope } from '@recovery-ledger/client';
-import {
-  invalidInputResult,
-  needsLedgerApproval,
-  readAnswer,
-  refOf,
-  runLedgeredWrite,
-  type LedgeredWriteOptions,
-} from './ledgered-write';
+import { LedgeredWrite, readAnswer, type LedgeredWriteOptions } from './ledgered-write';
 
 export type { LedgeredWriteOptions } from './ledgered-write';
 
@@ -53,20 +46,23 @@ function passThrough<Input>(schema: FlexibleSchema<Input>) {
 
 /**
  * A write tool for generateText / streamText / ToolLoopAgent. Build the tools per run: `runId`
- * names the run, and with the input it makes the operation_ref (the SDK's toolCallId is not used:
- * a replayed step gets a new one).
+ * names the run; the tool counts its steps in it (docs/integrations.md, "The operation_ref rule"),
+ * and the SDK's toolCallId finds the step again when the SDK runs an approved call.
  */
 export function ledgeredTool<Input>(options: LedgeredAiToolOptions<Input>): Tool<Input, LedgeredAiToolOutput> {
   const own = asSchema(options.inputSchema);
+  const write = new LedgeredWrite(options);
+  const question = (input: Input, toolCallId: string) =>
+    write.needsApproval(input, { runId: options.runId, toolCallId });
   const approval = options.policy.approval_required
     ? {
         // The SDK's approval request shows while the ledger holds no approver's grant; the SDK's own
-        // approve only lets execute ask the ledger again.
-        needsApproval: (input: Input, { toolCallId }: { toolCallId: string }) =>
-          needsLedgerApproval(options, input, { runId: options.runId, toolCallId }),
+        // approve only lets execute ask the ledger again. Deprecated in AI SDK 7 for the call's own
+        // toolApproval (ledgerToolApproval), which the SDK asks first when both are there.
+        needsApproval: (input: Input, { toolCallId }: { toolCallId: string }) => question(input, toolCallId),
       }
     : {};
-  return tool<Input, LedgeredAiToolOutput, Record<string, never>>({
+  const made = tool<Input, LedgeredAiToolOutput, Record<string, never>>({
     ...(options.description ? { description: options.description } : {}),
     inputSchema: passThrough(options.inputSchema),
     ...approval,
@@ -74,8 +70,8 @@ export function ledgeredTool<Input>(options: LedgeredAiToolOptions<Input>): Tool
       const context = { runId: options.runId, toolCallId };
       const valid = own.validate ? await own.validate(input) : { success: true as const, value: input };
       const result = valid.success
-        ? await runLedgeredWrite(options, valid.value, { ...context, ...(abortSignal ? { signal: abortSignal } : {}) })
-        : invalidInputResult(options.name, refOf(options, input, context), invalidFields(valid.error));
+        ? await write.run(valid.value, { ...context, ...(abortSignal ? { signal: abortSignal } : {}) })
+        : await write.invalidInput(input, context, invalidFields(valid.error));
       return {
         ok: result.ok,
         status: result.status,
@@ -88,6 +84,38 @@ export function ledgeredTool<Input>(options: LedgeredAiToolOptions<Input>): Tool
     },
     toModelOutput: ({ output }) => ({ type: 'text', value: output.model_text }),
   } as Tool<Input, LedgeredAiToolOutput, Record<string, never>>);
+  if (options.policy.approval_required) questions.set(made, question as ApprovalQuestion);
+  return made;
+}
+
+type ApprovalQuestion = (input: unknown, toolCallId: string) => Promise<boolean>;
+/** The ledger's approval question of each ledgered tool that needs one. */
+const questions = new WeakMap<object, ApprovalQuestion>();
+
+/** What the SDK's toolApproval takes for one tool (AI SDK 7's current approval API). */
+export type LedgerApprovalStatus = (
+  input: unknown,
+  options: { toolCallId: string },
+) => Promise<'user-approval' | 'not-applicable'>;
+
+/**
+ * The SDK's current approval API (AI SDK 7, `generateText({ tools, toolApproval:
+ * ledgerToolApproval(tools) })`, also streamText and ToolLoopAgent): for every ledgered tool whose
+ * policy asks approval, `user-approval` while the ledger holds no approver's grant for this input
+ * (the first time, the step is recorded awaiting approval), `not-applicable` once it does. Other
+ * tools are left out, so their own settings apply.
+ */
+export function ledgerToolApproval<Tools extends Record<string, unknown>>(
+  tools: Tools,
+): { [Name in keyof Tools]?: LedgerApprovalStatus } {
+  const statuses: { [Name in keyof Tools]?: LedgerApprovalStatus } = {};
+  for (const name of Object.keys(tools) as Array<keyof Tools>) {
+    const question = questions.get(tools[name] as object);
+    if (!question) continue;
+    statuses[name] = async (input, { toolCallId }) =>
+      (await question(input, toolCallId)) ? 'user-approval' : 'not-applicable';
+  }
+  return statuses;
 }
 
 export interface ReadAiToolOptions<Input> {

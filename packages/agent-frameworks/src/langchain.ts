@@ -13,14 +13,7 @@ import { ToolMessage } from '@langchain/core/messages';
 import { interrupt } from '@langchain/langgraph';
 import { createMiddleware } from 'langchain';
 import type { ToolCallContext, ToolEnvelope } from '@recovery-ledger/client';
-import {
-  invalidInputResult,
-  needsLedgerApproval,
-  readAnswer,
-  refOf,
-  runLedgeredWrite,
-  type LedgeredWriteOptions,
-} from './ledgered-write';
+import { LedgeredWrite, readAnswer, type LedgeredWriteOptions } from './ledgered-write';
 
 export type { LedgeredWriteOptions } from './ledgered-write';
 
@@ -104,14 +97,19 @@ export interface LedgerMiddlewareOptions {
 /**
  * The middleware: `tools` names the ledgered write tools (by the name the agent gives them) with
  * their ledger options; every other tool passes through untouched. Build it per run: `runId` names
- * the run (a thread), and with the input it makes the operation_ref (LangChain's tool-call id is
- * not used: a replayed step gets a new one).
+ * the run (a thread); each tool counts its steps in it (docs/integrations.md, "The operation_ref
+ * rule"), and LangChain's tool-call id finds the step again when a resumed graph runs the call.
  */
 export function ledgerMiddleware(
   tools: Record<string, LedgeredLangChainWrite<any>>,
   middlewareOptions: LedgerMiddlewareOptions = {},
 ) {
   const reads = new Set(middlewareOptions.reads ?? []);
+  // The tool itself is each call's provider call (handed to run per request), never this one.
+  const unused: LedgeredWriteOptions<unknown>['call'] = () => Promise.reject(new Error('no call outside a request'));
+  const writes = new Map(
+    Object.entries(tools).map(([name, write]) => [name, new LedgeredWrite<unknown>({ ...write, call: unused })]),
+  );
   return createMiddleware({
     name: 'RecoveryLedger',
     wrapToolCall: async (request, handler) => {
@@ -123,7 +121,8 @@ export function ledgerMiddleware(
         if (!envelope) return message;
         return answer(toolCall.id ?? '', toolCall.name, JSON.stringify(readAnswer(envelope)), envelope);
       }
-      if (!write) return handler(request);
+      const ledgered = writes.get(toolCall.name);
+      if (!write || !ledgered) return handler(request);
       const toolCallId = toolCall.id ?? '';
       const context = { runId: write.runId, ...(toolCallId ? { toolCallId } : {}) };
       const schema = (request.tool as { schema?: SchemaLike } | undefined)?.schema;
@@ -132,36 +131,29 @@ export function ledgerMiddleware(
         const fields = (parsed.error?.issues ?? [])
           .map((issue) => issue.path?.[0])
           .filter((key): key is string => typeof key === 'string');
-        const refused = invalidInputResult(
-          write.name,
-          refOf(write as LedgeredWriteOptions<unknown>, toolCall.args, context),
-          fields,
-        );
+        const refused = await ledgered.invalidInput(toolCall.args, context, fields);
         return answer(toolCallId, toolCall.name, refused.modelText, refused.envelope);
       }
       const input = parsed.data;
-      const options: LedgeredWriteOptions<unknown> = {
-        ...(write as LedgeredLangChainWrite<unknown>),
-        // One handler call per attempt the ledger grants, inside which the tool reads its key.
-        call: (value, attempt) =>
-          attempts.run(attempt, async () =>
-            envelopeOf(
-              await handler({ ...request, toolCall: { ...toolCall, args: value as Record<string, unknown> } }),
-            ),
-          ),
-      };
-      if (await needsLedgerApproval(options, input, context)) {
+      // One handler call per attempt the ledger grants, inside which the tool reads its key.
+      const call: LedgeredWriteOptions<unknown>['call'] = (value, attempt) =>
+        attempts.run(attempt, async () =>
+          envelopeOf(await handler({ ...request, toolCall: { ...toolCall, args: value as Record<string, unknown> } })),
+        );
+      if (await ledgered.needsApproval(input, context, call)) {
+        const step = await ledgered.step(input, context);
+        step.done(true);
         const pause: LedgerApprovalRequest = {
           kind: 'recovery_ledger_approval',
           tool: toolCall.name,
-          operation_ref: refOf(options, input, context),
+          operation_ref: step.ref,
           args: input,
           note: 'waiting for an approver to grant this operation in the ledger; resuming records nothing',
         };
         // Pauses the graph; a resume (Command({ resume })) returns here, and the ledger decides.
         interrupt(pause);
       }
-      const result = await runLedgeredWrite(options, input, context);
+      const result = await ledgered.run(input, context, call);
       return answer(toolCallId, toolCall.name, result.modelText, result.envelope);
     },
   });

@@ -5,14 +5,7 @@
  */
 import { createTool } from '@mastra/core/tools';
 import type { ToolEnvelope } from '@recovery-ledger/client';
-import {
-  invalidInputResult,
-  needsLedgerApproval,
-  readAnswer,
-  refOf,
-  runLedgeredWrite,
-  type LedgeredWriteOptions,
-} from './ledgered-write';
+import { LedgeredWrite, readAnswer, type LedgeredWriteOptions } from './ledgered-write';
 
 export type { LedgeredWriteOptions } from './ledgered-write';
 
@@ -66,11 +59,13 @@ function passThrough<Input>(schema: StandardSchemaLike<Input>): StandardSchemaLi
 }
 
 /**
- * A write tool for a Mastra Agent. Build it per run: `runId` names the run, and with the input it
- * makes the operation_ref (Mastra's toolCallId is not used: a replayed step gets a new one).
+ * A write tool for a Mastra Agent. Build it per run: `runId` names the run; the tool counts its
+ * steps in it (docs/integrations.md, "The operation_ref rule"), and Mastra's toolCallId finds the
+ * step again when a resumed run executes an approved call.
  */
 export function ledgeredMastraTool<Input>(options: LedgeredMastraToolOptions<Input>) {
   const schema = options.inputSchema as StandardSchemaLike<Input>;
+  const write = new LedgeredWrite(options);
   return createTool({
     id: options.name,
     description: options.description,
@@ -79,7 +74,7 @@ export function ledgeredMastraTool<Input>(options: LedgeredMastraToolOptions<Inp
     // Mastra's own approve only lets execute ask the ledger again.
     ...(options.policy.approval_required
       ? {
-          requireApproval: (input: unknown) => needsLedgerApproval(options, input as Input, { runId: options.runId }),
+          requireApproval: (input: unknown) => write.needsApproval(input as Input, { runId: options.runId }),
         }
       : {}),
     execute: async (input: unknown, context?: { agent?: { toolCallId?: string }; abortSignal?: AbortSignal }) => {
@@ -87,8 +82,8 @@ export function ledgeredMastraTool<Input>(options: LedgeredMastraToolOptions<Inp
       const refContext = { runId: options.runId, ...(toolCallId ? { toolCallId } : {}) };
       const checked = (await schema['~standard'].validate(input)) as Issues & { value?: Input };
       const result = checked.issues
-        ? invalidInputResult(options.name, refOf(options, input as Input, refContext), fieldsOf(checked))
-        : await runLedgeredWrite(options, checked.value as Input, {
+        ? await write.invalidInput(input, refContext, fieldsOf(checked))
+        : await write.run(checked.value as Input, {
             ...refContext,
             ...(context?.abortSignal ? { signal: context.abortSignal } : {}),
           });

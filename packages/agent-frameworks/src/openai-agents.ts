@@ -4,21 +4,15 @@
  * SDK's interruption and the run resumes through RunState (docs/integrations.md, "OpenAI Agents
  * SDK"). The model reads the envelope's stable fields and agent_message, never the provider's prose.
  */
-import { tool, type FunctionTool } from '@openai/agents';
+import { tool, type FunctionTool, type RunItem } from '@openai/agents';
 
 /** The SDK's function tool, as an Agent's tools list takes it. */
 
 export type AgentsTool = FunctionTool<any, any, string>;
 type JsonObjectSchema = Extract<Parameters<typeof tool>[0], { strict: false }>['parameters'];
 import type { ToolEnvelope } from '@recovery-ledger/client';
-import {
-  invalidInputResult,
-  needsLedgerApproval,
-  readAnswer,
-  refOf,
-  runLedgeredWrite,
-  type LedgeredWriteOptions,
-} from './ledgered-write';
+import { LedgeredWrite, readAnswer, type LedgeredWriteOptions } from './ledgered-write';
+import type { LedgeredToolResult } from '@recovery-ledger/client';
 
 export type { LedgeredWriteOptions } from './ledgered-write';
 
@@ -50,6 +44,16 @@ export interface LedgeredAgentsToolOutput {
 }
 
 /**
+ * The ledger's answer a run item carries, when it is a ledgered tool's output (`result.newItems`):
+ * the envelope and status the application reads, without a cast.
+ */
+export function ledgerOutputOf(item: RunItem): LedgeredAgentsToolOutput | undefined {
+  if (item.type !== 'tool_call_output_item') return undefined;
+  const data = item.customData as { ledger?: LedgeredAgentsToolOutput } | undefined;
+  return data?.ledger;
+}
+
+/**
  * The JSON Schema the SDK itself derives from the schema (it converts zod and Standard Schemas): the
  * ledgered tool is declared non-strict over it, so every input reaches execute, which validates it
  * and answers a refused one with the envelope's correct_input, not with the SDK's parse error.
@@ -77,7 +81,7 @@ async function validate<Input>(
   return { ok: false, fields: [...new Set(fields)] };
 }
 
-function outputOf(result: Awaited<ReturnType<typeof runLedgeredWrite>>): LedgeredAgentsToolOutput {
+function outputOf(result: LedgeredToolResult): LedgeredAgentsToolOutput {
   return {
     ok: result.ok,
     status: result.status,
@@ -91,13 +95,14 @@ function outputOf(result: Awaited<ReturnType<typeof runLedgeredWrite>>): Ledgere
 
 /**
  * A write tool for an Agent. Build it per run: `runId` names the run (the same when a RunState is
- * resumed), and with the input it makes the operation_ref; the SDK's callId is not used, since a
- * replayed turn gets a new one. With policy.approval_required, needsApproval asks the ledger: the
+ * resumed); the tool counts its steps in it (docs/integrations.md, "The operation_ref rule"), and
+ * the SDK's callId finds the step again when a resumed RunState runs an approved call. With policy.approval_required, needsApproval asks the ledger: the
  * run is interrupted while no approver granted this input, and the SDK's own approve (state.approve)
  * only lets execute ask the ledger again; it records nothing.
  */
 export function ledgeredAgentsTool<Input>(options: LedgeredAgentsToolOptions<Input>): AgentsTool {
   const outputs = new Map<string, LedgeredAgentsToolOutput>();
+  const write = new LedgeredWrite(options);
   const contextOf = (callId: string | undefined) => ({
     runId: options.runId,
     ...(callId ? { toolCallId: callId } : {}),
@@ -107,7 +112,7 @@ export function ledgeredAgentsTool<Input>(options: LedgeredAgentsToolOptions<Inp
         needsApproval: async (_context: unknown, input: unknown, callId?: string) => {
           // Input the schema refuses needs no approval: execute answers correct_input and sends nothing.
           const valid = await validate(options.parameters, input);
-          return valid.ok ? needsLedgerApproval(options, valid.value, contextOf(callId)) : false;
+          return valid.ok ? write.needsApproval(valid.value, contextOf(callId)) : false;
         },
       }
     : {};
@@ -122,11 +127,8 @@ export function ledgeredAgentsTool<Input>(options: LedgeredAgentsToolOptions<Inp
       const context = contextOf(callId);
       const valid = await validate(options.parameters, input);
       const result = valid.ok
-        ? await runLedgeredWrite(options, valid.value, {
-            ...context,
-            ...(details?.signal ? { signal: details.signal } : {}),
-          })
-        : invalidInputResult(options.name, refOf(options, input as Input, context), valid.fields);
+        ? await write.run(valid.value, { ...context, ...(details?.signal ? { signal: details.signal } : {}) })
+        : await write.invalidInput(input, context, valid.fields);
       const output = outputOf(result);
       if (callId) outputs.set(callId, output);
       return output.model_text;

@@ -128,6 +128,7 @@ export {
   checked,
   codeFact,
   envelopeForState,
+  forStepTool,
   ledgerUnauthorizedEnvelope,
   ledgerUnavailableEnvelope,
   modelText,
@@ -135,4 +136,4 @@ export {
   refReusedEnvelope,
   successEnvelope,
 } from './tool-answer';
-export type { AnswerContext } from './tool-answer';
+export type { AnswerContext, ModelTextOptions } from './tool-answer';

@@ -27,8 +27,26 @@ export interface LedgerErrorInit {
   cause?: unknown;
 }
 
+/**
+ * The mark every LedgerError carries, the same in every copy of the client: an application that
+ * imports the ES-module build and an integration that requires the CommonJS one (or two installed
+ * versions) each hold their own classes, so `instanceof` checks the mark and the kind, never the
+ * class's identity.
+ */
+const BRAND = Symbol.for('@recovery-ledger/client.LedgerError');
+
 /** Every error the client throws: the stable code first, the human detail second. */
 export class LedgerError extends Error {
+  /** The class's name as the mark reads it (set per class: a bundler may rename classes). */
+  static readonly kind: string = 'LedgerError';
+
+  static override [Symbol.hasInstance](value: unknown): boolean {
+    if (typeof value !== 'object' || value === null) return false;
+    const kinds = (value as { [BRAND]?: unknown })[BRAND];
+    if (!Array.isArray(kinds)) return Function.prototype[Symbol.hasInstance].call(this, value);
+    return kinds.includes((this as unknown as { kind: string }).kind);
+  }
+
   readonly code: LedgerErrorCode;
   /** The HTTP status; 0 when no answer came back. */
   readonly status: number;
@@ -56,23 +74,35 @@ export class LedgerError extends Error {
     this.state = init.state;
     this.results = init.results;
     this.retryAfterSeconds = init.retryAfterSeconds;
+    const kinds = [...new Set(['LedgerError', (new.target as unknown as { kind: string }).kind])];
+    Object.defineProperty(this, BRAND, { value: kinds, enumerable: false });
   }
 }
 
 /** A 409: an invariant refused the fact. For a dispatch, the runtime must not call the tool. */
-export class LedgerRefusal extends LedgerError {}
+export class LedgerRefusal extends LedgerError {
+  static override readonly kind: string = 'LedgerRefusal';
+}
 
 /** A 400 / 413 / 415 / 422: the request itself is wrong; resending it unchanged cannot help. */
-export class LedgerInvalidRequest extends LedgerError {}
+export class LedgerInvalidRequest extends LedgerError {
+  static override readonly kind: string = 'LedgerInvalidRequest';
+}
 
 /** A 401 / 403: the key is missing or unknown, or its role or tenant does not allow this. */
-export class LedgerAuthError extends LedgerError {}
+export class LedgerAuthError extends LedgerError {
+  static override readonly kind: string = 'LedgerAuthError';
+}
 
 /** A 404: no such operation, run or route. */
-export class LedgerNotFound extends LedgerError {}
+export class LedgerNotFound extends LedgerError {
+  static override readonly kind: string = 'LedgerNotFound';
+}
 
 /** A 429 / 5xx or no answer: the ledger could not take the request now. */
-export class LedgerUnavailable extends LedgerError {}
+export class LedgerUnavailable extends LedgerError {
+  static override readonly kind: string = 'LedgerUnavailable';
+}
 
 function isRecord(value: unknown): value is Record<string, unknown> {
   return value !== null && typeof value === 'object' && !Array.isArray(value);

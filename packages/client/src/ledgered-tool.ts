@@ -6,6 +6,7 @@
  * docs/integrations.md). Nothing here records an approval: an approval is an ApprovalRecorded that
  * an approver key submits to the ledger; this loop only reads it.
  */
+import { createHash } from 'node:crypto';
 import { LedgerAuthError, LedgerError, LedgerNotFound } from './ledger-errors';
 import type { OperationState, StepPolicyInput } from './ledger-api.types';
 import type { LedgerClient } from './ledger-client';
@@ -13,6 +14,7 @@ import {
   executeWrite,
   inputHash,
   OutcomeNotRecordedError,
+  runAttempt,
   verify,
   type Lookup,
   type ToolCall,
@@ -23,6 +25,7 @@ import {
   approvalGateEnvelope,
   checked,
   envelopeForState,
+  forStepTool,
   ledgerUnauthorizedEnvelope,
   ledgerUnavailableEnvelope,
   modelText,
@@ -91,6 +94,13 @@ export interface LedgeredToolRequest<Input> {
   /** How the loop waits (default setTimeout, stopped by the signal). */
   sleep?: (ms: number, signal?: AbortSignal) => Promise<void>;
   log?: (line: Record<string, unknown>) => void;
+  /**
+   * The tool's arguments hold no operation_ref: the caller (a framework integration) keeps the step
+   * and chose this ref for it. A call with another input than the step was planned with is then a
+   * corrected input of that step (docs/contract.md §4 rules 2 and 4: within its attempts, an
+   * approval asked again), not a refusal; and the model is told what such a tool's caller can do.
+   */
+  stepTool?: boolean;
 }
 
 export type LedgeredToolStatus = OperationState['status'] | 'unplanned' | 'unknown';
@@ -190,11 +200,11 @@ export async function callLedgeredTool<Input>(
   let toolCalls = 0;
   let waits = 0;
   const answer = (envelope: ToolEnvelope, state: OperationState | undefined): LedgeredToolResult => {
-    const sure = checked(envelope);
+    const sure = request.stepTool ? forStepTool(checked(envelope)) : checked(envelope);
     return {
       status: state?.status ?? 'unknown',
       envelope: sure,
-      modelText: modelText(request.tool, sure),
+      modelText: modelText(request.tool, sure, { stepTool: request.stepTool === true }),
       ok: sure.ok,
       approvalPending: !sure.ok && sure.next_action === 'request_approval',
       ...(!sure.ok && sure.retry.not_before ? { notBefore: sure.retry.not_before } : {}),
@@ -213,11 +223,37 @@ export async function callLedgeredTool<Input>(
         toolCalls++;
         return request.call(input, callContext);
       };
-      const outcome = await executeWrite(ledger, step, call, {
+      const options = {
         now,
         ...(request.callWindowMs === undefined ? {} : { callWindowMs: request.callWindowMs }),
         ...(request.signal ? { signal: request.signal } : {}),
-      });
+      };
+      let outcome = await executeWrite(ledger, step, call, options);
+      const planned = outcome.state;
+      if (
+        request.stepTool &&
+        outcome.kind === 'refused' &&
+        outcome.refusal?.code === 'OPERATION_REF_REUSED' &&
+        planned?.run_id === request.runId &&
+        planned.tool === request.tool &&
+        planned.side_effect === 'write'
+      ) {
+        // The step the caller keeps, asked with another input: its next attempt, which the ledger
+        // gates like any other (in flight, unverified, bounded, approved for this input or asked again).
+        outcome = await runAttempt(
+          ledger,
+          {
+            operationRef: ref,
+            attempt: planned.attempts_used + 1,
+            inputHash: hash,
+            input: request.input,
+            sideEffect: 'write',
+            tool: request.tool,
+          },
+          call,
+          options,
+        );
+      }
       const settled = await settle(ledger, request, outcome, context, now);
       if (settled.again) {
         round++;
@@ -326,31 +362,62 @@ export interface OperationRefParts {
   /** The run (task, thread, conversation) the agent works on: stable across restarts of it. */
   runId: string;
   tool: string;
-  input: unknown;
   /**
-   * What tells two intended writes with the same input apart within the run, and stays the same
-   * when the framework retries, resumes or replays the step: a step id the caller chose, a user
-   * turn's id. Never a model-generated tool-call id alone (a replayed step gets a new one).
+   * A name the caller chose for the step, stable when the framework retries, resumes or replays it
+   * (a step id of the application, a user turn's id). Never a model-generated tool-call id alone.
    */
   key?: string;
+  /** The step's ordinal within the run and tool (the framework integrations count their steps). */
+  step?: number;
+  /** The input, when it is what tells two operations apart (its canonical hash goes in the ref). */
+  input?: unknown;
 }
 
 /** The longest operation_ref the ledger and the gateway take. */
 export const MAX_OPERATION_REF_LENGTH = 200;
 
+/** Kept as they are: the identifier grammar's characters (packages/core/src/domain/identifier-grammar.ts) but `/` and `~`. */
+const KEPT = /^[A-Za-z0-9_.:@+=#-]$/;
+
 /**
- * The operation_ref of a tool call, derived from what stays the same when the framework retries,
- * resumes or replays it: `<runId>/<key>/<tool>/<first 32 hex of the input's canonical hash>`
- * (`<runId>/<tool>/<hash>` without a key). The same write asked twice in a run is then one
- * operation, so one write at the provider (docs/integrations.md, "The operation_ref rule").
+ * One part of a ref, reversibly: a kept character as it is, any other UTF-16 unit as `~` and two
+ * hex digits (up to U+00FF) or `~u` and four. No part holds a `/` afterwards, so the parts of a ref
+ * can be told apart, and no part holds `~h` (the mark of a hashed ref).
+ */
+function encodePart(text: string): string {
+  let out = '';
+  for (let index = 0; index < text.length; index++) {
+    const char = text[index];
+    const unit = text.charCodeAt(index);
+    if (unit < 0x80 && KEPT.test(char)) out += char;
+    else if (unit <= 0xff) out += `~${unit.toString(16).padStart(2, '0')}`;
+    else out += `~u${unit.toString(16).padStart(4, '0')}`;
+  }
+  return out;
+}
+
+/**
+ * The operation_ref of a step: `<run>/<tool>[/k.<key>][/s.<step>][/<first 32 hex of the input's
+ * canonical hash>]`, each part encoded (encodePart). Injective: two different sets of parts never
+ * share a ref (the encoding is reversible, and a ref longer than 200 characters keeps its first
+ * 134 and adds `~h` and the SHA-256 of the whole). Every ref follows the identifier grammar
+ * (packages/core/src/domain/identifier-grammar.ts): a run whose encoding starts with anything but a
+ * letter or digit gets a leading `_` (docs/integrations.md, "The operation_ref rule").
  */
 export function operationRefFor(parts: OperationRefParts): string {
-  const hash = inputHash(parts.input).slice(0, 32);
-  // eslint-disable-next-line no-control-regex -- control characters are exactly what a ref may not hold
-  const clean = (text: string) => text.replace(/[\u0000-\u001f\u007f/]/g, '_');
-  const head = [clean(parts.runId), ...(parts.key === undefined ? [] : [clean(parts.key)]), clean(parts.tool)].join(
-    '/',
-  );
-  const room = MAX_OPERATION_REF_LENGTH - hash.length - 1;
-  return `${head.length > room ? head.slice(0, room) : head}/${hash}`;
+  if (parts.step !== undefined && (!Number.isSafeInteger(parts.step) || parts.step < 0)) {
+    throw new RangeError(`step must be a non-negative integer, got ${parts.step}`);
+  }
+  const run = encodePart(parts.runId);
+  const segments = [
+    /^[A-Za-z0-9]/.test(run) ? run : `_${run}`,
+    encodePart(parts.tool),
+    ...(parts.key === undefined ? [] : [`k.${encodePart(parts.key)}`]),
+    ...(parts.step === undefined ? [] : [`s.${parts.step}`]),
+    ...(parts.input === undefined ? [] : [inputHash(parts.input).slice(0, 32)]),
+  ];
+  const ref = segments.join('/');
+  if (ref.length <= MAX_OPERATION_REF_LENGTH) return ref;
+  const digest = createHash('sha256').update(ref).digest('hex');
+  return `${ref.slice(0, MAX_OPERATION_REF_LENGTH - digest.length - 2)}~h${digest}`;
 }

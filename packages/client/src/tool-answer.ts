@@ -49,6 +49,21 @@ const NEXT_ACTION_SENTENCES: Record<NextAction, string> = {
   escalate: 'Stop and tell the user; do not retry.',
 };
 
+/**
+ * The same, for a tool whose arguments hold no operation_ref (the agent-framework integrations): the
+ * integration keeps the step, so the model's next call of the tool continues it (docs/integrations.md,
+ * "The operation_ref rule"), and the integration verifies an unknown outcome itself.
+ */
+const STEP_TOOL_SENTENCES: Record<NextAction, string> = {
+  correct_input:
+    'Call the tool again with corrected input: that call continues this same operation; an unchanged retry is refused.',
+  wait_and_retry: 'Call the tool again, not before not_before: that call continues this same operation.',
+  verify_operation:
+    'Send no new write: the outcome is checked before anything is sent again. Calling the tool again (after not_before, when given) continues this same operation and answers its outcome.',
+  request_approval: 'Ask a person to approve it; do not call the tool again until it is approved.',
+  escalate: 'Stop and tell the user; do not retry.',
+};
+
 const USER_MESSAGES: Record<NextAction, string> = {
   correct_input: 'I need corrected details before I can do this.',
   wait_and_retry: 'The request is waiting and will be retried shortly.',
@@ -318,7 +333,21 @@ export function checked(envelope: ToolEnvelope): ToolEnvelope {
  * (code, next_action, commit_state, retry, operation_ref, agent_message; on success the result
  * and its evidence). Nothing an upstream wrote in prose reaches it: the envelope holds none.
  */
-export function modelText(tool: string, envelope: ToolEnvelope): string {
+/**
+ * An answer for a tool whose arguments hold no operation_ref: the same envelope, its agent_message
+ * saying what such a tool's caller can do (STEP_TOOL_SENTENCES).
+ */
+export function forStepTool(envelope: ToolEnvelope): ToolEnvelope {
+  if (envelope.ok) return envelope;
+  return { ...envelope, agent_message: `${codeFact(envelope.code)} ${STEP_TOOL_SENTENCES[envelope.next_action]}` };
+}
+
+export interface ModelTextOptions {
+  /** The tool's arguments hold no operation_ref (the framework integrations): see forStepTool. */
+  stepTool?: boolean;
+}
+
+export function modelText(tool: string, envelope: ToolEnvelope, options: ModelTextOptions = {}): string {
   if (envelope.ok) {
     const evidence = envelope.verification.evidence_ref;
     const stable = {
@@ -330,6 +359,7 @@ export function modelText(tool: string, envelope: ToolEnvelope): string {
     };
     return `${tool} succeeded for operation_ref ${envelope.operation_ref}${evidence ? ` (evidence ${evidence})` : ''}.\n${JSON.stringify(stable)}`;
   }
+  if (options.stepTool) return stepToolText(tool, forStepTool(envelope) as ToolError);
   const stable = {
     ok: false,
     code: envelope.code,
@@ -342,4 +372,23 @@ export function modelText(tool: string, envelope: ToolEnvelope): string {
   };
   const notBefore = envelope.retry.not_before ? ` not_before=${envelope.retry.not_before}` : '';
   return `${tool} did not complete: ${envelope.code}. ${envelope.agent_message} next_action=${envelope.next_action}${notBefore} operation_ref=${envelope.operation_ref}\n${JSON.stringify(stable)}`;
+}
+
+/** A failure for a step tool: the field to correct, when the envelope names one, is in the text too. */
+function stepToolText(tool: string, envelope: ToolError): string {
+  const field = envelope.safe_details?.field;
+  const stable = {
+    ok: false,
+    code: envelope.code,
+    category: envelope.category,
+    commit_state: envelope.commit_state,
+    next_action: envelope.next_action,
+    retry: envelope.retry,
+    operation_ref: envelope.operation_ref,
+    ...(field === undefined ? {} : { field }),
+    agent_message: envelope.agent_message,
+  };
+  const notBefore = envelope.retry.not_before ? ` not_before=${envelope.retry.not_before}` : '';
+  const named = field === undefined ? '' : ` field=${String(field)}`;
+  return `${tool} did not complete: ${envelope.code}.${named} ${envelope.agent_message} next_action=${envelope.next_action}${notBefore} operation_ref=${envelope.operation_ref}\n${JSON.stringify(stable)}`;
 }
