@@ -224,6 +224,10 @@ describeInBrowser('the console: operator actions', () => {
 
   it('a not-found inside the consistency window says until when in local time, and counts down', async () => {
     await page.setViewportSize({ width: 1440, height: 900 });
+    // Its own key: the case before it reads the page as an auditor.
+    await page.goto(`${ledger.baseUrl}/ui`);
+    await useKey(OPERATOR_KEY);
+    await page.locator('#key-role', { hasText: 'role operator, tenant acme' }).waitFor();
     const ref = `${RUN}/refund_3`;
     const runtime = ledgerAt(ledger.baseUrl, { authorization: `Bearer ${RUNTIME_KEY}` });
     for (const event of [
