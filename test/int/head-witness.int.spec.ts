@@ -123,8 +123,11 @@ describe('the head witness by default, on the embedded SQLite store', () => {
     expect(loadConfig({ ...base, LEDGER_HEAD_WITNESS_FILE: 'off' }).headWitnessFile).toBeUndefined();
     // EventStoreDB keeps no log in the data directory: the witness stays opt-in there.
     expect(
-      loadConfig({ ...base, LEDGER_STORE: 'eventstoredb', EVENTSTORE_CONNECTION_STRING: 'esdb://127.0.0.1:2113?tls=false' })
-        .headWitnessFile,
+      loadConfig({
+        ...base,
+        LEDGER_STORE: 'eventstoredb',
+        EVENTSTORE_CONNECTION_STRING: 'esdb://127.0.0.1:2113?tls=false',
+      }).headWitnessFile,
     ).toBeUndefined();
   });
 
