@@ -1,8 +1,8 @@
 /**
- * Keys, tenants and local mode on the built service (docs/contract.md §8–9, issue 6): how keys are given,
+ * Keys and tenants on the whole service in the test's process (docs/contract.md §8–9, issue 6): how keys are given,
  * what the store records of them, that a tenant cannot tell another tenant's operation from one
- * that does not exist, and what an admin export holds. In the test's process: the local-mode banner
- * and the refusals to start are the process's own (src/main.ts), in test/e2e/security-auth-start.e2e.spec.ts.
+ * that does not exist, and what an admin export holds. The local-mode banner and the refusals to
+ * start are the process's own (src/main.ts), so they are test/e2e/security.e2e.spec.ts's.
  */
 import Database from 'better-sqlite3';
 import { createHash, randomUUID } from 'node:crypto';
