@@ -26,7 +26,7 @@ import type { PassThrough } from 'node:stream';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
 import { InvoiceState, HOSTILE_TEXT } from '../../examples/invoice-mcp-server/invoice-state';
-import { untilTrue as until, until as until31 } from '../support/until';
+import { until, untilTrue } from '../support/until';
 import { InMemoryTransport } from '@modelcontextprotocol/sdk/inMemory.js';
 import { context, propagation, trace } from '@opentelemetry/api';
 import { InMemorySpanExporter, SimpleSpanProcessor, type ReadableSpan } from '@opentelemetry/sdk-trace-base';
@@ -928,6 +928,8 @@ describe('the gateway killed mid-write and restarted', () => {
    * before anything is sent again. Real processes throughout: host client, gateway CLI, invoice MCP
    * server, ledger.
    */
+  // This block's until is untilTrue (a condition polled until it holds), as its file imported it.
+  const until = untilTrue;
   const WINDOW_MS = 12_000;
   // The call is still open upstream when the gateway dies; the window must outlast it (the gateway refuses otherwise).
   const TIMEOUT_MS = 4000;
@@ -1058,8 +1060,6 @@ describe('writes as MCP tasks', () => {
    * server the upstream, and the built ledger answers over real HTTP. What the host saw is the task's
    * messages; what the upstream saw is counted by the upstream itself.
    */
-  // This block's own names for imports another block holds under the same name.
-  const until = until31;
   const WINDOW_MS = 2500;
   const TIMEOUT_MS = 1200;
 
