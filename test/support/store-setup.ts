@@ -9,9 +9,9 @@
  * event-store port, never through the ledger's HTTP answers. Either way an equal dump means the
  * log is unchanged, so "nothing was stored" is checked equally strongly on both stores.
  *
- * A file that includes a scenario file picks its store first: `useE2eStore('eventstoredb')`, then
- * `require('./core-seed-contract.e2e.spec')`. Jest gives every test file its own module registry,
- * so the choice stays inside that file.
+ * A scenario takes its store as an argument, so one file runs it on both: the contract table in
+ * test/e2e/seed-contract-and-eventstoredb.e2e.spec.ts is called with `sqliteStore()`, then with
+ * `eventStoreDbStore()`.
  */
 import type { StoredEvent } from '../../src/store/event-store.port';
 import { EventStoreDbEventStore } from '../../src/adapters/eventstoredb/eventstoredb-event-store.adapter';
@@ -86,20 +86,4 @@ export function eventStoreDbStore(): EventStoreDbSetup {
       double = undefined;
     },
   };
-}
-
-let selected: StoreKind = 'sqlite';
-let instance: StoreSetup | undefined;
-
-/** Picks the store of the scenario files this test file then requires. */
-export function useE2eStore(kind: StoreKind): void {
-  if (instance && instance.kind !== kind)
-    throw new Error(`useE2eStore(${kind}) after the ${instance.kind} store was already in use`);
-  selected = kind;
-}
-
-/** The store picked for this test file (SQLite unless its including file chose another); one per file. */
-export function e2eStore(): StoreSetup {
-  instance ??= selected === 'eventstoredb' ? eventStoreDbStore() : sqliteStore();
-  return instance;
 }

@@ -16,7 +16,7 @@ import { randomUUID } from 'node:crypto';
 import { connect } from 'node:net';
 import { ERROR_REGISTRY } from '@recovery-ledger/core/errors/error-registry';
 import { ledgerAt, opPath } from '../support/http';
-import { startLedger, type LedgerProcess } from '../support/ledger-process';
+import { startLedger, type LedgerProcess } from '../support/ledger-in-process';
 import { PROBLEM, dumpEvents, envelopes, inMs, ok, operation } from '../support/scenario';
 
 /** A client's event id: any UUID version but 8, which the ledger keeps for the ids it derives. */

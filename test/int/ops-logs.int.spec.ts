@@ -6,7 +6,7 @@
 import { randomUUID } from 'node:crypto';
 import { fact, request } from '../support/http';
 import { SECRET_CORPUS } from '../support/secret-corpus';
-import { startLedger, type LedgerProcess } from '../support/ledger-process';
+import { startLedger, type LedgerProcess } from '../support/ledger-in-process';
 
 const KEY = 'ops-logs-runtime-key-0001';
 const TRACE_ID = '4bf92f3577b34da6a3ce929d0e0e4736';

@@ -1,7 +1,8 @@
 /**
  * Approvals come from approvers (docs/contract.md §4, §8): the approval matrix — runtime, auditor,
  * admin and approver keys × their own tenant and the other one — on a step that waits for an
- * approval, plus the explicit self-approval setting, local mode, and what the start-up log says.
+ * approval, on the whole service in the test's process. What the start-up log says of approvals is
+ * src/main.ts's, so the self-approval setting and local mode are test/e2e/security.e2e.spec.ts's.
  */
 import Database from 'better-sqlite3';
 import { createHash, randomUUID } from 'node:crypto';
@@ -11,7 +12,7 @@ import { canonicalJson } from '@recovery-ledger/core/shared/canonical-json';
 import { seedEnvelopes } from '../../packages/core/test/support/seed-envelopes';
 import { fact, opPath, request } from '../support/http';
 import { SECRET_CORPUS } from '../support/secret-corpus';
-import { startLedger, type LedgerProcess } from '../support/ledger-process';
+import { startLedger, type LedgerProcess } from '../support/ledger-in-process';
 
 type Role = 'runtime' | 'auditor' | 'admin' | 'approver';
 const ROLES: readonly Role[] = ['runtime', 'auditor', 'admin', 'approver'];
@@ -316,88 +317,5 @@ describe('the approval matrix (approver keys only)', () => {
     expect((await approvalView(sdkRef)).approval_input).toEqual({ input_hash: hashOf(input), recorded: false });
     const stored = JSON.stringify(rows(ledger, `op-acme:${sdkRef}`)) + JSON.stringify(rows(ledger, `op-acme:${ref}`));
     for (const leaked of [fragment, detectedFragment]) expect(stored).not.toContain(leaked);
-  });
-
-  test('the start-up log says nothing of self-approval when it is off, and warns of none missing', () => {
-    expect(ledger.output()).not.toContain('SELF-APPROVAL');
-    expect(ledger.output()).not.toContain('no approver key');
-  });
-});
-
-describe('running without a separate approver', () => {
-  test('LEDGER_ALLOW_SELF_APPROVAL=true lets a runtime key approve, and the start-up log says so at warn level', async () => {
-    const runtime = keyOf('solo', 'runtime');
-    const ledger = await startLedger({
-      env: {
-        LEDGER_API_KEYS: `${runtime}:runtime:solo,${keyOf('solo', 'auditor')}:auditor:solo`,
-        LEDGER_ALLOW_SELF_APPROVAL: 'true',
-        LOG_LEVEL: 'info',
-      },
-    });
-    try {
-      const ref = `run_pay/self_${randomUUID().slice(0, 8)}`;
-      await awaitingApproval(ledger, ref, runtime);
-      const answer = await request(
-        ledger.baseUrl,
-        'POST',
-        `${opPath(ref)}/events`,
-        { events: [approval()] },
-        auth(runtime),
-      );
-      expect(answer.status).toBe(200);
-      // Auditors still may not.
-      const ref2 = `run_pay/self_${randomUUID().slice(0, 8)}`;
-      await awaitingApproval(ledger, ref2, runtime);
-      expect(
-        (
-          await request(
-            ledger.baseUrl,
-            'POST',
-            `${opPath(ref2)}/events`,
-            { events: [approval()] },
-            auth(keyOf('solo', 'auditor')),
-          )
-        ).status,
-      ).toBe(403);
-      const line = ledger
-        .output()
-        .split('\n')
-        .find((text) => text.includes('LEDGER_ALLOW_SELF_APPROVAL'));
-      expect(line && JSON.parse(line)).toMatchObject({ level: 'warn', setting: 'LEDGER_ALLOW_SELF_APPROVAL' });
-    } finally {
-      await ledger.stop();
-      ledger.cleanup();
-    }
-  });
-
-  test('keys without an approver key for a tenant, and the setting off: the start-up log names the tenant', async () => {
-    const ledger = await startLedger({
-      env: { LEDGER_API_KEYS: `${keyOf('lonely', 'runtime')}:runtime:lonely`, LOG_LEVEL: 'info' },
-    });
-    try {
-      const line = ledger
-        .output()
-        .split('\n')
-        .find((text) => text.includes('no approver key'));
-      expect(line && JSON.parse(line)).toMatchObject({ level: 'warn', tenants: ['lonely'] });
-    } finally {
-      await ledger.stop();
-      ledger.cleanup();
-    }
-  });
-
-  test('local mode: the one local caller records approvals, and says so at start', async () => {
-    const ledger = await startLedger({ env: { LOG_LEVEL: 'info' } });
-    try {
-      const ref = `run_pay/local_${randomUUID().slice(0, 8)}`;
-      await awaitingApproval(ledger, ref, 'unused-in-local-mode');
-      expect((await request(ledger.baseUrl, 'POST', `${opPath(ref)}/events`, { events: [approval()] })).status).toBe(
-        200,
-      );
-      expect(ledger.output()).toContain('there is no separate approver in local mode');
-    } finally {
-      await ledger.stop();
-      ledger.cleanup();
-    }
   });
 });
