@@ -359,24 +359,15 @@ export function modelText(tool: string, envelope: ToolEnvelope, options: ModelTe
     };
     return `${tool} succeeded for operation_ref ${envelope.operation_ref}${evidence ? ` (evidence ${evidence})` : ''}.\n${JSON.stringify(stable)}`;
   }
-  if (options.stepTool) return stepToolText(tool, forStepTool(envelope) as ToolError);
-  const stable = {
-    ok: false,
-    code: envelope.code,
-    category: envelope.category,
-    commit_state: envelope.commit_state,
-    next_action: envelope.next_action,
-    retry: envelope.retry,
-    operation_ref: envelope.operation_ref,
-    agent_message: envelope.agent_message,
-  };
-  const notBefore = envelope.retry.not_before ? ` not_before=${envelope.retry.not_before}` : '';
-  return `${tool} did not complete: ${envelope.code}. ${envelope.agent_message} next_action=${envelope.next_action}${notBefore} operation_ref=${envelope.operation_ref}\n${JSON.stringify(stable)}`;
+  return failureText(tool, options.stepTool ? (forStepTool(envelope) as ToolError) : envelope, options.stepTool);
 }
 
-/** A failure for a step tool: the field to correct, when the envelope names one, is in the text too. */
-function stepToolText(tool: string, envelope: ToolError): string {
-  const field = envelope.safe_details?.field;
+/**
+ * A failure as the model reads it: the stable fields, and for a step tool the field to correct,
+ * when the envelope names one (a step tool's caller has no operation_ref to send back).
+ */
+function failureText(tool: string, envelope: ToolError, namesField = false): string {
+  const field = namesField ? envelope.safe_details?.field : undefined;
   const stable = {
     ok: false,
     code: envelope.code,
