@@ -11,6 +11,7 @@ import { randomUUID, createHash } from 'node:crypto';
 import { Agent, request as httpRequest } from 'node:http';
 import { join, resolve } from 'node:path';
 import { ERROR_REGISTRY } from '@recovery-ledger/core/errors/error-registry';
+import { approval, auth as approvalAuth, awaitingApproval, KEYS, keyOf } from '../support/approval-matrix';
 import { opPath, fact, request } from '../support/http';
 import { startLedger, type LedgerProcess, freePort, MAIN } from '../support/ledger-process';
 import { execFileSync, spawn } from 'node:child_process';
@@ -1409,50 +1410,6 @@ describe('approvals', () => {
    * (src/main.ts's, so a process of its own), the explicit self-approval setting, and local mode.
    * The approval matrix itself is test/int/security-approvals.int.spec.ts's.
    */
-  type Role = 'runtime' | 'auditor' | 'admin' | 'approver';
-  const ROLES: readonly Role[] = ['runtime', 'auditor', 'admin', 'approver'];
-  const keyOf = (tenant: string, role: Role) =>
-    `${tenant}-${role}-${createHash('sha256').update(`${tenant}/${role}`).digest('hex').slice(0, 20)}`;
-  const KEYS = ['acme', 'globex']
-    .flatMap((tenant) => ROLES.map((role) => `${keyOf(tenant, role)}:${role}:${tenant}`))
-    .join(',');
-  const auth = (key: string) => ({ authorization: `Bearer ${key}` });
-
-  const missingApproval = (ref: string) => ({
-    ok: false,
-    code: 'MISSING_APPROVAL',
-    category: 'authorization',
-    commit_state: 'not_committed',
-    retry: { directive: 'never', max_attempts_remaining: 1 },
-    next_action: 'request_approval',
-    operation_ref: ref,
-    safe_details: {},
-    agent_message: 'This transfer needs an approval first.',
-    user_message: 'Waiting for an approver.',
-  });
-  const approval = (decision = 'granted') =>
-    fact('ApprovalRecorded', { decision, approver: 'treasury on call', reason: 'checked the amount' });
-
-  /** Plans, dispatches and records the tool's MISSING_APPROVAL, as acme's runtime: the step waits for an approval. */
-  async function awaitingApproval(ledger: LedgerProcess, ref: string, runtimeKey: string): Promise<void> {
-    const submit = (event: unknown) =>
-      request(ledger.baseUrl, 'POST', `${opPath(ref)}/events`, { events: [event] }, auth(runtimeKey));
-    expect(
-      (
-        await submit(
-          fact('StepPlanned', {
-            run_id: 'run_pay',
-            tool: 'wire_money',
-            side_effect: 'write',
-            input_hash: 'sha256:in-1',
-          }),
-        )
-      ).status,
-    ).toBe(200);
-    expect((await submit(fact('AttemptDispatched', { attempt: 1, input_hash: 'sha256:in-1' }))).status).toBe(200);
-    const answer = await submit(fact('EnvelopeRecorded', { attempt: 1, envelope: missingApproval(ref) }));
-    expect(answer.body.state.status).toBe('awaiting_approval');
-  }
 
   describe('approver keys for every tenant', () => {
     let ledger: LedgerProcess;
@@ -1490,7 +1447,7 @@ describe('approvals', () => {
           'POST',
           `${opPath(ref)}/events`,
           { events: [approval()] },
-          auth(runtime),
+          approvalAuth(runtime),
         );
         expect(answer.status).toBe(200);
         // Auditors still may not.
@@ -1503,7 +1460,7 @@ describe('approvals', () => {
               'POST',
               `${opPath(ref2)}/events`,
               { events: [approval()] },
-              auth(keyOf('solo', 'auditor')),
+              approvalAuth(keyOf('solo', 'auditor')),
             )
           ).status,
         ).toBe(403);

@@ -12,48 +12,10 @@ import { canonicalJson } from '@recovery-ledger/core/shared/canonical-json';
 import { seedEnvelopes } from '../../packages/core/test/support/seed-envelopes';
 import { fact, opPath, request } from '../support/http';
 import { SECRET_CORPUS } from '../support/secret-corpus';
+import { approval, auth, awaitingApproval, KEYS, keyOf, missingApproval, type Role } from '../support/approval-matrix';
 import { startLedger, type LedgerProcess } from '../support/ledger-in-process';
 
-type Role = 'runtime' | 'auditor' | 'admin' | 'approver';
-const ROLES: readonly Role[] = ['runtime', 'auditor', 'admin', 'approver'];
-const keyOf = (tenant: string, role: Role) =>
-  `${tenant}-${role}-${createHash('sha256').update(`${tenant}/${role}`).digest('hex').slice(0, 20)}`;
 const idOf = (key: string) => `key_${createHash('sha256').update(key).digest('hex').slice(0, 12)}`;
-const KEYS = ['acme', 'globex']
-  .flatMap((tenant) => ROLES.map((role) => `${keyOf(tenant, role)}:${role}:${tenant}`))
-  .join(',');
-const auth = (key: string) => ({ authorization: `Bearer ${key}` });
-
-const missingApproval = (ref: string) => ({
-  ok: false,
-  code: 'MISSING_APPROVAL',
-  category: 'authorization',
-  commit_state: 'not_committed',
-  retry: { directive: 'never', max_attempts_remaining: 1 },
-  next_action: 'request_approval',
-  operation_ref: ref,
-  safe_details: {},
-  agent_message: 'This transfer needs an approval first.',
-  user_message: 'Waiting for an approver.',
-});
-const approval = (decision = 'granted') =>
-  fact('ApprovalRecorded', { decision, approver: 'treasury on call', reason: 'checked the amount' });
-
-/** Plans, dispatches and records the tool's MISSING_APPROVAL, as acme's runtime: the step waits for an approval. */
-async function awaitingApproval(ledger: LedgerProcess, ref: string, runtimeKey: string): Promise<void> {
-  const submit = (event: unknown) =>
-    request(ledger.baseUrl, 'POST', `${opPath(ref)}/events`, { events: [event] }, auth(runtimeKey));
-  expect(
-    (
-      await submit(
-        fact('StepPlanned', { run_id: 'run_pay', tool: 'wire_money', side_effect: 'write', input_hash: 'sha256:in-1' }),
-      )
-    ).status,
-  ).toBe(200);
-  expect((await submit(fact('AttemptDispatched', { attempt: 1, input_hash: 'sha256:in-1' }))).status).toBe(200);
-  const answer = await submit(fact('EnvelopeRecorded', { attempt: 1, envelope: missingApproval(ref) }));
-  expect(answer.body.state.status).toBe('awaiting_approval');
-}
 
 function rows(ledger: LedgerProcess, stream: string): Array<{ type: string; data: string; metadata: string }> {
   const db = new Database(join(ledger.dataDir, 'events.sqlite'), { readonly: true, fileMustExist: true });
