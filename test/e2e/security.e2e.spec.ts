@@ -13,6 +13,7 @@ import { join, resolve } from 'node:path';
 import { ERROR_REGISTRY } from '@recovery-ledger/core/errors/error-registry';
 import { approval, auth as approvalAuth, awaitingApproval, KEYS, keyOf } from '../support/approval-matrix';
 import { opPath, fact, request } from '../support/http';
+import { call as keyCall, plan as keyPlan, rawRows } from '../support/key-calls';
 import { startLedger, type LedgerProcess, freePort, MAIN } from '../support/ledger-process';
 import { execFileSync, spawn } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
@@ -883,7 +884,7 @@ describe('the auth matrix', () => {
   /**
    * The auth matrix, generated from the route table of the built application: every route Fastify
    * serves × (no key, a wrong key, runtime, approver, operator, auditor, admin, metrics) × (the caller's own tenant, another
-   * tenant's), each with the status the rules of issue 6 / docs/contract.md §8 give it.
+   * tenant's), each with the status the rules of docs/contract.md §8 give it.
    *
    * The route table is read from the built app itself (a child process builds it with createApp,
    * records every route Fastify registers, and reads each controller handler's @RequireAccess
@@ -969,7 +970,7 @@ const { PATH_METADATA, METHOD_METADATA } = load('@nestjs/common/constants');
     return JSON.parse(output);
   }
 
-  // ---- the rules, as issue 6 states them -------------------------------------------------------------
+  // ---- the rules, as docs/contract.md §8 states them -------------------------------------------------------------
 
   type Role = 'runtime' | 'approver' | 'operator' | 'auditor' | 'admin' | 'metrics';
   type Access = 'public' | 'read' | 'write' | 'work' | 'admin' | 'metrics';
@@ -1514,39 +1515,6 @@ describe('the service at start', () => {
    * says when it starts without keys, and when it refuses to start; both are the process's own, so they
    * run it. The keys and tenants themselves are test/int/security-auth.int.spec.ts's.
    */
-  async function call(baseUrl: string, method: string, path: string, key: string | undefined, body?: unknown) {
-    const headers: Record<string, string> = {};
-    if (key) headers.authorization = `Bearer ${key}`;
-    if (body !== undefined) headers['content-type'] = 'application/json';
-    const response = await fetch(`${baseUrl}${path}`, {
-      method,
-      headers,
-      body: body === undefined ? undefined : JSON.stringify(body),
-    });
-    const text = await response.text();
-    let parsed: any;
-    try {
-      parsed = JSON.parse(text);
-    } catch {
-      parsed = undefined;
-    }
-    return { status: response.status, text, body: parsed, headers: response.headers };
-  }
-
-  const plan = (runId: string, tool: string) => ({
-    event_id: randomUUID(),
-    type: 'StepPlanned',
-    data: { run_id: runId, tool, side_effect: 'write', input_hash: 'sha256:in' },
-  });
-  function rawRows(dataDir: string): Array<Record<string, string | number>> {
-    const db = new Database(join(dataDir, 'events.sqlite'), { readonly: true, fileMustExist: true });
-    try {
-      return db.prepare('SELECT * FROM events ORDER BY position').all() as Array<Record<string, string | number>>;
-    } finally {
-      db.close();
-    }
-  }
-
   describe('local mode and the start-up checks', () => {
     test('without keys the service binds to loopback only, with tenant "default" and actor "local", and says so', async () => {
       const ledger = await startLedger({ env: { LEDGER_RATE_LIMIT_PER_MINUTE: '10000000' } });
@@ -1554,8 +1522,8 @@ describe('the service at start', () => {
         const ref = 'run_local/step_1';
         expect(
           (
-            await call(ledger.baseUrl, 'POST', `${opPath(ref)}/events`, undefined, {
-              events: [plan('run_local', 'create_invoice')],
+            await keyCall(ledger.baseUrl, 'POST', `${opPath(ref)}/events`, undefined, {
+              events: [keyPlan('run_local', 'create_invoice')],
             })
           ).status,
         ).toBe(200);

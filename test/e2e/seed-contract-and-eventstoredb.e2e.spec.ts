@@ -633,7 +633,7 @@ describe('two instances on one EventStoreDB', () => {
    * Two service instances on one EventStoreDB (the protocol double), each with its own data
    * directory and so its own read models (`read-models.sqlite`, a cache of the log): both serve
    * correct reads of what either wrote, and racing dispatches spread across them are decided at the
-   * revision they read, so exactly one of 20 is granted (docs/contract.md §4, §6; issue 4).
+   * revision they read, so exactly one of 20 is granted (docs/contract.md §4, §6).
    */
   const TENANT = 'default'; // local mode
   const store = eventStoreDbStore();

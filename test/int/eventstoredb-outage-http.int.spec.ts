@@ -1,5 +1,5 @@
 /**
- * The service on EventStoreDB through outages, over HTTP (issue 4): the protocol double's node is
+ * The service on EventStoreDB through outages, over HTTP (docs/eventstoredb.md): the protocol double's node is
  * stopped or not ready, or its connections are dropped mid-append and mid-subscription. Submits
  * during an outage answer a typed `503 STORE_UNAVAILABLE` with `Retry-After`, never a 500, never a
  * half write; resubmitting with the same event ids afterwards stores each fact once; and the

@@ -1,15 +1,15 @@
 /**
- * Keys and tenants on the whole service in the test's process (docs/contract.md §8–9, issue 6): how keys are given,
+ * Keys and tenants on the whole service in the test's process (docs/contract.md §8–9, docs/security.md): how keys are given,
  * what the store records of them, that a tenant cannot tell another tenant's operation from one
  * that does not exist, and what an admin export holds. The local-mode banner and the refusals to
  * start are the process's own (src/main.ts), so they are test/e2e/security.e2e.spec.ts's.
  */
-import Database from 'better-sqlite3';
 import { createHash, randomUUID } from 'node:crypto';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { opPath } from '../support/http';
+import { call, plan, rawRows } from '../support/key-calls';
 import { startLedger, type LedgerProcess } from '../support/ledger-in-process';
 
 const sha256Hex = (text: string) => createHash('sha256').update(text).digest('hex');
@@ -21,44 +21,11 @@ const ACME_ADMIN = 'acme-admin-0a1b2c3d4e5f6a7b8c';
 const ACME_AUDITOR_FROM_FILE = 'acme-auditor-file-71c3e5a9d2b4';
 const GLOBEX_RUNTIME = 'globex-runtime-2b4d6f8a0c1e3a5c';
 
-async function call(baseUrl: string, method: string, path: string, key: string | undefined, body?: unknown) {
-  const headers: Record<string, string> = {};
-  if (key) headers.authorization = `Bearer ${key}`;
-  if (body !== undefined) headers['content-type'] = 'application/json';
-  const response = await fetch(`${baseUrl}${path}`, {
-    method,
-    headers,
-    body: body === undefined ? undefined : JSON.stringify(body),
-  });
-  const text = await response.text();
-  let parsed: any;
-  try {
-    parsed = JSON.parse(text);
-  } catch {
-    parsed = undefined;
-  }
-  return { status: response.status, text, body: parsed, headers: response.headers };
-}
-
-const plan = (runId: string, tool: string) => ({
-  event_id: randomUUID(),
-  type: 'StepPlanned',
-  data: { run_id: runId, tool, side_effect: 'write', input_hash: 'sha256:in' },
-});
 const dispatch = () => ({
   event_id: randomUUID(),
   type: 'AttemptDispatched',
   data: { attempt: 1, input_hash: 'sha256:in' },
 });
-
-function rawRows(dataDir: string): Array<Record<string, string | number>> {
-  const db = new Database(join(dataDir, 'events.sqlite'), { readonly: true, fileMustExist: true });
-  try {
-    return db.prepare('SELECT * FROM events ORDER BY position').all() as Array<Record<string, string | number>>;
-  } finally {
-    db.close();
-  }
-}
 
 describe('keys and tenants', () => {
   let ledger: LedgerProcess;

@@ -1,5 +1,5 @@
 /**
- * The limits of issue 6 over real HTTP on the built service: body size, events per submit, string
+ * The limits of docs/security.md over real HTTP on the built service: body size, events per submit, string
  * lengths, nesting depth, prototype-pollution keys, per-key rate limits and the response headers.
  * Every refused body is one the service would otherwise have accepted and stored (a valid fact on
  * an operation waiting for it), so "the events table is unchanged" proves the limit caught it.
