@@ -176,7 +176,16 @@ describe('races and kills', () => {
       // are only ever submitted once per ref here.
       if (answer.status === 200 && results.length === submission.events.length) {
         for (const event of submission.events)
-          this.acknowledged.push({ stream, event_id: event.event_id, types: [event.type, 'DispatchRefused'] });
+          this.acknowledged.push({
+            stream,
+            event_id: event.event_id,
+            // A late envelope the ledger accepts (a late success that settles the step, a late unknown
+            // that sends it back to verifying) is stored as LateOutcomeRecorded (docs/contract.md §4.9).
+            types:
+              event.type === 'EnvelopeRecorded'
+                ? ['EnvelopeRecorded', 'LateOutcomeRecorded']
+                : [event.type, 'DispatchRefused'],
+          });
       } else if (
         answer.status === 409 &&
         submission.events[0].type === 'AttemptDispatched' &&
