@@ -13,6 +13,8 @@ import { MetricsController } from './metrics.controller';
 import { OperationListController } from './operation-list.controller';
 import { OperationsController } from './operations.controller';
 import { OperationsQueries } from './operations.queries';
+import { OperatorFactsController } from './operator-facts.controller';
+import { OperatorFactsService } from './operator-facts.service';
 import { SubmitCommandResolver } from './submit-command.resolver';
 import { RecoveryController } from './recovery.controller';
 import { RunsController } from './runs.controller';
@@ -56,10 +58,12 @@ export class HttpModule {
         UiController,
         WebhooksController,
         WhoAmIController,
+        OperatorFactsController,
       ],
       providers: [
         OperationsQueries,
         SubmitCommandResolver,
+        OperatorFactsService,
         longPollLimiterProvider,
         LongPollInterceptor,
         {

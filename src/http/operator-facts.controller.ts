@@ -1,0 +1,95 @@
+import { Body, Controller, Headers, HttpCode, Inject, Post, Res } from '@nestjs/common';
+import type { FastifyReply } from 'fastify';
+import {
+  ApiBody,
+  ApiHeader,
+  ApiOkResponse,
+  ApiOperation,
+  ApiProperty,
+  ApiPropertyOptional,
+  ApiTags,
+} from '@nestjs/swagger';
+import { RequireAccess } from '../auth/access';
+import { CallerParam, type Caller } from './caller';
+import { IdempotencyKeys, parseIdempotencyKey } from './idempotency-keys';
+import { SubmitAnswerDto } from './dto/responses.dto';
+import { OperatorFactsService } from './operator-facts.service';
+import { readOperatorFactsBody } from './operator-facts.reader';
+
+/** Response shapes, for the OpenAPI document only (the answer is built by OperatorFactsService). */
+export class OperationProblemDto {
+  @ApiProperty() type!: string;
+  @ApiProperty() title!: string;
+  @ApiProperty() status!: number;
+  @ApiProperty({ description: 'The stable code the single route would answer for this operation.' }) code!: string;
+  @ApiProperty() detail!: string;
+  @ApiPropertyOptional() field?: string;
+  @ApiPropertyOptional({ type: 'object', additionalProperties: true }) directive?: Record<string, unknown>;
+  @ApiPropertyOptional({ type: 'object', additionalProperties: true }) state?: Record<string, unknown>;
+  @ApiPropertyOptional() retry_after_seconds?: number;
+}
+
+export class OperatorFactOutcomeDto {
+  @ApiPropertyOptional({ description: 'Left out only when the refusal is that it looks like a credential.' })
+  operation_ref?: string;
+  @ApiProperty() event_id!: string;
+  @ApiProperty({ enum: ['recorded', 'refused'] }) outcome!: string;
+  @ApiPropertyOptional({ type: SubmitAnswerDto, description: "The single route's answer (recorded)." })
+  answer?: SubmitAnswerDto;
+  @ApiPropertyOptional({ type: OperationProblemDto, description: "The single route's refusal (refused)." })
+  problem?: OperationProblemDto;
+}
+
+export class OperatorFactsAnswerDto {
+  @ApiProperty() recorded!: number;
+  @ApiProperty() refused!: number;
+  @ApiProperty({ type: [OperatorFactOutcomeDto], description: 'One per operation, in the order of the request.' })
+  results!: OperatorFactOutcomeDto[];
+}
+
+@ApiTags('operations')
+@Controller('v1/operator-facts')
+export class OperatorFactsController {
+  constructor(
+    @Inject(OperatorFactsService) private readonly facts: OperatorFactsService,
+    @Inject(IdempotencyKeys) private readonly idempotencyKeys: IdempotencyKeys,
+  ) {}
+
+  @Post()
+  @HttpCode(200)
+  @RequireAccess('write')
+  @ApiOperation({
+    summary:
+      'Record one operator fact (operator keys) on up to 100 operations: each decided on its own, as the single submit would, and answered in order.',
+  })
+  @ApiBody({ schema: { $ref: '#/components/schemas/OperatorFactsDto' } })
+  @ApiHeader({
+    name: 'Idempotency-Key',
+    required: false,
+    description:
+      'As on the submit route: the same key and body answer the first answer again, per-operation refusals included (Idempotent-Replayed: true); ' +
+      'the same key with another body is 422 IDEMPOTENCY_KEY_REUSED; while the first is processed, 409 IDEMPOTENCY_KEY_IN_FLIGHT.',
+  })
+  @ApiOkResponse({ type: OperatorFactsAnswerDto })
+  async record(
+    @CallerParam() caller: Caller,
+    @Body() raw: unknown,
+    @Headers() headers: Record<string, string | undefined>,
+    @Res({ passthrough: true }) reply: FastifyReply,
+  ) {
+    const body = readOperatorFactsBody(raw);
+    const key = parseIdempotencyKey(headers['idempotency-key']);
+    const decide = () => this.facts.record(caller, body, headers);
+    if (key === undefined) return decide();
+    // Before a kept answer is replayed: on a rolled-back log it may grant what the log no longer holds.
+    this.facts.refuseWrites();
+    const { answer, replayed } = await this.idempotencyKeys.run(
+      caller,
+      key,
+      { method: 'POST', route: '/v1/operator-facts', body },
+      decide,
+    );
+    if (replayed) reply.header('idempotent-replayed', 'true');
+    return answer;
+  }
+}
