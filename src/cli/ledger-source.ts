@@ -78,6 +78,13 @@ interface Problem {
   title?: string;
 }
 
+/** A problem+json answer as the CLI's error: `409 OUTCOME_UNVERIFIED: <detail>`, a 503 exit 3, any other exit 1. */
+export function problemError(status: number, problem: Problem, statusText = ''): CliError {
+  const code = problem.code ?? `HTTP_${status}`;
+  const detail = problem.detail ?? problem.title ?? statusText;
+  return new CliError(`${status} ${code}: ${detail}`, status === 503 ? EXIT.unavailable : EXIT.failure);
+}
+
 /**
  * The public HTTP API, read with the caller's key (`Authorization: Bearer`), exactly as any other
  * client reads it: the CLI gets no access a key would not give.
@@ -141,12 +148,7 @@ export class RemoteLedger {
     } catch {
       /* not a problem document: the status says enough */
     }
-    const code = problem.code ?? `HTTP_${response.status}`;
-    const detail = problem.detail ?? problem.title ?? response.statusText;
-    return new CliError(
-      `${response.status} ${code}: ${detail}`,
-      response.status === 503 ? EXIT.unavailable : EXIT.failure,
-    );
+    return problemError(response.status, problem, response.statusText);
   }
 
   async get<T>(path: string, query: Record<string, string | number | undefined> = {}): Promise<T> {

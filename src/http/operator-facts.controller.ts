@@ -3,12 +3,14 @@ import type { FastifyReply } from 'fastify';
 import {
   ApiBody,
   ApiHeader,
+  ApiResponse,
   ApiOkResponse,
   ApiOperation,
   ApiProperty,
   ApiPropertyOptional,
   ApiTags,
 } from '@nestjs/swagger';
+import { MAX_OPERATIONS_PER_REQUEST } from '@recovery-ledger/core/facts/operator-facts-request';
 import { RequireAccess } from '../auth/access';
 import { CallerParam, type Caller } from './caller';
 import { IdempotencyKeys, parseIdempotencyKey } from './idempotency-keys';
@@ -59,8 +61,7 @@ export class OperatorFactsController {
   @HttpCode(200)
   @RequireAccess('write')
   @ApiOperation({
-    summary:
-      'Record one operator fact (operator keys) on up to 100 operations: each decided on its own, as the single submit would, and answered in order.',
+    summary: `Record one operator fact (operator keys) on up to ${MAX_OPERATIONS_PER_REQUEST} operations: each decided on its own, as the single submit would, and answered in order.`,
   })
   @ApiBody({ schema: { $ref: '#/components/schemas/OperatorFactsDto' } })
   @ApiHeader({
@@ -70,7 +71,15 @@ export class OperatorFactsController {
       'As on the submit route: the same key and body answer the first answer again, per-operation refusals included (Idempotent-Replayed: true); ' +
       'the same key with another body is 422 IDEMPOTENCY_KEY_REUSED; while the first is processed, 409 IDEMPOTENCY_KEY_IN_FLIGHT.',
   })
-  @ApiOkResponse({ type: OperatorFactsAnswerDto })
+  @ApiOkResponse({
+    type: OperatorFactsAnswerDto,
+    description:
+      'Each operation recorded or refused (a refusal of one is in its result, with its stable code, and leaves the others as they went).',
+  })
+  @ApiResponse({
+    status: 413,
+    description: `TOO_MANY_OPERATIONS: more than ${MAX_OPERATIONS_PER_REQUEST} operations; nothing of the request is decided (application/problem+json).`,
+  })
   async record(
     @CallerParam() caller: Caller,
     @Body() raw: unknown,

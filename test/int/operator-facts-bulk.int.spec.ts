@@ -6,6 +6,7 @@
  * and event ids as on the single route.
  */
 import { createHash, randomUUID } from 'node:crypto';
+import { LedgerClient, isLedgerRefusal } from '@recovery-ledger/client';
 import { fact, opPath, request } from '../support/http';
 import { startLedger, type LedgerProcess } from '../support/ledger-in-process';
 import { seedEnvelopes } from '../../packages/core/test/support/seed-envelopes';
@@ -19,8 +20,6 @@ const auth = (role: Role) => ({ authorization: `Bearer ${keyOf(role)}` });
 
 const CANCEL = { type: 'StepCancelled', data: { reason: 'the customer withdrew the request' } };
 const ACK = { type: 'EscalationAcknowledged', data: { assignee: 'ana', note: 'looking at it' } };
-
-type Answer = Awaited<ReturnType<typeof request>>;
 
 describe('operator facts over many operations', () => {
   let ledger: LedgerProcess;
@@ -174,6 +173,32 @@ describe('operator facts over many operations', () => {
     expect(again.body.results[0].answer.revision).toBe(first.body.results[0].answer.revision);
   });
 
+  test('the TypeScript client records a fact on many operations in one call, each event id fixed before it is sent', async () => {
+    const client = new LedgerClient({ baseUrl: ledger.baseUrl, apiKey: keyOf('operator') });
+    const [escalated, verifying] = [await stepIn('escalated'), await stepIn('verifying')];
+    const eventId = randomUUID();
+    const answer = await client.recordOperatorFacts([{ operationRef: escalated, eventId }, verifying], {
+      type: 'StepReopened',
+      data: { attempts: 2, reason: 'the provider fixed the account' },
+    });
+    expect(answer.results.map((result) => [result.operation_ref, result.outcome])).toEqual([
+      [escalated, 'recorded'],
+      [verifying, 'refused'],
+    ]);
+    const [reopened, refused] = answer.results;
+    expect(reopened.event_id).toBe(eventId);
+    expect(reopened.outcome === 'recorded' && reopened.answer.state.status).toBe('retry_ready');
+    expect(refused.outcome === 'refused' && refused.problem.code).toBe('STEP_NOT_ESCALATED');
+    const tooMany = await client
+      .recordOperatorFacts(
+        Array.from({ length: 101 }, (_, index) => `run_bulk/many_${index}`),
+        { type: 'StepCancelled', data: { reason: 'x' } },
+      )
+      .catch((error: unknown) => error);
+    expect(tooMany).toMatchObject({ code: 'TOO_MANY_OPERATIONS', status: 413 });
+    expect(isLedgerRefusal(tooMany)).toBe(false);
+  });
+
   test.each<[string, (refs: string[]) => unknown, string]>([
     [
       'a fact that is not an operator fact',
@@ -211,7 +236,7 @@ describe('operator facts over many operations', () => {
     ],
   ])('%s is a 400 naming the field, and nothing is decided', async (_, make, field) => {
     const ref = await stepIn('planned');
-    const answer = (await bulk(make([ref]))) as Answer;
+    const answer = await bulk(make([ref]));
     expect({ status: answer.status, code: answer.body.code, field: answer.body.field }).toEqual({
       status: 400,
       code: 'BAD_REQUEST',
