@@ -5,18 +5,12 @@
  * the list's bound (413 TOO_MANY_OPERATIONS); the roles of the single route (§8); Idempotency-Key
  * and event ids as on the single route.
  */
-import { createHash, randomUUID } from 'node:crypto';
+import { randomUUID } from 'node:crypto';
 import { LedgerClient, isLedgerRefusal } from '@recovery-ledger/client';
 import { fact, opPath, request } from '../support/http';
 import { startLedger, type LedgerProcess } from '../support/ledger-in-process';
+import { auth, idOf, keyOf, KEYS, ROLES, type Role } from '../support/operator-keys';
 import { seedEnvelopes } from '../../packages/core/test/support/seed-envelopes';
-
-type Role = 'runtime' | 'approver' | 'operator' | 'auditor' | 'admin';
-const ROLES: readonly Role[] = ['runtime', 'approver', 'operator', 'auditor', 'admin'];
-const keyOf = (role: Role) => `bulk-${role}-${createHash('sha256').update(`bulk/${role}`).digest('hex').slice(0, 20)}`;
-const idOf = (key: string) => `key_${createHash('sha256').update(key).digest('hex').slice(0, 12)}`;
-const KEYS = ROLES.map((role) => `${keyOf(role)}:${role}:acme`).join(',');
-const auth = (role: Role) => ({ authorization: `Bearer ${keyOf(role)}` });
 
 const CANCEL = { type: 'StepCancelled', data: { reason: 'the customer withdrew the request' } };
 const ACK = { type: 'EscalationAcknowledged', data: { assignee: 'ana', note: 'looking at it' } };
