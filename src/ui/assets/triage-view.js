@@ -185,17 +185,16 @@ function appendTriage(body, items) {
       why.appendChild(pick);
       // Escalated after an unavailable lookup: its outcome is unknown, and a cancel is refused
       // OUTCOME_UNVERIFIED (docs/contract.md §4.10). Said on the row, before anything is picked.
-      if (item.reason === 'LOOKUP_UNAVAILABLE') {
-        pick.setAttribute('data-outcome-unknown', '');
-        why.appendChild(
-          h('span', {
-            className: 'small muted block no-cancel',
-            text: 'Outcome unknown: acknowledge it, or record what you found on its page; it cannot be cancelled yet.',
-          }),
-        );
-      }
+      if (item.reason === 'LOOKUP_UNAVAILABLE') pick.setAttribute('data-outcome-unknown', '');
     }
     why.appendChild(badge(KIND_LABEL[item.kind], 'kind-' + item.kind));
+    if (item.status === 'escalated' && item.reason === 'LOOKUP_UNAVAILABLE')
+      why.appendChild(
+        h('span', {
+          className: 'small muted block no-cancel',
+          text: 'Outcome unknown: acknowledge it, or record what you found on its page; it cannot be cancelled yet.',
+        }),
+      );
     if (item.threshold_ms !== undefined)
       why.appendChild(
         h('span', {
