@@ -1,7 +1,7 @@
 import { STEP_STATUSES, type StepStatus } from '@recovery-ledger/core/domain/events';
 import { LedgerProblem } from '@recovery-ledger/core/errors/ledger-problem';
-import { TRIAGE_KINDS } from '@recovery-ledger/core/projections/triage';
-import { decodeCursor } from '../projection-engine/page-cursor';
+import { TRIAGE_KINDS } from '@recovery-ledger/projections';
+import { decodeCursor } from '@recovery-ledger/projections';
 import {
   RECOVERY_STATUSES,
   TRUST_FLAGS,

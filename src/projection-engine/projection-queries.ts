@@ -1,11 +1,7 @@
-import {
-  evidenceReport,
-  type EvidenceReport,
-  type EvidenceTrailDoc,
-} from '@recovery-ledger/core/projections/evidence-trail.projection';
-import { instantMs, scopedKey } from '@recovery-ledger/core/projections/projection';
-import type { RunStep, RunSummaryDoc } from '@recovery-ledger/core/projections/run-summary.projection';
-import type { StepStateDoc } from '@recovery-ledger/core/projections/step-state.projection';
+import { evidenceReport, type EvidenceReport, type EvidenceTrailDoc } from '@recovery-ledger/projections';
+import { instantMs, scopedKey } from '@recovery-ledger/projections';
+import type { RunStep, RunSummaryDoc } from '@recovery-ledger/projections';
+import type { StepStateDoc } from '@recovery-ledger/projections';
 import {
   compareTriage,
   countTriage,
@@ -15,19 +11,15 @@ import {
   type TriageCounts,
   type TriageItem,
   type TriageKind,
-} from '@recovery-ledger/core/projections/triage';
-import {
-  trustReport,
-  type TrustMetricsDoc,
-  type TrustReport,
-} from '@recovery-ledger/core/projections/trust-metrics.projection';
+} from '@recovery-ledger/projections';
+import { trustReport, type TrustMetricsDoc, type TrustReport } from '@recovery-ledger/projections';
 import { STEP_STATUSES, type StepStatus } from '@recovery-ledger/core/domain/events';
 import type { Caller } from '../auth/caller';
 import { LedgerProblem } from '@recovery-ledger/core/errors/ledger-problem';
-import type { Clock } from '../ledger/clock';
+import type { Clock } from '../shared/clock';
 import type { EventStore, IndexedStream } from '../store/event-store.port';
 import { operationStream, parseOperationStream } from '../store/stream-names';
-import { pageOf } from './page-cursor';
+import { pageOf } from '@recovery-ledger/projections';
 import type { ProjectionRunner } from './projection-runner';
 import type { Condition, ReadModel } from '../store/read-model.port';
 

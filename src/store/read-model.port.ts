@@ -1,5 +1,5 @@
 import { join } from 'node:path';
-import type { AnyProjection, IndexValue } from '@recovery-ledger/core/projections/projection';
+import type { AnyProjection, IndexValue } from '@recovery-ledger/projections';
 
 /** Where an instance keeps its read models: a disposable cache beside its data, rebuilt from the log. */
 export function readModelFile(dataDir: string): string {
