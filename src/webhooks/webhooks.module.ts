@@ -10,7 +10,7 @@ import {
 import type { Registry } from 'prom-client';
 import { CONFIG, type LedgerConfig } from '../config/ledger-config';
 import { CLOCK, type Clock } from '../shared/clock';
-import { REFUSAL_LISTENERS, type RefusalListener } from '../ledger/ledger.module';
+import { REFUSAL_LISTENERS, type RefusalListener } from '../ledger/ledger-observer';
 import { METRICS_REGISTRY } from '../observability/metrics';
 import { EVENT_STORE, type EventStore } from '../store/event-store.port';
 import { openWebhookFile } from '../adapters/store.factory';

@@ -3,7 +3,7 @@ import type { Registry } from 'prom-client';
 import { CONFIG, type LedgerConfig } from '../config/ledger-config';
 import { CLOCK, type Clock } from '../shared/clock';
 import { INSTANCE_CLOCKS, type InstanceClocks } from '../ledger/instance-clocks';
-import { APPEND_LISTENERS, type AppendListener } from '../ledger/ledger.module';
+import { APPEND_LISTENERS, type AppendListener } from '../ledger/ledger-observer';
 import { LedgerService } from '../ledger/ledger.service';
 import { METRICS_REGISTRY } from '../observability/metrics';
 import { registerWorkMetrics } from '../observability/work-metrics';
