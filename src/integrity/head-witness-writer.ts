@@ -13,7 +13,7 @@ export interface HeadWitnessWriterOptions {
 }
 
 /**
- * Keeps the head witness (src/store/head-witness.ts) up with the log: after commits, at most every
+ * Keeps the head witness (src/integrity/head-witness.ts) up with the log: after commits, at most every
  * `intervalMs`, and once more at shutdown. The witness may lag the log by that much; a restore to a
  * copy newer than the witness is therefore not seen (docs/security.md, "A log rolled back").
  */

@@ -65,7 +65,7 @@ export class ProjectionsLifecycle implements OnApplicationBootstrap, OnModuleDes
   }
 
   onApplicationBootstrap(): void {
-    // The rollback check ran in onModuleInit (src/ledger/ledger.module.ts). On a rolled-back log a
+    // The rollback check ran in onModuleInit (src/integrity/history-rollback.check.ts). On a rolled-back log a
     // read model ahead of it is the evidence: it is neither checked (that would rebuild it down to
     // the old log) nor followed. Accepted by the operator, every read model is rebuilt from the log.
     const rollback = this.integrity?.current().rollback?.state;

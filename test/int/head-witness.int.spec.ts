@@ -1,5 +1,5 @@
 /**
- * The head witness against a real SQLite log (src/store/head-witness.ts): a witness behind the log
+ * The head witness against a real SQLite log (src/integrity/head-witness.ts): a witness behind the log
  * only lags; a log shorter than it, or holding another event at its head, was rolled back or
  * replaced; a witness edited without the anchor key is reported; and the settings refuse a witness
  * inside the data directory and an acceptance without a reason (docs/security.md, "A log rolled back").
