@@ -14,13 +14,7 @@ export interface RunQuery extends ReadPosition {
   afterPlanned: number;
 }
 
-export interface RunAnswer {
-  run_id: string;
-  total: number;
-  open: number;
-  counts: RunSummaryDoc['counts'];
-  started_at: string;
-  updated_at: string;
+export interface RunAnswer extends RunListItem {
   steps: RunStep[];
   next_cursor?: string;
   as_of_position: number;
@@ -64,12 +58,7 @@ export function runOf({ readModel, tenant, asOf }: QueryScope, query: RunQuery):
     .sort((a, b) => a.planned_position - b.planned_position);
   const { page: steps, next } = pageOf(matching, limit, (last) => [last.planned_position]);
   return {
-    run_id: doc.run_id,
-    total: doc.total,
-    open: doc.open,
-    counts: doc.counts,
-    started_at: doc.started_at,
-    updated_at: doc.updated_at,
+    ...runListItem(doc),
     steps,
     ...next,
     as_of_position: asOf,
@@ -93,15 +82,20 @@ export function runList({ readModel, tenant, asOf }: QueryScope, query: RunListQ
   });
   const { page, next } = pageOf(rows, limit, (last) => [instantMs(last.doc.updated_at), last.key]);
   return {
-    runs: page.map(({ doc }) => ({
-      run_id: doc.run_id,
-      total: doc.total,
-      open: doc.open,
-      counts: doc.counts,
-      started_at: doc.started_at,
-      updated_at: doc.updated_at,
-    })),
+    runs: page.map(({ doc }) => runListItem(doc)),
     ...next,
     as_of_position: asOf,
+  };
+}
+
+/** A run as a list shows it: its counts, without its steps. */
+function runListItem(doc: RunSummaryDoc): RunListItem {
+  return {
+    run_id: doc.run_id,
+    total: doc.total,
+    open: doc.open,
+    counts: doc.counts,
+    started_at: doc.started_at,
+    updated_at: doc.updated_at,
   };
 }
