@@ -6,7 +6,7 @@ import { TRUST_FLAGS } from '@recovery-ledger/projections';
 import { ProjectionQueries } from '../projection-engine/projection-queries';
 import { CallerParam, type Caller } from './caller';
 import { operationListQuery, type QueryParams } from './read-queries';
-import { RecoveryListDto } from './recovery.controller';
+import { RecoveryListDto } from './dto/recovery.dto';
 
 @ApiTags('operations')
 @Controller('v1/operations')
