@@ -1,53 +1,13 @@
 import { Body, Controller, Headers, HttpCode, Inject, Post, Res } from '@nestjs/common';
 import type { FastifyReply } from 'fastify';
-import {
-  ApiBody,
-  ApiHeader,
-  ApiResponse,
-  ApiOkResponse,
-  ApiOperation,
-  ApiProperty,
-  ApiPropertyOptional,
-  ApiTags,
-} from '@nestjs/swagger';
+import { ApiBody, ApiHeader, ApiResponse, ApiOkResponse, ApiOperation, ApiTags } from '@nestjs/swagger';
 import { MAX_OPERATIONS_PER_REQUEST } from '@recovery-ledger/core/facts/operator-facts-request';
 import { RequireAccess } from '../auth/access';
 import { CallerParam, type Caller } from './caller';
 import { IdempotencyKeys, parseIdempotencyKey } from './idempotency-keys';
-import { SubmitAnswerDto } from './dto/responses.dto';
+import { OperatorFactsAnswerDto } from './dto/operator-facts.dto';
 import { OperatorFactsService } from './operator-facts.service';
 import { readOperatorFactsBody } from './operator-facts.reader';
-
-/** Response shapes, for the OpenAPI document only (the answer is built by OperatorFactsService). */
-export class OperationProblemDto {
-  @ApiProperty() type!: string;
-  @ApiProperty() title!: string;
-  @ApiProperty() status!: number;
-  @ApiProperty({ description: 'The stable code the single route would answer for this operation.' }) code!: string;
-  @ApiProperty() detail!: string;
-  @ApiPropertyOptional() field?: string;
-  @ApiPropertyOptional({ type: 'object', additionalProperties: true }) directive?: Record<string, unknown>;
-  @ApiPropertyOptional({ type: 'object', additionalProperties: true }) state?: Record<string, unknown>;
-  @ApiPropertyOptional() retry_after_seconds?: number;
-}
-
-export class OperatorFactOutcomeDto {
-  @ApiPropertyOptional({ description: 'Left out only when the refusal is that it looks like a credential.' })
-  operation_ref?: string;
-  @ApiProperty() event_id!: string;
-  @ApiProperty({ enum: ['recorded', 'refused'] }) outcome!: string;
-  @ApiPropertyOptional({ type: SubmitAnswerDto, description: "The single route's answer (recorded)." })
-  answer?: SubmitAnswerDto;
-  @ApiPropertyOptional({ type: OperationProblemDto, description: "The single route's refusal (refused)." })
-  problem?: OperationProblemDto;
-}
-
-export class OperatorFactsAnswerDto {
-  @ApiProperty() recorded!: number;
-  @ApiProperty() refused!: number;
-  @ApiProperty({ type: [OperatorFactOutcomeDto], description: 'One per operation, in the order of the request.' })
-  results!: OperatorFactOutcomeDto[];
-}
 
 @ApiTags('operations')
 @Controller('v1/operator-facts')

@@ -1,6 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import type { OperatorFactsAnswer, SubmitAnswer } from '@recovery-ledger/core/contract/ledger-api.types';
+import type { OperatorFact } from '@recovery-ledger/core/domain/events';
 import { MAX_OPERATIONS_PER_REQUEST } from '@recovery-ledger/core/facts/operator-facts-request';
 import { CliError, EXIT, usageError, type ExitCode } from '../cli-errors';
 import { encodeRef, problemError, remoteLedger, type GlobalOptions, type RemoteLedger } from '../ledger-source';
@@ -11,15 +12,6 @@ import { writeJson } from '../text-format';
  * submitted with the caller's key, decided by the ledger like any other fact. A refusal prints the
  * problem's stable code (`409 OUTCOME_UNVERIFIED: ...`) and exits 1, as every other command does.
  */
-export type OperatorFact =
-  | {
-      type: 'OutcomeVerifiedManually';
-      data: { outcome: 'found_committed' | 'not_found'; note: string; evidence_ref?: string };
-    }
-  | { type: 'StepCancelled'; data: { reason: string } }
-  | { type: 'StepReopened'; data: { attempts: number; reason: string } }
-  | { type: 'EscalationAcknowledged'; data: { assignee: string; note?: string; reassign?: boolean } };
-
 export interface OperatorOptions {
   json?: boolean;
   fromFile?: string;
