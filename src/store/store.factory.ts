@@ -34,6 +34,10 @@ export async function openEventStore(config: LedgerConfig, hooks: StoreHooks = {
       onStatusChange: (status) => hooks.onSubscriptionStatus?.(status.subscription, status.state),
     });
   }
+  if (config.store === 'postgres') {
+    const { PostgresEventStore } = await import('../adapters/postgres/postgres-event-store.adapter');
+    return new PostgresEventStore({ connectionString: config.databaseUrl as string });
+  }
   return SqliteEventStore.open({
     file: config.eventsFile,
     groupCommit: config.groupCommit,
@@ -46,13 +50,17 @@ export async function openEventStore(config: LedgerConfig, hooks: StoreHooks = {
 }
 
 /**
- * The work feed's leases, in the same store as the log: a table of the SQLite file, or lease
- * streams on the same EventStoreDB. Instances that share the log therefore share the leases.
+ * The work feed's leases, in the same store as the log: a table of the SQLite file or of the
+ * PostgreSQL database, or lease streams on the same EventStoreDB. Instances that share the log therefore share the leases.
  */
 export async function openLeaseStore(config: LedgerConfig, _events: EventStore): Promise<LeaseStore> {
   if (config.store === 'eventstoredb') {
     const { EventStoreDbLeaseStore } = await import('../adapters/eventstoredb/eventstoredb-lease-store.adapter');
     return new EventStoreDbLeaseStore({ connectionString: config.eventStoreConnectionString as string });
+  }
+  if (config.store === 'postgres') {
+    const { PostgresLeaseStore } = await import('../adapters/postgres/postgres-lease-store.adapter');
+    return new PostgresLeaseStore({ connectionString: config.databaseUrl as string });
   }
   return SqliteLeaseStore.open({ file: config.eventsFile, busyTimeoutMs: config.sqliteBusyTimeoutMs });
 }
@@ -65,6 +73,10 @@ export async function openTimeBaseStore(config: LedgerConfig): Promise<TimeBaseS
   if (config.store === 'eventstoredb') {
     const { EventStoreDbTimeBaseStore } = await import('../adapters/eventstoredb/eventstoredb-time-base.adapter');
     return new EventStoreDbTimeBaseStore({ connectionString: config.eventStoreConnectionString as string });
+  }
+  if (config.store === 'postgres') {
+    const { PostgresTimeBaseStore } = await import('../adapters/postgres/postgres-time-base.adapter');
+    return new PostgresTimeBaseStore({ connectionString: config.databaseUrl as string });
   }
   return SqliteTimeBaseStore.open({ file: config.eventsFile, busyTimeoutMs: config.sqliteBusyTimeoutMs });
 }

@@ -92,7 +92,7 @@ async function startCluster(binDir: string): Promise<Cluster> {
   const data = join(dir, 'data');
   // No fsync: a throwaway cluster, and the tests assert what is committed, not what survives a power cut.
   runBinary(join(binDir, 'initdb'), ['-D', data, '-A', 'trust', '-U', 'postgres', '--no-sync', '-E', 'UTF8']);
-  let port = 0;
+  let port: number;
   for (let attempt = 0; ; attempt++) {
     port = await freePort();
     const options = `-p ${port} -k ${dir} -c listen_addresses=127.0.0.1 -c fsync=off -c max_connections=200`;
