@@ -13,6 +13,7 @@ import {
 import type { WebhookStore } from '../webhooks/webhook-store.port';
 import type { ReadModel, ReadModelOptions } from './read-model.port';
 import type { TimeBaseStore } from './time-base.port';
+import type { IdempotencyKeyStore } from './idempotency-key-store.port';
 
 export interface StoreHooks {
   /** A log written before anchors existed was anchored as it stands (said loudly by the caller). */
@@ -102,6 +103,16 @@ export function onEmbeddedAppend(store: EventStore, listener: (position?: number
 export function openEmbeddedLogReader(file: string, busyTimeoutMs: number): { store: EventStore; announce(): void } {
   const store = SqliteEventStore.open({ file, busyTimeoutMs });
   return { store, announce: () => store.announceAppended() };
+}
+
+/**
+ * The Idempotency-Key answers in the PostgreSQL database, shared by the instances on it; undefined
+ * for the other stores, whose instances keep them in a SQLite file of their data directory.
+ */
+export async function openSharedIdempotencyKeyStore(config: LedgerConfig): Promise<IdempotencyKeyStore | undefined> {
+  if (config.store !== 'postgres') return undefined;
+  const { PostgresIdempotencyKeyStore } = await import('../adapters/postgres/postgres-idempotency-key-store.adapter');
+  return new PostgresIdempotencyKeyStore({ connectionString: config.databaseUrl as string });
 }
 
 /** The read model: a SQLite file beside the data whatever holds the log, since it is rebuilt from it. */

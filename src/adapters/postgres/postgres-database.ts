@@ -36,6 +36,12 @@ const MIGRATIONS = [
     wall_ms bigint NOT NULL,
     record  text   NOT NULL
   )`,
+  `CREATE TABLE IF NOT EXISTS ledger_idempotency_keys (
+    scope       text   PRIMARY KEY,
+    fingerprint text   NOT NULL,
+    body        text   NOT NULL,
+    expires_ms  bigint NOT NULL
+  )`,
   `CREATE TABLE IF NOT EXISTS ledger_clock_heartbeats (
     instance_id text   PRIMARY KEY,
     ledger_ms   bigint NOT NULL,
