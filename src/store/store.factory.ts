@@ -77,7 +77,8 @@ export async function openTimeBaseStore(config: LedgerConfig): Promise<TimeBaseS
   }
   if (config.store === 'postgres') {
     const { PostgresTimeBaseStore } = await import('../adapters/postgres/postgres-time-base.adapter');
-    return new PostgresTimeBaseStore({ connectionString: config.databaseUrl as string });
+    // Judged on the database's clock: one clock for every host on the database (docs/postgres.md).
+    return new PostgresTimeBaseStore({ connectionString: config.databaseUrl as string, wallClock: 'database' });
   }
   return SqliteTimeBaseStore.open({ file: config.eventsFile, busyTimeoutMs: config.sqliteBusyTimeoutMs });
 }

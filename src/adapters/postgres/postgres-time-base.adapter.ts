@@ -11,6 +11,16 @@ import {
 } from '../../store/time-base.port';
 import { ADVISORY_LOCKS, inTransaction, migrate, openPool, query, type PostgresOptions } from './postgres-database';
 
+export interface PostgresTimeBaseStoreOptions extends PostgresOptions {
+  /**
+   * `database`: a new boot's base takes its wall time from the database's clock
+   * (`clock_timestamp()`), not the host's, so instances on hosts whose clocks disagree still compute
+   * one ledger time, the database's (docs/postgres.md, "Time"). `caller` (the default, as the
+   * other stores): the proposed base's own wall time.
+   */
+  wallClock?: 'database' | 'caller';
+}
+
 /**
  * The time base and heartbeats in two tables of the log's PostgreSQL database. Each change runs in
  * one transaction under one advisory lock, so the first instance of a boot writes the base and
@@ -21,7 +31,7 @@ export class PostgresTimeBaseStore implements TimeBaseStore {
   private readonly ready: Promise<void>;
   private closed = false;
 
-  constructor(options: PostgresOptions) {
+  constructor(private readonly options: PostgresTimeBaseStoreOptions) {
     this.pool = openPool({ ...options, maxConnections: options.maxConnections ?? 2 });
     this.ready = migrate(this.pool);
     this.ready.catch(() => undefined);
@@ -37,6 +47,8 @@ export class PostgresTimeBaseStore implements TimeBaseStore {
   }
 
   async adoptBase(proposed: TimeBase): Promise<TimeBase> {
+    // The proposal's monotonic reading was taken about now: elapsed time from here dates it.
+    const proposedAt = performance.now();
     return this.run(async (client) => {
       const { rows } = await client.query<{ record: string }>(
         'SELECT record FROM ledger_clock_bases WHERE boot_id = $1',
@@ -46,7 +58,9 @@ export class PostgresTimeBaseStore implements TimeBaseStore {
       const bases = (await client.query<{ record: string }>('SELECT record FROM ledger_clock_bases')).rows.map(
         (row) => JSON.parse(row.record) as TimeBase,
       );
-      const base = raisedBase(proposed, latestBaseMs(bases));
+      const wallMs =
+        this.options.wallClock === 'database' ? await databaseWallMs(client, proposedAt) : proposed.wall_ms;
+      const base = raisedBase({ ...proposed, wall_ms: wallMs }, latestBaseMs(bases));
       await client.query('INSERT INTO ledger_clock_bases (boot_id, wall_ms, record) VALUES ($1, $2, $3)', [
         base.boot_id,
         base.wall_ms,
@@ -89,4 +103,18 @@ export class PostgresTimeBaseStore implements TimeBaseStore {
     this.closed = true;
     await this.pool.end().catch(() => undefined);
   }
+}
+
+/**
+ * The database's clock as it stood when the caller's proposal was made (at `proposedAt`, by
+ * performance.now()): its reading, taken at the midpoint of the round trip, less the time elapsed
+ * since the proposal. Off by at most half the round trip.
+ */
+async function databaseWallMs(client: PoolClient, proposedAt: number): Promise<number> {
+  const sent = performance.now();
+  const { rows } = await client.query<{ now_ms: number }>(
+    'SELECT extract(epoch FROM clock_timestamp())::float8 * 1000 AS now_ms',
+  );
+  const received = performance.now();
+  return Math.round(rows[0].now_ms - ((sent + received) / 2 - proposedAt));
 }
