@@ -13,10 +13,31 @@ import { describeWithPostgres } from '../support/postgres';
 import { until } from '../support/until';
 
 describeWithPostgres('PostgreSQL event store', (database) => {
-  testEventStore('postgres (pg pool, one transaction per append)', async () => {
-    const store = new PostgresEventStore({ connectionString: database().url });
-    return { store, cleanup: () => store.close() };
-  });
+  // The outage case stops the whole server as a crash would and starts it again: on a throwaway
+  // cluster only (a shared DATABASE_URL server is not this test's to stop).
+  const crashable = !process.env.DATABASE_URL;
+  testEventStore(
+    'postgres (pg pool, one transaction per append)',
+    async () => {
+      const store = new PostgresEventStore({ connectionString: database().url });
+      const crash = database().crash;
+      return {
+        store,
+        cleanup: () => store.close(),
+        faults: {
+          outage: async () => {
+            if (!crash) throw new Error('no outage can be caused on a server at DATABASE_URL');
+            const start = crash();
+            return async () => start();
+          },
+          softDelete: () => Promise.reject(new Error('the ledger never deletes; no such fault here')),
+          truncateBefore: () => Promise.reject(new Error('the ledger never truncates; no such fault here')),
+          tombstone: () => Promise.reject(new Error('the ledger never deletes; no such fault here')),
+        },
+      };
+    },
+    { faults: crashable ? ['outage'] : [] },
+  );
 
   describe('an append that commits after a later one', () => {
     let store: PostgresEventStore;

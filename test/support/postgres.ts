@@ -81,6 +81,8 @@ interface Cluster {
   /** The URL of the cluster's `postgres` database, as its superuser. */
   adminUrl: string;
   stop(): void;
+  /** Stops the server as a crash would and answers how to start it again (a throwaway cluster only). */
+  crash?(): () => void;
 }
 
 async function startCluster(binDir: string): Promise<Cluster> {
@@ -93,11 +95,14 @@ async function startCluster(binDir: string): Promise<Cluster> {
   // No fsync: a throwaway cluster, and the tests assert what is committed, not what survives a power cut.
   runBinary(join(binDir, 'initdb'), ['-D', data, '-A', 'trust', '-U', 'postgres', '--no-sync', '-E', 'UTF8']);
   let port: number;
+  let options = '';
+  const start = () =>
+    runBinary(join(binDir, 'pg_ctl'), ['-D', data, '-o', options, '-l', join(dir, 'server.log'), '-w', 'start']);
   for (let attempt = 0; ; attempt++) {
     port = await freePort();
-    const options = `-p ${port} -k ${dir} -c listen_addresses=127.0.0.1 -c fsync=off -c max_connections=200`;
+    options = `-p ${port} -k ${dir} -c listen_addresses=127.0.0.1 -c fsync=off -c max_connections=200`;
     try {
-      runBinary(join(binDir, 'pg_ctl'), ['-D', data, '-o', options, '-l', join(dir, 'server.log'), '-w', 'start']);
+      start();
       break;
     } catch (error) {
       // Another process took the port between the probe and the start: try another one.
@@ -113,6 +118,10 @@ async function startCluster(binDir: string): Promise<Cluster> {
         rmSync(dir, { recursive: true, force: true });
       }
     },
+    crash: () => {
+      runBinary(join(binDir, 'pg_ctl'), ['-D', data, '-m', 'immediate', '-w', 'stop']);
+      return start;
+    },
   };
 }
 
@@ -121,6 +130,11 @@ export interface TestDatabase {
   url: string;
   /** The server's maintenance database, for a test that makes further databases. */
   adminUrl: string;
+  /**
+   * Stops the whole server at once (`pg_ctl stop -m immediate`: no checkpoint, as a crash) and
+   * answers how to start it again on the same port; only on a throwaway cluster, not DATABASE_URL.
+   */
+  crash?: () => () => void;
   stop(): Promise<void>;
 }
 
@@ -145,6 +159,7 @@ export async function startTestDatabase(): Promise<TestDatabase> {
   return {
     url: url.toString(),
     adminUrl: cluster.adminUrl,
+    ...('crash' in cluster && cluster.crash ? { crash: cluster.crash } : {}),
     stop: async () => {
       const client = new Client({ connectionString: cluster.adminUrl });
       try {

@@ -100,6 +100,10 @@ export async function inTransaction<T>(pool: Pool, work: (client: PoolClient) =>
     throw toPortError(error);
   }
   let broken: unknown;
+  // A connection the server dropped while it was checked out (a restart, a cut) emits 'error'
+  // outside any query: kept here, so it neither ends the process nor goes back to the pool.
+  const onError = (error: Error) => (broken = error);
+  client.on('error', onError);
   try {
     await client.query('BEGIN');
     const result = await work(client);
@@ -109,6 +113,7 @@ export async function inTransaction<T>(pool: Pool, work: (client: PoolClient) =>
     await client.query('ROLLBACK').catch((rollbackError: unknown) => (broken = rollbackError));
     throw toPortError(error);
   } finally {
+    client.off('error', onError);
     // A connection whose rollback failed is in an unknown state: destroyed, not reused.
     client.release(broken instanceof Error ? broken : undefined);
   }
