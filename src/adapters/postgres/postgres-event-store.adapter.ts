@@ -19,6 +19,7 @@ import {
   type SubscriptionHandlers,
 } from '../../store/event-store.port';
 import { isEventMetadata } from '../../store/event-metadata';
+import { followLog } from '../follow-log';
 import { inTransaction, migrate, openPool, query, toPortError, type PostgresOptions } from './postgres-database';
 
 export interface PostgresEventStoreOptions extends PostgresOptions {
@@ -163,44 +164,13 @@ export class PostgresEventStore implements EventStore {
   }
 
   subscribe(options: SubscribeOptions, handlers: SubscriptionHandlers): Subscription {
-    let active = true;
-    let position = options.after;
     const pollMs = this.options.pollIntervalMs ?? 250;
-    const loop = (async () => {
-      while (active) {
-        let batch: StoredEvent[];
-        try {
-          batch = await this.readAll({ after: position, limit: 500, streamPrefix: options.streamPrefix });
-        } catch (error) {
-          if (!active) return;
-          // The server restarting or out of reach: try again on the next wake rather than end the feed.
-          if (error instanceof StoreUnavailableError && !this.closed) {
-            await this.notifier.wait(pollMs * 4, () => !active);
-            continue;
-          }
-          handlers.onError?.(error as Error);
-          return;
-        }
-        if (batch.length === 0) {
-          await this.notifier.wait(pollMs, () => !active);
-          continue;
-        }
-        try {
-          await handlers.onEvents(batch);
-        } catch (error) {
-          if (active) handlers.onError?.(error as Error);
-          return;
-        }
-        position = batch[batch.length - 1].position;
-      }
-    })();
-    return {
-      close: async () => {
-        active = false;
-        this.notifier.wakeAll();
-        await loop;
-      },
-    };
+    return followLog(options.after, handlers, {
+      read: (after) => this.readAll({ after, limit: 500, streamPrefix: options.streamPrefix }),
+      wait: (stopped) => this.notifier.wait(pollMs, stopped),
+      wake: () => this.notifier.wakeAll(),
+      closed: () => this.closed,
+    });
   }
 
   async headPosition(): Promise<number> {
