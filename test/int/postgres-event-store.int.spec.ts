@@ -8,6 +8,7 @@ import { randomUUID } from 'node:crypto';
 import { Client } from 'pg';
 import { NO_STREAM, type StoredEvent } from '../../src/store/event-store.port';
 import { PostgresEventStore, writeAppend } from '../../src/adapters/postgres/postgres-event-store.adapter';
+import { openPool } from '../../src/adapters/postgres/postgres-database';
 import { newEvent, testEventStore } from '../contract/event-store.contract';
 import { describeWithPostgres } from '../support/postgres';
 import { until } from '../support/until';
@@ -137,6 +138,33 @@ describeWithPostgres('PostgreSQL event store', (database) => {
       const next = ours(prefix)(await unguarded.readAll({ after: first[0].position, limit: 1000 }));
       expect(next).toEqual([]);
     });
+  });
+
+  it('ends a transaction an instance left open mid-append, so followers are not held below it for ever', async () => {
+    const store = new PostgresEventStore({ connectionString: database().url });
+    // The pool a cut-off instance had: its transaction idles, and the server ends the session.
+    const pool = openPool({ connectionString: database().url, idleInTransactionTimeoutMs: 300 });
+    pool.on('error', () => undefined);
+    const client = await pool.connect();
+    client.on('error', () => undefined);
+    const prefix = `abandoned-${randomUUID().slice(0, 8)}`;
+    try {
+      const start = await store.headPosition();
+      await client.query('BEGIN');
+      await writeAppend(client, `${prefix}-low`, NO_STREAM, [newEvent('Abandoned')]);
+      await store.append(`${prefix}-high`, NO_STREAM, [newEvent('High')]);
+      const read = await until(
+        () => store.readAll({ after: start, limit: 1000, streamPrefix: prefix }),
+        (events) => events.length > 0,
+        'the follower to pass the abandoned transaction once the server ended it',
+      );
+      // Rolled back with its session: never in the log, and nothing after it was skipped.
+      expect(read.map((e) => e.type)).toEqual(['High']);
+    } finally {
+      client.release(true);
+      await pool.end();
+      await store.close();
+    }
   });
 
   it("follows what another instance's store appends (LISTEN/NOTIFY across connections)", async () => {

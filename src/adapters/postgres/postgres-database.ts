@@ -59,6 +59,8 @@ export interface PostgresOptions {
   maxConnections?: number;
   /** How long a request waits for a connection before the store is called unavailable. */
   connectTimeoutMs?: number;
+  /** How long the server lets a transaction of this pool sit idle before it ends the session. */
+  idleInTransactionTimeoutMs?: number;
 }
 
 export function openPool(options: PostgresOptions): Pool {
@@ -67,6 +69,11 @@ export function openPool(options: PostgresOptions): Pool {
     max: options.maxConnections ?? 10,
     connectionTimeoutMillis: options.connectTimeoutMs ?? 5_000,
     application_name: 'recovery-ledger',
+    // An instance cut off mid-transaction would hold every follower of the log below its
+    // transaction id (the high-water mark, postgres-event-store.adapter.ts) until the server
+    // noticed: keep-alives let it notice, and no transaction of these adapters idles for seconds.
+    keepAlive: true,
+    idle_in_transaction_session_timeout: options.idleInTransactionTimeoutMs ?? 10_000,
   });
   // An idle connection the server dropped (a restart, a network cut) is an 'error' on the pool:
   // without a listener it would end the process; the next request opens a new one.
