@@ -9,6 +9,7 @@ import { SqliteWebhookStore, type SecretsAtRest, type SqliteWebhookStoreOptions 
 import type { WebhookStore } from '../webhooks/webhook-store.port';
 import type { ReadModel, ReadModelOptions } from '../store/read-model.port';
 import type { TimeBaseStore } from '../store/time-base.port';
+import type { IdempotencyKeyStore } from '../store/idempotency-key-store.port';
 
 export interface StoreHooks {
   /** A log written before anchors existed was anchored as it stands (said loudly by the caller). */
@@ -30,6 +31,10 @@ export async function openEventStore(config: LedgerConfig, hooks: StoreHooks = {
       onStatusChange: (status) => hooks.onSubscriptionStatus?.(status.subscription, status.state),
     });
   }
+  if (config.store === 'postgres') {
+    const { PostgresEventStore } = await import('./postgres/postgres-event-store.adapter');
+    return new PostgresEventStore({ connectionString: config.databaseUrl as string });
+  }
   return SqliteEventStore.open({
     file: config.eventsFile,
     groupCommit: config.groupCommit,
@@ -42,13 +47,17 @@ export async function openEventStore(config: LedgerConfig, hooks: StoreHooks = {
 }
 
 /**
- * The work feed's leases, in the same store as the log: a table of the SQLite file, or lease
- * streams on the same EventStoreDB. Instances that share the log therefore share the leases.
+ * The work feed's leases, in the same store as the log: a table of the SQLite file or of the
+ * PostgreSQL database, or lease streams on the same EventStoreDB. Instances that share the log therefore share the leases.
  */
 export async function openLeaseStore(config: LedgerConfig, _events: EventStore): Promise<LeaseStore> {
   if (config.store === 'eventstoredb') {
     const { EventStoreDbLeaseStore } = await import('./eventstoredb/eventstoredb-lease-store.adapter');
     return new EventStoreDbLeaseStore({ connectionString: config.eventStoreConnectionString as string });
+  }
+  if (config.store === 'postgres') {
+    const { PostgresLeaseStore } = await import('./postgres/postgres-lease-store.adapter');
+    return new PostgresLeaseStore({ connectionString: config.databaseUrl as string });
   }
   return SqliteLeaseStore.open({ file: config.eventsFile, busyTimeoutMs: config.sqliteBusyTimeoutMs });
 }
@@ -61,6 +70,11 @@ export async function openTimeBaseStore(config: LedgerConfig): Promise<TimeBaseS
   if (config.store === 'eventstoredb') {
     const { EventStoreDbTimeBaseStore } = await import('./eventstoredb/eventstoredb-time-base.adapter');
     return new EventStoreDbTimeBaseStore({ connectionString: config.eventStoreConnectionString as string });
+  }
+  if (config.store === 'postgres') {
+    const { PostgresTimeBaseStore } = await import('./postgres/postgres-time-base.adapter');
+    // Judged on the database's clock: one clock for every host on the database (docs/postgres.md).
+    return new PostgresTimeBaseStore({ connectionString: config.databaseUrl as string, wallClock: 'database' });
   }
   return SqliteTimeBaseStore.open({ file: config.eventsFile, busyTimeoutMs: config.sqliteBusyTimeoutMs });
 }
@@ -86,6 +100,16 @@ export function onEmbeddedAppend(store: EventStore, listener: (position?: number
 export function openEmbeddedLogReader(file: string, busyTimeoutMs: number): { store: EventStore; announce(): void } {
   const store = SqliteEventStore.open({ file, busyTimeoutMs });
   return { store, announce: () => store.announceAppended() };
+}
+
+/**
+ * The Idempotency-Key answers in the PostgreSQL database, shared by the instances on it; undefined
+ * for the other stores, whose instances keep them in a SQLite file of their data directory.
+ */
+export async function openSharedIdempotencyKeyStore(config: LedgerConfig): Promise<IdempotencyKeyStore | undefined> {
+  if (config.store !== 'postgres') return undefined;
+  const { PostgresIdempotencyKeyStore } = await import('./postgres/postgres-idempotency-key-store.adapter');
+  return new PostgresIdempotencyKeyStore({ connectionString: config.databaseUrl as string });
 }
 
 /** The read model: a SQLite file beside the data whatever holds the log, since it is rebuilt from it. */

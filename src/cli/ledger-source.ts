@@ -32,7 +32,12 @@ export async function openLocalStore(options: GlobalOptions, { create = false } 
     if (error instanceof ConfigError) throw usageError(error.message);
     throw error;
   }
-  const location = config.store === 'sqlite' ? config.eventsFile : 'EventStoreDB (EVENTSTORE_CONNECTION_STRING)';
+  const location =
+    config.store === 'sqlite'
+      ? config.eventsFile
+      : config.store === 'postgres'
+        ? 'PostgreSQL (DATABASE_URL)'
+        : 'EventStoreDB (EVENTSTORE_CONNECTION_STRING)';
   if (config.store === 'sqlite' && !create && !existsSync(location)) {
     throw new CliError(
       `no event store at ${location} (point --data-dir or LEDGER_DATA_DIR at the service's data directory)`,

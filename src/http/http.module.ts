@@ -9,6 +9,7 @@ import { DocsController } from './docs.controller';
 import { EvidenceController } from './evidence.controller';
 import { HealthController } from './health.controller';
 import { IdempotencyKeys } from './idempotency-keys';
+import { openSharedIdempotencyKeyStore } from '../adapters/store.factory';
 import { MetricsController } from './metrics.controller';
 import { OperationListController } from './operation-list.controller';
 import { OperationsController } from './operations.controller';
@@ -69,7 +70,8 @@ export class HttpModule {
         {
           provide: IdempotencyKeys,
           inject: [CONFIG],
-          useFactory: (config: LedgerConfig) => new IdempotencyKeys(config.dataDir),
+          useFactory: async (config: LedgerConfig) =>
+            new IdempotencyKeys((await openSharedIdempotencyKeyStore(config)) ?? config.dataDir),
         },
       ],
     };
