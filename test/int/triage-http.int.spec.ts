@@ -24,8 +24,9 @@ beforeAll(async () => {
   await ops.awaitingApproval(`${RUN}/refund_1`, RUN, 'refund');
   await ops.verifying(`${RUN}/invoice_1`, RUN, 'create_invoice');
   await ops.dispatched(`${RUN}/email_1`, RUN, 'send_email');
-  head = await ops.succeeded(`${RUN}/email_2`, RUN, 'send_email');
-  await incidentsAt(ledger.baseUrl, OTHER_KEY).escalated(`${RUN}/pay_1`, RUN, 'globex_tool');
+  await ops.succeeded(`${RUN}/email_2`, RUN, 'send_email');
+  // The last write of all: a read waiting for its position sees both tenants' steps.
+  head = await incidentsAt(ledger.baseUrl, OTHER_KEY).escalated(`${RUN}/pay_1`, RUN, 'globex_tool');
 }, 60_000);
 
 afterAll(async () => {
