@@ -156,8 +156,8 @@ export async function verifyTail(
   }
   const anchor: LogAnchor | undefined = await store.logAnchor();
   if (!anchor) {
-    if (checkpoint.events > 0)
-      findings.push({ kind: 'log_anchor_missing', detail: 'the log has no anchor: the anchor was removed' });
+    if (checkpoint.events > 0 || (await store.headPosition()) > 0)
+      findings.push({ kind: 'log_anchor_missing', detail: 'the log has events but no anchor: the anchor was removed' });
     return done();
   }
   if (options.anchorKey !== undefined && !anchorSignatureHolds(options.anchorKey, anchor))
@@ -287,6 +287,24 @@ export async function verifyTail(
       kind: 'log_anchor_mismatch',
       detail: `the log anchor records ${anchor.events} events up to position ${anchor.position}; from the verified checkpoint the log now holds ${events} up to ${position}${logHash === anchor.log_hash ? '' : ', and its chain differs'}: events were removed, added or re-hashed outside the ledger`,
     });
+  // Rows past the anchor: an append moves its stream's head and the anchor with its events, so each
+  // one there is either appended since the anchor was read (its head covers it) or put there
+  // outside the ledger.
+  for (let after = anchor.position; ;) {
+    const page = read(await store.readAll({ after, limit: PAGE }).catch(() => [] as StoredEvent[]));
+    if (page.length === 0) break;
+    for (const event of page) {
+      const head = await store.anchoredHead(event.stream);
+      if (head && head.position >= event.position) continue;
+      tails.delete(event.stream);
+      brokenAt(
+        event,
+        'head_mismatch',
+        "it stands in the log past its stream's anchored head: it was added outside the ledger",
+      );
+    }
+    after = page[page.length - 1].position;
+  }
   for (const [stream, tail] of tails) {
     if (tail.broken) continue;
     const head = await store.anchoredHead(stream);
