@@ -14,7 +14,7 @@ import { createHash, randomUUID } from 'node:crypto';
 import { performance } from 'node:perf_hooks';
 import { LedgerProblem } from '@recovery-ledger/core/errors/ledger-problem';
 import { canonicalJson } from '@recovery-ledger/core/shared/canonical-json';
-import { GENESIS_HASH } from '../../src/store/hash-chain';
+import { GENESIS_HASH } from '../../src/integrity/hash-chain';
 import { SqliteEventStore } from '../../src/adapters/sqlite/sqlite-event-store.adapter';
 import { operationStream } from '../../src/store/stream-names';
 import { ledgerOver, runOperation } from '../ledger-workload';

@@ -1,7 +1,7 @@
 import { existsSync } from 'node:fs';
 import { ConfigError, loadConfig, type LedgerConfig } from '../config/ledger-config';
 import { StoreUnavailableError, type EventStore } from '../store/event-store.port';
-import { openEventStore } from '../store/store.factory';
+import { openEventStore } from '../adapters/store.factory';
 import { CliError, EXIT, usageError } from './cli-errors';
 
 /** The options every command shares (set on the program, accepted before or after the command). */

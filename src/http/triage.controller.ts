@@ -1,6 +1,6 @@
 import { Controller, Get, Inject, Query } from '@nestjs/common';
 import { ApiOkResponse, ApiOperation, ApiProperty, ApiPropertyOptional, ApiQuery, ApiTags } from '@nestjs/swagger';
-import { DEFAULT_TRIAGE_THRESHOLDS, TRIAGE_KINDS } from '@recovery-ledger/core/projections/triage';
+import { DEFAULT_TRIAGE_THRESHOLDS, TRIAGE_KINDS } from '@recovery-ledger/projections';
 import { RequireAccess } from '../auth/access';
 import { LongPoll } from './security/long-poll-limit';
 import { ProjectionQueries } from '../projection-engine/projection-queries';

@@ -9,15 +9,15 @@ import {
   type OnModuleDestroy,
 } from '@nestjs/common';
 import type { Registry } from 'prom-client';
-import { LEDGER_PROJECTIONS } from '@recovery-ledger/core/projections/projection-catalog';
+import { LEDGER_PROJECTIONS } from '@recovery-ledger/projections';
 import { CONFIG, type LedgerConfig } from '../config/ledger-config';
-import { CLOCK, systemClock, type Clock } from '../ledger/clock';
-import { IntegrityMonitor } from '../ledger/integrity-monitor';
+import { CLOCK, systemClock, type Clock } from '../shared/clock';
+import { IntegrityMonitor } from '../integrity/integrity-monitor';
 import { METRICS_REGISTRY } from '../observability/metrics';
 import { ObservabilityModule } from '../observability/observability.module';
 import { registerProjectionMetrics } from '../observability/projection-metrics';
 import { EVENT_STORE, type EventStore } from '../store/event-store.port';
-import { embeddedLogFile } from '../store/store.factory';
+import { embeddedLogFile } from '../adapters/store.factory';
 import { ProjectionEngine } from './projection-engine';
 import type { ProjectionRunner } from './projection-runner';
 import { WorkerProjectionRunner } from './projection-worker-client';
@@ -25,7 +25,7 @@ import { ProjectionQueries } from './projection-queries';
 import { verifyReadModels } from './read-model-verification';
 import { sealCovers, takeReadModelSeal, writeReadModelSeal, type SealVerdict } from './read-model-seal';
 import { readModelFile, type ReadModel } from '../store/read-model.port';
-import { openReadModel } from '../store/store.factory';
+import { openReadModel } from '../adapters/store.factory';
 import { FailureLog } from '../logging/failure-log';
 
 export const PROJECTION_ENGINE = Symbol('PROJECTION_ENGINE');

@@ -2,7 +2,7 @@ import Database from 'better-sqlite3';
 import { EventEmitter } from 'node:events';
 import { mkdirSync } from 'node:fs';
 import { dirname } from 'node:path';
-import { GENESIS_HASH, nextLogHash, signAnchor } from '../../store/hash-chain';
+import { GENESIS_HASH, nextLogHash, signAnchor } from '../../integrity/hash-chain';
 import {
   type AnchoredStream,
   type EventMetadata,

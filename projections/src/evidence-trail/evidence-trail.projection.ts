@@ -1,7 +1,7 @@
-import { countDispatch, NO_ATTEMPTS } from '../domain/attempts';
-import { isTerminalStatus, type StepStatus, type VerificationOutcome } from '../domain/events';
-import { mayHaveReachedProvider } from '../domain/step-state';
-import { asLedgerEvent } from './ledger-events';
+import { countDispatch, NO_ATTEMPTS } from '@recovery-ledger/core/domain/attempts';
+import { isTerminalStatus, type StepStatus, type VerificationOutcome } from '@recovery-ledger/core/domain/events';
+import { mayHaveReachedProvider } from '@recovery-ledger/core/domain/step-state';
+import { asLedgerEvent } from '../ledger-events';
 import {
   alreadyApplied,
   isRecord,
@@ -11,7 +11,7 @@ import {
   type LeaseEvidence,
   type ProjectedEvent,
   type Projection,
-} from './projection';
+} from '../projection';
 
 /**
  * The evidence trail (docs/contract.md §5): per operation, every attempt, envelope, refusal, verification,

@@ -1,6 +1,6 @@
 import type { EventStore } from '../store/event-store.port';
-import { currentHead, writeHeadWitness, type LogHead } from '../store/head-witness';
-import { onEmbeddedAppend } from '../store/store.factory';
+import { currentHead, writeHeadWitness, type LogHead } from './head-witness';
+import { onEmbeddedAppend } from '../adapters/store.factory';
 
 export interface HeadWitnessWriterOptions {
   store: EventStore;

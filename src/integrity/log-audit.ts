@@ -4,7 +4,7 @@ import {
   type LogAnchor,
   type StoredEvent,
   type StreamHead,
-} from './event-store.port';
+} from '../store/event-store.port';
 import { anchorSignatureHolds, GENESIS_HASH, nextLogHash, verifyChain, type ChainBreak } from './hash-chain';
 
 /**

@@ -1,4 +1,4 @@
-import { TRANSITION_REASONS } from '../domain/decide';
+import { TRANSITION_REASONS } from '@recovery-ledger/core/domain/decide';
 import {
   emptyHistogram,
   merge,
@@ -7,8 +7,8 @@ import {
   type DurationHistogram,
   type DurationSummary,
 } from './duration-histogram';
-import { asLedgerEvent } from './ledger-events';
-import { alreadyApplied, instantMs, scopedKey, textOf, type ProjectedEvent, type Projection } from './projection';
+import { asLedgerEvent } from '../ledger-events';
+import { alreadyApplied, instantMs, scopedKey, textOf, type ProjectedEvent, type Projection } from '../projection';
 
 /**
  * Trust metrics per tenant and tool (docs/contract.md §5, and the contract's "measure outcomes that indicate

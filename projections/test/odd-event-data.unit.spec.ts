@@ -3,7 +3,7 @@
  * function) is shown, not thrown on: a fold that throws stops the engine for every reader. The
  * case is the one the property "evolve never throws" found (fast-check seed 376833756).
  */
-import { LEDGER_PROJECTIONS } from '@recovery-ledger/core/projections/projection-catalog';
+import { LEDGER_PROJECTIONS } from '../src/projection-catalog';
 import { foldProjection } from './support/fold-projection';
 
 it('no projection throws on a transition whose `to` cannot be converted to a string', () => {

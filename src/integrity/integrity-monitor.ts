@@ -1,10 +1,10 @@
 import { eventShapeProblem } from '@recovery-ledger/core/domain/event-codec';
 import { LedgerProblem } from '@recovery-ledger/core/errors/ledger-problem';
 import type { EventStore, StoredEvent } from '../store/event-store.port';
-import { auditLog, type LogAudit } from '../store/log-audit';
+import { auditLog, type LogAudit } from './log-audit';
 import { OPERATION_STREAM_PREFIX } from '../store/stream-names';
 import type { RollbackFindingKind } from './history-rollback';
-import type { BrokenStreams } from './sealed-streams';
+import type { BrokenStreams } from '../ledger/sealed-streams';
 
 export type IntegrityState = 'not_checked' | 'verifying' | 'verified' | 'broken' | 'unverifiable';
 

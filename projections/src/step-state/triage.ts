@@ -1,5 +1,5 @@
 import type { StepStateDoc } from './step-state.projection';
-import { instantMs } from './projection';
+import { instantMs } from '../projection';
 
 /**
  * What needs a person now (docs/contract.md §5): a pure reading of the step state index at a given

@@ -1,5 +1,5 @@
-import { readLedgerEvent } from '../domain/event-codec';
-import type { LedgerEvent } from '../domain/events';
+import { readLedgerEvent } from '@recovery-ledger/core/domain/event-codec';
+import type { LedgerEvent } from '@recovery-ledger/core/domain/events';
 import type { ProjectedEvent } from './projection';
 
 /**

@@ -1,18 +1,14 @@
 import type { LedgerConfig } from '../config/ledger-config';
-import type { EventStore, StreamIndexer } from './event-store.port';
-import type { LeaseStore } from './lease-store.port';
-import { SqliteEventStore } from '../adapters/sqlite/sqlite-event-store.adapter';
-import { SqliteLeaseStore } from '../adapters/sqlite/sqlite-lease-store.adapter';
-import { SqliteTimeBaseStore } from '../adapters/sqlite/sqlite-time-base.adapter';
-import { SqliteReadModel } from '../adapters/sqlite/sqlite-read-model.store';
-import {
-  SqliteWebhookStore,
-  type SecretsAtRest,
-  type SqliteWebhookStoreOptions,
-} from '../adapters/sqlite/sqlite-webhook.store';
+import type { EventStore, StreamIndexer } from '../store/event-store.port';
+import type { LeaseStore } from '../store/lease-store.port';
+import { SqliteEventStore } from './sqlite/sqlite-event-store.adapter';
+import { SqliteLeaseStore } from './sqlite/sqlite-lease-store.adapter';
+import { SqliteTimeBaseStore } from './sqlite/sqlite-time-base.adapter';
+import { SqliteReadModel } from './sqlite/sqlite-read-model.store';
+import { SqliteWebhookStore, type SecretsAtRest, type SqliteWebhookStoreOptions } from './sqlite/sqlite-webhook.store';
 import type { WebhookStore } from '../webhooks/webhook-store.port';
-import type { ReadModel, ReadModelOptions } from './read-model.port';
-import type { TimeBaseStore } from './time-base.port';
+import type { ReadModel, ReadModelOptions } from '../store/read-model.port';
+import type { TimeBaseStore } from '../store/time-base.port';
 
 export interface StoreHooks {
   /** A log written before anchors existed was anchored as it stands (said loudly by the caller). */
@@ -28,7 +24,7 @@ export interface StoreHooks {
 export async function openEventStore(config: LedgerConfig, hooks: StoreHooks = {}): Promise<EventStore> {
   if (config.store === 'eventstoredb') {
     // Loaded only when chosen, so the embedded default never pays for the gRPC client.
-    const { EventStoreDbEventStore } = await import('../adapters/eventstoredb/eventstoredb-event-store.adapter');
+    const { EventStoreDbEventStore } = await import('./eventstoredb/eventstoredb-event-store.adapter');
     return new EventStoreDbEventStore({
       connectionString: config.eventStoreConnectionString as string,
       onStatusChange: (status) => hooks.onSubscriptionStatus?.(status.subscription, status.state),
@@ -51,7 +47,7 @@ export async function openEventStore(config: LedgerConfig, hooks: StoreHooks = {
  */
 export async function openLeaseStore(config: LedgerConfig, _events: EventStore): Promise<LeaseStore> {
   if (config.store === 'eventstoredb') {
-    const { EventStoreDbLeaseStore } = await import('../adapters/eventstoredb/eventstoredb-lease-store.adapter');
+    const { EventStoreDbLeaseStore } = await import('./eventstoredb/eventstoredb-lease-store.adapter');
     return new EventStoreDbLeaseStore({ connectionString: config.eventStoreConnectionString as string });
   }
   return SqliteLeaseStore.open({ file: config.eventsFile, busyTimeoutMs: config.sqliteBusyTimeoutMs });
@@ -63,7 +59,7 @@ export async function openLeaseStore(config: LedgerConfig, _events: EventStore):
  */
 export async function openTimeBaseStore(config: LedgerConfig): Promise<TimeBaseStore> {
   if (config.store === 'eventstoredb') {
-    const { EventStoreDbTimeBaseStore } = await import('../adapters/eventstoredb/eventstoredb-time-base.adapter');
+    const { EventStoreDbTimeBaseStore } = await import('./eventstoredb/eventstoredb-time-base.adapter');
     return new EventStoreDbTimeBaseStore({ connectionString: config.eventStoreConnectionString as string });
   }
   return SqliteTimeBaseStore.open({ file: config.eventsFile, busyTimeoutMs: config.sqliteBusyTimeoutMs });

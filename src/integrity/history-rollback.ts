@@ -10,7 +10,7 @@ import {
   type HeadWitness,
   type LogHead,
   type WitnessFindingKind,
-} from '../store/head-witness';
+} from './head-witness';
 import { operationStream } from '../store/stream-names';
 import { webhookFile } from '../webhooks/webhook-store.port';
 

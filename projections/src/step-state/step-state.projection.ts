@@ -1,8 +1,13 @@
-import { countDispatch, NO_ATTEMPTS } from '../domain/attempts';
-import { dispatchTimeoutMs, type DirectiveAction, type SideEffect, type StepStatus } from '../domain/events';
-import { dueWork } from '../domain/work-due';
-import { asLedgerEvent } from './ledger-events';
-import { alreadyApplied, instantMs, scopedKey, textOf, type ProjectedEvent, type Projection } from './projection';
+import { countDispatch, NO_ATTEMPTS } from '@recovery-ledger/core/domain/attempts';
+import {
+  dispatchTimeoutMs,
+  type DirectiveAction,
+  type SideEffect,
+  type StepStatus,
+} from '@recovery-ledger/core/domain/events';
+import { dueWork } from '@recovery-ledger/core/domain/work-due';
+import { asLedgerEvent } from '../ledger-events';
+import { alreadyApplied, instantMs, scopedKey, textOf, type ProjectedEvent, type Projection } from '../projection';
 
 /**
  * The step state index: where every operation stands, queryable by state, tool, run and age

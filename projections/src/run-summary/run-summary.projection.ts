@@ -1,7 +1,7 @@
-import { countDispatch, NO_ATTEMPTS } from '../domain/attempts';
-import { isTerminalStatus, type SideEffect, type StepStatus } from '../domain/events';
-import { asLedgerEvent } from './ledger-events';
-import { alreadyApplied, instantMs, scopedKey, textOf, type ProjectedEvent, type Projection } from './projection';
+import { countDispatch, NO_ATTEMPTS } from '@recovery-ledger/core/domain/attempts';
+import { isTerminalStatus, type SideEffect, type StepStatus } from '@recovery-ledger/core/domain/events';
+import { asLedgerEvent } from '../ledger-events';
+import { alreadyApplied, instantMs, scopedKey, textOf, type ProjectedEvent, type Projection } from '../projection';
 
 /**
  * The run summary (docs/contract.md §5): the steps of one run and where each stands. Only StepPlanned names the

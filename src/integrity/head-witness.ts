@@ -3,7 +3,7 @@ import { readFileSync } from 'node:fs';
 import { open, rename } from 'node:fs/promises';
 import { basename, dirname, join } from 'node:path';
 import { canonicalJson } from '@recovery-ledger/core/shared/canonical-json';
-import type { EventStore } from './event-store.port';
+import type { EventStore } from '../store/event-store.port';
 
 /**
  * The log's head as last seen, kept outside the data directory (docs/security.md, "A log rolled

@@ -1,4 +1,4 @@
-import type { AnyProjection, ProjectedEvent } from '@recovery-ledger/core/projections/projection';
+import type { AnyProjection, ProjectedEvent } from '../../src/projection';
 
 export interface FoldedModel {
   docs: Map<string, unknown>;

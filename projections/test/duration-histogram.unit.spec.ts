@@ -1,11 +1,5 @@
 import fc from 'fast-check';
-import {
-  emptyHistogram,
-  merge,
-  percentile,
-  record,
-  summarise,
-} from '@recovery-ledger/core/projections/duration-histogram';
+import { emptyHistogram, merge, percentile, record, summarise } from '../src/trust-metrics/duration-histogram';
 
 const durations = fc.array(fc.integer({ min: 0, max: 7 * 86_400_000 }), { minLength: 1, maxLength: 300 });
 

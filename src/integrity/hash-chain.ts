@@ -1,6 +1,6 @@
 import { createHash, createHmac, timingSafeEqual } from 'node:crypto';
 import { canonicalJson } from '@recovery-ledger/core/shared/canonical-json';
-import type { EventMetadata, NewEvent, StoredEvent } from './event-store.port';
+import type { EventMetadata, NewEvent, StoredEvent } from '../store/event-store.port';
 
 /**
  * The hash chain that proves no one rewrote a stream's history.

@@ -1,12 +1,7 @@
 import { DEFAULT_POLICY } from '@recovery-ledger/core/domain/events';
-import type { StepStateDoc } from '@recovery-ledger/core/projections/step-state.projection';
-import { evolveStepState } from '@recovery-ledger/core/projections/step-state.projection';
-import {
-  compareTriage,
-  countTriage,
-  DEFAULT_TRIAGE_THRESHOLDS,
-  triageItemOf,
-} from '@recovery-ledger/core/projections/triage';
+import type { StepStateDoc } from '../src/step-state/step-state.projection';
+import { evolveStepState } from '../src/step-state/step-state.projection';
+import { compareTriage, countTriage, DEFAULT_TRIAGE_THRESHOLDS, triageItemOf } from '../src/step-state/triage';
 
 const NOW = Date.parse('2026-12-03T10:00:00.000Z');
 const minutesAgo = (minutes: number) => new Date(NOW - minutes * 60_000).toISOString();
