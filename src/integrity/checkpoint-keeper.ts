@@ -1,5 +1,5 @@
 import type { EventStore, StoredEvent } from '../store/event-store.port';
-import type { IntegrityFinding, LogAudit } from '../store/log-audit';
+import type { IntegrityFinding, LogAudit } from './log-audit';
 import {
   readVerifiedCheckpoint,
   verifyTail,

@@ -3,8 +3,8 @@ import { closeSync, fsyncSync, openSync, readFileSync, renameSync, writeSync } f
 import { join } from 'node:path';
 import { canonicalJson } from '@recovery-ledger/core/shared/canonical-json';
 import { StoreIntegrityError, type EventStore, type LogAnchor, type StoredEvent } from '../store/event-store.port';
-import { anchorSignatureHolds, computeEventHash, GENESIS_HASH, nextLogHash } from '../store/hash-chain';
-import type { IntegrityFinding } from '../store/log-audit';
+import { anchorSignatureHolds, computeEventHash, GENESIS_HASH, nextLogHash } from './hash-chain';
+import type { IntegrityFinding } from './log-audit';
 
 /**
  * The last verified checkpoint (docs/reliability.md, "Start-up without a full pass"): the log as it

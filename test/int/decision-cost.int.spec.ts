@@ -14,7 +14,7 @@ import { DEFAULT_POLICY } from '@recovery-ledger/core/domain/events';
 import { SqliteEventStore } from '../../src/adapters/sqlite/sqlite-event-store.adapter';
 import { LedgerService } from '../../src/ledger/ledger.service';
 import { SNAPSHOT_EVERY } from '../../src/ledger/sealed-streams';
-import { systemClock } from '../../src/ledger/clock';
+import { systemClock } from '../../src/shared/clock';
 import { seedEnvelopes } from '../../packages/core/test/support/seed-envelopes';
 
 const REF = 'run_cost/step_1';

@@ -8,7 +8,7 @@ import Database from 'better-sqlite3';
 import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { LEDGER_PROJECTIONS } from '@recovery-ledger/core/projections/projection-catalog';
+import { LEDGER_PROJECTIONS } from '@recovery-ledger/projections';
 import { SqliteReadModel } from '../../src/adapters/sqlite/sqlite-read-model.store';
 import {
   sealCovers,

@@ -8,9 +8,9 @@ import Database from 'better-sqlite3';
 import { copyFileSync, existsSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { SqliteEventStore } from '../../src/adapters/sqlite/sqlite-event-store.adapter';
-import { ledgerEventProblem } from '../../src/ledger/integrity-monitor';
-import { GENESIS_HASH } from '../../src/store/hash-chain';
-import { auditLog } from '../../src/store/log-audit';
+import { ledgerEventProblem } from '../../src/integrity/integrity-monitor';
+import { GENESIS_HASH } from '../../src/integrity/hash-chain';
+import { auditLog } from '../../src/integrity/log-audit';
 import {
   readVerifiedCheckpoint,
   verifyTail,
