@@ -1,6 +1,6 @@
 import { createHmac, timingSafeEqual } from 'node:crypto';
-import { closeSync, fsyncSync, openSync, readFileSync, renameSync, writeSync } from 'node:fs';
-import { join } from 'node:path';
+import { closeSync, fsyncSync, mkdirSync, openSync, readFileSync, renameSync, writeSync } from 'node:fs';
+import { dirname, join } from 'node:path';
 import { canonicalJson } from '@recovery-ledger/core/shared/canonical-json';
 import { StoreIntegrityError, type EventStore, type LogAnchor, type StoredEvent } from '../store/event-store.port';
 import { anchorSignatureHolds, computeEventHash, GENESIS_HASH, nextLogHash } from './hash-chain';
@@ -85,6 +85,7 @@ export function writeVerifiedCheckpoint(
     ? { ...unsigned, signature: signCheckpoint(anchorKey, unsigned) }
     : unsigned;
   const temporary = `${file}.${process.pid}.tmp`;
+  mkdirSync(dirname(file), { recursive: true });
   const fd = openSync(temporary, 'w', 0o600);
   try {
     writeSync(fd, `${JSON.stringify(written, null, 2)}\n`);
