@@ -111,7 +111,8 @@ async function submit(baseUrl: string, ref: string, facts: unknown[]): Promise<b
     method: 'POST',
     headers: { 'content-type': 'application/json' },
     body: JSON.stringify({ events: facts }),
-  });
+  }).catch(() => undefined);
+  if (!response) return false;
   const body = (await response.json().catch(() => ({}))) as { results?: Array<{ status?: string }> };
   return response.ok && (body.results ?? []).every((result) => result.status !== 'refused');
 }
@@ -137,10 +138,15 @@ async function measureRestart(dataDir: string, tag: string): Promise<Restart> {
   const spawnToListenS = since();
   const found: Partial<Record<'reads' | 'dispatch' | 'work' | 'ready', number>> = {};
   let n = 0;
+  // A probe the service drops (a connection reset while it starts) is asked again at the next turn.
+  const status = (path: string) =>
+    fetch(`${server.baseUrl}${path}`).then(
+      (response) => response.status,
+      () => 0,
+    );
   try {
     for (const deadline = Date.now() + 30 * 60_000; Date.now() < deadline; await sleep(50)) {
-      if (found.reads === undefined && (await fetch(`${server.baseUrl}/v1/operations?limit=1`)).status === 200)
-        found.reads = since();
+      if (found.reads === undefined && (await status('/v1/operations?limit=1')) === 200) found.reads = since();
       if (found.dispatch === undefined) {
         const ref = `restart_${tag}/op_${n}`;
         const planned = await submit(server.baseUrl, ref, [
@@ -159,12 +165,9 @@ async function measureRestart(dataDir: string, tag: string): Promise<Restart> {
           found.dispatch = since();
         n += 1;
       }
-      if (
-        found.work === undefined &&
-        (await fetch(`${server.baseUrl}/v1/work?worker=bench&tool=send_email&limit=1&wait_ms=0`)).status === 200
-      )
+      if (found.work === undefined && (await status('/v1/work?worker=bench&tool=send_email&limit=1&wait_ms=0')) === 200)
         found.work = since();
-      if (found.ready === undefined && (await readiness(server.baseUrl)).status === 200) found.ready = since();
+      if (found.ready === undefined && (await status('/health/ready')) === 200) found.ready = since();
       if (Object.keys(found).length === 4) break;
     }
     if (Object.keys(found).length < 4) throw new Error(`restart ${tag}: not ready within 30 minutes`);
