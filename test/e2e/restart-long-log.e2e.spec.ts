@@ -11,6 +11,7 @@ import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { writeLargeLog } from '../../bench/support/large-log';
+import { runCli } from '../support/cli-harness';
 import { startLedger, type LedgerProcess } from '../support/ledger-process';
 import { until } from '../support/until';
 
@@ -114,5 +115,13 @@ describe('a restart on a long log', () => {
     // last checkpoint, the reads above, and whatever the paced whole-log audit has read behind.
     const read = await eventsRead(again.baseUrl);
     expect(read).toBeLessThan(EVENTS / 2);
+
+    // Stopped cleanly, the checkpoint is at the head: `verify --tail` reads next to nothing.
+    await again.stop();
+    const tail = runCli(['verify', '--data-dir', dataDir, '--tail', '--json']);
+    expect(tail.status).toBe(0);
+    const report = JSON.parse(tail.stdout) as { ok: boolean; events_read: number };
+    expect(report.ok).toBe(true);
+    expect(report.events_read).toBeLessThan(100);
   }, 900_000);
 });
