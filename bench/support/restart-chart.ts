@@ -30,7 +30,7 @@ interface Panel {
 }
 
 const WIDTH = 1290;
-const HEIGHT = 420;
+const HEIGHT = 480;
 const PANEL_W = 360;
 const PANEL_H = 280;
 
@@ -85,8 +85,8 @@ function panelSvg(panel: Panel, left: number, top: number, sizes: number[]): str
         ([size, value]) =>
           `<circle cx="${x(size)}" cy="${y(value)}" r="3.5" fill="${series.color}"/><text x="${x(size) + 6}" y="${y(value) - 6}" font-size="11" fill="${series.color}">${short(value)}</text>`,
       ),
-      `<line x1="${left + 10}" x2="${left + 34}" y1="${top + 16 + index * 16}" y2="${top + 16 + index * 16}" stroke="${series.color}" stroke-width="2"${series.dashed ? ' stroke-dasharray="6 4"' : ''}/>`,
-      `<text x="${left + 40}" y="${top + 20 + index * 16}" font-size="11">${escape(series.label)}</text>`,
+      `<line x1="${left + 10}" x2="${left + 34}" y1="${top + PANEL_H + 52 + index * 16}" y2="${top + PANEL_H + 52 + index * 16}" stroke="${series.color}" stroke-width="2"${series.dashed ? ' stroke-dasharray="6 4"' : ''}/>`,
+      `<text x="${left + 40}" y="${top + PANEL_H + 56 + index * 16}" font-size="11">${escape(series.label)}</text>`,
     );
   });
   return parts.join('\n');
@@ -101,12 +101,15 @@ export function restartChartSvg(points: RestartPoint[], note: string, baseline?:
     points: from.map((point) => [point.events, of(point)] as [number, number]),
   });
   const before = (label: string, of: (point: RestartPoint) => number) =>
-    baseline ? [line(`${label} (before)`, '#999', of, baseline, true)] : [];
+    baseline ? [line(`${label}before`, '#999', of, baseline, true)] : [];
   const panels: Panel[] = [
     {
       title: 'Time to ready after a restart',
       unit: 'seconds',
-      series: [line('now', '#1f6feb', (point) => point.timeToReadyS), ...before('', (point) => point.timeToReadyS)],
+      series: [
+        line('now: reads, dispatches and the work feed answer', '#1f6feb', (point) => point.timeToReadyS),
+        ...before('', (point) => point.timeToReadyS),
+      ],
       target: { value: 2, label: 'target 2 s' },
     },
     {
