@@ -11,6 +11,8 @@ import { SqliteEventStore } from '../../src/adapters/sqlite/sqlite-event-store.a
 import { ledgerEventProblem } from '../../src/integrity/integrity-monitor';
 import { GENESIS_HASH } from '../../src/integrity/hash-chain';
 import { auditLog } from '../../src/integrity/log-audit';
+import { CheckpointKeeper } from '../../src/integrity/checkpoint-keeper';
+import type { IntegrityFinding } from '../../src/integrity/log-audit';
 import {
   readVerifiedCheckpoint,
   verifyTail,
@@ -190,5 +192,97 @@ describe('the check of what follows the last verified checkpoint', () => {
     } finally {
       await store.close();
     }
+  });
+
+  describe('kept by the service', () => {
+    function keeper(store: SqliteEventStore, dir: string, found: IntegrityFinding[]) {
+      return new CheckpointKeeper({
+        store,
+        file: join(dir, 'verified-checkpoint.json'),
+        checkEvent: ledgerEventProblem,
+        now: () => new Date('2026-01-01T00:00:00.000Z'),
+        intervalMs: 60_000,
+        pause: () => Promise.resolve(),
+        onFindings: (findings) => found.push(...findings),
+        onError: (error) => {
+          throw error;
+        },
+      });
+    }
+
+    /** A log audited clean and checkpointed, then one more operation of three events appended. */
+    async function checkpointedThenGrown(): Promise<string> {
+      const dir = copyOf(clean);
+      dirs.push(dir);
+      const store = SqliteEventStore.open({ file: join(dir, 'events.sqlite') });
+      await keeper(store, dir, []).afterAudit(await auditLog(store, { checkEvent: ledgerEventProblem }));
+      await store.close();
+      const seeder = await openSeeder(dir, { start: '2025-03-02T09:00:00.000Z' });
+      const plan = { run_id: 'run_90', tool: 'send_email', side_effect: 'write', input_hash: 'sha256:90' };
+      await seeder.submit('run_90/step_1', 'StepPlanned', plan);
+      await seeder.submit('run_90/step_1', 'AttemptDispatched', { attempt: 1, input_hash: 'sha256:90' });
+      await seeder.close();
+      return dir;
+    }
+
+    it('reads only what was appended after the checkpoint, and moves it up', async () => {
+      const dir = await checkpointedThenGrown();
+      const store = SqliteEventStore.open({ file: join(dir, 'events.sqlite') });
+      try {
+        const found: IntegrityFinding[] = [];
+        const kept = keeper(store, dir, found);
+        const before = readVerifiedCheckpoint(join(dir, 'verified-checkpoint.json'));
+        const check = await kept.checkAtStart();
+        expect(check).toMatchObject({ state: 'verified', from: before?.position });
+        // The checkpointed event and the ones appended after it (one new stream: nothing before them).
+        const appended = ((await store.logAnchor())?.events ?? 0) - (before?.events ?? 0);
+        expect(appended).toBeGreaterThan(0);
+        expect(check.state === 'verified' && check.events_read).toBe(appended + 1);
+        expect(found).toEqual([]);
+        expect(readVerifiedCheckpoint(join(dir, 'verified-checkpoint.json'))?.position).toBe(
+          (await store.logAnchor())?.position,
+        );
+      } finally {
+        await store.close();
+      }
+    });
+
+    it('refuses an edit of an event appended after it, naming its stream, before anything is served', async () => {
+      const dir = await checkpointedThenGrown();
+      const db = new Database(join(dir, 'events.sqlite'));
+      db.prepare(
+        "UPDATE events SET data = json_set(data, '$.attempt', 7) WHERE position = (SELECT MAX(position) FROM events)",
+      ).run();
+      db.close();
+      const store = SqliteEventStore.open({ file: join(dir, 'events.sqlite') });
+      try {
+        const found: IntegrityFinding[] = [];
+        const check = await keeper(store, dir, found).checkAtStart();
+        expect(check.state).toBe('broken');
+        expect(found.map((finding) => [finding.kind, finding.stream])).toContainEqual([
+          'hash_mismatch',
+          'op-default:run_90/step_1',
+        ]);
+      } finally {
+        await store.close();
+      }
+    });
+
+    it('leaves an edit before the checkpoint to the whole-log audit behind the service', async () => {
+      const dir = await checkpointedThenGrown();
+      const tamper = TAMPER_CASES.find((entry) => entry.name === 'an event edited in place');
+      const db = new Database(join(dir, 'events.sqlite'));
+      tamper?.apply(db);
+      db.close();
+      const store = SqliteEventStore.open({ file: join(dir, 'events.sqlite') });
+      try {
+        const check = await keeper(store, dir, []).checkAtStart();
+        expect(check.state).toBe('verified');
+        const audit = await auditLog(store, { checkEvent: ledgerEventProblem });
+        expect(audit.findings.map((finding) => finding.kind)).toContain('hash_mismatch');
+      } finally {
+        await store.close();
+      }
+    });
   });
 });
