@@ -41,7 +41,7 @@ interface Sample {
 }
 
 /** Runs the rebuild child, sampling its resident set until it exits. */
-function rebuildInChild(
+export function rebuildInChild(
   dataDir: string,
   nodeArgs: string[] = [],
 ): Promise<{ result: RebuildChildResult; samples: Sample[]; peakMb: number }> {

@@ -169,6 +169,10 @@ export function buildProgram(): Command {
       '--witness <file>',
       'the head witness the service keeps (default LEDGER_HEAD_WITNESS_FILE): fail if the log was rolled back behind it',
     )
+    .option(
+      '--tail',
+      "check only what was appended after the data directory's verified checkpoint, as the service does at start",
+    )
     .action(
       async (
         options: {
@@ -178,6 +182,7 @@ export function buildProgram(): Command {
           checkpointOut?: string;
           archive?: string;
           witness?: string;
+          tail?: boolean;
         },
         command: Command,
       ) => (await commands.verify()).verifyCommand(globals(command), options),

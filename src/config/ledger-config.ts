@@ -52,6 +52,13 @@ export interface LedgerConfig {
   /** Run the whole-log audit and the read-model check when the service starts (default on). */
   verifyOnStart: boolean;
   /**
+   * The share of one core the whole-log audit behind the service may hold (LEDGER_AUDIT_CPU_PERCENT,
+   * 1–100, default 25): it never blocks reads, writes or readiness (docs/reliability.md).
+   */
+  auditCpuShare: number;
+  /** How often the running service checks what was appended and moves its verified checkpoint up. */
+  checkpointIntervalMs: number;
+  /**
    * Where the service keeps the log's signed head, outside the data directory, so a restore of
    * the whole directory from an older copy is seen (docs/security.md, "A log rolled back").
    */
@@ -246,6 +253,8 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): LedgerConfig {
     maxStreamEvents: integerSetting(env, 'LEDGER_MAX_STREAM_EVENTS', 10_000, 100, 1_000_000),
     anchorKey: anchorKey(env.LEDGER_ANCHOR_KEY),
     verifyOnStart: env.LEDGER_VERIFY_ON_START !== 'off',
+    auditCpuShare: integerSetting(env, 'LEDGER_AUDIT_CPU_PERCENT', 25, 1, 100) / 100,
+    checkpointIntervalMs: integerSetting(env, 'LEDGER_CHECKPOINT_INTERVAL_MS', 10_000, 100, 3_600_000),
     headWitnessFile: headWitnessFile(env.LEDGER_HEAD_WITNESS_FILE, dataDir, eventsFile, store, env),
     headWitnessByDefault: (env.LEDGER_HEAD_WITNESS_FILE ?? '') === '',
     headWitnessIntervalMs: integerSetting(env, 'LEDGER_HEAD_WITNESS_INTERVAL_MS', 1000, 10, 3_600_000),

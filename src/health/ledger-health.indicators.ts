@@ -42,12 +42,16 @@ export class LedgerHealthIndicators {
   historyIntact(): HealthIndicatorResult<'integrity'> {
     const session = this.indicators.check('integrity');
     // Public: the state and when, never counts (they would tell anyone the log's activity).
-    const { state, checked_at, anchored, rollback } = this.integrity.current();
+    const { state, checked_at, anchored, rollback, audit, start_check } = this.integrity.current();
     const shown = {
       state,
       ...(checked_at ? { checked_at } : {}),
       ...(anchored === undefined ? {} : { anchored }),
       ...(rollback && rollback.state !== 'not_checked' ? { rollback } : {}),
+      // The start-up check from the last verified checkpoint and the audit behind the service
+      // (docs/reliability.md, "Start-up without a full pass"): states only, no counts.
+      ...(start_check ? { start_check: { state: start_check.state } } : {}),
+      ...(audit ? { audit: { state: audit.state } } : {}),
     };
     // A log older than what was recorded before (docs/security.md, "A log rolled back"): down with
     // the stable code, so a probe and a person read the same reason writes answer with.

@@ -5,9 +5,12 @@ import { FailureLog } from '../logging/failure-log';
 import { METRICS_REGISTRY } from '../observability/metrics';
 import { CLOCK, type Clock } from '../shared/clock';
 import { EVENT_STORE, type EventStore } from '../store/event-store.port';
+import { rmSync } from 'node:fs';
+import { CheckpointKeeper } from './checkpoint-keeper';
 import { HeadWitnessWriter } from './head-witness-writer';
 import { findRollback, lowerWebhookCheckpoint } from './history-rollback';
 import { IntegrityMonitor } from './integrity-monitor';
+import { verifiedCheckpointFile } from './verified-checkpoint';
 
 /**
  * The start-up check for a log rolled back to an older copy (docs/security.md, "A log rolled
@@ -28,6 +31,7 @@ export class HistoryRollbackCheck implements OnModuleInit {
     @Inject(IntegrityMonitor) private readonly integrity: IntegrityMonitor,
     @Inject(CONFIG) private readonly config: LedgerConfig,
     @Inject(CLOCK) private readonly clock: Clock,
+    @Inject(CheckpointKeeper) private readonly keeper: CheckpointKeeper,
     @Optional() @Inject(METRICS_REGISTRY) registry?: Registry,
   ) {
     if (registry) {
@@ -47,6 +51,32 @@ export class HistoryRollbackCheck implements OnModuleInit {
   async onModuleInit(): Promise<void> {
     this.integrity.setRollback({ state: 'checking' });
     await this.check();
+    await this.checkSinceVerified();
+  }
+
+  /**
+   * What was appended after the last verified checkpoint, checked before the server listens
+   * (docs/reliability.md, "Start-up without a full pass"): reads only that part of the log.
+   */
+  private async checkSinceVerified(): Promise<void> {
+    const { config } = this;
+    if (!config.verifyOnStart) return;
+    const rollback = this.integrity.current().rollback?.state;
+    // A rolled-back log refuses every write already; an accepted one is older than the checkpoint,
+    // which then vouches for nothing: the audit behind the service writes a new one.
+    if (rollback === 'accepted') rmSync(verifiedCheckpointFile(config.dataDir), { force: true });
+    if (rollback !== 'clear' && rollback !== 'accepted') return;
+    try {
+      const check = await this.keeper.checkAtStart();
+      this.integrity.setStartCheck(check);
+      if (check.state === 'verified')
+        this.logger.log(
+          { from: check.from, to: check.to, events_read: check.events_read },
+          'the log verified from its last verified checkpoint',
+        );
+    } catch (error) {
+      this.logger.error({ err: error }, 'the log could not be checked from its last verified checkpoint');
+    }
   }
 
   private async check(): Promise<void> {

@@ -1,7 +1,8 @@
 import { eventShapeProblem } from '@recovery-ledger/core/domain/event-codec';
 import { LedgerProblem } from '@recovery-ledger/core/errors/ledger-problem';
 import type { EventStore, StoredEvent } from '../store/event-store.port';
-import { auditLog, type LogAudit } from './log-audit';
+import { auditLog, type IntegrityFinding, type LogAudit } from './log-audit';
+import type { StartCheck } from './checkpoint-keeper';
 import { OPERATION_STREAM_PREFIX } from '../store/stream-names';
 import type { RollbackFindingKind } from './history-rollback';
 import type { BrokenStreams } from '../ledger/sealed-streams';
@@ -22,7 +23,13 @@ export interface IntegrityStatus {
   error?: string;
   /** The start-up check for a log rolled back to an older copy (docs/security.md, "A log rolled back"). */
   rollback?: RollbackStatus;
+  /** The check of what followed the last verified checkpoint, before anything was served. */
+  start_check?: StartCheck;
+  /** The whole-log audit behind the service (docs/reliability.md, "Start-up without a full pass"). */
+  audit?: { state: AuditState };
 }
+
+export type AuditState = 'not_started' | 'running' | 'verified' | 'broken' | 'failed' | 'off';
 
 export interface RollbackStatus {
   /**
@@ -56,6 +63,8 @@ export class IntegrityMonitor implements BrokenStreams {
   private logFault: string | undefined;
   private running: Promise<LogAudit> | undefined;
   private rollback: RollbackStatus = { state: 'not_checked' };
+  private startCheck: StartCheck | undefined;
+  private auditState: AuditState = 'not_started';
 
   constructor(
     private readonly store: EventStore,
@@ -68,7 +77,40 @@ export class IntegrityMonitor implements BrokenStreams {
   }
 
   current(): IntegrityStatus {
-    return { ...this.status, rollback: this.rollback };
+    return {
+      ...this.status,
+      rollback: this.rollback,
+      ...(this.startCheck ? { start_check: this.startCheck } : {}),
+      audit: { state: this.auditState },
+    };
+  }
+
+  /** The audit behind the service was turned off (LEDGER_VERIFY_ON_START=off). */
+  auditOff(): void {
+    this.auditState = 'off';
+  }
+
+  setStartCheck(check: StartCheck): void {
+    this.startCheck = check;
+  }
+
+  /**
+   * Findings of a check of part of the log (what followed the verified checkpoint): the streams
+   * named are refused at once, a finding about the log as a whole refuses every stream, and
+   * readiness is down, as after an audit that found them.
+   */
+  refuse(findings: readonly IntegrityFinding[]): void {
+    if (findings.length === 0) return;
+    for (const finding of findings)
+      if (finding.stream && !this.broken.has(finding.stream)) this.broken.set(finding.stream, finding.detail);
+    this.logFault ??= findings.find((finding) => finding.stream === undefined)?.detail;
+    this.status = {
+      ...this.status,
+      state: 'broken',
+      checked_at: this.now().toISOString(),
+      findings: (this.status.findings ?? 0) + findings.length,
+      broken_streams: this.broken.size,
+    };
   }
 
   setRollback(status: RollbackStatus): void {
@@ -97,13 +139,23 @@ export class IntegrityMonitor implements BrokenStreams {
     return undefined;
   }
 
-  /** Audits the whole log; a second call while one runs joins it. */
-  verify(): Promise<LogAudit> {
+  /**
+   * Audits the whole log; a second call while one runs joins it. `pause` paces it (the audit behind
+   * the service holds a bounded share of a core); an admin's audit runs unpaced.
+   */
+  verify(pause?: () => Promise<void>): Promise<LogAudit> {
     if (this.running) return this.running;
-    this.status = { ...this.status, state: 'verifying' };
-    this.running = auditLog(this.store, { anchorKey: this.anchorKey, checkEvent: ledgerEventProblem })
+    // A log found broken before (by the start-up check) stays reported broken while it is audited again.
+    if (this.status.state !== 'broken') this.status = { ...this.status, state: 'verifying' };
+    this.auditState = 'running';
+    this.running = auditLog(this.store, {
+      anchorKey: this.anchorKey,
+      checkEvent: ledgerEventProblem,
+      ...(pause ? { pause } : {}),
+    })
       .then(
         (audit) => {
+          this.auditState = audit.ok ? 'verified' : 'broken';
           const broken = new Map<string, string>();
           for (const finding of audit.findings)
             if (finding.stream && !broken.has(finding.stream)) broken.set(finding.stream, finding.detail);
@@ -121,6 +173,7 @@ export class IntegrityMonitor implements BrokenStreams {
           return audit;
         },
         (error: Error) => {
+          this.auditState = 'failed';
           this.status = { state: 'unverifiable', checked_at: this.now().toISOString(), error: error.message };
           throw error;
         },

@@ -83,6 +83,11 @@ export interface AuditOptions {
   /** An earlier checkpoint: the log must have only grown since. */
   since?: LogCheckpoint;
   onStream?: (audit: StreamAudit) => void;
+  /**
+   * The rest between pages: a turn for the event loop by default; the service's audit behind it
+   * passes a pace that holds a bounded share of a core (src/integrity/cpu-share.ts).
+   */
+  pause?: () => Promise<void>;
 }
 
 const PAGE = 500;
@@ -118,7 +123,12 @@ interface LogPass {
 }
 
 /** One pass over the whole log in order: the log chain, the stream names, the rows that do not decode. */
-async function passOverLog(store: EventStore, checkpointEvents: number | undefined, until: number): Promise<LogPass> {
+async function passOverLog(
+  store: EventStore,
+  checkpointEvents: number | undefined,
+  until: number,
+  pause: () => Promise<void>,
+): Promise<LogPass> {
   const pass: LogPass = { events: 0, position: 0, logHash: GENESIS_HASH, streams: new Set(), undecodable: [] };
   let after = 0;
   for (;;) {
@@ -149,7 +159,7 @@ async function passOverLog(store: EventStore, checkpointEvents: number | undefin
       after = error.position;
       continue;
     }
-    await yieldToEventLoop();
+    await pause();
     for (const event of page) {
       // Past the anchor only the stream names count: their streams are audited against their heads.
       if (event.position <= until) fold(pass, event, checkpointEvents);
@@ -200,10 +210,12 @@ export async function auditLog(store: EventStore, options: AuditOptions = {}): P
   const anchor = store.keepsAnchors ? await store.logAnchor() : undefined;
   const until = anchor?.position ?? (store.keepsAnchors ? 0 : Number.MAX_SAFE_INTEGER);
   const anchorPosition = anchor?.position ?? 0;
+  const pause = options.pause ?? yieldToEventLoop;
   const pass = await passOverLog(
     store,
     options.since?.anchor.events,
     store.keepsAnchors && !anchor ? Number.MAX_SAFE_INTEGER : until,
+    pause,
   );
   findings.push(...pass.undecodable.filter((finding) => (finding.stream ?? '').startsWith(prefix)));
   const heads = store.keepsAnchors
@@ -217,7 +229,7 @@ export async function auditLog(store: EventStore, options: AuditOptions = {}): P
   let sinceYield = 0;
   for (const stream of [...pass.streams].filter((name) => name.startsWith(prefix)).sort()) {
     if (sinceYield >= YIELD_EVERY_EVENTS) {
-      await yieldToEventLoop();
+      await pause();
       sinceYield = 0;
     }
     let stored: StoredEvent[];

@@ -1,12 +1,18 @@
-import { Inject, Logger, type OnApplicationBootstrap, type OnApplicationShutdown } from '@nestjs/common';
+import { Inject, Logger, Optional, type OnApplicationBootstrap, type OnApplicationShutdown } from '@nestjs/common';
+import type { Registry } from 'prom-client';
 import { CONFIG, type LedgerConfig } from '../config/ledger-config';
+import { registerIntegrityMetrics } from '../observability/integrity-metrics';
+import { METRICS_REGISTRY } from '../observability/metrics';
 import { EVENT_STORE, type EventStore } from '../store/event-store.port';
+import { CheckpointKeeper } from './checkpoint-keeper';
+import { CpuShare } from './cpu-share';
 import { HistoryRollbackCheck } from './history-rollback.check';
 import { IntegrityMonitor } from './integrity-monitor';
 
 /**
  * The log's audit at start (docs/security.md), not awaited so a long log does not hold the server
- * back, and at shutdown the head witness's last write before the store closes.
+ * back and paced to a share of one core, the verified checkpoint kept moving with the log, and at
+ * shutdown the checkpoint's and the head witness's last writes before the store closes.
  */
 export class StoreLifecycle implements OnApplicationBootstrap, OnApplicationShutdown {
   private readonly logger = new Logger('Integrity');
@@ -16,41 +22,73 @@ export class StoreLifecycle implements OnApplicationBootstrap, OnApplicationShut
     @Inject(IntegrityMonitor) private readonly integrity: IntegrityMonitor,
     @Inject(CONFIG) private readonly config: LedgerConfig,
     @Inject(HistoryRollbackCheck) private readonly rollback: HistoryRollbackCheck,
-  ) {}
+    @Inject(CheckpointKeeper) private readonly keeper: CheckpointKeeper,
+    @Optional() @Inject(METRICS_REGISTRY) registry?: Registry,
+  ) {
+    if (registry)
+      registerIntegrityMetrics(registry, {
+        eventsRead: () => eventsReadBy(store),
+        auditState: () => integrity.current().audit?.state ?? 'not_started',
+        startCheckEventsRead: () => {
+          const check = integrity.current().start_check;
+          return check && check.state !== 'no_checkpoint' ? check.events_read : undefined;
+        },
+        verifiedPosition: () => keeper.checkpoint?.position,
+      });
+  }
 
   onApplicationBootstrap(): void {
     if (!this.config.verifyOnStart) {
+      this.integrity.auditOff();
       this.logger.warn(
         'LEDGER_VERIFY_ON_START=off: the log is not audited at start; each decision still checks its own stream',
       );
       return;
     }
+    this.keeper.start();
     // Not awaited: a long log must not hold the server back. Each decision checks its own stream's
-    // chain and anchored head meanwhile; the audit adds what only the whole log shows.
-    this.integrity.verify().then(
-      (audit) => {
-        if (audit.ok)
-          this.logger.log(
-            { events: audit.events, streams: audit.streams.length, anchored: audit.anchored },
-            'the log verified',
-          );
-        else
-          this.logger.error(
-            {
-              findings: audit.findings.length,
-              broken_streams: audit.broken_streams.length,
-              kinds: [...new Set(audit.findings.map((finding) => finding.kind))],
-            },
-            'THE LOG FAILED VERIFICATION: appends to the broken streams are refused; run `recovery-ledger verify` for the details',
-          );
-      },
-      (error: Error) => this.logger.error({ err: error }, 'the log could not be audited'),
-    );
+    // chain and anchored head meanwhile; the audit adds what only the whole log shows, on a bounded
+    // share of one core (docs/reliability.md, "Start-up without a full pass").
+    const pace = new CpuShare(this.config.auditCpuShare);
+    this.integrity
+      .verify(() => pace.pause())
+      .then(
+        async (audit) => {
+          await this.keeper.afterAudit(audit);
+          if (audit.ok)
+            this.logger.log(
+              { events: audit.events, streams: audit.streams.length, anchored: audit.anchored },
+              'the log verified',
+            );
+          else
+            this.logger.error(
+              {
+                findings: audit.findings.length,
+                broken_streams: audit.broken_streams.length,
+                kinds: [...new Set(audit.findings.map((finding) => finding.kind))],
+              },
+              'THE LOG FAILED VERIFICATION: appends to the broken streams are refused; run `recovery-ledger verify` for the details',
+            );
+        },
+        (error: Error) => this.logger.error({ err: error }, 'the log could not be audited'),
+      );
   }
 
   async onApplicationShutdown(): Promise<void> {
     // The HTTP server has stopped taking requests; queued appends commit before the file closes.
+    // The checkpoint moves up to the head first, so the next start checks nothing it has seen.
+    await this.keeper
+      .stop()
+      .catch((error: Error) =>
+        this.logger.warn({ err: error }, 'the verified checkpoint could not be moved up at shutdown'),
+      );
     await this.rollback.stop();
     await this.store.close();
   }
+}
+
+/** Events the store has decoded, where it counts them (the embedded store does). */
+function eventsReadBy(store: EventStore): number {
+  const counted = (store as { eventsRead?: unknown }).eventsRead;
+  return typeof counted === 'number' ? counted : 0;
 }

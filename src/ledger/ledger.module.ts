@@ -6,6 +6,7 @@ import { METRICS_REGISTRY } from '../observability/metrics';
 import { EVENT_STORE, type EventStore } from '../store/event-store.port';
 import { openEventStore } from '../adapters/store.factory';
 import { CLOCK, type Clock } from '../shared/clock';
+import { checkpointKeeperProvider } from '../integrity/checkpoint-keeper.provider';
 import { HistoryRollbackCheck } from '../integrity/history-rollback.check';
 import { IntegrityMonitor } from '../integrity/integrity-monitor';
 import { adoptionHooks } from '../integrity/log-adoption';
@@ -114,6 +115,7 @@ export class LedgerModule {
           inject: [LedgerService],
           useFactory: (ledger: LedgerService) => ledger.commands,
         },
+        checkpointKeeperProvider,
         HistoryRollbackCheck,
         StoreLifecycle,
         InstanceClocksLifecycle,

@@ -23,6 +23,7 @@ import type { ProjectionRunner } from './projection-runner';
 import { WorkerProjectionRunner } from './projection-worker-client';
 import { ProjectionQueries } from './projection-queries';
 import { verifyReadModels } from './read-model-verification';
+import { sealCovers, takeReadModelSeal, writeReadModelSeal, type SealVerdict } from './read-model-seal';
 import { readModelFile, type ReadModel } from '../store/read-model.port';
 import { openReadModel } from '../adapters/store.factory';
 import { FailureLog } from '../logging/failure-log';
@@ -30,6 +31,8 @@ import { FailureLog } from '../logging/failure-log';
 export const PROJECTION_ENGINE = Symbol('PROJECTION_ENGINE');
 export const READ_MODEL = Symbol('READ_MODEL');
 export const READ_MODEL_CHECK = Symbol('READ_MODEL_CHECK');
+/** The read model's seal from the last clean stop, taken before the read model is opened. */
+export const READ_MODEL_SEAL = Symbol('READ_MODEL_SEAL');
 
 /** Where the start-up check of the read models stands (docs/reliability.md, "A corrupted read model"). */
 export interface ReadModelCheck {
@@ -37,6 +40,8 @@ export interface ReadModelCheck {
   differences?: number;
   projections_rebuilt?: string[];
   error?: string;
+  /** How it was found whole: sealed at the last clean stop and untouched since, or compared with the log. */
+  by?: 'seal' | 'comparison';
 }
 
 /**
@@ -55,6 +60,7 @@ export class ProjectionsLifecycle implements OnApplicationBootstrap, OnModuleDes
     @Inject(EVENT_STORE) private readonly store: EventStore,
     @Inject(CONFIG) private readonly config: LedgerConfig,
     @Inject(READ_MODEL_CHECK) readonly readModelCheck: ReadModelCheck,
+    @Inject(READ_MODEL_SEAL) private readonly seal: SealVerdict,
     @Optional() @Inject(IntegrityMonitor) private readonly integrity?: IntegrityMonitor,
   ) {}
 
@@ -87,6 +93,24 @@ export class ProjectionsLifecycle implements OnApplicationBootstrap, OnModuleDes
     );
   }
 
+  /**
+   * True when the read model is the one this service sealed at its last clean stop, untouched since,
+   * with every projection this build runs at the same version and no further on than the log: it
+   * is then served as it is, without a rebuild to compare it (docs/reliability.md, "A corrupted read
+   * model").
+   */
+  private async sealed(): Promise<boolean> {
+    if (!this.seal.holds) {
+      if (this.seal.reason !== 'no_seal')
+        this.logger.warn(
+          { reason: this.seal.reason },
+          'the read model is not the one sealed at the last stop: it is compared with the log before it is served',
+        );
+      return false;
+    }
+    return sealCovers(this.seal.seal, LEDGER_PROJECTIONS, await this.store.headPosition());
+  }
+
   private async rebuildAll(): Promise<void> {
     const names = LEDGER_PROJECTIONS.map((projection) => projection.name);
     this.set({ state: 'verifying', projections_rebuilt: names });
@@ -103,9 +127,13 @@ export class ProjectionsLifecycle implements OnApplicationBootstrap, OnModuleDes
   private async checkReadModels(): Promise<void> {
     this.set({ state: 'verifying' });
     try {
+      if (await this.sealed()) {
+        this.set({ state: 'verified', differences: 0, by: 'seal' });
+        return;
+      }
       const report = await verifyReadModels(this.store, this.readModel, LEDGER_PROJECTIONS);
       if (report.ok) {
-        this.set({ state: 'verified', differences: 0 });
+        this.set({ state: 'verified', differences: 0, by: 'comparison' });
         return;
       }
       const damaged = report.projections
@@ -133,7 +161,25 @@ export class ProjectionsLifecycle implements OnApplicationBootstrap, OnModuleDes
   }
 
   onApplicationShutdown(): void {
+    // Sealed only after a clean run: checked or sealed at start, the engine stopped with its work committed.
+    const state = this.readModelCheck.state;
+    const sealable =
+      this.config.verifyOnStart &&
+      this.engine.status().state !== 'failed' &&
+      (state === 'verified' || state === 'rebuilt');
+    const checkpoints = sealable ? this.readModel.checkpoints() : [];
     this.readModel.close();
+    if (!sealable) return;
+    try {
+      writeReadModelSeal(
+        readModelFile(this.config.dataDir),
+        checkpoints,
+        this.config.anchorKey,
+        new Date().toISOString(),
+      );
+    } catch (error) {
+      this.logger.warn({ err: error }, 'the read model could not be sealed: the next start compares it with the log');
+    }
   }
 }
 
@@ -145,8 +191,15 @@ export class ProjectionsLifecycle implements OnApplicationBootstrap, OnModuleDes
   imports: [ObservabilityModule],
   providers: [
     {
-      provide: READ_MODEL,
+      provide: READ_MODEL_SEAL,
       inject: [CONFIG],
+      useFactory: (config: LedgerConfig): SealVerdict =>
+        takeReadModelSeal(readModelFile(config.dataDir), config.anchorKey),
+    },
+    {
+      provide: READ_MODEL,
+      // After the seal is taken: opening the read model for writing may touch its files.
+      inject: [CONFIG, READ_MODEL_SEAL],
       useFactory: (config: LedgerConfig) => openReadModel({ file: readModelFile(config.dataDir) }),
     },
     {

@@ -145,6 +145,8 @@ export interface VerifyOptions {
    * a log shorter than it, or holding another event at its head, was rolled back.
    */
   witness?: string;
+  /** Only what follows the data directory's verified checkpoint, as the service checks it at start. */
+  tail?: boolean;
 }
 
 export function describeFinding(finding: IntegrityFinding): string {
@@ -245,6 +247,12 @@ async function auditArchive(file: string): Promise<LogAudit> {
 
 export async function verifyCommand(global: GlobalOptions, options: VerifyOptions): Promise<void> {
   const remote = remoteLedger(global);
+  if (options.tail) {
+    if (remote || options.archive || options.readModels || options.since || options.checkpointOut || options.witness)
+      throw usageError('--tail works alone, on a data directory (--data-dir)');
+    const { verifyTailCommand } = await import('./verify-tail');
+    return verifyTailCommand(global, options, describeFinding);
+  }
   if (remote && (options.readModels || options.since || options.checkpointOut || options.witness)) {
     throw usageError('--read-models, --since, --checkpoint-out and --witness work on a data directory (--data-dir)');
   }
