@@ -34,6 +34,9 @@ const workspaceSources = {
 const serverProject = {
   testEnvironment: 'node',
   moduleNameMapper: workspaceSources,
+  // The agent frameworks are a test project's, not the root's (scripts/frameworks.cjs): found there
+  // after the root node_modules, as NODE_PATH would be.
+  modulePaths: ['<rootDir>/test/frameworks/node_modules'],
   transform: {
     '/node_modules/.+\\.js$': ['@swc/jest', { jsc: { target: 'es2022' }, module: { type: 'commonjs' } }],
     // @mastra/core's CommonJS build imports ES modules with import(), which Jest's VM cannot run.
@@ -64,6 +67,8 @@ module.exports = {
       ...serverProject,
       displayName: 'int',
       testMatch: ['<rootDir>/test/int/**/*.spec.ts', '<rootDir>/test/chaos/**/*.spec.ts'],
+      // Installs the frameworks the examples' --help runs load, once per lock file.
+      globalSetup: '<rootDir>/test/support/frameworks-global-setup.ts',
       setupFilesAfterEnv: ['<rootDir>/test/support/last-resort-timeout.ts'],
     },
     {
@@ -71,7 +76,7 @@ module.exports = {
       displayName: 'e2e',
       testMatch: ['<rootDir>/test/e2e/**/*.spec.ts'],
       testPathIgnorePatterns: ['/node_modules/', 'docker-build-stage'],
-      // Refuses a dist/ older than the sources, once, in one line.
+      // Installs the frameworks (once per lock file), then refuses a dist/ older than the sources, once, in one line.
       globalSetup: '<rootDir>/test/support/e2e-global-setup.ts',
       setupFilesAfterEnv: ['<rootDir>/test/support/last-resort-timeout.ts'],
     },
