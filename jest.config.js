@@ -7,8 +7,8 @@
  * - `e2e`: a process of its own, only where the test needs the boundary (kill -9, restarts,
  *   signals, libfaketime, several instances, Chromium, MCP child processes, packed packages). It
  *   runs the build in dist/, and refuses one older than the sources (test/support/build-check.ts).
- * - `docker`: the Dockerfile's build stage, a real `npm ci` that takes both cores; npm test runs it
- *   alone after the rest.
+ * - `docker`: the Dockerfile's build stage (a real `npm ci` and build) and the runtime stage started
+ *   from it; npm test runs it in the same run as the tiers, in a worker of its own.
  * Every tier reads the workspaces from their sources, as tsconfig.json's paths do.
  */
 const swcTypeScript = [
@@ -53,7 +53,9 @@ const serverProject = {
 };
 
 module.exports = {
-  maxWorkers: 2,
+  // One worker more than the 2 cores CI has: the slow files wait (on a service's start, a call
+  // window, a retry's not_before) more than they compute, so a third file keeps the cores busy.
+  maxWorkers: 3,
   testTimeout: 60000,
   // The ten slowest files at the end of every run: where the suite's minutes go.
   reporters: ['default', '<rootDir>/test/support/slowest-files-reporter.cjs'],
