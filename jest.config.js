@@ -57,6 +57,8 @@ module.exports = {
   // window, a retry's not_before) more than they compute, so a third file keeps the cores busy.
   maxWorkers: 3,
   testTimeout: 60000,
+  // The Docker build stage starts first (test/support/docker-first-sequencer.cjs).
+  testSequencer: '<rootDir>/test/support/docker-first-sequencer.cjs',
   // The ten slowest files at the end of every run: where the suite's minutes go.
   reporters: ['default', '<rootDir>/test/support/slowest-files-reporter.cjs'],
   projects: [
