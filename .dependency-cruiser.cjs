@@ -1,13 +1,15 @@
 /**
  * The architecture, checked (docs/architecture.md): the pure core (packages/core: decider, envelope
- * rules, projections) imports no framework and no I/O; the layers import one way, HTTP ->
+ * rules, facts) and the read models over it (projections/) import no framework and no I/O; the layers import one way, HTTP ->
  * application -> domain and ports <- adapters; the client (packages/client) imports nothing but the
  * core and Node; the MCP gateway reaches the ledger through the client; packages meet by name only.
  */
 const PURE = '^packages/core/src/';
+/** The read models: each one's fold, stored shape and queries, over the core. */
+const PROJECTIONS = '^projections/src/';
 /** Every server folder below the HTTP edge: application services, ports, adapters, cross-cutting parts. */
 const BELOW_HTTP =
-  '^src/(auth|ledger|store|adapters|projection-engine|work|webhooks|observability|health|openapi|config|logging)/';
+  '^src/(auth|ledger|integrity|store|adapters|projection-engine|work|webhooks|observability|health|openapi|config|logging|shared)/';
 /** The adapters, one folder per store: drivers and their translation to the ports. */
 const ADAPTERS = '^src/adapters/';
 const CORE_NODE = [
@@ -68,6 +70,20 @@ module.exports = {
       to: { couldNotResolve: true },
     },
     {
+      name: 'projections-import-only-the-core',
+      comment:
+        "The read models fold the core's facts and answer from a read model they are handed: they import the core and each other, never NestJS, a driver, a node:* module, another package or the server.",
+      severity: 'error',
+      from: { path: PROJECTIONS },
+      to: { pathNot: `${PROJECTIONS}|${PURE}|^node_modules/@recovery-ledger/core/` },
+    },
+    {
+      name: 'projections-resolve-everything',
+      severity: 'error',
+      from: { path: PROJECTIONS },
+      to: { couldNotResolve: true },
+    },
+    {
       name: 'shared-is-pure',
       severity: 'error',
       from: { path: '^packages/core/src/shared/' },
@@ -79,7 +95,7 @@ module.exports = {
         'A runtime installs the client alone: it imports the core (bundled into its build) and Node, never a package, NestJS or the server.',
       severity: 'error',
       from: { path: '^packages/client/src/' },
-      to: { path: '(^node_modules/|^src/|^packages/mcp-gateway/)' },
+      to: { path: '(^node_modules/|^src/|^projections/|^packages/mcp-gateway/)' },
     },
     {
       name: 'mcp-gateway-through-the-client',
@@ -87,7 +103,7 @@ module.exports = {
         'The MCP gateway is a runtime of the ledger: it reaches it through the client package only, like any other, and never the core or the server directly.',
       severity: 'error',
       from: { path: '^packages/mcp-gateway/src/' },
-      to: { path: '(^node_modules/@nestjs/|^src/|^packages/core/)' },
+      to: { path: '(^node_modules/@nestjs/|^src/|^packages/core/|^projections/)' },
     },
     {
       name: 'agent-frameworks-through-the-client',
@@ -96,15 +112,16 @@ module.exports = {
       severity: 'error',
       from: { path: '^packages/agent-frameworks/src/' },
       to: {
-        path: '(^node_modules/@nestjs/|^src/|^packages/core/|^packages/mcp-gateway/|^node_modules/@recovery-ledger/(core|mcp-gateway)/)',
+        path: '(^node_modules/@nestjs/|^src/|^packages/core/|^projections/|^packages/mcp-gateway/|^node_modules/@recovery-ledger/(core|projections|mcp-gateway)/)',
       },
     },
     ...agentFrameworkRules(),
     {
       name: 'packages-never-import-the-server',
-      comment: 'The packages stand below the server: nothing under packages/ reaches into src/, tools/ or the tests.',
+      comment:
+        'The packages stand below the server: nothing under packages/ or projections/ reaches into src/, tools/ or the tests.',
       severity: 'error',
-      from: { path: '^packages/' },
+      from: { path: '^(packages|projections)/' },
       // A framework installed in test/frameworks (scripts/frameworks.cjs) is a package, not the tests.
       to: { path: '^(src|tools|test|bench|examples)/', pathNot: '/node_modules/' },
     },
@@ -113,8 +130,8 @@ module.exports = {
       comment:
         'A package is imported by its name (@recovery-ledger/...), as an installed one would be; a relative path into another package (or from the server into one) would not survive packing.',
       severity: 'error',
-      from: { path: '^(packages/[^/]+|src)/' },
-      to: { path: '^packages/', pathNot: '^$1/', dependencyTypesNot: ['aliased'] },
+      from: { path: '^(packages/[^/]+|projections|src)/' },
+      to: { path: '^(packages|projections)/', pathNot: '^$1/', dependencyTypesNot: ['aliased'] },
     },
     {
       name: 'store-below-http',
@@ -158,10 +175,10 @@ module.exports = {
     {
       name: 'adapters-only-through-the-factory',
       comment:
-        'The adapters (src/adapters: event, lease, time-base, read-model and webhook stores) are chosen in one place (src/store/store.factory.ts); everything else, the application services included, holds each store by its port.',
+        'The adapters (src/adapters: event, lease, time-base, read-model and webhook stores) are chosen in one place (src/adapters/store.factory.ts); everything else, the application services included, holds each store by its port.',
       severity: 'error',
-      from: { pathNot: `${ADAPTERS}|^src/store/store\\.factory\\.ts$` },
-      to: { path: ADAPTERS },
+      from: { pathNot: ADAPTERS },
+      to: { path: ADAPTERS, pathNot: '^src/adapters/store\\.factory\\.ts$' },
     },
     {
       name: 'server-without-cli',

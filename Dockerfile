@@ -15,6 +15,7 @@ WORKDIR /app
 # npm ci installs the workspaces too, so each one's package.json comes before it.
 COPY package.json package-lock.json ./
 COPY packages/core/package.json ./packages/core/
+COPY projections/package.json ./projections/
 COPY packages/client/package.json ./packages/client/
 COPY packages/mcp-gateway/package.json ./packages/mcp-gateway/
 COPY packages/agent-frameworks/package.json ./packages/agent-frameworks/
@@ -24,6 +25,7 @@ RUN npm ci
 COPY tsconfig.base.json tsconfig.json tsconfig.build.json nest-cli.json ./
 COPY scripts ./scripts
 COPY packages ./packages
+COPY projections ./projections
 COPY src ./src
 COPY schema ./schema
 RUN npm run build && npm prune --omit=dev
@@ -37,9 +39,10 @@ WORKDIR /app
 COPY --from=build /app/package.json ./package.json
 COPY --from=build /app/node_modules ./node_modules
 COPY --from=build /app/dist ./dist
-# The workspaces the service loads (the core, and the MCP gateway with the client for the CLI):
+# The workspaces the service loads (the core, the projections, and the MCP gateway with the client for the CLI):
 # node_modules/@recovery-ledger/* are links into this folder.
 COPY --from=build /app/packages ./packages
+COPY --from=build /app/projections ./projections
 # The incident page's files, read from the source folder at start-up (src/ui/ui-assets.ts).
 COPY --from=build /app/src/ui/assets ./src/ui/assets
 COPY --from=build /app/schema ./schema

@@ -26,6 +26,7 @@ const swcTypeScript = [
 /** The workspaces by name, from source, as tsconfig.json's paths read them. */
 const workspaceSources = {
   '^@recovery-ledger/core/(.*)$': '<rootDir>/packages/core/src/$1',
+  '^@recovery-ledger/projections$': '<rootDir>/projections/src/index.ts',
   '^@recovery-ledger/client$': '<rootDir>/packages/client/src/index.ts',
   '^@recovery-ledger/mcp-gateway$': '<rootDir>/packages/mcp-gateway/src/index.ts',
   '^@recovery-ledger/agent-frameworks/(.*)$': '<rootDir>/packages/agent-frameworks/src/$1',
@@ -65,7 +66,11 @@ module.exports = {
     {
       ...serverProject,
       displayName: 'unit',
-      testMatch: ['<rootDir>/test/unit/**/*.spec.ts', '<rootDir>/packages/core/test/**/*.spec.ts'],
+      testMatch: [
+        '<rootDir>/test/unit/**/*.spec.ts',
+        '<rootDir>/packages/core/test/**/*.spec.ts',
+        '<rootDir>/projections/test/**/*.spec.ts',
+      ],
     },
     {
       ...serverProject,

@@ -3,7 +3,7 @@ import type { SubmittedEvent } from '@recovery-ledger/core/contract/ledger-api.t
 import { DEFAULT_ENVELOPE_LIMITS } from '@recovery-ledger/core/domain/envelope/envelope.types';
 import { DEFAULT_POLICY } from '@recovery-ledger/core/domain/events';
 import { LedgerProblem } from '@recovery-ledger/core/errors/ledger-problem';
-import { systemClock, type Clock } from '../src/ledger/clock';
+import { systemClock, type Clock } from '../src/shared/clock';
 import { LedgerService } from '../src/ledger/ledger.service';
 import type { EventStore } from '../src/store/event-store.port';
 

@@ -12,7 +12,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
-import { LEDGER_PROJECTIONS } from '@recovery-ledger/core/projections/projection-catalog';
+import { LEDGER_PROJECTIONS } from '@recovery-ledger/projections';
 import { ProjectionEngine } from '../src/projection-engine/projection-engine';
 import { SqliteReadModel } from '../src/adapters/sqlite/sqlite-read-model.store';
 import { SqliteEventStore } from '../src/adapters/sqlite/sqlite-event-store.adapter';

@@ -1,6 +1,6 @@
 #!/usr/bin/env node
 /**
- * `npm run build` compiles the workspaces in dependency order (the core with tsc, the client and the
+ * `npm run build` compiles the workspaces in dependency order (the core and the projections with tsc, the client and the
  * agent-framework integrations bundled with tsup, the MCP gateway with tsc), then the server with
  * tsc, and stamps dist/ with the time the compile began. The server compiles against the packages' built declarations, as an installed
  * package would.
@@ -27,6 +27,7 @@ const INPUTS = [
   'bench',
   'tools',
   'packages',
+  'projections',
   'tsconfig.base.json',
   'tsconfig.json',
   'tsconfig.build.json',
@@ -36,6 +37,7 @@ const INPUTS = [
 /** The workspaces, in the order they depend on each other, and how each is compiled. */
 const WORKSPACES = [
   { dir: 'packages/core', tool: 'typescript/bin/tsc', args: ['-p', 'tsconfig.json'] },
+  { dir: 'projections', tool: 'typescript/bin/tsc', args: ['-p', 'tsconfig.json'] },
   { dir: 'packages/client', tool: 'tsup/dist/cli-default.js', args: ['--silent'] },
   { dir: 'packages/mcp-gateway', tool: 'typescript/bin/tsc', args: ['-p', 'tsconfig.json'] },
   { dir: 'packages/agent-frameworks', tool: 'tsup/dist/cli-default.js', args: ['--silent'] },

@@ -6,7 +6,7 @@
  * twenty paths with their refusals), so the rows are exactly what production writes. Then copies of
  * the template, in its position order (so its interleaving of operations is kept), with every run
  * and operation renamed (`run_7` becomes `run_c3x7`) and every stream's hash chain recomputed: the
- * copy verifies like the original (src/store/hash-chain.ts). Copying skips only the decision work
+ * copy verifies like the original (src/integrity/hash-chain.ts). Copying skips only the decision work
  * that figures 1–4 measure; what the projections read is the same.
  */
 import Database from 'better-sqlite3';
@@ -14,7 +14,7 @@ import { createHash, randomUUID } from 'node:crypto';
 import { performance } from 'node:perf_hooks';
 import { LedgerProblem } from '@recovery-ledger/core/errors/ledger-problem';
 import { canonicalJson } from '@recovery-ledger/core/shared/canonical-json';
-import { GENESIS_HASH } from '../../src/store/hash-chain';
+import { GENESIS_HASH } from '../../src/integrity/hash-chain';
 import { SqliteEventStore } from '../../src/adapters/sqlite/sqlite-event-store.adapter';
 import { operationStream } from '../../src/store/stream-names';
 import { ledgerOver, runOperation } from '../ledger-workload';

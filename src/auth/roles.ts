@@ -1,4 +1,4 @@
-import { isOperatorFactType } from '@recovery-ledger/core/domain/events';
+import { isSubmittedFactType, SUBMITTED_FACTS } from '@recovery-ledger/core/facts/submitted-facts';
 import type { Role } from './caller';
 
 /** What a route needs. Every route declares one; a route without it is refused by the guard. */
@@ -39,10 +39,11 @@ export function mayRecord(
   options: { selfApproval: boolean; localMode: boolean },
 ): boolean {
   if (options.localMode) return true;
-  // A person's actions on an escalation (docs/contract.md §4.10) are the operator's alone: the
-  // runtime that escalated may not settle or reopen its own step, and an operator records nothing else.
-  if (isOperatorFactType(factType)) return role === 'operator';
-  if (role === 'operator') return false;
-  if (factType === 'ApprovalRecorded') return role === 'approver' || (role === 'runtime' && options.selfApproval);
-  return role === 'runtime';
+  if (!isSubmittedFactType(factType)) return role === 'runtime';
+  // Who records each fact is in its one definition (packages/core/src/facts/submitted-facts.ts). A
+  // person's actions on an escalation (docs/contract.md §4.10) are the operator's alone: the runtime
+  // that escalated may not settle or reopen its own step, and an operator records nothing else.
+  const recordedBy = SUBMITTED_FACTS[factType].recordedBy;
+  if (recordedBy === 'approver') return role === 'approver' || (role === 'runtime' && options.selfApproval);
+  return role === recordedBy;
 }

@@ -4,7 +4,7 @@ import { CliError } from './cli-errors';
 /**
  * The log as CloudEvents 1.0 (https://github.com/cloudevents/spec), one structured-mode JSON event
  * per line, for tools that consume CloudEvents. Each line carries every field its event's chain hash
- * covers (src/store/hash-chain.ts), so a third party can recompute the chain from the export alone
+ * covers (src/integrity/hash-chain.ts), so a third party can recompute the chain from the export alone
  * (docs/operations.md, "export, import, verify"): `id` the event id, `type` the event type under
  * `dev.recovery-ledger.`, `subject` the operation_ref, `time` when it was recorded (exactly as
  * stored), `data`, and the rest as extension attributes, named in lower-case letters and digits as

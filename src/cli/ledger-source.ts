@@ -1,7 +1,7 @@
 import { existsSync } from 'node:fs';
 import { ConfigError, loadConfig, type LedgerConfig } from '../config/ledger-config';
 import { StoreUnavailableError, type EventStore } from '../store/event-store.port';
-import { openEventStore } from '../store/store.factory';
+import { openEventStore } from '../adapters/store.factory';
 import { CliError, EXIT, usageError } from './cli-errors';
 
 /** The options every command shares (set on the program, accepted before or after the command). */
@@ -32,7 +32,12 @@ export async function openLocalStore(options: GlobalOptions, { create = false } 
     if (error instanceof ConfigError) throw usageError(error.message);
     throw error;
   }
-  const location = config.store === 'sqlite' ? config.eventsFile : 'EventStoreDB (EVENTSTORE_CONNECTION_STRING)';
+  const location =
+    config.store === 'sqlite'
+      ? config.eventsFile
+      : config.store === 'postgres'
+        ? 'PostgreSQL (DATABASE_URL)'
+        : 'EventStoreDB (EVENTSTORE_CONNECTION_STRING)';
   if (config.store === 'sqlite' && !create && !existsSync(location)) {
     throw new CliError(
       `no event store at ${location} (point --data-dir or LEDGER_DATA_DIR at the service's data directory)`,
@@ -76,6 +81,13 @@ interface Problem {
   code?: string;
   detail?: string;
   title?: string;
+}
+
+/** A problem+json answer as the CLI's error: `409 OUTCOME_UNVERIFIED: <detail>`, a 503 exit 3, any other exit 1. */
+export function problemError(status: number, problem: Problem, statusText = ''): CliError {
+  const code = problem.code ?? `HTTP_${status}`;
+  const detail = problem.detail ?? problem.title ?? statusText;
+  return new CliError(`${status} ${code}: ${detail}`, status === 503 ? EXIT.unavailable : EXIT.failure);
 }
 
 /**
@@ -141,12 +153,7 @@ export class RemoteLedger {
     } catch {
       /* not a problem document: the status says enough */
     }
-    const code = problem.code ?? `HTTP_${response.status}`;
-    const detail = problem.detail ?? problem.title ?? response.statusText;
-    return new CliError(
-      `${response.status} ${code}: ${detail}`,
-      response.status === 503 ? EXIT.unavailable : EXIT.failure,
-    );
+    return problemError(response.status, problem, response.statusText);
   }
 
   async get<T>(path: string, query: Record<string, string | number | undefined> = {}): Promise<T> {

@@ -2,6 +2,7 @@ import type { StepView } from '@recovery-ledger/core/contract/ledger-api.types';
 import { decodeRecordedEvent, EventShapeError } from '@recovery-ledger/core/domain/event-codec';
 import { isTerminalStatus, type RecordedEvent } from '@recovery-ledger/core/domain/events';
 import { evolve, initialState, type StepState } from '@recovery-ledger/core/domain/step-state';
+import { isSubmittedFactType, SUBMITTED_FACTS } from '@recovery-ledger/core/facts/submitted-facts';
 import { eventView, stateView, type EventView } from '../ledger/step-views';
 import type { StoredEvent } from '../store/event-store.port';
 
@@ -63,34 +64,9 @@ const record = (value: unknown): Record<string, unknown> =>
 
 /** The one-line "why" of an event, from its own data (the same words for replay and tail). */
 export function describeEvent(type: string, data: Record<string, unknown>): string {
+  // A submitted fact's line is in its one definition (packages/core/src/facts/submitted-facts.ts).
+  if (isSubmittedFactType(type)) return SUBMITTED_FACTS[type].replay(data);
   switch (type) {
-    case 'StepPlanned': {
-      const policy = record(data.policy);
-      const bound = policy.max_attempts === undefined ? '' : `, at most ${text(policy.max_attempts)} attempts`;
-      return `planned ${text(data.side_effect)} ${text(data.tool)} in run ${text(data.run_id)}${bound}`;
-    }
-    case 'AttemptDispatched':
-      return `attempt ${text(data.attempt)} dispatched with input ${text(data.input_hash)}`;
-    case 'EnvelopeRecorded': {
-      const envelope = record(data.envelope);
-      if (envelope.ok === true) {
-        const evidence = record(envelope.verification).evidence_ref;
-        return `attempt ${text(data.attempt)} committed${evidence ? `, evidence ${text(evidence)}` : ''}`;
-      }
-      return `attempt ${text(data.attempt)} failed: ${text(envelope.code)} (${text(envelope.category)}, ${text(envelope.commit_state)}), tool says ${text(envelope.next_action)}`;
-    }
-    case 'VerificationRecorded':
-      return `lookup by operation_ref: ${text(data.outcome)}${data.evidence_ref ? `, evidence ${text(data.evidence_ref)}` : ''}`;
-    case 'ApprovalRecorded':
-      return `approval ${text(data.decision)} by ${text(data.approver)}${data.reason ? `: ${text(data.reason)}` : ''}`;
-    case 'OutcomeVerifiedManually':
-      return `a person looked the operation up: ${text(data.outcome)}${data.evidence_ref ? `, evidence ${text(data.evidence_ref)}` : ''} (${text(data.note)})`;
-    case 'StepCancelled':
-      return `cancelled by a person: ${text(data.reason)}`;
-    case 'StepReopened':
-      return `reopened by a person with ${text(data.attempts)} more attempt(s): ${text(data.reason)}`;
-    case 'EscalationAcknowledged':
-      return `escalation acknowledged, assigned to ${text(data.assignee)}${data.note ? `: ${text(data.note)}` : ''}`;
     case 'DispatchRefused':
       return data.code === 'DUPLICATE_PREVENTED'
         ? `dispatch of attempt ${text(data.attempt)} answered with the success of attempt ${text(data.replayed_attempt)}: duplicate write prevented`

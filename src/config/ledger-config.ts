@@ -9,7 +9,7 @@ import {
 } from '@recovery-ledger/core/domain/envelope/envelope.types';
 import { DEFAULT_POLICY, type StepPolicy } from '@recovery-ledger/core/domain/events';
 
-export type StoreKind = 'sqlite' | 'eventstoredb';
+export type StoreKind = 'sqlite' | 'eventstoredb' | 'postgres';
 
 export interface LedgerConfig {
   host: string;
@@ -23,6 +23,8 @@ export interface LedgerConfig {
   eventsFile: string;
   store: StoreKind;
   eventStoreConnectionString?: string;
+  /** The PostgreSQL database of `store: 'postgres'` (DATABASE_URL; docs/postgres.md). */
+  databaseUrl?: string;
   /** Raw `key:role:tenant` entries; parsed and checked by the auth module. */
   apiKeys: string[];
   apiKeysFile?: string;
@@ -193,8 +195,11 @@ function projectionsThread(raw: string | undefined): 'worker' | 'inline' {
 /** Reads the configuration from the environment (docs/contract.md §9); a bad value stops the start, loudly. */
 export function loadConfig(env: NodeJS.ProcessEnv = process.env): LedgerConfig {
   const store = (env.LEDGER_STORE ?? 'sqlite') as StoreKind;
-  if (store !== 'sqlite' && store !== 'eventstoredb') {
-    throw new ConfigError(`LEDGER_STORE must be sqlite or eventstoredb, got "${env.LEDGER_STORE}"`);
+  if (store !== 'sqlite' && store !== 'eventstoredb' && store !== 'postgres') {
+    throw new ConfigError(`LEDGER_STORE must be sqlite, eventstoredb or postgres, got "${env.LEDGER_STORE}"`);
+  }
+  if (store === 'postgres' && !env.DATABASE_URL) {
+    throw new ConfigError('LEDGER_STORE=postgres needs DATABASE_URL (postgres://user:password@host:5432/database)');
   }
   if (store === 'eventstoredb' && !env.EVENTSTORE_CONNECTION_STRING) {
     throw new ConfigError('LEDGER_STORE=eventstoredb needs EVENTSTORE_CONNECTION_STRING');
@@ -211,6 +216,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): LedgerConfig {
     eventsFile,
     store,
     eventStoreConnectionString: env.EVENTSTORE_CONNECTION_STRING,
+    databaseUrl: store === 'postgres' ? env.DATABASE_URL : undefined,
     apiKeys: list(env.LEDGER_API_KEYS),
     apiKeysFile: env.LEDGER_API_KEYS_FILE || undefined,
     bodyLimitBytes: integerSetting(env, 'LEDGER_BODY_LIMIT_BYTES', 256 * 1024, 1024, 64 * 1024 * 1024),

@@ -4,9 +4,9 @@ import { HealthIndicatorService, type HealthIndicatorResult } from '@nestjs/term
 import type { ProjectionRunner } from '../projection-engine/projection-runner';
 import { PROJECTION_ENGINE, ProjectionsLifecycle } from '../projection-engine/projections.module';
 import { EVENT_STORE, type EventStore, type StoreHealth } from '../store/event-store.port';
-import { CLOCK, MonotonicClock, type Clock } from '../ledger/clock';
+import { CLOCK, MonotonicClock, type Clock } from '../shared/clock';
 import { INSTANCE_CLOCKS, type InstanceClocks } from '../ledger/instance-clocks';
-import { IntegrityMonitor } from '../ledger/integrity-monitor';
+import { IntegrityMonitor } from '../integrity/integrity-monitor';
 import { HEALTH_SETTINGS, type HealthSettings } from './health-settings';
 
 function within<T>(promise: Promise<T>, ms: number, onTimeout: () => T): Promise<T> {

@@ -9,10 +9,13 @@ import { DocsController } from './docs.controller';
 import { EvidenceController } from './evidence.controller';
 import { HealthController } from './health.controller';
 import { IdempotencyKeys } from './idempotency-keys';
+import { openSharedIdempotencyKeyStore } from '../adapters/store.factory';
 import { MetricsController } from './metrics.controller';
 import { OperationListController } from './operation-list.controller';
 import { OperationsController } from './operations.controller';
 import { OperationsQueries } from './operations.queries';
+import { OperatorFactsController } from './operator-facts.controller';
+import { OperatorFactsService } from './operator-facts.service';
 import { SubmitCommandResolver } from './submit-command.resolver';
 import { RecoveryController } from './recovery.controller';
 import { RunsController } from './runs.controller';
@@ -56,16 +59,19 @@ export class HttpModule {
         UiController,
         WebhooksController,
         WhoAmIController,
+        OperatorFactsController,
       ],
       providers: [
         OperationsQueries,
         SubmitCommandResolver,
+        OperatorFactsService,
         longPollLimiterProvider,
         LongPollInterceptor,
         {
           provide: IdempotencyKeys,
           inject: [CONFIG],
-          useFactory: (config: LedgerConfig) => new IdempotencyKeys(config.dataDir),
+          useFactory: async (config: LedgerConfig) =>
+            new IdempotencyKeys((await openSharedIdempotencyKeyStore(config)) ?? config.dataDir),
         },
       ],
     };

@@ -4,6 +4,7 @@ import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { canonicalJson } from '@recovery-ledger/core/shared/canonical-json';
 import { LedgerProblem } from '@recovery-ledger/core/errors/ledger-problem';
+import type { IdempotencyKeyStore, KeptAnswer } from '../store/idempotency-key-store.port';
 import type { Caller } from './caller';
 
 /**
@@ -44,12 +45,8 @@ function badKey(detail: string): LedgerProblem {
   return new LedgerProblem('BAD_REQUEST', detail, { field: 'Idempotency-Key' });
 }
 
-/**
- * Provided by the HTTP module from LEDGER_DATA_DIR. Closed in the last shutdown phase, after the
- * HTTP server has answered every request it took: Nest runs onModuleDestroy before it stops the
- * server, and a submit still in flight then found the file closed (500, though its events were stored).
- */
-export class IdempotencyKeys {
+/** The answers in a SQLite file of the instance's data directory (the embedded store's default). */
+export class SqliteIdempotencyKeyStore implements IdempotencyKeyStore {
   private readonly db: Database.Database;
   /** Prepared once: preparing a statement per request was a measurable part of a submit's CPU. */
   private readonly statements: {
@@ -57,9 +54,6 @@ export class IdempotencyKeys {
     keep: Database.Statement;
     expire: Database.Statement;
   };
-  /** Keys being processed by this instance now. */
-  private readonly inFlight = new Set<string>();
-  private stored = 0;
 
   constructor(dataDir: string) {
     mkdirSync(dataDir, { recursive: true });
@@ -69,14 +63,46 @@ export class IdempotencyKeys {
       scope TEXT PRIMARY KEY, fingerprint TEXT NOT NULL, status INTEGER NOT NULL, body TEXT NOT NULL, expires_ms INTEGER NOT NULL
     )`);
     this.statements = {
-      kept: this.db.prepare(
-        'SELECT fingerprint, status, body FROM idempotency_keys WHERE scope = ? AND expires_ms > ?',
-      ),
+      kept: this.db.prepare('SELECT fingerprint, body FROM idempotency_keys WHERE scope = ? AND expires_ms > ?'),
       keep: this.db.prepare(
         'INSERT OR REPLACE INTO idempotency_keys (scope, fingerprint, status, body, expires_ms) VALUES (?, ?, 200, ?, ?)',
       ),
       expire: this.db.prepare('DELETE FROM idempotency_keys WHERE expires_ms <= ?'),
     };
+  }
+
+  async kept(scope: string, nowMs: number): Promise<KeptAnswer | undefined> {
+    return this.statements.kept.get(scope, nowMs) as KeptAnswer | undefined;
+  }
+
+  async keep(scope: string, answer: KeptAnswer, expiresMs: number): Promise<void> {
+    this.statements.keep.run(scope, answer.fingerprint, answer.body, expiresMs);
+  }
+
+  async expire(nowMs: number): Promise<void> {
+    this.statements.expire.run(nowMs);
+  }
+
+  async close(): Promise<void> {
+    if (this.db.open) this.db.close();
+  }
+}
+
+/**
+ * Provided by the HTTP module: over a SQLite file of LEDGER_DATA_DIR, or the PostgreSQL store's
+ * table when the log is there. Closed in the last shutdown phase, after the HTTP server has
+ * answered every request it took: Nest runs onModuleDestroy before it stops the server, and a
+ * submit still in flight then found the file closed (500, though its events were stored).
+ */
+export class IdempotencyKeys {
+  private readonly store: IdempotencyKeyStore;
+  /** Keys being processed by this instance now. */
+  private readonly inFlight = new Set<string>();
+  private stored = 0;
+
+  /** A data directory (the SQLite file in it) or a store. */
+  constructor(where: string | IdempotencyKeyStore) {
+    this.store = typeof where === 'string' ? new SqliteIdempotencyKeyStore(where) : where;
   }
 
   /**
@@ -94,18 +120,8 @@ export class IdempotencyKeys {
     const fingerprint = createHash('sha256')
       .update(`${request.method} ${request.route}\n${canonicalJson(request.body ?? null)}`)
       .digest('hex');
-    const now = Date.now();
-    const kept = this.statements.kept.get(scope, now) as
-      { fingerprint: string; status: number; body: string } | undefined;
-    if (kept) {
-      if (kept.fingerprint !== fingerprint) {
-        throw new LedgerProblem(
-          'IDEMPOTENCY_KEY_REUSED',
-          'this Idempotency-Key was used for another request: send a new key for a new request',
-        );
-      }
-      return { answer: JSON.parse(kept.body) as unknown, replayed: true };
-    }
+    // Claimed before the store is read (which may wait on a connection): two requests with one key
+    // arriving together are told apart here, in one turn of the event loop.
     if (this.inFlight.has(scope)) {
       throw new LedgerProblem(
         'IDEMPOTENCY_KEY_IN_FLIGHT',
@@ -114,16 +130,26 @@ export class IdempotencyKeys {
     }
     this.inFlight.add(scope);
     try {
+      const kept = await this.store.kept(scope, Date.now());
+      if (kept) {
+        if (kept.fingerprint !== fingerprint) {
+          throw new LedgerProblem(
+            'IDEMPOTENCY_KEY_REUSED',
+            'this Idempotency-Key was used for another request: send a new key for a new request',
+          );
+        }
+        return { answer: JSON.parse(kept.body) as unknown, replayed: true };
+      }
       const answer = await handle();
-      this.statements.keep.run(scope, fingerprint, JSON.stringify(answer), Date.now() + IDEMPOTENCY_KEY_TTL_MS);
-      if (++this.stored % 1000 === 0) this.statements.expire.run(Date.now());
+      await this.store.keep(scope, { fingerprint, body: JSON.stringify(answer) }, Date.now() + IDEMPOTENCY_KEY_TTL_MS);
+      if (++this.stored % 1000 === 0) await this.store.expire(Date.now());
       return { answer, replayed: false };
     } finally {
       this.inFlight.delete(scope);
     }
   }
 
-  onApplicationShutdown(): void {
-    if (this.db.open) this.db.close();
+  async onApplicationShutdown(): Promise<void> {
+    await this.store.close();
   }
 }

@@ -2,10 +2,11 @@ import { Controller, Get, Inject, Query } from '@nestjs/common';
 import { ApiOkResponse, ApiOperation, ApiQuery, ApiTags } from '@nestjs/swagger';
 import { RequireAccess } from '../auth/access';
 import { STEP_STATUSES } from '@recovery-ledger/core/domain/events';
-import { ProjectionQueries, TRUST_FLAGS } from '../projection-engine/projection-queries';
+import { TRUST_FLAGS } from '@recovery-ledger/projections';
+import { ProjectionQueries } from '../projection-engine/projection-queries';
 import { CallerParam, type Caller } from './caller';
 import { operationListQuery, type QueryParams } from './read-queries';
-import { RecoveryListDto } from './recovery.controller';
+import { RecoveryListDto } from './dto/recovery.dto';
 
 @ApiTags('operations')
 @Controller('v1/operations')

@@ -3,7 +3,7 @@ import { LedgerService } from '../ledger/ledger.service';
 import { eventView } from '../ledger/step-views';
 import type { SubmitContext } from '@recovery-ledger/core/contract/ledger-api.types';
 import type { Caller } from './caller';
-import { decodeCursor, encodeCursor } from '../projection-engine/page-cursor';
+import { decodeCursor, encodeCursor } from '@recovery-ledger/projections';
 import { checkOperationRef, optionalInteger } from './operation-ref';
 import { pageLimit, single, type QueryParams } from './read-queries';
 

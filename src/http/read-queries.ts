@@ -1,11 +1,10 @@
 import { STEP_STATUSES, type StepStatus } from '@recovery-ledger/core/domain/events';
 import { LedgerProblem } from '@recovery-ledger/core/errors/ledger-problem';
-import { TRIAGE_KINDS } from '@recovery-ledger/core/projections/triage';
-import { decodeCursor } from '../projection-engine/page-cursor';
 import {
+  decodeCursor,
   RECOVERY_STATUSES,
+  TRIAGE_KINDS,
   TRUST_FLAGS,
-  type ChangesQuery,
   type EvidenceQuery,
   type ReadPosition,
   type RecoveryQuery,
@@ -14,7 +13,8 @@ import {
   type StepListQuery,
   type TriageQuery,
   type TrustQuery,
-} from '../projection-engine/projection-queries';
+} from '@recovery-ledger/projections';
+import type { ChangesQuery } from '../projection-engine/projection-queries';
 import { checkOperationRef, optionalInteger } from './operation-ref';
 
 /**

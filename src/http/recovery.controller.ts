@@ -1,31 +1,10 @@
 import { Controller, Get, Inject, Query } from '@nestjs/common';
-import { ApiOkResponse, ApiOperation, ApiProperty, ApiPropertyOptional, ApiQuery, ApiTags } from '@nestjs/swagger';
+import { ApiOkResponse, ApiOperation, ApiQuery, ApiTags } from '@nestjs/swagger';
 import { RequireAccess } from '../auth/access';
 import { ProjectionQueries } from '../projection-engine/projection-queries';
 import { CallerParam, type Caller } from './caller';
 import { recoveryQuery, type QueryParams } from './read-queries';
-
-export class RecoveryItemDto {
-  @ApiProperty() operation_ref!: string;
-  @ApiProperty() tool!: string;
-  @ApiProperty() run_id!: string;
-  @ApiProperty({ enum: ['dispatched', 'verifying'] }) status!: string;
-  @ApiProperty({ format: 'date-time', description: 'When the step entered this status (ledger clock).' })
-  since!: string;
-  @ApiProperty({ description: 'The attempt in flight or to verify.' }) attempt!: number;
-  @ApiProperty() attempts_used!: number;
-  @ApiProperty({ enum: ['read', 'write'] }) side_effect!: string;
-  @ApiProperty() reason!: string;
-  @ApiPropertyOptional({ description: "From the step's policy: the lookup to verify with." })
-  verification_tool?: string;
-  @ApiProperty() revision!: number;
-}
-
-export class RecoveryListDto {
-  @ApiProperty({ type: [RecoveryItemDto] }) items!: RecoveryItemDto[];
-  @ApiPropertyOptional() next_cursor?: string;
-  @ApiProperty() as_of_position!: number;
-}
+import { RecoveryListDto } from './dto/recovery.dto';
 
 @ApiTags('recovery')
 @Controller('v1/recovery')

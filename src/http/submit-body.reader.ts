@@ -225,6 +225,20 @@ function refuse(found: Violation | undefined): void {
   if (found) throw new LedgerProblem('BAD_REQUEST', `${found.field} ${found.reason}`, { field: found.field });
 }
 
+/**
+ * Another body of this API read as the submit body is: names inherited from Object.prototype
+ * refused, then its shape against `schema`, the first violation a 400 naming the field.
+ */
+export function readAgainstSchema(schema: FieldSchema, body: object): void {
+  if (refuseInheritedNames(body, '')) dropPrototypeKeys(body);
+  refuse(firstViolationOfObject(schema, body, ''));
+}
+
+/** A fact's data against its type's schema in SUBMITTED_FACTS, its violations named under `prefix`. */
+export function readFactData(type: SubmittedFactType, data: object, prefix: string): void {
+  refuse(firstViolationOfObject(SUBMITTED_FACTS[type].data as FieldSchema, data, prefix));
+}
+
 interface ReadBody {
   expected_revision?: number;
   events: Array<{ event_id: string; type: SubmittedFactType; data: Record<string, unknown> }>;
@@ -265,8 +279,7 @@ export function readSubmitBody(body: unknown, maxEventsPerSubmit: number): Submi
       });
     }
     ids.add(eventId);
-    const schema = SUBMITTED_FACTS[event.type].data as FieldSchema;
-    refuse(firstViolationOfObject(schema, event.data, `events[${index}].data`));
+    readFactData(event.type, event.data, `events[${index}].data`);
     return { event_id: eventId, type: event.type, data: event.data as SubmitRequest['events'][number]['data'] };
   });
   return {

@@ -1,17 +1,8 @@
 import { Controller, Get } from '@nestjs/common';
-import { ApiOkResponse, ApiOperation, ApiProperty, ApiPropertyOptional, ApiTags } from '@nestjs/swagger';
+import { ApiOkResponse, ApiOperation, ApiTags } from '@nestjs/swagger';
 import { RequireAccess } from '../auth/access';
 import { CallerParam, type Caller } from './caller';
-
-export class WhoAmIDto {
-  @ApiProperty({ enum: ['runtime', 'approver', 'operator', 'auditor', 'admin'] }) role!: string;
-  @ApiProperty() tenant!: string;
-  @ApiProperty({ description: "The key's id, as events record their actor (never the key)." }) actor!: string;
-  @ApiPropertyOptional({
-    description: 'Local mode: no keys configured, loopback only; the one caller may do everything.',
-  })
-  local?: boolean;
-}
+import { WhoAmIDto } from './dto/whoami.dto';
 
 /**
  * What the presented key is: the console shows its role after "Use key" and disables the controls

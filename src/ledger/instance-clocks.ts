@@ -3,7 +3,7 @@ import { readFileSync } from 'node:fs';
 import { integerSetting } from '../config/ledger-config';
 import type { WindowClock } from '@recovery-ledger/core/domain/decider';
 import type { InstanceHeartbeat, TimeBase, TimeBaseStore } from '../store/time-base.port';
-import { monotonicMs, MonotonicClock, type ClockStep } from './clock';
+import { monotonicMs, MonotonicClock, type ClockStep } from '../shared/clock';
 
 /**
  * Service instances sharing a store agree on ledger time (docs/reliability.md, "Instances agree on

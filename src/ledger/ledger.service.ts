@@ -8,7 +8,7 @@ import type { StepState } from '@recovery-ledger/core/domain/decider';
 import { LedgerProblem } from '@recovery-ledger/core/errors/ledger-problem';
 import { NO_STREAM, type EventStore, type StoredEvent } from '../store/event-store.port';
 import { operationStream } from '../store/stream-names';
-import type { Clock } from './clock';
+import type { Clock } from '../shared/clock';
 import { SealedStreams, type BrokenStreams } from './sealed-streams';
 import { secretScanner, type SecretScanner } from './secret-scanner';
 import { stateView } from './step-views';

@@ -9,7 +9,7 @@ import {
   type JsonObject,
   type StoredEvent,
 } from '../store/event-store.port';
-import { sealEvents, verifyChain } from '../store/hash-chain';
+import { sealEvents, verifyChain } from '../integrity/hash-chain';
 import { stepIndexEntry } from './step-index';
 import { toRecorded, type UnsealedEvent } from './stored-events';
 

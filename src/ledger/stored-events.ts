@@ -9,7 +9,7 @@ import { derivedEventId, submittedHash } from './event-ids';
  * the domain's RecordedEvent for a fold, and a decision's events into what the store appends.
  */
 
-/** An event to append before the hash chain seals it (src/store/hash-chain.ts, sealEvents). */
+/** An event to append before the hash chain seals it (src/integrity/hash-chain.ts, sealEvents). */
 export type UnsealedEvent = Omit<NewEvent, 'metadata'> & { metadata: Omit<EventMetadata, 'hash' | 'prev_hash'> };
 
 /**

@@ -12,7 +12,7 @@ import { LedgerProblem } from '@recovery-ledger/core/errors/ledger-problem';
 import { DecisionSpan, tracedAppend } from '../observability/ledger-spans';
 import { RevisionConflictError, type StoredEvent } from '../store/event-store.port';
 import { operationStream } from '../store/stream-names';
-import { decisionTime, type Clock } from './clock';
+import { decisionTime, type Clock } from '../shared/clock';
 import { prepareFact, type PreparationSettings } from './fact-preparation';
 import { answerAsFirstTime, freshEvents } from './idempotency';
 import { refuseSecretIdentifiers } from './identifiers';

@@ -1,5 +1,5 @@
 import { Counter, Gauge, Histogram, type Registry } from 'prom-client';
-import type { StoreHooks } from '../store/store.factory';
+import type { StoreHooks } from '../adapters/store.factory';
 
 export const LEDGER_METRICS = Symbol('LEDGER_METRICS');
 

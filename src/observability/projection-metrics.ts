@@ -1,6 +1,6 @@
 import { Counter, Gauge, Histogram, type Registry } from 'prom-client';
-import { percentile } from '@recovery-ledger/core/projections/duration-histogram';
-import type { TrustCounters, TrustMetricsDoc } from '@recovery-ledger/core/projections/trust-metrics.projection';
+import { percentile } from '@recovery-ledger/projections';
+import type { TrustCounters, TrustMetricsDoc } from '@recovery-ledger/projections';
 import { scrapeTenant } from './metrics';
 
 /**

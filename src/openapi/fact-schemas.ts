@@ -9,6 +9,7 @@ import {
   SUBMITTED_FACT_TYPES,
   SUBMITTED_FACTS,
 } from '@recovery-ledger/core/facts/submitted-facts';
+import { operatorFactsSchemas } from './operator-facts-schemas';
 import { SUBMIT_EXAMPLES } from './submit-examples';
 
 /**
@@ -89,6 +90,7 @@ export const factSchemas = (): Record<string, Schema> => {
         events: { type: 'array', minItems: 1, maxItems: MAX_EVENTS_IN_BODY, items: ref('SubmittedEventDto') },
       },
     },
+    ...operatorFactsSchemas(),
   };
 };
 

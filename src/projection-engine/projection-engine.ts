@@ -1,4 +1,4 @@
-import type { AnyProjection } from '@recovery-ledger/core/projections/projection';
+import type { AnyProjection } from '@recovery-ledger/projections';
 import type { EventStore, StoredEvent, Subscription } from '../store/event-store.port';
 import { OPERATION_STREAM_PREFIX } from '../store/stream-names';
 import {

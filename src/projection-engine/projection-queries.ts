@@ -1,35 +1,40 @@
 import {
-  evidenceReport,
-  type EvidenceReport,
-  type EvidenceTrailDoc,
-} from '@recovery-ledger/core/projections/evidence-trail.projection';
-import { instantMs, scopedKey } from '@recovery-ledger/core/projections/projection';
-import type { RunStep, RunSummaryDoc } from '@recovery-ledger/core/projections/run-summary.projection';
-import type { StepStateDoc } from '@recovery-ledger/core/projections/step-state.projection';
-import {
-  compareTriage,
-  countTriage,
-  DEFAULT_TRIAGE_THRESHOLDS,
-  triageItemOf,
-  ON_REQUEST_KINDS,
-  type TriageCounts,
-  type TriageItem,
-  type TriageKind,
-} from '@recovery-ledger/core/projections/triage';
-import {
-  trustReport,
+  evidenceOf,
+  instantMs,
+  pageOf,
+  RECOVERY_STATUSES,
+  runList,
+  runOf,
+  stepList,
+  triageOf,
+  trustDocs,
+  trustOf,
+  type EvidenceAnswer,
+  type EvidenceQuery,
+  type HeldRefs,
+  type QueryScope,
+  type ReadPosition,
+  type RecoveryAnswer,
+  type RecoveryQuery,
+  type RunAnswer,
+  type RunListAnswer,
+  type RunListQuery,
+  type RunQuery,
+  type StepListQuery,
+  type TriageAnswer,
+  type TriageQuery,
+  type TrustAnswer,
   type TrustMetricsDoc,
-  type TrustReport,
-} from '@recovery-ledger/core/projections/trust-metrics.projection';
+  type TrustQuery,
+} from '@recovery-ledger/projections';
 import { STEP_STATUSES, type StepStatus } from '@recovery-ledger/core/domain/events';
 import type { Caller } from '../auth/caller';
 import { LedgerProblem } from '@recovery-ledger/core/errors/ledger-problem';
-import type { Clock } from '../ledger/clock';
+import type { Clock } from '../shared/clock';
 import type { EventStore, IndexedStream } from '../store/event-store.port';
 import { operationStream, parseOperationStream } from '../store/stream-names';
-import { pageOf } from './page-cursor';
 import type { ProjectionRunner } from './projection-runner';
-import type { Condition, ReadModel } from '../store/read-model.port';
+import type { ReadModel } from '../store/read-model.port';
 
 export interface ProjectionQuerySettings {
   /** How long `wait_for_position` waits when the request names no `wait_timeout_ms`. */
@@ -39,74 +44,9 @@ export interface ProjectionQuerySettings {
 
 export const DEFAULT_QUERY_SETTINGS: ProjectionQuerySettings = { defaultWaitMs: 5_000, maxWaitMs: 30_000 };
 
-export interface EvidenceAnswer extends EvidenceReport {
-  next_cursor?: string;
-  as_of_position: number;
-}
-
-export interface RunAnswer {
-  run_id: string;
-  total: number;
-  open: number;
-  counts: RunSummaryDoc['counts'];
-  started_at: string;
-  updated_at: string;
-  steps: RunStep[];
-  next_cursor?: string;
-  as_of_position: number;
-}
-
-export interface RecoveryItem {
-  operation_ref: string;
-  tool: string;
-  run_id: string;
-  status: StepStatus;
-  since: string;
-  attempt: number;
-  attempts_used: number;
-  side_effect: string;
-  reason: string;
-  verification_tool?: string;
-  revision: number;
-}
-
-export interface RecoveryAnswer {
-  items: RecoveryItem[];
-  next_cursor?: string;
-  as_of_position: number;
-}
-
-export interface TrustAnswer {
-  overall: TrustReport & { tools: number };
-  tools: Array<TrustReport & { tool: string }>;
-  next_cursor?: string;
-  as_of_position: number;
-}
-
-export interface TriageAnswer {
-  items: TriageItem[];
-  /** Over every item that matches the filters, whatever page is asked. */
-  counts: TriageCounts;
-  thresholds: { unknown_after_ms: number; dispatch_timeout_ms: number; retry_grace_ms: number; input_after_ms: number };
-  next_cursor?: string;
-  /** The ledger's clock when the queue was judged. */
-  as_of: string;
-  as_of_position: number;
-}
-
-export interface RunListItem {
-  run_id: string;
-  total: number;
-  open: number;
-  counts: RunSummaryDoc['counts'];
-  started_at: string;
-  updated_at: string;
-}
-
-export interface RunListAnswer {
-  runs: RunListItem[];
-  next_cursor?: string;
-  as_of_position: number;
+export interface ChangesQuery {
+  after: number;
+  waitMs: number;
 }
 
 export interface ChangesAnswer {
@@ -117,114 +57,11 @@ export interface ChangesAnswer {
   as_of: string;
 }
 
-/** Statuses a triage item can stand in (see projections/triage.ts). */
-const TRIAGE_STATUSES: readonly StepStatus[] = [
-  'escalated',
-  'awaiting_approval',
-  'verifying',
-  'dispatched',
-  'retry_scheduled',
-  'needs_input',
-];
-export const RECOVERY_STATUSES: readonly StepStatus[] = ['dispatched', 'verifying'];
-/** `has=` on the operations list: the operations a trust figure counts (a step_state column each). */
-export const TRUST_FLAGS = [
-  'unknown_outcomes',
-  'resolved_by_lookup',
-  'duplicates_prevented',
-  'identical_retries_blocked',
-  'unverified_dispatches_refused',
-  'possible_duplicates',
-] as const;
-export type TrustFlag = (typeof TRUST_FLAGS)[number];
-
-/*
- * The typed queries the readers' side takes. The HTTP edge builds them from query strings and
- * refuses bad ones (src/http/read-queries.ts); here every field is already checked, and a page's
- * `limit` is already defaulted and bounded.
- */
-
-/** Read-your-writes: wait until the projection has applied the log this far, for at most `waitTimeoutMs`. */
-export interface ReadPosition {
-  waitForPosition?: number;
-  waitTimeoutMs?: number;
-}
-
-export interface EvidenceQuery extends ReadPosition {
-  operationRef: string;
-  limit: number;
-  /** Entries after this revision (-1: from the first). */
-  afterRevision: number;
-}
-
-export interface RunQuery extends ReadPosition {
-  runId: string;
-  status?: StepStatus | 'unplanned';
-  tool?: string;
-  limit: number;
-  /** Steps planned after this position (0: from the first). */
-  afterPlanned: number;
-}
-
-export interface RecoveryQuery extends ReadPosition {
-  status?: StepStatus;
-  tool?: string;
-  runId?: string;
-  /** Only steps in their status at least this long, by the ledger's clock. */
-  olderThanMs?: number;
-  limit: number;
-  /** After `(since in ms, operation_ref or key)`. */
-  cursor?: [number, string];
-}
-
-export interface StepListQuery extends RecoveryQuery {
-  /** Text the operation_ref contains. */
-  refContains?: string;
-  has?: TrustFlag;
-  newest?: boolean;
-}
-
-export interface TriageQuery extends ReadPosition {
-  kind?: TriageKind;
-  tool?: string;
-  runId?: string;
-  reason?: string;
-  refContains?: string;
-  olderThanMs?: number;
-  unknownAfterMs?: number;
-  /** Judge every dispatch by this timeout instead of its plan's own. */
-  dispatchTimeoutMs?: number;
-  retryGraceMs?: number;
-  inputAfterMs?: number;
-  limit: number;
-  cursor?: [number, string];
-}
-
-export interface RunListQuery extends ReadPosition {
-  refContains?: string;
-  openOnly: boolean;
-  limit: number;
-  /** After `(updated in ms, key)`. */
-  cursor?: [number, string];
-}
-
-export interface TrustQuery extends ReadPosition {
-  tool?: string;
-  limit: number;
-  afterTool?: string;
-}
-
-export interface ChangesQuery {
-  after: number;
-  waitMs: number;
-}
-
 /**
- * The readers' side (docs/contract.md §5, §9): answers from the read model only, scoped to the caller's tenant
- * by the document keys and the tenant column, so another tenant's operation or run is not found
- * rather than forbidden. With `wait_for_position` a read first waits until its projection has
- * applied the log that far (read-your-writes), and answers 503 PROJECTION_LAGGING when it has not
- * in time.
+ * The readers' side (docs/contract.md §5, §9): each read model's queries (projections/, beside its
+ * fold) asked for the caller's tenant. With `wait_for_position` a read first waits until its
+ * projection has applied the log that far (read-your-writes), and answers 503 PROJECTION_LAGGING
+ * when it has not in time.
  */
 export interface QuerySources {
   /** The log, for the recovery listing (from the store's index, committed with the events). */
@@ -232,9 +69,6 @@ export interface QuerySources {
   /** False while the read models are being checked against the log or rebuilt: nothing is served from them then. */
   servable?: () => boolean;
 }
-
-/** Which of these operation_refs of the caller's tenant a worker's lease holds now (the work feed knows). */
-export type HeldRefs = (operationRefs: string[]) => Promise<Set<string>>;
 
 export class ProjectionQueries {
   constructor(
@@ -246,48 +80,11 @@ export class ProjectionQueries {
   ) {}
 
   async evidence(caller: Caller, query: EvidenceQuery): Promise<EvidenceAnswer> {
-    const { operationRef, limit, afterRevision } = query;
-    const asOf = await this.waitIfAsked(query, 'evidence_trail');
-    const doc = this.readModel.getDoc<EvidenceTrailDoc>('evidence_trail', scopedKey(caller.tenant, operationRef));
-    if (!doc)
-      throw new LedgerProblem(
-        'OPERATION_NOT_FOUND',
-        'the operation has no events (or they are not projected yet: see wait_for_position)',
-      );
-    const after = doc.entries.filter((entry) => entry.revision > afterRevision);
-    const { page: entries, next } = pageOf(after, limit, (last) => [last.revision]);
-    return {
-      ...evidenceReport(doc, entries),
-      ...next,
-      as_of_position: asOf,
-    };
+    return evidenceOf(await this.scope(caller, query, 'evidence_trail'), query);
   }
 
   async run(caller: Caller, query: RunQuery): Promise<RunAnswer> {
-    const { runId, status, tool, limit, afterPlanned } = query;
-    const asOf = await this.waitIfAsked(query, 'run_summary');
-    const doc = this.readModel.getDoc<RunSummaryDoc>('run_summary', scopedKey(caller.tenant, runId));
-    if (!doc)
-      throw new LedgerProblem(
-        'RUN_NOT_FOUND',
-        'no step of this run is planned (or projected yet: see wait_for_position)',
-      );
-    const matching = Object.values(doc.steps)
-      .filter((step) => step.planned_position > afterPlanned)
-      .filter((step) => (status === undefined || step.status === status) && (tool === undefined || step.tool === tool))
-      .sort((a, b) => a.planned_position - b.planned_position);
-    const { page: steps, next } = pageOf(matching, limit, (last) => [last.planned_position]);
-    return {
-      run_id: doc.run_id,
-      total: doc.total,
-      open: doc.open,
-      counts: doc.counts,
-      started_at: doc.started_at,
-      updated_at: doc.updated_at,
-      steps,
-      ...next,
-      as_of_position: asOf,
-    };
+    return runOf(await this.scope(caller, query, 'run_summary'), query);
   }
 
   /** Operations in flight or verifying, oldest first: what a restarted worker must verify (docs/contract.md §4). */
@@ -357,147 +154,17 @@ export class ProjectionQueries {
     query: StepListQuery,
     statuses: readonly StepStatus[],
   ): Promise<RecoveryAnswer> {
-    const { olderThanMs, tool, runId, status, limit, cursor, refContains, has, newest = false } = query;
-    const asOf = await this.waitIfAsked(query, 'step_state');
-    const where: Condition[] = [
-      { column: 'tenant', op: '=', value: caller.tenant },
-      { column: 'status', op: 'in', values: status ? [status] : statuses },
-    ];
-    if (tool !== undefined) where.push({ column: 'tool', op: '=', value: tool });
-    if (runId !== undefined) where.push({ column: 'run_id', op: '=', value: runId });
-    // Age is judged by the ledger's clock, never the client's (docs/contract.md §4).
-    if (olderThanMs !== undefined)
-      where.push({ column: 'since_ms', op: '<=', value: this.clock.now().getTime() - olderThanMs });
-    if (refContains !== undefined) where.push({ column: 'operation_ref', op: 'contains', value: refContains });
-    if (has !== undefined) where.push({ column: has, op: '>', value: 0 });
-    if (cursor) where.push({ columns: ['since_ms', 'key'], op: newest ? '<' : '>', values: cursor });
-    const rows = this.readModel.select<StepStateDoc>('step_state', {
-      where,
-      orderBy: [
-        { column: 'since_ms', descending: newest },
-        { column: 'key', descending: newest },
-      ],
-      limit: limit + 1,
-    });
-    const { page, next } = pageOf(rows, limit, (last) => [instantMs(last.doc.since), last.key]);
-    return {
-      items: page.map(({ doc }) => ({
-        operation_ref: doc.operation_ref,
-        tool: doc.tool,
-        run_id: doc.run_id,
-        status: doc.status as StepStatus,
-        since: doc.since,
-        attempt: doc.current_attempt,
-        attempts_used: doc.attempts_used,
-        side_effect: doc.side_effect,
-        reason: doc.reason,
-        ...(doc.verification_tool ? { verification_tool: doc.verification_tool } : {}),
-        revision: doc.revision,
-      })),
-      ...next,
-      as_of_position: asOf,
-    };
+    return stepList(await this.scope(caller, query, 'step_state'), query, statuses);
   }
 
-  /**
-   * The triage queue (docs/contract.md §5): what needs a person now, newest first, with counts per
-   * kind, tool and reason over everything that matches. Judged at the ledger's clock; the timed
-   * kinds use the query's thresholds; a dispatch is judged by its plan's own `dispatch_timeout_ms`
-   * unless the query names one.
-   */
+  /** The triage queue (docs/contract.md §5): what needs a person now. */
   async triage(caller: Caller, query: TriageQuery, held: HeldRefs = async () => new Set()): Promise<TriageAnswer> {
-    const { kind, tool, runId, reason, refContains, olderThanMs, limit, cursor } = query;
-    const thresholds = {
-      unknown_after_ms: query.unknownAfterMs ?? DEFAULT_TRIAGE_THRESHOLDS.unknown_after_ms,
-      dispatch_timeout_ms: query.dispatchTimeoutMs ?? DEFAULT_TRIAGE_THRESHOLDS.dispatch_timeout_ms,
-      dispatch_timeout_asked: query.dispatchTimeoutMs !== undefined,
-      retry_grace_ms: query.retryGraceMs ?? DEFAULT_TRIAGE_THRESHOLDS.retry_grace_ms,
-      input_after_ms: query.inputAfterMs ?? DEFAULT_TRIAGE_THRESHOLDS.input_after_ms,
-    };
-    const asOf = await this.waitIfAsked(query, 'step_state');
-    const now = this.clock.now();
-    const filters: Condition[] = [];
-    if (tool !== undefined) filters.push({ column: 'tool', op: '=', value: tool });
-    if (runId !== undefined) filters.push({ column: 'run_id', op: '=', value: runId });
-    if (refContains !== undefined) filters.push({ column: 'operation_ref', op: 'contains', value: refContains });
-    if (olderThanMs !== undefined) filters.push({ column: 'since_ms', op: '<=', value: now.getTime() - olderThanMs });
-    const tenant: Condition = { column: 'tenant', op: '=', value: caller.tenant };
-    // Every candidate is judged in memory: the timed kinds depend on each step's own timeout. Steps
-    // in these four states, and steps that may hold a duplicate write in any state, are the
-    // exceptions of a tenant, not its volume.
-    const inTriageStatus = this.readModel.select<StepStateDoc>('step_state', {
-      where: [tenant, { column: 'status', op: 'in', values: TRIAGE_STATUSES }, ...filters],
-    });
-    const possibleDuplicates = this.readModel
-      .select<StepStateDoc>('step_state', {
-        where: [tenant, { column: 'possible_duplicates', op: '>=', value: 1 }, ...filters],
-      })
-      .filter(({ doc }) => !TRIAGE_STATUSES.includes(doc.status as StepStatus));
-    const judged = [...inTriageStatus, ...possibleDuplicates]
-      .map(({ doc }) => triageItemOf(doc, now.getTime(), thresholds))
-      .filter((item): item is TriageItem => item !== undefined)
-      .filter((item) => reason === undefined || item.reason === reason)
-      .sort(compareTriage);
-    // A retry past its time that a worker's lease holds is being run, not overdue.
-    const overdueRetries = judged.filter((item) => item.kind === 'retry_overdue').map((item) => item.operation_ref);
-    const heldNow = overdueRetries.length === 0 ? new Set<string>() : await held(overdueRetries);
-    const unheld = judged.filter((item) => item.kind !== 'retry_overdue' || !heldNow.has(item.operation_ref));
-    const acknowledged = unheld.filter((item) => item.kind === 'acknowledged').length;
-    const matching = unheld.filter((item) =>
-      kind === undefined ? !ON_REQUEST_KINDS.includes(item.kind) : item.kind === kind,
-    );
-    const after = cursor
-      ? matching.filter((item) => {
-          const since = instantMs(item.since);
-          return since < cursor[0] || (since === cursor[0] && item.operation_ref > cursor[1]);
-        })
-      : matching;
-    const { page: items, next } = pageOf(after, limit, (last) => [instantMs(last.since), last.operation_ref]);
-    return {
-      items,
-      // The acknowledged count stands beside "Needs a person" whatever the list shows.
-      counts: { ...countTriage(matching), by_kind: { ...countTriage(matching).by_kind, acknowledged } },
-      thresholds: {
-        unknown_after_ms: thresholds.unknown_after_ms,
-        dispatch_timeout_ms: thresholds.dispatch_timeout_ms,
-        retry_grace_ms: thresholds.retry_grace_ms,
-        input_after_ms: thresholds.input_after_ms,
-      },
-      ...next,
-      as_of: now.toISOString(),
-      as_of_position: asOf,
-    };
+    return triageOf(await this.scope(caller, query, 'step_state'), query, held);
   }
 
   /** The tenant's runs, most recently changed first; `q` searches the run id, `open=true` keeps the unsettled. */
   async runs(caller: Caller, query: RunListQuery): Promise<RunListAnswer> {
-    const { refContains, openOnly, limit, cursor } = query;
-    const asOf = await this.waitIfAsked(query, 'run_summary');
-    const where: Condition[] = [{ column: 'tenant', op: '=', value: caller.tenant }];
-    if (refContains !== undefined) where.push({ column: 'run_id', op: 'contains', value: refContains });
-    if (openOnly) where.push({ column: 'open', op: '>', value: 0 });
-    if (cursor) where.push({ columns: ['updated_ms', 'key'], op: '<', values: cursor });
-    const rows = this.readModel.select<RunSummaryDoc>('run_summary', {
-      where,
-      orderBy: [
-        { column: 'updated_ms', descending: true },
-        { column: 'key', descending: true },
-      ],
-      limit: limit + 1,
-    });
-    const { page, next } = pageOf(rows, limit, (last) => [instantMs(last.doc.updated_at), last.key]);
-    return {
-      runs: page.map(({ doc }) => ({
-        run_id: doc.run_id,
-        total: doc.total,
-        open: doc.open,
-        counts: doc.counts,
-        started_at: doc.started_at,
-        updated_at: doc.updated_at,
-      })),
-      ...next,
-      as_of_position: asOf,
-    };
+    return runList(await this.scope(caller, query, 'run_summary'), query);
   }
 
   /**
@@ -511,28 +178,18 @@ export class ProjectionQueries {
   }
 
   async trust(caller: Caller, query: TrustQuery): Promise<TrustAnswer> {
-    const { tool, limit, afterTool } = query;
-    const asOf = await this.waitIfAsked(query, 'trust_metrics');
-    const docs = this.trustDocs(caller.tenant);
-    const listed = docs
-      .filter((doc) => (tool === undefined || doc.tool === tool) && (afterTool === undefined || doc.tool > afterTool))
-      .sort((a, b) => (a.tool < b.tool ? -1 : a.tool > b.tool ? 1 : 0));
-    const { page, next } = pageOf(listed, limit, (last) => [last.tool]);
-    return {
-      // Overall is over every tool of the tenant, whatever page or filter is asked.
-      overall: { ...trustReport(docs), tools: docs.length },
-      tools: page.map((doc) => ({ tool: doc.tool, ...trustReport([doc]) })),
-      ...next,
-      as_of_position: asOf,
-    };
+    return trustOf(await this.scope(caller, query, 'trust_metrics'), query);
   }
 
   /** Every tool's trust document, of one tenant or of all (the Prometheus collector's view). */
   trustDocs(tenant?: string): TrustMetricsDoc[] {
-    const where: Condition[] = tenant === undefined ? [] : [{ column: 'tenant', op: '=', value: tenant }];
-    return this.readModel
-      .select<TrustMetricsDoc>('trust_metrics', { where, orderBy: [{ column: 'key' }] })
-      .map((row) => row.doc);
+    return trustDocs(this.readModel, tenant);
+  }
+
+  /** Where a read of `projection` answers from, once it may (see waitIfAsked). */
+  private async scope(caller: Caller, asked: ReadPosition, projection: string): Promise<QueryScope> {
+    const asOf = await this.waitIfAsked(asked, projection);
+    return { readModel: this.readModel, tenant: caller.tenant, asOf, clock: this.clock };
   }
 
   private async waitIfAsked(asked: ReadPosition, projection: string): Promise<number> {

@@ -1,8 +1,8 @@
 import { extname, join } from 'node:path';
 import { Worker } from 'node:worker_threads';
-import type { AnyProjection } from '@recovery-ledger/core/projections/projection';
+import type { AnyProjection } from '@recovery-ledger/projections';
 import type { EventStore } from '../store/event-store.port';
-import { onEmbeddedAppend } from '../store/store.factory';
+import { onEmbeddedAppend } from '../adapters/store.factory';
 import { OPERATION_STREAM_PREFIX } from '../store/stream-names';
 import {
   PositionWaiters,

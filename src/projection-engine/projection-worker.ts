@@ -5,11 +5,11 @@
  * messages only.
  */
 import { parentPort, workerData } from 'node:worker_threads';
-import { LEDGER_PROJECTIONS } from '@recovery-ledger/core/projections/projection-catalog';
-import { openEmbeddedLogReader } from '../store/store.factory';
+import { LEDGER_PROJECTIONS } from '@recovery-ledger/projections';
+import { openEmbeddedLogReader } from '../adapters/store.factory';
 import { ProjectionEngine } from './projection-engine';
 import type { RunnerStatus } from './projection-runner';
-import { openReadModel } from '../store/store.factory';
+import { openReadModel } from '../adapters/store.factory';
 
 export interface ProjectionWorkerData {
   eventsFile: string;

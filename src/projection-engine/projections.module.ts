@@ -9,22 +9,22 @@ import {
   type OnModuleDestroy,
 } from '@nestjs/common';
 import type { Registry } from 'prom-client';
-import { LEDGER_PROJECTIONS } from '@recovery-ledger/core/projections/projection-catalog';
+import { LEDGER_PROJECTIONS } from '@recovery-ledger/projections';
 import { CONFIG, type LedgerConfig } from '../config/ledger-config';
-import { CLOCK, systemClock, type Clock } from '../ledger/clock';
-import { IntegrityMonitor } from '../ledger/integrity-monitor';
+import { CLOCK, systemClock, type Clock } from '../shared/clock';
+import { IntegrityMonitor } from '../integrity/integrity-monitor';
 import { METRICS_REGISTRY } from '../observability/metrics';
 import { ObservabilityModule } from '../observability/observability.module';
 import { registerProjectionMetrics } from '../observability/projection-metrics';
 import { EVENT_STORE, type EventStore } from '../store/event-store.port';
-import { embeddedLogFile } from '../store/store.factory';
+import { embeddedLogFile } from '../adapters/store.factory';
 import { ProjectionEngine } from './projection-engine';
 import type { ProjectionRunner } from './projection-runner';
 import { WorkerProjectionRunner } from './projection-worker-client';
 import { ProjectionQueries } from './projection-queries';
 import { verifyReadModels } from './read-model-verification';
 import { readModelFile, type ReadModel } from '../store/read-model.port';
-import { openReadModel } from '../store/store.factory';
+import { openReadModel } from '../adapters/store.factory';
 import { FailureLog } from '../logging/failure-log';
 
 export const PROJECTION_ENGINE = Symbol('PROJECTION_ENGINE');
@@ -65,7 +65,7 @@ export class ProjectionsLifecycle implements OnApplicationBootstrap, OnModuleDes
   }
 
   onApplicationBootstrap(): void {
-    // The rollback check ran in onModuleInit (src/ledger/ledger.module.ts). On a rolled-back log a
+    // The rollback check ran in onModuleInit (src/integrity/history-rollback.check.ts). On a rolled-back log a
     // read model ahead of it is the evidence: it is neither checked (that would rebuild it down to
     // the old log) nor followed. Accepted by the operator, every read model is rebuilt from the log.
     const rollback = this.integrity?.current().rollback?.state;

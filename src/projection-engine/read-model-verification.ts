@@ -1,12 +1,12 @@
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import type { AnyProjection } from '@recovery-ledger/core/projections/projection';
+import type { AnyProjection } from '@recovery-ledger/projections';
 import type { EventStore } from '../store/event-store.port';
-import { yieldToEventLoop } from '../store/log-audit';
+import { yieldToEventLoop } from '../integrity/log-audit';
 import { OPERATION_STREAM_PREFIX } from '../store/stream-names';
 import type { ReadModel } from '../store/read-model.port';
-import { openReadModel } from '../store/store.factory';
+import { openReadModel } from '../adapters/store.factory';
 import { ProjectionWorkingSet } from './working-set';
 
 export interface ReadModelDifference {

@@ -1,4 +1,4 @@
-import type { AnyProjection } from '@recovery-ledger/core/projections/projection';
+import type { AnyProjection } from '@recovery-ledger/projections';
 import type { StoredEvent } from '../store/event-store.port';
 import type { ReadModel } from '../store/read-model.port';
 

@@ -27,7 +27,7 @@ export interface EventMetadata {
   lease?: { lease_id: string; holder: string; current: boolean; took_over_from?: string };
   /** SHA-256 of the canonical submitted fact, to tell a resubmission from a reused id. */
   submitted_hash?: string;
-  /** Hash chain (docs in src/store/hash-chain.ts). */
+  /** Hash chain (docs in src/integrity/hash-chain.ts). */
   prev_hash: string;
   hash: string;
 }
@@ -87,7 +87,7 @@ export interface StreamHead {
 
 /**
  * The anchor of the whole log: a hash chained over every event in log order
- * (src/store/hash-chain.ts, nextLogHash), the count and the last position, optionally signed with
+ * (src/integrity/hash-chain.ts, nextLogHash), the count and the last position, optionally signed with
  * a key kept outside the store. It is what catches a deleted stream, a cut tail or a re-hashed
  * suffix, which a per-stream chain cannot see.
  */

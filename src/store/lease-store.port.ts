@@ -131,6 +131,29 @@ export function renewedRecord(
   return { ...current, expires_at_ms: Math.max(current.expires_at_ms, nowMs + ttlMs) };
 }
 
+/** An adapter's compare-and-set on one item's record: read it, decide, write what was decided, answer. */
+export type LeaseChange = <T>(
+  key: string,
+  decide: (current: LeaseRecord | undefined) => { write?: LeaseRecord; answer: T },
+) => Promise<T>;
+
+/** acquire, renew and release over an adapter's compare-and-set: the rules above, written once. */
+export function leaseOperations(change: LeaseChange): Pick<LeaseStore, 'acquire' | 'renew' | 'release'> {
+  return {
+    acquire: (request) => change<AcquireResult>(request.key, (current) => acquireDecision(request, current)),
+    renew: (key, leaseId, nowMs, ttlMs) =>
+      change(key, (current) => {
+        const renewed = renewedRecord(current, leaseId, nowMs, ttlMs);
+        return { write: renewed, answer: renewed };
+      }),
+    release: (key, leaseId, nowMs, holdMs) =>
+      change(key, (current) => {
+        const released = releasedRecord(current, leaseId, nowMs, holdMs);
+        return { write: released, answer: released !== undefined };
+      }),
+  };
+}
+
 export function releasedRecord(
   current: LeaseRecord | undefined,
   leaseId: string,

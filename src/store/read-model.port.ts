@@ -1,5 +1,7 @@
 import { join } from 'node:path';
-import type { AnyProjection, IndexValue } from '@recovery-ledger/core/projections/projection';
+import type { AnyProjection, ReadModelReader } from '@recovery-ledger/projections';
+
+export type { Condition, DocRow, SelectOptions } from '@recovery-ledger/projections';
 
 /** Where an instance keeps its read models: a disposable cache beside its data, rebuilt from the log. */
 export function readModelFile(dataDir: string): string {
@@ -21,25 +23,6 @@ export interface Checkpoint {
   position: number;
   /** recorded_at of the event at `position`, for lag in time. */
   recorded_at: string | null;
-}
-
-export type Condition =
-  | { column: string; op: '=' | '!=' | '<' | '<=' | '>' | '>='; value: IndexValue }
-  | { column: string; op: 'in'; values: readonly IndexValue[] }
-  /** Case-insensitive substring (ASCII case folding, SQLite's lower()): text search on a column. */
-  | { column: string; op: 'contains'; value: string }
-  /** A row-value comparison, `(a, b) > (?, ?)`: the keyset cursor of an ordered list. */
-  | { columns: readonly string[]; op: '>' | '<'; values: readonly IndexValue[] };
-
-export interface SelectOptions {
-  where?: readonly Condition[];
-  orderBy?: readonly { column: string; descending?: boolean }[];
-  limit?: number;
-}
-
-export interface DocRow<Doc> {
-  key: string;
-  doc: Doc;
 }
 
 /** Which due steps a worker may be handed (docs/work-feed.md). */
@@ -75,7 +58,7 @@ export interface DueDepth {
  * query service reads documents by the projections' declared columns, the work feed asks for due
  * steps by meaning. `test/contract/read-model.contract.ts` is what every adapter must pass.
  */
-export interface ReadModel {
+export interface ReadModel extends ReadModelReader {
   /** Creates a projection's storage; a changed version or column set starts it again from zero. */
   register(projection: AnyProjection): { reset: boolean };
   /** Runs `work` as one write: its documents, links and checkpoint land together or not at all. */
@@ -90,10 +73,6 @@ export interface ReadModel {
   setLink(name: string, stream: string, link: string): void;
   /** Empties a projection and puts its checkpoint back to zero. */
   reset(name: string): void;
-  /** A document for a reader: may be shared and is frozen. */
-  getDoc<Doc>(name: string, key: string): Doc | undefined;
-  /** Documents filtered and ordered by the projection's declared columns only. */
-  select<Doc>(name: string, options?: SelectOptions): DocRow<Doc>[];
   /** The tenant's steps due by `nowMs`, soonest first (then by key), at most `limit`. */
   dueSteps(query: DueStepsQuery): DueStep[];
   /** Due steps per tool, of one tenant or of all. */

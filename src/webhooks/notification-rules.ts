@@ -1,3 +1,5 @@
+import { SUBMITTED_FACTS } from '@recovery-ledger/core/facts/submitted-facts';
+
 /**
  * Which notifications the log calls for: pure functions of an event, so the consumer that runs
  * them can replay a batch after a crash and reach the same rows (keyed by the causing event, so a
@@ -50,19 +52,22 @@ function isPossibleDuplicate(event: LogEventView): boolean {
   );
 }
 
-/** What a person did (docs/contract.md §4.10), by the fact they recorded. */
-const OPERATOR_NOTIFICATIONS: Readonly<Record<string, Extract<LogReaction, { do: 'notify' }>['kind']>> = {
-  OutcomeVerifiedManually: 'operation.verified_manually',
-  StepCancelled: 'operation.cancelled',
-  StepReopened: 'operation.reopened',
-  EscalationAcknowledged: 'escalation.acknowledged',
-};
+type NotifyKind = Extract<LogReaction, { do: 'notify' }>['kind'];
+
+/**
+ * What a fact notifies by itself, from its one definition (packages/core/src/facts/submitted-facts.ts):
+ * what a person did (docs/contract.md §4.10). A kind named there that is none of ours does not compile.
+ */
+const FACT_NOTIFICATIONS: ReadonlyMap<string, NotifyKind> = new Map(
+  Object.entries(SUBMITTED_FACTS).flatMap(([type, fact]): Array<[string, NotifyKind]> => {
+    const kind: NotifyKind | null = fact.notifies;
+    return kind === null ? [] : [[type, kind]];
+  }),
+);
 
 export function reactionsTo(event: LogEventView): LogReaction[] {
-  const operatorKind = Object.prototype.hasOwnProperty.call(OPERATOR_NOTIFICATIONS, event.type)
-    ? OPERATOR_NOTIFICATIONS[event.type]
-    : undefined;
-  if (operatorKind !== undefined) return [{ do: 'notify', kind: operatorKind, key: event.event_id }];
+  const factKind = FACT_NOTIFICATIONS.get(event.type);
+  if (factKind !== undefined) return [{ do: 'notify', kind: factKind, key: event.event_id }];
   if (isPossibleDuplicate(event)) return [{ do: 'notify', kind: 'operation.possible_duplicate', key: event.event_id }];
   const to = transitionTo(event);
   if (to === undefined) return [];

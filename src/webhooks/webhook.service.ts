@@ -1,6 +1,6 @@
 import { randomBytes, randomUUID } from 'node:crypto';
 import { LedgerProblem } from '@recovery-ledger/core/errors/ledger-problem';
-import type { Clock } from '../ledger/clock';
+import type { Clock } from '../shared/clock';
 import { secretScanner } from '../ledger/secret-scanner';
 import type { EventStore, StoredEvent, Subscription as LogSubscription } from '../store/event-store.port';
 import { OPERATION_STREAM_PREFIX, operationStream } from '../store/stream-names';

@@ -9,11 +9,11 @@ import {
 } from '@nestjs/common';
 import type { Registry } from 'prom-client';
 import { CONFIG, type LedgerConfig } from '../config/ledger-config';
-import { CLOCK, type Clock } from '../ledger/clock';
-import { REFUSAL_LISTENERS, type RefusalListener } from '../ledger/ledger.module';
+import { CLOCK, type Clock } from '../shared/clock';
+import { REFUSAL_LISTENERS, type RefusalListener } from '../ledger/ledger-observer';
 import { METRICS_REGISTRY } from '../observability/metrics';
 import { EVENT_STORE, type EventStore } from '../store/event-store.port';
-import { openWebhookFile } from '../store/store.factory';
+import { openWebhookFile } from '../adapters/store.factory';
 import { webhookFile } from './webhook-store.port';
 import { registerWebhookMetrics } from './webhook-metrics';
 import { parseSecretKey } from './webhook-secret-box';

@@ -1,13 +1,13 @@
 import { LRUCache } from 'lru-cache';
 import { randomUUID } from 'node:crypto';
-import { scopedKey } from '@recovery-ledger/core/projections/projection';
-import { stepDueMs } from '@recovery-ledger/core/projections/step-state.projection';
+import { scopedKey } from '@recovery-ledger/projections';
+import { stepDueMs } from '@recovery-ledger/projections';
 import { dispatchTimeoutMs } from '@recovery-ledger/core/domain/events';
 import { isPlanned, type PlannedStep, type StepState } from '@recovery-ledger/core/domain/step-state';
 import { dueWork, type WorkKind } from '@recovery-ledger/core/domain/work-due';
 import { LedgerProblem } from '@recovery-ledger/core/errors/ledger-problem';
 import type { Caller } from '../auth/caller';
-import type { Clock } from '../ledger/clock';
+import type { Clock } from '../shared/clock';
 import { sha256Hex } from '../ledger/event-ids';
 import type { LedgerService } from '../ledger/ledger.service';
 import { canonicalJson } from '@recovery-ledger/core/shared/canonical-json';

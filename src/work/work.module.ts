@@ -1,9 +1,9 @@
 import { Inject, Module, type OnApplicationShutdown, type OnModuleDestroy } from '@nestjs/common';
 import type { Registry } from 'prom-client';
 import { CONFIG, type LedgerConfig } from '../config/ledger-config';
-import { CLOCK, type Clock } from '../ledger/clock';
+import { CLOCK, type Clock } from '../shared/clock';
 import { INSTANCE_CLOCKS, type InstanceClocks } from '../ledger/instance-clocks';
-import { APPEND_LISTENERS, type AppendListener } from '../ledger/ledger.module';
+import { APPEND_LISTENERS, type AppendListener } from '../ledger/ledger-observer';
 import { LedgerService } from '../ledger/ledger.service';
 import { METRICS_REGISTRY } from '../observability/metrics';
 import { registerWorkMetrics } from '../observability/work-metrics';
@@ -13,8 +13,8 @@ import { ProjectionsModule } from '../projection-engine/projections.module';
 import type { ReadModel } from '../store/read-model.port';
 import { EVENT_STORE, type EventStore } from '../store/event-store.port';
 import { LEASE_STORE, withTakeOverGate, type LeaseStore } from '../store/lease-store.port';
-import { openLeaseStore } from '../store/store.factory';
-import { stepStateProjection } from '@recovery-ledger/core/projections/step-state.projection';
+import { openLeaseStore } from '../adapters/store.factory';
+import { stepStateProjection } from '@recovery-ledger/projections';
 import { DEFAULT_WORK_FEED_SETTINGS, WorkFeed } from './work-feed';
 
 class LeaseStoreLifecycle implements OnModuleDestroy, OnApplicationShutdown {

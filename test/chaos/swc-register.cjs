@@ -13,6 +13,7 @@ const { transformSync } = require('@swc/core');
 const ROOT = join(__dirname, '..', '..');
 const WORKSPACE_SOURCES = [
   [/^@recovery-ledger\/core\/(.+)$/, (path) => join(ROOT, 'packages/core/src', path)],
+  [/^@recovery-ledger\/projections$/, () => join(ROOT, 'projections/src/index.ts')],
   [/^@recovery-ledger\/client$/, () => join(ROOT, 'packages/client/src/index.ts')],
   [/^@recovery-ledger\/mcp-gateway$/, () => join(ROOT, 'packages/mcp-gateway/src/index.ts')],
   [/^@recovery-ledger\/agent-frameworks\/(.+)$/, (path) => join(ROOT, 'packages/agent-frameworks/src', `${path}.ts`)],

@@ -4,7 +4,7 @@
  */
 import { randomUUID } from 'node:crypto';
 import fc from 'fast-check';
-import { GENESIS_HASH, nextLogHash, sealEvents } from '../../src/store/hash-chain';
+import { GENESIS_HASH, nextLogHash, sealEvents } from '../../src/integrity/hash-chain';
 import {
   NO_STREAM,
   RevisionConflictError,

@@ -3,9 +3,9 @@
  * projection engine writes, what the queries read back, and the due steps the work feed asks for
  * by meaning (docs/work-feed.md), through the port only.
  */
-import type { Projection } from '@recovery-ledger/core/projections/projection';
-import { stepStateProjection } from '@recovery-ledger/core/projections/step-state.projection';
-import { scopedKey } from '@recovery-ledger/core/projections/projection';
+import type { Projection } from '@recovery-ledger/projections';
+import { stepStateProjection } from '@recovery-ledger/projections';
+import { scopedKey } from '@recovery-ledger/projections';
 import type { ReadModel } from '../../src/store/read-model.port';
 
 export interface ReadModelUnderTest {

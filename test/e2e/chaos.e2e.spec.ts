@@ -10,7 +10,7 @@ import { existsSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { StoredEvent } from '../../src/store/event-store.port';
-import { verifyChain } from '../../src/store/hash-chain';
+import { verifyChain } from '../../src/integrity/hash-chain';
 import { EventStoreDbProtocolDouble } from '../support/eventstoredb-protocol-double';
 import { fact, ledgerAt, type HttpAnswer, submitFact } from '../support/http';
 import { startLedger, type LedgerProcess } from '../support/ledger-process';

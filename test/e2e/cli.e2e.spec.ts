@@ -21,7 +21,7 @@ import { freePort, startLedger, type LedgerProcess } from '../support/ledger-pro
 import { randomUUID } from 'node:crypto';
 import { seedEnvelopes } from '../../packages/core/test/support/seed-envelopes';
 import { until } from '../support/until';
-import { LEDGER_PROJECTIONS } from '@recovery-ledger/core/projections/projection-catalog';
+import { LEDGER_PROJECTIONS } from '@recovery-ledger/projections';
 import { readModelFile, SqliteReadModel } from '../../src/adapters/sqlite/sqlite-read-model.store';
 
 describe('against a running service (--url)', () => {

@@ -7,7 +7,7 @@
 
 import { randomUUID, createHash } from 'node:crypto';
 import { operationStream } from '../../src/store/stream-names';
-import { verifyChain } from '../../src/store/hash-chain';
+import { verifyChain } from '../../src/integrity/hash-chain';
 import { fact, ledgerAt, type HttpAnswer, request } from '../support/http';
 import { startLedger, type LedgerProcess } from '../support/ledger-process';
 import {

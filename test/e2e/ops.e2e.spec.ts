@@ -19,7 +19,7 @@ import { SECRET_CORPUS } from '../support/secret-corpus';
 import { until } from '../support/until';
 import Database from 'better-sqlite3';
 import { join } from 'node:path';
-import { LEDGER_PROJECTIONS } from '@recovery-ledger/core/projections/projection-catalog';
+import { LEDGER_PROJECTIONS } from '@recovery-ledger/projections';
 import { SqliteReadModel } from '../../src/adapters/sqlite/sqlite-read-model.store';
 import { runCli } from '../support/cli-harness';
 import { fact, request } from '../support/http';

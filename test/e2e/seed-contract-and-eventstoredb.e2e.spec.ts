@@ -31,7 +31,7 @@ import { newEvent } from '../contract/event-store.contract';
 import { startCli } from '../support/cli-harness';
 import { existsSync } from 'node:fs';
 import { join } from 'node:path';
-import { verifyChain } from '../../src/store/hash-chain';
+import { verifyChain } from '../../src/integrity/hash-chain';
 import { operationStream } from '../../src/store/stream-names';
 
 /**

@@ -1070,7 +1070,7 @@ describe("the operator's actions", () => {
       ledger?.cleanup();
     });
 
-    it('offers cancel only for escalations whose outcome is known, and says each result in words', async () => {
+    it('offers cancel only for escalations whose outcome is known, says why before anything is picked, records the picks in one request and says each result in words', async () => {
       const known = `${RUN}/bulk_known`;
       const unknown = `${RUN}/bulk_unknown`;
       const runtime = ledgerAt(ledger.baseUrl, { authorization: `Bearer ${RUNTIME_KEY}` });
@@ -1083,8 +1083,24 @@ describe("the operator's actions", () => {
       }
       await escalatedUnknown(unknown);
       await page.goto(`${ledger.baseUrl}/ui#/triage?q=${encodeURIComponent(`${RUN}/bulk_`)}`);
-      await useKey(OPERATOR_KEY);
+      // A key that may not record operator facts is told so before it picks anything.
+      await useKey(AUDITOR_KEY);
       await page.locator('#triage-table input.bulk-pick').nth(1).waitFor();
+      await page.locator('#bulk-denied', { hasText: 'An auditor key may not record operator facts' }).waitFor();
+      expect(await page.locator('#bulk-ack').isDisabled()).toBe(true);
+      expect(await page.locator('#bulk-cancel').isDisabled()).toBe(true);
+      await useKey(OPERATOR_KEY);
+      await page.locator('#bulk-denied').waitFor({ state: 'hidden' });
+      expect(await page.locator('#bulk-ack').isDisabled()).toBe(false);
+      // Before anything is picked, the row whose outcome is unknown says it cannot be cancelled yet.
+      expect(await page.innerText(`#triage-table tr[data-ref="${unknown}"] .no-cancel`)).toContain(
+        'it cannot be cancelled yet',
+      );
+      expect(await page.locator(`#triage-table tr[data-ref="${known}"] .no-cancel`).count()).toBe(0);
+      const posts: string[] = [];
+      page.on('request', (sent) => {
+        if (sent.method() === 'POST') posts.push(new URL(sent.url()).pathname);
+      });
       await page.check(`#triage-table input.bulk-pick[data-ref="${known}"]`);
       await page.check(`#triage-table input.bulk-pick[data-ref="${unknown}"]`);
       // The unknown outcome would be refused OUTCOME_UNVERIFIED: cancel is not offered while it is picked.
@@ -1100,6 +1116,8 @@ describe("the operator's actions", () => {
         .locator('#bulk-results li')
         .evaluateAll((items) => items.map((item) => [item.getAttribute('data-ref'), item.className, item.textContent]));
       expect(lines).toEqual([[known, 'ok', `${known}: Cancelled; now cancelled`]]);
+      // One request for the picks (POST /v1/operator-facts), not one submit per operation.
+      expect(posts).toEqual(['/v1/operator-facts']);
       await page.screenshot({ path: join(DOCS, 'ui-operator-bulk.png'), fullPage: true });
       // The queue redraws: the cancelled step has left it, the other is still there to acknowledge.
       await page.waitForFunction(
@@ -1115,6 +1133,7 @@ describe("the operator's actions", () => {
       await page
         .locator('#bulk-results li.ok', { hasText: `${unknown}: Acknowledged: ana has it; now escalated` })
         .waitFor();
+      expect(posts).toEqual(['/v1/operator-facts', '/v1/operator-facts']);
     });
   });
 });

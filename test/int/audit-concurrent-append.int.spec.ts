@@ -3,8 +3,8 @@
  * audit read the log is not a deleted stream (docs/reliability.md).
  */
 import { NO_STREAM, StoreUnavailableError } from '../../src/store/event-store.port';
-import { sealEvents } from '../../src/store/hash-chain';
-import { auditLog } from '../../src/store/log-audit';
+import { sealEvents } from '../../src/integrity/hash-chain';
+import { auditLog } from '../../src/integrity/log-audit';
 import { SqliteEventStore } from '../../src/adapters/sqlite/sqlite-event-store.adapter';
 import { newEvent } from '../contract/event-store.contract';
 

@@ -2,12 +2,12 @@
  * A whole-log audit and the read-model check on a synchronous store give the event loop turns while
  * they run, so a service checking a long log at start still answers requests (docs/reliability.md).
  */
-import { LEDGER_PROJECTIONS } from '@recovery-ledger/core/projections/projection-catalog';
+import { LEDGER_PROJECTIONS } from '@recovery-ledger/projections';
 import { verifyReadModels } from '../../src/projection-engine/read-model-verification';
 import { SqliteReadModel } from '../../src/adapters/sqlite/sqlite-read-model.store';
 import { NO_STREAM } from '../../src/store/event-store.port';
-import { sealEvents } from '../../src/store/hash-chain';
-import { auditLog } from '../../src/store/log-audit';
+import { sealEvents } from '../../src/integrity/hash-chain';
+import { auditLog } from '../../src/integrity/log-audit';
 import { SqliteEventStore } from '../../src/adapters/sqlite/sqlite-event-store.adapter';
 import { newEvent } from '../contract/event-store.contract';
 

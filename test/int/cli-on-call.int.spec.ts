@@ -14,11 +14,12 @@ import { until } from '../support/until';
 
 const RUNTIME_KEY = 'cli-on-call-runtime-key-01';
 const OPERATOR_KEY = 'cli-on-call-operator-key-1';
+const ADMIN_KEY = 'cli-on-call-admin-key-0001';
 
 let ledger: InProcessLedger;
 beforeAll(async () => {
   ledger = await startLedgerInProcess({
-    env: { LEDGER_API_KEYS: `${RUNTIME_KEY}:runtime:acme,${OPERATOR_KEY}:operator:acme` },
+    env: { LEDGER_API_KEYS: `${RUNTIME_KEY}:runtime:acme,${OPERATOR_KEY}:operator:acme,${ADMIN_KEY}:admin:acme` },
   });
 }, 60_000);
 afterAll(async () => {
@@ -52,6 +53,21 @@ async function escalatedUnknown(): Promise<string> {
   ])
     expect((await runtime().submit(ref, [event])).status).toBe(200);
   return ref;
+}
+
+/** POST requests answered so far, by route pattern, from the service's own request metrics. */
+async function postsByRoute(): Promise<Record<string, number>> {
+  const text = await (
+    await fetch(`${ledger.baseUrl}/metrics`, { headers: { authorization: `Bearer ${ADMIN_KEY}` } })
+  ).text();
+  const counts: Record<string, number> = {};
+  for (const line of text.split('\n')) {
+    const match = /^ledger_http_request_duration_seconds_count\{(.*)\} (\d+)$/.exec(line);
+    if (!match || !match[1].includes('method="POST"')) continue;
+    const route = /route="([^"]*)"/.exec(match[1])?.[1] ?? '';
+    counts[route] = (counts[route] ?? 0) + Number(match[2]);
+  }
+  return counts;
 }
 
 describe('the operator commands, as an on-call engineer first meets them', () => {
@@ -103,6 +119,27 @@ describe('the operator commands, as an on-call engineer first meets them', () =>
     const none = await cli(['cancel', '--reason', 'x']);
     expect(none.status).toBe(2);
     expect(none.stderr).toContain('name at least one operation_ref');
+  });
+
+  it('sends several refs a hundred a request (POST /v1/operator-facts), never one submit per ref, a ref listed twice acted on once', async () => {
+    const refs: string[] = [];
+    for (let index = 0; index < 150; index++) refs.push(await planned());
+    const list = join(ledger.dataDir, 'many.txt');
+    writeFileSync(list, `${refs.join('\n')}\n${refs[0]}\n`);
+    const before = await postsByRoute();
+    const run = await cli(['cancel', '--from-file', list, '--reason', 'the incident is closed']);
+    expect(run).toMatchObject({ status: 0, stderr: '' });
+    expect(
+      run.stdout
+        .trimEnd()
+        .split('\n')
+        .map((line) => line.split(': StepCancelled recorded')[0]),
+    ).toEqual(refs);
+    const after = await postsByRoute();
+    expect({
+      bulk: (after['/v1/operator-facts'] ?? 0) - (before['/v1/operator-facts'] ?? 0),
+      single: (after['/v1/operations/:ref/events'] ?? 0) - (before['/v1/operations/:ref/events'] ?? 0),
+    }).toEqual({ bulk: 2, single: 0 });
   });
 
   it('a second acknowledgement naming someone else is refused with a code; --reassign takes it over visibly', async () => {

@@ -9,8 +9,8 @@ import { EventStoreDbEventStore } from '../../src/adapters/eventstoredb/eventsto
 import { EventStoreDbLeaseStore } from '../../src/adapters/eventstoredb/eventstoredb-lease-store.adapter';
 import { EventStoreDbTimeBaseStore } from '../../src/adapters/eventstoredb/eventstoredb-time-base.adapter';
 import { NO_STREAM } from '../../src/store/event-store.port';
-import { sealEvents } from '../../src/store/hash-chain';
-import { auditLog } from '../../src/store/log-audit';
+import { sealEvents } from '../../src/integrity/hash-chain';
+import { auditLog } from '../../src/integrity/log-audit';
 import { newEvent } from '../contract/event-store.contract';
 import { EventStoreDbProtocolDouble } from '../support/eventstoredb-protocol-double/protocol-double';
 

@@ -9,7 +9,7 @@
 import { randomUUID } from 'node:crypto';
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { StoredEvent } from '../../src/store/event-store.port';
-import { verifyChain } from '../../src/store/hash-chain';
+import { verifyChain } from '../../src/integrity/hash-chain';
 import { operationStream } from '../../src/store/stream-names';
 import { fact, ledgerAt, opPath, request, type HttpAnswer } from '../support/http';
 import { startLedger, type LedgerProcess } from '../support/ledger-in-process';

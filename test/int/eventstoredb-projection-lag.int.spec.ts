@@ -6,7 +6,7 @@
  */
 import { randomUUID } from 'node:crypto';
 import { Registry } from 'prom-client';
-import { LEDGER_PROJECTIONS } from '@recovery-ledger/core/projections/projection-catalog';
+import { LEDGER_PROJECTIONS } from '@recovery-ledger/projections';
 import { registerProjectionMetrics } from '../../src/observability/projection-metrics';
 import { ProjectionEngine } from '../../src/projection-engine/projection-engine';
 import { SqliteReadModel } from '../../src/adapters/sqlite/sqlite-read-model.store';

@@ -1,5 +1,5 @@
 /**
- * The head witness against a real SQLite log (src/store/head-witness.ts): a witness behind the log
+ * The head witness against a real SQLite log (src/integrity/head-witness.ts): a witness behind the log
  * only lags; a log shorter than it, or holding another event at its head, was rolled back or
  * replaced; a witness edited without the anchor key is reported; and the settings refuse a witness
  * inside the data directory and an acceptance without a reason (docs/security.md, "A log rolled back").
@@ -10,8 +10,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { ConfigError, loadConfig } from '../../src/config/ledger-config';
 import { NO_STREAM } from '../../src/store/event-store.port';
-import { sealEvents } from '../../src/store/hash-chain';
-import { checkAgainstWitness, currentHead, readHeadWitness, writeHeadWitness } from '../../src/store/head-witness';
+import { sealEvents } from '../../src/integrity/hash-chain';
+import { checkAgainstWitness, currentHead, readHeadWitness, writeHeadWitness } from '../../src/integrity/head-witness';
 import { SqliteEventStore } from '../../src/adapters/sqlite/sqlite-event-store.adapter';
 import { newEvent } from '../contract/event-store.contract';
 import { startLedgerInProcess } from '../support/ledger-in-process';

@@ -1,58 +1,33 @@
 /**
- * The Idempotency-Key keeper on a real SQLite file: a request still being processed under a key
- * refuses a second one with 409 IDEMPOTENCY_KEY_IN_FLIGHT (the draft's concurrent case, held open
- * here by the test instead of a slow store); a refused first request keeps nothing, so its retry
- * runs; a kept answer survives a restart.
+ * The Idempotency-Key contract (test/contract/idempotency-keys.contract.ts) on every store: a
+ * SQLite file of the data directory, and a table of a PostgreSQL database (test/support/postgres.ts)
+ * where a second keeper is another instance sharing the answers.
  */
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { LedgerProblem } from '@recovery-ledger/core/errors/ledger-problem';
+import { PostgresIdempotencyKeyStore } from '../../src/adapters/postgres/postgres-idempotency-key-store.adapter';
 import { IdempotencyKeys } from '../../src/http/idempotency-keys';
+import { testIdempotencyKeys } from '../contract/idempotency-keys.contract';
+import { describeWithPostgres } from '../support/postgres';
 
-const caller = { tenant: 'acme', actor: 'key_1', role: 'runtime' as const };
-const request = { method: 'POST', route: '/v1/operations/r/events', body: { events: [{ event_id: 'e1' }] } };
+testIdempotencyKeys('sqlite (a file of the data directory)', async () => {
+  const dir = mkdtempSync(join(tmpdir(), 'idempotency-keys-'));
+  return {
+    open: () => new IdempotencyKeys(dir),
+    cleanup: async () => rmSync(dir, { recursive: true, force: true }),
+  };
+});
 
-describe('Idempotency-Key keeper', () => {
-  let dir: string;
-  beforeEach(() => (dir = mkdtempSync(join(tmpdir(), 'idempotency-keys-'))));
-  afterEach(() => rmSync(dir, { recursive: true, force: true }));
-  const keeper = () => new IdempotencyKeys(dir);
-
-  it('answers 409 IDEMPOTENCY_KEY_IN_FLIGHT while the first request with the key is processed, then replays its answer', async () => {
-    const keys = keeper();
-    let finish: (value: unknown) => void = () => undefined;
-    const first = keys.run(caller, 'k1', request, () => new Promise((resolve) => (finish = resolve)));
-    await expect(keys.run(caller, 'k1', request, async () => 'second')).rejects.toMatchObject({
-      code: 'IDEMPOTENCY_KEY_IN_FLIGHT',
-    });
-    finish({ revision: 1 });
-    await expect(first).resolves.toEqual({ answer: { revision: 1 }, replayed: false });
-    await expect(keys.run(caller, 'k1', request, async () => 'again')).resolves.toEqual({
-      answer: { revision: 1 },
-      replayed: true,
-    });
-    keys.onApplicationShutdown();
-    // Kept on disk: a restarted service replays it too, and still refuses another body.
-    const restarted = keeper();
-    await expect(restarted.run(caller, 'k1', request, async () => 'after restart')).resolves.toEqual({
-      answer: { revision: 1 },
-      replayed: true,
-    });
-    await expect(
-      restarted.run(caller, 'k1', { ...request, body: { events: [] } }, async () => 'other'),
-    ).rejects.toMatchObject({ code: 'IDEMPOTENCY_KEY_REUSED' });
-    restarted.onApplicationShutdown();
-  });
-
-  it('keeps nothing for a refused request: a retry with the key is decided again', async () => {
-    const keys = keeper();
-    await expect(
-      keys.run(caller, 'k2', request, async () => Promise.reject(new LedgerProblem('STEP_NOT_PLANNED', 'no plan'))),
-    ).rejects.toMatchObject({ code: 'STEP_NOT_PLANNED' });
-    await expect(
-      keys.run(caller, 'k2', { ...request, body: { events: [{ event_id: 'e2' }] } }, async () => 'corrected'),
-    ).resolves.toEqual({ answer: 'corrected', replayed: false });
-    keys.onApplicationShutdown();
+describeWithPostgres('PostgreSQL Idempotency-Key answers', (database) => {
+  testIdempotencyKeys('postgres (a table every instance shares)', async () => {
+    // Each test starts from no kept answers: the keys are the same across tests.
+    const reset = new PostgresIdempotencyKeyStore({ connectionString: database().url });
+    await reset.expire(Number.MAX_SAFE_INTEGER);
+    await reset.close();
+    return {
+      open: () => new IdempotencyKeys(new PostgresIdempotencyKeyStore({ connectionString: database().url })),
+      cleanup: async () => undefined,
+    };
   });
 });

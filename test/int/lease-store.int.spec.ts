@@ -1,6 +1,7 @@
 /**
- * The lease contract on both adapters: SQLite with two connections to one file (as two service
- * processes sharing it), and EventStoreDB with two clients of the in-process protocol double.
+ * The lease contract on every adapter: SQLite with two connections to one file (as two service
+ * processes sharing it), EventStoreDB with two clients of the in-process protocol double, and
+ * PostgreSQL with two pools on one database (test/support/postgres.ts).
  */
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -10,6 +11,8 @@ import { SqliteLeaseStore } from '../../src/adapters/sqlite/sqlite-lease-store.a
 import { SqliteEventStore } from '../../src/adapters/sqlite/sqlite-event-store.adapter';
 import { testLeaseStore } from '../contract/lease-store.contract';
 import { EventStoreDbProtocolDouble } from '../support/eventstoredb-protocol-double';
+import { PostgresLeaseStore } from '../../src/adapters/postgres/postgres-lease-store.adapter';
+import { describeWithPostgres } from '../support/postgres';
 
 testLeaseStore('sqlite (two connections to one file, beside the log)', async () => {
   const dir = mkdtempSync(join(tmpdir(), 'ledger-leases-'));
@@ -43,6 +46,16 @@ describe('EventStoreDB leases on the protocol double', () => {
     const stores: [EventStoreDbLeaseStore, EventStoreDbLeaseStore] = [
       new EventStoreDbLeaseStore({ connectionString: double.connectionString }),
       new EventStoreDbLeaseStore({ connectionString: double.connectionString }),
+    ];
+    return { stores, cleanup: async () => void (await Promise.all(stores.map((store) => store.close()))) };
+  });
+});
+
+describeWithPostgres('PostgreSQL leases', (database) => {
+  testLeaseStore('postgres (two pools on one database, an advisory lock per item)', async () => {
+    const stores: [PostgresLeaseStore, PostgresLeaseStore] = [
+      new PostgresLeaseStore({ connectionString: database().url }),
+      new PostgresLeaseStore({ connectionString: database().url }),
     ];
     return { stores, cleanup: async () => void (await Promise.all(stores.map((store) => store.close()))) };
   });

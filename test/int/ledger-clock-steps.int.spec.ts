@@ -7,7 +7,7 @@ import { randomUUID } from 'node:crypto';
 import { DEFAULT_ENVELOPE_LIMITS } from '@recovery-ledger/core/domain/envelope/envelope.types';
 import { DEFAULT_POLICY } from '@recovery-ledger/core/domain/events';
 import { LedgerProblem } from '@recovery-ledger/core/errors/ledger-problem';
-import { MonotonicClock } from '../../src/ledger/clock';
+import { MonotonicClock } from '../../src/shared/clock';
 import { LedgerService } from '../../src/ledger/ledger.service';
 import type { SubmittedEvent } from '@recovery-ledger/core/contract/ledger-api.types';
 import { SqliteEventStore } from '../../src/adapters/sqlite/sqlite-event-store.adapter';

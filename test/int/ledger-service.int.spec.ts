@@ -5,11 +5,11 @@ import { join } from 'node:path';
 import { DEFAULT_ENVELOPE_LIMITS } from '@recovery-ledger/core/domain/envelope/envelope.types';
 import { DEFAULT_POLICY } from '@recovery-ledger/core/domain/events';
 import { LedgerProblem } from '@recovery-ledger/core/errors/ledger-problem';
-import type { Clock } from '../../src/ledger/clock';
+import type { Clock } from '../../src/shared/clock';
 import { LedgerService } from '../../src/ledger/ledger.service';
 import type { SubmittedEvent } from '@recovery-ledger/core/contract/ledger-api.types';
 import { SqliteEventStore } from '../../src/adapters/sqlite/sqlite-event-store.adapter';
-import { verifyChain } from '../../src/store/hash-chain';
+import { verifyChain } from '../../src/integrity/hash-chain';
 import { operationStream } from '../../src/store/stream-names';
 import { outcomeUnknown, REF } from '../../packages/core/test/support/given';
 

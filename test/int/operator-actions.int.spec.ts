@@ -5,18 +5,12 @@
  * record them; and what the evidence trail, the triage queue, the trust metrics and the work feed
  * make of them.
  */
-import { createHash, randomUUID } from 'node:crypto';
+import { randomUUID } from 'node:crypto';
 import { fact, opPath, request } from '../support/http';
 import { startLedger, type LedgerProcess } from '../support/ledger-in-process';
+import { auth, idOf, keyOf, KEYS, ROLES, type Role } from '../support/operator-keys';
 import { seedEnvelopes } from '../../packages/core/test/support/seed-envelopes';
 import { until } from '../support/until';
-
-type Role = 'runtime' | 'approver' | 'operator' | 'auditor' | 'admin';
-const ROLES: readonly Role[] = ['runtime', 'approver', 'operator', 'auditor', 'admin'];
-const keyOf = (role: Role) => `acme-${role}-${createHash('sha256').update(`acme/${role}`).digest('hex').slice(0, 20)}`;
-const idOf = (key: string) => `key_${createHash('sha256').update(key).digest('hex').slice(0, 12)}`;
-const KEYS = ROLES.map((role) => `${keyOf(role)}:${role}:acme`).join(',');
-const auth = (role: Role) => ({ authorization: `Bearer ${keyOf(role)}` });
 
 const TOOL = 'refund_payment';
 const unknownOutcome = (ref: string) => seedEnvelopes.outcomeUnknown(ref);

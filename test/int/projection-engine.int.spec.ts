@@ -1,9 +1,9 @@
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { LEDGER_PROJECTIONS } from '@recovery-ledger/core/projections/projection-catalog';
-import type { Projection } from '@recovery-ledger/core/projections/projection';
-import { stepStateProjection } from '@recovery-ledger/core/projections/step-state.projection';
+import { LEDGER_PROJECTIONS } from '@recovery-ledger/projections';
+import type { Projection } from '@recovery-ledger/projections';
+import { stepStateProjection } from '@recovery-ledger/projections';
 import { ProjectionEngine, type ProjectionEngineOptions } from '../../src/projection-engine/projection-engine';
 import { SqliteReadModel } from '../../src/adapters/sqlite/sqlite-read-model.store';
 import type { EventStore } from '../../src/store/event-store.port';

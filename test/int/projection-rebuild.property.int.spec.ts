@@ -1,5 +1,5 @@
 import fc from 'fast-check';
-import { LEDGER_PROJECTIONS } from '@recovery-ledger/core/projections/projection-catalog';
+import { LEDGER_PROJECTIONS } from '@recovery-ledger/projections';
 import { ProjectionEngine } from '../../src/projection-engine/projection-engine';
 import { SqliteReadModel } from '../../src/adapters/sqlite/sqlite-read-model.store';
 import { LedgerScenario } from '../unit/projections/support/ledger-scenario';

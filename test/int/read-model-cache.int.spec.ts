@@ -2,7 +2,7 @@ import Database from 'better-sqlite3';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import type { Projection } from '@recovery-ledger/core/projections/projection';
+import type { Projection } from '@recovery-ledger/projections';
 import { SqliteReadModel } from '../../src/adapters/sqlite/sqlite-read-model.store';
 
 interface CounterDoc {

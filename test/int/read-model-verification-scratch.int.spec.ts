@@ -6,12 +6,12 @@
 import { mkdtempSync, readdirSync, rmSync, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { LEDGER_PROJECTIONS } from '@recovery-ledger/core/projections/projection-catalog';
+import { LEDGER_PROJECTIONS } from '@recovery-ledger/projections';
 import { ProjectionEngine } from '../../src/projection-engine/projection-engine';
 import { verifyReadModels } from '../../src/projection-engine/read-model-verification';
 import { SqliteReadModel } from '../../src/adapters/sqlite/sqlite-read-model.store';
 import { NO_STREAM } from '../../src/store/event-store.port';
-import { sealEvents } from '../../src/store/hash-chain';
+import { sealEvents } from '../../src/integrity/hash-chain';
 import { SqliteEventStore } from '../../src/adapters/sqlite/sqlite-event-store.adapter';
 import { newEvent } from '../contract/event-store.contract';
 

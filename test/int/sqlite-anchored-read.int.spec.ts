@@ -9,7 +9,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { NO_STREAM } from '../../src/store/event-store.port';
-import { sealEvents } from '../../src/store/hash-chain';
+import { sealEvents } from '../../src/integrity/hash-chain';
 import { SqliteEventStore } from '../../src/adapters/sqlite/sqlite-event-store.adapter';
 import { newEvent } from '../contract/event-store.contract';
 

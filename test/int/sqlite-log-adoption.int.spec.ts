@@ -12,7 +12,7 @@ import { DEFAULT_ENVELOPE_LIMITS } from '@recovery-ledger/core/domain/envelope/e
 import { DEFAULT_POLICY } from '@recovery-ledger/core/domain/events';
 import { LedgerService } from '../../src/ledger/ledger.service';
 import { stepIndexer } from '../../src/ledger/step-index';
-import { auditLog } from '../../src/store/log-audit';
+import { auditLog } from '../../src/integrity/log-audit';
 import { SqliteEventStore } from '../../src/adapters/sqlite/sqlite-event-store.adapter';
 import { seedEnvelopes } from '../../packages/core/test/support/seed-envelopes';
 

@@ -9,7 +9,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { NO_STREAM, StoreIntegrityError } from '../../src/store/event-store.port';
 import { toStoredEvent, UnexpectedStoredEventError } from '../../src/adapters/eventstoredb/eventstoredb-event-codec';
-import { sealEvents } from '../../src/store/hash-chain';
+import { sealEvents } from '../../src/integrity/hash-chain';
 import { SqliteEventStore } from '../../src/adapters/sqlite/sqlite-event-store.adapter';
 import { newEvent } from '../contract/event-store.contract';
 

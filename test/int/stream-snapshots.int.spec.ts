@@ -15,7 +15,7 @@ import { fold } from '@recovery-ledger/core/domain/decider';
 import { DEFAULT_ENVELOPE_LIMITS } from '@recovery-ledger/core/domain/envelope/envelope.types';
 import { DEFAULT_POLICY } from '@recovery-ledger/core/domain/events';
 import { SqliteEventStore } from '../../src/adapters/sqlite/sqlite-event-store.adapter';
-import { systemClock } from '../../src/ledger/clock';
+import { systemClock } from '../../src/shared/clock';
 import { LedgerService } from '../../src/ledger/ledger.service';
 import { SNAPSHOT_EVERY } from '../../src/ledger/sealed-streams';
 import { stateView } from '../../src/ledger/step-views';

@@ -1,6 +1,7 @@
 /**
- * The time base contract on both adapters: SQLite with connections to one file (as service
- * processes sharing it), and EventStoreDB with clients of the in-process protocol double. Instances
+ * The time base contract on every adapter: SQLite with connections to one file (as service
+ * processes sharing it), EventStoreDB with clients of the in-process protocol double, and
+ * PostgreSQL with pools on one database (a fresh database per test: the base is the store's). Instances
  * "on other hosts" are instances given other boot ids and wall clocks: one test process has one
  * monotonic clock, so what two real hosts' clocks do is stood in for, not shown (docs/eventstoredb.md).
  */
@@ -13,6 +14,9 @@ import { SqliteTimeBaseStore } from '../../src/adapters/sqlite/sqlite-time-base.
 import type { TimeBaseStore } from '../../src/store/time-base.port';
 import { testTimeBaseStore } from '../contract/time-base.contract';
 import { EventStoreDbProtocolDouble } from '../support/eventstoredb-protocol-double';
+import { PostgresTimeBaseStore } from '../../src/adapters/postgres/postgres-time-base.adapter';
+import { describeWithPostgres } from '../support/postgres';
+import { Client } from 'pg';
 
 testTimeBaseStore('sqlite (connections to one file, beside the log)', async () => {
   const dir = mkdtempSync(join(tmpdir(), 'ledger-time-base-'));
@@ -49,6 +53,27 @@ describe('EventStoreDB time base on the protocol double', () => {
     const opened: TimeBaseStore[] = [];
     const open = () => {
       const store = new EventStoreDbTimeBaseStore({ connectionString: double.connectionString });
+      opened.push(store);
+      return store;
+    };
+    return {
+      stores: [open(), open()],
+      open,
+      cleanup: async () => void (await Promise.all(opened.map((store) => store.close()))),
+    };
+  });
+});
+
+describeWithPostgres('PostgreSQL time base', (database) => {
+  testTimeBaseStore('postgres (pools on one database, an advisory lock around each change)', async () => {
+    // The base and heartbeats are the database's: each test starts from empty tables.
+    const client = new Client({ connectionString: database().url });
+    await client.connect();
+    await client.query('DROP TABLE IF EXISTS ledger_clock_bases, ledger_clock_heartbeats');
+    await client.end();
+    const opened: TimeBaseStore[] = [];
+    const open = () => {
+      const store = new PostgresTimeBaseStore({ connectionString: database().url });
       opened.push(store);
       return store;
     };

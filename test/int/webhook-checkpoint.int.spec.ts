@@ -7,7 +7,7 @@
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { systemClock } from '../../src/ledger/clock';
+import { systemClock } from '../../src/shared/clock';
 import type { StoredEvent } from '../../src/store/event-store.port';
 import { SqliteEventStore } from '../../src/adapters/sqlite/sqlite-event-store.adapter';
 import { operationStream } from '../../src/store/stream-names';

@@ -7,12 +7,12 @@
 import { randomUUID } from 'node:crypto';
 import { DEFAULT_ENVELOPE_LIMITS } from '@recovery-ledger/core/domain/envelope/envelope.types';
 import { DEFAULT_POLICY } from '@recovery-ledger/core/domain/events';
-import { LEDGER_PROJECTIONS } from '@recovery-ledger/core/projections/projection-catalog';
+import { LEDGER_PROJECTIONS } from '@recovery-ledger/projections';
 import { SqliteEventStore } from '../../src/adapters/sqlite/sqlite-event-store.adapter';
 import { SqliteLeaseStore } from '../../src/adapters/sqlite/sqlite-lease-store.adapter';
 import { SqliteReadModel } from '../../src/adapters/sqlite/sqlite-read-model.store';
 import type { Caller } from '../../src/auth/caller';
-import { systemClock } from '../../src/ledger/clock';
+import { systemClock } from '../../src/shared/clock';
 import { LedgerService } from '../../src/ledger/ledger.service';
 import { ProjectionEngine } from '../../src/projection-engine/projection-engine';
 import { DEFAULT_WORK_FEED_SETTINGS, WorkFeed } from '../../src/work/work-feed';

@@ -4,8 +4,8 @@
  * is detectable"). Each case says which findings `verify` must report for it.
  */
 import Database from 'better-sqlite3';
-import type { FindingKind } from '../../src/store/log-audit';
-import { GENESIS_HASH, nextLogHash, sealEvents } from '../../src/store/hash-chain';
+import type { FindingKind } from '../../src/integrity/log-audit';
+import { GENESIS_HASH, nextLogHash, sealEvents } from '../../src/integrity/hash-chain';
 
 export const TARGET_REF = 'run_81/step_4';
 export const TARGET_STREAM = `op-default:${TARGET_REF}`;

@@ -4,7 +4,7 @@
  *   node --require ./test/chaos/swc-register.cjs test/support/sqlite-appender.ts <file> <stream> <ms>
  */
 import { NO_STREAM } from '../../src/store/event-store.port';
-import { sealEvents } from '../../src/store/hash-chain';
+import { sealEvents } from '../../src/integrity/hash-chain';
 import { SqliteEventStore } from '../../src/adapters/sqlite/sqlite-event-store.adapter';
 import { newEvent } from '../contract/event-store.contract';
 

@@ -9,12 +9,15 @@ import type { SUBMITTED_FACTS } from '@recovery-ledger/core/facts/submitted-fact
 import type {
   Directive,
   DirectiveAction,
+  OperatorFactType,
   SideEffect,
   StepStatus,
   SubmittedFactType,
   VerificationOutcome,
 } from '@recovery-ledger/core/domain/events';
 import type {
+  OperationProblem,
+  OperatorFactOutcome as ServerOperatorFactOutcome,
   StepView,
   SubmitAnswer as ServerSubmitAnswer,
   SubmitResult,
@@ -24,7 +27,7 @@ import type {
   WorkLease,
 } from '@recovery-ledger/core/contract/ledger-api.types';
 
-export type { LeaseView, WorkAnswer, WorkItem, WorkLease };
+export type { LeaseView, OperationProblem, WorkAnswer, WorkItem, WorkLease };
 
 export type {
   Directive,
@@ -71,6 +74,25 @@ export type OutcomeVerifiedManuallyInput = FactInputs['OutcomeVerifiedManually']
 export type StepCancelledInput = FactInputs['StepCancelled'];
 export type StepReopenedInput = FactInputs['StepReopened'];
 export type EscalationAcknowledgedInput = FactInputs['EscalationAcknowledged'];
+
+/** One operator fact, as `POST /v1/operator-facts` records it on many operations (docs/contract.md §9). */
+export type OperatorFactInput = {
+  [Type in OperatorFactType]: { type: Type; data: FactInputs[Type] };
+}[OperatorFactType];
+
+/** An operation to record an operator fact on; without an `eventId` the client chooses one before the first send. */
+export type OperatorFactTarget = string | { operationRef: string; eventId?: string };
+
+/** One operation's outcome, in the order named: the submit route's answer, or its refusal (problem+json). */
+export type OperatorFactOutcome =
+  | (Omit<Extract<ServerOperatorFactOutcome, { outcome: 'recorded' }>, 'answer'> & { answer: SubmitAnswer })
+  | Extract<ServerOperatorFactOutcome, { outcome: 'refused' }>;
+
+export interface OperatorFactsAnswer {
+  recorded: number;
+  refused: number;
+  results: OperatorFactOutcome[];
+}
 
 /** One fact to submit. Without an `event_id` the client chooses one before the first send. */
 export type SubmittedEventInput = {

@@ -16,6 +16,9 @@ import type {
   StepPolicyInput,
   WorkAnswer,
   LeaseView,
+  OperatorFactInput,
+  OperatorFactsAnswer,
+  OperatorFactTarget,
   SubmitAnswer,
   SubmittedEvent,
   SubmittedEventInput,
@@ -270,6 +273,36 @@ export class LedgerClient {
     options: SingleFactOptions = {},
   ): Promise<SubmitAnswer> {
     return this.submitOne(operationRef, { type: 'ApprovalRecorded', data }, options);
+  }
+
+  /**
+   * Records one operator fact (docs/contract.md §4.10; an operator key) on each operation named, in
+   * one request (`POST /v1/operator-facts`, at most 100 operations: more is a LedgerError
+   * TOO_MANY_OPERATIONS and nothing is decided). Each operation is decided on its own, as the
+   * submit route would: the answer lists, in order, each one's answer or its refusal (with its
+   * stable code), and a refusal of one leaves the others as they went. Each copy's event id and
+   * the call's Idempotency-Key are fixed before the first send, so a resend records nothing twice.
+   */
+  async recordOperatorFacts(
+    operations: readonly OperatorFactTarget[],
+    fact: OperatorFactInput,
+    options: RequestOptions = {},
+  ): Promise<OperatorFactsAnswer> {
+    const body = {
+      fact,
+      operations: operations.map((target) => {
+        const { operationRef, eventId } =
+          typeof target === 'string' ? { operationRef: target, eventId: undefined } : target;
+        return { operation_ref: operationRef, event_id: this.withEventId({ ...fact, event_id: eventId }).event_id };
+      }),
+    };
+    const idempotencyKey = options.idempotencyKey ?? randomUUID();
+    return (await this.request(
+      'POST',
+      '/v1/operator-facts',
+      { ...options, idempotencyKey },
+      body,
+    )) as OperatorFactsAnswer;
   }
 
   // ---- reads -----------------------------------------------------------------------------------------

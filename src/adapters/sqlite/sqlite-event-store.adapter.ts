@@ -2,7 +2,7 @@ import Database from 'better-sqlite3';
 import { EventEmitter } from 'node:events';
 import { mkdirSync } from 'node:fs';
 import { dirname } from 'node:path';
-import { GENESIS_HASH, nextLogHash, signAnchor } from '../../store/hash-chain';
+import { GENESIS_HASH, nextLogHash, signAnchor } from '../../integrity/hash-chain';
 import {
   type AnchoredStream,
   type EventMetadata,
@@ -31,6 +31,7 @@ import {
 } from '../../store/event-store.port';
 import { isEventMetadata } from '../../store/event-metadata';
 import { toPortError } from './sqlite-errors';
+import { followLog } from '../follow-log';
 
 export interface SqliteEventStoreOptions {
   /** A file path, or ':memory:'. */
@@ -650,56 +651,29 @@ export class SqliteEventStore implements EventStore {
   }
 
   subscribe(options: SubscribeOptions, handlers: SubscriptionHandlers): Subscription {
-    let active = true;
-    let position = options.after;
     let wake: (() => void) | undefined;
     const notify = () => wake?.();
     this.appended.on('appended', notify);
     const pollMs = this.options.pollIntervalMs ?? 200;
-    const waitForMore = () =>
-      new Promise<void>((resolve) => {
-        const timer = setTimeout(done, pollMs);
-        function done() {
-          clearTimeout(timer);
-          wake = undefined;
-          resolve();
-        }
-        wake = done;
-      });
-    const loop = (async () => {
-      while (active) {
-        let batch: StoredEvent[];
-        try {
-          batch = await this.readAll({ after: position, limit: 500, streamPrefix: options.streamPrefix });
-        } catch (error) {
-          if (!active) return;
-          // A busy or briefly unavailable file: try again on the next poll rather than end the feed.
-          if (error instanceof StoreUnavailableError && !this.closed) {
-            await waitForMore();
-            continue;
+    const subscription = followLog(options.after, handlers, {
+      read: (after) => this.readAll({ after, limit: 500, streamPrefix: options.streamPrefix }),
+      wait: () =>
+        new Promise<void>((resolve) => {
+          const timer = setTimeout(done, pollMs);
+          function done() {
+            clearTimeout(timer);
+            wake = undefined;
+            resolve();
           }
-          handlers.onError?.(error as Error);
-          return;
-        }
-        if (batch.length === 0) {
-          await waitForMore();
-          continue;
-        }
-        try {
-          await handlers.onEvents(batch);
-        } catch (error) {
-          if (active) handlers.onError?.(error as Error);
-          return;
-        }
-        position = batch[batch.length - 1].position;
-      }
-    })();
+          wake = done;
+        }),
+      wake: notify,
+      closed: () => this.closed,
+    });
     return {
       close: async () => {
-        active = false;
         this.appended.off('appended', notify);
-        wake?.();
-        await loop;
+        await subscription.close();
       },
     };
   }

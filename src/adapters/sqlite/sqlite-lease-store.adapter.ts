@@ -3,9 +3,7 @@ import { mkdirSync } from 'node:fs';
 import { dirname } from 'node:path';
 import { StoreUnavailableError } from '../../store/event-store.port';
 import {
-  acquireDecision,
-  releasedRecord,
-  renewedRecord,
+  leaseOperations,
   type AcquireRequest,
   type AcquireResult,
   type LeaseRecord,
@@ -107,22 +105,18 @@ export class SqliteLeaseStore implements LeaseStore {
     }
   }
 
-  async acquire(request: AcquireRequest): Promise<AcquireResult> {
-    return this.change<AcquireResult>(request.key, (current) => acquireDecision(request, current));
+  private readonly operations = leaseOperations(async (key, decide) => this.change(key, decide));
+
+  acquire(request: AcquireRequest): Promise<AcquireResult> {
+    return this.operations.acquire(request);
   }
 
-  async renew(key: string, leaseId: string, nowMs: number, ttlMs: number): Promise<LeaseRecord | undefined> {
-    return this.change(key, (current) => {
-      const renewed = renewedRecord(current, leaseId, nowMs, ttlMs);
-      return { write: renewed, answer: renewed };
-    });
+  renew(key: string, leaseId: string, nowMs: number, ttlMs: number): Promise<LeaseRecord | undefined> {
+    return this.operations.renew(key, leaseId, nowMs, ttlMs);
   }
 
-  async release(key: string, leaseId: string, nowMs: number, holdMs?: number): Promise<boolean> {
-    return this.change(key, (current) => {
-      const released = releasedRecord(current, leaseId, nowMs, holdMs);
-      return { write: released, answer: released !== undefined };
-    });
+  release(key: string, leaseId: string, nowMs: number, holdMs?: number): Promise<boolean> {
+    return this.operations.release(key, leaseId, nowMs, holdMs);
   }
 
   async getMany(keys: readonly string[]): Promise<Map<string, LeaseRecord>> {

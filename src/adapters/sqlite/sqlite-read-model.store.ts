@@ -3,7 +3,7 @@ import { LRUCache } from 'lru-cache';
 import { randomInt } from 'node:crypto';
 import { mkdirSync } from 'node:fs';
 import { dirname } from 'node:path';
-import type { AnyProjection, ColumnType, IndexValue } from '@recovery-ledger/core/projections/projection';
+import type { AnyProjection, ColumnType, IndexValue } from '@recovery-ledger/projections';
 import type {
   Checkpoint,
   DocRow,

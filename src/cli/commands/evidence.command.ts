@@ -4,7 +4,7 @@ import {
   sealEvidenceTrail,
   type EvidenceReport,
   type EvidenceTrailDoc,
-} from '@recovery-ledger/core/projections/evidence-trail.projection';
+} from '@recovery-ledger/projections';
 import { operationStream } from '../../store/stream-names';
 import { CliError } from '../cli-errors';
 import { encodeRef, remoteLedger, withLocalStore, type GlobalOptions } from '../ledger-source';

@@ -6,11 +6,11 @@ import { OPERATION_STREAM_PREFIX } from '../../store/stream-names';
 import { CliError } from '../cli-errors';
 import { requireLocal, withLocalStore, type GlobalOptions } from '../ledger-source';
 import { readArchive } from '../log-archive';
-import { auditLog } from '../../store/log-audit';
+import { auditLog } from '../../integrity/log-audit';
 import { scanLog } from '../log-scan';
 import { counted } from '../text-format';
 import { auditEvents, describeFinding } from './verify.command';
-import { ledgerEventProblem } from '../../ledger/integrity-monitor';
+import { ledgerEventProblem } from '../../integrity/integrity-monitor';
 
 export interface ImportSummary {
   events: number;

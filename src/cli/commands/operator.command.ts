@@ -1,8 +1,10 @@
 import { randomUUID } from 'node:crypto';
 import { readFileSync } from 'node:fs';
-import type { SubmitAnswer } from '@recovery-ledger/core/contract/ledger-api.types';
+import type { OperatorFactsAnswer, SubmitAnswer } from '@recovery-ledger/core/contract/ledger-api.types';
+import type { OperatorFact } from '@recovery-ledger/core/domain/events';
+import { MAX_OPERATIONS_PER_REQUEST } from '@recovery-ledger/core/facts/operator-facts-request';
 import { CliError, EXIT, usageError, type ExitCode } from '../cli-errors';
-import { encodeRef, remoteLedger, type GlobalOptions, type RemoteLedger } from '../ledger-source';
+import { encodeRef, problemError, remoteLedger, type GlobalOptions, type RemoteLedger } from '../ledger-source';
 import { writeJson } from '../text-format';
 
 /**
@@ -10,15 +12,6 @@ import { writeJson } from '../text-format';
  * submitted with the caller's key, decided by the ledger like any other fact. A refusal prints the
  * problem's stable code (`409 OUTCOME_UNVERIFIED: ...`) and exits 1, as every other command does.
  */
-export type OperatorFact =
-  | {
-      type: 'OutcomeVerifiedManually';
-      data: { outcome: 'found_committed' | 'not_found'; note: string; evidence_ref?: string };
-    }
-  | { type: 'StepCancelled'; data: { reason: string } }
-  | { type: 'StepReopened'; data: { attempts: number; reason: string } }
-  | { type: 'EscalationAcknowledged'; data: { assignee: string; note?: string; reassign?: boolean } };
-
 export interface OperatorOptions {
   json?: boolean;
   fromFile?: string;
@@ -60,9 +53,10 @@ export function refsOf(args: readonly string[], fromFile: string | undefined): s
 }
 
 /**
- * One fact per ref, each submitted on its own (one refusal does not stop the others), one result
- * line per ref; the exit code is the worst of them. A single ref keeps the one-line error of every
- * other command.
+ * One fact per ref, each decided on its own (one refusal does not stop the others), one result
+ * line per ref; the exit code is the worst of them. A single ref goes the submit route and keeps the
+ * one-line error of every other command; several go `POST /v1/operator-facts`, at most
+ * MAX_OPERATIONS_PER_REQUEST a request (docs/contract.md §9), a ref named twice acted on once.
  */
 export async function operatorCommand(
   global: GlobalOptions,
@@ -80,19 +74,28 @@ export async function operatorCommand(
     else process.stdout.write(`${resultLine(refs[0], fact, answer)}\n`);
     return;
   }
+  const listed = [...new Set(refs)];
   let worst: ExitCode = EXIT.ok;
-  for (const ref of refs) {
-    try {
-      const answer = await submit(remote, ref, fact);
-      process.stdout.write(
-        options.json ? `${JSON.stringify({ operation_ref: ref, answer })}\n` : `${resultLine(ref, fact, answer)}\n`,
-      );
-    } catch (error) {
-      if (!(error instanceof CliError)) throw error;
+  for (let start = 0; start < listed.length; start += MAX_OPERATIONS_PER_REQUEST) {
+    const batch = listed.slice(start, start + MAX_OPERATIONS_PER_REQUEST);
+    const { results } = await remote.postJson<OperatorFactsAnswer>('/v1/operator-facts', {
+      fact,
+      operations: batch.map((ref) => ({ operation_ref: ref, event_id: randomUUID() })),
+    });
+    results.forEach((result, index) => {
+      const ref = batch[index];
+      if (result.outcome === 'recorded') {
+        const { answer } = result;
+        process.stdout.write(
+          options.json ? `${JSON.stringify({ operation_ref: ref, answer })}\n` : `${resultLine(ref, fact, answer)}\n`,
+        );
+        return;
+      }
+      const error = problemError(result.problem.status, result.problem);
       worst = Math.max(worst, error.exitCode) as ExitCode;
       if (options.json) process.stdout.write(`${JSON.stringify({ operation_ref: ref, error: error.message })}\n`);
       process.stderr.write(`recovery-ledger: ${ref}: ${error.message}\n`);
-    }
+    });
   }
   if (worst !== EXIT.ok) {
     throw new CliError(`${fact.type} was not recorded for every operation (see the lines above)`, worst);

@@ -1,9 +1,9 @@
 import { SingleBar } from 'cli-progress';
-import { LEDGER_PROJECTIONS } from '@recovery-ledger/core/projections/projection-catalog';
-import { findRollback } from '../../ledger/history-rollback';
+import { LEDGER_PROJECTIONS } from '@recovery-ledger/projections';
+import { findRollback } from '../../integrity/history-rollback';
 import { ProjectionEngine } from '../../projection-engine/projection-engine';
 import { readModelFile } from '../../store/read-model.port';
-import { openReadModel } from '../../store/store.factory';
+import { openReadModel } from '../../adapters/store.factory';
 import type {
   AnchoredStream,
   FoldStart,

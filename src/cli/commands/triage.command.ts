@@ -1,4 +1,4 @@
-import { evolveStepState, type StepStateDoc } from '@recovery-ledger/core/projections/step-state.projection';
+import { evolveStepState, type StepStateDoc } from '@recovery-ledger/projections';
 import {
   compareTriage,
   DEFAULT_TRIAGE_THRESHOLDS,
@@ -7,7 +7,7 @@ import {
   triageItemOf,
   type TriageItem,
   type TriageKind,
-} from '@recovery-ledger/core/projections/triage';
+} from '@recovery-ledger/projections';
 import { operationStream } from '../../store/stream-names';
 import { usageError } from '../cli-errors';
 import { remoteLedger, withLocalStore, type GlobalOptions } from '../ledger-source';

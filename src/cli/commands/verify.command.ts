@@ -1,14 +1,14 @@
 import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { LEDGER_PROJECTIONS } from '@recovery-ledger/core/projections/projection-catalog';
-import { findRollback, type RollbackReport } from '../../ledger/history-rollback';
-import { ledgerEventProblem } from '../../ledger/integrity-monitor';
+import { LEDGER_PROJECTIONS } from '@recovery-ledger/projections';
+import { findRollback, type RollbackReport } from '../../integrity/history-rollback';
+import { ledgerEventProblem } from '../../integrity/integrity-monitor';
 import { verifyReadModels, type ReadModelReport } from '../../projection-engine/read-model-verification';
 import { readModelFile } from '../../store/read-model.port';
-import { openReadModel } from '../../store/store.factory';
+import { openReadModel } from '../../adapters/store.factory';
 import type { StoredEvent } from '../../store/event-store.port';
-import { GENESIS_HASH, nextLogHash, verifyChain, type ChainBreak } from '../../store/hash-chain';
+import { GENESIS_HASH, nextLogHash, verifyChain, type ChainBreak } from '../../integrity/hash-chain';
 import type { ArchiveFooter } from '../../store/log-archive-format';
 import {
   auditLog,
@@ -16,7 +16,7 @@ import {
   type IntegrityFinding,
   type LogAudit,
   type LogCheckpoint,
-} from '../../store/log-audit';
+} from '../../integrity/log-audit';
 import { parseOperationStream } from '../../store/stream-names';
 import { CliError, usageError } from '../cli-errors';
 import { remoteLedger, withLocalStore, type GlobalOptions, type RemoteLedger } from '../ledger-source';

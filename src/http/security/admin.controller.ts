@@ -6,7 +6,7 @@ import { eventLine, footerLine, headerLine } from '../../store/log-archive-forma
 import { LedgerProblem } from '@recovery-ledger/core/errors/ledger-problem';
 import { PROJECTION_ENGINE } from '../../projection-engine/projections.module';
 import type { ProjectionRunner } from '../../projection-engine/projection-runner';
-import { IntegrityMonitor } from '../../ledger/integrity-monitor';
+import { IntegrityMonitor } from '../../integrity/integrity-monitor';
 import { EVENT_STORE, type EventStore } from '../../store/event-store.port';
 import { operationStream } from '../../store/stream-names';
 import { CallerParam, type Caller } from '../caller';

@@ -14,7 +14,7 @@ import { api } from './api-client.js';
 import { current } from './address.js';
 import { submitApproval } from './approval.js';
 import { openOperation } from './operation-view.js';
-import { bulkAct } from './triage-view.js';
+import { bulkAct, offerBulkActions } from './triage-view.js';
 import { openWebhooks } from './webhooks-view.js';
 import { bindFilters, go, route } from './router.js';
 import { follow } from './live-follow.js';
@@ -27,6 +27,8 @@ function readCaller() {
       // The actions offered depend on the role: the operation addressed now is drawn again.
       var at = current();
       if (at.view === 'operation' && at.id) openOperation(at.id, true);
+      // And so do the queue's bulk actions (drawn whether or not the queue is shown).
+      offerBulkActions();
       // What the Webhooks tab shows and offers depends on the role.
       if (current().view === 'webhooks') openWebhooks(true);
     },

@@ -2,9 +2,10 @@
  * The triage queue (GET /v1/triage): what needs a person, counted by kind, tool and reason, with
  * bulk acknowledge or cancel of escalations.
  */
-import { duration, factInWords, localTime, segment, time } from './format.js';
+import { duration, factInWords, localTime, time, withArticle } from './format.js';
 import { $, badge, cell, clear, focusedIn, h, opLink, refocus, runLink, when } from './dom.js';
 import { api, ApiError, uuid } from './api-client.js';
+import { caller } from './key-and-role.js';
 import { explain, loaded, say } from './page-status.js';
 import { current, queryHash, show } from './address.js';
 import { fillForm, labelHolders, setMore } from './list-page.js';
@@ -180,13 +181,20 @@ function appendTriage(body, items) {
         'data-ref': item.operation_ref,
         'aria-label': 'select ' + item.operation_ref,
       });
-      // Escalated after an unavailable lookup: its outcome is unknown, and a cancel is refused
-      // OUTCOME_UNVERIFIED (docs/contract.md §4.10), so cancelling it is not offered.
-      if (item.reason === 'LOOKUP_UNAVAILABLE') pick.setAttribute('data-outcome-unknown', '');
       pick.addEventListener('change', offerBulkActions);
       why.appendChild(pick);
+      // Escalated after an unavailable lookup: its outcome is unknown, and a cancel is refused
+      // OUTCOME_UNVERIFIED (docs/contract.md §4.10). Said on the row, before anything is picked.
+      if (item.reason === 'LOOKUP_UNAVAILABLE') pick.setAttribute('data-outcome-unknown', '');
     }
     why.appendChild(badge(KIND_LABEL[item.kind], 'kind-' + item.kind));
+    if (item.status === 'escalated' && item.reason === 'LOOKUP_UNAVAILABLE')
+      why.appendChild(
+        h('span', {
+          className: 'small muted block no-cancel',
+          text: 'Outcome unknown: acknowledge it, or record what you found on its page; it cannot be cancelled yet.',
+        }),
+      );
     if (item.threshold_ms !== undefined)
       why.appendChild(
         h('span', {
@@ -216,12 +224,23 @@ function appendTriage(body, items) {
   });
 }
 
-/** Cancel is offered only while no picked escalation has an unknown outcome. */
+/**
+ * Cancel is offered only while no picked escalation has an unknown outcome; neither action is
+ * offered to a key that may not record operator facts (docs/contract.md §8). Each says why.
+ */
 export function offerBulkActions() {
   var unknown = document.querySelectorAll('#triage-table input.bulk-pick[data-outcome-unknown]:checked').length > 0;
-  $('bulk-cancel').disabled = unknown;
-  $('bulk-cancel').title = unknown ? $('bulk-cancel-hint').textContent.trim() : '';
-  $('bulk-cancel-hint').hidden = !unknown;
+  var denied =
+    caller && caller.role !== 'operator' && !caller.local
+      ? withArticle(caller.role) + ' key may not record operator facts: use a key with the operator role.'
+      : '';
+  $('bulk-ack').disabled = Boolean(denied);
+  $('bulk-ack').title = denied;
+  $('bulk-cancel').disabled = Boolean(denied) || unknown;
+  $('bulk-cancel').title = denied || (unknown ? $('bulk-cancel-hint').textContent.trim() : '');
+  $('bulk-cancel-hint').hidden = Boolean(denied) || !unknown;
+  $('bulk-denied').hidden = !denied;
+  $('bulk-denied').textContent = denied;
 }
 
 /** The refs picked in the queue. */
@@ -231,9 +250,13 @@ function pickedRefs() {
   });
 }
 
+/** As many operations as one POST /v1/operator-facts may name (docs/contract.md §9). */
+var MAX_OPERATIONS_PER_REQUEST = 100;
+
 /**
- * One operator fact per picked escalation, one after another, each answered on its own line: a
- * refusal of one (another person resolved it meanwhile) leaves the others as they went.
+ * The fact on every picked escalation, in one request (POST /v1/operator-facts), each decided on
+ * its own and answered on its own line: a refusal of one (another person resolved it meanwhile)
+ * leaves the others as they went.
  */
 export function bulkAct(kind) {
   var form = $('bulk-form');
@@ -251,32 +274,34 @@ export function bulkAct(kind) {
     kind === 'ack'
       ? { type: 'EscalationAcknowledged', data: { assignee: assignee, note: reason } }
       : { type: 'StepCancelled', data: { reason: reason } };
-  return refs
-    .reduce(function (done, ref) {
+  var line = function (ref, ok, text) {
+    results.appendChild(h('li', { className: ok ? 'ok' : 'error', 'data-ref': ref, text: ref + ': ' + text }));
+  };
+  var batches = [];
+  for (var start = 0; start < refs.length; start += MAX_OPERATIONS_PER_REQUEST)
+    batches.push(refs.slice(start, start + MAX_OPERATIONS_PER_REQUEST));
+  return batches
+    .reduce(function (done, batch) {
       return done.then(function () {
-        return api('/v1/operations/' + segment(ref) + '/events', undefined, {
-          body: { events: [Object.assign({ event_id: uuid() }, fact)] },
-        }).then(
+        var operations = batch.map(function (ref) {
+          return { operation_ref: ref, event_id: uuid() };
+        });
+        return api('/v1/operator-facts', undefined, { body: { fact: fact, operations: operations } }).then(
           function (answer) {
-            results.appendChild(
-              h('li', {
-                className: 'ok',
-                'data-ref': ref,
-                text: ref + ': ' + factInWords(fact) + '; now ' + answer.state.status.replace(/_/g, ' '),
-              }),
-            );
+            answer.results.forEach(function (result, index) {
+              if (result.outcome === 'recorded')
+                line(batch[index], true, factInWords(fact) + '; now ' + result.answer.state.status.replace(/_/g, ' '));
+              else line(batch[index], false, 'refused ' + result.problem.code + ' \u2014 ' + result.problem.detail);
+            });
           },
           function (error) {
-            results.appendChild(
-              h('li', {
-                className: 'error',
-                'data-ref': ref,
-                text:
-                  ref +
-                  ': refused ' +
-                  (error instanceof ApiError ? error.code + ' \u2014 ' + error.detail : String(error)),
-              }),
-            );
+            batch.forEach(function (ref) {
+              line(
+                ref,
+                false,
+                'not recorded: ' + (error instanceof ApiError ? error.code + ' \u2014 ' + error.detail : String(error)),
+              );
+            });
           },
         );
       });

@@ -1,5 +1,5 @@
 import { LedgerProblem } from '@recovery-ledger/core/errors/ledger-problem';
-import { encodeCursor } from '../../../src/projection-engine/page-cursor';
+import { encodeCursor } from '@recovery-ledger/projections';
 import { evidenceQuery, operationListQuery, recoveryQuery, triageQuery } from '../../../src/http/read-queries';
 import { leaseHeader, releaseRequest, workRequest } from '../../../src/http/work-requests';
 import { DEFAULT_WORK_FEED_SETTINGS } from '../../../src/work/work-feed';

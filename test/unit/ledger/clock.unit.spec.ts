@@ -2,7 +2,7 @@
  * The ledger clock judges windows on elapsed (monotonic) time: a step of the wall clock is seen and
  * counted, and moves nothing (docs/reliability.md, "A stepped clock").
  */
-import { decisionTime, MonotonicClock, type ClockStep } from '../../../src/ledger/clock';
+import { decisionTime, MonotonicClock, type ClockStep } from '../../../src/shared/clock';
 
 const HOUR = 3_600_000;
 

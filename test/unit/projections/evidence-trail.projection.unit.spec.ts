@@ -1,8 +1,5 @@
-import {
-  evidenceTrailProjection,
-  type EvidenceTrailDoc,
-} from '@recovery-ledger/core/projections/evidence-trail.projection';
-import { docOf, foldProjection } from '../../../packages/core/test/projections/support/fold-projection';
+import { evidenceTrailProjection, type EvidenceTrailDoc } from '@recovery-ledger/projections';
+import { docOf, foldProjection } from '../../../projections/test/support/fold-projection';
 import { envelopes, expectOk, LedgerScenario } from './support/ledger-scenario';
 import { redelivered } from './support/redelivery';
 

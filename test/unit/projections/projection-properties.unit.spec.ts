@@ -1,14 +1,11 @@
 import fc from 'fast-check';
-import {
-  evidenceTrailProjection,
-  type EvidenceTrailDoc,
-} from '@recovery-ledger/core/projections/evidence-trail.projection';
-import { LEDGER_PROJECTIONS } from '@recovery-ledger/core/projections/projection-catalog';
-import type { ProjectedEvent } from '@recovery-ledger/core/projections/projection';
-import { stepStateProjection, type StepStateDoc } from '@recovery-ledger/core/projections/step-state.projection';
+import { evidenceTrailProjection, type EvidenceTrailDoc } from '@recovery-ledger/projections';
+import { LEDGER_PROJECTIONS } from '@recovery-ledger/projections';
+import type { ProjectedEvent } from '@recovery-ledger/projections';
+import { stepStateProjection, type StepStateDoc } from '@recovery-ledger/projections';
 import { fold, isPlanned } from '@recovery-ledger/core/domain/decider';
 import { toRecorded } from '../../../src/ledger/stored-events';
-import { foldProjection } from '../../../packages/core/test/projections/support/fold-projection';
+import { foldProjection } from '../../../projections/test/support/fold-projection';
 import { historyCommands, runHistory } from './support/random-history';
 import { redelivered } from './support/redelivery';
 

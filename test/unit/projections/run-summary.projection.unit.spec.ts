@@ -1,5 +1,5 @@
-import { runSummaryProjection, type RunSummaryDoc } from '@recovery-ledger/core/projections/run-summary.projection';
-import { foldProjection } from '../../../packages/core/test/projections/support/fold-projection';
+import { runSummaryProjection, type RunSummaryDoc } from '@recovery-ledger/projections';
+import { foldProjection } from '../../../projections/test/support/fold-projection';
 import { envelopes, LedgerScenario } from './support/ledger-scenario';
 import { redelivered } from './support/redelivery';
 

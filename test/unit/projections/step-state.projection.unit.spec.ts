@@ -1,10 +1,6 @@
-import { stepStateProjection, type StepStateDoc } from '@recovery-ledger/core/projections/step-state.projection';
-import {
-  trustMetricsProjection,
-  trustReport,
-  type TrustMetricsDoc,
-} from '@recovery-ledger/core/projections/trust-metrics.projection';
-import { docOf, foldProjection } from '../../../packages/core/test/projections/support/fold-projection';
+import { stepStateProjection, type StepStateDoc } from '@recovery-ledger/projections';
+import { trustMetricsProjection, trustReport, type TrustMetricsDoc } from '@recovery-ledger/projections';
+import { docOf, foldProjection } from '../../../projections/test/support/fold-projection';
 import { envelopes, expectOk, LedgerScenario } from './support/ledger-scenario';
 import { redelivered } from './support/redelivery';
 

@@ -1,10 +1,6 @@
-import type { ProjectedEvent } from '@recovery-ledger/core/projections/projection';
-import {
-  trustMetricsProjection,
-  trustReport,
-  type TrustMetricsDoc,
-} from '@recovery-ledger/core/projections/trust-metrics.projection';
-import { foldProjection } from '../../../packages/core/test/projections/support/fold-projection';
+import type { ProjectedEvent } from '@recovery-ledger/projections';
+import { trustMetricsProjection, trustReport, type TrustMetricsDoc } from '@recovery-ledger/projections';
+import { foldProjection } from '../../../projections/test/support/fold-projection';
 import { envelopes, expectOk, LedgerScenario } from './support/ledger-scenario';
 import { redelivered } from './support/redelivery';
 

@@ -1,5 +1,5 @@
 import { canonicalJson } from '@recovery-ledger/core/shared/canonical-json';
-import { GENESIS_HASH, sealEvents, verifyChain } from '../../../src/store/hash-chain';
+import { GENESIS_HASH, sealEvents, verifyChain } from '../../../src/integrity/hash-chain';
 import type { StoredEvent } from '../../../src/store/event-store.port';
 
 const meta = {

@@ -1,5 +1,5 @@
 /** The HTTP contract's shapes (docs/contract.md §9), shared by the server and the runtime client. */
-import type { Directive, StepPolicy, SubmittedFactType } from '../domain/events';
+import type { Directive, OperatorFactType, StepPolicy, SubmittedFactType } from '../domain/events';
 import type { JsonObject, JsonValue } from '../shared/json';
 
 /** A fact as the runtime submits it, its shape checked by the HTTP layer; `data` is checked here. */
@@ -142,4 +142,39 @@ export interface LeaseView {
 
 export interface WorkAnswer {
   items: WorkItem[];
+}
+
+/** `POST /v1/operator-facts`: one operator fact (docs/contract.md §4.10) for each operation named. */
+export interface OperatorFactsRequest {
+  fact: { type: OperatorFactType; data: JsonObject };
+  operations: Array<{ operation_ref: string; event_id: string }>;
+}
+
+/** The problem+json body (RFC 9457) of one operation's refusal, as the single route would answer it. */
+export interface OperationProblem {
+  type: string;
+  title: string;
+  status: number;
+  code: string;
+  detail: string;
+  field?: string;
+  directive?: Directive;
+  state?: unknown;
+  retry_after_seconds?: number;
+}
+
+/**
+ * One operation's outcome, in the order the request named them: the single route's answer when the
+ * fact was recorded (or had been, under the same event id), its refusal otherwise. `operation_ref`
+ * is left out only when the refusal is that it looks like a credential (never echoed).
+ */
+export type OperatorFactOutcome =
+  | { operation_ref: string; event_id: string; outcome: 'recorded'; answer: SubmitAnswer }
+  | { operation_ref?: string; event_id: string; outcome: 'refused'; problem: OperationProblem };
+
+export interface OperatorFactsAnswer {
+  /** How many operations have the fact recorded, and how many refused it. */
+  recorded: number;
+  refused: number;
+  results: OperatorFactOutcome[];
 }

@@ -58,6 +58,7 @@ export const ERROR_REGISTRY = {
   METHOD_NOT_ALLOWED: { status: 405, title: 'The route does not take this method' },
   MISDIRECTED_REQUEST: { status: 421, title: 'In local mode, a Host that is not a loopback name or address' },
   PAYLOAD_TOO_LARGE: { status: 413, title: 'The request body is over the configured limit' },
+  TOO_MANY_OPERATIONS: { status: 413, title: 'More operations in one request than it may name' },
   UNSUPPORTED_MEDIA_TYPE: { status: 415, title: 'The request body is not application/json' },
   RATE_LIMITED: { status: 429, title: 'Too many requests for this key', retryAfter: true },
   STORE_UNAVAILABLE: { status: 503, title: 'The event store cannot be reached or written now', retryAfter: true },

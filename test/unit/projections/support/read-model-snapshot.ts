@@ -1,6 +1,6 @@
-import type { AnyProjection, ProjectedEvent } from '@recovery-ledger/core/projections/projection';
+import type { AnyProjection, ProjectedEvent } from '@recovery-ledger/projections';
 import type { SqliteReadModel } from '../../../../src/adapters/sqlite/sqlite-read-model.store';
-import { foldProjection } from '../../../../packages/core/test/projections/support/fold-projection';
+import { foldProjection } from '../../../../projections/test/support/fold-projection';
 
 export type Snapshot = Record<
   string,

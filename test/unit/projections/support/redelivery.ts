@@ -1,4 +1,4 @@
-import type { ProjectedEvent } from '@recovery-ledger/core/projections/projection';
+import type { ProjectedEvent } from '@recovery-ledger/projections';
 
 /** Each event delivered twice in a row, then the whole log again: what an at-least-once feed may do. */
 export function redelivered<E extends ProjectedEvent>(events: readonly E[]): E[] {

@@ -1,0 +1,163 @@
+import { Pool, type PoolClient } from 'pg';
+import { RevisionConflictError, StoreUnavailableError } from '../../store/event-store.port';
+
+/**
+ * The tables every PostgreSQL adapter uses, created on start. Each statement is idempotent and the
+ * whole runs under one advisory lock, so instances starting together neither race nor fail.
+ *
+ * `ledger_events.position` is the transaction id of the append (xid8, as a number) times 2^16 plus
+ * the event's index in it: see postgres-event-store.adapter.ts for why a sequence would not do.
+ * Event bodies are kept as the text the ledger wrote (not jsonb, which reorders keys), so what is
+ * read back is byte for byte what was hashed.
+ */
+const MIGRATIONS = [
+  `CREATE TABLE IF NOT EXISTS ledger_events (
+    position       bigint  PRIMARY KEY,
+    transaction_id xid8    NOT NULL,
+    stream         text    NOT NULL,
+    revision       integer NOT NULL,
+    event_id       text    NOT NULL,
+    type           text    NOT NULL,
+    data           text    NOT NULL,
+    metadata       text    NOT NULL,
+    UNIQUE (stream, revision)
+  )`,
+  `CREATE TABLE IF NOT EXISTS ledger_streams (
+    stream   text    PRIMARY KEY,
+    revision integer NOT NULL
+  )`,
+  `CREATE TABLE IF NOT EXISTS ledger_leases (
+    key           text   PRIMARY KEY,
+    expires_at_ms bigint NOT NULL,
+    record        text   NOT NULL
+  )`,
+  `CREATE TABLE IF NOT EXISTS ledger_clock_bases (
+    boot_id text   PRIMARY KEY,
+    wall_ms bigint NOT NULL,
+    record  text   NOT NULL
+  )`,
+  `CREATE TABLE IF NOT EXISTS ledger_idempotency_keys (
+    scope       text   PRIMARY KEY,
+    fingerprint text   NOT NULL,
+    body        text   NOT NULL,
+    expires_ms  bigint NOT NULL
+  )`,
+  `CREATE TABLE IF NOT EXISTS ledger_clock_heartbeats (
+    instance_id text   PRIMARY KEY,
+    ledger_ms   bigint NOT NULL,
+    record      text   NOT NULL
+  )`,
+];
+
+/** Keys of the advisory locks the adapters take (one number space per database). */
+export const ADVISORY_LOCKS = { migrations: 4_712_001, timeBase: 4_712_002 } as const;
+
+export interface PostgresOptions {
+  /** `postgres://user:password@host:port/database` (DATABASE_URL). */
+  connectionString: string;
+  /** Connections this adapter's pool may open (pg's default is 10). */
+  maxConnections?: number;
+  /** How long a request waits for a connection before the store is called unavailable. */
+  connectTimeoutMs?: number;
+  /** How long the server lets a transaction of this pool sit idle before it ends the session. */
+  idleInTransactionTimeoutMs?: number;
+}
+
+export function openPool(options: PostgresOptions): Pool {
+  const pool = new Pool({
+    connectionString: options.connectionString,
+    max: options.maxConnections ?? 10,
+    connectionTimeoutMillis: options.connectTimeoutMs ?? 5_000,
+    application_name: 'recovery-ledger',
+    // An instance cut off mid-transaction would hold every follower of the log below its
+    // transaction id (the high-water mark, postgres-event-store.adapter.ts) until the server
+    // noticed: keep-alives let it notice, and no transaction of these adapters idles for seconds.
+    keepAlive: true,
+    idle_in_transaction_session_timeout: options.idleInTransactionTimeoutMs ?? 10_000,
+  });
+  // An idle connection the server dropped (a restart, a network cut) is an 'error' on the pool:
+  // without a listener it would end the process; the next request opens a new one.
+  pool.on('error', () => undefined);
+  return pool;
+}
+
+const migrated = new WeakMap<Pool, Promise<void>>();
+
+/** Creates the tables once per pool (idempotent across pools and instances). */
+export function migrate(pool: Pool): Promise<void> {
+  let done = migrated.get(pool);
+  if (!done) {
+    done = inTransaction(pool, async (client) => {
+      await client.query('SELECT pg_advisory_xact_lock($1)', [ADVISORY_LOCKS.migrations]);
+      for (const statement of MIGRATIONS) await client.query(statement);
+    });
+    // A failed start is tried again on the next request, not remembered.
+    done.catch(() => migrated.delete(pool));
+    migrated.set(pool, done);
+  }
+  return done;
+}
+
+/** Runs `work` in one transaction on one connection: COMMIT when it resolves, ROLLBACK when it throws. */
+export async function inTransaction<T>(pool: Pool, work: (client: PoolClient) => Promise<T>): Promise<T> {
+  let client: PoolClient;
+  try {
+    client = await pool.connect();
+  } catch (error) {
+    throw toPortError(error);
+  }
+  let broken: unknown;
+  // A connection the server dropped while it was checked out (a restart, a cut) emits 'error'
+  // outside any query: kept here, so it neither ends the process nor goes back to the pool.
+  const onError = (error: Error) => (broken = error);
+  client.on('error', onError);
+  try {
+    await client.query('BEGIN');
+    const result = await work(client);
+    await client.query('COMMIT');
+    return result;
+  } catch (error) {
+    await client.query('ROLLBACK').catch((rollbackError: unknown) => (broken = rollbackError));
+    throw toPortError(error);
+  } finally {
+    client.off('error', onError);
+    // A connection whose rollback failed is in an unknown state: destroyed, not reused.
+    client.release(broken instanceof Error ? broken : undefined);
+  }
+}
+
+/** One statement on any connection of the pool, its error mapped to the port's. */
+export async function query<Row>(pool: Pool, text: string, values: unknown[] = []): Promise<Row[]> {
+  try {
+    return (await pool.query(text, values)).rows as Row[];
+  } catch (error) {
+    throw toPortError(error);
+  }
+}
+
+/**
+ * SQLSTATE classes and codes that mean "the store cannot take this now", not "the request was
+ * wrong": connection exceptions (08), the server shutting down or starting (57P01–57P03), out of
+ * resources (53), and a serialization failure or deadlock (40001, 40P01), which a retry resolves.
+ */
+const UNAVAILABLE = [/^08/, /^57P0[1-3]$/, /^53/, /^40001$/, /^40P01$/];
+const NETWORK_CODES = new Set(['ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'EPIPE', 'ENOTFOUND', 'EHOSTUNREACH']);
+const NETWORK_MESSAGES =
+  /Connection terminated|connection error|timeout exceeded when trying to connect|Cannot use a pool after calling end|not queryable/i;
+
+/** The one place a driver error becomes the port's error; driver types never cross the port. */
+export function toPortError(error: unknown, stream?: string, expectedRevision?: number): Error {
+  if (error instanceof RevisionConflictError || error instanceof StoreUnavailableError) return error;
+  const code = (error as { code?: unknown })?.code;
+  if (typeof code === 'string') {
+    if (code === '23505' && stream !== undefined && expectedRevision !== undefined) {
+      return new RevisionConflictError(stream, expectedRevision, undefined);
+    }
+    if (UNAVAILABLE.some((pattern) => pattern.test(code))) return new StoreUnavailableError(`postgres ${code}`, 1);
+    if (NETWORK_CODES.has(code)) return new StoreUnavailableError(code.toLowerCase(), 2);
+  }
+  if (error instanceof Error && NETWORK_MESSAGES.test(error.message)) {
+    return new StoreUnavailableError(error.message, 2);
+  }
+  return error instanceof Error ? error : new Error(String(error));
+}

@@ -1,0 +1,399 @@
+import type { Client, Pool, PoolClient } from 'pg';
+import {
+  NO_STREAM,
+  RevisionConflictError,
+  StoreIntegrityError,
+  StoreUnavailableError,
+  type AnchoredStream,
+  type AppendResult,
+  type EventStore,
+  type FoldStart,
+  type FoldStartOptions,
+  type JsonObject,
+  type NewEvent,
+  type ReadAllOptions,
+  type StoreHealth,
+  type StoredEvent,
+  type SubscribeOptions,
+  type Subscription,
+  type SubscriptionHandlers,
+} from '../../store/event-store.port';
+import { isEventMetadata } from '../../store/event-metadata';
+import { followLog } from '../follow-log';
+import { inTransaction, migrate, openPool, query, toPortError, type PostgresOptions } from './postgres-database';
+
+export interface PostgresEventStoreOptions extends PostgresOptions {
+  /** How often a live subscription reads again when no notification came (a missed NOTIFY, a reconnect). */
+  pollIntervalMs?: number;
+  /**
+   * Read the whole committed log, not only what lies below the high-water mark. Only for the test
+   * that shows the mark is needed (test/int/postgres-event-store.int.spec.ts): never in service.
+   */
+  unsafeIgnoreHighWaterMark?: boolean;
+}
+
+interface EventRow {
+  position: string;
+  stream: string;
+  revision: number;
+  event_id: string;
+  type: string;
+  data: string;
+  metadata: string;
+}
+
+/** Events one append may carry: the index within a transaction takes the low 16 bits of a position. */
+const MAX_BATCH = 0xffff;
+const NOTIFY_CHANNEL = 'ledger_events';
+const COLUMNS = 'position, stream, revision, event_id, type, data, metadata';
+
+/**
+ * The event log in PostgreSQL (docs/postgres.md), shared by every instance that connects to it.
+ *
+ * An append is one transaction: the stream's row in `ledger_streams` moves from the expected
+ * revision to the new one (an UPDATE … WHERE revision = expected, or an INSERT for a new stream,
+ * which a concurrent writer of the same stream waits on and then finds changed), then the events
+ * are inserted; the promise settles only after COMMIT has answered.
+ *
+ * Positions, and the trap they avoid. A sequence numbers rows when they are inserted, but
+ * transactions commit in another order: one that took 5 can commit after one that took 6, and a
+ * follower that read 6 and moved on to "after 6" skips 5 for ever. Emmett's PostgreSQL store keeps
+ * `pg_current_xact_id()` (xid8) on every row, reads only rows whose transaction id is below
+ * `pg_snapshot_xmin(pg_current_snapshot())` — the oldest transaction still running, so every
+ * transaction below it has ended and no row below it can still appear — and orders them by
+ * (transaction_id, global_position). Here the position is that order in one number: the
+ * transaction id times 2^16 plus the event's index in the append. A row not yet readable belongs to
+ * a transaction at or above the mark, so its position is above every position already read: a
+ * reader after N never passes a row that commits later. What it relies on: xid8 values never
+ * repeat or wrap (64 bits with the epoch), are assigned in increasing order, and the snapshot's
+ * xmin never goes back. The cost: a writing transaction left open anywhere in the cluster holds
+ * every follower back until it ends (the lag then shows it). Positions have gaps and are not
+ * dense; they stay safe integers for 2^37 transactions.
+ *
+ * A stream's own reads (readStream and the rest) are not held back: its revisions are serialised
+ * by the stream's row, so no later commit can land below what they read.
+ *
+ * Keeps no stream heads, log anchor, snapshots or index (as the EventStoreDB adapter): hash chains
+ * are checked as the events are read.
+ */
+export class PostgresEventStore implements EventStore {
+  private readonly pool: Pool;
+  private readonly ready: Promise<void>;
+  private readonly notifier: Notifier;
+  private closed = false;
+
+  readonly keepsAnchors = false;
+  readonly keepsSnapshots = false;
+  readonly densePositions = false;
+
+  constructor(private readonly options: PostgresEventStoreOptions) {
+    this.pool = openPool(options);
+    this.ready = migrate(this.pool);
+    // A start against an unreachable server is not an unhandled rejection: requests report it.
+    this.ready.catch(() => undefined);
+    this.notifier = new Notifier(options);
+  }
+
+  private async open(): Promise<Pool> {
+    if (this.closed) throw new StoreUnavailableError('event store closed');
+    try {
+      await this.ready;
+    } catch {
+      await migrate(this.pool);
+    }
+    return this.pool;
+  }
+
+  async append(stream: string, expectedRevision: number, events: NewEvent[]): Promise<AppendResult> {
+    if (events.length === 0) throw new Error('append needs at least one event');
+    if (events.length > MAX_BATCH) throw new Error(`an append carries at most ${MAX_BATCH} events`);
+    const pool = await this.open();
+    const revision = expectedRevision + events.length;
+    const written = await inTransaction(pool, (client) => writeAppend(client, stream, expectedRevision, events)).catch(
+      (error: unknown) => {
+        throw toPortError(error, stream, expectedRevision);
+      },
+    );
+    if (written !== undefined) return { revision, position: written };
+    return this.sameBatchOrConflict(stream, expectedRevision, events);
+  }
+
+  /** A refused append: the original result when this very batch already stands there, else a conflict. */
+  private async sameBatchOrConflict(stream: string, expectedRevision: number, events: NewEvent[]) {
+    const stored = await this.readStreamRange(stream, expectedRevision + 1, events.length);
+    if (stored.length === events.length && stored.every((event, index) => event.event_id === events[index].event_id)) {
+      const last = stored[stored.length - 1];
+      return { revision: last.revision, position: last.position };
+    }
+    const [head] = await query<{ revision: number }>(
+      await this.open(),
+      'SELECT revision FROM ledger_streams WHERE stream = $1',
+      [stream],
+    );
+    throw new RevisionConflictError(stream, expectedRevision, head?.revision ?? NO_STREAM);
+  }
+
+  async readStream(stream: string): Promise<StoredEvent[]> {
+    return this.read(`SELECT ${COLUMNS} FROM ledger_events WHERE stream = $1 ORDER BY revision`, [stream]);
+  }
+
+  async readStreamRange(stream: string, from: number, limit: number): Promise<StoredEvent[]> {
+    return this.read(
+      `SELECT ${COLUMNS} FROM ledger_events WHERE stream = $1 AND revision >= $2 ORDER BY revision LIMIT $3`,
+      [stream, from, limit],
+    );
+  }
+
+  async readEventsById(stream: string, eventIds: readonly string[]): Promise<StoredEvent[]> {
+    if (eventIds.length === 0) return [];
+    return this.read(
+      `SELECT ${COLUMNS} FROM ledger_events WHERE stream = $1 AND event_id = ANY($2::text[]) ORDER BY revision`,
+      [stream, [...eventIds]],
+    );
+  }
+
+  async readAll({ after, limit, streamPrefix }: ReadAllOptions): Promise<StoredEvent[]> {
+    const mark = this.options.unsafeIgnoreHighWaterMark
+      ? ''
+      : 'AND transaction_id < pg_snapshot_xmin(pg_current_snapshot())';
+    const prefix = streamPrefix ? 'AND starts_with(stream, $3)' : '';
+    return this.read(
+      `SELECT ${COLUMNS} FROM ledger_events WHERE position > $1 ${mark} ${prefix} ORDER BY position LIMIT $2`,
+      streamPrefix ? [after, limit, streamPrefix] : [after, limit],
+    );
+  }
+
+  subscribe(options: SubscribeOptions, handlers: SubscriptionHandlers): Subscription {
+    const pollMs = this.options.pollIntervalMs ?? 250;
+    return followLog(options.after, handlers, {
+      read: (after) => this.readAll({ after, limit: 500, streamPrefix: options.streamPrefix }),
+      wait: (stopped) => this.notifier.wait(pollMs, stopped),
+      wake: () => this.notifier.wakeAll(),
+      closed: () => this.closed,
+    });
+  }
+
+  async headPosition(): Promise<number> {
+    const [row] = await query<{ head: string }>(
+      await this.open(),
+      'SELECT coalesce(max(position), 0) AS head FROM ledger_events',
+    );
+    return toPosition(row.head);
+  }
+
+  async anchoredHead(): Promise<undefined> {
+    return undefined;
+  }
+
+  async readStreamAnchored(stream: string): Promise<AnchoredStream> {
+    return { events: await this.readStream(stream), head: undefined };
+  }
+
+  async readFoldStart(stream: string, { upTo }: FoldStartOptions): Promise<FoldStart> {
+    const events = await this.readStream(stream);
+    return { snapshot: undefined, events: upTo === undefined ? events : events.slice(0, upTo + 1), head: undefined };
+  }
+
+  async keepSnapshot(): Promise<void> {
+    return undefined;
+  }
+
+  async anchoredHeads(): Promise<[]> {
+    return [];
+  }
+
+  async logAnchor(): Promise<undefined> {
+    return undefined;
+  }
+
+  async indexedStreams(): Promise<undefined> {
+    return undefined;
+  }
+
+  async health(): Promise<StoreHealth> {
+    try {
+      await query(await this.open(), 'SELECT 1');
+      return { ok: true };
+    } catch (error) {
+      return { ok: false, detail: (error as Error).message };
+    }
+  }
+
+  async close(): Promise<void> {
+    if (this.closed) return;
+    this.closed = true;
+    this.notifier.close();
+    await this.pool.end().catch(() => undefined);
+  }
+
+  private async read(text: string, values: unknown[]): Promise<StoredEvent[]> {
+    return (await query<EventRow>(await this.open(), text, values)).map(decode);
+  }
+}
+
+/**
+ * The writes of one append, inside the caller's transaction: the stream's row moved, the events
+ * inserted, the followers told (at COMMIT). Answers the last event's position, or undefined when
+ * the stream is not at `expectedRevision` (nothing written). Exported for the test that holds an
+ * append open while another commits (test/int/postgres-event-store.int.spec.ts).
+ */
+export async function writeAppend(
+  client: Pick<PoolClient, 'query'>,
+  stream: string,
+  expectedRevision: number,
+  events: NewEvent[],
+): Promise<number | undefined> {
+  const moved = await moveStream(client, stream, expectedRevision, expectedRevision + events.length);
+  if (!moved) return undefined;
+  const rows = await client.query<{ position: string }>(
+    `INSERT INTO ledger_events (position, transaction_id, stream, revision, event_id, type, data, metadata)
+     SELECT pg_current_xact_id()::text::bigint * 65536 + e.ordinality - 1, pg_current_xact_id(),
+            $1, $2::integer + e.ordinality::integer, e.event_id, e.type, e.data, e.metadata
+       FROM unnest($3::text[], $4::text[], $5::text[], $6::text[])
+            WITH ORDINALITY AS e(event_id, type, data, metadata)
+     RETURNING position`,
+    [
+      stream,
+      expectedRevision,
+      events.map((event) => event.event_id),
+      events.map((event) => event.type),
+      events.map((event) => JSON.stringify(event.data)),
+      events.map((event) => JSON.stringify(event.metadata)),
+    ],
+  );
+  // Delivered at COMMIT, to every instance's followers (never when the transaction rolls back).
+  await client.query(`SELECT pg_notify('${NOTIFY_CHANNEL}', '')`);
+  return Math.max(...rows.rows.map((row) => toPosition(row.position)));
+}
+
+/**
+ * Moves the stream's row from `expected` to `next` and answers whether it did. Under READ
+ * COMMITTED a concurrent writer of the same stream waits on the row, then re-checks the condition
+ * against the committed revision: exactly one of many racing at one revision moves it.
+ */
+async function moveStream(
+  client: Pick<PoolClient, 'query'>,
+  stream: string,
+  expected: number,
+  next: number,
+): Promise<boolean> {
+  const moved =
+    expected === NO_STREAM
+      ? await client.query(
+          'INSERT INTO ledger_streams (stream, revision) VALUES ($1, $2) ON CONFLICT (stream) DO NOTHING',
+          [stream, next],
+        )
+      : await client.query('UPDATE ledger_streams SET revision = $3 WHERE stream = $1 AND revision = $2', [
+          stream,
+          expected,
+          next,
+        ]);
+  return moved.rowCount === 1;
+}
+
+function toPosition(text: string | number): number {
+  const position = Number(text);
+  if (!Number.isSafeInteger(position))
+    throw new StoreIntegrityError(undefined, `position ${text} is not a safe integer`);
+  return position;
+}
+
+function decode(row: EventRow): StoredEvent {
+  const position = toPosition(row.position);
+  let data: unknown;
+  let metadata: unknown;
+  try {
+    data = JSON.parse(row.data);
+    metadata = JSON.parse(row.metadata);
+  } catch {
+    throw new StoreIntegrityError(row.stream, `the event at revision ${row.revision} cannot be decoded`, position);
+  }
+  if (typeof data !== 'object' || data === null || Array.isArray(data) || !isEventMetadata(metadata)) {
+    throw new StoreIntegrityError(
+      row.stream,
+      `the event at revision ${row.revision} is not one the ledger wrote`,
+      position,
+    );
+  }
+  return {
+    event_id: row.event_id,
+    type: row.type,
+    data: data as JsonObject,
+    metadata,
+    stream: row.stream,
+    revision: row.revision,
+    position,
+  };
+}
+
+/**
+ * One LISTEN connection per store, waking its followers when any instance commits events. A
+ * missed notification (the connection dropped, the server restarted) costs one poll interval,
+ * never an event: followers read the table, the notification only says when.
+ */
+class Notifier {
+  private client: Client | undefined;
+  private connecting: Promise<void> | undefined;
+  private readonly waiters = new Set<() => void>();
+  private closed = false;
+
+  constructor(private readonly options: PostgresOptions) {}
+
+  /** Resolves on the next notification, after `timeoutMs`, or when `stop()` is true at a wake. */
+  wait(timeoutMs: number, stop: () => boolean): Promise<void> {
+    this.listen();
+    return new Promise<void>((resolve) => {
+      const done = () => {
+        clearTimeout(timer);
+        this.waiters.delete(done);
+        resolve();
+      };
+      const timer = setTimeout(done, timeoutMs);
+      if (stop()) done();
+      else this.waiters.add(done);
+    });
+  }
+
+  wakeAll(): void {
+    for (const wake of [...this.waiters]) wake();
+  }
+
+  private listen(): void {
+    if (this.client || this.connecting || this.closed) return;
+    this.connecting = (async () => {
+      const { Client: PgClient } = await import('pg');
+      const client = new PgClient({
+        connectionString: this.options.connectionString,
+        connectionTimeoutMillis: this.options.connectTimeoutMs ?? 5_000,
+      });
+      const drop = () => {
+        if (this.client === client) this.client = undefined;
+        client.end().catch(() => undefined);
+      };
+      client.on('error', drop);
+      client.on('end', drop);
+      client.on('notification', () => this.wakeAll());
+      try {
+        await client.connect();
+        await client.query(`LISTEN ${NOTIFY_CHANNEL}`);
+        if (this.closed) {
+          drop();
+        } else {
+          this.client = client;
+          // What committed while this connection was being made was announced to no one: read again.
+          this.wakeAll();
+        }
+      } catch {
+        drop();
+      }
+    })().finally(() => (this.connecting = undefined));
+  }
+
+  close(): void {
+    this.closed = true;
+    this.wakeAll();
+    const client = this.client;
+    this.client = undefined;
+    void client?.end().catch(() => undefined);
+  }
+}
