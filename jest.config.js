@@ -7,8 +7,8 @@
  * - `e2e`: a process of its own, only where the test needs the boundary (kill -9, restarts,
  *   signals, libfaketime, several instances, Chromium, MCP child processes, packed packages). It
  *   runs the build in dist/, and refuses one older than the sources (test/support/build-check.ts).
- * - `docker`: the Dockerfile's build stage, a real `npm ci` that takes both cores; npm test runs it
- *   alone after the rest.
+ * - `docker`: the Dockerfile's build stage (a real `npm ci` and build) and the runtime stage started
+ *   from it; npm test runs it in the same run as the tiers, in a worker of its own.
  * Every tier reads the workspaces from their sources, as tsconfig.json's paths do.
  */
 const swcTypeScript = [
@@ -35,6 +35,9 @@ const workspaceSources = {
 const serverProject = {
   testEnvironment: 'node',
   moduleNameMapper: workspaceSources,
+  // The agent frameworks are a test project's, not the root's (scripts/frameworks.cjs): found there
+  // after the root node_modules, as NODE_PATH would be.
+  modulePaths: ['<rootDir>/test/frameworks/node_modules'],
   transform: {
     '/node_modules/.+\\.js$': ['@swc/jest', { jsc: { target: 'es2022' }, module: { type: 'commonjs' } }],
     // @mastra/core's CommonJS build imports ES modules with import(), which Jest's VM cannot run.
@@ -51,8 +54,12 @@ const serverProject = {
 };
 
 module.exports = {
-  maxWorkers: 2,
+  // One worker more than the 2 cores CI has: the slow files wait (on a service's start, a call
+  // window, a retry's not_before) more than they compute, so a third file keeps the cores busy.
+  maxWorkers: 3,
   testTimeout: 60000,
+  // The Docker build stage starts first (test/support/docker-first-sequencer.cjs).
+  testSequencer: '<rootDir>/test/support/docker-first-sequencer.cjs',
   // The ten slowest files at the end of every run: where the suite's minutes go.
   reporters: ['default', '<rootDir>/test/support/slowest-files-reporter.cjs'],
   projects: [
@@ -69,6 +76,8 @@ module.exports = {
       ...serverProject,
       displayName: 'int',
       testMatch: ['<rootDir>/test/int/**/*.spec.ts', '<rootDir>/test/chaos/**/*.spec.ts'],
+      // Installs the frameworks the examples' --help runs load, once per lock file.
+      globalSetup: '<rootDir>/test/support/frameworks-global-setup.ts',
       setupFilesAfterEnv: ['<rootDir>/test/support/last-resort-timeout.ts'],
     },
     {
@@ -76,7 +85,7 @@ module.exports = {
       displayName: 'e2e',
       testMatch: ['<rootDir>/test/e2e/**/*.spec.ts'],
       testPathIgnorePatterns: ['/node_modules/', 'docker-build-stage'],
-      // Refuses a dist/ older than the sources, once, in one line.
+      // Installs the frameworks (once per lock file), then refuses a dist/ older than the sources, once, in one line.
       globalSetup: '<rootDir>/test/support/e2e-global-setup.ts',
       setupFilesAfterEnv: ['<rootDir>/test/support/last-resort-timeout.ts'],
     },

@@ -4,6 +4,10 @@
  * agent-framework integrations bundled with tsup, the MCP gateway with tsc), then the server with
  * tsc, and stamps dist/ with the time the compile began. The server compiles against the packages' built declarations, as an installed
  * package would.
+ * The agent-framework integrations, and the examples and benches that run them, compile against the
+ * frameworks themselves, which are not the repository's dependencies but a test project's
+ * (scripts/frameworks.cjs): they are built when test/frameworks is installed and left out, with one
+ * line, when it is not (the Dockerfile's build, whose image runs neither).
  * `node scripts/build.cjs --if-stale` (npm start's prestart) compiles only when dist/ is missing or
  * a source is newer than that stamp, so a start with a current build loads no compiler at all.
  * Plain Node and no dependency: it must run before anything is built.
@@ -12,6 +16,7 @@
 const { spawnSync } = require('node:child_process');
 const { existsSync, readdirSync, rmSync, statSync, writeFileSync, utimesSync, mkdirSync } = require('node:fs');
 const { join } = require('node:path');
+const frameworks = require('./frameworks.cjs');
 
 const root = join(__dirname, '..');
 const STAMP = join(root, 'dist', '.build-stamp');
@@ -26,6 +31,8 @@ const INPUTS = [
   'tsconfig.base.json',
   'tsconfig.json',
   'tsconfig.build.json',
+  'tsconfig.frameworks.json',
+  'test/frameworks/package-lock.json',
 ];
 /** The workspaces, in the order they depend on each other, and how each is compiled. */
 const WORKSPACES = [
@@ -36,6 +43,12 @@ const WORKSPACES = [
   { dir: 'packages/agent-frameworks', tool: 'tsup/dist/cli-default.js', args: ['--silent'] },
 ];
 const PACKAGES = WORKSPACES.filter(({ dir }) => existsSync(join(root, dir, 'package.json')));
+/** What compiles only against the frameworks, and a file each leaves in its output. */
+const FRAMEWORK_PACKAGE = 'packages/agent-frameworks';
+const FRAMEWORK_OUTPUTS = [
+  'packages/agent-frameworks/dist/ai-sdk.js',
+  'dist/examples/agent-frameworks/ai-sdk-invoice.js',
+];
 const SKIP = new Set(['node_modules', 'results', 'figures', '.peers', 'dist']);
 
 function newestMtime(path) {
@@ -54,6 +67,8 @@ function isStale() {
   const stamp = statSync(STAMP, { throwIfNoEntry: false });
   if (!stamp || !existsSync(join(root, 'dist', 'src', 'main.js'))) return true;
   if (PACKAGES.some(({ dir }) => !existsSync(join(root, dir, 'dist')))) return true;
+  // Built before the frameworks were installed: what needs them is missing.
+  if (frameworks.isInstalled() && FRAMEWORK_OUTPUTS.some((output) => !existsSync(join(root, output)))) return true;
   return INPUTS.some((input) => newestMtime(join(root, input)) > stamp.mtimeMs);
 }
 
@@ -97,8 +112,18 @@ function build() {
   // Stamps have millisecond precision: a folder created within the current millisecond must not
   // read as newer than the stamp.
   const startedAt = new Date(Math.max(Date.now(), Math.ceil(touched)));
-  for (const { dir, tool, args } of PACKAGES) runLeavingFolderTime(tool, args, join(root, dir));
+  const withFrameworks = frameworks.isInstalled();
+  if (!withFrameworks) {
+    process.stderr.write(
+      'recovery-ledger: the agent-framework integrations and their examples are not built (the frameworks are not installed: node scripts/frameworks.cjs)\n',
+    );
+  }
+  for (const { dir, tool, args } of PACKAGES) {
+    if (dir === FRAMEWORK_PACKAGE && !withFrameworks) continue;
+    runLeavingFolderTime(tool, args, join(root, dir));
+  }
   run('typescript/bin/tsc', ['-p', join(root, 'tsconfig.build.json')], root);
+  if (withFrameworks) run('typescript/bin/tsc', ['-p', join(root, 'tsconfig.frameworks.json')], root);
   mkdirSync(join(root, 'dist'), { recursive: true });
   writeFileSync(STAMP, `${startedAt.toISOString()}\n`);
   // The compile's start, not its end: a source saved while tsc ran must count as newer.

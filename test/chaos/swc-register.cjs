@@ -18,13 +18,21 @@ const WORKSPACE_SOURCES = [
   [/^@recovery-ledger\/mcp-gateway$/, () => join(ROOT, 'packages/mcp-gateway/src/index.ts')],
   [/^@recovery-ledger\/agent-frameworks\/(.+)$/, (path) => join(ROOT, 'packages/agent-frameworks/src', `${path}.ts`)],
 ];
+// The agent frameworks are a test project's (scripts/frameworks.cjs): a package the checkout does
+// not have is looked for there, after the root's node_modules, as NODE_PATH would be.
+const FRAMEWORKS_PROJECT = join(ROOT, 'test/frameworks');
 const resolveFilename = Module._resolveFilename;
-Module._resolveFilename = function resolveWorkspaceSource(request, ...rest) {
+Module._resolveFilename = function resolveWorkspaceSource(request, parent, isMain, options) {
   for (const [pattern, source] of WORKSPACE_SOURCES) {
     const match = pattern.exec(request);
-    if (match) return resolveFilename.call(this, source(match[1]), ...rest);
+    if (match) return resolveFilename.call(this, source(match[1]), parent, isMain, options);
   }
-  return resolveFilename.call(this, request, ...rest);
+  try {
+    return resolveFilename.call(this, request, parent, isMain, options);
+  } catch (error) {
+    if (error.code !== 'MODULE_NOT_FOUND' || /^[./]/.test(request)) throw error;
+    return resolveFilename.call(this, request, parent, isMain, { paths: [FRAMEWORKS_PROJECT] });
+  }
 };
 
 const OPTIONS = {

@@ -12,7 +12,7 @@
  *   (the others are optional peers, never installed), and a ledgered AI SDK tool writes once.
  *
  * Needs the build (npm test builds first). Installs are offline-first from npm's cache, which the
- * checkout's own `npm ci` filled.
+ * checkout's own `npm ci` and the frameworks' test project's (scripts/frameworks.cjs) filled.
  */
 import { execFile } from 'node:child_process';
 import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
@@ -76,14 +76,15 @@ function installedModules(project: string): string[] {
   return found.sort();
 }
 
-/** The version this checkout tested its AI SDK integration with (its exact devDependency). */
-/** The versions this checkout tested its integrations with (their exact devDependencies). */
-const frameworkVersions = () =>
-  (
-    JSON.parse(readFileSync(join(REPO, 'packages/agent-frameworks/package.json'), 'utf8')) as {
-      devDependencies: Record<string, string>;
-    }
-  ).devDependencies;
+/** The versions this checkout tested its integrations with: each peer at its exact version in test/frameworks. */
+const frameworkVersions = (): Record<string, string> => {
+  const read = (path: string) =>
+    JSON.parse(readFileSync(join(REPO, path), 'utf8')) as Record<string, Record<string, string>>;
+  const tested = read('test/frameworks/package.json').dependencies;
+  return Object.fromEntries(
+    Object.keys(read('packages/agent-frameworks/package.json').peerDependencies).map((name) => [name, tested[name]]),
+  );
+};
 const aiVersion = () => frameworkVersions().ai;
 const rootVersion = (name: string) =>
   (JSON.parse(readFileSync(join(REPO, 'node_modules', name, 'package.json'), 'utf8')) as { version: string }).version;

@@ -44,6 +44,8 @@ beforeAll(() => {
   mkdirSync(join(project, 'src'));
   mkdirSync(join(project, 'node_modules'));
   copyFileSync(join(ROOT, 'scripts/build.cjs'), join(project, 'scripts/build.cjs'));
+  // What it reads to know whether the agent frameworks' test project is installed (here it is not).
+  copyFileSync(join(ROOT, 'scripts/frameworks.cjs'), join(project, 'scripts/frameworks.cjs'));
   symlinkSync(join(ROOT, 'node_modules/typescript'), join(project, 'node_modules/typescript'), 'dir');
   writeFileSync(join(project, 'src/main.ts'), 'export const answer: number = 42;\n');
   writeFileSync(

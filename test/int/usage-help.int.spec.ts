@@ -6,6 +6,7 @@
 import { spawnSync } from 'node:child_process';
 import { statSync } from 'node:fs';
 import { join, resolve } from 'node:path';
+import { FRAMEWORK_MODULES } from '../support/frameworks';
 
 const ROOT = resolve(__dirname, '../..');
 // A guard so a regression fails this test instead of running on: never an assertion on time.
@@ -42,6 +43,8 @@ describe('--help prints the usage and does nothing else', () => {
     // A port nothing listens on: an example that ignored --help would fail here rather than reach a real ledger.
     const run = spawnSync(process.execPath, [file, '--help', '--ledger', 'http://127.0.0.1:9', '--port', '0'], {
       cwd: ROOT,
+      // The agent-framework examples load their framework from its test project (docs/integrations.md).
+      env: { ...process.env, NODE_PATH: FRAMEWORK_MODULES },
       encoding: 'utf8',
       timeout: GUARD_MS,
       killSignal: 'SIGKILL',

@@ -1,0 +1,39 @@
+#!/usr/bin/env node
+/**
+ * `npm test`'s first part: the type check, the layer check, the linter, the format check and the
+ * build, which read the sources and write nothing another of them reads, run side by side rather
+ * than one after another. Each one's output is printed whole when it ends, under its name; the
+ * exit code is non-zero when any failed, after all have ended. Each is the package.json script of
+ * that name, so `npm run typecheck` alone checks the same thing.
+ * Plain Node and no dependency: it runs before anything is built.
+ */
+'use strict';
+const { spawn } = require('node:child_process');
+const { join } = require('node:path');
+
+const root = join(__dirname, '..');
+const CHECKS =
+  process.argv.length > 2 ? process.argv.slice(2) : ['typecheck', 'lint:boundaries', 'lint', 'format:check', 'build'];
+
+function runScript(name) {
+  const started = Date.now();
+  return new Promise((resolve) => {
+    const child = spawn('npm', ['run', '--silent', name], { cwd: root, stdio: ['ignore', 'pipe', 'pipe'] });
+    let output = '';
+    child.stdout.on('data', (chunk) => (output += chunk));
+    child.stderr.on('data', (chunk) => (output += chunk));
+    child.on('close', (code, signal) => {
+      const seconds = ((Date.now() - started) / 1000).toFixed(1);
+      const verdict = code === 0 ? 'ok' : `failed (${signal ?? `exit ${code}`})`;
+      process.stdout.write(`\n> npm run ${name}: ${verdict}, ${seconds} s\n${output.trimEnd()}${output ? '\n' : ''}`);
+      resolve(code === 0);
+    });
+  });
+}
+
+Promise.all(CHECKS.map(runScript)).then((results) => {
+  if (results.every(Boolean)) return;
+  const failed = CHECKS.filter((_, index) => !results[index]);
+  process.stderr.write(`\nFailed: ${failed.map((name) => `npm run ${name}`).join(', ')}\n`);
+  process.exit(1);
+});
