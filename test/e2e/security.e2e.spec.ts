@@ -1103,6 +1103,19 @@ const { PATH_METADATA, METHOD_METADATA } = load('@nestjs/common/constants');
       // operator operator facts only.
       byRole: { approver: { status: 403, code: 'FORBIDDEN' }, operator: { status: 403, code: 'FORBIDDEN' } },
     }),
+    // Operator facts over many operations: each ref is decided alone inside a 200. Own tenant: a
+    // ref with no step (refused for that ref, nothing stored, the matrix's plan untouched). Other
+    // tenant: the other tenant's operation, which does not exist in the caller's namespace.
+    'POST /v1/operator-facts': (side) => ({
+      body: {
+        fact: { type: 'StepCancelled', data: { reason: 'matrix' } },
+        operations: [{ operation_ref: side === 'own' ? 'run_acme/no_such_step' : GLOBEX_REF, event_id: randomUUID() }],
+      },
+      own: 200,
+      other: { status: 200 },
+      // Only an operator records operator facts: the runtime and the approver are refused by the fact.
+      byRole: { runtime: { status: 403, code: 'FORBIDDEN' }, approver: { status: 403, code: 'FORBIDDEN' } },
+    }),
     'POST /v1/admin/projections/rebuild': () => ({ own: 202 }),
     'POST /v1/admin/verify': () => ({ own: 200 }),
     // A receiver nobody listens on: the matrix appends nothing after it, so nothing is sent.
