@@ -13,6 +13,7 @@ import {
   type Subscription,
   type SubscriptionHandlers,
 } from '../../../../src/store/event-store.port';
+import { followLog } from '../../../../src/adapters/follow-log';
 
 /**
  * An array-backed event store implementing the port, for tests that need no file; it passes the
@@ -111,9 +112,8 @@ export class MemoryEventStore implements EventStore {
       .map((event) => structuredClone(event));
   }
 
+  /** The same catch-up-then-live loop the polling adapters run (src/adapters/follow-log.ts). */
   subscribe(options: SubscribeOptions, handlers: SubscriptionHandlers): Subscription {
-    let position = options.after;
-    let active = true;
     let wake: (() => void) | undefined;
     // An append that lands while the loop is reading must not be missed: remember it.
     let appended = false;
@@ -122,34 +122,22 @@ export class MemoryEventStore implements EventStore {
       wake?.();
     };
     this.listeners.add(listener);
-    const loop = (async () => {
-      while (active) {
+    const subscription = followLog(options.after, handlers, {
+      read: (after) => {
         appended = false;
-        const batch = await this.readAll({
-          after: position,
-          limit: this.options.batchSize ?? 500,
-          streamPrefix: options.streamPrefix,
-        });
-        if (batch.length === 0) {
-          if (!appended && active) await new Promise<void>((resolve) => (wake = resolve));
-          wake = undefined;
-          continue;
-        }
-        try {
-          await handlers.onEvents(batch);
-        } catch (error) {
-          if (active) handlers.onError?.(error as Error);
-          return;
-        }
-        position = batch[batch.length - 1].position;
-      }
-    })();
+        return this.readAll({ after, limit: this.options.batchSize ?? 500, streamPrefix: options.streamPrefix });
+      },
+      wait: async (stopped) => {
+        if (!appended && !stopped()) await new Promise<void>((resolve) => (wake = resolve));
+        wake = undefined;
+      },
+      wake: () => wake?.(),
+      closed: () => false,
+    });
     return {
       close: async () => {
-        active = false;
         this.listeners.delete(listener);
-        wake?.();
-        await loop;
+        await subscription.close();
       },
     };
   }
