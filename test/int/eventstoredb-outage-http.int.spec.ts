@@ -9,6 +9,7 @@
 import { randomUUID } from 'node:crypto';
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { StoredEvent } from '../../src/store/event-store.port';
+import type { CommitContext } from '../support/eventstoredb-protocol-double/protocol-double';
 import { verifyChain } from '../../src/integrity/hash-chain';
 import { operationStream } from '../../src/store/stream-names';
 import { fact, ledgerAt, opPath, request, type HttpAnswer } from '../support/http';
@@ -338,11 +339,15 @@ describe.each([
 });
 
 describe('connections dropped mid-append', () => {
-  /** A hook that drops every connection of the double, the first time only. */
-  const dropOnce = () => {
+  /**
+   * A hook that drops every connection of the double, the first time the given event reaches it.
+   * Appends of the service's own (checkpoints, leases) may commit meanwhile: they pass untouched.
+   */
+  const dropOnce = (eventId: string) => {
     let dropped = 0;
     return {
-      drop: () => {
+      drop: (context: CommitContext) => {
+        if (!context.eventIds.includes(eventId)) return;
         if (dropped++ === 0) store.double.dropConnections();
       },
       get count() {
@@ -357,7 +362,7 @@ describe('connections dropped mid-append', () => {
     ok(await op.plan());
     const dispatch = [fact('AttemptDispatched', { attempt: 1, input_hash: 'sha256:input-1' })];
     const before = await store.dumpLog(ledger);
-    const hook = dropOnce();
+    const hook = dropOnce(dispatch[0].event_id);
     store.double.hooks = { beforeCommit: hook.drop };
 
     expectStoreUnavailable(await api.submit(ref, dispatch));
@@ -380,7 +385,7 @@ describe('connections dropped mid-append', () => {
     ok(await op.plan());
     ok(await op.dispatch(1));
     const envelope = [fact('EnvelopeRecorded', { attempt: 1, envelope: envelopes.success(ref) })];
-    const hook = dropOnce();
+    const hook = dropOnce(envelope[0].event_id);
     store.double.hooks = { afterCommit: hook.drop };
 
     const lost = await api.submit(ref, envelope);
