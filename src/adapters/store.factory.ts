@@ -10,6 +10,7 @@ import type { WebhookStore } from '../webhooks/webhook-store.port';
 import type { ReadModel, ReadModelOptions } from '../store/read-model.port';
 import type { TimeBaseStore } from '../store/time-base.port';
 import type { IdempotencyKeyStore } from '../store/idempotency-key-store.port';
+import type { SharedReadModelStore } from '../store/shared-read-model.port';
 
 export interface StoreHooks {
   /** A log written before anchors existed was anchored as it stands (said loudly by the caller). */
@@ -123,4 +124,14 @@ export function openWebhookFile(
   options: SqliteWebhookStoreOptions,
 ): WebhookStore & { readonly secretsAtRest: SecretsAtRest } {
   return new SqliteWebhookStore(file, options);
+}
+
+/**
+ * The read models shared by the instances on the PostgreSQL database (docs/postgres.md, "Read
+ * models"); undefined for the other stores, where each instance projects its own.
+ */
+export async function openSharedReadModelStore(config: LedgerConfig): Promise<SharedReadModelStore | undefined> {
+  if (config.store !== 'postgres') return undefined;
+  const { PostgresSharedReadModelStore } = await import('./postgres/postgres-read-model.adapter');
+  return new PostgresSharedReadModelStore({ connectionString: config.databaseUrl as string });
 }

@@ -134,11 +134,11 @@ export class LedgerHealthIndicators {
         message: 'the read models are being checked against the log (or rebuilt), and are not served as true yet',
       });
     }
-    const { state, error, worker } = engine.status();
+    const { state, error, worker, shared } = engine.status();
     // Where it runs, and how often its thread ended unasked (each time started again, loudly logged).
-    const thread: { thread: string; worker_restarts?: number } = worker
+    const thread: { thread: string; worker_restarts?: number; read_models?: string } = worker
       ? { thread: 'worker', worker_restarts: worker.restarts }
-      : { thread: 'inline' };
+      : { thread: 'inline', ...(shared ? { read_models: shared.role } : {}) };
     this.causes.delete('projections');
     if (state === 'failed') {
       this.causes.set('projections', error ?? 'failed');

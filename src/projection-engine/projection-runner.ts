@@ -15,6 +15,11 @@ export interface RunnerStatus {
   projections: ProjectionStatus[];
   /** Present where the engine runs in a worker thread: how many times that thread ended unasked. */
   worker?: { restarts: number };
+  /**
+   * Present where the read models are shared by several instances (docs/postgres.md, "Read
+   * models"): whether this one projects them or copies what the projector published.
+   */
+  shared?: { role: 'projector' | 'copy' };
 }
 
 export interface ProjectionLag {

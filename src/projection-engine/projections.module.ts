@@ -25,7 +25,8 @@ import { ProjectionQueries } from './projection-queries';
 import { verifyReadModels } from './read-model-verification';
 import { sealCovers, takeReadModelSeal, writeReadModelSeal, type SealVerdict } from './read-model-seal';
 import { readModelFile, type ReadModel } from '../store/read-model.port';
-import { openReadModel } from '../adapters/store.factory';
+import { openReadModel, openSharedReadModelStore } from '../adapters/store.factory';
+import { SharedProjectionRunner } from './projector-election';
 import { FailureLog } from '../logging/failure-log';
 
 export const PROJECTION_ENGINE = Symbol('PROJECTION_ENGINE');
@@ -74,6 +75,12 @@ export class ProjectionsLifecycle implements OnApplicationBootstrap, OnModuleDes
     // The rollback check ran in onModuleInit (src/integrity/history-rollback.check.ts). On a rolled-back log a
     // read model ahead of it is the evidence: it is neither checked (that would rebuild it down to
     // the old log) nor followed. Accepted by the operator, every read model is rebuilt from the log.
+    if (this.engine instanceof SharedProjectionRunner) {
+      // The shared read models are neither compared with the log here nor sealed: this copy starts
+      // empty and is read from what the projector published (docs/postgres.md, "Read models").
+      this.engine.start();
+      return;
+    }
     const rollback = this.integrity?.current().rollback?.state;
     if (rollback === 'rolled_back') {
       this.logger.error(
@@ -200,17 +207,36 @@ export class ProjectionsLifecycle implements OnApplicationBootstrap, OnModuleDes
       provide: READ_MODEL,
       // After the seal is taken: opening the read model for writing may touch its files.
       inject: [CONFIG, READ_MODEL_SEAL],
-      useFactory: (config: LedgerConfig) => openReadModel({ file: readModelFile(config.dataDir) }),
+      useFactory: (config: LedgerConfig) =>
+        // On PostgreSQL this instance's copy of the shared read models, read afresh at each start.
+        openReadModel({ file: config.store === 'postgres' ? ':memory:' : readModelFile(config.dataDir) }),
     },
     {
       provide: PROJECTION_ENGINE,
       inject: [EVENT_STORE, READ_MODEL, CONFIG],
-      useFactory: (store: EventStore, readModel: ReadModel, config: LedgerConfig): ProjectionRunner => {
+      useFactory: async (store: EventStore, readModel: ReadModel, config: LedgerConfig): Promise<ProjectionRunner> => {
         const logger = new Logger('ProjectionEngine');
         // It follows the log again every second: a store that is down must not write a stack each time.
         const failures = new FailureLog(logger);
         const onError = (error: Error) =>
           failures.failed(error, 'projection engine failed; following the log again shortly');
+        const shared = await openSharedReadModelStore(config);
+        if (shared) {
+          return new SharedProjectionRunner({
+            store,
+            shared,
+            readModel,
+            projections: LEDGER_PROJECTIONS,
+            onError,
+            onRole: (role) =>
+              logger.log(
+                { role },
+                role === 'projector'
+                  ? 'elected to project the shared read models'
+                  : 'copying the shared read models from the projector',
+              ),
+          });
+        }
         const eventsFile = embeddedLogFile(store);
         if (eventsFile !== undefined && config.projectionsThread === 'worker') {
           return new WorkerProjectionRunner({

@@ -47,10 +47,41 @@ const MIGRATIONS = [
     ledger_ms   bigint NOT NULL,
     record      text   NOT NULL
   )`,
+  // The shared read models (postgres-read-model.adapter.ts): documents as the projector stored them,
+  // each row stamped with the number of the publication that last wrote it.
+  `CREATE TABLE IF NOT EXISTS ledger_read_model_state (
+    id     integer PRIMARY KEY CHECK (id = 1),
+    change bigint  NOT NULL
+  )`,
+  `INSERT INTO ledger_read_model_state (id, change) VALUES (1, 0) ON CONFLICT (id) DO NOTHING`,
+  `CREATE TABLE IF NOT EXISTS ledger_read_model_checkpoints (
+    projection  text    PRIMARY KEY,
+    version     integer NOT NULL,
+    position    bigint  NOT NULL,
+    recorded_at text,
+    resets      integer NOT NULL DEFAULT 0,
+    change      bigint  NOT NULL
+  )`,
+  `CREATE TABLE IF NOT EXISTS ledger_read_model_docs (
+    projection text   NOT NULL,
+    key        text   NOT NULL,
+    doc        text   NOT NULL,
+    change     bigint NOT NULL,
+    PRIMARY KEY (projection, key)
+  )`,
+  `CREATE INDEX IF NOT EXISTS ledger_read_model_docs_change ON ledger_read_model_docs (change)`,
+  `CREATE TABLE IF NOT EXISTS ledger_read_model_links (
+    projection text   NOT NULL,
+    stream     text   NOT NULL,
+    link       text   NOT NULL,
+    change     bigint NOT NULL,
+    PRIMARY KEY (projection, stream)
+  )`,
+  `CREATE INDEX IF NOT EXISTS ledger_read_model_links_change ON ledger_read_model_links (change)`,
 ];
 
 /** Keys of the advisory locks the adapters take (one number space per database). */
-export const ADVISORY_LOCKS = { migrations: 4_712_001, timeBase: 4_712_002 } as const;
+export const ADVISORY_LOCKS = { migrations: 4_712_001, timeBase: 4_712_002, projector: 4_712_003 } as const;
 
 export interface PostgresOptions {
   /** `postgres://user:password@host:port/database` (DATABASE_URL). */

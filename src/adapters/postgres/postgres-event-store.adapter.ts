@@ -1,4 +1,4 @@
-import type { Client, Pool, PoolClient } from 'pg';
+import type { Pool, PoolClient } from 'pg';
 import {
   NO_STREAM,
   RevisionConflictError,
@@ -21,6 +21,7 @@ import {
 import { isEventMetadata } from '../../store/event-metadata';
 import { followLog } from '../follow-log';
 import { inTransaction, migrate, openPool, query, toPortError, type PostgresOptions } from './postgres-database';
+import { Notifier } from './postgres-notifier';
 
 export interface PostgresEventStoreOptions extends PostgresOptions {
   /** How often a live subscription reads again when no notification came (a missed NOTIFY, a reconnect). */
@@ -91,7 +92,7 @@ export class PostgresEventStore implements EventStore {
     this.ready = migrate(this.pool);
     // A start against an unreachable server is not an unhandled rejection: requests report it.
     this.ready.catch(() => undefined);
-    this.notifier = new Notifier(options);
+    this.notifier = new Notifier(options, NOTIFY_CHANNEL);
   }
 
   private async open(): Promise<Pool> {
@@ -324,76 +325,4 @@ function decode(row: EventRow): StoredEvent {
     revision: row.revision,
     position,
   };
-}
-
-/**
- * One LISTEN connection per store, waking its followers when any instance commits events. A
- * missed notification (the connection dropped, the server restarted) costs one poll interval,
- * never an event: followers read the table, the notification only says when.
- */
-class Notifier {
-  private client: Client | undefined;
-  private connecting: Promise<void> | undefined;
-  private readonly waiters = new Set<() => void>();
-  private closed = false;
-
-  constructor(private readonly options: PostgresOptions) {}
-
-  /** Resolves on the next notification, after `timeoutMs`, or when `stop()` is true at a wake. */
-  wait(timeoutMs: number, stop: () => boolean): Promise<void> {
-    this.listen();
-    return new Promise<void>((resolve) => {
-      const done = () => {
-        clearTimeout(timer);
-        this.waiters.delete(done);
-        resolve();
-      };
-      const timer = setTimeout(done, timeoutMs);
-      if (stop()) done();
-      else this.waiters.add(done);
-    });
-  }
-
-  wakeAll(): void {
-    for (const wake of [...this.waiters]) wake();
-  }
-
-  private listen(): void {
-    if (this.client || this.connecting || this.closed) return;
-    this.connecting = (async () => {
-      const { Client: PgClient } = await import('pg');
-      const client = new PgClient({
-        connectionString: this.options.connectionString,
-        connectionTimeoutMillis: this.options.connectTimeoutMs ?? 5_000,
-      });
-      const drop = () => {
-        if (this.client === client) this.client = undefined;
-        client.end().catch(() => undefined);
-      };
-      client.on('error', drop);
-      client.on('end', drop);
-      client.on('notification', () => this.wakeAll());
-      try {
-        await client.connect();
-        await client.query(`LISTEN ${NOTIFY_CHANNEL}`);
-        if (this.closed) {
-          drop();
-        } else {
-          this.client = client;
-          // What committed while this connection was being made was announced to no one: read again.
-          this.wakeAll();
-        }
-      } catch {
-        drop();
-      }
-    })().finally(() => (this.connecting = undefined));
-  }
-
-  close(): void {
-    this.closed = true;
-    this.wakeAll();
-    const client = this.client;
-    this.client = undefined;
-    void client?.end().catch(() => undefined);
-  }
 }

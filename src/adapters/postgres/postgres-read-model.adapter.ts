@@ -1,0 +1,223 @@
+import type { Client } from 'pg';
+import type {
+  ProjectorLease,
+  PublishedChanges,
+  ReadModelChanges,
+  SharedReadModelStore,
+} from '../../store/shared-read-model.port';
+import {
+  ADVISORY_LOCKS,
+  inTransaction,
+  migrate,
+  openPool,
+  toPortError,
+  type PostgresOptions,
+} from './postgres-database';
+import { Notifier } from './postgres-notifier';
+
+const NOTIFY_CHANNEL = 'ledger_read_models';
+
+/**
+ * The read models shared through PostgreSQL (docs/postgres.md, "Read models"). The projector is
+ * whoever holds `pg_try_advisory_lock` on a session of its own; every publication is a transaction
+ * on that same session, so when the session ends (the process killed, the host cut off and the
+ * server's keep-alive giving up) the lock and any publication in flight end together, and the next
+ * projector starts from what was committed.
+ *
+ * Every publication takes the next change number from the one-row state table (the row lock
+ * orders publications by commit), and stamps each row it writes with it: a follower that has read
+ * up to change N reads `change > N` and misses nothing, since no publication numbered below N can
+ * commit after one numbered N (unlike a sequence, docs/postgres.md, "Appends and positions").
+ */
+export class PostgresSharedReadModelStore implements SharedReadModelStore {
+  private readonly pool;
+  private readonly notifier: Notifier;
+  private readonly listeners = new Set<() => void>();
+  private following = false;
+  private closed = false;
+
+  constructor(private readonly options: PostgresOptions) {
+    this.pool = openPool({ maxConnections: 2, ...options });
+    this.notifier = new Notifier(options, NOTIFY_CHANNEL);
+  }
+
+  async tryLead(): Promise<ProjectorLease | undefined> {
+    await migrate(this.pool);
+    const { Client: PgClient } = await import('pg');
+    const client = new PgClient({
+      connectionString: this.options.connectionString,
+      connectionTimeoutMillis: this.options.connectTimeoutMs ?? 5_000,
+      application_name: 'recovery-ledger-projector',
+      keepAlive: true,
+      idle_in_transaction_session_timeout: this.options.idleInTransactionTimeoutMs ?? 10_000,
+    });
+    let lost: Error | undefined;
+    const onLostListeners: Array<(error: Error) => void> = [];
+    const lose = (error: Error) => {
+      if (lost) return;
+      lost = error;
+      client.end().catch(() => undefined);
+      for (const listener of onLostListeners) listener(error);
+    };
+    client.on('error', (error) => lose(error));
+    client.on('end', () => lose(new Error('the projector session ended')));
+    try {
+      await client.connect();
+      const { rows } = await client.query<{ held: boolean }>('SELECT pg_try_advisory_lock($1) AS held', [
+        ADVISORY_LOCKS.projector,
+      ]);
+      if (!rows[0]?.held) {
+        lost = new Error('not elected');
+        await client.end().catch(() => undefined);
+        return undefined;
+      }
+    } catch (error) {
+      lost = error instanceof Error ? error : new Error(String(error));
+      await client.end().catch(() => undefined);
+      throw toPortError(error);
+    }
+    return {
+      versions: async () => {
+        const { rows } = await client.query<{ projection: string; version: number }>(
+          'SELECT projection, version FROM ledger_read_model_checkpoints',
+        );
+        return Object.fromEntries(rows.map((row) => [row.projection, row.version]));
+      },
+      publish: (changes) => publishOn(client, changes),
+      onLost: (listener) => {
+        if (lost) listener(lost);
+        else onLostListeners.push(listener);
+      },
+      release: async () => {
+        lost ??= new Error('released');
+        await client.end().catch(() => undefined);
+      },
+    };
+  }
+
+  async pull(after: number): Promise<PublishedChanges> {
+    await migrate(this.pool);
+    // One snapshot for every table: the rows and the change number they reach agree.
+    return inTransaction(this.pool, async (client) => {
+      await client.query('SET TRANSACTION ISOLATION LEVEL REPEATABLE READ, READ ONLY');
+      const state = await client.query<{ change: string }>('SELECT change FROM ledger_read_model_state WHERE id = 1');
+      const checkpoints = await client.query<{
+        projection: string;
+        version: number;
+        position: string;
+        recorded_at: string | null;
+        resets: number;
+        change: string;
+      }>('SELECT projection, version, position, recorded_at, resets, change FROM ledger_read_model_checkpoints');
+      const docs = await client.query<{ projection: string; key: string; doc: string }>(
+        'SELECT projection, key, doc FROM ledger_read_model_docs WHERE change > $1 ORDER BY change, projection, key',
+        [after],
+      );
+      const links = await client.query<{ projection: string; stream: string; link: string }>(
+        'SELECT projection, stream, link FROM ledger_read_model_links WHERE change > $1 ORDER BY change',
+        [after],
+      );
+      return {
+        change: Number(state.rows[0]?.change ?? 0),
+        resetCounts: Object.fromEntries(checkpoints.rows.map((row) => [row.projection, row.resets])),
+        resets: [],
+        docs: docs.rows,
+        links: links.rows,
+        checkpoints: checkpoints.rows
+          .filter((row) => Number(row.change) > after)
+          .map((row) => ({
+            projection: row.projection,
+            version: row.version,
+            position: Number(row.position),
+            recordedAt: row.recorded_at,
+          })),
+      };
+    });
+  }
+
+  onPublished(listener: () => void): () => void {
+    this.listeners.add(listener);
+    if (!this.following) {
+      this.following = true;
+      void this.follow();
+    }
+    return () => this.listeners.delete(listener);
+  }
+
+  /** Wakes the listeners on each notification (the notifier reconnects by itself after a drop). */
+  private async follow(): Promise<void> {
+    while (!this.closed) {
+      await this.notifier.wait(60_000, () => this.closed);
+      if (this.closed) return;
+      for (const listener of this.listeners) listener();
+    }
+  }
+
+  async close(): Promise<void> {
+    this.closed = true;
+    this.notifier.close();
+    await this.pool.end().catch(() => undefined);
+  }
+}
+
+/** One publication on the projector's own session: every row, the new change number, a notification. */
+async function publishOn(client: Client, changes: ReadModelChanges): Promise<number> {
+  try {
+    await client.query('BEGIN');
+    const { rows } = await client.query<{ change: string }>(
+      'UPDATE ledger_read_model_state SET change = change + 1 WHERE id = 1 RETURNING change',
+    );
+    const change = Number(rows[0].change);
+    for (const projection of changes.resets) {
+      await client.query('DELETE FROM ledger_read_model_docs WHERE projection = $1', [projection]);
+      await client.query('DELETE FROM ledger_read_model_links WHERE projection = $1', [projection]);
+      await client.query(
+        `INSERT INTO ledger_read_model_checkpoints (projection, version, position, recorded_at, resets, change)
+         VALUES ($1, 0, 0, NULL, 1, $2)
+         ON CONFLICT (projection) DO UPDATE SET position = 0, recorded_at = NULL,
+           resets = ledger_read_model_checkpoints.resets + 1, change = $2`,
+        [projection, change],
+      );
+    }
+    if (changes.docs.length > 0) {
+      await client.query(
+        `INSERT INTO ledger_read_model_docs (projection, key, doc, change)
+         SELECT projection, key, doc, $4 FROM unnest($1::text[], $2::text[], $3::text[]) AS t(projection, key, doc)
+         ON CONFLICT (projection, key) DO UPDATE SET doc = excluded.doc, change = excluded.change`,
+        [
+          changes.docs.map((row) => row.projection),
+          changes.docs.map((row) => row.key),
+          changes.docs.map((row) => row.doc),
+          change,
+        ],
+      );
+    }
+    if (changes.links.length > 0) {
+      await client.query(
+        `INSERT INTO ledger_read_model_links (projection, stream, link, change)
+         SELECT projection, stream, link, $4 FROM unnest($1::text[], $2::text[], $3::text[]) AS t(projection, stream, link)
+         ON CONFLICT (projection, stream) DO UPDATE SET link = excluded.link, change = excluded.change`,
+        [
+          changes.links.map((row) => row.projection),
+          changes.links.map((row) => row.stream),
+          changes.links.map((row) => row.link),
+          change,
+        ],
+      );
+    }
+    for (const checkpoint of changes.checkpoints) {
+      await client.query(
+        `INSERT INTO ledger_read_model_checkpoints (projection, version, position, recorded_at, change)
+         VALUES ($1, $2, $3, $4, $5)
+         ON CONFLICT (projection) DO UPDATE SET version = $2, position = $3, recorded_at = $4, change = $5`,
+        [checkpoint.projection, checkpoint.version, checkpoint.position, checkpoint.recordedAt, change],
+      );
+    }
+    await client.query(`SELECT pg_notify('${NOTIFY_CHANNEL}', $1)`, [String(change)]);
+    await client.query('COMMIT');
+    return change;
+  } catch (error) {
+    await client.query('ROLLBACK').catch(() => undefined);
+    throw toPortError(error);
+  }
+}
