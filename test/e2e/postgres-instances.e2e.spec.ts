@@ -10,10 +10,11 @@
 import { randomUUID } from 'node:crypto';
 import { PostgresEventStore } from '../../src/adapters/postgres/postgres-event-store.adapter';
 import { operationStream } from '../../src/store/stream-names';
-import { fact, ledgerAt, type HttpAnswer } from '../support/http';
+import { fact, ledgerAt, request, type HttpAnswer } from '../support/http';
 import { startLedger, type LedgerProcess } from '../support/ledger-process';
 import { describeWithPostgres, type TestDatabase } from '../support/postgres';
 import { envelopes, INPUT_1, ok } from '../support/scenario';
+import { until } from '../support/until';
 
 const TENANT = 'default'; // local mode
 const OPERATIONS = 36;
@@ -96,6 +97,33 @@ async function audit(database: TestDatabase, load: LoadResult): Promise<{ lost: 
   }
 }
 
+/** Whether an instance projects the shared read models or copies them (docs/postgres.md, "Read models"). */
+async function readModelRole(instance: LedgerProcess): Promise<string | undefined> {
+  const answer = await request(instance.baseUrl, 'GET', '/health/ready').catch(() => undefined);
+  return answer?.body?.details?.projections?.read_models;
+}
+
+/**
+ * The operations of the load that an instance's list (GET /v1/operations, the shared read models)
+ * does not show as succeeded, once it has caught up with the whole log as it stands.
+ */
+async function missingFromList(database: TestDatabase, instance: LedgerProcess, load: LoadResult): Promise<string[]> {
+  const log = new PostgresEventStore({ connectionString: database.url });
+  const head = await log.headPosition().finally(() => log.close());
+  const missing: string[] = [];
+  for (const ref of load.refs) {
+    const run = ref.split('/')[0];
+    const answer = await request(
+      instance.baseUrl,
+      'GET',
+      `/v1/operations?run_id=${run}&wait_for_position=${head}&wait_timeout_ms=20000`,
+    );
+    const item = answer.body?.items?.find((entry: { operation_ref: string }) => entry.operation_ref === ref);
+    if (answer.status !== 200 || item?.status !== 'succeeded') missing.push(`${ref} ${answer.status} ${item?.status}`);
+  }
+  return missing;
+}
+
 describeWithPostgres('two built instances on one PostgreSQL', (database) => {
   let instances: LedgerProcess[] = [];
   const env = () => ({ LEDGER_STORE: 'postgres', DATABASE_URL: database().url });
@@ -120,6 +148,26 @@ describeWithPostgres('two built instances on one PostgreSQL', (database) => {
     }
   });
 
+  it('hands the read models to the other instance when the projecting one is killed mid-load, and its lists catch up', async () => {
+    const roles = await until(
+      async () => Promise.all(instances.map(readModelRole)),
+      (both) => both.includes('projector') && both.includes('copy'),
+      'one instance to project the shared read models and the other to copy them',
+    );
+    const projector = instances[roles.indexOf('projector')];
+    const survivor = instances[roles.indexOf('copy')];
+    const load = await runLoad(instances, () => projector.kill());
+    expect(projector.child.signalCode).toBe('SIGKILL');
+    expect(load.acknowledgedAfterFault).toBeGreaterThan(0);
+    expect(await audit(database(), load)).toEqual({ lost: [], twice: [] });
+    await until(
+      () => readModelRole(survivor),
+      (role) => role === 'projector',
+      'the surviving instance to project',
+    );
+    expect(await missingFromList(database(), survivor, load)).toEqual([]);
+  });
+
   const crashable = !process.env.DATABASE_URL;
   (crashable ? it : it.skip)(
     'loses no acknowledged write and dispatches nothing twice when PostgreSQL crashes mid-load and comes back',
@@ -137,6 +185,8 @@ describeWithPostgres('two built instances on one PostgreSQL', (database) => {
       expect(load.acknowledgedAfterFault).toBeGreaterThan(0);
       expect(await audit(database(), load)).toEqual({ lost: [], twice: [] });
       for (const instance of instances) {
+        // The projector's session ended with the server: one instance is elected again, and both lists catch up.
+        expect(await missingFromList(database(), instance, load)).toEqual([]);
         for (const ref of load.refs) {
           expect(ok(await ledgerAt(instance.baseUrl).state(ref)).status).toBe('succeeded');
         }
