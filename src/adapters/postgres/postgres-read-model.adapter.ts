@@ -5,14 +5,7 @@ import type {
   ReadModelChanges,
   SharedReadModelStore,
 } from '../../store/shared-read-model.port';
-import {
-  ADVISORY_LOCKS,
-  inTransaction,
-  migrate,
-  openPool,
-  toPortError,
-  type PostgresOptions,
-} from './postgres-database';
+import { ADVISORY_LOCKS, query, migrate, openPool, toPortError, type PostgresOptions } from './postgres-database';
 import { Notifier } from './postgres-notifier';
 
 const NOTIFY_CHANNEL = 'ledger_read_models';
@@ -97,42 +90,48 @@ export class PostgresSharedReadModelStore implements SharedReadModelStore {
 
   async pull(after: number): Promise<PublishedChanges> {
     await migrate(this.pool);
-    // One snapshot for every table: the rows and the change number they reach agree.
-    return inTransaction(this.pool, async (client) => {
-      await client.query('SET TRANSACTION ISOLATION LEVEL REPEATABLE READ, READ ONLY');
-      const state = await client.query<{ change: string }>('SELECT change FROM ledger_read_model_state WHERE id = 1');
-      const checkpoints = await client.query<{
-        projection: string;
-        version: number;
-        position: string;
-        recorded_at: string | null;
-        resets: number;
-        change: string;
-      }>('SELECT projection, version, position, recorded_at, resets, change FROM ledger_read_model_checkpoints');
-      const docs = await client.query<{ projection: string; key: string; doc: string }>(
-        'SELECT projection, key, doc FROM ledger_read_model_docs WHERE change > $1 ORDER BY change, projection, key',
-        [after],
-      );
-      const links = await client.query<{ projection: string; stream: string; link: string }>(
-        'SELECT projection, stream, link FROM ledger_read_model_links WHERE change > $1 ORDER BY change',
-        [after],
-      );
-      return {
-        change: Number(state.rows[0]?.change ?? 0),
-        resetCounts: Object.fromEntries(checkpoints.rows.map((row) => [row.projection, row.resets])),
-        resets: [],
-        docs: docs.rows,
-        links: links.rows,
-        checkpoints: checkpoints.rows
-          .filter((row) => Number(row.change) > after)
-          .map((row) => ({
-            projection: row.projection,
-            version: row.version,
-            position: Number(row.position),
-            recordedAt: row.recorded_at,
-          })),
-      };
-    });
+    // One statement, so one snapshot for every table (and one round trip): the rows and the change
+    // number they reach agree.
+    const rows = await query<{
+      kind: 's' | 'c' | 'd' | 'l';
+      projection: string | null;
+      a: string | null;
+      b: string | null;
+      n: string | null;
+      m: string | null;
+      r: number | null;
+    }>(
+      this.pool,
+      `SELECT 's' AS kind, NULL::text AS projection, NULL::text AS a, NULL::text AS b, change::text AS n,
+              NULL::text AS m, NULL::integer AS r
+         FROM ledger_read_model_state WHERE id = 1
+       UNION ALL
+       SELECT 'c', projection, recorded_at, version::text, position::text, change::text, resets
+         FROM ledger_read_model_checkpoints
+       UNION ALL
+       SELECT 'd', projection, key, doc, NULL, NULL, NULL FROM ledger_read_model_docs WHERE change > $1
+       UNION ALL
+       SELECT 'l', projection, stream, link, NULL, NULL, NULL FROM ledger_read_model_links WHERE change > $1`,
+      [after],
+    );
+    const pulled: PublishedChanges = { change: 0, resetCounts: {}, resets: [], docs: [], links: [], checkpoints: [] };
+    for (const row of rows) {
+      const projection = row.projection as string;
+      if (row.kind === 's') pulled.change = Number(row.n);
+      else if (row.kind === 'd') pulled.docs.push({ projection, key: row.a as string, doc: row.b as string });
+      else if (row.kind === 'l') pulled.links.push({ projection, stream: row.a as string, link: row.b as string });
+      else {
+        pulled.resetCounts[projection] = row.r ?? 0;
+        if (Number(row.m) > after)
+          pulled.checkpoints.push({
+            projection,
+            version: Number(row.b),
+            position: Number(row.n),
+            recordedAt: row.a,
+          });
+      }
+    }
+    return pulled;
   }
 
   onPublished(listener: () => void): () => void {
@@ -205,12 +204,20 @@ async function publishOn(client: Client, changes: ReadModelChanges): Promise<num
         ],
       );
     }
-    for (const checkpoint of changes.checkpoints) {
+    if (changes.checkpoints.length > 0) {
       await client.query(
         `INSERT INTO ledger_read_model_checkpoints (projection, version, position, recorded_at, change)
-         VALUES ($1, $2, $3, $4, $5)
-         ON CONFLICT (projection) DO UPDATE SET version = $2, position = $3, recorded_at = $4, change = $5`,
-        [checkpoint.projection, checkpoint.version, checkpoint.position, checkpoint.recordedAt, change],
+         SELECT projection, version, position, recorded_at, $5
+           FROM unnest($1::text[], $2::integer[], $3::bigint[], $4::text[]) AS t(projection, version, position, recorded_at)
+         ON CONFLICT (projection) DO UPDATE SET version = excluded.version, position = excluded.position,
+           recorded_at = excluded.recorded_at, change = excluded.change`,
+        [
+          changes.checkpoints.map((row) => row.projection),
+          changes.checkpoints.map((row) => row.version),
+          changes.checkpoints.map((row) => row.position),
+          changes.checkpoints.map((row) => row.recordedAt),
+          change,
+        ],
       );
     }
     await client.query(`SELECT pg_notify('${NOTIFY_CHANNEL}', $1)`, [String(change)]);
