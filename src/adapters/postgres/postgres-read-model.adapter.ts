@@ -34,41 +34,60 @@ export class PostgresSharedReadModelStore implements SharedReadModelStore {
     this.notifier = new Notifier(options, NOTIFY_CHANNEL);
   }
 
-  async tryLead(): Promise<ProjectorLease | undefined> {
-    await migrate(this.pool);
+  /**
+   * The session an instance that does not project tries for the lock on, kept between tries so a
+   * try each second costs a statement, not a new connection (a backend) each time.
+   */
+  private candidate: ProjectorSession | undefined;
+
+  private async session(): Promise<ProjectorSession> {
+    if (this.candidate && !this.candidate.lost) return this.candidate;
     const { Client: PgClient } = await import('pg');
     const client = new PgClient({
       connectionString: this.options.connectionString,
       connectionTimeoutMillis: this.options.connectTimeoutMs ?? 5_000,
-      application_name: 'recovery-ledger-projector',
+      application_name: 'recovery-ledger-election',
       keepAlive: true,
       idle_in_transaction_session_timeout: this.options.idleInTransactionTimeoutMs ?? 10_000,
     });
-    let lost: Error | undefined;
-    const onLostListeners: Array<(error: Error) => void> = [];
+    const session: ProjectorSession = { client, lost: undefined, listeners: [] };
     const lose = (error: Error) => {
-      if (lost) return;
-      lost = error;
+      if (session.lost) return;
+      session.lost = error;
+      if (this.candidate === session) this.candidate = undefined;
       client.end().catch(() => undefined);
-      for (const listener of onLostListeners) listener(error);
+      for (const listener of session.listeners) listener(error);
     };
     client.on('error', (error) => lose(error));
     client.on('end', () => lose(new Error('the projector session ended')));
     try {
       await client.connect();
+    } catch (error) {
+      lose(error instanceof Error ? error : new Error(String(error)));
+      throw toPortError(error);
+    }
+    this.candidate = session;
+    return session;
+  }
+
+  async tryLead(): Promise<ProjectorLease | undefined> {
+    await migrate(this.pool);
+    if (this.closed) return undefined;
+    const session = await this.session();
+    const { client } = session;
+    try {
       const { rows } = await client.query<{ held: boolean }>('SELECT pg_try_advisory_lock($1) AS held', [
         ADVISORY_LOCKS.projector,
       ]);
-      if (!rows[0]?.held) {
-        lost = new Error('not elected');
-        await client.end().catch(() => undefined);
-        return undefined;
-      }
+      if (!rows[0]?.held) return undefined;
+      // Which session projects, as pg_stat_activity shows it to an operator.
+      await client.query("SET application_name = 'recovery-ledger-projector'");
     } catch (error) {
-      lost = error instanceof Error ? error : new Error(String(error));
       await client.end().catch(() => undefined);
       throw toPortError(error);
     }
+    // The lease owns the session now: it ends with the lease.
+    this.candidate = undefined;
     return {
       versions: async () => {
         const { rows } = await client.query<{ projection: string; version: number }>(
@@ -78,11 +97,11 @@ export class PostgresSharedReadModelStore implements SharedReadModelStore {
       },
       publish: (changes) => publishOn(client, changes),
       onLost: (listener) => {
-        if (lost) listener(lost);
-        else onLostListeners.push(listener);
+        if (session.lost) listener(session.lost);
+        else session.listeners.push(listener);
       },
       release: async () => {
-        lost ??= new Error('released');
+        session.lost ??= new Error('released');
         await client.end().catch(() => undefined);
       },
     };
@@ -155,8 +174,16 @@ export class PostgresSharedReadModelStore implements SharedReadModelStore {
   async close(): Promise<void> {
     this.closed = true;
     this.notifier.close();
+    await this.candidate?.client.end().catch(() => undefined);
     await this.pool.end().catch(() => undefined);
   }
+}
+
+interface ProjectorSession {
+  client: Client;
+  /** Why the session ended, once it has. */
+  lost: Error | undefined;
+  listeners: Array<(error: Error) => void>;
 }
 
 /** One publication on the projector's own session: every row, the new change number, a notification. */
