@@ -5,6 +5,10 @@
  *
  *   npm run build && DATABASE_URL=postgres://user@host:port/postgres \
  *     node dist/bench/postgres-read-models.bench.js [operations=1500] [main.js of another build]
+ *   ... node dist/bench/postgres-read-models.bench.js takeover [rounds=5]
+ *
+ * `takeover` kills the projecting instance (SIGKILL) and times how long until the other one's
+ * /health/ready says it projects, polled every 20 ms.
  *
  * Each run makes a database of its own on that server and drops it after. With a second build's
  * main.js, both instances run that build instead (to compare with a build whose instances each
@@ -20,8 +24,10 @@ import { percentileOf } from './ledger-workload';
 import { cpuSecondsOf, LEDGER_MAIN, serve, type Served } from './support/processes';
 import { benchUuid, dispatchFact, INPUT_HASH, submitPath } from './support/submit-bodies';
 
-const operations = Number(process.argv[2] ?? 1_500);
-const main = process.argv[3] ?? LEDGER_MAIN;
+const takeover = process.argv[2] === 'takeover';
+const operations = takeover ? 0 : Number(process.argv[2] ?? 1_500);
+const rounds = takeover ? Number(process.argv[3] ?? 5) : 0;
+const main = (takeover ? undefined : process.argv[3]) ?? LEDGER_MAIN;
 const WORKERS = 16;
 
 /**
@@ -78,6 +84,41 @@ async function start(dataDir: string, databaseUrl: string): Promise<Served> {
   );
 }
 
+async function roleOf(instance: Served): Promise<string | undefined> {
+  try {
+    const health = (await (await fetch(`${instance.baseUrl}/health/ready`)).json()) as {
+      details?: { projections?: { read_models?: string } };
+    };
+    return health.details?.projections?.read_models;
+  } catch {
+    return undefined;
+  }
+}
+
+/** Kills the projector `rounds` times and prints how long the other instance took to project. */
+async function measureTakeover(databaseUrl: string): Promise<void> {
+  const times: number[] = [];
+  for (let round = 0; round < rounds; round++) {
+    const dirs = [0, 1].map(() => mkdtempSync(join(tmpdir(), 'ledger-pg-bench-')));
+    const instances: Served[] = [];
+    try {
+      for (const dir of dirs) instances.push(await start(dir, databaseUrl));
+      let roles: Array<string | undefined> = [];
+      while (!roles.includes('projector')) roles = await Promise.all(instances.map(roleOf));
+      const projector = instances[roles.indexOf('projector')];
+      const survivor = instances[1 - roles.indexOf('projector')];
+      const killed = performance.now();
+      projector.child.kill('SIGKILL');
+      while ((await roleOf(survivor)) !== 'projector') await new Promise((resolve) => setTimeout(resolve, 20));
+      times.push(Math.round(performance.now() - killed));
+    } finally {
+      for (const instance of instances) await instance.stop();
+      for (const dir of dirs) rmSync(dir, { recursive: true, force: true });
+    }
+  }
+  console.log(JSON.stringify({ takeover_ms: times }));
+}
+
 async function main_(): Promise<void> {
   const adminUrl = process.env.DATABASE_URL;
   if (!adminUrl) throw new Error('DATABASE_URL (a server this bench may create a database on) is required');
@@ -87,18 +128,20 @@ async function main_(): Promise<void> {
   await admin.query(`CREATE DATABASE ${name}`);
   const url = new URL(adminUrl);
   url.pathname = `/${name}`;
+  if (takeover) {
+    try {
+      await measureTakeover(url.toString());
+    } finally {
+      await admin.query(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`).catch(() => undefined);
+      await admin.end();
+    }
+    return;
+  }
   const dirs = [0, 1].map(() => mkdtempSync(join(tmpdir(), 'ledger-pg-bench-')));
   const instances: Served[] = [];
   try {
     for (const dir of dirs) instances.push(await start(dir, url.toString()));
-    const roles = await Promise.all(
-      instances.map(async (instance) => {
-        const health = (await (await fetch(`${instance.baseUrl}/health/ready`)).json()) as {
-          details?: { projections?: { read_models?: string } };
-        };
-        return health.details?.projections?.read_models ?? 'projects its own';
-      }),
-    );
+    const roles = await Promise.all(instances.map(async (instance) => (await roleOf(instance)) ?? 'projects its own'));
     const cpuBefore = instances.map((instance) => cpuSecondsOf(instance.pid));
     const dbBefore = postgresCpuSeconds();
     const crossReads: number[] = [];
