@@ -278,7 +278,7 @@ export class ProjectionEngine implements ProjectionRunner {
         const set = new ProjectionWorkingSet(projection, readModel, checkpoint);
         set.fold(batch);
         set.write();
-        readModel.setCheckpoint(projection.name, last.position, last.metadata.recorded_at);
+        readModel.setCheckpoint(projection.name, last.position, last.metadata.recorded_at, last.metadata.hash);
         applied.set(projection.name, last.position);
       }
       return applied;
@@ -358,7 +358,7 @@ export class ProjectionEngine implements ProjectionRunner {
       if (stored.some((checkpoint, index) => checkpoint !== sets[index].after)) return stored;
       for (const set of sets) {
         set.write();
-        readModel.setCheckpoint(set.projection.name, last.position, last.metadata.recorded_at);
+        readModel.setCheckpoint(set.projection.name, last.position, last.metadata.recorded_at, last.metadata.hash);
       }
       return undefined;
     });

@@ -22,7 +22,7 @@ import { ProjectionEngine } from './projection-engine';
 import type { ProjectionRunner } from './projection-runner';
 import { WorkerProjectionRunner } from './projection-worker-client';
 import { ProjectionQueries } from './projection-queries';
-import { verifyReadModels } from './read-model-verification';
+import { checkReadModelDigests } from './read-model-verification';
 import { sealCovers, takeReadModelSeal, writeReadModelSeal, type SealVerdict } from './read-model-seal';
 import { readModelFile, type ReadModel } from '../store/read-model.port';
 import { openReadModel } from '../adapters/store.factory';
@@ -37,11 +37,18 @@ export const READ_MODEL_SEAL = Symbol('READ_MODEL_SEAL');
 /** Where the start-up check of the read models stands (docs/reliability.md, "A corrupted read model"). */
 export interface ReadModelCheck {
   state: 'not_checked' | 'verifying' | 'verified' | 'rebuilt' | 'failed';
+  /** Projections found not to be what the log gives (each then rebuilt). */
   differences?: number;
   projections_rebuilt?: string[];
   error?: string;
-  /** How it was found whole: sealed at the last clean stop and untouched since, or compared with the log. */
-  by?: 'seal' | 'comparison';
+  /**
+   * How it was found whole: sealed at the last clean stop and untouched since, or each projection's
+   * checkpoint and row digest compared with the log.
+   */
+  by?: 'seal' | 'digest';
+  /** What the comparison by digest read: events of the log (one per projection at most), rows of the read model. */
+  events_read?: number;
+  rows_read?: number;
 }
 
 /**
@@ -131,24 +138,21 @@ export class ProjectionsLifecycle implements OnApplicationBootstrap, OnModuleDes
         this.set({ state: 'verified', differences: 0, by: 'seal' });
         return;
       }
-      const report = await verifyReadModels(this.store, this.readModel, LEDGER_PROJECTIONS);
-      if (report.ok) {
-        this.set({ state: 'verified', differences: 0, by: 'comparison' });
+      const report = await checkReadModelDigests(this.store, this.readModel, LEDGER_PROJECTIONS);
+      const read = { by: 'digest' as const, events_read: report.eventsRead, rows_read: report.rowsRead };
+      const damaged = report.projections.filter((projection) => projection.mismatch);
+      if (damaged.length === 0) {
+        this.set({ state: 'verified', differences: 0, ...read });
         return;
       }
-      const damaged = report.projections
-        .filter((projection) => projection.differences > 0)
-        .map((projection) => projection.name);
+      const names = damaged.map((projection) => projection.name);
       this.logger.error(
-        {
-          projections: damaged,
-          differences: report.projections.reduce((sum, projection) => sum + projection.differences, 0),
-        },
+        { projections: Object.fromEntries(damaged.map((projection) => [projection.name, projection.mismatch])) },
         'a read model differs from what the log gives: it is rebuilt from the log instead of served',
       );
-      this.set({ state: 'verifying', projections_rebuilt: damaged });
-      await this.engine.rebuild(damaged);
-      this.set({ state: 'rebuilt', differences: report.differences.length, projections_rebuilt: damaged });
+      this.set({ state: 'verifying', projections_rebuilt: names, ...read });
+      await this.engine.rebuild(names);
+      this.set({ state: 'rebuilt', differences: names.length, projections_rebuilt: names, ...read });
     } catch (error) {
       this.set({ state: 'failed', error: (error as Error).message });
       this.logger.error({ err: error }, 'the read models could not be checked against the log');
@@ -200,7 +204,8 @@ export class ProjectionsLifecycle implements OnApplicationBootstrap, OnModuleDes
       provide: READ_MODEL,
       // After the seal is taken: opening the read model for writing may touch its files.
       inject: [CONFIG, READ_MODEL_SEAL],
-      useFactory: (config: LedgerConfig) => openReadModel({ file: readModelFile(config.dataDir) }),
+      useFactory: (config: LedgerConfig) =>
+        openReadModel({ file: readModelFile(config.dataDir), digestKey: config.anchorKey }),
     },
     {
       provide: PROJECTION_ENGINE,
@@ -216,6 +221,7 @@ export class ProjectionsLifecycle implements OnApplicationBootstrap, OnModuleDes
           return new WorkerProjectionRunner({
             eventsFile,
             readModelFile: readModelFile(config.dataDir),
+            digestKey: config.anchorKey,
             busyTimeoutMs: config.sqliteBusyTimeoutMs,
             store,
             readModel,
