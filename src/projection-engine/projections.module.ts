@@ -52,6 +52,17 @@ export interface ReadModelCheck {
 }
 
 /**
+ * Whether reads of a projection are served: not while the read models are compared with the log,
+ * nor, once the ones that differ are known, while those are rebuilt beside (the others are served
+ * meanwhile); not after a check that failed.
+ */
+export function servable(check: ReadModelCheck, projection: string): boolean {
+  if (check.state === 'failed') return false;
+  if (check.state !== 'verifying') return true;
+  return check.projections_rebuilt !== undefined && !check.projections_rebuilt.includes(projection);
+}
+
+/**
  * Starts following the log once the application is up. Stops in onModuleDestroy, the first
  * shutdown phase, so the engine is idle before a store closed in a later phase goes away; the read
  * model closes last.
@@ -250,7 +261,7 @@ export class ProjectionsLifecycle implements OnApplicationBootstrap, OnModuleDes
       ) =>
         new ProjectionQueries(engine, readModel, clock ?? systemClock, undefined, {
           store,
-          servable: () => check.state !== 'verifying' && check.state !== 'failed',
+          servable: (projection) => servable(check, projection),
         }),
     },
     {

@@ -86,6 +86,15 @@ export interface ReadModel extends ReadModelReader {
   setLink(name: string, stream: string, link: string): void;
   /** Empties a projection and puts its checkpoint back to zero. */
   reset(name: string): void;
+  /**
+   * Rebuilding beside the live tables: after `beginRebuild` this connection's writes of the
+   * projection (and `checkpoint(name)`) go to a new, empty set, while reads still answer from the
+   * live one; `finishRebuild` swaps the new set in, checkpoint and digest included, in one
+   * transaction; `abandonRebuild` drops it and leaves the live set as it was.
+   */
+  beginRebuild(name: string): void;
+  finishRebuild(name: string): void;
+  abandonRebuild(name: string): void;
   /** The tenant's steps due by `nowMs`, soonest first (then by key), at most `limit`. */
   dueSteps(query: DueStepsQuery): DueStep[];
   /** Due steps per tool, of one tenant or of all. */

@@ -79,6 +79,18 @@ describe('a restart after a crash', () => {
 
   afterAll(() => rmSync(dataDir, { recursive: true, force: true }));
 
+  it('refuses reads of a projection only while it is compared or rebuilt because it differs', async () => {
+    const { servable } = await import('../../src/projection-engine/projections.module');
+    // Comparing: nothing is known to agree yet.
+    expect(servable({ state: 'verifying' }, 'step_state')).toBe(false);
+    // One found to differ is rebuilt beside; the others are served meanwhile.
+    const rebuilding = { state: 'verifying' as const, projections_rebuilt: ['evidence_trail'] };
+    expect(servable(rebuilding, 'evidence_trail')).toBe(false);
+    expect(servable(rebuilding, 'step_state')).toBe(true);
+    expect(servable({ state: 'rebuilt', projections_rebuilt: ['evidence_trail'] }, 'evidence_trail')).toBe(true);
+    expect(servable({ state: 'failed' }, 'step_state')).toBe(false);
+  });
+
   /** Each projection's rows with the stamp of their last write (a write stamps a document anew). */
   function stamps(): Record<string, Array<[string, number | null]>> {
     const db = new Database(join(dataDir, READ_MODEL_FILE), { readonly: true });

@@ -59,6 +59,11 @@ function deepFreeze<T>(value: T): T {
   return value;
 }
 
+/** The tables and checkpoint row a projection is rebuilt into, beside its live ones. */
+function shadowNames(name: string): { docsTable: string; linksTable: string; checkpoint: string } {
+  return { docsTable: `rm_${name}__next`, linksTable: `rm_${name}__next_links`, checkpoint: `${name}__next` };
+}
+
 function sqlType(type: ColumnType): string {
   return type === 'integer' ? 'INTEGER' : 'TEXT';
 }
@@ -76,6 +81,8 @@ function sqlType(type: ColumnType): string {
 export class SqliteReadModel implements ReadModel {
   private readonly db: Database.Database;
   private readonly registered = new Map<string, Registered>();
+  /** Projections this connection is rebuilding beside their live tables (beginRebuild). */
+  private readonly rebuilding = new Map<string, Registered>();
   private readonly selectCache = new Map<string, Database.Statement>();
   private readonly checkpointStatements: {
     get: Database.Statement<[string], Checkpoint>;
@@ -201,24 +208,36 @@ export class SqliteReadModel implements ReadModel {
           if (!/duplicate column/i.test((error as Error).message)) throw error;
         }
       }
-      this.db.exec(
-        `CREATE TRIGGER IF NOT EXISTS ${docsTable}_unstamped AFTER UPDATE OF doc ON ${docsTable}
-         WHEN NEW.stamp IS OLD.stamp BEGIN UPDATE ${docsTable} SET stamp = NULL WHERE key = NEW.key; END`,
-      );
-      (projection.indexes ?? []).forEach((indexColumns, index) => {
-        for (const column of indexColumns) {
-          if (!columns.includes(column)) throw new Error(`index of ${projection.name} names unknown column ${column}`);
-        }
-        this.db.exec(`CREATE INDEX IF NOT EXISTS ${docsTable}_i${index} ON ${docsTable} (${indexColumns.join(', ')})`);
-      });
+      this.indexAndTrigger(projection, docsTable);
       if (stored === undefined || reset) {
         this.checkpointStatements.upsert.run(projection.name, projection.version, 0, null, null);
         this.checkpointStatements.setDigest.run(EMPTY_DIGEST, projection.name);
       }
     })();
+    this.registered.set(projection.name, this.tablesOf(projection, docsTable, linksTable));
+    return { reset };
+  }
+
+  /** The stamp trigger (see register) and the projection's declared indexes, on its documents' table. */
+  private indexAndTrigger(projection: AnyProjection, docsTable: string): void {
+    const columns = Object.keys(projection.columns ?? {});
+    this.db.exec(
+      `CREATE TRIGGER IF NOT EXISTS ${docsTable}_unstamped AFTER UPDATE OF doc ON ${docsTable}
+       WHEN NEW.stamp IS OLD.stamp BEGIN UPDATE ${docsTable} SET stamp = NULL WHERE key = NEW.key; END`,
+    );
+    (projection.indexes ?? []).forEach((indexColumns, index) => {
+      for (const column of indexColumns) {
+        if (!columns.includes(column)) throw new Error(`index of ${projection.name} names unknown column ${column}`);
+      }
+      this.db.exec(`CREATE INDEX IF NOT EXISTS ${docsTable}_i${index} ON ${docsTable} (${indexColumns.join(', ')})`);
+    });
+  }
+
+  private tablesOf(projection: AnyProjection, docsTable: string, linksTable: string): Registered {
+    const columns = Object.keys(projection.columns ?? {});
     const placeholders = columns.map(() => ', ?').join('');
     const updates = ['doc = excluded.doc', ...columns.map((column) => `${column} = excluded.${column}`)].join(', ');
-    this.registered.set(projection.name, {
+    return {
       projection,
       docsTable,
       linksTable,
@@ -237,8 +256,77 @@ export class SqliteReadModel implements ReadModel {
            ON CONFLICT (stream) DO UPDATE SET link = excluded.link, row_hash = excluded.row_hash`,
         ),
       },
+    };
+  }
+
+  /**
+   * Starts building a projection beside its live tables (docs/reliability.md, "Rebuilding beside"):
+   * from here this connection's writes of it (documents, links, checkpoint, digest) go to new
+   * tables, while every read still answers from the live ones, untouched, until `finishRebuild`
+   * swaps them in one transaction. The new tables get the declared indexes only at the swap: a
+   * rebuild only looks documents up by key.
+   */
+  beginRebuild(name: string): void {
+    const live = this.entry(name);
+    const { projection } = live;
+    const shadow = shadowNames(name);
+    const columnDefs = Object.entries(projection.columns ?? {}).map(([column, type]) => `, ${column} ${sqlType(type)}`);
+    this.transaction(() => {
+      this.db.exec(`DROP TABLE IF EXISTS ${shadow.docsTable}; DROP TABLE IF EXISTS ${shadow.linksTable};`);
+      this.db.exec(
+        `CREATE TABLE ${shadow.docsTable} (key TEXT PRIMARY KEY, doc TEXT NOT NULL, stamp INTEGER, row_hash BLOB${columnDefs.join('')})`,
+      );
+      this.db.exec(`CREATE TABLE ${shadow.linksTable} (stream TEXT PRIMARY KEY, link TEXT NOT NULL, row_hash BLOB)`);
+      this.checkpointStatements.upsert.run(shadow.checkpoint, projection.version, 0, null, null);
+      this.checkpointStatements.setDigest.run(EMPTY_DIGEST, shadow.checkpoint);
     });
-    return { reset };
+    this.rebuilding.set(name, this.tablesOf(projection, shadow.docsTable, shadow.linksTable));
+  }
+
+  /**
+   * Swaps a projection built beside (`beginRebuild`) in for its live tables, checkpoint and digest
+   * included, in one transaction: a reader sees the old tables or the new, never a mix.
+   */
+  finishRebuild(name: string): void {
+    const built = this.rebuilding.get(name);
+    if (!built) return;
+    const { docsTable, linksTable, projection } = this.entry(name);
+    const shadow = shadowNames(name);
+    this.transaction(() => {
+      this.db.exec(`DROP TABLE IF EXISTS ${docsTable}; DROP TABLE IF EXISTS ${linksTable};`);
+      this.db.exec(`ALTER TABLE ${shadow.docsTable} RENAME TO ${docsTable}`);
+      this.db.exec(`ALTER TABLE ${shadow.linksTable} RENAME TO ${linksTable}`);
+      this.indexAndTrigger(projection, docsTable);
+      this.db
+        .prepare(
+          `INSERT OR REPLACE INTO projection_checkpoints (projection, version, position, recorded_at, event_hash, digest)
+           SELECT ?, version, position, recorded_at, event_hash, digest FROM projection_checkpoints WHERE projection = ?`,
+        )
+        .run(name, shadow.checkpoint);
+      this.db.prepare('DELETE FROM projection_checkpoints WHERE projection = ?').run(shadow.checkpoint);
+    });
+    this.rebuilding.delete(name);
+    this.parsed?.clear();
+  }
+
+  /** Drops what a rebuild built beside: the live tables stay as they are. */
+  abandonRebuild(name: string): void {
+    if (!this.rebuilding.delete(name)) return;
+    const shadow = shadowNames(name);
+    this.transaction(() => {
+      this.db.exec(`DROP TABLE IF EXISTS ${shadow.docsTable}; DROP TABLE IF EXISTS ${shadow.linksTable};`);
+      this.db.prepare('DELETE FROM projection_checkpoints WHERE projection = ?').run(shadow.checkpoint);
+    });
+  }
+
+  /** Where this connection writes a projection: beside the live tables while it rebuilds it. */
+  private target(name: string): Registered {
+    return this.rebuilding.get(name) ?? this.entry(name);
+  }
+
+  /** The checkpoint row a projection's writes move on this connection. */
+  private checkpointRow(name: string): string {
+    return this.rebuilding.has(name) ? shadowNames(name).checkpoint : name;
   }
 
   private entry(name: string): Registered {
@@ -278,7 +366,7 @@ export class SqliteReadModel implements ReadModel {
     return hash.digest();
   }
 
-  /** One row replaced by another (either may be absent): XORed into the projection's digest. */
+  /** One row replaced by another (either may be absent): XORed into the digest of a checkpoint row. */
   private changeDigest(name: string, before: Buffer | null | undefined, after: Buffer | undefined): void {
     const delta = Buffer.alloc(HASH_BYTES);
     if (before) for (let i = 0; i < HASH_BYTES; i++) delta[i] ^= before[i];
@@ -309,46 +397,53 @@ export class SqliteReadModel implements ReadModel {
   }
 
   checkpoint(name: string): Checkpoint {
-    const row = this.checkpointStatements.get.get(name);
+    const row = this.checkpointStatements.get.get(this.checkpointRow(name));
     if (!row) throw new Error(`projection ${name} has no checkpoint`);
     return row;
   }
 
+  /** The live projections' checkpoints (not those of a rebuild beside them). */
   checkpoints(): Checkpoint[] {
-    return this.checkpointStatements.all.all();
+    return this.checkpointStatements.all.all().filter((row) => !row.projection.endsWith('__next'));
   }
 
   setCheckpoint(name: string, position: number, recordedAt: string | null, eventHash: string | null = null): void {
-    this.checkpointStatements.upsert.run(name, this.entry(name).projection.version, position, recordedAt, eventHash);
+    this.checkpointStatements.upsert.run(
+      this.checkpointRow(name),
+      this.entry(name).projection.version,
+      position,
+      recordedAt,
+      eventHash,
+    );
   }
 
   loadDoc<Doc>(name: string, key: string): Doc | undefined {
-    const row = this.entry(name).statements.load.get(key);
+    const row = this.target(name).statements.load.get(key);
     return row ? (JSON.parse(row.doc) as Doc) : undefined;
   }
 
   writeDoc(name: string, key: string, doc: unknown): void {
     this.parsed?.delete(cacheKey(name, key));
-    const { projection, columns, statements } = this.entry(name);
+    const { projection, columns, statements } = this.target(name);
     const indexed = projection.index ? projection.index(doc) : {};
     const json = JSON.stringify(doc);
     const values = columns.map((column) => indexed[column] ?? null);
     const hash = this.rowHash('doc', name, key, json, values);
     const before = statements.rowHashOf.get(key)?.row_hash;
     statements.upsert.run(key, json, randomInt(1, 2 ** 47), hash, ...values);
-    this.changeDigest(name, before, hash);
+    this.changeDigest(this.checkpointRow(name), before, hash);
   }
 
   link(name: string, stream: string): string | undefined {
-    return this.entry(name).statements.loadLink.get(stream)?.link;
+    return this.target(name).statements.loadLink.get(stream)?.link;
   }
 
   setLink(name: string, stream: string, link: string): void {
-    const { statements } = this.entry(name);
+    const { statements } = this.target(name);
     const hash = this.rowHash('link', name, stream, link, []);
     const before = statements.loadLink.get(stream)?.row_hash;
     statements.upsertLink.run(stream, link, hash);
-    this.changeDigest(name, before, hash);
+    this.changeDigest(this.checkpointRow(name), before, hash);
   }
 
   /** Empties a projection and puts its checkpoint back to zero, in one transaction. */
