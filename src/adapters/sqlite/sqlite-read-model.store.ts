@@ -464,7 +464,11 @@ export class SqliteReadModel implements ReadModel {
    * frozen, since every later reader gets the same object.
    */
   getDoc<Doc>(name: string, key: string): Doc | undefined {
-    if (!this.parsed) return this.loadDoc<Doc>(name, key);
+    if (!this.parsed) {
+      // The live row, even while this connection rebuilds the projection beside it.
+      const row = this.entry(name).statements.load.get(key);
+      return row ? (JSON.parse(row.doc) as Doc) : undefined;
+    }
     const id = cacheKey(name, key);
     const { statements } = this.entry(name);
     const hit = this.parsed.get(id);
