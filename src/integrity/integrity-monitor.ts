@@ -62,6 +62,7 @@ export class IntegrityMonitor implements BrokenStreams {
   /** A finding about the log as a whole: no stream's history can then be told true. */
   private logFault: string | undefined;
   private running: Promise<LogAudit> | undefined;
+  private runningKeepsStreams = true;
   private rollback: RollbackStatus = { state: 'not_checked' };
   private startCheck: StartCheck | undefined;
   private auditState: AuditState = 'not_started';
@@ -143,14 +144,23 @@ export class IntegrityMonitor implements BrokenStreams {
    * Audits the whole log; a second call while one runs joins it. `pause` paces it (the audit behind
    * the service holds a bounded share of a core); an admin's audit runs unpaced.
    */
-  verify(pause?: () => Promise<void>): Promise<LogAudit> {
-    if (this.running) return this.running;
+  verify(pause?: () => Promise<void>, { keepStreams = true }: { keepStreams?: boolean } = {}): Promise<LogAudit> {
+    // One that lists every stream (an admin's) does not join one that keeps none (the audit behind
+    // the service, whose memory must not grow with the streams): it runs once that one is done.
+    if (this.running && (this.runningKeepsStreams || !keepStreams)) return this.running;
+    if (this.running)
+      return this.running.then(
+        () => this.verify(pause, { keepStreams }),
+        () => this.verify(pause, { keepStreams }),
+      );
+    this.runningKeepsStreams = keepStreams;
     // A log found broken before (by the start-up check) stays reported broken while it is audited again.
     if (this.status.state !== 'broken') this.status = { ...this.status, state: 'verifying' };
     this.auditState = 'running';
     this.running = auditLog(this.store, {
       anchorKey: this.anchorKey,
       checkEvent: ledgerEventProblem,
+      keepStreams,
       ...(pause ? { pause } : {}),
     })
       .then(
@@ -165,7 +175,7 @@ export class IntegrityMonitor implements BrokenStreams {
             state: audit.ok ? 'verified' : 'broken',
             checked_at: this.now().toISOString(),
             events: audit.events,
-            streams: audit.streams.length,
+            streams: audit.stream_count,
             findings: audit.findings.length,
             broken_streams: audit.broken_streams.length,
             anchored: audit.anchored,

@@ -6,6 +6,7 @@ import {
   type StreamHead,
 } from '../store/event-store.port';
 import { anchorSignatureHolds, GENESIS_HASH, nextLogHash, verifyChain, type ChainBreak } from './hash-chain';
+import { headPages, PagedCursor, StreamNameSpill } from './stream-pages';
 
 /**
  * The whole-log audit behind `recovery-ledger verify`, the admin verify endpoint and the service's
@@ -54,7 +55,10 @@ export interface StreamAudit {
 export interface LogAudit {
   ok: boolean;
   events: number;
+  /** Each stream audited, in name order; empty when asked not to keep them (`keepStreams: false`). */
   streams: StreamAudit[];
+  /** How many streams were audited. */
+  stream_count: number;
   /** Whether the store keeps anchors; without them a cut tail or a deleted stream cannot be seen. */
   anchored: boolean;
   /** The anchor recomputed from the log as it stands now (what a checkpoint records). */
@@ -83,6 +87,12 @@ export interface AuditOptions {
   /** An earlier checkpoint: the log must have only grown since. */
   since?: LogCheckpoint;
   onStream?: (audit: StreamAudit) => void;
+  /**
+   * Keep every stream's audit in the answer (default true: `recovery-ledger verify` prints them and
+   * a checkpoint is taken from them). The service's audit behind it keeps none, so its memory does
+   * not grow with the number of streams (docs/scaling.md, "Memory").
+   */
+  keepStreams?: boolean;
   /**
    * The rest between pages: a turn for the event loop by default; the service's audit behind it
    * passes a pace that holds a bounded share of a core (src/integrity/cpu-share.ts).
@@ -118,18 +128,47 @@ interface LogPass {
   logHash: string;
   /** The log chain after the checkpoint's count of events, if one was given. */
   hashAtCheckpoint?: string;
-  streams: Set<string>;
+  /** The names of the streams under the audited prefix, out of the heap. */
+  streams: StreamNameSpill;
+  prefix: string;
   undecodable: IntegrityFinding[];
 }
 
 /** One pass over the whole log in order: the log chain, the stream names, the rows that do not decode. */
 async function passOverLog(
   store: EventStore,
+  prefix: string,
   checkpointEvents: number | undefined,
   until: number,
   pause: () => Promise<void>,
 ): Promise<LogPass> {
-  const pass: LogPass = { events: 0, position: 0, logHash: GENESIS_HASH, streams: new Set(), undecodable: [] };
+  const pass: LogPass = {
+    events: 0,
+    position: 0,
+    logHash: GENESIS_HASH,
+    streams: new StreamNameSpill(),
+    prefix,
+    undecodable: [],
+  };
+  try {
+    return await passOver(store, pass, checkpointEvents, until, pause);
+  } catch (error) {
+    pass.streams.close();
+    throw error;
+  }
+}
+
+function seen(pass: LogPass, stream: string): void {
+  if (stream.startsWith(pass.prefix)) pass.streams.add(stream);
+}
+
+async function passOver(
+  store: EventStore,
+  pass: LogPass,
+  checkpointEvents: number | undefined,
+  until: number,
+  pause: () => Promise<void>,
+): Promise<LogPass> {
   let after = 0;
   for (;;) {
     let page: StoredEvent[];
@@ -145,10 +184,10 @@ async function passOverLog(
         position: error.position,
         detail: error.reason,
       });
-      if (error.stream) pass.streams.add(error.stream);
+      if (error.stream) seen(pass, error.stream);
       for (const event of page) {
         if (event.position <= until) fold(pass, event, checkpointEvents);
-        else pass.streams.add(event.stream);
+        else seen(pass, event.stream);
       }
       if (error.position <= until) {
         pass.events += 1;
@@ -163,7 +202,7 @@ async function passOverLog(
     for (const event of page) {
       // Past the anchor only the stream names count: their streams are audited against their heads.
       if (event.position <= until) fold(pass, event, checkpointEvents);
-      else pass.streams.add(event.stream);
+      else seen(pass, event.stream);
     }
     if (page.length < PAGE) return pass;
     after = page[page.length - 1].position;
@@ -189,7 +228,7 @@ async function readUpTo(store: EventStore, after: number, until: number): Promis
 }
 
 function fold(pass: LogPass, event: StoredEvent, checkpointEvents: number | undefined): void {
-  pass.streams.add(event.stream);
+  seen(pass, event.stream);
   if (pass.logHash !== 'unreadable') {
     pass.logHash = nextLogHash(pass.logHash, {
       stream: event.stream,
@@ -213,132 +252,148 @@ export async function auditLog(store: EventStore, options: AuditOptions = {}): P
   const pause = options.pause ?? yieldToEventLoop;
   const pass = await passOverLog(
     store,
+    prefix,
     options.since?.anchor.events,
     store.keepsAnchors && !anchor ? Number.MAX_SAFE_INTEGER : until,
     pause,
   );
   findings.push(...pass.undecodable.filter((finding) => (finding.stream ?? '').startsWith(prefix)));
-  const heads = store.keepsAnchors
-    ? new Map((await store.anchoredHeads(prefix)).map((head) => [head.stream, head]))
-    : new Map<string, StreamHead>();
-
-  const sinceHeads = new Map((options.since?.heads ?? []).map((head) => [head.stream, head]));
-  const streams: StreamAudit[] = [];
-  let events = 0;
-  // Events hashed since the event loop last had a turn: a reader waits for at most this many.
-  let sinceYield = 0;
-  for (const stream of [...pass.streams].filter((name) => name.startsWith(prefix)).sort()) {
-    if (sinceYield >= YIELD_EVERY_EVENTS) {
-      await pause();
-      sinceYield = 0;
-    }
-    let stored: StoredEvent[];
-    try {
-      stored = await store.readStream(stream);
-    } catch (error) {
-      if (!(error instanceof StoreIntegrityError)) throw error;
-      heads.delete(stream);
-      // A row that does not decode was reported by the pass over the log; anything else the store
-      // refuses to read (a deleted or truncated stream on EventStoreDB) is reported here.
-      if (!findings.some((finding) => finding.kind === 'undecodable_row' && finding.stream === stream)) {
-        findings.push({
-          kind: 'unreadable_stream',
-          stream,
-          detail: `the store refuses to read the stream: ${error.reason}`,
-        });
-      }
-      continue;
-    }
-    events += stored.length;
-    sinceYield += stored.length + 1;
-    const last = stored[stored.length - 1];
-    const audit: StreamAudit = { stream, events: stored.length, last_hash: last ? String(last.metadata.hash) : '' };
-    streams.push(audit);
-    options.onStream?.(audit);
-    const found = verifyChain(stored);
-    if (found)
-      findings.push({
-        kind: found.reason,
-        stream,
-        revision: found.revision,
-        event_id: found.event_id,
-        detail: explain[found.reason],
-      });
-    if (options.checkEvent) {
-      for (const event of stored) {
-        const problem = options.checkEvent(event);
-        if (problem)
-          findings.push({
-            kind: 'unexpected_shape',
-            stream,
-            revision: event.revision,
-            event_id: event.event_id,
-            detail: `not an event the ledger writes: ${problem}`,
-          });
-      }
-    }
-    const earlier = sinceHeads.get(stream);
-    if (earlier && stored[earlier.revision]?.metadata.hash !== earlier.hash) {
-      findings.push({
-        kind: 'checkpoint_mismatch',
-        stream,
-        revision: earlier.revision,
-        detail: `revision ${earlier.revision} is not the event the checkpoint recorded there: the stream was rewritten, not only grown`,
-      });
-    }
-    if (store.keepsAnchors) {
-      let head = heads.get(stream);
-      heads.delete(stream);
-      if (!head || !last || last.revision !== head.revision || last.metadata.hash !== head.hash) {
-        // Maybe appended to since the heads were read: the append moves the head with the events.
-        // A stream that no longer reads is judged on the events read above, against its head now;
-        // a head that cannot be read at all is a failed audit, not a missing head.
-        const reread = await store.readStreamAnchored(stream).catch(async (error: unknown) => {
-          if (!(error instanceof StoreIntegrityError)) throw error;
-          return { events: stored, head: await store.anchoredHead(stream) };
-        });
-        head = reread.head;
-        const now = reread.events;
-        const lastNow = now[now.length - 1];
-        if (
-          head &&
-          lastNow &&
-          lastNow.revision === head.revision &&
-          lastNow.metadata.hash === head.hash &&
-          lastNow.revision > (last?.revision ?? -1) &&
-          !verifyChain(now)
-        )
-          continue;
-      }
-      if (!head) {
-        findings.push({
-          kind: 'missing_head',
-          stream,
-          detail: 'the stream has events but no anchored head: it was added, or renamed here, outside the ledger',
-        });
-      } else if (!last || last.revision !== head.revision || last.metadata.hash !== head.hash) {
-        const cut = last && last.revision < head.revision;
-        findings.push({
-          kind: 'head_mismatch',
-          stream,
-          revision: last?.revision,
-          detail: cut
-            ? `the stream ends at revision ${last.revision} but its anchored head is revision ${head.revision}: its tail was cut`
-            : `the stream's last event (revision ${last?.revision}) is not its anchored head (revision ${head.revision}): its tail was forged or re-hashed`,
-        });
-      }
-    }
-  }
-  for (const head of heads.values()) {
+  // The stream names met in the pass and the anchored heads, both in name order, merged a page at
+  // a time: neither is ever held whole.
+  const names = new PagedCursor(pass.streams.pages());
+  const heads = new PagedCursor(headPages(store, prefix));
+  const keepStreams = options.keepStreams ?? true;
+  const deleted: IntegrityFinding[] = [];
+  const headless = async (head: StreamHead) => {
     // A stream first appended after the pass read the log has a head and events now: not deleted.
-    if (head.position > anchorPosition && (await store.readStream(head.stream).catch(() => [])).length > 0) continue;
-    findings.push({
+    if (head.position > anchorPosition && (await store.readStream(head.stream).catch(() => [])).length > 0) return;
+    deleted.push({
       kind: 'stream_deleted',
       stream: head.stream,
       revision: head.revision,
       detail: `the stream is anchored at revision ${head.revision} but has no events: it was deleted or renamed`,
     });
+  };
+
+  const sinceHeads = new Map((options.since?.heads ?? []).map((head) => [head.stream, head]));
+  const streams: StreamAudit[] = [];
+  let streamCount = 0;
+  let events = 0;
+  // Events hashed since the event loop last had a turn: a reader waits for at most this many.
+  let sinceYield = 0;
+  try {
+    for (let stream = await names.take(); stream !== undefined; stream = await names.take()) {
+      if (sinceYield >= YIELD_EVERY_EVENTS) {
+        await pause();
+        sinceYield = 0;
+      }
+      for (let next = await heads.peek(); next && byteOrder(next.stream, stream) < 0; next = await heads.peek()) {
+        await heads.take();
+        await headless(next);
+        sinceYield += 1;
+      }
+      const anchored = (await heads.peek())?.stream === stream ? await heads.take() : undefined;
+      let stored: StoredEvent[];
+      try {
+        stored = await store.readStream(stream);
+      } catch (error) {
+        if (!(error instanceof StoreIntegrityError)) throw error;
+        // A row that does not decode was reported by the pass over the log; anything else the store
+        // refuses to read (a deleted or truncated stream on EventStoreDB) is reported here.
+        if (!findings.some((finding) => finding.kind === 'undecodable_row' && finding.stream === stream)) {
+          findings.push({
+            kind: 'unreadable_stream',
+            stream,
+            detail: `the store refuses to read the stream: ${error.reason}`,
+          });
+        }
+        continue;
+      }
+      events += stored.length;
+      sinceYield += stored.length + 1;
+      const last = stored[stored.length - 1];
+      const audit: StreamAudit = { stream, events: stored.length, last_hash: last ? String(last.metadata.hash) : '' };
+      streamCount += 1;
+      if (keepStreams) streams.push(audit);
+      options.onStream?.(audit);
+      const found = verifyChain(stored);
+      if (found)
+        findings.push({
+          kind: found.reason,
+          stream,
+          revision: found.revision,
+          event_id: found.event_id,
+          detail: explain[found.reason],
+        });
+      if (options.checkEvent) {
+        for (const event of stored) {
+          const problem = options.checkEvent(event);
+          if (problem)
+            findings.push({
+              kind: 'unexpected_shape',
+              stream,
+              revision: event.revision,
+              event_id: event.event_id,
+              detail: `not an event the ledger writes: ${problem}`,
+            });
+        }
+      }
+      const earlier = sinceHeads.get(stream);
+      if (earlier && stored[earlier.revision]?.metadata.hash !== earlier.hash) {
+        findings.push({
+          kind: 'checkpoint_mismatch',
+          stream,
+          revision: earlier.revision,
+          detail: `revision ${earlier.revision} is not the event the checkpoint recorded there: the stream was rewritten, not only grown`,
+        });
+      }
+      if (store.keepsAnchors) {
+        let head = anchored;
+        if (!head || !last || last.revision !== head.revision || last.metadata.hash !== head.hash) {
+          // Maybe appended to since the heads were read: the append moves the head with the events.
+          // A stream that no longer reads is judged on the events read above, against its head now;
+          // a head that cannot be read at all is a failed audit, not a missing head.
+          const reread = await store.readStreamAnchored(stream).catch(async (error: unknown) => {
+            if (!(error instanceof StoreIntegrityError)) throw error;
+            return { events: stored, head: await store.anchoredHead(stream) };
+          });
+          head = reread.head;
+          const now = reread.events;
+          const lastNow = now[now.length - 1];
+          if (
+            head &&
+            lastNow &&
+            lastNow.revision === head.revision &&
+            lastNow.metadata.hash === head.hash &&
+            lastNow.revision > (last?.revision ?? -1) &&
+            !verifyChain(now)
+          )
+            continue;
+        }
+        if (!head) {
+          findings.push({
+            kind: 'missing_head',
+            stream,
+            detail: 'the stream has events but no anchored head: it was added, or renamed here, outside the ledger',
+          });
+        } else if (!last || last.revision !== head.revision || last.metadata.hash !== head.hash) {
+          const cut = last && last.revision < head.revision;
+          findings.push({
+            kind: 'head_mismatch',
+            stream,
+            revision: last?.revision,
+            detail: cut
+              ? `the stream ends at revision ${last.revision} but its anchored head is revision ${head.revision}: its tail was cut`
+              : `the stream's last event (revision ${last?.revision}) is not its anchored head (revision ${head.revision}): its tail was forged or re-hashed`,
+          });
+        }
+      }
+    }
+    for (let head = await heads.take(); head !== undefined; head = await heads.take()) await headless(head);
+  } finally {
+    pass.streams.close();
   }
+  findings.push(...deleted);
 
   const recomputed = { position: pass.position, events: pass.events, log_hash: pass.logHash };
   if (store.keepsAnchors) findings.push(...(await checkLogAnchor(anchor, recomputed, options.anchorKey)));
@@ -349,11 +404,17 @@ export async function auditLog(store: EventStore, options: AuditOptions = {}): P
     ok: findings.length === 0,
     events,
     streams,
+    stream_count: streamCount,
     anchored: store.keepsAnchors,
     recomputed,
     findings,
     broken_streams: [...broken].sort(),
   };
+}
+
+/** Bytewise order of two names (SQLite's BINARY collation, which both sides of the merge are read in). */
+function byteOrder(a: string, b: string): number {
+  return a === b ? 0 : Buffer.compare(Buffer.from(a), Buffer.from(b));
 }
 
 function checkLogAnchor(

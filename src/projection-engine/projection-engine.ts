@@ -170,11 +170,11 @@ export class ProjectionEngine implements ProjectionRunner {
       .filter((name) => this.rebuilds.has(name))
       .map((name) => this.rebuilds.get(name) as Promise<void>);
     if (fresh.length > 0) {
-      // Leaving the live lane and emptying happen in one synchronous step, between two batches.
+      // Leaving the live lane and starting beside it happen in one synchronous step, between two
+      // batches. Readers keep the live tables, at the position they had reached, until the swap.
       for (const name of fresh) {
         this.live.delete(name);
-        this.options.readModel.reset(name);
-        this.checkpoints.set(name, 0);
+        this.options.readModel.beginRebuild(name);
       }
       this.options.onChange?.();
       const lane = this.runRebuild(fresh).finally(() => {
@@ -192,6 +192,8 @@ export class ProjectionEngine implements ProjectionRunner {
 
   private loadCheckpoints(): void {
     for (const projection of this.projections) {
+      // A projection being rebuilt is served at the position its live tables reached.
+      if (!this.live.has(projection.name)) continue;
       this.checkpoints.set(projection.name, this.options.readModel.checkpoint(projection.name).position);
     }
   }
@@ -278,7 +280,7 @@ export class ProjectionEngine implements ProjectionRunner {
         const set = new ProjectionWorkingSet(projection, readModel, checkpoint);
         set.fold(batch);
         set.write();
-        readModel.setCheckpoint(projection.name, last.position, last.metadata.recorded_at);
+        readModel.setCheckpoint(projection.name, last.position, last.metadata.recorded_at, last.metadata.hash);
         applied.set(projection.name, last.position);
       }
       return applied;
@@ -300,6 +302,7 @@ export class ProjectionEngine implements ProjectionRunner {
     let sets = projections.map((projection) => new ProjectionWorkingSet(projection, readModel, 0));
     let position = 0;
     let folded: { last: StoredEvent; events: number } | undefined;
+    let caughtUp = false;
     const commit = () => {
       if (!folded) return;
       const { last } = folded;
@@ -311,9 +314,17 @@ export class ProjectionEngine implements ProjectionRunner {
         if (this.stopping) break;
         if (this.running && position >= this.livePosition) {
           // Only what is committed may join: commit, then look again (the live lane may have moved).
-          if (!folded) break;
-          commit();
-          continue;
+          if (folded) {
+            commit();
+            continue;
+          }
+          // Another engine on the same file may have taken the live tables further than this one's
+          // live lane: the set built beside goes on to there, so a swap never moves a checkpoint back.
+          const live = readModel.checkpoints().filter((checkpoint) => names.includes(checkpoint.projection));
+          if (live.every((checkpoint) => checkpoint.position <= position)) {
+            caughtUp = true;
+            break;
+          }
         }
         // The embedded store reads synchronously, so without this the whole rebuild between two
         // commits ran in one turn of the event loop and every other request (any tenant's) waited
@@ -325,7 +336,10 @@ export class ProjectionEngine implements ProjectionRunner {
           limit: this.rebuildBatchSize,
           streamPrefix: this.prefix,
         });
-        if (batch.length === 0) break;
+        if (batch.length === 0) {
+          caughtUp = true;
+          break;
+        }
         for (const set of sets) set.fold(batch);
         const last = batch[batch.length - 1];
         folded = { last, events: (folded?.events ?? 0) + batch.length };
@@ -336,10 +350,16 @@ export class ProjectionEngine implements ProjectionRunner {
       commit();
     } finally {
       // Joining is synchronous with the check above: the live lane's next batch starts after
-      // livePosition, and these projections skip what they already applied. After a failure they
-      // join too, behind, and the live lane (restarted from the checkpoints) catches them up.
-      for (const name of names) this.live.add(name);
-      this.options.onChange?.();
+      // livePosition, and these projections skip what they already applied. Caught up, the set
+      // built beside is swapped in; stopped or failed, it is dropped and the live tables join as
+      // they stood, behind, and the live lane (restarted from the checkpoints) catches them up.
+      for (const name of names) {
+        if (caughtUp) readModel.finishRebuild(name);
+        else readModel.abandonRebuild(name);
+        this.checkpoints.set(name, readModel.checkpoint(name).position);
+        this.live.add(name);
+      }
+      this.settleWaiters();
     }
   }
 
@@ -358,20 +378,16 @@ export class ProjectionEngine implements ProjectionRunner {
       if (stored.some((checkpoint, index) => checkpoint !== sets[index].after)) return stored;
       for (const set of sets) {
         set.write();
-        readModel.setCheckpoint(set.projection.name, last.position, last.metadata.recorded_at);
+        readModel.setCheckpoint(set.projection.name, last.position, last.metadata.recorded_at, last.metadata.hash);
       }
       return undefined;
     });
     if (moved) {
-      sets.forEach((set, index) => this.checkpoints.set(set.projection.name, moved[index]));
-      this.options.onChange?.();
       return {
         sets: sets.map((set, index) => new ProjectionWorkingSet(set.projection, readModel, moved[index])),
         position: Math.min(...moved),
       };
     }
-    for (const set of sets) this.checkpoints.set(set.projection.name, last.position);
-    this.settleWaiters();
     return {
       sets: sets.map((set) => new ProjectionWorkingSet(set.projection, readModel, last.position)),
       position: last.position,

@@ -66,8 +66,11 @@ export interface ChangesAnswer {
 export interface QuerySources {
   /** The log, for the recovery listing (from the store's index, committed with the events). */
   store?: EventStore;
-  /** False while the read models are being checked against the log or rebuilt: nothing is served from them then. */
-  servable?: () => boolean;
+  /**
+   * False for a projection while the read models are being checked against the log, or while it is
+   * rebuilt because it was found to differ: it is not served from then until it agrees.
+   */
+  servable?: (projection: string) => boolean;
 }
 
 export class ProjectionQueries {
@@ -193,7 +196,7 @@ export class ProjectionQueries {
   }
 
   private async waitIfAsked(asked: ReadPosition, projection: string): Promise<number> {
-    if (this.sources.servable && !this.sources.servable()) {
+    if (this.sources.servable && !this.sources.servable(projection)) {
       throw new LedgerProblem(
         'PROJECTION_LAGGING',
         'the read models are being checked against the log (or rebuilt from it) and are not served until they agree',

@@ -18,6 +18,8 @@ export interface WorkerRunnerOptions {
   /** The embedded log's file and the read models' file: the worker opens its own connections to both. */
   eventsFile: string;
   readModelFile: string;
+  /** The key of the read model's row digest (see ReadModelOptions): the same on both connections. */
+  digestKey?: string;
   busyTimeoutMs: number;
   /** This thread's store: lag is read from it, and its commits are announced to the worker. */
   store: EventStore;
@@ -233,6 +235,7 @@ export class WorkerProjectionRunner implements ProjectionRunner {
     const worker = spawnWorker({
       eventsFile: this.options.eventsFile,
       readModelFile: this.options.readModelFile,
+      ...(this.options.digestKey === undefined ? {} : { digestKey: this.options.digestKey }),
       busyTimeoutMs: this.options.busyTimeoutMs,
       restartDelayMs: this.restartDelayMs,
     });

@@ -14,6 +14,7 @@ import { openReadModel } from '../adapters/store.factory';
 export interface ProjectionWorkerData {
   eventsFile: string;
   readModelFile: string;
+  digestKey?: string;
   busyTimeoutMs: number;
   restartDelayMs: number | null;
 }
@@ -34,6 +35,7 @@ function main(port: NonNullable<typeof parentPort>, data: ProjectionWorkerData):
     file: data.readModelFile,
     busyTimeoutMs: data.busyTimeoutMs,
     readCacheBytes: 0,
+    ...(data.digestKey === undefined ? {} : { digestKey: data.digestKey }),
   });
   // Status goes out at most once per turn of this thread's loop, after the commit it reports:
   // the runner settles a reader's wait_for_position on it, and the commit is then visible to the

@@ -22,7 +22,7 @@ import { ProjectionEngine } from './projection-engine';
 import type { ProjectionRunner } from './projection-runner';
 import { WorkerProjectionRunner } from './projection-worker-client';
 import { ProjectionQueries } from './projection-queries';
-import { verifyReadModels } from './read-model-verification';
+import { checkReadModelDigests } from './read-model-verification';
 import { sealCovers, takeReadModelSeal, writeReadModelSeal, type SealVerdict } from './read-model-seal';
 import { readModelFile, type ReadModel } from '../store/read-model.port';
 import { openReadModel, openSharedReadModelStore } from '../adapters/store.factory';
@@ -38,11 +38,29 @@ export const READ_MODEL_SEAL = Symbol('READ_MODEL_SEAL');
 /** Where the start-up check of the read models stands (docs/reliability.md, "A corrupted read model"). */
 export interface ReadModelCheck {
   state: 'not_checked' | 'verifying' | 'verified' | 'rebuilt' | 'failed';
+  /** Projections found not to be what the log gives (each then rebuilt). */
   differences?: number;
   projections_rebuilt?: string[];
   error?: string;
-  /** How it was found whole: sealed at the last clean stop and untouched since, or compared with the log. */
-  by?: 'seal' | 'comparison';
+  /**
+   * How it was found whole: sealed at the last clean stop and untouched since, or each projection's
+   * checkpoint and row digest compared with the log.
+   */
+  by?: 'seal' | 'digest';
+  /** What the comparison by digest read: events of the log (one per projection at most), rows of the read model. */
+  events_read?: number;
+  rows_read?: number;
+}
+
+/**
+ * Whether reads of a projection are served: not while the read models are compared with the log,
+ * nor, once the ones that differ are known, while those are rebuilt beside (the others are served
+ * meanwhile); not after a check that failed.
+ */
+export function servable(check: ReadModelCheck, projection: string): boolean {
+  if (check.state === 'failed') return false;
+  if (check.state !== 'verifying') return true;
+  return check.projections_rebuilt !== undefined && !check.projections_rebuilt.includes(projection);
 }
 
 /**
@@ -138,24 +156,21 @@ export class ProjectionsLifecycle implements OnApplicationBootstrap, OnModuleDes
         this.set({ state: 'verified', differences: 0, by: 'seal' });
         return;
       }
-      const report = await verifyReadModels(this.store, this.readModel, LEDGER_PROJECTIONS);
-      if (report.ok) {
-        this.set({ state: 'verified', differences: 0, by: 'comparison' });
+      const report = await checkReadModelDigests(this.store, this.readModel, LEDGER_PROJECTIONS);
+      const read = { by: 'digest' as const, events_read: report.eventsRead, rows_read: report.rowsRead };
+      const damaged = report.projections.filter((projection) => projection.mismatch);
+      if (damaged.length === 0) {
+        this.set({ state: 'verified', differences: 0, ...read });
         return;
       }
-      const damaged = report.projections
-        .filter((projection) => projection.differences > 0)
-        .map((projection) => projection.name);
+      const names = damaged.map((projection) => projection.name);
       this.logger.error(
-        {
-          projections: damaged,
-          differences: report.projections.reduce((sum, projection) => sum + projection.differences, 0),
-        },
+        { projections: Object.fromEntries(damaged.map((projection) => [projection.name, projection.mismatch])) },
         'a read model differs from what the log gives: it is rebuilt from the log instead of served',
       );
-      this.set({ state: 'verifying', projections_rebuilt: damaged });
-      await this.engine.rebuild(damaged);
-      this.set({ state: 'rebuilt', differences: report.differences.length, projections_rebuilt: damaged });
+      this.set({ state: 'verifying', projections_rebuilt: names, ...read });
+      await this.engine.rebuild(names);
+      this.set({ state: 'rebuilt', differences: names.length, projections_rebuilt: names, ...read });
     } catch (error) {
       this.set({ state: 'failed', error: (error as Error).message });
       this.logger.error({ err: error }, 'the read models could not be checked against the log');
@@ -209,7 +224,10 @@ export class ProjectionsLifecycle implements OnApplicationBootstrap, OnModuleDes
       inject: [CONFIG, READ_MODEL_SEAL],
       useFactory: (config: LedgerConfig) =>
         // On PostgreSQL this instance's copy of the shared read models, read afresh at each start.
-        openReadModel({ file: config.store === 'postgres' ? ':memory:' : readModelFile(config.dataDir) }),
+        openReadModel({
+          file: config.store === 'postgres' ? ':memory:' : readModelFile(config.dataDir),
+          digestKey: config.anchorKey,
+        }),
     },
     {
       provide: PROJECTION_ENGINE,
@@ -242,6 +260,7 @@ export class ProjectionsLifecycle implements OnApplicationBootstrap, OnModuleDes
           return new WorkerProjectionRunner({
             eventsFile,
             readModelFile: readModelFile(config.dataDir),
+            digestKey: config.anchorKey,
             busyTimeoutMs: config.sqliteBusyTimeoutMs,
             store,
             readModel,
@@ -270,7 +289,7 @@ export class ProjectionsLifecycle implements OnApplicationBootstrap, OnModuleDes
       ) =>
         new ProjectionQueries(engine, readModel, clock ?? systemClock, undefined, {
           store,
-          servable: () => check.state !== 'verifying' && check.state !== 'failed',
+          servable: (projection) => servable(check, projection),
         }),
     },
     {

@@ -10,6 +10,11 @@ import type { ReadModelChanges } from '../store/shared-read-model.port';
 export class RecordingReadModel implements ReadModel {
   private current: ReadModelChanges | undefined;
   private depth = 0;
+  /**
+   * Projections being rebuilt beside their live tables: what the rebuild writes is not published
+   * as it goes (the copies keep serving the live set, as this instance does), but whole at the swap.
+   */
+  private readonly rebuilding = new Set<string>();
 
   constructor(
     private readonly inner: ReadModel,
@@ -47,6 +52,7 @@ export class RecordingReadModel implements ReadModel {
   }
 
   writeDoc(name: string, key: string, doc: unknown): void {
+    if (this.rebuilding.has(name)) return this.inner.writeDoc(name, key, doc);
     this.record(
       (changes) => changes.docs.push({ projection: name, key, doc: JSON.stringify(doc) }),
       () => this.inner.writeDoc(name, key, doc),
@@ -54,6 +60,7 @@ export class RecordingReadModel implements ReadModel {
   }
 
   setLink(name: string, stream: string, link: string): void {
+    if (this.rebuilding.has(name)) return this.inner.setLink(name, stream, link);
     this.record(
       (changes) => changes.links.push({ projection: name, stream, link }),
       () => this.inner.setLink(name, stream, link),
@@ -61,6 +68,7 @@ export class RecordingReadModel implements ReadModel {
   }
 
   setCheckpoint(name: string, position: number, recordedAt: string | null): void {
+    if (this.rebuilding.has(name)) return this.inner.setCheckpoint(name, position, recordedAt);
     this.record(
       (changes) => changes.checkpoints.push({ projection: name, version: this.versionOf(name), position, recordedAt }),
       () => this.inner.setCheckpoint(name, position, recordedAt),
@@ -68,6 +76,7 @@ export class RecordingReadModel implements ReadModel {
   }
 
   reset(name: string): void {
+    if (this.rebuilding.has(name)) return this.inner.reset(name);
     this.record(
       (changes) => {
         changes.resets.push(name);
@@ -78,6 +87,43 @@ export class RecordingReadModel implements ReadModel {
       },
       () => this.inner.reset(name),
     );
+  }
+
+  beginRebuild(name: string): void {
+    this.inner.beginRebuild(name);
+    this.rebuilding.add(name);
+  }
+
+  /** The swap is published as the projection emptied and written again whole, in one transaction. */
+  finishRebuild(name: string): void {
+    this.transaction(() => {
+      this.inner.finishRebuild(name);
+      this.rebuilding.delete(name);
+      const { docs, links } = this.inner.dump(name);
+      const checkpoint = this.inner.checkpoint(name);
+      const changes = this.current!;
+      changes.resets.push(name);
+      changes.docs = changes.docs.filter((row) => row.projection !== name);
+      changes.links = changes.links.filter((row) => row.projection !== name);
+      changes.checkpoints = changes.checkpoints.filter((row) => row.projection !== name);
+      for (const row of docs) changes.docs.push({ projection: name, key: row.key, doc: row.doc });
+      for (const row of links) changes.links.push({ projection: name, stream: row.stream, link: row.link });
+      changes.checkpoints.push({
+        projection: name,
+        version: this.versionOf(name),
+        position: checkpoint.position,
+        recordedAt: checkpoint.recorded_at,
+      });
+    });
+  }
+
+  abandonRebuild(name: string): void {
+    this.inner.abandonRebuild(name);
+    this.rebuilding.delete(name);
+  }
+
+  recomputeDigest(name: string): ReturnType<ReadModel['recomputeDigest']> {
+    return this.inner.recomputeDigest(name);
   }
 
   private readonly versions = new Map<string, number>();

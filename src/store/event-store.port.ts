@@ -219,6 +219,12 @@ export interface EventStore {
   readonly keepsSnapshots: boolean;
   /** Every anchored head under a prefix, ordered by stream name (what verify walks). */
   anchoredHeads(streamPrefix: string): Promise<StreamHead[]>;
+  /**
+   * The same heads a page at a time: up to `limit` whose stream name sorts after `after` (bytewise,
+   * as SQLite's BINARY collation), in that order. Optional: where absent, the whole-log audit reads
+   * `anchoredHeads` at once (docs/scaling.md, "Memory").
+   */
+  anchoredHeadsPage?(streamPrefix: string, after: string, limit: number): Promise<StreamHead[]>;
   /** The whole log's anchor; undefined when the log is empty or the store keeps none. */
   logAnchor(): Promise<LogAnchor | undefined>;
   /** Whether this store keeps stream heads and a log anchor committed with every append. */

@@ -14,6 +14,11 @@ export interface ReadModelOptions {
   busyTimeoutMs?: number;
   /** Bytes of document JSON whose parsed form readers keep (default 32 MB; 0: none). */
   readCacheBytes?: number;
+  /**
+   * The key of the rows' digest (LEDGER_ANCHOR_KEY where one is set): HMAC-SHA256 with it, a plain
+   * SHA-256 without. Every connection that writes the read model must use the same one.
+   */
+  digestKey?: string;
 }
 
 export interface Checkpoint {
@@ -23,6 +28,13 @@ export interface Checkpoint {
   position: number;
   /** recorded_at of the event at `position`, for lag in time. */
   recorded_at: string | null;
+  /** The hash of the event at `position` as the log stored it (null: not known). */
+  event_hash?: string | null;
+  /**
+   * The digest of every row the projection holds (hex, XOR of each row's keyed hash), kept in the
+   * transaction that writes them; null when rows were written before digests were kept.
+   */
+  digest?: string | null;
 }
 
 /** Which due steps a worker may be handed (docs/work-feed.md). */
@@ -65,7 +77,8 @@ export interface ReadModel extends ReadModelReader {
   transaction<T>(work: () => T): T;
   checkpoint(name: string): Checkpoint;
   checkpoints(): Checkpoint[];
-  setCheckpoint(name: string, position: number, recordedAt: string | null): void;
+  /** `eventHash`: the stored hash of the event at `position`, what a later start compares with the log. */
+  setCheckpoint(name: string, position: number, recordedAt: string | null, eventHash?: string | null): void;
   /** A document as stored, parsed afresh: for the engine, which mutates what it folds. */
   loadDoc<Doc>(name: string, key: string): Doc | undefined;
   writeDoc(name: string, key: string, doc: unknown): void;
@@ -73,6 +86,15 @@ export interface ReadModel extends ReadModelReader {
   setLink(name: string, stream: string, link: string): void;
   /** Empties a projection and puts its checkpoint back to zero. */
   reset(name: string): void;
+  /**
+   * Rebuilding beside the live tables: after `beginRebuild` this connection's writes of the
+   * projection (and `checkpoint(name)`) go to a new, empty set, while reads still answer from the
+   * live one; `finishRebuild` swaps the new set in, checkpoint and digest included, in one
+   * transaction; `abandonRebuild` drops it and leaves the live set as it was.
+   */
+  beginRebuild(name: string): void;
+  finishRebuild(name: string): void;
+  abandonRebuild(name: string): void;
   /** The tenant's steps due by `nowMs`, soonest first (then by key), at most `limit`. */
   dueSteps(query: DueStepsQuery): DueStep[];
   /** Due steps per tool, of one tenant or of all. */
@@ -81,6 +103,13 @@ export interface ReadModel extends ReadModelReader {
   dump(name: string): { docs: Array<{ key: string; doc: string }>; links: Array<{ stream: string; link: string }> };
   /** The same rows one at a time, as [key, serialised row], in key order. */
   rowsInKeyOrder(name: string): Generator<[string, string]>;
+  /**
+   * The digest of the rows as they are stored now, each row hashed again from what it holds (its
+   * document, its index columns, its links): what `checkpoint(name).digest` says when no row was
+   * changed but by the engine. Reads every row of the projection, none of the log, a page at a
+   * time: each step yields the rows hashed so far, and the last returns the digest.
+   */
+  recomputeDigest(name: string): Generator<number, { digest: string; rows: number }>;
   close(): void;
   readonly isOpen: boolean;
 }

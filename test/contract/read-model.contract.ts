@@ -128,6 +128,55 @@ export function testReadModel(name: string, factory: () => Promise<ReadModelUnde
       expect(readModel.dueSteps({ tenant: 't1', tools: [], nowMs: T0 + 1, limit: 10 })).toEqual([]);
     });
 
+    it('keeps the digest of its rows and the hash of the event at its position with each commit', () => {
+      readModel.transaction(() => {
+        readModel.writeDoc('contract_notes', 'a', { text: 'first', rank: 2 });
+        readModel.writeDoc('contract_notes', 'b', { text: 'second', rank: 1 });
+        readModel.setLink('contract_notes', 'stream-a', 'a');
+        readModel.setCheckpoint('contract_notes', 4, null, 'hash-at-4');
+      });
+      // A document written again replaces its row's part of the digest.
+      readModel.transaction(() => readModel.writeDoc('contract_notes', 'a', { text: 'again', rank: 3 }));
+      const pages = readModel.recomputeDigest('contract_notes');
+      let step = pages.next();
+      while (!step.done) step = pages.next();
+      expect(step.value.rows).toBe(3);
+      expect(readModel.checkpoint('contract_notes')).toMatchObject({
+        position: 4,
+        event_hash: 'hash-at-4',
+        digest: step.value.digest,
+      });
+    });
+
+    it('rebuilds beside: reads keep the live rows until the swap, and an abandoned rebuild leaves them', () => {
+      readModel.transaction(() => {
+        readModel.writeDoc('contract_notes', 'a', { text: 'live', rank: 1 });
+        readModel.setCheckpoint('contract_notes', 5, null);
+      });
+      readModel.beginRebuild('contract_notes');
+      expect(readModel.checkpoint('contract_notes').position).toBe(0);
+      readModel.transaction(() => {
+        readModel.writeDoc('contract_notes', 'b', { text: 'rebuilt', rank: 2 });
+        readModel.setCheckpoint('contract_notes', 6, null);
+      });
+      expect(readModel.getDoc('contract_notes', 'a')).toEqual({ text: 'live', rank: 1 });
+      expect(readModel.getDoc('contract_notes', 'b')).toBeUndefined();
+      expect(readModel.checkpoints().find((c) => c.projection === 'contract_notes')?.position).toBe(5);
+      readModel.finishRebuild('contract_notes');
+      expect(readModel.getDoc('contract_notes', 'a')).toBeUndefined();
+      expect(readModel.getDoc('contract_notes', 'b')).toEqual({ text: 'rebuilt', rank: 2 });
+      expect(readModel.select('contract_notes', { where: [{ column: 'rank', op: '=', value: 2 }] })).toHaveLength(1);
+      expect(readModel.checkpoint('contract_notes').position).toBe(6);
+
+      readModel.beginRebuild('contract_notes');
+      readModel.transaction(() => readModel.writeDoc('contract_notes', 'c', { text: 'dropped', rank: 3 }));
+      readModel.abandonRebuild('contract_notes');
+      expect(readModel.getDoc('contract_notes', 'c')).toBeUndefined();
+      expect(readModel.getDoc('contract_notes', 'b')).toEqual({ text: 'rebuilt', rank: 2 });
+      expect(readModel.checkpoint('contract_notes').position).toBe(6);
+      expect(readModel.checkpoints().map((c) => c.projection)).not.toContain('contract_notes__next');
+    });
+
     it('answers the due steps of one tenant, soonest first, with what a lease needs', () => {
       writeSteps([
         step('t1', 'op-late', 'pay', T0 + 2000, 'planned', 4),

@@ -13,13 +13,13 @@ it('a stream appended while the audit runs is not reported deleted', async () =>
   try {
     const first = 'op-acme:run/first';
     await store.append(first, NO_STREAM, sealEvents(first, undefined, [newEvent('A')]));
-    const heads = store.anchoredHeads.bind(store);
+    const heads = store.anchoredHeadsPage.bind(store);
     // Between the pass over the log and the read of the heads, another caller appends a new stream.
-    store.anchoredHeads = async (prefix: string) => {
+    store.anchoredHeadsPage = async (prefix: string, after: string, limit: number) => {
       const late = 'op-acme:run/late';
       if (!(await store.anchoredHead(late)))
         await store.append(late, NO_STREAM, sealEvents(late, undefined, [newEvent('B')]));
-      return heads(prefix);
+      return heads(prefix, after, limit);
     };
     const audit = await auditLog(store);
     expect(audit.findings).toEqual([]);
@@ -34,11 +34,12 @@ it('a stream that cannot be read again while the audit runs fails the audit inst
     const stream = 'op-acme:run/busy';
     const first = sealEvents(stream, undefined, [newEvent('A')]);
     await store.append(stream, NO_STREAM, first);
-    const heads = store.anchoredHeads.bind(store);
+    const heads = store.anchoredHeadsPage.bind(store);
     // Appended to right after the audit read the heads, so the stream is longer than its head there
     // and the audit reads it again; that second read fails.
-    store.anchoredHeads = async (prefix: string) => {
-      const read = await heads(prefix);
+    store.anchoredHeadsPage = async (prefix: string, after: string, limit: number) => {
+      const read = await heads(prefix, after, limit);
+      if (after !== '') return read;
       await store.append(stream, 0, sealEvents(stream, { revision: 0, hash: first[0].metadata.hash }, [newEvent('B')]));
       return read;
     };

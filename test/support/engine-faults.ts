@@ -81,8 +81,8 @@ export function withEngineFaults(store: EventStore, readModel: SqliteReadModel, 
     return result;
   };
 
-  const setCheckpoint: SqliteReadModel['setCheckpoint'] = (name, position, recordedAt) => {
-    readModel.setCheckpoint(name, position, recordedAt);
+  const setCheckpoint: SqliteReadModel['setCheckpoint'] = (name, position, recordedAt, eventHash) => {
+    readModel.setCheckpoint(name, position, recordedAt, eventHash);
     moved?.push(name);
   };
 

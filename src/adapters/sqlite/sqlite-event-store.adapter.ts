@@ -347,6 +347,9 @@ export class SqliteEventStore implements EventStore {
       headsUnder: db.prepare<[number, string], HeadRow>(
         'SELECT * FROM stream_heads WHERE substr(stream, 1, ?) = ? ORDER BY stream',
       ),
+      headsPage: db.prepare<[string, number, string, number], HeadRow>(
+        'SELECT * FROM stream_heads WHERE stream > ? AND substr(stream, 1, ?) = ? ORDER BY stream LIMIT ?',
+      ),
       upsertHead: db.prepare<[string, number, string, number, string | null, string | null]>(
         `INSERT INTO stream_heads (stream, revision, hash, position, index_key, index_data) VALUES (?, ?, ?, ?, ?, ?)
          ON CONFLICT (stream) DO UPDATE SET revision = excluded.revision, hash = excluded.hash, position = excluded.position,
@@ -765,6 +768,14 @@ export class SqliteEventStore implements EventStore {
   async anchoredHeads(streamPrefix: string): Promise<StreamHead[]> {
     try {
       return this.statements.headsUnder.all(streamPrefix.length, streamPrefix).map(toHead);
+    } catch (error) {
+      throw toPortError(error);
+    }
+  }
+
+  async anchoredHeadsPage(streamPrefix: string, after: string, limit: number): Promise<StreamHead[]> {
+    try {
+      return this.statements.headsPage.all(after, streamPrefix.length, streamPrefix, limit).map(toHead);
     } catch (error) {
       throw toPortError(error);
     }

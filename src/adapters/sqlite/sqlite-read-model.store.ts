@@ -1,6 +1,6 @@
 import Database from 'better-sqlite3';
 import { LRUCache } from 'lru-cache';
-import { randomInt } from 'node:crypto';
+import { createHash, createHmac, randomInt } from 'node:crypto';
 import { mkdirSync } from 'node:fs';
 import { dirname } from 'node:path';
 import type { AnyProjection, ColumnType, IndexValue } from '@recovery-ledger/projections';
@@ -28,6 +28,10 @@ CREATE TABLE IF NOT EXISTS projection_checkpoints (
 );
 `;
 
+/** The digest of no rows: XOR over an empty set. */
+const EMPTY_DIGEST = '0'.repeat(64);
+const HASH_BYTES = 32;
+
 interface Registered {
   projection: AnyProjection;
   docsTable: string;
@@ -36,9 +40,10 @@ interface Registered {
   statements: {
     load: Database.Statement<[string], { doc: string; stamp: number | null }>;
     stampOf: Database.Statement<[string], { stamp: number | null }>;
+    rowHashOf: Database.Statement<[string], { row_hash: Buffer | null }>;
     upsert: Database.Statement<unknown[]>;
-    loadLink: Database.Statement<[string], { link: string }>;
-    upsertLink: Database.Statement<[string, string]>;
+    loadLink: Database.Statement<[string], { link: string; row_hash: Buffer | null }>;
+    upsertLink: Database.Statement<[string, string, Buffer]>;
   };
 }
 
@@ -52,6 +57,11 @@ function deepFreeze<T>(value: T): T {
     for (const member of Object.values(value)) deepFreeze(member);
   }
   return value;
+}
+
+/** The tables and checkpoint row a projection is rebuilt into, beside its live ones. */
+function shadowNames(name: string): { docsTable: string; linksTable: string; checkpoint: string } {
+  return { docsTable: `rm_${name}__next`, linksTable: `rm_${name}__next_links`, checkpoint: `${name}__next` };
 }
 
 function sqlType(type: ColumnType): string {
@@ -71,13 +81,23 @@ function sqlType(type: ColumnType): string {
 export class SqliteReadModel implements ReadModel {
   private readonly db: Database.Database;
   private readonly registered = new Map<string, Registered>();
+  /** Projections this connection is rebuilding beside their live tables (beginRebuild). */
+  private readonly rebuilding = new Map<string, Registered>();
   private readonly selectCache = new Map<string, Database.Statement>();
   private readonly checkpointStatements: {
     get: Database.Statement<[string], Checkpoint>;
     all: Database.Statement<[], Checkpoint>;
-    upsert: Database.Statement<[string, number, number, string | null]>;
+    upsert: Database.Statement<[string, number, number, string | null, string | null]>;
+    setDigest: Database.Statement<[string | null, string]>;
   };
   private closed = false;
+  private readonly digestKey: string | undefined;
+  /**
+   * What the rows written in the open transaction change in each projection's digest (XOR of the
+   * old rows' hashes and the new ones'), written to its checkpoint row before that transaction
+   * commits, so the digest and the rows it covers land together or not at all.
+   */
+  private pendingDigests: Map<string, Buffer> | undefined;
   /**
    * Documents as readers last parsed them, bounded by their JSON's length: parsing a trail of 1,000
    * entries is most of what answering it costs. A copy is served while the document's stamp is the
@@ -96,21 +116,36 @@ export class SqliteReadModel implements ReadModel {
     this.db.pragma('journal_mode = WAL');
     this.db.pragma('synchronous = NORMAL');
     this.db.exec(CHECKPOINTS_SCHEMA);
+    this.digestKey = options.digestKey;
+    const checkpointColumns = (
+      this.db.prepare('PRAGMA table_info(projection_checkpoints)').all() as { name: string }[]
+    ).map((row) => row.name);
+    // A file written before digests were kept: its rows' digest is not known (null) until rebuilt.
+    for (const column of ['event_hash', 'digest']) {
+      if (checkpointColumns.includes(column)) continue;
+      try {
+        this.db.exec(`ALTER TABLE projection_checkpoints ADD COLUMN ${column} TEXT`);
+      } catch (error) {
+        if (!/duplicate column/i.test((error as Error).message)) throw error;
+      }
+    }
     const readCacheBytes = options.readCacheBytes ?? 32 * 1024 * 1024;
     // The JSON's length stands for the parsed size; one document may fill at most a quarter.
     this.parsed =
       readCacheBytes > 0 ? new LRUCache({ maxSize: readCacheBytes, maxEntrySize: readCacheBytes / 4 }) : undefined;
     this.checkpointStatements = {
       get: this.db.prepare(
-        'SELECT projection, version, position, recorded_at FROM projection_checkpoints WHERE projection = ?',
+        'SELECT projection, version, position, recorded_at, event_hash, digest FROM projection_checkpoints WHERE projection = ?',
       ),
       all: this.db.prepare(
-        'SELECT projection, version, position, recorded_at FROM projection_checkpoints ORDER BY projection',
+        'SELECT projection, version, position, recorded_at, event_hash, digest FROM projection_checkpoints ORDER BY projection',
       ),
       upsert: this.db.prepare(
-        `INSERT INTO projection_checkpoints (projection, version, position, recorded_at) VALUES (?, ?, ?, ?)
-         ON CONFLICT (projection) DO UPDATE SET version = excluded.version, position = excluded.position, recorded_at = excluded.recorded_at`,
+        `INSERT INTO projection_checkpoints (projection, version, position, recorded_at, event_hash) VALUES (?, ?, ?, ?, ?)
+         ON CONFLICT (projection) DO UPDATE SET version = excluded.version, position = excluded.position,
+           recorded_at = excluded.recorded_at, event_hash = excluded.event_hash`,
       ),
+      setDigest: this.db.prepare('UPDATE projection_checkpoints SET digest = ? WHERE projection = ?'),
     };
   }
 
@@ -124,7 +159,7 @@ export class SqliteReadModel implements ReadModel {
       throw new Error(`projection name ${projection.name} must match ${NAME_PATTERN}`);
     const columns = Object.keys(projection.columns ?? {});
     for (const column of columns) {
-      if (!NAME_PATTERN.test(column) || column === 'key' || column === 'doc' || column === 'stamp')
+      if (!NAME_PATTERN.test(column) || ['key', 'doc', 'stamp', 'row_hash'].includes(column))
         throw new Error(`column ${column} is not allowed`);
     }
     const docsTable = `rm_${projection.name}`;
@@ -133,7 +168,7 @@ export class SqliteReadModel implements ReadModel {
     const tableInfo = this.db.prepare(`PRAGMA table_info(${docsTable})`).all() as { name: string }[];
     const existingColumns = tableInfo
       .map((row) => row.name)
-      .filter((name) => name !== 'key' && name !== 'doc' && name !== 'stamp');
+      .filter((name) => name !== 'key' && name !== 'doc' && name !== 'stamp' && name !== 'row_hash');
     const sameShape =
       tableInfo.length === 0 ||
       (existingColumns.length === columns.length && columns.every((column) => existingColumns.includes(column)));
@@ -144,9 +179,21 @@ export class SqliteReadModel implements ReadModel {
       if (reset) this.db.exec(`DROP TABLE IF EXISTS ${docsTable}; DROP TABLE IF EXISTS ${linksTable};`);
       const columnDefs = Object.entries(projection.columns ?? {}).map(([name, type]) => `, ${name} ${sqlType(type)}`);
       this.db.exec(
-        `CREATE TABLE IF NOT EXISTS ${docsTable} (key TEXT PRIMARY KEY, doc TEXT NOT NULL, stamp INTEGER${columnDefs.join('')})`,
+        `CREATE TABLE IF NOT EXISTS ${docsTable} (key TEXT PRIMARY KEY, doc TEXT NOT NULL, stamp INTEGER, row_hash BLOB${columnDefs.join('')})`,
       );
-      this.db.exec(`CREATE TABLE IF NOT EXISTS ${linksTable} (stream TEXT PRIMARY KEY, link TEXT NOT NULL)`);
+      this.db.exec(
+        `CREATE TABLE IF NOT EXISTS ${linksTable} (stream TEXT PRIMARY KEY, link TEXT NOT NULL, row_hash BLOB)`,
+      );
+      // Tables written before each row kept its hash: the digest of what they hold is not known.
+      for (const table of [docsTable, linksTable]) {
+        const has = (this.db.prepare(`PRAGMA table_info(${table})`).all() as { name: string }[]).some(
+          (row) => row.name === 'row_hash',
+        );
+        if (has) continue;
+        this.db.exec(`ALTER TABLE ${table} ADD COLUMN row_hash BLOB`);
+        const held = this.db.prepare(`SELECT 1 FROM ${table} LIMIT 1`).get();
+        if (held) this.checkpointStatements.setDigest.run(null, projection.name);
+      }
       // Each write of a document stamps it anew (writeDoc), so a reader knows its parsed copy is
       // current from the stamp alone; a change made any other way clears the stamp (the trigger),
       // and a document without one is parsed again on every read.
@@ -161,22 +208,36 @@ export class SqliteReadModel implements ReadModel {
           if (!/duplicate column/i.test((error as Error).message)) throw error;
         }
       }
-      this.db.exec(
-        `CREATE TRIGGER IF NOT EXISTS ${docsTable}_unstamped AFTER UPDATE OF doc ON ${docsTable}
-         WHEN NEW.stamp IS OLD.stamp BEGIN UPDATE ${docsTable} SET stamp = NULL WHERE key = NEW.key; END`,
-      );
-      (projection.indexes ?? []).forEach((indexColumns, index) => {
-        for (const column of indexColumns) {
-          if (!columns.includes(column)) throw new Error(`index of ${projection.name} names unknown column ${column}`);
-        }
-        this.db.exec(`CREATE INDEX IF NOT EXISTS ${docsTable}_i${index} ON ${docsTable} (${indexColumns.join(', ')})`);
-      });
-      if (stored === undefined || reset)
-        this.checkpointStatements.upsert.run(projection.name, projection.version, 0, null);
+      this.indexAndTrigger(projection, docsTable);
+      if (stored === undefined || reset) {
+        this.checkpointStatements.upsert.run(projection.name, projection.version, 0, null, null);
+        this.checkpointStatements.setDigest.run(EMPTY_DIGEST, projection.name);
+      }
     })();
+    this.registered.set(projection.name, this.tablesOf(projection, docsTable, linksTable));
+    return { reset };
+  }
+
+  /** The stamp trigger (see register) and the projection's declared indexes, on its documents' table. */
+  private indexAndTrigger(projection: AnyProjection, docsTable: string): void {
+    const columns = Object.keys(projection.columns ?? {});
+    this.db.exec(
+      `CREATE TRIGGER IF NOT EXISTS ${docsTable}_unstamped AFTER UPDATE OF doc ON ${docsTable}
+       WHEN NEW.stamp IS OLD.stamp BEGIN UPDATE ${docsTable} SET stamp = NULL WHERE key = NEW.key; END`,
+    );
+    (projection.indexes ?? []).forEach((indexColumns, index) => {
+      for (const column of indexColumns) {
+        if (!columns.includes(column)) throw new Error(`index of ${projection.name} names unknown column ${column}`);
+      }
+      this.db.exec(`CREATE INDEX IF NOT EXISTS ${docsTable}_i${index} ON ${docsTable} (${indexColumns.join(', ')})`);
+    });
+  }
+
+  private tablesOf(projection: AnyProjection, docsTable: string, linksTable: string): Registered {
+    const columns = Object.keys(projection.columns ?? {});
     const placeholders = columns.map(() => ', ?').join('');
     const updates = ['doc = excluded.doc', ...columns.map((column) => `${column} = excluded.${column}`)].join(', ');
-    this.registered.set(projection.name, {
+    return {
       projection,
       docsTable,
       linksTable,
@@ -184,17 +245,88 @@ export class SqliteReadModel implements ReadModel {
       statements: {
         load: this.db.prepare(`SELECT doc, stamp FROM ${docsTable} WHERE key = ?`),
         stampOf: this.db.prepare(`SELECT stamp FROM ${docsTable} WHERE key = ?`),
+        rowHashOf: this.db.prepare(`SELECT row_hash FROM ${docsTable} WHERE key = ?`),
         upsert: this.db.prepare(
-          `INSERT INTO ${docsTable} (key, doc, stamp${columns.map((c) => `, ${c}`).join('')}) VALUES (?, ?, ?${placeholders})
-           ON CONFLICT (key) DO UPDATE SET stamp = excluded.stamp, ${updates}`,
+          `INSERT INTO ${docsTable} (key, doc, stamp, row_hash${columns.map((c) => `, ${c}`).join('')}) VALUES (?, ?, ?, ?${placeholders})
+           ON CONFLICT (key) DO UPDATE SET stamp = excluded.stamp, row_hash = excluded.row_hash, ${updates}`,
         ),
-        loadLink: this.db.prepare(`SELECT link FROM ${linksTable} WHERE stream = ?`),
+        loadLink: this.db.prepare(`SELECT link, row_hash FROM ${linksTable} WHERE stream = ?`),
         upsertLink: this.db.prepare(
-          `INSERT INTO ${linksTable} (stream, link) VALUES (?, ?) ON CONFLICT (stream) DO UPDATE SET link = excluded.link`,
+          `INSERT INTO ${linksTable} (stream, link, row_hash) VALUES (?, ?, ?)
+           ON CONFLICT (stream) DO UPDATE SET link = excluded.link, row_hash = excluded.row_hash`,
         ),
       },
+    };
+  }
+
+  /**
+   * Starts building a projection beside its live tables (docs/reliability.md, "Rebuilding beside"):
+   * from here this connection's writes of it (documents, links, checkpoint, digest) go to new
+   * tables, while every read still answers from the live ones, untouched, until `finishRebuild`
+   * swaps them in one transaction. The new tables get the declared indexes only at the swap: a
+   * rebuild only looks documents up by key.
+   */
+  beginRebuild(name: string): void {
+    const live = this.entry(name);
+    const { projection } = live;
+    const shadow = shadowNames(name);
+    const columnDefs = Object.entries(projection.columns ?? {}).map(([column, type]) => `, ${column} ${sqlType(type)}`);
+    this.transaction(() => {
+      this.db.exec(`DROP TABLE IF EXISTS ${shadow.docsTable}; DROP TABLE IF EXISTS ${shadow.linksTable};`);
+      this.db.exec(
+        `CREATE TABLE ${shadow.docsTable} (key TEXT PRIMARY KEY, doc TEXT NOT NULL, stamp INTEGER, row_hash BLOB${columnDefs.join('')})`,
+      );
+      this.db.exec(`CREATE TABLE ${shadow.linksTable} (stream TEXT PRIMARY KEY, link TEXT NOT NULL, row_hash BLOB)`);
+      this.checkpointStatements.upsert.run(shadow.checkpoint, projection.version, 0, null, null);
+      this.checkpointStatements.setDigest.run(EMPTY_DIGEST, shadow.checkpoint);
     });
-    return { reset };
+    this.rebuilding.set(name, this.tablesOf(projection, shadow.docsTable, shadow.linksTable));
+  }
+
+  /**
+   * Swaps a projection built beside (`beginRebuild`) in for its live tables, checkpoint and digest
+   * included, in one transaction: a reader sees the old tables or the new, never a mix.
+   */
+  finishRebuild(name: string): void {
+    const built = this.rebuilding.get(name);
+    if (!built) return;
+    const { docsTable, linksTable, projection } = this.entry(name);
+    const shadow = shadowNames(name);
+    this.transaction(() => {
+      this.db.exec(`DROP TABLE IF EXISTS ${docsTable}; DROP TABLE IF EXISTS ${linksTable};`);
+      this.db.exec(`ALTER TABLE ${shadow.docsTable} RENAME TO ${docsTable}`);
+      this.db.exec(`ALTER TABLE ${shadow.linksTable} RENAME TO ${linksTable}`);
+      this.indexAndTrigger(projection, docsTable);
+      this.db
+        .prepare(
+          `INSERT OR REPLACE INTO projection_checkpoints (projection, version, position, recorded_at, event_hash, digest)
+           SELECT ?, version, position, recorded_at, event_hash, digest FROM projection_checkpoints WHERE projection = ?`,
+        )
+        .run(name, shadow.checkpoint);
+      this.db.prepare('DELETE FROM projection_checkpoints WHERE projection = ?').run(shadow.checkpoint);
+    });
+    this.rebuilding.delete(name);
+    this.parsed?.clear();
+  }
+
+  /** Drops what a rebuild built beside: the live tables stay as they are. */
+  abandonRebuild(name: string): void {
+    if (!this.rebuilding.delete(name)) return;
+    const shadow = shadowNames(name);
+    this.transaction(() => {
+      this.db.exec(`DROP TABLE IF EXISTS ${shadow.docsTable}; DROP TABLE IF EXISTS ${shadow.linksTable};`);
+      this.db.prepare('DELETE FROM projection_checkpoints WHERE projection = ?').run(shadow.checkpoint);
+    });
+  }
+
+  /** Where this connection writes a projection: beside the live tables while it rebuilds it. */
+  private target(name: string): Registered {
+    return this.rebuilding.get(name) ?? this.entry(name);
+  }
+
+  /** The checkpoint row a projection's writes move on this connection. */
+  private checkpointRow(name: string): string {
+    return this.rebuilding.has(name) ? shadowNames(name).checkpoint : name;
   }
 
   private entry(name: string): Registered {
@@ -205,46 +337,113 @@ export class SqliteReadModel implements ReadModel {
 
   /** BEGIN IMMEDIATE: the write lock is taken up front, so a batch never fails half-way on a busy file. */
   transaction<T>(work: () => T): T {
-    return this.db.transaction(work).immediate();
+    return this.db
+      .transaction(() => {
+        const outer = this.pendingDigests === undefined;
+        if (outer) this.pendingDigests = new Map();
+        try {
+          const value = work();
+          if (outer) this.writeDigests();
+          return value;
+        } finally {
+          if (outer) this.pendingDigests = undefined;
+        }
+      })
+      .immediate();
+  }
+
+  /**
+   * A row's hash: what it holds (for a document, its JSON and every index column the queries
+   * filter on), under its projection's name and its key, so a row moved, edited, dropped or torn
+   * changes the projection's digest. Keyed where a key is configured: without it, a digest that
+   * matches edited rows cannot be made.
+   */
+  private rowHash(kind: 'doc' | 'link', name: string, key: string, body: string, columns: unknown[]): Buffer {
+    const hash = this.digestKey ? createHmac('sha256', this.digestKey) : createHash('sha256');
+    hash.update(`${kind}\n${name}\n${key.length}:${key}\n${body.length}:`);
+    hash.update(body);
+    hash.update(`\n${JSON.stringify(columns)}`);
+    return hash.digest();
+  }
+
+  /** One row replaced by another (either may be absent): XORed into the digest of a checkpoint row. */
+  private changeDigest(name: string, before: Buffer | null | undefined, after: Buffer | undefined): void {
+    const delta = Buffer.alloc(HASH_BYTES);
+    if (before) for (let i = 0; i < HASH_BYTES; i++) delta[i] ^= before[i];
+    if (after) for (let i = 0; i < HASH_BYTES; i++) delta[i] ^= after[i];
+    if (this.pendingDigests) {
+      const pending = this.pendingDigests.get(name);
+      if (pending) for (let i = 0; i < HASH_BYTES; i++) pending[i] ^= delta[i];
+      else this.pendingDigests.set(name, delta);
+      return;
+    }
+    this.pendingDigests = new Map([[name, delta]]);
+    try {
+      this.writeDigests();
+    } finally {
+      this.pendingDigests = undefined;
+    }
+  }
+
+  private writeDigests(): void {
+    for (const [name, delta] of this.pendingDigests ?? []) {
+      const stored = this.checkpointStatements.get.get(name)?.digest;
+      // Unknown stays unknown: only a reset (an empty projection) starts a digest.
+      if (typeof stored !== 'string') continue;
+      const digest = Buffer.from(stored, 'hex');
+      for (let i = 0; i < HASH_BYTES; i++) digest[i] ^= delta[i];
+      this.checkpointStatements.setDigest.run(digest.toString('hex'), name);
+    }
   }
 
   checkpoint(name: string): Checkpoint {
-    const row = this.checkpointStatements.get.get(name);
+    const row = this.checkpointStatements.get.get(this.checkpointRow(name));
     if (!row) throw new Error(`projection ${name} has no checkpoint`);
     return row;
   }
 
+  /** The live projections' checkpoints (not those of a rebuild beside them). */
   checkpoints(): Checkpoint[] {
-    return this.checkpointStatements.all.all();
+    return this.checkpointStatements.all.all().filter((row) => !row.projection.endsWith('__next'));
   }
 
-  setCheckpoint(name: string, position: number, recordedAt: string | null): void {
-    this.checkpointStatements.upsert.run(name, this.entry(name).projection.version, position, recordedAt);
+  setCheckpoint(name: string, position: number, recordedAt: string | null, eventHash: string | null = null): void {
+    this.checkpointStatements.upsert.run(
+      this.checkpointRow(name),
+      this.entry(name).projection.version,
+      position,
+      recordedAt,
+      eventHash,
+    );
   }
 
   loadDoc<Doc>(name: string, key: string): Doc | undefined {
-    const row = this.entry(name).statements.load.get(key);
+    const row = this.target(name).statements.load.get(key);
     return row ? (JSON.parse(row.doc) as Doc) : undefined;
   }
 
   writeDoc(name: string, key: string, doc: unknown): void {
     this.parsed?.delete(cacheKey(name, key));
-    const { projection, columns, statements } = this.entry(name);
+    const { projection, columns, statements } = this.target(name);
     const indexed = projection.index ? projection.index(doc) : {};
-    statements.upsert.run(
-      key,
-      JSON.stringify(doc),
-      randomInt(1, 2 ** 47),
-      ...columns.map((column) => indexed[column] ?? null),
-    );
+    const json = JSON.stringify(doc);
+    const values = columns.map((column) => indexed[column] ?? null);
+    const hash = this.rowHash('doc', name, key, json, values);
+    const before = statements.rowHashOf.get(key)?.row_hash;
+    statements.upsert.run(key, json, randomInt(1, 2 ** 47), hash, ...values);
+    this.changeDigest(this.checkpointRow(name), before, hash);
   }
 
   link(name: string, stream: string): string | undefined {
-    return this.entry(name).statements.loadLink.get(stream)?.link;
+    return this.target(name).statements.loadLink.get(stream)?.link;
   }
 
   setLink(name: string, stream: string, link: string): void {
-    this.entry(name).statements.upsertLink.run(stream, link);
+    const { statements } = this.target(name);
+    const hash = this.rowHash('link', name, stream, link, []);
+    const before = statements.loadLink.get(stream)?.row_hash;
+    statements.upsertLink.run(stream, link, hash);
+    this.changeDigest(this.checkpointRow(name), before, hash);
   }
 
   /** Empties a projection and puts its checkpoint back to zero, in one transaction. */
@@ -254,7 +453,9 @@ export class SqliteReadModel implements ReadModel {
     this.transaction(() => {
       this.db.prepare(`DELETE FROM ${docsTable}`).run();
       this.db.prepare(`DELETE FROM ${linksTable}`).run();
-      this.checkpointStatements.upsert.run(name, projection.version, 0, null);
+      this.checkpointStatements.upsert.run(name, projection.version, 0, null, null);
+      this.pendingDigests?.delete(name);
+      this.checkpointStatements.setDigest.run(EMPTY_DIGEST, name);
     });
   }
 
@@ -263,7 +464,11 @@ export class SqliteReadModel implements ReadModel {
    * frozen, since every later reader gets the same object.
    */
   getDoc<Doc>(name: string, key: string): Doc | undefined {
-    if (!this.parsed) return this.loadDoc<Doc>(name, key);
+    if (!this.parsed) {
+      // The live row, even while this connection rebuilds the projection beside it.
+      const row = this.entry(name).statements.load.get(key);
+      return row ? (JSON.parse(row.doc) as Doc) : undefined;
+    }
     const id = cacheKey(name, key);
     const { statements } = this.entry(name);
     const hit = this.parsed.get(id);
@@ -417,8 +622,9 @@ export class SqliteReadModel implements ReadModel {
     for (const row of this.db.prepare(`SELECT * FROM ${docsTable} ORDER BY key`).iterate() as Iterable<
       Record<string, unknown>
     >) {
-      // The stamp says when this copy was written, not what it holds: two equal read models differ in it.
-      const { stamp: _stamp, ...held } = row;
+      // The stamp says when this copy was written, not what it holds: two equal read models differ in
+      // it; the row's hash depends on the digest's key.
+      const { stamp: _stamp, row_hash: _rowHash, ...held } = row;
       yield [`doc:${String(row.key)}`, JSON.stringify(held)];
     }
     for (const row of this.db.prepare(`SELECT stream, link FROM ${linksTable} ORDER BY stream`).iterate() as Iterable<{
@@ -427,6 +633,43 @@ export class SqliteReadModel implements ReadModel {
     }>) {
       yield [`link:${row.stream}`, row.link];
     }
+  }
+
+  /**
+   * Pages through the rows in key order (a page per step, no statement left open between steps,
+   * so the caller may yield to its event loop and this connection still answers other reads).
+   */
+  *recomputeDigest(name: string, pageRows = 2000): Generator<number, { digest: string; rows: number }> {
+    const { docsTable, linksTable, columns } = this.entry(name);
+    const digest = Buffer.alloc(HASH_BYTES);
+    let rows = 0;
+    const add = (hash: Buffer) => {
+      for (let i = 0; i < HASH_BYTES; i++) digest[i] ^= hash[i];
+      rows += 1;
+    };
+    const docsPage = this.db
+      .prepare(
+        `SELECT key, doc${columns.map((column) => `, ${column}`).join('')} FROM ${docsTable} WHERE key > ? ORDER BY key LIMIT ?`,
+      )
+      .raw();
+    for (let after = ''; ;) {
+      const page = docsPage.all(after, pageRows) as unknown[][];
+      for (const [key, doc, ...values] of page) add(this.rowHash('doc', name, String(key), String(doc), values));
+      if (page.length < pageRows) break;
+      after = String(page[page.length - 1][0]);
+      yield rows;
+    }
+    const linksPage = this.db
+      .prepare(`SELECT stream, link FROM ${linksTable} WHERE stream > ? ORDER BY stream LIMIT ?`)
+      .raw();
+    for (let after = ''; ;) {
+      const page = linksPage.all(after, pageRows) as Array<[string, string]>;
+      for (const [stream, link] of page) add(this.rowHash('link', name, stream, link, []));
+      if (page.length < pageRows) break;
+      after = page[page.length - 1][0];
+      yield rows;
+    }
+    return { digest: digest.toString('hex'), rows };
   }
 
   close(): void {

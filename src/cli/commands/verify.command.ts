@@ -106,6 +106,7 @@ export function auditEvents(
     ok: findings.length === 0,
     events: events.length,
     streams: audits,
+    stream_count: audits.length,
     anchored: footer?.heads !== undefined,
     recomputed: { position: last?.position ?? 0, events: events.length, log_hash: logHash },
     findings,
