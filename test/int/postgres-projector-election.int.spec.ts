@@ -156,4 +156,24 @@ describeWithPostgres('the projector election on PostgreSQL', (database) => {
     }
     expect(follower.folds.n).toBe(0);
   });
+
+  it('publishes a projection the projector rebuilt beside its live tables whole at the swap, so a damaged copy is mended', async () => {
+    const elected = await projector();
+    const copy = instances.find((instance) => instance !== elected) as Instance;
+    const last = await append(elected.store, 1);
+    for (const instance of instances) expect(await instance.runner.waitForPosition(last, 20_000)).toBe(true);
+    const expected = counts(elected);
+    // A row of the copy written by hand, as damage: only a publication of the whole projection mends it.
+    copy.readModel.writeDoc('event_count', streams[0], { position: last, count: 999 });
+    expect(counts(copy)[0]).toBe(999);
+    await elected.runner.rebuild(['event_count']);
+    await until(
+      async () => counts(copy),
+      (seen) => seen[0] !== 999,
+      'the copy to take the rebuilt projection',
+    );
+    expect(counts(copy)).toEqual(expected);
+    expect(counts(elected)).toEqual(expected);
+    expect(copy.folds.n).toBe(0);
+  });
 });
