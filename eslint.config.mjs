@@ -40,7 +40,9 @@ export default tseslint.config(
   },
   {
     files: ['src/**/*.ts', 'packages/*/src/**/*.ts', 'projections/src/**/*.ts'],
-    languageOptions: { parserOptions: { projectService: true, tsconfigRootDir: import.meta.dirname } },
+    // One program for all of them, the type check's own (tsconfig.json reads the workspaces from
+    // source): a program per workspace's tsconfig would parse the same libraries six times over.
+    languageOptions: { parserOptions: { project: ['./tsconfig.json'], tsconfigRootDir: import.meta.dirname } },
     rules: {
       '@typescript-eslint/no-floating-promises': 'error',
       '@typescript-eslint/no-misused-promises': [

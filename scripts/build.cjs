@@ -1,9 +1,13 @@
 #!/usr/bin/env node
 /**
  * `npm run build` compiles the workspaces in dependency order (the core and the projections with tsc, the client and the
- * agent-framework integrations bundled with tsup, the MCP gateway with tsc), then the server with
- * tsc, and stamps dist/ with the time the compile began. The server compiles against the packages' built declarations, as an installed
- * package would.
+ * agent-framework integrations bundled with tsup, the MCP gateway with tsc), then the server,
+ * and stamps dist/ with the time the compile began. The server is type-checked with tsc against
+ * the packages' built declarations, as an installed package would be, and emitted file by file
+ * with swc, the compiler the test tiers run the sources with: the emit needs no type information
+ * (dist/ ships no declarations), so the check is the only pass that reads the whole program.
+ * `--no-check` leaves the server's type check out: npm test's checks (scripts/checks.cjs) run
+ * `npm run typecheck`, which checks the whole tree, beside the build.
  * The agent-framework integrations, and the examples and benches that run them, compile against the
  * frameworks themselves, which are not the repository's dependencies but a test project's
  * (scripts/frameworks.cjs): they are built when test/frameworks is installed and left out, with one
@@ -15,7 +19,7 @@
 'use strict';
 const { spawnSync } = require('node:child_process');
 const { existsSync, readdirSync, rmSync, statSync, writeFileSync, utimesSync, mkdirSync } = require('node:fs');
-const { join } = require('node:path');
+const { basename, dirname, join, relative } = require('node:path');
 const frameworks = require('./frameworks.cjs');
 
 const root = join(__dirname, '..');
@@ -43,6 +47,9 @@ const WORKSPACES = [
   { dir: 'packages/agent-frameworks', tool: 'tsup/dist/cli-default.js', args: ['--silent'] },
 ];
 const PACKAGES = WORKSPACES.filter(({ dir }) => existsSync(join(root, dir, 'package.json')));
+/** The server's compilations: what tsc checks and swc emits into dist/. */
+const SERVER_CONFIG = 'tsconfig.build.json';
+const FRAMEWORKS_CONFIG = 'tsconfig.frameworks.json';
 /** What compiles only against the frameworks, and a file each leaves in its output. */
 const FRAMEWORK_PACKAGE = 'packages/agent-frameworks';
 const FRAMEWORK_OUTPUTS = [
@@ -76,6 +83,80 @@ function run(tool, args, cwd) {
   const bin = require.resolve(tool, { paths: [root] });
   const result = spawnSync(process.execPath, [bin, ...args], { stdio: 'inherit', cwd });
   if (result.status !== 0) process.exit(result.status ?? 1);
+}
+
+/**
+ * Emits every source a tsconfig includes into its outDir, laid out under its rootDir as tsc lays
+ * it out, with swc and the tsconfig's own settings (target, decorators and their metadata, source
+ * maps); CommonJS, as tsconfig.base.json says. Declarations are not emitted: nothing imports the
+ * server's.
+ */
+function emitWithSwc(configFile) {
+  const ts = require(require.resolve('typescript', { paths: [root] }));
+  const swc = require(require.resolve('@swc/core', { paths: [root] }));
+  const parsed = ts.getParsedCommandLineOfConfigFile(
+    join(root, configFile),
+    {},
+    {
+      ...ts.sys,
+      onUnRecoverableConfigFileDiagnostic: (diagnostic) => {
+        throw new Error(ts.flattenDiagnosticMessageText(diagnostic.messageText, '\n'));
+      },
+    },
+  );
+  const errors = parsed.errors.filter((diagnostic) => diagnostic.category === ts.DiagnosticCategory.Error);
+  if (errors.length > 0) {
+    for (const error of errors)
+      process.stderr.write(`${configFile}: ${ts.flattenDiagnosticMessageText(error.messageText, '\n')}\n`);
+    process.exit(1);
+  }
+  const { options } = parsed;
+  if (options.module !== ts.ModuleKind.CommonJS) throw new Error(`${configFile}: the build emits CommonJS only`);
+  const swcOptions = {
+    jsc: {
+      target: ts.ScriptTarget[options.target].toLowerCase(),
+      parser: { syntax: 'typescript', decorators: options.experimentalDecorators === true },
+      transform: {
+        legacyDecorator: options.experimentalDecorators === true,
+        decoratorMetadata: options.emitDecoratorMetadata === true,
+        // tsc's default from ES2022 on: class fields are defined, not assigned.
+        useDefineForClassFields: options.useDefineForClassFields ?? options.target >= ts.ScriptTarget.ES2022,
+      },
+    },
+    module: { type: 'commonjs', strict: false },
+    sourceMaps: options.sourceMap === true,
+    inlineSourcesContent: false,
+  };
+  for (const source of parsed.fileNames) {
+    if (source.endsWith('.d.ts') || !source.endsWith('.ts')) continue;
+    const output = join(options.outDir, relative(options.rootDir, source)).replace(/\.ts$/, '.js');
+    const name = basename(output);
+    mkdirSync(dirname(output), { recursive: true });
+    let result;
+    try {
+      result = swc.transformFileSync(source, {
+        ...swcOptions,
+        filename: source,
+        sourceFileName: relative(dirname(output), source),
+        outputPath: output,
+        swcrc: false,
+        configFile: false,
+      });
+    } catch (error) {
+      // swc's message: the source line marked, then a native backtrace no reader needs.
+      const message = String(error?.message ?? error)
+        .split('\nStack backtrace')[0]
+        .trimEnd();
+      process.stderr.write(`${relative(root, source)} does not compile:\n${message}\n`);
+      process.exit(1);
+    }
+    if (result.map) {
+      writeFileSync(`${output}.map`, result.map);
+      writeFileSync(output, `${result.code}\n//# sourceMappingURL=${name}.map\n`);
+    } else {
+      writeFileSync(output, `${result.code}\n`);
+    }
+  }
 }
 
 /**
@@ -122,8 +203,11 @@ function build() {
     if (dir === FRAMEWORK_PACKAGE && !withFrameworks) continue;
     runLeavingFolderTime(tool, args, join(root, dir));
   }
-  run('typescript/bin/tsc', ['-p', join(root, 'tsconfig.build.json')], root);
-  if (withFrameworks) run('typescript/bin/tsc', ['-p', join(root, 'tsconfig.frameworks.json')], root);
+  const configs = withFrameworks ? [SERVER_CONFIG, FRAMEWORKS_CONFIG] : [SERVER_CONFIG];
+  if (!process.argv.includes('--no-check')) {
+    for (const config of configs) run('typescript/bin/tsc', ['-p', join(root, config), '--noEmit'], root);
+  }
+  for (const config of configs) emitWithSwc(config);
   mkdirSync(join(root, 'dist'), { recursive: true });
   writeFileSync(STAMP, `${startedAt.toISOString()}\n`);
   // The compile's start, not its end: a source saved while tsc ran must count as newer.

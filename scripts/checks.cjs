@@ -4,7 +4,9 @@
  * build, which read the sources and write nothing another of them reads, run side by side rather
  * than one after another. Each one's output is printed whole when it ends, under its name; the
  * exit code is non-zero when any failed, after all have ended. Each is the package.json script of
- * that name, so `npm run typecheck` alone checks the same thing.
+ * that name, so `npm run typecheck` alone checks the same thing. The build leaves out its own type
+ * check of the server (`--no-check`, scripts/build.cjs): the type check beside it covers the whole
+ * tree, and the program is the costliest thing either reads.
  * Plain Node and no dependency: it runs before anything is built.
  */
 'use strict';
@@ -14,11 +16,14 @@ const { join } = require('node:path');
 const root = join(__dirname, '..');
 const CHECKS =
   process.argv.length > 2 ? process.argv.slice(2) : ['typecheck', 'lint:boundaries', 'lint', 'format:check', 'build'];
+/** Arguments a script is given here, when the type check runs beside it. */
+const ARGUMENTS = { build: ['--no-check'] };
 
 function runScript(name) {
   const started = Date.now();
   return new Promise((resolve) => {
-    const child = spawn('npm', ['run', '--silent', name], { cwd: root, stdio: ['ignore', 'pipe', 'pipe'] });
+    const extra = CHECKS.includes('typecheck') && ARGUMENTS[name] ? ['--', ...ARGUMENTS[name]] : [];
+    const child = spawn('npm', ['run', '--silent', name, ...extra], { cwd: root, stdio: ['ignore', 'pipe', 'pipe'] });
     let output = '';
     child.stdout.on('data', (chunk) => (output += chunk));
     child.stderr.on('data', (chunk) => (output += chunk));

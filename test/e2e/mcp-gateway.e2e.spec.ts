@@ -34,6 +34,50 @@ import { NodeTracerProvider } from '@opentelemetry/sdk-trace-node';
 import { McpGateway } from '../../packages/mcp-gateway/src/mcp-gateway';
 import { parseGatewayConfig } from '../../packages/mcp-gateway/src/gateway-config';
 
+/**
+ * One ledger for the file, started once: these blocks need a ledger to record in, not a process of
+ * their own to kill (the gateway, upstream and host they start are theirs alone). Each block has a
+ * tenant of its own, since a gateway verifies at start whatever its tenant has in flight
+ * (GET /v1/recovery, docs/mcp-gateway.md): in one tenant, a block's gateway would verify another
+ * block's steps against its own upstream. A block's gateway carries its tenant's runtime key in its
+ * configuration, and its approvals are recorded with the tenant's approver key. docs/mcp-gateway.md's
+ * sample starts a local-mode ledger of its own, as the page prints it.
+ */
+const BLOCKS = ['contract', 'http', 'http-down', 'restart', 'tasks', 'window', 'prose', 'traces'] as const;
+type Block = (typeof BLOCKS)[number];
+// The block "a ledger that requires keys" reads its key from the environment, in tenant acme.
+const KEYS_RUNTIME_KEY = 'rk_mcp_gateway_runtime_0123456789';
+const keyOf = (block: Block, role: 'runtime' | 'approver') => `rk_mcp_${block}_${role}_0123456789`;
+let sharedLedger: LedgerProcess;
+
+beforeAll(async () => {
+  const entries = BLOCKS.flatMap((block) =>
+    (['runtime', 'approver'] as const).map((role) => `${keyOf(block, role)}:${role}:mcp-${block}`),
+  );
+  sharedLedger = await startLedger({
+    env: { LEDGER_API_KEYS: [...entries, `${KEYS_RUNTIME_KEY}:runtime:acme`].join(',') },
+  });
+});
+
+afterAll(async () => {
+  await sharedLedger?.stop();
+  sharedLedger?.cleanup();
+});
+
+/** The shared ledger as a block sees it: its tenant's clients, and its gateway configuration keyed for it. */
+function blockLedger(block: Block) {
+  const baseUrl = sharedLedger.baseUrl;
+  return {
+    process: sharedLedger,
+    ledger: new LedgerClient({ baseUrl, apiKey: keyOf(block, 'runtime') }),
+    approver: new LedgerClient({ baseUrl, apiKey: keyOf(block, 'approver') }),
+    keyed: <T extends Record<string, unknown>>(config: T): T => {
+      (config.ledger as { api_key?: string }).api_key = keyOf(block, 'runtime');
+      return config;
+    },
+  };
+}
+
 describe('the contract table through the gateway', () => {
   /**
    * The article's contract table through the MCP gateway: the real MCP SDK client as the host, the
@@ -52,22 +96,25 @@ describe('the contract table through the gateway', () => {
     let ledger: LedgerClient;
     let space: Workspace;
     let host: Host;
+    let approver: LedgerClient;
     let counter = 0;
 
     beforeAll(async () => {
-      ledgerProcess = await startLedger();
-      ledger = new LedgerClient({ baseUrl: ledgerProcess.baseUrl });
+      const shared = blockLedger('contract');
+      ledgerProcess = shared.process;
+      ledger = shared.ledger;
+      approver = shared.approver;
       space = workspace();
       space.writeConfig(
-        invoiceGatewayConfig(space, { ledgerUrl: ledgerProcess.baseUrl, windowMs: WINDOW_MS, timeoutMs: TIMEOUT_MS }),
+        shared.keyed(
+          invoiceGatewayConfig(space, { ledgerUrl: ledgerProcess.baseUrl, windowMs: WINDOW_MS, timeoutMs: TIMEOUT_MS }),
+        ),
       );
       host = await startHost(space.configFile);
     });
 
     afterAll(async () => {
       await host?.close();
-      await ledgerProcess?.stop();
-      ledgerProcess?.cleanup();
       space?.cleanup();
     });
 
@@ -322,7 +369,7 @@ describe('the contract table through the gateway', () => {
       expect(again).toMatchObject({ code: 'APPROVAL_REQUIRED', next_action: 'request_approval' });
       expect(space.createCalls(ref)).toBe(1);
 
-      await ledger.recordApproval(ref, { decision: 'granted', approver: 'alice' });
+      await approver.recordApproval(ref, { decision: 'granted', approver: 'alice' });
       expect(envelopeOf(await create(invoice(ref)), ref)).toMatchObject({ ok: true });
       expect(space.createCalls(ref)).toBe(2);
     });
@@ -343,7 +390,7 @@ describe('the contract table through the gateway', () => {
       });
       expect(voids()).toBe(0);
 
-      await ledger.recordApproval(ref, { decision: 'granted', approver: 'alice' });
+      await approver.recordApproval(ref, { decision: 'granted', approver: 'alice' });
       const done = envelopeOf(await host.call('void_invoice', { invoice_id: id, operation_ref: ref }), ref);
       expect(done).toMatchObject({ ok: true, result: { invoice: { id, status: 'void' } } });
       expect(voids()).toBe(1);
@@ -358,7 +405,7 @@ describe('the contract table through the gateway', () => {
       expect(
         envelopeOf(await host.call('void_invoice', { invoice_id: 'inv_missing', operation_ref: ref }), ref),
       ).toMatchObject({ code: 'POLICY_REQUIRES_APPROVAL' });
-      await ledger.recordApproval(ref, { decision: 'granted', approver: 'alice' });
+      await approver.recordApproval(ref, { decision: 'granted', approver: 'alice' });
       const invalid = envelopeOf(
         await host.call('void_invoice', { invoice_id: 'inv_missing', operation_ref: ref }),
         ref,
@@ -385,7 +432,7 @@ describe('the contract table through the gateway', () => {
         code: 'APPROVAL_REQUIRED',
       });
 
-      await ledger.recordApproval(ref, { decision: 'granted', approver: 'alice' });
+      await approver.recordApproval(ref, { decision: 'granted', approver: 'alice' });
       const done = envelopeOf(await host.call('void_invoice', { invoice_id: id, operation_ref: ref }), ref);
       expect(done).toMatchObject({ ok: true, result: { invoice: { id, status: 'void' } } });
       expect(voids()).toBe(2);
@@ -661,8 +708,9 @@ describe('an upstream over streamable HTTP, and the configuration refused', () =
     let baseUrl: string;
 
     beforeAll(async () => {
-      ledgerProcess = await startLedger();
-      ledger = new LedgerClient({ baseUrl: ledgerProcess.baseUrl });
+      const shared = blockLedger('http');
+      ledgerProcess = shared.process;
+      ledger = shared.ledger;
       space = workspace();
       upstream = spawn(process.execPath, [INVOICE_SERVER, '--state-dir', space.stateDir, '--http'], {
         stdio: ['ignore', 'ignore', 'inherit'],
@@ -674,11 +722,13 @@ describe('an upstream over streamable HTTP, and the configuration refused', () =
         await sleep(25);
       }
       baseUrl = readFileSync(urlFile, 'utf8');
-      const config = invoiceGatewayConfig(space, {
-        ledgerUrl: ledgerProcess.baseUrl,
-        windowMs: 3000,
-        timeoutMs: 1500,
-      }) as any;
+      const config = shared.keyed(
+        invoiceGatewayConfig(space, {
+          ledgerUrl: ledgerProcess.baseUrl,
+          windowMs: 3000,
+          timeoutMs: 1500,
+        }),
+      ) as any;
       config.servers = { invoices: { url: `${baseUrl}/mcp` } };
       config.write_tools.create_invoice.lookup = { url: `${baseUrl}/lookup?operation_ref={operation_ref}` };
       space.writeConfig(config);
@@ -688,8 +738,6 @@ describe('an upstream over streamable HTTP, and the configuration refused', () =
     afterAll(async () => {
       await host?.close();
       upstream?.kill('SIGTERM');
-      await ledgerProcess?.stop();
-      ledgerProcess?.cleanup();
       space?.cleanup();
     });
 
@@ -741,7 +789,8 @@ describe('an upstream over streamable HTTP, and the configuration refused', () =
     let upstream: ChildProcess;
 
     beforeAll(async () => {
-      ledgerProcess = await startLedger();
+      const shared = blockLedger('http-down');
+      ledgerProcess = shared.process;
       space = workspace();
       upstream = spawn(process.execPath, [INVOICE_SERVER, '--state-dir', space.stateDir, '--http'], {
         stdio: ['ignore', 'ignore', 'inherit'],
@@ -753,11 +802,13 @@ describe('an upstream over streamable HTTP, and the configuration refused', () =
         await sleep(25);
       }
       const baseUrl = readFileSync(urlFile, 'utf8');
-      const config = invoiceGatewayConfig(space, {
-        ledgerUrl: ledgerProcess.baseUrl,
-        windowMs: 5000,
-        timeoutMs: 1500,
-      }) as any;
+      const config = shared.keyed(
+        invoiceGatewayConfig(space, {
+          ledgerUrl: ledgerProcess.baseUrl,
+          windowMs: 5000,
+          timeoutMs: 1500,
+        }),
+      ) as any;
       config.servers = { invoices: { url: `${baseUrl}/mcp` } };
       space.writeConfig(config);
       host = await startHost(space.configFile);
@@ -766,8 +817,6 @@ describe('an upstream over streamable HTTP, and the configuration refused', () =
     afterAll(async () => {
       await host?.close();
       upstream?.kill('SIGKILL');
-      await ledgerProcess?.stop();
-      ledgerProcess?.cleanup();
       space?.cleanup();
     });
 
@@ -792,13 +841,14 @@ describe('an upstream over streamable HTTP, and the configuration refused', () =
   });
 
   describe('MCP gateway: a ledger that requires keys', () => {
-    const RUNTIME_KEY = 'rk_mcp_gateway_runtime_0123456789';
+    const RUNTIME_KEY = KEYS_RUNTIME_KEY;
     let ledgerProcess: LedgerProcess;
     let space: Workspace;
     const hosts: Host[] = [];
 
     beforeAll(async () => {
-      ledgerProcess = await startLedger({ env: { LEDGER_API_KEYS: `${RUNTIME_KEY}:runtime:acme` } });
+      // The shared ledger, which holds this key for tenant acme.
+      ledgerProcess = sharedLedger;
       space = workspace();
       const config = invoiceGatewayConfig(space, { ledgerUrl: ledgerProcess.baseUrl }) as any;
       config.ledger.api_key_env = 'INVOICES_LEDGER_KEY';
@@ -807,8 +857,6 @@ describe('an upstream over streamable HTTP, and the configuration refused', () =
 
     afterAll(async () => {
       for (const host of hosts) await host.close();
-      await ledgerProcess?.stop();
-      ledgerProcess?.cleanup();
       space?.cleanup();
     });
 
@@ -941,18 +989,19 @@ describe('the gateway killed mid-write and restarted', () => {
     const hosts: Host[] = [];
 
     beforeAll(async () => {
-      ledgerProcess = await startLedger();
-      ledger = new LedgerClient({ baseUrl: ledgerProcess.baseUrl });
+      const shared = blockLedger('restart');
+      ledgerProcess = shared.process;
+      ledger = shared.ledger;
       space = workspace();
       space.writeConfig(
-        invoiceGatewayConfig(space, { ledgerUrl: ledgerProcess.baseUrl, windowMs: WINDOW_MS, timeoutMs: TIMEOUT_MS }),
+        shared.keyed(
+          invoiceGatewayConfig(space, { ledgerUrl: ledgerProcess.baseUrl, windowMs: WINDOW_MS, timeoutMs: TIMEOUT_MS }),
+        ),
       );
     });
 
     afterAll(async () => {
       for (const host of hosts) await host.close().catch(() => undefined);
-      await ledgerProcess?.stop();
-      ledgerProcess?.cleanup();
       space?.cleanup();
     });
 
@@ -1075,22 +1124,25 @@ describe('writes as MCP tasks', () => {
     let ledger: LedgerClient;
     let space: Workspace;
     let host: Host;
+    let approver: LedgerClient;
     let counter = 0;
 
     beforeAll(async () => {
-      ledgerProcess = await startLedger();
-      ledger = new LedgerClient({ baseUrl: ledgerProcess.baseUrl });
+      const shared = blockLedger('tasks');
+      ledgerProcess = shared.process;
+      ledger = shared.ledger;
+      approver = shared.approver;
       space = workspace();
       space.writeConfig(
-        invoiceGatewayConfig(space, { ledgerUrl: ledgerProcess.baseUrl, windowMs: WINDOW_MS, timeoutMs: TIMEOUT_MS }),
+        shared.keyed(
+          invoiceGatewayConfig(space, { ledgerUrl: ledgerProcess.baseUrl, windowMs: WINDOW_MS, timeoutMs: TIMEOUT_MS }),
+        ),
       );
       host = await startHost(space.configFile);
     });
 
     afterAll(async () => {
       await host?.close();
-      await ledgerProcess?.stop();
-      ledgerProcess?.cleanup();
       space?.cleanup();
     });
 
@@ -1218,7 +1270,7 @@ describe('writes as MCP tasks', () => {
         'the task to wait for an approver',
       );
       expect(voids()).toBe(0);
-      await ledger.recordApproval(ref, { decision: 'granted', approver: 'alice' });
+      await approver.recordApproval(ref, { decision: 'granted', approver: 'alice' });
       const run = await running;
       expect(envelopeOf(run)).toMatchObject({ ok: true, result: { invoice: { status: 'void' } } });
       expect(voids()).toBe(1);
@@ -1297,19 +1349,20 @@ describe('the call window', () => {
     let host: Host;
 
     beforeAll(async () => {
-      ledgerProcess = await startLedger();
-      ledger = new LedgerClient({ baseUrl: ledgerProcess.baseUrl });
+      const shared = blockLedger('window');
+      ledgerProcess = shared.process;
+      ledger = shared.ledger;
       space = workspace();
       space.writeConfig(
-        invoiceGatewayConfig(space, { ledgerUrl: ledgerProcess.baseUrl, windowMs: WINDOW_MS, timeoutMs: TIMEOUT_MS }),
+        shared.keyed(
+          invoiceGatewayConfig(space, { ledgerUrl: ledgerProcess.baseUrl, windowMs: WINDOW_MS, timeoutMs: TIMEOUT_MS }),
+        ),
       );
       host = await startHost(space.configFile);
     });
 
     afterAll(async () => {
       await host?.close();
-      await ledgerProcess?.stop();
-      ledgerProcess?.cleanup();
       space?.cleanup();
     });
 
@@ -1427,20 +1480,22 @@ describe("what the host's model reads of the upstream's tools", () => {
     let space: Workspace;
     const hosts: Host[] = [];
 
+    let keyed: ReturnType<typeof blockLedger>['keyed'];
+
     beforeAll(async () => {
-      ledgerProcess = await startLedger();
+      const shared = blockLedger('prose');
+      ledgerProcess = shared.process;
+      keyed = shared.keyed;
       space = workspace();
     });
 
     afterAll(async () => {
       for (const host of hosts) await host.close().catch(() => undefined);
-      await ledgerProcess?.stop();
-      ledgerProcess?.cleanup();
       space?.cleanup();
     });
 
     async function toolsWith(edit: (config: any) => void): Promise<{ host: Host; tools: Tool[] }> {
-      const config = invoiceGatewayConfig(space, { ledgerUrl: ledgerProcess.baseUrl }) as any;
+      const config = keyed(invoiceGatewayConfig(space, { ledgerUrl: ledgerProcess.baseUrl })) as any;
       config.servers.invoices.args = [INVOICE_SERVER, '--state-dir', space.stateDir, '--hostile-descriptions'];
       edit(config);
       space.writeConfig(config);
@@ -1550,10 +1605,11 @@ describe("the gateway's traces", () => {
 
     beforeAll(async () => {
       provider.register();
-      ledger = await startLedger();
+      const shared = blockLedger('traces');
+      ledger = shared.process;
       space = workspace();
       gateway = new McpGateway(
-        parseGatewayConfig(invoiceGatewayConfig(space, { ledgerUrl: ledger.baseUrl }), 'gateway.json'),
+        parseGatewayConfig(shared.keyed(invoiceGatewayConfig(space, { ledgerUrl: ledger.baseUrl })), 'gateway.json'),
       );
       await gateway.start();
       const [hostSide, gatewaySide] = InMemoryTransport.createLinkedPair();
@@ -1564,7 +1620,6 @@ describe("the gateway's traces", () => {
     afterAll(async () => {
       await host?.close();
       await gateway?.close();
-      await ledger?.stop();
       space?.cleanup();
       await provider.shutdown();
       trace.disable();

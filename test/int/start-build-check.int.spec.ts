@@ -29,7 +29,7 @@ function start(): { compiled: boolean; status: number | null } {
 
 /** A start with no compiler installed: it can only succeed when it compiles nothing. */
 function startWithoutCompiler(): { compiled: boolean; status: number | null } {
-  const compilers = ['typescript', 'tsup'].map((name) => join(project, 'node_modules', name));
+  const compilers = ['typescript', 'tsup', '@swc/core'].map((name) => join(project, 'node_modules', name));
   for (const compiler of compilers) renameSync(compiler, `${compiler}.away`);
   try {
     return start();
@@ -56,6 +56,9 @@ beforeAll(() => {
   );
   writeFileSync(join(project, 'tsconfig.build.json'), JSON.stringify({ extends: './tsconfig.json', include: ['src'] }));
   symlinkSync(join(ROOT, 'node_modules/tsup'), join(project, 'node_modules/tsup'), 'dir');
+  // The server's emitter (tsc checks it, swc writes it).
+  mkdirSync(join(project, 'node_modules/@swc'));
+  symlinkSync(join(ROOT, 'node_modules/@swc/core'), join(project, 'node_modules/@swc/core'), 'dir');
   // Workspace packages, compiled first into their own dist/ as packages/core (tsc) and
   // packages/client (tsup, which writes a temporary bundled config beside its own) are.
   const core = join(project, 'packages/core');
@@ -124,5 +127,14 @@ describe('the build check before npm start', () => {
   it('fails the start when the sources do not compile', () => {
     writeFileSync(join(project, 'src/main.ts'), 'export const answer: number = "not a number";\n');
     expect(start().status).not.toBe(0);
+  });
+});
+
+describe("the build beside npm test's type check", () => {
+  it('leaves the type check out (npm run typecheck runs beside it) but still fails on sources that do not parse', () => {
+    writeFileSync(join(project, 'src/main.ts'), 'export const answer: number = ;\n');
+    const build = spawnSync(process.execPath, [join(project, 'scripts/build.cjs'), '--no-check'], { encoding: 'utf8' });
+    expect(build.status).not.toBe(0);
+    expect(build.stderr).toContain('main.ts');
   });
 });
