@@ -407,3 +407,13 @@ describe('connections dropped mid-append', () => {
     await expectEvidenceExact(ledger, ref, written[written.length - 1].position);
   });
 });
+
+describe('the append path', () => {
+  // The server lists BatchAppend, whose settling is shared by every client in the process: one
+  // client's failed stream rejects the others' appends and throws inside the client
+  // (docs/eventstoredb.md). Every client the service opens, leases' and time base's too, uses Append.
+  test('after every outage above, the service appended only with Append, never with BatchAppend', () => {
+    expect(store.double.callCounts.Append).toBeGreaterThan(0);
+    expect(store.double.callCounts.BatchAppend).toBe(0);
+  });
+});

@@ -16,8 +16,11 @@ export function adapterClient(
   adapter: string,
 ): { client: EventStoreDBClient; ownsClient: boolean } {
   if (options.client) return { client: options.client, ownsClient: false };
-  if (options.connectionString)
-    return { client: EventStoreDBClient.connectionString(options.connectionString), ownsClient: true };
+  if (options.connectionString) {
+    const client = EventStoreDBClient.connectionString(options.connectionString);
+    preferAppendPath(client);
+    return { client, ownsClient: true };
+  }
   throw new Error(`${adapter} needs a client or a connection string`);
 }
 
@@ -42,4 +45,24 @@ export async function readLatest(
     read.cancel().catch(() => undefined);
   });
   return events.flatMap((resolved) => (resolved.event ? [resolved.event] : []));
+}
+
+const BATCH_APPEND_PATH = '/event_store.client.streams.streams/batchappend';
+
+/**
+ * The client appends through BatchAppend whenever the server lists it. That path multiplexes all
+ * appends over one long-lived stream and settles them through a promise map shared by every client
+ * in the process: when an older stream fails (one left open on a channel the client has since
+ * replaced), it rejects appends pending on the newer stream too, whose answers then throw inside
+ * the client's 'data' listener, an uncaught exception. It also has no client-side deadline. Append,
+ * one call per append, has neither problem, so every client an adapter creates (the event store's,
+ * the lease store's, the time base's) answers "not supported" for BatchAppend. `supports` is a
+ * protected instance member of the client; only this instance changes.
+ */
+export function preferAppendPath(client: EventStoreDBClient): void {
+  type Supports = (method: { path: string }, feature?: string) => Promise<boolean>;
+  const internals = client as unknown as { supports: Supports };
+  const supports = internals.supports;
+  internals.supports = (method, feature) =>
+    method.path.toLowerCase() === BATCH_APPEND_PATH ? Promise.resolve(false) : supports(method, feature);
 }

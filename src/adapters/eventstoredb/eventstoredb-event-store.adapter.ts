@@ -30,6 +30,7 @@ import {
   type SubscriptionHandlers,
 } from '../../store/event-store.port';
 import { withDeadline } from './call-deadline';
+import { preferAppendPath } from './eventstoredb-client';
 import {
   allPositionOf,
   isLedgerEvent,
@@ -493,25 +494,6 @@ export class EventStoreDbEventStore implements EventStore {
       read.cancel().catch(() => undefined);
     });
   }
-}
-
-const BATCH_APPEND_PATH = '/event_store.client.streams.streams/batchappend';
-
-/**
- * The client appends through BatchAppend whenever the server lists it. That path multiplexes all
- * appends over one long-lived stream and settles them through a promise map shared by every client
- * in the process: when an older stream fails (one left open on a channel the client has since
- * replaced), it rejects appends pending on the newer stream too, whose answers then throw inside
- * the client's 'data' listener, an uncaught exception. It also has no client-side deadline. Append,
- * one call per append, has neither problem, so the store's own client answers "not supported" for
- * BatchAppend. `supports` is a protected instance member of the client; only this instance changes.
- */
-function preferAppendPath(client: EventStoreDBClient): void {
-  type Supports = (method: { path: string }, feature?: string) => Promise<boolean>;
-  const internals = client as unknown as { supports: Supports };
-  const supports = internals.supports;
-  internals.supports = (method, feature) =>
-    method.path.toLowerCase() === BATCH_APPEND_PATH ? Promise.resolve(false) : supports(method, feature);
 }
 
 function checkPosition(after: number): void {
