@@ -1,5 +1,4 @@
-import { readLedgerEvent } from '@recovery-ledger/core/domain/event-codec';
-import type { LedgerEvent } from '@recovery-ledger/core/domain/events';
+import { type LedgerEvent, readLedgerEvent } from '@recovery-ledger/core';
 import type { ProjectedEvent } from './projection';
 
 /**

@@ -1,8 +1,15 @@
-import type { StepView } from '@recovery-ledger/core/contract/ledger-api.types';
-import { decodeRecordedEvent, EventShapeError } from '@recovery-ledger/core/domain/event-codec';
-import { isTerminalStatus, type RecordedEvent } from '@recovery-ledger/core/domain/events';
-import { evolve, initialState, type StepState } from '@recovery-ledger/core/domain/step-state';
-import { isSubmittedFactType, SUBMITTED_FACTS } from '@recovery-ledger/core/facts/submitted-facts';
+import {
+  decodeRecordedEvent,
+  EventShapeError,
+  evolve,
+  initialState,
+  isSubmittedFactType,
+  isTerminalStatus,
+  type RecordedEvent,
+  type StepState,
+  type StepView,
+  SUBMITTED_FACTS,
+} from '@recovery-ledger/core';
 import { eventView, stateView, type EventView } from '../ledger/step-views';
 import type { StoredEvent } from '../store/event-store.port';
 

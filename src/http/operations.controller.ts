@@ -3,7 +3,7 @@ import type { FastifyReply } from 'fastify';
 import { ApiBody, ApiHeader, ApiOkResponse, ApiOperation, ApiParam, ApiQuery, ApiTags } from '@nestjs/swagger';
 import { RequireAccess } from '../auth/access';
 import { SubmitCommandHandler } from '../ledger/submit-command.handler';
-import type { SubmitRequest } from '@recovery-ledger/core/contract/ledger-api.types';
+import type { SubmitRequest } from '@recovery-ledger/core';
 import { CallerParam, type Caller } from './caller';
 import { IdempotencyKeys, parseIdempotencyKey } from './idempotency-keys';
 import { checkOperationRef } from './operation-ref';

@@ -1,7 +1,7 @@
 import { Inject, Injectable } from '@nestjs/common';
 import { LedgerService } from '../ledger/ledger.service';
 import { eventView } from '../ledger/step-views';
-import type { SubmitContext } from '@recovery-ledger/core/contract/ledger-api.types';
+import type { SubmitContext } from '@recovery-ledger/core';
 import type { Caller } from './caller';
 import { decodeCursor, encodeCursor } from '@recovery-ledger/projections';
 import { checkOperationRef, optionalInteger } from './operation-ref';

@@ -1,11 +1,11 @@
 import { Inject, Injectable, Logger } from '@nestjs/common';
-import type {
-  OperationProblem,
-  OperatorFactOutcome,
-  OperatorFactsAnswer,
-  OperatorFactsRequest,
-} from '@recovery-ledger/core/contract/ledger-api.types';
-import { LedgerProblem } from '@recovery-ledger/core/errors/ledger-problem';
+import {
+  LedgerProblem,
+  type OperationProblem,
+  type OperatorFactOutcome,
+  type OperatorFactsAnswer,
+  type OperatorFactsRequest,
+} from '@recovery-ledger/core';
 import { checkFactPermissions } from '../auth/fact-permissions';
 import { CONFIG, type LedgerConfig } from '../config/ledger-config';
 import { SubmitCommandHandler } from '../ledger/submit-command.handler';

@@ -11,12 +11,16 @@ import {
   min,
   minLength,
 } from 'class-validator';
-import { LedgerProblem } from '@recovery-ledger/core/errors/ledger-problem';
-import type { SubmitRequest } from '@recovery-ledger/core/contract/ledger-api.types';
-import type { SubmittedFactType } from '@recovery-ledger/core/domain/events';
-import { SUBMIT_BODY_SCHEMA, SUBMITTED_FACTS } from '@recovery-ledger/core/facts/submitted-facts';
-import { CLIENT_EVENT_ID_PREFIX, IDENTIFIER_PATTERN } from '@recovery-ledger/core/domain/identifier-grammar';
-import { isRfc3339Instant } from '@recovery-ledger/core/shared/rfc3339';
+import {
+  CLIENT_EVENT_ID_PREFIX,
+  IDENTIFIER_PATTERN,
+  isRfc3339Instant,
+  LedgerProblem,
+  SUBMIT_BODY_SCHEMA,
+  type SubmitRequest,
+  SUBMITTED_FACTS,
+  type SubmittedFactType,
+} from '@recovery-ledger/core';
 
 /**
  * Reads a value against one of the fact schemas (packages/core/src/facts, the submit body's one

@@ -1,11 +1,11 @@
 import { Inject, Injectable, Optional } from '@nestjs/common';
-import type {
-  SubmitAnswer,
-  SubmitCommand,
-  SubmitContext,
-  SubmitRequest,
-} from '@recovery-ledger/core/contract/ledger-api.types';
-import { isTerminalStatus } from '@recovery-ledger/core/domain/events';
+import {
+  isTerminalStatus,
+  type SubmitAnswer,
+  type SubmitCommand,
+  type SubmitContext,
+  type SubmitRequest,
+} from '@recovery-ledger/core';
 import { checkFactPermissions } from '../auth/fact-permissions';
 import { CONFIG, type LedgerConfig } from '../config/ledger-config';
 import { WorkFeed, type LeaseEvidenceAnswer } from '../work/work-feed';

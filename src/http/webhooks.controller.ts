@@ -9,7 +9,7 @@ import {
   ApiTags,
 } from '@nestjs/swagger';
 import { RequireAccess } from '../auth/access';
-import { LedgerProblem } from '@recovery-ledger/core/errors/ledger-problem';
+import { LedgerProblem } from '@recovery-ledger/core';
 import { CallerParam, type Caller } from './caller';
 import { optionalInteger } from './operation-ref';
 import { NOTIFICATION_KINDS, type NotificationKind } from '../webhooks/notification-rules';

@@ -1,6 +1,5 @@
 import type { Caller } from '../auth/caller';
-import { IDENTIFIER_PATTERN } from '@recovery-ledger/core/domain/identifier-grammar';
-import { LedgerProblem } from '@recovery-ledger/core/errors/ledger-problem';
+import { IDENTIFIER_PATTERN, LedgerProblem } from '@recovery-ledger/core';
 import { holdsSecret } from '../ledger/secret-scanner';
 import type { ReleaseRequest, RenewRequest, WorkFeedSettings, WorkRequest } from '../work/work-feed';
 import { checkOperationRef, optionalInteger } from './operation-ref';

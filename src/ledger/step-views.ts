@@ -1,6 +1,11 @@
-import type { StepView, SubmitAnswer, SubmitResult } from '@recovery-ledger/core/contract/ledger-api.types';
-import { isPlanned, type StepState } from '@recovery-ledger/core/domain/decider';
-import type { Directive } from '@recovery-ledger/core/domain/events';
+import {
+  type Directive,
+  isPlanned,
+  type StepState,
+  type StepView,
+  type SubmitAnswer,
+  type SubmitResult,
+} from '@recovery-ledger/core';
 import type { JsonObject, StoredEvent } from '../store/event-store.port';
 
 /**

@@ -1,6 +1,13 @@
-import type { SubmitContext, SubmittedEvent } from '@recovery-ledger/core/contract/ledger-api.types';
-import { decodeRecordedEvent, encodeLedgerEvent, EventShapeError } from '@recovery-ledger/core/domain/event-codec';
-import { EVENT_SCHEMA_VERSION, type LedgerEvent, type RecordedEvent } from '@recovery-ledger/core/domain/events';
+import {
+  decodeRecordedEvent,
+  encodeLedgerEvent,
+  EVENT_SCHEMA_VERSION,
+  EventShapeError,
+  type LedgerEvent,
+  type RecordedEvent,
+  type SubmitContext,
+  type SubmittedEvent,
+} from '@recovery-ledger/core';
 import { StoreIntegrityError, type EventMetadata, type NewEvent } from '../store/event-store.port';
 import { derivedEventId, submittedHash } from './event-ids';
 

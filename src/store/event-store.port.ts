@@ -7,9 +7,9 @@
  */
 export const NO_STREAM = -1;
 
-import type { JsonObject } from '@recovery-ledger/core/shared/json';
+import type { JsonObject } from '@recovery-ledger/core';
 
-export type { JsonObject, JsonValue } from '@recovery-ledger/core/shared/json';
+export type { JsonObject, JsonValue } from '@recovery-ledger/core';
 
 export interface EventMetadata {
   schema_version: number;

@@ -2,25 +2,28 @@ import { LRUCache } from 'lru-cache';
 import { randomUUID } from 'node:crypto';
 import { scopedKey } from '@recovery-ledger/projections';
 import { stepDueMs } from '@recovery-ledger/projections';
-import { dispatchTimeoutMs } from '@recovery-ledger/core/domain/events';
-import { isPlanned, type PlannedStep, type StepState } from '@recovery-ledger/core/domain/step-state';
-import { dueWork, type WorkKind } from '@recovery-ledger/core/domain/work-due';
-import { LedgerProblem } from '@recovery-ledger/core/errors/ledger-problem';
+import {
+  canonicalJson,
+  dispatchTimeoutMs,
+  dueWork,
+  isPlanned,
+  type LeaseEvidence,
+  type LeaseView,
+  LedgerProblem,
+  type PlannedStep,
+  type StepState,
+  type WorkAnswer,
+  type WorkItem,
+  type WorkKind,
+  type WorkLease,
+} from '@recovery-ledger/core';
 import type { Caller } from '../auth/caller';
 import type { Clock } from '../shared/clock';
 import { sha256Hex } from '../ledger/event-ids';
 import type { LedgerService } from '../ledger/ledger.service';
-import { canonicalJson } from '@recovery-ledger/core/shared/canonical-json';
 import { NO_STREAM } from '../store/event-store.port';
 import type { ReadModel } from '../store/read-model.port';
 import { isHeld, type LeaseRecord, type LeaseStore } from '../store/lease-store.port';
-import type {
-  LeaseEvidence,
-  LeaseView,
-  WorkAnswer,
-  WorkItem,
-  WorkLease,
-} from '@recovery-ledger/core/contract/ledger-api.types';
 
 export type { LeaseView, WorkAnswer, WorkItem, WorkLease };
 

@@ -3,29 +3,27 @@
  * and the ledger service's answer types. Type-only imports, so nothing of the server is loaded at
  * run time by a runtime that imports the client.
  */
-import type { ToolEnvelope } from '@recovery-ledger/core/domain/envelope/envelope.types';
-import type { FromSchema } from '@recovery-ledger/core/facts/from-schema';
-import type { SUBMITTED_FACTS } from '@recovery-ledger/core/facts/submitted-facts';
 import type {
   Directive,
   DirectiveAction,
+  FromSchema,
+  LeaseView,
+  OperationProblem,
+  OperatorFactOutcome as ServerOperatorFactOutcome,
   OperatorFactType,
   SideEffect,
   StepStatus,
-  SubmittedFactType,
-  VerificationOutcome,
-} from '@recovery-ledger/core/domain/events';
-import type {
-  OperationProblem,
-  OperatorFactOutcome as ServerOperatorFactOutcome,
   StepView,
   SubmitAnswer as ServerSubmitAnswer,
   SubmitResult,
-  LeaseView,
+  SUBMITTED_FACTS,
+  SubmittedFactType,
+  VerificationOutcome,
   WorkAnswer,
   WorkItem,
   WorkLease,
-} from '@recovery-ledger/core/contract/ledger-api.types';
+} from '@recovery-ledger/core';
+import type { ToolEnvelope } from '@recovery-ledger/core/envelope';
 
 export type { LeaseView, OperationProblem, WorkAnswer, WorkItem, WorkLease };
 

@@ -1,11 +1,12 @@
-import { countDispatch, NO_ATTEMPTS } from '@recovery-ledger/core/domain/attempts';
 import {
-  dispatchTimeoutMs,
+  countDispatch,
   type DirectiveAction,
+  dispatchTimeoutMs,
+  dueWork,
+  NO_ATTEMPTS,
   type SideEffect,
   type StepStatus,
-} from '@recovery-ledger/core/domain/events';
-import { dueWork } from '@recovery-ledger/core/domain/work-due';
+} from '@recovery-ledger/core';
 import { asLedgerEvent } from '../ledger-events';
 import { alreadyApplied, instantMs, scopedKey, textOf, type ProjectedEvent, type Projection } from '../projection';
 

@@ -1,6 +1,5 @@
 import { ApiProperty, ApiPropertyOptional } from '@nestjs/swagger';
-import { SUBMIT_RESULT_STATUSES } from '@recovery-ledger/core/contract/ledger-api.types';
-import { DIRECTIVE_ACTIONS, SIDE_EFFECTS, STEP_VIEW_STATUSES } from '@recovery-ledger/core/domain/events';
+import { DIRECTIVE_ACTIONS, SIDE_EFFECTS, STEP_VIEW_STATUSES, SUBMIT_RESULT_STATUSES } from '@recovery-ledger/core';
 
 /** Response shapes, for the OpenAPI document only: the answers are built by the ledger service. */
 export class DirectiveDto {

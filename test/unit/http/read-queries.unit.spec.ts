@@ -1,4 +1,4 @@
-import { LedgerProblem } from '@recovery-ledger/core/errors/ledger-problem';
+import { LedgerProblem } from '@recovery-ledger/core';
 import { encodeCursor } from '@recovery-ledger/projections';
 import { evidenceQuery, operationListQuery, recoveryQuery, triageQuery } from '../../../src/http/read-queries';
 import { leaseHeader, releaseRequest, workRequest } from '../../../src/http/work-requests';

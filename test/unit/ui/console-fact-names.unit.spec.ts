@@ -7,8 +7,7 @@
  */
 import { readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { LEDGER_EVENT_TYPES } from '@recovery-ledger/core/domain/events';
-import { SUBMITTED_FACTS, isSubmittedFactType } from '@recovery-ledger/core/facts/submitted-facts';
+import { isSubmittedFactType, LEDGER_EVENT_TYPES, SUBMITTED_FACTS } from '@recovery-ledger/core';
 
 const ASSETS = join(__dirname, '../../../src/ui/assets');
 const sources = readdirSync(ASSETS)
