@@ -5,25 +5,25 @@ import {
   initialState,
   isSubmittedFactType,
   isTerminalStatus,
+  type EventView,
   type RecordedEvent,
   type StepState,
   type StepView,
   SUBMITTED_FACTS,
 } from '@recovery-ledger/core';
-import { eventView, stateView, type EventView } from '../ledger/step-views';
+import { eventView, stateView } from '../ledger/step-views';
 import type { StoredEvent } from '../store/event-store.port';
 
-/** One event as both the store and `GET /v1/operations/{ref}/events` give it. */
-export interface TimelineEvent {
-  revision: number;
-  position: number;
-  event_id: string;
-  type: string;
-  recorded_at: string;
-  actor: string;
+/**
+ * One event of the timeline, from its wire shape (`EventView`) whether read from the store or
+ * `GET /v1/operations/{ref}/events`; its cause is named `caused_by` in the timeline's output.
+ */
+export type TimelineEvent = Pick<
+  EventView,
+  'revision' | 'position' | 'event_id' | 'type' | 'recorded_at' | 'actor' | 'data'
+> & {
   caused_by?: string;
-  data: Record<string, unknown>;
-}
+};
 
 export interface TimelineRow extends TimelineEvent {
   /** Why this event is there, in one line: the fact, the refusal code, the transition's reason. */

@@ -6,8 +6,10 @@
 import type {
   Directive,
   DirectiveAction,
+  EventView,
   FromSchema,
   LeaseView,
+  OperationEvents as ServerOperationEvents,
   OperationProblem,
   OperatorFactOutcome as ServerOperatorFactOutcome,
   OperatorFactType,
@@ -100,29 +102,11 @@ export type SubmittedEventInput = {
 /** One fact as sent: its id is fixed, so any resend of it is the same fact (and a no-op). */
 export type SubmittedEvent = SubmittedEventInput & { event_id: string };
 
-export interface StoredEventView {
-  revision: number;
-  position: number;
-  event_id: string;
-  type: string;
-  recorded_at: string;
-  actor: string;
-  causation_event_id?: string;
-  traceparent?: string;
-  schema_version: number;
-  data: Record<string, unknown>;
-  prev_hash: string;
-  hash: string;
-}
+/** One stored event, as the contract defines it once (`EventView`). */
+export type StoredEventView = EventView;
 
-export interface OperationEvents {
-  operation_ref: string;
-  revision: number;
-  events: StoredEventView[];
-  /** Present while more events follow this page: pass it as `cursor` (docs/contract.md §9). */
-  next_cursor?: string;
-  /** With `as_of_revision`: the state folded up to that revision. */
-  as_of_revision?: number;
+/** One page of an operation's events; its state, with `as_of_revision`, typed as the client types a state. */
+export interface OperationEvents extends Omit<ServerOperationEvents, 'state'> {
   state?: OperationState;
 }
 

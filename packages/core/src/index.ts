@@ -119,8 +119,10 @@ export type { FromSchema } from './facts/from-schema';
 // The HTTP contract's shapes (docs/contract.md §9), shared by the server and the client.
 export {
   SUBMIT_RESULT_STATUSES,
+  type EventView,
   type LeaseEvidence,
   type LeaseView,
+  type OperationEvents,
   type OperationProblem,
   type OperatorFactOutcome,
   type OperatorFactsAnswer,
