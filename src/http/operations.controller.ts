@@ -50,10 +50,7 @@ export class OperationsController {
     @Headers() headers: Record<string, string | undefined>,
     @Res({ passthrough: true }) reply: FastifyReply,
   ) {
-    const decide = async () => {
-      const command = await this.resolver.resolve(caller, ref, headers, body);
-      return this.resolver.releaseFinished(caller, command, await this.commands.submit(command));
-    };
+    const decide = () => this.resolver.submit(caller, ref, headers, body);
     const key = parseIdempotencyKey(headers['idempotency-key']);
     if (key === undefined) return decide();
     // Before a kept answer is replayed: on a rolled-back log it may grant what the log no longer holds.

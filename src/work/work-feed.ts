@@ -7,11 +7,13 @@ import {
   dispatchTimeoutMs,
   dueWork,
   isPlanned,
+  isTerminalStatus,
   type LeaseEvidence,
   type LeaseView,
   LedgerProblem,
   type PlannedStep,
   type StepState,
+  type SubmitAnswer,
   type WorkAnswer,
   type WorkItem,
   type WorkKind,
@@ -446,11 +448,36 @@ export class WorkFeed {
   }
 
   /**
+   * A submit under a lease (the `Ledger-Lease` header), as one call: the lease's evidence is read
+   * and handed to `submit`, which records it with the facts; when they ended the step under the
+   * lease that holds it, no attempt of the step can be granted again, so nothing the lease guards is
+   * left and it is given back in the same request (docs/contract.md §9, "A lease ends with its
+   * step"). A release that fails changes nothing of what was stored: the worker then releases it
+   * itself, or it expires.
+   */
+  async submitUnderLease(
+    caller: Caller,
+    operationRef: string,
+    leaseId: string,
+    submit: (evidence: LeaseEvidenceAnswer) => Promise<SubmitAnswer>,
+  ): Promise<SubmitAnswer> {
+    const evidence = await this.leaseEvidence(caller, operationRef, leaseId);
+    const answer = await submit(evidence);
+    if (!evidence.current || !isTerminalStatus(answer.state.status)) return answer;
+    try {
+      const { released } = await this.release(caller, operationRef, { leaseId });
+      return released ? { ...answer, lease_released: true } : answer;
+    } catch {
+      return answer;
+    }
+  }
+
+  /**
    * The lease a fact is submitted under (the `Ledger-Lease` header), as evidence: which worker it
    * was granted to, and whether it still held the item. A stale lease does not refuse the fact:
    * an envelope is what happened, whoever reports it, and the gate judges the fact on its own.
    */
-  async leaseEvidence(caller: Caller, operationRef: string, id: string): Promise<LeaseEvidenceAnswer> {
+  private async leaseEvidence(caller: Caller, operationRef: string, id: string): Promise<LeaseEvidenceAnswer> {
     const key = this.key(caller.tenant, operationRef);
     const record = (await this.leases.getMany([key])).get(key);
     if (record?.lease_id === id) {
