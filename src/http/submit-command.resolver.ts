@@ -5,6 +5,8 @@ import { CONFIG, type LedgerConfig } from '../config/ledger-config';
 import { SubmitCommandHandler } from '../ledger/submit-command.handler';
 import { WorkFeed, type LeaseEvidenceAnswer } from '../work/work-feed';
 import type { Caller } from './caller';
+import { IdempotencyKeys, parseIdempotencyKey } from './idempotency-keys';
+import { checkOperationRef } from './operation-ref';
 import { submitContext } from './operations.queries';
 import { leaseHeader } from './work-requests';
 
@@ -19,8 +21,29 @@ export class SubmitCommandResolver {
   constructor(
     @Inject(CONFIG) private readonly config: LedgerConfig,
     @Inject(SubmitCommandHandler) private readonly commands: SubmitCommandHandler,
+    @Inject(IdempotencyKeys) private readonly idempotencyKeys: IdempotencyKeys,
     @Optional() @Inject(WorkFeed) private readonly work?: WorkFeed,
   ) {}
+
+  /**
+   * `POST /v1/operations/{ref}/events`: with an `Idempotency-Key`, the same key and body answer the
+   * first answer again (`replayed`), checked against a rolled-back log first, since a kept answer
+   * may grant what the log no longer holds (docs/security.md).
+   */
+  async submitOnce(
+    caller: Caller,
+    ref: string,
+    headers: Record<string, string | undefined>,
+    request: SubmitRequest,
+  ): Promise<{ answer: unknown; replayed: boolean }> {
+    const submit = () => this.submit(caller, ref, headers, request);
+    const key = parseIdempotencyKey(headers['idempotency-key']);
+    if (key === undefined) return { answer: await submit(), replayed: false };
+    const refusal = this.commands.writeRefusal();
+    if (refusal) throw refusal;
+    const route = `/v1/operations/${checkOperationRef(ref)}/events`;
+    return this.idempotencyKeys.run(caller, key, { method: 'POST', route, body: request }, submit);
+  }
 
   async submit(
     caller: Caller,
