@@ -99,7 +99,7 @@ export function describeEvent(type: string, data: Record<string, unknown>): stri
 }
 
 /**
- * What `evolve` reads of an event, decoded by the ledger's one codec (src/domain/event-codec.ts),
+ * What `evolve` reads of an event, decoded by the ledger's one codec (packages/core/src/domain/event-codec.ts),
  * for an event that may have come over HTTP. An event of a shape the ledger never writes is shown
  * but not folded: the ledger itself refuses to decide on such a stream.
  */

@@ -12,7 +12,7 @@ import { StoreIntegrityError, type EventMetadata, type NewEvent } from '../store
 import { derivedEventId, submittedHash } from './event-ids';
 
 /**
- * The ledger's two crossings of the event codec (src/domain/event-codec.ts): a stored event into
+ * The ledger's two crossings of the event codec (packages/core/src/domain/event-codec.ts): a stored event into
  * the domain's RecordedEvent for a fold, and a decision's events into what the store appends.
  */
 

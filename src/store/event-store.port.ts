@@ -23,7 +23,7 @@ export interface EventMetadata {
   causation_event_id?: string;
   traceparent?: string;
   tracestate?: string;
-  /** A fact submitted under a work-feed lease: the worker and lease (projections/projection.ts). */
+  /** A fact submitted under a work-feed lease: the worker and lease (projections/src/projection.ts). */
   lease?: { lease_id: string; holder: string; current: boolean; took_over_from?: string };
   /** SHA-256 of the canonical submitted fact, to tell a resubmission from a reused id. */
   submitted_hash?: string;

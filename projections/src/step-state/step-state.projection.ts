@@ -175,7 +175,7 @@ export function evolveStepState(current: StepStateDoc | undefined, event: Projec
   }
 }
 
-/** When the work feed may hand the step out (src/domain/work-due.ts); null when never. */
+/** When the work feed may hand the step out (packages/core/src/domain/work-due.ts); null when never. */
 export function stepDueMs(doc: StepStateDoc): number | null {
   if (doc.status === 'unplanned') return null;
   const due = dueWork({
