@@ -270,6 +270,14 @@ export function readAgainstSchema(schema: FieldSchema, body: object): void {
   refuse(firstViolationOfObject(schema, body, ''));
 }
 
+/** A bounded integer field, refused in the words the API uses for one: `must be an integer from <min> to <max>`. */
+export const integerSchema = (minimum: number, maximum: number): FieldSchema => ({
+  type: 'integer',
+  minimum,
+  maximum,
+  reason: `must be an integer from ${minimum} to ${maximum}`,
+});
+
 /**
  * A body whose fields are taken out one by one (never merged into another object), read against
  * `schema` alone: its first violation a 400 naming the field.

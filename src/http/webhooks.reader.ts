@@ -4,7 +4,7 @@ import type { DeliveryQuery } from '../webhooks/webhook-subscriptions';
 import type { DeliveryStatus } from '../webhooks/webhook-store.port';
 import type { NewSubscription } from '../webhooks/webhook.service';
 import { optionalInteger } from './operation-ref';
-import { readFieldsAgainstSchema, type FieldSchema } from './submit-body.reader';
+import { integerSchema, readFieldsAgainstSchema, type FieldSchema } from './submit-body.reader';
 
 /**
  * The webhook routes' bodies and query (docs/webhooks.md), read by the schema reader every body of
@@ -13,13 +13,6 @@ import { readFieldsAgainstSchema, type FieldSchema } from './submit-body.reader'
 
 const URL_MAX = 2048;
 const DELIVERY_STATUSES: readonly DeliveryStatus[] = ['pending', 'delivered', 'failed'];
-
-const integer = (minimum: number, maximum: number): FieldSchema => ({
-  type: 'integer',
-  minimum,
-  maximum,
-  reason: `must be an integer from ${minimum} to ${maximum}`,
-});
 
 const SUBSCRIPTION_SCHEMA: FieldSchema = {
   type: 'object',
@@ -36,8 +29,8 @@ const SUBSCRIPTION_SCHEMA: FieldSchema = {
       items: { enum: NOTIFICATION_KINDS },
       reason: `must be a list of ${NOTIFICATION_KINDS.join(', ')}`,
     },
-    unknown_after_ms: integer(0, 30 * 86_400_000),
-    premature_refusals: integer(1, 1000),
+    unknown_after_ms: integerSchema(0, 30 * 86_400_000),
+    premature_refusals: integerSchema(1, 1000),
   },
   required: ['url'],
 };
@@ -45,7 +38,7 @@ const SUBSCRIPTION_SCHEMA: FieldSchema = {
 const ROTATION_SCHEMA: FieldSchema = {
   type: 'object',
   unknownKeyReason: 'is not a field of a rotation',
-  properties: { overlap_seconds: integer(0, 7 * 86_400) },
+  properties: { overlap_seconds: integerSchema(0, 7 * 86_400) },
 };
 
 function objectBody(body: unknown): Record<string, unknown> {

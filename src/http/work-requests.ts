@@ -4,7 +4,7 @@ import { holdsSecret } from '../ledger/secret-scanner';
 import type { ReleaseRequest, RenewRequest, WorkFeedSettings, WorkRequest } from '../work/work-feed';
 import { checkOperationRef, optionalInteger } from './operation-ref';
 import { single, type QueryParams } from './read-queries';
-import { readFieldsAgainstSchema, type FieldSchema } from './submit-body.reader';
+import { integerSchema, readFieldsAgainstSchema, type FieldSchema } from './submit-body.reader';
 
 /**
  * The work feed's query strings, bodies and the `Ledger-Lease` header, checked at the edge: each
@@ -67,13 +67,6 @@ function bodyObject(body: unknown): Record<string, unknown> {
   return body as Record<string, unknown>;
 }
 
-const integer = (minimum: number, maximum: number): FieldSchema => ({
-  type: 'integer',
-  minimum,
-  maximum,
-  reason: `must be an integer from ${minimum} to ${maximum}`,
-});
-
 const LEASE_ID_SCHEMA: FieldSchema = {
   type: 'string',
   pattern: '^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$',
@@ -109,12 +102,12 @@ export function workRequest(caller: Caller, params: QueryParams, settings: WorkF
 
 export function renewRequest(rawBody: unknown, settings: WorkFeedSettings): RenewRequest {
   const body = bodyObject(rawBody);
-  readFieldsAgainstSchema(leaseBodySchema('lease_ms', integer(1000, settings.maxLeaseMs)), body);
+  readFieldsAgainstSchema(leaseBodySchema('lease_ms', integerSchema(1000, settings.maxLeaseMs)), body);
   const leaseMs = body.lease_ms as number | undefined;
   return { leaseId: body.lease_id as string, ...(leaseMs === undefined ? {} : { leaseMs }) };
 }
 
-const RELEASE_SCHEMA = leaseBodySchema('hold_ms', integer(0, MAX_HOLD_MS));
+const RELEASE_SCHEMA = leaseBodySchema('hold_ms', integerSchema(0, MAX_HOLD_MS));
 
 export function releaseRequest(rawBody: unknown): ReleaseRequest {
   const body = bodyObject(rawBody);
