@@ -36,6 +36,38 @@ const AGENT_FRAMEWORKS = {
   mastra: '(@mastra/[^/]+)',
 };
 
+/**
+ * Each package's entry points, as its package.json `exports` names them (`index.ts` is the package's
+ * name; the agent-framework integrations have one entry per framework and no index).
+ */
+const PACKAGE_ENTRIES = {
+  'packages/core': ['index', 'envelope'],
+  projections: ['index'],
+  'packages/client': ['index'],
+  'packages/mcp-gateway': ['index'],
+  'packages/agent-frameworks': ['ai-sdk', 'openai-agents', 'langchain', 'mastra'],
+};
+
+/** From outside a package, only its entry points: a deep import would tie a consumer to a file the package may move. */
+function packageEntryRules() {
+  return Object.entries(PACKAGE_ENTRIES).map(([dir, entries]) => ({
+    name: `${dir.replace(/^packages\//, '')}-only-through-its-entry-points`,
+    comment: `${dir} exports a curated surface (${entries.map((entry) => `src/${entry}.ts`).join(', ')}); from outside it, import it by name, not a file inside it.`,
+    severity: 'error',
+    from: { pathNot: `^${dir}/` },
+    to: { path: `^${dir}/src/`, pathNot: `^${dir}/src/(${entries.join('|')})\\.ts$` },
+  }));
+}
+
+/** A name the packages do not export (`@recovery-ledger/core/domain/...`) resolves to nothing: refused, not waved through. */
+const UNEXPORTED_PACKAGE_PATH = {
+  name: 'packages-only-by-exported-names',
+  comment: 'A package is imported by a name its package.json `exports` lists; any other path into it does not resolve.',
+  severity: 'error',
+  from: {},
+  to: { couldNotResolve: true, path: '^@recovery-ledger/' },
+};
+
 /** Each subpath loads only its own framework, so a runtime that uses one never loads another. */
 function agentFrameworkRules() {
   return Object.entries(AGENT_FRAMEWORKS).map(([subpath]) => ({
@@ -116,6 +148,8 @@ module.exports = {
       },
     },
     ...agentFrameworkRules(),
+    ...packageEntryRules(),
+    UNEXPORTED_PACKAGE_PATH,
     {
       name: 'packages-never-import-the-server',
       comment:

@@ -25,7 +25,8 @@ const swcTypeScript = [
 
 /** The workspaces by name, from source, as tsconfig.json's paths read them. */
 const workspaceSources = {
-  '^@recovery-ledger/core/(.*)$': '<rootDir>/packages/core/src/$1',
+  '^@recovery-ledger/core$': '<rootDir>/packages/core/src/index.ts',
+  '^@recovery-ledger/core/envelope$': '<rootDir>/packages/core/src/envelope.ts',
   '^@recovery-ledger/projections$': '<rootDir>/projections/src/index.ts',
   '^@recovery-ledger/client$': '<rootDir>/packages/client/src/index.ts',
   '^@recovery-ledger/mcp-gateway$': '<rootDir>/packages/mcp-gateway/src/index.ts',

@@ -1,8 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import type { SubmittedEvent } from '@recovery-ledger/core/contract/ledger-api.types';
-import { DEFAULT_ENVELOPE_LIMITS } from '@recovery-ledger/core/domain/envelope/envelope.types';
-import { DEFAULT_POLICY } from '@recovery-ledger/core/domain/events';
-import { LedgerProblem } from '@recovery-ledger/core/errors/ledger-problem';
+import { DEFAULT_ENVELOPE_LIMITS, DEFAULT_POLICY, LedgerProblem, type SubmittedEvent } from '@recovery-ledger/core';
 import { systemClock, type Clock } from '../src/shared/clock';
 import { LedgerService } from '../src/ledger/ledger.service';
 import type { EventStore } from '../src/store/event-store.port';

@@ -8,8 +8,7 @@
  *   npm run build && node dist/bench/redaction-cost.bench.js [count=2000]
  */
 import { performance } from 'node:perf_hooks';
-import { redactDeep, redactText, type SecretDetector } from '@recovery-ledger/core/domain/envelope/redaction';
-import { validateEnvelope } from '@recovery-ledger/core/domain/envelope/validate-envelope';
+import { redactDeep, redactText, type SecretDetector, validateEnvelope } from '@recovery-ledger/core';
 import { SecretScanner, stringsOf } from '../src/ledger/secret-scanner';
 
 const count = Number(process.argv[2] ?? 2000);

@@ -6,7 +6,7 @@
  */
 import { writeFileSync } from 'node:fs';
 import { resolve } from 'node:path';
-import { envelopeJsonSchema } from '@recovery-ledger/core/domain/envelope/envelope.schema';
+import { envelopeJsonSchema } from '@recovery-ledger/core';
 import { generateOpenApiDocument } from './openapi-artifact';
 
 export const ENVELOPE_SCHEMA_FILE = resolve(__dirname, '../../schema/envelope.schema.json');

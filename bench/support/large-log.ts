@@ -12,8 +12,7 @@
 import Database from 'better-sqlite3';
 import { createHash, randomUUID } from 'node:crypto';
 import { performance } from 'node:perf_hooks';
-import { LedgerProblem } from '@recovery-ledger/core/errors/ledger-problem';
-import { canonicalJson } from '@recovery-ledger/core/shared/canonical-json';
+import { canonicalJson, LedgerProblem } from '@recovery-ledger/core';
 import { GENESIS_HASH } from '../../src/integrity/hash-chain';
 import { SqliteEventStore } from '../../src/adapters/sqlite/sqlite-event-store.adapter';
 import { operationStream } from '../../src/store/stream-names';

@@ -1,10 +1,9 @@
-import { readLedgerEvent } from '@recovery-ledger/core/domain/event-codec';
-import type { LedgerEvent } from '@recovery-ledger/core/domain/events';
+import { type LedgerEvent, readLedgerEvent } from '@recovery-ledger/core';
 import type { ProjectedEvent } from './projection';
 
 /**
  * A projected event read as one of the ledger's own events by the ledger's one event codec
- * (src/domain/event-codec.ts), or undefined for a type this code does not know (a newer ledger
+ * (packages/core/src/domain/event-codec.ts), or undefined for a type this code does not know (a newer ledger
  * wrote it) or data of another shape. Old readers survive new events: projections skip what they
  * cannot read instead of throwing.
  */

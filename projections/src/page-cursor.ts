@@ -1,4 +1,4 @@
-import { LedgerProblem } from '@recovery-ledger/core/errors/ledger-problem';
+import { LedgerProblem } from '@recovery-ledger/core';
 
 /**
  * Opaque list cursors: base64url of a small JSON tuple. Opaque so clients never build one, and the

@@ -1,4 +1,4 @@
-import { DEFAULT_POLICY } from '@recovery-ledger/core/domain/events';
+import { DEFAULT_POLICY } from '@recovery-ledger/core';
 import type { StepStateDoc } from '../src/step-state/step-state.projection';
 import { evolveStepState } from '../src/step-state/step-state.projection';
 import { compareTriage, countTriage, DEFAULT_TRIAGE_THRESHOLDS, triageItemOf } from '../src/step-state/triage';

@@ -1,7 +1,7 @@
 import { Inject, Injectable, type CanActivate, type ExecutionContext } from '@nestjs/common';
 import { Reflector } from '@nestjs/core';
 import type { FastifyRequest } from 'fastify';
-import { LedgerProblem } from '@recovery-ledger/core/errors/ledger-problem';
+import { LedgerProblem } from '@recovery-ledger/core';
 import type { Caller, RequestWithCaller } from './caller';
 import { ACCESS_KEY, ROLE_ACCESS, type Access } from './access';
 import { findKey, type ApiKeyEntry } from './api-keys';

@@ -1,6 +1,5 @@
-import { LedgerProblem } from '@recovery-ledger/core/errors/ledger-problem';
+import { isOperatorFactType, LedgerProblem } from '@recovery-ledger/core';
 import type { Caller } from './caller';
-import { isOperatorFactType } from '@recovery-ledger/core/domain/events';
 import { mayRecord } from './roles';
 
 export interface ApprovalSettings {

@@ -1,4 +1,4 @@
-import { isSubmittedFactType, SUBMITTED_FACTS } from '@recovery-ledger/core/facts/submitted-facts';
+import { isSubmittedFactType, SUBMITTED_FACTS } from '@recovery-ledger/core';
 import type { Role } from './caller';
 
 /** What a route needs. Every route declares one; a route without it is refused by the guard. */

@@ -1,6 +1,6 @@
 import { createReadStream } from 'node:fs';
 import { createInterface } from 'node:readline';
-import { isJsonObject } from '@recovery-ledger/core/shared/json';
+import { isJsonObject } from '@recovery-ledger/core';
 import type { StoredEvent } from '../store/event-store.port';
 import { isEventMetadata } from '../store/event-metadata';
 import {

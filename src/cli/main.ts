@@ -2,7 +2,7 @@
 import 'reflect-metadata';
 import { Command, CommanderError, Help, InvalidArgumentError, Option } from 'commander';
 import { CliError, EXIT } from './cli-errors';
-import type { OperatorFact } from '@recovery-ledger/core/domain/events';
+import type { OperatorFact } from '@recovery-ledger/core';
 import type { ProgressMode } from './commands/projections-rebuild.command';
 import type { GlobalOptions } from './ledger-source';
 

@@ -1,22 +1,29 @@
-import type { StepView } from '@recovery-ledger/core/contract/ledger-api.types';
-import { decodeRecordedEvent, EventShapeError } from '@recovery-ledger/core/domain/event-codec';
-import { isTerminalStatus, type RecordedEvent } from '@recovery-ledger/core/domain/events';
-import { evolve, initialState, type StepState } from '@recovery-ledger/core/domain/step-state';
-import { isSubmittedFactType, SUBMITTED_FACTS } from '@recovery-ledger/core/facts/submitted-facts';
-import { eventView, stateView, type EventView } from '../ledger/step-views';
+import {
+  decodeRecordedEvent,
+  EventShapeError,
+  evolve,
+  initialState,
+  isSubmittedFactType,
+  isTerminalStatus,
+  type EventView,
+  type RecordedEvent,
+  type StepState,
+  type StepView,
+  SUBMITTED_FACTS,
+} from '@recovery-ledger/core';
+import { eventView, stateView } from '../ledger/step-views';
 import type { StoredEvent } from '../store/event-store.port';
 
-/** One event as both the store and `GET /v1/operations/{ref}/events` give it. */
-export interface TimelineEvent {
-  revision: number;
-  position: number;
-  event_id: string;
-  type: string;
-  recorded_at: string;
-  actor: string;
+/**
+ * One event of the timeline, from its wire shape (`EventView`) whether read from the store or
+ * `GET /v1/operations/{ref}/events`; its cause is named `caused_by` in the timeline's output.
+ */
+export type TimelineEvent = Pick<
+  EventView,
+  'revision' | 'position' | 'event_id' | 'type' | 'recorded_at' | 'actor' | 'data'
+> & {
   caused_by?: string;
-  data: Record<string, unknown>;
-}
+};
 
 export interface TimelineRow extends TimelineEvent {
   /** Why this event is there, in one line: the fact, the refusal code, the transition's reason. */
@@ -92,7 +99,7 @@ export function describeEvent(type: string, data: Record<string, unknown>): stri
 }
 
 /**
- * What `evolve` reads of an event, decoded by the ledger's one codec (src/domain/event-codec.ts),
+ * What `evolve` reads of an event, decoded by the ledger's one codec (packages/core/src/domain/event-codec.ts),
  * for an event that may have come over HTTP. An event of a shape the ledger never writes is shown
  * but not folded: the ledger itself refuses to decide on such a stream.
  */

@@ -4,10 +4,11 @@ import { homedir } from 'node:os';
 import { dirname, isAbsolute, join, relative, resolve } from 'node:path';
 import {
   DEFAULT_ENVELOPE_LIMITS,
+  DEFAULT_POLICY,
   DEFAULT_SAFE_DETAIL_KEYS,
   type EnvelopeLimits,
-} from '@recovery-ledger/core/domain/envelope/envelope.types';
-import { DEFAULT_POLICY, type StepPolicy } from '@recovery-ledger/core/domain/events';
+  type StepPolicy,
+} from '@recovery-ledger/core';
 
 export type StoreKind = 'sqlite' | 'eventstoredb' | 'postgres';
 

@@ -2,8 +2,7 @@ import Database from 'better-sqlite3';
 import { createHash } from 'node:crypto';
 import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
-import { canonicalJson } from '@recovery-ledger/core/shared/canonical-json';
-import { LedgerProblem } from '@recovery-ledger/core/errors/ledger-problem';
+import { canonicalJson, LedgerProblem } from '@recovery-ledger/core';
 import type { IdempotencyKeyStore, KeptAnswer } from '../store/idempotency-key-store.port';
 import type { Caller } from './caller';
 

@@ -1,7 +1,7 @@
 import { Controller, Get, Inject, Query } from '@nestjs/common';
 import { ApiOkResponse, ApiOperation, ApiQuery, ApiTags } from '@nestjs/swagger';
 import { RequireAccess } from '../auth/access';
-import { STEP_STATUSES } from '@recovery-ledger/core/domain/events';
+import { STEP_STATUSES } from '@recovery-ledger/core';
 import { TRUST_FLAGS } from '@recovery-ledger/projections';
 import { ProjectionQueries } from '../projection-engine/projection-queries';
 import { CallerParam, type Caller } from './caller';

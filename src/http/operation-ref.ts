@@ -1,4 +1,4 @@
-import { LedgerProblem } from '@recovery-ledger/core/errors/ledger-problem';
+import { LedgerProblem } from '@recovery-ledger/core';
 
 /**
  * The grammar of an operation_ref, after it arrives percent-decoded (`run_81%2Fstep_4` ->

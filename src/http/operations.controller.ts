@@ -2,11 +2,8 @@ import { Body, Controller, Get, Headers, HttpCode, Inject, Param, Post, Query, R
 import type { FastifyReply } from 'fastify';
 import { ApiBody, ApiHeader, ApiOkResponse, ApiOperation, ApiParam, ApiQuery, ApiTags } from '@nestjs/swagger';
 import { RequireAccess } from '../auth/access';
-import { SubmitCommandHandler } from '../ledger/submit-command.handler';
-import type { SubmitRequest } from '@recovery-ledger/core/contract/ledger-api.types';
+import type { SubmitRequest } from '@recovery-ledger/core';
 import { CallerParam, type Caller } from './caller';
-import { IdempotencyKeys, parseIdempotencyKey } from './idempotency-keys';
-import { checkOperationRef } from './operation-ref';
 import { OperationEventsDto, StepViewDto, SubmitAnswerDto } from './dto/responses.dto';
 import { OperationsQueries } from './operations.queries';
 import type { QueryParams } from './read-queries';
@@ -19,10 +16,8 @@ import { SubmitEventsPipe } from './submit-events.pipe';
 @Controller('v1/operations')
 export class OperationsController {
   constructor(
-    @Inject(SubmitCommandHandler) private readonly commands: SubmitCommandHandler,
     @Inject(SubmitCommandResolver) private readonly resolver: SubmitCommandResolver,
     @Inject(OperationsQueries) private readonly queries: OperationsQueries,
-    @Inject(IdempotencyKeys) private readonly idempotencyKeys: IdempotencyKeys,
   ) {}
 
   @Post(':ref/events')
@@ -50,21 +45,7 @@ export class OperationsController {
     @Headers() headers: Record<string, string | undefined>,
     @Res({ passthrough: true }) reply: FastifyReply,
   ) {
-    const decide = async () => {
-      const command = await this.resolver.resolve(caller, ref, headers, body);
-      return this.resolver.releaseFinished(caller, command, await this.commands.submit(command));
-    };
-    const key = parseIdempotencyKey(headers['idempotency-key']);
-    if (key === undefined) return decide();
-    // Before a kept answer is replayed: on a rolled-back log it may grant what the log no longer holds.
-    const refusal = this.commands.writeRefusal();
-    if (refusal) throw refusal;
-    const { answer, replayed } = await this.idempotencyKeys.run(
-      caller,
-      key,
-      { method: 'POST', route: `/v1/operations/${checkOperationRef(ref)}/events`, body },
-      decide,
-    );
+    const { answer, replayed } = await this.resolver.submitOnce(caller, ref, headers, body);
     if (replayed) reply.header('idempotent-replayed', 'true');
     return answer;
   }

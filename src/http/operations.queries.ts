@@ -1,7 +1,7 @@
 import { Inject, Injectable } from '@nestjs/common';
 import { LedgerService } from '../ledger/ledger.service';
 import { eventView } from '../ledger/step-views';
-import type { SubmitContext } from '@recovery-ledger/core/contract/ledger-api.types';
+import type { OperationEvents, SubmitContext } from '@recovery-ledger/core';
 import type { Caller } from './caller';
 import { decodeCursor, encodeCursor } from '@recovery-ledger/projections';
 import { checkOperationRef, optionalInteger } from './operation-ref';
@@ -57,7 +57,7 @@ export class OperationsQueries {
    * One page of the stream's events (docs/contract.md §9): `limit` (1–500, default 100) events
    * after the cursor's revision, and `next_cursor` while more follow.
    */
-  async events(caller: Caller, ref: string, params: QueryParams) {
+  async events(caller: Caller, ref: string, params: QueryParams): Promise<OperationEvents> {
     const operationRef = checkOperationRef(ref);
     const asOfRevision = optionalInteger(
       single(params, 'as_of_revision'),

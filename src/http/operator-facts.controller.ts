@@ -1,7 +1,7 @@
 import { Body, Controller, Headers, HttpCode, Inject, Post, Res } from '@nestjs/common';
 import type { FastifyReply } from 'fastify';
 import { ApiBody, ApiHeader, ApiResponse, ApiOkResponse, ApiOperation, ApiTags } from '@nestjs/swagger';
-import { MAX_OPERATIONS_PER_REQUEST } from '@recovery-ledger/core/facts/operator-facts-request';
+import { MAX_OPERATIONS_PER_REQUEST } from '@recovery-ledger/core';
 import { RequireAccess } from '../auth/access';
 import { CallerParam, type Caller } from './caller';
 import { IdempotencyKeys, parseIdempotencyKey } from './idempotency-keys';

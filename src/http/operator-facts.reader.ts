@@ -1,9 +1,9 @@
-import { LedgerProblem } from '@recovery-ledger/core/errors/ledger-problem';
-import type { OperatorFactsRequest } from '@recovery-ledger/core/contract/ledger-api.types';
 import {
+  LedgerProblem,
   MAX_OPERATIONS_PER_REQUEST,
   OPERATOR_FACTS_BODY_SCHEMA,
-} from '@recovery-ledger/core/facts/operator-facts-request';
+  type OperatorFactsRequest,
+} from '@recovery-ledger/core';
 import { checkOperationRef } from './operation-ref';
 import { readAgainstSchema, readFactData, type FieldSchema } from './submit-body.reader';
 

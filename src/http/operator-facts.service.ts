@@ -1,11 +1,11 @@
 import { Inject, Injectable, Logger } from '@nestjs/common';
-import type {
-  OperationProblem,
-  OperatorFactOutcome,
-  OperatorFactsAnswer,
-  OperatorFactsRequest,
-} from '@recovery-ledger/core/contract/ledger-api.types';
-import { LedgerProblem } from '@recovery-ledger/core/errors/ledger-problem';
+import {
+  LedgerProblem,
+  type OperationProblem,
+  type OperatorFactOutcome,
+  type OperatorFactsAnswer,
+  type OperatorFactsRequest,
+} from '@recovery-ledger/core';
 import { checkFactPermissions } from '../auth/fact-permissions';
 import { CONFIG, type LedgerConfig } from '../config/ledger-config';
 import { SubmitCommandHandler } from '../ledger/submit-command.handler';
@@ -57,8 +57,8 @@ export class OperatorFactsService {
       // Each copy of the fact is its own: what one submit does to its data stays in that submit.
       const request = { events: [{ event_id, type: body.fact.type, data: structuredClone(body.fact.data) }] };
       try {
-        const command = await this.resolver.resolve(caller, operation_ref, trace, request);
-        results.push({ operation_ref, event_id, outcome: 'recorded', answer: await this.commands.submit(command) });
+        const answer = await this.resolver.submit(caller, operation_ref, trace, request);
+        results.push({ operation_ref, event_id, outcome: 'recorded', answer });
       } catch (error) {
         results.push(this.refused(operation_ref, event_id, error));
       }

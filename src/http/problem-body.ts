@@ -1,7 +1,5 @@
 /** The problem+json body (RFC 9457) and what it may echo of a request; framework-free. */
-import { containsSecret } from '@recovery-ledger/core/domain/envelope/redaction';
-import { ERROR_REGISTRY, errorDefinition } from '@recovery-ledger/core/errors/error-registry';
-import type { LedgerProblem } from '@recovery-ledger/core/errors/ledger-problem';
+import { containsSecret, ERROR_REGISTRY, errorDefinition, type LedgerProblem } from '@recovery-ledger/core';
 
 /**
  * A key the answer may repeat: shaped like a field name (letters, digits, `_` and `-`, at most 40

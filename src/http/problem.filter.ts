@@ -1,7 +1,6 @@
 import { ArgumentsHost, Catch, HttpException, Logger, type ExceptionFilter } from '@nestjs/common';
 import type { FastifyReply, FastifyRequest } from 'fastify';
-import { ERROR_REGISTRY, type ErrorCode } from '@recovery-ledger/core/errors/error-registry';
-import { LedgerProblem } from '@recovery-ledger/core/errors/ledger-problem';
+import { ERROR_REGISTRY, type ErrorCode, LedgerProblem } from '@recovery-ledger/core';
 import { StoreIntegrityError, StoreUnavailableError } from '../store/event-store.port';
 import { OPERATION_REF_RULE } from './operation-ref';
 import { PROBLEM_CONTENT_TYPE, problemBody, retryAfterOf } from './problem-body';

@@ -1,5 +1,4 @@
-import { STEP_STATUSES, type StepStatus } from '@recovery-ledger/core/domain/events';
-import { LedgerProblem } from '@recovery-ledger/core/errors/ledger-problem';
+import { LedgerProblem, STEP_STATUSES, type StepStatus } from '@recovery-ledger/core';
 import {
   decodeCursor,
   RECOVERY_STATUSES,

@@ -1,7 +1,7 @@
 import { Controller, Get, Inject, Param, Query } from '@nestjs/common';
 import { ApiOkResponse, ApiOperation, ApiParam, ApiQuery, ApiTags } from '@nestjs/swagger';
 import { RequireAccess } from '../auth/access';
-import { STEP_STATUSES } from '@recovery-ledger/core/domain/events';
+import { STEP_STATUSES } from '@recovery-ledger/core';
 import { ProjectionQueries } from '../projection-engine/projection-queries';
 import { CallerParam, type Caller } from './caller';
 import { runListQuery, runQuery, type QueryParams } from './read-queries';

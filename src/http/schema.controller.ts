@@ -2,7 +2,7 @@ import { Controller, Get, Header, Inject } from '@nestjs/common';
 import { ApiOkResponse, ApiOperation, ApiTags } from '@nestjs/swagger';
 import { RequireAccess } from '../auth/access';
 import { CONFIG, type LedgerConfig } from '../config/ledger-config';
-import { envelopeJsonSchema } from '@recovery-ledger/core/domain/envelope/envelope.schema';
+import { envelopeJsonSchema } from '@recovery-ledger/core';
 
 @ApiTags('schema')
 @Controller('v1/schema')

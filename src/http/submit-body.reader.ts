@@ -11,12 +11,16 @@ import {
   min,
   minLength,
 } from 'class-validator';
-import { LedgerProblem } from '@recovery-ledger/core/errors/ledger-problem';
-import type { SubmitRequest } from '@recovery-ledger/core/contract/ledger-api.types';
-import type { SubmittedFactType } from '@recovery-ledger/core/domain/events';
-import { SUBMIT_BODY_SCHEMA, SUBMITTED_FACTS } from '@recovery-ledger/core/facts/submitted-facts';
-import { CLIENT_EVENT_ID_PREFIX, IDENTIFIER_PATTERN } from '@recovery-ledger/core/domain/identifier-grammar';
-import { isRfc3339Instant } from '@recovery-ledger/core/shared/rfc3339';
+import {
+  CLIENT_EVENT_ID_PREFIX,
+  IDENTIFIER_PATTERN,
+  isRfc3339Instant,
+  LedgerProblem,
+  SUBMIT_BODY_SCHEMA,
+  type SubmitRequest,
+  SUBMITTED_FACTS,
+  type SubmittedFactType,
+} from '@recovery-ledger/core';
 
 /**
  * Reads a value against one of the fact schemas (packages/core/src/facts, the submit body's one
@@ -46,6 +50,13 @@ export interface FieldSchema {
   readonly items?: FieldSchema;
   readonly properties?: Readonly<Record<string, FieldSchema>>;
   readonly required?: readonly string[];
+  /**
+   * One reason for any violation at or beneath this value, named at this value: for a field whose
+   * rules read better as one sentence (a webhook's `url`) than one rule at a time.
+   */
+  readonly reason?: string;
+  /** How a key the object does not know is answered, after the key itself (default: `property <key> should not exist`). */
+  readonly unknownKeyReason?: string;
 }
 
 export interface Violation {
@@ -72,7 +83,20 @@ const PATTERN_RULES: Record<string, (value: unknown) => string> = {
   [CLIENT_EVENT_ID_PREFIX.source]: clientEventIdReason,
 };
 
+/** An http or https URL that carries no credentials (a webhook's address). */
+function isHttpUrl(value: unknown): boolean {
+  if (typeof value !== 'string') return false;
+  let url: URL;
+  try {
+    url = new URL(value);
+  } catch {
+    return false;
+  }
+  return (url.protocol === 'http:' || url.protocol === 'https:') && !url.username && !url.password;
+}
+
 const FORMAT_RULES: Record<string, { holds: (value: unknown) => boolean; reason: string }> = {
+  'http-url': { holds: isHttpUrl, reason: 'must be an http or https URL without credentials' },
   uuid: { holds: (value) => typeof value === 'string' && isUUID(value, 'all'), reason: 'must be a UUID' },
   'date-time': {
     holds: isRfc3339Instant,
@@ -153,6 +177,16 @@ function firstViolationOfValue(
   prefix: string,
   property: string,
 ): Violation | undefined {
+  const found = firstViolationBeneath(schema, value, prefix, property);
+  return found && schema.reason !== undefined ? { field: fieldOf(prefix, property), reason: schema.reason } : found;
+}
+
+function firstViolationBeneath(
+  schema: FieldSchema,
+  value: unknown,
+  prefix: string,
+  property: string,
+): Violation | undefined {
   for (const rule of RULE_ORDER) {
     const reason = rule(schema, value);
     if (reason !== undefined) return { field: fieldOf(prefix, property), reason };
@@ -172,8 +206,10 @@ function firstViolationOfValue(
 function firstViolationOfObject(schema: FieldSchema, value: object, prefix: string): Violation | undefined {
   const properties = schema.properties ?? {};
   for (const key of Object.keys(value)) {
-    if (!Object.hasOwn(properties, key))
-      return { field: fieldOf(prefix, key), reason: `property ${key} should not exist` };
+    if (Object.hasOwn(properties, key)) continue;
+    if (schema.unknownKeyReason !== undefined)
+      return { field: prefix ? `${prefix}.${key}` : key, reason: schema.unknownKeyReason };
+    return { field: fieldOf(prefix, key), reason: `property ${key} should not exist` };
   }
   const record = value as Record<string, unknown>;
   for (const [property, propertySchema] of Object.entries(properties)) {
@@ -231,6 +267,22 @@ function refuse(found: Violation | undefined): void {
  */
 export function readAgainstSchema(schema: FieldSchema, body: object): void {
   if (refuseInheritedNames(body, '')) dropPrototypeKeys(body);
+  refuse(firstViolationOfObject(schema, body, ''));
+}
+
+/** A bounded integer field, refused in the words the API uses for one: `must be an integer from <min> to <max>`. */
+export const integerSchema = (minimum: number, maximum: number): FieldSchema => ({
+  type: 'integer',
+  minimum,
+  maximum,
+  reason: `must be an integer from ${minimum} to ${maximum}`,
+});
+
+/**
+ * A body whose fields are taken out one by one (never merged into another object), read against
+ * `schema` alone: its first violation a 400 naming the field.
+ */
+export function readFieldsAgainstSchema(schema: FieldSchema, body: object): void {
   refuse(firstViolationOfObject(schema, body, ''));
 }
 

@@ -1,6 +1,6 @@
 import { Inject, Injectable, type PipeTransform } from '@nestjs/common';
 import { CONFIG, type LedgerConfig } from '../config/ledger-config';
-import type { SubmitRequest } from '@recovery-ledger/core/contract/ledger-api.types';
+import type { SubmitRequest } from '@recovery-ledger/core';
 import { readSubmitBody } from './submit-body.reader';
 
 /** The submit route's body, read by ./submit-body.reader.ts within the service's events-per-submit limit. */

@@ -1,10 +1,10 @@
 import type { Caller } from '../auth/caller';
-import { IDENTIFIER_PATTERN } from '@recovery-ledger/core/domain/identifier-grammar';
-import { LedgerProblem } from '@recovery-ledger/core/errors/ledger-problem';
+import { IDENTIFIER_PATTERN, LedgerProblem } from '@recovery-ledger/core';
 import { holdsSecret } from '../ledger/secret-scanner';
 import type { ReleaseRequest, RenewRequest, WorkFeedSettings, WorkRequest } from '../work/work-feed';
 import { checkOperationRef, optionalInteger } from './operation-ref';
 import { single, type QueryParams } from './read-queries';
+import { integerSchema, readFieldsAgainstSchema, type FieldSchema } from './submit-body.reader';
 
 /**
  * The work feed's query strings, bodies and the `Ledger-Lease` header, checked at the edge: each
@@ -67,20 +67,19 @@ function bodyObject(body: unknown): Record<string, unknown> {
   return body as Record<string, unknown>;
 }
 
-function bodyInteger(body: Record<string, unknown>, field: string, min: number, max: number): number | undefined {
-  const value = body[field];
-  if (value === undefined) return undefined;
-  if (typeof value !== 'number' || !Number.isSafeInteger(value) || value < min || value > max) {
-    throw new LedgerProblem('BAD_REQUEST', `${field} must be an integer from ${min} to ${max}`, { field });
-  }
-  return value;
-}
+const LEASE_ID_SCHEMA: FieldSchema = {
+  type: 'string',
+  pattern: '^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$',
+  reason: 'must be a lease id (a UUID)',
+};
 
-function onlyFields(body: Record<string, unknown>, allowed: readonly string[]): void {
-  for (const key of Object.keys(body)) {
-    if (!allowed.includes(key)) throw new LedgerProblem('BAD_REQUEST', `${key} should not exist`, { field: key });
-  }
-}
+/** A lease body: the lease id, and one bounded integer beside it. */
+const leaseBodySchema = (field: string, bounds: FieldSchema): FieldSchema => ({
+  type: 'object',
+  unknownKeyReason: 'should not exist',
+  properties: { lease_id: LEASE_ID_SCHEMA, [field]: bounds },
+  required: ['lease_id'],
+});
 
 function repeated(params: QueryParams, name: string): string[] {
   const value = params[name];
@@ -103,18 +102,18 @@ export function workRequest(caller: Caller, params: QueryParams, settings: WorkF
 
 export function renewRequest(rawBody: unknown, settings: WorkFeedSettings): RenewRequest {
   const body = bodyObject(rawBody);
-  onlyFields(body, ['lease_id', 'lease_ms']);
-  const id = leaseId(body.lease_id);
-  const leaseMs = bodyInteger(body, 'lease_ms', 1000, settings.maxLeaseMs);
-  return { leaseId: id, ...(leaseMs === undefined ? {} : { leaseMs }) };
+  readFieldsAgainstSchema(leaseBodySchema('lease_ms', integerSchema(1000, settings.maxLeaseMs)), body);
+  const leaseMs = body.lease_ms as number | undefined;
+  return { leaseId: body.lease_id as string, ...(leaseMs === undefined ? {} : { leaseMs }) };
 }
+
+const RELEASE_SCHEMA = leaseBodySchema('hold_ms', integerSchema(0, MAX_HOLD_MS));
 
 export function releaseRequest(rawBody: unknown): ReleaseRequest {
   const body = bodyObject(rawBody);
-  onlyFields(body, ['lease_id', 'hold_ms']);
-  const id = leaseId(body.lease_id);
-  const holdMs = bodyInteger(body, 'hold_ms', 0, MAX_HOLD_MS);
-  return { leaseId: id, ...(holdMs === undefined ? {} : { holdMs }) };
+  readFieldsAgainstSchema(RELEASE_SCHEMA, body);
+  const holdMs = body.hold_ms as number | undefined;
+  return { leaseId: body.lease_id as string, ...(holdMs === undefined ? {} : { holdMs }) };
 }
 
 /** The operation_refs of a lease listing: repeated, up to 100. */

@@ -1,5 +1,5 @@
 import { createHash, createHmac, timingSafeEqual } from 'node:crypto';
-import { canonicalJson } from '@recovery-ledger/core/shared/canonical-json';
+import { canonicalJson } from '@recovery-ledger/core';
 import type { EventMetadata, NewEvent, StoredEvent } from '../store/event-store.port';
 
 /**

@@ -1,5 +1,4 @@
-import { eventShapeProblem } from '@recovery-ledger/core/domain/event-codec';
-import { LedgerProblem } from '@recovery-ledger/core/errors/ledger-problem';
+import { eventShapeProblem, LedgerProblem } from '@recovery-ledger/core';
 import type { EventStore, StoredEvent } from '../store/event-store.port';
 import { auditLog, type IntegrityFinding, type LogAudit } from './log-audit';
 import type { StartCheck } from './checkpoint-keeper';

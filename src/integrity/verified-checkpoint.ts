@@ -1,7 +1,7 @@
 import { createHmac, timingSafeEqual } from 'node:crypto';
 import { closeSync, fsyncSync, mkdirSync, openSync, readFileSync, renameSync, writeSync } from 'node:fs';
 import { dirname, join } from 'node:path';
-import { canonicalJson } from '@recovery-ledger/core/shared/canonical-json';
+import { canonicalJson } from '@recovery-ledger/core';
 import { StoreIntegrityError, type EventStore, type LogAnchor, type StoredEvent } from '../store/event-store.port';
 import { anchorSignatureHolds, computeEventHash, GENESIS_HASH, nextLogHash } from './hash-chain';
 import type { IntegrityFinding } from './log-audit';

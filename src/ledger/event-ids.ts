@@ -1,6 +1,5 @@
 import { createHash } from 'node:crypto';
-import type { SubmittedEvent } from '@recovery-ledger/core/contract/ledger-api.types';
-import { canonicalJson } from '@recovery-ledger/core/shared/canonical-json';
+import { canonicalJson, type SubmittedEvent } from '@recovery-ledger/core';
 
 /**
  * Derived events get ids computed from the submitted fact's id, so that deciding the same fact

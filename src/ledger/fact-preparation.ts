@@ -1,18 +1,20 @@
-import { validateEnvelope } from '@recovery-ledger/core/domain/envelope/validate-envelope';
-import type { EnvelopeLimits } from '@recovery-ledger/core/domain/envelope/envelope.types';
-import { redactDeep, type SecretDetector } from '@recovery-ledger/core/domain/envelope/redaction';
-import type {
-  AttemptDispatchedData,
-  StepPolicy,
-  SubmittedFact,
-  SubmittedFactType,
-} from '@recovery-ledger/core/domain/events';
-import { SUBMITTED_FACTS } from '@recovery-ledger/core/facts/submitted-facts';
-import { isPlanned, type StepState } from '@recovery-ledger/core/domain/step-state';
-import { LedgerProblem } from '@recovery-ledger/core/errors/ledger-problem';
-import type { SubmittedEvent } from '@recovery-ledger/core/contract/ledger-api.types';
-import { canonicalJson } from '@recovery-ledger/core/shared/canonical-json';
-import type { JsonValue } from '@recovery-ledger/core/shared/json';
+import {
+  type AttemptDispatchedData,
+  canonicalJson,
+  type EnvelopeLimits,
+  isPlanned,
+  type JsonValue,
+  LedgerProblem,
+  redactDeep,
+  type SecretDetector,
+  type StepPolicy,
+  type StepState,
+  SUBMITTED_FACTS,
+  type SubmittedEvent,
+  type SubmittedFact,
+  type SubmittedFactType,
+  validateEnvelope,
+} from '@recovery-ledger/core';
 import { sha256Hex } from './event-ids';
 
 export interface PreparationSettings {

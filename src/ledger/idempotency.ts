@@ -1,12 +1,12 @@
-import type {
-  SubmitAnswer,
-  SubmitContext,
-  SubmitRequest,
-  SubmitResult,
-  SubmittedEvent,
-} from '@recovery-ledger/core/contract/ledger-api.types';
-import { isErrorCode } from '@recovery-ledger/core/errors/error-registry';
-import { LedgerProblem } from '@recovery-ledger/core/errors/ledger-problem';
+import {
+  isErrorCode,
+  LedgerProblem,
+  type SubmitAnswer,
+  type SubmitContext,
+  type SubmitRequest,
+  type SubmitResult,
+  type SubmittedEvent,
+} from '@recovery-ledger/core';
 import type { StoredEvent } from '../store/event-store.port';
 import { derivedEventId, submittedHash } from './event-ids';
 import type { SealedStreams } from './sealed-streams';

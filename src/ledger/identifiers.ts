@@ -1,6 +1,10 @@
-import { containsSecret, type SecretDetector } from '@recovery-ledger/core/domain/envelope/redaction';
-import { LedgerProblem } from '@recovery-ledger/core/errors/ledger-problem';
-import type { SubmitContext, SubmitRequest } from '@recovery-ledger/core/contract/ledger-api.types';
+import {
+  containsSecret,
+  LedgerProblem,
+  type SecretDetector,
+  type SubmitContext,
+  type SubmitRequest,
+} from '@recovery-ledger/core';
 
 /**
  * The identifier fields of a submit: stored verbatim (stream names, indexes, projections, the

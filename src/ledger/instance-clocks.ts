@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { integerSetting } from '../config/ledger-config';
-import type { WindowClock } from '@recovery-ledger/core/domain/decider';
+import type { WindowClock } from '@recovery-ledger/core';
 import type { InstanceHeartbeat, TimeBase, TimeBaseStore } from '../store/time-base.port';
 import { monotonicMs, MonotonicClock, type ClockStep } from '../shared/clock';
 

@@ -1,11 +1,11 @@
-import type {
-  StepView,
-  SubmitAnswer,
-  SubmitContext,
-  SubmitRequest,
-} from '@recovery-ledger/core/contract/ledger-api.types';
-import type { StepState } from '@recovery-ledger/core/domain/decider';
-import { LedgerProblem } from '@recovery-ledger/core/errors/ledger-problem';
+import {
+  LedgerProblem,
+  type StepState,
+  type StepView,
+  type SubmitAnswer,
+  type SubmitContext,
+  type SubmitRequest,
+} from '@recovery-ledger/core';
 import { NO_STREAM, type EventStore, type StoredEvent } from '../store/event-store.port';
 import { operationStream } from '../store/stream-names';
 import type { Clock } from '../shared/clock';

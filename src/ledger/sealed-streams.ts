@@ -1,5 +1,5 @@
 import { LRUCache } from 'lru-cache';
-import { fold, FOLD_VERSION, initialState, type StepState } from '@recovery-ledger/core/domain/decider';
+import { fold, FOLD_VERSION, initialState, type StepState } from '@recovery-ledger/core';
 import {
   NO_STREAM,
   StoreIntegrityError,

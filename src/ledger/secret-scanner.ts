@@ -1,11 +1,6 @@
 import { createHash } from 'node:crypto';
 import { LRUCache } from 'lru-cache';
-import {
-  containsSecret,
-  type DetectedSecret,
-  type SecretDetector,
-  type SecretKind,
-} from '@recovery-ledger/core/domain/envelope/redaction';
+import { containsSecret, type DetectedSecret, type SecretDetector, type SecretKind } from '@recovery-ledger/core';
 
 interface SecretlintMessage {
   ruleId: string;

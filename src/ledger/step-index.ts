@@ -1,4 +1,4 @@
-import { evolve, initialState, isPlanned, type StepState } from '@recovery-ledger/core/domain/decider';
+import { evolve, initialState, isPlanned, type StepState } from '@recovery-ledger/core';
 import type { StreamIndexEntry, StreamIndexer } from '../store/event-store.port';
 import { toRecorded } from './stored-events';
 

@@ -1,7 +1,13 @@
-import type { StepView, SubmitAnswer, SubmitResult } from '@recovery-ledger/core/contract/ledger-api.types';
-import { isPlanned, type StepState } from '@recovery-ledger/core/domain/decider';
-import type { Directive } from '@recovery-ledger/core/domain/events';
-import type { JsonObject, StoredEvent } from '../store/event-store.port';
+import {
+  type Directive,
+  type EventView,
+  isPlanned,
+  type StepState,
+  type StepView,
+  type SubmitAnswer,
+  type SubmitResult,
+} from '@recovery-ledger/core';
+import type { StoredEvent } from '../store/event-store.port';
 
 /**
  * How a step is shown: the view of its state at a revision, and the answer to a submit. Pure
@@ -90,22 +96,7 @@ export function submitAnswer({
   };
 }
 
-/** One stored event as `GET /v1/operations/{ref}/events` shows it (docs/contract.md §6), and the CLI reads it. */
-export interface EventView {
-  revision: number;
-  position: number;
-  event_id: string;
-  type: string;
-  recorded_at: string;
-  actor: string;
-  causation_event_id?: string;
-  traceparent?: string;
-  schema_version: number;
-  data: JsonObject;
-  prev_hash: string;
-  hash: string;
-}
-
+/** One stored event in its wire shape (`EventView`, the contract's one definition of it). */
 export function eventView(event: StoredEvent): EventView {
   return {
     revision: event.revision,

@@ -1,11 +1,18 @@
-import type { SubmitContext, SubmittedEvent } from '@recovery-ledger/core/contract/ledger-api.types';
-import { decodeRecordedEvent, encodeLedgerEvent, EventShapeError } from '@recovery-ledger/core/domain/event-codec';
-import { EVENT_SCHEMA_VERSION, type LedgerEvent, type RecordedEvent } from '@recovery-ledger/core/domain/events';
+import {
+  decodeRecordedEvent,
+  encodeLedgerEvent,
+  EVENT_SCHEMA_VERSION,
+  EventShapeError,
+  type LedgerEvent,
+  type RecordedEvent,
+  type SubmitContext,
+  type SubmittedEvent,
+} from '@recovery-ledger/core';
 import { StoreIntegrityError, type EventMetadata, type NewEvent } from '../store/event-store.port';
 import { derivedEventId, submittedHash } from './event-ids';
 
 /**
- * The ledger's two crossings of the event codec (src/domain/event-codec.ts): a stored event into
+ * The ledger's two crossings of the event codec (packages/core/src/domain/event-codec.ts): a stored event into
  * the domain's RecordedEvent for a fold, and a decision's events into what the store appends.
  */
 

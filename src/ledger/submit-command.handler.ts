@@ -1,14 +1,17 @@
-import type {
-  SubmitAnswer,
-  SubmitCommand,
-  SubmitContext,
-  SubmitRequest,
-  SubmitResult,
-  SubmittedEvent,
-} from '@recovery-ledger/core/contract/ledger-api.types';
-import type { SecretDetector } from '@recovery-ledger/core/domain/envelope/redaction';
-import { decide, type Refused, type StepState, type WindowClock } from '@recovery-ledger/core/domain/decider';
-import { LedgerProblem } from '@recovery-ledger/core/errors/ledger-problem';
+import {
+  decide,
+  LedgerProblem,
+  type Refused,
+  type SecretDetector,
+  type StepState,
+  type SubmitAnswer,
+  type SubmitCommand,
+  type SubmitContext,
+  type SubmitRequest,
+  type SubmitResult,
+  type SubmittedEvent,
+  type WindowClock,
+} from '@recovery-ledger/core';
 import { DecisionSpan, tracedAppend } from '../observability/ledger-spans';
 import { RevisionConflictError, type StoredEvent } from '../store/event-store.port';
 import { operationStream } from '../store/stream-names';

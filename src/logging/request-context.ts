@@ -2,7 +2,7 @@ import type { NestFastifyApplication } from '@nestjs/platform-fastify';
 import type { FastifyInstance } from 'fastify';
 import { randomUUID } from 'node:crypto';
 import type { IncomingHttpHeaders } from 'node:http';
-import { containsSecret } from '@recovery-ledger/core/domain/envelope/redaction';
+import { containsSecret } from '@recovery-ledger/core';
 import { holdsSecret } from '../ledger/secret-scanner';
 
 /** An inbound X-Request-Id is kept when it is a plain token, so a proxy's id follows the request. */

@@ -1,5 +1,5 @@
 import { Counter, Gauge, type Registry } from 'prom-client';
-import type { WorkKind } from '@recovery-ledger/core/domain/work-due';
+import type { WorkKind } from '@recovery-ledger/core';
 import { scrapeTenant } from './metrics';
 
 export interface WorkMetricsSource {

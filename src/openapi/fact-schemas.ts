@@ -1,14 +1,14 @@
 import type { OpenAPIObject } from '@nestjs/swagger';
-import { envelopeJsonSchema } from '@recovery-ledger/core/domain/envelope/envelope.schema';
-import { STEP_POLICY_SCHEMA } from '@recovery-ledger/core/facts/step-planned';
 import {
+  envelopeJsonSchema,
   EVENT_ID_SCHEMA,
   EXPECTED_REVISION_SCHEMA,
   MAX_EVENTS_IN_BODY,
   OPERATOR_FACT_TYPES,
+  STEP_POLICY_SCHEMA,
   SUBMITTED_FACT_TYPES,
   SUBMITTED_FACTS,
-} from '@recovery-ledger/core/facts/submitted-facts';
+} from '@recovery-ledger/core';
 import { operatorFactsSchemas } from './operator-facts-schemas';
 import { SUBMIT_EXAMPLES } from './submit-examples';
 

@@ -1,5 +1,4 @@
-import { OPERATOR_FACTS_BODY_SCHEMA } from '@recovery-ledger/core/facts/operator-facts-request';
-import { OPERATOR_FACT_TYPES, SUBMITTED_FACTS } from '@recovery-ledger/core/facts/submitted-facts';
+import { OPERATOR_FACT_TYPES, OPERATOR_FACTS_BODY_SCHEMA, SUBMITTED_FACTS } from '@recovery-ledger/core';
 
 /**
  * The body of `POST /v1/operator-facts` as the OpenAPI document publishes it: its one definition

@@ -27,9 +27,8 @@ import {
   type TrustMetricsDoc,
   type TrustQuery,
 } from '@recovery-ledger/projections';
-import { STEP_STATUSES, type StepStatus } from '@recovery-ledger/core/domain/events';
+import { LedgerProblem, STEP_STATUSES, type StepStatus } from '@recovery-ledger/core';
 import type { Caller } from '../auth/caller';
-import { LedgerProblem } from '@recovery-ledger/core/errors/ledger-problem';
 import type { Clock } from '../shared/clock';
 import type { EventStore, IndexedStream } from '../store/event-store.port';
 import { operationStream, parseOperationStream } from '../store/stream-names';

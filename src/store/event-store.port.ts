@@ -7,9 +7,9 @@
  */
 export const NO_STREAM = -1;
 
-import type { JsonObject } from '@recovery-ledger/core/shared/json';
+import type { JsonObject } from '@recovery-ledger/core';
 
-export type { JsonObject, JsonValue } from '@recovery-ledger/core/shared/json';
+export type { JsonObject, JsonValue } from '@recovery-ledger/core';
 
 export interface EventMetadata {
   schema_version: number;
@@ -23,7 +23,7 @@ export interface EventMetadata {
   causation_event_id?: string;
   traceparent?: string;
   tracestate?: string;
-  /** A fact submitted under a work-feed lease: the worker and lease (projections/projection.ts). */
+  /** A fact submitted under a work-feed lease: the worker and lease (projections/src/projection.ts). */
   lease?: { lease_id: string; holder: string; current: boolean; took_over_from?: string };
   /** SHA-256 of the canonical submitted fact, to tell a resubmission from a reused id. */
   submitted_hash?: string;

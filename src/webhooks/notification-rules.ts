@@ -1,4 +1,4 @@
-import { SUBMITTED_FACTS } from '@recovery-ledger/core/facts/submitted-facts';
+import { SUBMITTED_FACTS } from '@recovery-ledger/core';
 
 /**
  * Which notifications the log calls for: pure functions of an event, so the consumer that runs

@@ -1,4 +1,4 @@
-import { containsSecret, isSecretKeyName, type SecretDetector } from '@recovery-ledger/core/domain/envelope/redaction';
+import { containsSecret, isSecretKeyName, type SecretDetector } from '@recovery-ledger/core';
 import { isPrivateHost } from './webhook-address';
 
 /**

@@ -19,6 +19,7 @@ import { registerWebhookMetrics } from './webhook-metrics';
 import { parseSecretKey } from './webhook-secret-box';
 import { loadWebhookSettings } from './webhook-settings';
 import { WebhookService } from './webhook.service';
+import { WebhookSubscriptions } from './webhook-subscriptions';
 import { WEBHOOK_STORE, type WebhookStore } from './webhook-store.port';
 
 /** Starts delivering once the application is up; stops before the log store closes. */
@@ -87,8 +88,9 @@ function openWebhookStore(config: LedgerConfig): ReturnType<typeof openWebhookFi
         });
       },
     },
+    WebhookSubscriptions,
     WebhooksLifecycle,
   ],
-  exports: [WebhookService, WEBHOOK_STORE],
+  exports: [WebhookService, WebhookSubscriptions, WEBHOOK_STORE],
 })
 export class WebhooksModule {}

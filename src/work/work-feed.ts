@@ -2,25 +2,30 @@ import { LRUCache } from 'lru-cache';
 import { randomUUID } from 'node:crypto';
 import { scopedKey } from '@recovery-ledger/projections';
 import { stepDueMs } from '@recovery-ledger/projections';
-import { dispatchTimeoutMs } from '@recovery-ledger/core/domain/events';
-import { isPlanned, type PlannedStep, type StepState } from '@recovery-ledger/core/domain/step-state';
-import { dueWork, type WorkKind } from '@recovery-ledger/core/domain/work-due';
-import { LedgerProblem } from '@recovery-ledger/core/errors/ledger-problem';
+import {
+  canonicalJson,
+  dispatchTimeoutMs,
+  dueWork,
+  isPlanned,
+  isTerminalStatus,
+  type LeaseEvidence,
+  type LeaseView,
+  LedgerProblem,
+  type PlannedStep,
+  type StepState,
+  type SubmitAnswer,
+  type WorkAnswer,
+  type WorkItem,
+  type WorkKind,
+  type WorkLease,
+} from '@recovery-ledger/core';
 import type { Caller } from '../auth/caller';
 import type { Clock } from '../shared/clock';
 import { sha256Hex } from '../ledger/event-ids';
 import type { LedgerService } from '../ledger/ledger.service';
-import { canonicalJson } from '@recovery-ledger/core/shared/canonical-json';
 import { NO_STREAM } from '../store/event-store.port';
 import type { ReadModel } from '../store/read-model.port';
 import { isHeld, type LeaseRecord, type LeaseStore } from '../store/lease-store.port';
-import type {
-  LeaseEvidence,
-  LeaseView,
-  WorkAnswer,
-  WorkItem,
-  WorkLease,
-} from '@recovery-ledger/core/contract/ledger-api.types';
 
 export type { LeaseView, WorkAnswer, WorkItem, WorkLease };
 
@@ -443,11 +448,36 @@ export class WorkFeed {
   }
 
   /**
+   * A submit under a lease (the `Ledger-Lease` header), as one call: the lease's evidence is read
+   * and handed to `submit`, which records it with the facts; when they ended the step under the
+   * lease that holds it, no attempt of the step can be granted again, so nothing the lease guards is
+   * left and it is given back in the same request (docs/contract.md §9, "A lease ends with its
+   * step"). A release that fails changes nothing of what was stored: the worker then releases it
+   * itself, or it expires.
+   */
+  async submitUnderLease(
+    caller: Caller,
+    operationRef: string,
+    leaseId: string,
+    submit: (evidence: LeaseEvidenceAnswer) => Promise<SubmitAnswer>,
+  ): Promise<SubmitAnswer> {
+    const evidence = await this.leaseEvidence(caller, operationRef, leaseId);
+    const answer = await submit(evidence);
+    if (!evidence.current || !isTerminalStatus(answer.state.status)) return answer;
+    try {
+      const { released } = await this.release(caller, operationRef, { leaseId });
+      return released ? { ...answer, lease_released: true } : answer;
+    } catch {
+      return answer;
+    }
+  }
+
+  /**
    * The lease a fact is submitted under (the `Ledger-Lease` header), as evidence: which worker it
    * was granted to, and whether it still held the item. A stale lease does not refuse the fact:
    * an envelope is what happened, whoever reports it, and the gate judges the fact on its own.
    */
-  async leaseEvidence(caller: Caller, operationRef: string, id: string): Promise<LeaseEvidenceAnswer> {
+  private async leaseEvidence(caller: Caller, operationRef: string, id: string): Promise<LeaseEvidenceAnswer> {
     const key = this.key(caller.tenant, operationRef);
     const record = (await this.leases.getMany([key])).get(key);
     if (record?.lease_id === id) {

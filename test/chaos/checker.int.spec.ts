@@ -10,10 +10,7 @@ import { randomUUID } from 'node:crypto';
 import { copyFileSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import type { SubmittedEvent } from '@recovery-ledger/core/contract/ledger-api.types';
-import { DEFAULT_ENVELOPE_LIMITS } from '@recovery-ledger/core/domain/envelope/envelope.types';
-import { DEFAULT_POLICY } from '@recovery-ledger/core/domain/events';
-import { LedgerProblem } from '@recovery-ledger/core/errors/ledger-problem';
+import { DEFAULT_ENVELOPE_LIMITS, DEFAULT_POLICY, LedgerProblem, type SubmittedEvent } from '@recovery-ledger/core';
 import { LedgerService } from '../../src/ledger/ledger.service';
 import { SqliteEventStore } from '../../src/adapters/sqlite/sqlite-event-store.adapter';
 import {

@@ -5,7 +5,7 @@
  * test instead of a slow store); a refused first request keeps nothing, so its retry runs; a kept
  * answer survives a restart, or is read by another instance on a shared store.
  */
-import { LedgerProblem } from '@recovery-ledger/core/errors/ledger-problem';
+import { LedgerProblem } from '@recovery-ledger/core';
 import { IdempotencyKeys } from '../../src/http/idempotency-keys';
 
 export interface IdempotencyKeysUnderTest {

@@ -6,7 +6,7 @@
 
 import { type CallToolResult, CallToolResultSchema, type Tool } from '@modelcontextprotocol/sdk/types.js';
 import { inputHash, LedgerClient } from '@recovery-ledger/client';
-import { validateEnvelope } from '@recovery-ledger/core/domain/envelope/validate-envelope';
+import { validateEnvelope } from '@recovery-ledger/core';
 import { startLedger, type LedgerProcess } from '../support/ledger-process';
 import {
   invoiceGatewayConfig,

@@ -253,11 +253,16 @@ afterAll(() => {
 });
 
 describe('@recovery-ledger/core, installed alone', () => {
+  let project: string;
+
+  beforeAll(async () => {
+    project = await projectWith('core', 'core');
+  });
+
   it('installs nothing else, and decides', async () => {
-    const project = await projectWith('core', 'core');
     expect(installedModules(project)).toEqual(['@recovery-ledger/core']);
     const script = `
-      const { decide, initialState } = require('@recovery-ledger/core/domain/decider');
+      const { decide, initialState } = require('@recovery-ledger/core');
       const now = new Date().toISOString();
       const fact = { type: 'AttemptDispatched', data: { attempt: 1, input_hash: 'sha256:aa' } };
       const decision = decide(initialState(), { fact, event_id: 'e1', now });
@@ -266,6 +271,21 @@ describe('@recovery-ledger/core, installed alone', () => {
     const { stdout } = await run(process.execPath, ['-e', script], { cwd: project });
     // A dispatch before any plan is refused by the rules themselves, with its stable code.
     expect(JSON.parse(stdout)).toEqual({ kind: 'refused', code: 'STEP_NOT_PLANNED' });
+  });
+
+  it('is imported by its two entry points, never by a file inside it', async () => {
+    const script = `
+      const envelope = require('@recovery-ledger/core/envelope');
+      let deep;
+      try { require('@recovery-ledger/core/domain/decide'); deep = 'loaded'; } catch (error) { deep = error.code; }
+      console.log(JSON.stringify({ validates: typeof envelope.validateEnvelope, decides: typeof envelope.decide, deep }));
+    `;
+    const { stdout } = await run(process.execPath, ['-e', script], { cwd: project });
+    expect(JSON.parse(stdout)).toEqual({
+      validates: 'function',
+      decides: 'undefined',
+      deep: 'ERR_PACKAGE_PATH_NOT_EXPORTED',
+    });
   });
 });
 

@@ -10,7 +10,7 @@ import fc from 'fast-check';
 import { randomUUID, createHash } from 'node:crypto';
 import { Agent, request as httpRequest } from 'node:http';
 import { join, resolve } from 'node:path';
-import { ERROR_REGISTRY } from '@recovery-ledger/core/errors/error-registry';
+import { ERROR_REGISTRY } from '@recovery-ledger/core';
 import { approval, auth as approvalAuth, awaitingApproval, KEYS, keyOf } from '../support/approval-matrix';
 import { opPath, fact, request } from '../support/http';
 import { call as keyCall, plan as keyPlan, rawRows } from '../support/key-calls';

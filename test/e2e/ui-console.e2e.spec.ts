@@ -18,7 +18,7 @@ import { seedEnvelopes } from '../../packages/core/test/support/seed-envelopes';
 import { incidentsAt } from '../support/incidents';
 import { startLedger, type LedgerProcess, freePort } from '../support/ledger-process';
 import { committed, invalidInput, unknownOutcome } from '../support/cli-harness';
-import { canonicalJson } from '@recovery-ledger/core/shared/canonical-json';
+import { canonicalJson } from '@recovery-ledger/core';
 import { until } from '../support/until';
 
 describe('the triage queue and approvals', () => {

@@ -7,7 +7,7 @@
 
 import { createHash, randomUUID } from 'node:crypto';
 import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
-import { canonicalJson } from '@recovery-ledger/core/shared/canonical-json';
+import { canonicalJson } from '@recovery-ledger/core';
 import { startLedger, type LedgerProcess } from '../support/ledger-process';
 import { eventStoreDbStore } from '../support/store-setup';
 import { until } from '../support/until';

@@ -5,7 +5,7 @@
  * hand the step out, and a dispatch of that input is refused until an approver grants it again.
  */
 import { createHash, randomUUID } from 'node:crypto';
-import { canonicalJson } from '@recovery-ledger/core/shared/canonical-json';
+import { canonicalJson } from '@recovery-ledger/core';
 import { seedEnvelopes } from '../../packages/core/test/support/seed-envelopes';
 import { fact, opPath, request } from '../support/http';
 import { startLedgerInProcess, type InProcessLedger } from '../support/ledger-in-process';

@@ -14,7 +14,7 @@
 import fc from 'fast-check';
 import { randomUUID } from 'node:crypto';
 import { connect } from 'node:net';
-import { ERROR_REGISTRY } from '@recovery-ledger/core/errors/error-registry';
+import { ERROR_REGISTRY } from '@recovery-ledger/core';
 import { ledgerAt, opPath } from '../support/http';
 import { startLedger, type LedgerProcess } from '../support/ledger-in-process';
 import { PROBLEM, dumpEvents, envelopes, inMs, ok, operation } from '../support/scenario';

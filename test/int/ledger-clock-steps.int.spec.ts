@@ -4,12 +4,9 @@
  * and a restart on a clock set behind what was recorded only waits, never reopens a window.
  */
 import { randomUUID } from 'node:crypto';
-import { DEFAULT_ENVELOPE_LIMITS } from '@recovery-ledger/core/domain/envelope/envelope.types';
-import { DEFAULT_POLICY } from '@recovery-ledger/core/domain/events';
-import { LedgerProblem } from '@recovery-ledger/core/errors/ledger-problem';
+import { DEFAULT_ENVELOPE_LIMITS, DEFAULT_POLICY, LedgerProblem, type SubmittedEvent } from '@recovery-ledger/core';
 import { MonotonicClock } from '../../src/shared/clock';
 import { LedgerService } from '../../src/ledger/ledger.service';
-import type { SubmittedEvent } from '@recovery-ledger/core/contract/ledger-api.types';
 import { SqliteEventStore } from '../../src/adapters/sqlite/sqlite-event-store.adapter';
 import { operationStream } from '../../src/store/stream-names';
 import { seedEnvelopes } from '../../packages/core/test/support/seed-envelopes';

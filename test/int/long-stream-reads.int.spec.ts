@@ -13,7 +13,7 @@ import { randomUUID } from 'node:crypto';
 import { existsSync, mkdtempSync } from 'node:fs';
 import { join } from 'node:path';
 import { Worker } from 'node:worker_threads';
-import type { SubmittedEvent } from '@recovery-ledger/core/contract/ledger-api.types';
+import type { SubmittedEvent } from '@recovery-ledger/core';
 import { SqliteEventStore } from '../../src/adapters/sqlite/sqlite-event-store.adapter';
 import { LedgerService } from '../../src/ledger/ledger.service';
 import { EVENT_STORE } from '../../src/store/event-store.port';

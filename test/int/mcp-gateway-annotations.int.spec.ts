@@ -7,8 +7,7 @@
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
-import { parseGatewayConfig } from '../../packages/mcp-gateway/src/gateway-config';
-import { McpGateway } from '../../packages/mcp-gateway/src/mcp-gateway';
+import { McpGateway, parseGatewayConfig } from '@recovery-ledger/mcp-gateway';
 
 const INVOICE_SERVER = resolve(__dirname, '../../dist/examples/invoice-mcp-server/main.js');
 

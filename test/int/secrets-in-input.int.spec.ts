@@ -6,7 +6,7 @@
 import { createHash, randomUUID } from 'node:crypto';
 import { readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { canonicalJson } from '@recovery-ledger/core/shared/canonical-json';
+import { canonicalJson } from '@recovery-ledger/core';
 import { SECRET_CORPUS } from '../support/secret-corpus';
 import { startLedgerInProcess, type InProcessLedger } from '../support/ledger-in-process';
 

@@ -8,7 +8,7 @@ import Database from 'better-sqlite3';
 import { createHash, randomUUID } from 'node:crypto';
 import { join } from 'node:path';
 import { executeWrite, LedgerClient } from '@recovery-ledger/client';
-import { canonicalJson } from '@recovery-ledger/core/shared/canonical-json';
+import { canonicalJson } from '@recovery-ledger/core';
 import { seedEnvelopes } from '../../packages/core/test/support/seed-envelopes';
 import { fact, opPath, request } from '../support/http';
 import { SECRET_CORPUS } from '../support/secret-corpus';

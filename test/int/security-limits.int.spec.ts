@@ -7,7 +7,7 @@
 import Database from 'better-sqlite3';
 import { randomUUID } from 'node:crypto';
 import { join } from 'node:path';
-import { ERROR_REGISTRY } from '@recovery-ledger/core/errors/error-registry';
+import { ERROR_REGISTRY } from '@recovery-ledger/core';
 import { opPath } from '../support/http';
 import { startLedger, type LedgerProcess } from '../support/ledger-in-process';
 

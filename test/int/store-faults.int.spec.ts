@@ -27,7 +27,7 @@ import { randomUUID } from 'node:crypto';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
-import { isErrorCode } from '@recovery-ledger/core/errors/error-registry';
+import { isErrorCode } from '@recovery-ledger/core';
 import { fact } from '../support/http';
 import { startLedger, type LedgerProcess } from '../support/ledger-process';
 

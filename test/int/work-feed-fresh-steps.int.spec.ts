@@ -5,8 +5,7 @@
  * poll still gets it, judged on the step's own stream. Real SQLite log, leases and read model.
  */
 import { randomUUID } from 'node:crypto';
-import { DEFAULT_ENVELOPE_LIMITS } from '@recovery-ledger/core/domain/envelope/envelope.types';
-import { DEFAULT_POLICY } from '@recovery-ledger/core/domain/events';
+import { DEFAULT_ENVELOPE_LIMITS, DEFAULT_POLICY } from '@recovery-ledger/core';
 import { LEDGER_PROJECTIONS } from '@recovery-ledger/projections';
 import { SqliteEventStore } from '../../src/adapters/sqlite/sqlite-event-store.adapter';
 import { SqliteLeaseStore } from '../../src/adapters/sqlite/sqlite-lease-store.adapter';

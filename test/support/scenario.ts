@@ -8,7 +8,7 @@ import { seedEnvelopes } from '../../packages/core/test/support/seed-envelopes';
 import Database from 'better-sqlite3';
 import { randomUUID } from 'node:crypto';
 import { join } from 'node:path';
-import { ERROR_REGISTRY } from '@recovery-ledger/core/errors/error-registry';
+import { ERROR_REGISTRY } from '@recovery-ledger/core';
 import type { StoredEvent } from '../../src/store/event-store.port';
 import { fact, ledgerAt, type HttpAnswer } from './http';
 import { setTimeout as sleep } from 'node:timers/promises';

@@ -1,7 +1,7 @@
 import { execFileSync } from 'node:child_process';
 import { existsSync, readFileSync } from 'node:fs';
 import { resolve } from 'node:path';
-import { envelopeJsonSchema } from '@recovery-ledger/core/domain/envelope/envelope.schema';
+import { envelopeJsonSchema } from '@recovery-ledger/core';
 
 const committed = (file: string) => readFileSync(resolve(__dirname, '../..', file), 'utf8');
 

@@ -1,7 +1,6 @@
 import { readFileSync } from 'node:fs';
 import { resolve } from 'node:path';
-import { ERROR_REGISTRY, errorDefinition, type ErrorCode } from '@recovery-ledger/core/errors/error-registry';
-import { LedgerProblem } from '@recovery-ledger/core/errors/ledger-problem';
+import { ERROR_REGISTRY, type ErrorCode, errorDefinition, LedgerProblem } from '@recovery-ledger/core';
 import { DEFAULT_RETRY_AFTER_SECONDS, problemBody } from '../../src/http/problem-body';
 
 /** The README's error table and the registry say the same, both ways (one registry of codes). */

@@ -1,6 +1,8 @@
 /** The normalizer vectors, computed the same way by the generator and by the unit test that checks the file. */
-import type { normalizeHttpResponse as HttpNormalizer } from '../../packages/client/src/normalizers/http-response.normalizer';
-import type { normalizeMcpToolResult as McpNormalizer } from '../../packages/client/src/normalizers/mcp-result.normalizer';
+import type {
+  normalizeHttpResponse as HttpNormalizer,
+  normalizeMcpToolResult as McpNormalizer,
+} from '@recovery-ledger/client';
 import { NORMALIZER_NOW, type HttpCase, type McpCase } from './vector-inputs';
 
 const REF = 'run_81/step_4';

@@ -1,11 +1,11 @@
 import { createHash } from 'node:crypto';
 import {
+  canonicalJson,
   DEFAULT_ENVELOPE_LIMITS,
   type EnvelopeLimits,
   type ToolEnvelope,
-} from '@recovery-ledger/core/domain/envelope/envelope.types';
-import { validateEnvelope } from '@recovery-ledger/core/domain/envelope/validate-envelope';
-import { canonicalJson } from '@recovery-ledger/core/shared/canonical-json';
+  validateEnvelope,
+} from '@recovery-ledger/core/envelope';
 import type {
   Directive,
   OperationState,

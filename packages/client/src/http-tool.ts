@@ -2,7 +2,7 @@ import { request as httpRequest, type IncomingHttpHeaders } from 'node:http';
 import { request as httpsRequest } from 'node:https';
 import type { Socket } from 'node:net';
 import { TLSSocket } from 'node:tls';
-import type { ToolEnvelope } from '@recovery-ledger/core/domain/envelope/envelope.types';
+import type { ToolEnvelope } from '@recovery-ledger/core/envelope';
 import { boundCallWindow, CALL_DEADLINE_HEADER, type CallWindow } from './call-window';
 import { callWindowPassed, type NormalizeContext } from './normalizers/envelope-builders';
 import { normalizeHttpResponse, type HttpNormalizeOptions } from './normalizers/http-response.normalizer';

@@ -92,16 +92,16 @@ export { inputFieldsOf } from './normalizers/input-fields';
 export { SAFE_TOKEN_PATTERN, safeToken, upstreamError } from './normalizers/upstream-text';
 
 // The envelope contract, from the one definition the ledger validates with.
-export { envelopeJsonSchema } from '@recovery-ledger/core/domain/envelope/envelope.schema';
-export { validateEnvelope } from '@recovery-ledger/core/domain/envelope/validate-envelope';
-export type { EnvelopeContext, EnvelopeValidation } from '@recovery-ledger/core/domain/envelope/validate-envelope';
+export { envelopeJsonSchema } from '@recovery-ledger/core/envelope';
+export { validateEnvelope } from '@recovery-ledger/core/envelope';
+export type { EnvelopeContext, EnvelopeValidation } from '@recovery-ledger/core/envelope';
 export {
   COMMIT_STATES,
   ERROR_CATEGORIES,
   NEXT_ACTIONS,
   RETRY_DIRECTIVES,
   DEFAULT_ENVELOPE_LIMITS,
-} from '@recovery-ledger/core/domain/envelope/envelope.types';
+} from '@recovery-ledger/core/envelope';
 export type {
   CommitState,
   EnvelopeLimits,
@@ -111,7 +111,7 @@ export type {
   ToolEnvelope,
   ToolError,
   ToolSuccess,
-} from '@recovery-ledger/core/domain/envelope/envelope.types';
+} from '@recovery-ledger/core/envelope';
 
 // One call of a write tool through the ledger, for any host (the MCP gateway, agent frameworks).
 export { callLedgeredTool, approvalGranted, operationRefFor, MAX_OPERATION_REF_LENGTH } from './ledgered-tool';

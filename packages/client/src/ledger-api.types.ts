@@ -3,29 +3,29 @@
  * and the ledger service's answer types. Type-only imports, so nothing of the server is loaded at
  * run time by a runtime that imports the client.
  */
-import type { ToolEnvelope } from '@recovery-ledger/core/domain/envelope/envelope.types';
-import type { FromSchema } from '@recovery-ledger/core/facts/from-schema';
-import type { SUBMITTED_FACTS } from '@recovery-ledger/core/facts/submitted-facts';
 import type {
   Directive,
   DirectiveAction,
+  EventView,
+  FromSchema,
+  LeaseView,
+  OperationEvents as ServerOperationEvents,
+  OperationProblem,
+  OperatorFactOutcome as ServerOperatorFactOutcome,
   OperatorFactType,
   SideEffect,
   StepStatus,
-  SubmittedFactType,
-  VerificationOutcome,
-} from '@recovery-ledger/core/domain/events';
-import type {
-  OperationProblem,
-  OperatorFactOutcome as ServerOperatorFactOutcome,
   StepView,
   SubmitAnswer as ServerSubmitAnswer,
   SubmitResult,
-  LeaseView,
+  SUBMITTED_FACTS,
+  SubmittedFactType,
+  VerificationOutcome,
   WorkAnswer,
   WorkItem,
   WorkLease,
-} from '@recovery-ledger/core/contract/ledger-api.types';
+} from '@recovery-ledger/core';
+import type { ToolEnvelope } from '@recovery-ledger/core/envelope';
 
 export type { LeaseView, OperationProblem, WorkAnswer, WorkItem, WorkLease };
 
@@ -102,29 +102,11 @@ export type SubmittedEventInput = {
 /** One fact as sent: its id is fixed, so any resend of it is the same fact (and a no-op). */
 export type SubmittedEvent = SubmittedEventInput & { event_id: string };
 
-export interface StoredEventView {
-  revision: number;
-  position: number;
-  event_id: string;
-  type: string;
-  recorded_at: string;
-  actor: string;
-  causation_event_id?: string;
-  traceparent?: string;
-  schema_version: number;
-  data: Record<string, unknown>;
-  prev_hash: string;
-  hash: string;
-}
+/** One stored event, as the contract defines it once (`EventView`). */
+export type StoredEventView = EventView;
 
-export interface OperationEvents {
-  operation_ref: string;
-  revision: number;
-  events: StoredEventView[];
-  /** Present while more events follow this page: pass it as `cursor` (docs/contract.md §9). */
-  next_cursor?: string;
-  /** With `as_of_revision`: the state folded up to that revision. */
-  as_of_revision?: number;
+/** One page of an operation's events; its state, with `as_of_revision`, typed as the client types a state. */
+export interface OperationEvents extends Omit<ServerOperationEvents, 'state'> {
   state?: OperationState;
 }
 

@@ -1,5 +1,5 @@
 import { createHash, randomUUID } from 'node:crypto';
-import { canonicalJson } from '@recovery-ledger/core/shared/canonical-json';
+import { canonicalJson } from '@recovery-ledger/core/envelope';
 import { headerValue, retryAfterMs } from './normalizers/retry-after';
 import type {
   ApprovalRecordedInput,

@@ -1,4 +1,4 @@
-import type { ErrorCode } from '@recovery-ledger/core/errors/error-registry';
+import type { ErrorCode } from '@recovery-ledger/core';
 import type { Directive, OperationState, ProblemDetails, SubmitResult } from './ledger-api.types';
 
 /** Codes of failures the client sees before any problem+json comes back. */

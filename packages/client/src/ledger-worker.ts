@@ -1,6 +1,6 @@
 import { hostname } from 'node:os';
 import { randomUUID } from 'node:crypto';
-import type { EnvelopeLimits } from '@recovery-ledger/core/domain/envelope/envelope.types';
+import type { EnvelopeLimits } from '@recovery-ledger/core/envelope';
 import type { WorkItem } from './ledger-api.types';
 import type { LedgerClient } from './ledger-client';
 import { LedgerError } from './ledger-errors';

@@ -33,7 +33,7 @@ import {
   refReusedEnvelope,
   type AnswerContext,
 } from './tool-answer';
-import type { ToolEnvelope } from '@recovery-ledger/core/domain/envelope/envelope.types';
+import type { ToolEnvelope } from '@recovery-ledger/core/envelope';
 
 /** What the loop needs of the ledger; a LedgerClient is one. */
 export type LedgeredToolLedger = Pick<

@@ -12,8 +12,8 @@ import {
   type NextAction,
   type ToolEnvelope,
   type ToolError,
-} from '@recovery-ledger/core/domain/envelope/envelope.types';
-import { validateEnvelope } from '@recovery-ledger/core/domain/envelope/validate-envelope';
+  validateEnvelope,
+} from '@recovery-ledger/core/envelope';
 
 /** Facts stated in the loop's own words: ledger refusals, transitions, and its own codes. */
 const GATEWAY_CODE_FACTS: Record<string, string> = {

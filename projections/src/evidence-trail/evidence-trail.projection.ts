@@ -1,6 +1,11 @@
-import { countDispatch, NO_ATTEMPTS } from '@recovery-ledger/core/domain/attempts';
-import { isTerminalStatus, type StepStatus, type VerificationOutcome } from '@recovery-ledger/core/domain/events';
-import { mayHaveReachedProvider } from '@recovery-ledger/core/domain/step-state';
+import {
+  countDispatch,
+  isTerminalStatus,
+  mayHaveReachedProvider,
+  NO_ATTEMPTS,
+  type StepStatus,
+  type VerificationOutcome,
+} from '@recovery-ledger/core';
 import { asLedgerEvent } from '../ledger-events';
 import {
   alreadyApplied,

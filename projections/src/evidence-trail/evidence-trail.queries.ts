@@ -1,4 +1,4 @@
-import { LedgerProblem } from '@recovery-ledger/core/errors/ledger-problem';
+import { LedgerProblem } from '@recovery-ledger/core';
 import { pageOf } from '../page-cursor';
 import { scopedKey } from '../projection';
 import type { QueryScope, ReadPosition } from '../read-model';

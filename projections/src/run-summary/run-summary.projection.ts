@@ -1,5 +1,4 @@
-import { countDispatch, NO_ATTEMPTS } from '@recovery-ledger/core/domain/attempts';
-import { isTerminalStatus, type SideEffect, type StepStatus } from '@recovery-ledger/core/domain/events';
+import { countDispatch, isTerminalStatus, NO_ATTEMPTS, type SideEffect, type StepStatus } from '@recovery-ledger/core';
 import { asLedgerEvent } from '../ledger-events';
 import { alreadyApplied, instantMs, scopedKey, textOf, type ProjectedEvent, type Projection } from '../projection';
 

@@ -1,5 +1,4 @@
-import type { StepStatus } from '@recovery-ledger/core/domain/events';
-import { LedgerProblem } from '@recovery-ledger/core/errors/ledger-problem';
+import { LedgerProblem, type StepStatus } from '@recovery-ledger/core';
 import { pageOf } from '../page-cursor';
 import { instantMs, scopedKey } from '../projection';
 import type { Condition, QueryScope, ReadPosition } from '../read-model';

@@ -1,11 +1,12 @@
-import { countDispatch, NO_ATTEMPTS } from '@recovery-ledger/core/domain/attempts';
 import {
-  dispatchTimeoutMs,
+  countDispatch,
   type DirectiveAction,
+  dispatchTimeoutMs,
+  dueWork,
+  NO_ATTEMPTS,
   type SideEffect,
   type StepStatus,
-} from '@recovery-ledger/core/domain/events';
-import { dueWork } from '@recovery-ledger/core/domain/work-due';
+} from '@recovery-ledger/core';
 import { asLedgerEvent } from '../ledger-events';
 import { alreadyApplied, instantMs, scopedKey, textOf, type ProjectedEvent, type Projection } from '../projection';
 
@@ -174,7 +175,7 @@ export function evolveStepState(current: StepStateDoc | undefined, event: Projec
   }
 }
 
-/** When the work feed may hand the step out (src/domain/work-due.ts); null when never. */
+/** When the work feed may hand the step out (packages/core/src/domain/work-due.ts); null when never. */
 export function stepDueMs(doc: StepStateDoc): number | null {
   if (doc.status === 'unplanned') return null;
   const due = dueWork({

@@ -1,4 +1,4 @@
-import type { StepStatus } from '@recovery-ledger/core/domain/events';
+import type { StepStatus } from '@recovery-ledger/core';
 import { pageOf } from '../page-cursor';
 import { instantMs } from '../projection';
 import type { Condition, QueryScope, ReadPosition } from '../read-model';

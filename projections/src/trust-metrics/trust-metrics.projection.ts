@@ -1,4 +1,4 @@
-import { TRANSITION_REASONS } from '@recovery-ledger/core/domain/decide';
+import { TRANSITION_REASONS } from '@recovery-ledger/core';
 import {
   emptyHistogram,
   merge,

@@ -1,4 +1,4 @@
-import { fold } from '@recovery-ledger/core/domain/decider';
+import { fold } from '@recovery-ledger/core';
 import { stepIndexEntry } from '../../ledger/step-index';
 import { toRecorded } from '../../ledger/stored-events';
 import type { EventStore, NewEvent, StoredEvent } from '../../store/event-store.port';

@@ -1,8 +1,11 @@
 import { randomUUID } from 'node:crypto';
 import { readFileSync } from 'node:fs';
-import type { OperatorFactsAnswer, SubmitAnswer } from '@recovery-ledger/core/contract/ledger-api.types';
-import type { OperatorFact } from '@recovery-ledger/core/domain/events';
-import { MAX_OPERATIONS_PER_REQUEST } from '@recovery-ledger/core/facts/operator-facts-request';
+import {
+  MAX_OPERATIONS_PER_REQUEST,
+  type OperatorFact,
+  type OperatorFactsAnswer,
+  type SubmitAnswer,
+} from '@recovery-ledger/core';
 import { CliError, EXIT, usageError, type ExitCode } from '../cli-errors';
 import { encodeRef, problemError, remoteLedger, type GlobalOptions, type RemoteLedger } from '../ledger-source';
 import { writeJson } from '../text-format';

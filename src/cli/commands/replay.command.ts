@@ -1,7 +1,7 @@
 import { operationStream } from '../../store/stream-names';
 import { CliError } from '../cli-errors';
 import { encodeRef, remoteLedger, withLocalStore, type GlobalOptions } from '../ledger-source';
-import type { EventView } from '../../ledger/step-views';
+import type { EventView, OperationEvents } from '@recovery-ledger/core';
 import {
   buildTimeline,
   fromEventView,
@@ -17,10 +17,7 @@ export interface ReplayOptions {
   json?: boolean;
 }
 
-interface RemoteEvents {
-  events: EventView[];
-  next_cursor?: string;
-}
+type RemoteEvents = Pick<OperationEvents, 'events' | 'next_cursor'>;
 
 /** The stream's events: from the store itself, or from the public API with the caller's key. */
 export async function readOperationEvents(global: GlobalOptions, ref: string): Promise<TimelineEvent[]> {

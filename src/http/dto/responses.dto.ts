@@ -1,6 +1,12 @@
 import { ApiProperty, ApiPropertyOptional } from '@nestjs/swagger';
-import { SUBMIT_RESULT_STATUSES } from '@recovery-ledger/core/contract/ledger-api.types';
-import { DIRECTIVE_ACTIONS, SIDE_EFFECTS, STEP_VIEW_STATUSES } from '@recovery-ledger/core/domain/events';
+import {
+  DIRECTIVE_ACTIONS,
+  SIDE_EFFECTS,
+  STEP_VIEW_STATUSES,
+  SUBMIT_RESULT_STATUSES,
+  type EventView,
+  type JsonObject,
+} from '@recovery-ledger/core';
 
 /** Response shapes, for the OpenAPI document only: the answers are built by the ledger service. */
 export class DirectiveDto {
@@ -78,7 +84,11 @@ export class SubmitAnswerDto {
   lease_released?: boolean;
 }
 
-export class StoredEventDto {
+/**
+ * The contract's `EventView`, published: a field renamed or retyped there does not compile here.
+ * `traceparent` and `schema_version` are answered too, and left out of the published document.
+ */
+export class StoredEventDto implements Omit<EventView, 'traceparent' | 'schema_version'> {
   @ApiProperty() revision!: number;
   @ApiProperty() position!: number;
   @ApiProperty() event_id!: string;
@@ -86,7 +96,7 @@ export class StoredEventDto {
   @ApiProperty({ format: 'date-time' }) recorded_at!: string;
   @ApiProperty() actor!: string;
   @ApiPropertyOptional() causation_event_id?: string;
-  @ApiProperty({ type: 'object', additionalProperties: true }) data!: Record<string, unknown>;
+  @ApiProperty({ type: 'object', additionalProperties: true }) data!: JsonObject;
   @ApiProperty() prev_hash!: string;
   @ApiProperty() hash!: string;
 }

@@ -1,5 +1,5 @@
 import { ApiProperty, ApiPropertyOptional } from '@nestjs/swagger';
-import { STEP_STATUSES } from '@recovery-ledger/core/domain/events';
+import { STEP_STATUSES } from '@recovery-ledger/core';
 
 /**
  * The OpenAPI shapes of runs, for the document only: src/http/runs.controller.ts declares the routes.

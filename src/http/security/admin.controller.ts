@@ -3,7 +3,7 @@ import { ApiOkResponse, ApiOperation, ApiProduces, ApiQuery, ApiResponse, ApiTag
 import { Readable } from 'node:stream';
 import { RequireAccess } from '../../auth/access';
 import { eventLine, footerLine, headerLine } from '../../store/log-archive-format';
-import { LedgerProblem } from '@recovery-ledger/core/errors/ledger-problem';
+import { LedgerProblem } from '@recovery-ledger/core';
 import { PROJECTION_ENGINE } from '../../projection-engine/projections.module';
 import type { ProjectionRunner } from '../../projection-engine/projection-runner';
 import { IntegrityMonitor } from '../../integrity/integrity-monitor';

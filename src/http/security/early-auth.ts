@@ -3,7 +3,7 @@ import type { IncomingMessage } from 'node:http';
 import type { ThrottlerStorage } from '@nestjs/throttler';
 import { findKey, type ApiKeyEntry } from '../../auth/api-keys';
 import { bearerToken } from '../../auth/bearer';
-import { LedgerProblem } from '@recovery-ledger/core/errors/ledger-problem';
+import { LedgerProblem } from '@recovery-ledger/core';
 import { sendProblem } from '../problem.filter';
 import { isLoopbackHost } from './loopback-host';
 import { RATE_LIMIT_WINDOW_MS } from './rate-limit.guard';

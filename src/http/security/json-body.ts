@@ -1,6 +1,6 @@
 import type { NestFastifyApplication } from '@nestjs/platform-fastify';
 import type { FastifyRequest } from 'fastify';
-import { LedgerProblem } from '@recovery-ledger/core/errors/ledger-problem';
+import { LedgerProblem } from '@recovery-ledger/core';
 import { DEFAULT_BODY_LIMITS, findUnsafeNumber, inspectBody, type BodyLimits } from './body-inspection';
 
 type Done = (error: Error | null, body?: unknown) => void;

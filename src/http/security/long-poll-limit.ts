@@ -13,7 +13,7 @@ import type { FastifyRequest } from 'fastify';
 import { finalize, type Observable } from 'rxjs';
 import type { Caller, RequestWithCaller } from '../../auth/caller';
 import { CONFIG, type LedgerConfig } from '../../config/ledger-config';
-import { LedgerProblem } from '@recovery-ledger/core/errors/ledger-problem';
+import { LedgerProblem } from '@recovery-ledger/core';
 
 interface OpenPoll {
   deadlineMs: number;

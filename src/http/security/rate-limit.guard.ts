@@ -11,7 +11,7 @@ import {
 import { findKey, type ApiKeyEntry } from '../../auth/api-keys';
 import { API_KEYS } from '../../auth/auth.guard';
 import { bearerToken } from '../../auth/bearer';
-import { LedgerProblem } from '@recovery-ledger/core/errors/ledger-problem';
+import { LedgerProblem } from '@recovery-ledger/core';
 import { QueueThrottlerStorage } from './rate-limit.storage';
 
 /** One window of a minute: LEDGER_RATE_LIMIT_PER_MINUTE requests per key in it. */

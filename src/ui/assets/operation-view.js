@@ -19,6 +19,7 @@ import {
 } from './operation-story.js';
 import { renderContext, renderOperatorActions } from './operator-actions.js';
 import { renderApproval } from './approval.js';
+import { operatorFacts } from './served-facts.js';
 
 /** The operation on screen, if any: live-follow.js reads its holder again while the log is quiet. */
 export var openRef;
@@ -68,11 +69,17 @@ export function openOperation(ref, quiet) {
   if (!quiet) say('Loading ' + ref + '\u2026');
   var base = '/v1/operations/' + segment(ref);
   // The API pages a stream's events (docs/contract.md §9): the view shows them all.
-  return Promise.all([api(base), allPages(base + '/events', { limit: 500 }, 'events'), readHolder(ref)])
+  return Promise.all([
+    api(base),
+    allPages(base + '/events', { limit: 500 }, 'events'),
+    readHolder(ref),
+    operatorFacts(),
+  ])
     .then(function (answers) {
       var state = answers[0];
       var stream = answers[1];
       var lease = answers[2];
+      var served = answers[3];
       var last = stream.events[stream.events.length - 1];
       // Read-your-writes: the trail is asked for at least the position of the last event shown.
       var evidence = allPages(
@@ -92,7 +99,7 @@ export function openOperation(ref, quiet) {
         var sameOp = openRef === ref;
         var opened = sameOp ? openedRevisions() : {};
         openRef = ref;
-        renderOperation(ref, state, stream.events, trail, opened, sameOp);
+        renderOperation(ref, state, stream.events, trail, opened, sameOp, served);
         renderHolder(lease);
         if (!quiet) say('');
         loaded(last.position);
@@ -114,7 +121,7 @@ function openedRevisions() {
   return opened;
 }
 
-function renderOperation(ref, state, events, evidence, opened, sameOp) {
+function renderOperation(ref, state, events, evidence, opened, sameOp, served) {
   show('operation-view');
   $('op-title').textContent = ref;
   var status = $('op-status');
@@ -209,6 +216,6 @@ function renderOperation(ref, state, events, evidence, opened, sameOp) {
   renderVerdict(evidence, rowsByEventId);
   renderStateTimes(stateSpans(rows));
   renderContext(state, events);
-  renderOperatorActions(ref, state, sameOp, openOperation);
+  renderOperatorActions(ref, state, sameOp, openOperation, served);
   renderApproval(ref, state, sameOp);
 }

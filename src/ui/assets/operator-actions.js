@@ -73,8 +73,11 @@ function outcomeUnknown(state) {
   return !last || last.attempt !== state.current_attempt || last.commit_state === 'unknown';
 }
 
-/** The actions the step's state allows, each with the fact it records. */
-function actionsFor(state) {
+/**
+ * The actions the step's state allows, each with the fact it records: only those whose fact the
+ * served ledger lists as an operator's (`served`, from served-facts.js; null when it could not be read).
+ */
+function actionsFor(state, served) {
   if (state.status === 'succeeded' || state.status === 'cancelled' || state.status === 'unplanned') return [];
   var unknown = outcomeUnknown(state);
   var actions = [];
@@ -88,13 +91,20 @@ function actionsFor(state) {
     if (!unknown) actions.push({ id: 'reopen', label: 'Reopen with new attempts', fact: 'StepReopened' });
     if (!state.acknowledged) actions.push({ id: 'ack', label: 'Acknowledge', fact: 'EscalationAcknowledged' });
   }
-  return actions;
+  return served
+    ? actions.filter(function (action) {
+        return served.indexOf(action.fact) >= 0;
+      })
+    : actions;
 }
 
-/** `redraw` draws the operation again once a fact is recorded (operation-view.js's openOperation). */
-export function renderOperatorActions(ref, state, sameOp, redraw) {
+/**
+ * `redraw` draws the operation again once a fact is recorded (operation-view.js's openOperation);
+ * `served` is the operator facts the ledger lists (served-facts.js).
+ */
+export function renderOperatorActions(ref, state, sameOp, redraw, served) {
   var card = $('operator-card');
-  var actions = actionsFor(state);
+  var actions = actionsFor(state, served);
   if (!sameOp) {
     $('operator-form').reset();
     $('operator-result').textContent = '';

@@ -4,9 +4,13 @@
  * inside the window the ledger granted (minus the margin), counted on a monotonic clock from the
  * instant the dispatch was sent, and its signal aborts when the window ends.
  */
-import { callMarginMs, executeWrite, type WriteStep } from '../../../packages/client/src/execute-write';
-import { LedgerClient } from '../../../packages/client/src/ledger-client';
-import { NORMALIZED_CODE_FACTS } from '../../../packages/client/src/normalizers/envelope-builders';
+import {
+  callMarginMs,
+  executeWrite,
+  LedgerClient,
+  NORMALIZED_CODE_FACTS,
+  type WriteStep,
+} from '@recovery-ledger/client';
 import { KeyedInvoiceProvider, type InvoiceInput } from './support/keyed-provider';
 import { startLoopbackLedger, type LoopbackLedger } from './support/loopback-ledger';
 import { setTimeout as sleep } from 'node:timers/promises';

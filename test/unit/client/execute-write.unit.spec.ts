@@ -1,11 +1,11 @@
 import {
   executeWrite,
   inputHash,
+  LedgerClient,
   OutcomeNotRecordedError,
   verify,
   type WriteStep,
-} from '../../../packages/client/src/execute-write';
-import { LedgerClient } from '../../../packages/client/src/ledger-client';
+} from '@recovery-ledger/client';
 import { KeyedInvoiceProvider, type InvoiceInput } from './support/keyed-provider';
 import { startLoopbackLedger, type LoopbackLedger } from './support/loopback-ledger';
 

@@ -1,9 +1,5 @@
 import fc from 'fast-check';
-import {
-  bodySaysFailure,
-  normalizeHttpResponse,
-} from '../../../packages/client/src/normalizers/http-response.normalizer';
-import type { HttpNormalizeOptions } from '../../../packages/client/src/normalizers/http-response.normalizer';
+import { bodySaysFailure, type HttpNormalizeOptions, normalizeHttpResponse } from '@recovery-ledger/client';
 import { expectError, expectValid, FIXED_AGENT_MESSAGES, NOW, REF, shape } from './support/envelope-assertions';
 
 const write: HttpNormalizeOptions = { operationRef: REF, sideEffect: 'write', now: NOW };

@@ -1,6 +1,6 @@
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { callHttpTool } from '../../../packages/client/src/http-tool';
+import { callHttpTool } from '@recovery-ledger/client';
 
 describe('callHttpTool and a caller signal', () => {
   let server: Server;

@@ -1,12 +1,12 @@
-import { LedgerClient } from '../../../packages/client/src/ledger-client';
 import {
   LedgerAuthError,
+  LedgerClient,
   LedgerError,
   LedgerInvalidRequest,
   LedgerNotFound,
   LedgerRefusal,
   LedgerUnavailable,
-} from '../../../packages/client/src/ledger-errors';
+} from '@recovery-ledger/client';
 import { startLoopbackLedger, type LoopbackLedger } from './support/loopback-ledger';
 
 const REF = 'run_81/step_4';

@@ -1,7 +1,4 @@
-import {
-  normalizeMcpToolResult,
-  type McpNormalizeOptions,
-} from '../../../packages/client/src/normalizers/mcp-result.normalizer';
+import { type McpNormalizeOptions, normalizeMcpToolResult } from '@recovery-ledger/client';
 import { expectError, expectValid, FIXED_AGENT_MESSAGES, NOW, REF, shape } from './support/envelope-assertions';
 
 const write: McpNormalizeOptions = {

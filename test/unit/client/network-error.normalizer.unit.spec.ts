@@ -1,10 +1,6 @@
 import { request as httpRequest, createServer, type Server } from 'node:http';
 import { createServer as createNetServer, type AddressInfo } from 'node:net';
-import {
-  classifyNetworkError,
-  normalizeNetworkError,
-  type NetworkErrorOptions,
-} from '../../../packages/client/src/normalizers/network-error.normalizer';
+import { classifyNetworkError, type NetworkErrorOptions, normalizeNetworkError } from '@recovery-ledger/client';
 import { expectError, expectValid, NOW, REF, shape } from './support/envelope-assertions';
 
 const write: NetworkErrorOptions = { operationRef: REF, sideEffect: 'write', now: NOW };

@@ -5,8 +5,7 @@
  */
 import fc from 'fast-check';
 import { MAX_OPERATION_REF_LENGTH, operationRefFor, type OperationRefParts } from '@recovery-ledger/client';
-import { IDENTIFIER_PATTERN } from '@recovery-ledger/core/domain/identifier-grammar';
-import { canonicalJson } from '@recovery-ledger/core/shared/canonical-json';
+import { canonicalJson, IDENTIFIER_PATTERN } from '@recovery-ledger/core';
 
 const INPUT = { customer_id: 'cus_1', amount_cents: 1200, currency: 'EUR' };
 

@@ -1,6 +1,4 @@
-import { executeWrite, inputHash, type Lookup } from '../../../packages/client/src/execute-write';
-import { LedgerClient } from '../../../packages/client/src/ledger-client';
-import { recover } from '../../../packages/client/src/recover';
+import { executeWrite, inputHash, LedgerClient, type Lookup, recover } from '@recovery-ledger/client';
 import { KeyedInvoiceProvider, type InvoiceInput } from './support/keyed-provider';
 import { startLoopbackLedger, type LoopbackLedger } from './support/loopback-ledger';
 

@@ -1,4 +1,4 @@
-import { headerValue, retryAfterMs } from '../../../packages/client/src/normalizers/retry-after';
+import { headerValue, retryAfterMs } from '@recovery-ledger/client';
 
 const NOW = new Date('2030-03-04T05:06:07.000Z');
 

@@ -6,12 +6,8 @@
  */
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { inputHash } from '../../../packages/client/src/execute-write';
-import { normalizeHttpResponse } from '../../../packages/client/src/normalizers/http-response.normalizer';
-import { normalizeMcpToolResult } from '../../../packages/client/src/normalizers/mcp-result.normalizer';
-import { retryAfterMs } from '../../../packages/client/src/normalizers/retry-after';
-import { redactText } from '@recovery-ledger/core/domain/envelope/redaction';
-import { canonicalJson } from '@recovery-ledger/core/shared/canonical-json';
+import { inputHash, normalizeHttpResponse, normalizeMcpToolResult, retryAfterMs } from '@recovery-ledger/client';
+import { canonicalJson, redactText } from '@recovery-ledger/core';
 import { SECRET_CORPUS } from '../../support/secret-corpus';
 import { normalizerVectors } from '../../vectors/normalizer-vectors';
 import {

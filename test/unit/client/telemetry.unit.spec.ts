@@ -8,9 +8,7 @@ import type { AddressInfo } from 'node:net';
 import { context, propagation, trace } from '@opentelemetry/api';
 import { InMemorySpanExporter, SimpleSpanProcessor, type ReadableSpan } from '@opentelemetry/sdk-trace-base';
 import { NodeTracerProvider } from '@opentelemetry/sdk-trace-node';
-import { executeWrite, runAttempt, type WriteStep } from '../../../packages/client/src/execute-write';
-import { callHttpTool } from '../../../packages/client/src/http-tool';
-import { LedgerClient } from '../../../packages/client/src/ledger-client';
+import { callHttpTool, executeWrite, LedgerClient, runAttempt, type WriteStep } from '@recovery-ledger/client';
 import { startLoopbackLedger, type LoopbackLedger } from './support/loopback-ledger';
 
 const REF = 'run_otel/step_1';

@@ -1,8 +1,10 @@
-import type { ToolEnvelope } from '@recovery-ledger/core/domain/envelope/envelope.types';
-import { normalizeHttpResponse } from '../../../packages/client/src/normalizers/http-response.normalizer';
-import { normalizeMcpToolResult } from '../../../packages/client/src/normalizers/mcp-result.normalizer';
-import { normalizeNetworkError } from '../../../packages/client/src/normalizers/network-error.normalizer';
-import { inputFieldsOf } from '../../../packages/client/src/normalizers/input-fields';
+import type { ToolEnvelope } from '@recovery-ledger/core';
+import {
+  inputFieldsOf,
+  normalizeHttpResponse,
+  normalizeMcpToolResult,
+  normalizeNetworkError,
+} from '@recovery-ledger/client';
 import { safeToken, safeTokenList, upstreamError } from '../../../packages/client/src/normalizers/upstream-text';
 import {
   expectError,

@@ -1,10 +1,4 @@
-import {
-  isCardNumber,
-  isSecretKeyName,
-  passesLuhn,
-  redactDeep,
-  redactText,
-} from '@recovery-ledger/core/domain/envelope/redaction';
+import { isCardNumber, isSecretKeyName, passesLuhn, redactDeep, redactText } from '@recovery-ledger/core';
 import { SecretScanner, stringsOf } from '../../../src/ledger/secret-scanner';
 import { SECRET_CORPUS } from '../../support/secret-corpus';
 

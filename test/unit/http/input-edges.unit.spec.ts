@@ -1,9 +1,8 @@
 import { findUnsafeNumber } from '../../../src/http/security/body-inspection';
 import { checkOperationRef } from '../../../src/http/operation-ref';
 import { MAX_RETRY_AFTER_SECONDS, problemBody, safeFieldPath } from '../../../src/http/problem-body';
-import { LedgerProblem } from '@recovery-ledger/core/errors/ledger-problem';
+import { isRfc3339Instant, LedgerProblem } from '@recovery-ledger/core';
 import { onlyTenant } from '../../../src/observability/metrics';
-import { isRfc3339Instant } from '@recovery-ledger/core/shared/rfc3339';
 import { loggedPath } from '../../../src/logging/logged-path';
 import { requestIdOf } from '../../../src/logging/request-context';
 

@@ -1,7 +1,7 @@
-import { LedgerProblem } from '@recovery-ledger/core/errors/ledger-problem';
+import { LedgerProblem } from '@recovery-ledger/core';
 import { encodeCursor } from '@recovery-ledger/projections';
 import { evidenceQuery, operationListQuery, recoveryQuery, triageQuery } from '../../../src/http/read-queries';
-import { leaseHeader, releaseRequest, workRequest } from '../../../src/http/work-requests';
+import { leaseHeader, releaseRequest, renewRequest, workRequest } from '../../../src/http/work-requests';
 import { DEFAULT_WORK_FEED_SETTINGS } from '../../../src/work/work-feed';
 
 /** The read side's edge: a query string becomes the typed query its service takes, or a 400 naming the parameter. */
@@ -89,5 +89,51 @@ describe('read queries are parsed at the HTTP edge into typed queries', () => {
     });
     expect(leaseHeader('')).toBeUndefined();
     expect(refusal(() => leaseHeader('nope'))).toMatchObject({ field: 'ledger-lease' });
+  });
+});
+
+describe('the lease bodies, read against their schemas', () => {
+  const ID = '0F0E0D0C-0000-4000-8000-000000000000';
+
+  it('take the lease id as sent and a bounded integer beside it', () => {
+    expect(releaseRequest({ lease_id: ID, hold_ms: 0 })).toEqual({ leaseId: ID, holdMs: 0 });
+    expect(renewRequest({ lease_id: ID }, DEFAULT_WORK_FEED_SETTINGS)).toEqual({ leaseId: ID });
+  });
+
+  it.each([
+    ['no object', [], { field: 'body', message: 'the body must be a JSON object' }],
+    ['an unknown key first', { lease_ms: 'x', other: 1 }, { field: 'other', message: 'other should not exist' }],
+    ['no lease id', { lease_ms: 2000 }, { field: 'lease_id', message: 'lease_id must be a lease id (a UUID)' }],
+    [
+      'a lease id that is no UUID',
+      { lease_id: 'abc' },
+      { field: 'lease_id', message: 'lease_id must be a lease id (a UUID)' },
+    ],
+    [
+      'a length under its bound',
+      { lease_id: ID, lease_ms: 999 },
+      {
+        field: 'lease_ms',
+        message: `lease_ms must be an integer from 1000 to ${DEFAULT_WORK_FEED_SETTINGS.maxLeaseMs}`,
+      },
+    ],
+    [
+      'a length that is no integer',
+      { lease_id: ID, lease_ms: null },
+      {
+        field: 'lease_ms',
+        message: `lease_ms must be an integer from 1000 to ${DEFAULT_WORK_FEED_SETTINGS.maxLeaseMs}`,
+      },
+    ],
+  ])('a renewal with %s is refused, naming the field', (_case, body, expected) => {
+    expect(refusal(() => renewRequest(body, DEFAULT_WORK_FEED_SETTINGS))).toEqual({ code: 'BAD_REQUEST', ...expected });
+  });
+
+  it('a hold over a day is refused', () => {
+    expect(refusal(() => releaseRequest({ lease_id: ID, hold_ms: 86_400_001 }))).toEqual({
+      code: 'BAD_REQUEST',
+      field: 'hold_ms',
+      message: 'hold_ms must be an integer from 0 to 86400000',
+    });
   });
 });

@@ -1,8 +1,7 @@
 import Ajv from 'ajv';
 import { isUUID } from 'class-validator';
 import fc from 'fast-check';
-import { LedgerProblem } from '@recovery-ledger/core/errors/ledger-problem';
-import { isRfc3339Instant } from '@recovery-ledger/core/shared/rfc3339';
+import { isRfc3339Instant, LedgerProblem } from '@recovery-ledger/core';
 import { readSubmitBody } from '../../../src/http/submit-body.reader';
 import { factSchemas, type Schema } from '../../../src/openapi/fact-schemas';
 import { anyBody, MAX_EVENTS, mutate, withKey } from '../../support/submit-body-arbitraries';

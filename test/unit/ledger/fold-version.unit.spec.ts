@@ -7,9 +7,7 @@
  * the new fingerprint with it; kept states of the old version are then folded again from the log.
  */
 import { createHash } from 'node:crypto';
-import { FOLD_VERSION, fold } from '@recovery-ledger/core/domain/decider';
-import type { RecordedEvent } from '@recovery-ledger/core/domain/events';
-import { canonicalJson } from '@recovery-ledger/core/shared/canonical-json';
+import { canonicalJson, fold, FOLD_VERSION, type RecordedEvent } from '@recovery-ledger/core';
 import corpus from './fold-corpus.json';
 
 /** Every state along every history, not only the last: a fold that differs anywhere shows. */

@@ -1,7 +1,7 @@
 /** The gateway's configuration: defaults, environment references, and the documented example. */
 import { readFileSync } from 'node:fs';
 import { resolve } from 'node:path';
-import { GatewayConfigError, parseGatewayConfig } from '../../../packages/mcp-gateway/src/gateway-config';
+import { GatewayConfigError, parseGatewayConfig } from '@recovery-ledger/mcp-gateway';
 
 const minimal = {
   servers: { invoices: { command: 'node', args: ['server.js'] } },

@@ -10,8 +10,7 @@ import {
   ledgerUnauthorizedEnvelope,
   notRecordedEnvelope,
 } from '../../../packages/mcp-gateway/src/host-envelope';
-import { validateEnvelope } from '@recovery-ledger/core/domain/envelope/validate-envelope';
-import { STEP_STATUSES } from '@recovery-ledger/core/domain/events';
+import { STEP_STATUSES, validateEnvelope } from '@recovery-ledger/core';
 import type { OperationState } from '@recovery-ledger/client';
 
 const now = new Date('2026-12-03T07:00:00.000Z');

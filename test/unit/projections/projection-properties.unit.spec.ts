@@ -3,7 +3,7 @@ import { evidenceTrailProjection, type EvidenceTrailDoc } from '@recovery-ledger
 import { LEDGER_PROJECTIONS } from '@recovery-ledger/projections';
 import type { ProjectedEvent } from '@recovery-ledger/projections';
 import { stepStateProjection, type StepStateDoc } from '@recovery-ledger/projections';
-import { fold, isPlanned } from '@recovery-ledger/core/domain/decider';
+import { fold, isPlanned } from '@recovery-ledger/core';
 import { toRecorded } from '../../../src/ledger/stored-events';
 import { foldProjection } from '../../../projections/test/support/fold-projection';
 import { historyCommands, runHistory } from './support/random-history';

@@ -1,4 +1,4 @@
-import { canonicalJson } from '@recovery-ledger/core/shared/canonical-json';
+import { canonicalJson } from '@recovery-ledger/core';
 import { GENESIS_HASH, sealEvents, verifyChain } from '../../../src/integrity/hash-chain';
 import type { StoredEvent } from '../../../src/store/event-store.port';
 

@@ -1,14 +1,15 @@
 /**
  * The console is plain JavaScript the browser loads as it is (src/ui/assets), so the type checker
- * never reads the fact types it names. Each one must be a fact or event the ledger records
- * (packages/core/src/domain/events.ts), and every fact it submits one an operator key may record
- * (the facts' one definition, packages/core/src/facts/submitted-facts.ts): a renamed or removed fact
- * fails here instead of in an operator's browser.
+ * never reads the fact types it names. It reads the operator facts from the OpenAPI document the
+ * ledger serves (served-facts.js), which is generated from the facts' one definition
+ * (packages/core/src/facts/submitted-facts.ts): that reading must find them all. Each name it still
+ * writes must be a fact or event the ledger records (packages/core/src/domain/events.ts), and every
+ * fact it submits one an operator or approver key may record: a renamed or removed fact fails here
+ * instead of in an operator's browser.
  */
 import { readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { LEDGER_EVENT_TYPES } from '@recovery-ledger/core/domain/events';
-import { SUBMITTED_FACTS, isSubmittedFactType } from '@recovery-ledger/core/facts/submitted-facts';
+import { isSubmittedFactType, LEDGER_EVENT_TYPES, OPERATOR_FACT_TYPES, SUBMITTED_FACTS } from '@recovery-ledger/core';
 
 const ASSETS = join(__dirname, '../../../src/ui/assets');
 const sources = readdirSync(ASSETS)
@@ -40,5 +41,22 @@ describe('the fact types the console names', () => {
       ({ type }) => !isSubmittedFactType(type) || SUBMITTED_FACTS[type].recordedBy === 'runtime',
     );
     expect(refused).toEqual([]);
+  });
+});
+
+describe('the operator facts the console reads from the served document', () => {
+  // served-facts.js is an ES module without imports: its pure reader is evaluated as the browser would.
+  const source = readFileSync(join(ASSETS, 'served-facts.js'), 'utf8').replace(/^export /gm, '');
+  const operatorFactsOf = new Function(`${source}\nreturn operatorFactsOf;`)() as (document: unknown) => string[];
+  const served = JSON.parse(readFileSync(join(__dirname, '../../../openapi.json'), 'utf8')) as unknown;
+
+  it('are every operator fact of the core, and nothing else', () => {
+    expect(operatorFactsOf(served).sort()).toEqual([...OPERATOR_FACT_TYPES].sort());
+  });
+
+  it('hold every fact an operator action of the console records', () => {
+    const actions = named(/fact: '([A-Z][A-Za-z]+)'/g).filter(({ file }) => file === 'operator-actions.js');
+    expect(actions.length).toBeGreaterThan(0);
+    expect(actions.filter(({ type }) => !operatorFactsOf(served).includes(type))).toEqual([]);
   });
 });

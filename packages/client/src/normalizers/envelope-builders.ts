@@ -5,7 +5,7 @@ import type {
   RetryDirective,
   SafeDetailValue,
   ToolError,
-} from '@recovery-ledger/core/domain/envelope/envelope.types';
+} from '@recovery-ledger/core/envelope';
 
 export type SideEffect = 'read' | 'write';
 

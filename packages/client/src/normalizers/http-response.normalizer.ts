@@ -1,5 +1,9 @@
-import { STABLE_CODE_PATTERN } from '@recovery-ledger/core/domain/envelope/validate-envelope';
-import type { ToolEnvelope, ToolError, ToolSuccess } from '@recovery-ledger/core/domain/envelope/envelope.types';
+import {
+  STABLE_CODE_PATTERN,
+  type ToolEnvelope,
+  type ToolError,
+  type ToolSuccess,
+} from '@recovery-ledger/core/envelope';
 import {
   correctInput,
   escalate,

@@ -4,8 +4,8 @@ import {
   type SafeDetailValue,
   type ToolEnvelope,
   type ToolError,
-} from '@recovery-ledger/core/domain/envelope/envelope.types';
-import { validateEnvelope } from '@recovery-ledger/core/domain/envelope/validate-envelope';
+  validateEnvelope,
+} from '@recovery-ledger/core/envelope';
 import { agentMessage, escalate, uncertainOutcome, userMessage, type NormalizeContext } from './envelope-builders';
 import { redactUpstream, safeToken, upstreamError } from './upstream-text';
 

@@ -1,4 +1,4 @@
-import type { ToolError } from '@recovery-ledger/core/domain/envelope/envelope.types';
+import type { ToolError } from '@recovery-ledger/core/envelope';
 import { escalate, uncertainOutcome, waitAndRetry, type NormalizeContext } from './envelope-builders';
 
 /**

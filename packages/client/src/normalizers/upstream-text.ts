@@ -1,5 +1,4 @@
-import type { ToolError } from '@recovery-ledger/core/domain/envelope/envelope.types';
-import { redactDeep, type Redaction } from '@recovery-ledger/core/domain/envelope/redaction';
+import { redactDeep, type Redaction, type ToolError } from '@recovery-ledger/core/envelope';
 import { escalate, uncertainOutcome, type NormalizeContext } from './envelope-builders';
 
 /**

@@ -77,6 +77,37 @@ export interface StepView {
   cancel_reason?: string;
 }
 
+/**
+ * One stored event on the wire (docs/contract.md §6): how `GET /v1/operations/{ref}/events` answers
+ * it, the client types it and the CLI's timeline reads it, whether from that route or the store.
+ */
+export interface EventView {
+  revision: number;
+  position: number;
+  event_id: string;
+  type: string;
+  recorded_at: string;
+  actor: string;
+  causation_event_id?: string;
+  traceparent?: string;
+  schema_version: number;
+  data: JsonObject;
+  prev_hash: string;
+  hash: string;
+}
+
+/** One page of an operation's events (docs/contract.md §9); `next_cursor` while more follow. */
+export interface OperationEvents {
+  operation_ref: string;
+  revision: number;
+  events: EventView[];
+  /** Present while more events follow this page: pass it as `cursor`. */
+  next_cursor?: string;
+  /** With `as_of_revision`: the state folded up to that revision. */
+  as_of_revision?: number;
+  state?: StepView;
+}
+
 /** `duplicate`: the fact was already recorded (resubmitted under its event id, or a plan repeated as it was). */
 export const SUBMIT_RESULT_STATUSES = ['appended', 'duplicate'] as const;
 

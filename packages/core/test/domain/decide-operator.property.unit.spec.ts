@@ -6,7 +6,7 @@
  * step never dispatches, and the attempts stay within the plan plus what reopens granted.
  */
 import fc from 'fast-check';
-import { decide, evolve, fold, initialState, isPlanned, type StepState } from '../../src/domain/decider';
+import { decide, evolve, fold, initialState, isPlanned, type StepState } from '@recovery-ledger/core';
 import type { RecordedEvent, SubmittedFact } from '../../src/domain/events';
 import type { ToolEnvelope } from '../../src/domain/envelope/envelope.types';
 import {

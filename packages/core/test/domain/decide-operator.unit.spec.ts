@@ -3,7 +3,7 @@
  * the state allows it, refused 409 with a code naming the state otherwise, and nothing recorded
  * when refused.
  */
-import { decide, type PlannedStep } from '../../src/domain/decider';
+import { decide, type PlannedStep } from '@recovery-ledger/core';
 import type { SubmittedFact } from '../../src/domain/events';
 import {
   approval,

@@ -1,5 +1,4 @@
-import { decide, fold, type PlannedStep } from '@recovery-ledger/core/domain/decider';
-import type { RecordedEvent, SubmittedFact } from '@recovery-ledger/core/domain/events';
+import { decide, fold, type PlannedStep, type RecordedEvent, type SubmittedFact } from '@recovery-ledger/core';
 import {
   approval,
   at,

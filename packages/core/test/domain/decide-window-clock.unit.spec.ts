@@ -1,5 +1,4 @@
-import { decide, type Decision, type WindowClock } from '@recovery-ledger/core/domain/decider';
-import type { SubmittedFact } from '@recovery-ledger/core/domain/events';
+import { decide, type Decision, type SubmittedFact, type WindowClock } from '@recovery-ledger/core';
 import { at, dispatched, envelope, given, nextId, planned, rateLimited, verified } from '../support/given';
 
 /**

@@ -4,9 +4,16 @@
  * unknown and unverified; evolve is total; folding all at once equals folding one by one.
  */
 import fc from 'fast-check';
-import { decide, evolve, fold, initialState, type StepState } from '@recovery-ledger/core/domain/decider';
-import type { RecordedEvent, SubmittedFact } from '@recovery-ledger/core/domain/events';
-import type { ToolEnvelope } from '@recovery-ledger/core/domain/envelope/envelope.types';
+import {
+  decide,
+  evolve,
+  fold,
+  initialState,
+  type RecordedEvent,
+  type StepState,
+  type SubmittedFact,
+  type ToolEnvelope,
+} from '@recovery-ledger/core';
 import {
   at,
   invalidRecipient,

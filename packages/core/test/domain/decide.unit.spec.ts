@@ -1,4 +1,4 @@
-import { attemptsRemaining, decide, isPlanned, type PlannedStep } from '@recovery-ledger/core/domain/decider';
+import { attemptsRemaining, decide, isPlanned, type PlannedStep } from '@recovery-ledger/core';
 import {
   approval,
   at,

@@ -5,11 +5,12 @@
  */
 import {
   decodeRecordedEvent,
+  DEFAULT_POLICY,
   encodeLedgerEvent,
   EventShapeError,
+  type LedgerEvent,
   readLedgerEvent,
-} from '@recovery-ledger/core/domain/event-codec';
-import { DEFAULT_POLICY, type LedgerEvent } from '@recovery-ledger/core/domain/events';
+} from '@recovery-ledger/core';
 import { planned, T0 } from '../support/given';
 
 const dispatch: LedgerEvent = { type: 'AttemptDispatched', data: { attempt: 1, input_hash: 'h1' } };

@@ -3,13 +3,7 @@
  * deterministic per operation_ref and attempt, bounded, and spread across a burst.
  */
 import fc from 'fast-check';
-import {
-  dueWork,
-  retryJitterMs,
-  RETRY_JITTER_MAX_MS,
-  RETRY_JITTER_MIN_MS,
-} from '@recovery-ledger/core/domain/work-due';
-import { STEP_STATUSES } from '@recovery-ledger/core/domain/events';
+import { dueWork, RETRY_JITTER_MAX_MS, RETRY_JITTER_MIN_MS, retryJitterMs, STEP_STATUSES } from '@recovery-ledger/core';
 
 const T = Date.parse('2026-12-03T10:00:00.000Z');
 const base = { operation_ref: 'run_81/step_4', attempts_used: 1, since_ms: T, dispatch_timeout_ms: 60_000 };

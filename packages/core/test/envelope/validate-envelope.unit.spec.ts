@@ -1,9 +1,7 @@
 import fc from 'fast-check';
 import Ajv2020 from 'ajv/dist/2020';
 import addFormats from 'ajv-formats';
-import { envelopeJsonSchema } from '@recovery-ledger/core/domain/envelope/envelope.schema';
-import { validateEnvelope } from '@recovery-ledger/core/domain/envelope/validate-envelope';
-import { DEFAULT_ENVELOPE_LIMITS } from '@recovery-ledger/core/domain/envelope/envelope.types';
+import { DEFAULT_ENVELOPE_LIMITS, envelopeJsonSchema, validateEnvelope } from '@recovery-ledger/core';
 import { invalidRecipient, missingApproval, outcomeUnknown, rateLimited, REF, success, at } from '../support/given';
 
 const write = { operationRef: REF, sideEffect: 'write' as const };

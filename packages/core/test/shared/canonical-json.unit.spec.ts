@@ -1,5 +1,5 @@
 import fc from 'fast-check';
-import { canonicalJson } from '@recovery-ledger/core/shared/canonical-json';
+import { canonicalJson } from '@recovery-ledger/core';
 
 /** The definition, written plainly: what every hash in the log was computed over. */
 function reference(value: unknown): string {

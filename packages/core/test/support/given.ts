@@ -2,15 +2,18 @@
  * given(events).when(fact).then(events) / .thenRefuses(code) for the decider. Events are
  * plain domain facts; ids and times are filled in so the tests read as the contract's table.
  */
-import { decide, fold, type Decision, type StepState } from '@recovery-ledger/core/domain/decider';
 import {
+  decide,
+  type Decision,
   DEFAULT_POLICY,
+  fold,
   type LedgerEvent,
   type RecordedEvent,
   type StepPlannedData,
+  type StepState,
   type SubmittedFact,
-} from '@recovery-ledger/core/domain/events';
-import type { ToolEnvelope } from '@recovery-ledger/core/domain/envelope/envelope.types';
+  type ToolEnvelope,
+} from '@recovery-ledger/core';
 import { seedEnvelopes } from './seed-envelopes';
 
 export const T0 = '2026-12-02T10:00:00.000Z';

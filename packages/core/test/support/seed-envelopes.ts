@@ -2,7 +2,7 @@
  * The contract's envelopes (the article's contract-test table), for any operation_ref: one set of
  * fixtures for every tier of tests, so a change to the envelope shape is made once.
  */
-import type { ToolEnvelope, ToolError } from '@recovery-ledger/core/domain/envelope/envelope.types';
+import type { ToolEnvelope, ToolError } from '@recovery-ledger/core';
 
 export const seedEnvelopes = {
   /** Without an evidence_ref the success is proven by the envelope alone. */

@@ -1,6 +1,10 @@
-import type { NextAction, ToolEnvelope, ToolError } from '@recovery-ledger/core/domain/envelope/envelope.types';
-import { NEXT_ACTIONS } from '@recovery-ledger/core/domain/envelope/envelope.types';
-import { validateEnvelope } from '@recovery-ledger/core/domain/envelope/validate-envelope';
+import {
+  NEXT_ACTIONS,
+  type NextAction,
+  type ToolEnvelope,
+  type ToolError,
+  validateEnvelope,
+} from '@recovery-ledger/core';
 import {
   agentMessage,
   NORMALIZED_CODE_FACTS,

@@ -1,7 +1,11 @@
-import type { ToolEnvelope } from '@recovery-ledger/core/domain/envelope/envelope.types';
-import type { Lookup, ToolCall, ToolCallContext } from '../../../../packages/client/src/execute-write';
-import { normalizeHttpResponse } from '../../../../packages/client/src/normalizers/http-response.normalizer';
-import { inputFieldsOf } from '../../../../packages/client/src/normalizers/input-fields';
+import type { ToolEnvelope } from '@recovery-ledger/core';
+import {
+  inputFieldsOf,
+  type Lookup,
+  normalizeHttpResponse,
+  type ToolCall,
+  type ToolCallContext,
+} from '@recovery-ledger/client';
 
 export interface InvoiceInput {
   customer_id: string;

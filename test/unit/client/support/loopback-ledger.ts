@@ -10,11 +10,14 @@
  */
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { DEFAULT_ENVELOPE_LIMITS } from '@recovery-ledger/core/domain/envelope/envelope.types';
-import { DEFAULT_POLICY } from '@recovery-ledger/core/domain/events';
-import { fold, isPlanned } from '@recovery-ledger/core/domain/decider';
-import { ERROR_REGISTRY } from '@recovery-ledger/core/errors/error-registry';
-import { LedgerProblem } from '@recovery-ledger/core/errors/ledger-problem';
+import {
+  DEFAULT_ENVELOPE_LIMITS,
+  DEFAULT_POLICY,
+  ERROR_REGISTRY,
+  fold,
+  isPlanned,
+  LedgerProblem,
+} from '@recovery-ledger/core';
 import { LedgerService } from '../../../../src/ledger/ledger.service';
 import { toRecorded } from '../../../../src/ledger/stored-events';
 import { SqliteEventStore } from '../../../../src/adapters/sqlite/sqlite-event-store.adapter';

@@ -1,11 +1,14 @@
 import { randomUUID } from 'node:crypto';
 import { seedEnvelopes } from '../../../../packages/core/test/support/seed-envelopes';
-import { DEFAULT_ENVELOPE_LIMITS } from '@recovery-ledger/core/domain/envelope/envelope.types';
-import { DEFAULT_POLICY } from '@recovery-ledger/core/domain/events';
-import { LedgerProblem } from '@recovery-ledger/core/errors/ledger-problem';
+import {
+  DEFAULT_ENVELOPE_LIMITS,
+  DEFAULT_POLICY,
+  LedgerProblem,
+  type SubmitAnswer,
+  type SubmittedEvent,
+} from '@recovery-ledger/core';
 import type { Clock } from '../../../../src/shared/clock';
 import { LedgerService } from '../../../../src/ledger/ledger.service';
-import type { SubmitAnswer, SubmittedEvent } from '@recovery-ledger/core/contract/ledger-api.types';
 import type { EventStore, StoredEvent } from '../../../../src/store/event-store.port';
 import { MemoryEventStore } from './memory-event-store';
 
