@@ -8,7 +8,7 @@ import type { EventMetadata, NewEvent, StoredEvent } from '../store/event-store.
  *   hash(e_n) = SHA-256_hex( prev_hash || "\n" || canonicalJson({ stream, revision, event_id, type, data, metadata }) )
  *
  * where `metadata` excludes `hash` itself, `prev_hash` is the hash of e_{n-1} (GENESIS_HASH, 64 zeros,
- * for revision 0), and canonicalJson sorts keys (src/shared/canonical-json.ts). The global position
+ * for revision 0), and canonicalJson sorts keys (packages/core/src/shared/canonical-json.ts). The global position
  * is not covered: it is assigned by the store and differs after an export/import.
  */
 export const GENESIS_HASH = '0'.repeat(64);

@@ -10,7 +10,7 @@ import type { IntegrityFinding } from './log-audit';
  * The last verified checkpoint (docs/reliability.md, "Start-up without a full pass"): the log as it
  * stood when it was last found whole, by a whole-log audit or by a check of what was appended after
  * an earlier checkpoint. It records the log's position, its event count and the log chain there
- * (src/store/hash-chain.ts, nextLogHash): that chain runs over every event's stream, revision and
+ * (src/integrity/hash-chain.ts, nextLogHash): that chain runs over every event's stream, revision and
  * hash in log order, so it fixes every stream's head hash as it stood at that position. It also
  * records the event at that position, which the log must still hold. Signed with HMAC-SHA256 under
  * LEDGER_ANCHOR_KEY where one is set, so a checkpoint moved forward over a forged tail is seen.
