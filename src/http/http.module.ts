@@ -21,6 +21,7 @@ import { RecoveryController } from './recovery.controller';
 import { RunsController } from './runs.controller';
 import { SchemaController } from './schema.controller';
 import { AdminController } from './security/admin.controller';
+import { AdminService } from './security/admin.service';
 import { longPollLimiterProvider, LongPollInterceptor } from './security/long-poll-limit';
 import { TriageController } from './triage.controller';
 import { TrustMetricsController } from './trust-metrics.controller';
@@ -65,6 +66,7 @@ export class HttpModule {
         OperationsQueries,
         SubmitCommandResolver,
         OperatorFactsService,
+        AdminService,
         longPollLimiterProvider,
         LongPollInterceptor,
         {

@@ -1,4 +1,4 @@
-import type { StoredEvent } from './event-store.port';
+import type { EventStore, LogAnchor, StoredEvent } from './event-store.port';
 
 /**
  * The export format: NDJSON, one JSON object a line, so it streams, diffs, greps and `jq`s.
@@ -63,4 +63,64 @@ export function eventLine(event: StoredEvent): string {
 
 export function footerLine(footer: Omit<ArchiveFooter, 'kind'>): string {
   return `${JSON.stringify({ kind: 'footer', ...footer })}\n`;
+}
+
+const ARCHIVE_PAGE = 1000;
+
+/**
+ * Where an archive ends: the log anchor, or the head position read first. Positions are assigned at
+ * commit, in order, so the log up to it is one consistent cut while appends continue. Read before
+ * anything is sent, so a store that cannot answer is refused whole rather than cut short.
+ */
+export interface ArchiveCut {
+  head: number;
+  anchor?: LogAnchor;
+}
+
+export async function archiveCut(store: EventStore): Promise<ArchiveCut> {
+  const anchor = await store.logAnchor();
+  return { head: anchor?.position ?? (await store.headPosition()), anchor };
+}
+
+/**
+ * The archive of the streams under `streamPrefix` up to the cut, line by line as it is read: the
+ * CLI's local export (every operation) and the admin route (the key's tenant) write the same file.
+ * The footer carries the heads and the anchor of the cut for an offline verifier, and is also the
+ * generator's return value.
+ */
+export async function* archiveLines(
+  store: EventStore,
+  { head, anchor }: ArchiveCut,
+  { streamPrefix, exportedAt }: { streamPrefix: string; exportedAt: string },
+): AsyncGenerator<string, Omit<ArchiveFooter, 'kind'>> {
+  yield headerLine(exportedAt, head);
+  const streams = new Set<string>();
+  let events = 0;
+  let lastPosition = 0;
+  for (let after = 0; after < head;) {
+    const page = (await store.readAll({ after, limit: ARCHIVE_PAGE, streamPrefix })).filter(
+      (event) => event.position <= head,
+    );
+    if (page.length === 0) break;
+    for (const event of page) {
+      streams.add(event.stream);
+      lastPosition = event.position;
+      yield eventLine(event);
+    }
+    events += page.length;
+    after = page[page.length - 1].position;
+  }
+  const heads = store.keepsAnchors
+    ? (await store.anchoredHeads(streamPrefix)).filter((each) => each.position <= head)
+    : undefined;
+  const footer = {
+    events,
+    streams: streams.size,
+    last_position: lastPosition,
+    ...(heads ? { heads: heads.map(({ stream, revision, hash }) => ({ stream, revision, hash })) } : {}),
+    // Only when these events are the whole log: the anchor then tells of nothing left out.
+    ...(anchor && anchor.events === events ? { log_anchor: anchor } : {}),
+  };
+  yield footerLine(footer);
+  return footer;
 }

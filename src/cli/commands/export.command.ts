@@ -6,8 +6,7 @@ import type { ReadableStream as WebReadableStream } from 'node:stream/web';
 import { CliError } from '../cli-errors';
 import { cloudEventLine } from '../cloudevents-format';
 import { remoteLedger, withLocalStore, type GlobalOptions, type RemoteLedger } from '../ledger-source';
-import { eventLine, footerLine, headerLine, type ArchiveFooter } from '../../store/log-archive-format';
-import { scanLog } from '../log-scan';
+import { archiveCut, archiveLines, type ArchiveFooter } from '../../store/log-archive-format';
 import { OPERATION_STREAM_PREFIX } from '../../store/stream-names';
 import { counted } from '../text-format';
 
@@ -56,43 +55,19 @@ export function openSink(out: string | undefined): Sink {
   };
 }
 
-/**
- * The log up to its anchor (or the head position read at the start, for a store that keeps none):
- * positions are assigned at commit, in order, so what is written is one consistent cut, and the
- * footer carries the heads and the anchor of that cut for an offline verifier.
- */
+/** Every operation's events, the archive written to the sink line by line (log-archive-format.ts). */
 async function exportLocal(global: GlobalOptions, sink: Sink): Promise<Omit<ArchiveFooter, 'kind'>> {
-  let events = 0;
-  let lastPosition = 0;
-  const streams = new Set<string>();
-  let anchors: Pick<ArchiveFooter, 'heads' | 'log_anchor'> = {};
-  await withLocalStore(global, async ({ store }) => {
-    const anchor = await store.logAnchor();
-    const head = anchor?.position ?? (await store.headPosition());
-    await sink.write(headerLine(new Date().toISOString(), head));
-    await scanLog(
-      store,
-      async (page) => {
-        for (const event of page) {
-          await sink.write(eventLine(event));
-          streams.add(event.stream);
-          lastPosition = event.position;
-        }
-        events += page.length;
-      },
-      { until: head },
-    );
-    if (store.keepsAnchors) {
-      const heads = (await store.anchoredHeads(OPERATION_STREAM_PREFIX)).filter((each) => each.position <= head);
-      anchors = {
-        heads: heads.map(({ stream, revision, hash }) => ({ stream, revision, hash })),
-        ...(anchor && anchor.events === events ? { log_anchor: anchor } : {}),
-      };
+  return withLocalStore(global, async ({ store }) => {
+    const lines = archiveLines(store, await archiveCut(store), {
+      streamPrefix: OPERATION_STREAM_PREFIX,
+      exportedAt: new Date().toISOString(),
+    });
+    for (;;) {
+      const next = await lines.next();
+      if (next.done) return next.value;
+      await sink.write(next.value);
     }
   });
-  const footer = { events, streams: streams.size, last_position: lastPosition, ...anchors };
-  await sink.write(footerLine(footer));
-  return footer;
 }
 
 /** The service's admin export (the key's tenant), passed through as it streams in. */
