@@ -151,3 +151,45 @@ export class PositionWaiters {
     this.waiting.clear();
   }
 }
+
+/**
+ * Where each projection a runner serves stands, as the runner last learnt it, and the reads every
+ * runner outside the engine's own thread answers the same way from it: a projection's checkpoint,
+ * the position all have reached, a wait for a position (docs/contract.md §5) and the lag.
+ */
+export class RunnerCheckpoints {
+  /** The position each projection has reached, set by the runner as it learns it. */
+  readonly positions = new Map<string, number>();
+  readonly waiters = new PositionWaiters((names) => this.position(names));
+
+  constructor(
+    readonly names: readonly string[],
+    private readonly store: EventStore,
+    private readonly streamPrefix: string,
+    private readonly now: () => number,
+  ) {}
+
+  checkpoint(name: string): number {
+    const position = this.positions.get(name);
+    if (position === undefined) throw new Error(`no projection ${name}`);
+    return position;
+  }
+
+  position(names: readonly string[] = this.names): number {
+    return Math.min(...names.map((name) => this.checkpoint(name)));
+  }
+
+  waitForPosition(position: number, timeoutMs: number, names: readonly string[] = this.names): Promise<boolean> {
+    for (const name of names) this.checkpoint(name);
+    return this.waiters.wait(position, timeoutMs, names);
+  }
+
+  lag(): Promise<ProjectionLag[]> {
+    return projectionLag(
+      this.store,
+      this.streamPrefix,
+      this.names.map((name) => ({ name, checkpoint: this.checkpoint(name) })),
+      this.now,
+    );
+  }
+}

@@ -4,13 +4,7 @@ import type { AnyProjection } from '@recovery-ledger/projections';
 import type { EventStore } from '../store/event-store.port';
 import { onEmbeddedAppend } from '../adapters/store.factory';
 import { OPERATION_STREAM_PREFIX } from '../store/stream-names';
-import {
-  PositionWaiters,
-  projectionLag,
-  type ProjectionLag,
-  type ProjectionRunner,
-  type RunnerStatus,
-} from './projection-runner';
+import { RunnerCheckpoints, type ProjectionLag, type ProjectionRunner, type RunnerStatus } from './projection-runner';
 import type { FromWorker, ProjectionWorkerData, ToWorker } from './projection-worker';
 import type { ReadModel } from '../store/read-model.port';
 
@@ -82,8 +76,7 @@ const MAX_UNREAD_COMMITS = 100_000;
  */
 export class WorkerProjectionRunner implements ProjectionRunner {
   private readonly names: string[];
-  private readonly checkpoints = new Map<string, number>();
-  private readonly waiters = new PositionWaiters((names) => this.position(names));
+  private readonly tracked: RunnerCheckpoints;
   private readonly rebuilds = new Map<number, { resolve(): void; reject(error: Error): void }>();
   private readonly now: () => number;
   private readonly restartDelayMs: number;
@@ -103,6 +96,7 @@ export class WorkerProjectionRunner implements ProjectionRunner {
     this.now = options.now ?? Date.now;
     this.restartDelayMs = options.restartDelayMs ?? 1000;
     this.names = options.projections.map((projection) => projection.name);
+    this.tracked = new RunnerCheckpoints(this.names, options.store, OPERATION_STREAM_PREFIX, this.now);
     // Registered here too: this thread's connection reads the tables (the worker's registers the same).
     for (const projection of options.projections) options.readModel.register(projection);
     this.current = {
@@ -114,7 +108,8 @@ export class WorkerProjectionRunner implements ProjectionRunner {
         mode: 'live',
       })),
     };
-    for (const projection of this.current.projections) this.checkpoints.set(projection.name, projection.checkpoint);
+    for (const projection of this.current.projections)
+      this.tracked.positions.set(projection.name, projection.checkpoint);
   }
 
   start(): void {
@@ -158,7 +153,7 @@ export class WorkerProjectionRunner implements ProjectionRunner {
     this.worker = undefined;
     this.failRebuilds(new Error('the projection engine stopped'));
     this.current = { ...this.current, state: 'stopped' };
-    this.waiters.endAll();
+    this.tracked.waiters.endAll();
   }
 
   status(): RunnerStatus {
@@ -170,27 +165,19 @@ export class WorkerProjectionRunner implements ProjectionRunner {
   }
 
   checkpoint(name: string): number {
-    const position = this.checkpoints.get(name);
-    if (position === undefined) throw new Error(`no projection ${name}`);
-    return position;
+    return this.tracked.checkpoint(name);
   }
 
-  position(names: readonly string[] = this.names): number {
-    return Math.min(...names.map((name) => this.checkpoint(name)));
+  position(names?: readonly string[]): number {
+    return this.tracked.position(names);
   }
 
-  waitForPosition(position: number, timeoutMs: number, names: readonly string[] = this.names): Promise<boolean> {
-    for (const name of names) this.checkpoint(name);
-    return this.waiters.wait(position, timeoutMs, names);
+  waitForPosition(position: number, timeoutMs: number, names?: readonly string[]): Promise<boolean> {
+    return this.tracked.waitForPosition(position, timeoutMs, names);
   }
 
   lag(): Promise<ProjectionLag[]> {
-    return projectionLag(
-      this.options.store,
-      OPERATION_STREAM_PREFIX,
-      this.names.map((name) => ({ name, checkpoint: this.checkpoint(name) })),
-      this.now,
-    );
+    return this.tracked.lag();
   }
 
   onReadable(listener: (ms: number) => void): void {
@@ -274,8 +261,8 @@ export class WorkerProjectionRunner implements ProjectionRunner {
       case 'status':
         this.current = message.status;
         for (const projection of message.status.projections)
-          this.checkpoints.set(projection.name, projection.checkpoint);
-        this.waiters.settle();
+          this.tracked.positions.set(projection.name, projection.checkpoint);
+        this.tracked.waiters.settle();
         this.settleReadable();
         break;
       case 'error': {

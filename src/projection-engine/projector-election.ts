@@ -10,8 +10,7 @@ import type {
 import { OPERATION_STREAM_PREFIX } from '../store/stream-names';
 import { ProjectionEngine } from './projection-engine';
 import {
-  PositionWaiters,
-  projectionLag,
+  RunnerCheckpoints,
   type EngineState,
   type ProjectionLag,
   type ProjectionRunner,
@@ -51,8 +50,7 @@ export interface SharedProjectionRunnerOptions {
  */
 export class SharedProjectionRunner implements ProjectionRunner {
   private readonly names: string[];
-  private readonly checkpoints = new Map<string, number>();
-  private readonly waiters = new PositionWaiters((names) => this.position(names));
+  private readonly tracked: RunnerCheckpoints;
   private readonly recording: RecordingReadModel;
   private readonly pollMs: number;
   private readonly electionMs: number;
@@ -73,6 +71,7 @@ export class SharedProjectionRunner implements ProjectionRunner {
 
   constructor(private readonly options: SharedProjectionRunnerOptions) {
     this.names = options.projections.map((projection) => projection.name);
+    this.tracked = new RunnerCheckpoints(this.names, options.store, OPERATION_STREAM_PREFIX, options.now ?? Date.now);
     this.pollMs = options.pollMs ?? 500;
     this.electionMs = options.electionMs ?? 1_000;
     for (const projection of options.projections) options.readModel.register(projection);
@@ -101,7 +100,7 @@ export class SharedProjectionRunner implements ProjectionRunner {
     await this.loop;
     await this.options.shared.close();
     this.state = 'stopped';
-    this.waiters.endAll();
+    this.tracked.waiters.endAll();
   }
 
   status(): RunnerStatus {
@@ -122,27 +121,19 @@ export class SharedProjectionRunner implements ProjectionRunner {
   }
 
   checkpoint(name: string): number {
-    const position = this.checkpoints.get(name);
-    if (position === undefined) throw new Error(`no projection ${name}`);
-    return position;
+    return this.tracked.checkpoint(name);
   }
 
-  position(names: readonly string[] = this.names): number {
-    return Math.min(...names.map((name) => this.checkpoint(name)));
+  position(names?: readonly string[]): number {
+    return this.tracked.position(names);
   }
 
-  waitForPosition(position: number, timeoutMs: number, names: readonly string[] = this.names): Promise<boolean> {
-    for (const name of names) this.checkpoint(name);
-    return this.waiters.wait(position, timeoutMs, names);
+  waitForPosition(position: number, timeoutMs: number, names?: readonly string[]): Promise<boolean> {
+    return this.tracked.waitForPosition(position, timeoutMs, names);
   }
 
   lag(): Promise<ProjectionLag[]> {
-    return projectionLag(
-      this.options.store,
-      OPERATION_STREAM_PREFIX,
-      this.names.map((name) => ({ name, checkpoint: this.checkpoint(name) })),
-      this.options.now ?? Date.now,
-    );
+    return this.tracked.lag();
   }
 
   /** Only the projector rebuilds: the copies take what it publishes, the emptied tables first. */
@@ -156,12 +147,12 @@ export class SharedProjectionRunner implements ProjectionRunner {
   }
 
   private readCheckpoints(): void {
-    for (const name of this.names) this.checkpoints.set(name, this.options.readModel.checkpoint(name).position);
+    for (const name of this.names) this.tracked.positions.set(name, this.options.readModel.checkpoint(name).position);
   }
 
   private settle(): void {
     this.readCheckpoints();
-    this.waiters.settle();
+    this.tracked.waiters.settle();
   }
 
   private async run(): Promise<void> {
