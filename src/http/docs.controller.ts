@@ -18,6 +18,23 @@ function swaggerUiDir(): string {
   return dirname(require.resolve('swagger-ui-dist/package.json', { paths: [nestSwagger] }));
 }
 
+/** Serves the Swagger UI files, read on first use: most deployments never open /docs, and the bundle is over a megabyte. */
+class SwaggerUiAssets {
+  private readonly read = new Map<string, Buffer>();
+
+  send(name: string, reply: FastifyReply): Buffer {
+    const type = SWAGGER_ASSETS[name];
+    if (!type) throw new NotFoundException();
+    let body = this.read.get(name);
+    if (!body) {
+      body = readFileSync(join(swaggerUiDir(), name));
+      this.read.set(name, body);
+    }
+    reply.header('content-type', type).header('cache-control', 'public, max-age=86400');
+    return body;
+  }
+}
+
 // No inline script: the page works under a Content-Security-Policy without 'unsafe-inline'.
 const DOCS_HTML = `<!doctype html>
 <html lang="en">
@@ -52,7 +69,7 @@ const DOCS_INIT_JS = `window.addEventListener('load', function () {
 @ApiExcludeController()
 @Controller('docs')
 export class DocsController {
-  private readonly assets = new Map<string, Buffer>();
+  private readonly swaggerUi = new SwaggerUiAssets();
 
   constructor(@Inject(OpenApiDocumentHolder) private readonly holder: OpenApiDocumentHolder) {}
 
@@ -81,15 +98,6 @@ export class DocsController {
   @Get(':asset')
   @RequireAccess('public')
   asset(@Param('asset') name: string, @Res({ passthrough: true }) reply: FastifyReply): Buffer {
-    const type = SWAGGER_ASSETS[name];
-    if (!type) throw new NotFoundException();
-    let body = this.assets.get(name);
-    if (!body) {
-      // Read on first use: most deployments never open /docs, and the bundle is over a megabyte.
-      body = readFileSync(join(swaggerUiDir(), name));
-      this.assets.set(name, body);
-    }
-    reply.header('content-type', type).header('cache-control', 'public, max-age=86400');
-    return body;
+    return this.swaggerUi.send(name, reply);
   }
 }

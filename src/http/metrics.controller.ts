@@ -3,7 +3,7 @@ import { ApiOkResponse, ApiOperation, ApiProduces, ApiTags } from '@nestjs/swagg
 import { Registry } from 'prom-client';
 import { RequireAccess } from '../auth/access';
 import { CallerParam, type Caller } from './caller';
-import { METRICS_REGISTRY, tenantExposition } from '../observability/metrics';
+import { expositionFor, METRICS_REGISTRY } from '../observability/metrics';
 
 @ApiTags('observability')
 @Controller()
@@ -20,10 +20,9 @@ export class MetricsController {
   @ApiProduces(Registry.PROMETHEUS_CONTENT_TYPE)
   @ApiOkResponse({ description: 'Prometheus text format 0.0.4', schema: { type: 'string' } })
   metrics(@CallerParam() caller: Caller): Promise<string> {
-    // A metrics key belongs to no tenant: it sees every series, process-wide ones included; so does
-    // local mode's one caller, the only user of its process.
-    return caller.role === 'metrics' || caller.local
-      ? this.registry.metrics()
-      : tenantExposition(this.registry, caller.tenant);
+    return expositionFor(this.registry, {
+      tenant: caller.tenant,
+      everyTenant: caller.role === 'metrics' || caller.local === true,
+    });
   }
 }

@@ -64,12 +64,9 @@ export class TriageController {
   @ApiQuery({ name: 'wait_timeout_ms', required: false, type: Number })
   @ApiOkResponse({ type: TriageDto })
   triage(@CallerParam() caller: Caller, @Query() query: QueryParams) {
-    // The work feed knows which steps a worker's lease holds: a held retry is being run, not overdue.
-    const held = async (refs: string[]) =>
-      new Set(
-        (await this.feed.holdersOf(caller, refs)).items.filter((item) => item.held).map((item) => item.operation_ref),
-      );
-    return this.queries.triage(caller, triageQuery(query, this.queries.settings.maxWaitMs), held);
+    return this.queries.triage(caller, triageQuery(query, this.queries.settings.maxWaitMs), (refs) =>
+      this.feed.heldOf(caller, refs),
+    );
   }
 
   @Get('changes')

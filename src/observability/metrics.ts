@@ -25,6 +25,15 @@ const tenantScope = new AsyncLocalStorage<{ tenant: string }>();
  * served only to a metrics key. Collectors of tenant data (trust metrics) also read the scope, so
  * they do not compute other tenants' series at all.
  */
+/**
+ * What one scrape sees: a metrics key belongs to no tenant and sees every series, process-wide ones
+ * included; so does local mode's one caller, the only user of its process. A tenant's admin sees
+ * that tenant's series only.
+ */
+export function expositionFor(registry: Registry, scope: { tenant: string; everyTenant: boolean }): Promise<string> {
+  return scope.everyTenant ? registry.metrics() : tenantExposition(registry, scope.tenant);
+}
+
 export async function tenantExposition(registry: Registry, tenant: string): Promise<string> {
   const text = await tenantScope.run({ tenant }, () => registry.metrics());
   return onlyTenant(text, tenant);

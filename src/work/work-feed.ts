@@ -525,6 +525,12 @@ export class WorkFeed {
     };
   }
 
+  /** Which of these steps a worker's lease holds now: for triage, a held retry is being run, not overdue. */
+  async heldOf(caller: Caller, operationRefs: readonly string[]): Promise<Set<string>> {
+    const { items } = await this.holdersOf(caller, operationRefs);
+    return new Set(items.filter((item) => item.held).map((item) => item.operation_ref));
+  }
+
   /** Due items per tool and the oldest due instant, of one tenant or of all: for /metrics. */
   depth(tenant: string | undefined): Array<{ tool: string; depth: number; oldestDueMs: number | null }> {
     const nowMs = this.clock.now().getTime();

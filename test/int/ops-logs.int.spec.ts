@@ -78,6 +78,11 @@ describe('structured logs', () => {
       TRACEPARENT,
       TRACEPARENT,
     ]);
+    // Every field the route answers is in the published document, the trace context included.
+    const published = (await request(ledger.baseUrl, 'GET', '/docs/openapi.json')).body.components.schemas
+      .StoredEventDto;
+    for (const event of events.body.events as Array<Record<string, unknown>>)
+      expect(Object.keys(event).filter((field) => !(field in published.properties))).toEqual([]);
   });
 
   it('every route logs its pattern, never the path, and only a path no route matches logs <unmatched>', async () => {

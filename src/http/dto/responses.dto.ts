@@ -84,11 +84,8 @@ export class SubmitAnswerDto {
   lease_released?: boolean;
 }
 
-/**
- * The contract's `EventView`, published: a field renamed or retyped there does not compile here.
- * `traceparent` and `schema_version` are answered too, and left out of the published document.
- */
-export class StoredEventDto implements Omit<EventView, 'traceparent' | 'schema_version'> {
+/** The contract's `EventView`, published: a field renamed or retyped there does not compile here. */
+export class StoredEventDto implements EventView {
   @ApiProperty() revision!: number;
   @ApiProperty() position!: number;
   @ApiProperty() event_id!: string;
@@ -96,6 +93,10 @@ export class StoredEventDto implements Omit<EventView, 'traceparent' | 'schema_v
   @ApiProperty({ format: 'date-time' }) recorded_at!: string;
   @ApiProperty() actor!: string;
   @ApiPropertyOptional() causation_event_id?: string;
+  @ApiPropertyOptional({ description: 'The W3C trace context the fact was submitted under, when it carried one.' })
+  traceparent?: string;
+  @ApiProperty({ type: 'integer', description: 'The version of the event schema the fact was recorded under.' })
+  schema_version!: number;
   @ApiProperty({ type: 'object', additionalProperties: true }) data!: JsonObject;
   @ApiProperty() prev_hash!: string;
   @ApiProperty() hash!: string;
