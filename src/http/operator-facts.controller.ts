@@ -4,7 +4,6 @@ import { ApiBody, ApiHeader, ApiResponse, ApiOkResponse, ApiOperation, ApiTags }
 import { MAX_OPERATIONS_PER_REQUEST } from '@recovery-ledger/core';
 import { RequireAccess } from '../auth/access';
 import { CallerParam, type Caller } from './caller';
-import { IdempotencyKeys, parseIdempotencyKey } from './idempotency-keys';
 import { OperatorFactsAnswerDto } from './dto/operator-facts.dto';
 import { OperatorFactsService } from './operator-facts.service';
 import { readOperatorFactsBody } from './operator-facts.reader';
@@ -12,10 +11,7 @@ import { readOperatorFactsBody } from './operator-facts.reader';
 @ApiTags('operations')
 @Controller('v1/operator-facts')
 export class OperatorFactsController {
-  constructor(
-    @Inject(OperatorFactsService) private readonly facts: OperatorFactsService,
-    @Inject(IdempotencyKeys) private readonly idempotencyKeys: IdempotencyKeys,
-  ) {}
+  constructor(@Inject(OperatorFactsService) private readonly facts: OperatorFactsService) {}
 
   @Post()
   @HttpCode(200)
@@ -46,18 +42,7 @@ export class OperatorFactsController {
     @Headers() headers: Record<string, string | undefined>,
     @Res({ passthrough: true }) reply: FastifyReply,
   ) {
-    const body = readOperatorFactsBody(raw);
-    const key = parseIdempotencyKey(headers['idempotency-key']);
-    const decide = () => this.facts.record(caller, body, headers);
-    if (key === undefined) return decide();
-    // Before a kept answer is replayed: on a rolled-back log it may grant what the log no longer holds.
-    this.facts.refuseWrites();
-    const { answer, replayed } = await this.idempotencyKeys.run(
-      caller,
-      key,
-      { method: 'POST', route: '/v1/operator-facts', body },
-      decide,
-    );
+    const { answer, replayed } = await this.facts.recordOnce(caller, readOperatorFactsBody(raw), headers);
     if (replayed) reply.header('idempotent-replayed', 'true');
     return answer;
   }

@@ -10,6 +10,7 @@ import { checkFactPermissions } from '../auth/fact-permissions';
 import { CONFIG, type LedgerConfig } from '../config/ledger-config';
 import { SubmitCommandHandler } from '../ledger/submit-command.handler';
 import type { Caller } from './caller';
+import { IdempotencyKeys, parseIdempotencyKey } from './idempotency-keys';
 import { problemBody } from './problem-body';
 import { toLedgerProblem } from './problem.filter';
 import { SubmitCommandResolver } from './submit-command.resolver';
@@ -29,8 +30,23 @@ export class OperatorFactsService {
   constructor(
     @Inject(SubmitCommandHandler) private readonly commands: SubmitCommandHandler,
     @Inject(SubmitCommandResolver) private readonly resolver: SubmitCommandResolver,
+    @Inject(IdempotencyKeys) private readonly idempotencyKeys: IdempotencyKeys,
     @Inject(CONFIG) private readonly config: LedgerConfig,
   ) {}
+
+  /** As the submit route: under an Idempotency-Key, the same key and body answer the first answer again. */
+  async recordOnce(
+    caller: Caller,
+    body: OperatorFactsRequest,
+    headers: Record<string, string | undefined>,
+  ): Promise<{ answer: unknown; replayed: boolean }> {
+    const record = () => this.record(caller, body, headers);
+    const key = parseIdempotencyKey(headers['idempotency-key']);
+    if (key === undefined) return { answer: await record(), replayed: false };
+    // Before a kept answer is replayed: on a rolled-back log it may grant what the log no longer holds.
+    this.refuseWrites();
+    return this.idempotencyKeys.run(caller, key, { method: 'POST', route: '/v1/operator-facts', body }, record);
+  }
 
   /** A log rolled back decides no write (docs/security.md): the whole request is refused, nothing decided. */
   refuseWrites(): void {
