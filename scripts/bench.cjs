@@ -20,7 +20,10 @@ if (args.includes('--help') || args.includes('-h')) {
   process.exit(0);
 }
 
-for (const step of [[join(root, 'scripts', 'build.cjs'), '--if-stale'], [join(root, 'dist', 'bench', 'run.js'), ...args]]) {
+for (const step of [
+  [join(root, 'scripts', 'build.cjs'), '--if-stale'],
+  [join(root, 'dist', 'bench', 'run.js'), ...args],
+]) {
   const result = spawnSync(process.execPath, step, { stdio: 'inherit', cwd: root });
   if (result.status !== 0) process.exit(result.status ?? 1);
 }
