@@ -1,6 +1,7 @@
 #!/usr/bin/env node
 /**
- * `npm run bench`: builds, then runs dist/bench/run.js with the arguments given. `--help` (or `-h`)
+ * `npm run bench`: builds when dist/ is not the build of the sources (`--if-stale`, scripts/build.cjs),
+ * then runs dist/bench/run.js with the arguments given. `--help` (or `-h`)
  * prints the usage, which is bench/run.ts's header, and exits before anything is built, installed
  * or measured. Plain Node and no dependency: it runs before anything is built.
  */
@@ -19,7 +20,10 @@ if (args.includes('--help') || args.includes('-h')) {
   process.exit(0);
 }
 
-for (const step of [[join(root, 'scripts', 'build.cjs')], [join(root, 'dist', 'bench', 'run.js'), ...args]]) {
+for (const step of [
+  [join(root, 'scripts', 'build.cjs'), '--if-stale'],
+  [join(root, 'dist', 'bench', 'run.js'), ...args],
+]) {
   const result = spawnSync(process.execPath, step, { stdio: 'inherit', cwd: root });
   if (result.status !== 0) process.exit(result.status ?? 1);
 }

@@ -2,7 +2,7 @@
 /**
  * `npm run build` compiles the workspaces in dependency order (the core and the projections with tsc, the client and the
  * agent-framework integrations bundled with tsup, the MCP gateway with tsc), then the server,
- * and stamps dist/ with the time the compile began. The server is type-checked with tsc against
+ * and stamps dist/ with a digest of the sources it compiled. The server is type-checked with tsc against
  * the packages' built declarations, as an installed package would be, and emitted file by file
  * with swc, the compiler the test tiers run the sources with: the emit needs no type information
  * (dist/ ships no declarations), so the check is the only pass that reads the whole program.
@@ -13,12 +13,16 @@
  * (scripts/frameworks.cjs): they are built when test/frameworks is installed and left out, with one
  * line, when it is not (the Dockerfile's build, whose image runs neither).
  * `node scripts/build.cjs --if-stale` (npm start's prestart) compiles only when dist/ is missing or
- * a source is newer than that stamp, so a start with a current build loads no compiler at all.
+ * the sources' digest is not the stamp's, so a start with a current build loads no compiler at all.
+ * The digest reads the sources' paths and contents, not times: the build itself rewrites the
+ * packages' dist/ folders (and tsup a temporary config beside each), which moves folder times
+ * past any stamp, and a checkout that puts back the same contents needs no compile.
  * Plain Node and no dependency: it must run before anything is built.
  */
 'use strict';
 const { spawnSync } = require('node:child_process');
-const { existsSync, readdirSync, rmSync, statSync, writeFileSync, utimesSync, mkdirSync } = require('node:fs');
+const { createHash } = require('node:crypto');
+const { existsSync, mkdirSync, readFileSync, readdirSync, rmSync, statSync, writeFileSync } = require('node:fs');
 const { basename, dirname, join, relative } = require('node:path');
 const frameworks = require('./frameworks.cjs');
 
@@ -58,25 +62,48 @@ const FRAMEWORK_OUTPUTS = [
 ];
 const SKIP = new Set(['node_modules', 'results', 'figures', '.peers', 'dist']);
 
-function newestMtime(path) {
-  const stat = statSync(path, { throwIfNoEntry: false });
-  if (!stat) return 0;
-  if (!stat.isDirectory()) return stat.mtimeMs;
-  let newest = stat.mtimeMs; // a deleted or renamed file changes its folder's time
-  for (const entry of readdirSync(path)) {
-    if (SKIP.has(entry)) continue;
-    newest = Math.max(newest, newestMtime(join(path, entry)));
+/** What a compile reads under INPUTS: sources, the scripts beside them, package and compiler settings. */
+const SOURCE_FILE = /\.(?:[cm]?ts|tsx|[cm]?js|json)$/;
+
+/** The paths under `path`, relative to the root, of every file the digest reads. */
+function sourceFiles(path, files) {
+  const stat = statSync(join(root, path), { throwIfNoEntry: false });
+  if (!stat) return files;
+  if (!stat.isDirectory()) {
+    if (SOURCE_FILE.test(path)) files.push(path);
+    return files;
   }
-  return newest;
+  for (const entry of readdirSync(join(root, path)).sort()) {
+    if (!SKIP.has(entry)) sourceFiles(`${path}/${entry}`, files);
+  }
+  return files;
+}
+
+/** One digest of every source file's path and contents: a file added, removed, renamed or edited changes it. */
+function sourceDigest() {
+  const hash = createHash('sha256');
+  for (const file of INPUTS.flatMap((input) => sourceFiles(input, []))) {
+    const contents = readFileSync(join(root, file));
+    hash.update(`${file}\0${contents.length}\0`).update(contents);
+  }
+  return `sha256:${hash.digest('hex')}`;
+}
+
+function stampedDigest() {
+  try {
+    return JSON.parse(readFileSync(STAMP, 'utf8')).sources;
+  } catch {
+    return undefined; // no stamp, or one written by an older build: compile once more
+  }
 }
 
 function isStale() {
-  const stamp = statSync(STAMP, { throwIfNoEntry: false });
-  if (!stamp || !existsSync(join(root, 'dist', 'src', 'main.js'))) return true;
+  if (!existsSync(join(root, 'dist', 'src', 'main.js'))) return true;
   if (PACKAGES.some(({ dir }) => !existsSync(join(root, dir, 'dist')))) return true;
   // Built before the frameworks were installed: what needs them is missing.
   if (frameworks.isInstalled() && FRAMEWORK_OUTPUTS.some((output) => !existsSync(join(root, output)))) return true;
-  return INPUTS.some((input) => newestMtime(join(root, input)) > stamp.mtimeMs);
+  const stamped = stampedDigest();
+  return stamped === undefined || stamped !== sourceDigest();
 }
 
 function run(tool, args, cwd) {
@@ -159,40 +186,19 @@ function emitWithSwc(configFile) {
   }
 }
 
-/**
- * Empties each package's dist/ but keeps the folder: removing and recreating it would make the
- * package folder newer than the stamp, and every later `--if-stale` would compile again.
- * Returns the newest time this touched, so the stamp can be taken after it.
- */
+/** Empties each package's dist/: a renamed or deleted source must not leave its old output behind. */
 function emptyPackageOutputs() {
-  let touched = 0;
   for (const { dir } of PACKAGES) {
     const dist = join(root, dir, 'dist');
     mkdirSync(dist, { recursive: true });
-    // A renamed or deleted source must not leave its old output behind in the package.
     for (const entry of readdirSync(dist)) rmSync(join(dist, entry), { recursive: true, force: true });
-    touched = Math.max(touched, statSync(join(root, dir)).mtimeMs);
   }
-  return touched;
-}
-
-/**
- * tsup bundles its config into a temporary file beside it and deletes it again, which moves the
- * package folder's time past the stamp. When the tool leaves the folder's entries as it found
- * them, its time goes back to what it was; a file added or removed meanwhile still counts.
- */
-function runLeavingFolderTime(tool, args, cwd) {
-  const before = statSync(cwd);
-  const entries = readdirSync(cwd).sort().join('\n');
-  run(tool, args, cwd);
-  if (readdirSync(cwd).sort().join('\n') === entries) utimesSync(cwd, before.atime, before.mtime);
 }
 
 function build() {
-  const touched = emptyPackageOutputs();
-  // Stamps have millisecond precision: a folder created within the current millisecond must not
-  // read as newer than the stamp.
-  const startedAt = new Date(Math.max(Date.now(), Math.ceil(touched)));
+  // Read before anything compiles: a source saved while tsc runs must leave the build stale.
+  const sources = sourceDigest();
+  emptyPackageOutputs();
   const withFrameworks = frameworks.isInstalled();
   if (!withFrameworks) {
     process.stderr.write(
@@ -201,7 +207,7 @@ function build() {
   }
   for (const { dir, tool, args } of PACKAGES) {
     if (dir === FRAMEWORK_PACKAGE && !withFrameworks) continue;
-    runLeavingFolderTime(tool, args, join(root, dir));
+    run(tool, args, join(root, dir));
   }
   const configs = withFrameworks ? [SERVER_CONFIG, FRAMEWORKS_CONFIG] : [SERVER_CONFIG];
   if (!process.argv.includes('--no-check')) {
@@ -209,9 +215,7 @@ function build() {
   }
   for (const config of configs) emitWithSwc(config);
   mkdirSync(join(root, 'dist'), { recursive: true });
-  writeFileSync(STAMP, `${startedAt.toISOString()}\n`);
-  // The compile's start, not its end: a source saved while tsc ran must count as newer.
-  utimesSync(STAMP, startedAt, startedAt);
+  writeFileSync(STAMP, `${JSON.stringify({ built_at: new Date().toISOString(), sources })}\n`);
 }
 
 if (require.main !== module) {
@@ -219,7 +223,7 @@ if (require.main !== module) {
   module.exports = { isStale };
 } else if (process.argv.includes('--if-stale')) {
   if (isStale()) {
-    process.stderr.write('recovery-ledger: compiling (dist/ is missing or older than the sources)\n');
+    process.stderr.write('recovery-ledger: compiling (dist/ is missing or not the build of these sources)\n');
     build();
   }
 } else {

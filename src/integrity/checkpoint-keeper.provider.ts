@@ -1,5 +1,6 @@
 import { Logger, type FactoryProvider } from '@nestjs/common';
 import { CONFIG, type LedgerConfig } from '../config/ledger-config';
+import { FailureLog } from '../logging/failure-log';
 import { CLOCK, type Clock } from '../shared/clock';
 import { EVENT_STORE, type EventStore } from '../store/event-store.port';
 import { CheckpointKeeper } from './checkpoint-keeper';
@@ -16,6 +17,8 @@ export const checkpointKeeperProvider: FactoryProvider<CheckpointKeeper> = {
   inject: [EVENT_STORE, CONFIG, IntegrityMonitor, CLOCK],
   useFactory: (store: EventStore, config: LedgerConfig, integrity: IntegrityMonitor, clock: Clock) => {
     const logger = new Logger('Integrity');
+    // Kept at every interval: a store that is down must not write a stack each time.
+    const failures = new FailureLog(logger);
     // The running service's checks share the audit's bound: a share of one core.
     const pace = new CpuShare(config.auditCpuShare);
     return new CheckpointKeeper({
@@ -33,7 +36,7 @@ export const checkpointKeeperProvider: FactoryProvider<CheckpointKeeper> = {
           'THE LOG FAILED VERIFICATION after its last verified checkpoint: the broken streams are refused; run `recovery-ledger verify` for the details',
         );
       },
-      onError: (error) => logger.error({ err: error }, 'the verified checkpoint could not be kept'),
+      onError: (error) => failures.failed(error, 'the verified checkpoint could not be kept'),
     });
   },
 };

@@ -1,6 +1,7 @@
 import { Inject, Logger, Optional, type OnApplicationBootstrap, type OnApplicationShutdown } from '@nestjs/common';
 import type { Registry } from 'prom-client';
 import { CONFIG, type LedgerConfig } from '../config/ledger-config';
+import { failureFields } from '../logging/failure-log';
 import { registerIntegrityMetrics } from '../observability/integrity-metrics';
 import { METRICS_REGISTRY } from '../observability/metrics';
 import { EVENT_STORE, type EventStore } from '../store/event-store.port';
@@ -71,7 +72,7 @@ export class StoreLifecycle implements OnApplicationBootstrap, OnApplicationShut
               'THE LOG FAILED VERIFICATION: appends to the broken streams are refused; run `recovery-ledger verify` for the details',
             );
         },
-        (error: Error) => this.logger.error({ err: error }, 'the log could not be audited'),
+        (error: Error) => this.logger.error(failureFields(error), 'the log could not be audited'),
       );
   }
 

@@ -2,6 +2,7 @@ import { Inject, Logger, type OnApplicationShutdown } from '@nestjs/common';
 import type { LedgerConfig } from '../config/ledger-config';
 import type { LedgerMetrics } from '../observability/ledger-metrics';
 import { openTimeBaseStore } from '../adapters/store.factory';
+import { failureFields } from '../logging/failure-log';
 import { INSTANCE_CLOCKS, InstanceClocks, loadClockSettings } from './instance-clocks';
 
 /**
@@ -35,10 +36,10 @@ export async function instanceClocks(config: LedgerConfig, metrics: LedgerMetric
     onStoreError: (what, error) => {
       if (what === 'base')
         logger.error(
-          { err: error },
+          failureFields(error),
           'the time base could not be read from the store: this instance keeps its own clock, judged against the others by heartbeats',
         );
-      else if (!storeFailing) logger.warn({ err: error }, 'a clock heartbeat could not be written');
+      else if (!storeFailing) logger.warn(failureFields(error), 'a clock heartbeat could not be written');
       storeFailing = what === 'heartbeat';
     },
   });

@@ -59,8 +59,15 @@ function kindOf(error: unknown): string {
   return `${error.name}:${typeof code === 'string' || typeof code === 'number' ? code : ''}`;
 }
 
+/**
+ * The fields a one-off failure is logged with: a store that cannot be reached is an expected
+ * condition (EventStoreDB not started yet), so its reason and no stack; anything else whole.
+ */
+export function failureFields(error: unknown): Record<string, unknown> {
+  return error instanceof StoreUnavailableError ? { store_unavailable: error.reason } : { err: error };
+}
+
 function fieldsOf(error: unknown, first: boolean): Record<string, unknown> {
-  if (error instanceof StoreUnavailableError) return { store_unavailable: error.reason };
-  if (first || !(error instanceof Error)) return { err: error };
+  if (first || !(error instanceof Error) || error instanceof StoreUnavailableError) return failureFields(error);
   return { error: `${error.name}: ${error.message}` };
 }

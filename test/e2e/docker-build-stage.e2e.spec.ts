@@ -213,8 +213,12 @@ describe('the Docker image, built from the Dockerfile and started with docker-co
     let ledger: LedgerProcess;
     let dataDir: string;
     const service = compose.services.ledger;
+    // As compose resolves `${VAR:-default}` with VAR unset: the example keys.
     const composeEnv = Object.fromEntries(
-      Object.entries(service?.environment ?? {}).map(([name, value]) => [name, String(value)]),
+      Object.entries(service?.environment ?? {}).map(([name, value]) => [
+        name,
+        String(value).replace(/\$\{[A-Z_]+:-([^}]*)\}/g, '$1'),
+      ]),
     );
     const keys = (composeEnv.LEDGER_API_KEYS ?? '').split(',').map((entry) => entry.split(':'));
 

@@ -1,8 +1,10 @@
 /**
  * `npm start` runs `node scripts/build.cjs --if-stale` first: it compiles only when dist/ is
- * missing or a source is newer than the last compile, so a start with a current build loads no
- * compiler. Checked on a tiny project laid out like this one (a server and a workspace package
- * under packages/), with the real script and TypeScript.
+ * missing or the sources are not those of the last compile (a digest of their paths and
+ * contents), so a start with a current build loads no compiler. Checked on a tiny project laid out
+ * like this one (a server and workspace packages under packages/, one bundled by tsup), with the
+ * repository's script and the real compilers; test/e2e/start-build-check.e2e.spec.ts asks the
+ * same of this checkout.
  */
 import { spawnSync } from 'node:child_process';
 import {
@@ -10,6 +12,7 @@ import {
   existsSync,
   mkdirSync,
   mkdtempSync,
+  readFileSync,
   renameSync,
   rmSync,
   symlinkSync,
@@ -89,39 +92,63 @@ afterAll(() => {
   if (project) rmSync(project, { recursive: true, force: true });
 });
 
+/** Rewrites a file with other contents, its time left as it was: only the contents may decide. */
+function edit(file: string, contents: string): void {
+  const path = join(project, file);
+  const before = new Date(Date.now() - 3_600_000);
+  writeFileSync(path, contents);
+  utimesSync(path, before, before);
+}
+
 describe('the build check before npm start', () => {
-  it('compiles when there is no build, then not again while the build is current', () => {
+  it('compiles when there is no build, then not again while the sources are unchanged', () => {
     expect(start()).toEqual({ compiled: true, status: 0 });
     expect(existsSync(join(project, 'dist/src/main.js'))).toBe(true);
     expect(existsSync(join(project, 'packages/core/dist/index.js'))).toBe(true);
     expect(existsSync(join(project, 'packages/client/dist/index.js'))).toBe(true);
     expect(startWithoutCompiler()).toEqual({ compiled: false, status: 0 });
+    expect(startWithoutCompiler()).toEqual({ compiled: false, status: 0 });
   });
 
-  it('does not compile again after a full rebuild of an unchanged checkout (npm run build, then npm start)', () => {
+  it('does not compile again after a full rebuild of an unchanged checkout (npm run build, then npm start twice)', () => {
     const build = spawnSync(process.execPath, [join(project, 'scripts/build.cjs')], { encoding: 'utf8' });
     expect(build.status).toBe(0);
     expect(startWithoutCompiler()).toEqual({ compiled: false, status: 0 });
     expect(startWithoutCompiler()).toEqual({ compiled: false, status: 0 });
   });
 
-  it('compiles again when a source is newer than the build', () => {
-    // The last compile a minute ago, the source saved after it.
-    const compiled = new Date(Date.now() - 60_000);
-    const saved = new Date(Date.now() - 30_000);
-    utimesSync(join(project, 'dist/.build-stamp'), compiled, compiled);
-    utimesSync(join(project, 'src/main.ts'), saved, saved);
+  it('does not compile for times alone, nor for a file that is no source (a packed tarball beside a package)', () => {
+    const later = new Date(Date.now() + 60_000);
+    utimesSync(join(project, 'src/main.ts'), later, later);
+    utimesSync(join(project, 'packages/client'), later, later);
+    writeFileSync(join(project, 'packages/client/client-0.0.0.tgz'), 'not a source');
+    expect(startWithoutCompiler()).toEqual({ compiled: false, status: 0 });
+    rmSync(join(project, 'packages/client/client-0.0.0.tgz'));
+  });
+
+  it('compiles again when a server source changed, even one whose time is older than the build', () => {
+    edit('src/main.ts', 'export const answer: number = 43;\n');
+    expect(start()).toEqual({ compiled: true, status: 0 });
+    expect(readFileSync(join(project, 'dist/src/main.js'), 'utf8')).toContain('43');
+    expect(startWithoutCompiler()).toEqual({ compiled: false, status: 0 });
+  });
+
+  it('compiles again when a package source changed', () => {
+    edit('packages/core/src/index.ts', 'export const question = 7 * 6;\n');
     expect(start()).toEqual({ compiled: true, status: 0 });
     expect(startWithoutCompiler()).toEqual({ compiled: false, status: 0 });
   });
 
-  it('compiles again when a package source is newer than the build', () => {
-    const compiled = new Date(Date.now() - 60_000);
-    const saved = new Date(Date.now() - 30_000);
-    utimesSync(join(project, 'dist/.build-stamp'), compiled, compiled);
-    utimesSync(join(project, 'packages/core/src/index.ts'), saved, saved);
+  it('compiles again when a source was added', () => {
+    writeFileSync(join(project, 'packages/client/src/extra.ts'), 'export const extra = 1;\n');
     expect(start()).toEqual({ compiled: true, status: 0 });
     expect(startWithoutCompiler()).toEqual({ compiled: false, status: 0 });
+  });
+
+  it('compiles again when the package outputs are gone, though the sources are unchanged', () => {
+    rmSync(join(project, 'packages/core/dist'), { recursive: true });
+    expect(start()).toEqual({ compiled: true, status: 0 });
+    expect(existsSync(join(project, 'packages/core/dist/index.js'))).toBe(true);
   });
 
   it('fails the start when the sources do not compile', () => {

@@ -1,7 +1,7 @@
 /**
- * A test that starts the built service runs dist/, not the sources: a dist/ older than any source
- * would test yesterday's code and pass. The question is scripts/build.cjs's own (`--if-stale`, the
- * build stamp).
+ * A test that starts the built service runs dist/, not the sources: a dist/ that is not the build
+ * of the sources under test would test yesterday's code and pass. The question is scripts/build.cjs's
+ * own (`--if-stale`: the digest of the sources in the build stamp).
  */
 import { resolve } from 'node:path';
 
@@ -9,7 +9,7 @@ import { resolve } from 'node:path';
 const { isStale } = require(resolve(__dirname, '../../scripts/build.cjs')) as { isStale(): boolean };
 
 export const STALE_BUILD =
-  'dist/ is missing or older than the sources, and this test runs the build: run `npm run build` first (npm run test:e2e and test:int do)';
+  'dist/ is missing or not the build of these sources, and this test runs the build: run `npm run build` first (npm run test:e2e and test:int do)';
 
 let checked = false;
 

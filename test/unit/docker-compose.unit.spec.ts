@@ -96,13 +96,28 @@ describe('docker-compose.yml', () => {
       expect(dockerfile).toContain(`EXPOSE ${containerPort}`);
       // Bound beyond loopback, so keys are required (docs/contract.md §8).
       expect(service.environment?.HOST).toBe('0.0.0.0');
-      expect(service.environment?.LEDGER_API_KEYS).toMatch(/\w+:\w+:\w+/);
+      expect(interpolate(service.environment?.LEDGER_API_KEYS as string)).toMatch(/\w+:\w+:\w+/);
+    }
+  });
+
+  it('takes its keys from LEDGER_API_KEYS (kept out of git and of the image), the example keys in its stead', () => {
+    for (const name of ['ledger', 'ledger-cluster', 'ledger-pg-a', 'ledger-pg-b']) {
+      expect({ name, keys: services[name].environment?.LEDGER_API_KEYS }).toEqual({
+        name,
+        keys: expect.stringMatching(/^\$\{LEDGER_API_KEYS:-[^}]+\}$/),
+      });
+    }
+    for (const ignore of ['.gitignore', '.dockerignore']) {
+      expect({ ignore, lines: readFileSync(join(REPO, ignore), 'utf8').split('\n') }).toEqual({
+        ignore,
+        lines: expect.arrayContaining(['.env']),
+      });
     }
   });
 
   it('gives the example keys every role, so an approval-gated step can be approved and an escalation handled', () => {
     for (const name of ['ledger', 'ledger-cluster']) {
-      const roles = (services[name].environment?.LEDGER_API_KEYS as string)
+      const roles = interpolate(services[name].environment?.LEDGER_API_KEYS as string)
         .split(',')
         .map((entry) => entry.split(':')[1]);
       expect({ name, roles: [...roles].sort() }).toEqual({

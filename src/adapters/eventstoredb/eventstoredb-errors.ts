@@ -86,7 +86,9 @@ export function toPortError(error: unknown, context: ErrorContext): Error {
       );
     default:
       if (UNAVAILABLE.has(driverError.type)) {
-        return new StoreUnavailableError(`${driverError.type}: ${driverError.message}`, context.retryAfterSeconds);
+        // gRPC ends a refused connection's message with an empty "Resolution note: ".
+        const reason = driverError.message.replace(/\s*Resolution note:\s*$/, '');
+        return new StoreUnavailableError(`${driverError.type}: ${reason}`, context.retryAfterSeconds);
       }
       return new Error(`EventStoreDB refused the request (${driverError.type}): ${driverError.message}`);
   }
