@@ -173,14 +173,7 @@ function documentedSnippets(): Record<string, string> {
       const lines = code.split('\n');
       const own = lines.filter((line) => line.startsWith('import '));
       const body = lines.filter((line) => !line.startsWith('import '));
-      const source = [
-        ...own,
-        imports,
-        declared,
-        'export async function documented(): Promise<void> {',
-        ...body,
-        '}',
-      ];
+      const source = [...own, imports, declared, 'export async function documented(): Promise<void> {', ...body, '}'];
       return [framework, source.join('\n')];
     }),
   );
@@ -493,10 +486,13 @@ describe('@recovery-ledger/agent-frameworks in ES-module and CommonJS applicatio
         timeout: 120_000,
       });
       const report = JSON.parse(stdout.trim().split('\n').pop() as string);
-      expect(report.approval).toEqual({ surface: SURFACES[framework], ledger: 'awaiting_approval' });
+      // Asked together, so a failure shows both: the approval the ledger holds, the write it verified.
+      expect({ approval: report.approval, write: report.write }).toEqual({
+        approval: { surface: SURFACES[framework], ledger: 'awaiting_approval' },
+        write: { ok: true, status: 'succeeded' },
+      });
       // AI SDK 7 deprecates the tool's needsApproval but still reads it: without toolApproval it asks the same.
       if (framework === 'ai-sdk') expect(report.legacy).toEqual(report.approval);
-      expect(report.write).toEqual({ ok: true, status: 'succeeded' });
       const stats = (await (await fetch(`${provider.url}/__stats`)).json()) as {
         created: Record<string, number>;
         create_requests: Record<string, number>;
@@ -708,7 +704,9 @@ function frameworkDriver(framework: FrameworkDriver, format: ModuleFormat): stri
     )
     .join('\n');
   const loader =
-    format === 'mixed' ? "import { createRequire } from 'node:module';\nconst require = createRequire(import.meta.url);\n" : '';
+    format === 'mixed'
+      ? "import { createRequire } from 'node:module';\nconst require = createRequire(import.meta.url);\n"
+      : '';
   return `${loader}${header}\nconst FRAMEWORK = '${framework}';\n${DRIVER_BODY}`;
 }
 
