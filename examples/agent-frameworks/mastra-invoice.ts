@@ -60,8 +60,8 @@ async function main(): Promise<void> {
     id: 'invoicer',
     name: 'invoicer',
     instructions: 'Create the invoices asked for.',
-    // ai 7's test model against the provider types Mastra bundles for itself: a real model, or a
-    // model id such as 'openai/gpt-4.1', needs no cast.
+    // ai 7's test model speaks a newer provider spec than the copy Mastra bundles (a finish reason
+    // 'interrupted'); a provider's model, or a model id such as 'openai/gpt-4.1', needs no cast.
     model: scriptedModel() as never,
     tools: {
       create_invoice: ledgeredMastraTool({
