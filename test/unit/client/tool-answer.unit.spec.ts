@@ -20,7 +20,12 @@ const REF = 'run-1/create_invoice/s.1';
 function providerRefusal(): ToolEnvelope {
   return normalizeHttpResponse(
     { status: 400, body: { error: { code: 'invalid_amount', field: 'amount_cents' } } },
-    { operationRef: REF, sideEffect: 'write', inputFields: ['customer_id', 'amount_cents', 'currency'] },
+    {
+      operationRef: REF,
+      sideEffect: 'write',
+      now: new Date(),
+      inputFields: ['customer_id', 'amount_cents', 'currency'],
+    },
   );
 }
 
