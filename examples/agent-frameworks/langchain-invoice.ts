@@ -16,7 +16,7 @@ import { z } from 'zod';
 import { ledgerAttempt, ledgerMiddleware } from '@recovery-ledger/agent-frameworks/langchain';
 import { LedgerClient } from '@recovery-ledger/client';
 import { exitOnHelp, flag, log } from '../example-cli';
-import { invoiceTools, type InvoiceInput } from '../invoice-tools';
+import { invoiceTools } from '../invoice-tools';
 
 const INVOICE = { customer_id: 'cus_example', amount_cents: 1200, currency: 'EUR' };
 
@@ -29,7 +29,7 @@ async function main(): Promise<void> {
   const ledger = new LedgerClient({ baseUrl: ledgerUrl, ...(key ? { apiKey: key } : {}) });
   const { createInvoice, lookup } = invoiceTools(providerUrl);
   // The tool is the provider call; the middleware runs it once per attempt the ledger grants.
-  const createInvoiceTool = tool((input) => createInvoice(input as InvoiceInput, ledgerAttempt()), {
+  const createInvoiceTool = tool((input) => createInvoice(input, ledgerAttempt()), {
     name: 'create_invoice',
     description: 'Creates an invoice for a customer.',
     schema: z.object({ customer_id: z.string(), amount_cents: z.number().int(), currency: z.string() }),

@@ -6,7 +6,7 @@
  */
 import { generateText, stepCountIs, type ModelMessage } from 'ai';
 import { z } from 'zod';
-import { ledgeredTool, ledgerToolApproval, type LedgeredAiToolOutput } from '@recovery-ledger/agent-frameworks/ai-sdk';
+import { ledgeredTool, ledgerToolApproval } from '@recovery-ledger/agent-frameworks/ai-sdk';
 import { operationRefFor, type LedgeredToolPolicy, type ToolCall } from '@recovery-ledger/client';
 import {
   runAgentScript,
@@ -58,7 +58,10 @@ async function run(runId: string, steps: ScriptedStep[], tool = invoiceTool(runI
     ...(messages ? { messages } : { prompt: 'Invoice the customer.' }),
     stopWhen: stepCountIs(5),
   });
-  const outputs = result.steps.flatMap((step) => step.toolResults.map((part) => part.output as LedgeredAiToolOutput));
+  // Typed by the tool itself: only a dynamic tool's output is unknown, and this run has none.
+  const outputs = result.steps.flatMap((step) =>
+    step.toolResults.flatMap((part) => (part.dynamic ? [] : [part.output])),
+  );
   return { model, result, outputs };
 }
 

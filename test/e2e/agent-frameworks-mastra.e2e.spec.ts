@@ -8,7 +8,7 @@ import { Agent } from '@mastra/core/agent';
 import { Mastra } from '@mastra/core/mastra';
 import { InMemoryStore } from '@mastra/core/storage';
 import { z } from 'zod';
-import { ledgeredMastraTool, type LedgeredMastraToolOutput } from '@recovery-ledger/agent-frameworks/mastra';
+import { ledgeredMastraTool, ledgerOutputOf } from '@recovery-ledger/agent-frameworks/mastra';
 import { operationRefFor, type LedgeredToolPolicy, type ToolCall } from '@recovery-ledger/client';
 import {
   runAgentScript,
@@ -67,10 +67,19 @@ function agentWith(steps: ScriptedStep[], tool: ReturnType<typeof invoiceTool>) 
   return { model, agent: mastra.getAgent('invoicer') };
 }
 
+/** Each tool result as the ledger's answer (every tool of these runs is ledgered). */
+function ledgerOutputs(parts: Array<{ payload: { result?: unknown } }>) {
+  return parts.map((part) => {
+    const output = ledgerOutputOf(part);
+    if (!output) throw new Error(`not a ledgered tool's result: ${JSON.stringify(part.payload.result)}`);
+    return output;
+  });
+}
+
 async function run(runId: string, steps: ScriptedStep[], tool = invoiceTool(runId)) {
   const { model, agent } = agentWith(steps, tool);
   const result = await agent.generate('Invoice the customer.', { maxSteps: 5 });
-  const outputs = result.toolResults.map((part) => part.payload.result as LedgeredMastraToolOutput);
+  const outputs = ledgerOutputs(result.toolResults);
   return { model, agent, result, outputs };
 }
 
@@ -140,7 +149,7 @@ describe('Mastra: a ledgered tool', () => {
 
     // 3. Mastra's approve with no grant in the ledger: execute asks the ledger, which still waits.
     const resumed = await first.agent.approveToolCallGenerate({ runId: asked.runId as string });
-    const pending = resumed.toolResults.map((part) => part.payload.result as LedgeredMastraToolOutput);
+    const pending = ledgerOutputs(resumed.toolResults);
     expect(pending).toEqual([expect.objectContaining({ ok: false, approval_pending: true })]);
     expect(await world.createRequests(ref)).toBe(0);
 

@@ -98,130 +98,86 @@ const TYPECHECK_CONFIGS: Record<string, { module: string; moduleResolution: stri
   bundler: { module: 'esnext', moduleResolution: 'bundler', extension: 'ts' },
 };
 
-/** docs/integrations.md's snippet of each integration, with what it leaves out declared. */
-const SNIPPETS: Record<string, string> = {
-  'ai-sdk': String.raw`
-import { generateText, stepCountIs, type LanguageModel } from 'ai';
-import { z } from 'zod';
-import { LedgerClient, type Lookup, type ToolCall } from '@recovery-ledger/client';
-import { ledgeredTool, ledgerToolApproval } from '@recovery-ledger/agent-frameworks/ai-sdk';
-
-interface Invoice { customer_id: string; amount_cents: number; currency: string }
-declare const model: LanguageModel;
-declare const createInvoice: ToolCall<Invoice>;
-declare const lookup: Lookup;
-
-export async function invoice(baseUrl: string, apiKey: string, runId: string): Promise<void> {
-  const create_invoice = ledgeredTool({
-    ledger: new LedgerClient({ baseUrl, apiKey }),
-    name: 'create_invoice',
-    description: 'Creates an invoice for a customer.',
-    runId,
-    inputSchema: z.object({ customer_id: z.string(), amount_cents: z.number().int(), currency: z.string() }),
-    policy: { max_attempts: 3, consistency_window_ms: 30_000, approval_required: true },
-    call: createInvoice,
-    lookup,
-  });
-  const tools = { create_invoice };
-  const result = await generateText({ model, tools, toolApproval: ledgerToolApproval(tools), prompt: 'Invoice.', stopWhen: stepCountIs(4) });
-  for (const step of result.steps) for (const part of step.toolResults) if (!part.dynamic) console.log(part.output.model_text);
-}
-`,
-  'openai-agents': String.raw`
-import { Agent, run } from '@openai/agents';
-import { z } from 'zod';
-import { LedgerClient, type Lookup, type ToolCall } from '@recovery-ledger/client';
-import { ledgeredAgentsTool, ledgerOutputOf } from '@recovery-ledger/agent-frameworks/openai-agents';
-
-interface Invoice { customer_id: string; amount_cents: number; currency: string }
-declare const createInvoice: ToolCall<Invoice>;
-declare const lookup: Lookup;
-
-export async function invoice(baseUrl: string, apiKey: string, runId: string): Promise<void> {
-  const agent = new Agent({
-    name: 'billing',
-    model: 'gpt-4.1',
-    tools: [
-      ledgeredAgentsTool({
-        ledger: new LedgerClient({ baseUrl, apiKey }),
-        name: 'create_invoice',
-        description: 'Creates an invoice for a customer.',
-        runId,
-        parameters: z.object({ customer_id: z.string(), amount_cents: z.number().int(), currency: z.string() }),
-        policy: { max_attempts: 3, consistency_window_ms: 30_000 },
-        call: createInvoice,
-        lookup,
-      }),
-    ],
-  });
-  const result = await run(agent, 'Invoice the customer.');
-  for (const item of result.newItems) console.log(ledgerOutputOf(item)?.model_text);
-}
-`,
-  langchain: String.raw`
-import { createAgent, tool } from 'langchain';
-import { MemorySaver } from '@langchain/langgraph';
-import { z } from 'zod';
-import { LedgerClient, type Lookup, type ToolCallContext } from '@recovery-ledger/client';
-import { ledgerAttempt, ledgerMiddleware } from '@recovery-ledger/agent-frameworks/langchain';
-
-declare function createInvoiceAtProvider(input: unknown, attempt: ToolCallContext): Promise<string>;
-declare const lookup: Lookup;
-const schema = z.object({ customer_id: z.string(), amount_cents: z.number().int(), currency: z.string() });
-
-// The tool is the provider call: it gives ledgerAttempt().idempotencyKey to the provider.
-const createInvoice = tool((input) => createInvoiceAtProvider(input, ledgerAttempt()), {
-  name: 'create_invoice',
-  description: 'Creates an invoice for a customer.',
-  schema,
-});
-export const agent = createAgent({
-  model: 'openai:gpt-4.1',
-  tools: [createInvoice],
-  checkpointer: new MemorySaver(),
-  middleware: [
-    ledgerMiddleware({
-      create_invoice: {
-        ledger: new LedgerClient({ baseUrl: 'http://127.0.0.1:3000' }),
-        name: 'create_invoice',
-        runId: 'thread-1',
-        policy: { max_attempts: 3, consistency_window_ms: 30_000 },
-        lookup,
-      },
-    }),
-  ],
-});
-`,
-  mastra: String.raw`
-import { Agent } from '@mastra/core/agent';
-import { z } from 'zod';
-import { LedgerClient, type Lookup, type ToolCall } from '@recovery-ledger/client';
-import { ledgeredMastraTool } from '@recovery-ledger/agent-frameworks/mastra';
-
-interface Invoice { customer_id: string; amount_cents: number; currency: string }
-declare const createInvoice: ToolCall<Invoice>;
-declare const lookup: Lookup;
-
-export const agent = new Agent({
-  id: 'invoicer',
-  name: 'invoicer',
-  instructions: 'Create the invoices asked for.',
-  model: 'openai/gpt-4.1',
-  tools: {
-    create_invoice: ledgeredMastraTool({
-      ledger: new LedgerClient({ baseUrl: 'http://127.0.0.1:3000' }),
-      name: 'create_invoice',
-      description: 'Creates an invoice for a customer.',
-      runId: 'run-1',
-      inputSchema: z.object({ customer_id: z.string(), amount_cents: z.number().int(), currency: z.string() }),
-      policy: { max_attempts: 3, consistency_window_ms: 30_000 },
-      call: createInvoice,
-      lookup,
-    }),
+/**
+ * What each docs/integrations.md section's snippet leaves to the reader, declared: the section's
+ * heading, the imports it does not write, and the names it uses without defining them.
+ */
+const SNIPPET_CONTEXT: Record<string, { heading: string; imports: string; declared: string }> = {
+  'ai-sdk': {
+    heading: 'Vercel AI SDK',
+    imports: `import { z } from 'zod';
+import { LedgerClient, type Lookup, type ToolCall } from '@recovery-ledger/client';`,
+    declared: `declare const model: Parameters<typeof generateText>[0]['model'];
+declare const baseUrl: string;
+declare const RUNTIME_KEY: string;
+declare const runId: string;
+declare const prompt: string;
+declare const createInvoice: ToolCall<{ customer_id: string; amount_cents: number; currency: string }>;
+declare const lookup: Lookup;`,
   },
-});
-`,
+  'openai-agents': {
+    heading: 'OpenAI Agents SDK',
+    imports: `import { z } from 'zod';
+import type { LedgerClient, LedgeredToolPolicy, Lookup, ToolCall } from '@recovery-ledger/client';`,
+    declared: `declare const ledger: LedgerClient;
+declare const description: string;
+declare const runId: string;
+const parameters = z.object({ customer_id: z.string(), amount_cents: z.number().int(), currency: z.string() });
+declare const policy: LedgeredToolPolicy;
+declare const call: ToolCall<z.infer<typeof parameters>>;
+declare const lookup: Lookup;`,
+  },
+  langchain: {
+    heading: 'LangChain and LangGraph',
+    imports: `import { MemorySaver } from '@langchain/langgraph';
+import { z } from 'zod';
+import type { LedgerClient, LedgeredToolPolicy, Lookup, ToolCallContext, ToolEnvelope } from '@recovery-ledger/client';`,
+    declared: `const schema = z.object({ customer_id: z.string(), amount_cents: z.number().int(), currency: z.string() });
+declare function createInvoiceAtProvider(input: z.infer<typeof schema>, attempt: ToolCallContext): Promise<ToolEnvelope>;
+declare const description: string;
+const model = 'openai:gpt-4.1';
+const checkpointer = new MemorySaver();
+declare const ledger: LedgerClient;
+declare const threadId: string;
+declare const policy: LedgeredToolPolicy;
+declare const lookup: Lookup;`,
+  },
+  mastra: {
+    heading: 'Mastra',
+    imports: `import { z } from 'zod';
+import type { LedgerClient, LedgeredToolPolicy, Lookup, ToolCall } from '@recovery-ledger/client';`,
+    declared: `declare const ledger: LedgerClient;
+declare const instructions: string;
+const model = 'openai/gpt-4.1';
+declare const description: string;
+declare const runId: string;
+const inputSchema = z.object({ customer_id: z.string(), amount_cents: z.number().int(), currency: z.string() });
+declare const policy: LedgeredToolPolicy;
+declare const call: ToolCall<z.infer<typeof inputSchema>>;
+declare const lookup: Lookup;`,
+  },
 };
+
+/**
+ * docs/integrations.md's snippet of each integration, read from the document itself (the first
+ * ts block of its section), as a module: its imports first, its statements in an async function
+ * (they await), what it leaves out declared (SNIPPET_CONTEXT).
+ */
+function documentedSnippets(): Record<string, string> {
+  const doc = readFileSync(join(REPO, 'docs/integrations.md'), 'utf8');
+  return Object.fromEntries(
+    Object.entries(SNIPPET_CONTEXT).map(([framework, { heading, imports, declared }]) => {
+      const section = doc.split(/^## /m).find((part) => part.startsWith(`${heading}\n`));
+      const code = section?.match(/```ts\n([\s\S]*?)```/)?.[1];
+      if (!code) throw new Error(`docs/integrations.md has no ts snippet under "## ${heading}"`);
+      const lines = code.split('\n');
+      const own = lines.filter((line) => line.startsWith('import '));
+      const body = lines.filter((line) => !line.startsWith('import '));
+      const source = [...own, imports, declared, 'export async function documented(): Promise<void> {', ...body, '}'];
+      return [framework, source.join('\n')];
+    }),
+  );
+}
 
 beforeAll(async () => {
   for (const dir of PACKAGES) {
@@ -517,12 +473,12 @@ describe('@recovery-ledger/agent-frameworks in ES-module and CommonJS applicatio
 
   it.each(
     (['ai-sdk', 'openai-agents', 'langchain', 'mastra'] as const).flatMap((framework) =>
-      (['esm', 'cjs'] as const).map((format) => [framework, format] as const),
+      (['esm', 'cjs', 'mixed'] as const).map((format) => [framework, format] as const),
     ),
   )(
     '%s in a %s application, run by its own test model: an approval-gated call asks approval and the ledger holds it; a premature verification is waited out: one invoice',
     async (framework, format) => {
-      const file = `${framework}.${format === 'esm' ? 'mjs' : 'cjs'}`;
+      const file = `${framework}-${format}.${format === 'cjs' ? 'cjs' : 'mjs'}`;
       writeFileSync(join(project, file), frameworkDriver(framework, format));
       const tag = `${framework}-${format}`;
       const { stdout } = await run(process.execPath, [file, ledger.baseUrl, provider.url, tag], {
@@ -530,8 +486,13 @@ describe('@recovery-ledger/agent-frameworks in ES-module and CommonJS applicatio
         timeout: 120_000,
       });
       const report = JSON.parse(stdout.trim().split('\n').pop() as string);
-      expect(report.approval).toEqual({ surface: SURFACES[framework], ledger: 'awaiting_approval' });
-      expect(report.write).toEqual({ ok: true, status: 'succeeded' });
+      // Asked together, so a failure shows both: the approval the ledger holds, the write it verified.
+      expect({ approval: report.approval, write: report.write }).toEqual({
+        approval: { surface: SURFACES[framework], ledger: 'awaiting_approval' },
+        write: { ok: true, status: 'succeeded' },
+      });
+      // AI SDK 7 deprecates the tool's needsApproval but still reads it: without toolApproval it asks the same.
+      if (framework === 'ai-sdk') expect(report.legacy).toEqual(report.approval);
       const stats = (await (await fetch(`${provider.url}/__stats`)).json()) as {
         created: Record<string, number>;
         create_requests: Record<string, number>;
@@ -550,7 +511,7 @@ describe('@recovery-ledger/agent-frameworks in ES-module and CommonJS applicatio
       const { module, moduleResolution, extension } = TYPECHECK_CONFIGS[config];
       const dir = join(project, `typecheck-${config}`);
       mkdirSync(dir);
-      for (const [framework, source] of Object.entries(SNIPPETS))
+      for (const [framework, source] of Object.entries(documentedSnippets()))
         writeFileSync(join(dir, `${framework}.${extension}`), source);
       writeFileSync(
         join(dir, 'tsconfig.json'),
@@ -714,25 +675,39 @@ const FRAMEWORK_DRIVERS: Record<FrameworkDriver, Array<[string, string]>> = {
 };
 
 /**
- * One framework's application, in plain JavaScript against the installed packages, as an ES module
- * (`import`) or CommonJS (`require`): the same body, only the way it loads its modules differs.
- * It runs the framework with the framework's own test model (the AI SDK's MockLanguageModelV4 for
- * the AI SDK and Mastra, LangChain's FakeToolCallingModel, a scripted Model for the OpenAI Agents
- * SDK, which ships none), first an approval-gated write, then a write whose first create answers
- * 502 (an unknown outcome: verified, and a not_found waited out until the window ends).
+ * How an application loads its modules: `esm` imports everything, `cjs` requires everything, and
+ * `mixed` is an ES module that imports the client but requires the integration and its framework
+ * (through createRequire), so two copies of the client run in one process: the application's ES
+ * build, whose LedgerClient throws the ledger's answers, and the CommonJS build the integration
+ * catches them with.
  */
-function frameworkDriver(framework: FrameworkDriver, format: 'esm' | 'cjs'): string {
+type ModuleFormat = 'esm' | 'cjs' | 'mixed';
+
+/**
+ * One framework's application, in plain JavaScript against the installed packages: the same body,
+ * only the way it loads its modules differs (ModuleFormat). It runs the framework with the
+ * framework's own test model (the AI SDK's MockLanguageModelV4 for the AI SDK and Mastra,
+ * LangChain's FakeToolCallingModel, a scripted Model for the OpenAI Agents SDK, which ships none),
+ * first an approval-gated write, then a write whose first create answers 502 (an unknown outcome:
+ * verified, and a not_found waited out until the window ends).
+ */
+function frameworkDriver(framework: FrameworkDriver, format: ModuleFormat): string {
   const modules: Array<[string, string]> = [
     ['zodModule', 'zod'],
     ['client', '@recovery-ledger/client'],
     ...FRAMEWORK_DRIVERS[framework],
   ];
+  const imports = (name: string) => format === 'esm' || (format === 'mixed' && name === '@recovery-ledger/client');
   const header = modules
     .map(([alias, name]) =>
-      format === 'esm' ? `import * as ${alias} from '${name}';` : `const ${alias} = require('${name}');`,
+      imports(name) ? `import * as ${alias} from '${name}';` : `const ${alias} = require('${name}');`,
     )
     .join('\n');
-  return `${header}\nconst FRAMEWORK = '${framework}';\n${DRIVER_BODY}`;
+  const loader =
+    format === 'mixed'
+      ? "import { createRequire } from 'node:module';\nconst require = createRequire(import.meta.url);\n"
+      : '';
+  return `${loader}${header}\nconst FRAMEWORK = '${framework}';\n${DRIVER_BODY}`;
 }
 
 const DRIVER_BODY = String.raw`
@@ -773,9 +748,11 @@ const aiModel = () => {
 
 /** Runs the framework once over one create_invoice call: what its approval surface showed, and the tool's output. */
 const RUNS = {
-  'ai-sdk': async (runId, approval) => {
-    const tool = wrappers.ledgeredTool({ ...options(runId, approval), inputSchema: schema });
-    const result = await ai.generateText({ model: aiModel(), tools: { create_invoice: tool }, prompt: 'Invoice.', stopWhen: ai.stepCountIs(3) });
+  // AI SDK 7's approval API (toolApproval), or, with legacy, the tool's deprecated needsApproval alone.
+  'ai-sdk': async (runId, approval, legacy) => {
+    const tools = { create_invoice: wrappers.ledgeredTool({ ...options(runId, approval), inputSchema: schema }) };
+    const toolApproval = legacy ? {} : { toolApproval: wrappers.ledgerToolApproval(tools) };
+    const result = await ai.generateText({ model: aiModel(), tools, ...toolApproval, prompt: 'Invoice.', stopWhen: ai.stepCountIs(3) });
     const output = result.steps.flatMap((step) => step.toolResults)[0]?.output;
     const asked = result.content.some((part) => part.type === 'tool-approval-request');
     return { surface: asked ? 'tool-approval-request' : 'none', output };
@@ -826,12 +803,18 @@ async function main() {
   const approvalRun = 'pack-' + tag + '-approval';
   const asked = await settle(RUNS[FRAMEWORK](approvalRun, true));
   const approval = { surface: asked.surface, ledger: await statusOf(refOf(approvalRun)) };
+  let legacy;
+  if (FRAMEWORK === 'ai-sdk') {
+    const legacyRun = approvalRun + '-legacy';
+    const legacyAsked = await settle(RUNS[FRAMEWORK](legacyRun, true, true));
+    legacy = { surface: legacyAsked.surface, ledger: await statusOf(refOf(legacyRun)) };
+  }
 
   const writeRun = 'pack-' + tag + '-write';
   await fetch(providerUrl + '/__faults', { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ fault: { kind: 'bad-gateway' }, operation_ref: refOf(writeRun) }) });
   const wrote = await settle(RUNS[FRAMEWORK](writeRun, false));
   const write = wrote.output ? { ok: wrote.output.ok, status: wrote.output.status } : { error: wrote.surface };
-  console.log(JSON.stringify({ approval, write, approval_ref: refOf(approvalRun), write_ref: refOf(writeRun) }));
+  console.log(JSON.stringify({ approval, legacy, write, approval_ref: refOf(approvalRun), write_ref: refOf(writeRun) }));
 }
 
 main().catch((error) => {

@@ -314,7 +314,7 @@ function answerOf(name: string, raw: ToolEnvelope): LedgeredToolResult {
   };
 }
 
-/** What a read-only tool's failure tells the model: a stable code and the retry direction only. */
+/** What a read-only tool's failure tells the model: a stable code, the retry direction and the field at fault only. */
 export function readAnswer(envelope: ToolEnvelope): Record<string, unknown> {
   if (envelope.ok) return { ok: true, result: envelope.result };
   return {
@@ -323,6 +323,8 @@ export function readAnswer(envelope: ToolEnvelope): Record<string, unknown> {
     category: envelope.category,
     next_action: envelope.next_action,
     retry: envelope.retry,
+    // The field the provider refused, when it named one: what a correction changes.
+    ...(envelope.safe_details?.field === undefined ? {} : { field: envelope.safe_details.field }),
     agent_message: envelope.agent_message,
   };
 }

@@ -34,6 +34,22 @@ export interface LedgeredMastraToolOutput {
   model_text: string;
 }
 
+/**
+ * The ledger's answer in one of a Mastra run's tool results (`result.toolResults`), when it is a
+ * ledgered tool's: Mastra types every tool result as unknown, so this reads it without a cast.
+ */
+export function ledgerOutputOf(part: { payload: { result?: unknown } }): LedgeredMastraToolOutput | undefined {
+  const output = part.payload.result as Partial<LedgeredMastraToolOutput> | null | undefined;
+  if (typeof output !== 'object' || output === null) return undefined;
+  const envelope = output.envelope as { operation_ref?: unknown } | undefined;
+  const ours =
+    typeof output.ok === 'boolean' &&
+    typeof output.model_text === 'string' &&
+    typeof output.operation_ref === 'string' &&
+    envelope?.operation_ref === output.operation_ref;
+  return ours ? (output as LedgeredMastraToolOutput) : undefined;
+}
+
 type Issues = { issues?: Array<{ path?: Array<PropertyKey | { key: PropertyKey }> }> };
 
 function fieldsOf(result: Issues): string[] {

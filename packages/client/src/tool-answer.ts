@@ -328,17 +328,27 @@ export function checked(envelope: ToolEnvelope): ToolEnvelope {
   return result.ok ? result.envelope : notRecordedEnvelope(envelope.operation_ref);
 }
 
-/**
- * The text a model reads: one line it can act on, then the envelope's stable fields as JSON
- * (code, next_action, commit_state, retry, operation_ref, agent_message; on success the result
- * and its evidence). Nothing an upstream wrote in prose reaches it: the envelope holds none.
- */
+/** OPERATION_REF_REUSED as a step tool's caller meets it: the name was the application's. */
+const STEP_REF_TAKEN =
+  'The operation_ref the application named for this call already belongs to another operation; nothing was sent.';
+
 /**
  * An answer for a tool whose arguments hold no operation_ref: the same envelope, its agent_message
- * saying what such a tool's caller can do (STEP_TOOL_SENTENCES).
+ * saying what such a tool's caller can do (STEP_TOOL_SENTENCES). A ref that belongs to another
+ * operation is the application's naming (its `key` or `operationRef`), not the input: no call the
+ * model can make changes it, so that answer goes to a person (escalate).
  */
 export function forStepTool(envelope: ToolEnvelope): ToolEnvelope {
   if (envelope.ok) return envelope;
+  if (envelope.code === 'OPERATION_REF_REUSED') {
+    const escalated = error(envelope.operation_ref, envelope.code, {
+      category: 'conflict',
+      commit: 'not_committed',
+      action: 'escalate',
+      attempts: 0,
+    });
+    return { ...escalated, agent_message: `${STEP_REF_TAKEN} ${STEP_TOOL_SENTENCES.escalate}` };
+  }
   return { ...envelope, agent_message: `${codeFact(envelope.code)} ${STEP_TOOL_SENTENCES[envelope.next_action]}` };
 }
 
@@ -347,6 +357,11 @@ export interface ModelTextOptions {
   stepTool?: boolean;
 }
 
+/**
+ * The text a model reads: one line it can act on, then the envelope's stable fields as JSON
+ * (code, next_action, commit_state, retry, operation_ref, agent_message; on success the result
+ * and its evidence). Nothing an upstream wrote in prose reaches it: the envelope holds none.
+ */
 export function modelText(tool: string, envelope: ToolEnvelope, options: ModelTextOptions = {}): string {
   if (envelope.ok) {
     const evidence = envelope.verification.evidence_ref;
