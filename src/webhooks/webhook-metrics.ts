@@ -24,8 +24,7 @@ export function registerWebhookMetrics(registry: Registry | undefined, store: We
     async collect() {
       const rows = await store.counts(scrapeTenant());
       this.reset();
-      for (const row of rows)
-        this.inc({ tenant: row.tenant, kind: row.kind, status: row.status }, row.count);
+      for (const row of rows) this.inc({ tenant: row.tenant, kind: row.kind, status: row.status }, row.count);
     },
   });
   return { onAttempt: (tenant, kind, outcome) => attempts.inc({ tenant, kind, outcome }) };

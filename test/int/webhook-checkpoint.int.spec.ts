@@ -73,7 +73,8 @@ describe('the webhook consumer checkpoint', () => {
     const service = new WebhookService(log, hooks, systemClock);
     await service.consume([transition(1, 'dispatching')]);
     const deadline = Date.now() + 5000;
-    while ((await hooks.checkpoint()) === 0 && Date.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 50));
+    while ((await hooks.checkpoint()) === 0 && Date.now() < deadline)
+      await new Promise((resolve) => setTimeout(resolve, 50));
     expect(await hooks.checkpoint()).toBe(1);
   });
 

@@ -188,7 +188,10 @@ export class PostgresWebhookStore implements WebhookStore {
       created_position: Number(row.created_position),
       active: row.active,
       ...(row.previous_secret && row.previous_secret_until
-        ? { previous_secret: openSecret(row.previous_secret, row.id, this.box), previous_secret_until: row.previous_secret_until }
+        ? {
+            previous_secret: openSecret(row.previous_secret, row.id, this.box),
+            previous_secret_until: row.previous_secret_until,
+          }
         : {}),
       ...(row.disabled_reason && row.disabled_at
         ? { disabled_reason: row.disabled_reason, disabled_at: row.disabled_at }
@@ -553,10 +556,7 @@ export class PostgresWebhookStore implements WebhookStore {
 }
 
 /** Answers how many rows were new (a replayed cause's row is already there, with its progress). */
-async function insertDeliveryRows(
-  client: ClientBase,
-  deliveries: readonly NewDelivery[],
-): Promise<number> {
+async function insertDeliveryRows(client: ClientBase, deliveries: readonly NewDelivery[]): Promise<number> {
   if (deliveries.length === 0) return 0;
   // WITH ORDINALITY and ORDER BY: rows take their order numbers (seq) in the batch's order.
   const { rowCount } = await client.query(

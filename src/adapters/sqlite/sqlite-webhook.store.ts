@@ -348,7 +348,10 @@ export class SqliteWebhookStore implements WebhookStore {
     ).run(status, at, id);
   }
 
-  async markAttemptFailed(id: string, outcome: { status?: number; error: string; nextAttemptMs?: number }): Promise<void> {
+  async markAttemptFailed(
+    id: string,
+    outcome: { status?: number; error: string; nextAttemptMs?: number },
+  ): Promise<void> {
     this.statement(
       `UPDATE webhook_deliveries SET attempts = attempts + 1, last_status = ?, last_error = ?,
          status = CASE WHEN ? IS NULL THEN 'failed' ELSE 'pending' END, next_attempt_ms = COALESCE(?, next_attempt_ms) WHERE id = ?`,
