@@ -10,6 +10,7 @@ import { postWebhook } from './webhook-post';
 import { signedHeaders } from './webhook-signature';
 import { scannedParts, urlRefusal } from './webhook-url';
 import {
+  ConsumerTurnLostError,
   TEST_EVENT_KIND,
   type ConsumedBatch,
   type Delivery,
@@ -371,7 +372,13 @@ export class WebhookService {
     this.checkpointTimer = undefined;
     const consumedTo = this.consumedTo;
     if (consumedTo > (await this.hooks.checkpoint())) {
-      await this.hooks.commitBatch({ position: consumedTo, deliveries: [], watches: [], resetPremature: [] });
+      try {
+        await this.hooks.commitBatch({ position: consumedTo, deliveries: [], watches: [], resetPremature: [] });
+      } catch (error) {
+        if (!(error instanceof ConsumerTurnLostError)) throw error;
+        // Another instance consumes now and owns the checkpoint: nothing of this one's is left to write.
+        if (this.consumedTo === consumedTo) this.consumedTo = 0;
+      }
     }
   }
 

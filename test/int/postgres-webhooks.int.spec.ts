@@ -5,13 +5,21 @@
  * so the `standardwebhooks` package (the spec's reference library) verifies it; when the instance
  * that consumes the log stops mid-stream, the other takes the consumer's turn and every event is
  * delivered, each under its one id. The last case does it with two built processes, the consumer
- * killed (SIGKILL) mid-stream.
+ * killed (SIGKILL) mid-stream. First, the service over two stores: one whose consumer session the
+ * server ended still counts refusals, and the other consumes on from the checkpoint.
  */
 import { randomUUID } from 'node:crypto';
 import { createServer, type IncomingHttpHeaders, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { Client } from 'pg';
 import { Webhook } from 'standardwebhooks';
+import { PostgresWebhookStore } from '../../src/adapters/postgres/postgres-webhook-store.adapter';
+import { SqliteEventStore } from '../../src/adapters/sqlite/sqlite-event-store.adapter';
+import { systemClock } from '../../src/shared/clock';
+import type { StoredEvent } from '../../src/store/event-store.port';
+import { operationStream } from '../../src/store/stream-names';
+import { WebhookService } from '../../src/webhooks/webhook.service';
+import { ConsumerTurnLostError } from '../../src/webhooks/webhook-store.port';
 import { request } from '../support/http';
 import { incidentsAt } from '../support/incidents';
 import { startLedgerInProcess, type InProcessLedger } from '../support/ledger-in-process';
@@ -89,6 +97,75 @@ const env = (url: string) => ({
   LEDGER_WEBHOOK_RETRY_MAX_MS: '500',
   // A delivery claimed by a killed sender is sent by another once this and a margin have passed.
   LEDGER_WEBHOOK_TIMEOUT_MS: '1000',
+});
+
+/** A transition as the log holds it: the consumer resets premature counts at it, and nothing else. */
+function transition(position: number, ref: string): StoredEvent {
+  return {
+    stream: operationStream('acme', ref),
+    revision: position - 1,
+    position,
+    event_id: randomUUID(),
+    type: 'TransitionRecorded',
+    data: { from: 'planned', to: 'dispatching', reason: 'test' },
+    metadata: {
+      schema_version: 1,
+      recorded_at: new Date().toISOString(),
+      actor: 'local',
+      tenant: 'acme',
+      operation_ref: ref,
+      prev_hash: '0'.repeat(64),
+      hash: '0'.repeat(64),
+    },
+  } as StoredEvent;
+}
+
+// First in the file: the instances started below set DATABASE_URL in this process's environment,
+// where test/support/postgres.ts would then look for a server.
+describeWithPostgres('the webhook service on PostgreSQL when its consumer session ends', (database) => {
+  it('an instance that lost the consumer turn still counts a premature refusal, and the next consumer goes on', async () => {
+    const log = SqliteEventStore.open({ file: ':memory:' });
+    const first = await PostgresWebhookStore.open({ connectionString: database().url });
+    const second = await PostgresWebhookStore.open({ connectionString: database().url });
+    try {
+      const service = new WebhookService(log, first, systemClock);
+      expect(await first.takeConsumerTurn()).toBe(true);
+      await service.subscribe('acme', {
+        url: 'https://hooks.example.com/ledger',
+        kinds: ['verification.premature_repeated'],
+        premature_refusals: 1,
+      });
+      // Consumed, changing nothing: the position is not yet durable (docs/webhooks.md).
+      await service.consume([transition(1, 'run_1/step_1')]);
+      expect(await second.checkpoint()).toBe(0);
+
+      // What a killed process or a cut leaves the server to do: end the consumer's session.
+      const admin = new Client({ connectionString: database().url });
+      await admin.connect();
+      await admin.query(
+        "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE application_name = 'recovery-ledger-webhook-consumer'",
+      );
+      await admin.end();
+      await until(
+        () => second.takeConsumerTurn(),
+        (taken) => taken,
+        'the other store to take the consumer turn',
+      );
+
+      await service.onRefused('VERIFICATION_PREMATURE', 'acme', 'run_1/step_1');
+      expect((await second.deliveries('acme', { limit: 10 })).map((delivery) => delivery.kind)).toEqual([
+        'verification.premature_repeated',
+      ]);
+      await expect(
+        first.commitBatch({ position: 2, deliveries: [], watches: [], resetPremature: [] }),
+      ).rejects.toBeInstanceOf(ConsumerTurnLostError);
+      expect(await second.commitBatch({ position: 1, deliveries: [], watches: [], resetPremature: [] })).toBe(true);
+      expect(await first.checkpoint()).toBe(1);
+      await service.stop();
+    } finally {
+      await Promise.all([first.close(), second.close(), log.close()]);
+    }
+  });
 });
 
 describeWithPostgres('webhooks shared by the instances on PostgreSQL', (database) => {

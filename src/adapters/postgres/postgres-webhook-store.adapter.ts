@@ -103,6 +103,8 @@ interface ConsumerSession {
   lost: Error | undefined;
   /** Transactions on the session run one after another (one connection, one transaction at a time). */
   queue: Promise<unknown>;
+  /** Ends the session (and with it the lock, if the server still holds it for this session). */
+  lose(error: Error): void;
 }
 
 /**
@@ -284,7 +286,6 @@ export class PostgresWebhookStore implements WebhookStore {
       keepAlive: true,
       idle_in_transaction_session_timeout: this.options.idleInTransactionTimeoutMs ?? 10_000,
     });
-    const session: ConsumerSession = { client, lost: undefined, queue: Promise.resolve() };
     const lose = (error: Error) => {
       if (session.lost) return;
       session.lost = error;
@@ -292,6 +293,7 @@ export class PostgresWebhookStore implements WebhookStore {
       if (this.consumer === session) this.consumer = undefined;
       client.end().catch(() => undefined);
     };
+    const session: ConsumerSession = { client, lost: undefined, queue: Promise.resolve(), lose };
     client.on('error', (error) => lose(error));
     client.on('end', () => lose(new Error('the webhook consumer session ended')));
     try {
@@ -340,10 +342,13 @@ export class PostgresWebhookStore implements WebhookStore {
         return result;
       } catch (error) {
         await client.query('ROLLBACK').catch(() => undefined);
-        // Set by the session's 'error' or 'end' while the transaction ran.
+        const failure = toPortError(error);
+        // The connection failed (or ended, which sets `lost`): whether the server still holds the
+        // lock for it is unknown, so the session is ended and the turn given up, not assumed.
+        if (failure instanceof StoreUnavailableError) session.lose(failure);
         const lost = session.lost as Error | undefined;
         if (lost) throw new ConsumerTurnLostError(lost.message);
-        throw toPortError(error);
+        throw failure;
       }
     });
     session.queue = run.catch(() => undefined);
