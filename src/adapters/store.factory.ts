@@ -118,6 +118,20 @@ export function openReadModel(options: ReadModelOptions): ReadModel {
   return SqliteReadModel.open(options);
 }
 
+/**
+ * The webhook subscriptions and outbox in the PostgreSQL database, shared by the instances on it
+ * (docs/postgres.md, "Webhooks"); undefined for the other stores, whose instances keep them in a
+ * SQLite file of their data directory (openWebhookFile).
+ */
+export async function openSharedWebhookStore(
+  config: LedgerConfig,
+  options: { secretKey?: Buffer },
+): Promise<(WebhookStore & { readonly secretsAtRest: SecretsAtRest }) | undefined> {
+  if (config.store !== 'postgres') return undefined;
+  const { PostgresWebhookStore } = await import('./postgres/postgres-webhook-store.adapter');
+  return PostgresWebhookStore.open({ connectionString: config.databaseUrl as string, ...options });
+}
+
 /** The webhook subscriptions and outbox, a SQLite file beside the data (docs/webhooks.md). */
 export function openWebhookFile(
   file: string,

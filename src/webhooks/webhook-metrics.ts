@@ -21,10 +21,10 @@ export function registerWebhookMetrics(registry: Registry | undefined, store: We
     help: 'Webhook deliveries in the outbox by kind and status (pending, delivered, failed)',
     labelNames: ['tenant', 'kind', 'status'],
     registers: [registry],
-    collect() {
+    async collect() {
+      const rows = await store.counts(scrapeTenant());
       this.reset();
-      for (const row of store.counts(scrapeTenant()))
-        this.inc({ tenant: row.tenant, kind: row.kind, status: row.status }, row.count);
+      for (const row of rows) this.inc({ tenant: row.tenant, kind: row.kind, status: row.status }, row.count);
     },
   });
   return { onAttempt: (tenant, kind, outcome) => attempts.inc({ tenant, kind, outcome }) };

@@ -62,12 +62,14 @@ export class WebhookSubscriptions {
     return { ...publicView(subscription), secret: subscription.secret };
   }
 
-  list(caller: Caller) {
-    return { subscriptions: this.store.subscriptions(caller.tenant).map(publicView) };
+  async list(caller: Caller) {
+    return { subscriptions: (await this.store.subscriptions(caller.tenant)).map(publicView) };
   }
 
-  one(caller: Caller, id: string) {
-    const subscription = this.store.subscriptions(caller.tenant, false).find((candidate) => candidate.id === id);
+  async one(caller: Caller, id: string) {
+    const subscription = (await this.store.subscriptions(caller.tenant, false)).find(
+      (candidate) => candidate.id === id,
+    );
     if (!subscription) throw new LedgerProblem('WEBHOOK_NOT_FOUND', 'no subscription of this tenant has this id');
     return publicView(subscription);
   }
@@ -76,46 +78,49 @@ export class WebhookSubscriptions {
     return this.webhooks.rotateSecret(caller.tenant, id, overlapSeconds);
   }
 
-  remove(caller: Caller, id: string) {
-    if (!this.store.deactivate(caller.tenant, id))
+  async remove(caller: Caller, id: string) {
+    if (!(await this.store.deactivate(caller.tenant, id)))
       throw new LedgerProblem('WEBHOOK_NOT_FOUND', 'no active subscription of this tenant has this id');
-    const subscription = this.store
-      .subscriptions(caller.tenant, false)
-      .find((candidate) => candidate.id === id) as Subscription;
+    const subscription = (await this.store.subscriptions(caller.tenant, false)).find(
+      (candidate) => candidate.id === id,
+    ) as Subscription;
     return publicView(subscription);
   }
 
-  resend(caller: Caller, id: string) {
-    return this.deliveryView(this.webhooks.resend(caller.tenant, id), caller);
+  async resend(caller: Caller, id: string) {
+    return this.deliveryView(await this.webhooks.resend(caller.tenant, id), caller, await this.urls(caller));
   }
 
-  sendTest(caller: Caller, id: string) {
-    return this.deliveryView(this.webhooks.sendTestEvent(caller.tenant, id), caller);
+  async sendTest(caller: Caller, id: string) {
+    return this.deliveryView(await this.webhooks.sendTestEvent(caller.tenant, id), caller, await this.urls(caller));
   }
 
   /** The tenant's latest deliveries, newest first, and counts per status. */
-  deliveries(caller: Caller, query: DeliveryQuery) {
+  async deliveries(caller: Caller, query: DeliveryQuery) {
     const counts: Record<string, number> = { pending: 0, delivered: 0, failed: 0 };
-    for (const row of this.store.counts(caller.tenant)) counts[row.status] += row.count;
-    const urls =
-      caller.role === 'admin'
-        ? new Map(
-            this.store.subscriptions(caller.tenant, false).map((subscription) => [subscription.id, subscription.url]),
-          )
-        : undefined;
+    for (const row of await this.store.counts(caller.tenant)) counts[row.status] += row.count;
+    const urls = await this.urls(caller);
     return {
-      deliveries: this.store
-        .deliveries(caller.tenant, { status: query.status, limit: query.limit })
-        .map((delivery) => this.deliveryView(delivery, caller, urls)),
+      deliveries: (await this.store.deliveries(caller.tenant, { status: query.status, limit: query.limit })).map(
+        (delivery) => this.deliveryView(delivery, caller, urls),
+      ),
       counts,
     };
+  }
+
+  /** Where each subscription of the tenant sends, for an admin (docs/webhooks.md); nothing for other roles. */
+  private async urls(caller: Caller): Promise<Map<string, string> | undefined> {
+    if (caller.role !== 'admin') return undefined;
+    return new Map(
+      (await this.store.subscriptions(caller.tenant, false)).map((subscription) => [subscription.id, subscription.url]),
+    );
   }
 
   /**
    * A delivery as readers see it: never its body. Where it goes and why an attempt failed say what
    * answers at the receiver's address (docs/webhooks.md): admins only.
    */
-  private deliveryView(delivery: Delivery, caller: Caller, urls?: Map<string, string>) {
+  private deliveryView(delivery: Delivery, caller: Caller, urls: Map<string, string> | undefined) {
     const {
       body: _body,
       tenant: _tenant,
@@ -125,11 +130,7 @@ export class WebhookSubscriptions {
       ...rest
     } = delivery as Delivery & { seq?: number };
     const admin = caller.role === 'admin';
-    const url = admin
-      ? (urls ?? new Map(this.store.subscriptions(caller.tenant, false).map((each) => [each.id, each.url]))).get(
-          delivery.subscription_id,
-        )
-      : undefined;
+    const url = admin ? urls?.get(delivery.subscription_id) : undefined;
     return {
       ...rest,
       ...(url !== undefined ? { url } : {}),

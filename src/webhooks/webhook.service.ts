@@ -10,6 +10,7 @@ import { postWebhook } from './webhook-post';
 import { signedHeaders } from './webhook-signature';
 import { scannedParts, urlRefusal } from './webhook-url';
 import {
+  ConsumerTurnLostError,
   TEST_EVENT_KIND,
   type ConsumedBatch,
   type Delivery,
@@ -117,6 +118,11 @@ export function failureCause(error: unknown): string {
 
 /** How long the checkpoint may trail the consumed log when the batches in between changed nothing. */
 const CHECKPOINT_DELAY_MS = 1000;
+/**
+ * A claimed delivery is held for one POST's timeout and this much more (the row's update after the
+ * answer): past that, its sender is taken for dead and another instance sends it, under its same id.
+ */
+const CLAIM_MARGIN_MS = 5000;
 
 /**
  * Deliveries in flight at once, all tenants together, and the share of them one tenant may hold
@@ -183,13 +189,13 @@ export class WebhookService {
       active: true,
     };
     // Counted after the awaits above, so two requests at once cannot both take the last place.
-    if (this.hooks.subscriptions(tenant).length >= MAX_SUBSCRIPTIONS_PER_TENANT) {
+    if ((await this.hooks.subscriptions(tenant)).length >= MAX_SUBSCRIPTIONS_PER_TENANT) {
       throw new LedgerProblem(
         'WEBHOOK_SUBSCRIPTION_LIMIT',
         `this tenant has ${MAX_SUBSCRIPTIONS_PER_TENANT} active subscriptions, the most it may have: end one first`,
       );
     }
-    this.hooks.addSubscription(subscription);
+    await this.hooks.addSubscription(subscription);
     return subscription;
   }
 
@@ -197,14 +203,14 @@ export class WebhookService {
    * A new secret; the one it replaces keeps signing beside it for `overlapSeconds`, so receivers can
    * move to the new one without missing a delivery (docs/webhooks.md, "Rotating a secret").
    */
-  rotateSecret(
+  async rotateSecret(
     tenant: string,
     id: string,
     overlapSeconds = DEFAULT_ROTATION_OVERLAP_SECONDS,
-  ): { secret: string; previous_secret_until: string } {
+  ): Promise<{ secret: string; previous_secret_until: string }> {
     const secret = newSecret();
     const previousSecretUntil = new Date(this.clock.now().getTime() + overlapSeconds * 1000).toISOString();
-    if (!this.hooks.rotateSecret(tenant, id, secret, previousSecretUntil)) {
+    if (!(await this.hooks.rotateSecret(tenant, id, secret, previousSecretUntil))) {
       throw new LedgerProblem('WEBHOOK_NOT_FOUND', 'no active subscription of this tenant has this id');
     }
     return { secret, previous_secret_until: previousSecretUntil };
@@ -232,27 +238,51 @@ export class WebhookService {
     this.stopping.abort();
     await Promise.all([...this.attempts]);
     try {
-      this.writeCheckpoint();
+      await this.writeCheckpoint();
     } catch (error) {
       // Not written: the batches since the last checkpoint are consumed again at start, changing nothing.
       this.observer.onError?.(error instanceof Error ? error : new Error(String(error)), 'checkpoint');
     }
   }
 
+  /**
+   * Consumes the log into the outbox once this instance has the consumer's turn: where instances
+   * share the store, one of them consumes and the others ask again every second, so the one that
+   * takes over after a crash goes on from the durable checkpoint (docs/postgres.md, "Webhooks").
+   */
   private follow(): void {
     if (!this.running) return;
-    this.logSubscription = this.log.subscribe(
-      { after: this.hooks.checkpoint(), streamPrefix: OPERATION_STREAM_PREFIX },
-      {
-        onEvents: (events) => this.consume(events),
-        onError: (error) => {
-          this.observer.onError?.(error, 'log subscription');
-          this.logSubscription = undefined;
-          // Follow again from the durable checkpoint: what was consumed stays consumed.
-          this.restartTimer = setTimeout(() => this.follow(), 1000);
-        },
-      },
-    );
+    const again = () => {
+      if (this.running) this.restartTimer = setTimeout(() => this.follow(), 1000);
+    };
+    this.hooks
+      .takeConsumerTurn()
+      .then(async (turn) => {
+        if (!turn) return again();
+        // What this instance consumed before it lost a turn is nothing to it now: the durable
+        // checkpoint, moved by whoever consumed since, says where to go on from.
+        if (this.checkpointTimer) clearTimeout(this.checkpointTimer);
+        this.checkpointTimer = undefined;
+        const after = await this.hooks.checkpoint();
+        this.consumedTo = after;
+        if (!this.running) return;
+        this.logSubscription = this.log.subscribe(
+          { after, streamPrefix: OPERATION_STREAM_PREFIX },
+          {
+            onEvents: (events) => this.consume(events),
+            onError: (error) => {
+              this.observer.onError?.(error, 'log subscription');
+              this.logSubscription = undefined;
+              // Follow again from the durable checkpoint: what was consumed stays consumed.
+              again();
+            },
+          },
+        );
+      })
+      .catch((error: unknown) => {
+        this.observer.onError?.(error instanceof Error ? error : new Error(String(error)), 'log subscription');
+        again();
+      });
   }
 
   /**
@@ -263,7 +293,7 @@ export class WebhookService {
    * nothing either.
    */
   async consume(events: StoredEvent[]): Promise<void> {
-    const checkpoint = Math.max(this.hooks.checkpoint(), this.consumedTo);
+    const checkpoint = Math.max(await this.hooks.checkpoint(), this.consumedTo);
     const fresh = events.filter((event) => event.position > checkpoint);
     if (fresh.length === 0) return;
     const batch: ConsumedBatch = {
@@ -277,7 +307,7 @@ export class WebhookService {
       const { tenant, operation_ref } = event.metadata;
       const reactions = reactionsTo(event);
       if (reactions.length === 0) continue;
-      if (!subscriptionsOf.has(tenant)) subscriptionsOf.set(tenant, this.hooks.subscriptions(tenant));
+      if (!subscriptionsOf.has(tenant)) subscriptionsOf.set(tenant, await this.hooks.subscriptions(tenant));
       const subscriptions = (subscriptionsOf.get(tenant) ?? []).filter(
         (subscription) => subscription.created_position < event.position,
       );
@@ -321,25 +351,34 @@ export class WebhookService {
         }
       }
     }
-    this.consumedTo = batch.position;
-    if (this.hooks.commitBatch(batch, { checkpointOnlyWithChanges: true })) {
+    if (await this.hooks.commitBatch(batch, { checkpointOnlyWithChanges: true })) {
       if (this.checkpointTimer) clearTimeout(this.checkpointTimer);
       this.checkpointTimer = undefined;
     } else {
       this.checkpointTimer ??= setTimeout(() => {
         this.checkpointTimer = undefined;
-        this.writeCheckpoint();
+        this.writeCheckpoint().catch((error: unknown) =>
+          this.observer.onError?.(error instanceof Error ? error : new Error(String(error)), 'checkpoint'),
+        );
       }, CHECKPOINT_DELAY_MS).unref();
     }
+    this.consumedTo = Math.max(this.consumedTo, batch.position);
     if (batch.deliveries.length > 0 || batch.watches.length > 0) this.wake?.();
   }
 
   /** Makes the consumed position durable (a batch that changed nothing did not write it). */
-  private writeCheckpoint(): void {
+  private async writeCheckpoint(): Promise<void> {
     if (this.checkpointTimer) clearTimeout(this.checkpointTimer);
     this.checkpointTimer = undefined;
-    if (this.consumedTo > this.hooks.checkpoint()) {
-      this.hooks.commitBatch({ position: this.consumedTo, deliveries: [], watches: [], resetPremature: [] });
+    const consumedTo = this.consumedTo;
+    if (consumedTo > (await this.hooks.checkpoint())) {
+      try {
+        await this.hooks.commitBatch({ position: consumedTo, deliveries: [], watches: [], resetPremature: [] });
+      } catch (error) {
+        if (!(error instanceof ConsumerTurnLostError)) throw error;
+        // Another instance consumes now and owns the checkpoint: nothing of this one's is left to write.
+        if (this.consumedTo === consumedTo) this.consumedTo = 0;
+      }
     }
   }
 
@@ -347,20 +386,20 @@ export class WebhookService {
    * A refused premature lookup is not in the log (only refused dispatches are recorded), so it is
    * counted here, at the refusal, and written before the refusal is answered.
    */
-  onRefused(code: string, tenant: string, operationRef: string): void {
+  async onRefused(code: string, tenant: string, operationRef: string): Promise<void> {
     if (code !== 'VERIFICATION_PREMATURE') return;
-    const listening = this.hooks
-      .subscriptions(tenant)
-      .filter((subscription) => subscription.kinds.includes('verification.premature_repeated'));
+    const listening = (await this.hooks.subscriptions(tenant)).filter((subscription) =>
+      subscription.kinds.includes('verification.premature_repeated'),
+    );
     if (listening.length === 0) return;
     // A batch consumed again after a crash must not reset a count taken after it: the position
     // consumed so far is made durable before counting.
-    this.writeCheckpoint();
-    const count = this.hooks.countPremature(tenant, operationRef);
+    await this.writeCheckpoint();
+    const count = await this.hooks.countPremature(tenant, operationRef);
     const at = this.clock.now().toISOString();
     const due = listening.filter((subscription) => count === subscription.premature_refusals);
     if (due.length === 0) return;
-    this.hooks.insertDeliveries(
+    await this.hooks.insertDeliveries(
       due.map((subscription) =>
         this.delivery(
           subscription,
@@ -425,29 +464,29 @@ export class WebhookService {
    * Sends one delivery again, under its own id (a receiver that saw it dedupes by `webhook-id`):
    * due now, its attempts kept, so one that had been given up gets one more attempt.
    */
-  resend(tenant: string, id: string): Delivery {
-    const delivery = this.hooks.delivery(tenant, id);
+  async resend(tenant: string, id: string): Promise<Delivery> {
+    const delivery = await this.hooks.delivery(tenant, id);
     if (!delivery) throw new LedgerProblem('WEBHOOK_DELIVERY_NOT_FOUND', 'no delivery of this tenant has this id');
-    this.activeSubscription(tenant, delivery.subscription_id);
-    const requeued = this.hooks.requeue(tenant, id, this.clock.now().getTime()) as Delivery;
+    await this.activeSubscription(tenant, delivery.subscription_id);
+    const requeued = (await this.hooks.requeue(tenant, id, this.clock.now().getTime())) as Delivery;
     this.wake?.();
     return requeued;
   }
 
   /** Queues a `webhook.test` delivery to one subscription, signed like any other. */
-  sendTestEvent(tenant: string, subscriptionId: string): Delivery {
-    const subscription = this.activeSubscription(tenant, subscriptionId);
+  async sendTestEvent(tenant: string, subscriptionId: string): Promise<Delivery> {
+    const subscription = await this.activeSubscription(tenant, subscriptionId);
     const now = this.clock.now().toISOString();
     const delivery = this.delivery(subscription, TEST_EVENT_KIND, `test:${randomUUID()}`, '', now, {
       message: 'A test event sent by an admin of this tenant; nothing happened to any operation.',
     });
-    this.hooks.insertDeliveries([delivery]);
+    await this.hooks.insertDeliveries([delivery]);
     this.wake?.();
-    return this.hooks.delivery(tenant, delivery.id) as Delivery;
+    return (await this.hooks.delivery(tenant, delivery.id)) as Delivery;
   }
 
-  private activeSubscription(tenant: string, id: string): Subscription {
-    const subscription = this.hooks.subscriptions(tenant, false).find((candidate) => candidate.id === id);
+  private async activeSubscription(tenant: string, id: string): Promise<Subscription> {
+    const subscription = (await this.hooks.subscriptions(tenant, false)).find((candidate) => candidate.id === id);
     if (!subscription) throw new LedgerProblem('WEBHOOK_NOT_FOUND', 'no subscription of this tenant has this id');
     if (!subscription.active)
       throw new LedgerProblem(
@@ -474,7 +513,12 @@ export class WebhookService {
         this.slotFreed = false;
         continue;
       }
-      const next = this.hooks.nextDueMs();
+      let next: number | undefined;
+      try {
+        next = await this.hooks.nextDueMs();
+      } catch (error) {
+        this.observer.onError?.(error instanceof Error ? error : new Error(String(error)), 'dispatcher');
+      }
       const now = this.clock.now().getTime();
       // A delivery already due is in flight or waits for a slot: an attempt's end wakes the loop.
       const waitMs = Math.max(
@@ -497,17 +541,17 @@ export class WebhookService {
   /** An unknown outcome whose time is up is notified if the step still waits on that same lookup. */
   private async settleWatches(): Promise<void> {
     const now = this.clock.now();
-    for (const watch of this.hooks.dueWatches(now.getTime(), 100)) {
-      const subscription = this.hooks
-        .subscriptions(watch.tenant)
-        .find((candidate) => candidate.id === watch.subscription_id);
+    for (const watch of await this.hooks.dueWatches(now.getTime(), 100)) {
+      const subscription = (await this.hooks.subscriptions(watch.tenant)).find(
+        (candidate) => candidate.id === watch.subscription_id,
+      );
       const stream = await this.log.readStream(operationStream(watch.tenant, watch.operation_ref));
       const context = contextOf(stream);
       const stillWaiting =
         subscription !== undefined &&
         context.last_transition_id === watch.transition_event_id &&
         context.status === 'verifying';
-      this.hooks.settleWatch(
+      await this.hooks.settleWatch(
         watch.id,
         stillWaiting ? this.unknownDelivery(subscription, watch, context, now) : undefined,
       );
@@ -542,14 +586,31 @@ export class WebhookService {
    */
   private async deliverDue(): Promise<void> {
     if (this.inFlight.size >= DELIVERY_SLOTS) return;
-    const due = this.hooks
-      .dueDeliveries(this.clock.now().getTime(), 200, TENANT_DELIVERY_SLOTS)
-      .filter((delivery) => !this.inFlight.has(delivery.id));
-    if (due.length === 0) return;
-    const subscriptions = new Map(
-      this.hooks.subscriptions(undefined, false).map((subscription) => [subscription.id, subscription]),
+    const due = (await this.hooks.dueDeliveries(this.clock.now().getTime(), 200, TENANT_DELIVERY_SLOTS)).filter(
+      (delivery) => !this.inFlight.has(delivery.id),
     );
-    for (const delivery of due) {
+    if (due.length === 0) return;
+    // The rows there are slots for, claimed before they are sent: where instances share the outbox,
+    // each row goes to one of them at a time (docs/postgres.md, "Webhooks").
+    const free = { all: DELIVERY_SLOTS - this.inFlight.size, perTenant: new Map(this.inFlightPerTenant) };
+    const chosen = due.filter((delivery) => {
+      const held = free.perTenant.get(delivery.tenant) ?? 0;
+      if (free.all <= 0 || held >= TENANT_DELIVERY_SLOTS) return false;
+      free.all -= 1;
+      free.perTenant.set(delivery.tenant, held + 1);
+      return true;
+    });
+    const claimed = new Set(
+      await this.hooks.claimDeliveries(
+        chosen.map((delivery) => delivery.id),
+        this.settings.timeoutMs + CLAIM_MARGIN_MS,
+      ),
+    );
+    const subscriptions = new Map(
+      (await this.hooks.subscriptions(undefined, false)).map((subscription) => [subscription.id, subscription]),
+    );
+    for (const delivery of chosen) {
+      if (!claimed.has(delivery.id) || this.inFlight.has(delivery.id)) continue;
       if (!this.running || this.inFlight.size >= DELIVERY_SLOTS) break;
       if ((this.inFlightPerTenant.get(delivery.tenant) ?? 0) >= TENANT_DELIVERY_SLOTS) continue;
       const attempt: Promise<void> = this.attempt(delivery, subscriptions.get(delivery.subscription_id))
@@ -567,7 +628,7 @@ export class WebhookService {
 
   private async attempt(delivery: Delivery, subscription: Subscription | undefined): Promise<void> {
     if (!subscription || !subscription.active) {
-      this.hooks.markAttemptFailed(delivery.id, {
+      await this.hooks.markAttemptFailed(delivery.id, {
         error: subscription?.disabled_reason
           ? `the subscription was disabled: ${subscription.disabled_reason}`
           : 'the subscription was removed',
@@ -619,7 +680,7 @@ export class WebhookService {
     // Abandoned at stop: not an attempt of the receiver's, so nothing is recorded against it.
     if (this.stopping.signal.aborted && error !== undefined) return;
     if (error === undefined) {
-      this.hooks.markDelivered(delivery.id, status as number, this.clock.now().toISOString());
+      await this.hooks.markDelivered(delivery.id, status as number, this.clock.now().toISOString());
       this.observer.onAttempt?.(delivery.tenant, delivery.kind, 'delivered');
       return;
     }
@@ -627,13 +688,13 @@ export class WebhookService {
     if (status === 410) {
       // Standard Webhooks: a receiver answering 410 Gone wants nothing more. The subscription is
       // disabled, why is kept for the admin API, and this delivery is not retried.
-      this.hooks.disable(subscription.id, 'the receiver answered 410 Gone', this.clock.now().toISOString());
-      this.hooks.markAttemptFailed(delivery.id, { status, error });
+      await this.hooks.disable(subscription.id, 'the receiver answered 410 Gone', this.clock.now().toISOString());
+      await this.hooks.markAttemptFailed(delivery.id, { status, error });
       this.observer.onAttempt?.(delivery.tenant, delivery.kind, 'gave_up');
       return;
     }
     const giveUp = attempts >= this.settings.maxAttempts;
-    this.hooks.markAttemptFailed(delivery.id, {
+    await this.hooks.markAttemptFailed(delivery.id, {
       status,
       error,
       nextAttemptMs: giveUp

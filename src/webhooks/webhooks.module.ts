@@ -13,7 +13,7 @@ import { CLOCK, type Clock } from '../shared/clock';
 import { REFUSAL_LISTENERS, type RefusalListener } from '../ledger/ledger-observer';
 import { METRICS_REGISTRY } from '../observability/metrics';
 import { EVENT_STORE, type EventStore } from '../store/event-store.port';
-import { openWebhookFile } from '../adapters/store.factory';
+import { openSharedWebhookStore, openWebhookFile } from '../adapters/store.factory';
 import { webhookFile } from './webhook-store.port';
 import { registerWebhookMetrics } from './webhook-metrics';
 import { parseSecretKey } from './webhook-secret-box';
@@ -31,8 +31,17 @@ class WebhooksLifecycle implements OnApplicationBootstrap, OnModuleDestroy, OnAp
     @Inject(REFUSAL_LISTENERS) private readonly listeners: Set<RefusalListener>,
   ) {}
 
-  private readonly listener: RefusalListener = (code, where) =>
-    this.service.onRefused(code, where.tenant, where.operationRef);
+  private readonly logger = new Logger('Webhooks');
+
+  /**
+   * The count is taken as the store answers: on a store in this instance's file that is before the
+   * refusal is answered; a shared store is on the network, and the refusal is not held for it.
+   */
+  private readonly listener: RefusalListener = (code, where) => {
+    this.service
+      .onRefused(code, where.tenant, where.operationRef)
+      .catch((error: unknown) => this.logger.error({ err: error, code }, 'a premature refusal was not counted'));
+  };
 
   onApplicationBootstrap(): void {
     this.listeners.add(this.listener);
@@ -44,20 +53,23 @@ class WebhooksLifecycle implements OnApplicationBootstrap, OnModuleDestroy, OnAp
     await this.service.stop();
   }
 
-  onApplicationShutdown(): void {
-    this.store.close();
+  async onApplicationShutdown(): Promise<void> {
+    await this.store.close();
   }
 }
 
 /**
- * The webhook file, its signing secrets wrapped when LEDGER_WEBHOOK_SECRET_KEY is set; said at start
- * when they are not, since the file then holds every subscription's secret in plain text
- * (docs/webhooks.md, "Signing secrets at rest").
+ * The webhook store (the PostgreSQL tables shared by the instances on LEDGER_STORE=postgres, else
+ * the instance's webhook file), its signing secrets wrapped when LEDGER_WEBHOOK_SECRET_KEY is set;
+ * said at start when they are not, since the store then holds every subscription's secret in plain
+ * text (docs/webhooks.md, "Signing secrets at rest").
  */
-function openWebhookStore(config: LedgerConfig): ReturnType<typeof openWebhookFile> {
+async function openWebhookStore(config: LedgerConfig): Promise<ReturnType<typeof openWebhookFile>> {
   const logger = new Logger('Webhooks');
-  const file = webhookFile(config.dataDir);
-  const store = openWebhookFile(file, { secretKey: parseSecretKey(process.env.LEDGER_WEBHOOK_SECRET_KEY) });
+  const secretKey = parseSecretKey(process.env.LEDGER_WEBHOOK_SECRET_KEY);
+  const shared = await openSharedWebhookStore(config, { secretKey });
+  const file = shared ? 'PostgreSQL (ledger_webhook_subscriptions)' : webhookFile(config.dataDir);
+  const store = shared ?? openWebhookFile(file, { secretKey });
   const atRest = store.secretsAtRest;
   if (!atRest.wrapped) {
     logger.warn(

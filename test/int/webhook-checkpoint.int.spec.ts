@@ -54,7 +54,7 @@ describe('the webhook consumer checkpoint', () => {
   });
 
   afterEach(async () => {
-    for (const hooks of opened.splice(0)) hooks.close();
+    for (const hooks of opened.splice(0)) await hooks.close();
     await log.close();
     rmSync(dir, { recursive: true, force: true });
   });
@@ -63,9 +63,9 @@ describe('the webhook consumer checkpoint', () => {
     const hooks = openHooks();
     const service = new WebhookService(log, hooks, systemClock);
     await service.consume([transition(1, 'dispatching'), transition(2, 'verifying')]);
-    expect(hooks.checkpoint()).toBe(0);
+    expect(await hooks.checkpoint()).toBe(0);
     await service.stop();
-    expect(hooks.checkpoint()).toBe(2);
+    expect(await hooks.checkpoint()).toBe(2);
   });
 
   it('writes the deferred checkpoint within about a second without a stop', async () => {
@@ -73,8 +73,9 @@ describe('the webhook consumer checkpoint', () => {
     const service = new WebhookService(log, hooks, systemClock);
     await service.consume([transition(1, 'dispatching')]);
     const deadline = Date.now() + 5000;
-    while (hooks.checkpoint() === 0 && Date.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 50));
-    expect(hooks.checkpoint()).toBe(1);
+    while ((await hooks.checkpoint()) === 0 && Date.now() < deadline)
+      await new Promise((resolve) => setTimeout(resolve, 50));
+    expect(await hooks.checkpoint()).toBe(1);
   });
 
   it('a premature count taken after a consumed transition is not reset by consuming it again after a crash', async () => {
@@ -86,14 +87,15 @@ describe('the webhook consumer checkpoint', () => {
       premature_refusals: 2,
     });
     await service.consume([transition(1, 'verifying')]);
-    service.onRefused('VERIFICATION_PREMATURE', TENANT, REF);
+    await service.onRefused('VERIFICATION_PREMATURE', TENANT, REF);
 
     // A crash: the next process follows the log from the durable checkpoint and counts on.
     const restarted = new WebhookService(log, openHooks(), systemClock);
     const reopened = opened[opened.length - 1];
-    await restarted.consume([transition(1, 'verifying')].filter((event) => event.position > reopened.checkpoint()));
-    restarted.onRefused('VERIFICATION_PREMATURE', TENANT, REF);
-    expect(reopened.deliveries(TENANT, { limit: 10 }).map((delivery) => delivery.kind)).toEqual([
+    const durable = await reopened.checkpoint();
+    await restarted.consume([transition(1, 'verifying')].filter((event) => event.position > durable));
+    await restarted.onRefused('VERIFICATION_PREMATURE', TENANT, REF);
+    expect((await reopened.deliveries(TENANT, { limit: 10 })).map((delivery) => delivery.kind)).toEqual([
       'verification.premature_repeated',
     ]);
   });

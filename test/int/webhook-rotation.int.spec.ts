@@ -36,41 +36,41 @@ describe('a rotated-out secret at rest', () => {
   const fileText = (file: string) =>
     ['', '-wal'].map((suffix) => readFileSync(`${file}${suffix}`, { flag: 'a+' }).toString('latin1')).join('');
 
-  it('is wrapped with the key, opens again after a restart, and is dropped when the subscription ends', () => {
+  it('is wrapped with the key, opens again after a restart, and is dropped when the subscription ends', async () => {
     const file = join(dir, 'webhooks.sqlite');
     const [first, second] = [newSecret(), newSecret()];
     const store = new SqliteWebhookStore(file, { secretKey: key });
-    store.addSubscription(subscription(first));
-    expect(store.rotateSecret('acme', 'whk_rotation', second, '2026-12-05T10:00:00.000Z')).toBe(true);
-    expect(store.rotateSecret('other', 'whk_rotation', newSecret(), '2026-12-05T10:00:00.000Z')).toBe(false);
-    store.close();
+    await store.addSubscription(subscription(first));
+    expect(await store.rotateSecret('acme', 'whk_rotation', second, '2026-12-05T10:00:00.000Z')).toBe(true);
+    expect(await store.rotateSecret('other', 'whk_rotation', newSecret(), '2026-12-05T10:00:00.000Z')).toBe(false);
+    await store.close();
     expect(fileText(file)).not.toContain(first.slice(6));
     expect(fileText(file)).not.toContain(second.slice(6));
 
     const reopened = new SqliteWebhookStore(file, { secretKey: key });
-    expect(reopened.subscriptions('acme')[0]).toMatchObject({
+    expect((await reopened.subscriptions('acme'))[0]).toMatchObject({
       secret: second,
       previous_secret: first,
       previous_secret_until: '2026-12-05T10:00:00.000Z',
     });
-    expect(reopened.deactivate('acme', 'whk_rotation')).toBe(true);
-    expect(reopened.subscriptions('acme', false)[0]).not.toHaveProperty('previous_secret');
-    reopened.close();
+    expect(await reopened.deactivate('acme', 'whk_rotation')).toBe(true);
+    expect((await reopened.subscriptions('acme', false))[0]).not.toHaveProperty('previous_secret');
+    await reopened.close();
   });
 
-  it('is wrapped at start when the key is set after the rotation', () => {
+  it('is wrapped at start when the key is set after the rotation', async () => {
     const file = join(dir, 'webhooks.sqlite');
     const [first, second] = [newSecret(), newSecret()];
     const plain = new SqliteWebhookStore(file);
-    plain.addSubscription(subscription(first));
-    plain.rotateSecret('acme', 'whk_rotation', second, '2026-12-05T10:00:00.000Z');
-    plain.close();
+    await plain.addSubscription(subscription(first));
+    await plain.rotateSecret('acme', 'whk_rotation', second, '2026-12-05T10:00:00.000Z');
+    await plain.close();
     expect(fileText(file)).toContain(first.slice(6));
 
     const sealed = new SqliteWebhookStore(file, { secretKey: key });
     expect(sealed.secretsAtRest).toEqual({ wrapped: true, newlyWrapped: 2 });
-    expect(sealed.subscriptions('acme')[0]).toMatchObject({ secret: second, previous_secret: first });
-    sealed.close();
+    expect((await sealed.subscriptions('acme'))[0]).toMatchObject({ secret: second, previous_secret: first });
+    await sealed.close();
     expect(fileText(file)).not.toContain(first.slice(6));
   });
 });

@@ -78,10 +78,76 @@ const MIGRATIONS = [
     PRIMARY KEY (projection, stream)
   )`,
   `CREATE INDEX IF NOT EXISTS ledger_read_model_links_change ON ledger_read_model_links (change)`,
+  // The webhook subscriptions, outbox and consumer checkpoint (postgres-webhook-store.adapter.ts).
+  // `seq` orders the outbox for listing only: no follower reads "after seq N", so a sequence's
+  // commit order does not matter here. `claimed_until_ms` is a sender's hold on a row it is posting.
+  `CREATE TABLE IF NOT EXISTS ledger_webhook_subscriptions (
+    id                    text    PRIMARY KEY,
+    tenant                text    NOT NULL,
+    url                   text    NOT NULL,
+    secret                text    NOT NULL,
+    kinds                 text    NOT NULL,
+    unknown_after_ms      bigint  NOT NULL,
+    premature_refusals    integer NOT NULL,
+    created_at            text    NOT NULL,
+    created_position      bigint  NOT NULL,
+    active                boolean NOT NULL,
+    previous_secret       text,
+    previous_secret_until text,
+    disabled_reason       text,
+    disabled_at           text
+  )`,
+  `CREATE INDEX IF NOT EXISTS ledger_webhook_subscriptions_tenant ON ledger_webhook_subscriptions (tenant)`,
+  `CREATE TABLE IF NOT EXISTS ledger_webhook_deliveries (
+    id               text    PRIMARY KEY,
+    subscription_id  text    NOT NULL,
+    tenant           text    NOT NULL,
+    kind             text    NOT NULL,
+    operation_ref    text    NOT NULL,
+    body             text    NOT NULL,
+    status           text    NOT NULL,
+    attempts         integer NOT NULL,
+    next_attempt_ms  bigint  NOT NULL,
+    last_status      integer,
+    last_error       text,
+    created_at       text    NOT NULL,
+    delivered_at     text,
+    seq              bigint  GENERATED ALWAYS AS IDENTITY,
+    claimed_until_ms bigint  NOT NULL DEFAULT 0
+  )`,
+  `CREATE INDEX IF NOT EXISTS ledger_webhook_deliveries_due ON ledger_webhook_deliveries (status, next_attempt_ms)`,
+  `CREATE INDEX IF NOT EXISTS ledger_webhook_deliveries_tenant ON ledger_webhook_deliveries (tenant, seq)`,
+  `CREATE TABLE IF NOT EXISTS ledger_webhook_watches (
+    id                  bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+    subscription_id     text   NOT NULL,
+    tenant              text   NOT NULL,
+    operation_ref       text   NOT NULL,
+    transition_event_id text   NOT NULL,
+    since               text   NOT NULL,
+    due_ms              bigint NOT NULL,
+    UNIQUE (subscription_id, transition_event_id)
+  )`,
+  `CREATE INDEX IF NOT EXISTS ledger_webhook_watches_due ON ledger_webhook_watches (due_ms)`,
+  `CREATE TABLE IF NOT EXISTS ledger_webhook_premature (
+    tenant        text    NOT NULL,
+    operation_ref text    NOT NULL,
+    count         integer NOT NULL,
+    PRIMARY KEY (tenant, operation_ref)
+  )`,
+  `CREATE TABLE IF NOT EXISTS ledger_webhook_checkpoint (
+    id       integer PRIMARY KEY CHECK (id = 1),
+    position bigint  NOT NULL
+  )`,
+  `INSERT INTO ledger_webhook_checkpoint (id, position) VALUES (1, 0) ON CONFLICT (id) DO NOTHING`,
 ];
 
 /** Keys of the advisory locks the adapters take (one number space per database). */
-export const ADVISORY_LOCKS = { migrations: 4_712_001, timeBase: 4_712_002, projector: 4_712_003 } as const;
+export const ADVISORY_LOCKS = {
+  migrations: 4_712_001,
+  timeBase: 4_712_002,
+  projector: 4_712_003,
+  webhookConsumer: 4_712_004,
+} as const;
 
 export interface PostgresOptions {
   /** `postgres://user:password@host:port/database` (DATABASE_URL). */

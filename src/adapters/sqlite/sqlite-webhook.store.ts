@@ -1,9 +1,8 @@
 import Database from 'better-sqlite3';
 import { mkdirSync } from 'node:fs';
 import { dirname } from 'node:path';
-import { ConfigError } from '../../config/ledger-config';
 import type { NotificationKind } from '../../webhooks/notification-rules';
-import { isWrapped, SecretBox } from '../../webhooks/webhook-secret-box';
+import { openSecret, SecretBox, sealSecrets, type SecretsAtRest } from '../../webhooks/webhook-secret-box';
 import type {
   ConsumedBatch,
   Delivery,
@@ -16,6 +15,7 @@ import type {
 } from '../../webhooks/webhook-store.port';
 
 export { deliveryId, webhookFile } from '../../webhooks/webhook-store.port';
+export type { SecretsAtRest } from '../../webhooks/webhook-secret-box';
 
 const SCHEMA = `
 CREATE TABLE IF NOT EXISTS webhook_subscriptions (
@@ -75,9 +75,6 @@ export interface SqliteWebhookStoreOptions {
   secretKey?: Buffer;
 }
 
-/** What the store has to say at start about its secrets, for the start-up log. */
-export type SecretsAtRest = { wrapped: true; newlyWrapped: number } | { wrapped: false; plain: number };
-
 function deliveryOf(row: DeliveryRow): Delivery {
   const { last_status, last_error, delivered_at, ...rest } = row;
   return {
@@ -129,50 +126,18 @@ export class SqliteWebhookStore implements WebhookStore {
     }
   }
 
-  /**
-   * At start: with a key, plain secrets (rows made before it was set) are wrapped, and every wrapped
-   * one must open with it; without one, wrapped secrets cannot be used, so the service does not start
-   * (docs/webhooks.md, "Signing secrets at rest").
-   */
+  /** At start: plain secrets wrapped when there is a key, a refusal to start when they cannot be used (sealSecrets). */
   private sealSecrets(): SecretsAtRest {
-    // A rotation's previous secret is sealed like the current one (same row, same additional data).
-    const rows = (
+    const { atRest, toWrap } = sealSecrets(
       this.db.prepare('SELECT id, secret, previous_secret FROM webhook_subscriptions').all() as Array<{
         id: string;
         secret: string;
         previous_secret: string | null;
-      }>
-    ).flatMap((row) => [
-      { id: row.id, secret: row.secret, column: 'secret' },
-      ...(row.previous_secret ? [{ id: row.id, secret: row.previous_secret, column: 'previous_secret' }] : []),
-    ]);
-    const wrapped = rows.filter((row) => isWrapped(row.secret));
-    if (!this.box) {
-      if (wrapped.length > 0) {
-        throw new ConfigError(
-          `${this.file} holds ${wrapped.length} webhook signing secret(s) wrapped with LEDGER_WEBHOOK_SECRET_KEY, which is not set: ` +
-            'start with the same key again; to stop using a key, end those subscriptions (DELETE /v1/admin/webhooks/{id}) while it is set',
-        );
-      }
-      return { wrapped: false, plain: rows.filter((row) => row.secret !== '').length };
-    }
-    const box = this.box;
-    const unopened = wrapped.filter((row) => {
-      try {
-        box.unwrap(row.secret, row.id);
-        return false;
-      } catch {
-        return true;
-      }
-    });
-    if (unopened.length > 0) {
-      throw new ConfigError(
-        `LEDGER_WEBHOOK_SECRET_KEY does not open ${unopened.length} webhook signing secret(s) in ${this.file} (${unopened[0].id}): ` +
-          'it is not the key they were wrapped with',
-      );
-    }
-    const plain = rows.filter((row) => row.secret !== '' && !isWrapped(row.secret));
-    if (plain.length > 0) {
+      }>,
+      this.box,
+      this.file,
+    );
+    if (toWrap.length > 0) {
       // secure_delete zeroes what the update frees, and the truncating checkpoint drops the WAL frames
       // that held the old rows, so no plain secret is left in either file.
       this.db.pragma('secure_delete = ON');
@@ -181,15 +146,15 @@ export class SqliteWebhookStore implements WebhookStore {
         previous_secret: this.db.prepare('UPDATE webhook_subscriptions SET previous_secret = ? WHERE id = ?'),
       };
       this.db.transaction(() => {
-        for (const row of plain) update[row.column as keyof typeof update].run(box.wrap(row.secret, row.id), row.id);
+        for (const row of toWrap) update[row.column].run(row.wrapped, row.id);
       })();
       this.db.pragma('wal_checkpoint(TRUNCATE)');
     }
-    return { wrapped: true, newlyWrapped: plain.length };
+    return atRest;
   }
 
   private subscriptionOf(row: SubscriptionRow): Subscription {
-    const open = (stored: string) => (this.box && isWrapped(stored) ? this.box.unwrap(stored, row.id) : stored);
+    const open = (stored: string) => openSecret(stored, row.id, this.box);
     const { previous_secret, previous_secret_until, disabled_reason, disabled_at, ...rest } = row;
     return {
       ...rest,
@@ -203,7 +168,7 @@ export class SqliteWebhookStore implements WebhookStore {
     };
   }
 
-  addSubscription(subscription: Subscription): void {
+  async addSubscription(subscription: Subscription): Promise<void> {
     const {
       previous_secret: _previous,
       previous_secret_until: _until,
@@ -222,7 +187,7 @@ export class SqliteWebhookStore implements WebhookStore {
     });
   }
 
-  deactivate(tenant: string, id: string): boolean {
+  async deactivate(tenant: string, id: string): Promise<boolean> {
     // An ended subscription signs nothing more: its secret is not kept (nor a reason to keep the key).
     return (
       this.statement(
@@ -231,7 +196,7 @@ export class SqliteWebhookStore implements WebhookStore {
     );
   }
 
-  disable(id: string, reason: string, at: string): boolean {
+  async disable(id: string, reason: string, at: string): Promise<boolean> {
     return (
       this.statement(
         "UPDATE webhook_subscriptions SET active = 0, secret = '', previous_secret = NULL, disabled_reason = ?, disabled_at = ? WHERE id = ? AND active = 1",
@@ -239,7 +204,7 @@ export class SqliteWebhookStore implements WebhookStore {
     );
   }
 
-  rotateSecret(tenant: string, id: string, secret: string, previousUntil: string): boolean {
+  async rotateSecret(tenant: string, id: string, secret: string, previousUntil: string): Promise<boolean> {
     // The current secret, as stored (wrapped or not), becomes the previous one in the same statement.
     return (
       this.statement(
@@ -248,7 +213,7 @@ export class SqliteWebhookStore implements WebhookStore {
     );
   }
 
-  subscriptions(tenant?: string, activeOnly = true): Subscription[] {
+  async subscriptions(tenant?: string, activeOnly = true): Promise<Subscription[]> {
     const clauses = [...(tenant === undefined ? [] : ['tenant = @tenant']), ...(activeOnly ? ['active = 1'] : [])];
     const sql = `SELECT * FROM webhook_subscriptions${clauses.length ? ` WHERE ${clauses.join(' AND ')}` : ''} ORDER BY created_at, id`;
     return (this.statement(sql).all(tenant === undefined ? {} : { tenant }) as SubscriptionRow[]).map((row) =>
@@ -256,12 +221,17 @@ export class SqliteWebhookStore implements WebhookStore {
     );
   }
 
-  checkpoint(): number {
+  /** The file is this instance's own: it is always the one consumer of the log into it. */
+  async takeConsumerTurn(): Promise<boolean> {
+    return true;
+  }
+
+  async checkpoint(): Promise<number> {
     return (this.statement('SELECT position FROM webhook_checkpoint WHERE id = 1').get() as { position: number })
       .position;
   }
 
-  commitBatch(batch: ConsumedBatch, { checkpointOnlyWithChanges = false } = {}): boolean {
+  async commitBatch(batch: ConsumedBatch, { checkpointOnlyWithChanges = false } = {}): Promise<boolean> {
     return this.db
       .transaction(() => {
         let changes = this.insertDeliveryRows(batch.deliveries);
@@ -282,7 +252,7 @@ export class SqliteWebhookStore implements WebhookStore {
       .immediate();
   }
 
-  countPremature(tenant: string, operationRef: string): number {
+  async countPremature(tenant: string, operationRef: string): Promise<number> {
     return (
       this.statement(
         `INSERT INTO webhook_premature (tenant, operation_ref, count) VALUES (?, ?, 1)
@@ -291,7 +261,7 @@ export class SqliteWebhookStore implements WebhookStore {
     ).count;
   }
 
-  insertDeliveries(deliveries: NewDelivery[]): void {
+  async insertDeliveries(deliveries: NewDelivery[]): Promise<void> {
     this.db.transaction(() => this.insertDeliveryRows(deliveries)).immediate();
   }
 
@@ -322,23 +292,23 @@ export class SqliteWebhookStore implements WebhookStore {
     return statement;
   }
 
-  dueWatches(nowMs: number, limit: number): UnknownWatch[] {
+  async dueWatches(nowMs: number, limit: number): Promise<UnknownWatch[]> {
     return this.statement('SELECT * FROM webhook_watches WHERE due_ms <= ? ORDER BY due_ms, id LIMIT ?').all(
       nowMs,
       limit,
     ) as UnknownWatch[];
   }
 
-  settleWatch(id: number, delivery?: NewDelivery): void {
+  async settleWatch(id: number, delivery?: NewDelivery): Promise<void> {
     this.db
       .transaction(() => {
-        if (delivery) this.insertDeliveryRows([delivery]);
-        this.statement('DELETE FROM webhook_watches WHERE id = ?').run(id);
+        const ended = this.statement('DELETE FROM webhook_watches WHERE id = ?').run(id).changes > 0;
+        if (ended && delivery) this.insertDeliveryRows([delivery]);
       })
       .immediate();
   }
 
-  dueDeliveries(nowMs: number, limit: number, perTenant?: number): Delivery[] {
+  async dueDeliveries(nowMs: number, limit: number, perTenant?: number): Promise<Delivery[]> {
     if (perTenant === undefined) {
       return (
         this.statement(
@@ -358,7 +328,12 @@ export class SqliteWebhookStore implements WebhookStore {
     ).map(deliveryOf);
   }
 
-  nextDueMs(): number | undefined {
+  /** One instance sends from this file, and it never starts a delivery already in flight: nothing to hold. */
+  async claimDeliveries(ids: string[]): Promise<string[]> {
+    return ids;
+  }
+
+  async nextDueMs(): Promise<number | undefined> {
     const delivery = this.statement(
       "SELECT MIN(next_attempt_ms) AS at FROM webhook_deliveries WHERE status = 'pending'",
     ).get() as { at: number | null };
@@ -367,13 +342,16 @@ export class SqliteWebhookStore implements WebhookStore {
     return times.length ? Math.min(...times) : undefined;
   }
 
-  markDelivered(id: string, status: number, at: string): void {
+  async markDelivered(id: string, status: number, at: string): Promise<void> {
     this.statement(
       "UPDATE webhook_deliveries SET status = 'delivered', attempts = attempts + 1, last_status = ?, last_error = NULL, delivered_at = ? WHERE id = ?",
     ).run(status, at, id);
   }
 
-  markAttemptFailed(id: string, outcome: { status?: number; error: string; nextAttemptMs?: number }): void {
+  async markAttemptFailed(
+    id: string,
+    outcome: { status?: number; error: string; nextAttemptMs?: number },
+  ): Promise<void> {
     this.statement(
       `UPDATE webhook_deliveries SET attempts = attempts + 1, last_status = ?, last_error = ?,
          status = CASE WHEN ? IS NULL THEN 'failed' ELSE 'pending' END, next_attempt_ms = COALESCE(?, next_attempt_ms) WHERE id = ?`,
@@ -386,7 +364,7 @@ export class SqliteWebhookStore implements WebhookStore {
     );
   }
 
-  deliveries(tenant: string, options: { status?: DeliveryStatus; limit: number }): Delivery[] {
+  async deliveries(tenant: string, options: { status?: DeliveryStatus; limit: number }): Promise<Delivery[]> {
     const rows = options.status
       ? this.statement(
           'SELECT * FROM webhook_deliveries WHERE tenant = ? AND status = ? ORDER BY seq DESC LIMIT ?',
@@ -398,25 +376,25 @@ export class SqliteWebhookStore implements WebhookStore {
     return (rows as DeliveryRow[]).map(deliveryOf);
   }
 
-  delivery(tenant: string, id: string): Delivery | undefined {
+  async delivery(tenant: string, id: string): Promise<Delivery | undefined> {
     const row = this.statement('SELECT * FROM webhook_deliveries WHERE tenant = ? AND id = ?').get(tenant, id) as
       DeliveryRow | undefined;
     return row ? deliveryOf(row) : undefined;
   }
 
-  requeue(tenant: string, id: string, nowMs: number): Delivery | undefined {
+  async requeue(tenant: string, id: string, nowMs: number): Promise<Delivery | undefined> {
     this.statement(
       "UPDATE webhook_deliveries SET status = 'pending', next_attempt_ms = ?, delivered_at = NULL WHERE tenant = ? AND id = ?",
     ).run(nowMs, tenant, id);
     return this.delivery(tenant, id);
   }
 
-  counts(tenant?: string): DeliveryCounts[] {
+  async counts(tenant?: string): Promise<DeliveryCounts[]> {
     const sql = `SELECT tenant, kind, status, COUNT(*) AS count FROM webhook_deliveries${tenant === undefined ? '' : ' WHERE tenant = ?'} GROUP BY tenant, kind, status`;
     return (tenant === undefined ? this.statement(sql).all() : this.statement(sql).all(tenant)) as DeliveryCounts[];
   }
 
-  close(): void {
+  async close(): Promise<void> {
     if (this.db.open) this.db.close();
   }
 }
