@@ -223,8 +223,14 @@ export function buildProgram(): Command {
         'record what you found for an unknown outcome: --found <evidence_ref> or --not-found (operator key, --url)',
       ),
   )
-    .option('--found <evidence_ref>', "the write committed: what you saw (the provider's id of it)")
-    .option('--not-found', 'the write is not at the provider')
+    // One of the two is required: said on both, as commander marks a mandatory option.
+    .addOption(
+      new Option(
+        '--found <evidence_ref>',
+        "the write committed: what you saw (the provider's id of it) (required: this or --not-found)",
+      ).conflicts('notFound'),
+    )
+    .addOption(new Option('--not-found', 'the write is not at the provider (required: this or --found)'))
     .requiredOption('--note <text>', 'what you checked, for the evidence trail')
     .option('--json', 'machine-readable output')
     .action(

@@ -875,6 +875,23 @@ describe("the operator's actions", () => {
       expect(contextText).toContain('1 used, 0 left');
     });
 
+    it('draws an operation while the served OpenAPI document does not answer, its actions unfiltered', async () => {
+      // The document the actions are filtered by (served-facts.js) stalls: the page must not wait on it.
+      let asked = 0;
+      await page.route('**/docs/openapi.json', () => {
+        asked += 1;
+      });
+      try {
+        await page.goto(`${ledger.baseUrl}/ui#/operation/${encodeURIComponent(REF)}`);
+        await page.reload();
+        await page.locator('#operation-view:not([hidden]) #op-title', { hasText: REF }).waitFor();
+        await page.locator('#operator-card button#op-action-found').waitFor();
+        expect(asked).toBeGreaterThan(0);
+      } finally {
+        await page.unroute('**/docs/openapi.json');
+      }
+    });
+
     it('an operator records what they found, with its evidence, and the step succeeds on the page (1,440 px)', async () => {
       await useKey(OPERATOR_KEY);
       await page.locator('#key-role', { hasText: 'role operator, tenant acme' }).waitFor();

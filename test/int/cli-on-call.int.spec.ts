@@ -4,8 +4,8 @@
  * acknowledgement that names someone else, and a help text that says which options are required.
  */
 import { randomUUID } from 'node:crypto';
-import { writeFileSync } from 'node:fs';
-import { join } from 'node:path';
+import { readFileSync, writeFileSync } from 'node:fs';
+import { join, resolve } from 'node:path';
 import { runCli, startCli, type CliRun } from '../support/cli-harness';
 import { fact, ledgerAt } from '../support/http';
 import { startLedgerInProcess, type InProcessLedger } from '../support/ledger-in-process';
@@ -70,6 +70,46 @@ async function postsByRoute(): Promise<Record<string, number>> {
   return counts;
 }
 
+/** docs/operations.md, read as a user reads it. */
+const OPERATIONS_DOC = readFileSync(resolve(__dirname, '../../docs/operations.md'), 'utf8');
+
+describe('docs/operations.md says what the command says', () => {
+  it('its `--help` printout is the real one, word for word', () => {
+    const printed = /^\$ recovery-ledger --help\n([\s\S]*?)^```$/m.exec(OPERATIONS_DOC)?.[1];
+    const help = runCli(['--help']);
+    expect(help.status).toBe(0);
+    expect(printed).toBe(help.stdout);
+  });
+
+  it('its command table has a row for every command, naming each of its options and no other', () => {
+    const help = runCli(['--help']).stdout;
+    const commands = /^Commands:\n([\s\S]*?)\n\n/m
+      .exec(help)![1]
+      .split('\n')
+      .map((line) => /^ {2}(\S+)/.exec(line)?.[1])
+      .filter((name): name is string => name !== undefined && name !== 'help');
+    const rows = OPERATIONS_DOC.split('\n')
+      .filter((line) => line.startsWith('| `'))
+      .map((line) => /^\| `([^`]*)`/.exec(line)![1]);
+    expect(commands.length).toBeGreaterThan(10);
+    for (const command of commands) {
+      const row = rows.find((text) => text === command || text.startsWith(`${command} `));
+      expect({ command, row }).toEqual({ command, row: expect.any(String) });
+      // projections has one subcommand, named in its row (`projections rebuild …`).
+      const args = command === 'projections' ? ['projections', 'rebuild', '--help'] : [command, '--help'];
+      const own = /^Options:\n([\s\S]*)$/m
+        .exec(runCli(args).stdout)![1]
+        .split('\n')
+        .map((line) => /^ {2}(?:-\w, )?(--[a-z-]+)/.exec(line)?.[1])
+        .filter((option): option is string => option !== undefined && option !== '--help');
+      expect({ command, options: [...new Set(row!.match(/--[a-z-]+/g))].sort() }).toEqual({
+        command,
+        options: own.sort(),
+      });
+    }
+  });
+});
+
 describe('the operator commands, as an on-call engineer first meets them', () => {
   it('--help marks the options each action requires', () => {
     for (const [command, required] of [
@@ -85,12 +125,30 @@ describe('the operator commands, as an on-call engineer first meets them', () =>
     }
   });
 
-  it('a cancel refused for an unknown outcome points at resolve, not at the log audit', async () => {
+  it('resolve says that one of --found and --not-found is required, and refuses both', () => {
+    const help = runCli(['resolve', '--help']).stdout.replace(/\n\s+/g, ' ');
+    expect(help).toContain('(required: this or --not-found)');
+    expect(help).toContain('(required: this or --found)');
+    const both = runCli(['resolve', 'run_1/step_1', '--found', 'rf_1', '--not-found', '--note', 'x']);
+    expect({ status: both.status, stderr: both.stderr }).toEqual({
+      status: 2,
+      stderr: expect.stringContaining("'--found <evidence_ref>' cannot be used with option '--not-found'"),
+    });
+  });
+
+  it('a cancel refused for an unknown outcome names the command that resolves it, not the log audit', async () => {
     const ref = await escalatedUnknown();
     const refused = await cli(['cancel', ref, '--reason', 'no longer wanted']);
     expect(refused.status).toBe(1);
     expect(refused.stderr).toMatch(/^recovery-ledger: 409 OUTCOME_UNVERIFIED: .*resolve it first/);
-    expect(refused.stderr).not.toContain('verify it first');
+    expect(refused.stderr).toContain(`recovery-ledger resolve ${ref} --found <evidence_ref> --note <text>`);
+    expect(refused.stderr).not.toMatch(/verify it first|recovery-ledger verify/);
+    // Among several refs, the refused one's line says the same.
+    const other = await planned();
+    const several = await cli(['cancel', ref, other, '--reason', 'no longer wanted']);
+    expect(several.status).toBe(1);
+    expect(several.stderr).toContain(`${ref}: 409 OUTCOME_UNVERIFIED`);
+    expect(several.stderr).toContain(`recovery-ledger resolve ${ref} --found`);
   });
 
   it('acts on several refs in one run, one result line each, and exits 1 when any was refused', async () => {
@@ -151,6 +209,7 @@ describe('the operator commands, as an on-call engineer first meets them', () =>
       code: 'ESCALATION_ALREADY_ACKNOWLEDGED',
     });
     expect(second.stderr).toContain('ana has this escalation');
+    expect(second.stderr).toContain(`that is: recovery-ledger ack ${ref} --assignee bo --reassign`);
     expect((await cli(['ack', ref, '--assignee', 'bo', '--reassign'])).status).toBe(0);
     const evidence = await until(
       () => cli(['evidence', ref]),
