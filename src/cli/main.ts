@@ -191,7 +191,7 @@ export function buildProgram(): Command {
   program
     .command('triage')
     .description(
-      'list what needs a person now, newest first: escalations, approvals, unknown outcomes, overdue work (GET /v1/triage)',
+      'list what needs a person now, newest first: escalations, approvals, unknown outcomes, overdue work; then the unknown outcomes a lookup may still settle (GET /v1/triage)',
     )
     .addOption(new Option('--kind <kind>', 'only this kind (acknowledged: the escalations someone has)'))
     .option('--tool <tool>', 'only steps of this tool')

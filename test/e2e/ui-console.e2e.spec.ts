@@ -200,14 +200,41 @@ describe('the triage queue and approvals', () => {
       expect(offered[0]).toBe('possible_duplicate');
     });
 
-    it('with the default thresholds, lists an unknown outcome not yet due under Waiting, with when it comes due', async () => {
-      await page.goto(`${ledger.baseUrl}/ui#/triage?run_id=${RUN}`);
-      const waiting = page.locator('#triage-waiting-list li', { hasText: REF.unknown });
-      await waiting.waitFor();
-      expect(await refsInQueue()).not.toContain(REF.unknown);
-      const text = await waiting.innerText();
-      expect(text).toMatch(/unknown outcome of create_invoice, due here at .+ \(your time, in 1[45]m \d\ds\)/);
-      expect(await page.locator('#triage-waiting').isVisible()).toBe(true);
+    it('with the default thresholds, lists an unknown outcome once a lookup can settle it, and one not yet due under Waiting', async () => {
+      const ops = incidentsAt(ledger.baseUrl, RUNTIME_KEY);
+      const run = `${RUN}_w`;
+      const later = `${run}/invoice_later`;
+      const now = `${run}/invoice_now`;
+      const runtime = ledgerAt(ledger.baseUrl, { authorization: `Bearer ${RUNTIME_KEY}` });
+      // Its plan's consistency window is 10 minutes: a not_found would be inconclusive until then.
+      await ops.verifying(later, run, 'create_invoice', { consistency_window_ms: 600_000 });
+      try {
+        await page.goto(`${ledger.baseUrl}/ui#/triage?run_id=${run}`);
+        const waiting = page.locator('#triage-waiting-list li', { hasText: later });
+        await waiting.waitFor();
+        expect(await refsInQueue()).toEqual([]);
+        expect(await page.innerText('#triage-empty')).toBe(
+          'Nothing needs a person yet: the unknown outcomes below are waiting for a lookup.',
+        );
+        expect(await waiting.innerText()).toMatch(
+          /unknown outcome of create_invoice, needs a person at .+ \(your time, in (9|10)m \d\ds\) unless a lookup settles it first/,
+        );
+        // No consistency window: a lookup can settle it at once, so a person is asked at once.
+        await ops.verifying(now, run, 'create_invoice', { consistency_window_ms: 0 });
+        await page.locator(`#triage-table tr.kind-unknown_outcome[data-ref="${now}"]`).waitFor();
+        expect(await refsInQueue()).toEqual([now]);
+        expect(await rows().first().innerText()).toContain('from its plan');
+        expect(await page.locator('#triage-empty').isHidden()).toBe(true);
+        expect(await page.locator('#triage-waiting-list li').count()).toBe(1);
+      } finally {
+        // Settled, so the cases after this one count the queue they set up.
+        for (const ref of [later, now]) {
+          const settled = await runtime.submit(ref, [
+            fact('VerificationRecorded', { outcome: 'found_committed', checked_at: new Date().toISOString() }),
+          ]);
+          expect(settled.status).toBe(200);
+        }
+      }
     });
 
     it('filters the queue by kind, tool and text on the ref, and by a count chip', async () => {

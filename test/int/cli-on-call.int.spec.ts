@@ -219,6 +219,77 @@ describe('the operator commands, as an on-call engineer first meets them', () =>
     expect(evidence.stdout).toMatch(/escalation reassigned by key_\S+, assigned to bo/);
   });
 
+  it("triage right after the README's unknown outcome: visible at once, and a person's from when a lookup can settle it", async () => {
+    const run = `run_${randomUUID().slice(0, 6)}`;
+    const unknownOutcome = async (ref: string, policy?: Record<string, unknown>) => {
+      for (const event of [
+        fact('StepPlanned', {
+          run_id: run,
+          tool: 'create_invoice',
+          side_effect: 'write',
+          input_hash: 'sha256:9c1f',
+          ...(policy ? { policy } : {}),
+        }),
+        fact('AttemptDispatched', { attempt: 1, input_hash: 'sha256:9c1f' }),
+        fact('EnvelopeRecorded', { attempt: 1, envelope: seedEnvelopes.outcomeUnknown(ref) }),
+      ])
+        expect((await runtime().submit(ref, [event])).status).toBe(200);
+    };
+    // The README's first operation as printed: the default policy, whose consistency window is 30 s.
+    const readme = `${run}/step_4`;
+    await unknownOutcome(readme);
+    // One whose window is long enough that no run of this test reaches it, and one with none.
+    const slow = `${run}/step_5`;
+    await unknownOutcome(slow, { consistency_window_ms: 600_000 });
+    const shown = await until(
+      () => cli(['triage', '--json', '--run-id', run]),
+      (out) => out.stdout.includes(slow),
+      'the triage answer to show the unknown outcomes',
+    );
+    const answer = JSON.parse(shown.stdout) as {
+      items: { operation_ref: string; threshold_ms: number; threshold_from: string }[];
+      waiting: { operation_ref: string; since: string; due_at: string; threshold_ms: number; threshold_from: string }[];
+    };
+    const readmeShown = [...answer.items, ...answer.waiting].find((item) => item.operation_ref === readme);
+    // Waiting, or listed if this machine took its 30 s: judged by the plan's window either way.
+    expect(readmeShown).toMatchObject({ threshold_ms: 30_000, threshold_from: 'policy' });
+    expect(answer.items.map((item) => item.operation_ref)).not.toContain(slow);
+    const waiting = answer.waiting.find((item) => item.operation_ref === slow)!;
+    expect(waiting).toMatchObject({ threshold_ms: 600_000, threshold_from: 'policy' });
+    expect(Date.parse(waiting.due_at) - Date.parse(waiting.since)).toBe(600_000);
+
+    const text = await cli(['triage', '--run-id', run]);
+    expect(text.status).toBe(0);
+    expect(text.stdout).not.toMatch(/^nothing needs a person \(/m);
+    expect(text.stdout).toMatch(/^WAITING\s+OPERATION\s+TOOL\s+REASON\s+NEEDS A PERSON AT\s+IN$/m);
+    expect(text.stdout).toMatch(
+      new RegExp(`^unknown_outcome\\s+${slow}\\s+create_invoice\\s+OUTCOME_UNKNOWN\\s+${waiting.due_at}`, 'm'),
+    );
+    expect(text.stdout).toMatch(/unknown outcomes? waiting for a lookup/);
+
+    // No window: a lookup can settle it at once, so it needs a person at once.
+    const now = `${run}/step_6`;
+    await unknownOutcome(now, { consistency_window_ms: 0 });
+    const listed = await until(
+      () => cli(['triage', '--run-id', run, '--kind', 'unknown_outcome']),
+      (out) => out.stdout.includes(now),
+      'the unknown outcome without a window to be listed',
+    );
+    expect(listed.stdout).toMatch(
+      new RegExp(`^unknown_outcome\\s+${now}\\s+create_invoice\\s+verifying\\s+OUTCOME_UNKNOWN`, 'm'),
+    );
+
+    // On the data directory, the same reading.
+    const local = await cli(['triage', '--run-id', run, '--data-dir', ledger.dataDir, '--tenant', 'acme'], {
+      LEDGER_URL: '',
+    });
+    expect(local.status).toBe(0);
+    expect(local.stdout).toMatch(new RegExp(`^unknown_outcome\\s+${now}\\s`, 'm'));
+    expect(local.stdout).toMatch(
+      new RegExp(`^unknown_outcome\\s+${slow}\\s+create_invoice\\s+OUTCOME_UNKNOWN\\s+${waiting.due_at}`, 'm'),
+    );
+  });
+
   it('triage lists what needs a person, through the API and on the data directory', async () => {
     const ref = await escalatedUnknown();
     const listed = await until(

@@ -46,9 +46,11 @@ export function openTriage(filters, quiet) {
       $('triage-total').textContent = counts.total + (counts.total === 1 ? ' item' : ' items');
       $('triage-total').className = 'badge ' + (counts.total ? 'status-escalated' : 'status-succeeded');
       $('triage-thresholds').textContent =
-        'Unknown outcomes are listed after ' +
-        duration(answer.thresholds.unknown_after_ms) +
-        ' unresolved; dispatches after ' +
+        'Unknown outcomes are listed ' +
+        (filters.unknown_after_ms
+          ? 'after ' + duration(answer.thresholds.unknown_after_ms) + ' unresolved'
+          : 'once a lookup can settle them (their plan\u2019s consistency window after the call ended)') +
+        '; dispatches after ' +
         duration(answer.thresholds.dispatch_timeout_ms) +
         ' in flight, or their plan\u2019s own dispatch_timeout_ms. Judged at ' +
         time(answer.as_of) +
@@ -94,7 +96,10 @@ export function openTriage(filters, quiet) {
       appendTriage(body, answer.items);
       offerBulkActions();
       $('triage-empty').hidden = answer.items.length > 0;
-      showWaiting(filters, answer);
+      $('triage-empty').textContent = answer.waiting.length
+        ? 'Nothing needs a person yet: the unknown outcomes below are waiting for a lookup.'
+        : 'Nothing needs a person right now.';
+      showWaiting(answer);
       setMore('triage-more', answer.next_cursor, function (cursor) {
         return api('/v1/triage', Object.assign({ limit: 50, cursor: cursor }, filters)).then(function (next) {
           appendTriage(body, next.items);
@@ -110,53 +115,43 @@ export function openTriage(filters, quiet) {
     });
 }
 
+/** The redraw planned for when the first waiting unknown outcome needs a person. */
+var dueTimer;
+
 /**
- * Unknown outcomes not yet past unknown_after_ms (15 minutes by default) are in no queue: without
- * them a first unknown outcome reads as "nothing needs a person". Listed with the time each comes
- * due, when the queue is not narrowed to another kind.
+ * Unknown outcomes that need no person yet (the answer's `waiting`, docs/contract.md §5), each with
+ * when it will, in the reader's own time: without them a first unknown outcome reads as "nothing
+ * needs a person". The queue is read again when the first comes due, since nothing is appended then.
  */
-function showWaiting(filters, answer) {
-  var box = $('triage-waiting');
-  if (filters.kind && filters.kind !== 'unknown_outcome') {
-    box.hidden = true;
-    return;
-  }
-  var query = { status: 'verifying', order: 'newest', limit: 20 };
-  ['tool', 'run_id', 'q'].forEach(function (name) {
-    if (filters[name]) query[name] = filters[name];
+function showWaiting(answer) {
+  var list = clear($('triage-waiting-list'));
+  var skew = Date.now() - Date.parse(answer.as_of);
+  answer.waiting.forEach(function (item) {
+    list.appendChild(
+      h(
+        'li',
+        { className: 'waiting-item', 'data-ref': item.operation_ref },
+        opLink(item.operation_ref),
+        ' unknown outcome of ' +
+          item.tool +
+          ', needs a person at ' +
+          localTime(item.due_at) +
+          ' (your time, in ' +
+          duration(Math.max(0, Date.parse(item.due_at) - Date.parse(answer.as_of))) +
+          ') unless a lookup settles it first',
+      ),
+    );
   });
-  var listed = answer.items.map(function (item) {
-    return item.operation_ref;
-  });
-  var after = answer.thresholds.unknown_after_ms;
-  return api('/v1/operations', query).then(
-    function (page) {
-      var list = clear($('triage-waiting-list'));
-      var waiting = page.items.filter(function (item) {
-        return listed.indexOf(item.operation_ref) < 0;
-      });
-      waiting.forEach(function (item) {
-        var due = new Date(Date.parse(item.since) + after).toISOString();
-        list.appendChild(
-          h(
-            'li',
-            { className: 'waiting-item', 'data-ref': item.operation_ref },
-            opLink(item.operation_ref),
-            ' unknown outcome of ' +
-              item.tool +
-              ', due here at ' +
-              localTime(due) +
-              ' (your time, in ' +
-              duration(Math.max(0, Date.parse(due) - Date.now())) +
-              ')',
-          ),
-        );
-      });
-      box.hidden = waiting.length === 0;
-    },
+  $('triage-waiting').hidden = answer.waiting.length === 0;
+  clearTimeout(dueTimer);
+  if (!answer.waiting.length) return;
+  // Due by the ledger's clock; the reader's clock may differ from it by `skew`.
+  var first = Date.parse(answer.waiting[0].due_at) + skew;
+  dueTimer = setTimeout(
     function () {
-      box.hidden = true;
+      if (current().view === 'triage') openTriage(current().filters, true);
     },
+    Math.min(Math.max(first - Date.now() + 250, 250), 600000),
   );
 }
 
