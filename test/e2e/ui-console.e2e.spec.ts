@@ -212,10 +212,12 @@ describe('the triage queue and approvals', () => {
         await page.goto(`${ledger.baseUrl}/ui#/triage?run_id=${run}`);
         const waiting = page.locator('#triage-waiting-list li', { hasText: later });
         await waiting.waitFor();
+        await page
+          .locator('#triage-empty', {
+            hasText: 'Nothing needs a person yet: the unknown outcomes below are waiting for a lookup.',
+          })
+          .waitFor();
         expect(await refsInQueue()).toEqual([]);
-        expect(await page.innerText('#triage-empty')).toBe(
-          'Nothing needs a person yet: the unknown outcomes below are waiting for a lookup.',
-        );
         expect(await waiting.innerText()).toMatch(
           /unknown outcome of create_invoice, needs a person at .+ \(your time, in (9|10)m \d\ds\) unless a lookup settles it first/,
         );
@@ -228,16 +230,17 @@ describe('the triage queue and approvals', () => {
         expect(await page.locator('#triage-waiting-list li').count()).toBe(1);
       } finally {
         // Settled, so the cases after this one count the queue they set up.
-        for (const ref of [later, now]) {
-          const settled = await runtime.submit(ref, [
+        // (A failure above is the one reported: a step it never made is refused here, and that is ignored.)
+        for (const ref of [later, now])
+          await runtime.submit(ref, [
             fact('VerificationRecorded', { outcome: 'found_committed', checked_at: new Date().toISOString() }),
           ]);
-          expect(settled.status).toBe(200);
-        }
       }
     });
 
     it('filters the queue by kind, tool and text on the ref, and by a count chip', async () => {
+      await page.goto(`${ledger.baseUrl}/ui${QUEUE}`);
+      await queueShows(5);
       await page.selectOption('#triage-filters select[name=kind]', 'awaiting_approval');
       await page.click('#triage-filters button[type=submit]');
       await queueShows(2);

@@ -30,7 +30,11 @@ function chipLink(label, count, hash, current) {
   );
 }
 
+/** The last queue read asked for: an answer to an earlier one (other filters, or older) is not drawn. */
+var asked = 0;
+
 export function openTriage(filters, quiet) {
+  var generation = ++asked;
   if (!quiet) say('Loading the queue\u2026');
   fillForm($('triage-filters'), filters);
   var set = Object.keys(filters).filter(function (name) {
@@ -39,6 +43,7 @@ export function openTriage(filters, quiet) {
   $('triage-refine-note').textContent = set ? '(' + set + ' set)' : '';
   return api('/v1/triage', Object.assign({ limit: 50 }, filters))
     .then(function (answer) {
+      if (generation !== asked) return;
       var focused = focusedIn($('triage-view'));
       show('triage-view');
       if (!quiet) say('');
@@ -110,6 +115,7 @@ export function openTriage(filters, quiet) {
       loaded(answer.as_of_position);
     })
     .catch(function (error) {
+      if (generation !== asked) return;
       show('triage-view');
       explain(error, 'triage queue');
     });
