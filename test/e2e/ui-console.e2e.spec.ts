@@ -1117,7 +1117,7 @@ describe("the operator's actions", () => {
       ledger?.cleanup();
     });
 
-    it('offers cancel only for escalations whose outcome is known, says why before anything is picked, records the picks in one request and says each result in words', async () => {
+    it('offers cancel only for escalations whose outcome is known, says why before anything is picked, records the picks in one request and says each result in words; takes an acknowledged one over only with reassign', async () => {
       const known = `${RUN}/bulk_known`;
       const unknown = `${RUN}/bulk_unknown`;
       const runtime = ledgerAt(ledger.baseUrl, { authorization: `Bearer ${RUNTIME_KEY}` });
@@ -1181,6 +1181,38 @@ describe("the operator's actions", () => {
         .locator('#bulk-results li.ok', { hasText: `${unknown}: Acknowledged: ana has it; now escalated` })
         .waitFor();
       expect(posts).toEqual(['/v1/operator-facts', '/v1/operator-facts']);
+
+      // Someone has it now: acknowledging it for another is not offered until "reassign" is ticked.
+      await page.goto(`${ledger.baseUrl}/ui#/triage?kind=acknowledged&q=${encodeURIComponent(`${RUN}/bulk_`)}`);
+      await page.check(`#triage-table input.bulk-pick[data-ref="${unknown}"]`);
+      await page.fill('#bulk-form input[name=assignee]', 'ana');
+      expect(await page.locator('#bulk-ack').isDisabled()).toBe(false);
+      expect(await page.locator('#bulk-reassign').isHidden()).toBe(true);
+      await page.fill('#bulk-form input[name=assignee]', 'bo');
+      expect(await page.locator('#bulk-ack').isDisabled()).toBe(true);
+      expect(await page.innerText('#bulk-ack-hint')).toBe(
+        `ana has ${unknown}: tick \u201creassign\u201d to take it over, or acknowledge as them.`,
+      );
+      await page.check('#bulk-form input[name=reassign]');
+      expect(await page.locator('#bulk-ack').isDisabled()).toBe(false);
+      expect(await page.locator('#bulk-ack-hint').isHidden()).toBe(true);
+      await page.fill('#bulk-form input[name=reason]', 'ana is off shift');
+      await page.click('#bulk-ack');
+      await page
+        .locator('#bulk-results li.ok', { hasText: `${unknown}: Reassigned: bo has it; now escalated` })
+        .waitFor();
+      expect(posts).toEqual(['/v1/operator-facts', '/v1/operator-facts', '/v1/operator-facts']);
+      // Taken over, and the tick is not carried to the next picks.
+      const held = await request(
+        ledger.baseUrl,
+        'GET',
+        `/v1/triage?kind=acknowledged&q=${encodeURIComponent(unknown)}`,
+        undefined,
+        { authorization: `Bearer ${OPERATOR_KEY}` },
+      );
+      expect(held.body.items[0].acknowledged.assignee).toBe('bo');
+      await page.locator('#bulk-reassign').waitFor({ state: 'hidden' });
+      expect(await page.locator('#bulk-form input[name=reassign]').isChecked()).toBe(false);
     });
   });
 });

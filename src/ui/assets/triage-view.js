@@ -187,6 +187,8 @@ function appendTriage(body, items) {
       // Escalated after an unavailable lookup: its outcome is unknown, and a cancel is refused
       // OUTCOME_UNVERIFIED (docs/contract.md §4.10). Said on the row, before anything is picked.
       if (item.reason === 'LOOKUP_UNAVAILABLE') pick.setAttribute('data-outcome-unknown', '');
+      // Someone has it: another assignee takes it over only with reassign (docs/contract.md §4.10).
+      if (item.acknowledged) pick.setAttribute('data-assignee', item.acknowledged.assignee);
     }
     why.appendChild(badge(KIND_LABEL[item.kind], 'kind-' + item.kind));
     if (item.status === 'escalated' && item.reason === 'LOOKUP_UNAVAILABLE')
@@ -226,8 +228,10 @@ function appendTriage(body, items) {
 }
 
 /**
- * Cancel is offered only while no picked escalation has an unknown outcome; neither action is
- * offered to a key that may not record operator facts (docs/contract.md §8). Each says why.
+ * Cancel is offered only while no picked escalation has an unknown outcome; acknowledge, while no
+ * picked escalation is someone else's unless "reassign" is ticked (the ledger refuses both
+ * otherwise); neither action is offered to a key that may not record operator facts
+ * (docs/contract.md §4.10, §8). Each says why.
  */
 export function offerBulkActions() {
   var unknown = document.querySelectorAll('#triage-table input.bulk-pick[data-outcome-unknown]:checked').length > 0;
@@ -235,8 +239,29 @@ export function offerBulkActions() {
     caller && caller.role !== 'operator' && !caller.local
       ? withArticle(caller.role) + ' key may not record operator facts: use a key with the operator role.'
       : '';
-  $('bulk-ack').disabled = Boolean(denied);
-  $('bulk-ack').title = denied;
+  var form = $('bulk-form');
+  var assignee = form.elements.assignee.value.trim();
+  var held = Array.prototype.filter.call(
+    document.querySelectorAll('#triage-table input.bulk-pick[data-assignee]:checked'),
+    function (box) {
+      return box.getAttribute('data-assignee') !== assignee;
+    },
+  );
+  $('bulk-reassign').hidden = held.length === 0;
+  // A take-over is asked for the picks it was ticked for, never carried to the next ones.
+  if (!held.length) form.elements.reassign.checked = false;
+  var taken =
+    held.length && !form.elements.reassign.checked
+      ? held
+          .map(function (box) {
+            return box.getAttribute('data-assignee') + ' has ' + box.getAttribute('data-ref');
+          })
+          .join('; ') + ': tick \u201creassign\u201d to take it over, or acknowledge as them.'
+      : '';
+  $('bulk-ack').disabled = Boolean(denied) || Boolean(taken);
+  $('bulk-ack').title = denied || taken;
+  $('bulk-ack-hint').hidden = Boolean(denied) || !taken;
+  $('bulk-ack-hint').textContent = taken;
   $('bulk-cancel').disabled = Boolean(denied) || unknown;
   $('bulk-cancel').title = denied || (unknown ? $('bulk-cancel-hint').textContent.trim() : '');
   $('bulk-cancel-hint').hidden = Boolean(denied) || !unknown;
@@ -271,9 +296,13 @@ export function bulkAct(kind) {
     return results.appendChild(
       h('li', { className: 'error', text: kind === 'ack' ? 'Say who takes them and why.' : 'Say why.' }),
     );
+  var reassign = kind === 'ack' && !$('bulk-reassign').hidden && form.elements.reassign.checked;
   var fact =
     kind === 'ack'
-      ? { type: 'EscalationAcknowledged', data: { assignee: assignee, note: reason } }
+      ? {
+          type: 'EscalationAcknowledged',
+          data: reassign ? { assignee: assignee, note: reason, reassign: true } : { assignee: assignee, note: reason },
+        }
       : { type: 'StepCancelled', data: { reason: reason } };
   var line = function (ref, ok, text) {
     results.appendChild(h('li', { className: ok ? 'ok' : 'error', 'data-ref': ref, text: ref + ': ' + text }));
