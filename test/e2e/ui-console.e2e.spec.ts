@@ -200,44 +200,6 @@ describe('the triage queue and approvals', () => {
       expect(offered[0]).toBe('possible_duplicate');
     });
 
-    it('with the default thresholds, lists an unknown outcome once a lookup can settle it, and one not yet due under Waiting', async () => {
-      const ops = incidentsAt(ledger.baseUrl, RUNTIME_KEY);
-      const run = `${RUN}_w`;
-      const later = `${run}/invoice_later`;
-      const now = `${run}/invoice_now`;
-      const runtime = ledgerAt(ledger.baseUrl, { authorization: `Bearer ${RUNTIME_KEY}` });
-      // Its plan's consistency window is 10 minutes: a not_found would be inconclusive until then.
-      await ops.verifying(later, run, 'create_invoice', { consistency_window_ms: 600_000 });
-      try {
-        await page.goto(`${ledger.baseUrl}/ui#/triage?run_id=${run}`);
-        const waiting = page.locator('#triage-waiting-list li', { hasText: later });
-        await waiting.waitFor();
-        await page
-          .locator('#triage-empty', {
-            hasText: 'Nothing needs a person yet: the unknown outcomes below are waiting for a lookup.',
-          })
-          .waitFor();
-        expect(await refsInQueue()).toEqual([]);
-        expect(await waiting.innerText()).toMatch(
-          /unknown outcome of create_invoice, needs a person at .+ \(your time, in (9|10)m \d\ds\) unless a lookup settles it first/,
-        );
-        // No consistency window: a lookup can settle it at once, so a person is asked at once.
-        await ops.verifying(now, run, 'create_invoice', { consistency_window_ms: 0 });
-        await page.locator(`#triage-table tr.kind-unknown_outcome[data-ref="${now}"]`).waitFor();
-        expect(await refsInQueue()).toEqual([now]);
-        expect(await rows().first().innerText()).toContain('from its plan');
-        expect(await page.locator('#triage-empty').isHidden()).toBe(true);
-        expect(await page.locator('#triage-waiting-list li').count()).toBe(1);
-      } finally {
-        // Settled, so the cases after this one count the queue they set up.
-        // (A failure above is the one reported: a step it never made is refused here, and that is ignored.)
-        for (const ref of [later, now])
-          await runtime.submit(ref, [
-            fact('VerificationRecorded', { outcome: 'found_committed', checked_at: new Date().toISOString() }),
-          ]);
-      }
-    });
-
     it('filters the queue by kind, tool and text on the ref, and by a count chip', async () => {
       await page.goto(`${ledger.baseUrl}/ui${QUEUE}`);
       await queueShows(5);
@@ -530,6 +492,44 @@ describe('the triage queue and approvals', () => {
       await page.locator('#op-holder', { hasText: 'no worker holds it' }).waitFor({ timeout: 5_000 });
       expect(await pageMark()).toBe('same page');
       expect(problems).toEqual([]);
+    });
+
+    it('with the default thresholds, lists an unknown outcome once a lookup can settle it, and one not yet due under Waiting', async () => {
+      const ops = incidentsAt(ledger.baseUrl, RUNTIME_KEY);
+      const run = `${RUN}_w`;
+      const later = `${run}/invoice_later`;
+      const now = `${run}/invoice_now`;
+      const runtime = ledgerAt(ledger.baseUrl, { authorization: `Bearer ${RUNTIME_KEY}` });
+      // Its plan's consistency window is 10 minutes: a not_found would be inconclusive until then.
+      await ops.verifying(later, run, 'create_invoice', { consistency_window_ms: 600_000 });
+      try {
+        await page.goto(`${ledger.baseUrl}/ui#/triage?run_id=${run}`);
+        const waiting = page.locator('#triage-waiting-list li', { hasText: later });
+        await waiting.waitFor();
+        await page
+          .locator('#triage-empty', {
+            hasText: 'Nothing needs a person yet: the unknown outcomes below are waiting for a lookup.',
+          })
+          .waitFor();
+        expect(await refsInQueue()).toEqual([]);
+        expect(await waiting.innerText()).toMatch(
+          /unknown outcome of create_invoice, needs a person at .+ \(your time, in (9|10)m \d\ds\) unless a lookup settles it first/,
+        );
+        // No consistency window: a lookup can settle it at once, so a person is asked at once.
+        await ops.verifying(now, run, 'create_invoice', { consistency_window_ms: 0 });
+        await page.locator(`#triage-table tr.kind-unknown_outcome[data-ref="${now}"]`).waitFor();
+        expect(await refsInQueue()).toEqual([now]);
+        expect(await rows().first().innerText()).toContain('from its plan');
+        expect(await page.locator('#triage-empty').isHidden()).toBe(true);
+        expect(await page.locator('#triage-waiting-list li').count()).toBe(1);
+      } finally {
+        // Settled, so nothing after this case finds them in the queue. (A failure above is the one
+        // reported: a step it never made is refused here, and that is ignored.)
+        for (const ref of [later, now])
+          await runtime.submit(ref, [
+            fact('VerificationRecorded', { outcome: 'found_committed', checked_at: new Date().toISOString() }),
+          ]);
+      }
     });
   });
 });
