@@ -31,12 +31,14 @@ export {
   type TriageCounts,
   type TriageItem,
   type TriageKind,
+  type TriageWaitingItem,
   DEFAULT_TRIAGE_THRESHOLDS,
   ON_REQUEST_KINDS,
   TRIAGE_KINDS,
   compareTriage,
   countTriage,
   triageItemOf,
+  waitingItemOf,
 } from './step-state/triage';
 export {
   type HeldRefs,

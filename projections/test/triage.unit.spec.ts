@@ -1,7 +1,13 @@
 import { DEFAULT_POLICY } from '@recovery-ledger/core';
 import type { StepStateDoc } from '../src/step-state/step-state.projection';
 import { evolveStepState } from '../src/step-state/step-state.projection';
-import { compareTriage, countTriage, DEFAULT_TRIAGE_THRESHOLDS, triageItemOf } from '../src/step-state/triage';
+import {
+  compareTriage,
+  countTriage,
+  DEFAULT_TRIAGE_THRESHOLDS,
+  triageItemOf,
+  waitingItemOf,
+} from '../src/step-state/triage';
 
 const NOW = Date.parse('2026-12-03T10:00:00.000Z');
 const minutesAgo = (minutes: number) => new Date(NOW - minutes * 60_000).toISOString();
@@ -43,8 +49,9 @@ describe('the triage queue, judged at an instant', () => {
     const t = DEFAULT_TRIAGE_THRESHOLDS;
     expect(triageItemOf(step('a', 'escalated', minutesAgo(0)), NOW, t)?.kind).toBe('escalated');
     expect(triageItemOf(step('b', 'awaiting_approval', minutesAgo(0)), NOW, t)?.kind).toBe('awaiting_approval');
-    expect(triageItemOf(step('c', 'verifying', minutesAgo(14)), NOW, t)).toBeUndefined();
-    expect(triageItemOf(step('c', 'verifying', minutesAgo(15)), NOW, t)).toMatchObject({
+    const window = { consistency_window_ms: 15 * 60_000 };
+    expect(triageItemOf(step('c', 'verifying', minutesAgo(14), window), NOW, t)).toBeUndefined();
+    expect(triageItemOf(step('c', 'verifying', minutesAgo(15), window), NOW, t)).toMatchObject({
       kind: 'unknown_outcome',
       age_ms: 900_000,
       threshold_ms: 900_000,
@@ -110,6 +117,42 @@ describe('the triage queue, judged at an instant', () => {
     });
   });
 
+  it("lists an unknown outcome once its plan's consistency window has passed, unless the query names a threshold; until then it is waiting, with when it comes due", () => {
+    const t = DEFAULT_TRIAGE_THRESHOLDS;
+    const slow = step('u', 'verifying', minutesAgo(9), { consistency_window_ms: 600_000, reason: 'OUTCOME_UNKNOWN' });
+    expect(triageItemOf(slow, NOW, t)).toBeUndefined();
+    expect(waitingItemOf(slow, NOW, t)).toEqual({
+      operation_ref: 'u',
+      run_id: 'run_1',
+      tool: 'create_invoice',
+      reason: 'OUTCOME_UNKNOWN',
+      since: minutesAgo(9),
+      due_at: minutesAgo(-1),
+      threshold_ms: 600_000,
+      threshold_from: 'policy',
+      revision: 3,
+    });
+    const settled = step('u', 'verifying', minutesAgo(10), { consistency_window_ms: 600_000 });
+    expect(triageItemOf(settled, NOW, t)).toMatchObject({
+      kind: 'unknown_outcome',
+      threshold_ms: 600_000,
+      threshold_from: 'policy',
+    });
+    expect(waitingItemOf(settled, NOW, t)).toBeUndefined();
+    // No window: a lookup can settle it at once, and a person is asked at once.
+    const now = step('n', 'verifying', minutesAgo(0), { consistency_window_ms: 0 });
+    expect(triageItemOf(now, NOW, t)).toMatchObject({ kind: 'unknown_outcome', threshold_from: 'policy' });
+    // A document folded before the window was kept: the policy's default window.
+    const old = step('o', 'verifying', new Date(NOW - DEFAULT_POLICY.consistency_window_ms).toISOString());
+    expect(triageItemOf(old, NOW, t)).toMatchObject({ threshold_ms: DEFAULT_POLICY.consistency_window_ms });
+    const asked = { ...t, unknown_after_ms: 15 * 60_000, unknown_after_asked: true };
+    expect(triageItemOf(settled, NOW, asked)).toBeUndefined();
+    expect(waitingItemOf(settled, NOW, asked)).toMatchObject({ due_at: minutesAgo(-5), threshold_from: 'query' });
+    // Only a verifying step waits; one that may hold a duplicate write is in the queue already.
+    expect(waitingItemOf(step('e', 'escalated', minutesAgo(0)), NOW, t)).toBeUndefined();
+    expect(waitingItemOf({ ...slow, possible_duplicates: 1 }, NOW, t)).toBeUndefined();
+  });
+
   it('orders newest first and counts per kind, tool and reason', () => {
     const items = [
       triageItemOf(step('old', 'escalated', minutesAgo(30), { tool: 'pay' }), NOW, DEFAULT_TRIAGE_THRESHOLDS),
@@ -158,5 +201,8 @@ describe("the plan's own dispatch timeout", () => {
     expect(evolveStepState(undefined, plan({ dispatch_timeout_ms: 'soon' })).dispatch_timeout_ms).toBe(
       DEFAULT_POLICY.dispatch_timeout_ms,
     );
+    // The consistency window the triage queue judges an unknown outcome by, kept the same way.
+    expect(evolveStepState(undefined, plan({ consistency_window_ms: 5_000 })).consistency_window_ms).toBe(5_000);
+    expect(evolveStepState(undefined, plan({})).consistency_window_ms).toBeUndefined();
   });
 });

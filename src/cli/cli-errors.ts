@@ -14,11 +14,15 @@ export const EXIT = {
 
 export type ExitCode = (typeof EXIT)[keyof typeof EXIT];
 
-/** An error the CLI reports as one line on stderr, with its exit code, and no stack trace. */
+/**
+ * An error the CLI reports as one line on stderr, with its exit code, and no stack trace; `code` is
+ * the stable code of the service's problem+json answer, when there was one.
+ */
 export class CliError extends Error {
   constructor(
     message: string,
     readonly exitCode: ExitCode = EXIT.failure,
+    readonly code?: string,
   ) {
     super(message);
     this.name = 'CliError';

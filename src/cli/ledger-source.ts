@@ -87,7 +87,7 @@ interface Problem {
 export function problemError(status: number, problem: Problem, statusText = ''): CliError {
   const code = problem.code ?? `HTTP_${status}`;
   const detail = problem.detail ?? problem.title ?? statusText;
-  return new CliError(`${status} ${code}: ${detail}`, status === 503 ? EXIT.unavailable : EXIT.failure);
+  return new CliError(`${status} ${code}: ${detail}`, status === 503 ? EXIT.unavailable : EXIT.failure, code);
 }
 
 /**

@@ -191,7 +191,7 @@ export function buildProgram(): Command {
   program
     .command('triage')
     .description(
-      'list what needs a person now, newest first: escalations, approvals, unknown outcomes, overdue work (GET /v1/triage)',
+      'list what needs a person now, newest first: escalations, approvals, unknown outcomes, overdue work; then the unknown outcomes a lookup may still settle (GET /v1/triage)',
     )
     .addOption(new Option('--kind <kind>', 'only this kind (acknowledged: the escalations someone has)'))
     .option('--tool <tool>', 'only steps of this tool')
@@ -223,8 +223,14 @@ export function buildProgram(): Command {
         'record what you found for an unknown outcome: --found <evidence_ref> or --not-found (operator key, --url)',
       ),
   )
-    .option('--found <evidence_ref>', "the write committed: what you saw (the provider's id of it)")
-    .option('--not-found', 'the write is not at the provider')
+    // One of the two is required: said on both, as commander marks a mandatory option.
+    .addOption(
+      new Option(
+        '--found <evidence_ref>',
+        "the write committed: what you saw (the provider's id of it) (required: this or --not-found)",
+      ).conflicts('notFound'),
+    )
+    .addOption(new Option('--not-found', 'the write is not at the provider (required: this or --found)'))
     .requiredOption('--note <text>', 'what you checked, for the evidence trail')
     .option('--json', 'machine-readable output')
     .action(

@@ -38,7 +38,7 @@ export class TriageController {
     name: 'unknown_after_ms',
     required: false,
     type: Number,
-    description: `A step verifying at least this long is listed (default ${DEFAULT_TRIAGE_THRESHOLDS.unknown_after_ms}).`,
+    description: `A step verifying at least this long is listed; without it, each step once its plan's policy.consistency_window_ms has passed since it began verifying, when a lookup can settle it either way (a plan without one: ${DEFAULT_TRIAGE_THRESHOLDS.unknown_after_ms}).`,
   })
   @ApiQuery({
     name: 'dispatch_timeout_ms',

@@ -443,7 +443,10 @@ describe("an operator's commands", () => {
       expect(local.stderr).toContain('give --url');
       const both = await cli(['resolve', ref, '--found', 'inv_1', '--not-found', '--note', 'x']);
       expect(both.status).toBe(2);
-      expect(both.stderr).toContain('exactly one of --found <evidence_ref> and --not-found');
+      expect(both.stderr).toContain("option '--found <evidence_ref>' cannot be used with option '--not-found'");
+      const neither = await cli(['resolve', ref, '--note', 'x']);
+      expect(neither.status).toBe(2);
+      expect(neither.stderr).toContain('exactly one of --found <evidence_ref> and --not-found');
     });
   });
 });

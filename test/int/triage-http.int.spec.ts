@@ -22,7 +22,8 @@ beforeAll(async () => {
   const ops = incidentsAt(ledger.baseUrl, RUNTIME_KEY);
   await ops.escalated(`${RUN}/pay_1`, RUN, 'pay_invoice');
   await ops.awaitingApproval(`${RUN}/refund_1`, RUN, 'refund');
-  await ops.verifying(`${RUN}/invoice_1`, RUN, 'create_invoice');
+  // Its plan's consistency window outlasts the test: by default it waits, and is not yet listed.
+  await ops.verifying(`${RUN}/invoice_1`, RUN, 'create_invoice', { consistency_window_ms: 600_000 });
   await ops.dispatched(`${RUN}/email_1`, RUN, 'send_email');
   await ops.succeeded(`${RUN}/email_2`, RUN, 'send_email');
   // The last write of all: a read waiting for its position sees both tenants' steps.
@@ -39,8 +40,16 @@ describe('GET /v1/triage', () => {
     const byDefault = await get(`/v1/triage?wait_for_position=${head}`);
     expect(byDefault.status).toBe(200);
     expect(byDefault.body.items.map((item: { kind: string }) => item.kind)).toEqual(['awaiting_approval', 'escalated']);
+    expect(byDefault.body.waiting).toEqual([
+      expect.objectContaining({
+        operation_ref: `${RUN}/invoice_1`,
+        threshold_ms: 600_000,
+        threshold_from: 'policy',
+        reason: 'OUTCOME_UNKNOWN',
+      }),
+    ]);
     expect(byDefault.body.thresholds).toEqual({
-      unknown_after_ms: 900_000,
+      unknown_after_ms: 30_000,
       dispatch_timeout_ms: 300_000,
       retry_grace_ms: 60_000,
       input_after_ms: 1_800_000,

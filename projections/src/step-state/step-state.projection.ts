@@ -30,6 +30,12 @@ export interface StepStateDoc {
    * before the field existed).
    */
   dispatch_timeout_ms?: number;
+  /**
+   * The plan's consistency window: a step verifying this long after its call's end can be settled
+   * by a lookup either way (docs/contract.md §4.5), and the triage queue shows it from then on.
+   * Absent in documents folded before it was kept.
+   */
+  consistency_window_ms?: number;
   /** When the current status began (ledger clock). */
   since: string;
   /** The reason code of the last transition. */
@@ -109,6 +115,7 @@ export function evolveStepState(current: StepStateDoc | undefined, event: Projec
       doc.side_effect = side_effect === 'read' || side_effect === 'write' ? side_effect : 'unknown';
       if (typeof policy?.verification_tool === 'string') doc.verification_tool = policy.verification_tool;
       doc.dispatch_timeout_ms = dispatchTimeoutMs(policy);
+      if (typeof policy?.consistency_window_ms === 'number') doc.consistency_window_ms = policy.consistency_window_ms;
       doc.attempts_remaining = typeof policy?.max_attempts === 'number' ? policy.max_attempts : 0;
       doc.next_action = 'dispatch';
       doc.reason = 'STEP_PLANNED';
@@ -195,7 +202,8 @@ export const stepStateProjection: Projection<StepStateDoc> = {
   // 3: the work feed's due_ms and revision columns.
   // 4: the possible_duplicates column (triage and `has=` read it).
   // 5: operator facts (acknowledged escalations, cancelled steps).
-  version: 5,
+  // 6: documents carry the plan's consistency_window_ms (triage judges an unknown outcome by it).
+  version: 6,
   keyOf: (event) => scopedKey(event.metadata.tenant, event.metadata.operation_ref),
   evolve: evolveStepState,
   columns: {

@@ -9,9 +9,11 @@ import {
   DEFAULT_TRIAGE_THRESHOLDS,
   ON_REQUEST_KINDS,
   triageItemOf,
+  waitingItemOf,
   type TriageCounts,
   type TriageItem,
   type TriageKind,
+  type TriageWaitingItem,
 } from './triage';
 
 /*
@@ -79,6 +81,12 @@ export interface TriageAnswer {
   /** Over every item that matches the filters, whatever page is asked. */
   counts: TriageCounts;
   thresholds: { unknown_after_ms: number; dispatch_timeout_ms: number; retry_grace_ms: number; input_after_ms: number };
+  /**
+   * Unknown outcomes that need no person yet, soonest due first (at most WAITING_LIMIT), when the
+   * query is not narrowed to another kind: without them a first unknown outcome reads as "nothing
+   * needs a person".
+   */
+  waiting: TriageWaitingItem[];
   next_cursor?: string;
   /** The ledger's clock when the queue was judged. */
   as_of: string;
@@ -156,6 +164,10 @@ export function stepList(
   };
 }
 
+export const WAITING_LIMIT = 20;
+
+const compareRefs = (a: string, b: string) => (a < b ? -1 : a > b ? 1 : 0);
+
 /**
  * The triage queue (docs/contract.md §5): what needs a person now, newest first, with counts per
  * kind, tool and reason over everything that matches. Judged at the ledger's clock; the timed
@@ -170,6 +182,7 @@ export async function triageOf(
   const { kind, tool, runId, reason, refContains, olderThanMs, limit, cursor } = query;
   const thresholds = {
     unknown_after_ms: query.unknownAfterMs ?? DEFAULT_TRIAGE_THRESHOLDS.unknown_after_ms,
+    unknown_after_asked: query.unknownAfterMs !== undefined,
     dispatch_timeout_ms: query.dispatchTimeoutMs ?? DEFAULT_TRIAGE_THRESHOLDS.dispatch_timeout_ms,
     dispatch_timeout_asked: query.dispatchTimeoutMs !== undefined,
     retry_grace_ms: query.retryGraceMs ?? DEFAULT_TRIAGE_THRESHOLDS.retry_grace_ms,
@@ -193,6 +206,15 @@ export async function triageOf(
       where: [byTenant, { column: 'possible_duplicates', op: '>=', value: 1 }, ...filters],
     })
     .filter(({ doc }) => !TRIAGE_STATUSES.includes(doc.status as StepStatus));
+  const waiting =
+    kind === undefined || kind === 'unknown_outcome'
+      ? inTriageStatus
+          .map(({ doc }) => waitingItemOf(doc, now.getTime(), thresholds))
+          .filter((item): item is TriageWaitingItem => item !== undefined)
+          .filter((item) => reason === undefined || item.reason === reason)
+          .sort((a, b) => instantMs(a.due_at) - instantMs(b.due_at) || compareRefs(a.operation_ref, b.operation_ref))
+          .slice(0, WAITING_LIMIT)
+      : [];
   const judged = [...inTriageStatus, ...possibleDuplicates]
     .map(({ doc }) => triageItemOf(doc, now.getTime(), thresholds))
     .filter((item): item is TriageItem => item !== undefined)
@@ -223,6 +245,7 @@ export async function triageOf(
       retry_grace_ms: thresholds.retry_grace_ms,
       input_after_ms: thresholds.input_after_ms,
     },
+    waiting,
     ...next,
     as_of: now.toISOString(),
     as_of_position: asOf,

@@ -1,12 +1,13 @@
+import { DEFAULT_POLICY } from '@recovery-ledger/core';
 import type { StepStateDoc } from './step-state.projection';
 import { instantMs } from '../projection';
 
 /**
  * What needs a person now (docs/contract.md §5): a pure reading of the step state index at a given
  * instant. Escalated steps and steps awaiting approval need someone at once; an unknown outcome
- * needs someone once it has stayed unresolved past a threshold, and a dispatch once it has stayed in
- * flight past its timeout. Time is passed in, never read, so the same documents and instant always
- * give the same queue.
+ * needs someone once a lookup can settle it either way and none has (its plan's consistency window
+ * after it began verifying, §4.5), and a dispatch once it has stayed in flight past its timeout.
+ * Time is passed in, never read, so the same documents and instant always give the same queue.
  */
 export type TriageKind =
   | 'possible_duplicate'
@@ -36,8 +37,14 @@ export const TRIAGE_KINDS: readonly TriageKind[] = [
 export const ON_REQUEST_KINDS: readonly TriageKind[] = ['acknowledged'];
 
 export interface TriageThresholds {
-  /** A step in `verifying` at least this long is an unknown outcome a person should resolve. */
+  /**
+   * A step in `verifying` at least this long is an unknown outcome a person should resolve, when the
+   * query names it or the step's plan names no consistency window (a document folded before it was
+   * kept).
+   */
   unknown_after_ms: number;
+  /** The query named unknown_after_ms: it then applies to every step, over the plans' own windows. */
+  unknown_after_asked?: boolean;
   /** A step in `dispatched` at least this long is overdue, when its plan names no timeout of its own. */
   dispatch_timeout_ms: number;
   /** The query named a dispatch timeout: it then applies to every step, over the plans' own. */
@@ -53,11 +60,12 @@ export interface TriageThresholds {
 }
 
 /**
- * 15 minutes unresolved, 5 minutes in flight, a retry 1 minute past its time, an input awaited 30
- * minutes: defaults a query may override (README.md, "Incident console").
+ * An unknown outcome by its plan's consistency window (the policy's default where a document has
+ * none), 5 minutes in flight, a retry 1 minute past its time, an input awaited 30 minutes: defaults
+ * a query may override (README.md, "Incident console").
  */
 export const DEFAULT_TRIAGE_THRESHOLDS: TriageThresholds = {
-  unknown_after_ms: 15 * 60_000,
+  unknown_after_ms: DEFAULT_POLICY.consistency_window_ms,
   dispatch_timeout_ms: 5 * 60_000,
   retry_grace_ms: 60_000,
   input_after_ms: 30 * 60_000,
@@ -90,6 +98,55 @@ export function planDispatchTimeout(doc: StepStateDoc): number | undefined {
   return typeof value === 'number' && Number.isFinite(value) && value >= 0 ? value : undefined;
 }
 
+/**
+ * How long a step verifies before it needs a person: from the instant it began verifying (its call's
+ * end, or the late report that made its outcome unknown again, at or after the attempt's last reach),
+ * its plan's consistency window, after which a lookup's not_found is conclusive (docs/contract.md
+ * §4.5): until then no lookup, a person's included, can settle every answer, and a runtime that
+ * verifies settles it at that instant at the latest. The query's unknown_after_ms, when named, instead.
+ */
+function unknownThreshold(doc: StepStateDoc, thresholds: TriageThresholds): { ms: number; from: 'policy' | 'query' } {
+  const own = thresholds.unknown_after_asked ? undefined : doc.consistency_window_ms;
+  return own === undefined ? { ms: thresholds.unknown_after_ms, from: 'query' } : { ms: own, from: 'policy' };
+}
+
+/** An unknown outcome that does not need a person yet, and when it will (docs/contract.md §5). */
+export interface TriageWaitingItem {
+  operation_ref: string;
+  run_id: string;
+  tool: string;
+  reason: string;
+  since: string;
+  /** When it joins the queue as unknown_outcome, unless a lookup settles it first. */
+  due_at: string;
+  threshold_ms: number;
+  threshold_from: 'policy' | 'query';
+  revision: number;
+}
+
+/** The waiting unknown outcome a step is at `nowMs`: verifying, not yet past its threshold. */
+export function waitingItemOf(
+  doc: StepStateDoc,
+  nowMs: number,
+  thresholds: TriageThresholds,
+): TriageWaitingItem | undefined {
+  if (doc.status !== 'verifying' || (doc.possible_duplicates ?? 0) > 0) return undefined;
+  const threshold = unknownThreshold(doc, thresholds);
+  const dueMs = instantMs(doc.since) + threshold.ms;
+  if (nowMs >= dueMs) return undefined;
+  return {
+    operation_ref: doc.operation_ref,
+    run_id: doc.run_id,
+    tool: doc.tool,
+    reason: doc.reason,
+    since: doc.since,
+    due_at: new Date(dueMs).toISOString(),
+    threshold_ms: threshold.ms,
+    threshold_from: threshold.from,
+    revision: doc.revision,
+  };
+}
+
 /** The triage item a step is at `nowMs`, or undefined when it needs nobody. */
 export function triageItemOf(doc: StepStateDoc, nowMs: number, thresholds: TriageThresholds): TriageItem | undefined {
   const ageMs = Math.max(0, nowMs - instantMs(doc.since));
@@ -114,10 +171,12 @@ export function triageItemOf(doc: StepStateDoc, nowMs: number, thresholds: Triag
         : { kind: 'escalated', ...base };
     case 'awaiting_approval':
       return { kind: 'awaiting_approval', ...base };
-    case 'verifying':
-      return ageMs >= thresholds.unknown_after_ms
-        ? { kind: 'unknown_outcome', ...base, threshold_ms: thresholds.unknown_after_ms, threshold_from: 'query' }
+    case 'verifying': {
+      const threshold = unknownThreshold(doc, thresholds);
+      return ageMs >= threshold.ms
+        ? { kind: 'unknown_outcome', ...base, threshold_ms: threshold.ms, threshold_from: threshold.from }
         : undefined;
+    }
     case 'dispatched': {
       // A responder asking "what has been in flight longer than X" gets exactly that; otherwise each
       // step is judged by its own plan's timeout (every plan has one: docs/work-feed.md).

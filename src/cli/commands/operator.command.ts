@@ -72,7 +72,9 @@ export async function operatorCommand(
   if (!remote)
     throw usageError(`${fact.type} is recorded through a running service: give --url (and --key, an operator key)`);
   if (refs.length === 1) {
-    const answer = await submit(remote, refs[0], fact);
+    const answer = await submit(remote, refs[0], fact).catch((error: unknown) => {
+      throw error instanceof CliError ? withNextStep(refs[0], fact, error) : error;
+    });
     if (options.json) writeJson(process.stdout, answer);
     else process.stdout.write(`${resultLine(refs[0], fact, answer)}\n`);
     return;
@@ -94,7 +96,7 @@ export async function operatorCommand(
         );
         return;
       }
-      const error = problemError(result.problem.status, result.problem);
+      const error = withNextStep(ref, fact, problemError(result.problem.status, result.problem));
       worst = Math.max(worst, error.exitCode) as ExitCode;
       if (options.json) process.stdout.write(`${JSON.stringify({ operation_ref: ref, error: error.message })}\n`);
       process.stderr.write(`recovery-ledger: ${ref}: ${error.message}\n`);
@@ -103,6 +105,29 @@ export async function operatorCommand(
   if (worst !== EXIT.ok) {
     throw new CliError(`${fact.type} was not recorded for every operation (see the lines above)`, worst);
   }
+}
+
+/**
+ * The command that gets past a refusal, where one does: the problem's detail names the ledger's fact
+ * (`OutcomeVerifiedManually`, `reassign`), the person at the terminal needs the command that records it.
+ */
+const NEXT_STEP: Partial<Record<string, (ref: string, fact: OperatorFact) => string>> = {
+  OUTCOME_UNVERIFIED: (ref) =>
+    `recovery-ledger resolve ${shellWord(ref)} --found <evidence_ref> --note <text> (or --not-found)`,
+  ESCALATION_ALREADY_ACKNOWLEDGED: (ref, fact) =>
+    `recovery-ledger ack ${shellWord(ref)} --assignee ${
+      fact.type === 'EscalationAcknowledged' ? shellWord(fact.data.assignee) : '<name>'
+    } --reassign`,
+};
+
+/** A word as a shell reads it back: quoted only when it needs to be. */
+const shellWord = (word: string) => (/^[\w./@:-]+$/.test(word) ? word : `'${word.replace(/'/g, `'\\''`)}'`);
+
+function withNextStep(ref: string, fact: OperatorFact, error: CliError): CliError {
+  const next = error.code === undefined ? undefined : NEXT_STEP[error.code];
+  return next === undefined
+    ? error
+    : new CliError(`${error.message}; that is: ${next(ref, fact)}`, error.exitCode, error.code);
 }
 
 function submit(remote: RemoteLedger, ref: string, fact: OperatorFact): Promise<SubmitAnswer> {

@@ -5,8 +5,10 @@ import {
   ON_REQUEST_KINDS,
   TRIAGE_KINDS,
   triageItemOf,
+  waitingItemOf,
   type TriageItem,
   type TriageKind,
+  type TriageWaitingItem,
 } from '@recovery-ledger/projections';
 import { operationStream } from '../../store/stream-names';
 import { usageError } from '../cli-errors';
@@ -22,9 +24,14 @@ export interface TriageOptions {
 
 interface TriagePage {
   items: TriageItem[];
+  /** Unknown outcomes a lookup may still settle before they need a person (docs/contract.md §5). */
+  waiting: TriageWaitingItem[];
   next_cursor?: string;
   as_of: string;
 }
+
+/** As many waiting unknown outcomes as the service's queue lists (WAITING_LIMIT in the projections). */
+const WAITING_SHOWN = 20;
 
 const PAGE = 500;
 
@@ -45,7 +52,7 @@ async function remoteTriage(global: GlobalOptions, options: TriageOptions): Prom
     items.push(...page.items);
     cursor = page.next_cursor;
   }
-  return { items, as_of: first.as_of };
+  return { items, waiting: first.waiting ?? [], as_of: first.as_of };
 }
 
 async function localTriage(global: GlobalOptions, options: TriageOptions): Promise<TriagePage> {
@@ -61,18 +68,38 @@ async function localTriage(global: GlobalOptions, options: TriageOptions): Promi
     }
     return [...byStream.values()];
   });
-  const items = docs
+  const narrowed = docs
+    .filter((doc) => options.tool === undefined || doc.tool === options.tool)
+    .filter((doc) => options.runId === undefined || doc.run_id === options.runId);
+  const items = narrowed
     .map((doc) => triageItemOf(doc, now.getTime(), DEFAULT_TRIAGE_THRESHOLDS))
     .filter((item): item is TriageItem => item !== undefined)
     .filter((item) => (options.kind === undefined ? !ON_REQUEST_KINDS.includes(item.kind) : item.kind === options.kind))
-    .filter((item) => options.tool === undefined || item.tool === options.tool)
-    .filter((item) => options.runId === undefined || item.run_id === options.runId)
     .sort(compareTriage);
-  return { items, as_of: now.toISOString() };
+  const waiting =
+    options.kind === undefined || options.kind === 'unknown_outcome'
+      ? narrowed
+          .map((doc) => waitingItemOf(doc, now.getTime(), DEFAULT_TRIAGE_THRESHOLDS))
+          .filter((item): item is TriageWaitingItem => item !== undefined)
+          .sort((a, b) => Date.parse(a.due_at) - Date.parse(b.due_at))
+          .slice(0, WAITING_SHOWN)
+      : [];
+  return { items, waiting, as_of: now.toISOString() };
 }
 
+/**
+ * The queue, then the unknown outcomes still waiting for a lookup: an empty queue with one of those
+ * does not read as "nothing needs a person".
+ */
 export function renderTriage(page: TriagePage): string {
-  if (page.items.length === 0) return `nothing needs a person (as of ${page.as_of})\n`;
+  return `${renderQueue(page)}${renderWaiting(page)}`;
+}
+
+function renderQueue(page: TriagePage): string {
+  if (page.items.length === 0)
+    return page.waiting.length === 0
+      ? `nothing needs a person (as of ${page.as_of})\n`
+      : `nothing needs a person yet (as of ${page.as_of})\n`;
   const table = renderTable(
     ['KIND', 'OPERATION', 'TOOL', 'STATUS', 'REASON', 'FOR', 'ASSIGNEE'],
     page.items.map((item) => [
@@ -86,6 +113,24 @@ export function renderTriage(page: TriagePage): string {
     ]),
   );
   return `${table}${page.items.length} need${page.items.length === 1 ? 's' : ''} a person (as of ${page.as_of})\n`;
+}
+
+function renderWaiting(page: TriagePage): string {
+  if (page.waiting.length === 0) return '';
+  const asOf = Date.parse(page.as_of);
+  const table = renderTable(
+    ['WAITING', 'OPERATION', 'TOOL', 'REASON', 'NEEDS A PERSON AT', 'IN'],
+    page.waiting.map((item) => [
+      'unknown_outcome',
+      item.operation_ref,
+      item.tool,
+      item.reason,
+      item.due_at,
+      formatDuration(Math.max(0, Date.parse(item.due_at) - asOf)),
+    ]),
+  );
+  const count = page.waiting.length;
+  return `\n${table}${count} unknown outcome${count === 1 ? '' : 's'} waiting for a lookup: each needs a person at the time shown unless a lookup settles it first\n`;
 }
 
 export async function triageCommand(global: GlobalOptions, options: TriageOptions): Promise<void> {

@@ -43,11 +43,33 @@ export class TriageThresholdsDto {
   @ApiProperty() input_after_ms!: number;
 }
 
+export class TriageWaitingItemDto {
+  @ApiProperty() operation_ref!: string;
+  @ApiProperty() run_id!: string;
+  @ApiProperty() tool!: string;
+  @ApiProperty() reason!: string;
+  @ApiProperty({ format: 'date-time', description: 'When it began verifying.' }) since!: string;
+  @ApiProperty({
+    format: 'date-time',
+    description: 'When it joins the queue as unknown_outcome (ledger clock), unless a lookup settles it first.',
+  })
+  due_at!: string;
+  @ApiProperty() threshold_ms!: number;
+  @ApiProperty({ enum: ['policy', 'query'] }) threshold_from!: string;
+  @ApiProperty() revision!: number;
+}
+
 export class TriageDto {
   @ApiProperty({ type: [TriageItemDto] }) items!: TriageItemDto[];
   @ApiProperty({ type: TriageCountsDto, description: 'Over every item matching the filters, whatever the page.' })
   counts!: TriageCountsDto;
   @ApiProperty({ type: TriageThresholdsDto }) thresholds!: TriageThresholdsDto;
+  @ApiProperty({
+    type: [TriageWaitingItemDto],
+    description:
+      'Unknown outcomes that need no person yet, soonest due first (at most 20); empty when the query asks for another kind.',
+  })
+  waiting!: TriageWaitingItemDto[];
   @ApiPropertyOptional() next_cursor?: string;
   @ApiProperty({ format: 'date-time', description: 'The ledger clock the queue was judged at.' }) as_of!: string;
   @ApiProperty() as_of_position!: number;

@@ -87,6 +87,9 @@ document.addEventListener('DOMContentLoaded', function () {
   $('approval-form').addEventListener('submit', function (event) {
     submitApproval(event, openOperation);
   });
+  // Whether acknowledging the picks would take one from who has it is judged as the form changes.
+  $('bulk-form').elements.assignee.addEventListener('input', offerBulkActions);
+  $('bulk-form').elements.reassign.addEventListener('change', offerBulkActions);
   $('bulk-ack').addEventListener('click', function () {
     bulkAct('ack');
   });

@@ -56,7 +56,7 @@ export function factInWords(fact) {
     case 'StepReopened':
       return 'Reopened with ' + fact.data.attempts + ' more attempt' + (fact.data.attempts === 1 ? '' : 's');
     case 'EscalationAcknowledged':
-      return 'Acknowledged: ' + fact.data.assignee + ' has it';
+      return (fact.data.reassign ? 'Reassigned: ' : 'Acknowledged: ') + fact.data.assignee + ' has it';
     default:
       return 'Recorded';
   }

@@ -14,12 +14,24 @@ export function operatorFactsOf(document) {
 var served;
 
 /**
- * Read once per page. A document that cannot be read (none generated) answers null, and the
- * console offers its actions unfiltered: the ledger still refuses a fact it does not take.
+ * How long an operation's page waits for the document. The page draws only once it has it, so a
+ * slow or stalled read must end in the fallback below rather than hold the page; the ledger serves
+ * it from memory, built at start.
+ */
+var READ_LIMIT_MS = 5000;
+
+/**
+ * Read once per page. A document that cannot be read in time (none generated, a stalled request)
+ * answers null, and the console offers its actions unfiltered: the ledger still refuses a fact it
+ * does not take. The next operation opened asks again.
  */
 export function operatorFacts() {
-  if (!served)
-    served = fetch('/docs/openapi.json', { credentials: 'omit', referrerPolicy: 'no-referrer' })
+  if (!served) {
+    var stop = new AbortController();
+    var timer = setTimeout(function () {
+      stop.abort();
+    }, READ_LIMIT_MS);
+    served = fetch('/docs/openapi.json', { credentials: 'omit', referrerPolicy: 'no-referrer', signal: stop.signal })
       .then(function (response) {
         return response.ok ? response.json() : Promise.reject(new Error('HTTP ' + response.status));
       })
@@ -27,6 +39,10 @@ export function operatorFacts() {
       .catch(function () {
         served = undefined;
         return null;
+      })
+      .finally(function () {
+        clearTimeout(timer);
       });
+  }
   return served;
 }

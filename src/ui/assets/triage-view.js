@@ -30,7 +30,11 @@ function chipLink(label, count, hash, current) {
   );
 }
 
+/** The last queue read asked for: an answer to an earlier one (other filters, or older) is not drawn. */
+var asked = 0;
+
 export function openTriage(filters, quiet) {
+  var generation = ++asked;
   if (!quiet) say('Loading the queue\u2026');
   fillForm($('triage-filters'), filters);
   var set = Object.keys(filters).filter(function (name) {
@@ -39,6 +43,7 @@ export function openTriage(filters, quiet) {
   $('triage-refine-note').textContent = set ? '(' + set + ' set)' : '';
   return api('/v1/triage', Object.assign({ limit: 50 }, filters))
     .then(function (answer) {
+      if (generation !== asked) return;
       var focused = focusedIn($('triage-view'));
       show('triage-view');
       if (!quiet) say('');
@@ -46,9 +51,11 @@ export function openTriage(filters, quiet) {
       $('triage-total').textContent = counts.total + (counts.total === 1 ? ' item' : ' items');
       $('triage-total').className = 'badge ' + (counts.total ? 'status-escalated' : 'status-succeeded');
       $('triage-thresholds').textContent =
-        'Unknown outcomes are listed after ' +
-        duration(answer.thresholds.unknown_after_ms) +
-        ' unresolved; dispatches after ' +
+        'Unknown outcomes are listed ' +
+        (filters.unknown_after_ms
+          ? 'after ' + duration(answer.thresholds.unknown_after_ms) + ' unresolved'
+          : 'once a lookup can settle them (their plan\u2019s consistency window after the call ended)') +
+        '; dispatches after ' +
         duration(answer.thresholds.dispatch_timeout_ms) +
         ' in flight, or their plan\u2019s own dispatch_timeout_ms. Judged at ' +
         time(answer.as_of) +
@@ -94,7 +101,10 @@ export function openTriage(filters, quiet) {
       appendTriage(body, answer.items);
       offerBulkActions();
       $('triage-empty').hidden = answer.items.length > 0;
-      showWaiting(filters, answer);
+      $('triage-empty').textContent = answer.waiting.length
+        ? 'Nothing needs a person yet: the unknown outcomes below are waiting for a lookup.'
+        : 'Nothing needs a person right now.';
+      showWaiting(answer);
       setMore('triage-more', answer.next_cursor, function (cursor) {
         return api('/v1/triage', Object.assign({ limit: 50, cursor: cursor }, filters)).then(function (next) {
           appendTriage(body, next.items);
@@ -105,58 +115,49 @@ export function openTriage(filters, quiet) {
       loaded(answer.as_of_position);
     })
     .catch(function (error) {
+      if (generation !== asked) return;
       show('triage-view');
       explain(error, 'triage queue');
     });
 }
 
+/** The redraw planned for when the first waiting unknown outcome needs a person. */
+var dueTimer;
+
 /**
- * Unknown outcomes not yet past unknown_after_ms (15 minutes by default) are in no queue: without
- * them a first unknown outcome reads as "nothing needs a person". Listed with the time each comes
- * due, when the queue is not narrowed to another kind.
+ * Unknown outcomes that need no person yet (the answer's `waiting`, docs/contract.md §5), each with
+ * when it will, in the reader's own time: without them a first unknown outcome reads as "nothing
+ * needs a person". The queue is read again when the first comes due, since nothing is appended then.
  */
-function showWaiting(filters, answer) {
-  var box = $('triage-waiting');
-  if (filters.kind && filters.kind !== 'unknown_outcome') {
-    box.hidden = true;
-    return;
-  }
-  var query = { status: 'verifying', order: 'newest', limit: 20 };
-  ['tool', 'run_id', 'q'].forEach(function (name) {
-    if (filters[name]) query[name] = filters[name];
+function showWaiting(answer) {
+  var list = clear($('triage-waiting-list'));
+  var skew = Date.now() - Date.parse(answer.as_of);
+  answer.waiting.forEach(function (item) {
+    list.appendChild(
+      h(
+        'li',
+        { className: 'waiting-item', 'data-ref': item.operation_ref },
+        opLink(item.operation_ref),
+        ' unknown outcome of ' +
+          item.tool +
+          ', needs a person at ' +
+          localTime(item.due_at) +
+          ' (your time, in ' +
+          duration(Math.max(0, Date.parse(item.due_at) - Date.parse(answer.as_of))) +
+          ') unless a lookup settles it first',
+      ),
+    );
   });
-  var listed = answer.items.map(function (item) {
-    return item.operation_ref;
-  });
-  var after = answer.thresholds.unknown_after_ms;
-  return api('/v1/operations', query).then(
-    function (page) {
-      var list = clear($('triage-waiting-list'));
-      var waiting = page.items.filter(function (item) {
-        return listed.indexOf(item.operation_ref) < 0;
-      });
-      waiting.forEach(function (item) {
-        var due = new Date(Date.parse(item.since) + after).toISOString();
-        list.appendChild(
-          h(
-            'li',
-            { className: 'waiting-item', 'data-ref': item.operation_ref },
-            opLink(item.operation_ref),
-            ' unknown outcome of ' +
-              item.tool +
-              ', due here at ' +
-              localTime(due) +
-              ' (your time, in ' +
-              duration(Math.max(0, Date.parse(due) - Date.now())) +
-              ')',
-          ),
-        );
-      });
-      box.hidden = waiting.length === 0;
-    },
+  $('triage-waiting').hidden = answer.waiting.length === 0;
+  clearTimeout(dueTimer);
+  if (!answer.waiting.length) return;
+  // Due by the ledger's clock; the reader's clock may differ from it by `skew`.
+  var first = Date.parse(answer.waiting[0].due_at) + skew;
+  dueTimer = setTimeout(
     function () {
-      box.hidden = true;
+      if (current().view === 'triage') openTriage(current().filters, true);
     },
+    Math.min(Math.max(first - Date.now() + 250, 250), 600000),
   );
 }
 
@@ -186,6 +187,8 @@ function appendTriage(body, items) {
       // Escalated after an unavailable lookup: its outcome is unknown, and a cancel is refused
       // OUTCOME_UNVERIFIED (docs/contract.md §4.10). Said on the row, before anything is picked.
       if (item.reason === 'LOOKUP_UNAVAILABLE') pick.setAttribute('data-outcome-unknown', '');
+      // Someone has it: another assignee takes it over only with reassign (docs/contract.md §4.10).
+      if (item.acknowledged) pick.setAttribute('data-assignee', item.acknowledged.assignee);
     }
     why.appendChild(badge(KIND_LABEL[item.kind], 'kind-' + item.kind));
     if (item.status === 'escalated' && item.reason === 'LOOKUP_UNAVAILABLE')
@@ -225,8 +228,10 @@ function appendTriage(body, items) {
 }
 
 /**
- * Cancel is offered only while no picked escalation has an unknown outcome; neither action is
- * offered to a key that may not record operator facts (docs/contract.md §8). Each says why.
+ * Cancel is offered only while no picked escalation has an unknown outcome; acknowledge, while no
+ * picked escalation is someone else's unless "reassign" is ticked (the ledger refuses both
+ * otherwise); neither action is offered to a key that may not record operator facts
+ * (docs/contract.md §4.10, §8). Each says why.
  */
 export function offerBulkActions() {
   var unknown = document.querySelectorAll('#triage-table input.bulk-pick[data-outcome-unknown]:checked').length > 0;
@@ -234,8 +239,29 @@ export function offerBulkActions() {
     caller && caller.role !== 'operator' && !caller.local
       ? withArticle(caller.role) + ' key may not record operator facts: use a key with the operator role.'
       : '';
-  $('bulk-ack').disabled = Boolean(denied);
-  $('bulk-ack').title = denied;
+  var form = $('bulk-form');
+  var assignee = form.elements.assignee.value.trim();
+  var held = Array.prototype.filter.call(
+    document.querySelectorAll('#triage-table input.bulk-pick[data-assignee]:checked'),
+    function (box) {
+      return box.getAttribute('data-assignee') !== assignee;
+    },
+  );
+  $('bulk-reassign').hidden = held.length === 0;
+  // A take-over is asked for the picks it was ticked for, never carried to the next ones.
+  if (!held.length) form.elements.reassign.checked = false;
+  var taken =
+    held.length && !form.elements.reassign.checked
+      ? held
+          .map(function (box) {
+            return box.getAttribute('data-assignee') + ' has ' + box.getAttribute('data-ref');
+          })
+          .join('; ') + ': tick \u201creassign\u201d to take it over, or acknowledge as them.'
+      : '';
+  $('bulk-ack').disabled = Boolean(denied) || Boolean(taken);
+  $('bulk-ack').title = denied || taken;
+  $('bulk-ack-hint').hidden = Boolean(denied) || !taken;
+  $('bulk-ack-hint').textContent = taken;
   $('bulk-cancel').disabled = Boolean(denied) || unknown;
   $('bulk-cancel').title = denied || (unknown ? $('bulk-cancel-hint').textContent.trim() : '');
   $('bulk-cancel-hint').hidden = Boolean(denied) || !unknown;
@@ -270,9 +296,13 @@ export function bulkAct(kind) {
     return results.appendChild(
       h('li', { className: 'error', text: kind === 'ack' ? 'Say who takes them and why.' : 'Say why.' }),
     );
+  var reassign = kind === 'ack' && !$('bulk-reassign').hidden && form.elements.reassign.checked;
   var fact =
     kind === 'ack'
-      ? { type: 'EscalationAcknowledged', data: { assignee: assignee, note: reason } }
+      ? {
+          type: 'EscalationAcknowledged',
+          data: reassign ? { assignee: assignee, note: reason, reassign: true } : { assignee: assignee, note: reason },
+        }
       : { type: 'StepCancelled', data: { reason: reason } };
   var line = function (ref, ok, text) {
     results.appendChild(h('li', { className: ok ? 'ok' : 'error', 'data-ref': ref, text: ref + ': ' + text }));
