@@ -18,6 +18,7 @@ import {
   CREATE_INVOICE,
   INVOICE,
   runWorker,
+  startInvoiceStep,
   startProviderProcess,
   startWorkerProcess,
   waitForStatus,
@@ -524,13 +525,7 @@ describe('the contract table through LedgerWorker', () => {
   });
 
   const start = (operationRef: string, policy: Record<string, number | string> = {}) =>
-    client.startStep({
-      operationRef,
-      runId: 'run_feed',
-      tool: CREATE_INVOICE,
-      input: INVOICE,
-      policy: { verification_tool: VERIFICATION_TOOL, consistency_window_ms: 0, ...policy },
-    });
+    startInvoiceStep(client, operationRef, 'run_feed', { consistency_window_ms: 0, ...policy });
 
   const eventsOf = async (operationRef: string) => (await client.getEvents(operationRef)).events;
 
@@ -783,13 +778,7 @@ describe('a worker that stands still', () => {
   const some = (lines: unknown[]) => lines.length > 0;
 
   const start = (operationRef: string, policy: Record<string, number>) =>
-    client.startStep({
-      operationRef,
-      runId: 'run_paused',
-      tool: CREATE_INVOICE,
-      input: INVOICE,
-      policy: { verification_tool: VERIFICATION_TOOL, ...policy },
-    });
+    startInvoiceStep(client, operationRef, 'run_paused', policy);
 
   describe('a worker paused between its grant and its call', () => {
     it('does not call when it wakes after another worker verified, retried and created: one invoice', async () => {

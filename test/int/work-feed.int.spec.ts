@@ -15,6 +15,7 @@ import {
   CREATE_INVOICE,
   INVOICE,
   runWorker,
+  startInvoiceStep,
   startProviderInProcess,
   waitForStatus,
   waitUntil,
@@ -48,13 +49,7 @@ describe('the contract table through LedgerWorker', () => {
   });
 
   const start = (operationRef: string, policy: Record<string, number | string> = {}) =>
-    client.startStep({
-      operationRef,
-      runId: 'run_feed',
-      tool: CREATE_INVOICE,
-      input: INVOICE,
-      policy: { verification_tool: VERIFICATION_TOOL, consistency_window_ms: 0, ...policy },
-    });
+    startInvoiceStep(client, operationRef, 'run_feed', { consistency_window_ms: 0, ...policy });
 
   const eventsOf = async (operationRef: string) => (await client.getEvents(operationRef)).events;
 
@@ -275,13 +270,7 @@ describe('the round trips a step costs', () => {
   });
 
   const plan = (operationRef: string) =>
-    client.startStep({
-      operationRef,
-      runId: 'run_trips',
-      tool: CREATE_INVOICE,
-      input: INVOICE,
-      policy: { verification_tool: VERIFICATION_TOOL, consistency_window_ms: 0 },
-    });
+    startInvoiceStep(client, operationRef, 'run_trips', { consistency_window_ms: 0 });
 
   /** Takes `operationRef` from the feed as `worker`; answers its lease id and the attempt to dispatch. */
   async function take(

@@ -6,7 +6,7 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { resolve } from 'node:path';
 import { LedgerClient, LedgerWorker, type WorkerEvent, type WorkerReport } from '@recovery-ledger/client';
-import { CREATE_INVOICE, invoiceTools } from '../../examples/invoice-tools';
+import { CREATE_INVOICE, VERIFICATION_TOOL, invoiceTools } from '../../examples/invoice-tools';
 import { startInvoiceProvider, type FaultRule } from '../../examples/invoice-provider/invoice-provider';
 
 export const PROVIDER_MAIN = resolve(__dirname, '../../dist/examples/invoice-provider/main.js');
@@ -167,4 +167,20 @@ export function waitForStatus(ledger: LedgerClient, ref: string, statuses: reado
 }
 
 export const INVOICE = { customer_id: 'cus_feed', amount_cents: 1250, currency: 'EUR' };
+
+/** Plans an invoice step for the feed to hand out, verified by the example's lookup, `policy` over that. */
+export function startInvoiceStep(
+  ledger: LedgerClient,
+  operationRef: string,
+  runId: string,
+  policy: Record<string, number | string> = {},
+) {
+  return ledger.startStep({
+    operationRef,
+    runId,
+    tool: CREATE_INVOICE,
+    input: INVOICE,
+    policy: { verification_tool: VERIFICATION_TOOL, ...policy },
+  });
+}
 export { CREATE_INVOICE };
