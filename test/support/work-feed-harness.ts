@@ -1,21 +1,44 @@
 /**
  * What the work-feed tests share: the example invoice provider as a real process (its own counts
- * over HTTP), worker processes of the built example, and in-process LedgerWorkers over real HTTP.
+ * over HTTP) or on a loopback port of the test's own process, worker processes of the built
+ * example, and in-process LedgerWorkers over real HTTP.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import { resolve } from 'node:path';
 import { LedgerClient, LedgerWorker, type WorkerEvent, type WorkerReport } from '@recovery-ledger/client';
-import { CREATE_INVOICE, invoiceTools } from '../../examples/invoice-tools';
+import { CREATE_INVOICE, VERIFICATION_TOOL, invoiceTools } from '../../examples/invoice-tools';
+import { startInvoiceProvider, type FaultRule } from '../../examples/invoice-provider/invoice-provider';
 
 export const PROVIDER_MAIN = resolve(__dirname, '../../dist/examples/invoice-provider/main.js');
 export const FEED_WORKER = resolve(__dirname, '../../dist/examples/feed-worker.js');
 
-export interface ProviderProcess {
+/** The provider's own counts and faults, as a test reads and sets them wherever the provider runs. */
+export interface Provider {
   url: string;
-  child: ChildProcess;
   stats(): Promise<{ created: Record<string, number>; create_requests: Record<string, number> }>;
-  inject(rule: Record<string, unknown>): Promise<void>;
+  inject(rule: FaultRule): Promise<void>;
   stop(): Promise<void>;
+}
+
+export interface ProviderProcess extends Provider {
+  child: ChildProcess;
+}
+
+/**
+ * The same provider on a loopback port of the test's process: for tests where no process of it
+ * must die or stand still. `idempotency: false` is the process's `--no-idempotency`.
+ */
+export async function startProviderInProcess(options: { idempotency?: boolean } = {}): Promise<Provider> {
+  const provider = await startInvoiceProvider(options);
+  return {
+    url: provider.url,
+    stats: async () => ({
+      created: Object.fromEntries(provider.createdCounts()),
+      create_requests: Object.fromEntries(provider.createRequests()),
+    }),
+    inject: async (rule) => provider.inject(rule),
+    stop: () => provider.close(),
+  };
 }
 
 export async function startProviderProcess(args: string[] = []): Promise<ProviderProcess> {
@@ -144,4 +167,20 @@ export function waitForStatus(ledger: LedgerClient, ref: string, statuses: reado
 }
 
 export const INVOICE = { customer_id: 'cus_feed', amount_cents: 1250, currency: 'EUR' };
+
+/** Plans an invoice step for the feed to hand out, verified by the example's lookup, `policy` over that. */
+export function startInvoiceStep(
+  ledger: LedgerClient,
+  operationRef: string,
+  runId: string,
+  policy: Record<string, number | string> = {},
+) {
+  return ledger.startStep({
+    operationRef,
+    runId,
+    tool: CREATE_INVOICE,
+    input: INVOICE,
+    policy: { verification_tool: VERIFICATION_TOOL, ...policy },
+  });
+}
 export { CREATE_INVOICE };
