@@ -200,7 +200,10 @@ describeWithPostgres('two built instances on one PostgreSQL', (database) => {
     );
   });
 
-  describe('one instance cut off from PostgreSQL mid-load, through a proxy that resets its connections and closes its port', () => {
+  describe.each([
+    ['resets its connections and closes its port', 'reset'],
+    ['passes no byte on, either way, connections left open', 'silence'],
+  ] as const)('one instance cut off from PostgreSQL mid-load, through a proxy that %s', (_label, kind) => {
     /**
      * The instance that projects the read models reaches PostgreSQL through a TCP proxy in this
      * process; the other connects directly. A third of the way through the load, and while a worker
@@ -229,6 +232,10 @@ describeWithPostgres('two built instances on one PostgreSQL', (database) => {
     });
     afterAll(async () => {
       for (const instance of [cut, direct]) {
+        require('fs').appendFileSync(
+          '/tmp/pgfault-silence.txt',
+          `=== ${instance === cut ? 'cut' : 'direct'}\n${instance?.output()}\n`,
+        );
         await instance?.stop();
         instance?.cleanup();
       }
@@ -242,7 +249,7 @@ describeWithPostgres('two built instances on one PostgreSQL', (database) => {
           method,
           headers: body === undefined ? {} : { 'content-type': 'application/json' },
           body: body === undefined ? undefined : JSON.stringify(body),
-          signal: AbortSignal.timeout(20_000),
+          signal: AbortSignal.timeout(60_000),
         });
         const type = response.headers.get('content-type') ?? '';
         const parsed = (await response.json().catch(() => undefined)) as { code?: string } | undefined;
@@ -296,27 +303,37 @@ describeWithPostgres('two built instances on one PostgreSQL', (database) => {
       const during: string[] = [];
       let takenOver: { lease: { holder: string; took_over_from?: string }; kind: string } | undefined;
       const load = await runLoad([cut, direct], async () => {
-        await proxy.cut();
+        if (kind === 'reset') await proxy.cut();
+        else proxy.silence();
+        const cutAt = Date.now();
         // The cut instance, asked for a write, a renewal of its worker's lease and a read of the log.
         const probe = `run_${randomUUID().slice(0, 8)}/pg-cut-probe`;
+        // Asked at once, side by side: each must be answered, by a typed 503.
         during.push(
-          await answerOf(cut, 'POST', `${opPath(probe)}/events`, {
-            events: [
-              fact('StepPlanned', {
-                run_id: probe.split('/')[0],
-                tool: 'create_invoice',
-                side_effect: 'write',
-                input_hash: INPUT_1,
-              }),
-            ],
-          }),
-          await answerOf(cut, 'POST', `${opPath(held)}/lease/renew`, { lease_id: lease.id, lease_ms: LEASE_MS }),
-          await answerOf(cut, 'GET', `${opPath(held)}/events`),
+          ...(await Promise.all([
+            answerOf(cut, 'POST', `${opPath(probe)}/events`, {
+              events: [
+                fact('StepPlanned', {
+                  run_id: probe.split('/')[0],
+                  tool: 'create_invoice',
+                  side_effect: 'write',
+                  input_hash: INPUT_1,
+                }),
+              ],
+            }),
+            answerOf(cut, 'POST', `${opPath(held)}/lease/renew`, { lease_id: lease.id, lease_ms: LEASE_MS }),
+            answerOf(cut, 'GET', `${opPath(held)}/events`),
+          ])),
         );
-        await until(
-          () => readModelRole(direct),
-          (role) => role === 'projector',
-          'the instance still connected to project',
+        if (kind === 'reset')
+          await until(
+            () => readModelRole(direct),
+            (role) => role === 'projector',
+            'the instance still connected to project',
+          );
+        require('fs').appendFileSync(
+          '/tmp/pgfault-silence.txt',
+          `${kind} probes ${JSON.stringify(during)} role ${await readModelRole(direct)} at ${Date.now() - cutAt}\n`,
         );
         // The worker behind the cut instance can no longer renew: once its lease has ended by the
         // shared clock, the other instance hands the item to another worker, to verify.

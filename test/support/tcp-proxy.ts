@@ -3,7 +3,11 @@
  * instance off while the others keep their connections: `cut()` resets every connection through it
  * (at both ends, as a link that goes down and a peer that answers RST) and closes the port, so a new
  * connection is refused; `restore()` opens the port again. Nothing is held back or delayed: while it
- * is not cut, bytes are passed on as they come.
+ * is not cut, bytes are passed on as they come. `silence()` is the other kind of cut, a link that
+ * drops every packet: connections stay open and new ones are taken, but no byte is passed on either
+ * way until `restore()`, when what was held goes on in order (as TCP retransmits after a partition).
+ * Through a proxy the peers' kernels still answer each other's keep-alive probes, so a silence here
+ * is noticed only by timeouts of the application's own, never by TCP keep-alives.
  */
 import { createServer, connect, type Server, type Socket } from 'node:net';
 
@@ -16,7 +20,9 @@ export interface TcpProxy {
   connections(): { opened: number; open: number };
   /** Resets every open connection and closes the port until `restore()`. */
   cut(): Promise<void>;
-  /** Listens again on the same port. */
+  /** Passes no byte on, either way, until `restore()`; connections stay open. */
+  silence(): void;
+  /** Listens again on the same port, and passes bytes on again. */
   restore(): Promise<void>;
   close(): Promise<void>;
 }
@@ -35,6 +41,8 @@ function listen(server: Server, port: number): Promise<number> {
 export async function startTcpProxy(target: { host: string; port: number }): Promise<TcpProxy> {
   const open = new Set<Socket>();
   let opened = 0;
+  let silent = false;
+  let held: Array<() => void> = [];
   const server = createServer((inbound) => {
     opened++;
     const outbound = connect(target.port, target.host);
@@ -44,12 +52,23 @@ export async function startTcpProxy(target: { host: string; port: number }): Pro
       socket.on('error', () => undefined);
       socket.on('close', () => {
         open.delete(socket);
-        inbound.destroy();
-        outbound.destroy();
+        // Through a silent link a close does not arrive either: it waits with the bytes.
+        const end = () => {
+          inbound.destroy();
+          outbound.destroy();
+        };
+        if (silent) held.push(end);
+        else end();
       });
     }
-    inbound.pipe(outbound);
-    outbound.pipe(inbound);
+    // Bytes are passed on by hand rather than piped, so that a silence can hold them.
+    const forward = (from: Socket, to: Socket) =>
+      from.on('data', (chunk: Buffer) => {
+        if (silent) held.push(() => to.write(chunk));
+        else to.write(chunk);
+      });
+    forward(inbound, outbound);
+    forward(outbound, inbound);
   });
   const port = await listen(server, 0);
   let listening = true;
@@ -69,7 +88,14 @@ export async function startTcpProxy(target: { host: string; port: number }): Pro
       for (const socket of open) socket.resetAndDestroy();
       await closed;
     },
+    silence: () => {
+      silent = true;
+    },
     restore: async () => {
+      silent = false;
+      const release = held;
+      held = [];
+      for (const write of release) write();
       if (listening) return;
       await listen(server, port);
       listening = true;
