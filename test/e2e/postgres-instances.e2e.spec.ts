@@ -298,7 +298,7 @@ describeWithPostgres('two built instances on one PostgreSQL', (database) => {
       return answer.status === 200 ? answer.body.items : [];
     }
 
-    it("the cut instance answers typed 503s, the other projects and hands its worker's item over once the lease has ended; after it serves again, nothing lost or dispatched twice", async () => {
+    it("the cut instance answers typed 503s, the other hands its worker's item over once the lease has ended (and projects, after a reset); after it serves again, nothing lost or dispatched twice", async () => {
       expect(await readModelRole(direct)).toBe('copy');
       // A worker takes an item through the instance about to be cut off, and dispatches it.
       const held = `run_${randomUUID().slice(0, 8)}/pg-cut-held`;
