@@ -158,7 +158,24 @@ export interface PostgresOptions {
   connectTimeoutMs?: number;
   /** How long the server lets a transaction of this pool sit idle before it ends the session. */
   idleInTransactionTimeoutMs?: number;
+  /**
+   * How long a statement may go unanswered before its connection is given up and the request
+   * answered as unavailable: a connection whose peer fell silent (a cut link) is not noticed by
+   * TCP for hours, and a request on it would wait as long.
+   */
+  queryTimeoutMs?: number;
 }
+
+/** The default of `queryTimeoutMs`: far above any statement of these adapters, well below an operator's patience. */
+export const QUERY_TIMEOUT_MS = 15_000;
+
+/**
+ * Server-side TCP keep-alives for the adapters' sessions: a session whose client is cut off without
+ * a reset (a link gone silent) is ended by the server after about 5 + 3 × 2 s of silence, not the
+ * system's two hours, and with it its transaction and its advisory locks (the projector's, the
+ * webhook consumer's: docs/postgres.md, "Faults").
+ */
+export const SERVER_KEEPALIVES = '-c tcp_keepalives_idle=5 -c tcp_keepalives_interval=2 -c tcp_keepalives_count=3';
 
 export function openPool(options: PostgresOptions): Pool {
   const pool = new Pool({
@@ -170,7 +187,9 @@ export function openPool(options: PostgresOptions): Pool {
     // transaction id (the high-water mark, postgres-event-store.adapter.ts) until the server
     // noticed: keep-alives let it notice, and no transaction of these adapters idles for seconds.
     keepAlive: true,
+    options: SERVER_KEEPALIVES,
     idle_in_transaction_session_timeout: options.idleInTransactionTimeoutMs ?? 10_000,
+    query_timeout: options.queryTimeoutMs ?? QUERY_TIMEOUT_MS,
   });
   // An idle connection the server dropped (a restart, a network cut) is an 'error' on the pool:
   // without a listener it would end the process; the next request opens a new one.
@@ -214,13 +233,21 @@ export async function inTransaction<T>(pool: Pool, work: (client: PoolClient) =>
     await client.query('COMMIT');
     return result;
   } catch (error) {
-    await client.query('ROLLBACK').catch((rollbackError: unknown) => (broken = rollbackError));
+    // A statement that went unanswered leaves the connection busy with it: a ROLLBACK would wait
+    // behind it as long again. The connection is destroyed instead; the server rolls back.
+    if (isQueryTimeout(error)) broken = error;
+    else await client.query('ROLLBACK').catch((rollbackError: unknown) => (broken = rollbackError));
     throw toPortError(error);
   } finally {
     client.off('error', onError);
     // A connection whose rollback failed is in an unknown state: destroyed, not reused.
     client.release(broken instanceof Error ? broken : undefined);
   }
+}
+
+/** pg's error for a statement unanswered within `query_timeout`. */
+function isQueryTimeout(error: unknown): error is Error {
+  return error instanceof Error && error.message === 'Query read timeout';
 }
 
 /** One statement on any connection of the pool, its error mapped to the port's. */
@@ -235,12 +262,14 @@ export async function query<Row>(pool: Pool, text: string, values: unknown[] = [
 /**
  * SQLSTATE classes and codes that mean "the store cannot take this now", not "the request was
  * wrong": connection exceptions (08), the server shutting down or starting (57P01–57P03), out of
- * resources (53), and a serialization failure or deadlock (40001, 40P01), which a retry resolves.
+ * resources (53), a serialization failure or deadlock (40001, 40P01), which a retry resolves, and
+ * a session the server ended for idling in a transaction or idling at all (25P03, 57P05): the
+ * transaction was rolled back, what it wrote was not stored (a cut link, docs/postgres.md, "Faults").
  */
-const UNAVAILABLE = [/^08/, /^57P0[1-3]$/, /^53/, /^40001$/, /^40P01$/];
+const UNAVAILABLE = [/^08/, /^57P0[1-3]$/, /^57P05$/, /^25P03$/, /^53/, /^40001$/, /^40P01$/];
 const NETWORK_CODES = new Set(['ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'EPIPE', 'ENOTFOUND', 'EHOSTUNREACH']);
 const NETWORK_MESSAGES =
-  /Connection terminated|connection error|timeout exceeded when trying to connect|Cannot use a pool after calling end|not queryable/i;
+  /Connection terminated|connection error|timeout exceeded when trying to connect|Cannot use a pool after calling end|not queryable|Query read timeout/i;
 
 /** The one place a driver error becomes the port's error; driver types never cross the port. */
 export function toPortError(error: unknown, stream?: string, expectedRevision?: number): Error {

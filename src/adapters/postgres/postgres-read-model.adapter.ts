@@ -5,7 +5,15 @@ import type {
   ReadModelChanges,
   SharedReadModelStore,
 } from '../../store/shared-read-model.port';
-import { ADVISORY_LOCKS, query, migrate, openPool, toPortError, type PostgresOptions } from './postgres-database';
+import {
+  ADVISORY_LOCKS,
+  query,
+  migrate,
+  openPool,
+  SERVER_KEEPALIVES,
+  toPortError,
+  type PostgresOptions,
+} from './postgres-database';
 import { Notifier } from './postgres-notifier';
 
 const NOTIFY_CHANNEL = 'ledger_read_models';
@@ -48,6 +56,7 @@ export class PostgresSharedReadModelStore implements SharedReadModelStore {
       connectionTimeoutMillis: this.options.connectTimeoutMs ?? 5_000,
       application_name: 'recovery-ledger-election',
       keepAlive: true,
+      options: SERVER_KEEPALIVES,
       idle_in_transaction_session_timeout: this.options.idleInTransactionTimeoutMs ?? 10_000,
     });
     const session: ProjectorSession = { client, lost: undefined, listeners: [] };

@@ -20,6 +20,7 @@ import {
   migrate,
   openPool,
   query,
+  SERVER_KEEPALIVES,
   toPortError,
   type PostgresOptions,
 } from './postgres-database';
@@ -284,6 +285,7 @@ export class PostgresWebhookStore implements WebhookStore {
       connectionTimeoutMillis: this.options.connectTimeoutMs ?? 5_000,
       application_name: 'recovery-ledger-webhook-election',
       keepAlive: true,
+      options: SERVER_KEEPALIVES,
       idle_in_transaction_session_timeout: this.options.idleInTransactionTimeoutMs ?? 10_000,
     });
     const lose = (error: Error) => {
