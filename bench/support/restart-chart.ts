@@ -143,11 +143,15 @@ export async function drawRestartChart(
   note: string,
   baseline?: RestartPoint[],
 ): Promise<void> {
-  const svg = restartChartSvg(points, note, baseline);
+  await drawSvgAsPng(restartChartSvg(points, note, baseline), file, WIDTH, HEIGHT);
+}
+
+/** Writes `svg` beside `file` and draws it to `file` (PNG) with headless Chromium. */
+export async function drawSvgAsPng(svg: string, file: string, width: number, height: number): Promise<void> {
   writeFileSync(file.replace(/\.png$/, '.svg'), svg);
   const browser = await chromium.launch({ executablePath: process.env.LEDGER_CHROMIUM ?? '/usr/bin/chromium' });
   try {
-    const page = await browser.newPage({ viewport: { width: WIDTH, height: HEIGHT } });
+    const page = await browser.newPage({ viewport: { width, height } });
     await page.setContent(`<html><body style="margin:0">${svg}</body></html>`);
     await page.screenshot({ path: file });
   } finally {
