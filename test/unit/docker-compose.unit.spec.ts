@@ -309,7 +309,9 @@ describe('docker-compose.yml', () => {
       expect(directives()).toEqual(
         expect.arrayContaining([
           'balance roundrobin',
-          'option httpchk GET /health/ready',
+          'option httpchk',
+          // With a Host: without one an instance in local mode answers 421 (src/http/security/loopback-host.ts).
+          'http-check send meth GET uri /health/ready ver HTTP/1.1 hdr Host localhost',
           'http-check expect status 200',
         ]),
       );
