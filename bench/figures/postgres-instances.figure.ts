@@ -20,8 +20,8 @@ import { join } from 'node:path';
 import { postgresBinaries, startPostgres, type Postgres } from '../support/peers/postgres';
 import { LEDGER_MAIN, serve, type Served } from '../support/processes';
 import type { FigureRow } from '../support/report';
-import { drawSvgAsPng } from '../support/restart-chart';
-import { drive, median, Systems, type Running } from './tool-steps.figure';
+import { drawSvgAsPng, escape, panelFrame } from '../support/restart-chart';
+import { drive, median, stepJob, Systems, type Running } from './tool-steps.figure';
 import { setTimeout as sleep } from 'node:timers/promises';
 
 export interface PostgresInstancesSettings {
@@ -283,21 +283,10 @@ export async function postgresInstancesFigure(
         try {
           await sleep(200);
           const probe = running.parts ? await DatabaseProbe.open(postgres, label) : undefined;
-          driven = await drive(
-            running,
-            {
-              kind: running.kind,
-              url: running.url,
-              connections: settings.connections,
-              seconds: settings.seconds,
-              warmupSeconds: settings.warmupSeconds,
-              label,
-            },
-            () => {
-              jiffiesAtStart = machineJiffies();
-              probe?.begin();
-            },
-          );
+          driven = await drive(running, stepJob(running, settings, label), () => {
+            jiffiesAtStart = machineJiffies();
+            probe?.begin();
+          });
           jiffiesAtEnd = machineJiffies();
           database = await probe?.end(driven.result.steps);
           if (running.storedWhileRunning) storedLive = await running.storedWhileRunning();
@@ -436,7 +425,6 @@ const WIDTH = 1000;
 const HEIGHT = 470;
 const PANEL_W = 340;
 const PANEL_H = 280;
-const escape = (text: string) => text.replace(/&/g, '&amp;').replace(/</g, '&lt;');
 
 interface Line {
   label: string;
@@ -458,18 +446,10 @@ function panel(title: string, unit: string, lines: Line[], counts: number[], lef
   const x = (count: number) => left + ((count - 0.5) / counts.length) * PANEL_W;
   const y = (value: number) => top + PANEL_H - (value / yMax) * PANEL_H;
   const parts = [
-    `<text x="${left}" y="${top - 14}" font-size="15" font-weight="600">${escape(title)}</text>`,
-    `<rect x="${left}" y="${top}" width="${PANEL_W}" height="${PANEL_H}" fill="none" stroke="#999"/>`,
+    ...panelFrame(title, { left, top, width: PANEL_W, height: PANEL_H }, yMax, fmt),
     `<text x="${left - 46}" y="${top + PANEL_H / 2}" font-size="12" text-anchor="middle" transform="rotate(-90 ${left - 46} ${top + PANEL_H / 2})">${escape(unit)}</text>`,
     `<text x="${left + PANEL_W / 2}" y="${top + PANEL_H + 34}" font-size="12" text-anchor="middle">ledger instances on one PostgreSQL</text>`,
   ];
-  for (let k = 0; k <= 4; k++) {
-    const value = (yMax / 4) * k;
-    parts.push(
-      `<line x1="${left}" x2="${left + PANEL_W}" y1="${y(value)}" y2="${y(value)}" stroke="#eee"/>`,
-      `<text x="${left - 6}" y="${y(value) + 4}" font-size="11" text-anchor="end">${fmt(value)}</text>`,
-    );
-  }
   for (const count of counts)
     parts.push(`<text x="${x(count)}" y="${top + PANEL_H + 16}" font-size="11" text-anchor="middle">${count}</text>`);
   lines.forEach((line, index) => {

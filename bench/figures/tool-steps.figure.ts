@@ -134,6 +134,22 @@ function pssOfTreeMb(roots: number[]): number {
   return kb / 1024;
 }
 
+/** The load's job for `running`: the figure's connections, warm-up and window, steps labelled `label`. */
+export function stepJob(
+  running: Running,
+  settings: { connections: number; seconds: number; warmupSeconds: number },
+  label: string,
+): StepJob {
+  return {
+    kind: running.kind,
+    url: running.url,
+    connections: settings.connections,
+    seconds: settings.seconds,
+    warmupSeconds: settings.warmupSeconds,
+    label,
+  };
+}
+
 export interface Driven {
   result: StepResult;
   cpuMsPerStep: number;
@@ -375,14 +391,7 @@ async function measure(
   let storedLive: number | undefined;
   try {
     await sleep(200);
-    driven = await drive(running, {
-      kind: running.kind,
-      url: running.url,
-      connections: settings.connections,
-      seconds: settings.seconds,
-      warmupSeconds: settings.warmupSeconds,
-      label,
-    });
+    driven = await drive(running, stepJob(running, settings, label));
     if (running.storedWhileRunning) storedLive = await running.storedWhileRunning();
   } finally {
     await running.stop();
