@@ -21,7 +21,8 @@
  * load against one, two and three ledger instances on one private PostgreSQL cluster, the embedded
  * SQLite store and Restate, CPU per step of the ledger processes and the database together; draws
  * docs/postgres-instances.png (--chart FILE elsewhere). Knobs: --rounds, --step-warmup, --seconds,
- * --connections as above, --instances (3: the largest count measured, 2 or 3). About 4 minutes.
+ * --connections as above, --instances (3: the largest count measured, 2 or 3). Each round takes about two
+ * minutes on a busy 2-core machine (6 minutes for 3 rounds, 11 for 5).
  *
  * Each load runs a warm-up first (--warmup, 5 s by default) that is not counted: the service's
  * first seconds are JIT compilation and lazy initialisation, measured at twice the steady-state
