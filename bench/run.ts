@@ -148,32 +148,21 @@ async function main(): Promise<void> {
     if (wanted('large')) rows.push(...(await largeLogFigures({ ...common, events: settings.events }, log)));
     if (wanted('worker')) rows.push(await workerStepsFigure({ ...common, open: 50, rounds: settings.rounds }, log));
     if (wanted('tracing')) rows.push(...(await tracingOverheadFigure(common, log)));
+    // The tool-step load's settings, shared by the tool-step and PostgreSQL instances figures.
+    const steps = {
+      dir,
+      seconds: settings.seconds,
+      warmupSeconds: settings.stepWarmupSeconds,
+      connections: settings.connections,
+      rounds: settings.rounds,
+    };
     if (wanted('tool-steps')) {
-      toolSteps = await toolStepsFigure(
-        {
-          dir,
-          seconds: settings.seconds,
-          warmupSeconds: settings.stepWarmupSeconds,
-          connections: settings.connections,
-          rounds: settings.rounds,
-          peers: settings.peers,
-          nodeArgs,
-        },
-        log,
-      );
+      toolSteps = await toolStepsFigure({ ...steps, peers: settings.peers, nodeArgs }, log);
       rows.push(...toolSteps.rows);
     }
     if (wanted('pg-instances')) {
       pgInstances = await postgresInstancesFigure(
-        {
-          dir,
-          seconds: settings.seconds,
-          warmupSeconds: settings.stepWarmupSeconds,
-          connections: settings.connections,
-          rounds: settings.rounds,
-          maxInstances: settings.instances,
-          chart: settings.chart,
-        },
+        { ...steps, maxInstances: settings.instances, chart: settings.chart },
         log,
       );
       rows.push(...pgInstances.rows);
