@@ -10,11 +10,19 @@
  *   node dist/bench/run.js --only tracing --out /tmp/tracing.json   # OpenTelemetry on / off, same load
  *   npm run bench -- --only tool-steps                 # the tool-step figure alone (or BENCH_ONLY=tool-steps)
  *   node dist/bench/run.js --only tool-steps --rounds 1 --peers restate,sqlite-group --step-warmup 2
+ *   npm run bench -- --only pg-instances --rounds 2 --out bench/results/postgres-instances.json
  *
  * The tool-step figure (beside Restate, DBOS and three Fastify routes) has its own knobs: --rounds
  * (3; also the paired rounds of figure 8), --step-warmup (3 s), --peers (all of
  * restate,dbos,bare,sqlite-txn,sqlite-group); it shares --seconds and --connections. Its peers install on demand into bench/.peers; PostgreSQL for DBOS
  * comes from Debian (BENCH_INSTALL_SYSTEM_PEERS=1 lets the bench apt-get it when missing).
+ *
+ * The PostgreSQL instances figure (`pg-instances`, docs/postgres.md "Measured"): the same tool-step
+ * load against one, two and three ledger instances on one private PostgreSQL cluster, the embedded
+ * SQLite store and Restate, CPU per step of the ledger processes and the database together; draws
+ * docs/postgres-instances.png (--chart FILE elsewhere). Knobs: --rounds, --step-warmup, --seconds,
+ * --connections as above, --instances (3: the largest count measured, 2 or 3). Each round takes about two
+ * minutes on a busy 2-core machine (6 minutes for 3 rounds, 11 for 5).
  *
  * Each load runs a warm-up first (--warmup, 5 s by default) that is not counted: the service's
  * first seconds are JIT compilation and lazy initialisation, measured at twice the steady-state
@@ -30,6 +38,7 @@ import { join, resolve } from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { batchSubmitFigure, rowsOfOneBatch } from './figures/batch-submit.figure';
 import { httpSubmitFigures } from './figures/http-submit.figure';
+import { postgresInstancesFigure } from './figures/postgres-instances.figure';
 import { largeLogFigures } from './figures/large-log.figure';
 import { storeAppendFigure } from './figures/store-append.figure';
 import { TOOL_STEP_PEERS, toolStepsFigure, type ToolStepPeer } from './figures/tool-steps.figure';
@@ -51,6 +60,9 @@ interface Options {
   rounds: number;
   stepWarmupSeconds: number;
   peers: ToolStepPeer[];
+  /** The PostgreSQL instances figure: the largest number of instances, and its chart. */
+  instances: number;
+  chart: string;
 }
 
 function options(argv: string[]): Options {
@@ -82,6 +94,8 @@ function options(argv: string[]): Options {
     rounds: number('rounds', 3, 1, 20),
     stepWarmupSeconds: number('step-warmup', 3, 0, 30),
     peers: peers as ToolStepPeer[],
+    instances: number('instances', 3, 2, 3),
+    chart: resolve(value('chart') ?? join(__dirname, '../../docs/postgres-instances.png')),
   };
 }
 
@@ -116,6 +130,7 @@ async function main(): Promise<void> {
   const wanted = (group: string) => !settings.only || settings.only.has(group);
   const rows: FigureRow[] = [];
   let toolSteps: Awaited<ReturnType<typeof toolStepsFigure>> | undefined;
+  let pgInstances: Awaited<ReturnType<typeof postgresInstancesFigure>> | undefined;
   try {
     const nodeArgs = settings.profile ? ['--cpu-prof', `--cpu-prof-dir=${settings.profile}`] : [];
     const common = {
@@ -133,20 +148,24 @@ async function main(): Promise<void> {
     if (wanted('large')) rows.push(...(await largeLogFigures({ ...common, events: settings.events }, log)));
     if (wanted('worker')) rows.push(await workerStepsFigure({ ...common, open: 50, rounds: settings.rounds }, log));
     if (wanted('tracing')) rows.push(...(await tracingOverheadFigure(common, log)));
+    // The tool-step load's settings, shared by the tool-step and PostgreSQL instances figures.
+    const steps = {
+      dir,
+      seconds: settings.seconds,
+      warmupSeconds: settings.stepWarmupSeconds,
+      connections: settings.connections,
+      rounds: settings.rounds,
+    };
     if (wanted('tool-steps')) {
-      toolSteps = await toolStepsFigure(
-        {
-          dir,
-          seconds: settings.seconds,
-          warmupSeconds: settings.stepWarmupSeconds,
-          connections: settings.connections,
-          rounds: settings.rounds,
-          peers: settings.peers,
-          nodeArgs,
-        },
+      toolSteps = await toolStepsFigure({ ...steps, peers: settings.peers, nodeArgs }, log);
+      rows.push(...toolSteps.rows);
+    }
+    if (wanted('pg-instances')) {
+      pgInstances = await postgresInstancesFigure(
+        { ...steps, maxInstances: settings.instances, chart: settings.chart },
         log,
       );
-      rows.push(...toolSteps.rows);
+      rows.push(...pgInstances.rows);
     }
   } finally {
     if (!settings.keep) rmSync(dir, { recursive: true, force: true });
@@ -158,6 +177,10 @@ async function main(): Promise<void> {
   if (toolSteps)
     process.stdout.write(
       `the tool-step figure: one tool step recorded durably and idempotently and answered:\n\n${toolSteps.text}\n\n`,
+    );
+  if (pgInstances)
+    process.stdout.write(
+      `the PostgreSQL instances figure: tool steps with one and more ledger instances on one PostgreSQL:\n\n${pgInstances.text}\n\n`,
     );
   const targets = targetLines(rows);
   for (const t of targets)
@@ -177,6 +200,16 @@ async function main(): Promise<void> {
     table: output,
     ...(toolSteps
       ? { toolSteps: { table: toolSteps.text, systems: toolSteps.summaries, skipped: toolSteps.skipped } }
+      : {}),
+    ...(pgInstances
+      ? {
+          postgresInstances: {
+            table: pgInstances.text,
+            measurements: pgInstances.measurements,
+            skipped: pgInstances.skipped,
+            chart: settings.chart,
+          },
+        }
       : {}),
   });
   log(`written: ${settings.out}`);

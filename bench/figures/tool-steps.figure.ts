@@ -53,11 +53,13 @@ const NAMES: Record<SystemId, string> = {
   'sqlite-group': 'Fastify + better-sqlite3 with a one-tick group commit (WAL, FULL)',
 };
 
-interface Running {
-  url: string;
+export interface Running {
+  url: string | string[];
   kind: StepKind;
   /** Root processes of the system; their descendants are counted too. */
   pids: number[];
+  /** Named parts of `pids` (each a list of roots, descendants counted) whose CPU is also reported apart. */
+  parts?: Record<string, number[]>;
   /** Steps the system holds as stored after it stopped, where it can be read (a floor check). */
   stored?: () => number;
   /** The same, asked of the system while it still runs (Restate answers it through its admin API). */
@@ -73,7 +75,7 @@ interface Measurement {
   peakPssMb: number;
 }
 
-const median = (values: number[]) => {
+export const median = (values: number[]) => {
   if (values.length === 0) return NaN;
   const sorted = [...values].sort((a, b) => a - b);
   const mid = Math.floor(sorted.length / 2);
@@ -132,11 +134,32 @@ function pssOfTreeMb(roots: number[]): number {
   return kb / 1024;
 }
 
-/** Runs the load process against `running`, with CPU over the measured window and peak memory. */
-function drive(
+/** The load's job for `running`: the figure's connections, warm-up and window, steps labelled `label`. */
+export function stepJob(
   running: Running,
-  job: StepJob,
-): Promise<{ result: StepResult; cpuMsPerStep: number; peakPssMb: number }> {
+  settings: { connections: number; seconds: number; warmupSeconds: number },
+  label: string,
+): StepJob {
+  return {
+    kind: running.kind,
+    url: running.url,
+    connections: settings.connections,
+    seconds: settings.seconds,
+    warmupSeconds: settings.warmupSeconds,
+    label,
+  };
+}
+
+export interface Driven {
+  result: StepResult;
+  cpuMsPerStep: number;
+  /** The same per named part of the system (`Running.parts`). */
+  cpuMsPerStepOf: Record<string, number>;
+  peakPssMb: number;
+}
+
+/** Runs the load process against `running`, with CPU over the measured window and peak memory. */
+export function drive(running: Running, job: StepJob, onMeasuring?: () => void): Promise<Driven> {
   return new Promise((resolveRun, reject) => {
     const child = spawn(process.execPath, [resolve(DIST, 'bench/support/tool-steps.load.js'), JSON.stringify(job)], {
       stdio: ['ignore', 'pipe', 'pipe'],
@@ -148,7 +171,10 @@ function drive(
     const sampler = setInterval(() => (peak = Math.max(peak, pssOfTreeMb(running.pids))), 500);
     child.stdout?.on('data', (chunk: Buffer) => {
       stdout += chunk;
-      if (!cpuAtStart && stdout.includes('measuring\n')) cpuAtStart = cpuOfTree(running.pids);
+      if (!cpuAtStart && stdout.includes('measuring\n')) {
+        cpuAtStart = cpuOfTree(running.pids);
+        onMeasuring?.();
+      }
     });
     child.stderr?.on('data', (chunk) => (stderr += chunk));
     child.once('exit', (code) => {
@@ -158,10 +184,16 @@ function drive(
       if (code !== 0) return reject(new Error(`tool-steps load exited ${code}: ${stderr}`));
       try {
         const result = JSON.parse(stdout.trim().split('\n').pop() ?? '') as StepResult;
-        let cpu = 0;
         // A process born inside the window counts from zero; one that ended inside it is lost (rare: pools keep their backends).
-        for (const [pid, seconds] of cpuAtEnd) cpu += seconds - (cpuAtStart?.get(pid) ?? 0);
-        resolveRun({ result, cpuMsPerStep: result.steps > 0 ? (cpu * 1000) / result.steps : 0, peakPssMb: peak });
+        const cpuOf = (pids: Iterable<number>) => {
+          let cpu = 0;
+          for (const pid of pids) cpu += (cpuAtEnd.get(pid) ?? 0) - (cpuAtStart?.get(pid) ?? 0);
+          return result.steps > 0 ? (cpu * 1000) / result.steps : 0;
+        };
+        const cpuMsPerStepOf: Record<string, number> = {};
+        for (const [part, roots] of Object.entries(running.parts ?? {}))
+          cpuMsPerStepOf[part] = cpuOf(processTree(roots).filter((pid) => cpuAtEnd.has(pid)));
+        resolveRun({ result, cpuMsPerStep: cpuOf(cpuAtEnd.keys()), cpuMsPerStepOf, peakPssMb: peak });
       } catch (error) {
         reject(new Error(`tool-steps load printed no result: ${stdout} ${stderr} (${String(error)})`));
       }
@@ -181,7 +213,7 @@ const tcpReady = (baseUrl: string) =>
   });
 
 /** How each system is started fresh for one measurement; undefined with a reason when it cannot run. */
-class Systems {
+export class Systems {
   private postgres?: Postgres;
   private postgresBin?: string;
   private databases = 0;
@@ -359,14 +391,7 @@ async function measure(
   let storedLive: number | undefined;
   try {
     await sleep(200);
-    driven = await drive(running, {
-      kind: running.kind,
-      url: running.url,
-      connections: settings.connections,
-      seconds: settings.seconds,
-      warmupSeconds: settings.warmupSeconds,
-      label,
-    });
+    driven = await drive(running, stepJob(running, settings, label));
     if (running.storedWhileRunning) storedLive = await running.storedWhileRunning();
   } finally {
     await running.stop();

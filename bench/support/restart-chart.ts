@@ -34,7 +34,7 @@ const HEIGHT = 480;
 const PANEL_W = 360;
 const PANEL_H = 280;
 
-const escape = (text: string) => text.replace(/&/g, '&amp;').replace(/</g, '&lt;');
+export const escape = (text: string) => text.replace(/&/g, '&amp;').replace(/</g, '&lt;');
 const three = (value: number) => String(Number(value.toPrecision(3)));
 const short = (value: number) =>
   value >= 1e6
@@ -45,6 +45,32 @@ const short = (value: number) =>
         ? String(Math.round(value))
         : value.toFixed(1);
 
+/**
+ * A panel's title, frame and five horizontal grid lines from 0 to `yMax`, labelled with `label`
+ * (a value v is drawn at top + height − v / yMax × height).
+ */
+export function panelFrame(
+  title: string,
+  box: { left: number; top: number; width: number; height: number },
+  yMax: number,
+  label: (value: number) => string,
+): string[] {
+  const { left, top, width, height } = box;
+  const y = (value: number) => top + height - (value / yMax) * height;
+  const parts = [
+    `<text x="${left}" y="${top - 14}" font-size="15" font-weight="600">${escape(title)}</text>`,
+    `<rect x="${left}" y="${top}" width="${width}" height="${height}" fill="none" stroke="#999"/>`,
+  ];
+  for (let k = 0; k <= 4; k++) {
+    const value = (yMax / 4) * k;
+    parts.push(
+      `<line x1="${left}" x2="${left + width}" y1="${y(value)}" y2="${y(value)}" stroke="#eee"/>`,
+      `<text x="${left - 6}" y="${y(value) + 4}" font-size="11" text-anchor="end">${label(value)}</text>`,
+    );
+  }
+  return parts;
+}
+
 function panelSvg(panel: Panel, left: number, top: number, sizes: number[]): string {
   const xs = sizes.map((size) => Math.log10(size));
   const [xMin, xMax] = [Math.min(...xs) - 0.15, Math.max(...xs) + 0.15];
@@ -53,17 +79,7 @@ function panelSvg(panel: Panel, left: number, top: number, sizes: number[]): str
   const yMax = Math.max(...values, 0) * 1.15 || 1;
   const x = (size: number) => left + ((Math.log10(size) - xMin) / (xMax - xMin)) * PANEL_W;
   const y = (value: number) => top + PANEL_H - (value / yMax) * PANEL_H;
-  const parts: string[] = [
-    `<text x="${left}" y="${top - 14}" font-size="15" font-weight="600">${escape(panel.title)}</text>`,
-    `<rect x="${left}" y="${top}" width="${PANEL_W}" height="${PANEL_H}" fill="none" stroke="#999"/>`,
-  ];
-  for (let k = 0; k <= 4; k++) {
-    const value = (yMax / 4) * k;
-    parts.push(
-      `<line x1="${left}" x2="${left + PANEL_W}" y1="${y(value)}" y2="${y(value)}" stroke="#eee"/>`,
-      `<text x="${left - 6}" y="${y(value) + 4}" font-size="11" text-anchor="end">${short(value)}</text>`,
-    );
-  }
+  const parts = panelFrame(panel.title, { left, top, width: PANEL_W, height: PANEL_H }, yMax, short);
   for (const size of sizes)
     parts.push(
       `<text x="${x(size)}" y="${top + PANEL_H + 16}" font-size="11" text-anchor="middle">${short(size)}</text>`,
@@ -143,11 +159,15 @@ export async function drawRestartChart(
   note: string,
   baseline?: RestartPoint[],
 ): Promise<void> {
-  const svg = restartChartSvg(points, note, baseline);
+  await drawSvgAsPng(restartChartSvg(points, note, baseline), file, WIDTH, HEIGHT);
+}
+
+/** Writes `svg` beside `file` and draws it to `file` (PNG) with headless Chromium. */
+export async function drawSvgAsPng(svg: string, file: string, width: number, height: number): Promise<void> {
   writeFileSync(file.replace(/\.png$/, '.svg'), svg);
   const browser = await chromium.launch({ executablePath: process.env.LEDGER_CHROMIUM ?? '/usr/bin/chromium' });
   try {
-    const page = await browser.newPage({ viewport: { width: WIDTH, height: HEIGHT } });
+    const page = await browser.newPage({ viewport: { width, height } });
     await page.setContent(`<html><body style="margin:0">${svg}</body></html>`);
     await page.screenshot({ path: file });
   } finally {

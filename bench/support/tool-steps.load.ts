@@ -17,7 +17,8 @@ export type StepKind = 'ledger' | 'fastify' | 'restate' | 'dbos';
 
 export interface StepJob {
   kind: StepKind;
-  url: string;
+  /** One server, or several: autocannon gives the connections to them in turn (a round-robin balancer's share). */
+  url: string | string[];
   connections: number;
   seconds: number;
   warmupSeconds: number;
@@ -33,6 +34,8 @@ export interface StepResult {
   failedSteps: number;
   errors: number;
   statusCodes: Record<string, number>;
+  /** This load process's own CPU (user + system) over the measured window, in ms. */
+  loadCpuMs: number;
 }
 
 interface Request {
@@ -195,6 +198,7 @@ async function main(): Promise<void> {
   }
   process.stdout.write('measuring\n');
   measuring = true;
+  const cpuAtStart = process.cpuUsage();
   const result = await autocannon({
     ...common,
     duration: job.seconds,
@@ -207,6 +211,7 @@ async function main(): Promise<void> {
     ),
   });
   measuring = false;
+  const cpu = process.cpuUsage(cpuAtStart);
   const statusCodes: Record<string, number> = {};
   for (const [code, stats] of Object.entries(result.statusCodeStats ?? {})) statusCodes[code] = stats.count;
   const sorted = [...latencies].sort((a, b) => a - b);
@@ -219,6 +224,7 @@ async function main(): Promise<void> {
     failedSteps,
     errors: result.errors,
     statusCodes,
+    loadCpuMs: (cpu.user + cpu.system) / 1000,
   };
   process.stdout.write(`${JSON.stringify(answer)}\n`);
 }

@@ -45,6 +45,8 @@ const mounts = (service: Service) =>
     const [source, target, mode] = volume.split(':');
     return { source, target, mode };
   });
+/** A mount of a file or directory of the repository (a path), not a named volume. */
+const isBind = (source: string) => source.startsWith('.') || source.startsWith('/');
 const nodes = Object.entries(services).filter(
   ([, service]) =>
     service.command &&
@@ -88,7 +90,7 @@ describe('docker-compose.yml', () => {
     expect(new Set(hostPorts).size).toBe(hostPorts.length);
     // The example keys and the insecure node are for this machine: nothing is published beyond it.
     expect(published.filter(({ hostIp }) => hostIp !== '127.0.0.1')).toEqual([]);
-    for (const name of ['ledger', 'ledger-cluster']) {
+    for (const name of ['ledger', 'ledger-cluster', 'ledger-pg-a', 'ledger-pg-b']) {
       const service = services[name];
       expect(service.build).toBe('.');
       const { containerPort } = portOf((service.ports as string[])[0]);
@@ -128,7 +130,13 @@ describe('docker-compose.yml', () => {
   });
 
   it('declares every named volume it mounts and mounts every one it declares, data where the server keeps it', () => {
-    const used = new Set(Object.values(services).flatMap((service) => mounts(service).map((mount) => mount.source)));
+    const used = new Set(
+      Object.values(services).flatMap((service) =>
+        mounts(service)
+          .map((mount) => mount.source)
+          .filter((source) => !isBind(source)),
+      ),
+    );
     expect([...used].sort()).toEqual(Object.keys(compose.volumes).sort());
     const dataDir = '/var/lib/kurrentdb';
     for (const [, service] of [['eventstore', services.eventstore], ...nodes] as Array<[string, Service]>) {
@@ -242,6 +250,74 @@ describe('docker-compose.yml', () => {
       expect(connection).toMatch(/^esdb:\/\/admin:[^@]+@/);
       expect(ledger.networks).toEqual(['cluster']);
       for (const [name] of nodes) expect(ledger.depends_on?.[name]?.condition).toBe('service_healthy');
+    });
+  });
+  describe('the postgres profile', () => {
+    const balancer = services['ledger-pg'];
+    const instances = Object.entries(services).filter(
+      ([, service]) => service.build === '.' && service.environment?.LEDGER_STORE === 'postgres',
+    );
+    const configMount = () => mounts(balancer).find((mount) => isBind(mount.source));
+    const config = () => readFileSync(join(REPO, configMount()?.source as string), 'utf8');
+    /** The config's lines without comments, trimmed. */
+    const directives = () =>
+      config()
+        .split('\n')
+        .map((line) => line.replace(/#.*$/, '').trim())
+        .filter((line) => line.length > 0);
+
+    it('runs two instances on one database, the PostgreSQL server image pinned', () => {
+      expect(services.postgres.image).toMatch(/^postgres:\d+\.\d+-bookworm$/);
+      expect(instances.map(([name]) => name).sort()).toEqual(['ledger-pg-a', 'ledger-pg-b']);
+      const urls = new Set(instances.map(([, service]) => service.environment?.DATABASE_URL));
+      expect(urls.size).toBe(1);
+      expect(new URL([...urls][0] as string).host).toBe('postgres:5432');
+      for (const [, service] of instances) {
+        expect(service.profiles).toEqual(['postgres']);
+        expect(service.depends_on?.postgres?.condition).toBe('service_healthy');
+      }
+      // Each instance keeps a data directory of its own (docs/postgres.md).
+      const data = instances.map(([, service]) => mounts(service).find((mount) => mount.target === '/data')?.source);
+      expect(new Set(data).size).toBe(instances.length);
+    });
+
+    it('puts a balancer of a pinned image in front of them, on one loopback port, its config committed and read-only', () => {
+      expect(balancer.image).toMatch(/^haproxy:\d+\.\d+\.\d+-alpine$/);
+      expect(balancer.profiles).toEqual(['postgres']);
+      expect((balancer.ports ?? []).map(portOf)).toEqual([
+        { hostIp: '127.0.0.1', hostPort: '3004', containerPort: '3000' },
+      ]);
+      expect(configMount()).toEqual({
+        source: './compose/haproxy-postgres.cfg',
+        target: '/usr/local/etc/haproxy/haproxy.cfg',
+        mode: 'ro',
+      });
+      // The port published is the one the config binds.
+      expect(directives()).toContain(`bind :${portOf((balancer.ports as string[])[0]).containerPort}`);
+      for (const [name] of instances) expect(balancer.depends_on?.[name]).toBeDefined();
+    });
+
+    it('sends requests round-robin to every instance, each by its service name and port, checked on /health/ready', () => {
+      const servers = directives()
+        .filter((line) => line.startsWith('server '))
+        .map((line) => line.split(/\s+/));
+      expect(servers.map(([, name]) => name).sort()).toEqual(instances.map(([name]) => name).sort());
+      for (const [, name, address, ...options] of servers) {
+        expect({ name, address }).toEqual({ name, address: `${name}:${services[name].environment?.PORT}` });
+        expect(options).toContain('check');
+      }
+      expect(directives()).toEqual(
+        expect.arrayContaining([
+          'balance roundrobin',
+          'option httpchk',
+          // With a Host: without one an instance in local mode answers 421 (src/http/security/loopback-host.ts).
+          'http-check send meth GET uri /health/ready ver HTTP/1.1 hdr Host localhost',
+          'http-check expect status 200',
+        ]),
+      );
+      // Long polls wait up to 30 s (docs/contract.md): the balancer must wait longer for an answer.
+      const serverTimeout = directives().find((line) => line.startsWith('timeout server '));
+      expect(Number(/(\d+)s$/.exec(serverTimeout ?? '')?.[1])).toBeGreaterThan(30);
     });
   });
 });
