@@ -408,6 +408,31 @@ describe('connections dropped mid-append', () => {
   });
 });
 
+describe('an outage while the start-up audit runs', () => {
+  it('audits the log again once the store is back: readiness comes back without a person', async () => {
+    store.double.setUnavailable(true);
+    const second = await startLedger({ env: store.env() });
+    try {
+      const integrity = async () => (await request(second.baseUrl, 'GET', '/health/ready')).body?.details?.integrity;
+      // The audit the outage cut short is reported, not hidden ...
+      await waitFor('the audit to fail on the outage', async () =>
+        (await integrity())?.state === 'unverifiable' ? true : undefined,
+      );
+      store.double.setUnavailable(false);
+      // ... and run again once the store answers, with no admin asking for it.
+      await waitFor(
+        'the audit to run again and verify the log',
+        async () => ((await integrity())?.state === 'verified' ? true : undefined),
+        90_000,
+      );
+      expect((await request(second.baseUrl, 'GET', '/health/ready')).status).toBe(200);
+    } finally {
+      await second.stop();
+      second.cleanup();
+    }
+  });
+});
+
 describe('the append path', () => {
   // The server lists BatchAppend, whose settling is shared by every client in the process: one
   // client's failed stream rejects the others' appends and throws inside the client
