@@ -552,9 +552,16 @@ function pointsOf(results: SizeResult[]): RestartPoint[] {
 }
 
 const readRun = (file: string) =>
-  JSON.parse(readFileSync(file, 'utf8')) as { machine: { date: string; nproc: number }; results: SizeResult[] };
+  JSON.parse(readFileSync(file, 'utf8')) as {
+    machine: { date: string; nproc: number; loadAverageAtStart?: number[] };
+    results: SizeResult[];
+  };
 
-async function draw(options: Settings, results: SizeResult[], date: string, nproc: number): Promise<void> {
+async function draw(
+  options: Settings,
+  results: SizeResult[],
+  host: { date: string; nproc: number; loadAverageAtStart?: number[] },
+): Promise<void> {
   if (!existsSync(process.env.LEDGER_CHROMIUM ?? '/usr/bin/chromium')) {
     process.stderr.write('no Chromium: the chart is not drawn\n');
     return;
@@ -563,7 +570,7 @@ async function draw(options: Settings, results: SizeResult[], date: string, npro
   await drawRestartChart(
     pointsOf(results),
     options.chart,
-    `measured ${date.slice(0, 16)} UTC, ${nproc} cores`,
+    `measured ${host.date.slice(0, 16)} UTC, ${host.nproc} cores${host.loadAverageAtStart ? `, load average ${host.loadAverageAtStart[0]} at the start` : ''}`,
     baseline,
   );
   process.stderr.write(`drew ${options.chart}\n`);
@@ -573,7 +580,7 @@ async function main(): Promise<void> {
   const options = settings(process.argv.slice(2));
   if (options.redraw) {
     const run = readRun(options.redraw);
-    await draw(options, run.results, run.machine.date, run.machine.nproc);
+    await draw(options, run.results, run.machine);
     return;
   }
   const root = mkdtempSync(join(tmpdir(), 'ledger-restart-'));
@@ -632,7 +639,7 @@ async function main(): Promise<void> {
     targets: lines,
   });
   log(`wrote ${options.out}`);
-  await draw(options, results, host.date, host.nproc);
+  await draw(options, results, host);
 }
 
 main().catch((error: unknown) => {
