@@ -16,7 +16,8 @@
  * with the lag probes and the evidence trail read while it runs, and the peak resident set of just
  * that: figures/large-log.figure.ts). That service is then killed (SIGKILL) and the start after the
  * crash is timed the same way. Each probe is sent every 50 ms, one at a time. Before the sizes, a
- * decision's cost on a step's 10th event and on its 10,000th (figures/decision-cost.figure.ts).
+ * decision's cost on a step's 10th event and on its 10,000th (figures/decision-cost.figure.ts), and
+ * whether a projection's raised version is rebuilt beside its live rows (figures/version-bump.figure.ts).
  *
  *   npm run build && node dist/bench/restart.bench.js [--sizes 100000,1000000] [--out FILE] [--chart FILE.png]
  *     [--seconds 10] [--warmup 5] [--connections 50]   (figure 1's load on the restarted service)
@@ -35,6 +36,7 @@ import { join, resolve } from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { decisionCostFigure, type DecisionCost } from './figures/decision-cost.figure';
+import { versionBumpFigure, type VersionBump } from './figures/version-bump.figure';
 import { LONG_EVENTS, LONG_REF, rebuildInChild, serviceUnderLoad, type UnderLoad } from './figures/large-log.figure';
 import { writeLargeLog, writeLongOperation } from './support/large-log';
 import { cpuSecondsOf, rssOf, serve, LEDGER_MAIN, type Served } from './support/processes';
@@ -393,7 +395,12 @@ const TARGET_SIZES = [100_000, 1_000_000, 10_000_000];
 const count = (value: number) => value.toLocaleString('en-US');
 const sizeLabel = (events: number) => (events >= 1e6 ? `${events / 1e6} M` : `${events / 1e3} k`);
 
-function targets(results: SizeResult[], decision: DecisionCost, snapshotEvery: number): TargetLine[] {
+function targets(
+  results: SizeResult[],
+  decision: DecisionCost,
+  bump: VersionBump,
+  snapshotEvery: number,
+): TargetLine[] {
   const lines: TargetLine[] = [];
   const add = (target: string, text: string, measured: string, met: boolean | Status) => {
     const status: Status = typeof met === 'boolean' ? (met ? 'met' : 'not met') : met;
@@ -482,6 +489,13 @@ function targets(results: SizeResult[], decision: DecisionCost, snapshotEvery: n
         read !== null && read < result.events,
       );
     }
+
+  add(
+    readModels,
+    `a projection's new version is rebuilt beside: its rows still answered until the swap`,
+    `${bump.rowsServed} of ${bump.rowsBefore} rows of ${bump.projection} answered after the version was raised`,
+    bump.rowsBefore > 0 && bump.rowsServed === bump.rowsBefore,
+  );
 
   const memory = 'memory flat';
   for (const result of results) {
@@ -622,6 +636,8 @@ async function main(): Promise<void> {
   log(
     `  10th: median ${decision.early.medianMs.toFixed(3)} ms, ${decision.early.maxEventsRead} events read; 10,000th: median ${decision.late.medianMs.toFixed(3)} ms, ${decision.late.maxEventsRead} events read`,
   );
+  const bump = await versionBumpFigure(root);
+  log(`  a version raised: ${bump.rowsServed} of ${bump.rowsBefore} rows of ${bump.projection} still answered`);
   const results: SizeResult[] = [];
   try {
     for (const size of options.sizes) {
@@ -632,7 +648,7 @@ async function main(): Promise<void> {
   } finally {
     if (!options.keep) rmSync(root, { recursive: true, force: true });
   }
-  const lines = targets(results, decision, SNAPSHOT_EVERY);
+  const lines = targets(results, decision, bump, SNAPSHOT_EVERY);
   process.stdout.write('\nrestart against the log size\n');
   for (const result of results)
     process.stdout.write(
@@ -654,6 +670,7 @@ async function main(): Promise<void> {
     revision,
     settings: { sizes: options.sizes, load: options.load },
     decision,
+    versionBump: bump,
     results,
     targets: lines,
   });
