@@ -631,15 +631,17 @@ async function main(): Promise<void> {
       return undefined;
     }
   })();
-  log("a decision on a step's 10th event and on its 10,000th");
-  const decision = await decisionCostFigure(root);
-  log(
-    `  10th: median ${decision.early.medianMs.toFixed(3)} ms, ${decision.early.maxEventsRead} events read; 10,000th: median ${decision.late.medianMs.toFixed(3)} ms, ${decision.late.maxEventsRead} events read`,
-  );
-  const bump = await versionBumpFigure(root);
-  log(`  a version raised: ${bump.rowsServed} of ${bump.rowsBefore} rows of ${bump.projection} still answered`);
   const results: SizeResult[] = [];
+  let decision: DecisionCost;
+  let bump: VersionBump;
   try {
+    log("a decision on a step's 10th event and on its 10,000th");
+    decision = await decisionCostFigure(root);
+    log(
+      `  10th: median ${decision.early.medianMs.toFixed(3)} ms, ${decision.early.maxEventsRead} events read; 10,000th: median ${decision.late.medianMs.toFixed(3)} ms, ${decision.late.maxEventsRead} events read`,
+    );
+    bump = await versionBumpFigure(root);
+    log(`  a version raised: ${bump.rowsServed} of ${bump.rowsBefore} rows of ${bump.projection} still answered`);
     for (const size of options.sizes) {
       results.push(await measureSize(root, size, options.load, log));
       // Each size's files go once measured: a 10 M log is several GB.
