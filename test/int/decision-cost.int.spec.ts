@@ -9,7 +9,8 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { DEFAULT_ENVELOPE_LIMITS, DEFAULT_POLICY, type SubmittedEvent } from '@recovery-ledger/core';
-import { SqliteEventStore } from '../../src/adapters/sqlite/sqlite-event-store.adapter';
+import Database from 'better-sqlite3';
+import { READ_EVENTS_BY_ID_SQL, SqliteEventStore } from '../../src/adapters/sqlite/sqlite-event-store.adapter';
 import { LedgerService } from '../../src/ledger/ledger.service';
 import { SNAPSHOT_EVERY } from '../../src/ledger/sealed-streams';
 import { systemClock } from '../../src/shared/clock';
@@ -55,6 +56,21 @@ describe("a decision's cost against its step's history", () => {
       at = answer.revision;
     }
   }
+
+  it("looks a submit's event ids up by the (stream, event_id) index, not by walking the stream", () => {
+    const reader = new Database(join(dir, 'events.sqlite'), { readonly: true });
+    try {
+      const plan = reader
+        .prepare(`EXPLAIN QUERY PLAN ${READ_EVENTS_BY_ID_SQL}`)
+        .all(REF, '[]')
+        .map((row) => (row as { detail: string }).detail);
+      expect(plan.some((step) => /^SEARCH events USING INDEX \S+ \(stream=\? AND event_id=\?\)$/.test(step))).toBe(
+        true,
+      );
+    } finally {
+      reader.close();
+    }
+  });
 
   it('reads no more on the 10,000th event than on the 10th', async () => {
     await ledger.submit(context, {

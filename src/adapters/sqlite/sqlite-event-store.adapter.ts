@@ -90,6 +90,16 @@ CREATE TABLE IF NOT EXISTS events (
 `;
 
 /**
+ * A submit's event ids looked up in their stream (the duplicate check of every decision). Ordered by
+ * `revision + 0`, not `revision`: ordering by the bare column lets SQLite walk the stream's
+ * (stream, revision) index to skip a sort, reading every event of the stream, where the
+ * (stream, event_id) index finds the few asked for; a decision must not cost its step's length
+ * (docs/scaling.md).
+ */
+export const READ_EVENTS_BY_ID_SQL =
+  'SELECT * FROM events WHERE stream = ? AND event_id IN (SELECT value FROM json_each(?)) ORDER BY revision + 0';
+
+/**
  * The anchors (docs/reliability.md, "A log whose every loss is detectable"), written in the same
  * transaction as the events: each stream's head, with the application's index entry for it, and
  * one row anchoring the whole log. `user_version` says they exist, so a file whose anchor tables
@@ -373,9 +383,7 @@ export class SqliteEventStore implements EventStore {
       readRange: db.prepare<[string, number, number, number], EventRow>(
         'SELECT * FROM events WHERE stream = ? AND revision >= ? AND revision <= ? ORDER BY revision LIMIT ?',
       ),
-      readByIds: db.prepare<[string, string], EventRow>(
-        'SELECT * FROM events WHERE stream = ? AND event_id IN (SELECT value FROM json_each(?)) ORDER BY revision',
-      ),
+      readByIds: db.prepare<[string, string], EventRow>(READ_EVENTS_BY_ID_SQL),
       snapshotAtOrBefore: db.prepare<[string, string, number], SnapshotRow>(
         'SELECT * FROM stream_snapshots WHERE stream = ? AND fold_version = ? AND revision <= ? ORDER BY revision DESC LIMIT 1',
       ),
