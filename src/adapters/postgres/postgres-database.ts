@@ -1,4 +1,4 @@
-import { Pool, type PoolClient } from 'pg';
+import { Client, Pool, type PoolClient } from 'pg';
 import { RevisionConflictError, StoreUnavailableError } from '../../store/event-store.port';
 
 /**
@@ -195,6 +195,23 @@ export function openPool(options: PostgresOptions): Pool {
   // without a listener it would end the process; the next request opens a new one.
   pool.on('error', () => undefined);
   return pool;
+}
+
+/**
+ * A session kept outside the pool for an election (the projector's, the webhook consumer's): the
+ * advisory lock lives and ends with it, so it takes the pool's keep-alives and idle-transaction
+ * bound (docs/postgres.md, "Faults"), and no query timeout, since it waits on nothing but its own
+ * short statements. Not connected yet: the caller attaches its listeners first.
+ */
+export function electionClient(options: PostgresOptions, applicationName: string): Client {
+  return new Client({
+    connectionString: options.connectionString,
+    connectionTimeoutMillis: options.connectTimeoutMs ?? 5_000,
+    application_name: applicationName,
+    keepAlive: true,
+    options: SERVER_KEEPALIVES,
+    idle_in_transaction_session_timeout: options.idleInTransactionTimeoutMs ?? 10_000,
+  });
 }
 
 const migrated = new WeakMap<Pool, Promise<void>>();

@@ -10,7 +10,7 @@ import {
   query,
   migrate,
   openPool,
-  SERVER_KEEPALIVES,
+  electionClient,
   toPortError,
   type PostgresOptions,
 } from './postgres-database';
@@ -50,15 +50,7 @@ export class PostgresSharedReadModelStore implements SharedReadModelStore {
 
   private async session(): Promise<ProjectorSession> {
     if (this.candidate && !this.candidate.lost) return this.candidate;
-    const { Client: PgClient } = await import('pg');
-    const client = new PgClient({
-      connectionString: this.options.connectionString,
-      connectionTimeoutMillis: this.options.connectTimeoutMs ?? 5_000,
-      application_name: 'recovery-ledger-election',
-      keepAlive: true,
-      options: SERVER_KEEPALIVES,
-      idle_in_transaction_session_timeout: this.options.idleInTransactionTimeoutMs ?? 10_000,
-    });
+    const client = electionClient(this.options, 'recovery-ledger-election');
     const session: ProjectorSession = { client, lost: undefined, listeners: [] };
     const lose = (error: Error) => {
       if (session.lost) return;

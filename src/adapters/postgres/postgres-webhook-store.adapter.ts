@@ -20,7 +20,7 @@ import {
   migrate,
   openPool,
   query,
-  SERVER_KEEPALIVES,
+  electionClient,
   toPortError,
   type PostgresOptions,
 } from './postgres-database';
@@ -279,15 +279,7 @@ export class PostgresWebhookStore implements WebhookStore {
   /** The session kept for asking for the turn, so a try each second costs a statement, not a backend. */
   private async session(): Promise<ConsumerSession> {
     if (this.candidate && !this.candidate.lost) return this.candidate;
-    const { Client: PgClient } = await import('pg');
-    const client = new PgClient({
-      connectionString: this.options.connectionString,
-      connectionTimeoutMillis: this.options.connectTimeoutMs ?? 5_000,
-      application_name: 'recovery-ledger-webhook-election',
-      keepAlive: true,
-      options: SERVER_KEEPALIVES,
-      idle_in_transaction_session_timeout: this.options.idleInTransactionTimeoutMs ?? 10_000,
-    });
+    const client = electionClient(this.options, 'recovery-ledger-webhook-election');
     const lose = (error: Error) => {
       if (session.lost) return;
       session.lost = error;
