@@ -225,7 +225,7 @@ describe('the read model compared with the log by digest', () => {
     ]);
   });
 
-  it('rebuilds a projection whose version changed, from zero, and keeps the others', async () => {
+  it('rebuilds a projection whose version changed beside its rows, from zero, and keeps the others', async () => {
     const head = await builtThenCrashed();
     const bumped = LEDGER_PROJECTIONS.map((projection) =>
       projection.name === 'run_summary' ? { ...projection, version: projection.version + 1 } : projection,
@@ -233,13 +233,14 @@ describe('the read model compared with the log by digest', () => {
     const readModel = SqliteReadModel.open({ file: file(), digestKey: KEY, readCacheBytes: 0 });
     const { store: spied, read } = counting(store);
     const engine = new ProjectionEngine({ store: spied, readModel, projections: bumped, batchSize: 50 });
+    // Served as they stand meanwhile: the old version's rows, at the position they reached.
     expect(engine.status().projections.map((projection) => [projection.name, projection.checkpoint])).toEqual(
-      bumped.map((projection) => [projection.name, projection.name === 'run_summary' ? 0 : head]),
+      bumped.map((projection) => [projection.name, head]),
     );
     const report = await checkReadModelDigests(spied, readModel, bumped);
     expect(report.projections.filter((projection) => projection.mismatch)).toEqual([]);
     engine.start();
-    expect(await engine.waitForPosition(head, 10_000)).toBe(true);
+    await engine.rebuild(['run_summary']);
     await engine.stop();
     // The whole log read again for the new version, and nothing more.
     expect(read() - report.eventsRead).toBe((await store.readAll({ after: 0, limit: 10_000 })).length);

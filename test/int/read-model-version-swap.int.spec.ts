@@ -1,0 +1,223 @@
+/**
+ * A projection whose version is raised is built beside the rows it already has (docs/reliability.md,
+ * "Rebuilding beside"): reads keep answering every one of the old version's rows, at the position
+ * they reached, while the new version catches up with the log, then the new version's rows, swapped
+ * in one transaction. A process killed in the middle of that build leaves the old rows served and
+ * the next start goes on from what the killed build had committed. Real SQLite files, a reader on a
+ * connection of its own as the service's request thread has; counted, never timed.
+ */
+import Database from 'better-sqlite3';
+import { spawn } from 'node:child_process';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join, resolve } from 'node:path';
+import { LEDGER_PROJECTIONS } from '@recovery-ledger/projections';
+import { SqliteEventStore } from '../../src/adapters/sqlite/sqlite-event-store.adapter';
+import { SqliteReadModel } from '../../src/adapters/sqlite/sqlite-read-model.store';
+import { ProjectionEngine } from '../../src/projection-engine/projection-engine';
+import type { EventStore } from '../../src/store/event-store.port';
+import { withEngineFaults } from '../support/engine-faults';
+import { RAISED_PROJECTIONS, raisedStepState } from '../support/raised-version';
+import { envelopes, LedgerScenario } from '../unit/projections/support/ledger-scenario';
+import { expectedSnapshot, snapshot } from '../unit/projections/support/read-model-snapshot';
+
+const OPERATIONS = 40;
+/** A rebuild reads this many events at a time and commits every two reads: many commits to catch up. */
+const READ_EVENTS = 10;
+const COMMIT_EVENTS = 20;
+
+interface Served {
+  rows: number;
+  /** Of those, rows the raised version wrote. */
+  raised: number;
+  position: number;
+  version: number;
+}
+
+/** What a reader on its own connection is served of step_state now. */
+function served(reader: SqliteReadModel): Served {
+  const rows = reader.select<{ next_version?: boolean }>('step_state');
+  const checkpoint = reader.checkpoint('step_state');
+  return {
+    rows: rows.length,
+    raised: rows.filter((row) => row.doc.next_version === true).length,
+    position: checkpoint.position,
+    version: checkpoint.version,
+  };
+}
+
+/** The store, counting the events read through it. */
+function counting(store: EventStore): { store: EventStore; read: () => number } {
+  let read = 0;
+  const wrapped = Object.create(store) as EventStore;
+  wrapped.readAll = async (options) => {
+    const events = await store.readAll(options);
+    read += events.length;
+    return events;
+  };
+  return { store: wrapped, read: () => read };
+}
+
+describe('a projection whose version is raised', () => {
+  let dir: string;
+  let store: SqliteEventStore;
+  let scenario: LedgerScenario;
+  let head: number;
+  let oldRows: number;
+  const file = () => join(dir, 'read-models.sqlite');
+
+  beforeEach(async () => {
+    dir = mkdtempSync(join(tmpdir(), 'ledger-version-swap-'));
+    store = SqliteEventStore.open({ file: join(dir, 'events.sqlite'), pollIntervalMs: 20 });
+    scenario = new LedgerScenario(store);
+    for (let n = 0; n < OPERATIONS; n++) {
+      const ref = `run_1/step_${n}`;
+      await scenario.plan(ref, { tool: n % 2 === 0 ? 'create_invoice' : 'send_email' });
+      await scenario.dispatch(ref, 1);
+      scenario.clock.advance(1_000);
+      await scenario.envelope(ref, 1, envelopes.unknown(ref));
+    }
+    head = await store.headPosition();
+    // The old version, built and stopped as a deploy finds it.
+    const built = SqliteReadModel.open({ file: file() });
+    await new ProjectionEngine({ store, readModel: built, projections: LEDGER_PROJECTIONS }).rebuild();
+    oldRows = built.select('step_state').length;
+    built.close();
+    expect(oldRows).toBe(OPERATIONS);
+  });
+
+  afterEach(async () => {
+    await store.close();
+    rmSync(dir, { recursive: true, force: true });
+  });
+
+  it('serves every row of the old version while the new one is built beside, then the new one', async () => {
+    const reader = SqliteReadModel.open({ file: file(), readCacheBytes: 0 });
+    for (const projection of RAISED_PROJECTIONS) reader.register(projection);
+    const writer = SqliteReadModel.open({ file: file() });
+    const during: Array<Served & { mode: string; eventsBehind: number | null }> = [];
+    let engine!: ProjectionEngine;
+    engine = new ProjectionEngine({
+      ...withEngineFaults(store, writer, {
+        // After each commit of the build beside: what a reader is served, and what the engine says.
+        afterCommit: async (batch) => {
+          if (!batch.projections.includes('step_state')) return;
+          const status = engine.status().projections.find((projection) => projection.name === 'step_state');
+          const lag = (await engine.lag()).find((entry) => entry.projection === 'step_state');
+          during.push({ ...served(reader), mode: status?.mode ?? '', eventsBehind: lag?.events_behind ?? null });
+        },
+      }),
+      projections: RAISED_PROJECTIONS,
+      rebuildBatchSize: READ_EVENTS,
+      rebuildCommitEvents: COMMIT_EVENTS,
+      restartDelayMs: null,
+    });
+    // Before the engine starts: the old rows, their position and the version that wrote them.
+    expect(served(reader)).toEqual({ rows: oldRows, raised: 0, position: head, version: LEDGER_PROJECTIONS[0].version });
+    engine.start();
+    await engine.rebuild(['step_state']);
+
+    // Every commit of the build but the swap left the old version served whole; the last one,
+    // with the set built beside caught up, is followed by the swap.
+    expect(during.length).toBeGreaterThan(head / COMMIT_EVENTS - 2);
+    const beforeSwap = during.slice(0, -1);
+    for (const sample of beforeSwap) {
+      expect(sample).toEqual({
+        rows: oldRows,
+        raised: 0,
+        position: head,
+        version: LEDGER_PROJECTIONS[0].version,
+        // Served as the old version was: at its position, nothing behind it on this log.
+        mode: 'rebuilding',
+        eventsBehind: 0,
+      });
+    }
+    expect(served(reader)).toEqual({ rows: oldRows, raised: oldRows, position: head, version: raisedStepState.version });
+    expect(engine.status().projections.every((projection) => projection.mode === 'live')).toBe(true);
+    await engine.stop();
+    expect(snapshot(reader, RAISED_PROJECTIONS)).toEqual(expectedSnapshot(RAISED_PROJECTIONS, await scenario.log()));
+    // Nothing is left beside.
+    expect(writer.checkpoints().map((checkpoint) => checkpoint.projection)).not.toContain('step_state__next');
+    writer.close();
+    reader.close();
+  });
+
+  /**
+   * A separate process builds the raised version and is SIGKILLed after one of the build's commits
+   * or inside one: nothing gets to clean up.
+   */
+  it.each(['afterCommit', 'beforeCommit'] as const)(
+    'killed at %s of the build beside, leaves the old rows served and goes on from what it committed',
+    async (phase) => {
+      const root = resolve(__dirname, '../..');
+      const reportFile = join(dir, 'killed-at.json');
+      const script = join(dir, 'raised-child.js');
+      writeFileSync(
+        script,
+        `
+const fs = require('node:fs');
+require(${JSON.stringify(join(root, 'test/chaos/swc-register.cjs'))});
+const { ProjectionEngine } = require(${JSON.stringify(join(root, 'src/projection-engine/projection-engine.ts'))});
+const { SqliteReadModel } = require(${JSON.stringify(join(root, 'src/adapters/sqlite/sqlite-read-model.store.ts'))});
+const { SqliteEventStore } = require(${JSON.stringify(join(root, 'src/adapters/sqlite/sqlite-event-store.adapter.ts'))});
+const { RAISED_PROJECTIONS } = require(${JSON.stringify(join(root, 'test/support/raised-version.ts'))});
+const { withEngineFaults } = require(${JSON.stringify(join(root, 'test/support/engine-faults.ts'))});
+const store = SqliteEventStore.open({ file: ${JSON.stringify(join(dir, 'events.sqlite'))} });
+const readModel = SqliteReadModel.open({ file: ${JSON.stringify(file())} });
+let commits = 0;
+const kill = (batch) => {
+  if (!batch.projections.includes('step_state') || ++commits !== 3) return;
+  fs.writeFileSync(${JSON.stringify(reportFile)}, JSON.stringify(batch));
+  process.kill(process.pid, 'SIGKILL');
+};
+const engine = new ProjectionEngine({ ...withEngineFaults(store, readModel, { ${phase}: kill }), projections: RAISED_PROJECTIONS, rebuildBatchSize: ${READ_EVENTS}, rebuildCommitEvents: ${COMMIT_EVENTS}, restartDelayMs: null });
+engine.start();
+setTimeout(() => process.exit(3), 20000);
+`,
+      );
+      const child = spawn(process.execPath, [script], { cwd: root, stdio: ['ignore', 'ignore', 'pipe'] });
+      let stderr = '';
+      child.stderr.on('data', (chunk) => (stderr += chunk));
+      const signal = await new Promise<NodeJS.Signals | null>((resolveExit) =>
+        child.on('exit', (_code, exitSignal) => resolveExit(exitSignal)),
+      );
+      expect({ signal, stderr }).toEqual({ signal: 'SIGKILL', stderr: '' });
+      const killedAt = JSON.parse(readFileSync(reportFile, 'utf8')) as { from: number; to: number };
+      const durable = phase === 'afterCommit' ? killedAt.to : killedAt.from - 1;
+
+      // What the killed build committed is beside the live rows, never in them.
+      const raw = new Database(file(), { readonly: true });
+      const beside = raw
+        .prepare("SELECT version, position FROM projection_checkpoints WHERE projection = 'step_state__next'")
+        .get();
+      raw.close();
+      expect(beside).toEqual({ version: raisedStepState.version, position: durable });
+      expect(durable).toBeGreaterThan(0);
+      expect(durable).toBeLessThan(head);
+
+      const reader = SqliteReadModel.open({ file: file(), readCacheBytes: 0 });
+      for (const projection of RAISED_PROJECTIONS) reader.register(projection);
+      expect(served(reader)).toEqual({ rows: oldRows, raised: 0, position: head, version: LEDGER_PROJECTIONS[0].version });
+
+      const writer = SqliteReadModel.open({ file: file() });
+      const { store: spied, read } = counting(store);
+      const engine = new ProjectionEngine({
+        store: spied,
+        readModel: writer,
+        projections: RAISED_PROJECTIONS,
+        rebuildBatchSize: READ_EVENTS,
+        rebuildCommitEvents: COMMIT_EVENTS,
+        restartDelayMs: null,
+      });
+      engine.start();
+      await engine.rebuild(['step_state']);
+      await engine.stop();
+      // The build went on from what was committed beside: the log after it, not the whole log again.
+      expect(read()).toBe(head - durable);
+      expect(served(reader)).toEqual({ rows: oldRows, raised: oldRows, position: head, version: raisedStepState.version });
+      expect(snapshot(reader, RAISED_PROJECTIONS)).toEqual(expectedSnapshot(RAISED_PROJECTIONS, await scenario.log()));
+      writer.close();
+      reader.close();
+    },
+  );
+});
