@@ -60,8 +60,7 @@ export async function versionBumpFigure(dir: string, events = 100_000): Promise<
       rows: keys.filter((key) => reader.getDoc(projection.name, key) !== undefined).length,
       version: reader.checkpoint(projection.name).version,
     });
-    const swapped = () =>
-      engine.status().projections.find((each) => each.name === projection.name)?.mode === 'live';
+    const swapped = () => engine.status().projections.find((each) => each.name === projection.name)?.mode === 'live';
     try {
       const started = performance.now();
       engine.start();

@@ -14,10 +14,10 @@ import { LEDGER_PROJECTIONS, type AnyProjection } from '@recovery-ledger/project
 import { ProjectionEngine } from '../../src/projection-engine/projection-engine';
 import { checkReadModelDigests } from '../../src/projection-engine/read-model-verification';
 import { SqliteReadModel } from '../../src/adapters/sqlite/sqlite-read-model.store';
-import type { EventStore } from '../../src/store/event-store.port';
 import { SqliteEventStore } from '../../src/adapters/sqlite/sqlite-event-store.adapter';
 import { envelopes, LedgerScenario } from '../unit/projections/support/ledger-scenario';
 import { expectedSnapshot, snapshot } from '../unit/projections/support/read-model-snapshot';
+import { counting } from '../support/killed-engine';
 
 const KEY = 'read-model-digest-test-key-0123456789';
 
@@ -30,19 +30,6 @@ async function workload(scenario: LedgerScenario, operations: number, prefix: st
     await scenario.envelope(ref, 1, n % 2 === 0 ? envelopes.committed(ref) : envelopes.unknown(ref));
     scenario.clock.advance(31_000);
   }
-}
-
-/** The store, counting the events each readAll gives back. */
-function counting(store: EventStore): { store: EventStore; read: () => number } {
-  let read = 0;
-  const spied: EventStore = Object.assign(Object.create(store) as EventStore, {
-    readAll: async (options: Parameters<EventStore['readAll']>[0]) => {
-      const events = await store.readAll(options);
-      read += events.length;
-      return events;
-    },
-  });
-  return { store: spied, read: () => read };
 }
 
 describe('the read model compared with the log by digest', () => {

@@ -7,16 +7,15 @@
  * connection of its own as the service's request thread has; counted, never timed.
  */
 import Database from 'better-sqlite3';
-import { spawn } from 'node:child_process';
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { join, resolve } from 'node:path';
+import { join } from 'node:path';
 import { LEDGER_PROJECTIONS } from '@recovery-ledger/projections';
 import { SqliteEventStore } from '../../src/adapters/sqlite/sqlite-event-store.adapter';
 import { SqliteReadModel } from '../../src/adapters/sqlite/sqlite-read-model.store';
 import { ProjectionEngine } from '../../src/projection-engine/projection-engine';
-import type { EventStore } from '../../src/store/event-store.port';
 import { withEngineFaults } from '../support/engine-faults';
+import { counting, runEngineUntilKilled } from '../support/killed-engine';
 import { RAISED_PROJECTIONS, raisedStepState } from '../support/raised-version';
 import { envelopes, LedgerScenario } from '../unit/projections/support/ledger-scenario';
 import { expectedSnapshot, snapshot } from '../unit/projections/support/read-model-snapshot';
@@ -44,18 +43,6 @@ function served(reader: SqliteReadModel): Served {
     position: checkpoint.position,
     version: checkpoint.version,
   };
-}
-
-/** The store, counting the events read through it. */
-function counting(store: EventStore): { store: EventStore; read: () => number } {
-  let read = 0;
-  const wrapped = Object.create(store) as EventStore;
-  wrapped.readAll = async (options) => {
-    const events = await store.readAll(options);
-    read += events.length;
-    return events;
-  };
-  return { store: wrapped, read: () => read };
 }
 
 describe('a projection whose version is raised', () => {
@@ -96,8 +83,8 @@ describe('a projection whose version is raised', () => {
     for (const projection of RAISED_PROJECTIONS) reader.register(projection);
     const writer = SqliteReadModel.open({ file: file() });
     const during: Array<Served & { mode: string; eventsBehind: number | null }> = [];
-    let engine!: ProjectionEngine;
-    engine = new ProjectionEngine({
+    // Its fault hook reads the engine's status: called only once the engine runs.
+    const engine: ProjectionEngine = new ProjectionEngine({
       ...withEngineFaults(store, writer, {
         // After each commit of the build beside: what a reader is served, and what the engine says.
         afterCommit: async (batch) => {
@@ -113,7 +100,12 @@ describe('a projection whose version is raised', () => {
       restartDelayMs: null,
     });
     // Before the engine starts: the old rows, their position and the version that wrote them.
-    expect(served(reader)).toEqual({ rows: oldRows, raised: 0, position: head, version: LEDGER_PROJECTIONS[0].version });
+    expect(served(reader)).toEqual({
+      rows: oldRows,
+      raised: 0,
+      position: head,
+      version: LEDGER_PROJECTIONS[0].version,
+    });
     engine.start();
     await engine.rebuild(['step_state']);
 
@@ -132,7 +124,12 @@ describe('a projection whose version is raised', () => {
         eventsBehind: 0,
       });
     }
-    expect(served(reader)).toEqual({ rows: oldRows, raised: oldRows, position: head, version: raisedStepState.version });
+    expect(served(reader)).toEqual({
+      rows: oldRows,
+      raised: oldRows,
+      position: head,
+      version: raisedStepState.version,
+    });
     expect(engine.status().projections.every((projection) => projection.mode === 'live')).toBe(true);
     await engine.stop();
     expect(snapshot(reader, RAISED_PROJECTIONS)).toEqual(expectedSnapshot(RAISED_PROJECTIONS, await scenario.log()));
@@ -149,40 +146,16 @@ describe('a projection whose version is raised', () => {
   it.each(['afterCommit', 'beforeCommit'] as const)(
     'killed at %s of the build beside, leaves the old rows served and goes on from what it committed',
     async (phase) => {
-      const root = resolve(__dirname, '../..');
-      const reportFile = join(dir, 'killed-at.json');
-      const script = join(dir, 'raised-child.js');
-      writeFileSync(
-        script,
-        `
-const fs = require('node:fs');
-require(${JSON.stringify(join(root, 'test/chaos/swc-register.cjs'))});
-const { ProjectionEngine } = require(${JSON.stringify(join(root, 'src/projection-engine/projection-engine.ts'))});
-const { SqliteReadModel } = require(${JSON.stringify(join(root, 'src/adapters/sqlite/sqlite-read-model.store.ts'))});
-const { SqliteEventStore } = require(${JSON.stringify(join(root, 'src/adapters/sqlite/sqlite-event-store.adapter.ts'))});
-const { RAISED_PROJECTIONS } = require(${JSON.stringify(join(root, 'test/support/raised-version.ts'))});
-const { withEngineFaults } = require(${JSON.stringify(join(root, 'test/support/engine-faults.ts'))});
-const store = SqliteEventStore.open({ file: ${JSON.stringify(join(dir, 'events.sqlite'))} });
-const readModel = SqliteReadModel.open({ file: ${JSON.stringify(file())} });
-let commits = 0;
-const kill = (batch) => {
-  if (!batch.projections.includes('step_state') || ++commits !== 3) return;
-  fs.writeFileSync(${JSON.stringify(reportFile)}, JSON.stringify(batch));
-  process.kill(process.pid, 'SIGKILL');
-};
-const engine = new ProjectionEngine({ ...withEngineFaults(store, readModel, { ${phase}: kill }), projections: RAISED_PROJECTIONS, rebuildBatchSize: ${READ_EVENTS}, rebuildCommitEvents: ${COMMIT_EVENTS}, restartDelayMs: null });
-engine.start();
-setTimeout(() => process.exit(3), 20000);
-`,
-      );
-      const child = spawn(process.execPath, [script], { cwd: root, stdio: ['ignore', 'ignore', 'pipe'] });
-      let stderr = '';
-      child.stderr.on('data', (chunk) => (stderr += chunk));
-      const signal = await new Promise<NodeJS.Signals | null>((resolveExit) =>
-        child.on('exit', (_code, exitSignal) => resolveExit(exitSignal)),
-      );
-      expect({ signal, stderr }).toEqual({ signal: 'SIGKILL', stderr: '' });
-      const killedAt = JSON.parse(readFileSync(reportFile, 'utf8')) as { from: number; to: number };
+      const killedAt = await runEngineUntilKilled({
+        dir,
+        eventsFile: join(dir, 'events.sqlite'),
+        readModelFile: file(),
+        phase,
+        commit: 3,
+        projection: 'step_state',
+        projections: { module: 'test/support/raised-version.ts', name: 'RAISED_PROJECTIONS' },
+        engine: { rebuildBatchSize: READ_EVENTS, rebuildCommitEvents: COMMIT_EVENTS },
+      });
       const durable = phase === 'afterCommit' ? killedAt.to : killedAt.from - 1;
 
       // What the killed build committed is beside the live rows, never in them.
@@ -197,7 +170,12 @@ setTimeout(() => process.exit(3), 20000);
 
       const reader = SqliteReadModel.open({ file: file(), readCacheBytes: 0 });
       for (const projection of RAISED_PROJECTIONS) reader.register(projection);
-      expect(served(reader)).toEqual({ rows: oldRows, raised: 0, position: head, version: LEDGER_PROJECTIONS[0].version });
+      expect(served(reader)).toEqual({
+        rows: oldRows,
+        raised: 0,
+        position: head,
+        version: LEDGER_PROJECTIONS[0].version,
+      });
 
       const writer = SqliteReadModel.open({ file: file() });
       const { store: spied, read } = counting(store);
@@ -214,7 +192,12 @@ setTimeout(() => process.exit(3), 20000);
       await engine.stop();
       // The build went on from what was committed beside: the log after it, not the whole log again.
       expect(read()).toBe(head - durable);
-      expect(served(reader)).toEqual({ rows: oldRows, raised: oldRows, position: head, version: raisedStepState.version });
+      expect(served(reader)).toEqual({
+        rows: oldRows,
+        raised: oldRows,
+        position: head,
+        version: raisedStepState.version,
+      });
       expect(snapshot(reader, RAISED_PROJECTIONS)).toEqual(expectedSnapshot(RAISED_PROJECTIONS, await scenario.log()));
       writer.close();
       reader.close();
