@@ -17,6 +17,7 @@ import { ProjectionEngine } from '../../src/projection-engine/projection-engine'
 import { withEngineFaults } from '../support/engine-faults';
 import { counting, runEngineUntilKilled } from '../support/killed-engine';
 import { RAISED_PROJECTIONS, raisedStepState } from '../support/raised-version';
+import { until } from '../support/until';
 import { envelopes, LedgerScenario } from '../unit/projections/support/ledger-scenario';
 import { expectedSnapshot, snapshot } from '../unit/projections/support/read-model-snapshot';
 
@@ -78,6 +79,17 @@ describe('a projection whose version is raised', () => {
     rmSync(dir, { recursive: true, force: true });
   });
 
+  /** Every row answered by the raised version, and the whole read model what the log gives it. */
+  async function expectRaisedServed(reader: SqliteReadModel): Promise<void> {
+    expect(served(reader)).toEqual({
+      rows: oldRows,
+      raised: oldRows,
+      position: head,
+      version: raisedStepState.version,
+    });
+    expect(snapshot(reader, RAISED_PROJECTIONS)).toEqual(expectedSnapshot(RAISED_PROJECTIONS, await scenario.log()));
+  }
+
   it('serves every row of the old version while the new one is built beside, then the new one', async () => {
     const reader = SqliteReadModel.open({ file: file(), readCacheBytes: 0 });
     for (const projection of RAISED_PROJECTIONS) reader.register(projection);
@@ -124,15 +136,9 @@ describe('a projection whose version is raised', () => {
         eventsBehind: 0,
       });
     }
-    expect(served(reader)).toEqual({
-      rows: oldRows,
-      raised: oldRows,
-      position: head,
-      version: raisedStepState.version,
-    });
     expect(engine.status().projections.every((projection) => projection.mode === 'live')).toBe(true);
     await engine.stop();
-    expect(snapshot(reader, RAISED_PROJECTIONS)).toEqual(expectedSnapshot(RAISED_PROJECTIONS, await scenario.log()));
+    await expectRaisedServed(reader);
     // Nothing is left beside.
     expect(writer.checkpoints().map((checkpoint) => checkpoint.projection)).not.toContain('step_state__next');
     writer.close();
@@ -143,6 +149,52 @@ describe('a projection whose version is raised', () => {
    * A separate process builds the raised version and is SIGKILLed after one of the build's commits
    * or inside one: nothing gets to clean up.
    */
+  it('tries a failed build again from what it committed, the old rows served meanwhile', async () => {
+    const reader = SqliteReadModel.open({ file: file(), readCacheBytes: 0 });
+    for (const projection of RAISED_PROJECTIONS) reader.register(projection);
+    const writer = SqliteReadModel.open({ file: file() });
+    const errors: Error[] = [];
+    const failedAt: number[] = [];
+    const servedAfterFailure: Served[] = [];
+    let commits = 0;
+    const { store: faulty, readModel } = withEngineFaults(store, writer, {
+      beforeCommit: (batch) => {
+        if (!batch.projections.includes('step_state') || ++commits !== 3) return;
+        failedAt.push(batch.from - 1);
+        throw new Error('injected: the build fails inside its third commit');
+      },
+    });
+    const { store: spied, read } = counting(faulty);
+    const engine = new ProjectionEngine({
+      store: spied,
+      readModel,
+      projections: RAISED_PROJECTIONS,
+      rebuildBatchSize: READ_EVENTS,
+      rebuildCommitEvents: COMMIT_EVENTS,
+      restartDelayMs: 10,
+      onError: (error) => {
+        errors.push(error);
+        servedAfterFailure.push(served(reader));
+      },
+    });
+    engine.start();
+    await until(
+      async () => engine.status().projections.find((projection) => projection.name === 'step_state')?.mode,
+      (mode) => mode === 'live',
+      'the build to be tried again and swapped in',
+    );
+    await engine.stop();
+    expect(errors.map((error) => error.message)).toEqual(['injected: the build fails inside its third commit']);
+    expect(servedAfterFailure).toEqual([
+      { rows: oldRows, raised: 0, position: head, version: LEDGER_PROJECTIONS[0].version },
+    ]);
+    // The log once up to the failed commit's start, then from what was committed beside to the head.
+    expect(read()).toBe(failedAt[0] + COMMIT_EVENTS + (head - failedAt[0]));
+    await expectRaisedServed(reader);
+    writer.close();
+    reader.close();
+  });
+
   it.each(['afterCommit', 'beforeCommit'] as const)(
     'killed at %s of the build beside, leaves the old rows served and goes on from what it committed',
     async (phase) => {
@@ -192,13 +244,7 @@ describe('a projection whose version is raised', () => {
       await engine.stop();
       // The build went on from what was committed beside: the log after it, not the whole log again.
       expect(read()).toBe(head - durable);
-      expect(served(reader)).toEqual({
-        rows: oldRows,
-        raised: oldRows,
-        position: head,
-        version: raisedStepState.version,
-      });
-      expect(snapshot(reader, RAISED_PROJECTIONS)).toEqual(expectedSnapshot(RAISED_PROJECTIONS, await scenario.log()));
+      await expectRaisedServed(reader);
       writer.close();
       reader.close();
     },
