@@ -142,11 +142,14 @@ export class PostgresEventStore implements EventStore {
   }
 
   async readStream(stream: string): Promise<StoredEvent[]> {
-    return this.read(`SELECT ${COLUMNS} FROM ledger_events WHERE stream = $1 ORDER BY revision`, [stream]);
+    return this.read('ledger_read_stream', `SELECT ${COLUMNS} FROM ledger_events WHERE stream = $1 ORDER BY revision`, [
+      stream,
+    ]);
   }
 
   async readStreamRange(stream: string, from: number, limit: number): Promise<StoredEvent[]> {
     return this.read(
+      'ledger_read_stream_range',
       `SELECT ${COLUMNS} FROM ledger_events WHERE stream = $1 AND revision >= $2 ORDER BY revision LIMIT $3`,
       [stream, from, limit],
     );
@@ -155,6 +158,7 @@ export class PostgresEventStore implements EventStore {
   async readEventsById(stream: string, eventIds: readonly string[]): Promise<StoredEvent[]> {
     if (eventIds.length === 0) return [];
     return this.read(
+      'ledger_read_events_by_id',
       `SELECT ${COLUMNS} FROM ledger_events WHERE stream = $1 AND event_id = ANY($2::text[]) ORDER BY revision`,
       [stream, [...eventIds]],
     );
@@ -166,6 +170,7 @@ export class PostgresEventStore implements EventStore {
       : 'AND transaction_id < pg_snapshot_xmin(pg_current_snapshot())';
     const prefix = streamPrefix ? 'AND starts_with(stream, $3)' : '';
     return this.read(
+      `ledger_read_all${mark ? '' : '_unguarded'}${prefix ? '_prefix' : ''}`,
       `SELECT ${COLUMNS} FROM ledger_events WHERE position > $1 ${mark} ${prefix} ORDER BY position LIMIT $2`,
       streamPrefix ? [after, limit, streamPrefix] : [after, limit],
     );
@@ -239,8 +244,14 @@ export class PostgresEventStore implements EventStore {
     await this.pool.end().catch(() => undefined);
   }
 
-  private async read(text: string, values: unknown[]): Promise<StoredEvent[]> {
-    return (await query<EventRow>(await this.open(), text, values)).map(decode);
+  /** A read by a named statement: parsed and planned once per connection, not at every call. */
+  private async read(name: string, text: string, values: unknown[]): Promise<StoredEvent[]> {
+    const pool = await this.open();
+    try {
+      return (await pool.query<EventRow>({ name, text, values })).rows.map(decode);
+    } catch (error) {
+      throw toPortError(error);
+    }
   }
 }
 
@@ -264,8 +275,10 @@ export async function writeAppend(
     expectedRevision === NO_STREAM
       ? 'INSERT INTO ledger_streams (stream, revision) VALUES ($1, $3) ON CONFLICT (stream) DO NOTHING RETURNING 1'
       : 'UPDATE ledger_streams SET revision = $3 WHERE stream = $1 AND revision = $2 RETURNING 1';
-  const { rows } = await (client as Pick<Pool, 'query'>).query<{ position: string }>(
-    `WITH moved AS (${move})
+  const { rows } = await (client as Pick<Pool, 'query'>).query<{ position: string }>({
+    // Named: parsed and planned once per connection, not at every append.
+    name: expectedRevision === NO_STREAM ? 'ledger_append_new' : 'ledger_append',
+    text: `WITH moved AS (${move})
      INSERT INTO ledger_events (position, transaction_id, stream, revision, event_id, type, data, metadata)
      SELECT pg_current_xact_id()::text::bigint * 65536 + e.ordinality - 1, pg_current_xact_id(),
             $1, $2::integer + e.ordinality::integer, e.event_id, e.type, e.data, e.metadata
@@ -273,7 +286,7 @@ export async function writeAppend(
             WITH ORDINALITY AS e(event_id, type, data, metadata)
       WHERE EXISTS (SELECT 1 FROM moved)
      RETURNING position`,
-    [
+    values: [
       stream,
       expectedRevision,
       expectedRevision + events.length,
@@ -282,7 +295,7 @@ export async function writeAppend(
       events.map((event) => JSON.stringify(event.data)),
       events.map((event) => JSON.stringify(event.metadata)),
     ],
-  );
+  });
   if (rows.length === 0) return undefined;
   return Math.max(...rows.map((row) => toPosition(row.position)));
 }
