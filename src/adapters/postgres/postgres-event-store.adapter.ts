@@ -51,10 +51,12 @@ const COLUMNS = 'position, stream, revision, event_id, type, data, metadata';
 /**
  * The event log in PostgreSQL (docs/postgres.md), shared by every instance that connects to it.
  *
- * An append is one transaction: the stream's row in `ledger_streams` moves from the expected
- * revision to the new one (an UPDATE … WHERE revision = expected, or an INSERT for a new stream,
- * which a concurrent writer of the same stream waits on and then finds changed), then the events
- * are inserted; the promise settles only after COMMIT has answered.
+ * An append is one statement, so one transaction: the stream's row in `ledger_streams` moves from
+ * the expected revision to the new one (an UPDATE … WHERE revision = expected, or an INSERT for a
+ * new stream, which a concurrent writer of the same stream waits on and then finds changed), and
+ * the events are inserted; the promise settles only when the server has answered the statement,
+ * which it does once the transaction has committed (pg settles a query at ReadyForQuery). Followers
+ * are told after the commit (`Announcer`).
  *
  * Positions, and the trap they avoid. A sequence numbers rows when they are inserted, but
  * transactions commit in another order: one that took 5 can commit after one that took 6, and a
