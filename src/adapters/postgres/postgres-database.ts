@@ -198,13 +198,19 @@ export function openPool(options: PostgresOptions): Pool {
 }
 
 /**
- * A session kept outside the pool for an election (the projector's, the webhook consumer's): the
- * advisory lock lives and ends with it, so it takes the pool's keep-alives and idle-transaction
+ * A session kept outside the pool for an election (the projector's, the webhook consumer's), opened:
+ * the advisory lock lives and ends with it, so it takes the pool's keep-alives and idle-transaction
  * bound (docs/postgres.md, "Faults"), and no query timeout, since it waits on nothing but its own
- * short statements. Not connected yet: the caller attaches its listeners first.
+ * short statements. `lose` is told once, with why, when the session fails or ends (the server ended
+ * it, the link was reset, the caller ended it), or when it cannot be opened, which then throws the
+ * port's error; the session is ended either way, so its lock goes with it.
  */
-export function electionClient(options: PostgresOptions, applicationName: string): Client {
-  return new Client({
+export async function electionClient(
+  options: PostgresOptions,
+  applicationName: string,
+  lose: (error: Error) => void,
+): Promise<Client> {
+  const client = new Client({
     connectionString: options.connectionString,
     connectionTimeoutMillis: options.connectTimeoutMs ?? 5_000,
     application_name: applicationName,
@@ -212,6 +218,22 @@ export function electionClient(options: PostgresOptions, applicationName: string
     options: SERVER_KEEPALIVES,
     idle_in_transaction_session_timeout: options.idleInTransactionTimeoutMs ?? 10_000,
   });
+  let lost = false;
+  const end = (error: Error) => {
+    if (lost) return;
+    lost = true;
+    client.end().catch(() => undefined);
+    lose(error);
+  };
+  client.on('error', end);
+  client.on('end', () => end(new Error(`the session ${applicationName} ended`)));
+  try {
+    await client.connect();
+  } catch (error) {
+    end(error instanceof Error ? error : new Error(String(error)));
+    throw toPortError(error);
+  }
+  return client;
 }
 
 const migrated = new WeakMap<Pool, Promise<void>>();
