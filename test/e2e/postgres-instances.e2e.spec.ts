@@ -150,6 +150,13 @@ async function missingFromList(database: TestDatabase, instance: LedgerProcess, 
 describeWithPostgres('two built instances on one PostgreSQL', (database) => {
   const env = () => ({ LEDGER_STORE: 'postgres', DATABASE_URL: database().url });
 
+  it('refuses to start with a query timeout outside its range, in one line that names the setting', async () => {
+    // It exits on its own: the refusal is awaited, not raced against a guess of how long a start takes.
+    await expect(startLedger({ env: { ...env(), LEDGER_POSTGRES_QUERY_TIMEOUT_MS: '0' } })).rejects.toThrow(
+      'LEDGER_POSTGRES_QUERY_TIMEOUT_MS must be an integer from 1000 to 600000, got "0"',
+    );
+  });
+
   describe('on direct connections', () => {
     let instances: LedgerProcess[] = [];
     beforeEach(async () => {

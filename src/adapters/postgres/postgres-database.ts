@@ -1,4 +1,5 @@
 import { Client, Pool, type PoolClient } from 'pg';
+import { POSTGRES_QUERY_TIMEOUT_MS } from '../../config/ledger-config';
 import { RevisionConflictError, StoreUnavailableError } from '../../store/event-store.port';
 
 /**
@@ -161,13 +162,11 @@ export interface PostgresOptions {
   /**
    * How long a statement may go unanswered before its connection is given up and the request
    * answered as unavailable: a connection whose peer fell silent (a cut link) is not noticed by
-   * TCP for hours, and a request on it would wait as long.
+   * TCP for hours, and a request on it would wait as long (LEDGER_POSTGRES_QUERY_TIMEOUT_MS,
+   * default POSTGRES_QUERY_TIMEOUT_MS).
    */
   queryTimeoutMs?: number;
 }
-
-/** The default of `queryTimeoutMs`: far above any statement of these adapters, well below an operator's patience. */
-export const QUERY_TIMEOUT_MS = 15_000;
 
 /**
  * Server-side TCP keep-alives for the adapters' sessions: a session whose client is cut off without
@@ -189,7 +188,7 @@ export function openPool(options: PostgresOptions): Pool {
     keepAlive: true,
     options: SERVER_KEEPALIVES,
     idle_in_transaction_session_timeout: options.idleInTransactionTimeoutMs ?? 10_000,
-    query_timeout: options.queryTimeoutMs ?? QUERY_TIMEOUT_MS,
+    query_timeout: options.queryTimeoutMs ?? POSTGRES_QUERY_TIMEOUT_MS,
   });
   // An idle connection the server dropped (a restart, a network cut) is an 'error' on the pool:
   // without a listener it would end the process; the next request opens a new one.
