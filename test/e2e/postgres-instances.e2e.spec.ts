@@ -512,13 +512,18 @@ describeWithPostgres('two built instances on one PostgreSQL', (database) => {
           );
       }, 240_000);
       afterAll(async () => {
-        // Each step on its own: a failure of one leaves none of the others behind.
-        await direct?.stop().catch(() => undefined);
-        direct?.cleanup();
-        await cut?.stopAll().catch(() => undefined);
-        cut?.cleanup();
-        await linked?.stop().catch(() => undefined);
-        link?.remove();
+        // Each step on its own, the namespace removed whatever failed before: a test that failed
+        // mid-cut leaves the link down, so the instance inside is killed, not asked to finish.
+        try {
+          await cut?.kill().catch(() => undefined);
+          await cut?.closeForwarders().catch(() => undefined);
+          cut?.cleanup();
+          await direct?.stop().catch(() => undefined);
+          direct?.cleanup();
+          await linked?.stop().catch(() => undefined);
+        } finally {
+          link?.remove();
+        }
       }, 120_000);
 
       it('the server ends its idle sessions by keep-alive, the other instance projects and consumes, the cut one answers typed 503s; back, it serves again with nothing lost or dispatched twice', async () => {

@@ -124,8 +124,8 @@ net.createServer((inbound) => {
 `;
 
 export interface NamespacedLedger extends LedgerProcess {
-  /** Stops the ledger and the forwarders to its HTTP port. */
-  stopAll(): Promise<void>;
+  /** Closes the forwarders to its HTTP port (once the ledger is stopped or killed). */
+  closeForwarders(): Promise<void>;
 }
 
 /**
@@ -187,13 +187,7 @@ export async function startLedgerInNamespace(link: NamespaceLink, options: Start
       wrap: ['ip', 'netns', 'exec', link.name],
       baseUrl: `http://127.0.0.1:${hostPort}`,
     });
-    return {
-      ...ledger,
-      stopAll: async () => {
-        await ledger.stop();
-        await closeForwarders();
-      },
-    };
+    return { ...ledger, closeForwarders };
   } catch (error) {
     await closeForwarders();
     throw error;
