@@ -119,12 +119,17 @@ async function takeOverOf(
   database: TestDatabase,
   leaseId: string,
 ): Promise<{ holder: string; acquired_at_ms: number; took_over: { holder: string; expired_at_ms: number } }> {
+  const rows = await rowsOf<{ record: string }>(database, 'SELECT record FROM ledger_leases');
+  const records = rows.map((row) => JSON.parse(row.record));
+  return records.find((record) => record.took_over?.lease_id === leaseId);
+}
+
+/** The rows of one statement, on a connection of its own to the test's database. */
+async function rowsOf<Row>(database: TestDatabase, text: string, values: unknown[] = []): Promise<Row[]> {
   const client = new Client({ connectionString: database.url });
   await client.connect();
   try {
-    const { rows } = await client.query<{ record: string }>('SELECT record FROM ledger_leases');
-    const records = rows.map((row) => JSON.parse(row.record));
-    return records.find((record) => record.took_over?.lease_id === leaseId);
+    return (await client.query(text, values)).rows as Row[];
   } finally {
     await client.end();
   }
@@ -137,37 +142,42 @@ async function takeOverOf(
 async function electionHolders(
   database: TestDatabase,
 ): Promise<Record<'projector' | 'webhookConsumer', { address: string; state: string } | undefined>> {
-  const client = new Client({ connectionString: database.url });
-  await client.connect();
-  try {
-    const { rows } = await client.query<{ key: string; address: string; state: string }>(
-      `SELECT l.objid::bigint::text AS key, host(a.client_addr) AS address, a.state
-         FROM pg_locks l JOIN pg_stat_activity a ON a.pid = l.pid
-        WHERE l.locktype = 'advisory' AND l.granted AND a.datname = current_database()`,
-    );
-    const holder = (key: number) => {
-      const row = rows.find((entry) => entry.key === String(key));
-      return row && { address: row.address, state: row.state };
-    };
-    return { projector: holder(ADVISORY_LOCKS.projector), webhookConsumer: holder(ADVISORY_LOCKS.webhookConsumer) };
-  } finally {
-    await client.end();
-  }
+  const rows = await rowsOf<{ key: string; address: string; state: string }>(
+    database,
+    `SELECT l.objid::bigint::text AS key, host(a.client_addr) AS address, a.state
+       FROM pg_locks l JOIN pg_stat_activity a ON a.pid = l.pid
+      WHERE l.locktype = 'advisory' AND l.granted AND a.datname = current_database()`,
+  );
+  const holder = (key: number) => {
+    const row = rows.find((entry) => entry.key === String(key));
+    return row && { address: row.address, state: row.state };
+  };
+  return { projector: holder(ADVISORY_LOCKS.projector), webhookConsumer: holder(ADVISORY_LOCKS.webhookConsumer) };
 }
 
 /** How many sessions the server keeps for clients at `address`. */
 async function sessionsFrom(database: TestDatabase, address: string): Promise<number> {
-  const client = new Client({ connectionString: database.url });
-  await client.connect();
-  try {
-    const { rows } = await client.query<{ count: string }>(
-      'SELECT count(*) AS count FROM pg_stat_activity WHERE host(client_addr) = $1',
-      [address],
-    );
-    return Number(rows[0].count);
-  } finally {
-    await client.end();
-  }
+  const [row] = await rowsOf<{ count: string }>(
+    database,
+    'SELECT count(*) AS count FROM pg_stat_activity WHERE host(client_addr) = $1',
+    [address],
+  );
+  return Number(row.count);
+}
+
+/** A fresh operation's plan sent to `instance`, as `answerOf` reports the answer. */
+function planProbe(instance: LedgerProcess, name: string): Promise<string> {
+  const probe = `run_${randomUUID().slice(0, 8)}/${name}`;
+  return answerOf(instance, 'POST', `${opPath(probe)}/events`, {
+    events: [
+      fact('StepPlanned', {
+        run_id: probe.split('/')[0],
+        tool: 'create_invoice',
+        side_effect: 'write',
+        input_hash: INPUT_1,
+      }),
+    ],
+  });
 }
 
 /** Whether an instance projects the shared read models or copies them (docs/postgres.md, "Read models"). */
@@ -391,20 +401,10 @@ describeWithPostgres('two built instances on one PostgreSQL', (database) => {
         if (kind === 'reset') await proxy.cut();
         else proxy.silence();
         // The cut instance, asked for a write, a renewal of its worker's lease and a read of the log.
-        const probe = `run_${randomUUID().slice(0, 8)}/pg-cut-probe`;
         // Asked at once, side by side: each must be answered, by a typed 503.
         during.push(
           ...(await Promise.all([
-            answerOf(cut, 'POST', `${opPath(probe)}/events`, {
-              events: [
-                fact('StepPlanned', {
-                  run_id: probe.split('/')[0],
-                  tool: 'create_invoice',
-                  side_effect: 'write',
-                  input_hash: INPUT_1,
-                }),
-              ],
-            }),
+            planProbe(cut, 'pg-cut-probe'),
             answerOf(cut, 'POST', `${opPath(held)}/lease/renew`, { lease_id: lease.id, lease_ms: LEASE_MS }),
             answerOf(cut, 'GET', `${opPath(held)}/events`),
           ])),
@@ -544,19 +544,9 @@ describeWithPostgres('two built instances on one PostgreSQL', (database) => {
         });
 
         (link as NamespaceLink).silence();
-        const probe = `run_${randomUUID().slice(0, 8)}/pg-netns-probe`;
         // Asked at once, side by side, while the server is still waiting on its probes.
         const during = Promise.all([
-          answerOf(inside, 'POST', `${opPath(probe)}/events`, {
-            events: [
-              fact('StepPlanned', {
-                run_id: probe.split('/')[0],
-                tool: 'create_invoice',
-                side_effect: 'write',
-                input_hash: INPUT_1,
-              }),
-            ],
-          }),
+          planProbe(inside, 'pg-netns-probe'),
           answerOf(inside, 'GET', `${opPath(before.refs[0])}/events`),
         ]);
         // The server ends every session from the namespace: nothing of the instance inside is left.
