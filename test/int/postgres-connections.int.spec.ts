@@ -69,15 +69,15 @@ describeWithPostgres('PostgreSQL connections of the adapters', (database) => {
     }
   });
 
-  it("asks the server to probe every session's connection after seconds of silence", async () => {
+  it("asks the server to probe every session's connection after seconds of silence, and to give up data left unacknowledged as long", async () => {
     const pool = openPool({ connectionString: database().url });
     try {
       const [settings] = await query<Record<string, string>>(
         pool,
         `SELECT current_setting('tcp_keepalives_idle') AS idle, current_setting('tcp_keepalives_interval') AS interval,
-                current_setting('tcp_keepalives_count') AS count`,
+                current_setting('tcp_keepalives_count') AS count, current_setting('tcp_user_timeout') AS user_timeout`,
       );
-      expect(settings).toEqual({ idle: '5', interval: '2', count: '3' });
+      expect(settings).toEqual({ idle: '5', interval: '2', count: '3', user_timeout: '11000' });
     } finally {
       await pool.end();
     }

@@ -172,9 +172,13 @@ export interface PostgresOptions {
  * Server-side TCP keep-alives for the adapters' sessions: a session whose client is cut off without
  * a reset (a link gone silent) is ended by the server after about 5 + 3 × 2 s of silence, not the
  * system's two hours, and with it its transaction and its advisory locks (the projector's, the
- * webhook consumer's: docs/postgres.md, "Faults").
+ * webhook consumer's: docs/postgres.md, "Faults"). Keep-alives probe only a connection with nothing
+ * unacknowledged: one whose last answer was still on its way when the link fell silent is left to
+ * retransmissions (about 15 minutes by the system's default), so the same 11 s also bounds how long
+ * sent data may stay unacknowledged (`tcp_user_timeout`).
  */
-export const SERVER_KEEPALIVES = '-c tcp_keepalives_idle=5 -c tcp_keepalives_interval=2 -c tcp_keepalives_count=3';
+export const SERVER_KEEPALIVES =
+  '-c tcp_keepalives_idle=5 -c tcp_keepalives_interval=2 -c tcp_keepalives_count=3 -c tcp_user_timeout=11000';
 
 export function openPool(options: PostgresOptions): Pool {
   const pool = new Pool({
