@@ -11,6 +11,7 @@ import type { ReadModel, ReadModelOptions } from '../store/read-model.port';
 import type { TimeBaseStore } from '../store/time-base.port';
 import type { IdempotencyKeyStore } from '../store/idempotency-key-store.port';
 import type { SharedReadModelStore } from '../store/shared-read-model.port';
+import type { PostgresOptions } from './postgres/postgres-database';
 
 export interface StoreHooks {
   /** A log written before anchors existed was anchored as it stands (said loudly by the caller). */
@@ -20,6 +21,11 @@ export interface StoreHooks {
   onGroupCommitted?: (appends: number, events: number) => void;
   /** A subscription to the log changed state (connecting, live, reconnecting, stopped): for metrics. */
   onSubscriptionStatus?: (subscription: number, state: string) => void;
+}
+
+/** Every PostgreSQL adapter's connection settings, from the configuration (docs/postgres.md, "Faults"). */
+function postgresOptions(config: LedgerConfig): PostgresOptions {
+  return { connectionString: config.databaseUrl as string, queryTimeoutMs: config.postgresQueryTimeoutMs };
 }
 
 /** The configured adapter behind the port; nothing else knows which one runs. */
@@ -34,7 +40,7 @@ export async function openEventStore(config: LedgerConfig, hooks: StoreHooks = {
   }
   if (config.store === 'postgres') {
     const { PostgresEventStore } = await import('./postgres/postgres-event-store.adapter');
-    return new PostgresEventStore({ connectionString: config.databaseUrl as string });
+    return new PostgresEventStore(postgresOptions(config));
   }
   return SqliteEventStore.open({
     file: config.eventsFile,
@@ -58,7 +64,7 @@ export async function openLeaseStore(config: LedgerConfig, _events: EventStore):
   }
   if (config.store === 'postgres') {
     const { PostgresLeaseStore } = await import('./postgres/postgres-lease-store.adapter');
-    return new PostgresLeaseStore({ connectionString: config.databaseUrl as string });
+    return new PostgresLeaseStore(postgresOptions(config));
   }
   return SqliteLeaseStore.open({ file: config.eventsFile, busyTimeoutMs: config.sqliteBusyTimeoutMs });
 }
@@ -75,7 +81,7 @@ export async function openTimeBaseStore(config: LedgerConfig): Promise<TimeBaseS
   if (config.store === 'postgres') {
     const { PostgresTimeBaseStore } = await import('./postgres/postgres-time-base.adapter');
     // Judged on the database's clock: one clock for every host on the database (docs/postgres.md).
-    return new PostgresTimeBaseStore({ connectionString: config.databaseUrl as string, wallClock: 'database' });
+    return new PostgresTimeBaseStore({ ...postgresOptions(config), wallClock: 'database' });
   }
   return SqliteTimeBaseStore.open({ file: config.eventsFile, busyTimeoutMs: config.sqliteBusyTimeoutMs });
 }
@@ -110,7 +116,7 @@ export function openEmbeddedLogReader(file: string, busyTimeoutMs: number): { st
 export async function openSharedIdempotencyKeyStore(config: LedgerConfig): Promise<IdempotencyKeyStore | undefined> {
   if (config.store !== 'postgres') return undefined;
   const { PostgresIdempotencyKeyStore } = await import('./postgres/postgres-idempotency-key-store.adapter');
-  return new PostgresIdempotencyKeyStore({ connectionString: config.databaseUrl as string });
+  return new PostgresIdempotencyKeyStore(postgresOptions(config));
 }
 
 /** The read model: a SQLite file beside the data whatever holds the log, since it is rebuilt from it. */
@@ -129,7 +135,7 @@ export async function openSharedWebhookStore(
 ): Promise<(WebhookStore & { readonly secretsAtRest: SecretsAtRest }) | undefined> {
   if (config.store !== 'postgres') return undefined;
   const { PostgresWebhookStore } = await import('./postgres/postgres-webhook-store.adapter');
-  return PostgresWebhookStore.open({ connectionString: config.databaseUrl as string, ...options });
+  return PostgresWebhookStore.open({ ...postgresOptions(config), ...options });
 }
 
 /** The webhook subscriptions and outbox, a SQLite file beside the data (docs/webhooks.md). */
@@ -147,5 +153,5 @@ export function openWebhookFile(
 export async function openSharedReadModelStore(config: LedgerConfig): Promise<SharedReadModelStore | undefined> {
   if (config.store !== 'postgres') return undefined;
   const { PostgresSharedReadModelStore } = await import('./postgres/postgres-read-model.adapter');
-  return new PostgresSharedReadModelStore({ connectionString: config.databaseUrl as string });
+  return new PostgresSharedReadModelStore(postgresOptions(config));
 }

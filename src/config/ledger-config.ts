@@ -26,6 +26,11 @@ export interface LedgerConfig {
   eventStoreConnectionString?: string;
   /** The PostgreSQL database of `store: 'postgres'` (DATABASE_URL; docs/postgres.md). */
   databaseUrl?: string;
+  /**
+   * How long a statement to PostgreSQL may go unanswered before its connection is given up and the
+   * request answered `503 STORE_UNAVAILABLE` (LEDGER_POSTGRES_QUERY_TIMEOUT_MS; docs/postgres.md, "Faults").
+   */
+  postgresQueryTimeoutMs: number;
   /** Raw `key:role:tenant` entries; parsed and checked by the auth module. */
   apiKeys: string[];
   apiKeysFile?: string;
@@ -90,6 +95,13 @@ export interface LedgerConfig {
 }
 
 export const CONFIG = Symbol('LEDGER_CONFIG');
+
+/**
+ * The default of LEDGER_POSTGRES_QUERY_TIMEOUT_MS: far above any statement of the PostgreSQL
+ * adapters, well below an operator's patience. Its bounds, and why a short one loses nothing:
+ * docs/postgres.md, "Faults".
+ */
+export const POSTGRES_QUERY_TIMEOUT_MS = 15_000;
 
 export class ConfigError extends Error {
   constructor(message: string) {
@@ -225,6 +237,14 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): LedgerConfig {
     store,
     eventStoreConnectionString: env.EVENTSTORE_CONNECTION_STRING,
     databaseUrl: store === 'postgres' ? env.DATABASE_URL : undefined,
+    // Not 0: without it a request on a connection whose link fell silent waits until the link is back.
+    postgresQueryTimeoutMs: integerSetting(
+      env,
+      'LEDGER_POSTGRES_QUERY_TIMEOUT_MS',
+      POSTGRES_QUERY_TIMEOUT_MS,
+      1_000,
+      600_000,
+    ),
     apiKeys: list(env.LEDGER_API_KEYS),
     apiKeysFile: env.LEDGER_API_KEYS_FILE || undefined,
     bodyLimitBytes: integerSetting(env, 'LEDGER_BODY_LIMIT_BYTES', 256 * 1024, 1024, 64 * 1024 * 1024),

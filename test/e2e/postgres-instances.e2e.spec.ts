@@ -11,11 +11,21 @@ import { createHash, randomUUID } from 'node:crypto';
 import { existsSync } from 'node:fs';
 import { canonicalJson } from '@recovery-ledger/core';
 import { Client } from 'pg';
+import { ADVISORY_LOCKS } from '../../src/adapters/postgres/postgres-database';
 import { PostgresEventStore } from '../../src/adapters/postgres/postgres-event-store.adapter';
 import { operationStream } from '../../src/store/stream-names';
 import { fact, ledgerAt, opPath, request, type HttpAnswer } from '../support/http';
 import { startLedger, type LedgerProcess } from '../support/ledger-process';
-import { describeWithPostgres, type TestDatabase } from '../support/postgres';
+import {
+  createNamespaceLink,
+  namespacesAvailable,
+  NETNS_REQUIRED,
+  NETNS_SKIP_LINE,
+  startLedgerInNamespace,
+  type NamespaceLink,
+  type NamespacedLedger,
+} from '../support/network-namespace';
+import { describeWithPostgres, startTestDatabase, type TestDatabase } from '../support/postgres';
 import { envelopes, INPUT_1, ok } from '../support/scenario';
 import { startTcpProxy, type TcpProxy } from '../support/tcp-proxy';
 import { until } from '../support/until';
@@ -109,15 +119,65 @@ async function takeOverOf(
   database: TestDatabase,
   leaseId: string,
 ): Promise<{ holder: string; acquired_at_ms: number; took_over: { holder: string; expired_at_ms: number } }> {
+  const rows = await rowsOf<{ record: string }>(database, 'SELECT record FROM ledger_leases');
+  const records = rows.map((row) => JSON.parse(row.record));
+  return records.find((record) => record.took_over?.lease_id === leaseId);
+}
+
+/** The rows of one statement, on a connection of its own to the test's database. */
+async function rowsOf<Row>(database: TestDatabase, text: string, values: unknown[] = []): Promise<Row[]> {
   const client = new Client({ connectionString: database.url });
   await client.connect();
   try {
-    const { rows } = await client.query<{ record: string }>('SELECT record FROM ledger_leases');
-    const records = rows.map((row) => JSON.parse(row.record));
-    return records.find((record) => record.took_over?.lease_id === leaseId);
+    return (await client.query(text, values)).rows as Row[];
   } finally {
     await client.end();
   }
+}
+
+/**
+ * Who holds each election's advisory lock (the projector's, the webhook consumer's), as the server
+ * sees it: the client address of the session holding it, and that session's state.
+ */
+async function electionHolders(
+  database: TestDatabase,
+): Promise<Record<'projector' | 'webhookConsumer', { address: string; state: string } | undefined>> {
+  const rows = await rowsOf<{ key: string; address: string; state: string }>(
+    database,
+    `SELECT l.objid::bigint::text AS key, host(a.client_addr) AS address, a.state
+       FROM pg_locks l JOIN pg_stat_activity a ON a.pid = l.pid
+      WHERE l.locktype = 'advisory' AND l.granted AND a.datname = current_database()`,
+  );
+  const holder = (key: number) => {
+    const row = rows.find((entry) => entry.key === String(key));
+    return row && { address: row.address, state: row.state };
+  };
+  return { projector: holder(ADVISORY_LOCKS.projector), webhookConsumer: holder(ADVISORY_LOCKS.webhookConsumer) };
+}
+
+/** How many sessions the server keeps for clients at `address`. */
+async function sessionsFrom(database: TestDatabase, address: string): Promise<number> {
+  const [row] = await rowsOf<{ count: string }>(
+    database,
+    'SELECT count(*) AS count FROM pg_stat_activity WHERE host(client_addr) = $1',
+    [address],
+  );
+  return Number(row.count);
+}
+
+/** A fresh operation's plan sent to `instance`, as `answerOf` reports the answer. */
+function planProbe(instance: LedgerProcess, name: string): Promise<string> {
+  const probe = `run_${randomUUID().slice(0, 8)}/${name}`;
+  return answerOf(instance, 'POST', `${opPath(probe)}/events`, {
+    events: [
+      fact('StepPlanned', {
+        run_id: probe.split('/')[0],
+        tool: 'create_invoice',
+        side_effect: 'write',
+        input_hash: INPUT_1,
+      }),
+    ],
+  });
 }
 
 /** Whether an instance projects the shared read models or copies them (docs/postgres.md, "Read models"). */
@@ -147,8 +207,32 @@ async function missingFromList(database: TestDatabase, instance: LedgerProcess, 
   return missing;
 }
 
+/** An answer as `status code`, or `no answer` when none came within a bound far above any round trip. */
+async function answerOf(instance: LedgerProcess, method: string, path: string, body?: unknown): Promise<string> {
+  try {
+    const response = await fetch(`${instance.baseUrl}${path}`, {
+      method,
+      headers: body === undefined ? {} : { 'content-type': 'application/json' },
+      body: body === undefined ? undefined : JSON.stringify(body),
+      signal: AbortSignal.timeout(60_000),
+    });
+    const type = response.headers.get('content-type') ?? '';
+    const parsed = (await response.json().catch(() => undefined)) as { code?: string } | undefined;
+    return `${response.status} ${response.status >= 400 && !type.startsWith('application/problem+json') ? 'not problem+json' : (parsed?.code ?? '')}`.trim();
+  } catch (error) {
+    return `no answer (${(error as Error).name})`;
+  }
+}
+
 describeWithPostgres('two built instances on one PostgreSQL', (database) => {
   const env = () => ({ LEDGER_STORE: 'postgres', DATABASE_URL: database().url });
+
+  it('refuses to start with a query timeout outside its range, in one line that names the setting', async () => {
+    // It exits on its own: the refusal is awaited, not raced against a guess of how long a start takes.
+    await expect(startLedger({ env: { ...env(), LEDGER_POSTGRES_QUERY_TIMEOUT_MS: '0' } })).rejects.toThrow(
+      'LEDGER_POSTGRES_QUERY_TIMEOUT_MS must be an integer from 1000 to 600000, got "0"',
+    );
+  });
 
   describe('on direct connections', () => {
     let instances: LedgerProcess[] = [];
@@ -270,23 +354,6 @@ describeWithPostgres('two built instances on one PostgreSQL', (database) => {
       await proxy?.close();
     });
 
-    /** An answer as `status code`, or `no answer` when none came within a bound far above any round trip. */
-    async function answerOf(instance: LedgerProcess, method: string, path: string, body?: unknown): Promise<string> {
-      try {
-        const response = await fetch(`${instance.baseUrl}${path}`, {
-          method,
-          headers: body === undefined ? {} : { 'content-type': 'application/json' },
-          body: body === undefined ? undefined : JSON.stringify(body),
-          signal: AbortSignal.timeout(60_000),
-        });
-        const type = response.headers.get('content-type') ?? '';
-        const parsed = (await response.json().catch(() => undefined)) as { code?: string } | undefined;
-        return `${response.status} ${response.status >= 400 && !type.startsWith('application/problem+json') ? 'not problem+json' : (parsed?.code ?? '')}`.trim();
-      } catch (error) {
-        return `no answer (${(error as Error).name})`;
-      }
-    }
-
     async function poll(instance: LedgerProcess, worker: string) {
       const answer = await request<{
         items: Array<{
@@ -334,20 +401,10 @@ describeWithPostgres('two built instances on one PostgreSQL', (database) => {
         if (kind === 'reset') await proxy.cut();
         else proxy.silence();
         // The cut instance, asked for a write, a renewal of its worker's lease and a read of the log.
-        const probe = `run_${randomUUID().slice(0, 8)}/pg-cut-probe`;
         // Asked at once, side by side: each must be answered, by a typed 503.
         during.push(
           ...(await Promise.all([
-            answerOf(cut, 'POST', `${opPath(probe)}/events`, {
-              events: [
-                fact('StepPlanned', {
-                  run_id: probe.split('/')[0],
-                  tool: 'create_invoice',
-                  side_effect: 'write',
-                  input_hash: INPUT_1,
-                }),
-              ],
-            }),
+            planProbe(cut, 'pg-cut-probe'),
             answerOf(cut, 'POST', `${opPath(held)}/lease/renew`, { lease_id: lease.id, lease_ms: LEASE_MS }),
             answerOf(cut, 'GET', `${opPath(held)}/events`),
           ])),
@@ -391,6 +448,163 @@ describeWithPostgres('two built instances on one PostgreSQL', (database) => {
       expect(await missingFromList(database(), direct, load)).toEqual([]);
     });
   });
+
+  /**
+   * One instance runs in a network namespace joined to this host by a veth pair, and reaches a
+   * PostgreSQL of its own that listens on the host end too (test/support/network-namespace.ts);
+   * the other connects on loopback. The instance inside is made the projector and the webhook
+   * consumer, left idle (its election sessions idle, not in a transaction), and then its link is
+   * silenced for real: the host end of the pair goes down, every packet either way is lost, and no
+   * proxy's kernel answers the server's keep-alive probes for it. The server must end its sessions
+   * by those probes (5 s, then 3 unanswered 2 s apart: docs/postgres.md, "Faults"), and with them
+   * the advisory locks, which the other instance then takes: it projects and consumes, while the
+   * instance cut off answers typed 503s. Once the link is back the cut instance serves again, gives
+   * up the roles it no longer holds, and nothing acknowledged is lost or dispatched twice. The wait
+   * for the take-over has a deadline far above the bound, so only a bound that does not hold (no
+   * keep-alives: two hours) fails it.
+   */
+  const namespaces = namespacesAvailable();
+  const ownCluster = !process.env.DATABASE_URL;
+  if (!namespaces) {
+    if (NETNS_REQUIRED)
+      describe('one instance in a network namespace', () => {
+        it('needs a network namespace (LEDGER_REQUIRE_NETNS=1)', () => {
+          throw new Error(NETNS_SKIP_LINE.replace('tests skipped', 'tests required'));
+        });
+      });
+    // Written directly: console.log inside Jest adds a stack frame, and this is meant as one line.
+    else process.stderr.write(`${NETNS_SKIP_LINE}\n`);
+  } else if (!ownCluster) {
+    process.stderr.write(
+      'network-namespace test skipped: it starts a PostgreSQL of its own that listens on the namespace link, and DATABASE_URL is set\n',
+    );
+  }
+  (namespaces && ownCluster ? describe : describe.skip)(
+    'one instance in a network namespace, its link to PostgreSQL silenced while it is idle',
+    () => {
+      let link: NamespaceLink | undefined;
+      let linked: TestDatabase | undefined;
+      let cut: NamespacedLedger | undefined;
+      let direct: LedgerProcess | undefined;
+      const db = () => linked as TestDatabase;
+      beforeAll(async () => {
+        link = createNamespaceLink();
+        linked = await startTestDatabase({ address: link.hostAddress, client: link.namespaceAddress });
+        const url = new URL(linked.url);
+        url.hostname = link.hostAddress;
+        cut = await startLedgerInNamespace(link, { env: { LEDGER_STORE: 'postgres', DATABASE_URL: url.toString() } });
+        const inside = link.namespaceAddress;
+        // Started once the first holds both roles, so the instance cut off is the projector and the consumer.
+        await until(
+          () => electionHolders(db()),
+          (holders) => holders.projector?.address === inside && holders.webhookConsumer?.address === inside,
+          'the instance in the namespace to project and consume',
+          60_000,
+        );
+        direct = await startLedger({ env: { LEDGER_STORE: 'postgres', DATABASE_URL: linked.url } });
+        // The whole-log audit behind each start is left to finish first (see the proxy's cut above).
+        for (const instance of [cut, direct])
+          await until(
+            () => request(instance.baseUrl, 'GET', '/health/ready'),
+            (answer) => answer.body?.details?.integrity?.audit?.state === 'verified',
+            'the audit behind the start to finish',
+            60_000,
+          );
+      }, 240_000);
+      afterAll(async () => {
+        // Each step on its own, the namespace removed whatever failed before: a test that failed
+        // mid-cut leaves the link down, so the instance inside is killed, not asked to finish.
+        try {
+          await cut?.kill().catch(() => undefined);
+          await cut?.closeForwarders().catch(() => undefined);
+          cut?.cleanup();
+          await direct?.stop().catch(() => undefined);
+          direct?.cleanup();
+          await linked?.stop().catch(() => undefined);
+        } finally {
+          link?.remove();
+        }
+      }, 120_000);
+
+      it('the server ends its idle sessions by keep-alive, the other instance projects and consumes, the cut one answers typed 503s; back, it serves again with nothing lost or dispatched twice', async () => {
+        const [inside, outside] = [cut as NamespacedLedger, direct as LedgerProcess];
+        const { namespaceAddress } = link as NamespaceLink;
+        expect(await readModelRole(outside)).toBe('copy');
+        const before = await runLoad([inside, outside], async () => undefined);
+        // Idle: everything published (its list has the whole load), both election sessions idle.
+        expect(await missingFromList(db(), inside, before)).toEqual([]);
+        const idle = await until(
+          () => electionHolders(db()),
+          (holders) => holders.projector?.state === 'idle' && holders.webhookConsumer?.state === 'idle',
+          'the election sessions of the instance inside to be idle',
+        );
+        expect(idle).toMatchObject({
+          projector: { address: namespaceAddress },
+          webhookConsumer: { address: namespaceAddress },
+        });
+
+        (link as NamespaceLink).silence();
+        // Asked at once, side by side, while the server is still waiting on its probes.
+        const during = Promise.all([
+          planProbe(inside, 'pg-netns-probe'),
+          answerOf(inside, 'GET', `${opPath(before.refs[0])}/events`),
+        ]);
+        // The server ends every session from the namespace: nothing of the instance inside is left.
+        await until(
+          () => sessionsFrom(db(), namespaceAddress),
+          (count) => count === 0,
+          'the server to end the sessions of the instance cut off',
+          120_000,
+        );
+        const taken = await until(
+          () => electionHolders(db()),
+          (holders) => holders.projector?.address === '127.0.0.1' && holders.webhookConsumer?.address === '127.0.0.1',
+          'the instance still connected to take both advisory locks',
+          60_000,
+        );
+        expect(taken).toMatchObject({ projector: { address: '127.0.0.1' }, webhookConsumer: { address: '127.0.0.1' } });
+        // Ended by its keep-alives, the server says so: its read from the silent client timed out.
+        expect((db().serverLog as () => string)()).toMatch(/could not receive data from client: Connection timed out/);
+        await until(
+          () => readModelRole(outside),
+          (role) => role === 'projector',
+          'the instance still connected to project',
+        );
+        expect(await during).toEqual(['503 STORE_UNAVAILABLE', '503 STORE_UNAVAILABLE']);
+        // Meanwhile the other serves alone, and its own projection lists what it takes.
+        const meanwhile = await runLoad([outside], async () => undefined);
+        expect(await missingFromList(db(), outside, meanwhile)).toEqual([]);
+
+        (link as NamespaceLink).restore();
+        await until(
+          () => request(inside.baseUrl, 'GET', '/health/ready'),
+          (answer) => answer.status === 200,
+          'the cut instance ready again',
+          60_000,
+        );
+        const after = await runLoad([inside, outside], async () => undefined);
+        // It finds its old sessions gone and copies what the other projects: one projector, one consumer.
+        await until(
+          () => readModelRole(inside),
+          (role) => role === 'copy',
+          'the instance that was cut off to copy the read models',
+          60_000,
+        );
+        expect(await readModelRole(outside)).toBe('projector');
+        expect(await electionHolders(db())).toMatchObject({
+          projector: { address: '127.0.0.1' },
+          webhookConsumer: { address: '127.0.0.1' },
+        });
+        const all = {
+          refs: [...before.refs, ...meanwhile.refs, ...after.refs],
+          acknowledged: [...before.acknowledged, ...meanwhile.acknowledged, ...after.acknowledged],
+          acknowledgedAfterFault: 0,
+        };
+        expect(await audit(db(), all)).toEqual({ lost: [], twice: [] });
+        for (const instance of [inside, outside]) expect(await missingFromList(db(), instance, all)).toEqual([]);
+      }, 600_000);
+    },
+  );
 
   /**
    * One instance's wall clock stepped an hour ahead under Debian's libfaketime (the monotonic clock

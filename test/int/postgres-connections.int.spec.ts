@@ -4,9 +4,13 @@
  * unavailability (a 503), its connection not reused; a transaction the server ended for idling is
  * unavailability too, not an unexpected error; and the server is asked to probe the sessions'
  * connections every few seconds, so a silent client's session and advisory locks end in seconds.
+ * The query timeout is a setting (LEDGER_POSTGRES_QUERY_TIMEOUT_MS) that reaches the adapters the
+ * service opens.
  */
 import { Client } from 'pg';
 import { inTransaction, openPool, query } from '../../src/adapters/postgres/postgres-database';
+import { openSharedIdempotencyKeyStore } from '../../src/adapters/store.factory';
+import { loadConfig } from '../../src/config/ledger-config';
 import { StoreUnavailableError } from '../../src/store/event-store.port';
 import { describeWithPostgres } from '../support/postgres';
 import { startTcpProxy } from '../support/tcp-proxy';
@@ -65,17 +69,66 @@ describeWithPostgres('PostgreSQL connections of the adapters', (database) => {
     }
   });
 
-  it("asks the server to probe every session's connection after seconds of silence", async () => {
+  it("asks the server to probe every session's connection after seconds of silence, and to give up data left unacknowledged as long", async () => {
     const pool = openPool({ connectionString: database().url });
     try {
       const [settings] = await query<Record<string, string>>(
         pool,
         `SELECT current_setting('tcp_keepalives_idle') AS idle, current_setting('tcp_keepalives_interval') AS interval,
-                current_setting('tcp_keepalives_count') AS count`,
+                current_setting('tcp_keepalives_count') AS count, current_setting('tcp_user_timeout') AS user_timeout`,
       );
-      expect(settings).toEqual({ idle: '5', interval: '2', count: '3' });
+      expect(settings).toEqual({ idle: '5', interval: '2', count: '3', user_timeout: '11000' });
     } finally {
       await pool.end();
+    }
+  });
+
+  it('gives a statement up after LEDGER_POSTGRES_QUERY_TIMEOUT_MS, in the adapters the service opens from its settings', async () => {
+    const settings = (timeout: string) =>
+      loadConfig({ LEDGER_STORE: 'postgres', DATABASE_URL: database().url, LEDGER_POSTGRES_QUERY_TIMEOUT_MS: timeout });
+    // Opened as the service opens them: by the factory, from the configuration.
+    const patient = await openSharedIdempotencyKeyStore(settings('600000'));
+    const hasty = await openSharedIdempotencyKeyStore(settings('1000'));
+    const blocker = new Client({ connectionString: database().url });
+    await blocker.connect();
+    try {
+      if (!patient || !hasty) throw new Error('the factory opened no PostgreSQL store');
+      // Both migrated first, so that only the lock below holds their statements.
+      await patient.kept('warm-up', 0);
+      await hasty.kept('warm-up', 0);
+      // A transaction holding the table stands for a statement the server does not answer.
+      await blocker.query('BEGIN');
+      await blocker.query('LOCK TABLE ledger_idempotency_keys IN ACCESS EXCLUSIVE MODE');
+      const states: Record<string, string> = { patient: 'waiting', hasty: 'waiting' };
+      const follow = (name: string, asked: Promise<unknown>) =>
+        asked.then(
+          () => (states[name] = 'answered'),
+          (error: unknown) => (states[name] = error instanceof StoreUnavailableError ? 'unavailable' : String(error)),
+        );
+      // The patient store asks first and is seen waiting on the lock before the hasty one asks: had
+      // both the same timeout, the patient one would be given up first.
+      const patientDone = follow('patient', patient.kept('held', 0));
+      await until(
+        async () =>
+          (
+            await blocker.query(
+              "SELECT 1 FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND query LIKE '%ledger_idempotency_keys%'",
+            )
+          ).rowCount,
+        (count) => count === 1,
+        'the patient store to wait on the lock',
+      );
+      await follow('hasty', hasty.kept('held', 0));
+      expect(states).toEqual({ patient: 'waiting', hasty: 'unavailable' });
+      await blocker.query('ROLLBACK');
+      await patientDone;
+      expect(states).toEqual({ patient: 'answered', hasty: 'unavailable' });
+      // The hasty store's connection was given up, not its pool: it answers once the table is free.
+      expect(await hasty.kept('held', 0)).toBeUndefined();
+    } finally {
+      await blocker.end();
+      await patient?.close();
+      await hasty?.close();
     }
   });
 });

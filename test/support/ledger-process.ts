@@ -52,6 +52,13 @@ export interface StartOptions {
   cwd?: string;
   /** A file the process's stdout and stderr are appended to as they come (kept across restarts). */
   logFile?: string;
+  /**
+   * A command the service is run under, which execs it in place (`ip netns exec <name>`: see
+   * test/support/network-namespace.ts), so signals still reach the service itself.
+   */
+  wrap?: string[];
+  /** Where the tests reach the service, when not at its port on this host's loopback. */
+  baseUrl?: string;
 }
 
 /**
@@ -66,7 +73,8 @@ export async function startLedger(options: StartOptions = {}): Promise<LedgerPro
   if (!options.main) assertBuildCurrent();
   const port = options.port ?? (await freePort());
   const dataDir = options.dataDir ?? mkdtempSync(join(tmpdir(), 'ledger-e2e-'));
-  const child = spawn(process.execPath, [options.main ?? MAIN], {
+  const [command, ...prefix] = [...(options.wrap ?? []), process.execPath];
+  const child = spawn(command, [...prefix, options.main ?? MAIN], {
     cwd: options.cwd,
     env: { ...process.env, PORT: String(port), LEDGER_DATA_DIR: dataDir, LOG_LEVEL: 'warn', ...options.env },
     stdio: ['ignore', 'pipe', 'pipe'],
@@ -79,7 +87,7 @@ export async function startLedger(options: StartOptions = {}): Promise<LedgerPro
   child.stdout?.on('data', keep);
   child.stderr?.on('data', keep);
   const exited = new Promise<void>((resolveExit) => child.once('exit', () => resolveExit()));
-  const baseUrl = `http://127.0.0.1:${port}`;
+  const baseUrl = options.baseUrl ?? `http://127.0.0.1:${port}`;
   try {
     await untilReady(child, baseUrl, () => output, options.timeoutMs ?? LAST_RESORT_MS);
   } catch (error) {

@@ -13,7 +13,7 @@
  */
 import { execFileSync, spawnSync } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
-import { chownSync, existsSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
+import { appendFileSync, chownSync, existsSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -83,9 +83,21 @@ interface Cluster {
   stop(): void;
   /** Stops the server as a crash would and answers how to start it again (a throwaway cluster only). */
   crash?(): () => void;
+  /** What the server has logged so far (a throwaway cluster only). */
+  serverLog?(): string;
 }
 
-async function startCluster(binDir: string): Promise<Cluster> {
+/**
+ * Another address of this host for the server to listen on beside loopback (the host end of a
+ * network namespace's link: test/support/network-namespace.ts), and the one client address there
+ * it lets in, as loopback is, without a password.
+ */
+export interface ExtraListen {
+  address: string;
+  client: string;
+}
+
+async function startCluster(binDir: string, extra?: ExtraListen): Promise<Cluster> {
   const dir = mkdtempSync(join(tmpdir(), 'ledger-postgres-'));
   if (isRoot()) {
     const user = postgresUser() as { uid: number; gid: number };
@@ -94,13 +106,16 @@ async function startCluster(binDir: string): Promise<Cluster> {
   const data = join(dir, 'data');
   // No fsync: a throwaway cluster, and the tests assert what is committed, not what survives a power cut.
   runBinary(join(binDir, 'initdb'), ['-D', data, '-A', 'trust', '-U', 'postgres', '--no-sync', '-E', 'UTF8']);
+  // initdb's pg_hba.conf lets in loopback only: the one client of the extra address is added by name.
+  if (extra) appendFileSync(join(data, 'pg_hba.conf'), `host all all ${extra.client}/32 trust\n`);
+  const listen = ['127.0.0.1', ...(extra ? [extra.address] : [])].join(',');
   let port: number;
   let options = '';
   const start = () =>
     runBinary(join(binDir, 'pg_ctl'), ['-D', data, '-o', options, '-l', join(dir, 'server.log'), '-w', 'start']);
   for (let attempt = 0; ; attempt++) {
     port = await freePort();
-    options = `-p ${port} -k ${dir} -c listen_addresses=127.0.0.1 -c fsync=off -c max_connections=200`;
+    options = `-p ${port} -k ${dir} -c listen_addresses=${listen} -c fsync=off -c max_connections=200`;
     try {
       start();
       break;
@@ -122,6 +137,7 @@ async function startCluster(binDir: string): Promise<Cluster> {
       runBinary(join(binDir, 'pg_ctl'), ['-D', data, '-m', 'immediate', '-w', 'stop']);
       return start;
     },
+    serverLog: () => readFileSync(join(dir, 'server.log'), 'utf8'),
   };
 }
 
@@ -135,14 +151,20 @@ export interface TestDatabase {
    * answers how to start it again on the same port; only on a throwaway cluster, not DATABASE_URL.
    */
   crash?: () => () => void;
+  /** What the server has logged so far; only on a throwaway cluster. */
+  serverLog?: () => string;
   stop(): Promise<void>;
 }
 
-/** A fresh database on the configured server or on a throwaway cluster. */
-export async function startTestDatabase(): Promise<TestDatabase> {
-  const cluster = process.env.DATABASE_URL
-    ? { adminUrl: process.env.DATABASE_URL, stop: () => undefined }
-    : await startCluster(postgresBinDir() as string);
+/**
+ * A fresh database on the configured server or on a throwaway cluster; one that must also listen
+ * on another address (`extra`) is always a throwaway cluster of its own.
+ */
+export async function startTestDatabase(extra?: ExtraListen): Promise<TestDatabase> {
+  const cluster =
+    process.env.DATABASE_URL && !extra
+      ? { adminUrl: process.env.DATABASE_URL, stop: () => undefined }
+      : await startCluster(postgresBinDir() as string, extra);
   const name = `ledger_test_${randomUUID().replace(/-/g, '').slice(0, 16)}`;
   const admin = new Client({ connectionString: cluster.adminUrl });
   try {
@@ -160,6 +182,7 @@ export async function startTestDatabase(): Promise<TestDatabase> {
     url: url.toString(),
     adminUrl: cluster.adminUrl,
     ...('crash' in cluster && cluster.crash ? { crash: cluster.crash } : {}),
+    ...('serverLog' in cluster && cluster.serverLog ? { serverLog: cluster.serverLog } : {}),
     stop: async () => {
       const client = new Client({ connectionString: cluster.adminUrl });
       try {

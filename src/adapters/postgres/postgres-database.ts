@@ -1,4 +1,5 @@
 import { Client, Pool, type PoolClient } from 'pg';
+import { POSTGRES_QUERY_TIMEOUT_MS } from '../../config/ledger-config';
 import { RevisionConflictError, StoreUnavailableError } from '../../store/event-store.port';
 
 /**
@@ -161,21 +162,23 @@ export interface PostgresOptions {
   /**
    * How long a statement may go unanswered before its connection is given up and the request
    * answered as unavailable: a connection whose peer fell silent (a cut link) is not noticed by
-   * TCP for hours, and a request on it would wait as long.
+   * TCP for hours, and a request on it would wait as long (LEDGER_POSTGRES_QUERY_TIMEOUT_MS,
+   * default POSTGRES_QUERY_TIMEOUT_MS).
    */
   queryTimeoutMs?: number;
 }
-
-/** The default of `queryTimeoutMs`: far above any statement of these adapters, well below an operator's patience. */
-export const QUERY_TIMEOUT_MS = 15_000;
 
 /**
  * Server-side TCP keep-alives for the adapters' sessions: a session whose client is cut off without
  * a reset (a link gone silent) is ended by the server after about 5 + 3 × 2 s of silence, not the
  * system's two hours, and with it its transaction and its advisory locks (the projector's, the
- * webhook consumer's: docs/postgres.md, "Faults").
+ * webhook consumer's: docs/postgres.md, "Faults"). Keep-alives probe only a connection with nothing
+ * unacknowledged: one whose last answer was still on its way when the link fell silent is left to
+ * retransmissions (about 15 minutes by the system's default), so the same 11 s also bounds how long
+ * sent data may stay unacknowledged (`tcp_user_timeout`).
  */
-export const SERVER_KEEPALIVES = '-c tcp_keepalives_idle=5 -c tcp_keepalives_interval=2 -c tcp_keepalives_count=3';
+export const SERVER_KEEPALIVES =
+  '-c tcp_keepalives_idle=5 -c tcp_keepalives_interval=2 -c tcp_keepalives_count=3 -c tcp_user_timeout=11000';
 
 export function openPool(options: PostgresOptions): Pool {
   const pool = new Pool({
@@ -189,7 +192,7 @@ export function openPool(options: PostgresOptions): Pool {
     keepAlive: true,
     options: SERVER_KEEPALIVES,
     idle_in_transaction_session_timeout: options.idleInTransactionTimeoutMs ?? 10_000,
-    query_timeout: options.queryTimeoutMs ?? QUERY_TIMEOUT_MS,
+    query_timeout: options.queryTimeoutMs ?? POSTGRES_QUERY_TIMEOUT_MS,
   });
   // An idle connection the server dropped (a restart, a network cut) is an 'error' on the pool:
   // without a listener it would end the process; the next request opens a new one.
@@ -198,13 +201,19 @@ export function openPool(options: PostgresOptions): Pool {
 }
 
 /**
- * A session kept outside the pool for an election (the projector's, the webhook consumer's): the
- * advisory lock lives and ends with it, so it takes the pool's keep-alives and idle-transaction
+ * A session kept outside the pool for an election (the projector's, the webhook consumer's), opened:
+ * the advisory lock lives and ends with it, so it takes the pool's keep-alives and idle-transaction
  * bound (docs/postgres.md, "Faults"), and no query timeout, since it waits on nothing but its own
- * short statements. Not connected yet: the caller attaches its listeners first.
+ * short statements. `lose` is told once, with why, when the session fails or ends (the server ended
+ * it, the link was reset, the caller ended it), or when it cannot be opened, which then throws the
+ * port's error; the session is ended either way, so its lock goes with it.
  */
-export function electionClient(options: PostgresOptions, applicationName: string): Client {
-  return new Client({
+export async function electionClient(
+  options: PostgresOptions,
+  applicationName: string,
+  lose: (error: Error) => void,
+): Promise<Client> {
+  const client = new Client({
     connectionString: options.connectionString,
     connectionTimeoutMillis: options.connectTimeoutMs ?? 5_000,
     application_name: applicationName,
@@ -212,6 +221,22 @@ export function electionClient(options: PostgresOptions, applicationName: string
     options: SERVER_KEEPALIVES,
     idle_in_transaction_session_timeout: options.idleInTransactionTimeoutMs ?? 10_000,
   });
+  let lost = false;
+  const end = (error: Error) => {
+    if (lost) return;
+    lost = true;
+    client.end().catch(() => undefined);
+    lose(error);
+  };
+  client.on('error', end);
+  client.on('end', () => end(new Error(`the session ${applicationName} ended`)));
+  try {
+    await client.connect();
+  } catch (error) {
+    end(error instanceof Error ? error : new Error(String(error)));
+    throw toPortError(error);
+  }
+  return client;
 }
 
 const migrated = new WeakMap<Pool, Promise<void>>();

@@ -1,5 +1,5 @@
 import type { Client } from 'pg';
-import type { PostgresOptions } from './postgres-database';
+import { SERVER_KEEPALIVES, type PostgresOptions } from './postgres-database';
 
 /**
  * One LISTEN connection per store, waking its followers when any instance commits on `channel`. A
@@ -57,6 +57,10 @@ export class Notifier {
       const client = new PgClient({
         connectionString: this.options.connectionString,
         connectionTimeoutMillis: this.options.connectTimeoutMs ?? 5_000,
+        // A LISTEN session of an instance cut off would otherwise be kept by the server for hours,
+        // a backend whose unsent notifications hold back the server's queue (docs/postgres.md, "Faults").
+        keepAlive: true,
+        options: SERVER_KEEPALIVES,
       });
       const drop = () => {
         if (this.client === client) this.client = undefined;

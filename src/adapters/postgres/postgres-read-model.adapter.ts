@@ -50,23 +50,15 @@ export class PostgresSharedReadModelStore implements SharedReadModelStore {
 
   private async session(): Promise<ProjectorSession> {
     if (this.candidate && !this.candidate.lost) return this.candidate;
-    const client = electionClient(this.options, 'recovery-ledger-election');
-    const session: ProjectorSession = { client, lost: undefined, listeners: [] };
-    const lose = (error: Error) => {
-      if (session.lost) return;
+    let session: ProjectorSession | undefined;
+    const client = await electionClient(this.options, 'recovery-ledger-election', (error) => {
+      // Lost while connecting: nothing was kept, and the caller is told by the throw.
+      if (!session || session.lost) return;
       session.lost = error;
       if (this.candidate === session) this.candidate = undefined;
-      client.end().catch(() => undefined);
       for (const listener of session.listeners) listener(error);
-    };
-    client.on('error', (error) => lose(error));
-    client.on('end', () => lose(new Error('the projector session ended')));
-    try {
-      await client.connect();
-    } catch (error) {
-      lose(error instanceof Error ? error : new Error(String(error)));
-      throw toPortError(error);
-    }
+    });
+    session = { client, lost: undefined, listeners: [] };
     this.candidate = session;
     return session;
   }

@@ -279,23 +279,17 @@ export class PostgresWebhookStore implements WebhookStore {
   /** The session kept for asking for the turn, so a try each second costs a statement, not a backend. */
   private async session(): Promise<ConsumerSession> {
     if (this.candidate && !this.candidate.lost) return this.candidate;
-    const client = electionClient(this.options, 'recovery-ledger-webhook-election');
+    let session: ConsumerSession | undefined;
     const lose = (error: Error) => {
-      if (session.lost) return;
+      // Lost while connecting: nothing was kept, and the caller is told by the throw.
+      if (!session || session.lost) return;
       session.lost = error;
       if (this.candidate === session) this.candidate = undefined;
       if (this.consumer === session) this.consumer = undefined;
-      client.end().catch(() => undefined);
+      session.client.end().catch(() => undefined);
     };
-    const session: ConsumerSession = { client, lost: undefined, queue: Promise.resolve(), lose };
-    client.on('error', (error) => lose(error));
-    client.on('end', () => lose(new Error('the webhook consumer session ended')));
-    try {
-      await client.connect();
-    } catch (error) {
-      lose(error instanceof Error ? error : new Error(String(error)));
-      throw toPortError(error);
-    }
+    const client = await electionClient(this.options, 'recovery-ledger-webhook-election', lose);
+    session = { client, lost: undefined, queue: Promise.resolve(), lose };
     this.candidate = session;
     return session;
   }
