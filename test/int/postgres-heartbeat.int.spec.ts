@@ -1,8 +1,9 @@
 /**
- * The instances' heartbeat on PostgreSQL (postgres-time-base.adapter.ts): one statement, so an
- * instance descheduled mid-heartbeat holds no transaction open, no lock the other instances'
- * heartbeats queue on, and nothing that holds back the log's high-water mark (docs/postgres.md);
- * and what it keeps and answers is exactly what the port's `heartbeatCutMs` says, its edges included.
+ * The instances' heartbeat on PostgreSQL (postgres-time-base.adapter.ts): one statement, its lock
+ * taken inside it, so an instance descheduled between statements holds no transaction open, no lock
+ * the other instances' heartbeats queue on, and nothing that holds back the log's high-water mark
+ * (docs/postgres.md, "Time"); and what it keeps and answers is exactly what the port's
+ * `heartbeatCutMs` says, its edges included.
  */
 import { randomUUID } from 'node:crypto';
 import { Client } from 'pg';
@@ -10,6 +11,7 @@ import { ADVISORY_LOCKS } from '../../src/adapters/postgres/postgres-database';
 import { PostgresTimeBaseStore } from '../../src/adapters/postgres/postgres-time-base.adapter';
 import { heartbeatCutMs, type InstanceHeartbeat } from '../../src/store/time-base.port';
 import { describeWithPostgres } from '../support/postgres';
+import { untilValue } from '../support/until';
 
 const T0 = 1_800_000_000_000;
 const HOUR = 3_600_000;
@@ -50,14 +52,28 @@ describeWithPostgres('the PostgreSQL heartbeat', (database) => {
     expect(String(sent.mock.calls[0][0])).not.toMatch(/^\s*(BEGIN|START)/i);
   });
 
-  it('does not wait on the time base lock that a new base is written under', async () => {
+  it('takes the time base lock inside its one statement, and holds it no longer', async () => {
     await watcher.query('SELECT pg_advisory_lock($1)', [ADVISORY_LOCKS.timeBase]);
+    let beating: Promise<InstanceHeartbeat[]> | undefined;
     try {
-      const one = randomUUID();
-      expect((await store.beat(heartbeat(one, T0, 1))).map((beat) => beat.instance_id)).toEqual([one]);
+      beating = store.beat(heartbeat(randomUUID(), T0, 1));
+      // The heartbeat's backend waits on the lock in the heartbeat's own statement, not before it.
+      const waiting = await untilValue('the heartbeat waiting on the lock', async () => {
+        const { rows } = await watcher.query<{ query: string }>(
+          `SELECT query FROM pg_stat_activity
+            WHERE datname = current_database() AND wait_event_type = 'Lock' AND wait_event = 'advisory'`,
+        );
+        return rows[0];
+      });
+      expect(waiting.query).toMatch(/INSERT INTO ledger_clock_heartbeats/);
     } finally {
       await watcher.query('SELECT pg_advisory_unlock($1)', [ADVISORY_LOCKS.timeBase]);
     }
+    expect(await beating).toHaveLength(1);
+    const { rows } = await watcher.query("SELECT 1 FROM pg_locks WHERE locktype = 'advisory' AND objid = $1", [
+      ADVISORY_LOCKS.timeBase,
+    ]);
+    expect(rows).toEqual([]);
   });
 
   it("drops its own heartbeat when even it is older than the cut, and a tie's second newest is the newest", async () => {

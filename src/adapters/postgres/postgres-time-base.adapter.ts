@@ -25,7 +25,7 @@ export interface PostgresTimeBaseStoreOptions extends PostgresOptions {
  * The time base and heartbeats in two tables of the log's PostgreSQL database. A new base is written
  * in one transaction under one advisory lock, so the first instance of a boot writes the base and
  * every other one reads that, as the SQLite adapter does under its file's write lock; a heartbeat
- * is one statement (`beat`).
+ * is one statement under the same lock (`beat`).
  */
 export class PostgresTimeBaseStore implements TimeBaseStore {
   private readonly pool: Pool;
@@ -78,13 +78,10 @@ export class PostgresTimeBaseStore implements TimeBaseStore {
 
   /**
    * One statement, outside any transaction the client holds open: an instance descheduled between
-   * statements would otherwise sit idle in a transaction under the time base's lock, queueing every
-   * other heartbeat and holding back the log's high-water mark (docs/postgres.md, "Appends and
-   * positions"). Each instance writes only its own row, so no lock is taken: the statement reads
-   * one snapshot, drops what `heartbeatCutMs` drops from it with this heartbeat counted (this one
-   * too, when even it is older than the cut) and answers the rest with this heartbeat, ordered by
-   * instance. A beat racing another reads the heartbeats as they stood when it began, as it would
-   * have had it run just before.
+   * the statements of a transaction would sit idle in it holding the time base's lock, queueing
+   * every other heartbeat and holding back the log's high-water mark (docs/postgres.md, "Appends
+   * and positions"). The lock is taken inside the statement, for its transaction alone, and held
+   * only while the server runs it: heartbeats and new bases still change the tables one at a time.
    */
   async beat(heartbeat: InstanceHeartbeat): Promise<InstanceHeartbeat[]> {
     if (this.closed) throw new StoreUnavailableError('time base store closed');
@@ -94,6 +91,7 @@ export class PostgresTimeBaseStore implements TimeBaseStore {
       heartbeat.ledger_ms,
       JSON.stringify(heartbeat),
       HEARTBEAT_RETENTION_MS,
+      ADVISORY_LOCKS.timeBase,
     ]);
     return rows.map((row) => JSON.parse(row.record) as InstanceHeartbeat);
   }
@@ -111,14 +109,19 @@ export class PostgresTimeBaseStore implements TimeBaseStore {
 }
 
 /**
- * A heartbeat in one statement ($1 instance, $2 its ledger time, $3 its record, $4 the retention):
- * `heartbeatCutMs` over the stored heartbeats with this one in place of its last (the retention
- * before the second newest, else the newest), this one written unless it falls below the cut,
- * every other below it deleted, and the rest answered. No row is written twice in the statement:
- * its sub-statements see one snapshot, not each other's changes.
+ * A heartbeat in one statement ($1 instance, $2 its ledger time, $3 its record, $4 the retention,
+ * $5 the time base's lock): `heartbeatCutMs` over the stored heartbeats with this one in place of
+ * its last (the retention before the second newest, else the newest), this one written unless it
+ * falls below the cut, every other below it deleted, and the rest answered, ordered by instance.
+ * Every write reads the one row of `cut`, which is read from `locked`: nothing is written before
+ * the lock is held. No row is written twice in the statement, whose parts read one snapshot, not
+ * each other's changes: a heartbeat that waited on the lock reads the heartbeats as they stood when
+ * it began, and writes after the one it waited on.
  */
 const BEAT = `
-  WITH others AS (
+  WITH locked AS (
+    SELECT pg_advisory_xact_lock($5::bigint)
+  ), others AS (
     SELECT instance_id, ledger_ms, record FROM ledger_clock_heartbeats WHERE instance_id <> $1
   ), everyone AS (
     SELECT $1::text AS instance_id, $2::bigint AS ledger_ms, $3::text AS record
@@ -128,6 +131,7 @@ const BEAT = `
       (SELECT ledger_ms FROM everyone ORDER BY ledger_ms DESC OFFSET 1 LIMIT 1),
       $2::bigint
     ) - $4::bigint AS ms
+    FROM locked
   ), written AS (
     INSERT INTO ledger_clock_heartbeats (instance_id, ledger_ms, record)
     SELECT $1, $2, $3 FROM cut WHERE $2::bigint >= cut.ms
