@@ -76,6 +76,31 @@ describeWithPostgres('the PostgreSQL heartbeat', (database) => {
     expect(rows).toEqual([]);
   });
 
+  it('heartbeats of three instances sent all at once each land, each answered with its own latest', async () => {
+    const stores = [
+      store,
+      new PostgresTimeBaseStore({ connectionString: database().url }),
+      new PostgresTimeBaseStore({ connectionString: database().url }),
+    ];
+    const ids = stores.map(() => randomUUID());
+    try {
+      for (let seq = 1; seq <= 10; seq++) {
+        const answers = await Promise.all(
+          stores.map((each, index) => each.beat(heartbeat(ids[index], T0 + seq * 2_000 + index, seq))),
+        );
+        answers.forEach((answer, index) =>
+          expect(answer.find((beat) => beat.instance_id === ids[index])).toMatchObject({ seq }),
+        );
+      }
+      const { rows } = await watcher.query<{ record: string }>('SELECT record FROM ledger_clock_heartbeats');
+      expect(rows.map((row) => JSON.parse(row.record) as InstanceHeartbeat).map((beat) => beat.seq)).toEqual([
+        10, 10, 10,
+      ]);
+    } finally {
+      await Promise.all(stores.slice(1).map((each) => each.close()));
+    }
+  });
+
   it("drops its own heartbeat when even it is older than the cut, and a tie's second newest is the newest", async () => {
     const [ahead, also, behind] = [randomUUID(), randomUUID(), randomUUID()];
     await store.beat(heartbeat(behind, T0, 1));
