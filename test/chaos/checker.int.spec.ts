@@ -21,6 +21,7 @@ import {
   figures,
   readRawLog,
   rebuildProjections,
+  sqliteLog,
   type CheckName,
   type CheckReport,
 } from './checker';
@@ -206,7 +207,7 @@ describe('the campaign checker', () => {
     try {
       copyFileSync(rebuilt.file, live);
       const clean = emptyReport();
-      checkTrustReadModel(rebuilt.file, file, clean);
+      await checkTrustReadModel(rebuilt.file, sqliteLog(file), clean);
       checkRebuild(rebuilt.file, live, clean);
       expect(failing(clean)).toEqual([]);
       expect(clean.trust_read_model_equals_count.checked).toBe(2);
@@ -219,7 +220,7 @@ describe('the campaign checker', () => {
       ).run();
       db.close();
       const drifted = emptyReport();
-      checkTrustReadModel(live, file, drifted);
+      await checkTrustReadModel(live, sqliteLog(file), drifted);
       checkRebuild(rebuilt.file, live, drifted);
       expect(failing(drifted)).toEqual(['trust_read_model_equals_count', 'rebuild_equals_live']);
       expect(drifted.trust_read_model_equals_count.failures.join('\n')).toContain(
