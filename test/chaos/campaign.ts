@@ -217,8 +217,7 @@ async function projectorOf(ledgers: readonly LedgerProcess[]): Promise<number | 
   for (const [index, ledger] of ledgers.entries()) {
     const answer = await fetch(`${ledger.baseUrl}/health/ready`).catch(() => undefined);
     const body = (await answer?.json().catch(() => undefined)) as
-      | { details?: { projections?: { read_models?: string } } }
-      | undefined;
+      { details?: { projections?: { read_models?: string } } } | undefined;
     if (body?.details?.projections?.read_models === 'projector') return index;
   }
   return undefined;

@@ -28,7 +28,8 @@ function integer(name: string, fallback: number): number {
 
 /** The database of a PostgreSQL run, with what the campaign needs of it. */
 async function postgresFor(): Promise<{ database: TestDatabase; options: CampaignOptions['postgres'] }> {
-  if (!postgresAvailable()) throw new Error(POSTGRES_SKIP_LINE.replace('postgres tier skipped', 'CHAOS_STORE=postgres'));
+  if (!postgresAvailable())
+    throw new Error(POSTGRES_SKIP_LINE.replace('postgres tier skipped', 'CHAOS_STORE=postgres'));
   const databaseCrashes = integer('CHAOS_DB_CRASHES', 0);
   const database = await startTestDatabase();
   if (databaseCrashes > 0 && !database.crash) {
@@ -41,7 +42,8 @@ async function postgresFor(): Promise<{ database: TestDatabase; options: Campaig
 async function main(): Promise<void> {
   const seed = process.env.CHAOS_SEED ? integer('CHAOS_SEED', 0) : undefined;
   const store = process.env.CHAOS_STORE || 'sqlite';
-  if (store !== 'sqlite' && store !== 'postgres') throw new Error(`CHAOS_STORE must be sqlite or postgres, got "${store}"`);
+  if (store !== 'sqlite' && store !== 'postgres')
+    throw new Error(`CHAOS_STORE must be sqlite or postgres, got "${store}"`);
   const postgres = store === 'postgres' ? await postgresFor() : undefined;
   try {
     await campaign(seed, postgres?.options);

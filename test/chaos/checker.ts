@@ -562,7 +562,9 @@ export async function checkTrustMetrics(
 ): Promise<void> {
   const outcome = report.trust_metrics_equal_count;
   const head = await log.head();
-  const served = await getJson(`${baseUrl}/v1/metrics/trust?wait_for_position=${head}&wait_timeout_ms=30000&limit=1000`);
+  const served = await getJson(
+    `${baseUrl}/v1/metrics/trust?wait_for_position=${head}&wait_timeout_ms=30000&limit=1000`,
+  );
   if (served.status === 404 && served.body?.code !== 'OPERATION_NOT_FOUND') {
     outcome.notRun = 'GET /v1/metrics/trust is not served by this build';
     return;

@@ -46,8 +46,8 @@ export function postgresLog(url: string): LogSource {
     head: () =>
       withClient(url, async (client) =>
         Number(
-          (await client.query<{ head: string }>('SELECT coalesce(max(position), 0) AS head FROM ledger_events'))
-            .rows[0].head,
+          (await client.query<{ head: string }>('SELECT coalesce(max(position), 0) AS head FROM ledger_events')).rows[0]
+            .head,
         ),
       ),
     countTrust: (tenant) => withClient(url, (client) => countTrust(postgresTrustSql(client), tenant)),

@@ -282,7 +282,11 @@ describe('the fault campaign, CI variant', () => {
       });
     }, 120_000);
 
-    campaignVerdicts(SEED, () => result, () => ({ killed: 3, databaseCrashes: 0, clients: 3 }));
+    campaignVerdicts(
+      SEED,
+      () => result,
+      () => ({ killed: 3, databaseCrashes: 0, clients: 3 }),
+    );
 
     afterAll(() => {
       if (result) process.stdout.write(`${summarise(result)}\n`);
@@ -327,7 +331,11 @@ describeWithPostgres('the fault campaign on PostgreSQL, CI variant', (database) 
     });
   });
 
-  campaignVerdicts(SEED, () => result, () => ({ killed: 3, databaseCrashes, clients: 3 }));
+  campaignVerdicts(
+    SEED,
+    () => result,
+    () => ({ killed: 3, databaseCrashes, clients: 3 }),
+  );
 
   afterAll(() => {
     if (result) process.stdout.write(`${summarise(result)}\n`);
