@@ -18,14 +18,15 @@ import { runCampaign, summarise, type CampaignResult } from '../chaos/campaign';
 import { newSeed } from '../chaos/prng';
 import { seedEnvelopes } from '../../packages/core/test/support/seed-envelopes';
 import { describeWithPostgres } from '../support/postgres';
+import { PostgresEventStore } from '../../src/adapters/postgres/postgres-event-store.adapter';
 
 describe('dispatch races', () => {
   /**
    * docs/contract.md §4.8: two runtimes racing on one operation cannot both dispatch. Twenty dispatches of the
    * same attempt arrive at once; exactly one is granted and the nineteen others are refused and
    * recorded as DispatchRefused, on one service process, on two processes sharing one SQLite file
-   * (WAL, LEDGER_EVENTS_FILE), and on two processes sharing the EventStoreDB protocol double. The
-   * log is then read from the store itself, not through the service.
+   * (WAL, LEDGER_EVENTS_FILE), on two processes sharing the EventStoreDB protocol double, and on two
+   * sharing one PostgreSQL database. The log is then read from the store itself, not through the service.
    */
   const RACERS = 20;
   const ROUNDS = 3;
@@ -183,6 +184,31 @@ describe('dispatch races', () => {
         }
         await double.stop();
       }
+    });
+
+    describeWithPostgres('on two service processes sharing one PostgreSQL database', (database) => {
+      test('each round grants one, and the stream in ledger_events says so', async () => {
+        const env = { LEDGER_STORE: 'postgres', DATABASE_URL: database().url };
+        const instances = await Promise.all([startLedger({ env }), startLedger({ env })]);
+        const store = new PostgresEventStore({ connectionString: database().url });
+        try {
+          for (let round = 0; round < ROUNDS; round++) {
+            const ref = `run_race4/step_${round}`;
+            await plan(instances[round % 2].baseUrl, ref);
+            const answers = await race(
+              instances.map((instance) => instance.baseUrl),
+              ref,
+            );
+            expectOneGrant(answers, await store.readStream(streamName(ref)));
+          }
+        } finally {
+          await store.close();
+          for (const instance of instances) {
+            await instance.stop();
+            instance.cleanup();
+          }
+        }
+      });
     });
   });
 });
