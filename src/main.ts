@@ -1,8 +1,7 @@
 import 'reflect-metadata';
 // First: the OpenTelemetry SDK (when an OTEL_* exporter variable is set) starts before NestJS and Fastify load.
 import './observability/tracing-start';
-import { Logger } from '@nestjs/common';
-import { createApp } from './app';
+import type { LoggerService } from '@nestjs/common';
 import { parseApiKeys } from './auth/api-keys';
 import { loadApiKeyEntries } from './auth/load-keys';
 import { ConfigError, loadConfig } from './config/ledger-config';
@@ -19,6 +18,9 @@ async function main(): Promise<void> {
       `refusing to listen on ${config.host} without API keys: set LEDGER_API_KEYS (key:role:tenant) or bind to 127.0.0.1`,
     );
   }
+  // The application (NestJS, Fastify, every module) is loaded only once the settings are known
+  // good: a refusal to start answers before it, in a fraction of the time a start takes.
+  const { createApp } = await import('./app');
   const app = await createApp({ config, apiKeys });
   await app.listen({ port: config.port, host: config.host });
   const address = app.getHttpServer().address();
@@ -31,7 +33,8 @@ async function main(): Promise<void> {
         `*** The one local caller may record approvals too: there is no separate approver in local mode.         ***\n\n`,
     );
   }
-  announceApprovals(config.allowSelfApproval, localMode, apiKeys);
+  const { Logger } = await import('@nestjs/common');
+  announceApprovals(new Logger('Approvals'), config.allowSelfApproval, localMode, apiKeys);
   process.stdout.write(`recovery-ledger listening on ${where} (store: ${config.store}, data: ${config.dataDir})\n`);
 }
 
@@ -39,8 +42,12 @@ async function main(): Promise<void> {
  * Who may record approvals, said at start at warn level whenever it is not "approver keys only":
  * an operator reading the start-up log must not miss that the agent's runtime may approve itself.
  */
-function announceApprovals(selfApproval: boolean, localMode: boolean, keys: ReturnType<typeof parseApiKeys>): void {
-  const logger = new Logger('Approvals');
+function announceApprovals(
+  logger: LoggerService,
+  selfApproval: boolean,
+  localMode: boolean,
+  keys: ReturnType<typeof parseApiKeys>,
+): void {
   if (localMode) {
     logger.warn(
       { local_mode: true },

@@ -1,16 +1,4 @@
-import {
-  arrayMaxSize,
-  arrayMinSize,
-  isIn,
-  isInt,
-  isObject,
-  isUUID,
-  matches,
-  max,
-  maxLength,
-  min,
-  minLength,
-} from 'class-validator';
+import type * as ClassValidator from 'class-validator';
 import {
   CLIENT_EVENT_ID_PREFIX,
   IDENTIFIER_PATTERN,
@@ -35,6 +23,29 @@ import {
  * Lengths count a character with its variation selector (U+FE0E, U+FE0F) as one, and a surrogate
  * pair as one (class-validator's `maxLength`); formats are the service's own predicates.
  */
+
+/**
+ * class-validator's predicates, each loaded from its own file: the package's index loads every
+ * decorator it has and libphonenumber-js, about 300 modules and a tenth of a second of every start
+ * of the service, for the eleven read here. Typed by the index, which is never loaded.
+ */
+function predicate<K extends keyof typeof ClassValidator>(file: string, name: K): (typeof ClassValidator)[K] {
+  // eslint-disable-next-line @typescript-eslint/no-require-imports -- one file of the package, not its index
+  const loaded = (require(`class-validator/cjs/decorator/${file}`) as typeof ClassValidator)[name];
+  if (typeof loaded !== 'function') throw new Error(`class-validator/cjs/decorator/${file} has no ${name}`);
+  return loaded;
+}
+const arrayMaxSize = predicate('array/ArrayMaxSize', 'arrayMaxSize');
+const arrayMinSize = predicate('array/ArrayMinSize', 'arrayMinSize');
+const isIn = predicate('common/IsIn', 'isIn');
+const isInt = predicate('typechecker/IsInt', 'isInt');
+const isObject = predicate('typechecker/IsObject', 'isObject');
+const isUUID = predicate('string/IsUUID', 'isUUID');
+const matches = predicate('string/Matches', 'matches');
+const max = predicate('number/Max', 'max');
+const maxLength = predicate('string/MaxLength', 'maxLength');
+const min = predicate('number/Min', 'min');
+const minLength = predicate('string/MinLength', 'minLength');
 
 export interface FieldSchema {
   readonly type?: string;

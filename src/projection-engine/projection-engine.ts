@@ -34,6 +34,12 @@ export interface ProjectionEngineOptions {
   /** After a failure, follow again from the checkpoints after this long; null stops for good. */
   restartDelayMs?: number | null;
   onError?(error: Error): void;
+  /**
+   * Projections whose stored rows another version of them wrote, beyond those whose checkpoint
+   * says so (the read model of a copy, whose checkpoints carry this build's version): built beside
+   * their rows from `start`, like those.
+   */
+  outdated?: readonly string[];
   /** Told after each change of what `status()` answers: a commit, a state, a rebuild's mode. */
   onChange?(): void;
 }
@@ -49,11 +55,19 @@ export type { EngineState, ProjectionLag, ProjectionStatus } from './projection-
  *
  * A rebuild reads the log from zero in its own lane for the projections it resets, while the others
  * stay live; it joins the live lane once it has reached the live lane's position.
+ *
+ * A projection whose stored checkpoint was written by another version of it is outdated: its rows
+ * are served as they stand (at their checkpoint, which the live lane no longer moves) while `start`
+ * builds the new version beside them, and the swap makes it live (docs/reliability.md, "Rebuilding
+ * beside"). Stopped or failed, what was built beside is kept and the next build goes on from it.
  */
 export class ProjectionEngine implements ProjectionRunner {
   private readonly projections: readonly AnyProjection[];
   private readonly byName = new Map<string, AnyProjection>();
   private readonly live = new Set<string>();
+  /** Registered with rows another version wrote: built beside them, out of the live lane until the swap. */
+  private readonly outdated = new Set<string>();
+  private retryOutdated: ReturnType<typeof setTimeout> | undefined;
   private readonly rebuilds = new Map<string, Promise<void>>();
   private readonly checkpoints = new Map<string, number>();
   private readonly waiters = new PositionWaiters((names) => this.position(names));
@@ -86,9 +100,13 @@ export class ProjectionEngine implements ProjectionRunner {
       if (this.byName.has(projection.name)) throw new Error(`two projections are named ${projection.name}`);
       this.byName.set(projection.name, projection);
       options.readModel.register(projection);
-      this.live.add(projection.name);
+      const stored = options.readModel.checkpoint(projection.name);
+      if (stored.version !== projection.version || options.outdated?.includes(projection.name))
+        this.outdated.add(projection.name);
+      else this.live.add(projection.name);
+      // An outdated projection is served at the position its stored rows reached.
+      this.checkpoints.set(projection.name, stored.position);
     }
-    this.loadCheckpoints();
   }
 
   /** Starts following the log in the background; resolves at once (see `waitForPosition`). */
@@ -97,11 +115,33 @@ export class ProjectionEngine implements ProjectionRunner {
     this.running = true;
     this.stopping = false;
     this.loop = this.run();
+    this.buildOutdated();
+  }
+
+  /**
+   * Builds the outdated projections beside their rows, from what an earlier build left there if
+   * anything. A failed build is reported and tried again after `restartDelayMs`, its rows still served.
+   */
+  private buildOutdated(): void {
+    const names = [...this.outdated].filter((name) => !this.rebuilds.has(name));
+    if (names.length === 0 || !this.running) return;
+    this.startRebuild(names, true).catch((error: unknown) => {
+      if (!this.running) return;
+      this.lastError = error instanceof Error ? error : new Error(String(error));
+      this.options.onError?.(this.lastError);
+      const delay = this.options.restartDelayMs === undefined ? 1000 : this.options.restartDelayMs;
+      if (delay === null) return;
+      this.retryOutdated = setTimeout(() => {
+        this.retryOutdated = undefined;
+        this.buildOutdated();
+      }, delay);
+    });
   }
 
   async stop(): Promise<void> {
     this.running = false;
     this.stopping = true;
+    clearTimeout(this.retryOutdated);
     this.wakeRestart?.();
     const subscription = this.subscription;
     this.subscription = undefined;
@@ -169,21 +209,24 @@ export class ProjectionEngine implements ProjectionRunner {
     const pending = names
       .filter((name) => this.rebuilds.has(name))
       .map((name) => this.rebuilds.get(name) as Promise<void>);
-    if (fresh.length > 0) {
-      // Leaving the live lane and starting beside it happen in one synchronous step, between two
-      // batches. Readers keep the live tables, at the position they had reached, until the swap.
-      for (const name of fresh) {
-        this.live.delete(name);
-        this.options.readModel.beginRebuild(name);
-      }
-      this.options.onChange?.();
-      const lane = this.runRebuild(fresh).finally(() => {
-        for (const name of fresh) this.rebuilds.delete(name);
-      });
-      for (const name of fresh) this.rebuilds.set(name, lane);
-      pending.push(lane);
-    }
+    if (fresh.length > 0) pending.push(this.startRebuild(fresh, false));
     return Promise.all(pending).then(() => undefined);
+  }
+
+  /** `resume`: go on from what an earlier build of the same version left beside (`beginRebuild`). */
+  private startRebuild(names: readonly string[], resume: boolean): Promise<void> {
+    // Leaving the live lane and starting beside it happen in one synchronous step, between two
+    // batches. Readers keep the live tables, at the position they had reached, until the swap.
+    for (const name of names) {
+      this.live.delete(name);
+      this.options.readModel.beginRebuild(name, { resume });
+    }
+    this.options.onChange?.();
+    const lane = this.runRebuild(names).finally(() => {
+      for (const name of names) this.rebuilds.delete(name);
+    });
+    for (const name of names) this.rebuilds.set(name, lane);
+    return lane;
   }
 
   private names(): string[] {
@@ -192,7 +235,7 @@ export class ProjectionEngine implements ProjectionRunner {
 
   private loadCheckpoints(): void {
     for (const projection of this.projections) {
-      // A projection being rebuilt is served at the position its live tables reached.
+      // A projection being rebuilt (or outdated) is served at the position its live tables reached.
       if (!this.live.has(projection.name)) continue;
       this.checkpoints.set(projection.name, this.options.readModel.checkpoint(projection.name).position);
     }
@@ -292,15 +335,18 @@ export class ProjectionEngine implements ProjectionRunner {
   }
 
   /**
-   * Reads the log from zero for projections just reset, folding many batches into one working set
-   * per projection and committing it with the checkpoints every `rebuildCommitEvents` events.
+   * Reads the log from where each set beside stands (zero, or what an earlier build left) for the
+   * projections being rebuilt, folding many batches into one working set per projection and
+   * committing it with the checkpoints every `rebuildCommitEvents` events.
    */
   private async runRebuild(names: readonly string[]): Promise<void> {
     const { readModel } = this.options;
     const projections = this.projections.filter((projection) => names.includes(projection.name));
-    // They were all reset to zero together.
-    let sets = projections.map((projection) => new ProjectionWorkingSet(projection, readModel, 0));
-    let position = 0;
+    // On this connection a projection being rebuilt answers the checkpoint of its set beside.
+    let sets = projections.map(
+      (projection) => new ProjectionWorkingSet(projection, readModel, readModel.checkpoint(projection.name).position),
+    );
+    let position = Math.min(...sets.map((set) => set.after));
     let folded: { last: StoredEvent; events: number } | undefined;
     let caughtUp = false;
     const commit = () => {
@@ -353,10 +399,15 @@ export class ProjectionEngine implements ProjectionRunner {
       // livePosition, and these projections skip what they already applied. Caught up, the set
       // built beside is swapped in; stopped or failed, it is dropped and the live tables join as
       // they stood, behind, and the live lane (restarted from the checkpoints) catches them up.
+      // An outdated projection's live tables are another version's: they never join, and what was
+      // built beside is kept for the next build to go on from.
       for (const name of names) {
+        const keep = !caughtUp && this.outdated.has(name);
         if (caughtUp) readModel.finishRebuild(name);
-        else readModel.abandonRebuild(name);
+        else readModel.abandonRebuild(name, { keep });
         this.checkpoints.set(name, readModel.checkpoint(name).position);
+        if (keep) continue;
+        this.outdated.delete(name);
         this.live.add(name);
       }
       this.settleWaiters();

@@ -232,12 +232,13 @@ export class SharedProjectionRunner implements ProjectionRunner {
         (projection) => stored[projection.name] !== undefined && stored[projection.name] !== projection.version,
       );
       this.lease = lease;
-      // Projected by another version of the ledger: emptied (here and, published first, for everyone).
-      for (const projection of changed) this.recording.reset(projection.name);
+      // Projected by another version of the ledger: built beside the rows every copy serves, and
+      // published whole, in one transaction, once caught up (RecordingReadModel.finishRebuild).
       this.engine = new ProjectionEngine({
         store: this.options.store,
         readModel: this.recording,
         projections: this.options.projections,
+        outdated: changed.map((projection) => projection.name),
         onError: (error) => this.options.onError?.(error),
         onChange: () => this.settle(),
       });

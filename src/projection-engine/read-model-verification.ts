@@ -122,8 +122,6 @@ function compare(
 
 /** Why a projection's stored rows are not trusted as they stand. */
 export type DigestMismatch =
-  /** Stored by another version of the projection. */
-  | 'version'
   /** Written before digests were kept, or its checkpoint names no event hash. */
   | 'unknown'
   /** The log holds no event at its position, or another one than the projection applied. */
@@ -159,7 +157,8 @@ export async function checkReadModelDigests(
     const checkpoint = readModel.checkpoint(projection.name);
     const entry = { name: projection.name, position: checkpoint.position, rows: 0 };
     const mismatch = await (async (): Promise<DigestMismatch | undefined> => {
-      if (checkpoint.version !== projection.version) return 'version';
+      // Rows another version wrote are checked as what they are: they are served until the engine
+      // has built the new version beside them (docs/reliability.md, "Rebuilding beside").
       if (typeof checkpoint.digest !== 'string') return 'unknown';
       if (checkpoint.position > 0) {
         if (!checkpoint.event_hash) return 'unknown';

@@ -89,8 +89,8 @@ export class RecordingReadModel implements ReadModel {
     );
   }
 
-  beginRebuild(name: string): void {
-    this.inner.beginRebuild(name);
+  beginRebuild(name: string, options?: { resume?: boolean }): void {
+    this.inner.beginRebuild(name, options);
     this.rebuilding.add(name);
   }
 
@@ -117,8 +117,8 @@ export class RecordingReadModel implements ReadModel {
     });
   }
 
-  abandonRebuild(name: string): void {
-    this.inner.abandonRebuild(name);
+  abandonRebuild(name: string, options?: { keep?: boolean }): void {
+    this.inner.abandonRebuild(name, options);
     this.rebuilding.delete(name);
   }
 

@@ -71,7 +71,11 @@ export interface DueDepth {
  * steps by meaning. `test/contract/read-model.contract.ts` is what every adapter must pass.
  */
 export interface ReadModel extends ReadModelReader {
-  /** Creates a projection's storage; a changed version or column set starts it again from zero. */
+  /**
+   * Creates a projection's storage. A changed column set starts it again from zero; a changed
+   * version keeps the rows and the checkpoint (with the version that wrote them) until a rebuild
+   * beside them swaps in the new version's.
+   */
   register(projection: AnyProjection): { reset: boolean };
   /** Runs `work` as one write: its documents, links and checkpoint land together or not at all. */
   transaction<T>(work: () => T): T;
@@ -90,11 +94,13 @@ export interface ReadModel extends ReadModelReader {
    * Rebuilding beside the live tables: after `beginRebuild` this connection's writes of the
    * projection (and `checkpoint(name)`) go to a new, empty set, while reads still answer from the
    * live one; `finishRebuild` swaps the new set in, checkpoint and digest included, in one
-   * transaction; `abandonRebuild` drops it and leaves the live set as it was.
+   * transaction; `abandonRebuild` drops it and leaves the live set as it was. With `resume`, a set
+   * an earlier run left beside (`abandonRebuild` with `keep`, or a crash) by the same version is
+   * built on from its own checkpoint instead of from zero.
    */
-  beginRebuild(name: string): void;
+  beginRebuild(name: string, options?: { resume?: boolean }): void;
   finishRebuild(name: string): void;
-  abandonRebuild(name: string): void;
+  abandonRebuild(name: string, options?: { keep?: boolean }): void;
   /** The tenant's steps due by `nowMs`, soonest first (then by key), at most `limit`. */
   dueSteps(query: DueStepsQuery): DueStep[];
   /** Due steps per tool, of one tenant or of all. */

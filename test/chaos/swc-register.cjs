@@ -12,6 +12,7 @@ const { transformSync } = require('@swc/core');
 // here uses unbuilt packages too.
 const ROOT = join(__dirname, '..', '..');
 const WORKSPACE_SOURCES = [
+  [/^@recovery-ledger\/core$/, () => join(ROOT, 'packages/core/src/index.ts')],
   [/^@recovery-ledger\/core\/(.+)$/, (path) => join(ROOT, 'packages/core/src', path)],
   [/^@recovery-ledger\/projections$/, () => join(ROOT, 'projections/src/index.ts')],
   [/^@recovery-ledger\/client$/, () => join(ROOT, 'packages/client/src/index.ts')],

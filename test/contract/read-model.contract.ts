@@ -228,14 +228,56 @@ export function testReadModel(name: string, factory: () => Promise<ReadModelUnde
       expect(readModel.dueDepth('t3', T0 + 5000)).toEqual([]);
     });
 
-    it('starts a projection again when its version changes', () => {
+    it('keeps a projection whose version changed, served, until its new version is swapped in', () => {
       readModel.transaction(() => {
         readModel.writeDoc('contract_notes', 'a', { text: 'v1', rank: 1 });
         readModel.setCheckpoint('contract_notes', 9, null);
       });
-      expect(readModel.register({ ...notes, version: 2 } as never)).toEqual({ reset: true });
+      expect(readModel.register({ ...notes, version: 2 } as never)).toEqual({ reset: false });
+      expect(readModel.getDoc('contract_notes', 'a')).toEqual({ text: 'v1', rank: 1 });
+      expect(readModel.select('contract_notes', { where: [{ column: 'rank', op: '=', value: 1 }] })).toHaveLength(1);
+      // The version that wrote the rows: how the engine knows to build the new one beside them.
+      expect(readModel.checkpoint('contract_notes')).toMatchObject({ position: 9, version: 1 });
+      readModel.beginRebuild('contract_notes');
+      readModel.transaction(() => {
+        readModel.writeDoc('contract_notes', 'a', { text: 'v2', rank: 1 });
+        readModel.setCheckpoint('contract_notes', 9, null);
+      });
+      expect(readModel.getDoc('contract_notes', 'a')).toEqual({ text: 'v1', rank: 1 });
+      readModel.finishRebuild('contract_notes');
+      expect(readModel.getDoc('contract_notes', 'a')).toEqual({ text: 'v2', rank: 1 });
+      expect(readModel.checkpoint('contract_notes')).toMatchObject({ position: 9, version: 2 });
+    });
+
+    it('starts a projection again when its columns change', () => {
+      readModel.transaction(() => {
+        readModel.writeDoc('contract_notes', 'a', { text: 'v1', rank: 1 });
+        readModel.setCheckpoint('contract_notes', 9, null);
+      });
+      const reshaped = { ...notes, version: 2, columns: { rank: 'integer', text: 'text' }, indexes: [] };
+      expect(readModel.register(reshaped as never)).toEqual({ reset: true });
       expect(readModel.loadDoc('contract_notes', 'a')).toBeUndefined();
       expect(readModel.checkpoint('contract_notes')).toMatchObject({ position: 0, version: 2 });
+    });
+
+    it('resumes a set kept beside by the same version, and starts one of another version from zero', () => {
+      readModel.beginRebuild('contract_notes');
+      readModel.transaction(() => {
+        readModel.writeDoc('contract_notes', 'a', { text: 'beside', rank: 1 });
+        readModel.setCheckpoint('contract_notes', 7, null);
+      });
+      readModel.abandonRebuild('contract_notes', { keep: true });
+      expect(readModel.getDoc('contract_notes', 'a')).toBeUndefined();
+      readModel.beginRebuild('contract_notes', { resume: true });
+      expect(readModel.checkpoint('contract_notes').position).toBe(7);
+      expect(readModel.loadDoc('contract_notes', 'a')).toEqual({ text: 'beside', rank: 1 });
+      readModel.abandonRebuild('contract_notes', { keep: true });
+
+      readModel.register({ ...notes, version: 2 } as never);
+      readModel.beginRebuild('contract_notes', { resume: true });
+      expect(readModel.checkpoint('contract_notes').position).toBe(0);
+      expect(readModel.loadDoc('contract_notes', 'a')).toBeUndefined();
+      readModel.abandonRebuild('contract_notes');
     });
 
     it('says whether it is open', () => {

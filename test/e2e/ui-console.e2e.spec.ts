@@ -1184,7 +1184,9 @@ describe("the operator's actions", () => {
 
       // Someone has it now: acknowledging it for another is not offered until "reassign" is ticked.
       await page.goto(`${ledger.baseUrl}/ui#/triage?kind=acknowledged&q=${encodeURIComponent(`${RUN}/bulk_`)}`);
-      await page.check(`#triage-table input.bulk-pick[data-ref="${unknown}"]`);
+      // The new hash redraws the queue once its list answers: the pick to tick is the redrawn row's,
+      // which says who has it (until then the previous list's row, with no assignee, is on the page).
+      await page.check(`#triage-table input.bulk-pick[data-ref="${unknown}"][data-assignee="ana"]`);
       await page.fill('#bulk-form input[name=assignee]', 'ana');
       expect(await page.locator('#bulk-ack').isDisabled()).toBe(false);
       expect(await page.locator('#bulk-reassign').isHidden()).toBe(true);

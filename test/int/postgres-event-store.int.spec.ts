@@ -7,8 +7,13 @@
 import { randomUUID } from 'node:crypto';
 import { Client } from 'pg';
 import { NO_STREAM, type StoredEvent } from '../../src/store/event-store.port';
-import { PostgresEventStore, writeAppend } from '../../src/adapters/postgres/postgres-event-store.adapter';
+import {
+  announceAppends,
+  PostgresEventStore,
+  writeAppend,
+} from '../../src/adapters/postgres/postgres-event-store.adapter';
 import { openPool } from '../../src/adapters/postgres/postgres-database';
+import { Notifier } from '../../src/adapters/postgres/postgres-notifier';
 import { newEvent, testEventStore } from '../contract/event-store.contract';
 import { describeWithPostgres } from '../support/postgres';
 import { until } from '../support/until';
@@ -114,7 +119,9 @@ describeWithPostgres('PostgreSQL event store', (database) => {
           (count) => count >= readsBefore + 2,
           'the subscription to read the log twice while the lower append is held',
         );
+        // What the store's own append does after its COMMIT.
         await held.query('COMMIT');
+        await announceAppends(held);
         await until(
           async () => seen.length,
           (count) => count >= 2,
@@ -189,6 +196,90 @@ describeWithPostgres('PostgreSQL event store', (database) => {
     } finally {
       await subscription.close();
       await Promise.all([writer.close(), follower.close()]);
+    }
+  });
+
+  it('keeps a notification that came while a follower was reading for its next wait', async () => {
+    const channel = `test_${randomUUID().replace(/-/g, '').slice(0, 12)}`;
+    const notifier = new Notifier({ connectionString: database().url }, channel);
+    const sender = new Client({ connectionString: database().url });
+    await sender.connect();
+    try {
+      // The first wait opens the LISTEN connection, and is woken once it listens.
+      await notifier.wait(60_000, () => false);
+      // A follower takes the count, starts its read; a commit's notification arrives meanwhile,
+      // with nobody waiting.
+      const beforeRead = notifier.heard();
+      await sender.query(`SELECT pg_notify('${channel}', '')`);
+      await until(
+        async () => notifier.heard(),
+        (count) => count > beforeRead,
+        'the notification to arrive',
+      );
+      // The follower's wait after that read ends at once: not at its poll, a minute away.
+      let woken = false;
+      const waited = notifier.wait(60_000, () => false, beforeRead).then(() => (woken = true));
+      await new Promise((resolve) => setImmediate(resolve));
+      expect(woken).toBe(true);
+      await waited;
+      // A wait with the count up to date waits for the next notification.
+      let early = false;
+      const next = notifier.wait(60_000, () => false, notifier.heard()).then(() => (early = true));
+      await new Promise((resolve) => setImmediate(resolve));
+      expect(early).toBe(false);
+      await sender.query(`SELECT pg_notify('${channel}', '')`);
+      await next;
+    } finally {
+      notifier.close();
+      await sender.end();
+    }
+  });
+
+  it('wakes a follower for every burst of appends from two instances, though their notifications are coalesced', async () => {
+    // Appends notify after their COMMIT, at most one notification in flight per store: a commit
+    // that lands while one is in flight gets one more after it. A follower whose poll is a minute
+    // away is woken by notifications alone; if one that its last appends needed were dropped (or
+    // arrived while it was reading and were lost to it), a burst would not be delivered within the
+    // wait below, and the count would stop short.
+    const writers = [
+      new PostgresEventStore({ connectionString: database().url }),
+      new PostgresEventStore({ connectionString: database().url }),
+    ];
+    const follower = new PostgresEventStore({ connectionString: database().url, pollIntervalMs: 60_000 });
+    const prefix = `bursts-${randomUUID().slice(0, 8)}`;
+    const seen: StoredEvent[] = [];
+    const subscription = follower.subscribe(
+      { after: await follower.headPosition(), streamPrefix: prefix },
+      { onEvents: (events) => void seen.push(...events) },
+    );
+    const bursts = 25;
+    const perBurst = 8;
+    try {
+      for (let burst = 0; burst < bursts; burst++) {
+        await Promise.all(
+          Array.from({ length: perBurst }, (_, index) =>
+            writers[index % 2].append(`${prefix}-${burst}-${index}`, NO_STREAM, [newEvent(`E${burst}`)]),
+          ),
+        );
+        await until(
+          async () => seen.length,
+          (count) => count >= (burst + 1) * perBurst,
+          `the follower to be woken for burst ${burst} by notifications alone`,
+          20_000,
+        );
+      }
+      const appended = bursts * perBurst;
+      expect(seen).toHaveLength(appended);
+      expect(new Set(seen.map((event) => event.stream)).size).toBe(appended);
+      const positions = seen.map((event) => event.position);
+      expect(positions).toEqual([...positions].sort((a, b) => a - b));
+      // Coalesced, never more than one a commit.
+      const sent = writers[0].announcements + writers[1].announcements;
+      expect(sent).toBeGreaterThan(0);
+      expect(sent).toBeLessThanOrEqual(appended);
+    } finally {
+      await subscription.close();
+      await Promise.all([...writers.map((writer) => writer.close()), follower.close()]);
     }
   });
 });

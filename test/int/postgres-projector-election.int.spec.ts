@@ -133,7 +133,7 @@ describeWithPostgres('the projector election on PostgreSQL', (database) => {
     }
   });
 
-  it('empties a projection of a changed version for every copy, and projects it again from the log', async () => {
+  it('builds a projection of a changed version beside what every copy serves, and publishes it whole', async () => {
     const elected = await projector();
     const copy = instances.find((instance) => instance !== elected) as Instance;
     await stop(copy);
@@ -144,10 +144,23 @@ describeWithPostgres('the projector election on PostgreSQL', (database) => {
       (state) => state === 'live',
       'the copy to read the shared read models',
     );
+    expect(counts(follower)).toEqual([5, 5, 5, 5]);
     await stop(elected);
     const upgraded = start(2);
     await projector();
     expect(upgraded.runner.projecting).toBe(true);
+    // What the copy serves until the new version is published: version 1's counts, never nothing.
+    const seen: string[] = [];
+    await until(
+      async () => {
+        const now = counts(follower);
+        seen.push(JSON.stringify(now));
+        return now;
+      },
+      (now) => now[0] === 10,
+      'the copy to take the new version, folded again at two a piece',
+    );
+    for (const served of seen) expect(['[5,5,5,5]', '[10,10,10,10]']).toContain(served);
     const last = await append(upgraded.store, 1);
     for (const instance of [upgraded, follower]) {
       expect(await instance.runner.waitForPosition(last, 20_000)).toBe(true);

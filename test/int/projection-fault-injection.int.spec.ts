@@ -1,13 +1,13 @@
-import { spawn } from 'node:child_process';
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { join, resolve } from 'node:path';
+import { join } from 'node:path';
 import { LEDGER_PROJECTIONS } from '@recovery-ledger/projections';
 import { trustReport, type TrustMetricsDoc } from '@recovery-ledger/projections';
 import { ProjectionEngine } from '../../src/projection-engine/projection-engine';
 import { SqliteReadModel } from '../../src/adapters/sqlite/sqlite-read-model.store';
 import { SqliteEventStore } from '../../src/adapters/sqlite/sqlite-event-store.adapter';
 import { withEngineFaults, type EngineFaults } from '../support/engine-faults';
+import { runEngineUntilKilled } from '../support/killed-engine';
 import { foldProjection } from '../../projections/test/support/fold-projection';
 import { envelopes, LedgerScenario } from '../unit/projections/support/ledger-scenario';
 import { expectedSnapshot, snapshot } from '../unit/projections/support/read-model-snapshot';
@@ -179,41 +179,15 @@ describe('projection engine under fault injection', () => {
     'a process SIGKILLed at %s leaves a read model that resumes exactly',
     async (phase) => {
       const file = join(dir, 'read-models.sqlite');
-      const reportFile = join(dir, 'killed-at.json');
-      const root = resolve(__dirname, '../..');
-      const script = join(dir, 'engine-child.js');
-      writeFileSync(
-        script,
-        `
-const fs = require('node:fs');
-require(${JSON.stringify(join(root, 'test/chaos/swc-register.cjs'))});
-const { ProjectionEngine } = require(${JSON.stringify(join(root, 'src/projection-engine/projection-engine.ts'))});
-const { SqliteReadModel } = require(${JSON.stringify(join(root, 'src/adapters/sqlite/sqlite-read-model.store.ts'))});
-const { SqliteEventStore } = require(${JSON.stringify(join(root, 'src/adapters/sqlite/sqlite-event-store.adapter.ts'))});
-const { LEDGER_PROJECTIONS } = require(${JSON.stringify(join(root, 'projections/src/projection-catalog.ts'))});
-const { withEngineFaults } = require(${JSON.stringify(join(root, 'test/support/engine-faults.ts'))});
-const store = SqliteEventStore.open({ file: ${JSON.stringify(join(dir, 'events.sqlite'))} });
-const readModel = SqliteReadModel.open({ file: ${JSON.stringify(file)} });
-let batches = 0;
-const kill = (batch) => {
-  if (++batches !== 3) return;
-  fs.writeFileSync(${JSON.stringify(reportFile)}, JSON.stringify(batch));
-  process.kill(process.pid, 'SIGKILL');
-};
-const engine = new ProjectionEngine({ ...withEngineFaults(store, readModel, { ${phase}: kill }), projections: LEDGER_PROJECTIONS, batchSize: ${BATCH}, restartDelayMs: null });
-engine.start();
-setTimeout(() => process.exit(3), 20000);
-`,
-      );
-      const child = spawn(process.execPath, [script], { cwd: root, stdio: ['ignore', 'ignore', 'pipe'] });
-      let stderr = '';
-      child.stderr.on('data', (chunk) => (stderr += chunk));
-      const signal = await new Promise<NodeJS.Signals | null>((resolveExit) =>
-        child.on('exit', (_code, exitSignal) => resolveExit(exitSignal)),
-      );
-      expect({ signal, stderr }).toEqual({ signal: 'SIGKILL', stderr: '' });
-
-      const killedAt = JSON.parse(readFileSync(reportFile, 'utf8')) as { from: number; to: number };
+      const killedAt = await runEngineUntilKilled({
+        dir,
+        eventsFile: join(dir, 'events.sqlite'),
+        readModelFile: file,
+        phase,
+        commit: 3,
+        projections: { module: 'projections/src/projection-catalog.ts', name: 'LEDGER_PROJECTIONS' },
+        engine: { batchSize: BATCH },
+      });
       const readModel = SqliteReadModel.open({ file });
       const durable = phase === 'afterCommit' ? killedAt.to : killedAt.from - 1;
       for (const checkpoint of readModel.checkpoints()) expect(checkpoint.position).toBe(durable);

@@ -14,10 +14,10 @@ import { LEDGER_PROJECTIONS, type AnyProjection } from '@recovery-ledger/project
 import { ProjectionEngine } from '../../src/projection-engine/projection-engine';
 import { checkReadModelDigests } from '../../src/projection-engine/read-model-verification';
 import { SqliteReadModel } from '../../src/adapters/sqlite/sqlite-read-model.store';
-import type { EventStore } from '../../src/store/event-store.port';
 import { SqliteEventStore } from '../../src/adapters/sqlite/sqlite-event-store.adapter';
 import { envelopes, LedgerScenario } from '../unit/projections/support/ledger-scenario';
 import { expectedSnapshot, snapshot } from '../unit/projections/support/read-model-snapshot';
+import { counting } from '../support/killed-engine';
 
 const KEY = 'read-model-digest-test-key-0123456789';
 
@@ -30,19 +30,6 @@ async function workload(scenario: LedgerScenario, operations: number, prefix: st
     await scenario.envelope(ref, 1, n % 2 === 0 ? envelopes.committed(ref) : envelopes.unknown(ref));
     scenario.clock.advance(31_000);
   }
-}
-
-/** The store, counting the events each readAll gives back. */
-function counting(store: EventStore): { store: EventStore; read: () => number } {
-  let read = 0;
-  const spied: EventStore = Object.assign(Object.create(store) as EventStore, {
-    readAll: async (options: Parameters<EventStore['readAll']>[0]) => {
-      const events = await store.readAll(options);
-      read += events.length;
-      return events;
-    },
-  });
-  return { store: spied, read: () => read };
 }
 
 describe('the read model compared with the log by digest', () => {
@@ -225,7 +212,7 @@ describe('the read model compared with the log by digest', () => {
     ]);
   });
 
-  it('rebuilds a projection whose version changed, from zero, and keeps the others', async () => {
+  it('rebuilds a projection whose version changed beside its rows, from zero, and keeps the others', async () => {
     const head = await builtThenCrashed();
     const bumped = LEDGER_PROJECTIONS.map((projection) =>
       projection.name === 'run_summary' ? { ...projection, version: projection.version + 1 } : projection,
@@ -233,13 +220,14 @@ describe('the read model compared with the log by digest', () => {
     const readModel = SqliteReadModel.open({ file: file(), digestKey: KEY, readCacheBytes: 0 });
     const { store: spied, read } = counting(store);
     const engine = new ProjectionEngine({ store: spied, readModel, projections: bumped, batchSize: 50 });
+    // Served as they stand meanwhile: the old version's rows, at the position they reached.
     expect(engine.status().projections.map((projection) => [projection.name, projection.checkpoint])).toEqual(
-      bumped.map((projection) => [projection.name, projection.name === 'run_summary' ? 0 : head]),
+      bumped.map((projection) => [projection.name, head]),
     );
     const report = await checkReadModelDigests(spied, readModel, bumped);
     expect(report.projections.filter((projection) => projection.mismatch)).toEqual([]);
     engine.start();
-    expect(await engine.waitForPosition(head, 10_000)).toBe(true);
+    await engine.rebuild(['run_summary']);
     await engine.stop();
     // The whole log read again for the new version, and nothing more.
     expect(read() - report.eventsRead).toBe((await store.readAll({ after: 0, limit: 10_000 })).length);

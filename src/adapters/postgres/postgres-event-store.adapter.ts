@@ -20,7 +20,7 @@ import {
 } from '../../store/event-store.port';
 import { isEventMetadata } from '../../store/event-metadata';
 import { followLog } from '../follow-log';
-import { inTransaction, migrate, openPool, query, toPortError, type PostgresOptions } from './postgres-database';
+import { migrate, openPool, query, toPortError, type PostgresOptions } from './postgres-database';
 import { Notifier } from './postgres-notifier';
 
 export interface PostgresEventStoreOptions extends PostgresOptions {
@@ -51,10 +51,12 @@ const COLUMNS = 'position, stream, revision, event_id, type, data, metadata';
 /**
  * The event log in PostgreSQL (docs/postgres.md), shared by every instance that connects to it.
  *
- * An append is one transaction: the stream's row in `ledger_streams` moves from the expected
- * revision to the new one (an UPDATE … WHERE revision = expected, or an INSERT for a new stream,
- * which a concurrent writer of the same stream waits on and then finds changed), then the events
- * are inserted; the promise settles only after COMMIT has answered.
+ * An append is one statement, so one transaction: the stream's row in `ledger_streams` moves from
+ * the expected revision to the new one (an UPDATE … WHERE revision = expected, or an INSERT for a
+ * new stream, which a concurrent writer of the same stream waits on and then finds changed), and
+ * the events are inserted; the promise settles only when the server has answered the statement,
+ * which it does once the transaction has committed (pg settles a query at ReadyForQuery). Followers
+ * are told after the commit (`Announcer`).
  *
  * Positions, and the trap they avoid. A sequence numbers rows when they are inserted, but
  * transactions commit in another order: one that took 5 can commit after one that took 6, and a
@@ -81,6 +83,7 @@ export class PostgresEventStore implements EventStore {
   private readonly pool: Pool;
   private readonly ready: Promise<void>;
   private readonly notifier: Notifier;
+  private readonly announcer: Announcer;
   private closed = false;
 
   readonly keepsAnchors = false;
@@ -93,6 +96,12 @@ export class PostgresEventStore implements EventStore {
     // A start against an unreachable server is not an unhandled rejection: requests report it.
     this.ready.catch(() => undefined);
     this.notifier = new Notifier(options, NOTIFY_CHANNEL);
+    this.announcer = new Announcer(() => announceAppends(this.pool));
+  }
+
+  /** Notifications this store has sent for its appends: fewer than its appends when they were coalesced. */
+  get announcements(): number {
+    return this.announcer.sent;
   }
 
   private async open(): Promise<Pool> {
@@ -110,13 +119,13 @@ export class PostgresEventStore implements EventStore {
     if (events.length > MAX_BATCH) throw new Error(`an append carries at most ${MAX_BATCH} events`);
     const pool = await this.open();
     const revision = expectedRevision + events.length;
-    const written = await inTransaction(pool, (client) => writeAppend(client, stream, expectedRevision, events)).catch(
-      (error: unknown) => {
-        throw toPortError(error, stream, expectedRevision);
-      },
-    );
-    if (written !== undefined) return { revision, position: written };
-    return this.sameBatchOrConflict(stream, expectedRevision, events);
+    // One statement outside any BEGIN: its own transaction, committed before the server answers it.
+    const written = await writeAppend(pool, stream, expectedRevision, events).catch((error: unknown) => {
+      throw toPortError(error, stream, expectedRevision);
+    });
+    if (written === undefined) return this.sameBatchOrConflict(stream, expectedRevision, events);
+    this.announcer.announce();
+    return { revision, position: written };
   }
 
   /** A refused append: the original result when this very batch already stands there, else a conflict. */
@@ -135,11 +144,14 @@ export class PostgresEventStore implements EventStore {
   }
 
   async readStream(stream: string): Promise<StoredEvent[]> {
-    return this.read(`SELECT ${COLUMNS} FROM ledger_events WHERE stream = $1 ORDER BY revision`, [stream]);
+    return this.read('ledger_read_stream', `SELECT ${COLUMNS} FROM ledger_events WHERE stream = $1 ORDER BY revision`, [
+      stream,
+    ]);
   }
 
   async readStreamRange(stream: string, from: number, limit: number): Promise<StoredEvent[]> {
     return this.read(
+      'ledger_read_stream_range',
       `SELECT ${COLUMNS} FROM ledger_events WHERE stream = $1 AND revision >= $2 ORDER BY revision LIMIT $3`,
       [stream, from, limit],
     );
@@ -148,6 +160,7 @@ export class PostgresEventStore implements EventStore {
   async readEventsById(stream: string, eventIds: readonly string[]): Promise<StoredEvent[]> {
     if (eventIds.length === 0) return [];
     return this.read(
+      'ledger_read_events_by_id',
       `SELECT ${COLUMNS} FROM ledger_events WHERE stream = $1 AND event_id = ANY($2::text[]) ORDER BY revision`,
       [stream, [...eventIds]],
     );
@@ -159,6 +172,7 @@ export class PostgresEventStore implements EventStore {
       : 'AND transaction_id < pg_snapshot_xmin(pg_current_snapshot())';
     const prefix = streamPrefix ? 'AND starts_with(stream, $3)' : '';
     return this.read(
+      `ledger_read_all${mark ? '' : '_unguarded'}${prefix ? '_prefix' : ''}`,
       `SELECT ${COLUMNS} FROM ledger_events WHERE position > $1 ${mark} ${prefix} ORDER BY position LIMIT $2`,
       streamPrefix ? [after, limit, streamPrefix] : [after, limit],
     );
@@ -166,9 +180,14 @@ export class PostgresEventStore implements EventStore {
 
   subscribe(options: SubscribeOptions, handlers: SubscriptionHandlers): Subscription {
     const pollMs = this.options.pollIntervalMs ?? 250;
+    // The wakes counted before each read: one that comes during the read ends the next wait at once.
+    let heard = this.notifier.heard();
     return followLog(options.after, handlers, {
-      read: (after) => this.readAll({ after, limit: 500, streamPrefix: options.streamPrefix }),
-      wait: (stopped) => this.notifier.wait(pollMs, stopped),
+      read: (after) => {
+        heard = this.notifier.heard();
+        return this.readAll({ after, limit: 500, streamPrefix: options.streamPrefix });
+      },
+      wait: (stopped) => this.notifier.wait(pollMs, stopped, heard),
       wake: () => this.notifier.wakeAll(),
       closed: () => this.closed,
     });
@@ -227,69 +246,106 @@ export class PostgresEventStore implements EventStore {
     await this.pool.end().catch(() => undefined);
   }
 
-  private async read(text: string, values: unknown[]): Promise<StoredEvent[]> {
-    return (await query<EventRow>(await this.open(), text, values)).map(decode);
+  /** A read by a named statement: parsed and planned once per connection, not at every call. */
+  private async read(name: string, text: string, values: unknown[]): Promise<StoredEvent[]> {
+    const pool = await this.open();
+    try {
+      return (await pool.query<EventRow>({ name, text, values })).rows.map(decode);
+    } catch (error) {
+      throw toPortError(error);
+    }
   }
 }
 
 /**
- * The writes of one append, inside the caller's transaction: the stream's row moved, the events
- * inserted, the followers told (at COMMIT). Answers the last event's position, or undefined when
- * the stream is not at `expectedRevision` (nothing written). Exported for the test that holds an
- * append open while another commits (test/int/postgres-event-store.int.spec.ts).
+ * One append as one statement: the stream's row moved from `expectedRevision` (an UPDATE … WHERE
+ * revision = expected, or an INSERT for a new stream), and the events inserted only when it moved.
+ * Under READ COMMITTED a concurrent writer of the same stream waits on the row, then re-checks the
+ * condition against the committed revision: exactly one of many racing at one revision moves it.
+ * Answers the last event's position, or undefined when the stream is not at `expectedRevision`
+ * (nothing written). On a pool it is a transaction of its own, committed before the server
+ * answers; exported for the test that runs it inside a transaction held open while another append
+ * commits (test/int/postgres-event-store.int.spec.ts).
  */
 export async function writeAppend(
-  client: Pick<PoolClient, 'query'>,
+  client: Pick<PoolClient, 'query'> | Pick<Pool, 'query'>,
   stream: string,
   expectedRevision: number,
   events: NewEvent[],
 ): Promise<number | undefined> {
-  const moved = await moveStream(client, stream, expectedRevision, expectedRevision + events.length);
-  if (!moved) return undefined;
-  const rows = await client.query<{ position: string }>(
-    `INSERT INTO ledger_events (position, transaction_id, stream, revision, event_id, type, data, metadata)
+  const move =
+    expectedRevision === NO_STREAM
+      ? 'INSERT INTO ledger_streams (stream, revision) VALUES ($1, $3) ON CONFLICT (stream) DO NOTHING RETURNING 1'
+      : 'UPDATE ledger_streams SET revision = $3 WHERE stream = $1 AND revision = $2 RETURNING 1';
+  const { rows } = await (client as Pick<Pool, 'query'>).query<{ position: string }>({
+    // Named: parsed and planned once per connection, not at every append.
+    name: expectedRevision === NO_STREAM ? 'ledger_append_new' : 'ledger_append',
+    text: `WITH moved AS (${move})
+     INSERT INTO ledger_events (position, transaction_id, stream, revision, event_id, type, data, metadata)
      SELECT pg_current_xact_id()::text::bigint * 65536 + e.ordinality - 1, pg_current_xact_id(),
             $1, $2::integer + e.ordinality::integer, e.event_id, e.type, e.data, e.metadata
-       FROM unnest($3::text[], $4::text[], $5::text[], $6::text[])
+       FROM unnest($4::text[], $5::text[], $6::text[], $7::text[])
             WITH ORDINALITY AS e(event_id, type, data, metadata)
+      WHERE EXISTS (SELECT 1 FROM moved)
      RETURNING position`,
-    [
+    values: [
       stream,
       expectedRevision,
+      expectedRevision + events.length,
       events.map((event) => event.event_id),
       events.map((event) => event.type),
       events.map((event) => JSON.stringify(event.data)),
       events.map((event) => JSON.stringify(event.metadata)),
     ],
-  );
-  // Delivered at COMMIT, to every instance's followers (never when the transaction rolls back).
-  await client.query(`SELECT pg_notify('${NOTIFY_CHANNEL}', '')`);
-  return Math.max(...rows.rows.map((row) => toPosition(row.position)));
+  });
+  if (rows.length === 0) return undefined;
+  return Math.max(...rows.map((row) => toPosition(row.position)));
 }
 
 /**
- * Moves the stream's row from `expected` to `next` and answers whether it did. Under READ
- * COMMITTED a concurrent writer of the same stream waits on the row, then re-checks the condition
- * against the committed revision: exactly one of many racing at one revision moves it.
+ * Tells every instance's followers that the log moved: a notification of its own, sent after the
+ * append's COMMIT. Inside the append's transaction, NOTIFY would take PostgreSQL's cluster-wide
+ * notification lock before the commit and hold it until the commit is flushed, so every append
+ * would commit alone (docs/postgres.md, "Measured"). A notification carries nothing: followers
+ * read the table below the high-water mark, and it only says when. Exported for the test that
+ * commits a held append by hand.
  */
-async function moveStream(
-  client: Pick<PoolClient, 'query'>,
-  stream: string,
-  expected: number,
-  next: number,
-): Promise<boolean> {
-  const moved =
-    expected === NO_STREAM
-      ? await client.query(
-          'INSERT INTO ledger_streams (stream, revision) VALUES ($1, $2) ON CONFLICT (stream) DO NOTHING',
-          [stream, next],
-        )
-      : await client.query('UPDATE ledger_streams SET revision = $3 WHERE stream = $1 AND revision = $2', [
-          stream,
-          expected,
-          next,
-        ]);
-  return moved.rowCount === 1;
+export async function announceAppends(client: Pick<Pool, 'query'> | Pick<PoolClient, 'query'>): Promise<void> {
+  await (client as Pick<Pool, 'query'>).query(`SELECT pg_notify('${NOTIFY_CHANNEL}', '')`);
+}
+
+/**
+ * At most one notification in flight per store. An append that commits while one is in flight
+ * asks for one more, sent once that one has answered: so a notification always starts after every
+ * commit it stands for, and a burst of appends costs two notifications, not one each. A follower
+ * woken by it and held back by an older append still running is woken again by that append's own
+ * notification after its commit, or by its poll when the older writer was no append of a store.
+ * A failed notification is not retried: followers read again at their poll interval.
+ */
+export class Announcer {
+  sent = 0;
+  private inFlight = false;
+  private again = false;
+
+  constructor(private readonly send: () => Promise<void>) {}
+
+  announce(): void {
+    if (this.inFlight) {
+      this.again = true;
+      return;
+    }
+    this.inFlight = true;
+    void this.run();
+  }
+
+  private async run(): Promise<void> {
+    do {
+      this.again = false;
+      this.sent++;
+      await this.send().catch(() => undefined);
+    } while (this.again);
+    this.inFlight = false;
+  }
 }
 
 function toPosition(text: string | number): number {

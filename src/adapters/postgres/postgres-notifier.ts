@@ -5,11 +5,16 @@ import type { PostgresOptions } from './postgres-database';
  * One LISTEN connection per store, waking its followers when any instance commits on `channel`. A
  * missed notification (the connection dropped, the server restarted) costs one poll interval,
  * never an event: followers read the table, the notification only says when.
+ *
+ * Every wake is counted. A follower takes the count (`heard()`) before it reads and hands it to
+ * `wait`: a notification that came while it was reading, when no one was waiting, then ends the
+ * wait at once instead of being lost to it until the next poll.
  */
 export class Notifier {
   private client: Client | undefined;
   private connecting: Promise<void> | undefined;
   private readonly waiters = new Set<() => void>();
+  private wakes = 0;
   private closed = false;
 
   constructor(
@@ -17,8 +22,16 @@ export class Notifier {
     private readonly channel: string,
   ) {}
 
-  /** Resolves on the next notification, after `timeoutMs`, or when `stop()` is true at a wake. */
-  wait(timeoutMs: number, stop: () => boolean): Promise<void> {
+  /** How many wakes so far: taken before a read, handed to `wait` after it. */
+  heard(): number {
+    return this.wakes;
+  }
+
+  /**
+   * Resolves on the next notification, after `timeoutMs`, or when `stop()` is true at a wake; at
+   * once when a wake came since `heard()` answered `since`.
+   */
+  wait(timeoutMs: number, stop: () => boolean, since = this.wakes): Promise<void> {
     this.listen();
     return new Promise<void>((resolve) => {
       const done = () => {
@@ -27,12 +40,13 @@ export class Notifier {
         resolve();
       };
       const timer = setTimeout(done, timeoutMs);
-      if (stop()) done();
+      if (stop() || since !== this.wakes) done();
       else this.waiters.add(done);
     });
   }
 
   wakeAll(): void {
+    this.wakes++;
     for (const wake of [...this.waiters]) wake();
   }
 

@@ -187,7 +187,7 @@ interface ProjectorSession {
   listeners: Array<(error: Error) => void>;
 }
 
-/** One publication on the projector's own session: every row, the new change number, a notification. */
+/** One publication on the projector's own session: every row and the new change number, then a notification. */
 async function publishOn(client: Client, changes: ReadModelChanges): Promise<number> {
   try {
     await client.query('BEGIN');
@@ -248,8 +248,13 @@ async function publishOn(client: Client, changes: ReadModelChanges): Promise<num
         ],
       );
     }
-    await client.query(`SELECT pg_notify('${NOTIFY_CHANNEL}', $1)`, [String(change)]);
     await client.query('COMMIT');
+    // Announced after COMMIT, not in the transaction: a notifying transaction holds PostgreSQL's
+    // cluster-wide notification lock from before its commit until the commit is flushed, and every
+    // other notifying commit of the cluster waits on it (docs/postgres.md, "Measured"). Not awaited:
+    // the publication stands once committed, the session sends it before its next statement, and a
+    // lost one costs the copies their 500 ms poll, never a publication (they read `change > N`).
+    client.query(`SELECT pg_notify('${NOTIFY_CHANNEL}', $1)`, [String(change)]).catch(() => undefined);
     return change;
   } catch (error) {
     await client.query('ROLLBACK').catch(() => undefined);

@@ -150,8 +150,11 @@ export class SqliteReadModel implements ReadModel {
   }
 
   /**
-   * Creates the projection's tables. A projection whose version (or columns) changed since its
-   * documents were written starts again from zero: old documents are not what the new code builds.
+   * Creates the projection's tables. A projection whose version changed since its documents were
+   * written keeps them, and its checkpoint keeps the version that wrote them: they are served as
+   * they stand until a rebuild beside them (`beginRebuild`, `finishRebuild`) swaps in what the new
+   * code builds (docs/reliability.md, "Rebuilding beside"). One whose columns changed starts again
+   * from zero, since the queries of the new code filter on columns the old tables do not have.
    * Answers whether it was reset.
    */
   register(projection: AnyProjection): { reset: boolean } {
@@ -174,7 +177,7 @@ export class SqliteReadModel implements ReadModel {
       (existingColumns.length === columns.length && columns.every((column) => existingColumns.includes(column)));
     // Documents without a checkpoint cannot be trusted to cover any position: start them again too.
     const orphaned = stored === undefined && tableInfo.length > 0;
-    const reset = (stored !== undefined && stored.version !== projection.version) || !sameShape || orphaned;
+    const reset = !sameShape || orphaned;
     this.db.transaction(() => {
       if (reset) this.db.exec(`DROP TABLE IF EXISTS ${docsTable}; DROP TABLE IF EXISTS ${linksTable};`);
       const columnDefs = Object.entries(projection.columns ?? {}).map(([name, type]) => `, ${name} ${sqlType(type)}`);
@@ -266,12 +269,13 @@ export class SqliteReadModel implements ReadModel {
    * swaps them in one transaction. The new tables get the declared indexes only at the swap: a
    * rebuild only looks documents up by key.
    */
-  beginRebuild(name: string): void {
+  beginRebuild(name: string, options: { resume?: boolean } = {}): void {
     const live = this.entry(name);
     const { projection } = live;
     const shadow = shadowNames(name);
     const columnDefs = Object.entries(projection.columns ?? {}).map(([column, type]) => `, ${column} ${sqlType(type)}`);
     this.transaction(() => {
+      if (options.resume && this.resumable(projection, shadow)) return;
       this.db.exec(`DROP TABLE IF EXISTS ${shadow.docsTable}; DROP TABLE IF EXISTS ${shadow.linksTable};`);
       this.db.exec(
         `CREATE TABLE ${shadow.docsTable} (key TEXT PRIMARY KEY, doc TEXT NOT NULL, stamp INTEGER, row_hash BLOB${columnDefs.join('')})`,
@@ -309,9 +313,34 @@ export class SqliteReadModel implements ReadModel {
     this.parsed?.clear();
   }
 
-  /** Drops what a rebuild built beside: the live tables stay as they are. */
-  abandonRebuild(name: string): void {
-    if (!this.rebuilding.delete(name)) return;
+  /**
+   * Whether a set built beside by an earlier run can be built on: made by this version, with these
+   * columns, its checkpoint row there. Its rows and its checkpoint were committed together, like
+   * the live ones', so it holds the log up to that checkpoint and no further.
+   */
+  private resumable(projection: AnyProjection, shadow: ReturnType<typeof shadowNames>): boolean {
+    const stored = this.checkpointStatements.get.get(shadow.checkpoint);
+    if (!stored || stored.version !== projection.version || typeof stored.digest !== 'string') return false;
+    const docs = (this.db.prepare(`PRAGMA table_info(${shadow.docsTable})`).all() as { name: string }[]).map(
+      (row) => row.name,
+    );
+    const links = this.db.prepare(`PRAGMA table_info(${shadow.linksTable})`).all();
+    const held = docs.filter((column) => !['key', 'doc', 'stamp', 'row_hash'].includes(column));
+    const columns = Object.keys(projection.columns ?? {});
+    return (
+      docs.length > 0 &&
+      links.length > 0 &&
+      held.length === columns.length &&
+      columns.every((column) => held.includes(column))
+    );
+  }
+
+  /**
+   * Stops writing a projection beside its live tables, which stay as they are. What was built
+   * beside is dropped, or with `keep` left for a later `beginRebuild(name, { resume: true })`.
+   */
+  abandonRebuild(name: string, options: { keep?: boolean } = {}): void {
+    if (!this.rebuilding.delete(name) || options.keep) return;
     const shadow = shadowNames(name);
     this.transaction(() => {
       this.db.exec(`DROP TABLE IF EXISTS ${shadow.docsTable}; DROP TABLE IF EXISTS ${shadow.linksTable};`);
