@@ -1,9 +1,13 @@
 /**
- * The fault campaign (issue: acknowledged means durable): several load-client processes submit
- * facts through the SDK while the service is SIGKILLed at random moments and restarted on the same
- * data directory; some kills are aimed right after the projection engine committed a batch (its
- * checkpoint in the read model moved), so the engine dies between batches too. Then the checker
- * holds every acknowledgement against the log on disk.
+ * The fault campaign (acknowledged means durable, docs/reliability.md): several load-client
+ * processes submit facts through the SDK while the service is SIGKILLed at random moments and
+ * restarted on the same data directory; some kills are aimed right after the projection engine
+ * committed a batch (its checkpoint in the read model moved), so the engine dies between batches
+ * too. Then the checker holds every acknowledgement against the log on disk.
+ *
+ * On PostgreSQL (`postgres`) every instance runs on one database; the aimed kills take the
+ * instance that projects the shared read models right after a publication, and a cycle may crash
+ * the database server itself instead of an instance. The checker reads the database on its own.
  */
 import { fork, type ChildProcess } from 'node:child_process';
 import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
@@ -21,12 +25,12 @@ import {
   checkTrustReadModel,
   emptyReport,
   figures,
-  readRawLog,
   readRecords,
-  rebuildProjections,
+  sqliteLog,
   type CheckReport,
   type Figures,
 } from './checker';
+import { checkSharedRebuild, lastPublication, postgresLog } from './postgres-log';
 import { newSeed, seededRandom, type Random } from './prng';
 import type { ChildMessage, ClientConfig, ClientStats, LoadRecord, ParentMessage } from './records';
 import { setTimeout as sleep } from 'node:timers/promises';
@@ -49,6 +53,13 @@ export interface CampaignOptions {
   instances?: number;
   /** Share of cycles that stop the service with SIGTERM instead of SIGKILL (default 0.15). */
   gracefulShare?: number;
+  /**
+   * Run every instance with LEDGER_STORE=postgres on the database at `url` (which must be empty)
+   * instead of on SQLite. With `crash` (test/support/postgres.ts: stops the server as a crash would,
+   * answers how to start it again), `databaseCrashes` of the cycles crash the server instead of an
+   * instance.
+   */
+  postgres?: { url: string; crash?: () => () => void; databaseCrashes?: number };
   /** Where the log, the read model and the records go (a fresh temporary directory by default). */
   dataDir?: string;
   keepData?: boolean;
@@ -57,16 +68,17 @@ export interface CampaignOptions {
 
 /**
  * `sigterm` is the graceful stop under the same load (docs/contract.md §7: a graceful shutdown loses no
- * acknowledged write); the other two are SIGKILL, a crash.
+ * acknowledged write); `random` and `after_projection_batch` are SIGKILL, a crash; `database_crash`
+ * stops the PostgreSQL server as a crash would (`pg_ctl stop -m immediate`) while every instance runs.
  */
-export type KillKind = 'random' | 'after_projection_batch' | 'sigterm';
+export type KillKind = 'random' | 'after_projection_batch' | 'sigterm' | 'database_crash';
 
 /** How long a graceful stop may take before it counts as hung (and the process is SIGKILLed). */
 const GRACEFUL_STOP_MS = 15_000;
 
 export interface KillCycle {
   kind: KillKind;
-  /** Which service process was stopped. */
+  /** Which service process was stopped (-1: none, the database server was). */
   instance: number;
   /** Milliseconds of load between the restart and this kill. */
   loadMs: number;
@@ -78,6 +90,7 @@ export interface KillCycle {
 
 export interface CampaignResult {
   seed: number;
+  store: 'sqlite' | 'postgres';
   dataDir: string;
   instances: number;
   cycles: KillCycle[];
@@ -181,26 +194,33 @@ function projectionCheckpoint(file: string): number | undefined {
 }
 
 /**
- * Waits until the engine has committed a batch past `after`, polling its checkpoint; answers
- * false when that does not happen within `timeoutMs` (the caller then kills anyway).
+ * Waits until what `read` answers (a projection checkpoint, a publication's number) has moved past
+ * `after`, polling it; answers false when that does not happen within `timeoutMs` (the caller then
+ * kills anyway).
  */
-async function untilCheckpointMoves(file: string, after: number | undefined, timeoutMs: number): Promise<boolean> {
+async function untilMoves(
+  read: () => number | undefined | Promise<number | undefined>,
+  after: number | undefined,
+  timeoutMs: number,
+): Promise<boolean> {
   const deadline = Date.now() + timeoutMs;
   while (Date.now() < deadline) {
-    const now = projectionCheckpoint(file);
+    const now = await read();
     if (now !== undefined && (after === undefined || now > after)) return true;
     await sleep(2);
   }
   return false;
 }
 
-function eventCount(file: string): number {
-  const db = new Database(file, { readonly: true, fileMustExist: true });
-  try {
-    return (db.prepare('SELECT COUNT(*) AS n FROM events').get() as { n: number }).n;
-  } finally {
-    db.close();
+/** Which of the instances projects the shared read models now (docs/postgres.md, "Read models"), if one says so. */
+async function projectorOf(ledgers: readonly LedgerProcess[]): Promise<number | undefined> {
+  for (const [index, ledger] of ledgers.entries()) {
+    const answer = await fetch(`${ledger.baseUrl}/health/ready`).catch(() => undefined);
+    const body = (await answer?.json().catch(() => undefined)) as
+      { details?: { projections?: { read_models?: string } } } | undefined;
+    if (body?.details?.projections?.read_models === 'projector') return index;
   }
+  return undefined;
 }
 
 export async function runCampaign(options: CampaignOptions): Promise<CampaignResult> {
@@ -214,15 +234,32 @@ export async function runCampaign(options: CampaignOptions): Promise<CampaignRes
   mkdirSync(recordsDir, { recursive: true });
   const eventsFile = join(dataDir, 'events.sqlite');
   const instanceCount = Math.max(1, options.instances ?? 1);
+  const postgres = options.postgres;
   // One instance runs the default layout (the log and the read model under its data directory);
-  // several share the log through LEDGER_EVENTS_FILE and keep their read models apart.
+  // several share the log through LEDGER_EVENTS_FILE (or the database) and keep their data apart.
   const instanceDirs =
     instanceCount === 1
       ? [dataDir]
       : Array.from({ length: instanceCount }, (_, index) => join(dataDir, `instance-${index}`));
   const readModelFiles = instanceDirs.map((dir) => readModelFile(dir));
-  const env = instanceCount === 1 ? serviceEnv() : { ...serviceEnv(), LEDGER_EVENTS_FILE: eventsFile };
-  say(`chaos: seed ${seed} (CHAOS_SEED=${seed} replays the schedule), ${instanceCount} instance(s), data ${dataDir}`);
+  const env = postgres
+    ? { ...serviceEnv(), LEDGER_STORE: 'postgres', DATABASE_URL: postgres.url }
+    : instanceCount === 1
+      ? serviceEnv()
+      : { ...serviceEnv(), LEDGER_EVENTS_FILE: eventsFile };
+  const source = postgres ? postgresLog(postgres.url) : sqliteLog(eventsFile);
+  // Which cycles crash the database server instead of an instance (drawn only on PostgreSQL, so a
+  // seed replays the same schedule on SQLite as before).
+  const databaseCrashCycles = new Set<number>();
+  if (postgres?.crash) {
+    const wanted = Math.min(postgres.databaseCrashes ?? 0, options.cycles);
+    const crashes = random.fork(0x5eed);
+    while (databaseCrashCycles.size < wanted) databaseCrashCycles.add(crashes.int(0, options.cycles - 1));
+  }
+  say(
+    `chaos: seed ${seed} (CHAOS_SEED=${seed} replays the schedule), ${instanceCount} instance(s) on ` +
+      `${postgres ? 'PostgreSQL' : 'SQLite'}, data ${dataDir}`,
+  );
 
   const ledgers: LedgerProcess[] = [];
   // Each service process's log (warnings and errors: the stack of an unexpected error among them)
@@ -230,6 +267,24 @@ export async function runCampaign(options: CampaignOptions): Promise<CampaignRes
   const logFiles = instanceDirs.map((_, index) => join(dataDir, `service-${index}.log`));
   for (const [index, dir] of instanceDirs.entries())
     ledgers.push(await startLedger({ dataDir: dir, env, logFile: logFiles[index], timeoutMs: 60_000 }));
+  /**
+   * The database server stopped as a crash would, down for a moment while every instance and
+   * client goes on (answered 503 STORE_UNAVAILABLE, they resend), then started again on its data.
+   */
+  const crashDatabase = async (crash: () => () => void, cycle: number, cycleStart: number) => {
+    const stopStart = Date.now();
+    const start = crash();
+    const stopMs = Date.now() - stopStart;
+    await sleep(random.fork(0xdb + cycle).int(200, 1_000));
+    const restartStart = Date.now();
+    start();
+    const events = await source.count();
+    cycles.push({ kind: 'database_crash', instance: -1, loadMs: stopStart - cycleStart, stopMs, eventsAtKill: events });
+    say(
+      `chaos: cycle ${cycle + 1}/${options.cycles} PostgreSQL crashed (pg_ctl stop -m immediate) and started again ` +
+        `in ${Date.now() - restartStart} ms, ${events} events in the log`,
+    );
+  };
   const recordFiles: string[] = [];
   const clients: RunningClient[] = [];
   const runTag = `chaos${seed}`;
@@ -257,7 +312,7 @@ export async function runCampaign(options: CampaignOptions): Promise<CampaignRes
     // eat the cycles the schedule asked for.
     const loadDeadline = Date.now() + options.seconds * 1000;
     for (let cycle = 0; cycle < options.cycles && Date.now() < loadDeadline; cycle++) {
-      const victim = random.int(0, instanceCount - 1);
+      let victim = random.int(0, instanceCount - 1);
       const roll = random.next();
       const gracefulShare = options.gracefulShare ?? 0.15;
       const graceful = roll < gracefulShare;
@@ -265,17 +320,27 @@ export async function runCampaign(options: CampaignOptions): Promise<CampaignRes
       const loadMs = random.int(300, 2_500);
       const cycleStart = Date.now();
       await sleep(loadMs);
+      if (postgres?.crash && databaseCrashCycles.has(cycle)) {
+        await crashDatabase(postgres.crash, cycle, cycleStart);
+        continue;
+      }
       let kind: KillKind = graceful ? 'sigterm' : 'random';
       // Kill within a few milliseconds of the engine committing a batch: the next one is being read
       // or applied, so the restart must resume from the checkpoint without a gap or a repeat. Only
       // counted as such when the checkpoint was seen to move (a build without the engine has none).
-      const readModelFile = readModelFiles[victim];
-      if (
-        aimAtBatch &&
-        existsSync(readModelFile) &&
-        (await untilCheckpointMoves(readModelFile, projectionCheckpoint(readModelFile), 2_000))
-      ) {
-        kind = 'after_projection_batch';
+      // On PostgreSQL the batch is the projector's publication to the shared read models, and the
+      // victim is whichever instance projects: its successor must go on from what was published.
+      if (aimAtBatch && postgres) {
+        const projector = await projectorOf(ledgers);
+        const published = await lastPublication(postgres.url);
+        if (projector !== undefined && (await untilMoves(() => lastPublication(postgres.url), published, 2_000))) {
+          victim = projector;
+          kind = 'after_projection_batch';
+        }
+      } else if (aimAtBatch && existsSync(readModelFiles[victim])) {
+        const readModelFile = readModelFiles[victim];
+        const at = projectionCheckpoint(readModelFile);
+        if (await untilMoves(() => projectionCheckpoint(readModelFile), at, 2_000)) kind = 'after_projection_batch';
       }
       const stopStart = Date.now();
       if (graceful) {
@@ -295,7 +360,7 @@ export async function runCampaign(options: CampaignOptions): Promise<CampaignRes
         await ledgers[victim].kill();
       }
       const stopMs = Date.now() - stopStart;
-      const events = eventCount(eventsFile);
+      const events = await source.count();
       cycles.push({ kind, instance: victim, loadMs: stopStart - cycleStart, stopMs, eventsAtKill: events });
       say(
         `chaos: cycle ${cycle + 1}/${options.cycles} ${graceful ? 'SIGTERM' : 'SIGKILL'} (${kind}) of instance ${victim} ` +
@@ -314,26 +379,28 @@ export async function runCampaign(options: CampaignOptions): Promise<CampaignRes
     if (!stats) throw new Error('load clients did not finish within 60 s of being asked to stop');
 
     const records = readRecords(recordFiles);
-    const log = readRawLog(eventsFile);
+    const log = await source.read();
     say(`chaos: checking ${log.events.length} events in ${log.streams.size} streams against ${records.length} records`);
     checkLog(log, records, report);
     // Every instance must serve what the one log says, whichever of them wrote it.
     for (const ledger of ledgers) {
       await checkServedState(ledger.baseUrl, log, report);
       await checkServedProjections(ledger.baseUrl, log, report);
-      await checkTrustMetrics(ledger.baseUrl, eventsFile, report);
+      await checkTrustMetrics(ledger.baseUrl, source, report);
     }
     // Stopped (gracefully) so the live read models are at rest when compared with a rebuild.
     for (const ledger of ledgers) await ledger.stop();
-    const rebuilt = await rebuildProjections(eventsFile);
+    const rebuilt = await source.rebuild();
     try {
-      for (const readModelFile of readModelFiles) checkRebuild(rebuilt.file, readModelFile, report);
-      checkTrustReadModel(rebuilt.file, eventsFile, report);
+      if (postgres) await checkSharedRebuild(rebuilt.file, postgres.url, report);
+      else for (const readModelFile of readModelFiles) checkRebuild(rebuilt.file, readModelFile, report);
+      await checkTrustReadModel(rebuilt.file, source, report);
     } finally {
       rebuilt.dispose();
     }
     return {
       seed,
+      store: postgres ? 'postgres' : 'sqlite',
       dataDir,
       instances: instanceCount,
       cycles,
@@ -361,11 +428,13 @@ export function summarise(result: CampaignResult): string {
   const resends = result.clients.reduce((sum, client) => sum + client.resends, 0);
   const operations = result.clients.reduce((sum, client) => sum + client.operations, 0);
   lines.push(
-    `seed ${result.seed}, ${result.instances} service process(es) on one log, ${(result.durationMs / 1000).toFixed(1)} s`,
+    `seed ${result.seed}, ${result.instances} service process(es) on one log (${result.store === 'postgres' ? 'PostgreSQL' : 'SQLite'}), ${(result.durationMs / 1000).toFixed(1)} s`,
   );
   lines.push(
     `cycles ${result.cycles.length}: SIGKILL ${byKind('random') + byKind('after_projection_batch')} (right after a projection batch ${byKind('after_projection_batch')}), ` +
-      `SIGTERM ${byKind('sigterm')}; ` +
+      `SIGTERM ${byKind('sigterm')}` +
+      (result.store === 'postgres' ? `, database crashes ${byKind('database_crash')}` : '') +
+      '; ' +
       `${result.clients.length} clients, ${operations} operations, ${requests} requests, ${resends} resends of the same event id`,
   );
   const f = result.figures;

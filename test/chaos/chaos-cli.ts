@@ -4,13 +4,19 @@
  *   CHAOS_SECONDS  bound on the load phase (default 240)
  *   CHAOS_CYCLES   kill/restart cycles (default 30, about 15% of them SIGTERM)
  *   CHAOS_CLIENTS  load-client processes (default 4), CHAOS_WORKERS operations at once in each (default 6)
- *   CHAOS_INSTANCES service processes sharing the one SQLite log (default 1; 2 runs them behind the
- *                  clients as behind a load balancer, each with its own read models)
+ *   CHAOS_INSTANCES service processes sharing the one log (default 1; 2 runs them behind the
+ *                  clients as behind a load balancer, each with its own data directory)
+ *   CHAOS_STORE    sqlite (default) or postgres: every instance on one fresh database, made on the
+ *                  server at DATABASE_URL or, without it, on a throwaway cluster started from the
+ *                  installed PostgreSQL binaries (test/support/postgres.ts); dropped after the run
+ *   CHAOS_DB_CRASHES cycles that crash the PostgreSQL server itself instead of an instance (default
+ *                  0; only on the throwaway cluster, which the campaign can stop and start)
  *   CHAOS_KEEP=1   keep the data directory (log, read model, client records, each service process's
  *                  output as service-<n>.log) for a post-mortem
  * Exits 1 when any check failed, 0 otherwise; the figures are printed either way.
  */
-import { runCampaign, summarise } from './campaign';
+import { runCampaign, summarise, type CampaignOptions } from './campaign';
+import { postgresAvailable, POSTGRES_SKIP_LINE, startTestDatabase, type TestDatabase } from '../support/postgres';
 
 function integer(name: string, fallback: number): number {
   const raw = process.env[name];
@@ -20,9 +26,35 @@ function integer(name: string, fallback: number): number {
   return value;
 }
 
+/** The database of a PostgreSQL run, with what the campaign needs of it. */
+async function postgresFor(): Promise<{ database: TestDatabase; options: CampaignOptions['postgres'] }> {
+  if (!postgresAvailable())
+    throw new Error(POSTGRES_SKIP_LINE.replace('postgres tier skipped', 'CHAOS_STORE=postgres'));
+  const databaseCrashes = integer('CHAOS_DB_CRASHES', 0);
+  const database = await startTestDatabase();
+  if (databaseCrashes > 0 && !database.crash) {
+    await database.stop();
+    throw new Error('CHAOS_DB_CRASHES needs the throwaway cluster: unset DATABASE_URL');
+  }
+  return { database, options: { url: database.url, crash: database.crash, databaseCrashes } };
+}
+
 async function main(): Promise<void> {
   const seed = process.env.CHAOS_SEED ? integer('CHAOS_SEED', 0) : undefined;
+  const store = process.env.CHAOS_STORE || 'sqlite';
+  if (store !== 'sqlite' && store !== 'postgres')
+    throw new Error(`CHAOS_STORE must be sqlite or postgres, got "${store}"`);
+  const postgres = store === 'postgres' ? await postgresFor() : undefined;
+  try {
+    await campaign(seed, postgres?.options);
+  } finally {
+    await postgres?.database.stop();
+  }
+}
+
+async function campaign(seed: number | undefined, postgres: CampaignOptions['postgres']): Promise<void> {
   const result = await runCampaign({
+    postgres,
     seed,
     seconds: integer('CHAOS_SECONDS', 240),
     cycles: integer('CHAOS_CYCLES', 30),

@@ -1,7 +1,8 @@
 /**
  * After a campaign: what the clients were told, held against what is on disk.
  *
- * The log is read straight from the SQLite file with a read-only connection, never through the
+ * The log is read straight from the SQLite file with a read-only connection (or, on PostgreSQL,
+ * from `ledger_events` on a connection of the checker's own: postgres-log.ts), never through the
  * service, so none of the service's own bookkeeping (its idempotency answers, its projections) can
  * vouch for itself. The domain's pure `fold` and the hash-chain function are the only product code
  * used here, as the definitions of "the state of a stream" and "an intact chain"; the trust metrics
@@ -21,7 +22,7 @@ import { trustReport, type TrustMetricsDoc } from '@recovery-ledger/projections'
 import type { StoredEvent } from '../../src/store/event-store.port';
 import { verifyChain } from '../../src/integrity/hash-chain';
 import { SqliteEventStore } from '../../src/adapters/sqlite/sqlite-event-store.adapter';
-import { compareTrust, countTrust } from './trust-count';
+import { compareTrust, countTrust, sqliteTrustSql, type TrustCountResult } from './trust-count';
 import type { AckRecord, LoadRecord, RefusalRecord, ToolWriteRecord } from './records';
 import type { EventRow } from '../support/scenario';
 
@@ -137,6 +138,11 @@ export function readRawLog(eventsFile: string): RawLog {
   } finally {
     db.close();
   }
+  return rawLogOf(rows);
+}
+
+/** The log's rows, in log order, decoded and indexed by stream, event id and cause. */
+export function rawLogOf(rows: readonly EventRow[]): RawLog {
   const events = rows.map((row) => ({
     stream: row.stream,
     revision: row.revision,
@@ -161,6 +167,44 @@ export function readRawLog(eventsFile: string): RawLog {
   }
   for (const list of streams.values()) list.sort((a, b) => a.revision - b.revision);
   return { events, streams, byId, byCause };
+}
+
+/**
+ * A log the checker reads on its own: the SQLite file (sqliteLog below) or PostgreSQL's
+ * `ledger_events` (postgres-log.ts). Whatever the store, the checks are the same.
+ */
+export interface LogSource {
+  /** Every event, in log order. */
+  read(): Promise<RawLog>;
+  /** How many events the log holds. */
+  count(): Promise<number>;
+  /** The highest position in the log (0 when empty). */
+  head(): Promise<number>;
+  /** The trust metrics counted with SQL over the raw table (trust-count.ts). */
+  countTrust(tenant: string): Promise<TrustCountResult>;
+  /** Every projection rebuilt from zero over this log, into a fresh SQLite read model. */
+  rebuild(): Promise<RebuiltReadModel>;
+}
+
+export function sqliteLog(eventsFile: string): LogSource {
+  const withLog = async <T>(use: (db: Database.Database) => T | Promise<T>): Promise<T> => {
+    const db = openLog(eventsFile);
+    try {
+      return await use(db);
+    } finally {
+      db.close();
+    }
+  };
+  return {
+    read: async () => readRawLog(eventsFile),
+    count: () => withLog((db) => (db.prepare('SELECT COUNT(*) AS n FROM events').get() as { n: number }).n),
+    head: () =>
+      withLog(
+        (db) => (db.prepare('SELECT MAX(position) AS head FROM events').get() as { head: number | null }).head ?? 0,
+      ),
+    countTrust: (tenant) => withLog((db) => countTrust(sqliteTrustSql(db), tenant)),
+    rebuild: () => rebuildProjections(eventsFile),
+  };
 }
 
 const streamOf = (tenant: string, ref: string) => `op-${tenant}:${ref}`;
@@ -512,40 +556,35 @@ export async function checkServedProjections(
  */
 export async function checkTrustMetrics(
   baseUrl: string,
-  eventsFile: string,
+  log: LogSource,
   report: CheckReport,
   tenant = 'default',
 ): Promise<void> {
   const outcome = report.trust_metrics_equal_count;
-  const db = openLog(eventsFile);
-  try {
-    const head = (db.prepare('SELECT MAX(position) AS head FROM events').get() as { head: number | null }).head ?? 0;
-    const served = await getJson(
-      `${baseUrl}/v1/metrics/trust?wait_for_position=${head}&wait_timeout_ms=30000&limit=1000`,
-    );
-    if (served.status === 404 && served.body?.code !== 'OPERATION_NOT_FOUND') {
-      outcome.notRun = 'GET /v1/metrics/trust is not served by this build';
-      return;
-    }
-    if (served.status !== 200) {
-      outcome.failures.push(`GET /v1/metrics/trust answered ${served.status} ${JSON.stringify(served.body)}`);
-      return;
-    }
-    const counted = countTrust(db, tenant);
+  const head = await log.head();
+  const served = await getJson(
+    `${baseUrl}/v1/metrics/trust?wait_for_position=${head}&wait_timeout_ms=30000&limit=1000`,
+  );
+  if (served.status === 404 && served.body?.code !== 'OPERATION_NOT_FOUND') {
+    outcome.notRun = 'GET /v1/metrics/trust is not served by this build';
+    return;
+  }
+  if (served.status !== 200) {
+    outcome.failures.push(`GET /v1/metrics/trust answered ${served.status} ${JSON.stringify(served.body)}`);
+    return;
+  }
+  const counted = await log.countTrust(tenant);
+  outcome.checked += 1;
+  outcome.failures.push(...compareTrust('overall', served.body.overall, counted.overall));
+  const servedTools = new Map<string, Record<string, unknown>>(
+    (served.body.tools ?? []).map((tool: any) => [tool.tool, tool]),
+  );
+  for (const [tool, count] of Object.entries(counted.tools)) {
     outcome.checked += 1;
-    outcome.failures.push(...compareTrust('overall', served.body.overall, counted.overall));
-    const servedTools = new Map<string, Record<string, unknown>>(
-      (served.body.tools ?? []).map((tool: any) => [tool.tool, tool]),
-    );
-    for (const [tool, count] of Object.entries(counted.tools)) {
-      outcome.checked += 1;
-      outcome.failures.push(...compareTrust(tool, servedTools.get(tool), count));
-    }
-    for (const tool of servedTools.keys()) {
-      if (!(tool in counted.tools)) outcome.failures.push(`${tool}: served, but no operation of the log uses it`);
-    }
-  } finally {
-    db.close();
+    outcome.failures.push(...compareTrust(tool, servedTools.get(tool), count));
+  }
+  for (const tool of servedTools.keys()) {
+    if (!(tool in counted.tools)) outcome.failures.push(`${tool}: served, but no operation of the log uses it`);
   }
 }
 
@@ -626,22 +665,21 @@ export function checkRebuild(rebuiltFile: string, liveReadModelFile: string, rep
  * function, as the endpoint does) against the SQL count: the fold itself is held to the count
  * even where no service serves it.
  */
-export function checkTrustReadModel(
+export async function checkTrustReadModel(
   readModelFile: string,
-  eventsFile: string,
+  log: LogSource,
   report: CheckReport,
   tenant = 'default',
-): void {
+): Promise<void> {
   const outcome = report.trust_read_model_equals_count;
   const readModel = new Database(readModelFile, { readonly: true, fileMustExist: true });
-  const db = openLog(eventsFile);
   try {
     const docs = (
       readModel.prepare('SELECT doc FROM rm_trust_metrics WHERE tenant = ? ORDER BY key').all(tenant) as {
         doc: string;
       }[]
     ).map((row) => JSON.parse(row.doc) as TrustMetricsDoc);
-    const counted = countTrust(db, tenant);
+    const counted = await log.countTrust(tenant);
     outcome.checked += 1;
     outcome.failures.push(...compareTrust('overall', { ...trustReport(docs) }, counted.overall));
     for (const [tool, count] of Object.entries(counted.tools)) {
@@ -651,7 +689,6 @@ export function checkTrustReadModel(
     }
   } finally {
     readModel.close();
-    db.close();
   }
 }
 

@@ -17,14 +17,16 @@ import { startLedger, type LedgerProcess } from '../support/ledger-process';
 import { runCampaign, summarise, type CampaignResult } from '../chaos/campaign';
 import { newSeed } from '../chaos/prng';
 import { seedEnvelopes } from '../../packages/core/test/support/seed-envelopes';
+import { describeWithPostgres } from '../support/postgres';
+import { PostgresEventStore } from '../../src/adapters/postgres/postgres-event-store.adapter';
 
 describe('dispatch races', () => {
   /**
    * docs/contract.md §4.8: two runtimes racing on one operation cannot both dispatch. Twenty dispatches of the
    * same attempt arrive at once; exactly one is granted and the nineteen others are refused and
    * recorded as DispatchRefused, on one service process, on two processes sharing one SQLite file
-   * (WAL, LEDGER_EVENTS_FILE), and on two processes sharing the EventStoreDB protocol double. The
-   * log is then read from the store itself, not through the service.
+   * (WAL, LEDGER_EVENTS_FILE), on two processes sharing the EventStoreDB protocol double, and on two
+   * sharing one PostgreSQL database. The log is then read from the store itself, not through the service.
    */
   const RACERS = 20;
   const ROUNDS = 3;
@@ -183,8 +185,105 @@ describe('dispatch races', () => {
         await double.stop();
       }
     });
+
+    describeWithPostgres('on two service processes sharing one PostgreSQL database', (database) => {
+      test('each round grants one, and the stream in ledger_events says so', async () => {
+        const env = { LEDGER_STORE: 'postgres', DATABASE_URL: database().url };
+        const instances = await Promise.all([startLedger({ env }), startLedger({ env })]);
+        const store = new PostgresEventStore({ connectionString: database().url });
+        try {
+          for (let round = 0; round < ROUNDS; round++) {
+            const ref = `run_race4/step_${round}`;
+            await plan(instances[round % 2].baseUrl, ref);
+            const answers = await race(
+              instances.map((instance) => instance.baseUrl),
+              ref,
+            );
+            expectOneGrant(answers, await store.readStream(streamName(ref)));
+          }
+        } finally {
+          await store.close();
+          for (const instance of instances) {
+            await instance.stop();
+            instance.cleanup();
+          }
+        }
+      });
+    });
   });
 });
+
+/**
+ * The checks of a finished campaign run, the same on every store: the faults happened under load,
+ * then nothing acknowledged was lost, nothing stored twice, nothing disagrees, and every check ran.
+ */
+function campaignVerdicts(
+  seed: number,
+  campaign: () => CampaignResult,
+  expected: () => { killed: number; databaseCrashes: number; clients: number },
+): void {
+  test('ran its SIGKILL cycles (and database crashes) under load, with resends of the same ids across them', () => {
+    const result = campaign();
+    const resends = result.clients.reduce((sum, client) => sum + client.resends, 0);
+    const killed = result.cycles.filter((cycle) => cycle.kind !== 'sigterm' && cycle.kind !== 'database_crash').length;
+    const databaseCrashes = result.cycles.filter((cycle) => cycle.kind === 'database_crash').length;
+    expect({ seed, killed, databaseCrashes, clients: result.clients.length }).toEqual({ seed, ...expected() });
+    // Every kill lands on requests in flight: the clients had to send some event ids again.
+    expect({
+      seed,
+      resendsHappened: resends > 0,
+      acknowledged: result.figures.facts_acknowledged > 50,
+    }).toEqual({
+      seed,
+      resendsHappened: true,
+      acknowledged: true,
+    });
+  });
+
+  test('nothing acknowledged was lost, nothing was stored twice, nothing disagrees', () => {
+    const result = campaign();
+    const { lost, duplicated, mismatches } = result.figures;
+    expect({ seed, lost, duplicated, mismatches, anomalies: result.anomalies }).toEqual({
+      seed,
+      lost: 0,
+      duplicated: 0,
+      mismatches: 0,
+      anomalies: [],
+    });
+  });
+
+  test("no request was answered 5xx but the store's 503, and the service logged no unexpected error", () => {
+    const result = campaign();
+    const serverErrors = result.anomalies.filter((anomaly) => anomaly.what === 'server_error');
+    expect({ seed, serverErrors, logged: result.serverErrors }).toEqual({
+      seed,
+      serverErrors: [],
+      logged: [],
+    });
+  });
+
+  test('every check ran on something, or says why it could not', () => {
+    const result = campaign();
+    for (const [name, outcome] of Object.entries(result.report)) {
+      if (outcome.notRun !== undefined) continue;
+      expect({ seed, check: name, ran: outcome.checked > 0, failures: outcome.failures }).toEqual({
+        seed,
+        check: name,
+        ran: true,
+        failures: [],
+      });
+    }
+    // These need no projection engine in the service, so they always run.
+    for (const name of [
+      'acknowledged_in_log',
+      'hash_chain',
+      'served_state_equals_fold',
+      'trust_read_model_equals_count',
+    ] as const) {
+      expect({ check: name, notRun: result.report[name].notRun }).toEqual({ check: name, notRun: undefined });
+    }
+  });
+}
 
 describe('the fault campaign, CI variant', () => {
   /**
@@ -209,66 +308,63 @@ describe('the fault campaign, CI variant', () => {
       });
     }, 120_000);
 
-    test('ran three SIGKILL cycles under load, with resends of the same ids across them', () => {
-      const resends = result.clients.reduce((sum, client) => sum + client.resends, 0);
-      const killed = result.cycles.filter((cycle) => cycle.kind !== 'sigterm').length;
-      expect({ seed: SEED, killed, clients: result.clients.length }).toEqual({ seed: SEED, killed: 3, clients: 3 });
-      // Every kill lands on requests in flight: the clients had to send some event ids again.
-      expect({
-        seed: SEED,
-        resendsHappened: resends > 0,
-        acknowledged: result.figures.facts_acknowledged > 50,
-      }).toEqual({
-        seed: SEED,
-        resendsHappened: true,
-        acknowledged: true,
-      });
-    });
-
-    test('nothing acknowledged was lost, nothing was stored twice, nothing disagrees', () => {
-      const { lost, duplicated, mismatches } = result.figures;
-      expect({ seed: SEED, lost, duplicated, mismatches, anomalies: result.anomalies }).toEqual({
-        seed: SEED,
-        lost: 0,
-        duplicated: 0,
-        mismatches: 0,
-        anomalies: [],
-      });
-    });
-
-    test("no request was answered 5xx but the store's 503, and the service logged no unexpected error", () => {
-      const serverErrors = result.anomalies.filter((anomaly) => anomaly.what === 'server_error');
-      expect({ seed: SEED, serverErrors, logged: result.serverErrors }).toEqual({
-        seed: SEED,
-        serverErrors: [],
-        logged: [],
-      });
-    });
-
-    test('every check ran on something, or says why it could not', () => {
-      for (const [name, outcome] of Object.entries(result.report)) {
-        if (outcome.notRun !== undefined) continue;
-        expect({ seed: SEED, check: name, ran: outcome.checked > 0, failures: outcome.failures }).toEqual({
-          seed: SEED,
-          check: name,
-          ran: true,
-          failures: [],
-        });
-      }
-      // These need no projection engine in the service, so they always run.
-      for (const name of [
-        'acknowledged_in_log',
-        'hash_chain',
-        'served_state_equals_fold',
-        'trust_read_model_equals_count',
-      ] as const) {
-        expect({ check: name, notRun: result.report[name].notRun }).toEqual({ check: name, notRun: undefined });
-      }
-    });
+    campaignVerdicts(
+      SEED,
+      () => result,
+      () => ({ killed: 3, databaseCrashes: 0, clients: 3 }),
+    );
 
     afterAll(() => {
       if (result) process.stdout.write(`${summarise(result)}\n`);
     });
+  });
+});
+
+describeWithPostgres('the fault campaign on PostgreSQL, CI variant', (database) => {
+  /**
+   * The same campaign on two built instances sharing one PostgreSQL database (docs/postgres.md),
+   * the clients sending to both as behind a load balancer: three SIGKILLs of an instance (those
+   * aimed at a batch take the instance projecting the shared read models right after a
+   * publication) and, where the test's own cluster can be crashed, one crash of the database
+   * server itself (`pg_ctl stop -m immediate`) under the same load. The checker reads
+   * `ledger_events` and the shared read models on its own connections (test/chaos/postgres-log.ts).
+   */
+  const SEED = process.env.CHAOS_SEED ? Number(process.env.CHAOS_SEED) : newSeed();
+  let result: CampaignResult;
+  let databaseCrashes = 0;
+
+  beforeAll(async () => {
+    const { url, crash } = database();
+    databaseCrashes = crash ? 1 : 0;
+    result = await runCampaign({
+      seed: SEED,
+      cycles: 3 + databaseCrashes,
+      // A bound no schedule should meet: every cycle must run (the verdicts count them).
+      seconds: 150,
+      clients: 3,
+      workersPerClient: 4,
+      gracefulShare: 0,
+      instances: 2,
+      postgres: { url, crash, databaseCrashes },
+    });
+  }, 300_000);
+
+  test('ran on PostgreSQL, with two instances', () => {
+    expect({ seed: SEED, store: result.store, instances: result.instances }).toEqual({
+      seed: SEED,
+      store: 'postgres',
+      instances: 2,
+    });
+  });
+
+  campaignVerdicts(
+    SEED,
+    () => result,
+    () => ({ killed: 3, databaseCrashes, clients: 3 }),
+  );
+
+  afterAll(() => {
+    if (result) process.stdout.write(`${summarise(result)}\n`);
   });
 });
 

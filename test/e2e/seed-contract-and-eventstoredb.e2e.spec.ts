@@ -25,7 +25,8 @@ import {
   waitUntilPast,
   type Ledger,
 } from '../support/scenario';
-import { eventStoreDbStore, sqliteStore, type StoreSetup } from '../support/store-setup';
+import { eventStoreDbStore, postgresStore, sqliteStore, type StoreSetup } from '../support/store-setup';
+import { describeWithPostgres } from '../support/postgres';
 import { NO_STREAM, type StoredEvent } from '../../src/store/event-store.port';
 import { newEvent } from '../contract/event-store.contract';
 import { startCli } from '../support/cli-harness';
@@ -35,6 +36,20 @@ import { verifyChain } from '../../src/integrity/hash-chain';
 import { operationStream } from '../../src/store/stream-names';
 
 /**
+ * Two instances as one client sees them behind a load balancer: submits go to each in turn, and a
+ * read goes to the instance that did not take the last submit.
+ */
+function inTurn(first: Ledger, second: Ledger): Ledger {
+  const both = [first, second];
+  let turn = 0;
+  return {
+    submit: (...args) => both[turn++ % 2].submit(...args),
+    state: (...args) => both[turn % 2].state(...args),
+    events: (...args) => both[turn % 2].events(...args),
+  };
+}
+
+/**
  * The contract table (docs/contract.md §4), driven over real HTTP against the built server the way a runtime
  * drives it: plan, ask to dispatch, record what the tool returned, verify, approve. Each row asserts
  * the HTTP answers (status, problem code, directive) and the state the stream folds to, so a row
@@ -42,22 +57,33 @@ import { operationStream } from '../../src/store/stream-names';
  * a row has to wait for `not_before`, the test waits for the instant to pass, it never measures.
  *
  * The store is the caller's (test/support/store-setup.ts): SQLite in the first block below,
- * EventStoreDB through the protocol double in the second. Where a row checks that nothing was
- * stored, it compares the whole log before and after.
+ * EventStoreDB through the protocol double in the second, PostgreSQL in the third. Where a row
+ * checks that nothing was stored, it compares the whole log before and after.
+ *
+ * With `instances: 2` (a store several instances share), a second built instance runs on the same
+ * store and the rows' facts go to the two in turn, each read going to the instance that did not
+ * take the fact before it: every decision is made on a stream the other instance wrote, and every
+ * answer read back is read through the other one (docs/contract.md §6).
  */
-function contractTable(store: StoreSetup): void {
+function contractTable(
+  store: StoreSetup,
+  { instances = 1 }: { instances?: 1 | 2 } = {},
+): { instances: () => LedgerProcess[] } {
   let ledger: LedgerProcess;
+  let other: LedgerProcess | undefined;
   let api: Ledger;
 
   beforeAll(async () => {
     await store.start();
     ledger = await startLedger({ env: store.env() });
-    api = ledgerAt(ledger.baseUrl);
+    if (instances === 2) other = await startLedger({ env: store.env() });
+    api = other ? inTurn(ledgerAt(ledger.baseUrl), ledgerAt(other.baseUrl)) : ledgerAt(ledger.baseUrl);
   });
 
   afterAll(async () => {
-    await ledger?.stop();
+    await Promise.all([ledger?.stop(), other?.stop()]);
     ledger?.cleanup();
+    other?.cleanup();
     await store.stop();
   });
 
@@ -532,6 +558,8 @@ function contractTable(store: StoreSetup): void {
       for (const envelope of broken) expect(validate(envelope)).toBe(false);
     });
   });
+
+  return { instances: () => (other ? [ledger, other] : [ledger]) };
 }
 
 describe('the contract table on SQLite', () => {
@@ -558,6 +586,41 @@ describe('the contract table on EventStoreDB', () => {
       const log = await store.readAll({ after: 0, limit: 100_000 });
       expect(log.length).toBeGreaterThan(100);
       expect(log.every((event) => event.stream.startsWith('op-default:'))).toBe(true);
+    });
+  });
+});
+
+describeWithPostgres('the contract table on PostgreSQL, across two instances', (database) => {
+  /**
+   * The contract table (docs/contract.md §4) and the rows after it, run unchanged against two built
+   * instances started with LEDGER_STORE=postgres on one database of this file's own
+   * (test/support/postgres.ts): facts go to the two in turn and reads to the other one (inTurn
+   * above), so each decision is taken on what the other instance appended. The rows that check
+   * "nothing was stored" read `ledger_events` on a connection of the test's own.
+   */
+  const onPostgres = postgresStore(database);
+  const table = contractTable(onPostgres, { instances: 2 });
+
+  describe('the store under the rows above', () => {
+    test('was PostgreSQL, shared: every operation stream is in ledger_events, whole and chained; one instance projects, the other copies; neither kept an events file', async () => {
+      const log = await onPostgres.log({ dataDir: '' });
+      expect(log.length).toBeGreaterThan(100);
+      expect(log.every((event) => event.stream.startsWith('op-default:'))).toBe(true);
+      const streams = new Map<string, StoredEvent[]>();
+      for (const event of log) streams.set(event.stream, [...(streams.get(event.stream) ?? []), event]);
+      for (const events of streams.values()) {
+        expect(events.map((event) => event.revision)).toEqual(events.map((_, index) => index));
+        expect(verifyChain(events)).toBeUndefined();
+      }
+      const instances = table.instances();
+      expect(instances).toHaveLength(2);
+      const roles = await Promise.all(
+        instances.map(async (instance) => {
+          expect(existsSync(join(instance.dataDir, 'events.sqlite'))).toBe(false);
+          return ok(await request(instance.baseUrl, 'GET', '/health/ready')).details.projections.read_models;
+        }),
+      );
+      expect(roles.sort()).toEqual(['copy', 'projector']);
     });
   });
 });
