@@ -19,7 +19,7 @@ import { toRecorded } from '../../src/ledger/stored-events';
 import { ProjectionEngine } from '../../src/projection-engine/projection-engine';
 import { SqliteReadModel } from '../../src/adapters/sqlite/sqlite-read-model.store';
 import { trustReport, type TrustMetricsDoc } from '@recovery-ledger/projections';
-import type { StoredEvent } from '../../src/store/event-store.port';
+import type { EventStore, StoredEvent } from '../../src/store/event-store.port';
 import { verifyChain } from '../../src/integrity/hash-chain';
 import { SqliteEventStore } from '../../src/adapters/sqlite/sqlite-event-store.adapter';
 import { compareTrust, countTrust, sqliteTrustSql, type TrustCountResult } from './trust-count';
@@ -594,10 +594,14 @@ export interface RebuiltReadModel {
   dispose(): void;
 }
 
-export async function rebuildProjections(eventsFile: string): Promise<RebuiltReadModel> {
+export function rebuildProjections(eventsFile: string): Promise<RebuiltReadModel> {
+  return rebuildProjectionsFrom(SqliteEventStore.open({ file: eventsFile }));
+}
+
+/** Every projection folded from zero over `store`'s log into a fresh SQLite read model; closes `store`. */
+export async function rebuildProjectionsFrom(store: EventStore): Promise<RebuiltReadModel> {
   const dir = mkdtempSync(join(tmpdir(), 'ledger-chaos-rebuild-'));
   const file = join(dir, 'read-models.sqlite');
-  const store = SqliteEventStore.open({ file: eventsFile });
   const readModel = SqliteReadModel.open({ file });
   try {
     const engine = new ProjectionEngine({ store, readModel, projections: LEDGER_PROJECTIONS, restartDelayMs: null });

@@ -7,16 +7,11 @@
  * the load has ended, and a row the mark would still hold back is a row a follower may not skip.
  */
 import Database from 'better-sqlite3';
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { Client } from 'pg';
 import { LEDGER_PROJECTIONS } from '@recovery-ledger/projections';
 import { PostgresEventStore } from '../../src/adapters/postgres/postgres-event-store.adapter';
-import { SqliteReadModel } from '../../src/adapters/sqlite/sqlite-read-model.store';
-import { ProjectionEngine } from '../../src/projection-engine/projection-engine';
 import type { EventRow } from '../support/scenario';
-import { rawLogOf, type CheckReport, type LogSource, type RebuiltReadModel } from './checker';
+import { rawLogOf, rebuildProjectionsFrom, type CheckReport, type LogSource } from './checker';
 import { countTrust, postgresTrustSql } from './trust-count';
 
 async function withClient<T>(url: string, use: (client: Client) => Promise<T>): Promise<T> {
@@ -51,24 +46,8 @@ export function postgresLog(url: string): LogSource {
         ),
       ),
     countTrust: (tenant) => withClient(url, (client) => countTrust(postgresTrustSql(client), tenant)),
-    rebuild: () => rebuildFromPostgres(url),
+    rebuild: () => rebuildProjectionsFrom(new PostgresEventStore({ connectionString: url })),
   };
-}
-
-/** Every projection folded from zero over the database's log by the engine, into a fresh SQLite read model. */
-async function rebuildFromPostgres(url: string): Promise<RebuiltReadModel> {
-  const dir = mkdtempSync(join(tmpdir(), 'ledger-chaos-rebuild-'));
-  const file = join(dir, 'read-models.sqlite');
-  const store = new PostgresEventStore({ connectionString: url });
-  const readModel = SqliteReadModel.open({ file });
-  try {
-    const engine = new ProjectionEngine({ store, readModel, projections: LEDGER_PROJECTIONS, restartDelayMs: null });
-    await engine.rebuild();
-  } finally {
-    readModel.close();
-    await store.close();
-  }
-  return { file, dispose: () => rmSync(dir, { recursive: true, force: true }) };
 }
 
 /** The change number of the last publication of the shared read models (0 before the first). */
