@@ -4,6 +4,16 @@
 import js from '@eslint/js';
 import tseslint from 'typescript-eslint';
 
+/**
+ * Programs as the linter's cache can key them: it keys its results by the configuration as JSON,
+ * which a program is not, so they are named by the tsconfig they were read from.
+ */
+function namedPrograms(programs) {
+  return Object.assign(programs, {
+    toJSON: () => programs.map((program) => program.getCompilerOptions().configFilePath),
+  });
+}
+
 export default tseslint.config(
   {
     ignores: [
@@ -42,7 +52,12 @@ export default tseslint.config(
     files: ['src/**/*.ts', 'packages/*/src/**/*.ts', 'projections/src/**/*.ts'],
     // One program for all of them, the type check's own (tsconfig.json reads the workspaces from
     // source): a program per workspace's tsconfig would parse the same libraries six times over.
-    languageOptions: { parserOptions: { project: ['./tsconfig.json'], tsconfigRootDir: import.meta.dirname } },
+    // scripts/typecheck-and-lint.cjs hands over the program its type check built instead (npm test).
+    languageOptions: {
+      parserOptions: globalThis.typeCheckedProgram
+        ? { programs: namedPrograms([globalThis.typeCheckedProgram]), project: null }
+        : { project: ['./tsconfig.json'], tsconfigRootDir: import.meta.dirname },
+    },
     rules: {
       '@typescript-eslint/no-floating-promises': 'error',
       '@typescript-eslint/no-misused-promises': [

@@ -1,6 +1,6 @@
 #!/usr/bin/env node
 /**
- * `npm test`'s first part: the type check, the layer check, the linter, the format check and the
+ * `npm test`'s first part: the type check with the linter, the layer check, the format check and the
  * build, which read the sources and write nothing another of them reads, run side by side rather
  * than one after another. Each one's output is printed whole when it ends, under its name; the
  * exit code is non-zero when any failed, after all have ended. Each is the package.json script of
@@ -14,15 +14,19 @@ const { spawn } = require('node:child_process');
 const { join } = require('node:path');
 
 const root = join(__dirname, '..');
+// The type check and the linter share one program (scripts/typecheck-and-lint.cjs): run apart, each
+// would build it for itself.
 const CHECKS =
-  process.argv.length > 2 ? process.argv.slice(2) : ['typecheck', 'lint:boundaries', 'lint', 'format:check', 'build'];
+  process.argv.length > 2 ? process.argv.slice(2) : ['typecheck-and-lint', 'lint:boundaries', 'format:check', 'build'];
 /** Arguments a script is given here, when the type check runs beside it. */
 const ARGUMENTS = { build: ['--no-check'] };
+const TYPE_CHECKS = ['typecheck', 'typecheck-and-lint'];
 
 function runScript(name) {
   const started = Date.now();
   return new Promise((resolve) => {
-    const extra = CHECKS.includes('typecheck') && ARGUMENTS[name] ? ['--', ...ARGUMENTS[name]] : [];
+    const extra =
+      CHECKS.some((check) => TYPE_CHECKS.includes(check)) && ARGUMENTS[name] ? ['--', ...ARGUMENTS[name]] : [];
     const child = spawn('npm', ['run', '--silent', name, ...extra], { cwd: root, stdio: ['ignore', 'pipe', 'pipe'] });
     let output = '';
     child.stdout.on('data', (chunk) => (output += chunk));

@@ -13,18 +13,29 @@ const Sequencer = require('@jest/test-sequencer').default;
  * the end of every run says which; keep this in step with it). Matched on the path's end.
  */
 const LONGEST_FIRST = [
-  'test/e2e/mcp-gateway.e2e.spec.ts',
   'test/e2e/work-feed.e2e.spec.ts',
-  'test/e2e/packages-installed-alone.e2e.spec.ts',
   'test/e2e/ui-console.e2e.spec.ts',
+  'test/e2e/packages-installed-alone.e2e.spec.ts',
+  'test/e2e/postgres-instances.e2e.spec.ts',
+  'test/e2e/mcp-gateway.e2e.spec.ts',
+  'test/e2e/integrity.e2e.spec.ts',
+  'test/e2e/chaos.e2e.spec.ts',
+  'test/e2e/security.e2e.spec.ts',
+  'test/e2e/python-client.e2e.spec.ts',
   'test/e2e/agent-frameworks-mastra.e2e.spec.ts',
-  'test/e2e/webhooks.e2e.spec.ts',
   'test/e2e/work-feed-drain.e2e.spec.ts',
+  'test/int/cli-on-call.int.spec.ts',
+  'test/int/security-secrets.int.spec.ts',
   'test/e2e/agent-frameworks-openai-agents.e2e.spec.ts',
+  'test/e2e/agent-frameworks-langchain.e2e.spec.ts',
+  'test/e2e/sdk-crash-recovery.e2e.spec.ts',
   'test/e2e/seed-contract-and-eventstoredb.e2e.spec.ts',
-  'test/int/start-build-check.int.spec.ts',
-  'test/e2e/core.e2e.spec.ts',
+  'test/e2e/webhooks.e2e.spec.ts',
+  'test/e2e/restart-long-log.e2e.spec.ts',
   'test/e2e/cli.e2e.spec.ts',
+  'test/e2e/core.e2e.spec.ts',
+  'test/int/start-build-check.int.spec.ts',
+  'test/int/postgres-webhooks.int.spec.ts',
 ];
 
 function rank(test) {
