@@ -11,6 +11,13 @@ import { RevisionConflictError, StoreUnavailableError } from '../../store/event-
  * Event bodies are kept as the text the ledger wrote (not jsonb, which reorders keys), so what is
  * read back is byte for byte what was hashed.
  */
+/**
+ * The recorded hash of the event row `alias`, as SQL: read from the stored metadata text (written by
+ * JSON.stringify, so `"hash":"…"` follows a `{` or a `,`, never inside `"prev_hash"`; the last such
+ * key, which the top-level one is, the ledger writing it after every other).
+ */
+export const STORED_HASH = (alias: string) => `substring(${alias}.metadata from '^.*[{,]"hash":"([0-9a-f]{64})"')`;
+
 const MIGRATIONS = [
   `CREATE TABLE IF NOT EXISTS ledger_events (
     position       bigint  PRIMARY KEY,
@@ -27,6 +34,42 @@ const MIGRATIONS = [
     stream   text    PRIMARY KEY,
     revision integer NOT NULL
   )`,
+  // Each stream's anchored head (docs/postgres.md, "Integrity"), moved by the append's own
+  // statement. A database from before heads were kept gets the columns empty and filled below.
+  // Asked of the catalog first: ALTER TABLE and CREATE INDEX lock the table even when there is
+  // nothing to do, and every start would then wait for, and hold up, the appends in flight.
+  `DO $$ BEGIN
+     IF NOT EXISTS (SELECT 1 FROM information_schema.columns
+                     WHERE table_schema = current_schema() AND table_name = 'ledger_streams' AND column_name = 'head_hash') THEN
+       ALTER TABLE ledger_streams ADD COLUMN head_hash text, ADD COLUMN head_position bigint;
+       -- The heads in bytewise name order (what the whole-log audit merges them in), a page at a time.
+       CREATE INDEX ledger_streams_bytewise ON ledger_streams (stream COLLATE "C");
+       CREATE INDEX ledger_streams_unheaded ON ledger_streams (stream) WHERE head_hash IS NULL;
+     END IF;
+   END $$`,
+  // The log anchor: the log chain up to a position below the high-water mark, moved forward by
+  // whoever reads it (postgres-event-store.adapter.ts, logAnchor). Started at the empty log only on
+  // a new database or one from before anchors were kept (its streams still unheaded here): an
+  // anchor removed later is not started again, so its removal is seen.
+  `CREATE TABLE IF NOT EXISTS ledger_log_anchor (
+    id        integer PRIMARY KEY CHECK (id = 1),
+    position  bigint  NOT NULL,
+    events    bigint  NOT NULL,
+    log_hash  text    NOT NULL,
+    signature text
+  )`,
+  `INSERT INTO ledger_log_anchor (id, position, events, log_hash)
+     SELECT 1, 0, 0, repeat('0', 64)
+      WHERE NOT EXISTS (SELECT 1 FROM ledger_events)
+         OR EXISTS (SELECT 1 FROM ledger_streams WHERE head_hash IS NULL)
+     ON CONFLICT (id) DO NOTHING`,
+  // The heads of a database from before they were kept: each stream's stored last event, once.
+  // Read with a pattern, not a cast: a row that is not JSON must not stop the start (verify names it).
+  `UPDATE ledger_streams s SET head_hash = ${STORED_HASH('e')}, head_position = e.position
+     FROM ledger_events e
+    WHERE s.head_hash IS NULL AND e.stream = s.stream AND e.revision = s.revision`,
+  // A stream with no stored last event keeps an empty head: it matches no event, and is reported.
+  `UPDATE ledger_streams SET head_hash = '', head_position = 0 WHERE head_hash IS NULL`,
   `CREATE TABLE IF NOT EXISTS ledger_leases (
     key           text   PRIMARY KEY,
     expires_at_ms bigint NOT NULL,

@@ -10,17 +10,20 @@ import {
   type FoldStart,
   type FoldStartOptions,
   type JsonObject,
+  type LogAnchor,
   type NewEvent,
   type ReadAllOptions,
   type StoreHealth,
   type StoredEvent,
+  type StreamHead,
   type SubscribeOptions,
   type Subscription,
   type SubscriptionHandlers,
 } from '../../store/event-store.port';
 import { isEventMetadata } from '../../store/event-metadata';
+import { anchorSignatureHolds, GENESIS_HASH, nextLogHash, signAnchor } from '../../integrity/hash-chain';
 import { followLog } from '../follow-log';
-import { migrate, openPool, query, toPortError, type PostgresOptions } from './postgres-database';
+import { migrate, openPool, query, STORED_HASH, toPortError, type PostgresOptions } from './postgres-database';
 import { Notifier } from './postgres-notifier';
 
 export interface PostgresEventStoreOptions extends PostgresOptions {
@@ -31,6 +34,22 @@ export interface PostgresEventStoreOptions extends PostgresOptions {
    * that shows the mark is needed (test/int/postgres-event-store.int.spec.ts): never in service.
    */
   unsafeIgnoreHighWaterMark?: boolean;
+  /** LEDGER_ANCHOR_KEY: the log anchor is signed with it, and not moved on from one it did not sign. */
+  anchorKey?: string;
+}
+
+interface HeadRow {
+  stream: string;
+  revision: number;
+  head_hash: string | null;
+  head_position: string | null;
+}
+
+interface AnchorRow {
+  position: string;
+  events: string;
+  log_hash: string;
+  signature: string | null;
 }
 
 interface EventRow {
@@ -76,8 +95,15 @@ const COLUMNS = 'position, stream, revision, event_id, type, data, metadata';
  * A stream's own reads (readStream and the rest) are not held back: its revisions are serialised
  * by the stream's row, so no later commit can land below what they read.
  *
- * Keeps no stream heads, log anchor, snapshots or index (as the EventStoreDB adapter): hash chains
- * are checked as the events are read.
+ * Anchors (docs/postgres.md, "Integrity"). Each stream's head (the revision, hash and position of
+ * its last event) is kept in its `ledger_streams` row, moved by the append's own statement, which
+ * moves it only from the expected revision, the batch chaining from the head's hash and the stored
+ * last event being that head: so a stream read with its head in one statement shows a cut or forged
+ * tail, and nothing is appended on one. The log anchor (the log chain, src/integrity/hash-chain.ts
+ * nextLogHash) cannot be moved by every append without making every append wait for the one before
+ * it; it is kept in `ledger_log_anchor` and moved forward by whoever reads it, over the rows below
+ * the high-water mark (where no row can still appear), with a compare-and-set so that instances
+ * moving it together agree. Keeps no snapshots or index.
  */
 export class PostgresEventStore implements EventStore {
   private readonly pool: Pool;
@@ -86,7 +112,7 @@ export class PostgresEventStore implements EventStore {
   private readonly announcer: Announcer;
   private closed = false;
 
-  readonly keepsAnchors = false;
+  readonly keepsAnchors = true;
   readonly keepsSnapshots = false;
   readonly densePositions = false;
 
@@ -128,19 +154,26 @@ export class PostgresEventStore implements EventStore {
     return { revision, position: written };
   }
 
-  /** A refused append: the original result when this very batch already stands there, else a conflict. */
+  /**
+   * A refused append: the original result when this very batch already stands there; a conflict
+   * when the stream is at another revision; and when it is at the expected one, a batch that does
+   * not chain from its head or a head that is not the stored last event (docs/reliability.md).
+   */
   private async sameBatchOrConflict(stream: string, expectedRevision: number, events: NewEvent[]) {
     const stored = await this.readStreamRange(stream, expectedRevision + 1, events.length);
     if (stored.length === events.length && stored.every((event, index) => event.event_id === events[index].event_id)) {
       const last = stored[stored.length - 1];
       return { revision: last.revision, position: last.position };
     }
-    const [head] = await query<{ revision: number }>(
-      await this.open(),
-      'SELECT revision FROM ledger_streams WHERE stream = $1',
-      [stream],
+    const head = await this.anchoredHead(stream);
+    const actual = head?.revision ?? NO_STREAM;
+    if (actual !== expectedRevision) throw new RevisionConflictError(stream, expectedRevision, actual);
+    if (events[0].metadata.prev_hash !== (head?.hash ?? GENESIS_HASH))
+      throw new StoreIntegrityError(stream, `the batch does not chain from the anchored head at revision ${actual}`);
+    throw new StoreIntegrityError(
+      stream,
+      `the stored last event is not the anchored head (revision ${actual}): the stream was cut or rewritten`,
     );
-    throw new RevisionConflictError(stream, expectedRevision, head?.revision ?? NO_STREAM);
   }
 
   async readStream(stream: string): Promise<StoredEvent[]> {
@@ -201,29 +234,88 @@ export class PostgresEventStore implements EventStore {
     return toPosition(row.head);
   }
 
-  async anchoredHead(): Promise<undefined> {
-    return undefined;
+  async anchoredHead(stream: string): Promise<StreamHead | undefined> {
+    const [row] = await query<HeadRow>(
+      await this.open(),
+      'SELECT stream, revision, head_hash, head_position FROM ledger_streams WHERE stream = $1',
+      [stream],
+    );
+    return row ? toHead(row) : undefined;
   }
 
   async readStreamAnchored(stream: string): Promise<AnchoredStream> {
-    return { events: await this.readStream(stream), head: undefined };
+    return this.readWithHead(stream, 0, undefined);
   }
 
   async readFoldStart(stream: string, { upTo }: FoldStartOptions): Promise<FoldStart> {
-    const events = await this.readStream(stream);
-    return { snapshot: undefined, events: upTo === undefined ? events : events.slice(0, upTo + 1), head: undefined };
+    return { snapshot: undefined, ...(await this.readWithHead(stream, 0, upTo)) };
   }
 
   async keepSnapshot(): Promise<void> {
     return undefined;
   }
 
-  async anchoredHeads(): Promise<[]> {
-    return [];
+  async anchoredHeads(streamPrefix: string): Promise<StreamHead[]> {
+    const rows = await query<HeadRow>(
+      await this.open(),
+      `SELECT stream, revision, head_hash, head_position FROM ledger_streams
+        WHERE starts_with(stream, $1) ORDER BY stream COLLATE "C"`,
+      [streamPrefix],
+    );
+    return rows.map(toHead);
   }
 
-  async logAnchor(): Promise<undefined> {
-    return undefined;
+  async anchoredHeadsPage(streamPrefix: string, after: string, limit: number): Promise<StreamHead[]> {
+    const rows = await query<HeadRow>(
+      await this.open(),
+      `SELECT stream, revision, head_hash, head_position FROM ledger_streams
+        WHERE stream COLLATE "C" > $2 AND starts_with(stream, $1) ORDER BY stream COLLATE "C" LIMIT $3`,
+      [streamPrefix, after, limit],
+    );
+    return rows.map(toHead);
+  }
+
+  /**
+   * The anchor, first moved forward over what was committed since (below the high-water mark). It
+   * is not moved from one that does not hold under the anchor key (the check then says so), nor
+   * past a row that does not decode (the check reads that row itself and names it).
+   */
+  async logAnchor(): Promise<LogAnchor | undefined> {
+    const pool = await this.open();
+    const key = this.options.anchorKey;
+    for (;;) {
+      const [row] = await query<AnchorRow>(
+        pool,
+        'SELECT position, events, log_hash, signature FROM ledger_log_anchor WHERE id = 1',
+      );
+      if (!row) return undefined;
+      const anchor = toAnchor(row);
+      if (key !== undefined && anchor.events > 0 && !anchorSignatureHolds(key, anchor)) return anchor;
+      const page = await this.readAll({ after: anchor.position, limit: ANCHOR_PAGE }).catch((error: unknown) => {
+        if (error instanceof StoreIntegrityError) return [];
+        throw error;
+      });
+      if (page.length === 0) return anchor.events === 0 ? undefined : anchor;
+      let logHash = anchor.log_hash;
+      for (const event of page)
+        logHash = nextLogHash(logHash, { stream: event.stream, revision: event.revision, hash: event.metadata.hash });
+      const next = { position: page[page.length - 1].position, events: anchor.events + page.length, log_hash: logHash };
+      // Moved only from the anchor read: another instance that moved it first wins, and this reads it again.
+      await query(
+        pool,
+        `UPDATE ledger_log_anchor SET position = $4, events = $5, log_hash = $6, signature = $7
+          WHERE id = 1 AND position = $1 AND events = $2 AND log_hash = $3`,
+        [
+          anchor.position,
+          anchor.events,
+          anchor.log_hash,
+          next.position,
+          next.events,
+          next.log_hash,
+          key === undefined ? null : signAnchor(key, next),
+        ],
+      );
+    }
   }
 
   async indexedStreams(): Promise<undefined> {
@@ -244,6 +336,49 @@ export class PostgresEventStore implements EventStore {
     this.closed = true;
     this.notifier.close();
     await this.pool.end().catch(() => undefined);
+  }
+
+  /**
+   * A stream's events from `from` (up to `upTo`) and its head, in one statement, so one snapshot:
+   * an append landing between two reads (another instance) never looks like a cut tail.
+   */
+  private async readWithHead(
+    stream: string,
+    from: number,
+    upTo: number | undefined,
+  ): Promise<{ events: StoredEvent[]; head: StreamHead | undefined }> {
+    const pool = await this.open();
+    let rows: Array<
+      Partial<EventRow> & { head_revision: number | null; head_hash: string | null; head_position: string | null }
+    >;
+    try {
+      ({ rows } = await pool.query({
+        name: 'ledger_read_stream_with_head',
+        text: `SELECT h.revision AS head_revision, h.head_hash, h.head_position,
+                      e.position, e.stream, e.revision, e.event_id, e.type, e.data, e.metadata
+                 FROM (SELECT 1) AS one
+                 LEFT JOIN ledger_streams h ON h.stream = $1
+                 LEFT JOIN ledger_events e ON e.stream = $1 AND e.revision >= $2 AND ($3::integer IS NULL OR e.revision <= $3)
+                ORDER BY e.revision`,
+        values: [stream, from, upTo ?? null],
+      }));
+    } catch (error) {
+      throw toPortError(error);
+    }
+    const [first] = rows;
+    const head =
+      first && first.head_revision !== null
+        ? toHead({
+            stream,
+            revision: first.head_revision,
+            head_hash: first.head_hash,
+            head_position: first.head_position,
+          })
+        : undefined;
+    const events = rows
+      .filter((row) => row.position !== null && row.position !== undefined)
+      .map((row) => decode(row as EventRow));
+    return { events, head };
   }
 
   /** A read by a named statement: parsed and planned once per connection, not at every call. */
@@ -273,10 +408,19 @@ export async function writeAppend(
   expectedRevision: number,
   events: NewEvent[],
 ): Promise<number | undefined> {
+  // The head moves with the events: only from the expected revision, the batch chaining from the
+  // head's hash ($9), and the stored last event being that head (a cut or forged tail is refused).
+  const headPosition = 'pg_current_xact_id()::text::bigint * 65536 + cardinality($4::text[]) - 1';
   const move =
     expectedRevision === NO_STREAM
-      ? 'INSERT INTO ledger_streams (stream, revision) VALUES ($1, $3) ON CONFLICT (stream) DO NOTHING RETURNING 1'
-      : 'UPDATE ledger_streams SET revision = $3 WHERE stream = $1 AND revision = $2 RETURNING 1';
+      ? `INSERT INTO ledger_streams (stream, revision, head_hash, head_position)
+           SELECT $1, $3, $8, ${headPosition} WHERE $9 = '${GENESIS_HASH}'
+           ON CONFLICT (stream) DO NOTHING RETURNING 1`
+      : `UPDATE ledger_streams SET revision = $3, head_hash = $8, head_position = ${headPosition}
+          WHERE stream = $1 AND revision = $2 AND head_hash = $9
+            AND EXISTS (SELECT 1 FROM ledger_events last
+                         WHERE last.stream = $1 AND last.revision = $2 AND ${STORED_HASH('last')} = $9)
+          RETURNING 1`;
   const { rows } = await (client as Pick<Pool, 'query'>).query<{ position: string }>({
     // Named: parsed and planned once per connection, not at every append.
     name: expectedRevision === NO_STREAM ? 'ledger_append_new' : 'ledger_append',
@@ -296,6 +440,8 @@ export async function writeAppend(
       events.map((event) => event.type),
       events.map((event) => JSON.stringify(event.data)),
       events.map((event) => JSON.stringify(event.metadata)),
+      events[events.length - 1].metadata.hash,
+      events[0].metadata.prev_hash,
     ],
   });
   if (rows.length === 0) return undefined;
@@ -346,6 +492,28 @@ export class Announcer {
     } while (this.again);
     this.inFlight = false;
   }
+}
+
+/** Rows the log anchor is moved over at a time. */
+const ANCHOR_PAGE = 1_000;
+
+/** A head kept empty (a stream whose stored last event was missing when heads were first kept) matches no event. */
+function toHead(row: HeadRow): StreamHead {
+  return {
+    stream: row.stream,
+    revision: row.revision,
+    hash: row.head_hash ?? '',
+    position: row.head_position === null ? 0 : toPosition(row.head_position),
+  };
+}
+
+function toAnchor(row: AnchorRow): LogAnchor {
+  return {
+    position: toPosition(row.position),
+    events: toPosition(row.events),
+    log_hash: row.log_hash,
+    ...(row.signature ? { signature: row.signature } : {}),
+  };
 }
 
 function toPosition(text: string | number): number {
