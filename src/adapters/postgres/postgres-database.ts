@@ -16,7 +16,7 @@ import { RevisionConflictError, StoreUnavailableError } from '../../store/event-
  * JSON.stringify, so `"hash":"…"` follows a `{` or a `,`, never inside `"prev_hash"`; the last such
  * key, which the top-level one is, the ledger writing it after every other).
  */
-export const STORED_HASH = (alias: string) => `substring(${alias}.metadata from '^.*[{,]"hash":"([0-9a-f]{64})"')`;
+const STORED_HASH = (alias: string) => `substring(${alias}.metadata from '^.*[{,]"hash":"([0-9a-f]{64})"')`;
 
 const MIGRATIONS = [
   `CREATE TABLE IF NOT EXISTS ledger_events (
@@ -34,23 +34,8 @@ const MIGRATIONS = [
     stream   text    PRIMARY KEY,
     revision integer NOT NULL
   )`,
-  // Each stream's anchored head (docs/postgres.md, "Integrity"), moved by the append's own
-  // statement. A database from before heads were kept gets the columns empty and filled below.
-  // Asked of the catalog first: ALTER TABLE and CREATE INDEX lock the table even when there is
-  // nothing to do, and every start would then wait for, and hold up, the appends in flight.
-  `DO $$ BEGIN
-     IF NOT EXISTS (SELECT 1 FROM information_schema.columns
-                     WHERE table_schema = current_schema() AND table_name = 'ledger_streams' AND column_name = 'head_hash') THEN
-       ALTER TABLE ledger_streams ADD COLUMN head_hash text, ADD COLUMN head_position bigint;
-       -- The heads in bytewise name order (what the whole-log audit merges them in), a page at a time.
-       CREATE INDEX ledger_streams_bytewise ON ledger_streams (stream COLLATE "C");
-       CREATE INDEX ledger_streams_unheaded ON ledger_streams (stream) WHERE head_hash IS NULL;
-     END IF;
-   END $$`,
   // The log anchor: the log chain up to a position below the high-water mark, moved forward by
-  // whoever reads it (postgres-event-store.adapter.ts, logAnchor). Started at the empty log only on
-  // a new database or one from before anchors were kept (its streams still unheaded here): an
-  // anchor removed later is not started again, so its removal is seen.
+  // whoever reads it (postgres-event-store.adapter.ts, logAnchor).
   `CREATE TABLE IF NOT EXISTS ledger_log_anchor (
     id        integer PRIMARY KEY CHECK (id = 1),
     position  bigint  NOT NULL,
@@ -58,18 +43,28 @@ const MIGRATIONS = [
     log_hash  text    NOT NULL,
     signature text
   )`,
-  `INSERT INTO ledger_log_anchor (id, position, events, log_hash)
-     SELECT 1, 0, 0, repeat('0', 64)
-      WHERE NOT EXISTS (SELECT 1 FROM ledger_events)
-         OR EXISTS (SELECT 1 FROM ledger_streams WHERE head_hash IS NULL)
-     ON CONFLICT (id) DO NOTHING`,
-  // The heads of a database from before they were kept: each stream's stored last event, once.
-  // Read with a pattern, not a cast: a row that is not JSON must not stop the start (verify names it).
-  `UPDATE ledger_streams s SET head_hash = ${STORED_HASH('e')}, head_position = e.position
-     FROM ledger_events e
-    WHERE s.head_hash IS NULL AND e.stream = s.stream AND e.revision = s.revision`,
-  // A stream with no stored last event keeps an empty head: it matches no event, and is reported.
-  `UPDATE ledger_streams SET head_hash = '', head_position = 0 WHERE head_hash IS NULL`,
+  // Each stream's anchored head (docs/postgres.md, "Integrity"), moved by the append's own
+  // statement. Once, when the columns are added (a new database, or one of the version before
+  // heads were kept): each head is its stream's stored last event (read with a pattern, not a
+  // cast, so a row that is not JSON does not stop the start: verify names it; a stream with no
+  // last event gets an empty head, which matches none), and the anchor starts from the empty log,
+  // to be moved over the log as it stands. Never again: an anchor removed later is not started
+  // afresh, so its removal is seen. The catalog is asked first: ALTER TABLE and CREATE INDEX lock
+  // the table even when there is nothing to do, and every start would hold up the appends.
+  `DO $$ BEGIN
+     IF NOT EXISTS (SELECT 1 FROM information_schema.columns
+                     WHERE table_schema = current_schema() AND table_name = 'ledger_streams' AND column_name = 'head_hash') THEN
+       ALTER TABLE ledger_streams ADD COLUMN head_hash text, ADD COLUMN head_position bigint;
+       UPDATE ledger_streams s SET head_hash = ${STORED_HASH('e')}, head_position = e.position
+         FROM ledger_events e
+        WHERE e.stream = s.stream AND e.revision = s.revision;
+       UPDATE ledger_streams SET head_hash = '', head_position = 0 WHERE head_hash IS NULL;
+       -- The heads in bytewise name order (what the whole-log audit merges them in), a page at a time.
+       CREATE INDEX IF NOT EXISTS ledger_streams_bytewise ON ledger_streams (stream COLLATE "C");
+       INSERT INTO ledger_log_anchor (id, position, events, log_hash) VALUES (1, 0, 0, repeat('0', 64))
+         ON CONFLICT (id) DO NOTHING;
+     END IF;
+   END $$`,
   `CREATE TABLE IF NOT EXISTS ledger_leases (
     key           text   PRIMARY KEY,
     expires_at_ms bigint NOT NULL,
