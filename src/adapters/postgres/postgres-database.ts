@@ -16,7 +16,7 @@ import { RevisionConflictError, StoreUnavailableError } from '../../store/event-
  * JSON.stringify, so `"hash":"…"` follows a `{` or a `,`, never inside `"prev_hash"`; the last such
  * key, which the top-level one is, the ledger writing it after every other).
  */
-const STORED_HASH = (alias: string) => `substring(${alias}.metadata from '^.*[{,]"hash":"([0-9a-f]{64})"')`;
+export const STORED_HASH = (alias: string) => `substring(${alias}.metadata from '^.*[{,]"hash":"([0-9a-f]{64})"')`;
 
 const MIGRATIONS = [
   `CREATE TABLE IF NOT EXISTS ledger_events (
@@ -65,6 +65,16 @@ const MIGRATIONS = [
          ON CONFLICT (id) DO NOTHING;
      END IF;
    END $$`,
+  // States the ledger folded, kept beside their stream by the append that reached them or by a
+  // reader (postgres-event-store.adapter.ts): a cache of the log, checked against it when read.
+  `CREATE TABLE IF NOT EXISTS ledger_snapshots (
+    stream       text    NOT NULL,
+    fold_version text    NOT NULL,
+    revision     integer NOT NULL,
+    hash         text    NOT NULL,
+    state        text    NOT NULL,
+    PRIMARY KEY (stream, fold_version, revision)
+  )`,
   `CREATE TABLE IF NOT EXISTS ledger_leases (
     key           text   PRIMARY KEY,
     expires_at_ms bigint NOT NULL,

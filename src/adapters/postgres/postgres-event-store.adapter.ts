@@ -5,11 +5,13 @@ import {
   StoreIntegrityError,
   StoreUnavailableError,
   type AnchoredStream,
+  type AppendOptions,
   type AppendResult,
   type EventStore,
   type FoldStart,
   type FoldStartOptions,
   type JsonObject,
+  type KeptSnapshot,
   type LogAnchor,
   type NewEvent,
   type ReadAllOptions,
@@ -23,7 +25,7 @@ import {
 import { isEventMetadata } from '../../store/event-metadata';
 import { anchorSignatureHolds, GENESIS_HASH, nextLogHash, signAnchor } from '../../integrity/hash-chain';
 import { followLog } from '../follow-log';
-import { migrate, openPool, query, toPortError, type PostgresOptions } from './postgres-database';
+import { migrate, openPool, query, STORED_HASH, toPortError, type PostgresOptions } from './postgres-database';
 import { Notifier } from './postgres-notifier';
 
 export interface PostgresEventStoreOptions extends PostgresOptions {
@@ -43,6 +45,16 @@ interface HeadRow {
   revision: number;
   head_hash: string | null;
   head_position: string | null;
+}
+
+interface FoldRow extends Omit<EventRow, 'position'> {
+  position: string | null;
+  head_revision: number | null;
+  head_hash: string | null;
+  head_position: string | null;
+  kept_revision: number | null;
+  kept_hash: string | null;
+  kept_state: string | null;
 }
 
 interface AnchorRow {
@@ -103,7 +115,9 @@ const COLUMNS = 'position, stream, revision, event_id, type, data, metadata';
  * nextLogHash) cannot be moved by every append without making every append wait for the one before
  * it; it is kept in `ledger_log_anchor` and moved forward by whoever reads it, over the rows below
  * the high-water mark (where no row can still appear), with a compare-and-set so that instances
- * moving it together agree. Keeps no snapshots or index.
+ * moving it together agree. States the ledger folded are kept in `ledger_snapshots` (with the
+ * append that reached them, or by a reader while their hash is still the stored event's), and a
+ * fold reads them with the events after them and the head in one statement. Keeps no index.
  */
 export class PostgresEventStore implements EventStore {
   private readonly pool: Pool;
@@ -113,7 +127,9 @@ export class PostgresEventStore implements EventStore {
   private closed = false;
 
   readonly keepsAnchors = true;
-  readonly keepsSnapshots = false;
+  readonly keepsSnapshots = true;
+  /** Events decoded from the database by this store (`ledger_store_events_read_total`). */
+  eventsRead = 0;
   readonly densePositions = false;
 
   constructor(private readonly options: PostgresEventStoreOptions) {
@@ -140,15 +156,22 @@ export class PostgresEventStore implements EventStore {
     return this.pool;
   }
 
-  async append(stream: string, expectedRevision: number, events: NewEvent[]): Promise<AppendResult> {
+  async append(
+    stream: string,
+    expectedRevision: number,
+    events: NewEvent[],
+    options: AppendOptions = {},
+  ): Promise<AppendResult> {
     if (events.length === 0) throw new Error('append needs at least one event');
     if (events.length > MAX_BATCH) throw new Error(`an append carries at most ${MAX_BATCH} events`);
     const pool = await this.open();
     const revision = expectedRevision + events.length;
     // One statement outside any BEGIN: its own transaction, committed before the server answers it.
-    const written = await writeAppend(pool, stream, expectedRevision, events).catch((error: unknown) => {
-      throw toPortError(error, stream, expectedRevision);
-    });
+    const written = await writeAppend(pool, stream, expectedRevision, events, options.snapshot).catch(
+      (error: unknown) => {
+        throw toPortError(error, stream, expectedRevision);
+      },
+    );
     if (written === undefined) return this.sameBatchOrConflict(stream, expectedRevision, events);
     this.announcer.announce();
     return { revision, position: written };
@@ -240,15 +263,28 @@ export class PostgresEventStore implements EventStore {
   }
 
   async readStreamAnchored(stream: string): Promise<AnchoredStream> {
-    return this.readWithHead(stream, 0, undefined);
+    const { events, head } = await this.readWithHead(stream, null, undefined);
+    return { events, head };
   }
 
-  async readFoldStart(stream: string, { upTo }: FoldStartOptions): Promise<FoldStart> {
-    return { snapshot: undefined, ...(await this.readWithHead(stream, 0, upTo)) };
+  async readFoldStart(stream: string, { foldVersion, upTo }: FoldStartOptions): Promise<FoldStart> {
+    return this.readWithHead(stream, foldVersion, upTo);
   }
 
-  async keepSnapshot(): Promise<void> {
-    return undefined;
+  /** Kept only while `snapshot.hash` is the stored event's at its revision; never rejects. */
+  async keepSnapshot(stream: string, snapshot: KeptSnapshot): Promise<void> {
+    try {
+      await query(
+        await this.open(),
+        `INSERT INTO ledger_snapshots (stream, fold_version, revision, hash, state)
+           SELECT $1, $2, $3, $4, $5 WHERE EXISTS (
+             SELECT 1 FROM ledger_events e WHERE e.stream = $1 AND e.revision = $3 AND ${STORED_HASH('e')} = $4)
+           ON CONFLICT (stream, fold_version, revision) DO UPDATE SET hash = excluded.hash, state = excluded.state`,
+        [stream, snapshot.fold_version, snapshot.revision, snapshot.hash, JSON.stringify(snapshot.state)],
+      );
+    } catch {
+      // A cache of the log: a state not kept is folded again next time.
+    }
   }
 
   async anchoredHeads(streamPrefix: string): Promise<StreamHead[]> {
@@ -335,28 +371,31 @@ export class PostgresEventStore implements EventStore {
   }
 
   /**
-   * A stream's events from `from` (up to `upTo`) and its head, in one statement, so one snapshot:
-   * an append landing between two reads (another instance) never looks like a cut tail.
+   * A stream's latest kept state of `foldVersion` at or before `upTo` (none when `foldVersion` is
+   * null), its events from that state's revision (or from 0) up to `upTo`, and its head, in one
+   * statement, so one snapshot of the database: an append landing between two reads (another
+   * instance) never looks like a cut tail, nor a state kept past the events read.
    */
-  private async readWithHead(
-    stream: string,
-    from: number,
-    upTo: number | undefined,
-  ): Promise<{ events: StoredEvent[]; head: StreamHead | undefined }> {
+  private async readWithHead(stream: string, foldVersion: string | null, upTo: number | undefined): Promise<FoldStart> {
     const pool = await this.open();
-    let rows: Array<
-      Partial<EventRow> & { head_revision: number | null; head_hash: string | null; head_position: string | null }
-    >;
+    let rows: FoldRow[];
     try {
-      ({ rows } = await pool.query({
-        name: 'ledger_read_stream_with_head',
-        text: `SELECT h.revision AS head_revision, h.head_hash, h.head_position,
+      ({ rows } = await pool.query<FoldRow>({
+        name: 'ledger_read_fold_start',
+        text: `WITH kept AS (
+                 SELECT revision, hash, state FROM ledger_snapshots
+                  WHERE stream = $1 AND fold_version = $2 AND ($3::integer IS NULL OR revision <= $3)
+                  ORDER BY revision DESC LIMIT 1)
+               SELECT h.revision AS head_revision, h.head_hash, h.head_position,
+                      k.revision AS kept_revision, k.hash AS kept_hash, k.state AS kept_state,
                       e.position, e.stream, e.revision, e.event_id, e.type, e.data, e.metadata
                  FROM (SELECT 1) AS one
                  LEFT JOIN ledger_streams h ON h.stream = $1
-                 LEFT JOIN ledger_events e ON e.stream = $1 AND e.revision >= $2 AND ($3::integer IS NULL OR e.revision <= $3)
+                 LEFT JOIN kept k ON true
+                 LEFT JOIN ledger_events e ON e.stream = $1 AND e.revision >= coalesce(k.revision, 0)
+                                          AND ($3::integer IS NULL OR e.revision <= $3)
                 ORDER BY e.revision`,
-        values: [stream, from, upTo ?? null],
+        values: [stream, foldVersion, upTo ?? null],
       }));
     } catch (error) {
       throw toPortError(error);
@@ -371,17 +410,25 @@ export class PostgresEventStore implements EventStore {
             head_position: first.head_position,
           })
         : undefined;
-    const events = rows
-      .filter((row) => row.position !== null && row.position !== undefined)
-      .map((row) => decode(row as EventRow));
-    return { events, head };
+    const snapshot =
+      first && first.kept_revision !== null && foldVersion !== null
+        ? toSnapshot(stream, foldVersion, first.kept_revision, first.kept_hash ?? '', first.kept_state ?? '')
+        : undefined;
+    const events = rows.filter((row) => row.position !== null).map((row) => this.decoded(row as EventRow));
+    return { snapshot, events, head };
+  }
+
+  /** Every event decoded, counted (`ledger_store_events_read_total`: what a read or a start cost). */
+  private decoded(row: EventRow): StoredEvent {
+    this.eventsRead += 1;
+    return decode(row);
   }
 
   /** A read by a named statement: parsed and planned once per connection, not at every call. */
   private async read(name: string, text: string, values: unknown[]): Promise<StoredEvent[]> {
     const pool = await this.open();
     try {
-      return (await pool.query<EventRow>({ name, text, values })).rows.map(decode);
+      return (await pool.query<EventRow>({ name, text, values })).rows.map((row) => this.decoded(row));
     } catch (error) {
       throw toPortError(error);
     }
@@ -403,6 +450,7 @@ export async function writeAppend(
   stream: string,
   expectedRevision: number,
   events: NewEvent[],
+  snapshot?: AppendOptions['snapshot'],
 ): Promise<number | undefined> {
   // The head moves with the events: only from the expected revision and with the batch chaining
   // from the head's hash ($9). That the stored last event is still the head is checked by the read
@@ -417,10 +465,17 @@ export async function writeAppend(
       : `UPDATE ledger_streams SET revision = $3, head_hash = $8, head_position = ${headPosition}
           WHERE stream = $1 AND revision = $2 AND head_hash = $9
           RETURNING 1`;
+  // The state the batch reaches, kept with it when the caller folded one (every SNAPSHOT_EVERY
+  // events, src/ledger/sealed-streams.ts): a statement of its own name, so the others stay as short.
+  const keep = snapshot
+    ? `, kept AS (INSERT INTO ledger_snapshots (stream, fold_version, revision, hash, state)
+         SELECT $1, $10, $3, $8, $11 WHERE EXISTS (SELECT 1 FROM moved)
+         ON CONFLICT (stream, fold_version, revision) DO UPDATE SET hash = excluded.hash, state = excluded.state)`
+    : '';
   const { rows } = await (client as Pick<Pool, 'query'>).query<{ position: string }>({
     // Named: parsed and planned once per connection, not at every append.
-    name: expectedRevision === NO_STREAM ? 'ledger_append_new' : 'ledger_append',
-    text: `WITH moved AS (${move})
+    name: `${expectedRevision === NO_STREAM ? 'ledger_append_new' : 'ledger_append'}${snapshot ? '_kept' : ''}`,
+    text: `WITH moved AS (${move})${keep}
      INSERT INTO ledger_events (position, transaction_id, stream, revision, event_id, type, data, metadata)
      SELECT pg_current_xact_id()::text::bigint * 65536 + e.ordinality - 1, pg_current_xact_id(),
             $1, $2::integer + e.ordinality::integer, e.event_id, e.type, e.data, e.metadata
@@ -438,6 +493,7 @@ export async function writeAppend(
       events.map((event) => JSON.stringify(event.metadata)),
       events[events.length - 1].metadata.hash,
       events[0].metadata.prev_hash,
+      ...(snapshot ? [snapshot.fold_version, JSON.stringify(snapshot.state)] : []),
     ],
   });
   if (rows.length === 0) return undefined;
@@ -501,6 +557,18 @@ function toHead(row: HeadRow): StreamHead {
     hash: row.head_hash ?? '',
     position: row.head_position === null ? 0 : toPosition(row.head_position),
   };
+}
+
+function toSnapshot(stream: string, foldVersion: string, revision: number, hash: string, text: string): KeptSnapshot {
+  let state: unknown;
+  try {
+    state = JSON.parse(text);
+  } catch {
+    state = undefined;
+  }
+  if (state === null || typeof state !== 'object' || Array.isArray(state))
+    throw new StoreIntegrityError(stream, `the snapshot at revision ${revision} is not a JSON object`);
+  return { fold_version: foldVersion, revision, hash, state: state as JsonObject };
 }
 
 function toAnchor(row: AnchorRow): LogAnchor {
