@@ -3,6 +3,13 @@ import { POSTGRES_QUERY_TIMEOUT_MS } from '../../config/ledger-config';
 import { RevisionConflictError, StoreUnavailableError } from '../../store/event-store.port';
 
 /**
+ * The recorded hash of the event row `alias`, as SQL: read from the stored metadata text (written by
+ * JSON.stringify, so `"hash":"…"` follows a `{` or a `,`, never inside `"prev_hash"`; the last such
+ * key, which the top-level one is, the ledger writing it after every other).
+ */
+export const STORED_HASH = (alias: string) => `substring(${alias}.metadata from '^.*[{,]"hash":"([0-9a-f]{64})"')`;
+
+/**
  * The tables every PostgreSQL adapter uses, created on start. Each statement is idempotent and the
  * whole runs under one advisory lock, so instances starting together neither race nor fail.
  *
@@ -11,13 +18,6 @@ import { RevisionConflictError, StoreUnavailableError } from '../../store/event-
  * Event bodies are kept as the text the ledger wrote (not jsonb, which reorders keys), so what is
  * read back is byte for byte what was hashed.
  */
-/**
- * The recorded hash of the event row `alias`, as SQL: read from the stored metadata text (written by
- * JSON.stringify, so `"hash":"…"` follows a `{` or a `,`, never inside `"prev_hash"`; the last such
- * key, which the top-level one is, the ledger writing it after every other).
- */
-export const STORED_HASH = (alias: string) => `substring(${alias}.metadata from '^.*[{,]"hash":"([0-9a-f]{64})"')`;
-
 const MIGRATIONS = [
   `CREATE TABLE IF NOT EXISTS ledger_events (
     position       bigint  PRIMARY KEY,

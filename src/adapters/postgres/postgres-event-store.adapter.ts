@@ -111,11 +111,11 @@ const COLUMNS = 'position, stream, revision, event_id, type, data, metadata';
  * its last event) is kept in its `ledger_streams` row, moved by the append's own statement, which
  * moves it only from the expected revision and with the batch chaining from the head's hash: so a
  * stream read with its head in one statement shows a cut or forged tail, which the ledger then
- * refuses to decide on (src/ledger/sealed-streams.ts). The log anchor (the log chain, src/integrity/hash-chain.ts
- * nextLogHash) cannot be moved by every append without making every append wait for the one before
- * it; it is kept in `ledger_log_anchor` and moved forward by whoever reads it, over the rows below
- * the high-water mark (where no row can still appear), with a compare-and-set so that instances
- * moving it together agree. States the ledger folded are kept in `ledger_snapshots` (with the
+ * refuses to decide on (src/ledger/sealed-streams.ts). The log anchor (the log chain,
+ * src/integrity/hash-chain.ts nextLogHash) cannot be moved by every append without making every
+ * append wait for the one before it; it is kept in `ledger_log_anchor` and moved forward by whoever
+ * reads it, over the rows below the high-water mark (where no row can still appear), with a
+ * compare-and-set so that instances moving it together agree. States the ledger folded are kept in `ledger_snapshots` (with the
  * append that reached them, or by a reader while their hash is still the stored event's), and a
  * fold reads them with the events after them and the head in one statement. Keeps no index.
  */
