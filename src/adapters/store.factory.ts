@@ -40,7 +40,7 @@ export async function openEventStore(config: LedgerConfig, hooks: StoreHooks = {
   }
   if (config.store === 'postgres') {
     const { PostgresEventStore } = await import('./postgres/postgres-event-store.adapter');
-    return new PostgresEventStore(postgresOptions(config));
+    return new PostgresEventStore({ ...postgresOptions(config), anchorKey: config.anchorKey });
   }
   return SqliteEventStore.open({
     file: config.eventsFile,

@@ -3,6 +3,13 @@ import { POSTGRES_QUERY_TIMEOUT_MS } from '../../config/ledger-config';
 import { RevisionConflictError, StoreUnavailableError } from '../../store/event-store.port';
 
 /**
+ * The recorded hash of the event row `alias`, as SQL: read from the stored metadata text (written by
+ * JSON.stringify, so `"hash":"…"` follows a `{` or a `,`, never inside `"prev_hash"`; the last such
+ * key, which the top-level one is, the ledger writing it after every other).
+ */
+export const STORED_HASH = (alias: string) => `substring(${alias}.metadata from '^.*[{,]"hash":"([0-9a-f]{64})"')`;
+
+/**
  * The tables every PostgreSQL adapter uses, created on start. Each statement is idempotent and the
  * whole runs under one advisory lock, so instances starting together neither race nor fail.
  *
@@ -26,6 +33,47 @@ const MIGRATIONS = [
   `CREATE TABLE IF NOT EXISTS ledger_streams (
     stream   text    PRIMARY KEY,
     revision integer NOT NULL
+  )`,
+  // The log anchor: the log chain up to a position below the high-water mark, moved forward by
+  // whoever reads it (postgres-event-store.adapter.ts, logAnchor).
+  `CREATE TABLE IF NOT EXISTS ledger_log_anchor (
+    id        integer PRIMARY KEY CHECK (id = 1),
+    position  bigint  NOT NULL,
+    events    bigint  NOT NULL,
+    log_hash  text    NOT NULL,
+    signature text
+  )`,
+  // Each stream's anchored head (docs/postgres.md, "Integrity"), moved by the append's own
+  // statement. Once, when the columns are added (a new database, or one of the version before
+  // heads were kept): each head is its stream's stored last event (read with a pattern, not a
+  // cast, so a row that is not JSON does not stop the start: verify names it; a stream with no
+  // last event gets an empty head, which matches none), and the anchor starts from the empty log,
+  // to be moved over the log as it stands. Never again: an anchor removed later is not started
+  // afresh, so its removal is seen. The catalog is asked first: ALTER TABLE and CREATE INDEX lock
+  // the table even when there is nothing to do, and every start would hold up the appends.
+  `DO $$ BEGIN
+     IF NOT EXISTS (SELECT 1 FROM information_schema.columns
+                     WHERE table_schema = current_schema() AND table_name = 'ledger_streams' AND column_name = 'head_hash') THEN
+       ALTER TABLE ledger_streams ADD COLUMN head_hash text, ADD COLUMN head_position bigint;
+       UPDATE ledger_streams s SET head_hash = ${STORED_HASH('e')}, head_position = e.position
+         FROM ledger_events e
+        WHERE e.stream = s.stream AND e.revision = s.revision;
+       UPDATE ledger_streams SET head_hash = '', head_position = 0 WHERE head_hash IS NULL;
+       -- The heads in bytewise name order (what the whole-log audit merges them in), a page at a time.
+       CREATE INDEX IF NOT EXISTS ledger_streams_bytewise ON ledger_streams (stream COLLATE "C");
+       INSERT INTO ledger_log_anchor (id, position, events, log_hash) VALUES (1, 0, 0, repeat('0', 64))
+         ON CONFLICT (id) DO NOTHING;
+     END IF;
+   END $$`,
+  // States the ledger folded, kept beside their stream by the append that reached them or by a
+  // reader (postgres-event-store.adapter.ts): a cache of the log, checked against it when read.
+  `CREATE TABLE IF NOT EXISTS ledger_snapshots (
+    stream       text    NOT NULL,
+    fold_version text    NOT NULL,
+    revision     integer NOT NULL,
+    hash         text    NOT NULL,
+    state        text    NOT NULL,
+    PRIMARY KEY (stream, fold_version, revision)
   )`,
   `CREATE TABLE IF NOT EXISTS ledger_leases (
     key           text   PRIMARY KEY,

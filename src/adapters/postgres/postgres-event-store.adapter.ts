@@ -5,22 +5,27 @@ import {
   StoreIntegrityError,
   StoreUnavailableError,
   type AnchoredStream,
+  type AppendOptions,
   type AppendResult,
   type EventStore,
   type FoldStart,
   type FoldStartOptions,
   type JsonObject,
+  type KeptSnapshot,
+  type LogAnchor,
   type NewEvent,
   type ReadAllOptions,
   type StoreHealth,
   type StoredEvent,
+  type StreamHead,
   type SubscribeOptions,
   type Subscription,
   type SubscriptionHandlers,
 } from '../../store/event-store.port';
 import { isEventMetadata } from '../../store/event-metadata';
+import { anchorSignatureHolds, GENESIS_HASH, nextLogHash, signAnchor } from '../../integrity/hash-chain';
 import { followLog } from '../follow-log';
-import { migrate, openPool, query, toPortError, type PostgresOptions } from './postgres-database';
+import { migrate, openPool, query, STORED_HASH, toPortError, type PostgresOptions } from './postgres-database';
 import { Notifier } from './postgres-notifier';
 
 export interface PostgresEventStoreOptions extends PostgresOptions {
@@ -31,6 +36,32 @@ export interface PostgresEventStoreOptions extends PostgresOptions {
    * that shows the mark is needed (test/int/postgres-event-store.int.spec.ts): never in service.
    */
   unsafeIgnoreHighWaterMark?: boolean;
+  /** LEDGER_ANCHOR_KEY: the log anchor is signed with it, and not moved on from one it did not sign. */
+  anchorKey?: string;
+}
+
+interface HeadRow {
+  stream: string;
+  revision: number;
+  head_hash: string | null;
+  head_position: string | null;
+}
+
+interface FoldRow extends Omit<EventRow, 'position'> {
+  position: string | null;
+  head_revision: number | null;
+  head_hash: string | null;
+  head_position: string | null;
+  kept_revision: number | null;
+  kept_hash: string | null;
+  kept_state: string | null;
+}
+
+interface AnchorRow {
+  position: string;
+  events: string;
+  log_hash: string;
+  signature: string | null;
 }
 
 interface EventRow {
@@ -76,8 +107,17 @@ const COLUMNS = 'position, stream, revision, event_id, type, data, metadata';
  * A stream's own reads (readStream and the rest) are not held back: its revisions are serialised
  * by the stream's row, so no later commit can land below what they read.
  *
- * Keeps no stream heads, log anchor, snapshots or index (as the EventStoreDB adapter): hash chains
- * are checked as the events are read.
+ * Anchors (docs/postgres.md, "Integrity"). Each stream's head (the revision, hash and position of
+ * its last event) is kept in its `ledger_streams` row, moved by the append's own statement, which
+ * moves it only from the expected revision and with the batch chaining from the head's hash: so a
+ * stream read with its head in one statement shows a cut or forged tail, which the ledger then
+ * refuses to decide on (src/ledger/sealed-streams.ts). The log anchor (the log chain,
+ * src/integrity/hash-chain.ts nextLogHash) cannot be moved by every append without making every
+ * append wait for the one before it; it is kept in `ledger_log_anchor` and moved forward by whoever
+ * reads it, over the rows below the high-water mark (where no row can still appear), with a
+ * compare-and-set so that instances moving it together agree. States the ledger folded are kept in `ledger_snapshots` (with the
+ * append that reached them, or by a reader while their hash is still the stored event's), and a
+ * fold reads them with the events after them and the head in one statement. Keeps no index.
  */
 export class PostgresEventStore implements EventStore {
   private readonly pool: Pool;
@@ -86,8 +126,10 @@ export class PostgresEventStore implements EventStore {
   private readonly announcer: Announcer;
   private closed = false;
 
-  readonly keepsAnchors = false;
-  readonly keepsSnapshots = false;
+  readonly keepsAnchors = true;
+  readonly keepsSnapshots = true;
+  /** Events decoded from the database by this store (`ledger_store_events_read_total`). */
+  eventsRead = 0;
   readonly densePositions = false;
 
   constructor(private readonly options: PostgresEventStoreOptions) {
@@ -114,33 +156,43 @@ export class PostgresEventStore implements EventStore {
     return this.pool;
   }
 
-  async append(stream: string, expectedRevision: number, events: NewEvent[]): Promise<AppendResult> {
+  async append(
+    stream: string,
+    expectedRevision: number,
+    events: NewEvent[],
+    options: AppendOptions = {},
+  ): Promise<AppendResult> {
     if (events.length === 0) throw new Error('append needs at least one event');
     if (events.length > MAX_BATCH) throw new Error(`an append carries at most ${MAX_BATCH} events`);
     const pool = await this.open();
     const revision = expectedRevision + events.length;
     // One statement outside any BEGIN: its own transaction, committed before the server answers it.
-    const written = await writeAppend(pool, stream, expectedRevision, events).catch((error: unknown) => {
-      throw toPortError(error, stream, expectedRevision);
-    });
+    const written = await writeAppend(pool, stream, expectedRevision, events, options.snapshot).catch(
+      (error: unknown) => {
+        throw toPortError(error, stream, expectedRevision);
+      },
+    );
     if (written === undefined) return this.sameBatchOrConflict(stream, expectedRevision, events);
     this.announcer.announce();
     return { revision, position: written };
   }
 
-  /** A refused append: the original result when this very batch already stands there, else a conflict. */
+  /**
+   * A refused append: the original result when this very batch already stands there; a conflict
+   * when the stream is at another revision; and when it is at the expected one, a batch that does
+   * not chain from its head (docs/reliability.md), or a head left empty (its last event was missing
+   * when heads were first kept).
+   */
   private async sameBatchOrConflict(stream: string, expectedRevision: number, events: NewEvent[]) {
     const stored = await this.readStreamRange(stream, expectedRevision + 1, events.length);
     if (stored.length === events.length && stored.every((event, index) => event.event_id === events[index].event_id)) {
       const last = stored[stored.length - 1];
       return { revision: last.revision, position: last.position };
     }
-    const [head] = await query<{ revision: number }>(
-      await this.open(),
-      'SELECT revision FROM ledger_streams WHERE stream = $1',
-      [stream],
-    );
-    throw new RevisionConflictError(stream, expectedRevision, head?.revision ?? NO_STREAM);
+    const head = await this.anchoredHead(stream);
+    const actual = head?.revision ?? NO_STREAM;
+    if (actual !== expectedRevision) throw new RevisionConflictError(stream, expectedRevision, actual);
+    throw new StoreIntegrityError(stream, `the batch does not chain from the anchored head at revision ${actual}`);
   }
 
   async readStream(stream: string): Promise<StoredEvent[]> {
@@ -201,29 +253,101 @@ export class PostgresEventStore implements EventStore {
     return toPosition(row.head);
   }
 
-  async anchoredHead(): Promise<undefined> {
-    return undefined;
+  async anchoredHead(stream: string): Promise<StreamHead | undefined> {
+    const [row] = await query<HeadRow>(
+      await this.open(),
+      'SELECT stream, revision, head_hash, head_position FROM ledger_streams WHERE stream = $1',
+      [stream],
+    );
+    return row ? toHead(row) : undefined;
   }
 
   async readStreamAnchored(stream: string): Promise<AnchoredStream> {
-    return { events: await this.readStream(stream), head: undefined };
+    const { events, head } = await this.readWithHead(stream, null, undefined);
+    return { events, head };
   }
 
-  async readFoldStart(stream: string, { upTo }: FoldStartOptions): Promise<FoldStart> {
-    const events = await this.readStream(stream);
-    return { snapshot: undefined, events: upTo === undefined ? events : events.slice(0, upTo + 1), head: undefined };
+  async readFoldStart(stream: string, { foldVersion, upTo }: FoldStartOptions): Promise<FoldStart> {
+    return this.readWithHead(stream, foldVersion, upTo);
   }
 
-  async keepSnapshot(): Promise<void> {
-    return undefined;
+  /** Kept only while `snapshot.hash` is the stored event's at its revision; never rejects. */
+  async keepSnapshot(stream: string, snapshot: KeptSnapshot): Promise<void> {
+    try {
+      await query(
+        await this.open(),
+        `INSERT INTO ledger_snapshots (stream, fold_version, revision, hash, state)
+           SELECT $1, $2, $3, $4, $5 WHERE EXISTS (
+             SELECT 1 FROM ledger_events e WHERE e.stream = $1 AND e.revision = $3 AND ${STORED_HASH('e')} = $4)
+           ON CONFLICT (stream, fold_version, revision) DO UPDATE SET hash = excluded.hash, state = excluded.state`,
+        [stream, snapshot.fold_version, snapshot.revision, snapshot.hash, JSON.stringify(snapshot.state)],
+      );
+    } catch {
+      // A cache of the log: a state not kept is folded again next time.
+    }
   }
 
-  async anchoredHeads(): Promise<[]> {
-    return [];
+  async anchoredHeads(streamPrefix: string): Promise<StreamHead[]> {
+    const rows = await query<HeadRow>(
+      await this.open(),
+      `SELECT stream, revision, head_hash, head_position FROM ledger_streams
+        WHERE starts_with(stream, $1) ORDER BY stream COLLATE "C"`,
+      [streamPrefix],
+    );
+    return rows.map(toHead);
   }
 
-  async logAnchor(): Promise<undefined> {
-    return undefined;
+  async anchoredHeadsPage(streamPrefix: string, after: string, limit: number): Promise<StreamHead[]> {
+    const rows = await query<HeadRow>(
+      await this.open(),
+      `SELECT stream, revision, head_hash, head_position FROM ledger_streams
+        WHERE stream COLLATE "C" > $2 AND starts_with(stream, $1) ORDER BY stream COLLATE "C" LIMIT $3`,
+      [streamPrefix, after, limit],
+    );
+    return rows.map(toHead);
+  }
+
+  /**
+   * The anchor, first moved forward over what was committed since (below the high-water mark). It
+   * is not moved from one that does not hold under the anchor key (the check then says so), nor
+   * past a row that does not decode (the check reads that row itself and names it).
+   */
+  async logAnchor(): Promise<LogAnchor | undefined> {
+    const pool = await this.open();
+    const key = this.options.anchorKey;
+    for (;;) {
+      const [row] = await query<AnchorRow>(
+        pool,
+        'SELECT position, events, log_hash, signature FROM ledger_log_anchor WHERE id = 1',
+      );
+      if (!row) return undefined;
+      const anchor = toAnchor(row);
+      if (key !== undefined && anchor.events > 0 && !anchorSignatureHolds(key, anchor)) return anchor;
+      const page = await this.readAll({ after: anchor.position, limit: ANCHOR_PAGE }).catch((error: unknown) => {
+        if (error instanceof StoreIntegrityError) return [];
+        throw error;
+      });
+      if (page.length === 0) return anchor.events === 0 ? undefined : anchor;
+      let logHash = anchor.log_hash;
+      for (const event of page)
+        logHash = nextLogHash(logHash, { stream: event.stream, revision: event.revision, hash: event.metadata.hash });
+      const next = { position: page[page.length - 1].position, events: anchor.events + page.length, log_hash: logHash };
+      // Moved only from the anchor read: another instance that moved it first wins, and this reads it again.
+      await query(
+        pool,
+        `UPDATE ledger_log_anchor SET position = $4, events = $5, log_hash = $6, signature = $7
+          WHERE id = 1 AND position = $1 AND events = $2 AND log_hash = $3`,
+        [
+          anchor.position,
+          anchor.events,
+          anchor.log_hash,
+          next.position,
+          next.events,
+          next.log_hash,
+          key === undefined ? null : signAnchor(key, next),
+        ],
+      );
+    }
   }
 
   async indexedStreams(): Promise<undefined> {
@@ -246,11 +370,65 @@ export class PostgresEventStore implements EventStore {
     await this.pool.end().catch(() => undefined);
   }
 
+  /**
+   * A stream's latest kept state of `foldVersion` at or before `upTo` (none when `foldVersion` is
+   * null), its events from that state's revision (or from 0) up to `upTo`, and its head, in one
+   * statement, so one snapshot of the database: an append landing between two reads (another
+   * instance) never looks like a cut tail, nor a state kept past the events read.
+   */
+  private async readWithHead(stream: string, foldVersion: string | null, upTo: number | undefined): Promise<FoldStart> {
+    const pool = await this.open();
+    let rows: FoldRow[];
+    try {
+      ({ rows } = await pool.query<FoldRow>({
+        name: 'ledger_read_fold_start',
+        text: `WITH kept AS (
+                 SELECT revision, hash, state FROM ledger_snapshots
+                  WHERE stream = $1 AND fold_version = $2 AND ($3::integer IS NULL OR revision <= $3)
+                  ORDER BY revision DESC LIMIT 1)
+               SELECT h.revision AS head_revision, h.head_hash, h.head_position,
+                      k.revision AS kept_revision, k.hash AS kept_hash, k.state AS kept_state,
+                      e.position, e.stream, e.revision, e.event_id, e.type, e.data, e.metadata
+                 FROM (SELECT 1) AS one
+                 LEFT JOIN ledger_streams h ON h.stream = $1
+                 LEFT JOIN kept k ON true
+                 LEFT JOIN ledger_events e ON e.stream = $1 AND e.revision >= coalesce(k.revision, 0)
+                                          AND ($3::integer IS NULL OR e.revision <= $3)
+                ORDER BY e.revision`,
+        values: [stream, foldVersion, upTo ?? null],
+      }));
+    } catch (error) {
+      throw toPortError(error);
+    }
+    const [first] = rows;
+    const head =
+      first && first.head_revision !== null
+        ? toHead({
+            stream,
+            revision: first.head_revision,
+            head_hash: first.head_hash,
+            head_position: first.head_position,
+          })
+        : undefined;
+    const snapshot =
+      first && first.kept_revision !== null && foldVersion !== null
+        ? toSnapshot(stream, foldVersion, first.kept_revision, first.kept_hash ?? '', first.kept_state ?? '')
+        : undefined;
+    const events = rows.filter((row) => row.position !== null).map((row) => this.decoded(row as EventRow));
+    return { snapshot, events, head };
+  }
+
+  /** Every event decoded, counted (`ledger_store_events_read_total`: what a read or a start cost). */
+  private decoded(row: EventRow): StoredEvent {
+    this.eventsRead += 1;
+    return decode(row);
+  }
+
   /** A read by a named statement: parsed and planned once per connection, not at every call. */
   private async read(name: string, text: string, values: unknown[]): Promise<StoredEvent[]> {
     const pool = await this.open();
     try {
-      return (await pool.query<EventRow>({ name, text, values })).rows.map(decode);
+      return (await pool.query<EventRow>({ name, text, values })).rows.map((row) => this.decoded(row));
     } catch (error) {
       throw toPortError(error);
     }
@@ -272,15 +450,32 @@ export async function writeAppend(
   stream: string,
   expectedRevision: number,
   events: NewEvent[],
+  snapshot?: AppendOptions['snapshot'],
 ): Promise<number | undefined> {
+  // The head moves with the events: only from the expected revision and with the batch chaining
+  // from the head's hash ($9). That the stored last event is still the head is checked by the read
+  // every decision is taken on (readStreamAnchored, one statement), not here again: looking the
+  // event up in every append cost about an eighth of the appends per second (docs/postgres.md).
+  const headPosition = 'pg_current_xact_id()::text::bigint * 65536 + cardinality($4::text[]) - 1';
   const move =
     expectedRevision === NO_STREAM
-      ? 'INSERT INTO ledger_streams (stream, revision) VALUES ($1, $3) ON CONFLICT (stream) DO NOTHING RETURNING 1'
-      : 'UPDATE ledger_streams SET revision = $3 WHERE stream = $1 AND revision = $2 RETURNING 1';
+      ? `INSERT INTO ledger_streams (stream, revision, head_hash, head_position)
+           SELECT $1, $3, $8, ${headPosition} WHERE $9 = '${GENESIS_HASH}'
+           ON CONFLICT (stream) DO NOTHING RETURNING 1`
+      : `UPDATE ledger_streams SET revision = $3, head_hash = $8, head_position = ${headPosition}
+          WHERE stream = $1 AND revision = $2 AND head_hash = $9
+          RETURNING 1`;
+  // The state the batch reaches, kept with it when the caller folded one (every SNAPSHOT_EVERY
+  // events, src/ledger/sealed-streams.ts): a statement of its own name, so the others stay as short.
+  const keep = snapshot
+    ? `, kept AS (INSERT INTO ledger_snapshots (stream, fold_version, revision, hash, state)
+         SELECT $1, $10, $3, $8, $11 WHERE EXISTS (SELECT 1 FROM moved)
+         ON CONFLICT (stream, fold_version, revision) DO UPDATE SET hash = excluded.hash, state = excluded.state)`
+    : '';
   const { rows } = await (client as Pick<Pool, 'query'>).query<{ position: string }>({
     // Named: parsed and planned once per connection, not at every append.
-    name: expectedRevision === NO_STREAM ? 'ledger_append_new' : 'ledger_append',
-    text: `WITH moved AS (${move})
+    name: `${expectedRevision === NO_STREAM ? 'ledger_append_new' : 'ledger_append'}${snapshot ? '_kept' : ''}`,
+    text: `WITH moved AS (${move})${keep}
      INSERT INTO ledger_events (position, transaction_id, stream, revision, event_id, type, data, metadata)
      SELECT pg_current_xact_id()::text::bigint * 65536 + e.ordinality - 1, pg_current_xact_id(),
             $1, $2::integer + e.ordinality::integer, e.event_id, e.type, e.data, e.metadata
@@ -296,6 +491,9 @@ export async function writeAppend(
       events.map((event) => event.type),
       events.map((event) => JSON.stringify(event.data)),
       events.map((event) => JSON.stringify(event.metadata)),
+      events[events.length - 1].metadata.hash,
+      events[0].metadata.prev_hash,
+      ...(snapshot ? [snapshot.fold_version, JSON.stringify(snapshot.state)] : []),
     ],
   });
   if (rows.length === 0) return undefined;
@@ -346,6 +544,40 @@ export class Announcer {
     } while (this.again);
     this.inFlight = false;
   }
+}
+
+/** Rows the log anchor is moved over at a time. */
+const ANCHOR_PAGE = 1_000;
+
+/** A head kept empty (a stream whose stored last event was missing when heads were first kept) matches no event. */
+function toHead(row: HeadRow): StreamHead {
+  return {
+    stream: row.stream,
+    revision: row.revision,
+    hash: row.head_hash ?? '',
+    position: row.head_position === null ? 0 : toPosition(row.head_position),
+  };
+}
+
+function toSnapshot(stream: string, foldVersion: string, revision: number, hash: string, text: string): KeptSnapshot {
+  let state: unknown;
+  try {
+    state = JSON.parse(text);
+  } catch {
+    state = undefined;
+  }
+  if (state === null || typeof state !== 'object' || Array.isArray(state))
+    throw new StoreIntegrityError(stream, `the snapshot at revision ${revision} is not a JSON object`);
+  return { fold_version: foldVersion, revision, hash, state: state as JsonObject };
+}
+
+function toAnchor(row: AnchorRow): LogAnchor {
+  return {
+    position: toPosition(row.position),
+    events: toPosition(row.events),
+    log_hash: row.log_hash,
+    ...(row.signature ? { signature: row.signature } : {}),
+  };
 }
 
 function toPosition(text: string | number): number {
