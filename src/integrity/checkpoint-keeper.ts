@@ -25,6 +25,9 @@ export interface CheckpointKeeperOptions {
   onError: (error: Error) => void;
 }
 
+/** How long a stop waits for the checkpoint's last move (`CheckpointKeeper.stop`). */
+export const STOP_MOVE_MS = 2_000;
+
 export type StartCheck =
   | { state: 'no_checkpoint' }
   | { state: 'verified' | 'broken'; from: number; to: number; events_read: number; findings: number };
@@ -42,8 +45,15 @@ export class CheckpointKeeper {
   private running: Promise<void> | undefined;
   /** Set once a check found the log broken: the checkpoint never moves over a broken log. */
   private broken = false;
+  /** When a stop stops waiting for the last move (set by `stop`). */
+  private stopBy: number | undefined;
+  /** Settles when a stop begins: a paced check's rest between pages ends then, not when its share is spent. */
+  private readonly stopBegun: Promise<void>;
+  private beginStop: () => void = () => undefined;
 
-  constructor(private readonly options: CheckpointKeeperOptions) {}
+  constructor(private readonly options: CheckpointKeeperOptions) {
+    this.stopBegun = new Promise<void>((resolve) => (this.beginStop = resolve));
+  }
 
   get checkpoint(): VerifiedCheckpoint | undefined {
     return this.current;
@@ -95,10 +105,17 @@ export class CheckpointKeeper {
     this.timer.unref();
   }
 
-  /** The last move, at a clean stop: the next start then reads nothing. */
+  /**
+   * The last move, at a clean stop: the next start then reads nothing. A stop does not wait for it
+   * long: a paced check's rest between pages ends at once, and a check still reading past
+   * `STOP_MOVE_MS` ends at its next page, leaving the checkpoint where it was, which costs the next
+   * start only a longer tail to read (docs/reliability.md, "Start-up without a full pass").
+   */
   async stop(): Promise<void> {
     if (this.timer) clearInterval(this.timer);
     this.timer = undefined;
+    this.stopBy = this.options.now().getTime() + STOP_MOVE_MS;
+    this.beginStop();
     await this.running;
     await this.advance(false);
   }
@@ -112,7 +129,8 @@ export class CheckpointKeeper {
       anchorKey: this.options.anchorKey,
       checkEvent: this.options.checkEvent,
       onRead: this.options.onRead,
-      ...(paced ? { pause: this.options.pause } : {}),
+      ...(paced ? { pause: () => Promise.race([this.options.pause(), this.stopBegun]) } : {}),
+      stopped: () => this.stopBy !== undefined && this.options.now().getTime() > this.stopBy,
     })
       .then((check) => {
         this.settle(check, from, 'running');

@@ -2,7 +2,13 @@ import { createHmac, timingSafeEqual } from 'node:crypto';
 import { closeSync, fsyncSync, mkdirSync, openSync, readFileSync, renameSync, writeSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { canonicalJson } from '@recovery-ledger/core';
-import { StoreIntegrityError, type EventStore, type LogAnchor, type StoredEvent } from '../store/event-store.port';
+import {
+  StoreIntegrityError,
+  type EventStore,
+  type LogAnchor,
+  type StoredEvent,
+  type StreamHead,
+} from '../store/event-store.port';
 import { anchorSignatureHolds, computeEventHash, GENESIS_HASH, nextLogHash } from './hash-chain';
 import type { IntegrityFinding } from './log-audit';
 
@@ -115,6 +121,11 @@ export interface TailOptions {
   onRead?: (events: number) => void;
   /** A turn for the event loop between pages (the running service's periodic check). */
   pause?: () => Promise<void>;
+  /**
+   * Asked between pages: true ends the check where it stands, with what it found so far and no
+   * verified result, so the checkpoint stays where it was (a stop that cannot wait for it).
+   */
+  stopped?: () => boolean;
 }
 
 const PAGE = 1_000;
@@ -281,6 +292,7 @@ export async function verifyTail(
     }
     after = page[page.length - 1].position;
     await options.pause?.();
+    if (options.stopped?.()) return done();
   }
 
   if (events !== anchor.events || logHash !== anchor.log_hash || position !== anchor.position)
@@ -291,11 +303,18 @@ export async function verifyTail(
   // Rows past the anchor: an append moves its stream's head and the anchor with its events, so each
   // one there is either appended since the anchor was read (its head covers it) or put there
   // outside the ledger.
+  // A stream's head is asked once, and again only for an event it does not cover: on a store shared
+  // with other processes (docs/postgres.md) every event past the anchor would otherwise be a round trip.
+  const headsPastAnchor = new Map<string, StreamHead | undefined>();
   for (let after = anchor.position; ;) {
     const page = read(await store.readAll({ after, limit: PAGE }).catch(() => [] as StoredEvent[]));
     if (page.length === 0) break;
     for (const event of page) {
-      const head = await store.anchoredHead(event.stream);
+      let head = headsPastAnchor.get(event.stream);
+      if (!head || head.position < event.position) {
+        head = await store.anchoredHead(event.stream);
+        headsPastAnchor.set(event.stream, head);
+      }
       if (head && head.position >= event.position) continue;
       tails.delete(event.stream);
       brokenAt(
@@ -305,6 +324,7 @@ export async function verifyTail(
       );
     }
     after = page[page.length - 1].position;
+    if (options.stopped?.()) return done();
   }
   for (const [stream, tail] of tails) {
     if (tail.broken) continue;

@@ -11,7 +11,7 @@ import { SqliteEventStore } from '../../src/adapters/sqlite/sqlite-event-store.a
 import { ledgerEventProblem } from '../../src/integrity/integrity-monitor';
 import { GENESIS_HASH } from '../../src/integrity/hash-chain';
 import { auditLog } from '../../src/integrity/log-audit';
-import { CheckpointKeeper } from '../../src/integrity/checkpoint-keeper';
+import { CheckpointKeeper, STOP_MOVE_MS } from '../../src/integrity/checkpoint-keeper';
 import type { IntegrityFinding } from '../../src/integrity/log-audit';
 import {
   readVerifiedCheckpoint,
@@ -20,6 +20,7 @@ import {
   type VerifiedCheckpoint,
 } from '../../src/integrity/verified-checkpoint';
 import { openSeeder, seedIncident, tempDataDir } from '../support/cli-harness';
+import { untilTrue } from '../support/until';
 import { TAMPER_CASES, TARGET_REF } from '../support/log-tampering';
 
 const KEY = 'verified-checkpoint-test-key-0123456789';
@@ -245,6 +246,84 @@ describe('the check of what follows the last verified checkpoint', () => {
       } finally {
         await store.close();
       }
+    });
+
+    /**
+     * A log audited clean and checkpointed by a keeper that stays open, then grown by two events, then
+     * the keeper stopped. Each page the store reads moves the keeper's clock by `readCostMs`.
+     */
+    async function stoppedAfterGrowth(
+      readCostMs: number,
+      pausedCheck = false,
+    ): Promise<{ before?: number; after?: number; head?: number }> {
+      const dir = copyOf(clean);
+      dirs.push(dir);
+      const store = SqliteEventStore.open({ file: join(dir, 'events.sqlite') });
+      let clock = Date.parse('2026-01-01T00:00:00.000Z');
+      const reading = new Proxy(store, {
+        get(target, name) {
+          if (name === 'readAll')
+            return (options: Parameters<SqliteEventStore['readAll']>[0]) => {
+              clock += readCostMs;
+              return target.readAll(options);
+            };
+          const value = Reflect.get(target, name, target);
+          return typeof value === 'function' ? value.bind(target) : value;
+        },
+      });
+      const file = join(dir, 'verified-checkpoint.json');
+      let resting = false;
+      try {
+        const kept = new CheckpointKeeper({
+          store: reading,
+          file,
+          checkEvent: ledgerEventProblem,
+          now: () => new Date(clock),
+          intervalMs: 60_000,
+          // A paced check rests between pages; this one would rest for ever.
+          pause: () => {
+            resting = true;
+            return new Promise<void>(() => undefined);
+          },
+          onFindings: () => undefined,
+          onError: (error) => {
+            throw error;
+          },
+        });
+        await kept.afterAudit(await auditLog(store, { checkEvent: ledgerEventProblem }));
+        const before = readVerifiedCheckpoint(file)?.position;
+        const seeder = await openSeeder(dir, { start: '2025-03-02T09:00:00.000Z' });
+        const plan = { run_id: 'run_91', tool: 'send_email', side_effect: 'write', input_hash: 'sha256:91' };
+        await seeder.submit('run_91/step_1', 'StepPlanned', plan);
+        await seeder.submit('run_91/step_1', 'AttemptDispatched', { attempt: 1, input_hash: 'sha256:91' });
+        await seeder.close();
+        if (pausedCheck) {
+          void kept.advance();
+          await untilTrue('the paced check to rest after its first page', () => resting);
+        }
+        await kept.stop();
+        return { before, after: readVerifiedCheckpoint(file)?.position, head: (await store.logAnchor())?.position };
+      } finally {
+        await store.close();
+      }
+    }
+
+    it('moves up to the head at a clean stop', async () => {
+      const { before, after, head } = await stoppedAfterGrowth(0);
+      expect(head).toBeGreaterThan(before ?? 0);
+      expect(after).toBe(head);
+    });
+
+    it('is moved at a stop that finds the periodic check resting between pages: the rest ends with the stop', async () => {
+      const { before, after, head } = await stoppedAfterGrowth(0, true);
+      expect(head).toBeGreaterThan(before ?? 0);
+      expect(after).toBe(head);
+    });
+
+    it('is left where it was by a stop whose last check outlasts STOP_MOVE_MS, on the keeper clock: the next start reads the tail', async () => {
+      const { before, after, head } = await stoppedAfterGrowth(STOP_MOVE_MS + 1);
+      expect(head).toBeGreaterThan(before ?? 0);
+      expect(after).toBe(before);
     });
 
     it('refuses an edit of an event appended after it, naming its stream, before anything is served', async () => {
