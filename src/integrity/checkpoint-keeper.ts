@@ -80,7 +80,11 @@ export class CheckpointKeeper {
     };
   }
 
-  /** After a whole-log audit: a clean one is the new checkpoint (its anchor, as it recomputed it). */
+  /**
+   * After a whole-log audit: a clean one is the new checkpoint (its anchor, as it recomputed it).
+   * Never rejects: a store that fails the read of the audited position (an outage) leaves no
+   * checkpoint, reported to `onError`, and the next start audits the whole log again.
+   */
   async afterAudit(audit: LogAudit): Promise<void> {
     if (!audit.ok || !audit.anchored) {
       if (!audit.ok) this.broken = true;
@@ -89,7 +93,13 @@ export class CheckpointKeeper {
     const { position, events, log_hash } = audit.recomputed;
     // A checkpoint further on already covers this audit's log (it only grew since).
     if (this.current && this.current.position >= position) return;
-    const [at] = position > 0 ? await this.options.store.readAll({ after: position - 1, limit: 1 }) : [];
+    let at: StoredEvent | undefined;
+    try {
+      [at] = position > 0 ? await this.options.store.readAll({ after: position - 1, limit: 1 }) : [];
+    } catch (error) {
+      this.options.onError(error as Error);
+      return;
+    }
     const last =
       at && at.position === position
         ? { stream: at.stream, revision: at.revision, hash: String(at.metadata.hash) }

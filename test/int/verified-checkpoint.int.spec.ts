@@ -8,6 +8,7 @@ import Database from 'better-sqlite3';
 import { copyFileSync, existsSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { SqliteEventStore } from '../../src/adapters/sqlite/sqlite-event-store.adapter';
+import { StoreUnavailableError } from '../../src/store/event-store.port';
 import { ledgerEventProblem } from '../../src/integrity/integrity-monitor';
 import { GENESIS_HASH } from '../../src/integrity/hash-chain';
 import { auditLog } from '../../src/integrity/log-audit';
@@ -324,6 +325,38 @@ describe('the check of what follows the last verified checkpoint', () => {
       const { before, after, head } = await stoppedAfterGrowth(STOP_MOVE_MS + 1);
       expect(head).toBeGreaterThan(before ?? 0);
       expect(after).toBe(before);
+    });
+
+    it('is not written after an audit whose position the store then fails to read, and the failure is reported, not thrown', async () => {
+      const dir = copyOf(clean);
+      dirs.push(dir);
+      const store = SqliteEventStore.open({ file: join(dir, 'events.sqlite') });
+      try {
+        const audit = await auditLog(store, { checkEvent: ledgerEventProblem });
+        const failing = new Proxy(store, {
+          get(target, name) {
+            if (name === 'readAll') return () => Promise.reject(new StoreUnavailableError('the store went away', 1));
+            const value = Reflect.get(target, name, target);
+            return typeof value === 'function' ? value.bind(target) : value;
+          },
+        });
+        const errors: Error[] = [];
+        const kept = new CheckpointKeeper({
+          store: failing,
+          file: join(dir, 'verified-checkpoint.json'),
+          checkEvent: ledgerEventProblem,
+          now: () => new Date('2026-01-01T00:00:00.000Z'),
+          intervalMs: 60_000,
+          pause: () => Promise.resolve(),
+          onFindings: () => undefined,
+          onError: (error) => errors.push(error),
+        });
+        await expect(kept.afterAudit(audit)).resolves.toBeUndefined();
+        expect(errors.map((error) => error.constructor.name)).toEqual(['StoreUnavailableError']);
+        expect(existsSync(join(dir, 'verified-checkpoint.json'))).toBe(false);
+      } finally {
+        await store.close();
+      }
     });
 
     it('refuses an edit of an event appended after it, naming its stream, before anything is served', async () => {
