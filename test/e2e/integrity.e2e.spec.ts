@@ -8,13 +8,13 @@ import { randomUUID } from 'node:crypto';
 import { cpSync, existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { runCli, openSeeder, seedIncident, tempDataDir } from '../support/cli-harness';
+import { runCli, tempDataDir } from '../support/cli-harness';
 import { fact, opPath, request, submitFact, committedPosition } from '../support/http';
 import { startLedger, type LedgerProcess } from '../support/ledger-process';
 import { seedEnvelopes } from '../../packages/core/test/support/seed-envelopes';
 import { until } from '../support/until';
 import Database from 'better-sqlite3';
-import { rewriteEverything, TAMPER_CASES, type TamperCase } from '../support/log-tampering';
+import { rewriteEverything, seededLogDir, tamperedCopy, TAMPER_CASES, type TamperCase } from '../support/log-tampering';
 
 describe('a log rolled back', () => {
   /**
@@ -389,29 +389,9 @@ describe('the log tampered with', () => {
   let seeded: string;
   let seededWithKey: string;
 
-  async function seed(label: string, env: Record<string, string>): Promise<string> {
-    const dir = tempDataDir(label);
-    const seeder = await openSeeder(dir, { anchorKey: env.LEDGER_ANCHOR_KEY });
-    await seedIncident(seeder);
-    await seeder.close();
-    return dir;
-  }
-
-  function tampered(source: string, apply: (db: Database.Database) => void): string {
-    const dir = tempDataDir('tampered');
-    cpSync(source, dir, { recursive: true });
-    const db = new Database(join(dir, 'events.sqlite'));
-    try {
-      apply(db);
-    } finally {
-      db.close();
-    }
-    return dir;
-  }
-
   beforeAll(async () => {
-    seeded = await seed('integrity', {});
-    seededWithKey = await seed('integrity-key', { LEDGER_ANCHOR_KEY: ANCHOR_KEY });
+    seeded = await seededLogDir('integrity');
+    seededWithKey = await seededLogDir('integrity-key', ANCHOR_KEY);
   });
 
   afterAll(() => {
@@ -427,7 +407,7 @@ describe('the log tampered with', () => {
 
     it.each(TAMPER_CASES.map((tamper) => [tamper.name, tamper] as const))('detects %s', (_name, tamper: TamperCase) => {
       const env: Record<string, string> = tamper.needsAnchorKey ? { LEDGER_ANCHOR_KEY: ANCHOR_KEY } : {};
-      const dir = tampered(tamper.needsAnchorKey ? seededWithKey : seeded, tamper.apply);
+      const dir = tamperedCopy(tamper.needsAnchorKey ? seededWithKey : seeded, tamper.apply);
       try {
         const run = runCli(['verify', '--data-dir', dir, '--json'], env);
         expect(run.stderr).not.toMatch(/\n\s+at /);
@@ -445,7 +425,7 @@ describe('the log tampered with', () => {
     });
 
     it('reports every broken stream, not only the first', () => {
-      const dir = tampered(seeded, (db) => {
+      const dir = tamperedCopy(seeded, (db) => {
         db.prepare("UPDATE events SET data = json_set(data, '$.input_hash', 'x') WHERE revision = 0").run();
       });
       try {
@@ -465,7 +445,7 @@ describe('the log tampered with', () => {
     it('a whole log rewritten with its anchors is caught by an earlier checkpoint (and only so, without a key)', () => {
       const checkpoint = join(seeded, '..', `checkpoint-${randomUUID()}.json`);
       expect(runCli(['verify', '--data-dir', seeded, '--checkpoint-out', checkpoint]).status).toBe(0);
-      const dir = tampered(seeded, rewriteEverything);
+      const dir = tamperedCopy(seeded, rewriteEverything);
       try {
         // Said plainly in docs/reliability.md: without a key or a checkpoint this is undetectable.
         expect(runCli(['verify', '--data-dir', dir]).status).toBe(0);

@@ -7,36 +7,15 @@
  * same damage, and the rolled-back logs, are test/e2e/integrity.e2e.spec.ts's.
  */
 import { randomUUID } from 'node:crypto';
-import { cpSync, rmSync } from 'node:fs';
+import { rmSync } from 'node:fs';
 import { join } from 'node:path';
 import Database from 'better-sqlite3';
-import { openSeeder, seedIncident, tempDataDir } from '../support/cli-harness';
 import { startLedger } from '../support/ledger-in-process';
-import { TAMPER_CASES, type TamperCase } from '../support/log-tampering';
+import { seededLogDir, tamperedCopy, TAMPER_CASES, type TamperCase } from '../support/log-tampering';
 
 const ANCHOR_KEY = 'k'.repeat(16) + randomUUID().replace(/-/g, '');
 let seeded: string;
 let seededWithKey: string;
-
-async function seed(label: string, env: Record<string, string>): Promise<string> {
-  const dir = tempDataDir(label);
-  const seeder = await openSeeder(dir, { anchorKey: env.LEDGER_ANCHOR_KEY });
-  await seedIncident(seeder);
-  await seeder.close();
-  return dir;
-}
-
-function tampered(source: string, apply: (db: Database.Database) => void): string {
-  const dir = tempDataDir('tampered');
-  cpSync(source, dir, { recursive: true });
-  const db = new Database(join(dir, 'events.sqlite'));
-  try {
-    apply(db);
-  } finally {
-    db.close();
-  }
-  return dir;
-}
 
 const eventCount = (dir: string) => {
   const db = new Database(join(dir, 'events.sqlite'), { readonly: true });
@@ -48,8 +27,8 @@ const eventCount = (dir: string) => {
 };
 
 beforeAll(async () => {
-  seeded = await seed('integrity', {});
-  seededWithKey = await seed('integrity-key', { LEDGER_ANCHOR_KEY: ANCHOR_KEY });
+  seeded = await seededLogDir('integrity');
+  seededWithKey = await seededLogDir('integrity-key', ANCHOR_KEY);
 });
 
 afterAll(() => {
@@ -62,7 +41,7 @@ describe('the service started on a damaged log', () => {
     'after %s: not ready, and refuses to read or append the damaged history',
     async (_name, tamper: TamperCase) => {
       const env: Record<string, string> = tamper.needsAnchorKey ? { LEDGER_ANCHOR_KEY: ANCHOR_KEY } : {};
-      const dir = tampered(tamper.needsAnchorKey ? seededWithKey : seeded, tamper.apply);
+      const dir = tamperedCopy(tamper.needsAnchorKey ? seededWithKey : seeded, tamper.apply);
       const ledger = await startLedger({ dataDir: dir, env });
       try {
         let ready: Response | undefined;

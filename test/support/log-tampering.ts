@@ -3,9 +3,12 @@
  * straight on the SQLite file with the service stopped (docs/reliability.md, "A log whose every loss
  * is detectable"). Each case says which findings `verify` must report for it.
  */
+import { cpSync } from 'node:fs';
+import { join } from 'node:path';
 import Database from 'better-sqlite3';
 import type { FindingKind } from '../../src/integrity/log-audit';
 import { GENESIS_HASH, nextLogHash, sealEvents } from '../../src/integrity/hash-chain';
+import { openSeeder, seedIncident, tempDataDir } from './cli-harness';
 
 export const TARGET_REF = 'run_81/step_4';
 export const TARGET_STREAM = `op-default:${TARGET_REF}`;
@@ -307,4 +310,26 @@ export function rewriteEverything(db: Database.Database): void {
     setHead(db, stream);
   }
   reanchor(db);
+}
+
+/** A data directory holding a real incident's log (the seeder's), its anchors signed with `anchorKey` where given. */
+export async function seededLogDir(label: string, anchorKey?: string): Promise<string> {
+  const dir = tempDataDir(label);
+  const seeder = await openSeeder(dir, { anchorKey });
+  await seedIncident(seeder);
+  await seeder.close();
+  return dir;
+}
+
+/** A copy of the data directory `source`, its log then damaged by `apply`. */
+export function tamperedCopy(source: string, apply: (db: Database.Database) => void): string {
+  const dir = tempDataDir('tampered');
+  cpSync(source, dir, { recursive: true });
+  const db = new Database(join(dir, 'events.sqlite'));
+  try {
+    apply(db);
+  } finally {
+    db.close();
+  }
+  return dir;
 }
