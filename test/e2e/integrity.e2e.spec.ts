@@ -14,7 +14,13 @@ import { startLedger, type LedgerProcess } from '../support/ledger-process';
 import { seedEnvelopes } from '../../packages/core/test/support/seed-envelopes';
 import { until } from '../support/until';
 import Database from 'better-sqlite3';
-import { rewriteEverything, seededLogDir, tamperedCopy, TAMPER_CASES, type TamperCase } from '../support/log-tampering';
+import {
+  rewriteEverything,
+  seededLogsForFile,
+  tamperedCopy,
+  TAMPER_CASES,
+  type TamperCase,
+} from '../support/log-tampering';
 
 describe('a log rolled back', () => {
   /**
@@ -386,28 +392,17 @@ describe('the log tampered with', () => {
    * no process of its own.
    */
   const ANCHOR_KEY = 'k'.repeat(16) + randomUUID().replace(/-/g, '');
-  let seeded: string;
-  let seededWithKey: string;
-
-  beforeAll(async () => {
-    seeded = await seededLogDir('integrity');
-    seededWithKey = await seededLogDir('integrity-key', ANCHOR_KEY);
-  });
-
-  afterAll(() => {
-    rmSync(seeded, { recursive: true, force: true });
-    rmSync(seededWithKey, { recursive: true, force: true });
-  });
+  const logs = seededLogsForFile(ANCHOR_KEY);
 
   describe('verify on a log damaged behind the ledger', () => {
     it('passes on the untouched log, with and without an anchor key', () => {
-      expect(runCli(['verify', '--data-dir', seeded]).status).toBe(0);
-      expect(runCli(['verify', '--data-dir', seededWithKey], { LEDGER_ANCHOR_KEY: ANCHOR_KEY }).status).toBe(0);
+      expect(runCli(['verify', '--data-dir', logs.plain()]).status).toBe(0);
+      expect(runCli(['verify', '--data-dir', logs.keyed()], { LEDGER_ANCHOR_KEY: ANCHOR_KEY }).status).toBe(0);
     });
 
     it.each(TAMPER_CASES.map((tamper) => [tamper.name, tamper] as const))('detects %s', (_name, tamper: TamperCase) => {
       const env: Record<string, string> = tamper.needsAnchorKey ? { LEDGER_ANCHOR_KEY: ANCHOR_KEY } : {};
-      const dir = tamperedCopy(tamper.needsAnchorKey ? seededWithKey : seeded, tamper.apply);
+      const dir = tamperedCopy(tamper.needsAnchorKey ? logs.keyed() : logs.plain(), tamper.apply);
       try {
         const run = runCli(['verify', '--data-dir', dir, '--json'], env);
         expect(run.stderr).not.toMatch(/\n\s+at /);
@@ -425,7 +420,7 @@ describe('the log tampered with', () => {
     });
 
     it('reports every broken stream, not only the first', () => {
-      const dir = tamperedCopy(seeded, (db) => {
+      const dir = tamperedCopy(logs.plain(), (db) => {
         db.prepare("UPDATE events SET data = json_set(data, '$.input_hash', 'x') WHERE revision = 0").run();
       });
       try {
@@ -443,9 +438,9 @@ describe('the log tampered with', () => {
     });
 
     it('a whole log rewritten with its anchors is caught by an earlier checkpoint (and only so, without a key)', () => {
-      const checkpoint = join(seeded, '..', `checkpoint-${randomUUID()}.json`);
-      expect(runCli(['verify', '--data-dir', seeded, '--checkpoint-out', checkpoint]).status).toBe(0);
-      const dir = tamperedCopy(seeded, rewriteEverything);
+      const checkpoint = join(logs.plain(), '..', `checkpoint-${randomUUID()}.json`);
+      expect(runCli(['verify', '--data-dir', logs.plain(), '--checkpoint-out', checkpoint]).status).toBe(0);
+      const dir = tamperedCopy(logs.plain(), rewriteEverything);
       try {
         // Said plainly in docs/reliability.md: without a key or a checkpoint this is undetectable.
         expect(runCli(['verify', '--data-dir', dir]).status).toBe(0);
@@ -455,7 +450,7 @@ describe('the log tampered with', () => {
           'checkpoint_mismatch',
         );
         // The untouched log has only grown since its own checkpoint.
-        expect(runCli(['verify', '--data-dir', seeded, '--since', checkpoint]).status).toBe(0);
+        expect(runCli(['verify', '--data-dir', logs.plain(), '--since', checkpoint]).status).toBe(0);
       } finally {
         rmSync(dir, { recursive: true, force: true });
         rmSync(checkpoint, { force: true });
@@ -465,8 +460,8 @@ describe('the log tampered with', () => {
 
   describe('an export checked offline against the heads and anchor in its footer', () => {
     function exported(): { file: string; lines: Array<Record<string, unknown>> } {
-      const file = join(seeded, '..', `export-${randomUUID()}.ndjson`);
-      expect(runCli(['export', '--data-dir', seeded, '--out', file]).status).toBe(0);
+      const file = join(logs.plain(), '..', `export-${randomUUID()}.ndjson`);
+      expect(runCli(['export', '--data-dir', logs.plain(), '--out', file]).status).toBe(0);
       return {
         file,
         lines: readFileSync(file, 'utf8')

@@ -11,11 +11,10 @@ import { rmSync } from 'node:fs';
 import { join } from 'node:path';
 import Database from 'better-sqlite3';
 import { startLedger } from '../support/ledger-in-process';
-import { seededLogDir, tamperedCopy, TAMPER_CASES, type TamperCase } from '../support/log-tampering';
+import { seededLogsForFile, tamperedCopy, TAMPER_CASES, type TamperCase } from '../support/log-tampering';
 
 const ANCHOR_KEY = 'k'.repeat(16) + randomUUID().replace(/-/g, '');
-let seeded: string;
-let seededWithKey: string;
+const seeded = seededLogsForFile(ANCHOR_KEY);
 
 const eventCount = (dir: string) => {
   const db = new Database(join(dir, 'events.sqlite'), { readonly: true });
@@ -26,22 +25,12 @@ const eventCount = (dir: string) => {
   }
 };
 
-beforeAll(async () => {
-  seeded = await seededLogDir('integrity');
-  seededWithKey = await seededLogDir('integrity-key', ANCHOR_KEY);
-});
-
-afterAll(() => {
-  rmSync(seeded, { recursive: true, force: true });
-  rmSync(seededWithKey, { recursive: true, force: true });
-});
-
 describe('the service started on a damaged log', () => {
   it.each(TAMPER_CASES.map((tamper) => [tamper.name, tamper] as const))(
     'after %s: not ready, and refuses to read or append the damaged history',
     async (_name, tamper: TamperCase) => {
       const env: Record<string, string> = tamper.needsAnchorKey ? { LEDGER_ANCHOR_KEY: ANCHOR_KEY } : {};
-      const dir = tamperedCopy(tamper.needsAnchorKey ? seededWithKey : seeded, tamper.apply);
+      const dir = tamperedCopy(tamper.needsAnchorKey ? seeded.keyed() : seeded.plain(), tamper.apply);
       const ledger = await startLedger({ dataDir: dir, env });
       try {
         let ready: Response | undefined;

@@ -11,7 +11,7 @@ import { Client } from 'pg';
 import { PostgresEventStore } from '../../src/adapters/postgres/postgres-event-store.adapter';
 import { GENESIS_HASH, nextLogHash, sealEvents } from '../../src/integrity/hash-chain';
 import { auditLog } from '../../src/integrity/log-audit';
-import { verifyTail, type VerifiedCheckpoint } from '../../src/integrity/verified-checkpoint';
+import { verifyTail } from '../../src/integrity/verified-checkpoint';
 import {
   NO_STREAM,
   RevisionConflictError,
@@ -19,17 +19,8 @@ import {
   type EventStore,
 } from '../../src/store/event-store.port';
 import { newEvent } from '../contract/event-store.contract';
+import { genesisCheckpoint } from '../support/log-tampering';
 import { describeWithPostgres } from '../support/postgres';
-
-const genesis: VerifiedCheckpoint = {
-  format: 'recovery-ledger-verified-checkpoint',
-  version: 1,
-  position: 0,
-  events: 0,
-  log_hash: GENESIS_HASH,
-  by: 'audit',
-  verified_at: '2026-01-01T00:00:00.000Z',
-};
 
 /** Appends `count` sealed events to `stream` at its head; answers the new head. */
 async function grow(store: EventStore, stream: string, count: number): Promise<void> {
@@ -124,7 +115,7 @@ describeWithPostgres('the anchors of the PostgreSQL event store', (database) => 
       expect(await store.logAnchor()).toBeUndefined();
       const audit = await auditLog(store);
       expect(audit.findings.map((finding) => finding.kind)).toContain('log_anchor_missing');
-      const tail = await verifyTail(store, genesis);
+      const tail = await verifyTail(store, genesisCheckpoint());
       expect(tail.findings.map((finding) => finding.kind)).toContain('log_anchor_missing');
     } finally {
       await store.close();
@@ -173,7 +164,7 @@ describeWithPostgres('the anchors of the PostgreSQL event store', (database) => 
       expect(one).toMatchObject(await chainOf(instances[0]));
       const audit = await auditLog(instances[1]);
       expect(audit.findings).toEqual([]);
-      const tail = await verifyTail(instances[0], genesis);
+      const tail = await verifyTail(instances[0], genesisCheckpoint());
       expect(tail.findings).toEqual([]);
       expect(tail.verified?.log_hash).toBe(one?.log_hash);
     } finally {

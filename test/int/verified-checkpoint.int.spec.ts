@@ -20,28 +20,11 @@ import {
   writeVerifiedCheckpoint,
   type VerifiedCheckpoint,
 } from '../../src/integrity/verified-checkpoint';
-import { openSeeder, seedIncident, tempDataDir } from '../support/cli-harness';
+import { openSeeder, tempDataDir } from '../support/cli-harness';
 import { untilTrue } from '../support/until';
-import { TAMPER_CASES, TARGET_REF } from '../support/log-tampering';
+import { genesisCheckpoint, seededLogDir, TAMPER_CASES, TARGET_REF } from '../support/log-tampering';
 
 const KEY = 'verified-checkpoint-test-key-0123456789';
-const genesis = (): VerifiedCheckpoint => ({
-  format: 'recovery-ledger-verified-checkpoint',
-  version: 1,
-  position: 0,
-  events: 0,
-  log_hash: GENESIS_HASH,
-  by: 'audit',
-  verified_at: '2026-01-01T00:00:00.000Z',
-});
-
-async function seeded(anchorKey?: string): Promise<string> {
-  const dir = tempDataDir('tail');
-  const seeder = await openSeeder(dir, { anchorKey });
-  await seedIncident(seeder);
-  await seeder.close();
-  return dir;
-}
 
 function copyOf(dir: string): string {
   const copy = tempDataDir('tail-copy');
@@ -57,8 +40,8 @@ describe('the check of what follows the last verified checkpoint', () => {
   const dirs: string[] = [];
 
   beforeAll(async () => {
-    clean = await seeded();
-    cleanWithKey = await seeded(KEY);
+    clean = await seededLogDir('tail');
+    cleanWithKey = await seededLogDir('tail', KEY);
     dirs.push(clean, cleanWithKey);
   });
   afterAll(() => {
@@ -69,7 +52,7 @@ describe('the check of what follows the last verified checkpoint', () => {
     const store = SqliteEventStore.open({ file: join(clean, 'events.sqlite') });
     try {
       const anchor = await store.logAnchor();
-      const whole = await verifyTail(store, genesis(), { checkEvent: ledgerEventProblem });
+      const whole = await verifyTail(store, genesisCheckpoint(), { checkEvent: ledgerEventProblem });
       expect(whole.findings).toEqual([]);
       expect(whole.verified).toMatchObject({
         position: anchor?.position,
@@ -79,7 +62,7 @@ describe('the check of what follows the last verified checkpoint', () => {
       expect(whole.events_read).toBe(anchor?.events);
 
       // From a checkpoint at the head: the event it recorded, nothing else.
-      const atHead = { ...genesis(), ...whole.verified } as VerifiedCheckpoint;
+      const atHead = { ...genesisCheckpoint(), ...whole.verified } as VerifiedCheckpoint;
       const nothing = await verifyTail(store, atHead, { checkEvent: ledgerEventProblem });
       expect(nothing.ok).toBe(true);
       expect(nothing.events_read).toBe(1);
@@ -93,7 +76,7 @@ describe('the check of what follows the last verified checkpoint', () => {
     try {
       const audit = await auditLog(store, { checkEvent: ledgerEventProblem });
       expect(audit.ok).toBe(true);
-      const check = await verifyTail(store, genesis());
+      const check = await verifyTail(store, genesisCheckpoint());
       expect(check.verified?.log_hash).toBe(audit.recomputed.log_hash);
       expect(check.verified?.events).toBe(audit.recomputed.events);
     } finally {
@@ -112,7 +95,7 @@ describe('the check of what follows the last verified checkpoint', () => {
       db.close();
       const store = SqliteEventStore.open({ file: join(dir, 'events.sqlite') });
       try {
-        const check = await verifyTail(store, genesis(), {
+        const check = await verifyTail(store, genesisCheckpoint(), {
           checkEvent: ledgerEventProblem,
           ...(tamper.needsAnchorKey ? { anchorKey: KEY } : {}),
         });
@@ -129,9 +112,9 @@ describe('the check of what follows the last verified checkpoint', () => {
     dirs.push(dir);
     const store = SqliteEventStore.open({ file: join(dir, 'events.sqlite') });
     const anchor = await store.logAnchor();
-    const check = await verifyTail(store, genesis());
+    const check = await verifyTail(store, genesisCheckpoint());
     await store.close();
-    const atHead = { ...genesis(), ...check.verified } as VerifiedCheckpoint;
+    const atHead = { ...genesisCheckpoint(), ...check.verified } as VerifiedCheckpoint;
 
     // Further on than the log: the log lost what was verified (a rollback of the log file).
     const reopened = SqliteEventStore.open({ file: join(dir, 'events.sqlite') });
@@ -155,10 +138,10 @@ describe('the check of what follows the last verified checkpoint', () => {
     const file = join(dir, 'verified-checkpoint.json');
     const store = SqliteEventStore.open({ file: join(dir, 'events.sqlite'), anchorKey: KEY });
     try {
-      const first = await verifyTail(store, genesis(), { anchorKey: KEY }).catch(() => undefined);
+      const first = await verifyTail(store, genesisCheckpoint(), { anchorKey: KEY }).catch(() => undefined);
       // The genesis checkpoint above is unsigned: with a key it is not believed.
       expect(first?.findings.map((finding) => finding.kind)).toContain('checkpoint_mismatch');
-      const whole = await verifyTail(store, { ...genesis() });
+      const whole = await verifyTail(store, { ...genesisCheckpoint() });
       const written = writeVerifiedCheckpoint(
         file,
         {
@@ -189,7 +172,7 @@ describe('the check of what follows the last verified checkpoint', () => {
     db.close();
     const store = SqliteEventStore.open({ file: join(dir, 'events.sqlite') });
     try {
-      const check = await verifyTail(store, genesis());
+      const check = await verifyTail(store, genesisCheckpoint());
       expect(check.broken_streams).toEqual([`op-default:${TARGET_REF}`]);
     } finally {
       await store.close();

@@ -3,11 +3,12 @@
  * straight on the SQLite file with the service stopped (docs/reliability.md, "A log whose every loss
  * is detectable"). Each case says which findings `verify` must report for it.
  */
-import { cpSync } from 'node:fs';
+import { cpSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import Database from 'better-sqlite3';
 import type { FindingKind } from '../../src/integrity/log-audit';
 import { GENESIS_HASH, nextLogHash, sealEvents } from '../../src/integrity/hash-chain';
+import type { VerifiedCheckpoint } from '../../src/integrity/verified-checkpoint';
 import { openSeeder, seedIncident, tempDataDir } from './cli-harness';
 
 export const TARGET_REF = 'run_81/step_4';
@@ -333,3 +334,31 @@ export function tamperedCopy(source: string, apply: (db: Database.Database) => v
   }
   return dir;
 }
+
+/**
+ * The seeded log twice, once with its anchors signed under `anchorKey`, made before the file's tests
+ * and removed after them: read each from inside a test or hook.
+ */
+export function seededLogsForFile(anchorKey: string): { plain: () => string; keyed: () => string } {
+  let plain = '';
+  let keyed = '';
+  beforeAll(async () => {
+    plain = await seededLogDir('integrity');
+    keyed = await seededLogDir('integrity-key', anchorKey);
+  });
+  afterAll(() => {
+    for (const dir of [plain, keyed]) if (dir) rmSync(dir, { recursive: true, force: true });
+  });
+  return { plain: () => plain, keyed: () => keyed };
+}
+
+/** A checkpoint at the empty log: checking from it checks the whole log. */
+export const genesisCheckpoint = (): VerifiedCheckpoint => ({
+  format: 'recovery-ledger-verified-checkpoint',
+  version: 1,
+  position: 0,
+  events: 0,
+  log_hash: GENESIS_HASH,
+  by: 'audit',
+  verified_at: '2026-01-01T00:00:00.000Z',
+});
