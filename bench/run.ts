@@ -122,6 +122,8 @@ async function main(): Promise<void> {
   const dir = mkdtempSync(join(tmpdir(), 'ledger-bench-'));
   const log = (line: string) => process.stderr.write(`${line}\n`);
   const started = performance.now();
+  // Read before any figure runs: the charts a run writes into docs/ would mark every run dirty.
+  const measured = revision();
   const host = machine();
   log(
     `recovery-ledger bench: ${host.nproc} cores, ${host.memory}, node ${host.node}, load average ${host.loadAverageAtStart.join(' ')}`,
@@ -192,7 +194,7 @@ async function main(): Promise<void> {
   );
   writeJson(settings.out, {
     machine: host,
-    revision: revision(),
+    revision: measured,
     settings: { ...settings, only: settings.only ? [...settings.only] : undefined, out: undefined },
     seconds,
     figures: rows,
