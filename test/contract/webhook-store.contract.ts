@@ -216,6 +216,45 @@ export function testWebhookStore(
       expect(await store.countPremature(TENANT, 'run/op2')).toBe(2);
     });
 
+    it('resets every operation a batch names, each once, and only in its own tenant', async () => {
+      const store = await consumer();
+      for (const ref of ['run/op1', 'run/op2', 'run/op3']) await store.countPremature(TENANT, ref);
+      await store.countPremature('tenant-b', 'run/op2');
+      await store.countPremature('tenant-b', 'run/op2');
+      expect(
+        await store.commitBatch(
+          {
+            position: 3,
+            deliveries: [],
+            watches: [],
+            resetPremature: [
+              { tenant: TENANT, operation_ref: 'run/op1' },
+              { tenant: TENANT, operation_ref: 'run/op1' },
+              { tenant: 'tenant-b', operation_ref: 'run/op2' },
+              { tenant: TENANT, operation_ref: 'run/never-counted' },
+            ],
+          },
+          { checkpointOnlyWithChanges: true },
+        ),
+      ).toBe(true);
+      expect(await store.countPremature(TENANT, 'run/op1')).toBe(1);
+      expect(await store.countPremature('tenant-b', 'run/op2')).toBe(1);
+      expect(await store.countPremature(TENANT, 'run/op2')).toBe(2);
+      expect(await store.countPremature(TENANT, 'run/op3')).toBe(2);
+      // Nothing to reset and nothing else: no change, so no checkpoint written on its own.
+      expect(
+        await store.commitBatch(
+          {
+            position: 4,
+            deliveries: [],
+            watches: [],
+            resetPremature: [{ tenant: TENANT, operation_ref: 'run/never-counted' }],
+          },
+          { checkpointOnlyWithChanges: true },
+        ),
+      ).toBe(false);
+    });
+
     it('settles a watch once: its delivery enqueued with it, nothing from a watch already settled', async () => {
       const store = await consumer();
       await store.commitBatch({
